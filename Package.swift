@@ -1,0 +1,66 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// receiptd: a self-hosted App Store receipt validator.
+// Dependencies point one way: receiptd → ReceiptService → {HTTPServer, Storage}.
+// HTTPServer imports nothing of ours; C lives only in the C* system-library targets.
+let package = Package(
+    name: "receiptd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "receiptd", targets: ["receiptd"]),
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
+    ],
+    targets: [
+        // C libraries, through Debian's -dev packages.
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        // epoll(7), eventfd(2), accept4(2): Linux APIs Glibc's Swift module does not export.
+        .systemLibrary(name: "CLinux"),
+
+        // Our HTTP/1.1 server on POSIX sockets and epoll.
+        .target(
+            name: "HTTPServer",
+            dependencies: ["CLinux", .product(name: "Logging", package: "swift-log")]
+        ),
+        // SQLite: the connection owner, statements and the migrator.
+        .target(
+            name: "Storage",
+            dependencies: [
+                "CSQLite",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Configuration, routes and the wiring of services.
+        .target(
+            name: "ReceiptService",
+            dependencies: [
+                "HTTPServer", "Storage", "CCurl",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "receiptd",
+            dependencies: [
+                "ReceiptService",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "ReceiptServiceTests", dependencies: ["ReceiptService", "HTTPServer", "Storage"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

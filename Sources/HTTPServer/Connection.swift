@@ -1,0 +1,299 @@
+import CLinux
+import Glibc
+import Logging
+
+/// One accepted socket and the requests on it. Owns its file descriptor.
+///
+/// Confined to its ``EventLoop``: every method runs on the loop's thread. Handler tasks come
+/// back through `loop.execute`, which is why the type is `@unchecked Sendable`.
+/// Requests are answered strictly one at a time in arrival order; pipelined requests wait in the
+/// input buffer until the previous response has been written (RFC 9112 §9.3.2).
+final class Connection: EventHandler, @unchecked Sendable {
+    /// What the connection is waiting for; decides which timeout applies.
+    enum Phase { case awaitingHead, readingHead, readingBody, responding, writing }
+
+    let fd: Int32
+    let remoteAddress: String
+    private unowned let loop: EventLoop
+    private unowned let owner: LoopAcceptor
+    private let core: ServerCore
+
+    private var input: [UInt8] = []
+    private var inputStart = 0
+    private var parser: HTTPRequestParser
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+
+    private(set) var phase: Phase = .awaitingHead
+    /// Monotonic ns after which the current phase has timed out.
+    private(set) var deadline: UInt64
+    private var closeAfterWrite = false
+    private var readingEnabled = true
+    private var writeInterest = false
+    private(set) var isClosed = false
+
+    // The request being answered, for the access log.
+    private var current: (method: HTTPMethod, path: Substring, id: String, start: UInt64, status: Int, bytes: Int)?
+
+    init(fd: Int32, remoteAddress: String, loop: EventLoop, owner: LoopAcceptor, core: ServerCore) {
+        self.fd = fd
+        self.remoteAddress = remoteAddress
+        self.loop = loop
+        self.owner = owner
+        self.core = core
+        self.parser = HTTPRequestParser(limits: core.configuration.limits)
+        self.deadline = loop.now + core.headerTimeout
+    }
+
+    /// Whether the connection could be closed now without cutting a request short.
+    var isIdle: Bool { phase == .awaitingHead && output.count == outputOffset }
+
+    // MARK: Events
+
+    func handle(events: UInt32) {
+        if events & receiptd_EPOLLOUT != 0 { flush() }
+        if isClosed { return }
+        if events & (receiptd_EPOLLIN | receiptd_EPOLLHUP | receiptd_EPOLLERR | receiptd_EPOLLRDHUP) != 0 {
+            readAvailable()
+        }
+    }
+
+    private func readAvailable() {
+        while readingEnabled && !isClosed {
+            let result: Syscall.IOResult
+            do {
+                result = try loop.scratch.withUnsafeMutableBytes { buf throws(SystemError) in
+                    try Syscall.io("read") { Glibc.read(fd, buf.baseAddress, buf.count) }
+                }
+            } catch {
+                close()
+                return
+            }
+            switch result {
+            case .wouldBlock:
+                processInput()
+                return
+            case .processed(0):
+                peerClosed()
+                return
+            case .processed(let n):
+                if phase == .awaitingHead {
+                    phase = .readingHead
+                    deadline = loop.now + core.headerTimeout
+                }
+                input.append(contentsOf: loop.scratch[0..<n])
+                if phase == .responding || phase == .writing {
+                    // Pipelined bytes while a response is pending: keep them, but not without bound.
+                    if input.count - inputStart > core.pipelineBufferLimit { setReading(false) }
+                    continue
+                }
+                if n < loop.scratch.count {
+                    processInput()
+                    return
+                }
+            }
+        }
+    }
+
+    /// The peer sent FIN. Finish what is in flight, then close; nothing more will arrive.
+    private func peerClosed() {
+        setReading(false)
+        switch phase {
+        case .responding, .writing:
+            closeAfterWrite = true
+        default:
+            processInput()
+            if phase == .responding || phase == .writing {
+                closeAfterWrite = true
+            } else {
+                close()
+            }
+        }
+    }
+
+    // MARK: Parsing and dispatch
+
+    private func processInput() {
+        while !isClosed && (phase == .awaitingHead || phase == .readingHead || phase == .readingBody) {
+            if inputStart == input.count {
+                return
+            }
+            let event = input.withUnsafeBufferPointer { buf in
+                parser.parse(UnsafeBufferPointer(rebasing: buf[inputStart...]))
+            }
+            switch event {
+            case .needMore:
+                if parser.isReadingBody && phase != .readingBody {
+                    phase = .readingBody
+                    deadline = loop.now + core.bodyTimeout
+                } else if phase == .awaitingHead {
+                    phase = .readingHead
+                    deadline = loop.now + core.headerTimeout
+                }
+                return
+            case .sendContinue:
+                phase = .readingBody
+                deadline = loop.now + core.bodyTimeout
+                output.append(contentsOf: HTTPResponseSerializer.continueResponse)
+                flush()
+            case .request(let request, let consumed):
+                inputStart += consumed
+                if inputStart == input.count {
+                    input.removeAll(keepingCapacity: input.capacity <= 64 * 1024)
+                    inputStart = 0
+                }
+                dispatch(request)
+            case .failure(let error):
+                setReading(false)
+                respondToParseError(error)
+            }
+        }
+    }
+
+    private func dispatch(_ request: HTTPRequest) {
+        phase = .responding
+        deadline = .max
+        let requestID = RequestID.take(from: request.headers) ?? core.requestIDs.next()
+        current = (request.method, request.path, requestID, Syscall.monotonicNanoseconds(), 0, 0)
+        let context = RequestContext(requestID: requestID, remoteAddress: remoteAddress)
+        let keepAlive = request.keepAlive && !core.isDraining
+        let includeBody = request.method != .head
+        let version = request.version
+        switch core.responder.handler(for: request) {
+        case .immediate(let handle):
+            complete(handle(request, context), version: version, keepAlive: keepAlive, includeBody: includeBody)
+        case .task(let handle):
+            let loop = self.loop
+            Task {
+                let response = await handle(request, context)
+                loop.execute { [self] in
+                    complete(response, version: version, keepAlive: keepAlive, includeBody: includeBody)
+                }
+            }
+        }
+    }
+
+    private func complete(_ response: HTTPResponse, version: HTTPVersion, keepAlive: Bool, includeBody: Bool) {
+        guard !isClosed else { return }
+        let keepAlive = keepAlive && !closeAfterWrite && !core.isDraining
+        if !keepAlive { closeAfterWrite = true }
+        HTTPResponseSerializer.serialize(
+            response, version: version, keepAlive: keepAlive, includeBody: includeBody,
+            date: loop.dateCache.current(), requestID: current?.id, into: &output)
+        current?.status = response.status.code
+        current?.bytes = includeBody ? response.body.count : 0
+        phase = .writing
+        deadline = loop.now + core.writeTimeout
+        flush()
+    }
+
+    private func respondToParseError(_ error: HTTPParseError) {
+        phase = .responding
+        let requestID = core.requestIDs.next()
+        current = (HTTPMethod(rawValue: "-"), "-", requestID, loop.now, 0, 0)
+        closeAfterWrite = true
+        complete(
+            ErrorBody.response(status: error.status, code: error.code, message: error.message, requestID: requestID),
+            version: .http1_1, keepAlive: false, includeBody: true)
+    }
+
+    // MARK: Writing
+
+    private func flush() {
+        while outputOffset < output.count {
+            let result: Syscall.IOResult
+            do {
+                result = try output.withUnsafeBytes { buf throws(SystemError) in
+                    try Syscall.io("send") {
+                        send(fd, buf.baseAddress! + outputOffset, buf.count - outputOffset, Int32(MSG_NOSIGNAL))
+                    }
+                }
+            } catch {
+                close()
+                return
+            }
+            switch result {
+            case .processed(let n):
+                outputOffset += n
+                if phase == .writing { deadline = loop.now + core.writeTimeout }
+            case .wouldBlock:
+                setWriteInterest(true)
+                return
+            }
+        }
+        output.removeAll(keepingCapacity: output.capacity <= 64 * 1024)
+        outputOffset = 0
+        setWriteInterest(false)
+        if phase == .writing { responseWritten() }
+    }
+
+    private func responseWritten() {
+        if let c = current, core.configuration.accessLog {
+            core.logAccess(
+                method: c.method, path: c.path, status: c.status, bytes: c.bytes,
+                durationNanoseconds: Syscall.monotonicNanoseconds() - c.start, requestID: c.id, remoteAddress: remoteAddress)
+        }
+        current = nil
+        if closeAfterWrite {
+            close()
+            return
+        }
+        phase = .awaitingHead
+        deadline = loop.now + core.idleTimeout
+        if !readingEnabled { setReading(true) }
+        processInput()
+    }
+
+    // MARK: Interest, timeouts, closing
+
+    private func setReading(_ on: Bool) {
+        guard on != readingEnabled, !isClosed else { return }
+        readingEnabled = on
+        updateInterest()
+    }
+
+    private func setWriteInterest(_ on: Bool) {
+        guard on != writeInterest, !isClosed else { return }
+        writeInterest = on
+        updateInterest()
+    }
+
+    private func updateInterest() {
+        var events: UInt32 = receiptd_EPOLLRDHUP
+        if readingEnabled { events |= receiptd_EPOLLIN }
+        if writeInterest { events |= receiptd_EPOLLOUT }
+        loop.modify(fd: fd, events: events)
+    }
+
+    /// Called by the loop's sweep when `now` is past ``deadline``.
+    func timedOut() {
+        switch phase {
+        case .readingHead, .readingBody:
+            setReading(false)
+            phase = .responding
+            let requestID = core.requestIDs.next()
+            current = (HTTPMethod(rawValue: "-"), "-", requestID, loop.now, 0, 0)
+            closeAfterWrite = true
+            complete(
+                ErrorBody.response(
+                    status: .requestTimeout, code: "request_timeout",
+                    message: "The request was not received in time.", requestID: requestID),
+                version: .http1_1, keepAlive: false, includeBody: true)
+        case .awaitingHead, .writing, .responding:
+            close()
+        }
+    }
+
+    /// Graceful shutdown: close now if idle, else after the response in flight.
+    func drain() {
+        if isIdle && inputStart == input.count { close() } else { closeAfterWrite = true }
+    }
+
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        loop.deregister(fd: fd)
+        Glibc.close(fd)
+        owner.connectionClosed(self)
+    }
+}

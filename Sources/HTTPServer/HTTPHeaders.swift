@@ -1,0 +1,84 @@
+/// Header fields in the order received. Names compare case-insensitively (RFC 9110 §5.1);
+/// repeated fields are kept as separate entries.
+public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, Equatable {
+    /// One field line.
+    public struct Field: Sendable, Equatable {
+        public var name: String
+        public var value: String
+        public init(name: String, value: String) { self.name = name; self.value = value }
+    }
+
+    public private(set) var fields: [Field] = []
+
+    public init() {}
+    public init(dictionaryLiteral elements: (String, String)...) {
+        fields = elements.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    public var count: Int { fields.count }
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    /// Appends a field, keeping any with the same name.
+    public mutating func add(name: String, value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Replaces every field named `name` with one field.
+    public mutating func replaceOrAdd(name: String, value: String) {
+        remove(name: name)
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Removes every field named `name`.
+    public mutating func remove(name: String) {
+        fields.removeAll { Self.namesEqual($0.name, name) }
+    }
+
+    /// The first value of `name`, if any.
+    public subscript(first name: String) -> String? {
+        fields.first { Self.namesEqual($0.name, name) }?.value
+    }
+
+    /// Every value of `name`, in order.
+    public subscript(all name: String) -> [String] {
+        fields.filter { Self.namesEqual($0.name, name) }.map(\.value)
+    }
+
+    /// Whether any field is named `name`.
+    public func contains(_ name: String) -> Bool {
+        fields.contains { Self.namesEqual($0.name, name) }
+    }
+
+    /// Whether a comma-separated field `name` lists `token` (case-insensitive), e.g. `Connection: close`.
+    public func containsToken(_ token: String, in name: String) -> Bool {
+        for value in self[all: name] {
+            for part in value.split(separator: ",") {
+                if Self.namesEqual(part.trimmingASCIIWhitespace(), token) { return true }
+            }
+        }
+        return false
+    }
+
+    /// ASCII case-insensitive comparison, without allocating.
+    @inline(__always)
+    static func namesEqual<A: StringProtocol, B: StringProtocol>(_ a: A, _ b: B) -> Bool {
+        let au = a.utf8, bu = b.utf8
+        guard au.count == bu.count else { return false }
+        for (x, y) in zip(au, bu) where x != y {
+            if (x | 0x20) != (y | 0x20) || !((x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z")) {
+                return false
+            }
+        }
+        return true
+    }
+}
+
+extension StringProtocol {
+    /// Drops leading and trailing spaces and tabs (HTTP's OWS).
+    func trimmingASCIIWhitespace() -> Substring {
+        let s = Substring(self)
+        guard let start = s.firstIndex(where: { $0 != " " && $0 != "\t" }) else { return "" }
+        let end = s.lastIndex(where: { $0 != " " && $0 != "\t" })!
+        return s[start...end]
+    }
+}

@@ -1,0 +1,91 @@
+/// A complete request: head and de-chunked body.
+public struct HTTPRequest: Sendable {
+    public var method: HTTPMethod
+    /// The request-target exactly as sent (RFC 9112 §3.2), e.g. `/v1/x?y=1`.
+    public var target: String
+    public var version: HTTPVersion
+    public var headers: HTTPHeaders
+    /// The body, de-chunked; empty when there is none.
+    public var body: [UInt8]
+    /// Trailer fields of a chunked body, if any were sent.
+    public var trailers: HTTPHeaders
+
+    public init(
+        method: HTTPMethod, target: String, version: HTTPVersion = .http1_1,
+        headers: HTTPHeaders = [:], body: [UInt8] = [], trailers: HTTPHeaders = [:]
+    ) {
+        self.method = method
+        self.target = target
+        self.version = version
+        self.headers = headers
+        self.body = body
+        self.trailers = trailers
+    }
+
+    /// The path part of the target, before any `?`.
+    public var path: Substring {
+        if let q = target.firstIndex(of: "?") { return target[..<q] }
+        return target[...]
+    }
+
+    /// The raw query string after `?`, if any.
+    public var query: Substring? {
+        guard let q = target.firstIndex(of: "?") else { return nil }
+        return target[target.index(after: q)...]
+    }
+
+    /// Query parameters, percent-decoded; the last one wins when a name repeats.
+    public var queryItems: [String: String] {
+        guard let query else { return [:] }
+        var items: [String: String] = [:]
+        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = PercentDecoding.decode(parts[0], plusAsSpace: true)
+            let value = parts.count > 1 ? PercentDecoding.decode(parts[1], plusAsSpace: true) : ""
+            if let name, let value { items[name] = value }
+        }
+        return items
+    }
+
+    /// Whether the connection stays open after this request (RFC 9112 §9.3): HTTP/1.1 unless
+    /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
+    public var keepAlive: Bool {
+        if version == .http1_1 { return !headers.containsToken("close", in: "Connection") }
+        return headers.containsToken("keep-alive", in: "Connection")
+            && !headers.containsToken("close", in: "Connection")
+    }
+}
+
+/// Percent-decoding of path segments and query components (RFC 3986 §2.1).
+public enum PercentDecoding {
+    /// Decodes `%XX` escapes; nil when an escape is malformed or the result is not UTF-8.
+    public static func decode<S: StringProtocol>(_ s: S, plusAsSpace: Bool = false) -> String? {
+        guard s.utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }) else {
+            return String(s)
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(s.utf8.count)
+        var it = s.utf8.makeIterator()
+        while let c = it.next() {
+            if c == UInt8(ascii: "%") {
+                guard let h = it.next().flatMap(hexValue), let l = it.next().flatMap(hexValue) else { return nil }
+                out.append(h << 4 | l)
+            } else if plusAsSpace && c == UInt8(ascii: "+") {
+                out.append(UInt8(ascii: " "))
+            } else {
+                out.append(c)
+            }
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
+    @inline(__always)
+    static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

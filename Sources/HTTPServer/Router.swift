@@ -1,0 +1,119 @@
+/// Routes by method and path. Patterns are literal segments and `{name}` parameters, e.g.
+/// `/v1/subscribers/{id}`. An unknown path answers 404; a known path with another method answers
+/// 405 with `Allow`. `HEAD` is served by the `GET` route, without the body.
+public struct Router: HTTPResponder {
+    /// A route's handler, given the request and its context (with path parameters).
+    public typealias Handler = @Sendable (HTTPRequest, RouteContext) async -> HTTPResponse
+    /// A handler answered on the event loop: cheap, non-blocking work only.
+    public typealias ImmediateHandler = @Sendable (HTTPRequest, RouteContext) -> HTTPResponse
+
+    private enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+    }
+
+    private enum Action: Sendable {
+        case immediate(ImmediateHandler)
+        case task(Handler)
+    }
+
+    private struct Route: Sendable {
+        var method: HTTPMethod
+        var segments: [Segment]
+        var action: Action
+    }
+
+    private var routes: [Route] = []
+
+    public init() {}
+
+    /// Adds a route answered on a concurrency task.
+    public mutating func on(_ method: HTTPMethod, _ pattern: String, handler: @escaping Handler) {
+        routes.append(Route(method: method, segments: Self.compile(pattern), action: .task(handler)))
+    }
+
+    /// Adds a route answered directly on the event loop; for handlers that never block or await.
+    public mutating func immediate(_ method: HTTPMethod, _ pattern: String, handler: @escaping ImmediateHandler) {
+        routes.append(Route(method: method, segments: Self.compile(pattern), action: .immediate(handler)))
+    }
+
+    private static func compile(_ pattern: String) -> [Segment] {
+        pattern.split(separator: "/", omittingEmptySubsequences: true).map { part in
+            if part.hasPrefix("{") && part.hasSuffix("}") {
+                return .parameter(String(part.dropFirst().dropLast()))
+            }
+            return .literal(String(part))
+        }
+    }
+
+    /// Matches `path` against a route's segments; the decoded parameters on success.
+    private static func match(_ segments: [Segment], _ parts: [Substring]) -> [String: String]? {
+        guard segments.count == parts.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (segment, part) in zip(segments, parts) {
+            switch segment {
+            case .literal(let literal):
+                guard part == literal else { return nil }
+            case .parameter(let name):
+                guard let value = PercentDecoding.decode(part), !value.isEmpty else { return nil }
+                parameters[name] = value
+            }
+        }
+        return parameters
+    }
+
+    public func handler(for request: HTTPRequest) -> HTTPHandler {
+        let path = request.path
+        guard path.first == "/" else {
+            return Self.error(.badRequest, "invalid_target", "The request target must be a path.")
+        }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        var allowed: [HTTPMethod] = []
+        for route in routes {
+            guard let parameters = Self.match(route.segments, parts) else { continue }
+            let servesHead = request.method == .head && route.method == .get
+            guard route.method == request.method || servesHead else {
+                allowed.append(route.method)
+                if route.method == .get { allowed.append(.head) }
+                continue
+            }
+            switch route.action {
+            case .immediate(let handle):
+                return .immediate { request, context in
+                    handle(request, RouteContext(request: context, parameters: parameters))
+                }
+            case .task(let handle):
+                return .task { request, context in
+                    await handle(request, RouteContext(request: context, parameters: parameters))
+                }
+            }
+        }
+        if allowed.isEmpty {
+            return Self.error(.notFound, "not_found", "No route for this path.")
+        }
+        var unique: [String] = []
+        for method in allowed where !unique.contains(method.rawValue) { unique.append(method.rawValue) }
+        let allow = unique.joined(separator: ", ")
+        return .immediate { _, context in
+            ErrorBody.response(
+                status: .methodNotAllowed, code: "method_not_allowed",
+                message: "This path does not accept this method.", requestID: context.requestID,
+                headers: ["Allow": allow])
+        }
+    }
+
+    private static func error(_ status: HTTPStatus, _ code: String, _ message: String) -> HTTPHandler {
+        .immediate { _, context in
+            ErrorBody.response(status: status, code: code, message: message, requestID: context.requestID)
+        }
+    }
+}
+
+/// A handler's view of its request: the server's context plus the route's path parameters.
+public struct RouteContext: Sendable {
+    public let request: RequestContext
+    /// Decoded `{name}` parameters of the matched pattern.
+    public let parameters: [String: String]
+
+    public var requestID: String { request.requestID }
+}

@@ -1,0 +1,146 @@
+import Configuration
+import Foundation
+import SystemPackage
+
+/// Reads typed values from the layered sources and remembers every key it read, so the effective
+/// configuration can be printed (``entries``) with secrets redacted.
+///
+/// Precedence, highest first: environment variables `RECEIPTD_<KEY>` (e.g. `http.maxConnections`
+/// → `RECEIPTD_HTTP_MAX_CONNECTIONS`), `Config/<environment>.json`, `Config/default.json`, the
+/// default in code. Secret keys are read only from the environment or from the file named by
+/// `RECEIPTD_<KEY>_FILE`; a secret in a JSON file is refused.
+public struct ConfigLoader: Sendable {
+    /// One effective value and where it came from.
+    public struct Entry: Sendable, Equatable {
+        public let key: String
+        public let value: String
+        public let isSecret: Bool
+    }
+
+    private let reader: ConfigReader
+    private let fileReader: ConfigReader
+    private let environment: [String: String]
+    private let entriesBox = EntriesBox()
+
+    /// Builds the source layers. `configDirectory` holds `default.json` (required) and
+    /// `<environmentName>.json` (optional).
+    public init(configDirectory: String, environmentName: String, environment: [String: String]) async throws {
+        let defaultFile = try await FileProvider<JSONSnapshot>(filePath: FilePath(configDirectory + "/default.json"))
+        let envFile = try await FileProvider<JSONSnapshot>(
+            filePath: FilePath(configDirectory + "/\(environmentName).json"), allowMissing: true)
+        let env = EnvironmentVariablesProvider(environmentVariables: environment).prefixKeys(with: "receiptd")
+        reader = ConfigReader(providers: [env, envFile, defaultFile])
+        fileReader = ConfigReader(providers: [envFile, defaultFile])
+        self.environment = environment
+    }
+
+    /// The environment variable that overrides `key`.
+    public static func environmentName(for key: String) -> String {
+        var out = "RECEIPTD"
+        for component in key.split(separator: ".") {
+            out += "_"
+            var previousLower = false
+            for character in component {
+                if character.isUppercase && previousLower { out += "_" }
+                out += character.uppercased()
+                previousLower = character.isLowercase || character.isNumber
+            }
+        }
+        return out
+    }
+
+    /// Every key read so far, in reading order.
+    public var entries: [Entry] { entriesBox.entries }
+
+    // MARK: Typed reads
+
+    public func string(_ key: String, default value: String) throws(ConfigurationError) -> String {
+        let result = try read(key, default: value) { try reader.requiredString(forKey: ConfigKey(key)) }
+        record(key, result)
+        return result
+    }
+
+    public func int(_ key: String, default value: Int, range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        let result = try read(key, default: value) { try reader.requiredInt(forKey: ConfigKey(key)) }
+        guard range.contains(result) else {
+            throw ConfigurationError(key: key, message: "must be in \(range.lowerBound)...\(range.upperBound), got \(result)")
+        }
+        record(key, String(result))
+        return result
+    }
+
+    public func bool(_ key: String, default value: Bool) throws(ConfigurationError) -> Bool {
+        let result = try read(key, default: value) { try reader.requiredBool(forKey: ConfigKey(key)) }
+        record(key, String(result))
+        return result
+    }
+
+    /// One of `allowed`.
+    public func choice(_ key: String, default value: String, allowed: [String]) throws(ConfigurationError) -> String {
+        let result = try read(key, default: value) { try reader.requiredString(forKey: ConfigKey(key)) }
+        guard allowed.contains(result) else {
+            throw ConfigurationError(key: key, message: "must be one of \(allowed.joined(separator: ", ")), got \"\(result)\"")
+        }
+        record(key, result)
+        return result
+    }
+
+    /// A duration given in milliseconds, at least 1 ms.
+    public func milliseconds(_ key: String, default value: Int) throws(ConfigurationError) -> Duration {
+        .milliseconds(try int(key, default: value, range: 1...86_400_000))
+    }
+
+    /// A secret: from `RECEIPTD_<KEY>` or the file named by `RECEIPTD_<KEY>_FILE` (trailing
+    /// newline trimmed); never from a JSON file. Nil when unset.
+    public func secret(_ key: String) throws(ConfigurationError) -> String? {
+        if fileReader.string(forKey: ConfigKey(key), isSecret: true) != nil {
+            throw ConfigurationError(
+                key: key, message: "is a secret and must not be set in Config/ files; use the environment or a secret file")
+        }
+        let name = Self.environmentName(for: key)
+        var value = environment[name]
+        if value == nil, let file = environment[name + "_FILE"] {
+            guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
+                throw ConfigurationError(key: key, message: "cannot read the secret file named by \(name)_FILE")
+            }
+            value = String(text.trimmingCharacters(in: .newlines))
+        }
+        if let v = value, v.isEmpty {
+            throw ConfigurationError(key: key, message: "is set but empty")
+        }
+        entriesBox.append(Entry(key: key, value: value == nil ? "(unset)" : "<redacted>", isSecret: true))
+        return value
+    }
+
+    // MARK: Helpers
+
+    /// Returns the configured value, `defaultValue` when no source has the key, and throws
+    /// naming the key when a source has it with the wrong type.
+    private func read<T>(_ key: String, default defaultValue: T, _ body: () throws -> T) throws(ConfigurationError) -> T {
+        do {
+            return try body()
+        } catch {
+            // swift-configuration reports "missing" and "not convertible" with one error type;
+            // a key some source holds as text is present, so the failure is a type error.
+            if reader.string(forKey: ConfigKey(key)) == nil && !hasNonStringValue(key) { return defaultValue }
+            throw ConfigurationError(key: key, message: "has the wrong type (\(error))")
+        }
+    }
+
+    private func hasNonStringValue(_ key: String) -> Bool {
+        reader.int(forKey: ConfigKey(key)) != nil || reader.bool(forKey: ConfigKey(key)) != nil
+            || reader.double(forKey: ConfigKey(key)) != nil
+    }
+
+    private func record(_ key: String, _ value: String) {
+        entriesBox.append(Entry(key: key, value: value, isSecret: false))
+    }
+
+    /// The reading log; a class so the loader's reads can stay non-mutating.
+    private final class EntriesBox: @unchecked Sendable {
+        private var storage: [Entry] = []
+        private let lock = NSLock()
+        var entries: [Entry] { lock.withLock { storage } }
+        func append(_ entry: Entry) { lock.withLock { storage.append(entry) } }
+    }
+}

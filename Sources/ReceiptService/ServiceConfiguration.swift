@@ -1,0 +1,103 @@
+import Foundation
+import HTTPServer
+import Logging
+
+/// The whole effective configuration of receiptd, validated. See README "Configuration" for every
+/// key; each is documented beside its read below too.
+public struct ServiceConfiguration: Sendable {
+    /// `development`, `production` or `test`; chooses `Config/<environment>.json`.
+    public var environment: String
+    /// The HTTP server: bind address, limits, timeouts.
+    public var http: HTTPServerConfiguration
+    /// SQLite: file path, busy timeout, where the migrations are.
+    public var database: Database
+    /// Log level.
+    public var logLevel: Logger.Level
+
+    /// SQLite settings.
+    public struct Database: Sendable {
+        /// SQLite file; its folder is created if missing. `:memory:` for a throwaway database.
+        public var path: String
+        /// How long a statement waits for a lock before failing.
+        public var busyTimeout: Duration
+        /// Folder of the numbered `.sql` migration files.
+        public var migrationsDirectory: String
+    }
+
+    /// The environments with a meaning.
+    public static let environments = ["development", "production", "test"]
+
+    /// Loads and validates the configuration.
+    /// - Parameters:
+    ///   - configDirectory: the folder with `default.json` and `<environment>.json`.
+    ///   - environment: the process environment (injected for tests).
+    /// - Returns: the configuration and the loader, whose ``ConfigLoader/entries`` list every
+    ///   effective value with secrets redacted.
+    public static func load(
+        configDirectory: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) async throws -> (ServiceConfiguration, ConfigLoader) {
+        let name = environment[ConfigLoader.environmentName(for: "environment")] ?? "development"
+        guard environments.contains(name) else {
+            throw ConfigurationError(
+                key: "environment", message: "must be one of \(environments.joined(separator: ", ")), got \"\(name)\"")
+        }
+        let c = try await ConfigLoader(configDirectory: configDirectory, environmentName: name, environment: environment)
+        _ = try c.choice("environment", default: "development", allowed: environments)
+
+        let limits = HTTPParserLimits(
+            // Longest request line before 414.
+            maxRequestLineBytes: try c.int("http.maxRequestLineBytes", default: 8192, range: 64...1_048_576),
+            // Largest header section before 431.
+            maxHeaderBytes: try c.int("http.maxHeaderBytes", default: 16_384, range: 256...1_048_576),
+            // Most header fields before 431.
+            maxHeaderCount: try c.int("http.maxHeaderCount", default: 100, range: 1...10_000),
+            // Largest request body before 413.
+            maxBodyBytes: try c.int("http.maxBodyBytes", default: 1_048_576, range: 0...1_073_741_824))
+        let http = HTTPServerConfiguration(
+            // Address to bind: an IPv4 or IPv6 literal.
+            host: try c.string("http.host", default: "127.0.0.1"),
+            // Port to bind; 0 picks a free one.
+            port: try c.int("http.port", default: 8080, range: 0...65_535),
+            // Event-loop threads; 0 means one per core.
+            eventLoops: try c.int("http.eventLoops", default: 0, range: 0...256).nonZero ?? HTTPServerConfiguration.coreCount,
+            limits: limits,
+            // Connections at once; past it new ones get 503 and are closed.
+            maxConnections: try c.int("http.maxConnections", default: 16_384, range: 1...1_000_000),
+            // Time from a request's first byte to the end of its head (slowloris guard).
+            headerTimeout: try c.milliseconds("http.headerTimeoutMs", default: 10_000),
+            // Time from the end of the head to the end of the body.
+            bodyTimeout: try c.milliseconds("http.bodyTimeoutMs", default: 30_000),
+            // Time a keep-alive connection may idle between requests.
+            idleTimeout: try c.milliseconds("http.idleTimeoutMs", default: 75_000),
+            // Time a response may take to reach a slow reader.
+            writeTimeout: try c.milliseconds("http.writeTimeoutMs", default: 30_000),
+            // On SIGTERM, how long in-flight requests may still run.
+            shutdownGracePeriod: try c.milliseconds("http.shutdownGraceMs", default: 10_000),
+            // One log line per request.
+            accessLog: try c.bool("http.accessLog", default: true))
+        guard isIPLiteral(http.host) else {
+            throw ConfigurationError(key: "http.host", message: "must be an IPv4 or IPv6 address literal, got \"\(http.host)\"")
+        }
+        let database = Database(
+            path: try c.string("database.path", default: "data/receiptd.sqlite"),
+            busyTimeout: try c.milliseconds("database.busyTimeoutMs", default: 5000),
+            migrationsDirectory: try c.string("database.migrationsDirectory", default: "Migrations"))
+        guard !database.path.isEmpty else { throw ConfigurationError(key: "database.path", message: "must not be empty") }
+        let level = try c.choice(
+            "log.level", default: "info", allowed: Logger.Level.allCases.map(\.rawValue))
+        return (
+            ServiceConfiguration(environment: name, http: http, database: database, logLevel: Logger.Level(rawValue: level)!),
+            c
+        )
+    }
+
+    private static func isIPLiteral(_ host: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+}
+
+extension Int {
+    fileprivate var nonZero: Int? { self == 0 ? nil : self }
+}

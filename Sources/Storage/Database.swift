@@ -1,0 +1,103 @@
+import CSQLite
+import Foundation
+
+/// One SQLite connection; the only owner of its `sqlite3*`, closed in `deinit`.
+///
+/// Not `Sendable`: use it from one thread at a time, through ``DatabaseQueue``.
+/// Opened in WAL mode with a busy timeout, foreign keys on and `synchronous=NORMAL`
+/// (durable across process crashes; WAL keeps commits atomic, see sqlite.org/wal.html).
+public final class Database {
+    private let handle: OpaquePointer
+    /// The file this connection opened.
+    public let path: String
+
+    /// Opens (creating if needed) the database at `path`; `:memory:` for a private in-memory one.
+    public init(path: String, busyTimeout: Duration = .seconds(5)) throws(StorageError) {
+        if path != ":memory:" {
+            let directory = (path as NSString).deletingLastPathComponent
+            if !directory.isEmpty {
+                try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            }
+        }
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let db { sqlite3_close_v2(db) }
+            throw StorageError(.open, "cannot open database at \(path): \(message)", sqliteCode: rc)
+        }
+        handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 1)
+        let ms = busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(db, Int32(clamping: ms))
+        try execute("PRAGMA foreign_keys = ON")
+        if path != ":memory:" {
+            let mode = try scalarText("PRAGMA journal_mode = WAL")
+            guard mode?.lowercased() == "wal" else {
+                throw StorageError(.open, "cannot enable WAL on \(path) (journal_mode is \(mode ?? "unknown"))")
+            }
+        }
+        try execute("PRAGMA synchronous = NORMAL")
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more statements that return no rows.
+    public func execute(_ sql: String) throws(StorageError) {
+        var error: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &error)
+        if rc != SQLITE_OK {
+            let message = error.map { String(cString: $0) } ?? lastErrorMessage
+            sqlite3_free(error)
+            throw StorageError(.sqlite, message, sqliteCode: rc)
+        }
+    }
+
+    /// Compiles one statement.
+    public func prepare(_ sql: String) throws(StorageError) -> Statement {
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard rc == SQLITE_OK, let statement else { throw error(rc) }
+        return Statement(statement, database: self)
+    }
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back when it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The first column of the first row as text, or nil when there is no row or it is NULL.
+    public func scalarText(_ sql: String) throws(StorageError) -> String? {
+        let statement = try prepare(sql)
+        guard try statement.step() else { return nil }
+        return statement.text(0)
+    }
+
+    /// The first column of the first row as an integer, or nil when there is no row or it is NULL.
+    public func scalarInt(_ sql: String) throws(StorageError) -> Int64? {
+        let statement = try prepare(sql)
+        guard try statement.step(), !statement.isNull(0) else { return nil }
+        return statement.int(0)
+    }
+
+    var lastErrorMessage: String { String(cString: sqlite3_errmsg(handle)) }
+
+    func error(_ rc: Int32) -> StorageError {
+        StorageError(.sqlite, lastErrorMessage, sqliteCode: rc)
+    }
+
+    /// The SQLite library's version, e.g. `3.40.1`.
+    public static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
+}

@@ -1,0 +1,51 @@
+import Crypto
+import Foundation
+
+/// One numbered SQL file from `Migrations/`, e.g. `0001_subscribers.sql`. Never edited once
+/// applied: its SHA-256 is recorded and checked at every start.
+public struct Migration: Sendable, Equatable {
+    /// The number before the first `_`.
+    public let version: Int
+    /// The file name without `.sql`.
+    public let name: String
+    public let sql: String
+    /// Lowercase hex SHA-256 of the file's bytes.
+    public let checksum: String
+
+    public init(version: Int, name: String, sql: String) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+        self.checksum = SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Reads every `NNNN_name.sql` file in `directory`, ordered by version. Other files are
+    /// ignored; two files with one version, or a malformed name ending in `.sql`, are errors.
+    public static func load(from directory: String) throws(StorageError) -> [Migration] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            throw StorageError(.migrationFile, "cannot read the migrations directory \(directory)")
+        }
+        var migrations: [Migration] = []
+        for file in names.sorted() where file.hasSuffix(".sql") {
+            let stem = String(file.dropLast(4))
+            guard let underscore = stem.firstIndex(of: "_"), let version = Int(stem[..<underscore]), version > 0,
+                stem[..<underscore].allSatisfy(\.isASCII)
+            else {
+                throw StorageError(.migrationFile, "migration file \(file) is not named NNNN_name.sql")
+            }
+            guard let data = FileManager.default.contents(atPath: directory + "/" + file),
+                let sql = String(data: data, encoding: .utf8)
+            else {
+                throw StorageError(.migrationFile, "cannot read migration file \(file)")
+            }
+            if let other = migrations.first(where: { $0.version == version }) {
+                throw StorageError(.migrationFile, "migrations \(other.name) and \(stem) share version \(version)")
+            }
+            migrations.append(Migration(version: version, name: stem, sql: sql))
+        }
+        return migrations.sorted { $0.version < $1.version }
+    }
+}

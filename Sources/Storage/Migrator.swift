@@ -1,0 +1,84 @@
+import Foundation
+
+/// Applies ``Migration``s in order, each in one transaction together with its bookkeeping row in
+/// `schema_migrations`. Refuses a database that has an applied migration it does not know, or one
+/// whose checksum changed: the schema would no longer be what the code expects.
+public struct Migrator: Sendable {
+    public let migrations: [Migration]
+
+    public init(migrations: [Migration]) {
+        self.migrations = migrations
+    }
+
+    /// A row of `schema_migrations`.
+    public struct Applied: Sendable, Equatable {
+        public let version: Int
+        public let name: String
+        public let checksum: String
+        public let appliedAt: Int64
+    }
+
+    /// What the database has and what it lacks.
+    public struct Status: Sendable {
+        public let applied: [Applied]
+        /// Known migrations not applied yet, in order.
+        public let pending: [Migration]
+    }
+
+    private static let bookkeeping = """
+        CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            checksum TEXT NOT NULL,
+            applied_at INTEGER NOT NULL
+        )
+        """
+
+    /// Checks the database against the known migrations without changing it (beyond creating
+    /// the empty bookkeeping table).
+    public func status(of db: Database) throws(StorageError) -> Status {
+        try db.execute(Self.bookkeeping)
+        let statement = try db.prepare("SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version")
+        var applied: [Applied] = []
+        while try statement.step() {
+            applied.append(Applied(
+                version: Int(statement.int(0)), name: statement.text(1) ?? "", checksum: statement.text(2) ?? "",
+                appliedAt: statement.int(3)))
+        }
+        for row in applied {
+            guard let known = migrations.first(where: { $0.version == row.version }) else {
+                throw StorageError(
+                    .migrationUnknown,
+                    "the database has migration \(row.version) (\(row.name)) that this build does not know; refusing to start")
+            }
+            guard known.checksum == row.checksum else {
+                throw StorageError(
+                    .migrationChecksum,
+                    "migration \(known.name) changed after it was applied (checksum \(row.checksum.prefix(12))… on record, \(known.checksum.prefix(12))… on disk); migrations must never be edited")
+            }
+        }
+        let appliedVersions = Set(applied.map(\.version))
+        return Status(applied: applied, pending: migrations.filter { !appliedVersions.contains($0.version) })
+    }
+
+    /// Applies every pending migration, in order; returns the ones applied. With `dryRun`, only
+    /// returns what would be applied.
+    @discardableResult
+    public func migrate(_ db: Database, dryRun: Bool = false, now: () -> Date = Date.init) throws(StorageError) -> [Migration] {
+        let pending = try status(of: db).pending
+        if dryRun { return pending }
+        for migration in pending {
+            do {
+                try db.transaction {
+                    try db.execute(migration.sql)
+                    try db.prepare("INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)")
+                        .bind([migration.version, migration.name, migration.checksum, Int64(now().timeIntervalSince1970 * 1000)])
+                        .run()
+                }
+            } catch {
+                throw StorageError(.migrationFailed, "migration \(migration.name) failed and was rolled back: \(error)")
+            }
+        }
+        return pending
+    }
+}

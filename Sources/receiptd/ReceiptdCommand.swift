@@ -1,0 +1,103 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ReceiptService
+import Storage
+
+/// `receiptd`: serve (default), migrate, check-config, version.
+@main
+struct ReceiptdCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "receiptd",
+        abstract: "Self-hosted App Store receipt validation and entitlements.",
+        subcommands: [Serve.self, Migrate.self, CheckConfig.self, Version.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// Options every subcommand shares.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .customLong("config-dir"), help: "Folder with default.json and <environment>.json.")
+    var configDirectory: String = ProcessInfo.processInfo.environment["RECEIPTD_CONFIG_DIR"] ?? "Config"
+
+    /// Loads the configuration, printing the offending key and exiting 78 (EX_CONFIG) if invalid.
+    func load() async throws -> (ServiceConfiguration, ConfigLoader) {
+        do {
+            return try await ServiceConfiguration.load(configDirectory: configDirectory)
+        } catch {
+            FileHandle.standardError.write(Data("receiptd: invalid configuration: \(error)\n".utf8))
+            throw ExitCode(78)
+        }
+    }
+}
+
+/// Bootstraps swift-log once, at the configured level, to standard error.
+enum Logging {
+    static func bootstrap(level: Logger.Level) -> Logger {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: "receiptd")
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Migrate the database, then serve HTTP until SIGTERM/SIGINT.")
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        let (config, _) = try await options.load()
+        let logger = Logging.bootstrap(level: config.logLevel)
+        do {
+            let app = try Application(configuration: config, logger: logger)
+            try await app.runUntilSignalled()
+        } catch {
+            logger.critical("receiptd cannot start", metadata: ["error": "\(error)"])
+            throw ExitCode.failure
+        }
+    }
+}
+
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Apply pending migrations, or list them with --dry-run.")
+    @OptionGroup var options: GlobalOptions
+    @Flag(help: "Print what would be applied; change nothing.") var dryRun = false
+
+    func run() async throws {
+        let (config, _) = try await options.load()
+        do {
+            let migrator = Migrator(migrations: try Migration.load(from: config.database.migrationsDirectory))
+            let database = try Database(path: config.database.path, busyTimeout: config.database.busyTimeout)
+            let migrations = try migrator.migrate(database, dryRun: dryRun)
+            let verb = dryRun ? "would apply" : "applied"
+            if migrations.isEmpty { print("up to date: no pending migrations") }
+            for migration in migrations { print("\(verb) \(migration.name) (sha256 \(migration.checksum.prefix(12))…)") }
+        } catch {
+            FileHandle.standardError.write(Data("receiptd: migrate failed: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+    }
+}
+
+struct CheckConfig: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config", abstract: "Validate the configuration and print the effective values, secrets redacted.")
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        let (_, loader) = try await options.load()
+        let width = loader.entries.map(\.key.count).max() ?? 0
+        for entry in loader.entries {
+            let pad = String(repeating: " ", count: width - entry.key.count)
+            print("\(entry.key)\(pad)  \(entry.value)")
+        }
+    }
+}
+
+struct Version: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print receiptd's version and its libraries'.")
+    func run() {
+        print("receiptd \(BuildInfo.version) (libcurl \(BuildInfo.curlVersion), SQLite \(BuildInfo.sqliteVersion))")
+    }
+}
