@@ -53,9 +53,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// Online cores, at least 1.
     public static var coreCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
-    /// The shortest timeout decides how often connections are checked.
+    /// The shortest timeout (or the shutdown grace period) decides how often connections are checked.
     var sweepInterval: UInt64 {
-        let shortest = [headerTimeout, bodyTimeout, idleTimeout, writeTimeout].min()!
+        let shortest = [headerTimeout, bodyTimeout, idleTimeout, writeTimeout, shutdownGracePeriod].min()!
         return min(max(shortest.nanoseconds / 4, 5_000_000), 1_000_000_000)
     }
 }

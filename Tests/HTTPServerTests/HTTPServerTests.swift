@@ -1,0 +1,273 @@
+import Foundation
+import Logging
+import Testing
+
+@testable import HTTPServer
+
+/// A server on 127.0.0.1:0 with a few routes that exercise the connection logic.
+private func makeServer(_ configure: (inout HTTPServerConfiguration) -> Void = { _ in }) throws -> HTTPServer {
+    var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 2, accessLog: false)
+    configure(&configuration)
+    var router = Router()
+    router.immediate(.get, "/hello") { _, _ in .text("hello") }
+    router.on(.post, "/echo") { request, _ in HTTPResponse(body: request.body) }
+    router.on(.get, "/slow/{ms}") { _, context in
+        let ms = Int(context.parameters["ms"] ?? "0") ?? 0
+        try? await Task.sleep(for: .milliseconds(ms))
+        return .text("slow \(ms)")
+    }
+    router.immediate(.get, "/id") { _, context in .text(context.requestID) }
+    router.immediate(.get, "/big/{bytes}") { _, context in
+        HTTPResponse(body: [UInt8](repeating: 0x61, count: Int(context.parameters["bytes"] ?? "0") ?? 0))
+    }
+    var logger = Logger(label: "test")
+    logger.logLevel = .warning
+    let server = HTTPServer(configuration: configuration, responder: router, logger: logger)
+    try server.start()
+    return server
+}
+
+private func stop(_ server: HTTPServer) async {
+    server.shutdown()
+    await server.waitUntilStopped()
+}
+
+@Suite("HTTP server, live on loopback")
+struct HTTPServerTests {
+    @Test func keepAliveServesSeveralRequestsOnOneConnection() async throws {
+        let server = try makeServer()
+        let client = try TestClient(port: server.port)
+        for _ in 0..<3 {
+            client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            let response = await client.readResponse()
+            #expect(response?.status == 200)
+            #expect(response?.text == "hello")
+            #expect(response?.header("Connection") == nil)
+        }
+        await stop(server)
+    }
+
+    @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
+        let server = try makeServer()
+        let client = try TestClient(port: server.port)
+        // The first is slow (a task), the second immediate: order must still hold.
+        client.send(
+            "GET /slow/100 HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc")
+        #expect(await client.readResponse()?.text == "slow 100")
+        #expect(await client.readResponse()?.text == "hello")
+        #expect(await client.readResponse()?.text == "abc")
+        await stop(server)
+    }
+
+    @Test func chunkedBodiesAreDechunked() async throws {
+        let server = try makeServer()
+        let client = try TestClient(port: server.port)
+        client.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")
+        client.send("4\r\ndefg\r\n0\r\n\r\n")
+        let response = await client.readResponse()
+        #expect(response?.text == "abcdefg")
+        await stop(server)
+    }
+
+    @Test func expectContinueGetsAnInterimResponse() async throws {
+        let server = try makeServer()
+        let client = try TestClient(port: server.port)
+        client.send("POST /echo HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
+        let interim = await client.readResponse()
+        #expect(interim?.status == 100)
+        client.send("body")
+        let final = await client.readResponse()
+        #expect(final?.status == 200)
+        #expect(final?.text == "body")
+        await stop(server)
+    }
+
+    @Test func headHasNoBodyButTheLengthOfGet() async throws {
+        let server = try makeServer()
+        let client = try TestClient(port: server.port)
+        client.send("HEAD /hello HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        let head = await client.readResponse(headRequest: true)
+        #expect(head?.status == 200)
+        #expect(head?.header("Content-Length") == "5")
+        #expect(head?.body.isEmpty == true)
+        // The next response starts right after HEAD's head: no stray body bytes.
+        #expect(await client.readResponse()?.text == "hello")
+        await stop(server)
+    }
+
+    @Test func http10ClosesUnlessKeepAlive() async throws {
+        let server = try makeServer()
+        let closing = try TestClient(port: server.port)
+        closing.send("GET /hello HTTP/1.0\r\n\r\n")
+        let r1 = await closing.readResponse()
+        #expect(r1?.header("Connection") == "close")
+        #expect(await closing.readsEOF())
+
+        let keeping = try TestClient(port: server.port)
+        keeping.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        #expect(await keeping.readResponse()?.header("Connection") == "keep-alive")
+        keeping.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        #expect(await keeping.readResponse()?.status == 200)
+        await stop(server)
+    }
+
+    @Test func connectionCloseIsHonoured() async throws {
+        let server = try makeServer()
+        let client = try TestClient(port: server.port)
+        client.send("GET /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        #expect(await client.readResponse()?.header("Connection") == "close")
+        #expect(await client.readsEOF())
+        await stop(server)
+    }
+
+    @Test func malformedRequestGets400JSONThenClose() async throws {
+        let server = try makeServer()
+        let client = try TestClient(port: server.port)
+        client.send("GET /hello HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n")
+        let response = await client.readResponse()
+        #expect(response?.status == 400)
+        #expect(response?.header("Content-Type") == "application/json")
+        #expect(response?.text.contains(#""code":"invalid_framing""#) == true)
+        #expect(await client.readsEOF())
+        await stop(server)
+    }
+
+    @Test func limitsAnswerWithTheirStatus() async throws {
+        let server = try makeServer {
+            $0.limits = HTTPParserLimits(maxRequestLineBytes: 100, maxHeaderBytes: 200, maxHeaderCount: 5, maxBodyBytes: 10)
+        }
+        let cases: [(String, Int)] = [
+            ("GET /\(String(repeating: "x", count: 200)) HTTP/1.1\r\nHost: t\r\n\r\n", 414),
+            ("GET / HTTP/1.1\r\nHost: t\r\nX: \(String(repeating: "x", count: 300))\r\n\r\n", 431),
+            ("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\n", 413),
+            ("GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505),
+        ]
+        for (request, status) in cases {
+            let client = try TestClient(port: server.port)
+            client.send(request)
+            #expect(await client.readResponse()?.status == status, "\(request.prefix(40))")
+        }
+        await stop(server)
+    }
+
+    @Test func requestIDIsTakenOrMadeAndEchoed() async throws {
+        let server = try makeServer()
+        let client = try TestClient(port: server.port)
+        client.send("GET /id HTTP/1.1\r\nHost: t\r\nX-Request-Id: abc-123\r\n\r\n")
+        let taken = await client.readResponse()
+        #expect(taken?.header("X-Request-Id") == "abc-123")
+        #expect(taken?.text == "abc-123")
+        client.send("GET /id HTTP/1.1\r\nHost: t\r\nX-Request-Id: bad id\r\n\r\n")
+        let made = await client.readResponse()
+        #expect(made?.header("X-Request-Id") != "bad id")
+        #expect(made?.header("X-Request-Id") == made?.text)
+        await stop(server)
+    }
+
+    @Test func slowlorisHeadIsCutOffWith408() async throws {
+        let server = try makeServer { $0.headerTimeout = .milliseconds(200) }
+        let client = try TestClient(port: server.port)
+        client.send("GET /hello HTTP/1.1\r\nHost: t\r\n")
+        try await Task.sleep(for: .milliseconds(100))
+        client.send("X-Slow: 1\r\n")  // progress does not extend the deadline
+        let response = await client.readResponse()
+        #expect(response?.status == 408)
+        #expect(await client.readsEOF())
+        await stop(server)
+    }
+
+    @Test func slowBodyIsCutOffWith408() async throws {
+        let server = try makeServer { $0.bodyTimeout = .milliseconds(200) }
+        let client = try TestClient(port: server.port)
+        client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc")
+        #expect(await client.readResponse()?.status == 408)
+        await stop(server)
+    }
+
+    @Test func idleKeepAliveConnectionIsClosed() async throws {
+        let server = try makeServer { $0.idleTimeout = .milliseconds(150) }
+        let client = try TestClient(port: server.port)
+        client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(await client.readResponse()?.status == 200)
+        #expect(await client.readsEOF())
+        await stop(server)
+    }
+
+    @Test func slowReaderIsClosedAfterTheWriteTimeout() async throws {
+        let server = try makeServer { $0.writeTimeout = .milliseconds(200) }
+        let client = try TestClient(port: server.port)
+        var small: Int32 = 4096
+        setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        client.send("GET /big/50000000 HTTP/1.1\r\nHost: t\r\n\r\n")
+        // Never read; the server must give up on its own, not before the write timeout.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while server.connectionCount == 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(server.connectionCount == 1)
+        let start = ContinuousClock.now
+        while server.connectionCount > 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(server.connectionCount == 0)
+        #expect(ContinuousClock.now - start >= .milliseconds(150))
+        await stop(server)
+    }
+
+    @Test func pastMaxConnectionsNewOnesGet503() async throws {
+        let server = try makeServer { $0.maxConnections = 2 }
+        let a = try TestClient(port: server.port)
+        let b = try TestClient(port: server.port)
+        a.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        b.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(await a.readResponse()?.status == 200)
+        #expect(await b.readResponse()?.status == 200)
+        let c = try TestClient(port: server.port)
+        c.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        let rejected = await c.readResponse()
+        #expect(rejected?.status == 503)
+        #expect(rejected?.header("Retry-After") == "1")
+        await stop(server)
+    }
+
+    @Test func manyIdleConnectionsDoNotStopOthers() async throws {
+        let server = try makeServer()
+        var idle: [TestClient] = []
+        for _ in 0..<2000 { idle.append(try TestClient(port: server.port)) }
+        let client = try TestClient(port: server.port)
+        client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(await client.readResponse()?.status == 200)
+        #expect(server.connectionCount == 2001)
+        idle.removeAll()
+        await stop(server)
+    }
+
+    @Test func gracefulShutdownFinishesInFlightRequests() async throws {
+        let server = try makeServer()
+        let busy = try TestClient(port: server.port)
+        let idle = try TestClient(port: server.port)
+        busy.send("GET /slow/300 HTTP/1.1\r\nHost: t\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(50))
+        server.shutdown()
+        let response = await busy.readResponse()
+        #expect(response?.status == 200)
+        #expect(response?.text == "slow 300")
+        #expect(response?.header("Connection") == "close")
+        #expect(await idle.readsEOF())
+        await server.waitUntilStopped()
+        #expect(throws: SystemError.self) { try TestClient(port: server.port) }
+    }
+
+    @Test func shutdownDeadlineClosesWhatIsStillRunning() async throws {
+        let server = try makeServer { $0.shutdownGracePeriod = .milliseconds(100) }
+        let busy = try TestClient(port: server.port)
+        busy.send("GET /slow/3000 HTTP/1.1\r\nHost: t\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(50))
+        let start = ContinuousClock.now
+        server.shutdown()
+        await server.waitUntilStopped()
+        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(await busy.readsEOF())
+    }
+}

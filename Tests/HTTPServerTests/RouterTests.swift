@@ -1,0 +1,54 @@
+import Testing
+
+@testable import HTTPServer
+
+@Suite("Router")
+struct RouterTests {
+    private let context = RequestContext(requestID: "r-1", remoteAddress: "127.0.0.1")
+
+    private func answer(_ router: Router, _ method: HTTPMethod, _ target: String) async -> HTTPResponse {
+        let request = HTTPRequest(method: method, target: target)
+        switch router.handler(for: request) {
+        case .immediate(let h): return h(request, context)
+        case .task(let h): return await h(request, context)
+        }
+    }
+
+    private func router() -> Router {
+        var router = Router()
+        router.on(.get, "/v1/subscribers/{id}") { _, c in .text("get \(c.parameters["id"] ?? "?")") }
+        router.on(.delete, "/v1/subscribers/{id}") { _, c in .text("delete \(c.parameters["id"] ?? "?")") }
+        router.immediate(.post, "/v1/receipts") { _, _ in .text("post") }
+        return router
+    }
+
+    @Test func parametersArePercentDecoded() async {
+        let r = await answer(router(), .get, "/v1/subscribers/user%201?x=1")
+        #expect(r.body == Array("get user 1".utf8))
+    }
+
+    @Test func methodsSelectTheRoute() async {
+        #expect(await answer(router(), .delete, "/v1/subscribers/a").body == Array("delete a".utf8))
+        #expect(await answer(router(), .post, "/v1/receipts").body == Array("post".utf8))
+    }
+
+    @Test func headIsServedByGet() async {
+        #expect(await answer(router(), .head, "/v1/subscribers/a").status == .ok)
+    }
+
+    @Test func unknownPathIs404() async {
+        let r = await answer(router(), .get, "/v1/nothing")
+        #expect(r.status.code == 404)
+        #expect(String(decoding: r.body, as: UTF8.self).contains(#""code":"not_found""#))
+    }
+
+    @Test func otherMethodIs405WithAllow() async {
+        let r = await answer(router(), .put, "/v1/subscribers/a")
+        #expect(r.status.code == 405)
+        #expect(r.headers[first: "Allow"] == "GET, HEAD, DELETE")
+    }
+
+    @Test func emptyParameterDoesNotMatch() async {
+        #expect(await answer(router(), .get, "/v1/subscribers/").status.code == 404)
+    }
+}

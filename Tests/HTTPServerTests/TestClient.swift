@@ -1,0 +1,122 @@
+import Foundation
+import Glibc
+
+@testable import HTTPServer
+
+/// A blocking loopback client for live tests. Its blocking calls run on a dispatch queue, never on
+/// Swift's cooperative pool, so a test waiting for a response cannot starve the server's handlers.
+final class TestClient: @unchecked Sendable {
+    let fd: Int32
+    private var buffer: [UInt8] = []
+    private let queue = DispatchQueue(label: "test-client")
+
+    /// A parsed response.
+    struct Response {
+        var status: Int
+        var headers: [(String, String)]
+        var body: [UInt8]
+        func header(_ name: String) -> String? {
+            headers.first { $0.0.lowercased() == name.lowercased() }?.1
+        }
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    init(port: Int, receiveTimeoutMs: Int = 5000) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard rc == 0 else {
+            close(fd)
+            throw SystemError(call: "connect", errno: errno)
+        }
+        var timeout = timeval(tv_sec: receiveTimeoutMs / 1000, tv_usec: (receiveTimeoutMs % 1000) * 1000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { _ = Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Reads one response: head, then `Content-Length` bytes (or to EOF without it).
+    /// Nil when the connection closed or timed out first.
+    func readResponse(headRequest: Bool = false) async -> Response? {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: self.readResponseBlocking(headRequest: headRequest)) }
+        }
+    }
+
+    /// Whether the server closed the connection (EOF) within the receive timeout.
+    func readsEOF() async -> Bool {
+        await withCheckedContinuation { continuation in
+            queue.async {
+                while true {
+                    if !self.buffer.isEmpty { self.buffer.removeAll() }
+                    let n = self.fill()
+                    if n == 0 { return continuation.resume(returning: true) }
+                    if n < 0 { return continuation.resume(returning: false) }
+                }
+            }
+        }
+    }
+
+    /// Bytes read, 0 at EOF, -1 on error or timeout.
+    private func fill() -> Int {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n > 0 { buffer.append(contentsOf: chunk[0..<n]) }
+        return n
+    }
+
+    private func readResponseBlocking(headRequest: Bool) -> Response? {
+        while true {
+            if let end = headEnd() {
+                let head = String(decoding: buffer[0..<end], as: UTF8.self)
+                var lines = head.components(separatedBy: "\r\n")
+                let statusLine = lines.removeFirst().split(separator: " ")
+                guard statusLine.count >= 2, let status = Int(statusLine[1]) else { return nil }
+                var headers: [(String, String)] = []
+                for line in lines where !line.isEmpty {
+                    let parts = line.split(separator: ":", maxSplits: 1)
+                    headers.append((String(parts[0]), parts.count > 1 ? String(parts[1]).trimmingCharacters(in: .whitespaces) : ""))
+                }
+                let length = headRequest || status < 200 || status == 204 || status == 304
+                    ? 0 : headers.first { $0.0.lowercased() == "content-length" }.flatMap { Int($0.1) }
+                let bodyStart = end + 4
+                if let length {
+                    while buffer.count < bodyStart + length {
+                        if fill() <= 0 { return nil }
+                    }
+                    let body = Array(buffer[bodyStart..<(bodyStart + length)])
+                    buffer.removeFirst(bodyStart + length)
+                    return Response(status: status, headers: headers, body: body)
+                }
+                while fill() > 0 {}
+                let body = Array(buffer[bodyStart...])
+                buffer.removeAll()
+                return Response(status: status, headers: headers, body: body)
+            }
+            if fill() <= 0 { return nil }
+        }
+    }
+
+    private func headEnd() -> Int? {
+        guard buffer.count >= 4 else { return nil }
+        for i in 0...(buffer.count - 4)
+        where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
+            return i
+        }
+        return nil
+    }
+}
+
