@@ -9,6 +9,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "receiptd", targets: ["receiptd"]),
+        .executable(name: "http-echo", targets: ["http-echo"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
     ],
     dependencies: [
@@ -57,10 +58,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A JSON echo server on our HTTP stack, for benchmarks beside the peers.
+        .executableTarget(
+            name: "http-echo",
+            dependencies: ["HTTPServer", .product(name: "Logging", package: "swift-log")]
+        ),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "ReceiptServiceTests", dependencies: ["ReceiptService", "HTTPServer", "Storage"]),
+        // Runs the built receiptd binary: CLI, start-up, signals.
+        .testTarget(name: "receiptdTests", dependencies: ["receiptd"]),
     ],
     swiftLanguageModes: [.v6]
 )

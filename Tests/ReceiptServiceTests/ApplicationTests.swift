@@ -1,0 +1,114 @@
+import Foundation
+import HTTPServer
+import Logging
+import Storage
+import Testing
+
+@testable import ReceiptService
+
+/// Fetches `path` from a local port with a single HTTP/1.1 request (off the cooperative pool).
+func get(_ port: Int, _ path: String) async throws -> (status: Int, body: String) {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(with: Result {
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                defer { close(fd) }
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(UInt16(port).bigEndian)
+                address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                let rc = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                guard rc == 0 else { throw CocoaError(.fileReadUnknown) }
+                let request = Array("GET \(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".utf8)
+                _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+                var data: [UInt8] = []
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                    if n <= 0 { break }
+                    data += chunk[0..<n]
+                }
+                let text = String(decoding: data, as: UTF8.self)
+                let status = Int(text.split(separator: " ")[1]) ?? 0
+                let body = text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+                return (status, body)
+            })
+        }
+    }
+}
+
+@Suite("Application")
+struct ApplicationTests {
+    private func configuration(database: String, migrations: String) -> ServiceConfiguration {
+        ServiceConfiguration(
+            environment: "test",
+            http: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
+            database: .init(path: database, busyTimeout: .seconds(1), migrationsDirectory: migrations),
+            logLevel: .warning)
+    }
+
+    private var migrationsDirectory: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path + "/Migrations"
+    }
+
+    private var logger: Logger {
+        var l = Logger(label: "test")
+        l.logLevel = .warning
+        return l
+    }
+
+    @Test func healthAndReadinessAnswer() async throws {
+        let dir = NSTemporaryDirectory() + "receiptd-app-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let app = try Application(configuration: configuration(database: dir + "/db.sqlite", migrations: migrationsDirectory), logger: logger)
+        let port = try app.start()
+        let health = try await get(port, "/healthz")
+        #expect(health.status == 200)
+        #expect(health.body == #"{"status":"ok"}"#)
+        let ready = try await get(port, "/readyz")
+        #expect(ready.status == 200)
+        #expect(ready.body.contains(#""status":"ready""#))
+        #expect(ready.body.contains(#""migrations_pending":0"#))
+        app.server.shutdown()
+        await app.server.waitUntilStopped()
+    }
+
+    @Test func startupMigratesAndRefusesAnEditedMigration() async throws {
+        let dir = NSTemporaryDirectory() + "receiptd-app-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let migrations = dir + "/Migrations"
+        try FileManager.default.createDirectory(atPath: migrations, withIntermediateDirectories: true)
+        try "CREATE TABLE a (x INTEGER);".write(toFile: migrations + "/0001_a.sql", atomically: true, encoding: .utf8)
+        let config = configuration(database: dir + "/db.sqlite", migrations: migrations)
+        do {
+            let app = try Application(configuration: config, logger: logger)
+            let applied = try await app.database.run { db in try db.scalarInt("SELECT count(*) FROM schema_migrations") }
+            #expect(applied == 1)
+        }
+        try "CREATE TABLE a (x TEXT);".write(toFile: migrations + "/0001_a.sql", atomically: true, encoding: .utf8)
+        #expect(throws: StorageError.self) { try Application(configuration: config, logger: logger) }
+    }
+
+    @Test func readinessReportsPendingMigrations() async throws {
+        let dir = NSTemporaryDirectory() + "receiptd-app-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let migrations = dir + "/Migrations"
+        try FileManager.default.createDirectory(atPath: migrations, withIntermediateDirectories: true)
+        try "CREATE TABLE a (x INTEGER);".write(toFile: migrations + "/0001_a.sql", atomically: true, encoding: .utf8)
+        let app = try Application(configuration: configuration(database: dir + "/db.sqlite", migrations: migrations), logger: logger)
+        let port = try app.start()
+        // A migration that arrived after start-up (e.g. a half-finished deploy) is not applied yet.
+        let routes = Routes(
+            database: app.database,
+            migrator: Migrator(migrations: app.migrator.migrations + [Migration(version: 2, name: "0002_b", sql: "SELECT 1;")]))
+        let response = await routes.readiness()
+        #expect(response.status.code == 503)
+        #expect(String(decoding: response.body, as: UTF8.self).contains(#""migrations_pending":1"#))
+        #expect(try await get(port, "/readyz").status == 200)
+        app.server.shutdown()
+        await app.server.waitUntilStopped()
+    }
+}

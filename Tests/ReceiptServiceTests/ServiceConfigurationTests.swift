@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+
+@testable import ReceiptService
+
+/// A config folder with `default.json` (and optional others), removed by the caller.
+func makeConfigDirectory(_ files: [String: String]) throws -> String {
+    let dir = NSTemporaryDirectory() + "receiptd-config-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    for (name, text) in files { try text.write(toFile: dir + "/" + name, atomically: true, encoding: .utf8) }
+    return dir
+}
+
+@Suite("Service configuration")
+struct ServiceConfigurationTests {
+    @Test func defaultsApplyWhenFilesAreEmpty() async throws {
+        let dir = try makeConfigDirectory(["default.json": "{}"])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (config, _) = try await ServiceConfiguration.load(configDirectory: dir, environment: [:])
+        #expect(config.environment == "development")
+        #expect(config.http.port == 8080)
+        #expect(config.http.limits.maxHeaderBytes == 16_384)
+        #expect(config.database.path == "data/receiptd.sqlite")
+        #expect(config.logLevel == .info)
+    }
+
+    @Test func environmentFileThenVariablesOverride() async throws {
+        let dir = try makeConfigDirectory([
+            "default.json": #"{"http": {"port": 1000, "maxConnections": 5}}"#,
+            "production.json": #"{"http": {"port": 2000}}"#,
+        ])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (config, _) = try await ServiceConfiguration.load(
+            configDirectory: dir,
+            environment: ["RECEIPTD_ENVIRONMENT": "production", "RECEIPTD_HTTP_MAX_CONNECTIONS": "7"])
+        #expect(config.environment == "production")
+        #expect(config.http.port == 2000)
+        #expect(config.http.maxConnections == 7)
+    }
+
+    @Test(arguments: [
+        (["RECEIPTD_HTTP_PORT": "eighty"], "http.port"),
+        (["RECEIPTD_HTTP_PORT": "70000"], "http.port"),
+        (["RECEIPTD_HTTP_HOST": "localhost"], "http.host"),
+        (["RECEIPTD_LOG_LEVEL": "loud"], "log.level"),
+        (["RECEIPTD_HTTP_ACCESS_LOG": "maybe"], "http.accessLog"),
+        (["RECEIPTD_HTTP_HEADER_TIMEOUT_MS": "0"], "http.headerTimeoutMs"),
+        (["RECEIPTD_ENVIRONMENT": "staging"], "environment"),
+    ])
+    func invalidValuesNameTheirKey(environment: [String: String], key: String) async throws {
+        let dir = try makeConfigDirectory(["default.json": "{}"])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            _ = try await ServiceConfiguration.load(configDirectory: dir, environment: environment)
+            Issue.record("accepted \(environment)")
+        } catch let error as ConfigurationError {
+            #expect(error.key == key)
+            #expect("\(error)".contains(ConfigLoader.environmentName(for: key)))
+        }
+    }
+
+    @Test func wrongTypeInAFileNamesTheKey() async throws {
+        let dir = try makeConfigDirectory(["default.json": #"{"http": {"maxBodyBytes": "big"}}"#])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            _ = try await ServiceConfiguration.load(configDirectory: dir, environment: [:])
+            Issue.record("a string for an integer key was accepted")
+        } catch let error as ConfigurationError {
+            #expect(error.key == "http.maxBodyBytes")
+        }
+    }
+
+    @Test func environmentNamesFollowTheKey() {
+        #expect(ConfigLoader.environmentName(for: "http.maxConnections") == "RECEIPTD_HTTP_MAX_CONNECTIONS")
+        #expect(ConfigLoader.environmentName(for: "database.path") == "RECEIPTD_DATABASE_PATH")
+    }
+
+    @Test func secretsComeFromTheEnvironmentOrAFileAndAreRedacted() async throws {
+        let dir = try makeConfigDirectory(["default.json": "{}"])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "s3cr3t-from-file\n".write(toFile: dir + "/secret", atomically: true, encoding: .utf8)
+        let fromFile = try await ConfigLoader(
+            configDirectory: dir, environmentName: "test", environment: ["RECEIPTD_DEMO_TOKEN_FILE": dir + "/secret"])
+        #expect(try fromFile.secret("demo.token") == "s3cr3t-from-file")
+        #expect(fromFile.entries == [ConfigLoader.Entry(key: "demo.token", value: "<redacted>", isSecret: true)])
+
+        let fromEnv = try await ConfigLoader(
+            configDirectory: dir, environmentName: "test", environment: ["RECEIPTD_DEMO_TOKEN": "abc"])
+        #expect(try fromEnv.secret("demo.token") == "abc")
+        #expect(try fromEnv.secret("demo.other") == nil)
+    }
+
+    @Test func aSecretInAConfigFileIsRefused() async throws {
+        let dir = try makeConfigDirectory(["default.json": #"{"demo": {"token": "committed-by-mistake"}}"#])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let loader = try await ConfigLoader(configDirectory: dir, environmentName: "test", environment: [:])
+        do {
+            _ = try loader.secret("demo.token")
+            Issue.record("a secret from a file was accepted")
+        } catch {
+            #expect(error.key == "demo.token")
+            #expect(!"\(error)".contains("committed-by-mistake"))
+        }
+    }
+
+    @Test func theCommittedConfigFilesLoad() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        for environment in ServiceConfiguration.environments {
+            let (config, _) = try await ServiceConfiguration.load(
+                configDirectory: root + "/Config", environment: ["RECEIPTD_ENVIRONMENT": environment])
+            #expect(config.environment == environment)
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+
+@testable import Storage
+
+/// A fresh folder under the temporary directory, removed by the caller.
+func temporaryDirectory() -> String {
+    let path = NSTemporaryDirectory() + "receiptd-tests-" + UUID().uuidString
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+@Suite("Migrator")
+struct MigratorTests {
+    let first = Migration(version: 1, name: "0001_a", sql: "CREATE TABLE a (x INTEGER);")
+    let second = Migration(version: 2, name: "0002_b", sql: "CREATE TABLE b (y INTEGER); INSERT INTO a VALUES (1);")
+
+    @Test func appliesInOrderOnceEach() throws {
+        let db = try Database(path: ":memory:")
+        let migrator = Migrator(migrations: [first, second])
+        #expect(try migrator.migrate(db).map(\.version) == [1, 2])
+        #expect(try migrator.migrate(db).isEmpty)
+        #expect(try db.scalarInt("SELECT count(*) FROM a") == 1)
+        #expect(try db.scalarInt("SELECT count(*) FROM schema_migrations") == 2)
+    }
+
+    @Test func dryRunChangesNothing() throws {
+        let db = try Database(path: ":memory:")
+        let migrator = Migrator(migrations: [first, second])
+        #expect(try migrator.migrate(db, dryRun: true).map(\.version) == [1, 2])
+        #expect(try db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'a'") == 0)
+        #expect(try migrator.status(of: db).pending.count == 2)
+    }
+
+    @Test func refusesAnEditedMigration() throws {
+        let db = try Database(path: ":memory:")
+        try Migrator(migrations: [first]).migrate(db)
+        let edited = Migration(version: 1, name: "0001_a", sql: "CREATE TABLE a (x TEXT);")
+        #expect(throws: StorageError.self) { try Migrator(migrations: [edited]).migrate(db) }
+        do {
+            try Migrator(migrations: [edited]).migrate(db)
+        } catch {
+            #expect(error.code == .migrationChecksum)
+        }
+    }
+
+    @Test func refusesAnUnknownAppliedMigration() throws {
+        let db = try Database(path: ":memory:")
+        try Migrator(migrations: [first, second]).migrate(db)
+        do {
+            try Migrator(migrations: [first]).migrate(db)
+            Issue.record("an unknown applied migration was accepted")
+        } catch {
+            #expect(error.code == .migrationUnknown)
+        }
+    }
+
+    @Test func aFailingMigrationRollsBackWithItsBookkeeping() throws {
+        let db = try Database(path: ":memory:")
+        let broken = Migration(version: 2, name: "0002_broken", sql: "CREATE TABLE c (z INTEGER); INSERT INTO nowhere VALUES (1);")
+        do {
+            try Migrator(migrations: [first, broken]).migrate(db)
+            Issue.record("a failing migration was reported as applied")
+        } catch {
+            #expect(error.code == .migrationFailed)
+        }
+        #expect(try db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'c'") == 0)
+        #expect(try db.scalarInt("SELECT max(version) FROM schema_migrations") == 1)
+    }
+
+    @Test func loadsNumberedFilesInOrder() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "CREATE TABLE b (y);".write(toFile: dir + "/0002_b.sql", atomically: true, encoding: .utf8)
+        try "CREATE TABLE a (x);".write(toFile: dir + "/0001_a.sql", atomically: true, encoding: .utf8)
+        try "notes".write(toFile: dir + "/README.md", atomically: true, encoding: .utf8)
+        let migrations = try Migration.load(from: dir)
+        #expect(migrations.map(\.name) == ["0001_a", "0002_b"])
+        #expect(migrations[0].checksum.count == 64)
+    }
+
+    @Test func refusesBadlyNamedOrDuplicateFiles() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "x".write(toFile: dir + "/0001_a.sql", atomically: true, encoding: .utf8)
+        try "y".write(toFile: dir + "/001_b.sql", atomically: true, encoding: .utf8)
+        #expect(throws: StorageError.self) { try Migration.load(from: dir) }
+        try FileManager.default.removeItem(atPath: dir + "/001_b.sql")
+        try "z".write(toFile: dir + "/init.sql", atomically: true, encoding: .utf8)
+        #expect(throws: StorageError.self) { try Migration.load(from: dir) }
+    }
+
+    @Test func theProjectMigrationsApply() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        let migrations = try Migration.load(from: root + "/Migrations")
+        #expect(!migrations.isEmpty)
+        let db = try Database(path: ":memory:")
+        #expect(try Migrator(migrations: migrations).migrate(db).count == migrations.count)
+    }
+}
+
+@Suite("Database")
+struct DatabaseTests {
+    @Test func opensFilesInWALModeWithForeignKeys() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let db = try Database(path: dir + "/nested/x.sqlite")
+        #expect(try db.scalarText("PRAGMA journal_mode") == "wal")
+        #expect(try db.scalarInt("PRAGMA foreign_keys") == 1)
+        #expect(try db.scalarInt("PRAGMA busy_timeout") == 5000)
+    }
+
+    @Test func transactionRollsBackOnError() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("CREATE TABLE t (x INTEGER)")
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            try db.transaction {
+                try db.execute("INSERT INTO t VALUES (1)")
+                throw Boom()
+            }
+        }
+        #expect(try db.scalarInt("SELECT count(*) FROM t") == 0)
+    }
+
+    @Test func queueRunsOffThePool() async throws {
+        let queue = try DatabaseQueue(path: ":memory:")
+        let value = try await queue.run { db in try db.scalarInt("SELECT 40 + 2") }
+        #expect(value == 42)
+    }
+}

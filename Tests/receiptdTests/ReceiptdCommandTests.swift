@@ -1,0 +1,112 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// The receiptd binary built beside this test bundle.
+private let binary: URL = {
+    let directory = URL(fileURLWithPath: Bundle.main.executablePath ?? CommandLine.arguments[0]).deletingLastPathComponent()
+    return directory.appendingPathComponent("receiptd")
+}()
+
+private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
+/// Runs receiptd with `arguments` in a scratch folder; returns exit status and output.
+private func run(
+    _ arguments: [String], environment: [String: String] = [:], untilExit: Bool = true,
+    whileRunning: ((Process) async throws -> Void)? = nil
+) async throws -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = binary
+    process.arguments = arguments == ["version"] ? arguments : arguments + ["--config-dir", root.path + "/Config"]
+    var env = ["PATH": "/usr/bin:/bin"]
+    for (k, v) in environment { env[k] = v }
+    process.environment = env
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    if let whileRunning { try await whileRunning(process) }
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+}
+
+private func scratch() -> String {
+    let path = NSTemporaryDirectory() + "receiptd-cli-" + UUID().uuidString
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+@Suite("receiptd command line", .serialized)
+struct ReceiptdCommandTests {
+    @Test func versionNamesTheLibraries() async throws {
+        let result = try await run(["version"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("libcurl"))
+        #expect(result.stdout.contains("SQLite"))
+    }
+
+    @Test func checkConfigPrintsEffectiveValues() async throws {
+        let result = try await run(["check-config"], environment: ["RECEIPTD_HTTP_PORT": "9999"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("http.port"))
+        #expect(result.stdout.contains("9999"))
+    }
+
+    @Test func checkConfigNamesABadKeyAndFails() async throws {
+        let result = try await run(["check-config"], environment: ["RECEIPTD_HTTP_MAX_BODY_BYTES": "lots"])
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("http.maxBodyBytes"))
+        #expect(result.stderr.contains("RECEIPTD_HTTP_MAX_BODY_BYTES"))
+    }
+
+    @Test func migrateDryRunThenMigrate() async throws {
+        let dir = scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let env = [
+            "RECEIPTD_DATABASE_PATH": dir + "/db.sqlite",
+            "RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY": root.path + "/Migrations",
+        ]
+        let dry = try await run(["migrate", "--dry-run"], environment: env)
+        #expect(dry.status == 0)
+        #expect(dry.stdout.contains("would apply 0001_subscribers"))
+        let real = try await run(["migrate"], environment: env)
+        #expect(real.stdout.contains("applied 0001_subscribers"))
+        let again = try await run(["migrate"], environment: env)
+        #expect(again.stdout.contains("up to date"))
+    }
+
+    @Test func serveAnswersAndExitsZeroOnSIGTERM() async throws {
+        let dir = scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = 20000 + Int.random(in: 0..<20000)
+        let env = [
+            "RECEIPTD_HTTP_PORT": "\(port)",
+            "RECEIPTD_DATABASE_PATH": dir + "/db.sqlite",
+            "RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY": root.path + "/Migrations",
+            "RECEIPTD_LOG_LEVEL": "info",
+        ]
+        var answered = false
+        let result = try await run(["serve"], environment: env) { process in
+            for _ in 0..<100 {
+                if let (data, response) = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/healthz")!),
+                    (response as? HTTPURLResponse)?.statusCode == 200, String(decoding: data, as: UTF8.self).contains("ok")
+                {
+                    answered = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            kill(process.processIdentifier, SIGTERM)
+        }
+        #expect(answered)
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("signal received"))
+        #expect(result.stderr.contains("stopped"))
+    }
+}
