@@ -85,7 +85,7 @@ for _ in $(seq 600); do [ -f "$out/ready" ] && break; sleep 0.1; done
 conn_rss=$(rss $rpid)
 served=$(curl -s -o /dev/null -w '%{http_code} %{time_total}s' http://127.0.0.1:18090/healthz)
 kill $held 2>/dev/null || true
-hb_pid=$(sed -n 2p "$bench/run/pids")
+hb_pid=$(pgrep -f HBPeer | head -1)
 printf '\n| receiptd RSS | MB |\n|---|---|\n| idle | %s |\n| after the runs above | %s |\n| holding 10,000 keep-alive connections | %s |\n' \
   "$idle_rss" "$load_rss" "$conn_rss"
 printf '| Hummingbird peer now | %s |\n' "$(rss "$hb_pid")"

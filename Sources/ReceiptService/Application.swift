@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import Glibc
 import HTTPServer
 import Logging
 import Storage
@@ -61,7 +61,7 @@ final class SignalWatcher: @unchecked Sendable {  // sources are set once in ini
     init(signals: [Int32], handler: @escaping @Sendable (Int32) -> Void) {
         let queue = DispatchQueue(label: "receiptd.signals")
         sources = signals.map { signal in
-            Foundation.signal(signal, SIG_IGN)
+            Glibc.signal(signal, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
             source.setEventHandler { handler(signal) }
             source.resume()

@@ -1,5 +1,6 @@
 import Configuration
-import Foundation
+import FoundationEssentials
+import Synchronization
 import SystemPackage
 
 /// Reads typed values from the layered sources and remembers every key it read, so the effective
@@ -100,10 +101,12 @@ public struct ConfigLoader: Sendable {
         let name = Self.environmentName(for: key)
         var value = environment[name]
         if value == nil, let file = environment[name + "_FILE"] {
-            guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
+            guard let data = FileManager.default.contents(atPath: file), var text = String(validating: Array(data), as: UTF8.self)
+            else {
                 throw ConfigurationError(key: key, message: "cannot read the secret file named by \(name)_FILE")
             }
-            value = String(text.trimmingCharacters(in: .newlines))
+            while text.last == "\n" || text.last == "\r" { text.removeLast() }
+            value = text
         }
         if let v = value, v.isEmpty {
             throw ConfigurationError(key: key, message: "is set but empty")
@@ -137,10 +140,9 @@ public struct ConfigLoader: Sendable {
     }
 
     /// The reading log; a class so the loader's reads can stay non-mutating.
-    private final class EntriesBox: @unchecked Sendable {
-        private var storage: [Entry] = []
-        private let lock = NSLock()
-        var entries: [Entry] { lock.withLock { storage } }
-        func append(_ entry: Entry) { lock.withLock { storage.append(entry) } }
+    private final class EntriesBox: Sendable {
+        private let storage = Mutex<[Entry]>([])
+        var entries: [Entry] { storage.withLock { $0 } }
+        func append(_ entry: Entry) { storage.withLock { $0.append(entry) } }
     }
 }

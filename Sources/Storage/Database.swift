@@ -1,5 +1,5 @@
 import CSQLite
-import Foundation
+import FoundationEssentials
 
 /// One SQLite connection; the only owner of its `sqlite3*`, closed in `deinit`.
 ///
@@ -14,7 +14,7 @@ public final class Database {
     /// Opens (creating if needed) the database at `path`; `:memory:` for a private in-memory one.
     public init(path: String, busyTimeout: Duration = .seconds(5)) throws(StorageError) {
         if path != ":memory:" {
-            let directory = (path as NSString).deletingLastPathComponent
+            let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
             if !directory.isEmpty {
                 try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             }

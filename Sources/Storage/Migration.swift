@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 
 /// One numbered SQL file from `Migrations/`, e.g. `0001_subscribers.sql`. Never edited once
 /// applied: its SHA-256 is recorded and checked at every start.
@@ -16,7 +16,10 @@ public struct Migration: Sendable, Equatable {
         self.version = version
         self.name = name
         self.sql = sql
-        self.checksum = SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
+        self.checksum = SHA256.hash(data: Array(sql.utf8)).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
     }
 
     /// Reads every `NNNN_name.sql` file in `directory`, ordered by version. Other files are
@@ -37,7 +40,7 @@ public struct Migration: Sendable, Equatable {
                 throw StorageError(.migrationFile, "migration file \(file) is not named NNNN_name.sql")
             }
             guard let data = FileManager.default.contents(atPath: directory + "/" + file),
-                let sql = String(data: data, encoding: .utf8)
+                let sql = String(validating: Array(data), as: UTF8.self)
             else {
                 throw StorageError(.migrationFile, "cannot read migration file \(file)")
             }

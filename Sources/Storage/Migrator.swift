@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Applies ``Migration``s in order, each in one transaction together with its bookkeeping row in
 /// `schema_migrations`. Refuses a database that has an applied migration it does not know, or one

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import ReceiptService
 import Storage
@@ -24,7 +25,7 @@ struct GlobalOptions: ParsableArguments {
         do {
             return try await ServiceConfiguration.load(configDirectory: configDirectory)
         } catch {
-            FileHandle.standardError.write(Data("receiptd: invalid configuration: \(error)\n".utf8))
+            printError("receiptd: invalid configuration: \(error)")
             throw ExitCode(78)
         }
     }
@@ -74,7 +75,7 @@ struct Migrate: AsyncParsableCommand {
             if migrations.isEmpty { print("up to date: no pending migrations") }
             for migration in migrations { print("\(verb) \(migration.name) (sha256 \(migration.checksum.prefix(12))…)") }
         } catch {
-            FileHandle.standardError.write(Data("receiptd: migrate failed: \(error)\n".utf8))
+            printError("receiptd: migrate failed: \(error)")
             throw ExitCode.failure
         }
     }
@@ -100,4 +101,10 @@ struct Version: ParsableCommand {
     func run() {
         print("receiptd \(BuildInfo.version) (libcurl \(BuildInfo.curlVersion), SQLite \(BuildInfo.sqliteVersion))")
     }
+}
+
+/// Writes one line to standard error.
+func printError(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    bytes.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
 }
