@@ -45,9 +45,6 @@ final class Connection: EventHandler, @unchecked Sendable {
         self.deadline = loop.now + core.headerTimeout
     }
 
-    /// Whether the connection could be closed now without cutting a request short.
-    var isIdle: Bool { phase == .awaitingHead && output.count == outputOffset }
-
     // MARK: Events
 
     func handle(events: UInt32) {
@@ -286,7 +283,8 @@ final class Connection: EventHandler, @unchecked Sendable {
 
     /// Graceful shutdown: close now if idle, else after the response in flight.
     func drain() {
-        if isIdle && inputStart == input.count { close() } else { closeAfterWrite = true }
+        let idle = phase == .awaitingHead && output.count == outputOffset && inputStart == input.count
+        if idle { close() } else { closeAfterWrite = true }
     }
 
     func close() {

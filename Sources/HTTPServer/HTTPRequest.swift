@@ -34,19 +34,6 @@ public struct HTTPRequest: Sendable {
         return target[target.index(after: q)...]
     }
 
-    /// Query parameters, percent-decoded; the last one wins when a name repeats.
-    public var queryItems: [String: String] {
-        guard let query else { return [:] }
-        var items: [String: String] = [:]
-        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = PercentDecoding.decode(parts[0], plusAsSpace: true)
-            let value = parts.count > 1 ? PercentDecoding.decode(parts[1], plusAsSpace: true) : ""
-            if let name, let value { items[name] = value }
-        }
-        return items
-    }
-
     /// Whether the connection stays open after this request (RFC 9112 §9.3): HTTP/1.1 unless
     /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
     public var keepAlive: Bool {
@@ -56,11 +43,11 @@ public struct HTTPRequest: Sendable {
     }
 }
 
-/// Percent-decoding of path segments and query components (RFC 3986 §2.1).
+/// Percent-decoding of path segments (RFC 3986 §2.1).
 public enum PercentDecoding {
     /// Decodes `%XX` escapes; nil when an escape is malformed or the result is not UTF-8.
-    public static func decode<S: StringProtocol>(_ s: S, plusAsSpace: Bool = false) -> String? {
-        guard s.utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }) else {
+    public static func decode<S: StringProtocol>(_ s: S) -> String? {
+        guard s.utf8.contains(UInt8(ascii: "%")) else {
             return String(s)
         }
         var out: [UInt8] = []
@@ -70,8 +57,6 @@ public enum PercentDecoding {
             if c == UInt8(ascii: "%") {
                 guard let h = it.next().flatMap(hexValue), let l = it.next().flatMap(hexValue) else { return nil }
                 out.append(h << 4 | l)
-            } else if plusAsSpace && c == UInt8(ascii: "+") {
-                out.append(UInt8(ascii: " "))
             } else {
                 out.append(c)
             }

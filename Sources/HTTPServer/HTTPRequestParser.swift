@@ -62,10 +62,6 @@ public struct HTTPRequestParser: Sendable {
         self.limits = limits
     }
 
-    /// Whether the parser is between requests (no byte of a next request seen yet is implied by
-    /// the caller's empty buffer; this says no partial state is kept).
-    public var isIdle: Bool { phase == .head && position == 0 }
-
     /// Whether the head of the current request is complete and its body is being read.
     public var isReadingBody: Bool { head != nil && phase != .failed }
 

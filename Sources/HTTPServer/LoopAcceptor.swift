@@ -107,9 +107,6 @@ final class LoopAcceptor: EventHandler, @unchecked Sendable {
         if drainDeadline != nil && connections.isEmpty { finish() }
     }
 
-    /// Number of open connections on this loop.
-    var connectionCount: Int { connections.count }
-
     private func tick() {
         let now = loop.now
         if !accepting && drainDeadline == nil { startAccepting() }

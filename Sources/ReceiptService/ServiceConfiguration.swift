@@ -43,7 +43,7 @@ public struct ServiceConfiguration: Sendable {
                 key: "environment", message: "must be one of \(environments.joined(separator: ", ")), got \"\(name)\"")
         }
         let c = try await ConfigLoader(configDirectory: configDirectory, environmentName: name, environment: environment)
-        _ = try c.choice("environment", default: "development", allowed: environments)
+        _ = try c.choice("environment", default: name, allowed: environments)
 
         let limits = HTTPParserLimits(
             // Longest request line before 414.

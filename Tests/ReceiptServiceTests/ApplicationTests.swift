@@ -54,6 +54,15 @@ struct ApplicationTests {
             .deletingLastPathComponent().path + "/Migrations"
     }
 
+    /// A scratch folder holding `Migrations/0001_a.sql` with `sql`; returns (folder, migrations).
+    private func scratchWithMigration(_ sql: String) throws -> (String, String) {
+        let dir = NSTemporaryDirectory() + "receiptd-app-" + UUID().uuidString
+        let migrations = dir + "/Migrations"
+        try FileManager.default.createDirectory(atPath: migrations, withIntermediateDirectories: true)
+        try sql.write(toFile: migrations + "/0001_a.sql", atomically: true, encoding: .utf8)
+        return (dir, migrations)
+    }
+
     private var logger: Logger {
         var l = Logger(label: "test")
         l.logLevel = .warning
@@ -77,11 +86,8 @@ struct ApplicationTests {
     }
 
     @Test func startupMigratesAndRefusesAnEditedMigration() async throws {
-        let dir = NSTemporaryDirectory() + "receiptd-app-" + UUID().uuidString
+        let (dir, migrations) = try scratchWithMigration("CREATE TABLE a (x INTEGER);")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let migrations = dir + "/Migrations"
-        try FileManager.default.createDirectory(atPath: migrations, withIntermediateDirectories: true)
-        try "CREATE TABLE a (x INTEGER);".write(toFile: migrations + "/0001_a.sql", atomically: true, encoding: .utf8)
         let config = configuration(database: dir + "/db.sqlite", migrations: migrations)
         do {
             let app = try Application(configuration: config, logger: logger)
@@ -93,11 +99,8 @@ struct ApplicationTests {
     }
 
     @Test func readinessReportsPendingMigrations() async throws {
-        let dir = NSTemporaryDirectory() + "receiptd-app-" + UUID().uuidString
+        let (dir, migrations) = try scratchWithMigration("CREATE TABLE a (x INTEGER);")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let migrations = dir + "/Migrations"
-        try FileManager.default.createDirectory(atPath: migrations, withIntermediateDirectories: true)
-        try "CREATE TABLE a (x INTEGER);".write(toFile: migrations + "/0001_a.sql", atomically: true, encoding: .utf8)
         let app = try Application(configuration: configuration(database: dir + "/db.sqlite", migrations: migrations), logger: logger)
         let port = try app.start()
         // A migration that arrived after start-up (e.g. a half-finished deploy) is not applied yet.
