@@ -32,10 +32,9 @@ final class TestClient: @unchecked Sendable {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard rc == 0 else {
-            close(fd)
-            throw SystemError(call: "connect", errno: errno)
-        }
+        // No close here: every stored property is set, so deinit runs when init throws and closes
+        // fd; closing it here too would close whatever socket reused the number meanwhile.
+        guard rc == 0 else { throw SystemError(call: "connect", errno: errno) }
         var timeout = timeval(tv_sec: receiveTimeoutMs / 1000, tv_usec: (receiveTimeoutMs % 1000) * 1000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
@@ -65,6 +64,22 @@ final class TestClient: @unchecked Sendable {
                     let n = self.fill()
                     if n == 0 { return continuation.resume(returning: true) }
                     if n < 0 { return continuation.resume(returning: false) }
+                }
+            }
+        }
+    }
+
+    /// Reads until EOF; the number of bytes read, or nil when the connection did not end in time.
+    func drainToEOF() async -> Int? {
+        await withCheckedContinuation { continuation in
+            queue.async {
+                var total = 0
+                while true {
+                    self.buffer.removeAll()
+                    let n = self.fill()
+                    if n == 0 { return continuation.resume(returning: total) }
+                    if n < 0 { return continuation.resume(returning: nil) }
+                    total += n
                 }
             }
         }
