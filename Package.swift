@@ -15,7 +15,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
+        // No traits: its JSON trait links the whole of Foundation and ICU (JSONSerialization);
+        // Config/*.json is read by our JSONConfigSnapshot on FoundationEssentials instead.
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
     ],

@@ -26,13 +26,25 @@ public struct ConfigLoader: Sendable {
     /// Builds the source layers. `configDirectory` holds `default.json` (required) and
     /// `<environmentName>.json` (optional).
     public init(configDirectory: String, environmentName: String, environment: [String: String]) async throws {
-        let defaultFile = try await FileProvider<JSONSnapshot>(filePath: FilePath(configDirectory + "/default.json"))
-        let envFile = try await FileProvider<JSONSnapshot>(
-            filePath: FilePath(configDirectory + "/\(environmentName).json"), allowMissing: true)
+        let defaultFile = try await Self.file(configDirectory + "/default.json", allowMissing: false)
+        let envFile = try await Self.file(configDirectory + "/\(environmentName).json", allowMissing: true)
         let env = EnvironmentVariablesProvider(environmentVariables: environment).prefixKeys(with: "receiptd")
         reader = ConfigReader(providers: [env, envFile, defaultFile])
         fileReader = ConfigReader(providers: [envFile, defaultFile])
         self.environment = environment
+    }
+
+    /// One JSON layer; an unreadable or malformed file is an error that names it.
+    private static func file(_ path: String, allowMissing: Bool) async throws(ConfigurationFileError)
+        -> FileProvider<JSONConfigSnapshot>
+    {
+        do {
+            return try await FileProvider<JSONConfigSnapshot>(filePath: FilePath(path), allowMissing: allowMissing)
+        } catch let error as JSONConfigSnapshot.InvalidFile {
+            throw ConfigurationFileError(path: path, reason: error.reason)
+        } catch {
+            throw ConfigurationFileError(path: path, reason: "cannot be read (\(error))")
+        }
     }
 
     /// The environment variable that overrides `key`.

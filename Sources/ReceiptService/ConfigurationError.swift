@@ -9,3 +9,11 @@ public struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equa
         "configuration key `\(key)` (env \(ConfigLoader.environmentName(for: key))): \(message)"
     }
 }
+
+/// A `Config/` file that cannot be read or is not a JSON object of settings.
+public struct ConfigurationFileError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let path: String
+    public let reason: String
+
+    public var description: String { "configuration file \(path): \(reason)" }
+}
