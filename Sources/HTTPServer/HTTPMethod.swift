@@ -11,6 +11,10 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let delete = HTTPMethod(rawValue: "DELETE")
     public static let options = HTTPMethod(rawValue: "OPTIONS")
 
+    /// The methods the server parses; others are answered 501 before the router sees them.
+    /// CONNECT (a proxy's), TRACE (reflects credentials) and extension methods are not served.
+    public static let implemented: Set<HTTPMethod> = [.get, .head, .post, .put, .patch, .delete, .options]
+
     public var description: String { rawValue }
 }
 

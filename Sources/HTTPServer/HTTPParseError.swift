@@ -29,6 +29,9 @@ public struct HTTPParseError: Error, Equatable, Sendable, CustomStringConvertibl
     static let versionNotSupported = HTTPParseError(
         status: .httpVersionNotSupported, code: "http_version_not_supported",
         message: "Only HTTP/1.0 and HTTP/1.1 are served.")
+    static let methodNotImplemented = HTTPParseError(
+        status: .notImplemented, code: "method_not_implemented",
+        message: "The method is not one this server implements.")
     static let expectationFailed = HTTPParseError(
         status: .expectationFailed, code: "expectation_failed", message: "Only `Expect: 100-continue` is supported.")
 }

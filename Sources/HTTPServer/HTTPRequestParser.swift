@@ -10,12 +10,16 @@
 ///   a field value: 400 (§2.2, §5.1, §5.2);
 /// - both `Content-Length` and `Transfer-Encoding`, any `Transfer-Encoding` other than exactly
 ///   `chunked`, `Transfer-Encoding` in HTTP/1.0, a `Content-Length` that is repeated, a list, or
-///   not digits: 400 (§6.1–6.3);
-/// - chunk sizes that are not bare hex (whitespace, signs) or overflow: 400 / 413; `Content-Length`
-///   or `Transfer-Encoding` among trailers: 400 (§7.1);
+///   not digits, a tab anywhere in either field: 400 (§6.1–6.3);
+/// - chunk sizes that are not bare hex (whitespace, signs) or overflow: 400 / 413; fields that
+///   control framing, routing or the connection (`headerOnlyFields`) among trailers: 400 (§7.1);
 /// - HTTP/1.1 without exactly one `Host`, or HTTP/1.0 with several: 400 (§3.2);
 /// - versions other than 1.0 and 1.1: 505; `Expect` other than `100-continue`: 417;
-/// - one empty line before the request line is ignored, a second is an error (§2.2).
+/// - one empty line before the request line is ignored, a second is an error (§2.2);
+/// - a method other than GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS: 501 (RFC 9110 §9.1);
+/// - a request-target that is not origin-form, absolute-form or `*` (OPTIONS only), or has a byte
+///   RFC 3986 does not allow there: 400 (§3.2); authority-form is CONNECT's, which is not served;
+/// - chunk extensions other than `;name` or `;name=value` (token or quoted-string), no whitespace.
 public struct HTTPRequestParser: Sendable {
     /// What the bytes so far amount to.
     public enum Event: Sendable {
@@ -176,8 +180,10 @@ public struct HTTPRequestParser: Sendable {
         guard let sp2 = firstIndex(of: .space, in: buf, from: sp1 + 1, to: lineEnd), sp2 > sp1 + 1 else {
             return .failure(.malformed("The request line is not `method target version`."))
         }
-        for k in (sp1 + 1)..<sp2 where buf[k] < 0x21 || buf[k] > 0x7E {
-            return .failure(.malformed("The request target has a byte that is not visible ASCII."))
+        let method = HTTPMethod(rawValue: HTTPSyntax.string(buf, start..<sp1))
+        guard HTTPMethod.implemented.contains(method) else { return .failure(.methodNotImplemented) }
+        guard HTTPSyntax.isValidTarget(UnsafeBufferPointer(rebasing: buf[(sp1 + 1)..<sp2]), method: method) else {
+            return .failure(.malformed("The request target is not origin-form, absolute-form or `*`."))
         }
         let version: HTTPVersion
         switch HTTPSyntax.parseVersion(UnsafeBufferPointer(rebasing: buf[(sp2 + 1)..<lineEnd])) {
@@ -186,7 +192,6 @@ public struct HTTPRequestParser: Sendable {
         case .some: return .failure(.versionNotSupported)
         case .none: return .failure(.malformed("The HTTP version is malformed."))
         }
-        let method = HTTPMethod(rawValue: HTTPSyntax.string(buf, start..<sp1))
         let target = HTTPSyntax.string(buf, (sp1 + 1)..<sp2)
 
         var headers = HTTPHeaders()
@@ -195,7 +200,13 @@ public struct HTTPRequestParser: Sendable {
         while lineStart < headersEnd {
             let lf = firstIndex(of: .lf, in: buf, from: lineStart, to: headersEnd)!
             switch HTTPSyntax.parseField(buf, lineStart..<(lf - 1)) {
-            case .success(let field): headers.add(name: field.name, value: field.value)
+            case .success(let field):
+                if HTTPHeaders.namesEqual(field.name, "Content-Length") || HTTPHeaders.namesEqual(field.name, "Transfer-Encoding"),
+                    firstIndex(of: .tab, in: buf, from: lineStart, to: lf) != nil
+                {
+                    return .failure(.badFraming("A tab in Content-Length or Transfer-Encoding."))
+                }
+                headers.add(name: field.name, value: field.value)
             case .failure(let e): return .failure(e)
             }
             if headers.count > limits.maxHeaderCount { return .failure(.tooManyHeaders) }
@@ -298,10 +309,8 @@ public struct HTTPRequestParser: Sendable {
                 }
                 switch HTTPSyntax.parseField(buf, cursor..<(lf - 1)) {
                 case .success(let field):
-                    if HTTPHeaders.namesEqual(field.name, "Content-Length")
-                        || HTTPHeaders.namesEqual(field.name, "Transfer-Encoding")
-                    {
-                        return fail(.badFraming("Framing fields are not allowed in trailers."))
+                    if Self.headerOnlyFields.contains(where: { HTTPHeaders.namesEqual($0, field.name) }) {
+                        return fail(.badFraming("A field that controls framing, routing or the connection is in the trailers."))
                     }
                     trailers.add(name: field.name, value: field.value)
                 case .failure(let e):
@@ -316,6 +325,12 @@ public struct HTTPRequestParser: Sendable {
             if cursor - head!.end > 2 * limits.maxBodyBytes + 64 * 1024 { return fail(.bodyTooLarge) }
         }
     }
+
+    /// Fields that must be known before the body (RFC 9110 §6.5.1) and so are refused as trailers.
+    static let headerOnlyFields = [
+        "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Proxy-Connection", "Upgrade", "TE",
+        "Trailer", "Host", "Expect",
+    ]
 
     private mutating func awaitBody() -> Event {
         if head!.expectContinue && !continueSent {

@@ -62,6 +62,89 @@ enum HTTPSyntax {
         return .success(HTTPHeaders.Field(name: string(buf, range.lowerBound..<colon), value: string(buf, vs..<ve)))
     }
 
+    /// pchar bytes of RFC 3986 besides `%XX` escapes: unreserved, sub-delims, ":", "@".
+    static let pcharTable: [Bool] = {
+        var t = [Bool](repeating: false, count: 256)
+        for c in UInt8(ascii: "0")...UInt8(ascii: "9") { t[Int(c)] = true }
+        for c in UInt8(ascii: "a")...UInt8(ascii: "z") { t[Int(c)] = true }
+        for c in UInt8(ascii: "A")...UInt8(ascii: "Z") { t[Int(c)] = true }
+        for c in "-._~!$&'()*+,;=:@".utf8 { t[Int(c)] = true }
+        return t
+    }()
+
+    /// RFC 9112 §3.2: origin-form (`/path[?query]`), absolute-form for http and https
+    /// (`http://host[:port][/path][?query]`, no userinfo), or `*` for OPTIONS. RFC 3986 bytes
+    /// only, `%` only as `%XX`, no fragment. authority-form is CONNECT's, which is not served.
+    static func isValidTarget(_ t: UnsafeBufferPointer<UInt8>, method: HTTPMethod) -> Bool {
+        guard let first = t.first else { return false }
+        if t.count == 1 && first == UInt8(ascii: "*") { return method == .options }
+        var i = 0
+        if first != UInt8(ascii: "/") {
+            guard let afterAuthority = absoluteFormAuthorityEnd(t) else { return false }
+            i = afterAuthority
+        }
+        // path-abempty [ "?" query ]: pchar, "/", and "?" (the first one starts the query).
+        while i < t.count {
+            let c = t[i]
+            if c == UInt8(ascii: "%") {
+                guard i + 2 < t.count, PercentDecoding.hexValue(t[i + 1]) != nil, PercentDecoding.hexValue(t[i + 2]) != nil
+                else { return false }
+                i += 3
+                continue
+            }
+            guard pcharTable[Int(c)] || c == UInt8(ascii: "/") || c == UInt8(ascii: "?") else { return false }
+            i += 1
+        }
+        return true
+    }
+
+    /// For `http://` or `https://` (any case) and a valid `host[:port]`: the offset after it.
+    private static func absoluteFormAuthorityEnd(_ t: UnsafeBufferPointer<UInt8>) -> Int? {
+        func lower(_ k: Int) -> UInt8 { t[k] | 0x20 }
+        var i: Int
+        if t.count >= 7, lower(0) == UInt8(ascii: "h"), lower(1) == UInt8(ascii: "t"), lower(2) == UInt8(ascii: "t"),
+            lower(3) == UInt8(ascii: "p")
+        {
+            i = 4
+            if t[i] | 0x20 == UInt8(ascii: "s") { i += 1 }
+        } else {
+            return nil
+        }
+        guard t.count - i >= 3, t[i] == UInt8(ascii: ":"), t[i + 1] == UInt8(ascii: "/"), t[i + 2] == UInt8(ascii: "/")
+        else { return nil }
+        i += 3
+        // host: reg-name (unreserved / sub-delims / %XX) or an IP-literal in brackets.
+        let hostStart = i
+        if i < t.count && t[i] == UInt8(ascii: "[") {
+            i += 1
+            let literalStart = i
+            while i < t.count, PercentDecoding.hexValue(t[i]) != nil || t[i] == UInt8(ascii: ":") || t[i] == UInt8(ascii: ".") {
+                i += 1
+            }
+            guard i > literalStart, i < t.count, t[i] == UInt8(ascii: "]") else { return nil }
+            i += 1
+        } else {
+            while i < t.count, t[i] != UInt8(ascii: ":"), t[i] != UInt8(ascii: "/"), t[i] != UInt8(ascii: "?") {
+                let c = t[i]
+                if c == UInt8(ascii: "%") {
+                    guard i + 2 < t.count, PercentDecoding.hexValue(t[i + 1]) != nil, PercentDecoding.hexValue(t[i + 2]) != nil
+                    else { return nil }
+                    i += 3
+                    continue
+                }
+                guard pcharTable[Int(c)], c != UInt8(ascii: "@") else { return nil }
+                i += 1
+            }
+        }
+        guard i > hostStart else { return nil }
+        if i < t.count && t[i] == UInt8(ascii: ":") {
+            i += 1
+            while i < t.count, (.zero ... .nine).contains(t[i]) { i += 1 }
+        }
+        guard i == t.count || t[i] == UInt8(ascii: "/") || t[i] == UInt8(ascii: "?") else { return nil }
+        return i
+    }
+
     /// `chunk-size [ chunk-ext ]` (§7.1): bare hex digits, then nothing or `;` extensions.
     static func parseChunkSize(_ buf: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, limit: Int) -> Result<Int, HTTPParseError> {
         var size = 0
@@ -74,12 +157,49 @@ enum HTTPSyntax {
         guard i > range.lowerBound else { return .failure(.badFraming("A chunk size is not hexadecimal.")) }
         if i < range.upperBound {
             guard buf[i] == UInt8(ascii: ";") else { return .failure(.badFraming("A chunk size has trailing bytes.")) }
-            for k in (i + 1)..<range.upperBound where !isFieldValueByte(buf[k]) {
-                return .failure(.badFraming("A chunk extension has a control byte."))
+            guard isValidChunkExtensions(buf, i..<range.upperBound) else {
+                return .failure(.badFraming("A chunk extension is not `;name` or `;name=value`."))
             }
         }
         if size > limit { return .failure(.bodyTooLarge) }
         return .success(size)
+    }
+}
+
+extension HTTPSyntax {
+    /// `*( ";" token [ "=" ( token / quoted-string ) ] )` (RFC 9112 §7.1.1), without the optional
+    /// whitespace (BWS) the grammar tolerates and without quoted-pairs in quoted values: receiptd
+    /// ignores extensions, so it takes the strict reading that every parser agrees on.
+    static func isValidChunkExtensions(_ buf: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool {
+        var i = range.lowerBound
+        let end = range.upperBound
+        while i < end {
+            guard buf[i] == UInt8(ascii: ";") else { return false }
+            i += 1
+            let nameStart = i
+            while i < end && isTChar(buf[i]) { i += 1 }
+            guard i > nameStart else { return false }
+            guard i < end, buf[i] == UInt8(ascii: "=") else { continue }
+            i += 1
+            if i < end && buf[i] == UInt8(ascii: "\"") {
+                i += 1
+                var closed = false
+                while i < end {
+                    let c = buf[i]
+                    if c == UInt8(ascii: "\"") { closed = true; i += 1; break }
+                    // qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text; a quoted-pair
+                    // (backslash escape) is refused, as llhttp refuses it.
+                    guard isFieldValueByte(c), c != UInt8(ascii: "\\") else { return false }
+                    i += 1
+                }
+                guard closed else { return false }
+            } else {
+                let valueStart = i
+                while i < end && isTChar(buf[i]) { i += 1 }
+                guard i > valueStart else { return false }
+            }
+        }
+        return true
     }
 }
 

@@ -223,4 +223,120 @@ struct HTTPRequestParserTests {
             return
         }
     }
+
+    // MARK: Methods, targets, chunk extensions (issue 8's framing policy)
+
+    @Test(arguments: ["PROPFIND", "CONNECT", "TRACE", "get", "FOO"])
+    func methodsOutsideTheImplementedSetAre501(method: String) {
+        let (whole, drip) = parseBoth("\(method) / HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(whole == .failure(status: 501, code: "method_not_implemented"))
+        #expect(drip == whole)
+    }
+
+    @Test(arguments: [
+        ("GET", "/"), ("GET", "/a/b;c=d?e=f/g?h&i=%20"), ("GET", "/~user/-._!$&'()*+,;=:@"),
+        ("GET", "http://example.com:8080/p?q"), ("GET", "HTTPS://[::1]:443"), ("GET", "http://a.b"),
+        ("GET", "http://a?q"), ("OPTIONS", "*"),
+    ])
+    func acceptedTargetForms(method: String, target: String) {
+        let (whole, drip) = parseBoth("\(method) \(target) HTTP/1.1\r\nHost: a\r\n\r\n")
+        guard case .request(_, let parsed, _, _, _, _) = whole else {
+            Issue.record("\(target) refused: \(whole)")
+            return
+        }
+        #expect(parsed == target)
+        #expect(drip == whole)
+    }
+
+    @Test(arguments: [
+        ("GET", "*"), ("GET", "a/b"), ("GET", "/a#frag"), ("GET", "/%zz"), ("GET", "/%2"), ("GET", "/a\"b"),
+        ("GET", "/a<b>"), ("GET", "/a{b}"), ("GET", "/a|b"), ("GET", "/a\\b"), ("GET", "/a^b"), ("GET", "/a`b"),
+        ("GET", "htt2p://x/"), ("GET", "ftp://x/"), ("GET", "http://user@host/"), ("GET", "http://"),
+        ("GET", "http://a:8x/"), ("GET", "http://[zz]/"), ("GET", "http:/a"), ("GET", "example.com:443"),
+    ])
+    func refusedTargets(method: String, target: String) {
+        let (whole, drip) = parseBoth("\(method) \(target) HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(whole == .failure(status: 400, code: "malformed_request"), "\(target) → \(whole)")
+        #expect(drip == whole)
+    }
+
+    @Test(arguments: [";a", ";a=b", ";a=b;c", #";a="b c""#, #";a="""#, ";a=b;c=\"d;e\""])
+    func strictChunkExtensionsAreAccepted(ext: String) {
+        let text = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\(ext)\r\nabc\r\n0\r\n\r\n"
+        let (whole, drip) = parseBoth(text)
+        #expect(whole.body == "abc", "\(ext) → \(whole)")
+        #expect(drip == whole)
+    }
+
+    @Test(arguments: [";", "; a", ";a =b", ";a= b", ";a=", #";a="b\"c""#, #";a="open"#, ";a=b c", ";a=\"b\"c", ";=b"])
+    func otherChunkExtensionsAre400(ext: String) {
+        let text = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\(ext)\r\nabc\r\n0\r\n\r\n"
+        let (whole, drip) = parseBoth(text)
+        #expect(whole == .failure(status: 400, code: "invalid_framing"), "\(ext) → \(whole)")
+        #expect(drip == whole)
+    }
+
+    @Test(arguments: ["Connection: close", "Host: b", "Expect: 100-continue", "Upgrade: x", "Trailer: X", "TE: trailers",
+                      "Keep-Alive: 5", "Proxy-Connection: close", "content-length: 1", "Transfer-Encoding: chunked"])
+    func fieldsThatMustPrecedeTheBodyAreRefusedAsTrailers(field: String) {
+        let text = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\(field)\r\n\r\n"
+        #expect(parseBoth(text).whole == .failure(status: 400, code: "invalid_framing"))
+    }
+
+    @Test(arguments: ["Content-Length:\t1", "Content-Length: 1\t", "Transfer-Encoding: chunked\t", "Transfer-Encoding:\tchunked"])
+    func aTabInAFramingFieldIs400(field: String) {
+        let text = "POST / HTTP/1.1\r\nHost: a\r\n\(field)\r\n\r\n"
+        #expect(parseBoth(text).whole == .failure(status: 400, code: "invalid_framing"))
+    }
+
+    // MARK: Found by differential fuzzing against llhttp (Scripts/fuzz.sh). Each input is a case
+    // where llhttp 8.1 and receiptd read the same bytes differently; receiptd's reading is pinned.
+
+    @Test(arguments: [
+        // obs-fold inside the trailer section (llhttp folds it).
+        "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-Trailer: text=1\r\n wo\r\n\r\n",
+        // whitespace before the colon of a field with obs-text (llhttp keeps the space in the name).
+        "POST / HTTP/1.1\r\nHost: a\r\nContent-LengthE : \u{FB}\u{FB}TRACE\u{FB} 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        // an empty field name (llhttp records a field named "").
+        "GET /v1/entitlements/u-1?x=1&y=%20 HTTP/1.1\r\nHost: example.com\r\n: */*\r\n\r\n",
+        // several spaces between target and version (llhttp skips them).
+        "GET /v   HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi",
+        // a scheme with a digit (llhttp refuses it; receiptd takes only http and https).
+        "GET htt2p://examplp?q HTTP/1.1\r\nHost: .com:80\r\n\r\n",
+        // a quoted-pair in a chunk extension (llhttp 8.1 refuses backslashes there).
+        "POST /xPATCH HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3;a=\"\u{DD}bH\\TP/\\TP/ c\";d\r\nabc\r\n0\r\n\r\n",
+        // Connection among the trailers (llhttp applies it and closes).
+        "GET /a( HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: a\r\nConnection: close\r\n\r\n",
+        // a tab after `chunked` (llhttp refuses the field; receiptd used to trim it).
+        "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\t\r\n\r\n0\r\nCont: a\r\n\r\n",
+    ])
+    func fuzzFindingsAreRefused(text: String) {
+        let (whole, drip) = parseBoth(text)
+        #expect(whole.status == 400 || whole.status == 501, "\(text.debugDescription) → \(whole)")
+        #expect(drip == whole)
+    }
+
+    @Test func aCRNotFollowedByLFEndsNoTrailerSection() {
+        // llhttp 8.1 ends the message at `\r` + any byte; receiptd waits for the line, then refuses it.
+        let text = "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-Trailer: t\r\n\r\u{C3}\u{C3}\rg"
+        #expect(parseBoth(text).whole == .needMore)
+        #expect(parseBoth(text + "\r\n").whole.status == 400)
+    }
+
+    @Test func closeWinsOverKeepAliveInHTTP10() {
+        // llhttp keeps an HTTP/1.0 connection alive when `Connection` lists both; receiptd closes.
+        var parser = HTTPRequestParser()
+        guard case .request(let request, _) = parser.parse(Array("GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n".utf8))
+        else {
+            Issue.record("not parsed")
+            return
+        }
+        #expect(!request.keepAlive)
+    }
+
+    @Test func anUnknownVersionWithABodyIs505BeforeTheBody() {
+        // llhttp reads HTTP/2.0's head and waits for its body; receiptd answers 505 at once.
+        let text = "GET / HTTP/2.0\r\nHost: a\r\nContent-Length: 3\r\nTr: 3\r\nTransfer-Encodingst: a\r\n\r\n"
+        #expect(parseBoth(text).whole == .failure(status: 505, code: "http_version_not_supported"))
+    }
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets in Fuzz/ and runs each for SECONDS (default 60), side by side.
+# Exits non-zero on any finding; the input is saved under .build-fuzz/artifacts/<target>/.
+#
+#   Scripts/fuzz.sh [SECONDS] [TARGET ...]      targets: fuzz-differential fuzz-parser
+#
+# Needs Debian's node-llhttp (llhttp's C sources, the reference parser):
+#   apt-get install -y node-llhttp
+# Replay one input: .build-fuzz/release/fuzz-differential FILE
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+seconds="${1:-60}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz-differential fuzz-parser)
+
+if [ ! -f /usr/share/llhttp/llhttp.c ]; then
+  echo "fuzz.sh: llhttp's C sources are missing: apt-get install -y node-llhttp" >&2
+  exit 2
+fi
+
+scratch="$root/.build-fuzz"
+for target in "${targets[@]}"; do
+  # --sanitize=fuzzer for SwiftPM (C targets and the link), -sanitize=fuzzer,address for swiftc:
+  # `--sanitize=fuzzer --sanitize=address` drops one of the two at random on this toolchain.
+  swift build -c release --package-path "$root/Fuzz" --scratch-path "$scratch" --product "$target" \
+    --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address 2>&1 | grep -E "error|warning: |Compiling|Build" | grep -v "^\[" || true
+  test -x "$scratch/release/$target"
+done
+
+pids=()
+for target in "${targets[@]}"; do
+  corpus="$scratch/corpus/$target"
+  artifacts="$scratch/artifacts/$target"
+  mkdir -p "$corpus" "$artifacts"
+  # The working corpus grows across runs; Fuzz/Corpus holds the committed seeds.
+  SWIFT_BACKTRACE=enable=no "$scratch/release/$target" \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+    -dict="$root/Fuzz/http.dict" -print_final_stats=1 -artifact_prefix="$artifacts/" \
+    "$corpus" "$root/Fuzz/Corpus" >"$scratch/$target.log" 2>&1 &
+  pids+=($!)
+done
+
+status=0
+for i in "${!targets[@]}"; do
+  target="${targets[$i]}"
+  log="$scratch/$target.log"
+  if wait "${pids[$i]}"; then
+    execs=$(grep -o "stat::number_of_executed_units: [0-9]*" "$log" | awk '{print $2}')
+    cov=$(grep -o "cov: [0-9]*" "$log" | tail -1 | awk '{print $2}')
+    echo "$target: no finding in ${seconds}s, ${execs:-?} inputs run, coverage ${cov:-?} edges"
+  else
+    status=1
+    echo "$target: FINDING (log $log)"
+    grep -E -A12 "Fatal error|ERROR: (libFuzzer|AddressSanitizer)" "$log" | head -40
+    grep -E "Test unit written|^Base64" "$log" || true
+  fi
+done
+exit $status
