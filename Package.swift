@@ -9,7 +9,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "receiptd", targets: ["receiptd"]),
-        .executable(name: "http-echo", targets: ["http-echo"]),
+        .executable(name: "http-inspect", targets: ["http-inspect"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
     ],
     dependencies: [
@@ -60,9 +60,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // A JSON echo server on our HTTP stack, for benchmarks beside the peers.
+        // Our HTTP server with an echo, inspect or benchmark responder: conformance and benchmarks.
         .executableTarget(
-            name: "http-echo",
+            name: "http-inspect",
             dependencies: ["HTTPServer", .product(name: "Logging", package: "swift-log")]
         ),
 
@@ -71,6 +71,7 @@ let package = Package(
         .testTarget(name: "ReceiptServiceTests", dependencies: ["ReceiptService", "HTTPServer", "Storage"]),
         // Runs the built receiptd binary: CLI, start-up, signals.
         .testTarget(name: "receiptdTests", dependencies: ["receiptd"]),
+        .testTarget(name: "http-inspectTests", dependencies: ["http-inspect", "HTTPServer"]),
     ],
     swiftLanguageModes: [.v6]
 )

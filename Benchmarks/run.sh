@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks receiptd's HTTP server against the peers in ../shared/bench, in one run, on loopback.
 #   GET /healthz      receiptd            vs nginx (static JSON) and Hummingbird (one SQLite row + JSON)
-#   POST /echo 4 KB   http-echo (our stack) vs Hummingbird's /echo (same decode + encode work)
+#   POST /echo 4 KB   http-inspect bench-json (our stack) vs Hummingbird's /echo (same decode + encode work)
 # at 1 and 64 connections; prints req/s, p50/p99, the ratio to each peer, and receiptd's RSS
 # (idle, and under 10,000 idle keep-alive connections).
 # Needs: apt-get install -y nginx wrk bc libsqlite3-dev libcurl4-openssl-dev
@@ -18,7 +18,7 @@ echo "building release (static Swift stdlib)…" >&2
 swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" \
   --product receiptd >/dev/null
 swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" \
-  --product http-echo >/dev/null
+  --product http-inspect >/dev/null
 bin=$(swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" --show-bin-path)
 "$bench/start-peers.sh" >&2
 
@@ -27,7 +27,7 @@ RECEIPTD_HTTP_PORT=18090 RECEIPTD_LOG_LEVEL=warning RECEIPTD_DATABASE_PATH="$out
   RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY="$root/Migrations" RECEIPTD_HTTP_IDLE_TIMEOUT_MS=600000 \
   "$bin/receiptd" serve --config-dir "$root/Config" >"$out/receiptd.log" 2>&1 &
 rpid=$!
-PORT=18092 "$bin/http-echo" >"$out/echo.log" 2>&1 &
+PORT=18092 "$bin/http-inspect" bench-json >"$out/echo.log" 2>&1 &
 for u in http://127.0.0.1:18090/readyz http://127.0.0.1:18092/healthz; do
   for _ in $(seq 100); do curl -sf -o /dev/null "$u" && break; sleep 0.1; done
 done
@@ -61,7 +61,7 @@ done
 for c in 1 64; do
   read -r e_rps e50 e99 < <(run echo $c http://127.0.0.1:18092/echo "$bench/wrk/echo.lua")
   read -r h_rps h50 h99 < <(run hb $c http://127.0.0.1:18081/echo "$bench/wrk/echo.lua")
-  printf '| POST /echo 4 KB JSON | %s | http-echo (ours) | %s | %s | %s | %.2f× Hummingbird |\n' $c "$e_rps" "$e50" "$e99" \
+  printf '| POST /echo 4 KB JSON | %s | http-inspect bench-json (ours) | %s | %s | %s | %.2f× Hummingbird |\n' $c "$e_rps" "$e50" "$e99" \
     "$(echo "$e_rps / $h_rps" | bc -l)"
   printf '| POST /echo 4 KB JSON | %s | Hummingbird | %s | %s | %s | |\n' $c "$h_rps" "$h50" "$h99"
 done

@@ -4,6 +4,11 @@ public struct RequestContext: Sendable {
     public let requestID: String
     /// The peer's address, e.g. `127.0.0.1`.
     public let remoteAddress: String
+
+    public init(requestID: String, remoteAddress: String) {
+        self.requestID = requestID
+        self.remoteAddress = remoteAddress
+    }
 }
 
 /// How a request is answered.

@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+
+/// The http-inspect binary built beside this test bundle.
+private let binary = URL(fileURLWithPath: Bundle.main.executablePath ?? CommandLine.arguments[0])
+    .deletingLastPathComponent().appendingPathComponent("http-inspect")
+
+/// Starts http-inspect in `mode` on a free port, runs `body` with the port, then stops it with SIGTERM.
+private func withServer(_ mode: String, _ body: (Int) async throws -> Void) async throws -> Int32 {
+    let process = Process()
+    process.executableURL = binary
+    process.arguments = [mode]
+    process.environment = ["PORT": "0", "EVENT_LOOPS": "1"]
+    let out = Pipe()
+    process.standardOutput = out
+    try process.run()
+    let firstLine = await offPool {
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        return String(decoding: line, as: UTF8.self)
+    }
+    let port = Int(firstLine.split(separator: ":").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+    #expect(port > 0, "first line: \(firstLine)")
+    if port > 0 { try await body(port) }
+    kill(process.processIdentifier, SIGTERM)
+    await offPool { process.waitUntilExit() }
+    return process.terminationStatus
+}
+
+/// Runs blocking work on a Dispatch thread, not on Swift's cooperative pool.
+private func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(returning: work()) }
+    }
+}
+
+/// Sends `request` on a new connection and reads until the server closes it (or 2 s pass).
+private func exchange(port: Int, _ request: String) async -> String {
+    await offPool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return "connect failed" }
+        let bytes = Array(request.utf8)
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            response += buffer[0..<n]
+        }
+        return String(decoding: response, as: UTF8.self)
+    }
+}
+
+@Suite("http-inspect binary", .serialized)
+struct MainTests {
+    @Test func inspectAnswersWithTheRequestAsRead() async throws {
+        let status = try await withServer("inspect") { port in
+            let response = await exchange(port: port,
+                "POST /p?q=1 HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+            #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            let json = try #require(response.split(separator: "\r\n\r\n", maxSplits: 1).last)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+            let base64 = { (s: String) in Data(s.utf8).base64EncodedString() }
+            #expect(object["uri"] as? String == base64("/p?q=1"))
+            #expect(object["body"] as? String == base64("abc"))
+            #expect((object["headers"] as? [[String]])?.first == [base64("Host"), base64("h")])
+        }
+        #expect(status == 0)
+    }
+
+    @Test func echoAnswersTheDechunkedBody() async throws {
+        let status = try await withServer("echo") { port in
+            let response = await exchange(port: port,
+                "PUT /any/where HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\nhi\r\n3;x=y\r\n!!!\r\n0\r\n\r\n")
+            #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            #expect(response.contains("Content-Length: 5\r\n"))
+            #expect(response.hasSuffix("\r\n\r\nhi!!!"))
+        }
+        #expect(status == 0)
+    }
+
+    @Test func aRefusedRequestGetsAJSONErrorAndAClose() async throws {
+        _ = try await withServer("inspect") { port in
+            let response = await exchange(port: port, "GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n folded\r\n\r\n")
+            #expect(response.hasPrefix("HTTP/1.1 400 Bad Request\r\n"))
+            #expect(response.contains("Connection: close\r\n"))
+            #expect(response.contains(#""code":"malformed_request""#))
+        }
+    }
+
+    @Test func anUnknownModeIsAUsageError() async throws {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["nonsense"]
+        process.standardError = Pipe()
+        try process.run()
+        await offPool { process.waitUntilExit() }
+        #expect(process.terminationStatus == 64)
+    }
+}
