@@ -90,11 +90,13 @@ final class EventLoop: @unchecked Sendable {
     func start() {
         let box = Unmanaged.passRetained(self)
         var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
-            loop.run()
-            return nil
-        }, box.toOpaque())
+        let rc = pthread_create(
+            &tid, nil,
+            { arg in
+                let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
+                loop.run()
+                return nil
+            }, box.toOpaque())
         precondition(rc == 0, "pthread_create failed: \(rc)")
         pthread_detach(tid)
     }

@@ -5,7 +5,10 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
     public struct Field: Sendable, Equatable {
         public var name: String
         public var value: String
-        public init(name: String, value: String) { self.name = name; self.value = value }
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
     }
 
     public private(set) var fields: [Field] = []
@@ -62,7 +65,8 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
     /// ASCII case-insensitive comparison, without allocating.
     @inline(__always)
     static func namesEqual<A: StringProtocol, B: StringProtocol>(_ a: A, _ b: B) -> Bool {
-        let au = a.utf8, bu = b.utf8
+        let au = a.utf8
+        let bu = b.utf8
         guard au.count == bu.count else { return false }
         for (x, y) in zip(au, bu) where x != y {
             if (x | 0x20) != (y | 0x20) || !((x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z")) {

@@ -22,7 +22,10 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConv
 public struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
     public let major: Int
     public let minor: Int
-    public init(major: Int, minor: Int) { self.major = major; self.minor = minor }
+    public init(major: Int, minor: Int) {
+        self.major = major
+        self.minor = minor
+    }
 
     public static let http1_0 = HTTPVersion(major: 1, minor: 0)
     public static let http1_1 = HTTPVersion(major: 1, minor: 1)

@@ -110,7 +110,9 @@ public struct HTTPRequestParser: Sendable {
                 if lineLength == 0 {
                     if requestLineEnd == nil {
                         // RFC 9112 §2.2: ignore at least one empty line before the request line.
-                        guard lineStart == 0 else { return .failure(.malformed("More than one empty line before the request line.")) }
+                        guard lineStart == 0 else {
+                            return .failure(.malformed("More than one empty line before the request line."))
+                        }
                         start = i + 1
                         lineStart = i + 1
                     } else {
@@ -166,7 +168,11 @@ public struct HTTPRequestParser: Sendable {
         return parseBody(buf)
     }
 
-    private enum Framing { case none, length(Int), chunked }
+    private enum Framing {
+        case none
+        case length(Int)
+        case chunked
+    }
 
     private func parseHead(_ buf: UnsafeBufferPointer<UInt8>, end: Int) -> Result<Head, HTTPParseError> {
         let lineEnd = requestLineEnd! - 2
@@ -201,7 +207,8 @@ public struct HTTPRequestParser: Sendable {
             let lf = firstIndex(of: .lf, in: buf, from: lineStart, to: headersEnd)!
             switch HTTPSyntax.parseField(buf, lineStart..<(lf - 1)) {
             case .success(let field):
-                if HTTPHeaders.namesEqual(field.name, "Content-Length") || HTTPHeaders.namesEqual(field.name, "Transfer-Encoding"),
+                if HTTPHeaders.namesEqual(field.name, "Content-Length")
+                    || HTTPHeaders.namesEqual(field.name, "Transfer-Encoding"),
                     firstIndex(of: .tab, in: buf, from: lineStart, to: lf) != nil
                 {
                     return .failure(.badFraming("A tab in Content-Length or Transfer-Encoding."))
@@ -225,9 +232,10 @@ public struct HTTPRequestParser: Sendable {
             else { return .failure(.expectationFailed) }
             expectContinue = version == .http1_1
         }
-        return .success(Head(
-            method: method, target: target, version: version, headers: headers, end: end,
-            expectContinue: expectContinue))
+        return .success(
+            Head(
+                method: method, target: target, version: version, headers: headers, end: end,
+                expectContinue: expectContinue))
     }
 
     /// Body framing per RFC 9112 §6.3, strict.
@@ -265,7 +273,9 @@ public struct HTTPRequestParser: Sendable {
                 return finish(body: Array(UnsafeBufferPointer(rebasing: buf[cursor..<end])), consumed: end)
             case .chunkSize:
                 guard let lf = firstIndex(of: .lf, in: buf, from: cursor, to: count) else {
-                    if count - cursor > HTTPSyntax.maxChunkLineBytes { return fail(.badFraming("A chunk-size line is too long.")) }
+                    if count - cursor > HTTPSyntax.maxChunkLineBytes {
+                        return fail(.badFraming("A chunk-size line is too long."))
+                    }
                     return awaitBody()
                 }
                 guard lf > cursor, buf[lf - 1] == .cr else { return fail(.badFraming("Bare LF in chunked framing.")) }

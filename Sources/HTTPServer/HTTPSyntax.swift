@@ -146,7 +146,8 @@ enum HTTPSyntax {
     }
 
     /// `chunk-size [ chunk-ext ]` (§7.1): bare hex digits, then nothing or `;` extensions.
-    static func parseChunkSize(_ buf: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, limit: Int) -> Result<Int, HTTPParseError> {
+    static func parseChunkSize(_ buf: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, limit: Int) -> Result<Int, HTTPParseError>
+    {
         var size = 0
         var i = range.lowerBound
         while i < range.upperBound, let digit = PercentDecoding.hexValue(buf[i]) {
@@ -186,7 +187,11 @@ extension HTTPSyntax {
                 var closed = false
                 while i < end {
                     let c = buf[i]
-                    if c == UInt8(ascii: "\"") { closed = true; i += 1; break }
+                    if c == UInt8(ascii: "\"") {
+                        closed = true
+                        i += 1
+                        break
+                    }
                     // qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text; a quoted-pair
                     // (backslash escape) is refused, as llhttp refuses it.
                     guard isFieldValueByte(c), c != UInt8(ascii: "\\") else { return false }

@@ -33,7 +33,9 @@ extension HTTPRequest {
     /// decodes as `T` (400 `invalid_json` otherwise, naming the first offending field).
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws(JSONBodyError) -> T {
         guard let contentType = headers[first: "Content-Type"],
-            contentType.split(separator: ";").first.map({ HTTPHeaders.namesEqual($0.trimmingASCIIWhitespace(), "application/json") }) == true
+            contentType.split(separator: ";").first.map({
+                HTTPHeaders.namesEqual($0.trimmingASCIIWhitespace(), "application/json")
+            }) == true
         else {
             throw JSONBodyError(
                 status: .unsupportedMediaType, code: "unsupported_media_type",

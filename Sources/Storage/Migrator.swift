@@ -41,9 +41,10 @@ public struct Migrator: Sendable {
         let statement = try db.prepare("SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version")
         var applied: [Applied] = []
         while try statement.step() {
-            applied.append(Applied(
-                version: Int(statement.int(0)), name: statement.text(1) ?? "", checksum: statement.text(2) ?? "",
-                appliedAt: statement.int(3)))
+            applied.append(
+                Applied(
+                    version: Int(statement.int(0)), name: statement.text(1) ?? "", checksum: statement.text(2) ?? "",
+                    appliedAt: statement.int(3)))
         }
         for row in applied {
             guard let known = migrations.first(where: { $0.version == row.version }) else {
@@ -54,7 +55,8 @@ public struct Migrator: Sendable {
             guard known.checksum == row.checksum else {
                 throw StorageError(
                     .migrationChecksum,
-                    "migration \(known.name) changed after it was applied (checksum \(row.checksum.prefix(12))… on record, \(known.checksum.prefix(12))… on disk); migrations must never be edited")
+                    "migration \(known.name) changed after it was applied (checksum \(row.checksum.prefix(12))… on record, \(known.checksum.prefix(12))… on disk); migrations must never be edited"
+                )
             }
         }
         let appliedVersions = Set(applied.map(\.version))

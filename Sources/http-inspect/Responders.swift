@@ -23,7 +23,8 @@ struct InspectResponder: HTTPResponder {
     static func describe(_ request: HTTPRequest) -> [UInt8] {
         func b64<S: Sequence<UInt8>>(_ bytes: S) -> String { "\"" + Data(bytes).base64EncodedString() + "\"" }
         let headers = request.headers.map { "[\(b64($0.name.utf8)),\(b64($0.value.utf8))]" }.joined(separator: ",")
-        let json = "{\"method\":\(b64(request.method.rawValue.utf8)),\"uri\":\(b64(request.target.utf8)),"
+        let json =
+            "{\"method\":\(b64(request.method.rawValue.utf8)),\"uri\":\(b64(request.target.utf8)),"
             + "\"version\":\(b64(request.version.description.utf8)),\"headers\":[\(headers)],\"body\":\(b64(request.body))}"
         return Array(json.utf8)
     }

@@ -58,14 +58,16 @@ struct HTTPRequestParserTests {
         let (whole, drip) = parseBoth(text)
         #expect(whole == drip)
         #expect(
-            whole == .request(
-                method: "GET", target: "/v1/x?y=1", version: "HTTP/1.1", headers: ["Host=a", "X-A=1", "x-a=2"], body: "",
-                consumed: text.utf8.count))
+            whole
+                == .request(
+                    method: "GET", target: "/v1/x?y=1", version: "HTTP/1.1", headers: ["Host=a", "X-A=1", "x-a=2"], body: "",
+                    consumed: text.utf8.count))
     }
 
     @Test func headersAreCaseInsensitiveAndRepeated() {
         var parser = HTTPRequestParser()
-        guard case .request(let r, _) = parser.parse(Array("GET / HTTP/1.1\r\nhost: a\r\nAccept: x\r\nACCEPT: y\r\n\r\n".utf8)) else {
+        guard case .request(let r, _) = parser.parse(Array("GET / HTTP/1.1\r\nhost: a\r\nAccept: x\r\nACCEPT: y\r\n\r\n".utf8))
+        else {
             Issue.record("no request")
             return
         }
@@ -81,7 +83,8 @@ struct HTTPRequestParserTests {
     }
 
     @Test func chunkedBodyWithExtensionsAndTrailers() {
-        let text = "POST /e HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;name=v\r\nhello\r\nA\r\n, world!!!\r\n0\r\nX-Sum: 1\r\n\r\n"
+        let text =
+            "POST /e HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;name=v\r\nhello\r\nA\r\n, world!!!\r\n0\r\nX-Sum: 1\r\n\r\n"
         let (whole, drip) = parseBoth(text)
         #expect(whole == drip)
         #expect(whole.body == "hello, world!!!")
@@ -276,8 +279,10 @@ struct HTTPRequestParserTests {
         #expect(drip == whole)
     }
 
-    @Test(arguments: ["Connection: close", "Host: b", "Expect: 100-continue", "Upgrade: x", "Trailer: X", "TE: trailers",
-                      "Keep-Alive: 5", "Proxy-Connection: close", "content-length: 1", "Transfer-Encoding: chunked"])
+    @Test(arguments: [
+        "Connection: close", "Host: b", "Expect: 100-continue", "Upgrade: x", "Trailer: X", "TE: trailers",
+        "Keep-Alive: 5", "Proxy-Connection: close", "content-length: 1", "Transfer-Encoding: chunked",
+    ])
     func fieldsThatMustPrecedeTheBodyAreRefusedAsTrailers(field: String) {
         let text = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\(field)\r\n\r\n"
         #expect(parseBoth(text).whole == .failure(status: 400, code: "invalid_framing"))
@@ -318,7 +323,8 @@ struct HTTPRequestParserTests {
 
     @Test func aCRNotFollowedByLFEndsNoTrailerSection() {
         // llhttp 8.1 ends the message at `\r` + any byte; receiptd waits for the line, then refuses it.
-        let text = "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-Trailer: t\r\n\r\u{C3}\u{C3}\rg"
+        let text =
+            "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-Trailer: t\r\n\r\u{C3}\u{C3}\rg"
         #expect(parseBoth(text).whole == .needMore)
         #expect(parseBoth(text + "\r\n").whole.status == 400)
     }

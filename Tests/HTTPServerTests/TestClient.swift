@@ -103,9 +103,11 @@ final class TestClient: @unchecked Sendable {
                 var headers: [(String, String)] = []
                 for line in lines where !line.isEmpty {
                     let parts = line.split(separator: ":", maxSplits: 1)
-                    headers.append((String(parts[0]), parts.count > 1 ? String(parts[1]).trimmingCharacters(in: .whitespaces) : ""))
+                    headers.append(
+                        (String(parts[0]), parts.count > 1 ? String(parts[1]).trimmingCharacters(in: .whitespaces) : ""))
                 }
-                let length = headRequest || status < 200 || status == 204 || status == 304
+                let length =
+                    headRequest || status < 200 || status == 204 || status == 304
                     ? 0 : headers.first { $0.0.lowercased() == "content-length" }.flatMap { Int($0.1) }
                 let bodyStart = end + 4
                 if let length {
@@ -134,4 +136,3 @@ final class TestClient: @unchecked Sendable {
         return nil
     }
 }
-

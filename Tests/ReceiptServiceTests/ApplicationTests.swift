@@ -10,31 +10,34 @@ import Testing
 func get(_ port: Int, _ path: String) async throws -> (status: Int, body: String) {
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global().async {
-            continuation.resume(with: Result {
-                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                defer { close(fd) }
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = in_port_t(UInt16(port).bigEndian)
-                address.sin_addr.s_addr = inet_addr("127.0.0.1")
-                let rc = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                }
-                guard rc == 0 else { throw CocoaError(.fileReadUnknown) }
-                let request = Array("GET \(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".utf8)
-                _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-                var data: [UInt8] = []
-                var chunk = [UInt8](repeating: 0, count: 4096)
-                while true {
-                    let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                    if n <= 0 { break }
-                    data += chunk[0..<n]
-                }
-                let text = String(decoding: data, as: UTF8.self)
-                let status = Int(text.split(separator: " ")[1]) ?? 0
-                let body = text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
-                return (status, body)
-            })
+            continuation.resume(
+                with: Result {
+                    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                    defer { close(fd) }
+                    var address = sockaddr_in()
+                    address.sin_family = sa_family_t(AF_INET)
+                    address.sin_port = in_port_t(UInt16(port).bigEndian)
+                    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                    let rc = withUnsafePointer(to: &address) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                        }
+                    }
+                    guard rc == 0 else { throw CocoaError(.fileReadUnknown) }
+                    let request = Array("GET \(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".utf8)
+                    _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+                    var data: [UInt8] = []
+                    var chunk = [UInt8](repeating: 0, count: 4096)
+                    while true {
+                        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                        if n <= 0 { break }
+                        data += chunk[0..<n]
+                    }
+                    let text = String(decoding: data, as: UTF8.self)
+                    let status = Int(text.split(separator: " ")[1]) ?? 0
+                    let body = text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+                    return (status, body)
+                })
         }
     }
 }
@@ -72,7 +75,8 @@ struct ApplicationTests {
     @Test func healthAndReadinessAnswer() async throws {
         let dir = NSTemporaryDirectory() + "receiptd-app-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let app = try Application(configuration: configuration(database: dir + "/db.sqlite", migrations: migrationsDirectory), logger: logger)
+        let app = try Application(
+            configuration: configuration(database: dir + "/db.sqlite", migrations: migrationsDirectory), logger: logger)
         let port = try app.start()
         let health = try await get(port, "/healthz")
         #expect(health.status == 200)
@@ -101,7 +105,8 @@ struct ApplicationTests {
     @Test func readinessReportsPendingMigrations() async throws {
         let (dir, migrations) = try scratchWithMigration("CREATE TABLE a (x INTEGER);")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let app = try Application(configuration: configuration(database: dir + "/db.sqlite", migrations: migrations), logger: logger)
+        let app = try Application(
+            configuration: configuration(database: dir + "/db.sqlite", migrations: migrations), logger: logger)
         let port = try app.start()
         // A migration that arrived after start-up (e.g. a half-finished deploy) is not applied yet.
         let routes = Routes(

@@ -57,7 +57,8 @@ struct MigratorTests {
 
     @Test func aFailingMigrationRollsBackWithItsBookkeeping() throws {
         let db = try Database(path: ":memory:")
-        let broken = Migration(version: 2, name: "0002_broken", sql: "CREATE TABLE c (z INTEGER); INSERT INTO nowhere VALUES (1);")
+        let broken = Migration(
+            version: 2, name: "0002_broken", sql: "CREATE TABLE c (z INTEGER); INSERT INTO nowhere VALUES (1);")
         do {
             try Migrator(migrations: [first, broken]).migrate(db)
             Issue.record("a failing migration was reported as applied")

@@ -70,7 +70,8 @@ private func exchange(port: Int, _ request: String) async -> String {
 struct MainTests {
     @Test func inspectAnswersWithTheRequestAsRead() async throws {
         let status = try await withServer("inspect") { port in
-            let response = await exchange(port: port,
+            let response = await exchange(
+                port: port,
                 "POST /p?q=1 HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
             #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
             let json = try #require(response.split(separator: "\r\n\r\n", maxSplits: 1).last)
@@ -85,8 +86,10 @@ struct MainTests {
 
     @Test func echoAnswersTheDechunkedBody() async throws {
         let status = try await withServer("echo") { port in
-            let response = await exchange(port: port,
-                "PUT /any/where HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\nhi\r\n3;x=y\r\n!!!\r\n0\r\n\r\n")
+            let response = await exchange(
+                port: port,
+                "PUT /any/where HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\nhi\r\n3;x=y\r\n!!!\r\n0\r\n\r\n"
+            )
             #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
             #expect(response.contains("Content-Length: 5\r\n"))
             #expect(response.hasSuffix("\r\n\r\nhi!!!"))

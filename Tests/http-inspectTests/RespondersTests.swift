@@ -46,10 +46,12 @@ struct RespondersTests {
     @Test func benchJSONEchoesAndRefusesBadJSON() async {
         let router = BenchRoutes.router()
         let body = Array(#"{"user_id":"u","product_id":"p","receipt_data":"r"}"#.utf8)
-        let ok = await answer(router, HTTPRequest(method: .post, target: "/echo", headers: ["Content-Type": "application/json"], body: body))
+        let ok = await answer(
+            router, HTTPRequest(method: .post, target: "/echo", headers: ["Content-Type": "application/json"], body: body))
         #expect(ok.status == .ok)
         #expect(String(decoding: ok.body, as: UTF8.self).contains(#""received_bytes":\#(body.count)"#))
-        let bad = await answer(router, HTTPRequest(method: .post, target: "/echo", headers: ["Content-Type": "application/json"], body: [0x7B]))
+        let bad = await answer(
+            router, HTTPRequest(method: .post, target: "/echo", headers: ["Content-Type": "application/json"], body: [0x7B]))
         #expect(bad.status == .badRequest)
     }
 }

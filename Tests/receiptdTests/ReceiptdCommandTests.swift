@@ -1,8 +1,9 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The receiptd binary built beside this test bundle.
 private let binary: URL = {
@@ -95,7 +96,8 @@ struct ReceiptdCommandTests {
         var answered = false
         let result = try await run(["serve"], environment: env) { process in
             for _ in 0..<100 {
-                if let (data, response) = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/healthz")!),
+                if let (data, response) = try? await URLSession.shared.data(
+                    from: URL(string: "http://127.0.0.1:\(port)/healthz")!),
                     (response as? HTTPURLResponse)?.statusCode == 200, String(decoding: data, as: UTF8.self).contains("ok")
                 {
                     answered = true

@@ -229,9 +229,15 @@ enum RawHead {
         var i = 0
         var lines = 0
         while i < raw.count {
-            if raw[i] == 0x0A { lines += 1; i += 1 }
-            else if raw[i] == 0x0D && i + 1 < raw.count && raw[i + 1] == 0x0A { lines += 1; i += 2 }
-            else { break }
+            if raw[i] == 0x0A {
+                lines += 1
+                i += 1
+            } else if raw[i] == 0x0D && i + 1 < raw.count && raw[i + 1] == 0x0A {
+                lines += 1
+                i += 2
+            } else {
+                break
+            }
         }
         return lines
     }
@@ -320,13 +326,15 @@ enum TargetGrammar {
             host = a[..<colon]
         }
         guard !host.isEmpty else { return false }
-        return escapesValid(host) && host.allSatisfy { isUnreserved($0) || isSubDelim($0) || $0 == UInt8(ascii: "%") || isHex($0) }
+        return escapesValid(host)
+            && host.allSatisfy { isUnreserved($0) || isSubDelim($0) || $0 == UInt8(ascii: "%") || isHex($0) }
     }
 
     private static func isPathAndQuery(_ s: ArraySlice<UInt8>) -> Bool {
-        escapesValid(s) && s.allSatisfy {
-            isUnreserved($0) || isSubDelim($0) || ":@/?%".utf8.contains($0)
-        }
+        escapesValid(s)
+            && s.allSatisfy {
+                isUnreserved($0) || isSubDelim($0) || ":@/?%".utf8.contains($0)
+            }
     }
 
     private static func escapesValid(_ s: ArraySlice<UInt8>) -> Bool {
@@ -440,7 +448,11 @@ enum ChunkGrammar {
                 var closed = false
                 while i < l.endIndex {
                     let c = l[i]
-                    if c == UInt8(ascii: "\"") { closed = true; i += 1; break }
+                    if c == UInt8(ascii: "\"") {
+                        closed = true
+                        i += 1
+                        break
+                    }
                     guard isQDText(c) else { return nil }
                     i += 1
                 }

@@ -41,12 +41,13 @@ public enum OurParser {
             case .request(let request, let consumed):
                 precondition(consumed > 0 && start + consumed <= available, "consumed \(consumed) of \(available - start)")
                 start += consumed
-                trace.messages.append(ParseTrace.Message(
-                    method: request.method.rawValue, target: request.target,
-                    version: .init(major: request.version.major, minor: request.version.minor),
-                    headers: request.headers.map { .init(name: $0.name, value: $0.value) },
-                    trailers: request.trailers.map { .init(name: $0.name, value: $0.value) },
-                    body: request.body, end: start, keepAlive: request.keepAlive))
+                trace.messages.append(
+                    ParseTrace.Message(
+                        method: request.method.rawValue, target: request.target,
+                        version: .init(major: request.version.major, minor: request.version.minor),
+                        headers: request.headers.map { .init(name: $0.name, value: $0.value) },
+                        trailers: request.trailers.map { .init(name: $0.name, value: $0.value) },
+                        body: request.body, end: start, keepAlive: request.keepAlive))
                 if !request.keepAlive {
                     trace.outcome = .stopped
                     return trace

@@ -30,13 +30,19 @@ public struct ParseTrace: Equatable, Sendable, CustomStringConvertible {
     public struct Version: Equatable, Sendable {
         public var major: Int
         public var minor: Int
-        public init(major: Int, minor: Int) { self.major = major; self.minor = minor }
+        public init(major: Int, minor: Int) {
+            self.major = major
+            self.minor = minor
+        }
     }
 
     public struct Field: Equatable, Sendable, CustomStringConvertible {
         public var name: String
         public var value: String
-        public init(name: String, value: String) { self.name = name; self.value = value }
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
         public var description: String { "\(name): \(value)" }
     }
 

@@ -10,13 +10,34 @@ public enum ReferenceParser {
         let state = Recorder()
         var settings = llhttp_settings_t()
         llhttp_settings_init(&settings)
-        settings.on_message_begin = { p in recorder(p).begin(); return 0 }
-        settings.on_method = { p, at, n in recorder(p).method.append(at, n); return 0 }
-        settings.on_url = { p, at, n in recorder(p).target.append(at, n); return 0 }
-        settings.on_header_field = { p, at, n in recorder(p).field(at, n); return 0 }
-        settings.on_header_value = { p, at, n in recorder(p).value(at, n); return 0 }
-        settings.on_headers_complete = { p in recorder(p).headersComplete(p!); return 0 }
-        settings.on_body = { p, at, n in recorder(p).body.append(at, n); return 0 }
+        settings.on_message_begin = { p in
+            recorder(p).begin()
+            return 0
+        }
+        settings.on_method = { p, at, n in
+            recorder(p).method.append(at, n)
+            return 0
+        }
+        settings.on_url = { p, at, n in
+            recorder(p).target.append(at, n)
+            return 0
+        }
+        settings.on_header_field = { p, at, n in
+            recorder(p).field(at, n)
+            return 0
+        }
+        settings.on_header_value = { p, at, n in
+            recorder(p).value(at, n)
+            return 0
+        }
+        settings.on_headers_complete = { p in
+            recorder(p).headersComplete(p!)
+            return 0
+        }
+        settings.on_body = { p, at, n in
+            recorder(p).body.append(at, n)
+            return 0
+        }
         settings.on_message_complete = { p in
             recorder(p).messageComplete(p!)
             return Int32(HPE_PAUSED.rawValue)
@@ -84,8 +105,16 @@ public enum ReferenceParser {
         var completed: ParseTrace.Message?
 
         func begin() {
-            method = []; target = []; headers = []; trailers = []; body = []
-            name = []; value = []; inValue = false; headersDone = false; upgrade = false
+            method = []
+            target = []
+            headers = []
+            trailers = []
+            body = []
+            name = []
+            value = []
+            inValue = false
+            headersDone = false
+            upgrade = false
         }
 
         func field(_ at: UnsafePointer<CChar>?, _ n: Int) {
@@ -103,7 +132,9 @@ public enum ReferenceParser {
             guard !name.isEmpty || inValue else { return }
             let field = ParseTrace.Field(name: name, value: value)
             if headersDone { trailers.append(field) } else { headers.append(field) }
-            name = []; value = []; inValue = false
+            name = []
+            value = []
+            inValue = false
         }
 
         func headersComplete(_ p: UnsafeMutablePointer<llhttp_t>) {
