@@ -33,6 +33,8 @@ let package = Package(
             name: "HTTPServer",
             dependencies: ["CLinux", .product(name: "Logging", package: "swift-log")]
         ),
+        // Apple's verifyReceipt: wire models read tolerantly, the retry and fallback rules, the client.
+        .target(name: "AppStore", dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")]),
         // SQLite: the connection owner, statements and the migrator.
         .target(
             name: "Storage",
@@ -68,6 +70,7 @@ let package = Package(
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ReceiptServiceTests", dependencies: ["ReceiptService", "HTTPServer", "Storage"]),
         // Runs the built receiptd binary: CLI, start-up, signals.
         .testTarget(name: "receiptdTests", dependencies: ["receiptd"]),

@@ -1,0 +1,65 @@
+/// A `verifyReceipt` `status` and what receiptd does about it (apple-protocols.md §1.3).
+public struct AppleStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    public static let valid = AppleStatus(rawValue: 0)
+    public static let notPost = AppleStatus(rawValue: 21000)
+    public static let malformedOrTemporary = AppleStatus(rawValue: 21002)
+    public static let notAuthenticated = AppleStatus(rawValue: 21003)
+    public static let sharedSecretMismatch = AppleStatus(rawValue: 21004)
+    public static let serverUnavailable = AppleStatus(rawValue: 21005)
+    public static let validButExpired = AppleStatus(rawValue: 21006)
+    public static let sandboxReceiptInProduction = AppleStatus(rawValue: 21007)
+    public static let productionReceiptInSandbox = AppleStatus(rawValue: 21008)
+    public static let internalDataAccess = AppleStatus(rawValue: 21009)
+    public static let accountNotFound = AppleStatus(rawValue: 21010)
+
+    /// What a status means for the caller.
+    public enum Disposition: Sendable, Equatable {
+        /// A decoded receipt came back (0, and 21006 which still carries the receipt).
+        case valid
+        /// Send the same body to the other environment (21007 → sandbox, 21008 → production).
+        case switchEnvironment(AppStoreEnvironment)
+        /// A temporary problem at Apple: try again within the deadline (21002, 21005, 21009).
+        case retryable
+        /// 21100–21199: retryable only when the response's retry flag says so.
+        case retryableIfFlagged
+        /// The receipt is not valid: 21003 (not authenticated), 21010 (no such account).
+        case invalidReceipt
+        /// receiptd's shared secret is wrong (21004): an operator error.
+        case misconfigured
+        /// Anything else (21000, 21001, unknown codes): Apple refused the request itself.
+        case unexpected
+    }
+
+    public var disposition: Disposition {
+        switch rawValue {
+        case 0, 21006: .valid
+        case 21007: .switchEnvironment(.sandbox)
+        case 21008: .switchEnvironment(.production)
+        case 21002, 21005, 21009: .retryable
+        case 21100...21199: .retryableIfFlagged
+        case 21003, 21010: .invalidReceipt
+        case 21004: .misconfigured
+        default: .unexpected
+        }
+    }
+
+    public var description: String { String(rawValue) }
+}
+
+/// Apple's two verifyReceipt environments.
+public enum AppStoreEnvironment: String, Sendable, Hashable, Codable, CaseIterable {
+    case production
+    case sandbox
+
+    /// Apple spells them `Production` and `Sandbox` in responses.
+    public init?(appleName: String) {
+        switch appleName.lowercased() {
+        case "production": self = .production
+        case "sandbox": self = .sandbox
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import FoundationEssentials
+
+/// Any JSON value, kept as Apple sent it, with tolerant typed reads: Apple sends most numbers and
+/// booleans as strings (`"1611147600000"`, `"true"`, `"1"`) and some identifiers as numbers
+/// (apple-protocols.md §1.4), and fields come and go.
+public enum JSONValue: Sendable, Equatable, Codable {
+    case null
+    case bool(Bool)
+    case number(Double, text: String)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() {
+            self = .null
+        } else if let v = try? c.decode(Bool.self) {
+            self = .bool(v)
+        } else if let v = try? c.decode(Int64.self) {
+            // Integers keep every digit (a Double would round 64-bit ids).
+            self = .number(Double(v), text: String(v))
+        } else if let v = try? c.decode(Double.self) {
+            self = .number(v, text: String(v))
+        } else if let v = try? c.decode(String.self) {
+            self = .string(v)
+        } else if let v = try? c.decode([JSONValue].self) {
+            self = .array(v)
+        } else {
+            self = .object(try c.decode([String: JSONValue].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .null: try c.encodeNil()
+        case .bool(let v): try c.encode(v)
+        case .number(let v, let text):
+            if let i = Int64(text) { try c.encode(i) } else { try c.encode(v) }
+        case .string(let v): try c.encode(v)
+        case .array(let v): try c.encode(v)
+        case .object(let v): try c.encode(v)
+        }
+    }
+
+    /// Parses JSON bytes.
+    public static func parse(_ bytes: [UInt8]) throws -> JSONValue {
+        try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+    }
+
+    /// Compact JSON with sorted keys: the same value always gives the same bytes.
+    public var jsonBytes: [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array((try? encoder.encode(self)) ?? Data("null".utf8))
+    }
+
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let members) = self { return members[key] }
+        return nil
+    }
+
+    /// A non-empty string, or a number's digits.
+    public var string: String? {
+        switch self {
+        case .string(let s): s.isEmpty ? nil : s
+        case .number(_, let text): text
+        default: nil
+        }
+    }
+
+    /// An integer from a number or a string of digits (`"1611147600000"`).
+    public var int64: Int64? {
+        switch self {
+        case .number(let v, let text): Int64(text) ?? Int64(exactly: v)
+        case .string(let s): Int64(s.trimmingWhitespace())
+        default: nil
+        }
+    }
+
+    /// `true`/`false`, `1`/`0`, `"true"`/`"false"`, `"1"`/`"0"`.
+    public var bool: Bool? {
+        switch self {
+        case .bool(let b): return b
+        case .number(let v, _): return v == 1 ? true : v == 0 ? false : nil
+        case .string(let s):
+            switch s.trimmingWhitespace().lowercased() {
+            case "true", "1": return true
+            case "false", "0": return false
+            default: return nil
+            }
+        default: return nil
+        }
+    }
+
+    public var array: [JSONValue]? {
+        if case .array(let items) = self { return items }
+        return nil
+    }
+}
+
+extension String {
+    fileprivate func trimmingWhitespace() -> Substring {
+        var s = self[...]
+        while s.first?.isWhitespace == true { s = s.dropFirst() }
+        while s.last?.isWhitespace == true { s = s.dropLast() }
+        return s
+    }
+}

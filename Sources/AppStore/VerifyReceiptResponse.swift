@@ -1,0 +1,161 @@
+/// A `verifyReceipt` answer, read tolerantly (apple-protocols.md §1.4–1.7): every field optional,
+/// strings or numbers accepted, unknown fields kept in `raw`.
+public struct VerifyReceiptResponse: Sendable, Equatable {
+    public var status: AppleStatus
+    public var environment: AppStoreEnvironment?
+    /// `is_retryable` or `is-retryable`, `true`/`1` (§1.3: both spellings are seen).
+    public var isRetryable: Bool
+    public var receipt: Receipt?
+    /// Every transaction of `receipt.in_app` and `latest_receipt_info`, one per `transaction_id`
+    /// (the `latest_receipt_info` copy wins: it carries the most fields).
+    public var transactions: [Transaction]
+    public var pendingRenewalInfo: [PendingRenewalInfo]
+    /// The newest app receipt (base64), for later re-validation.
+    public var latestReceipt: String?
+    public var raw: JSONValue
+
+    /// Why an answer could not be read at all.
+    public struct Malformed: Error, Equatable, CustomStringConvertible {
+        public let reason: String
+        public var description: String { "verifyReceipt answer: \(reason)" }
+    }
+
+    public init(json bytes: [UInt8]) throws(Malformed) {
+        let raw: JSONValue
+        do {
+            raw = try JSONValue.parse(bytes)
+        } catch {
+            throw Malformed(reason: "not JSON")
+        }
+        guard case .object = raw else { throw Malformed(reason: "not a JSON object") }
+        guard let status = raw["status"]?.int64, let code = Int(exactly: status) else {
+            throw Malformed(reason: "no status")
+        }
+        self.raw = raw
+        self.status = AppleStatus(rawValue: code)
+        environment = raw["environment"]?.string.flatMap(AppStoreEnvironment.init(appleName:))
+        isRetryable = (raw["is_retryable"]?.bool ?? raw["is-retryable"]?.bool) == true
+        receipt = raw["receipt"].flatMap { Receipt($0) }
+        latestReceipt = raw["latest_receipt"]?.string
+
+        var byID: [String: Transaction] = [:]
+        var order: [String] = []
+        let inApp = raw["receipt"]?["in_app"]?.array ?? []
+        let latest = raw["latest_receipt_info"]?.array ?? []
+        for item in inApp + latest {
+            guard let t = Transaction(item) else { continue }
+            if byID[t.transactionID] == nil { order.append(t.transactionID) }
+            byID[t.transactionID] = t
+        }
+        transactions = order.map { byID[$0]! }
+        pendingRenewalInfo = (raw["pending_renewal_info"]?.array ?? []).compactMap(PendingRenewalInfo.init)
+    }
+}
+
+/// The decoded app receipt (§1.5).
+public struct Receipt: Sendable, Equatable {
+    public var bundleID: String
+    public var applicationVersion: String?
+    public var originalApplicationVersion: String?
+    public var receiptType: String?
+    public var appItemID: Int64?
+    public var creationDateMs: Int64?
+    public var requestDateMs: Int64?
+    public var originalPurchaseDateMs: Int64?
+    public var expirationDateMs: Int64?
+
+    init?(_ v: JSONValue) {
+        guard let bundleID = v["bundle_id"]?.string else { return nil }
+        self.bundleID = bundleID
+        applicationVersion = v["application_version"]?.string
+        originalApplicationVersion = v["original_application_version"]?.string
+        receiptType = v["receipt_type"]?.string
+        appItemID = v["app_item_id"]?.int64
+        creationDateMs = v["receipt_creation_date_ms"]?.int64
+        requestDateMs = v["request_date_ms"]?.int64
+        originalPurchaseDateMs = v["original_purchase_date_ms"]?.int64
+        expirationDateMs = v["expiration_date_ms"]?.int64
+    }
+}
+
+/// One purchase, renewal or restore (§1.6). Dates are epoch milliseconds.
+public struct Transaction: Sendable, Equatable {
+    public var transactionID: String
+    public var originalTransactionID: String
+    public var productID: String
+    public var purchaseDateMs: Int64?
+    public var originalPurchaseDateMs: Int64?
+    public var expiresDateMs: Int64?
+    public var cancellationDateMs: Int64?
+    /// `"1"`: a problem with the app; `"0"`: another reason.
+    public var cancellationReason: String?
+    public var quantity: Int64?
+    public var isTrialPeriod: Bool
+    public var isInIntroOfferPeriod: Bool
+    public var isUpgraded: Bool
+    /// `PURCHASED` or `FAMILY_SHARED`.
+    public var ownershipType: String?
+    public var subscriptionGroupID: String?
+    public var webOrderLineItemID: String?
+    public var promotionalOfferID: String?
+    public var offerCodeRefName: String?
+    public var appAccountToken: String?
+    /// The transaction object as Apple sent it.
+    public var raw: JSONValue
+
+    init?(_ v: JSONValue) {
+        guard let id = v["transaction_id"]?.string, let product = v["product_id"]?.string else { return nil }
+        transactionID = id
+        originalTransactionID = v["original_transaction_id"]?.string ?? id
+        productID = product
+        purchaseDateMs = v["purchase_date_ms"]?.int64
+        originalPurchaseDateMs = v["original_purchase_date_ms"]?.int64
+        expiresDateMs = v["expires_date_ms"]?.int64
+        cancellationDateMs = v["cancellation_date_ms"]?.int64
+        cancellationReason = v["cancellation_reason"]?.string
+        quantity = v["quantity"]?.int64
+        isTrialPeriod = v["is_trial_period"]?.bool ?? false
+        isInIntroOfferPeriod = v["is_in_intro_offer_period"]?.bool ?? false
+        isUpgraded = v["is_upgraded"]?.bool ?? false
+        ownershipType = v["in_app_ownership_type"]?.string
+        subscriptionGroupID = v["subscription_group_identifier"]?.string
+        webOrderLineItemID = v["web_order_line_item_id"]?.string
+        promotionalOfferID = v["promotional_offer_id"]?.string
+        offerCodeRefName = v["offer_code_ref_name"]?.string
+        appAccountToken = v["app_account_token"]?.string
+        raw = v
+    }
+}
+
+/// What Apple will do at the next renewal of one subscription (§1.7).
+public struct PendingRenewalInfo: Sendable, Equatable {
+    public var originalTransactionID: String
+    public var productID: String?
+    public var autoRenewProductID: String?
+    public var autoRenewStatus: Bool?
+    /// 1 voluntary, 2 billing error, 3 price increase refused, 4 not for sale, 5 other.
+    public var expirationIntent: Int64?
+    public var gracePeriodExpiresDateMs: Int64?
+    public var isInBillingRetryPeriod: Bool?
+    public var priceConsentStatus: String?
+    public var priceIncreaseStatus: String?
+    public var offerCodeRefName: String?
+    public var promotionalOfferID: String?
+    public var raw: JSONValue
+
+    init?(_ v: JSONValue) {
+        guard let original = v["original_transaction_id"]?.string else { return nil }
+        originalTransactionID = original
+        productID = v["product_id"]?.string
+        autoRenewProductID = v["auto_renew_product_id"]?.string
+        autoRenewStatus = v["auto_renew_status"]?.bool
+        expirationIntent = v["expiration_intent"]?.int64
+        gracePeriodExpiresDateMs = v["grace_period_expires_date_ms"]?.int64
+        isInBillingRetryPeriod = v["is_in_billing_retry_period"]?.bool
+        priceConsentStatus = v["price_consent_status"]?.string
+        priceIncreaseStatus = v["price_increase_status"]?.string
+        offerCodeRefName = v["offer_code_ref_name"]?.string
+        promotionalOfferID = v["promotional_offer_id"]?.string
+        raw = v
+    }
+}
