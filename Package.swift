@@ -70,7 +70,7 @@ let package = Package(
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
-        .testTarget(name: "AppStoreTests", dependencies: ["AppStore"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "HTTPServer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ReceiptServiceTests", dependencies: ["ReceiptService", "HTTPServer", "Storage"]),
         // Runs the built receiptd binary: CLI, start-up, signals.
         .testTarget(name: "receiptdTests", dependencies: ["receiptd"]),

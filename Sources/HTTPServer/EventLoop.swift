@@ -31,6 +31,9 @@ final class EventLoop: @unchecked Sendable {
     let tickInterval: UInt64
     /// Runs on the loop at least every ``tickInterval`` (timeouts are swept here).
     var onTick: (() -> Void)?
+    /// Kept alive while the loop runs and released when its thread ends, so that what the loop
+    /// calls into (its acceptor, through `onTick` and the handlers) outlives every call.
+    var owner: AnyObject?
     private var nextTick: UInt64 = 0
 
     init(tickInterval: UInt64) throws(SystemError) {
@@ -136,6 +139,8 @@ final class EventLoop: @unchecked Sendable {
             }
         }
         runQueued()
+        onTick = nil
+        owner = nil
     }
 
     private func runQueued() {

@@ -42,9 +42,10 @@ public final class HTTPServer: Sendable {
         do {
             for _ in 0..<count {
                 let loop = try EventLoop(tickInterval: configuration.sweepInterval)
-                let acceptor = LoopAcceptor(listenFD: fd, loop: loop, core: core) { [weak self] in
-                    self?.loopFinished()
-                }
+                // The loops keep the server alive until they finish, even if its owner lets go
+                // of it after shutdown(); loopFinished breaks the cycle.
+                let acceptor = LoopAcceptor(listenFD: fd, loop: loop, core: core) { self.loopFinished() }
+                loop.owner = acceptor
                 loops.append((loop, acceptor))
             }
         } catch {
@@ -99,6 +100,7 @@ public final class HTTPServer: Sendable {
             s.running -= 1
             guard force || s.running <= 0, !s.stopped else { return ([], -1) }
             s.stopped = true
+            s.loops = []
             let w = s.waiters
             s.waiters = []
             let fd = s.listenFD

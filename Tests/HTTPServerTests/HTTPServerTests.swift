@@ -242,6 +242,21 @@ struct HTTPServerTests {
         await stop(server)
     }
 
+    @Test func aServerDroppedRightAfterShutdownStillFinishesItsRequests() async throws {
+        // Found by the libcurl transport tests: the acceptors died with the HTTPServer value while
+        // their loops were still draining an in-flight request, and the next tick crashed.
+        var server: HTTPServer? = try makeServer()
+        let busy = try TestClient(port: server!.port)
+        busy.send("GET /slow/300 HTTP/1.1\r\nHost: t\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(50))
+        server!.shutdown()
+        server = nil
+        // The loops keep ticking through the grace period on their own and answer the request.
+        let response = await busy.readResponse()
+        #expect(response?.status == 200)
+        #expect(response?.header("Connection") == "close")
+    }
+
     @Test func gracefulShutdownFinishesInFlightRequests() async throws {
         let server = try makeServer()
         let busy = try TestClient(port: server.port)

@@ -1,0 +1,234 @@
+import CCurl
+import Glibc
+import Synchronization
+
+/// JSON POSTs over libcurl's multi interface (https://curl.se/libcurl/c/libcurl-multi.html): one
+/// thread drives every transfer in flight, so thousands of slow exchanges with Apple cost a socket
+/// and a small buffer each, not a thread. Callers `await`; nothing blocks Swift's cooperative pool.
+///
+/// Each transfer: TLS peer and host verification on, only https (http only when `allowHTTP`),
+/// a connect timeout, a total timeout, the response body capped at `maxResponseBytes`.
+public final class CurlMultiTransport: HTTPTransport, Sendable {
+    public struct Configuration: Sendable, Equatable {
+        public var connectTimeout: Duration
+        public var maxResponseBytes: Int
+        /// Plain-HTTP URLs (loopback simulator, tests); off for production.
+        public var allowHTTP: Bool
+
+        public init(connectTimeout: Duration = .seconds(5), maxResponseBytes: Int = 4 << 20, allowHTTP: Bool = false) {
+            self.connectTimeout = connectTimeout
+            self.maxResponseBytes = maxResponseBytes
+            self.allowHTTP = allowHTTP
+        }
+    }
+
+    public let configuration: Configuration
+    private let multi: Multi
+    private let submissions = Mutex<[Transfer]>([])
+    private let stopped = Atomic<Bool>(false)
+
+    public init(configuration: Configuration = Configuration()) {
+        _ = Self.globalInit
+        self.configuration = configuration
+        multi = Multi()
+        let box = Unmanaged.passRetained(Driver(multi: multi, owner: self))
+        var tid = pthread_t()
+        let rc = pthread_create(
+            &tid, nil,
+            { arg in
+                let driver = Unmanaged<Driver>.fromOpaque(arg!).takeRetainedValue()
+                driver.run()
+                return nil
+            }, box.toOpaque())
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+        pthread_detach(tid)
+    }
+
+    /// curl_global_init must run once, before any other curl call and any thread.
+    private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    public func post(url: String, json body: [UInt8], timeout: Duration) async -> TransportResult {
+        guard !stopped.load(ordering: .acquiring) else { return .failure("the transport is shut down") }
+        return await withCheckedContinuation { continuation in
+            let transfer = Transfer(
+                url: url, body: body, timeout: timeout, configuration: configuration, continuation: continuation)
+            submissions.withLock { $0.append(transfer) }
+            curl_multi_wakeup(multi.handle)
+        }
+    }
+
+    /// Fails every transfer in flight and stops the driver thread.
+    public func shutdown() {
+        stopped.store(true, ordering: .releasing)
+        curl_multi_wakeup(multi.handle)
+    }
+
+    fileprivate func takeSubmissions() -> [Transfer] {
+        submissions.withLock { pending in
+            defer { pending = [] }
+            return pending
+        }
+    }
+
+    fileprivate var isStopped: Bool { stopped.load(ordering: .acquiring) }
+}
+
+/// The multi handle, freed when the last owner lets go.
+private final class Multi: @unchecked Sendable {
+    let handle: UnsafeMutableRawPointer
+    init() { handle = curl_multi_init()! }
+    deinit { curl_multi_cleanup(handle) }
+}
+
+/// Runs on the transport's own thread: adds submitted transfers, drives them, completes them.
+private final class Driver {
+    let multi: Multi
+    weak var owner: CurlMultiTransport?
+    var active: [UnsafeMutableRawPointer: Transfer] = [:]
+
+    init(multi: Multi, owner: CurlMultiTransport) {
+        self.multi = multi
+        self.owner = owner
+    }
+
+    func run() {
+        while let owner, !owner.isStopped {
+            for transfer in owner.takeSubmissions() {
+                if let easy = transfer.makeEasyHandle() {
+                    active[easy] = transfer
+                    curl_multi_add_handle(multi.handle, easy)
+                } else {
+                    transfer.complete(.failure("libcurl could not set up the transfer"))
+                }
+            }
+            var running: Int32 = 0
+            curl_multi_perform(multi.handle, &running)
+            var queued: Int32 = 0
+            while let message = curl_multi_info_read(multi.handle, &queued) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+                let code = message.pointee.data.result
+                curl_multi_remove_handle(multi.handle, easy)
+                if let transfer = active.removeValue(forKey: easy) {
+                    transfer.finish(easy: easy, code: code)
+                }
+                curl_easy_cleanup(easy)
+            }
+            // Sleeps until a socket is ready, curl's next timeout (capped at 1 s), or a wakeup.
+            var ready: Int32 = 0
+            curl_multi_poll(multi.handle, nil, 0, 1000, &ready)
+        }
+        for (easy, transfer) in active {
+            curl_multi_remove_handle(multi.handle, easy)
+            curl_easy_cleanup(easy)
+            transfer.complete(.failure("the transport is shut down"))
+        }
+        active = [:]
+        for transfer in owner?.takeSubmissions() ?? [] { transfer.complete(.failure("the transport is shut down")) }
+    }
+}
+
+/// One POST: its request, the response as it arrives, and the caller waiting for it. Made on the
+/// caller's task, handed over through the submission lock, and from then on touched only by the
+/// driver thread.
+private final class Transfer: @unchecked Sendable {
+    let url: String
+    let body: [UInt8]
+    let timeout: Duration
+    let configuration: CurlMultiTransport.Configuration
+    var continuation: CheckedContinuation<TransportResult, Never>?
+    var response: [UInt8] = []
+    var overflowed = false
+    var headers: UnsafeMutablePointer<curl_slist>?
+
+    init(
+        url: String, body: [UInt8], timeout: Duration, configuration: CurlMultiTransport.Configuration,
+        continuation: CheckedContinuation<TransportResult, Never>
+    ) {
+        self.url = url
+        self.body = body
+        self.timeout = timeout
+        self.configuration = configuration
+        self.continuation = continuation
+    }
+
+    deinit { curl_slist_free_all(headers) }
+
+    /// An easy handle for this transfer, or nil if libcurl refuses an option.
+    func makeEasyHandle() -> UnsafeMutableRawPointer? {
+        guard let easy = curl_easy_init() else { return nil }
+        var ok = true
+        func set(_ option: CURLoption, _ value: Int) {
+            ok = ok && receiptd_curl_easy_setopt_long(easy, option, value) == CURLE_OK
+        }
+        ok = ok && receiptd_curl_easy_setopt_string(easy, CURLOPT_URL, url) == CURLE_OK
+        set(CURLOPT_NOSIGNAL, 1)
+        set(CURLOPT_POST, 1)
+        set(CURLOPT_POSTFIELDSIZE, body.count)
+        ok =
+            ok
+            && body.withUnsafeBytes {
+                receiptd_curl_easy_setopt_pointer(
+                    easy, CURLOPT_COPYPOSTFIELDS,
+                    UnsafeMutableRawPointer(mutating: $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+            } == CURLE_OK
+        headers = curl_slist_append(headers, "Content-Type: application/json")
+        headers = curl_slist_append(headers, "Accept: application/json")
+        headers = curl_slist_append(headers, "Expect:")  // no 100-continue round trip
+        ok = ok && receiptd_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(headers)) == CURLE_OK
+        set(CURLOPT_SSL_VERIFYPEER, 1)
+        set(CURLOPT_SSL_VERIFYHOST, 2)
+        ok =
+            ok
+            && receiptd_curl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, configuration.allowHTTP ? "https,http" : "https")
+                == CURLE_OK
+        set(CURLOPT_FOLLOWLOCATION, 0)
+        set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout))
+        set(CURLOPT_TIMEOUT_MS, Self.milliseconds(timeout))
+        ok =
+            ok
+            && receiptd_curl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxResponseBytes))
+                == CURLE_OK
+        ok =
+            ok
+            && receiptd_curl_easy_setopt_write_function(easy, CURLOPT_WRITEFUNCTION) { data, size, count, user in
+                let transfer = Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue()
+                let n = size * count
+                if transfer.response.count + n > transfer.configuration.maxResponseBytes {
+                    transfer.overflowed = true
+                    return 0  // curl stops the transfer with CURLE_WRITE_ERROR
+                }
+                transfer.response.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n))
+                return n
+            } == CURLE_OK
+        ok =
+            ok
+            && receiptd_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()) == CURLE_OK
+        guard ok else {
+            curl_easy_cleanup(easy)
+            return nil
+        }
+        return easy
+    }
+
+    func finish(easy: UnsafeMutableRawPointer, code: CURLcode) {
+        if code == CURLE_OK {
+            var status = 0
+            _ = receiptd_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            complete(.response(status: status, body: response))
+        } else if overflowed || code == CURLE_FILESIZE_EXCEEDED {
+            complete(.failure("the response is larger than \(configuration.maxResponseBytes) bytes"))
+        } else {
+            complete(.failure("libcurl: " + String(cString: curl_easy_strerror(code))))
+        }
+    }
+
+    func complete(_ result: TransportResult) {
+        continuation?.resume(returning: result)
+        continuation = nil
+    }
+
+    static func milliseconds(_ d: Duration) -> Int {
+        let (s, atto) = d.components
+        return max(1, Int(s) * 1000 + Int(atto / 1_000_000_000_000_000))
+    }
+}

@@ -1,0 +1,103 @@
+import HTTPServer
+import Logging
+import Testing
+
+@testable import AppStore
+
+/// A loopback server: /echo answers the body, /slow after 300 ms, /big with 64 KiB.
+private func withServer(_ body: (Int) async throws -> Void) async throws {
+    var router = Router()
+    router.immediate(.post, "/echo") { request, _ in
+        HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: request.body)
+    }
+    router.on(.post, "/slow") { _, _ in
+        try? await Task.sleep(for: .milliseconds(300))
+        return .json(["status": 0])
+    }
+    router.immediate(.post, "/big") { _, _ in HTTPResponse(status: .ok, body: [UInt8](repeating: 0x20, count: 64 * 1024)) }
+    router.immediate(.post, "/fail") { _, _ in HTTPResponse(status: .serviceUnavailable, body: Array("down".utf8)) }
+    let server = HTTPServer(
+        configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, maxConnections: 4096, accessLog: false),
+        responder: router, logger: Logger(label: "test"))
+    let port = try server.start()
+    defer { server.shutdown() }
+    try await body(port)
+}
+
+private let loopback = CurlMultiTransport.Configuration(connectTimeout: .seconds(2), maxResponseBytes: 16 * 1024, allowHTTP: true)
+
+@Suite("libcurl multi transport")
+struct CurlMultiTransportTests {
+    @Test func postsJSONAndReturnsStatusAndBody() async throws {
+        let transport = CurlMultiTransport(configuration: loopback)
+        defer { transport.shutdown() }
+        try await withServer { port in
+            let body = Array(#"{"receipt-data":"abc","password":"s"}"#.utf8)
+            let result = await transport.post(url: "http://127.0.0.1:\(port)/echo", json: body, timeout: .seconds(2))
+            #expect(result == .response(status: 200, body: body))
+            #expect(
+                await transport.post(url: "http://127.0.0.1:\(port)/fail", json: [], timeout: .seconds(2))
+                    == .response(status: 503, body: Array("down".utf8)))
+        }
+    }
+
+    @Test func manySlowExchangesAreInFlightAtOnce() async throws {
+        let transport = CurlMultiTransport(configuration: loopback)
+        defer { transport.shutdown() }
+        try await withServer { port in
+            // 300 exchanges of 300 ms each, all given 3 s: only concurrency lets every one finish.
+            let results = await withTaskGroup(of: TransportResult.self) { group in
+                for _ in 0..<300 {
+                    group.addTask { await transport.post(url: "http://127.0.0.1:\(port)/slow", json: [], timeout: .seconds(3)) }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(results.count == 300)
+            #expect(results.allSatisfy { if case .response(200, _) = $0 { true } else { false } })
+        }
+    }
+
+    @Test func aSlowAnswerTimesOut() async throws {
+        let transport = CurlMultiTransport(configuration: loopback)
+        defer { transport.shutdown() }
+        try await withServer { port in
+            let result = await transport.post(url: "http://127.0.0.1:\(port)/slow", json: [], timeout: .milliseconds(100))
+            guard case .failure(let reason) = result else {
+                Issue.record("no timeout: \(result)")
+                return
+            }
+            #expect(reason.lowercased().contains("timeout") || reason.lowercased().contains("timed out"))
+        }
+    }
+
+    @Test func anOversizedAnswerIsRefused() async throws {
+        let transport = CurlMultiTransport(configuration: loopback)
+        defer { transport.shutdown() }
+        try await withServer { port in
+            let result = await transport.post(url: "http://127.0.0.1:\(port)/big", json: [], timeout: .seconds(2))
+            #expect(result == .failure("the response is larger than 16384 bytes"))
+        }
+    }
+
+    @Test func plainHTTPNeedsPermission() async throws {
+        let transport = CurlMultiTransport(configuration: .init(allowHTTP: false))
+        defer { transport.shutdown() }
+        try await withServer { port in
+            guard case .failure = await transport.post(url: "http://127.0.0.1:\(port)/echo", json: [], timeout: .seconds(2))
+            else {
+                Issue.record("http:// allowed without allowHTTP")
+                return
+            }
+        }
+    }
+
+    @Test func aRefusedConnectionIsATransportFailure() async {
+        let transport = CurlMultiTransport(configuration: loopback)
+        defer { transport.shutdown() }
+        // Port 1 on loopback: nothing listens there.
+        guard case .failure = await transport.post(url: "http://127.0.0.1:1/echo", json: [], timeout: .seconds(2)) else {
+            Issue.record("no failure")
+            return
+        }
+    }
+}
