@@ -1,0 +1,118 @@
+import FoundationEssentials
+
+/// Monotonic time and sleeping, injectable so retries can be tested without waiting.
+public protocol VerifyClock: Sendable {
+    /// A monotonic reading; only differences matter.
+    var now: Duration { get }
+    func sleep(for duration: Duration) async
+}
+
+/// The real clock.
+public struct SystemVerifyClock: VerifyClock {
+    private let origin = ContinuousClock.now
+    public init() {}
+    public var now: Duration { ContinuousClock.now - origin }
+    public func sleep(for duration: Duration) async { try? await Task.sleep(for: duration) }
+}
+
+/// Asks Apple's verifyReceipt about one receipt: runs `VerifyReceiptStateMachine`'s actions over
+/// an `HTTPTransport` (apple-protocols.md §1.1–1.3).
+public struct VerifyReceiptClient: Sendable {
+    public struct Configuration: Sendable {
+        public var productionURL: String
+        public var sandboxURL: String
+        /// The app's shared secret (`password`); never logged.
+        public var sharedSecret: String?
+        public var policy: VerifyReceiptPolicy
+
+        public init(
+            productionURL: String = "https://buy.itunes.apple.com/verifyReceipt",
+            sandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt", sharedSecret: String?,
+            policy: VerifyReceiptPolicy = VerifyReceiptPolicy()
+        ) {
+            self.productionURL = productionURL
+            self.sandboxURL = sandboxURL
+            self.sharedSecret = sharedSecret
+            self.policy = policy
+        }
+    }
+
+    /// The result and what it took, for the verification log.
+    public struct Verification: Sendable {
+        public var result: VerificationResult
+        /// Exchanges sent, the environment switch and retries included.
+        public var attempts: Int
+        /// The environment of the last exchange.
+        public var environment: AppStoreEnvironment
+        public var duration: Duration
+    }
+
+    public let configuration: Configuration
+    private let transport: any HTTPTransport
+    private let clock: any VerifyClock
+    private let random: @Sendable () -> Double
+
+    public init(
+        configuration: Configuration, transport: any HTTPTransport, clock: any VerifyClock = SystemVerifyClock(),
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
+        self.configuration = configuration
+        self.transport = transport
+        self.clock = clock
+        self.random = random
+    }
+
+    public func verify(receiptData: String, excludeOldTransactions: Bool = false) async -> Verification {
+        let body = Self.requestBody(
+            receiptData: receiptData, password: configuration.sharedSecret, excludeOldTransactions: excludeOldTransactions)
+        let started = clock.now
+        var machine = VerifyReceiptStateMachine(policy: configuration.policy, now: started)
+        var action = machine.begin()
+        var environment = AppStoreEnvironment.production
+        while true {
+            switch action {
+            case .finish(let result):
+                return Verification(
+                    result: result, attempts: machine.attempts, environment: environment, duration: clock.now - started)
+            case .send(let target, let delay, let timeout):
+                if delay > .zero { await clock.sleep(for: delay) }
+                environment = target
+                let url = target == .production ? configuration.productionURL : configuration.sandboxURL
+                let outcome = Self.outcome(of: await transport.post(url: url, json: body, timeout: timeout))
+                action = machine.received(outcome, now: clock.now, random: random())
+            }
+        }
+    }
+
+    /// `{"receipt-data", "password", "exclude-old-transactions"}` (§1.1).
+    static func requestBody(receiptData: String, password: String?, excludeOldTransactions: Bool) -> [UInt8] {
+        struct Body: Encodable {
+            let receiptData: String
+            let password: String?
+            let excludeOldTransactions: Bool
+            enum CodingKeys: String, CodingKey {
+                case receiptData = "receipt-data"
+                case password
+                case excludeOldTransactions = "exclude-old-transactions"
+            }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let body = Body(receiptData: receiptData, password: password, excludeOldTransactions: excludeOldTransactions)
+        return Array((try? encoder.encode(body)) ?? Data())
+    }
+
+    static func outcome(of result: TransportResult) -> VerifyReceiptStateMachine.Outcome {
+        switch result {
+        case .failure(let reason):
+            return .transportFailure(reason)
+        case .response(let status, let body):
+            guard (200..<300).contains(status) else { return .httpStatus(status) }
+            do {
+                return .answer(try VerifyReceiptResponse(json: body))
+            } catch {
+                return .transportFailure("\(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import AppStore
+
+/// Answers from a script per environment, recording every request; never touches a socket.
+private final class ScriptedTransport: HTTPTransport {
+    private let state: Mutex<(production: [TransportResult], sandbox: [TransportResult], sent: [(String, [UInt8])])>
+
+    init(production: [TransportResult], sandbox: [TransportResult] = []) {
+        state = Mutex((production, sandbox, []))
+    }
+
+    var sent: [(url: String, body: [UInt8])] { state.withLock { $0.sent.map { ($0.0, $0.1) } } }
+
+    func post(url: String, json body: [UInt8], timeout: Duration) async -> TransportResult {
+        state.withLock { s in
+            s.sent.append((url, body))
+            if url.contains("sandbox") {
+                return s.sandbox.isEmpty ? .failure("no script") : s.sandbox.removeFirst()
+            }
+            return s.production.isEmpty ? .failure("no script") : s.production.removeFirst()
+        }
+    }
+}
+
+/// Time that moves only when slept through.
+private final class ManualClock: VerifyClock {
+    private let state = Mutex<(now: Duration, sleeps: [Duration])>((.zero, []))
+    var now: Duration { state.withLock { $0.now } }
+    var sleeps: [Duration] { state.withLock { $0.sleeps } }
+    func sleep(for duration: Duration) async {
+        state.withLock {
+            $0.now += duration
+            $0.sleeps.append(duration)
+        }
+    }
+}
+
+private func status(_ code: Int, _ extra: String = "") -> TransportResult {
+    .response(status: 200, body: Array(#"{"status":\#(code)\#(extra)}"#.utf8))
+}
+
+private let configuration = VerifyReceiptClient.Configuration(
+    productionURL: "http://127.0.0.1:1/production", sandboxURL: "http://127.0.0.1:1/sandbox", sharedSecret: "s3cret",
+    policy: VerifyReceiptPolicy(maxRetries: 2, baseDelay: .milliseconds(100), maxDelay: .seconds(1)))
+
+@Suite("verifyReceipt client")
+struct VerifyReceiptClientTests {
+    @Test func sendsTheDocumentedBodyToProductionFirst() async throws {
+        let transport = ScriptedTransport(production: [status(0, #","receipt":{"bundle_id":"com.x"}"#)])
+        let v = await VerifyReceiptClient(configuration: configuration, transport: transport, clock: ManualClock())
+            .verify(receiptData: "QUJD", excludeOldTransactions: true)
+        guard case .valid(let response, .production) = v.result else {
+            Issue.record("\(v.result)")
+            return
+        }
+        #expect(response.receipt?.bundleID == "com.x")
+        #expect(transport.sent.map(\.url) == ["http://127.0.0.1:1/production"])
+        let body = try JSONSerialization.jsonObject(with: Data(transport.sent[0].body)) as? [String: Any]
+        #expect(body?["receipt-data"] as? String == "QUJD")
+        #expect(body?["password"] as? String == "s3cret")
+        #expect(body?["exclude-old-transactions"] as? Bool == true)
+    }
+
+    @Test func fallsBackToSandboxOnceAndProductionOnce() async {
+        let toSandbox = ScriptedTransport(production: [status(21007)], sandbox: [status(0)])
+        let a = await VerifyReceiptClient(configuration: configuration, transport: toSandbox, clock: ManualClock()).verify(
+            receiptData: "x")
+        #expect(toSandbox.sent.map(\.url) == ["http://127.0.0.1:1/production", "http://127.0.0.1:1/sandbox"])
+        #expect(a.environment == .sandbox && a.attempts == 2)
+
+        // A sandbox that answers 21007 again (a known Apple anomaly) gets no third hop.
+        let loop = ScriptedTransport(production: [status(21007), status(0)], sandbox: [status(21007)])
+        let b = await VerifyReceiptClient(configuration: configuration, transport: loop, clock: ManualClock()).verify(
+            receiptData: "x")
+        #expect(loop.sent.count == 2)
+        guard case .unavailable(let s, _) = b.result else {
+            Issue.record("\(b.result)")
+            return
+        }
+        #expect(s?.rawValue == 21007)
+    }
+
+    @Test func retriesWaitOnTheInjectedClock() async {
+        let transport = ScriptedTransport(production: [status(21005), .response(status: 502, body: []), status(0)])
+        let clock = ManualClock()
+        let v = await VerifyReceiptClient(configuration: configuration, transport: transport, clock: clock, random: { 1 })
+            .verify(receiptData: "x")
+        guard case .valid = v.result else {
+            Issue.record("\(v.result)")
+            return
+        }
+        #expect(clock.sleeps == [.milliseconds(100), .milliseconds(200)])
+        #expect(v.attempts == 3)
+        #expect(v.duration == .milliseconds(300))
+    }
+
+    @Test func aNonJSONAnswerIsATransportFailure() async {
+        let transport = ScriptedTransport(production: [.response(status: 200, body: Array("<html>".utf8)), status(21003)])
+        let v = await VerifyReceiptClient(configuration: configuration, transport: transport, clock: ManualClock()).verify(
+            receiptData: "x")
+        #expect(v.result == .invalidReceipt(AppleStatus(rawValue: 21003)))
+        #expect(v.attempts == 2)
+    }
+}
