@@ -1,0 +1,147 @@
+/// Rows of Migrations/0002_receipts.sql as Swift values. Storage knows nothing of Apple's wire
+/// format: ReceiptService maps verified receipts into these.
+
+/// One purchase, renewal or restore. Dates are epoch milliseconds.
+public struct TransactionRecord: Sendable, Equatable {
+    public var transactionID: String
+    public var originalTransactionID: String
+    public var productID: String
+    public var bundleID: String
+    /// `production` or `sandbox`.
+    public var environment: String
+    public var purchaseDate: Int64?
+    public var originalPurchaseDate: Int64?
+    public var expiresDate: Int64?
+    public var cancellationDate: Int64?
+    public var cancellationReason: String?
+    public var quantity: Int64?
+    public var isTrialPeriod: Bool
+    public var isInIntroOfferPeriod: Bool
+    public var isUpgraded: Bool
+    public var ownershipType: String?
+    public var subscriptionGroupID: String?
+    public var webOrderLineItemID: String?
+    public var promotionalOfferID: String?
+    public var offerCodeRefName: String?
+    /// The transaction object exactly as Apple sent it.
+    public var rawJSON: String
+
+    public init(
+        transactionID: String, originalTransactionID: String, productID: String, bundleID: String, environment: String,
+        purchaseDate: Int64? = nil, originalPurchaseDate: Int64? = nil, expiresDate: Int64? = nil,
+        cancellationDate: Int64? = nil, cancellationReason: String? = nil, quantity: Int64? = nil,
+        isTrialPeriod: Bool = false, isInIntroOfferPeriod: Bool = false, isUpgraded: Bool = false,
+        ownershipType: String? = nil, subscriptionGroupID: String? = nil, webOrderLineItemID: String? = nil,
+        promotionalOfferID: String? = nil, offerCodeRefName: String? = nil, rawJSON: String
+    ) {
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.productID = productID
+        self.bundleID = bundleID
+        self.environment = environment
+        self.purchaseDate = purchaseDate
+        self.originalPurchaseDate = originalPurchaseDate
+        self.expiresDate = expiresDate
+        self.cancellationDate = cancellationDate
+        self.cancellationReason = cancellationReason
+        self.quantity = quantity
+        self.isTrialPeriod = isTrialPeriod
+        self.isInIntroOfferPeriod = isInIntroOfferPeriod
+        self.isUpgraded = isUpgraded
+        self.ownershipType = ownershipType
+        self.subscriptionGroupID = subscriptionGroupID
+        self.webOrderLineItemID = webOrderLineItemID
+        self.promotionalOfferID = promotionalOfferID
+        self.offerCodeRefName = offerCodeRefName
+        self.rawJSON = rawJSON
+    }
+}
+
+/// What Apple will do at the next renewal of one subscription.
+public struct RenewalRecord: Sendable, Equatable {
+    public var originalTransactionID: String
+    public var productID: String?
+    public var autoRenewProductID: String?
+    public var autoRenewStatus: Bool?
+    public var expirationIntent: Int64?
+    public var gracePeriodExpiresDate: Int64?
+    public var isInBillingRetryPeriod: Bool?
+    public var priceConsentStatus: String?
+    public var priceIncreaseStatus: String?
+    public var offerCodeRefName: String?
+    public var promotionalOfferID: String?
+    public var environment: String
+    public var rawJSON: String
+
+    public init(
+        originalTransactionID: String, productID: String? = nil, autoRenewProductID: String? = nil,
+        autoRenewStatus: Bool? = nil, expirationIntent: Int64? = nil, gracePeriodExpiresDate: Int64? = nil,
+        isInBillingRetryPeriod: Bool? = nil, priceConsentStatus: String? = nil, priceIncreaseStatus: String? = nil,
+        offerCodeRefName: String? = nil, promotionalOfferID: String? = nil, environment: String, rawJSON: String
+    ) {
+        self.originalTransactionID = originalTransactionID
+        self.productID = productID
+        self.autoRenewProductID = autoRenewProductID
+        self.autoRenewStatus = autoRenewStatus
+        self.expirationIntent = expirationIntent
+        self.gracePeriodExpiresDate = gracePeriodExpiresDate
+        self.isInBillingRetryPeriod = isInBillingRetryPeriod
+        self.priceConsentStatus = priceConsentStatus
+        self.priceIncreaseStatus = priceIncreaseStatus
+        self.offerCodeRefName = offerCodeRefName
+        self.promotionalOfferID = promotionalOfferID
+        self.environment = environment
+        self.rawJSON = rawJSON
+    }
+}
+
+/// Everything one verified receipt says, to be stored in one transaction.
+public struct VerifiedReceiptRecord: Sendable, Equatable {
+    public var environment: String
+    public var transactions: [TransactionRecord]
+    public var renewals: [RenewalRecord]
+    /// Apple's `latest_receipt`, kept for each of the receipt's subscriptions.
+    public var latestReceipt: String?
+
+    public init(environment: String, transactions: [TransactionRecord], renewals: [RenewalRecord], latestReceipt: String?) {
+        self.environment = environment
+        self.transactions = transactions
+        self.renewals = renewals
+        self.latestReceipt = latestReceipt
+    }
+}
+
+/// Who may hold a purchase another user already holds.
+public enum OwnershipPolicy: String, Sendable, CaseIterable {
+    /// The newest poster gets it; the transfer is recorded.
+    case transfer
+    /// The first holder keeps it; a second user is refused.
+    case keep
+}
+
+/// A stored subscriber and everything their purchases say.
+public struct SubscriberRecord: Sendable, Equatable {
+    public var appUserID: String
+    public var transactions: [TransactionRecord]
+    public var renewals: [RenewalRecord]
+}
+
+/// One row of the verification log.
+public struct VerificationLogEntry: Sendable, Equatable {
+    public var appUserID: String?
+    public var environment: String?
+    public var appleStatus: Int?
+    /// A short outcome name, e.g. `valid`, `invalid_receipt`, `unavailable`.
+    public var outcome: String
+    public var attempts: Int
+    public var latencyMs: Int64
+
+    public init(appUserID: String?, environment: String?, appleStatus: Int?, outcome: String, attempts: Int, latencyMs: Int64) {
+        self.appUserID = appUserID
+        self.environment = environment
+        self.appleStatus = appleStatus
+        self.outcome = outcome
+        self.attempts = attempts
+        self.latencyMs = latencyMs
+    }
+}
