@@ -35,6 +35,8 @@ let package = Package(
         ),
         // Apple's verifyReceipt: wire models read tolerantly, the retry and fallback rules, the client.
         .target(name: "AppStore", dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")]),
+        // Pure domain: subscription state from stored facts, products → entitlements. No I/O.
+        .target(name: "Entitlements"),
         // SQLite: the connection owner, statements and the migrator.
         .target(
             name: "Storage",
@@ -70,6 +72,7 @@ let package = Package(
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "HTTPServer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ReceiptServiceTests", dependencies: ["ReceiptService", "HTTPServer", "Storage"]),
         // Runs the built receiptd binary: CLI, start-up, signals.
