@@ -37,6 +37,8 @@ let package = Package(
         .target(name: "AppStore", dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")]),
         // Pure domain: subscription state from stored facts, products → entitlements. No I/O.
         .target(name: "Entitlements"),
+        // A loopback verifyReceipt with scripted receipts, on our HTTP server: tests and offline runs.
+        .target(name: "AppStoreSimulator", dependencies: ["HTTPServer"]),
         // SQLite: the connection owner, statements and the migrator.
         .target(
             name: "Storage",
@@ -73,6 +75,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),
+        .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppStore", "Entitlements", "HTTPServer"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "HTTPServer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ReceiptServiceTests", dependencies: ["ReceiptService", "HTTPServer", "Storage"]),
         // Runs the built receiptd binary: CLI, start-up, signals.

@@ -1,0 +1,96 @@
+import FoundationEssentials
+import HTTPServer
+import Synchronization
+
+/// A loopback stand-in for Apple's verifyReceipt (apple-protocols.md §1), for tests and offline
+/// development: `POST /production/verifyReceipt` and `POST /sandbox/verifyReceipt` answer the
+/// scripted `Scenario` named by the receipt's content, with dates relative to now. It honours the
+/// shared secret (21004 on mismatch) and can add latency to every answer.
+public final class AppStoreSimulator: HTTPResponder, Sendable {
+    public struct Configuration: Sendable {
+        public var bundleID: String
+        /// The expected `password`; nil accepts any.
+        public var sharedSecret: String?
+        /// Added before every answer (e.g. 300 ms for benchmarks).
+        public var latency: Duration
+
+        public init(bundleID: String = "com.example.app", sharedSecret: String? = nil, latency: Duration = .zero) {
+            self.bundleID = bundleID
+            self.sharedSecret = sharedSecret
+            self.latency = latency
+        }
+    }
+
+    public let configuration: Configuration
+    private let clock: @Sendable () -> Int64
+    private let calls = Mutex<[String: Int]>([:])
+
+    /// `now` gives epoch milliseconds; injectable for tests.
+    public init(configuration: Configuration, now: @escaping @Sendable () -> Int64 = AppStoreSimulator.systemNow) {
+        self.configuration = configuration
+        self.clock = now
+    }
+
+    public static let systemNow: @Sendable () -> Int64 = {
+        let t = Date().timeIntervalSince1970
+        return Int64(t * 1000)
+    }
+
+    public func handler(for request: HTTPRequest) -> HTTPHandler {
+        let environment: String
+        switch (request.method, request.path) {
+        case (.post, "/production/verifyReceipt"): environment = "Production"
+        case (.post, "/sandbox/verifyReceipt"): environment = "Sandbox"
+        default:
+            return .immediate { _, _ in
+                HTTPResponse(
+                    status: .notFound, headers: ["Content-Type": "application/json"], body: Array(#"{"error":{"code":404}}"#.utf8)
+                )
+            }
+        }
+        return .task { [self] request, _ in
+            if configuration.latency > .zero { try? await Task.sleep(for: configuration.latency) }
+            let body = answer(requestBody: request.body, environment: environment)
+            return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: body.jsonBytes)
+        }
+    }
+
+    /// The answer to one request body in `environment` (`Production` or `Sandbox`).
+    func answer(requestBody: [UInt8], environment: String) -> JSONValueBuilder {
+        guard let request = try? JSONDecoder().decode(VerifyRequest.self, from: Data(requestBody)) else {
+            return .status(21000)
+        }
+        guard let bytes = Data(base64Encoded: request.receiptData), let content = String(data: bytes, encoding: .utf8) else {
+            return .status(21002)
+        }
+        let parts = content.split(separator: ":", maxSplits: 1)
+        guard let name = parts.first, let scenario = Scenario(rawValue: String(name)) else { return .status(21002) }
+        if let secret = configuration.sharedSecret, request.password != secret { return .status(21004) }
+        let tag = parts.count > 1 ? String(parts[1]) : "0"
+        let callNumber = calls.withLock { counts -> Int in
+            counts[content + environment, default: 0] += 1
+            return counts[content + environment]!
+        }
+        switch scenario {
+        case .sandboxOnly where environment == "Production": return .status(21007)
+        case .productionOnly where environment == "Sandbox": return .status(21008)
+        case .unavailableOnce where callNumber == 1: return .status(21005)
+        case .retryableOnce where callNumber == 1: return .object(["status": .int(21100), "is_retryable": .bool(true)])
+        case .malformed: return .status(21002)
+        case .notAuthenticated: return .status(21003)
+        case .accountNotFound: return .status(21010)
+        default: break
+        }
+        return ReceiptScript(scenario: scenario, tag: tag, bundleID: configuration.bundleID, now: clock())
+            .response(environment: environment, receiptData: request.receiptData)
+    }
+
+    struct VerifyRequest: Decodable {
+        var receiptData: String
+        var password: String?
+        enum CodingKeys: String, CodingKey {
+            case receiptData = "receipt-data"
+            case password
+        }
+    }
+}

@@ -1,0 +1,43 @@
+/// The scripted receipts the simulator knows. A receipt's content (its base64-decoded bytes) is
+/// `<scenario>` or `<scenario>:<tag>`; the tag makes transaction ids distinct per receipt, so two
+/// users can hold different purchases of the same scenario.
+public enum Scenario: String, Sendable, CaseIterable {
+    case activeMonthly = "active_monthly"
+    case trial
+    case intro
+    case expiredVoluntary = "expired_voluntary"
+    case expiredBillingError = "expired_billing_error"
+    case expiredPriceIncrease = "expired_price_increase"
+    case expiredNotForSale = "expired_not_for_sale"
+    case expiredOther = "expired_other"
+    case refunded
+    case gracePeriod = "grace_period"
+    case billingRetry = "billing_retry"
+    case upgraded
+    case familyShared = "family_shared"
+    case nonConsumable = "non_consumable"
+    case consumable
+    /// Production answers 21007; sandbox answers the active monthly subscription.
+    case sandboxOnly = "sandbox_only"
+    /// Sandbox answers 21008; production answers the active monthly subscription.
+    case productionOnly = "production_only"
+    /// 21005 on the first call for the receipt, then the active monthly subscription.
+    case unavailableOnce = "unavailable_once"
+    /// 21100 with the retry flag on the first call, then the active monthly subscription.
+    case retryableOnce = "retryable_once"
+    case malformed = "status_21002"
+    case notAuthenticated = "status_21003"
+    case accountNotFound = "status_21010"
+
+    /// The `expiration_intent` of the expired scenarios (apple-protocols.md §1.7).
+    var expirationIntent: Int? {
+        switch self {
+        case .expiredVoluntary: 1
+        case .expiredBillingError, .billingRetry, .gracePeriod: 2
+        case .expiredPriceIncrease: 3
+        case .expiredNotForSale: 4
+        case .expiredOther: 5
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import AppStore
+import Entitlements
+import Foundation
+import HTTPServer
+import Logging
+import Testing
+
+@testable import AppStoreSimulator
+
+/// The simulator on a loopback port, and a client that reaches it through real libcurl.
+private func withSimulator(
+    secret: String? = "s3cret", _ body: (VerifyReceiptClient) async throws -> Void
+) async throws {
+    let simulator = AppStoreSimulator(configuration: .init(bundleID: "com.example.app", sharedSecret: "s3cret"))
+    let server = HTTPServer(
+        configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
+        responder: simulator, logger: Logger(label: "simulator"))
+    let port = try server.start()
+    let transport = CurlMultiTransport(configuration: .init(allowHTTP: true))
+    let client = VerifyReceiptClient(
+        configuration: .init(
+            productionURL: "http://127.0.0.1:\(port)/production/verifyReceipt",
+            sandboxURL: "http://127.0.0.1:\(port)/sandbox/verifyReceipt", sharedSecret: secret,
+            policy: VerifyReceiptPolicy(maxRetries: 2, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20))),
+        transport: transport)
+    try await body(client)
+    transport.shutdown()
+    server.shutdown()
+    await server.waitUntilStopped()
+}
+
+private func receipt(_ content: String) -> String { Data(content.utf8).base64EncodedString() }
+
+/// AppStore's wire transactions as Entitlements' facts (ReceiptService will do this from storage).
+private func statuses(_ response: VerifyReceiptResponse) -> (subs: [SubscriptionStatus], other: [NonSubscriptionPurchase]) {
+    let purchases = response.transactions.map {
+        Purchase(
+            transactionID: $0.transactionID, originalTransactionID: $0.originalTransactionID, productID: $0.productID,
+            purchaseDate: $0.purchaseDateMs, originalPurchaseDate: $0.originalPurchaseDateMs, expiresDate: $0.expiresDateMs,
+            cancellationDate: $0.cancellationDateMs, isTrialPeriod: $0.isTrialPeriod,
+            isInIntroOfferPeriod: $0.isInIntroOfferPeriod,
+            isUpgraded: $0.isUpgraded, ownershipType: $0.ownershipType)
+    }
+    let renewals = response.pendingRenewalInfo.map {
+        Renewal(
+            originalTransactionID: $0.originalTransactionID, autoRenewProductID: $0.autoRenewProductID,
+            autoRenewStatus: $0.autoRenewStatus, expirationIntent: $0.expirationIntent,
+            gracePeriodExpiresDate: $0.gracePeriodExpiresDateMs, isInBillingRetryPeriod: $0.isInBillingRetryPeriod)
+    }
+    let now = Int64(Date().timeIntervalSince1970 * 1000)
+    return (
+        Derivation.subscriptions(purchases: purchases, renewals: renewals, now: now),
+        Derivation.nonSubscriptions(purchases: purchases)
+    )
+}
+
+@Suite("App Store simulator", .serialized)
+struct AppStoreSimulatorTests {
+    @Test func eachScriptedSubscriptionHasItsDocumentedState() async throws {
+        let expected: [(String, SubscriptionState, String, Int64?)] = [
+            ("active_monthly", .active, "normal", nil), ("trial", .active, "trial", nil), ("intro", .active, "intro", nil),
+            ("expired_voluntary", .expired, "normal", 1), ("expired_billing_error", .expired, "normal", 2),
+            ("expired_price_increase", .expired, "normal", 3), ("expired_not_for_sale", .expired, "normal", 4),
+            ("expired_other", .expired, "normal", 5), ("refunded", .refunded, "normal", nil),
+            ("grace_period", .gracePeriod, "normal", 2), ("billing_retry", .billingRetry, "normal", 2),
+            ("family_shared", .active, "normal", nil),
+        ]
+        try await withSimulator { client in
+            for (scenario, state, periodType, intent) in expected {
+                let v = await client.verify(receiptData: receipt(scenario))
+                guard case .valid(let response, .production) = v.result else {
+                    Issue.record("\(scenario): \(v.result)")
+                    continue
+                }
+                #expect(response.receipt?.bundleID == "com.example.app")
+                #expect(response.pendingRenewalInfo.first?.expirationIntent == intent, "\(scenario)")
+                let subs = statuses(response).subs
+                #expect(subs.map(\.state) == [state], "\(scenario)")
+                #expect(subs.first?.periodType == periodType, "\(scenario)")
+                #expect(subs.first?.ownership == (scenario == "family_shared" ? "family_shared" : "purchased"))
+            }
+        }
+    }
+
+    @Test func upgradesAndOneTimePurchases() async throws {
+        try await withSimulator { client in
+            guard case .valid(let upgraded, _) = await client.verify(receiptData: receipt("upgraded")).result else {
+                Issue.record("upgraded")
+                return
+            }
+            #expect(
+                statuses(upgraded).subs.map { "\($0.productID):\($0.state.rawValue)" } == ["monthly:upgraded", "yearly:active"])
+            guard case .valid(let lifetime, _) = await client.verify(receiptData: receipt("non_consumable:7")).result else {
+                Issue.record("non_consumable")
+                return
+            }
+            #expect(statuses(lifetime).other.map(\.productID) == ["lifetime"])
+            #expect(statuses(lifetime).subs.isEmpty)
+            guard case .valid(let coins, _) = await client.verify(receiptData: receipt("consumable")).result else {
+                Issue.record("consumable")
+                return
+            }
+            #expect(statuses(coins).other.map(\.productID) == ["coins_100"])
+        }
+    }
+
+    @Test func environmentsRetriesAndFailures() async throws {
+        try await withSimulator { client in
+            let sandbox = await client.verify(receiptData: receipt("sandbox_only"))
+            #expect(sandbox.environment == .sandbox && sandbox.attempts == 2)
+            let production = await client.verify(receiptData: receipt("production_only"))
+            #expect(production.environment == .production && production.attempts == 1)
+            for scenario in ["unavailable_once", "retryable_once"] {
+                let v = await client.verify(receiptData: receipt(scenario))
+                guard case .valid = v.result else {
+                    Issue.record("\(scenario): \(v.result)")
+                    continue
+                }
+                #expect(v.attempts == 2, "\(scenario)")
+            }
+            let malformed = await client.verify(receiptData: receipt("status_21002"))
+            guard case .unavailable(let s, _) = malformed.result else {
+                Issue.record("21002: \(malformed.result)")
+                return
+            }
+            #expect(s?.rawValue == 21002 && malformed.attempts == 3)
+            #expect(
+                await client.verify(receiptData: receipt("status_21003")).result == .invalidReceipt(AppleStatus(rawValue: 21003)))
+            #expect(
+                await client.verify(receiptData: receipt("status_21010")).result == .invalidReceipt(AppleStatus(rawValue: 21010)))
+            #expect(
+                await client.verify(receiptData: "not base64!").result
+                    == .unavailable(status: AppleStatus(rawValue: 21002), reason: "Apple asked to try again; 2 retries used"))
+        }
+    }
+
+    @Test func aWrongSharedSecretIs21004() async throws {
+        try await withSimulator(secret: "wrong") { client in
+            #expect(
+                await client.verify(receiptData: receipt("active_monthly")).result == .misconfigured(AppleStatus(rawValue: 21004))
+            )
+        }
+    }
+
+    @Test func differentTagsGiveDifferentTransactions() async throws {
+        try await withSimulator { client in
+            guard case .valid(let a, _) = await client.verify(receiptData: receipt("active_monthly:a")).result,
+                case .valid(let b, _) = await client.verify(receiptData: receipt("active_monthly:b")).result
+            else {
+                Issue.record("not valid")
+                return
+            }
+            #expect(Set(a.transactions.map(\.transactionID)).isDisjoint(with: b.transactions.map(\.transactionID)))
+        }
+    }
+}
