@@ -5,13 +5,13 @@ import Logging
 import ReceiptService
 import Storage
 
-/// `receiptd`: serve (default), migrate, check-config, version.
+/// `receiptd`: serve (default), migrate, check-config, simulate, version.
 @main
 struct ReceiptdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receiptd",
         abstract: "Self-hosted App Store receipt validation and entitlements.",
-        subcommands: [Serve.self, Migrate.self, CheckConfig.self, Version.self],
+        subcommands: [Serve.self, Migrate.self, CheckConfig.self, Simulate.self, Version.self],
         defaultSubcommand: Serve.self)
 }
 
