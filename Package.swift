@@ -52,7 +52,7 @@ let package = Package(
         .target(
             name: "ReceiptService",
             dependencies: [
-                "HTTPServer", "Storage", "CCurl",
+                "HTTPServer", "Storage", "CCurl", "AppStore", "Entitlements", "AppStoreSimulator",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),

@@ -4,7 +4,8 @@ import Synchronization
 
 /// A loopback stand-in for Apple's verifyReceipt (apple-protocols.md §1), for tests and offline
 /// development: `POST /production/verifyReceipt` and `POST /sandbox/verifyReceipt` answer the
-/// scripted `Scenario` named by the receipt's content, with dates relative to now. It honours the
+/// scripted `Scenario` named by the receipt's content, with dates relative to when that receipt
+/// was first seen (so re-posting it gets the same answer). It honours the
 /// shared secret (21004 on mismatch) and can add latency to every answer.
 public final class AppStoreSimulator: HTTPResponder, Sendable {
     public struct Configuration: Sendable {
@@ -24,6 +25,9 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
     public let configuration: Configuration
     private let clock: @Sendable () -> Int64
     private let calls = Mutex<[String: Int]>([:])
+    /// When each receipt was first seen: its dates are relative to that moment, so posting the
+    /// same receipt again gets the same answer.
+    private let firstSeen = Mutex<[String: Int64]>([:])
 
     /// `now` gives epoch milliseconds; injectable for tests.
     public init(configuration: Configuration, now: @escaping @Sendable () -> Int64 = AppStoreSimulator.systemNow) {
@@ -81,7 +85,13 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         case .accountNotFound: return .status(21010)
         default: break
         }
-        return ReceiptScript(scenario: scenario, tag: tag, bundleID: configuration.bundleID, now: clock())
+        let now = clock()
+        let anchor = firstSeen.withLock { seen in
+            if let t = seen[content] { return t }
+            seen[content] = now
+            return now
+        }
+        return ReceiptScript(scenario: scenario, tag: tag, bundleID: configuration.bundleID, now: anchor)
             .response(environment: environment, receiptData: request.receiptData)
     }
 

@@ -25,7 +25,7 @@ public struct HTTPParseError: Error, Equatable, Sendable, CustomStringConvertibl
         status: .requestHeaderFieldsTooLarge, code: "too_many_headers",
         message: "The request has more header fields than the configured limit.")
     static let bodyTooLarge = HTTPParseError(
-        status: .contentTooLarge, code: "body_too_large", message: "The request body exceeds the configured limit.")
+        status: .contentTooLarge, code: "payload_too_large", message: "The request body exceeds the configured limit.")
     static let versionNotSupported = HTTPParseError(
         status: .httpVersionNotSupported, code: "http_version_not_supported",
         message: "Only HTTP/1.0 and HTTP/1.1 are served.")

@@ -11,7 +11,7 @@ extension HTTPResponse {
         } catch {
             return HTTPResponse(
                 status: .internalServerError, headers: h,
-                body: Array(#"{"code":"internal_error","message":"The response could not be encoded."}"#.utf8))
+                body: Array(#"{"error":{"code":"internal_error","message":"The response could not be encoded."}}"#.utf8))
         }
     }
 }

@@ -16,7 +16,7 @@ final class LoopAcceptor: EventHandler, @unchecked Sendable {
 
     /// Sent, then the socket closed, when ``HTTPServerConfiguration/maxConnections`` is reached.
     private static let overloaded: [UInt8] = {
-        let body = #"{"code":"server_busy","message":"Too many open connections; retry shortly."}"#
+        let body = #"{"error":{"code":"server_busy","message":"Too many open connections; retry shortly."}}"#
         return Array(
             ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
                 + "Connection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body).utf8)

@@ -1,4 +1,8 @@
+import AppStore
+import AppStoreSimulator
 import Dispatch
+import Entitlements
+import FoundationEssentials
 import Glibc
 import HTTPServer
 import Logging
@@ -12,6 +16,9 @@ public final class Application: Sendable {
     public let migrator: Migrator
     public let server: HTTPServer
     private let logger: Logger
+    private let transport: CurlMultiTransport
+    /// The built-in App Store simulator, when `appStore.simulator` is on.
+    private let simulator: HTTPServer?
 
     /// Opens the database and applies pending migrations; throws (and nothing binds) when the
     /// database has unknown or edited migrations.
@@ -24,7 +31,49 @@ public final class Application: Sendable {
         for migration in applied {
             logger.info("migration applied", metadata: ["migration": "\(migration.name)"])
         }
-        let routes = Routes(database: database, migrator: migrator)
+        let settings = configuration.appStore
+        var productionURL = settings.productionURL
+        var sandboxURL = settings.sandboxURL
+        if settings.simulator {
+            // Offline development: Apple is the built-in simulator on a loopback port of its own.
+            let simulator = HTTPServer(
+                configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
+                responder: AppStoreSimulator(
+                    configuration: .init(bundleID: settings.bundleIDs[0], sharedSecret: settings.sharedSecret)),
+                logger: logger)
+            let port = try simulator.start()
+            productionURL = "http://127.0.0.1:\(port)/production/verifyReceipt"
+            sandboxURL = "http://127.0.0.1:\(port)/sandbox/verifyReceipt"
+            self.simulator = simulator
+            logger.notice("App Store simulator in use; receipts are verified offline", metadata: ["port": "\(port)"])
+        } else {
+            self.simulator = nil
+        }
+        transport = CurlMultiTransport(
+            configuration: .init(
+                connectTimeout: settings.connectTimeout, maxResponseBytes: settings.maxResponseBytes,
+                allowHTTP: settings.allowHTTP || settings.simulator))
+        let client = VerifyReceiptClient(
+            configuration: .init(
+                productionURL: productionURL, sandboxURL: sandboxURL, sharedSecret: settings.sharedSecret,
+                policy: VerifyReceiptPolicy(
+                    maxRetries: settings.maxRetries, attemptTimeout: settings.attemptTimeout, deadline: settings.deadline)),
+            transport: transport)
+        var publicKeys = configuration.api.publicKeys
+        var secretKeys = configuration.api.secretKeys
+        if configuration.environment == "development" && publicKeys.isEmpty && secretKeys.isEmpty {
+            publicKeys = ["dev-public-key"]
+            secretKeys = ["dev-secret-key"]
+            logger.warning("No API keys configured: development keys dev-public-key and dev-secret-key are in use")
+        }
+        let receipts = ReceiptProcessor(
+            client: client, database: database, bundleIDs: settings.bundleIDs,
+            rules: EntitlementRules(configuration.entitlements),
+            policy: OwnershipPolicy(rawValue: configuration.api.ownershipPolicy) ?? .transfer, logger: logger,
+            now: { Int64(Date().timeIntervalSince1970 * 1000) })
+        let routes = Routes(
+            database: database, migrator: migrator, auth: APIAuth(publicKeys: publicKeys, secretKeys: secretKeys),
+            receipts: receipts)
         server = HTTPServer(configuration: configuration.http, responder: routes.router(), logger: logger)
     }
 
@@ -50,6 +99,8 @@ public final class Application: Sendable {
         try start()
         await server.waitUntilStopped()
         signals.cancel()
+        transport.shutdown()
+        simulator?.shutdown()
     }
 }
 

@@ -98,6 +98,27 @@ public struct ConfigLoader: Sendable {
         return result
     }
 
+    /// A list: a JSON array of strings, or a comma-separated environment variable.
+    public func strings(_ key: String, default value: [String]) throws(ConfigurationError) -> [String] {
+        let result = try read(key, default: value) { try reader.requiredStringArray(forKey: ConfigKey(key)) }
+            .map(Self.trimmed).filter { !$0.isEmpty }
+        record(key, result.joined(separator: ","))
+        return result
+    }
+
+    /// A list of secrets (comma-separated), from the environment or a secret file only; empty when unset.
+    public func secretList(_ key: String) throws(ConfigurationError) -> [String] {
+        guard let value = try secret(key) else { return [] }
+        return value.split(separator: ",").map { Self.trimmed(String($0)) }.filter { !$0.isEmpty }
+    }
+
+    private static func trimmed(_ s: String) -> String {
+        var t = s[...]
+        while t.first == " " || t.first == "\t" { t = t.dropFirst() }
+        while t.last == " " || t.last == "\t" { t = t.dropLast() }
+        return String(t)
+    }
+
     /// A duration given in milliseconds, at least 1 ms.
     public func milliseconds(_ key: String, default value: Int) throws(ConfigurationError) -> Duration {
         .milliseconds(try int(key, default: value, range: 1...86_400_000))

@@ -5,6 +5,8 @@ import Storage
 struct Routes: Sendable {
     let database: DatabaseQueue
     let migrator: Migrator
+    let auth: APIAuth
+    let receipts: ReceiptProcessor
 
     func router() -> Router {
         var router = Router()
@@ -14,7 +16,20 @@ struct Routes: Sendable {
         }
         // Readiness: the database answers and every known migration is applied.
         router.on(.get, "/readyz") { _, _ in
-            await readiness()
+            await Self.readiness(database: database, migrator: migrator)
+        }
+        // A mobile app posts its receipt (public or secret key): verify, store, answer the document.
+        router.on(.post, "/v1/receipts") { [auth, receipts] request, context in
+            if let refused = auth.check(request, requires: .public, requestID: context.requestID) { return refused }
+            return await receipts.post(request, requestID: context.requestID)
+        }
+        // A backend reads a subscriber from storage, without calling Apple (secret key).
+        router.on(.get, "/v1/subscribers/{app_user_id}") { [auth, receipts] request, context in
+            if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
+            guard let user = context.parameters["app_user_id"], !user.isEmpty else {
+                return APIError.invalidRequest("The app_user_id in the path is empty.").response(requestID: context.requestID)
+            }
+            return await receipts.subscriber(user, requestID: context.requestID)
         }
         return router
     }
@@ -33,7 +48,7 @@ struct Routes: Sendable {
         }
     }
 
-    func readiness() async -> HTTPResponse {
+    static func readiness(database: DatabaseQueue, migrator: Migrator) async -> HTTPResponse {
         do {
             let status = try await database.run { [migrator] db in try migrator.status(of: db) }
             let ready = status.pending.isEmpty

@@ -14,6 +14,40 @@ public struct ServiceConfiguration: Sendable {
     public var database: Database
     /// Log level.
     public var logLevel: Logger.Level
+    /// Apple's verifyReceipt: URLs, the app(s), the shared secret, timeouts, retries.
+    public var appStore: AppStoreSettings
+    /// API keys by role and the ownership policy.
+    public var api: APISettings
+    /// Entitlement name → product ids, from `entitlements.file`.
+    public var entitlements: [String: [String]]
+
+    /// How receiptd reaches Apple.
+    public struct AppStoreSettings: Sendable {
+        public var productionURL: String
+        public var sandboxURL: String
+        /// Run the built-in App Store simulator in-process and send every verification to it.
+        public var simulator: Bool
+        /// Plain-http URLs allowed (the simulator, tests).
+        public var allowHTTP: Bool
+        /// The apps whose receipts are accepted; a receipt for another bundle id is refused.
+        public var bundleIDs: [String]
+        /// The shared secret sent as `password`; from the environment only.
+        public var sharedSecret: String?
+        public var connectTimeout: Duration
+        public var maxResponseBytes: Int
+        public var maxRetries: Int
+        public var attemptTimeout: Duration
+        public var deadline: Duration
+    }
+
+    /// Who may call the API.
+    public struct APISettings: Sendable {
+        /// Keys that may only POST receipts (safe inside an app).
+        public var publicKeys: [String]
+        /// Keys that may do everything.
+        public var secretKeys: [String]
+        public var ownershipPolicy: String
+    }
 
     /// SQLite settings.
     public struct Database: Sendable {
@@ -86,10 +120,60 @@ public struct ServiceConfiguration: Sendable {
         guard !database.path.isEmpty else { throw ConfigurationError(key: "database.path", message: "must not be empty") }
         let level = try c.choice(
             "log.level", default: "info", allowed: Logger.Level.allCases.map(\.rawValue))
+
+        let appStore = AppStoreSettings(
+            // Apple's production and sandbox verifyReceipt URLs (apple-protocols.md §1.1).
+            productionURL: try c.string("appStore.productionUrl", default: "https://buy.itunes.apple.com/verifyReceipt"),
+            sandboxURL: try c.string("appStore.sandboxUrl", default: "https://sandbox.itunes.apple.com/verifyReceipt"),
+            // Serve verifications from the built-in simulator (offline development).
+            simulator: try c.bool("appStore.simulator", default: false),
+            // Allow http:// URLs (loopback simulators only).
+            allowHTTP: try c.bool("appStore.allowHttp", default: false),
+            // Bundle ids of the apps whose receipts are accepted.
+            bundleIDs: try c.strings("appStore.bundleIds", default: ["com.example.app"]),
+            // The app's shared secret (RECEIPTD_APP_STORE_SHARED_SECRET or …_FILE).
+            sharedSecret: try c.secret("appStore.sharedSecret"),
+            connectTimeout: try c.milliseconds("appStore.connectTimeoutMs", default: 5000),
+            maxResponseBytes: try c.int("appStore.maxResponseBytes", default: 4 << 20, range: 4096...(64 << 20)),
+            maxRetries: try c.int("appStore.maxRetries", default: 3, range: 0...10),
+            attemptTimeout: try c.milliseconds("appStore.attemptTimeoutMs", default: 10_000),
+            deadline: try c.milliseconds("appStore.deadlineMs", default: 20_000))
+        guard !appStore.bundleIDs.isEmpty else {
+            throw ConfigurationError(key: "appStore.bundleIds", message: "must name at least one app")
+        }
+        for (key, url) in [("appStore.productionUrl", appStore.productionURL), ("appStore.sandboxUrl", appStore.sandboxURL)] {
+            guard url.hasPrefix("https://") || (appStore.allowHTTP && url.hasPrefix("http://")) else {
+                throw ConfigurationError(key: key, message: "must be an https:// URL (http:// only with appStore.allowHttp)")
+            }
+        }
+        let api = APISettings(
+            // API keys, comma-separated, from the environment or a secret file only.
+            publicKeys: try c.secretList("api.publicKeys"),
+            secretKeys: try c.secretList("api.secretKeys"),
+            // `transfer`: the newest poster of a receipt gets it; `keep`: the first keeps it (409).
+            ownershipPolicy: try c.choice("ownership.policy", default: "transfer", allowed: ["transfer", "keep"]))
+        if name == "production" && api.secretKeys.isEmpty {
+            throw ConfigurationError(key: "api.secretKeys", message: "must be set in production")
+        }
+        // Entitlement name → product ids, a JSON object in its own file.
+        let entitlementsFile = try c.string("entitlements.file", default: configDirectory + "/entitlements.json")
+        let entitlements = try loadEntitlements(entitlementsFile)
         return (
-            ServiceConfiguration(environment: name, http: http, database: database, logLevel: Logger.Level(rawValue: level)!),
+            ServiceConfiguration(
+                environment: name, http: http, database: database, logLevel: Logger.Level(rawValue: level)!,
+                appStore: appStore, api: api, entitlements: entitlements),
             c
         )
+    }
+
+    /// `{"premium": ["monthly", "yearly"]}`; a missing file means no entitlements.
+    private static func loadEntitlements(_ path: String) throws(ConfigurationError) -> [String: [String]] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [:] }
+        do {
+            return try JSONDecoder().decode([String: [String]].self, from: data)
+        } catch {
+            throw ConfigurationError(key: "entitlements.file", message: "\(path) is not a JSON object of product-id arrays")
+        }
     }
 
     private static func isIPLiteral(_ host: String) -> Bool {

@@ -8,6 +8,19 @@ import Testing
 
 /// Fetches `path` from a local port with a single HTTP/1.1 request (off the cooperative pool).
 func get(_ port: Int, _ path: String) async throws -> (status: Int, body: String) {
+    try await send(port, "GET \(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+}
+
+extension ServiceConfiguration.AppStoreSettings {
+    /// The built-in simulator, one app, quick retries: for tests.
+    static let simulated = ServiceConfiguration.AppStoreSettings(
+        productionURL: "http://127.0.0.1:1/unused", sandboxURL: "http://127.0.0.1:1/unused", simulator: true, allowHTTP: true,
+        bundleIDs: ["com.example.app"], sharedSecret: "s3cret", connectTimeout: .seconds(2), maxResponseBytes: 1 << 20,
+        maxRetries: 2, attemptTimeout: .seconds(2), deadline: .seconds(5))
+}
+
+/// Sends `raw` (one HTTP/1.1 request that asks to close) and returns status and body.
+func send(_ port: Int, _ raw: String) async throws -> (status: Int, body: String) {
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global().async {
             continuation.resume(
@@ -24,7 +37,7 @@ func get(_ port: Int, _ path: String) async throws -> (status: Int, body: String
                         }
                     }
                     guard rc == 0 else { throw CocoaError(.fileReadUnknown) }
-                    let request = Array("GET \(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".utf8)
+                    let request = Array(raw.utf8)
                     _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
                     var data: [UInt8] = []
                     var chunk = [UInt8](repeating: 0, count: 4096)
@@ -49,7 +62,8 @@ struct ApplicationTests {
             environment: "test",
             http: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
             database: .init(path: database, busyTimeout: .seconds(1), migrationsDirectory: migrations),
-            logLevel: .warning)
+            logLevel: .warning, appStore: .simulated, api: .init(publicKeys: [], secretKeys: [], ownershipPolicy: "transfer"),
+            entitlements: [:])
     }
 
     private var migrationsDirectory: String {
@@ -109,10 +123,9 @@ struct ApplicationTests {
             configuration: configuration(database: dir + "/db.sqlite", migrations: migrations), logger: logger)
         let port = try app.start()
         // A migration that arrived after start-up (e.g. a half-finished deploy) is not applied yet.
-        let routes = Routes(
+        let response = await Routes.readiness(
             database: app.database,
             migrator: Migrator(migrations: app.migrator.migrations + [Migration(version: 2, name: "0002_b", sql: "SELECT 1;")]))
-        let response = await routes.readiness()
         #expect(response.status.code == 503)
         #expect(String(decoding: response.body, as: UTF8.self).contains(#""migrations_pending":1"#))
         #expect(try await get(port, "/readyz").status == 200)

@@ -32,8 +32,11 @@ struct ServiceConfigurationTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (config, _) = try await ServiceConfiguration.load(
             configDirectory: dir,
-            environment: ["RECEIPTD_ENVIRONMENT": "production", "RECEIPTD_HTTP_MAX_CONNECTIONS": "7"])
+            environment: [
+                "RECEIPTD_ENVIRONMENT": "production", "RECEIPTD_HTTP_MAX_CONNECTIONS": "7", "RECEIPTD_API_SECRET_KEYS": "k1, k2",
+            ])
         #expect(config.environment == "production")
+        #expect(config.api.secretKeys == ["k1", "k2"])
         #expect(config.http.port == 2000)
         #expect(config.http.maxConnections == 7)
     }
@@ -108,8 +111,33 @@ struct ServiceConfigurationTests {
             .deletingLastPathComponent().path
         for environment in ServiceConfiguration.environments {
             let (config, _) = try await ServiceConfiguration.load(
-                configDirectory: root + "/Config", environment: ["RECEIPTD_ENVIRONMENT": environment])
+                configDirectory: root + "/Config",
+                environment: ["RECEIPTD_ENVIRONMENT": environment, "RECEIPTD_API_SECRET_KEYS": "k"])
             #expect(config.environment == environment)
+            #expect(config.entitlements["premium"]?.contains("monthly") == true)
+        }
+        // Development runs offline against the built-in simulator.
+        let (development, _) = try await ServiceConfiguration.load(
+            configDirectory: root + "/Config", environment: ["RECEIPTD_ENVIRONMENT": "development"])
+        #expect(development.appStore.simulator)
+    }
+
+    @Test func productionNeedsSecretKeysAndHTTPSURLs() async throws {
+        let dir = try makeConfigDirectory(["default.json": "{}"])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let cases: [([String: String], String)] = [
+            (["RECEIPTD_ENVIRONMENT": "production"], "api.secretKeys"),
+            (["RECEIPTD_APP_STORE_PRODUCTION_URL": "http://apple.example/verifyReceipt"], "appStore.productionUrl"),
+            (["RECEIPTD_APP_STORE_BUNDLE_IDS": " , "], "appStore.bundleIds"),
+            (["RECEIPTD_OWNERSHIP_POLICY": "share"], "ownership.policy"),
+        ]
+        for (environment, key) in cases {
+            do {
+                _ = try await ServiceConfiguration.load(configDirectory: dir, environment: environment)
+                Issue.record("accepted \(environment)")
+            } catch let error as ConfigurationError {
+                #expect(error.key == key)
+            }
         }
     }
 }
