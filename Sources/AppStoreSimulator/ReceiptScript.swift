@@ -50,7 +50,7 @@ struct ReceiptScript {
                 ownership: ownership)
             let current = transaction(
                 id: id(2), original: original, product: "monthly", purchased: purchased, expires: expires, ownership: ownership,
-                extra: extra)
+                originalPurchased: purchased - 30 * d, extra: extra)
             latest = [current, previous]  // not chronological, as Apple warns
             inApp = [previous, current]
             renewals = [renewalFor(original: original)]
@@ -124,12 +124,12 @@ struct ReceiptScript {
 
     private func transaction(
         id: String, original: String, product: String, purchased: Int64, expires: Int64?, ownership: String = "PURCHASED",
-        extra: [String: JSONValueBuilder] = [:]
+        originalPurchased: Int64? = nil, extra: [String: JSONValueBuilder] = [:]
     ) -> JSONValueBuilder {
         var fields: [String: JSONValueBuilder] = [
             "transaction_id": .string(id), "original_transaction_id": .string(original), "product_id": .string(product),
             "quantity": .string("1"), "purchase_date_ms": .string(String(purchased)),
-            "original_purchase_date_ms": .string(String(purchased)), "is_trial_period": .string("false"),
+            "original_purchase_date_ms": .string(String(originalPurchased ?? purchased)), "is_trial_period": .string("false"),
             "in_app_ownership_type": .string(ownership),
         ]
         if let expires {

@@ -40,7 +40,7 @@ struct APIError: Error, Sendable, Equatable {
             message: "The App Store could not answer now; retry later.",
             appleStatus: appleStatus, retryAfterSeconds: 30)
     }
-    static let internalError = APIError(
+    static let serverFault = APIError(
         status: .internalServerError, code: "internal_error", message: "An internal error occurred.")
 
     func response(requestID: String) -> HTTPResponse {

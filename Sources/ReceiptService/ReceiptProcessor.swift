@@ -78,7 +78,7 @@ struct ReceiptProcessor: Sendable {
                 return (saved, try store.subscriber(input.appUserID))
             }
             if case .receiptInUse = saved { throw APIError.receiptInUse() }
-            guard let subscriber else { throw APIError.internalError }
+            guard let subscriber else { throw APIError.serverFault }
             return HTTPResponse(
                 status: .ok, headers: ["Content-Type": "application/json"],
                 body: SubscriberDocument.build(subscriber, rules: rules, now: at).jsonBytes)
@@ -86,7 +86,7 @@ struct ReceiptProcessor: Sendable {
             return error.response(requestID: requestID)
         } catch {
             logger.error("POST /v1/receipts failed", metadata: ["request_id": "\(requestID)", "error": "\(error)"])
-            return APIError.internalError.response(requestID: requestID)
+            return APIError.serverFault.response(requestID: requestID)
         }
     }
 
@@ -100,7 +100,7 @@ struct ReceiptProcessor: Sendable {
                 body: SubscriberDocument.build(subscriber, rules: rules, now: now()).jsonBytes)
         } catch {
             logger.error("GET /v1/subscribers failed", metadata: ["request_id": "\(requestID)", "error": "\(error)"])
-            return APIError.internalError.response(requestID: requestID)
+            return APIError.serverFault.response(requestID: requestID)
         }
     }
 
