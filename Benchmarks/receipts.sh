@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Benchmarks receiptd's receipts API on loopback (issue 3):
+#   POST /v1/receipts against `receiptd simulate --latency-ms 300` at 2,000 connections:
+#     req/s, errors (must be 0) and the p50 latency receiptd adds to Apple's 300 ms;
+#   GET /v1/subscribers/{id} at 64 connections next to the Hummingbird peer's one-row GET.
+# Needs: apt-get install -y nginx wrk bc libsqlite3-dev libcurl4-openssl-dev
+# Usage: Benchmarks/receipts.sh [seconds per run, default 10]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+bench=${BENCH_DIR:-$root/../shared/bench}
+secs=${1:-10}
+out=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; "$bench/stop-peers.sh" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
+ulimit -n 20000
+
+echo "building release (static Swift stdlib)…" >&2
+swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" \
+  --product receiptd >/dev/null
+bin=$(swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" --show-bin-path)
+"$bench/start-peers.sh" >&2
+
+cd "$out"
+"$bin/receiptd" simulate --port 18096 --latency-ms 300 >"$out/simulator.log" 2>&1 &
+RECEIPTD_ENVIRONMENT=production RECEIPTD_HTTP_PORT=18095 RECEIPTD_LOG_LEVEL=warning RECEIPTD_HTTP_ACCESS_LOG=false \
+  RECEIPTD_DATABASE_PATH="$out/bench.sqlite" RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY="$root/Migrations" \
+  RECEIPTD_APP_STORE_ALLOW_HTTP=true RECEIPTD_APP_STORE_PRODUCTION_URL=http://127.0.0.1:18096/production/verifyReceipt \
+  RECEIPTD_APP_STORE_SANDBOX_URL=http://127.0.0.1:18096/sandbox/verifyReceipt \
+  RECEIPTD_API_PUBLIC_KEYS=bench-public RECEIPTD_API_SECRET_KEYS=bench-secret \
+  "$bin/receiptd" serve --config-dir "$root/Config" >"$out/receiptd.log" 2>&1 &
+for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:18095/readyz && break; sleep 0.1; done
+
+receipt=$(printf 'active_monthly:bench' | base64)
+body="{\"app_user_id\":\"bench\",\"receipt_data\":\"$receipt\"}"
+seed=$(curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:18095/v1/receipts \
+  -H 'Authorization: Bearer bench-public' -H 'Content-Type: application/json' -d "$body")
+[ "$seed" = 200 ] || { echo "seeding POST answered $seed" >&2; cat "$out/receiptd.log" >&2; exit 1; }
+
+cat >"$out/post.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer bench-public"
+wrk.body = '$body'
+LUA
+
+# run CONNS URL [LUA] [HEADER] -> wrk output in $out/wrk.txt
+run() {
+  local args=(-t2 -c"$1" -d"${secs}s" --latency --timeout 10s)
+  [ -n "${3:-}" ] && args+=(-s "$3")
+  [ -n "${4:-}" ] && args+=(-H "$4")
+  wrk "${args[@]}" "$2" >"$out/wrk.txt"
+}
+field() { awk -v k="$1" '$1==k{print $2}' "$out/wrk.txt"; }
+rps() { awk '/Requests\/sec/{printf "%d", $2}' "$out/wrk.txt"; }
+errors() {
+  local non2xx sock
+  non2xx=$(awk '/Non-2xx/{print $NF}' "$out/wrk.txt")
+  sock=$(awk '/Socket errors/{gsub(",", ""); print $4+$6+$8+$10}' "$out/wrk.txt")
+  echo $(( ${non2xx:-0} + ${sock:-0} ))
+}
+ms() { # wrk latency (e.g. 301.52ms, 1.02s, 900.00us) in ms
+  echo "$1" | awk '/us$/{sub("us","");print $1/1000;next} /ms$/{sub("ms","");print $1;next} /s$/{sub("s","");print $1*1000}'
+}
+
+printf '\n| test | conns | server | req/s | errors | p50 | p99 | note |\n|---|---|---|---|---|---|---|---|\n'
+run 2000 http://127.0.0.1:18095/v1/receipts "$out/post.lua"
+p50=$(field 50%)
+added=$(echo "$(ms "$p50") - 300" | bc -l)
+printf '| POST /v1/receipts (Apple +300 ms) | 2000 | receiptd | %s | %s | %s | %s | p50 added latency %.1f ms |\n' \
+  "$(rps)" "$(errors)" "$p50" "$(field 99%)" "$added"
+
+run 64 http://127.0.0.1:18095/v1/subscribers/bench "" "Authorization: Bearer bench-secret"
+r_rps=$(rps); r_err=$(errors); r50=$(field 50%); r99=$(field 99%)
+run 64 "http://127.0.0.1:18081/v1/entitlements/user-000001" "$bench/wrk/random-user.lua"
+h_rps=$(rps); h_err=$(errors); h50=$(field 50%); h99=$(field 99%)
+printf '| GET /v1/subscribers/{id} | 64 | receiptd | %s | %s | %s | %s | %.2f× Hummingbird |\n' \
+  "$r_rps" "$r_err" "$r50" "$r99" "$(echo "$r_rps / $h_rps" | bc -l)"
+printf '| GET one row | 64 | Hummingbird | %s | %s | %s | %s | |\n' "$h_rps" "$h_err" "$h50" "$h99"
+echo
+echo "verification log rows: $(sqlite3 "$out/bench.sqlite" 'SELECT count(*) FROM verifications' 2>/dev/null || echo '?')"
