@@ -74,10 +74,27 @@ enum SubscriberDocument {
         ]
     }
 
-    /// RFC 3339 UTC with milliseconds, or null.
+    /// RFC 3339 UTC with milliseconds (`2026-11-22T06:01:48.618Z`), or null. Computed directly
+    /// (days → civil date, H. Hinnant's algorithm): no formatter, no locale, no allocation beyond the string.
     static func time(_ ms: Int64?) -> JSONValue {
         guard let ms else { return .null }
-        let date = Date(timeIntervalSince1970: Double(ms) / 1000)
-        return .string(date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+        let (days, msOfDay) = ms.quotientAndRemainder(dividingBy: 86_400_000)
+        let (d, t) = msOfDay < 0 ? (days - 1, msOfDay + 86_400_000) : (days, msOfDay)
+        let z = d + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        func pad(_ n: Int64, _ width: Int) -> String {
+            let s = String(n)
+            return String(repeating: "0", count: max(0, width - s.count)) + s
+        }
+        return .string(
+            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(t / 3_600_000, 2)):\(pad(t / 60_000 % 60, 2)):"
+                + "\(pad(t / 1000 % 60, 2)).\(pad(t % 1000, 3))Z")
     }
 }

@@ -28,3 +28,16 @@ struct JSONValueTests {
         #expect(try JSONValue.parse(v.jsonBytes) == v)
     }
 }
+
+@Suite("JSON value writing")
+struct JSONValueWritingTests {
+    @Test func escapesWhatJSONRequiresAndRoundTrips() throws {
+        let tricky = "quote \" backslash \\ slash / nl \n cr \r tab \t bell \u{07} nul \u{00} é 😀"
+        let v = JSONValue.object(["s": .string(tricky), "n": .null, "a": .array([.bool(true), .number(1.5, text: "1.5")])])
+        let text = String(decoding: v.jsonBytes, as: UTF8.self)
+        #expect(
+            text.hasPrefix(
+                #"{"a":[true,1.5],"n":null,"s":"quote \" backslash \\ slash / nl \n cr \r tab \t bell \u0007 nul \u0000"#))
+        #expect(try JSONValue.parse(v.jsonBytes) == v)
+    }
+}

@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 import HTTPServer
 import Logging
@@ -181,5 +182,18 @@ struct ReceiptProcessorTests {
             let missing = try await post(port, body(user: "alice", "active_monthly:a"))
             #expect(missing.status == 400)
         }
+    }
+}
+
+@Suite("Subscriber document")
+struct SubscriberDocumentTests {
+    @Test(arguments: [
+        (Int64(0), "1970-01-01T00:00:00.000Z"), (1_611_147_600_000, "2021-01-20T13:00:00.000Z"),
+        (951_782_400_123, "2000-02-29T00:00:00.123Z"), (4_102_444_799_999, "2099-12-31T23:59:59.999Z"),
+        (-1, "1969-12-31T23:59:59.999Z"),
+    ])
+    func timesAreRFC3339UTC(ms: Int64, text: String) {
+        #expect(SubscriberDocument.time(ms) == .string(text))
+        #expect(SubscriberDocument.time(nil) == .null)
     }
 }
