@@ -65,16 +65,25 @@ struct ReceiptProcessor: Sendable {
             }
             let verification = await client.verify(
                 receiptData: input.receiptData, excludeOldTransactions: input.excludeOldTransactions)
-            try await log(verification, user: input.appUserID)
-            let (response, environment) = try outcome(verification)
-            guard response.receipt?.bundleID == expectedBundle else {
-                throw APIError.bundleMismatch("The receipt belongs to another app.", appleStatus: response.status.rawValue)
+            let entry = Self.logEntry(verification, user: input.appUserID)
+            let (response, environment): (VerifyReceiptResponse, AppStoreEnvironment)
+            do {
+                (response, environment) = try outcome(verification)
+                guard response.receipt?.bundleID == expectedBundle else {
+                    throw APIError.bundleMismatch("The receipt belongs to another app.", appleStatus: response.status.rawValue)
+                }
+            } catch {
+                // Nothing to store: the verification log still records the attempt.
+                let at = now()
+                try await database.run { db in try ReceiptStore(db).log(entry, at: at) }
+                throw error
             }
             let record = RecordMapping.record(of: response, environment: environment)
             let at = now()
+            // One hop to the database: the receipt and its log row in one write transaction, then the read.
             let (saved, subscriber) = try await database.run { [policy] db in
                 let store = ReceiptStore(db)
-                let saved = try store.save(record, for: input.appUserID, policy: policy, now: at)
+                let saved = try store.save(record, for: input.appUserID, policy: policy, now: at, log: entry)
                 return (saved, try store.subscriber(input.appUserID))
             }
             if case .receiptInUse = saved { throw APIError.receiptInUse() }
@@ -123,7 +132,7 @@ struct ReceiptProcessor: Sendable {
     }
 
     /// One verification-log row: never the receipt or the secret.
-    private func log(_ v: VerifyReceiptClient.Verification, user: String) async throws {
+    private static func logEntry(_ v: VerifyReceiptClient.Verification, user: String) -> VerificationLogEntry {
         let (outcome, status): (String, Int?) =
             switch v.result {
             case .valid(let r, _): ("valid", r.status.rawValue)
@@ -133,10 +142,8 @@ struct ReceiptProcessor: Sendable {
             case .unavailable(let s, _): ("unavailable", s?.rawValue)
             }
         let (seconds, attos) = v.duration.components
-        let entry = VerificationLogEntry(
+        return VerificationLogEntry(
             appUserID: user, environment: v.environment.rawValue, appleStatus: status, outcome: outcome,
             attempts: v.attempts, latencyMs: seconds * 1000 + attos / 1_000_000_000_000_000)
-        let at = now()
-        try await database.run { db in try ReceiptStore(db).log(entry, at: at) }
     }
 }

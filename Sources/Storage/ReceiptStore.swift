@@ -16,10 +16,13 @@ public struct ReceiptStore {
     /// Stores a verified receipt for `appUserID` in one write transaction. Re-saving the same
     /// receipt changes no row. Ownership of each original transaction goes to `appUserID` under
     /// `.transfer` (recorded), or the save is refused under `.keep` when someone else holds it.
+    /// `log`, when given, is written in the same transaction (even when `.keep` refuses the save).
     public func save(
-        _ receipt: VerifiedReceiptRecord, for appUserID: String, policy: OwnershipPolicy, now: Int64
+        _ receipt: VerifiedReceiptRecord, for appUserID: String, policy: OwnershipPolicy, now: Int64,
+        log: VerificationLogEntry? = nil
     ) throws -> SaveOutcome {
         try db.transaction { () throws -> SaveOutcome in
+            if let log { try self.log(log, at: now) }
             var originals: [String] = []
             for t in receipt.transactions where !originals.contains(t.originalTransactionID) {
                 originals.append(t.originalTransactionID)

@@ -168,6 +168,8 @@ struct ReceiptProcessorTests {
                 #expect((r.body["error"] as? [String: Any])?["code"] as? String == code, "\(json.prefix(80))")
             }
             #expect(try snapshot(db) == before)
+            // Only the requests that reached Apple are in the verification log: 1 + 21003 + 21002.
+            #expect(try Database(path: db).scalarInt("SELECT count(*) FROM verifications") == 3)
             #expect(try await subscriber(port, "alice", key: "pk").status == 403)
             #expect(try await subscriber(port, "nobody").status == 404)
         }

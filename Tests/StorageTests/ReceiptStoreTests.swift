@@ -119,4 +119,15 @@ struct ReceiptStoreTests {
             try db.scalarText("SELECT outcome || ',' || attempts || ',' || latency_ms || ',' || apple_status FROM verifications")
                 == "valid,2,31,0")
     }
+
+    @Test func theLogRowCommitsWithTheReceiptEvenWhenKeepRefuses() throws {
+        let db = try migratedDatabase()
+        let store = ReceiptStore(db)
+        let entry = VerificationLogEntry(
+            appUserID: "bob", environment: "sandbox", appleStatus: 0, outcome: "valid", attempts: 1, latencyMs: 3)
+        _ = try store.save(receipt(), for: "alice", policy: .keep, now: 10, log: entry)
+        #expect(try store.save(receipt(), for: "bob", policy: .keep, now: 20, log: entry) == .receiptInUse(heldBy: "alice"))
+        #expect(try db.scalarInt("SELECT count(*) FROM verifications") == 2)
+        #expect(try store.subscriber("bob") == nil)
+    }
 }
