@@ -44,9 +44,9 @@ public enum JSONValue: Sendable, Equatable, Codable {
         }
     }
 
-    /// Parses JSON bytes.
+    /// Parses JSON bytes (RFC 8259, strict; see `JSONParser`).
     public static func parse(_ bytes: [UInt8]) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        try JSONParser.parse(bytes)
     }
 
     /// Compact JSON with sorted keys: the same value always gives the same bytes. Written

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import AppStore
@@ -39,5 +40,45 @@ struct JSONValueWritingTests {
             text.hasPrefix(
                 #"{"a":[true,1.5],"n":null,"s":"quote \" backslash \\ slash / nl \n cr \r tab \t bell \u0007 nul \u0000"#))
         #expect(try JSONValue.parse(v.jsonBytes) == v)
+    }
+}
+
+@Suite("JSON parser")
+struct JSONParserTests {
+    /// JSONDecoder through JSONValue's Decodable conformance: the reference the parser must match.
+    private func reference(_ text: String) -> JSONValue? {
+        try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+    }
+
+    @Test(arguments: [
+        #"{"a":[1,-2,3.5,-0.25e2,1E3,0,true,false,null,"x"],"b":{"c":{}},"d":[]}"#,
+        #"  {"k" : "v" , "e":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"}  "#,
+        #"[12345678901234567, 9223372036854775807, 18446744073709551616, 1.0]"#,
+        #""just a string""#, "42", "true", "null",
+    ])
+    func matchesJSONDecoder(text: String) throws {
+        #expect(try JSONValue.parse(Array(text.utf8)) == reference(text))
+    }
+
+    @Test(arguments: [
+        "", " ", "{", "[1,]", #"{"a":1,}"#, "01", "-", "1.", ".5", "1e", "+1", "tru", "nul", #""unterminated"#,
+        "\"tab\there\"", #""\x""#, #""\u12""#, #""\ud800""#, #""\udc00""#, "[1] 2", "{1:2}", "NaN", "1e999", #"{"dup":1,"dup":2}"#,
+    ])
+    func refusesWhatRFC8259Refuses(text: String) {
+        #expect(throws: (any Error).self) { try JSONValue.parse(Array(text.utf8)) }
+    }
+
+    @Test func refusesInvalidUTF8AndDeepNesting() {
+        #expect(throws: (any Error).self) { try JSONValue.parse([0x22, 0xFF, 0x22]) }
+        let deep = String(repeating: "[", count: 300) + String(repeating: "]", count: 300)
+        #expect(throws: (any Error).self) { try JSONValue.parse(Array(deep.utf8)) }
+        let fine = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
+        #expect(throws: Never.self) { try JSONValue.parse(Array(fine.utf8)) }
+    }
+
+    @Test func theRealisticCaptureParsesAsJSONDecoderReadsIt() throws {
+        let url = try #require(Bundle.module.url(forResource: "Fixtures/verify-receipt-response.json", withExtension: nil))
+        let bytes = try Data(contentsOf: url)
+        #expect(try JSONValue.parse(Array(bytes)) == (try JSONDecoder().decode(JSONValue.self, from: bytes)))
     }
 }
