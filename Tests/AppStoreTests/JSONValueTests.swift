@@ -62,7 +62,8 @@ struct JSONParserTests {
 
     @Test(arguments: [
         "", " ", "{", "[1,]", #"{"a":1,}"#, "01", "-", "1.", ".5", "1e", "+1", "tru", "nul", #""unterminated"#,
-        "\"tab\there\"", #""\x""#, #""\u12""#, #""\ud800""#, #""\udc00""#, "[1] 2", "{1:2}", "NaN", "1e999", #"{"dup":1,"dup":2}"#,
+        "\"tab\there\"", #""\x""#, #""\u12""#, #""\ud800""#, #""\udc00""#, "[1] 2", "{1:2}", "NaN", "1e999",
+        #"{"dup":1,"dup":2}"#,
     ])
     func refusesWhatRFC8259Refuses(text: String) {
         #expect(throws: (any Error).self) { try JSONValue.parse(Array(text.utf8)) }
