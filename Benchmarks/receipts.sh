@@ -69,6 +69,12 @@ added=$(echo "$(ms "$p50") - 300" | bc -l)
 printf '| POST /v1/receipts (Apple +300 ms) | 2000 | receiptd | %s | %s | %s | %s | p50 added latency %.1f ms |\n' \
   "$(rps)" "$(errors)" "$p50" "$(field 99%)" "$added"
 
+# Let receiptd finish the verifications still queued when wrk stopped, so the GET run starts idle.
+for _ in $(seq 60); do
+  [ "$(ss -Htn state established '( sport = :18095 )' | wc -l)" -eq 0 ] && break
+  sleep 0.5
+done
+sleep 1
 run 64 http://127.0.0.1:18095/v1/subscribers/bench "" "Authorization: Bearer bench-secret"
 r_rps=$(rps); r_err=$(errors); r50=$(field 50%); r99=$(field 99%)
 run 64 "http://127.0.0.1:18081/v1/entitlements/user-000001" "$bench/wrk/random-user.lua"
