@@ -153,4 +153,17 @@ struct AppStoreSimulatorTests {
             #expect(Set(a.transactions.map(\.transactionID)).isDisjoint(with: b.transactions.map(\.transactionID)))
         }
     }
+
+    @Test func eachEnvironmentRefersTheOtherOnesReceipts() {
+        let simulator = AppStoreSimulator(configuration: .init())
+        func status(_ content: String, _ environment: String) -> String {
+            let body = Array(#"{"receipt-data":"\#(receipt(content))"}"#.utf8)
+            let text = String(decoding: simulator.answer(requestBody: body, environment: environment).jsonBytes, as: UTF8.self)
+            return String(text.split(separator: "\"status\":")[1].prefix { $0.isNumber })
+        }
+        #expect(status("production_only", "Sandbox") == "21008")
+        #expect(status("production_only", "Production") == "0")
+        #expect(status("sandbox_only", "Production") == "21007")
+        #expect(status("sandbox_only", "Sandbox") == "0")
+    }
 }
