@@ -19,7 +19,7 @@
 /// - a method other than GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS: 501 (RFC 9110 §9.1);
 /// - a request-target that is not origin-form, absolute-form or `*` (OPTIONS only), or has a byte
 ///   RFC 3986 does not allow there: 400 (§3.2); authority-form is CONNECT's, which is not served;
-/// - chunk extensions other than `;name` or `;name=value` (token or quoted-string), no whitespace.
+/// - any chunk extension (`;…` after a chunk size): 400 (parsers disagree on their syntax).
 public struct HTTPRequestParser: Sendable {
     /// What the bytes so far amount to.
     public enum Event: Sendable {

@@ -145,7 +145,7 @@ enum HTTPSyntax {
         return i
     }
 
-    /// `chunk-size [ chunk-ext ]` (§7.1): bare hex digits, then nothing or `;` extensions.
+    /// `chunk-size` (§7.1): bare hex digits and nothing else (no extensions).
     static func parseChunkSize(_ buf: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, limit: Int) -> Result<Int, HTTPParseError>
     {
         var size = 0
@@ -157,54 +157,14 @@ enum HTTPSyntax {
         }
         guard i > range.lowerBound else { return .failure(.badFraming("A chunk size is not hexadecimal.")) }
         if i < range.upperBound {
-            guard buf[i] == UInt8(ascii: ";") else { return .failure(.badFraming("A chunk size has trailing bytes.")) }
-            guard isValidChunkExtensions(buf, i..<range.upperBound) else {
-                return .failure(.badFraming("A chunk extension is not `;name` or `;name=value`."))
-            }
+            // Chunk extensions (§7.1.1) are refused: receiptd has no use for them, and independent
+            // parsers disagree on their syntax (llhttp 8.1 refuses `;a=b;c`, which the grammar
+            // allows), a disagreement a proxy in front could be led into.
+            if buf[i] == UInt8(ascii: ";") { return .failure(.badFraming("Chunk extensions are not accepted.")) }
+            return .failure(.badFraming("A chunk size has trailing bytes."))
         }
         if size > limit { return .failure(.bodyTooLarge) }
         return .success(size)
-    }
-}
-
-extension HTTPSyntax {
-    /// `*( ";" token [ "=" ( token / quoted-string ) ] )` (RFC 9112 §7.1.1), without the optional
-    /// whitespace (BWS) the grammar tolerates and without quoted-pairs in quoted values: receiptd
-    /// ignores extensions, so it takes the strict reading that every parser agrees on.
-    static func isValidChunkExtensions(_ buf: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool {
-        var i = range.lowerBound
-        let end = range.upperBound
-        while i < end {
-            guard buf[i] == UInt8(ascii: ";") else { return false }
-            i += 1
-            let nameStart = i
-            while i < end && isTChar(buf[i]) { i += 1 }
-            guard i > nameStart else { return false }
-            guard i < end, buf[i] == UInt8(ascii: "=") else { continue }
-            i += 1
-            if i < end && buf[i] == UInt8(ascii: "\"") {
-                i += 1
-                var closed = false
-                while i < end {
-                    let c = buf[i]
-                    if c == UInt8(ascii: "\"") {
-                        closed = true
-                        i += 1
-                        break
-                    }
-                    // qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text; a quoted-pair
-                    // (backslash escape) is refused, as llhttp refuses it.
-                    guard isFieldValueByte(c), c != UInt8(ascii: "\\") else { return false }
-                    i += 1
-                }
-                guard closed else { return false }
-            } else {
-                let valueStart = i
-                while i < end && isTChar(buf[i]) { i += 1 }
-                guard i > valueStart else { return false }
-            }
-        }
-        return true
     }
 }
 

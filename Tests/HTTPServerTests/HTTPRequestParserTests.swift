@@ -82,9 +82,9 @@ struct HTTPRequestParserTests {
         #expect(whole.body == "hello")
     }
 
-    @Test func chunkedBodyWithExtensionsAndTrailers() {
+    @Test func chunkedBodyWithTrailers() {
         let text =
-            "POST /e HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;name=v\r\nhello\r\nA\r\n, world!!!\r\n0\r\nX-Sum: 1\r\n\r\n"
+            "POST /e HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nA\r\n, world!!!\r\n0\r\nX-Sum: 1\r\n\r\n"
         let (whole, drip) = parseBoth(text)
         #expect(whole == drip)
         #expect(whole.body == "hello, world!!!")
@@ -263,16 +263,10 @@ struct HTTPRequestParserTests {
         #expect(drip == whole)
     }
 
-    @Test(arguments: [";a", ";a=b", ";a=b;c", #";a="b c""#, #";a="""#, ";a=b;c=\"d;e\""])
-    func strictChunkExtensionsAreAccepted(ext: String) {
-        let text = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\(ext)\r\nabc\r\n0\r\n\r\n"
-        let (whole, drip) = parseBoth(text)
-        #expect(whole.body == "abc", "\(ext) → \(whole)")
-        #expect(drip == whole)
-    }
-
-    @Test(arguments: [";", "; a", ";a =b", ";a= b", ";a=", #";a="b\"c""#, #";a="open"#, ";a=b c", ";a=\"b\"c", ";=b"])
-    func otherChunkExtensionsAre400(ext: String) {
+    @Test(arguments: [";a", ";a=b", ";a=b;c", #";a="b c""#, ";", "; a", ";a =b", ";a=", #";a="open"#, ";=b"])
+    func chunkExtensionsAreRefused(ext: String) {
+        // Found by differential fuzzing in CI: llhttp 8.1 refuses `;a=b;d`, which RFC 9112's
+        // grammar allows; receiptd now refuses every extension rather than guess.
         let text = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\(ext)\r\nabc\r\n0\r\n\r\n"
         let (whole, drip) = parseBoth(text)
         #expect(whole == .failure(status: 400, code: "invalid_framing"), "\(ext) → \(whole)")
@@ -310,6 +304,8 @@ struct HTTPRequestParserTests {
         "GET htt2p://examplp?q HTTP/1.1\r\nHost: .com:80\r\n\r\n",
         // a quoted-pair in a chunk extension (llhttp 8.1 refuses backslashes there).
         "POST /xPATCH HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3;a=\"\u{DD}bH\\TP/\\TP/ c\";d\r\nabc\r\n0\r\n\r\n",
+        // a token-valued chunk extension followed by another (llhttp 8.1 refuses; found in CI).
+        "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3;a=BinaryFl;d\r\nabc\r\n0\r\n\r\n",
         // Connection among the trailers (llhttp applies it and closes).
         "GET /a( HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: a\r\nConnection: close\r\n\r\n",
         // a tab after `chunked` (llhttp refuses the field; receiptd used to trim it).

@@ -133,7 +133,8 @@ public enum StricterCase: String, CaseIterable, Sendable {
     case controlFieldInTrailers
     /// A control byte (other than HTAB) or DEL in a field value.
     case fieldValueControl
-    /// A chunk line with whitespace, or extensions that are not `;name[=token|quoted-string]`.
+    /// A chunk line with anything but hex digits: whitespace, or an extension (receiptd refuses
+    /// every chunk extension).
     case chunkLine
     /// A Content-Length or chunk size over `maxBodyBytes` (413); found loosely, as a long number.
     case bodyTooLarge
@@ -357,8 +358,7 @@ enum TargetGrammar {
     private static func isHex(_ c: UInt8) -> Bool { isDigit(c) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66) }
 }
 
-/// RFC 9112 §7.1 chunked framing, strictly: `HEX *(";" token ["=" (token / quoted-string)]) CRLF`
-/// (quoted-string without quoted-pairs)
+/// RFC 9112 §7.1 chunked framing as receiptd takes it: `HEX CRLF` size lines (no extensions)
 /// lines, CRLF after each chunk's data, CRLF-ended trailer lines.
 enum ChunkGrammar {
     static func isStrict(_ body: ArraySlice<UInt8>) -> Bool {
@@ -434,35 +434,7 @@ enum ChunkGrammar {
             size = size << 4 | d
             i += 1
         }
-        guard i > l.startIndex else { return nil }
-        while i < l.endIndex {
-            guard l[i] == UInt8(ascii: ";") else { return nil }
-            i += 1
-            let nameStart = i
-            while i < l.endIndex && isTChar(l[i]) { i += 1 }
-            guard i > nameStart else { return nil }
-            guard i < l.endIndex, l[i] == UInt8(ascii: "=") else { continue }
-            i += 1
-            if i < l.endIndex && l[i] == UInt8(ascii: "\"") {
-                i += 1
-                var closed = false
-                while i < l.endIndex {
-                    let c = l[i]
-                    if c == UInt8(ascii: "\"") {
-                        closed = true
-                        i += 1
-                        break
-                    }
-                    guard isQDText(c) else { return nil }
-                    i += 1
-                }
-                guard closed else { return nil }
-            } else {
-                let valueStart = i
-                while i < l.endIndex && isTChar(l[i]) { i += 1 }
-                guard i > valueStart else { return nil }
-            }
-        }
+        guard i > l.startIndex, i == l.endIndex else { return nil }  // no extensions, no whitespace
         return size
     }
 
@@ -473,11 +445,5 @@ enum ChunkGrammar {
         case 0x61...0x66: Int(c - 0x61 + 10)
         default: nil
         }
-    }
-    static func isTChar(_ c: UInt8) -> Bool {
-        (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A) || "!#$%&'*+-.^_`|~".utf8.contains(c)
-    }
-    private static func isQDText(_ c: UInt8) -> Bool {
-        c == 0x09 || c == 0x20 || c == 0x21 || (c >= 0x23 && c <= 0x5B) || (c >= 0x5D && c <= 0x7E) || c >= 0x80
     }
 }
