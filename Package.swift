@@ -38,7 +38,7 @@ let package = Package(
         // Pure domain: subscription state from stored facts, products → entitlements. No I/O.
         .target(name: "Entitlements"),
         // A loopback verifyReceipt with scripted receipts, on our HTTP server: tests and offline runs.
-        .target(name: "AppStoreSimulator", dependencies: ["HTTPServer"]),
+        .target(name: "AppStoreSimulator", dependencies: ["HTTPServer", "AppStore"]),
         // SQLite: the connection owner, statements and the migrator.
         .target(
             name: "Storage",

@@ -3,7 +3,7 @@ import FoundationEssentials
 /// Any JSON value, kept as Apple sent it, with tolerant typed reads: Apple sends most numbers and
 /// booleans as strings (`"1611147600000"`, `"true"`, `"1"`) and some identifiers as numbers
 /// (apple-protocols.md §1.4), and fields come and go.
-public enum JSONValue: Sendable, Equatable, Codable {
+public enum JSONValue: Sendable, Equatable, Decodable {
     case null
     case bool(Bool)
     case number(Double, text: String)
@@ -11,6 +11,7 @@ public enum JSONValue: Sendable, Equatable, Codable {
     case array([JSONValue])
     case object([String: JSONValue])
 
+    /// Decoding through JSONDecoder: kept as the reference the tests compare `JSONParser` with.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() {
@@ -28,19 +29,6 @@ public enum JSONValue: Sendable, Equatable, Codable {
             self = .array(v)
         } else {
             self = .object(try c.decode([String: JSONValue].self))
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        switch self {
-        case .null: try c.encodeNil()
-        case .bool(let v): try c.encode(v)
-        case .number(let v, let text):
-            if let i = Int64(text) { try c.encode(i) } else { try c.encode(v) }
-        case .string(let v): try c.encode(v)
-        case .array(let v): try c.encode(v)
-        case .object(let v): try c.encode(v)
         }
     }
 

@@ -1,3 +1,4 @@
+import AppStore
 import FoundationEssentials
 import HTTPServer
 import Synchronization
@@ -60,7 +61,7 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
     }
 
     /// The answer to one request body in `environment` (`Production` or `Sandbox`).
-    func answer(requestBody: [UInt8], environment: String) -> JSONValueBuilder {
+    func answer(requestBody: [UInt8], environment: String) -> JSONValue {
         guard let request = try? JSONDecoder().decode(VerifyRequest.self, from: Data(requestBody)) else {
             return .status(21000)
         }

@@ -1,3 +1,5 @@
+import AppStore
+
 /// Builds Apple-shaped answers for a scenario: strings for numbers and flags, as Apple sends them.
 struct ReceiptScript {
     let scenario: Scenario
@@ -7,11 +9,11 @@ struct ReceiptScript {
 
     static let day: Int64 = 86_400_000
 
-    func response(environment: String, receiptData: String) -> JSONValueBuilder {
+    func response(environment: String, receiptData: String) -> JSONValue {
         let d = Self.day
-        var inApp: [JSONValueBuilder] = []
-        var latest: [JSONValueBuilder] = []
-        var renewals: [JSONValueBuilder] = []
+        var inApp: [JSONValue] = []
+        var latest: [JSONValue] = []
+        var renewals: [JSONValue] = []
         let original = "\(scenarioCode)\(tag)0"
         func id(_ n: Int) -> String { "\(scenarioCode)\(tag)\(n)" }
 
@@ -37,7 +39,7 @@ struct ReceiptScript {
             ]
         default:
             let (purchased, expires) = period
-            var extra: [String: JSONValueBuilder] = [:]
+            var extra: [String: JSONValue] = [:]
             if scenario == .trial { extra["is_trial_period"] = .string("true") }
             if scenario == .intro { extra["is_in_intro_offer_period"] = .string("true") }
             if scenario == .refunded {
@@ -55,7 +57,7 @@ struct ReceiptScript {
             inApp = [previous, current]
             renewals = [renewalFor(original: original)]
         }
-        var body: [String: JSONValueBuilder] = [
+        var body: [String: JSONValue] = [
             "status": .int(0),
             "environment": .string(environment),
             "receipt": .object([
@@ -88,9 +90,9 @@ struct ReceiptScript {
         }
     }
 
-    private func renewalFor(original: String) -> JSONValueBuilder {
+    private func renewalFor(original: String) -> JSONValue {
         let d = Self.day
-        var fields: [String: JSONValueBuilder] = [:]
+        var fields: [String: JSONValue] = [:]
         var autoRenew = true
         if let intent = scenario.expirationIntent {
             fields["expiration_intent"] = .string(String(intent))
@@ -111,10 +113,10 @@ struct ReceiptScript {
         return renewal(original: original, product: "monthly", autoRenew: autoRenew, extra: fields)
     }
 
-    private func renewal(original: String, product: String, autoRenew: Bool, extra: [String: JSONValueBuilder] = [:])
-        -> JSONValueBuilder
+    private func renewal(original: String, product: String, autoRenew: Bool, extra: [String: JSONValue] = [:])
+        -> JSONValue
     {
-        var fields: [String: JSONValueBuilder] = [
+        var fields: [String: JSONValue] = [
             "original_transaction_id": .string(original), "product_id": .string(product),
             "auto_renew_product_id": .string(product), "auto_renew_status": .string(autoRenew ? "1" : "0"),
         ]
@@ -124,9 +126,9 @@ struct ReceiptScript {
 
     private func transaction(
         id: String, original: String, product: String, purchased: Int64, expires: Int64?, ownership: String = "PURCHASED",
-        originalPurchased: Int64? = nil, extra: [String: JSONValueBuilder] = [:]
-    ) -> JSONValueBuilder {
-        var fields: [String: JSONValueBuilder] = [
+        originalPurchased: Int64? = nil, extra: [String: JSONValue] = [:]
+    ) -> JSONValue {
+        var fields: [String: JSONValue] = [
             "transaction_id": .string(id), "original_transaction_id": .string(original), "product_id": .string(product),
             "quantity": .string("1"), "purchase_date_ms": .string(String(purchased)),
             "original_purchase_date_ms": .string(String(originalPurchased ?? purchased)), "is_trial_period": .string("false"),
@@ -146,56 +148,9 @@ struct ReceiptScript {
     private var scenarioCode: String { String(100 + Scenario.allCases.firstIndex(of: scenario)!) }
 }
 
-/// A tiny JSON writer for the simulator's answers.
-enum JSONValueBuilder {
-    case string(String)
-    case int(Int64)
-    case bool(Bool)
-    case array([JSONValueBuilder])
-    case object([String: JSONValueBuilder])
-
-    static func status(_ code: Int64) -> JSONValueBuilder { .object(["status": .int(code)]) }
-
-    var jsonBytes: [UInt8] {
-        var out = ""
-        write(into: &out)
-        return Array(out.utf8)
-    }
-
-    private func write(into out: inout String) {
-        switch self {
-        case .string(let s):
-            out += "\""
-            for scalar in s.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case _ where scalar.value < 0x20:
-                    out +=
-                        "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                        + String(scalar.value, radix: 16)
-                default: out.unicodeScalars.append(scalar)
-                }
-            }
-            out += "\""
-        case .int(let n): out += String(n)
-        case .bool(let b): out += b ? "true" : "false"
-        case .array(let items):
-            out += "["
-            for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
-                item.write(into: &out)
-            }
-            out += "]"
-        case .object(let members):
-            out += "{"
-            for (i, key) in members.keys.sorted().enumerated() {
-                if i > 0 { out += "," }
-                JSONValueBuilder.string(key).write(into: &out)
-                out += ":"
-                members[key]!.write(into: &out)
-            }
-            out += "}"
-        }
-    }
+extension JSONValue {
+    /// An integer, as the simulator writes Apple's few JSON numbers.
+    static func int(_ n: Int64) -> JSONValue { .number(Double(n), text: String(n)) }
+    /// An answer that is only a status.
+    static func status(_ code: Int64) -> JSONValue { .object(["status": .int(code)]) }
 }
