@@ -1,72 +1,256 @@
-/// Derives subscription states from stored facts, by Apple's rules (apple-protocols.md §1.8):
-/// the newest period of each subscription decides (never array order); a refund wins; an
-/// upgraded period hands over to the product it was upgraded to; an expired period is in grace
-/// while `grace_period_expires_date` is ahead, in billing retry while Apple says so, else expired.
+/// Derives subscription states from stored facts, by Apple's rules (apple-protocols.md §1.8). Pure:
+/// the same facts, catalog, policy and `now` give the same answer whatever order the facts are in.
+///
+/// - A subscription is the chain of transactions sharing an original transaction id; its periods
+///   are ordered by purchase date (never array order). Upgraded transactions (`is_upgraded`) never
+///   grant; the newest other period is the current one.
+/// - A refund or revocation of the current period ends access; a refund of a past period does not.
+/// - An expired period is in grace while `grace_period_expires_date` is ahead, in billing retry while
+///   Apple says so, else expired with the reason of `expiration_intent`.
 public enum Derivation {
-    /// One status per subscription (original transaction id), ordered by product then id.
-    public static func subscriptions(purchases: [Purchase], renewals: [Renewal], now: Int64) -> [SubscriptionStatus] {
-        let renewalByOriginal = Dictionary(renewals.map { ($0.originalTransactionID, $0) }, uniquingKeysWith: { a, _ in a })
-        let periods = Dictionary(grouping: purchases.filter { $0.expiresDate != nil }, by: \.originalTransactionID)
+    /// One status per product of each subscription: the current product first, ordered by product
+    /// then original transaction id.
+    public static func subscriptions(
+        _ facts: Facts, catalog: Catalog = Catalog(), policy: DerivationPolicy = DerivationPolicy(), now: Int64
+    ) -> [SubscriptionStatus] {
+        let observations = observationsByChain(facts.renewals)
         var statuses: [SubscriptionStatus] = []
-        for (original, group) in periods {
-            // The newest period: latest expiry, then latest purchase, then the larger id (stable).
-            let newest = group.max { a, b in
-                (a.expiresDate ?? 0, a.purchaseDate ?? 0, a.transactionID) < (
-                    b.expiresDate ?? 0, b.purchaseDate ?? 0, b.transactionID
-                )
-            }!
-            let renewal = renewalByOriginal[original]
-            statuses.append(status(of: newest, in: group, renewal: renewal, now: now))
+        for (original, chain) in chains(facts.purchases, catalog: catalog) {
+            statuses += chainStatuses(chain, observations: observations[original] ?? [], policy: policy, at: now, final: true)
         }
         return statuses.sorted { ($0.productID, $0.originalTransactionID) < ($1.productID, $1.originalTransactionID) }
     }
 
-    /// Purchases without an expiry (non-consumables, consumables, non-renewing), newest first.
-    public static func nonSubscriptions(purchases: [Purchase]) -> [NonSubscriptionPurchase] {
-        purchases.filter { $0.expiresDate == nil }
-            .sorted { ($0.purchaseDate ?? 0, $0.transactionID) > ($1.purchaseDate ?? 0, $1.transactionID) }
-            .map {
-                NonSubscriptionPurchase(
-                    productID: $0.productID, transactionID: $0.transactionID, purchasedAt: $0.purchaseDate,
-                    refundedAt: $0.cancellationDate, environment: $0.environment, ownership: ownership($0))
+    /// Purchases that are not auto-renewable (consumables, non-consumables, non-renewing
+    /// subscriptions), newest first.
+    public static func nonSubscriptions(
+        _ facts: Facts, catalog: Catalog = Catalog(), policy: DerivationPolicy = DerivationPolicy(), now: Int64
+    ) -> [NonSubscriptionPurchase] {
+        var result: [NonSubscriptionPurchase] = []
+        var stackEnd: [String: Int64] = [:]  // non-renewing: where each product's paid time ends so far
+        for p in facts.purchases.filter({ catalog.kind(of: $0) != .autoRenewable }).sorted(by: Purchase.chronological) {
+            let kind = catalog.kind(of: p)
+            var expires: Int64?
+            var facts: [Fact?] = [
+                .text("transaction_id", p.transactionID), .text("product_type", kind.name), .time("purchase_date", p.purchaseDate),
+            ]
+            if case .nonRenewing(let duration) = kind {
+                let bought = p.purchaseDate ?? 0
+                let start = p.cancellationDate == nil ? max(bought, stackEnd[p.productID] ?? bought) : bought
+                let end = duration.added(to: start)
+                if p.cancellationDate == nil { stackEnd[p.productID] = end }
+                expires = end
+                facts += [.text("duration", duration.description), .time("period_start", start), .time("expires_date", end)]
             }
-    }
-
-    static func status(of newest: Purchase, in group: [Purchase], renewal: Renewal?, now: Int64) -> SubscriptionStatus {
-        let expires = newest.expiresDate ?? 0
-        let grace = renewal?.gracePeriodExpiresDate
-        let state: SubscriptionState
-        if newest.isUpgraded {
-            state = .upgraded
-        } else if newest.cancellationDate != nil {
-            state = .refunded
-        } else if expires > now {
-            state = .active
-        } else if let grace, grace > now {
-            state = .gracePeriod
-        } else if renewal?.isInBillingRetryPeriod == true {
-            state = .billingRetry
-        } else {
-            state = .expired
+            facts += [
+                .time("cancellation_date", p.cancellationDate), .text("ownership", p.ownership), .time("compared_at", now),
+            ]
+            let (entitled, rule, decision): (Bool, String, String) =
+                if kind == .consumable {
+                    (false, "consumable", "Listed only: a consumable never grants an entitlement.")
+                } else if let cancelled = p.cancellationDate {
+                    p.isFamilyShared
+                        ? (false, "revoked_family_sharing", "Not entitled: Family Sharing access was revoked at \(CivilTime.rfc3339(cancelled)).")
+                        : (false, "refunded", "Not entitled: Apple refunded this purchase at \(CivilTime.rfc3339(cancelled)).")
+                } else if p.isFamilyShared && !policy.familySharedCounts {
+                    (false, "family_shared_not_counted", "Not entitled: family-shared purchases do not count (entitlements.familySharedCounts).")
+                } else if let expires {
+                    expires > now
+                        ? (true, "non_renewing_period", "Entitled: the paid period ends at \(CivilTime.rfc3339(expires)), after now.")
+                        : (false, "non_renewing_expired", "Not entitled: the paid period ended at \(CivilTime.rfc3339(expires)).")
+                } else {
+                    (true, "lasting_purchase", "Entitled: a non-consumable purchase lasts unless refunded.")
+                }
+            result.append(
+                NonSubscriptionPurchase(
+                    productID: p.productID, transactionID: p.transactionID, kind: kind, purchasedAt: p.purchaseDate,
+                    expiresAt: expires, refundedAt: p.cancellationDate, environment: p.environment, ownership: p.ownership,
+                    quantity: p.quantity, isEntitled: entitled,
+                    explanation: Explanation(rule: rule, decision: decision, facts: facts.compactMap { $0 })))
         }
-        let autoRenew = renewal?.autoRenewStatus ?? false
-        let willRenew = autoRenew && (state == .active || state == .gracePeriod || state == .billingRetry)
-        let billingIssue = state == .gracePeriod || state == .billingRetry
-        return SubscriptionStatus(
-            productID: newest.productID, originalTransactionID: newest.originalTransactionID, state: state,
-            expiresAt: newest.expiresDate, gracePeriodExpiresAt: state == .gracePeriod ? grace : nil,
-            willRenew: willRenew,
-            periodType: newest.isTrialPeriod ? "trial" : newest.isInIntroOfferPeriod ? "intro" : "normal",
-            ownership: ownership(newest), environment: newest.environment, storeTransactionID: newest.transactionID,
-            purchasedAt: newest.purchaseDate,
-            originalPurchasedAt: newest.originalPurchaseDate ?? group.compactMap(\.purchaseDate).min(),
-            refundedAt: state == .refunded ? newest.cancellationDate : nil,
-            unsubscribeDetectedAt: renewal?.autoRenewStatus == false && state != .refunded && state != .upgraded
-                ? newest.purchaseDate : nil,
-            billingIssueDetectedAt: billingIssue ? newest.expiresDate : nil)
+        return result.reversed()
     }
 
-    static func ownership(_ p: Purchase) -> String {
-        p.ownershipType?.uppercased() == "FAMILY_SHARED" ? "family_shared" : "purchased"
+    /// Auto-renewable purchases grouped by original transaction id, in a stable order.
+    static func chains(_ purchases: [Purchase], catalog: Catalog) -> [(String, [Purchase])] {
+        Dictionary(grouping: purchases.filter { catalog.kind(of: $0) == .autoRenewable }, by: \.originalTransactionID)
+            .sorted { $0.key < $1.key }
+    }
+
+    static func observationsByChain(_ renewals: [RenewalObservation]) -> [String: [RenewalObservation]] {
+        Dictionary(grouping: renewals, by: \.renewal.originalTransactionID)
+            .mapValues { $0.sorted(by: RenewalObservation.chronological) }
+    }
+
+    /// The statuses of one subscription at `t`: its current product first, then each product it
+    /// moved away from. `final` uses the newest renewal snapshot; otherwise the snapshot that
+    /// describes `t` (see ``renewal(_:period:at:peekUntil:)``).
+    static func chainStatuses(
+        _ chain: [Purchase], observations: [RenewalObservation], policy: DerivationPolicy, at t: Int64, final: Bool,
+        peekUntil: Int64 = .max
+    ) -> [SubscriptionStatus] {
+        let ordered = chain.sorted(by: Purchase.chronological)
+        guard let newest = ordered.last else { return [] }
+        let current = ordered.last { !$0.isUpgraded } ?? newest
+        let observation = final ? observations.last : renewal(observations, period: current, at: t, peekUntil: peekUntil)
+        var statuses = [status(of: current, chain: ordered, observations: observations, chosen: observation, policy: policy, at: t)]
+        var seen: Set<String> = [current.productID]
+        for p in ordered.reversed() where !seen.contains(p.productID) {
+            seen.insert(p.productID)
+            statuses.append(superseded(p, by: current, at: t))
+        }
+        return statuses
+    }
+
+    /// The renewal snapshot that describes `t` for a period: the newest seen by `t`; but once the
+    /// period has expired, a snapshot from before its expiry cannot say what happened at it, so
+    /// the first snapshot after the expiry (and before the next period began) is used instead.
+    static func renewal(
+        _ observations: [RenewalObservation], period: Purchase, at t: Int64, peekUntil: Int64
+    ) -> RenewalObservation? {
+        let known = observations.last { $0.observedAt <= t }
+        if let expires = period.expiresDate, expires <= t, (known?.observedAt ?? .min) < expires {
+            if let after = observations.first(where: { $0.observedAt >= expires && $0.observedAt > t && $0.observedAt < peekUntil }) {
+                return after
+            }
+        }
+        return known
+    }
+
+    static func status(
+        of current: Purchase, chain: [Purchase], observations: [RenewalObservation], chosen: RenewalObservation?,
+        policy: DerivationPolicy, at now: Int64
+    ) -> SubscriptionStatus {
+        let expires = current.expiresDate ?? 0
+        let renewal = chosen?.renewal
+        // Billing facts are about the current period only when seen after it began.
+        let billingValid = (chosen?.observedAt ?? .min) >= (current.purchaseDate ?? 0)
+        let grace = billingValid ? renewal?.gracePeriodExpiresDate : nil
+        let retrying = billingValid && renewal?.isInBillingRetryPeriod == true
+        let t = CivilTime.rfc3339
+        var facts: [Fact?] = [
+            .text("transaction_id", current.transactionID), .text("product_id", current.productID),
+            .time("purchase_date", current.purchaseDate), .time("expires_date", current.expiresDate),
+            .number("periods", Int64(chain.count)), .time("compared_at", now),
+        ]
+        let state: SubscriptionState
+        var entitled: Bool
+        var rule: String
+        var decision: String
+        if current.isUpgraded {
+            state = .upgraded
+            (entitled, rule) = (false, "upgraded_transaction")
+            decision = "Not entitled here: transaction \(current.transactionID) was upgraded (is_upgraded); the product it was upgraded to grants access."
+        } else if let cancelled = current.cancellationDate {
+            facts += [.time("cancellation_date", cancelled), .text("cancellation_reason", current.cancellationReason)]
+            if current.isFamilyShared {
+                (state, entitled, rule) = (.revoked, false, "revoked_current_period")
+                decision = "Not entitled: Family Sharing access to the current period was revoked at \(t(cancelled))."
+            } else {
+                (state, entitled, rule) = (.refunded, false, "refunded_current_period")
+                decision = "Not entitled: Apple refunded the current period (transaction \(current.transactionID)) at \(t(cancelled))."
+            }
+        } else if expires > now {
+            (state, entitled, rule) = (.active, true, "active_period")
+            decision = "Entitled: the current period (transaction \(current.transactionID)) expires at \(t(expires)), after \(t(now))."
+        } else if let grace, grace > now {
+            facts.append(.time("grace_period_expires_date", grace))
+            (state, entitled, rule) = (.gracePeriod, true, "grace_period")
+            decision = "Entitled: the period expired at \(t(expires)), but Apple's billing grace period lasts until \(t(grace))."
+        } else if retrying {
+            facts.append(.flag("is_in_billing_retry_period", true))
+            state = .billingRetry
+            entitled = policy.billingRetryEntitles
+            rule = entitled ? "billing_retry_entitled_by_policy" : "billing_retry"
+            decision =
+                "\(entitled ? "Entitled by policy (entitlements.billingRetryEntitles)" : "Not entitled"): the period expired at \(t(expires)) and Apple is still retrying the payment."
+        } else {
+            (state, entitled, rule) = (.expired, false, "expired")
+            decision = "Not entitled: the newest period expired at \(t(expires)), before \(t(now))."
+        }
+        if entitled && current.isFamilyShared && !policy.familySharedCounts {
+            entitled = false
+            rule = "family_shared_not_counted"
+            decision = "Not entitled: family-shared purchases do not count (entitlements.familySharedCounts); otherwise: " + decision
+        }
+        if let chosen {
+            facts += [
+                .time("renewal_info_seen_at", chosen.observedAt), .flag("auto_renew_status", renewal?.autoRenewStatus),
+                .text("auto_renew_product_id", renewal?.autoRenewProductID), .number("expiration_intent", renewal?.expirationIntent),
+            ]
+        }
+        if current.isFamilyShared { facts.append(.text("ownership", current.ownership)) }
+
+        let ongoing = state == .active || state == .gracePeriod || state == .billingRetry
+        let autoRenew = renewal?.autoRenewStatus
+        let reason: ExpirationReason? =
+            switch state {
+            case .expired, .billingRetry: ExpirationReason(intent: renewal?.expirationIntent)
+            case .refunded, .revoked: .refunded
+            default: nil
+            }
+        return SubscriptionStatus(
+            productID: current.productID, originalTransactionID: current.originalTransactionID, state: state,
+            isEntitled: entitled, expiresAt: current.expiresDate, gracePeriodExpiresAt: state == .gracePeriod ? grace : nil,
+            willRenew: ongoing && autoRenew == true,
+            renewsInto: ongoing ? renewal?.autoRenewProductID.flatMap { $0 == current.productID ? nil : $0 } : nil,
+            periodType: current.isTrialPeriod ? "trial" : current.isInIntroOfferPeriod ? "intro" : "normal",
+            offer: offer(of: current), ownership: current.ownership, environment: current.environment,
+            storeTransactionID: current.transactionID, purchasedAt: current.purchaseDate,
+            originalPurchasedAt: current.originalPurchaseDate ?? chain.compactMap(\.purchaseDate).min(),
+            refundedAt: state == .refunded || state == .revoked ? current.cancellationDate : nil,
+            expirationReason: reason, priceIncrease: ongoing ? priceIncrease(renewal) : nil,
+            unsubscribeDetectedAt: ongoing && autoRenew == false
+                ? firstOfRun(observations, endingAt: chosen) { $0.autoRenewStatus == false } : nil,
+            billingIssueDetectedAt: state == .gracePeriod || state == .billingRetry
+                ? firstOfRun(observations, endingAt: chosen) { $0.isInBillingRetryPeriod == true || $0.gracePeriodExpiresDate != nil }
+                    .map { max($0, current.purchaseDate ?? $0) } : nil,
+            explanation: Explanation(rule: rule, decision: decision, facts: facts.compactMap { $0 }))
+    }
+
+    /// A product the subscription moved away from: never entitling.
+    static func superseded(_ p: Purchase, by current: Purchase, at now: Int64) -> SubscriptionStatus {
+        let expired = !p.isUpgraded && (p.expiresDate ?? 0) <= now
+        let decision =
+            expired
+            ? "Not entitled: its last period expired at \(CivilTime.rfc3339(p.expiresDate ?? 0)); the subscription continued as \(current.productID)."
+            : "Not entitled here: superseded by \(current.productID) in the same subscription group; that product grants access."
+        return SubscriptionStatus(
+            productID: p.productID, originalTransactionID: p.originalTransactionID, state: expired ? .expired : .upgraded,
+            isEntitled: false, expiresAt: p.expiresDate, gracePeriodExpiresAt: nil, willRenew: false, renewsInto: nil,
+            periodType: p.isTrialPeriod ? "trial" : p.isInIntroOfferPeriod ? "intro" : "normal", offer: offer(of: p),
+            ownership: p.ownership, environment: p.environment, storeTransactionID: p.transactionID, purchasedAt: p.purchaseDate,
+            originalPurchasedAt: p.originalPurchaseDate, refundedAt: nil, expirationReason: nil, priceIncrease: nil,
+            unsubscribeDetectedAt: nil, billingIssueDetectedAt: nil,
+            explanation: Explanation(
+                rule: "superseded_by_product", decision: decision,
+                facts: [
+                    Fact("transaction_id", .text(p.transactionID)), Fact("is_upgraded", .flag(p.isUpgraded)),
+                    Fact("current_product_id", .text(current.productID)),
+                    Fact("current_transaction_id", .text(current.transactionID)), Fact("compared_at", .time(now)),
+                ] + [Fact.time("expires_date", p.expiresDate)].compactMap { $0 }))
+    }
+
+    static func offer(of p: Purchase) -> Offer? {
+        if let code = p.offerCodeRefName { return Offer(type: "offer_code", id: code) }
+        if let promo = p.promotionalOfferID { return Offer(type: "promotional", id: promo) }
+        if p.isTrialPeriod { return Offer(type: "free_trial", id: nil) }
+        if p.isInIntroOfferPeriod { return Offer(type: "introductory", id: nil) }
+        return nil
+    }
+
+    /// `pending_consent` while Apple waits for the customer's answer, `agreed` once given (§1.7).
+    static func priceIncrease(_ r: Renewal?) -> String? {
+        guard let r, r.priceConsentStatus != nil || r.priceIncreaseStatus != nil else { return nil }
+        return r.priceConsentStatus == "1" || r.priceIncreaseStatus == "1" ? "agreed" : "pending_consent"
+    }
+
+    /// When the run of snapshots matching `condition` that ends at `last` began.
+    static func firstOfRun(
+        _ observations: [RenewalObservation], endingAt last: RenewalObservation?, where condition: (Renewal) -> Bool
+    ) -> Int64? {
+        guard let last, condition(last.renewal), var i = observations.firstIndex(of: last) else { return nil }
+        while i > 0 && condition(observations[i - 1].renewal) { i -= 1 }
+        return observations[i].observedAt
     }
 }

@@ -1,5 +1,22 @@
 /// What is known about a user's purchases, as the pure derivation needs it. Dates are epoch
 /// milliseconds. ReceiptService fills these from storage; nothing here does I/O.
+public struct Facts: Sendable, Equatable {
+    /// Every transaction of every purchase the user holds (apple-protocols.md §1.6), any order.
+    public var purchases: [Purchase]
+    /// Every renewal-info snapshot ever seen for those purchases (§1.7), any order. The newest per
+    /// subscription is the current one; the older ones date changes (cancellation, billing issues).
+    public var renewals: [RenewalObservation]
+    /// Changes of holder of the user's purchases, to them or away from them.
+    public var transfers: [Transfer]
+
+    public init(purchases: [Purchase], renewals: [RenewalObservation] = [], transfers: [Transfer] = []) {
+        self.purchases = purchases
+        self.renewals = renewals
+        self.transfers = transfers
+    }
+}
+
+/// One purchase, renewal or restore.
 public struct Purchase: Sendable, Equatable {
     public var transactionID: String
     public var originalTransactionID: String
@@ -10,20 +27,28 @@ public struct Purchase: Sendable, Equatable {
     public var expiresDate: Int64?
     /// A refund or a revocation (apple-protocols.md §1.6).
     public var cancellationDate: Int64?
+    /// `"1"`: a problem with the app; `"0"`: another reason.
+    public var cancellationReason: String?
     public var isTrialPeriod: Bool
     public var isInIntroOfferPeriod: Bool
-    /// Cancelled because the user upgraded within the group (§1.8).
+    /// Cancelled because the user upgraded within the group (§1.8): never grants access.
     public var isUpgraded: Bool
     /// `PURCHASED` or `FAMILY_SHARED`.
     public var ownershipType: String?
     /// `production` or `sandbox`.
     public var environment: String
+    public var subscriptionGroupID: String?
+    public var promotionalOfferID: String?
+    public var offerCodeRefName: String?
+    public var quantity: Int64?
 
     public init(
         transactionID: String, originalTransactionID: String, productID: String, purchaseDate: Int64? = nil,
         originalPurchaseDate: Int64? = nil, expiresDate: Int64? = nil, cancellationDate: Int64? = nil,
-        isTrialPeriod: Bool = false, isInIntroOfferPeriod: Bool = false, isUpgraded: Bool = false,
-        ownershipType: String? = nil, environment: String = "production"
+        cancellationReason: String? = nil, isTrialPeriod: Bool = false, isInIntroOfferPeriod: Bool = false,
+        isUpgraded: Bool = false, ownershipType: String? = nil, environment: String = "production",
+        subscriptionGroupID: String? = nil, promotionalOfferID: String? = nil, offerCodeRefName: String? = nil,
+        quantity: Int64? = nil
     ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -32,32 +57,98 @@ public struct Purchase: Sendable, Equatable {
         self.originalPurchaseDate = originalPurchaseDate
         self.expiresDate = expiresDate
         self.cancellationDate = cancellationDate
+        self.cancellationReason = cancellationReason
         self.isTrialPeriod = isTrialPeriod
         self.isInIntroOfferPeriod = isInIntroOfferPeriod
         self.isUpgraded = isUpgraded
         self.ownershipType = ownershipType
         self.environment = environment
+        self.subscriptionGroupID = subscriptionGroupID
+        self.promotionalOfferID = promotionalOfferID
+        self.offerCodeRefName = offerCodeRefName
+        self.quantity = quantity
+    }
+
+    var isFamilyShared: Bool { ownershipType?.uppercased() == "FAMILY_SHARED" }
+    var ownership: String { isFamilyShared ? "family_shared" : "purchased" }
+
+    /// The total order the derivation uses for a subscription's periods: by purchase date, then
+    /// expiry, then id. Never the order Apple's arrays came in.
+    static func chronological(_ a: Purchase, _ b: Purchase) -> Bool {
+        (a.purchaseDate ?? 0, a.expiresDate ?? 0, a.transactionID) < (b.purchaseDate ?? 0, b.expiresDate ?? 0, b.transactionID)
     }
 }
 
 /// Apple's pending renewal info for one subscription (§1.7).
 public struct Renewal: Sendable, Equatable {
     public var originalTransactionID: String
+    public var productID: String?
+    /// The product the subscription renews into; differs from `productID` after a downgrade or crossgrade.
     public var autoRenewProductID: String?
     public var autoRenewStatus: Bool?
+    /// 1–5 (§1.7).
     public var expirationIntent: Int64?
     public var gracePeriodExpiresDate: Int64?
     public var isInBillingRetryPeriod: Bool?
+    /// `"0"` until the customer consents to a price increase, then `"1"`.
+    public var priceConsentStatus: String?
+    /// `"0"`: consent requested, no answer; `"1"`: consented, or notified of an increase needing none.
+    public var priceIncreaseStatus: String?
+    public var offerCodeRefName: String?
+    public var promotionalOfferID: String?
 
     public init(
-        originalTransactionID: String, autoRenewProductID: String? = nil, autoRenewStatus: Bool? = nil,
-        expirationIntent: Int64? = nil, gracePeriodExpiresDate: Int64? = nil, isInBillingRetryPeriod: Bool? = nil
+        originalTransactionID: String, productID: String? = nil, autoRenewProductID: String? = nil,
+        autoRenewStatus: Bool? = nil, expirationIntent: Int64? = nil, gracePeriodExpiresDate: Int64? = nil,
+        isInBillingRetryPeriod: Bool? = nil, priceConsentStatus: String? = nil, priceIncreaseStatus: String? = nil,
+        offerCodeRefName: String? = nil, promotionalOfferID: String? = nil
     ) {
         self.originalTransactionID = originalTransactionID
+        self.productID = productID
         self.autoRenewProductID = autoRenewProductID
         self.autoRenewStatus = autoRenewStatus
         self.expirationIntent = expirationIntent
         self.gracePeriodExpiresDate = gracePeriodExpiresDate
         self.isInBillingRetryPeriod = isInBillingRetryPeriod
+        self.priceConsentStatus = priceConsentStatus
+        self.priceIncreaseStatus = priceIncreaseStatus
+        self.offerCodeRefName = offerCodeRefName
+        self.promotionalOfferID = promotionalOfferID
+    }
+}
+
+/// A renewal-info snapshot and when receiptd saw it. `sequence` orders snapshots seen in the
+/// same millisecond (storage's row id).
+public struct RenewalObservation: Sendable, Equatable {
+    public var observedAt: Int64
+    public var sequence: Int64
+    public var renewal: Renewal
+
+    public init(observedAt: Int64, sequence: Int64 = 0, renewal: Renewal) {
+        self.observedAt = observedAt
+        self.sequence = sequence
+        self.renewal = renewal
+    }
+
+    static func chronological(_ a: RenewalObservation, _ b: RenewalObservation) -> Bool {
+        (a.observedAt, a.sequence) < (b.observedAt, b.sequence)
+    }
+}
+
+/// A purchase changing holder: `from` is nil for its first holder.
+public struct Transfer: Sendable, Equatable {
+    public var originalTransactionID: String
+    /// The subscription's product, when known.
+    public var productID: String?
+    public var from: String?
+    public var to: String
+    public var at: Int64
+
+    public init(originalTransactionID: String, productID: String? = nil, from: String?, to: String, at: Int64) {
+        self.originalTransactionID = originalTransactionID
+        self.productID = productID
+        self.from = from
+        self.to = to
+        self.at = at
     }
 }

@@ -1,56 +1,98 @@
 /// The state of one auto-renewable subscription at a moment (apple-protocols.md §1.8).
 public enum SubscriptionState: String, Sendable, Equatable, CaseIterable {
-    /// The newest period has not expired and was not refunded.
+    /// The current period has not expired and was not refunded.
     case active
-    /// Expired, but within Apple's billing grace period: still entitled until it ends.
+    /// Expired, but within Apple's billing grace period: entitled until it ends.
     case gracePeriod = "grace_period"
-    /// Expired; Apple is still trying to bill (up to 60 days). Not entitled.
+    /// Expired; Apple is still trying to bill (up to 60 days). Entitled only by policy.
     case billingRetry = "billing_retry"
     case expired
-    /// The newest period was refunded or revoked (`cancellation_date`). Not entitled.
+    /// The current period was refunded (`cancellation_date`).
     case refunded
-    /// Superseded by a higher product in its group; the entitlement comes from that product.
+    /// The current period of a family-shared purchase was revoked.
+    case revoked
+    /// Superseded by another product of the same subscription group (an upgrade or crossgrade):
+    /// the entitlement comes from the product that replaced it.
     case upgraded
-
-    /// Whether this state gives access.
-    public var isEntitled: Bool { self == .active || self == .gracePeriod }
 }
 
-/// How one subscription (one original transaction) stands at `now`.
+/// Why a subscription ended (`expiration_intent`, §1.7), or `refunded`.
+public enum ExpirationReason: String, Sendable, Equatable {
+    case customerCancelled = "customer_cancelled"
+    case billingError = "billing_error"
+    case priceIncreaseDeclined = "price_increase_declined"
+    case productUnavailable = "product_unavailable"
+    case other
+    case refunded
+    case unknown
+
+    init(intent: Int64?) {
+        switch intent {
+        case 1: self = .customerCancelled
+        case 2: self = .billingError
+        case 3: self = .priceIncreaseDeclined
+        case 4: self = .productUnavailable
+        case 5: self = .other
+        default: self = .unknown
+        }
+    }
+}
+
+/// An introductory, promotional or offer-code price the current period was bought at.
+public struct Offer: Sendable, Equatable {
+    /// `free_trial`, `introductory`, `promotional` or `offer_code`.
+    public var type: String
+    /// The promotional offer id or offer-code reference name, when Apple gives one.
+    public var id: String?
+}
+
+/// How one product of one subscription (original transaction) stands at `now`.
 public struct SubscriptionStatus: Sendable, Equatable {
     public var productID: String
     public var originalTransactionID: String
     public var state: SubscriptionState
+    /// Whether this subscription gives access now, state and policy together.
+    public var isEntitled: Bool
     public var expiresAt: Int64?
     public var gracePeriodExpiresAt: Int64?
     public var willRenew: Bool
+    /// The product of the next renewal when it differs from `productID` (a downgrade or crossgrade
+    /// waiting for the next renewal).
+    public var renewsInto: String?
     /// `normal`, `trial` or `intro`.
     public var periodType: String
+    public var offer: Offer?
     /// `purchased` or `family_shared`.
     public var ownership: String
     public var environment: String
-    /// The newest period's transaction.
+    /// The current period's transaction.
     public var storeTransactionID: String
     public var purchasedAt: Int64?
     public var originalPurchasedAt: Int64?
     public var refundedAt: Int64?
-    /// When auto-renew was seen off while the subscription was still running (this derivation
-    /// only knows "now": set to the newest period's purchase date as the earliest it can be).
+    /// Set while expired (or in billing retry): why.
+    public var expirationReason: ExpirationReason?
+    /// `pending_consent` or `agreed`, while Apple has a price increase on record.
+    public var priceIncrease: String?
+    /// When auto-renew was first seen off in the current run of "off" snapshots.
     public var unsubscribeDetectedAt: Int64?
-    /// When a billing problem was seen (grace period or billing retry), from the same evidence.
+    /// When the current billing problem (grace period or billing retry) was first seen.
     public var billingIssueDetectedAt: Int64?
-
-    public var isEntitled: Bool { state.isEntitled }
+    public var explanation: Explanation
 }
 
 /// One purchase of a product that is not an auto-renewable subscription.
 public struct NonSubscriptionPurchase: Sendable, Equatable {
     public var productID: String
     public var transactionID: String
+    public var kind: Catalog.Kind
     public var purchasedAt: Int64?
+    /// Non-renewing subscriptions only: the end of this purchase's stacked period.
+    public var expiresAt: Int64?
     public var refundedAt: Int64?
     public var environment: String
     public var ownership: String
-    /// Non-consumables entitle forever unless refunded.
-    public var isEntitled: Bool { refundedAt == nil }
+    public var quantity: Int64?
+    public var isEntitled: Bool
+    public var explanation: Explanation
 }

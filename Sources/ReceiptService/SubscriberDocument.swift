@@ -8,9 +8,11 @@ import Storage
 /// Times are RFC 3339 UTC strings or null.
 enum SubscriberDocument {
     static func build(_ subscriber: SubscriberRecord, rules: EntitlementRules, now: Int64) -> JSONValue {
-        let subs = Derivation.subscriptions(
-            purchases: RecordMapping.purchases(subscriber), renewals: RecordMapping.renewals(subscriber), now: now)
-        let others = Derivation.nonSubscriptions(purchases: RecordMapping.purchases(subscriber))
+        let facts = Facts(
+            purchases: RecordMapping.purchases(subscriber),
+            renewals: RecordMapping.renewals(subscriber).map { RenewalObservation(observedAt: now, renewal: $0) })
+        let subs = Derivation.subscriptions(facts, now: now)
+        let others = Derivation.nonSubscriptions(facts, now: now)
 
         var entitlements: [String: JSONValue] = [:]
         for (name, grant) in rules.grants(subscriptions: subs, purchases: others) {

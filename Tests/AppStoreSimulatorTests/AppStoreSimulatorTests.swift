@@ -49,8 +49,9 @@ private func statuses(_ response: VerifyReceiptResponse) -> (subs: [Subscription
     }
     let now = Int64(Date().timeIntervalSince1970 * 1000)
     return (
-        Derivation.subscriptions(purchases: purchases, renewals: renewals, now: now),
-        Derivation.nonSubscriptions(purchases: purchases)
+        Derivation.subscriptions(
+            Facts(purchases: purchases, renewals: renewals.map { RenewalObservation(observedAt: now, renewal: $0) }), now: now),
+        Derivation.nonSubscriptions(Facts(purchases: purchases), now: now)
     )
 }
 

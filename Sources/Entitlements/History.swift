@@ -1,0 +1,235 @@
+/// A lifecycle event of a subscriber's purchases, derived from stored facts. `key` identifies it:
+/// deriving again from the same facts gives the same keys, so each event is stored once.
+public struct LifecycleEvent: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case initialPurchase = "initial_purchase"
+        case trialStarted = "trial_started"
+        case trialConverted = "trial_converted"
+        case renewal
+        case productChange = "product_change"
+        case cancellation
+        case uncancellation
+        case billingIssue = "billing_issue"
+        case gracePeriodStarted = "grace_period_started"
+        case expiration
+        case refund
+        case transfer
+    }
+
+    public var key: String
+    public var kind: Kind
+    /// When it happened, as well as the facts tell: a purchase date, an expiry, a refund date, or
+    /// when receiptd first saw the renewal info that showed it.
+    public var at: Int64
+    public var productID: String
+    public var originalTransactionID: String
+    public var transactionID: String?
+    public var facts: [Fact]
+
+    public init(
+        key: String, kind: Kind, at: Int64, productID: String, originalTransactionID: String, transactionID: String?,
+        facts: [Fact]
+    ) {
+        self.key = key
+        self.kind = kind
+        self.at = at
+        self.productID = productID
+        self.originalTransactionID = originalTransactionID
+        self.transactionID = transactionID
+        self.facts = facts
+    }
+}
+
+/// Derives the lifecycle events of a subscriber from facts alone, by replaying time: each
+/// subscription's state is derived at every moment a fact names (a purchase, an expiry, a refund,
+/// a grace period's end, a renewal snapshot), from what had happened by then, and each change
+/// between consecutive moments is an event. Pure and deterministic, so `receiptd rederive` gets
+/// the same events the live service stored.
+public enum History {
+    public static func events(
+        _ facts: Facts, appUserID: String, catalog: Catalog = Catalog(), policy: DerivationPolicy = DerivationPolicy(),
+        asOf: Int64
+    ) -> [LifecycleEvent] {
+        var events: [LifecycleEvent] = []
+        let observations = Derivation.observationsByChain(facts.renewals)
+        for (original, chain) in Derivation.chains(facts.purchases, catalog: catalog) {
+            events += replay(chain, original: original, observations: observations[original] ?? [], policy: policy, asOf: asOf)
+        }
+        for p in facts.purchases.sorted(by: Purchase.chronological) {
+            let kind = catalog.kind(of: p)
+            if kind != .autoRenewable {
+                events.append(
+                    LifecycleEvent(
+                        key: "initial_purchase:\(p.transactionID)", kind: .initialPurchase, at: p.purchaseDate ?? 0,
+                        productID: p.productID, originalTransactionID: p.originalTransactionID, transactionID: p.transactionID,
+                        facts: [Fact("product_type", .text(kind.name))] + [Fact.number("quantity", p.quantity)].compactMap { $0 }))
+            }
+            // A refund of any period, current or past; an upgrade's cancellation is not a refund.
+            if let cancelled = p.cancellationDate, !p.isUpgraded {
+                events.append(
+                    LifecycleEvent(
+                        key: "refund:\(p.transactionID)", kind: .refund, at: cancelled, productID: p.productID,
+                        originalTransactionID: p.originalTransactionID, transactionID: p.transactionID,
+                        facts: [
+                            Fact("revocation", .text(p.isFamilyShared ? "family_revoke" : "refund")),
+                            Fact("product_type", .text(kind.name)),
+                        ]
+                            + [
+                                Fact.text("cancellation_reason", p.cancellationReason),
+                                Fact.time("period_expires_at", p.expiresDate),
+                            ].compactMap { $0 }))
+            }
+        }
+        for t in facts.transfers where t.from != nil && (t.to == appUserID || t.from == appUserID) {
+            let product =
+                t.productID ?? facts.purchases.first { $0.originalTransactionID == t.originalTransactionID }?.productID ?? ""
+            events.append(
+                LifecycleEvent(
+                    key: "transfer:\(t.originalTransactionID):\(t.at):\(t.to)", kind: .transfer, at: t.at, productID: product,
+                    originalTransactionID: t.originalTransactionID, transactionID: nil,
+                    facts: [
+                        Fact("from_app_user_id", .text(t.from ?? "")), Fact("to_app_user_id", .text(t.to)),
+                        Fact("direction", .text(t.to == appUserID ? "in" : "out")),
+                    ]))
+        }
+        // A state can come back (snapshots disagreeing over time); its event happened the first time.
+        var seen: Set<String> = []
+        return events.filter { seen.insert($0.key).inserted }.sorted { ($0.at, $0.key) < ($1.at, $1.key) }
+    }
+
+    /// The events of one subscription.
+    static func replay(
+        _ chain: [Purchase], original: String, observations: [RenewalObservation], policy: DerivationPolicy, asOf: Int64
+    ) -> [LifecycleEvent] {
+        let ordered = chain.sorted(by: Purchase.chronological)
+        var moments: Set<Int64> = []
+        for p in ordered {
+            for date in [p.purchaseDate, p.expiresDate, p.cancellationDate] { if let date { moments.insert(date) } }
+        }
+        for o in observations {
+            moments.insert(o.observedAt)
+            if let grace = o.renewal.gracePeriodExpiresDate { moments.insert(grace) }
+        }
+        var events: [LifecycleEvent] = []
+        var previous: SubscriptionStatus?
+        var previousObservation: RenewalObservation?
+        let steps = moments.filter { $0 <= asOf }.sorted().map { ($0, false) } + [(asOf, true)]
+        for (t, final) in steps {
+            let known = final ? ordered : view(ordered, at: t)
+            guard let current = known.last(where: { !$0.isUpgraded }) ?? known.last else { continue }
+            let peekUntil = ordered.first { Purchase.chronological(current, $0) && !$0.isUpgraded }?.purchaseDate ?? .max
+            let observation =
+                final ? observations.last : Derivation.renewal(observations, period: current, at: t, peekUntil: peekUntil)
+            let status = Derivation.chainStatuses(
+                known, observations: observations, policy: policy, at: t, final: final, peekUntil: peekUntil)[0]
+            events += changes(from: previous, to: status, current: current, known: known, at: t)
+            events += renewalChanges(from: previousObservation, to: observation, status: status, previous: previous)
+            previous = status
+            previousObservation = observation
+        }
+        return events
+    }
+
+    /// The chain as it stood at `t`: purchases made by then; refunds and upgrades only from when they happened.
+    static func view(_ ordered: [Purchase], at t: Int64) -> [Purchase] {
+        var result: [Purchase] = []
+        for (i, p) in ordered.enumerated() where (p.purchaseDate ?? .min) <= t {
+            var q = p
+            if let c = q.cancellationDate, c > t {
+                q.cancellationDate = nil
+                q.cancellationReason = nil
+            }
+            if q.isUpgraded, (p.cancellationDate ?? ordered[(i + 1)...].first?.purchaseDate ?? .min) > t { q.isUpgraded = false }
+            result.append(q)
+        }
+        return result
+    }
+
+    private static let ongoing: Set<SubscriptionState> = [.active, .gracePeriod, .billingRetry]
+
+    /// Events from one state of a subscription to the next.
+    static func changes(
+        from previous: SubscriptionStatus?, to status: SubscriptionStatus, current: Purchase, known: [Purchase], at t: Int64
+    ) -> [LifecycleEvent] {
+        let original = status.originalTransactionID
+        func event(_ kind: LifecycleEvent.Kind, _ key: String, at: Int64, _ facts: [Fact?]) -> LifecycleEvent {
+            LifecycleEvent(
+                key: "\(kind.rawValue):\(key)", kind: kind, at: at, productID: status.productID, originalTransactionID: original,
+                transactionID: status.storeTransactionID, facts: facts.compactMap { $0 })
+        }
+        var events: [LifecycleEvent] = []
+        let bought = current.purchaseDate ?? t
+        if let previous {
+            if previous.storeTransactionID != status.storeTransactionID {
+                let kind: LifecycleEvent.Kind
+                var facts: [Fact?] = [.time("expires_date", status.expiresAt)]
+                if previous.productID != status.productID {
+                    kind = .productChange
+                    let upgraded = known.first { $0.transactionID == previous.storeTransactionID }?.isUpgraded == true
+                    facts += [
+                        .text("from_product_id", previous.productID), .text("to_product_id", status.productID),
+                        .text("change", upgraded ? "upgrade" : "downgrade_or_crossgrade"),
+                    ]
+                } else if previous.periodType == "trial" && status.periodType != "trial" {
+                    kind = .trialConverted
+                } else {
+                    kind = .renewal
+                    if !ongoing.contains(previous.state) { facts.append(.flag("after_lapse", true)) }
+                    if previous.state == .billingRetry || previous.state == .gracePeriod {
+                        facts.append(.flag("billing_recovered", true))
+                    }
+                }
+                if let offer = status.offer { facts += [.text("offer_type", offer.type), .text("offer_id", offer.id)] }
+                events.append(event(kind, status.storeTransactionID, at: bought, facts))
+            }
+        } else {
+            var facts: [Fact?] = [.time("expires_date", status.expiresAt), .text("ownership", status.ownership)]
+            if let offer = status.offer { facts += [.text("offer_type", offer.type), .text("offer_id", offer.id)] }
+            events.append(event(status.periodType == "trial" ? .trialStarted : .initialPurchase, original, at: bought, facts))
+        }
+        let wasBilling = previous.map { $0.state == .gracePeriod || $0.state == .billingRetry } ?? false
+        let expires = status.expiresAt ?? 0
+        if status.state == .gracePeriod && previous?.state != .gracePeriod {
+            events.append(
+                event(.gracePeriodStarted, "\(original):\(expires)", at: t, [.time("grace_period_expires_date", status.gracePeriodExpiresAt)]))
+        }
+        if (status.state == .gracePeriod || status.state == .billingRetry) && !wasBilling {
+            events.append(event(.billingIssue, "\(original):\(expires)", at: t, [.time("expires_date", status.expiresAt)]))
+        }
+        if status.state == .expired, let previous, ongoing.contains(previous.state) {
+            events.append(
+                event(
+                    .expiration, "\(original):\(expires)", at: t,
+                    [.time("expires_date", status.expiresAt), .text("reason", status.expirationReason?.rawValue)]))
+        }
+        return events
+    }
+
+    /// Auto-renew turned off, or back on, while the subscription was running (a resubscription
+    /// after a lapse is a renewal, not an uncancellation).
+    static func renewalChanges(
+        from previous: RenewalObservation?, to observation: RenewalObservation?, status: SubscriptionStatus,
+        previous previousStatus: SubscriptionStatus?
+    ) -> [LifecycleEvent] {
+        guard let observation, observation != previous, ongoing.contains(status.state) else { return [] }
+        let now = observation.renewal.autoRenewStatus
+        // A snapshot from before the current period began says nothing about it.
+        let before = previous.flatMap { $0.observedAt >= (status.purchasedAt ?? .min) ? $0.renewal.autoRenewStatus : nil }
+        let kind: LifecycleEvent.Kind
+        if now == false && before != false {
+            kind = .cancellation
+        } else if now == true && before == false, let previousStatus, ongoing.contains(previousStatus.state) {
+            kind = .uncancellation
+        } else {
+            return []
+        }
+        return [
+            LifecycleEvent(
+                key: "\(kind.rawValue):\(status.originalTransactionID):\(observation.observedAt)", kind: kind,
+                at: observation.observedAt, productID: status.productID, originalTransactionID: status.originalTransactionID,
+                transactionID: status.storeTransactionID,
+                facts: [Fact("expires_date", .time(status.expiresAt ?? 0))]
+                    + [Fact.text("auto_renew_product_id", observation.renewal.autoRenewProductID)].compactMap { $0 })
+        ]
+    }
+}
