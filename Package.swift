@@ -77,7 +77,7 @@ let package = Package(
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppStore", "Entitlements", "HTTPServer"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "HTTPServer"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ReceiptServiceTests", dependencies: ["ReceiptService", "HTTPServer", "Storage", "AppStore"]),
+        .testTarget(name: "ReceiptServiceTests", dependencies: ["ReceiptService", "HTTPServer", "Storage", "AppStore", "Entitlements"]),
         // Runs the built receiptd binary: CLI, start-up, signals.
         .testTarget(name: "receiptdTests", dependencies: ["receiptd"]),
         .testTarget(name: "http-inspectTests", dependencies: ["http-inspect", "HTTPServer"]),

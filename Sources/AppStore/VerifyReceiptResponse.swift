@@ -64,7 +64,7 @@ public struct Receipt: Sendable, Equatable {
     public var originalPurchaseDateMs: Int64?
     public var expirationDateMs: Int64?
 
-    init?(_ v: JSONValue) {
+    public init?(_ v: JSONValue) {
         guard let bundleID = v["bundle_id"]?.string else { return nil }
         self.bundleID = bundleID
         applicationVersion = v["application_version"]?.string
@@ -103,7 +103,7 @@ public struct Transaction: Sendable, Equatable {
     /// The transaction object as Apple sent it.
     public var raw: JSONValue
 
-    init?(_ v: JSONValue) {
+    public init?(_ v: JSONValue) {
         guard let id = v["transaction_id"]?.string, let product = v["product_id"]?.string else { return nil }
         transactionID = id
         originalTransactionID = v["original_transaction_id"]?.string ?? id
@@ -143,7 +143,7 @@ public struct PendingRenewalInfo: Sendable, Equatable {
     public var promotionalOfferID: String?
     public var raw: JSONValue
 
-    init?(_ v: JSONValue) {
+    public init?(_ v: JSONValue) {
         guard let original = v["original_transaction_id"]?.string else { return nil }
         originalTransactionID = original
         productID = v["product_id"]?.string

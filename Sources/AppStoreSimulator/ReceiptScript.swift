@@ -22,39 +22,62 @@ struct ReceiptScript {
             inApp.append(transaction(id: id(1), original: id(1), product: "lifetime", purchased: now - 10 * d, expires: nil))
         case .consumable:
             inApp.append(transaction(id: id(1), original: id(1), product: "coins_100", purchased: now - d, expires: nil))
+        case .nonRenewing:
+            inApp.append(transaction(id: id(1), original: id(1), product: "pass_30d", purchased: now - 3 * d, expires: nil))
         case .upgraded:
+            // An upgrade keeps the original transaction id; the superseded period is marked and cancelled.
             let monthly = transaction(
                 id: id(1), original: original, product: "monthly", purchased: now - 5 * d, expires: now + 25 * d,
                 extra: [
                     "is_upgraded": .string("true"), "cancellation_date_ms": .string(String(now - 2 * d)),
                     "cancellation_reason": .string("0"),
                 ])
+            let premium = transaction(
+                id: id(2), original: original, product: "premium_monthly", purchased: now - 2 * d, expires: now + 28 * d,
+                originalPurchased: now - 5 * d)
+            latest = [monthly, premium]
+            inApp = latest
+            renewals = [renewal(original: original, product: "premium_monthly", autoRenew: true)]
+        case .downgradePending:
             let yearly = transaction(
-                id: id(2), original: id(2), product: "yearly", purchased: now - 2 * d, expires: now + 363 * d)
-            latest = [monthly, yearly]
+                id: id(1), original: original, product: "yearly", purchased: now - 100 * d, expires: now + 265 * d)
+            latest = [yearly]
             inApp = latest
             renewals = [
-                renewal(original: original, product: "monthly", autoRenew: false),
-                renewal(original: id(2), product: "yearly", autoRenew: true),
+                renewal(
+                    original: original, product: "yearly", autoRenew: true, extra: ["auto_renew_product_id": .string("monthly")])
             ]
         default:
             let (purchased, expires) = period
             var extra: [String: JSONValue] = [:]
             if scenario == .trial { extra["is_trial_period"] = .string("true") }
             if scenario == .intro { extra["is_in_intro_offer_period"] = .string("true") }
-            if scenario == .refunded {
+            if scenario == .refunded || scenario == .familyRevoked {
                 extra["cancellation_date_ms"] = .string(String(now - d))
-                extra["cancellation_reason"] = .string("1")
+                extra["cancellation_reason"] = .string(scenario == .refunded ? "1" : "0")
             }
-            let ownership = scenario == .familyShared ? "FAMILY_SHARED" : "PURCHASED"
+            if scenario == .offerCode { extra["offer_code_ref_name"] = .string("SPRING2026") }
+            if scenario == .promotionalOffer { extra["promotional_offer_id"] = .string("winback_50") }
+            let ownership = scenario == .familyShared || scenario == .familyRevoked ? "FAMILY_SHARED" : "PURCHASED"
+            var previousExtra: [String: JSONValue] = [:]
+            if scenario == .pastRefund {
+                previousExtra["cancellation_date_ms"] = .string(String(purchased - 2 * d))
+                previousExtra["cancellation_reason"] = .string("0")
+            }
             let previous = transaction(
                 id: id(1), original: original, product: "monthly", purchased: purchased - 30 * d, expires: purchased,
-                ownership: ownership)
+                ownership: ownership, extra: previousExtra)
             let current = transaction(
                 id: id(2), original: original, product: "monthly", purchased: purchased, expires: expires, ownership: ownership,
-                originalPurchased: purchased - 30 * d, extra: extra)
-            latest = [current, previous]  // not chronological, as Apple warns
-            inApp = [previous, current]
+                originalPurchased: scenario == .trial || scenario == .intro ? purchased : purchased - 30 * d, extra: extra)
+            if scenario == .trial || scenario == .intro {
+                // An offer period is the subscription's first.
+                latest = [current]
+                inApp = [current]
+            } else {
+                latest = [current, previous]  // not chronological, as Apple warns
+                inApp = [previous, current]
+            }
             renewals = [renewalFor(original: original)]
         }
         var body: [String: JSONValue] = [
@@ -82,7 +105,7 @@ struct ReceiptScript {
         switch scenario {
         case .expiredVoluntary, .expiredBillingError, .expiredPriceIncrease, .expiredNotForSale, .expiredOther:
             return (now - 40 * d, now - 10 * d)
-        case .refunded: return (now - 3 * d, now + 27 * d)
+        case .refunded, .familyRevoked: return (now - 3 * d, now + 27 * d)
         case .gracePeriod: return (now - 31 * d, now - d)
         case .billingRetry: return (now - 35 * d, now - 5 * d)
         case .trial: return (now - 2 * d, now + 5 * d)
@@ -106,8 +129,11 @@ struct ReceiptScript {
             fields["is_in_billing_retry_period"] = .string("1")
         case .expiredBillingError:
             fields["is_in_billing_retry_period"] = .string("0")
-        case .refunded:
+        case .refunded, .cancelled, .familyRevoked:
             autoRenew = false
+        case .priceIncreasePending:
+            fields["price_consent_status"] = .string("0")
+            fields["price_increase_status"] = .string("0")
         default: break
         }
         return renewal(original: original, product: "monthly", autoRenew: autoRenew, extra: fields)

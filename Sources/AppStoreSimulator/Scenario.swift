@@ -17,6 +17,22 @@ public enum Scenario: String, Sendable, CaseIterable {
     case familyShared = "family_shared"
     case nonConsumable = "non_consumable"
     case consumable
+    /// Auto-renew turned off; still active until the period ends.
+    case cancelled
+    /// A yearly subscription that renews into the monthly product (a downgrade at the next renewal).
+    case downgradePending = "downgrade_pending"
+    /// Apple asked for consent to a price increase; no answer yet.
+    case priceIncreasePending = "price_increase_pending"
+    /// The current period was bought with an offer code (`offer_code_ref_name`).
+    case offerCode = "offer_code"
+    /// The current period was bought with a promotional offer (`promotional_offer_id`).
+    case promotionalOffer = "promotional_offer"
+    /// The previous period was refunded; the current one is not.
+    case pastRefund = "past_refund"
+    /// A family member's shared subscription, revoked.
+    case familyRevoked = "family_revoked"
+    /// A non-renewing 30-day pass (`pass_30d`).
+    case nonRenewing = "non_renewing"
     /// Production answers 21007; sandbox answers the active monthly subscription.
     case sandboxOnly = "sandbox_only"
     /// Sandbox answers 21008; production answers the active monthly subscription.

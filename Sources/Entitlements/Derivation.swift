@@ -32,7 +32,8 @@ public enum Derivation {
             let kind = catalog.kind(of: p)
             var expires: Int64?
             var facts: [Fact?] = [
-                .text("transaction_id", p.transactionID), .text("product_type", kind.name), .time("purchase_date", p.purchaseDate),
+                .text("transaction_id", p.transactionID), .text("product_type", kind.name),
+                .time("purchase_date", p.purchaseDate),
             ]
             if case .nonRenewing(let duration) = kind {
                 let bought = p.purchaseDate ?? 0
@@ -50,13 +51,22 @@ public enum Derivation {
                     (false, "consumable", "Listed only: a consumable never grants an entitlement.")
                 } else if let cancelled = p.cancellationDate {
                     p.isFamilyShared
-                        ? (false, "revoked_family_sharing", "Not entitled: Family Sharing access was revoked at \(CivilTime.rfc3339(cancelled)).")
+                        ? (
+                            false, "revoked_family_sharing",
+                            "Not entitled: Family Sharing access was revoked at \(CivilTime.rfc3339(cancelled))."
+                        )
                         : (false, "refunded", "Not entitled: Apple refunded this purchase at \(CivilTime.rfc3339(cancelled)).")
                 } else if p.isFamilyShared && !policy.familySharedCounts {
-                    (false, "family_shared_not_counted", "Not entitled: family-shared purchases do not count (entitlements.familySharedCounts).")
+                    (
+                        false, "family_shared_not_counted",
+                        "Not entitled: family-shared purchases do not count (entitlements.familySharedCounts)."
+                    )
                 } else if let expires {
                     expires > now
-                        ? (true, "non_renewing_period", "Entitled: the paid period ends at \(CivilTime.rfc3339(expires)), after now.")
+                        ? (
+                            true, "non_renewing_period",
+                            "Entitled: the paid period ends at \(CivilTime.rfc3339(expires)), after now."
+                        )
                         : (false, "non_renewing_expired", "Not entitled: the paid period ended at \(CivilTime.rfc3339(expires)).")
                 } else {
                     (true, "lasting_purchase", "Entitled: a non-consumable purchase lasts unless refunded.")
@@ -93,7 +103,9 @@ public enum Derivation {
         guard let newest = ordered.last else { return [] }
         let current = ordered.last { !$0.isUpgraded } ?? newest
         let observation = final ? observations.last : renewal(observations, period: current, at: t, peekUntil: peekUntil)
-        var statuses = [status(of: current, chain: ordered, observations: observations, chosen: observation, policy: policy, at: t)]
+        var statuses = [
+            status(of: current, chain: ordered, observations: observations, chosen: observation, policy: policy, at: t)
+        ]
         var seen: Set<String> = [current.productID]
         for p in ordered.reversed() where !seen.contains(p.productID) {
             seen.insert(p.productID)
@@ -110,7 +122,9 @@ public enum Derivation {
     ) -> RenewalObservation? {
         let known = observations.last { $0.observedAt <= t }
         if let expires = period.expiresDate, expires <= t, (known?.observedAt ?? .min) < expires {
-            if let after = observations.first(where: { $0.observedAt >= expires && $0.observedAt > t && $0.observedAt < peekUntil }) {
+            if let after = observations.first(where: {
+                $0.observedAt >= expires && $0.observedAt > t && $0.observedAt < peekUntil
+            }) {
                 return after
             }
         }
@@ -140,7 +154,8 @@ public enum Derivation {
         if current.isUpgraded {
             state = .upgraded
             (entitled, rule) = (false, "upgraded_transaction")
-            decision = "Not entitled here: transaction \(current.transactionID) was upgraded (is_upgraded); the product it was upgraded to grants access."
+            decision =
+                "Not entitled here: transaction \(current.transactionID) was upgraded (is_upgraded); the product it was upgraded to grants access."
         } else if let cancelled = current.cancellationDate {
             facts += [.time("cancellation_date", cancelled), .text("cancellation_reason", current.cancellationReason)]
             if current.isFamilyShared {
@@ -148,11 +163,13 @@ public enum Derivation {
                 decision = "Not entitled: Family Sharing access to the current period was revoked at \(t(cancelled))."
             } else {
                 (state, entitled, rule) = (.refunded, false, "refunded_current_period")
-                decision = "Not entitled: Apple refunded the current period (transaction \(current.transactionID)) at \(t(cancelled))."
+                decision =
+                    "Not entitled: Apple refunded the current period (transaction \(current.transactionID)) at \(t(cancelled))."
             }
         } else if expires > now {
             (state, entitled, rule) = (.active, true, "active_period")
-            decision = "Entitled: the current period (transaction \(current.transactionID)) expires at \(t(expires)), after \(t(now))."
+            decision =
+                "Entitled: the current period (transaction \(current.transactionID)) expires at \(t(expires)), after \(t(now))."
         } else if let grace, grace > now {
             facts.append(.time("grace_period_expires_date", grace))
             (state, entitled, rule) = (.gracePeriod, true, "grace_period")
@@ -171,12 +188,14 @@ public enum Derivation {
         if entitled && current.isFamilyShared && !policy.familySharedCounts {
             entitled = false
             rule = "family_shared_not_counted"
-            decision = "Not entitled: family-shared purchases do not count (entitlements.familySharedCounts); otherwise: " + decision
+            decision =
+                "Not entitled: family-shared purchases do not count (entitlements.familySharedCounts); otherwise: " + decision
         }
         if let chosen {
             facts += [
                 .time("renewal_info_seen_at", chosen.observedAt), .flag("auto_renew_status", renewal?.autoRenewStatus),
-                .text("auto_renew_product_id", renewal?.autoRenewProductID), .number("expiration_intent", renewal?.expirationIntent),
+                .text("auto_renew_product_id", renewal?.autoRenewProductID),
+                .number("expiration_intent", renewal?.expirationIntent),
             ]
         }
         if current.isFamilyShared { facts.append(.text("ownership", current.ownership)) }
@@ -203,8 +222,10 @@ public enum Derivation {
             unsubscribeDetectedAt: ongoing && autoRenew == false
                 ? firstOfRun(observations, endingAt: chosen) { $0.autoRenewStatus == false } : nil,
             billingIssueDetectedAt: state == .gracePeriod || state == .billingRetry
-                ? firstOfRun(observations, endingAt: chosen) { $0.isInBillingRetryPeriod == true || $0.gracePeriodExpiresDate != nil }
-                    .map { max($0, current.purchaseDate ?? $0) } : nil,
+                ? firstOfRun(observations, endingAt: chosen) {
+                    $0.isInBillingRetryPeriod == true || $0.gracePeriodExpiresDate != nil
+                }
+                .map { max($0, current.purchaseDate ?? $0) } : nil,
             explanation: Explanation(rule: rule, decision: decision, facts: facts.compactMap { $0 }))
     }
 

@@ -32,7 +32,8 @@ public struct EntitlementRules: Sendable, Equatable {
                 subscriptions.filter { productIDs.contains($0.productID) }.map { .subscription($0) }
                 + purchases.filter { productIDs.contains($0.productID) && $0.kind != .consumable }.map { .purchase($0) }
             guard let best = candidates.max(by: { Self.rank($0) < Self.rank($1) }) else { continue }
-            result[name] = Grant(source: best, explanation: Self.explain(best, candidates: candidates.count, products: productIDs))
+            result[name] = Grant(
+                source: best, explanation: Self.explain(best, candidates: candidates.count, products: productIDs))
         }
         return result
     }
@@ -51,17 +52,24 @@ public struct EntitlementRules: Sendable, Equatable {
         return Explanation(
             rule: active ? "granted_by_\(kind)" : "no_entitling_purchase", decision: decision,
             facts: [
-                Fact("product_id", .text(product)), Fact(kind == "subscription" ? "original_transaction_id" : "transaction_id", .text(id)),
+                Fact("product_id", .text(product)),
+                Fact(kind == "subscription" ? "original_transaction_id" : "transaction_id", .text(id)),
                 Fact("source_rule", .text(inner.rule)), Fact("candidates", .number(Int64(candidates))),
                 Fact("products", .text(products.joined(separator: ","))),
-            ])
+            ]
+                + inner.facts.filter {
+                    $0.name != "product_id" && $0.name != "transaction_id"
+                        || kind == "subscription" && $0.name == "transaction_id"
+                })
     }
 
     /// (entitled, lasts forever, expiry or purchase time, id): larger is better.
     private static func rank(_ source: Grant.Source) -> (Int, Int, Int64, String) {
         switch source {
         case .subscription(let s):
-            return (s.isEntitled ? 1 : 0, 0, s.gracePeriodExpiresAt ?? s.expiresAt ?? 0, s.originalTransactionID + "/" + s.productID)
+            return (
+                s.isEntitled ? 1 : 0, 0, s.gracePeriodExpiresAt ?? s.expiresAt ?? 0, s.originalTransactionID + "/" + s.productID
+            )
         case .purchase(let p):
             let lasting = p.isEntitled && p.expiresAt == nil
             return (p.isEntitled ? 1 : 0, lasting ? 1 : 0, p.expiresAt ?? p.purchasedAt ?? 0, p.transactionID)

@@ -62,7 +62,8 @@ public enum History {
                     LifecycleEvent(
                         key: "initial_purchase:\(p.transactionID)", kind: .initialPurchase, at: p.purchaseDate ?? 0,
                         productID: p.productID, originalTransactionID: p.originalTransactionID, transactionID: p.transactionID,
-                        facts: [Fact("product_type", .text(kind.name))] + [Fact.number("quantity", p.quantity)].compactMap { $0 }))
+                        facts: [Fact("product_type", .text(kind.name))] + [Fact.number("quantity", p.quantity)].compactMap { $0 })
+                )
             }
             // A refund of any period, current or past; an upgrade's cancellation is not a refund.
             if let cancelled = p.cancellationDate, !p.isUpgraded {
@@ -191,7 +192,9 @@ public enum History {
         let expires = status.expiresAt ?? 0
         if status.state == .gracePeriod && previous?.state != .gracePeriod {
             events.append(
-                event(.gracePeriodStarted, "\(original):\(expires)", at: t, [.time("grace_period_expires_date", status.gracePeriodExpiresAt)]))
+                event(
+                    .gracePeriodStarted, "\(original):\(expires)", at: t,
+                    [.time("grace_period_expires_date", status.gracePeriodExpiresAt)]))
         }
         if (status.state == .gracePeriod || status.state == .billingRetry) && !wasBilling {
             events.append(event(.billingIssue, "\(original):\(expires)", at: t, [.time("expires_date", status.expiresAt)]))

@@ -34,6 +34,17 @@ public struct HTTPRequest: Sendable {
         return target[target.index(after: q)...]
     }
 
+    /// The percent-decoded value of the first `name=value` pair of the query (`name` alone gives
+    /// ""); nil when absent or not decodable.
+    public func queryValue(_ name: String) -> String? {
+        guard let query else { return nil }
+        for pair in query.split(separator: "&") {
+            let (key, value) = pair.firstIndex(of: "=").map { (pair[..<$0], pair[pair.index(after: $0)...]) } ?? (pair, "")
+            if PercentDecoding.decode(key) == name { return PercentDecoding.decode(value) }
+        }
+        return nil
+    }
+
     /// Whether the connection stays open after this request (RFC 9112 §9.3): HTTP/1.1 unless
     /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
     public var keepAlive: Bool {

@@ -68,7 +68,7 @@ public final class Application: Sendable {
         }
         let receipts = ReceiptProcessor(
             client: client, database: database, bundleIDs: settings.bundleIDs,
-            rules: EntitlementRules(configuration.entitlements),
+            state: SubscriberState(settings: configuration.entitlementSettings),
             policy: OwnershipPolicy(rawValue: configuration.api.ownershipPolicy) ?? .transfer, logger: logger,
             now: { Int64(Date().timeIntervalSince1970 * 1000) })
         let routes = Routes(

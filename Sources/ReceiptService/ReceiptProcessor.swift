@@ -5,12 +5,12 @@ import HTTPServer
 import Logging
 import Storage
 
-/// POST /v1/receipts and GET /v1/subscribers/{id}: verify with Apple, store, answer the document.
+/// POST /v1/receipts, GET /v1/subscribers/{id} and its events: verify with Apple, store, answer.
 struct ReceiptProcessor: Sendable {
     let client: VerifyReceiptClient
     let database: DatabaseQueue
     let bundleIDs: [String]
-    let rules: EntitlementRules
+    let state: SubscriberState
     let policy: OwnershipPolicy
     let logger: Logger
     let now: @Sendable () -> Int64
@@ -53,6 +53,7 @@ struct ReceiptProcessor: Sendable {
     func post(_ request: HTTPRequest, requestID: String) async -> HTTPResponse {
         do {
             let input = try Self.parse(request.body)
+            let explain = try Self.explain(request)
             let expectedBundle: String
             if let given = input.bundleID {
                 guard bundleIDs.contains(given) else { throw APIError.bundleMismatch("`bundle_id` is not a configured app.") }
@@ -80,17 +81,20 @@ struct ReceiptProcessor: Sendable {
             }
             let record = RecordMapping.record(of: response, environment: environment)
             let at = now()
-            // One hop to the database: the receipt and its log row in one write transaction, then the read.
-            let (saved, subscriber) = try await database.run { [policy] db in
-                let store = ReceiptStore(db)
-                let saved = try store.save(record, for: input.appUserID, policy: policy, now: at, log: entry)
-                return (saved, try store.subscriber(input.appUserID))
+            // One hop to the database, one write transaction: the receipt, its log row, the version and events.
+            let saved = try await database.run { [policy, state] db in
+                try db.transaction { () throws -> Saved in
+                    let store = ReceiptStore(db)
+                    let outcome = try store.save(record, for: input.appUserID, policy: policy, now: at, log: entry)
+                    guard case .saved(let changes) = outcome else { return .inUse }
+                    guard let subscriber = try store.subscriber(input.appUserID) else { throw APIError.serverFault }
+                    let document = state.document(subscriber, now: at)
+                    let refresh = try state.refresh(subscriber, document: document, in: db, now: at, factsChanged: changes > 0)
+                    return .document(document, refresh.version)
+                }
             }
-            if case .receiptInUse = saved { throw APIError.receiptInUse() }
-            guard let subscriber else { throw APIError.serverFault }
-            return HTTPResponse(
-                status: .ok, headers: ["Content-Type": "application/json"],
-                body: SubscriberDocument.build(subscriber, rules: rules, now: at).jsonBytes)
+            guard case .document(let document, let version) = saved else { throw APIError.receiptInUse() }
+            return Self.documentResponse(document, version: version, now: at, explain: explain, request: request)
         } catch let error as APIError {
             return error.response(requestID: requestID)
         } catch {
@@ -99,18 +103,99 @@ struct ReceiptProcessor: Sendable {
         }
     }
 
-    func subscriber(_ appUserID: String, requestID: String) async -> HTTPResponse {
+    private enum Saved: Sendable {
+        case inUse
+        case document(SubscriberDocument, Int64)
+    }
+
+    func subscriber(_ appUserID: String, request: HTTPRequest, requestID: String) async -> HTTPResponse {
         do {
-            guard let subscriber = try await database.run({ db in try ReceiptStore(db).subscriber(appUserID) }) else {
+            let explain = try Self.explain(request)
+            let at = now()
+            guard let (document, version) = try await state.current(appUserID, database: database, now: at) else {
                 return APIError.subscriberNotFound.response(requestID: requestID)
             }
-            return HTTPResponse(
-                status: .ok, headers: ["Content-Type": "application/json"],
-                body: SubscriberDocument.build(subscriber, rules: rules, now: now()).jsonBytes)
+            return Self.documentResponse(document, version: version, now: at, explain: explain, request: request)
+        } catch let error as APIError {
+            return error.response(requestID: requestID)
         } catch {
             logger.error("GET /v1/subscribers failed", metadata: ["request_id": "\(requestID)", "error": "\(error)"])
             return APIError.serverFault.response(requestID: requestID)
         }
+    }
+
+    /// GET /v1/subscribers/{id}/events: newest first, `limit` (1–200, default 50) at a time, the
+    /// next page from `next_cursor`.
+    func events(_ appUserID: String, request: HTTPRequest, requestID: String) async -> HTTPResponse {
+        do {
+            let limit = try Self.limit(request)
+            let cursor = try Self.cursor(request)
+            // Bring the events up to date with time first (an expiration nobody has read yet).
+            guard try await state.current(appUserID, database: database, now: now()) != nil else {
+                return APIError.subscriberNotFound.response(requestID: requestID)
+            }
+            let page = try await database.run { db in try EventStore(db).page(for: appUserID, limit: limit + 1, before: cursor) }
+            let events = page.prefix(limit)
+            let next: JSONValue = page.count > limit ? events.last.map { .string("\($0.at).\($0.id)") } ?? .null : .null
+            let body: JSONValue = .object([
+                "app_user_id": .string(appUserID), "events": .array(events.map(Self.json)), "next_cursor": next,
+            ])
+            return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: body.jsonBytes)
+        } catch let error as APIError {
+            return error.response(requestID: requestID)
+        } catch {
+            logger.error("GET /v1/subscribers/…/events failed", metadata: ["request_id": "\(requestID)", "error": "\(error)"])
+            return APIError.serverFault.response(requestID: requestID)
+        }
+    }
+
+    private static func json(_ e: EventRecord) -> JSONValue {
+        .object([
+            "id": .string(String(e.id)), "type": .string(e.type), "at": SubscriberDocument.time(e.at),
+            "recorded_at": SubscriberDocument.time(e.recordedAt), "product_id": .string(e.productID),
+            "original_transaction_id": .string(e.originalTransactionID),
+            "transaction_id": e.transactionID.map(JSONValue.string) ?? .null,
+            "facts": (try? JSONValue.parse(Array(e.factsJSON.utf8))) ?? .object([:]),
+        ])
+    }
+
+    /// `?explain=true` (or `1`); `false`, `0` or absent: no explanations.
+    static func explain(_ request: HTTPRequest) throws(APIError) -> Bool {
+        switch request.queryValue("explain") {
+        case nil, "false", "0": false
+        case "true", "1": true
+        default: throw .invalidRequest("`explain` must be true or false.")
+        }
+    }
+
+    static func limit(_ request: HTTPRequest) throws(APIError) -> Int {
+        guard let text = request.queryValue("limit") else { return 50 }
+        guard let n = Int(text), (1...200).contains(n) else { throw .invalidRequest("`limit` must be an integer from 1 to 200.") }
+        return n
+    }
+
+    static func cursor(_ request: HTTPRequest) throws(APIError) -> (at: Int64, id: Int64)? {
+        guard let text = request.queryValue("cursor") else { return nil }
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, let at = Int64(parts[0]), let id = Int64(parts[1]) else {
+            throw .invalidRequest("`cursor` must be a `next_cursor` from an earlier page.")
+        }
+        return (at, id)
+    }
+
+    /// The subscriber document with its `ETag` (`W/"<version>"`, `W/"<version>-explained"`), or 304
+    /// when `If-None-Match` names it. `?explain=true` adds the explanations.
+    static func documentResponse(
+        _ document: SubscriberDocument, version: Int64, now: Int64, explain: Bool, request: HTTPRequest
+    ) -> HTTPResponse {
+        let tag = "W/\"\(version)\(explain ? "-explained" : "")\""
+        let wanted = request.headers[all: "If-None-Match"]
+        if !wanted.isEmpty, EntityTag.weakMatch(tag, anyOf: wanted.joined(separator: ",")) {
+            return HTTPResponse(status: .notModified, headers: ["ETag": tag])
+        }
+        return HTTPResponse(
+            status: .ok, headers: ["Content-Type": "application/json", "ETag": tag],
+            body: document.rendered(version: version, now: now, explain: explain).jsonBytes)
     }
 
     /// The valid answer, or the API error its result maps to.

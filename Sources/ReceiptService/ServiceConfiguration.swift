@@ -1,3 +1,4 @@
+import Entitlements
 import FoundationEssentials
 import Glibc
 import HTTPServer
@@ -20,6 +21,15 @@ public struct ServiceConfiguration: Sendable {
     public var api: APISettings
     /// Entitlement name → product ids, from `entitlements.file`.
     public var entitlements: [String: [String]]
+    /// What kind each product is, from `products.file`.
+    public var catalog = Catalog()
+    /// The derivation's policy knobs (`entitlements.billingRetryEntitles`, `entitlements.familySharedCounts`).
+    public var policy = DerivationPolicy()
+
+    /// Rules, product kinds and policy together, as the derivation takes them.
+    var entitlementSettings: EntitlementSettings {
+        EntitlementSettings(rules: EntitlementRules(entitlements), catalog: catalog, policy: policy)
+    }
 
     /// How receiptd reaches Apple.
     public struct AppStoreSettings: Sendable {
@@ -158,10 +168,24 @@ public struct ServiceConfiguration: Sendable {
         // Entitlement name → product ids, a JSON object in its own file.
         let entitlementsFile = try c.string("entitlements.file", default: configDirectory + "/entitlements.json")
         let entitlements = try loadEntitlements(entitlementsFile)
+        // Product id → kind, a JSON object in its own file (undeclared products: by their expiry).
+        let catalog = try loadCatalog(try c.string("products.file", default: configDirectory + "/products.json"))
+        for (name, products) in entitlements {
+            for product in products where catalog.products[product] == .consumable {
+                throw ConfigurationError(
+                    key: "entitlements.file",
+                    message: "entitlement \"\(name)\" lists \"\(product)\", a consumable: consumables never entitle")
+            }
+        }
+        let policy = DerivationPolicy(
+            // Whether a subscription in billing retry (no grace period) still entitles; Apple says no.
+            billingRetryEntitles: try c.bool("entitlements.billingRetryEntitles", default: false),
+            // Whether purchases shared through Family Sharing entitle family members.
+            familySharedCounts: try c.bool("entitlements.familySharedCounts", default: true))
         return (
             ServiceConfiguration(
                 environment: name, http: http, database: database, logLevel: Logger.Level(rawValue: level)!,
-                appStore: appStore, api: api, entitlements: entitlements),
+                appStore: appStore, api: api, entitlements: entitlements, catalog: catalog, policy: policy),
             c
         )
     }
@@ -174,6 +198,44 @@ public struct ServiceConfiguration: Sendable {
         } catch {
             throw ConfigurationError(key: "entitlements.file", message: "\(path) is not a JSON object of product-id arrays")
         }
+    }
+
+    /// `{"lifetime": {"type": "non_consumable"}, "pass": {"type": "non_renewing", "duration": "P1M"}}`;
+    /// a missing file declares nothing.
+    private static func loadCatalog(_ path: String) throws(ConfigurationError) -> Catalog {
+        struct Spec: Decodable {
+            var type: String
+            var duration: String?
+        }
+        guard let data = FileManager.default.contents(atPath: path) else { return Catalog() }
+        let specs: [String: Spec]
+        do {
+            specs = try JSONDecoder().decode([String: Spec].self, from: data)
+        } catch {
+            throw ConfigurationError(key: "products.file", message: "\(path) is not a JSON object of {\"type\": …} objects")
+        }
+        var products: [String: Catalog.Kind] = [:]
+        for (id, spec) in specs {
+            switch (spec.type, spec.duration) {
+            case ("auto_renewable", nil): products[id] = .autoRenewable
+            case ("non_consumable", nil): products[id] = .nonConsumable
+            case ("consumable", nil): products[id] = .consumable
+            case ("non_renewing", let text?):
+                guard let duration = CalendarDuration(iso8601: text) else {
+                    throw ConfigurationError(
+                        key: "products.file",
+                        message: "\(id): duration must be an ISO 8601 duration such as P1M or P30D, got \"\(text)\"")
+                }
+                products[id] = .nonRenewing(duration)
+            case ("non_renewing", nil):
+                throw ConfigurationError(key: "products.file", message: "\(id): a non_renewing product needs a duration")
+            default:
+                throw ConfigurationError(
+                    key: "products.file",
+                    message: "\(id): type must be auto_renewable, non_renewing (with a duration), non_consumable or consumable")
+            }
+        }
+        return Catalog(products)
     }
 
     private static func isIPLiteral(_ host: String) -> Bool {

@@ -1,60 +1,100 @@
 import AppStore
 import Entitlements
-import FoundationEssentials
 import Storage
 
-/// The subscriber document of issue 3's contract, built from storage at `now`:
-/// `{"app_user_id", "request_date", "entitlements", "subscriptions", "non_subscriptions"}`.
-/// Times are RFC 3339 UTC strings or null.
-enum SubscriberDocument {
-    static func build(_ subscriber: SubscriberRecord, rules: EntitlementRules, now: Int64) -> JSONValue {
-        let facts = Facts(
-            purchases: RecordMapping.purchases(subscriber),
-            renewals: RecordMapping.renewals(subscriber).map { RenewalObservation(observedAt: now, renewal: $0) })
-        let subs = Derivation.subscriptions(facts, now: now)
-        let others = Derivation.nonSubscriptions(facts, now: now)
+/// How purchases become entitlements: the configured rules, product kinds and policy knobs.
+struct EntitlementSettings: Sendable {
+    var rules: EntitlementRules
+    var catalog: Catalog
+    var policy: DerivationPolicy
+}
 
+/// The subscriber document (README "The subscriber document"), built from storage at `now`:
+/// `{"app_user_id", "request_date", "version", "entitlements", "subscriptions", "non_subscriptions"}`.
+/// Times are RFC 3339 UTC strings or null.
+struct SubscriberDocument: Sendable {
+    /// Everything but `request_date` and `version`: what the fingerprint covers.
+    let content: [String: JSONValue]
+    /// FNV-1a 64 of `content`'s canonical JSON, in hex: changes exactly when the content does.
+    let fingerprint: String
+    /// The same content with an `explanation` beside each entitlement, subscription and purchase.
+    let explained: [String: JSONValue]
+
+    init(_ subscriber: SubscriberRecord, settings: EntitlementSettings, now: Int64) {
+        let facts = RecordMapping.facts(subscriber)
+        let subs = Derivation.subscriptions(facts, catalog: settings.catalog, policy: settings.policy, now: now)
+        let others = Derivation.nonSubscriptions(facts, catalog: settings.catalog, policy: settings.policy, now: now)
         var entitlements: [String: JSONValue] = [:]
-        for (name, grant) in rules.grants(subscriptions: subs, purchases: others) {
-            switch grant.source {
-            case .subscription(let s): entitlements[name] = .object(common(s))
-            case .purchase(let p): entitlements[name] = .object(common(p))
-            }
+        var entitlementsExplained: [String: JSONValue] = [:]
+        for (name, grant) in settings.rules.grants(subscriptions: subs, purchases: others) {
+            let fields =
+                switch grant.source {
+                case .subscription(let s): Self.common(s)
+                case .purchase(let p): Self.common(p)
+                }
+            entitlements[name] = .object(fields)
+            entitlementsExplained[name] = .object(fields.merging(["explanation": Self.json(grant.explanation)]) { $1 })
         }
-        // One entry per product: the best of its subscriptions (entitling first, then latest expiry).
+        // One entry per product: the best of its subscriptions (entitling first, then latest expiry, then id).
         var byProduct: [String: SubscriptionStatus] = [:]
         for s in subs {
             if let current = byProduct[s.productID],
-                (current.isEntitled ? 1 : 0, current.expiresAt ?? 0) >= (s.isEntitled ? 1 : 0, s.expiresAt ?? 0)
+                (current.isEntitled ? 1 : 0, current.expiresAt ?? 0, current.originalTransactionID)
+                    >= (s.isEntitled ? 1 : 0, s.expiresAt ?? 0, s.originalTransactionID)
             {
                 continue
             }
             byProduct[s.productID] = s
         }
         var subscriptions: [String: JSONValue] = [:]
+        var subscriptionsExplained: [String: JSONValue] = [:]
         for (product, s) in byProduct {
-            var fields = common(s)
-            fields["purchased_at"] = time(s.purchasedAt)
-            fields["original_purchased_at"] = time(s.originalPurchasedAt)
-            fields["refunded_at"] = time(s.refundedAt)
-            fields["unsubscribe_detected_at"] = time(s.unsubscribeDetectedAt)
-            fields["billing_issue_detected_at"] = time(s.billingIssueDetectedAt)
+            var fields = Self.common(s)
+            fields["purchased_at"] = Self.time(s.purchasedAt)
+            fields["original_purchased_at"] = Self.time(s.originalPurchasedAt)
+            fields["refunded_at"] = Self.time(s.refundedAt)
+            fields["unsubscribe_detected_at"] = Self.time(s.unsubscribeDetectedAt)
+            fields["billing_issue_detected_at"] = Self.time(s.billingIssueDetectedAt)
             fields["store_transaction_id"] = .string(s.storeTransactionID)
+            fields["renews_into"] = s.renewsInto.map(JSONValue.string) ?? .null
+            fields["expiration_reason"] = s.expirationReason.map { .string($0.rawValue) } ?? .null
+            fields["price_increase"] = s.priceIncrease.map(JSONValue.string) ?? .null
+            fields["offer"] =
+                s.offer.map { .object(["type": .string($0.type), "id": $0.id.map(JSONValue.string) ?? .null]) } ?? .null
             subscriptions[product] = .object(fields)
+            subscriptionsExplained[product] = .object(fields.merging(["explanation": Self.json(s.explanation)]) { $1 })
         }
-        var nonSubscriptions: [String: JSONValue] = [:]
+        var nonSubscriptions: [String: [JSONValue]] = [:]
+        var nonSubscriptionsExplained: [String: [JSONValue]] = [:]
         for p in others {
-            let item: JSONValue = .object([
-                "transaction_id": .string(p.transactionID), "purchased_at": time(p.purchasedAt),
-                "refunded_at": time(p.refundedAt),
-            ])
-            nonSubscriptions[p.productID] = .array((nonSubscriptions[p.productID]?.array ?? []) + [item])
+            let fields: [String: JSONValue] = [
+                "transaction_id": .string(p.transactionID), "product_type": .string(p.kind.name), "active": .bool(p.isEntitled),
+                "purchased_at": Self.time(p.purchasedAt), "expires_at": Self.time(p.expiresAt),
+                "refunded_at": Self.time(p.refundedAt),
+                "quantity": p.quantity.map { .number(Double($0), text: String($0)) } ?? .null, "ownership": .string(p.ownership),
+            ]
+            nonSubscriptions[p.productID, default: []].append(.object(fields))
+            nonSubscriptionsExplained[p.productID, default: []].append(
+                .object(fields.merging(["explanation": Self.json(p.explanation)]) { $1 }))
         }
-        return .object([
-            "app_user_id": .string(subscriber.appUserID), "request_date": time(now),
-            "entitlements": .object(entitlements), "subscriptions": .object(subscriptions),
-            "non_subscriptions": .object(nonSubscriptions),
-        ])
+        content = [
+            "app_user_id": .string(subscriber.appUserID), "entitlements": .object(entitlements),
+            "subscriptions": .object(subscriptions), "non_subscriptions": .object(nonSubscriptions.mapValues(JSONValue.array)),
+        ]
+        explained = [
+            "app_user_id": .string(subscriber.appUserID), "entitlements": .object(entitlementsExplained),
+            "subscriptions": .object(subscriptionsExplained),
+            "non_subscriptions": .object(nonSubscriptionsExplained.mapValues(JSONValue.array)),
+        ]
+        fingerprint = Self.fnv1a64(JSONValue.object(content).jsonBytes)
+    }
+
+    /// The document as sent: the content (explained or not) with `request_date` and `version`.
+    func rendered(version: Int64, now: Int64, explain: Bool) -> JSONValue {
+        var fields = explain ? explained : content
+        fields["request_date"] = Self.time(now)
+        fields["version"] = .number(Double(version), text: String(version))
+        return .object(fields)
     }
 
     private static func common(_ s: SubscriptionStatus) -> [String: JSONValue] {
@@ -67,36 +107,28 @@ enum SubscriberDocument {
     }
 
     private static func common(_ p: NonSubscriptionPurchase) -> [String: JSONValue] {
-        [
-            "active": .bool(p.isEntitled), "state": .string(p.isEntitled ? "active" : "refunded"),
-            "product_id": .string(p.productID), "expires_at": .null, "grace_period_expires_at": .null, "will_renew": .bool(false),
+        let state =
+            p.isEntitled ? "active" : p.refundedAt != nil ? (p.ownership == "family_shared" ? "revoked" : "refunded") : "expired"
+        return [
+            "active": .bool(p.isEntitled), "state": .string(state), "product_id": .string(p.productID),
+            "expires_at": time(p.expiresAt), "grace_period_expires_at": .null, "will_renew": .bool(false),
             "period_type": .string("normal"), "ownership": .string(p.ownership),
-            "original_transaction_id": .string(p.transactionID),
-            "environment": .string(p.environment),
+            "original_transaction_id": .string(p.transactionID), "environment": .string(p.environment),
         ]
     }
 
-    /// RFC 3339 UTC with milliseconds (`2026-11-22T06:01:48.618Z`), or null. Computed directly
-    /// (days → civil date, H. Hinnant's algorithm): no formatter, no locale, no allocation beyond the string.
-    static func time(_ ms: Int64?) -> JSONValue {
-        guard let ms else { return .null }
-        let (days, msOfDay) = ms.quotientAndRemainder(dividingBy: 86_400_000)
-        let (d, t) = msOfDay < 0 ? (days - 1, msOfDay + 86_400_000) : (days, msOfDay)
-        let z = d + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-        func pad(_ n: Int64, _ width: Int) -> String {
-            let s = String(n)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
-        }
-        return .string(
-            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(t / 3_600_000, 2)):\(pad(t / 60_000 % 60, 2)):"
-                + "\(pad(t / 1000 % 60, 2)).\(pad(t % 1000, 3))Z")
+    /// `{"rule", "decision", "facts": {…}}`.
+    static func json(_ e: Explanation) -> JSONValue {
+        .object(["rule": .string(e.rule), "decision": .string(e.decision), "facts": RecordMapping.json(e.facts)])
+    }
+
+    /// RFC 3339 UTC with milliseconds, or null.
+    static func time(_ ms: Int64?) -> JSONValue { ms.map { .string(CivilTime.rfc3339($0)) } ?? .null }
+
+    static func fnv1a64(_ bytes: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in bytes { hash = (hash ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
     }
 }

@@ -65,18 +65,24 @@ public final class Database {
         return Statement(statement, database: self)
     }
 
-    /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back when it throws.
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back when it
+    /// throws. Inside another transaction it is a savepoint, so a store's own transaction can be part
+    /// of a caller's larger one.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
+        let nested = sqlite3_get_autocommit(handle) == 0
+        try execute(nested ? "SAVEPOINT nested" : "BEGIN IMMEDIATE")
         do {
             let value = try body()
-            try execute("COMMIT")
+            try execute(nested ? "RELEASE nested" : "COMMIT")
             return value
         } catch {
-            try? execute("ROLLBACK")
+            try? execute(nested ? "ROLLBACK TO nested; RELEASE nested" : "ROLLBACK")
             throw error
         }
     }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE (an upsert whose WHERE skipped the row: 0).
+    public var changes: Int { Int(sqlite3_changes(handle)) }
 
     /// The first column of the first row as text, or nil when there is no row or it is NULL.
     public func scalarText(_ sql: String) throws(StorageError) -> String? {

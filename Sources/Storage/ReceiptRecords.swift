@@ -119,11 +119,102 @@ public enum OwnershipPolicy: String, Sendable, CaseIterable {
     case keep
 }
 
+/// A renewal-info snapshot as first seen (`renewal_history`).
+public struct RenewalSnapshot: Sendable, Equatable {
+    /// Row id: orders snapshots seen in the same millisecond.
+    public var id: Int64
+    public var observedAt: Int64
+    public var record: RenewalRecord
+
+    public init(id: Int64, observedAt: Int64, record: RenewalRecord) {
+        self.id = id
+        self.observedAt = observedAt
+        self.record = record
+    }
+}
+
+/// A purchase changing holder (`ownership_transfers`); `from` is nil for the first holder.
+public struct TransferRecord: Sendable, Equatable {
+    public var originalTransactionID: String
+    /// The newest product of the purchase, when its transactions are stored.
+    public var productID: String?
+    public var from: String?
+    public var to: String
+    public var at: Int64
+
+    public init(originalTransactionID: String, productID: String?, from: String?, to: String, at: Int64) {
+        self.originalTransactionID = originalTransactionID
+        self.productID = productID
+        self.from = from
+        self.to = to
+        self.at = at
+    }
+}
+
 /// A stored subscriber and everything their purchases say.
 public struct SubscriberRecord: Sendable, Equatable {
     public var appUserID: String
+    /// The subscriber document's version and the fingerprint it was computed with.
+    public var version: Int64
+    public var stateHash: String?
     public var transactions: [TransactionRecord]
-    public var renewals: [RenewalRecord]
+    /// Every renewal snapshot of the purchases held, oldest first.
+    public var renewalHistory: [RenewalSnapshot]
+    /// Every change of holder of those purchases, and of purchases taken away from this subscriber.
+    public var transfers: [TransferRecord]
+
+    public init(
+        appUserID: String, version: Int64, stateHash: String?, transactions: [TransactionRecord],
+        renewalHistory: [RenewalSnapshot], transfers: [TransferRecord]
+    ) {
+        self.appUserID = appUserID
+        self.version = version
+        self.stateHash = stateHash
+        self.transactions = transactions
+        self.renewalHistory = renewalHistory
+        self.transfers = transfers
+    }
+
+    /// The original transaction ids this subscriber holds.
+    public var originals: Set<String> { Set(transactions.map(\.originalTransactionID)) }
+}
+
+/// One lifecycle event row (`events`).
+public struct EventRecord: Sendable, Equatable {
+    /// Row id; 0 for an event not stored yet.
+    public var id: Int64
+    public var key: String
+    public var type: String
+    public var at: Int64
+    public var productID: String
+    public var originalTransactionID: String
+    public var transactionID: String?
+    /// A JSON object of the facts behind the event.
+    public var factsJSON: String
+    public var recordedAt: Int64
+
+    public init(
+        id: Int64 = 0, key: String, type: String, at: Int64, productID: String, originalTransactionID: String,
+        transactionID: String?, factsJSON: String, recordedAt: Int64 = 0
+    ) {
+        self.id = id
+        self.key = key
+        self.type = type
+        self.at = at
+        self.productID = productID
+        self.originalTransactionID = originalTransactionID
+        self.transactionID = transactionID
+        self.factsJSON = factsJSON
+        self.recordedAt = recordedAt
+    }
+
+    /// Whether two rows say the same thing (ids and recording times aside).
+    public func sameContent(as other: EventRecord) -> Bool {
+        var a = self
+        var b = other
+        (a.id, a.recordedAt, b.id, b.recordedAt) = (0, 0, 0, 0)
+        return a == b
+    }
 }
 
 /// One row of the verification log.

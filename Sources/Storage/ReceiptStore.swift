@@ -3,7 +3,9 @@
 public struct ReceiptStore {
     /// How a save ended.
     public enum SaveOutcome: Sendable, Equatable {
-        case saved
+        /// Stored; `changes` counts the transaction and renewal rows that were new or different, and
+        /// the purchases that changed holder.
+        case saved(changes: Int)
         /// Under `OwnershipPolicy.keep`, another user already holds one of the receipt's purchases.
         /// Nothing was written.
         case receiptInUse(heldBy: String)
@@ -14,7 +16,8 @@ public struct ReceiptStore {
     public init(_ database: Database) { db = database }
 
     /// Stores a verified receipt for `appUserID` in one write transaction. Re-saving the same
-    /// receipt changes no row. Ownership of each original transaction goes to `appUserID` under
+    /// receipt changes no row. A renewal row that changed is also appended to `renewal_history`,
+    /// dated `now`. Ownership of each original transaction goes to `appUserID` under
     /// `.transfer` (recorded), or the save is refused under `.keep` when someone else holds it.
     /// `log`, when given, is written in the same transaction (even when `.keep` refuses the save).
     public func save(
@@ -51,6 +54,7 @@ public struct ReceiptStore {
                 ).bind([original, from, appUserID, now]).run()
             }
 
+            var changes = takeOver.count
             let upsertTransaction = try db.prepare(Self.upsertTransactionSQL)
             for t in receipt.transactions {
                 try upsertTransaction.bind([
@@ -59,15 +63,15 @@ public struct ReceiptStore {
                     t.isTrialPeriod ? 1 : 0, t.isInIntroOfferPeriod ? 1 : 0, t.isUpgraded ? 1 : 0, t.ownershipType,
                     t.subscriptionGroupID, t.webOrderLineItemID, t.promotionalOfferID, t.offerCodeRefName, t.rawJSON, now, now,
                 ]).run()
+                changes += db.changes
             }
             let upsertRenewal = try db.prepare(Self.upsertRenewalSQL)
+            let appendHistory = try db.prepare(Self.insertHistorySQL)
             for r in receipt.renewals {
-                try upsertRenewal.bind([
-                    r.originalTransactionID, r.productID, r.autoRenewProductID, r.autoRenewStatus.map { $0 ? 1 : 0 },
-                    r.expirationIntent, r.gracePeriodExpiresDate, r.isInBillingRetryPeriod.map { $0 ? 1 : 0 },
-                    r.priceConsentStatus, r.priceIncreaseStatus, r.offerCodeRefName, r.promotionalOfferID, r.environment,
-                    r.rawJSON, now,
-                ]).run()
+                try upsertRenewal.bind(Self.renewalValues(r) + [r.rawJSON, now]).run()
+                guard db.changes > 0 else { continue }
+                changes += 1
+                try appendHistory.bind(Self.renewalValues(r) + [r.rawJSON, now]).run()
             }
             if let latest = receipt.latestReceipt {
                 let upsertLatest = try db.prepare(
@@ -79,58 +83,119 @@ public struct ReceiptStore {
                     """)
                 for original in originals { try upsertLatest.bind([original, latest, receipt.environment, now]).run() }
             }
-            return .saved
+            return .saved(changes: changes)
         }
     }
 
-    /// The subscriber and every transaction and renewal of the purchases they hold; nil when unknown.
+    /// The subscriber, every transaction and renewal snapshot of the purchases they hold, and the
+    /// transfers that concern them; nil when unknown.
     public func subscriber(_ appUserID: String) throws -> SubscriberRecord? {
-        let exists = try db.prepare("SELECT 1 FROM subscribers WHERE app_user_id = ?").bind([appUserID])
-        guard try exists.step() else { return nil }
+        let head = try db.prepare("SELECT version, state_hash FROM subscribers WHERE app_user_id = ?").bind([appUserID])
+        guard try head.step() else { return nil }
+        let (version, stateHash) = (head.int(0), head.text(1))
         let transactions = try db.prepare(
             """
-            SELECT t.transaction_id, t.original_transaction_id, t.product_id, t.bundle_id, t.environment, t.purchase_date,
-                   t.original_purchase_date, t.expires_date, t.cancellation_date, t.cancellation_reason, t.quantity,
-                   t.is_trial_period, t.is_in_intro_offer_period, t.is_upgraded, t.ownership_type, t.subscription_group_id,
-                   t.web_order_line_item_id, t.promotional_offer_id, t.offer_code_ref_name, t.raw_json
+            SELECT \(Self.transactionColumns("t"))
             FROM transactions t JOIN ownership o ON o.original_transaction_id = t.original_transaction_id
             WHERE o.app_user_id = ? ORDER BY t.purchase_date, t.transaction_id
             """
         ).bind([appUserID])
         var records: [TransactionRecord] = []
-        while try transactions.step() {
-            let s = transactions
-            records.append(
-                TransactionRecord(
-                    transactionID: s.text(0)!, originalTransactionID: s.text(1)!, productID: s.text(2)!, bundleID: s.text(3)!,
-                    environment: s.text(4)!, purchaseDate: s.optionalInt(5), originalPurchaseDate: s.optionalInt(6),
-                    expiresDate: s.optionalInt(7), cancellationDate: s.optionalInt(8), cancellationReason: s.text(9),
-                    quantity: s.optionalInt(10), isTrialPeriod: s.int(11) == 1, isInIntroOfferPeriod: s.int(12) == 1,
-                    isUpgraded: s.int(13) == 1, ownershipType: s.text(14), subscriptionGroupID: s.text(15),
-                    webOrderLineItemID: s.text(16), promotionalOfferID: s.text(17), offerCodeRefName: s.text(18),
-                    rawJSON: s.text(19)!))
-        }
-        let renewals = try db.prepare(
+        while try transactions.step() { records.append(Self.transaction(transactions)) }
+        let history = try db.prepare(
             """
-            SELECT r.original_transaction_id, r.product_id, r.auto_renew_product_id, r.auto_renew_status, r.expiration_intent,
-                   r.grace_period_expires_date, r.is_in_billing_retry_period, r.price_consent_status,
-                   r.price_increase_status, r.offer_code_ref_name, r.promotional_offer_id, r.environment, r.raw_json
-            FROM pending_renewal_info r JOIN ownership o ON o.original_transaction_id = r.original_transaction_id
-            WHERE o.app_user_id = ? ORDER BY r.original_transaction_id
+            SELECT h.id, h.observed_at, \(Self.renewalColumns("h"))
+            FROM renewal_history h JOIN ownership o ON o.original_transaction_id = h.original_transaction_id
+            WHERE o.app_user_id = ? ORDER BY h.observed_at, h.id
             """
         ).bind([appUserID])
-        var renewalRecords: [RenewalRecord] = []
-        while try renewals.step() {
-            let s = renewals
-            renewalRecords.append(
-                RenewalRecord(
-                    originalTransactionID: s.text(0)!, productID: s.text(1), autoRenewProductID: s.text(2),
-                    autoRenewStatus: s.optionalInt(3).map { $0 == 1 }, expirationIntent: s.optionalInt(4),
-                    gracePeriodExpiresDate: s.optionalInt(5), isInBillingRetryPeriod: s.optionalInt(6).map { $0 == 1 },
-                    priceConsentStatus: s.text(7), priceIncreaseStatus: s.text(8), offerCodeRefName: s.text(9),
-                    promotionalOfferID: s.text(10), environment: s.text(11)!, rawJSON: s.text(12)!))
+        var snapshots: [RenewalSnapshot] = []
+        while try history.step() {
+            snapshots.append(
+                RenewalSnapshot(id: history.int(0), observedAt: history.int(1), record: Self.renewal(history, from: 2)))
         }
-        return SubscriberRecord(appUserID: appUserID, transactions: records, renewals: renewalRecords)
+        let moves = try db.prepare(
+            """
+            SELECT m.original_transaction_id, m.from_app_user_id, m.to_app_user_id, m.at,
+                   (SELECT t.product_id FROM transactions t WHERE t.original_transaction_id = m.original_transaction_id
+                    ORDER BY t.purchase_date DESC, t.transaction_id DESC LIMIT 1)
+            FROM ownership_transfers m
+            WHERE m.original_transaction_id IN (SELECT original_transaction_id FROM ownership WHERE app_user_id = ?1)
+               OR m.from_app_user_id = ?1 OR m.to_app_user_id = ?1
+            ORDER BY m.at, m.id
+            """
+        ).bind([appUserID])
+        var transfers: [TransferRecord] = []
+        while try moves.step() {
+            transfers.append(
+                TransferRecord(
+                    originalTransactionID: moves.text(0)!, productID: moves.text(4), from: moves.text(1), to: moves.text(2)!,
+                    at: moves.int(3)))
+        }
+        return SubscriberRecord(
+            appUserID: appUserID, version: version, stateHash: stateHash, transactions: records, renewalHistory: snapshots,
+            transfers: transfers)
+    }
+
+    /// Records a new document fingerprint and bumps the version, if the stored fingerprint is still
+    /// `expected` (compare-and-set: of two racing writers, one bumps). The version after the call.
+    public func setState(_ appUserID: String, hash: String, expected: String?, now: Int64) throws -> Int64? {
+        try db.prepare(
+            """
+            UPDATE subscribers SET version = version + 1, state_hash = ?, updated_at = ?
+            WHERE app_user_id = ? AND state_hash IS ?
+            """
+        ).bind([hash, now, appUserID, expected]).run()
+        return try db.prepare("SELECT version FROM subscribers WHERE app_user_id = ?").bind([appUserID]).firstInt()
+    }
+
+    /// Subscriber ids in order, `limit` at a time after `after`.
+    public func subscriberIDs(after: String?, limit: Int) throws -> [String] {
+        let q = try db.prepare("SELECT app_user_id FROM subscribers WHERE app_user_id > ? ORDER BY app_user_id LIMIT ?")
+            .bind([after ?? "", Int64(limit)])
+        var ids: [String] = []
+        while try q.step() { ids.append(q.text(0)!) }
+        return ids
+    }
+
+    /// Rewrites a transaction's derived columns (for re-derivation from its raw JSON).
+    public func updateColumns(of t: TransactionRecord) throws {
+        try db.prepare(
+            """
+            UPDATE transactions SET original_transaction_id = ?, product_id = ?, bundle_id = ?, environment = ?,
+                purchase_date = ?, original_purchase_date = ?, expires_date = ?, cancellation_date = ?,
+                cancellation_reason = ?, quantity = ?, is_trial_period = ?, is_in_intro_offer_period = ?, is_upgraded = ?,
+                ownership_type = ?, subscription_group_id = ?, web_order_line_item_id = ?, promotional_offer_id = ?,
+                offer_code_ref_name = ?
+            WHERE transaction_id = ?
+            """
+        ).bind([
+            t.originalTransactionID, t.productID, t.bundleID, t.environment, t.purchaseDate, t.originalPurchaseDate,
+            t.expiresDate, t.cancellationDate, t.cancellationReason, t.quantity, t.isTrialPeriod ? 1 : 0,
+            t.isInIntroOfferPeriod ? 1 : 0, t.isUpgraded ? 1 : 0, t.ownershipType, t.subscriptionGroupID,
+            t.webOrderLineItemID, t.promotionalOfferID, t.offerCodeRefName, t.transactionID,
+        ]).run()
+    }
+
+    /// Rewrites a renewal snapshot's derived columns, and the current row's when it is the newest.
+    public func updateColumns(of snapshot: RenewalSnapshot) throws {
+        let r = snapshot.record
+        try db.prepare(
+            """
+            UPDATE renewal_history SET product_id = ?, auto_renew_product_id = ?, auto_renew_status = ?,
+                expiration_intent = ?, grace_period_expires_date = ?, is_in_billing_retry_period = ?,
+                price_consent_status = ?, price_increase_status = ?, offer_code_ref_name = ?, promotional_offer_id = ?
+            WHERE id = ?
+            """
+        ).bind(Array(Self.renewalValues(r).dropFirst().dropLast()) + [snapshot.id]).run()
+        try db.prepare(
+            """
+            UPDATE pending_renewal_info SET product_id = ?, auto_renew_product_id = ?, auto_renew_status = ?,
+                expiration_intent = ?, grace_period_expires_date = ?, is_in_billing_retry_period = ?,
+                price_consent_status = ?, price_increase_status = ?, offer_code_ref_name = ?, promotional_offer_id = ?
+            WHERE original_transaction_id = ? AND raw_json = ?
+            """
+        ).bind(Array(Self.renewalValues(r).dropFirst().dropLast()) + [r.originalTransactionID, r.rawJSON]).run()
     }
 
     /// Appends one row to the verification log.
@@ -139,6 +204,58 @@ public struct ReceiptStore {
             "INSERT INTO verifications (app_user_id, environment, apple_status, outcome, attempts, latency_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
         ).bind([entry.appUserID, entry.environment, entry.appleStatus, entry.outcome, entry.attempts, entry.latencyMs, now]).run()
     }
+
+    static func transactionColumns(_ t: String) -> String {
+        [
+            "transaction_id", "original_transaction_id", "product_id", "bundle_id", "environment", "purchase_date",
+            "original_purchase_date", "expires_date", "cancellation_date", "cancellation_reason", "quantity", "is_trial_period",
+            "is_in_intro_offer_period", "is_upgraded", "ownership_type", "subscription_group_id", "web_order_line_item_id",
+            "promotional_offer_id", "offer_code_ref_name", "raw_json",
+        ].map { "\(t).\($0)" }.joined(separator: ", ")
+    }
+
+    static func transaction(_ s: Statement) -> TransactionRecord {
+        TransactionRecord(
+            transactionID: s.text(0)!, originalTransactionID: s.text(1)!, productID: s.text(2)!, bundleID: s.text(3)!,
+            environment: s.text(4)!, purchaseDate: s.optionalInt(5), originalPurchaseDate: s.optionalInt(6),
+            expiresDate: s.optionalInt(7), cancellationDate: s.optionalInt(8), cancellationReason: s.text(9),
+            quantity: s.optionalInt(10), isTrialPeriod: s.int(11) == 1, isInIntroOfferPeriod: s.int(12) == 1,
+            isUpgraded: s.int(13) == 1, ownershipType: s.text(14), subscriptionGroupID: s.text(15),
+            webOrderLineItemID: s.text(16), promotionalOfferID: s.text(17), offerCodeRefName: s.text(18), rawJSON: s.text(19)!)
+    }
+
+    static func renewalColumns(_ r: String) -> String {
+        [
+            "original_transaction_id", "product_id", "auto_renew_product_id", "auto_renew_status", "expiration_intent",
+            "grace_period_expires_date", "is_in_billing_retry_period", "price_consent_status", "price_increase_status",
+            "offer_code_ref_name", "promotional_offer_id", "environment", "raw_json",
+        ].map { "\(r).\($0)" }.joined(separator: ", ")
+    }
+
+    static func renewal(_ s: Statement, from c: Int32) -> RenewalRecord {
+        RenewalRecord(
+            originalTransactionID: s.text(c)!, productID: s.text(c + 1), autoRenewProductID: s.text(c + 2),
+            autoRenewStatus: s.optionalInt(c + 3).map { $0 == 1 }, expirationIntent: s.optionalInt(c + 4),
+            gracePeriodExpiresDate: s.optionalInt(c + 5), isInBillingRetryPeriod: s.optionalInt(c + 6).map { $0 == 1 },
+            priceConsentStatus: s.text(c + 7), priceIncreaseStatus: s.text(c + 8), offerCodeRefName: s.text(c + 9),
+            promotionalOfferID: s.text(c + 10), environment: s.text(c + 11)!, rawJSON: s.text(c + 12)!)
+    }
+
+    /// original_transaction_id … environment, in the column order of both renewal tables.
+    static func renewalValues(_ r: RenewalRecord) -> [(any StatementValue)?] {
+        [
+            r.originalTransactionID, r.productID, r.autoRenewProductID, r.autoRenewStatus.map { $0 ? 1 : 0 },
+            r.expirationIntent, r.gracePeriodExpiresDate, r.isInBillingRetryPeriod.map { $0 ? 1 : 0 }, r.priceConsentStatus,
+            r.priceIncreaseStatus, r.offerCodeRefName, r.promotionalOfferID, r.environment,
+        ]
+    }
+
+    static let insertHistorySQL = """
+        INSERT INTO renewal_history (original_transaction_id, product_id, auto_renew_product_id, auto_renew_status,
+            expiration_intent, grace_period_expires_date, is_in_billing_retry_period, price_consent_status,
+            price_increase_status, offer_code_ref_name, promotional_offer_id, environment, raw_json, observed_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
 
     // An unchanged row is not rewritten (the WHERE of the upsert), so re-posting changes nothing.
     static let upsertTransactionSQL = """
@@ -179,4 +296,7 @@ public struct ReceiptStore {
 extension Statement {
     /// The column as an integer, nil when NULL.
     public func optionalInt(_ column: Int32) -> Int64? { isNull(column) ? nil : int(column) }
+
+    /// The first column of the first row as an integer; nil when there is no row or it is NULL.
+    public func firstInt() throws -> Int64? { try step() ? optionalInt(0) : nil }
 }

@@ -5,13 +5,13 @@ import Logging
 import ReceiptService
 import Storage
 
-/// `receiptd`: serve (default), migrate, check-config, simulate, version.
+/// `receiptd`: serve (default), migrate, rederive, check-config, simulate, version.
 @main
 struct ReceiptdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receiptd",
         abstract: "Self-hosted App Store receipt validation and entitlements.",
-        subcommands: [Serve.self, Migrate.self, CheckConfig.self, Simulate.self, Version.self],
+        subcommands: [Serve.self, Migrate.self, Rederive.self, CheckConfig.self, Simulate.self, Version.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -76,6 +76,39 @@ struct Migrate: AsyncParsableCommand {
             for migration in migrations { print("\(verb) \(migration.name) (sha256 \(migration.checksum.prefix(12))…)") }
         } catch {
             printError("receiptd: migrate failed: \(error)")
+            throw ExitCode.failure
+        }
+    }
+}
+
+struct Rederive: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Recompute every subscriber's state and events from the stored Apple payloads; print what changed.",
+        discussion: "Each subscriber is its own short transaction, so this is safe while receiptd serves.")
+    @OptionGroup var options: GlobalOptions
+    @Flag(help: "Report what would change; change nothing.") var dryRun = false
+
+    func run() async throws {
+        let (config, _) = try await options.load()
+        do {
+            let migrator = Migrator(migrations: try Migration.load(from: config.database.migrationsDirectory))
+            let database = try Database(path: config.database.path, busyTimeout: config.database.busyTimeout)
+            guard try migrator.status(of: database).pending.isEmpty else {
+                printError("receiptd: the database has pending migrations: run `receiptd migrate` first")
+                throw ExitCode.failure
+            }
+            let started = ContinuousClock.now
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let report = try Rederivation(configuration: config).run(database, now: now, dryRun: dryRun) { change in
+                print("\(dryRun ? "would change" : "changed") \(change)")
+            }
+            let elapsed = (ContinuousClock.now - started).components
+            let ms = elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000
+            print("rederived \(report) in \(ms) ms\(dryRun ? " (dry run: nothing written)" : "")")
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            printError("receiptd: rederive failed: \(error)")
             throw ExitCode.failure
         }
     }

@@ -64,7 +64,10 @@ struct AppStoreSimulatorTests {
             ("expired_price_increase", .expired, "normal", 3), ("expired_not_for_sale", .expired, "normal", 4),
             ("expired_other", .expired, "normal", 5), ("refunded", .refunded, "normal", nil),
             ("grace_period", .gracePeriod, "normal", 2), ("billing_retry", .billingRetry, "normal", 2),
-            ("family_shared", .active, "normal", nil),
+            ("family_shared", .active, "normal", nil), ("family_revoked", .revoked, "normal", nil),
+            ("cancelled", .active, "normal", nil), ("downgrade_pending", .active, "normal", nil),
+            ("price_increase_pending", .active, "normal", nil), ("offer_code", .active, "normal", nil),
+            ("promotional_offer", .active, "normal", nil), ("past_refund", .active, "normal", nil),
         ]
         try await withSimulator { client in
             for (scenario, state, periodType, intent) in expected {
@@ -78,7 +81,7 @@ struct AppStoreSimulatorTests {
                 let subs = statuses(response).subs
                 #expect(subs.map(\.state) == [state], "\(scenario)")
                 #expect(subs.first?.periodType == periodType, "\(scenario)")
-                #expect(subs.first?.ownership == (scenario == "family_shared" ? "family_shared" : "purchased"))
+                #expect(subs.first?.ownership == (scenario.hasPrefix("family_") ? "family_shared" : "purchased"))
             }
         }
     }
@@ -90,7 +93,9 @@ struct AppStoreSimulatorTests {
                 return
             }
             #expect(
-                statuses(upgraded).subs.map { "\($0.productID):\($0.state.rawValue)" } == ["monthly:upgraded", "yearly:active"])
+                statuses(upgraded).subs.map { "\($0.productID):\($0.state.rawValue)" } == [
+                    "monthly:upgraded", "premium_monthly:active",
+                ])
             guard case .valid(let lifetime, _) = await client.verify(receiptData: receipt("non_consumable:7")).result else {
                 Issue.record("non_consumable")
                 return

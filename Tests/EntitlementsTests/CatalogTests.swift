@@ -38,7 +38,9 @@ struct CatalogTests {
 
     @Test func undeclaredProductsAreJudgedByTheirExpiry() {
         let catalog = Catalog(["coins": .consumable])
-        #expect(catalog.kind(of: Purchase(transactionID: "a", originalTransactionID: "a", productID: "x", expiresDate: 1)) == .autoRenewable)
+        #expect(
+            catalog.kind(of: Purchase(transactionID: "a", originalTransactionID: "a", productID: "x", expiresDate: 1))
+                == .autoRenewable)
         #expect(catalog.kind(of: Purchase(transactionID: "a", originalTransactionID: "a", productID: "x")) == .nonConsumable)
         #expect(catalog.kind(of: Purchase(transactionID: "a", originalTransactionID: "a", productID: "coins")) == .consumable)
     }

@@ -15,7 +15,8 @@ func period(
 ) -> Purchase {
     Purchase(
         transactionID: id, originalTransactionID: original, productID: product, purchaseDate: d(from),
-        originalPurchaseDate: t0, expiresDate: d(to), cancellationDate: cancelled.map(d), cancellationReason: cancelled.map { _ in "0" },
+        originalPurchaseDate: t0, expiresDate: d(to), cancellationDate: cancelled.map(d),
+        cancellationReason: cancelled.map { _ in "0" },
         isTrialPeriod: trial, isInIntroOfferPeriod: intro, isUpgraded: upgraded,
         ownershipType: family ? "FAMILY_SHARED" : "PURCHASED", environment: "sandbox", subscriptionGroupID: "g1",
         promotionalOfferID: promo, offerCodeRefName: offerCode)
@@ -74,15 +75,20 @@ let timelines: [Timeline] = [
         name: "renewals chain by original id and order by date, not array order",
         steps: [
             Step(
-                at: 65, transactions: [period("t3", from: 60, to: 90), period("t1", from: 0, to: 30), period("t2", from: 30, to: 60)],
+                at: 65,
+                transactions: [period("t3", from: 60, to: 90), period("t1", from: 0, to: 30), period("t2", from: 30, to: 60)],
                 renewals: [renewal()], states: ["monthly": .active], pro: true)
         ],
         events: ["initial_purchase", "renewal", "renewal"]),
     Timeline(
         name: "a free trial converts to a paid period",
         steps: [
-            Step(at: 1, transactions: [period("t1", from: 0, to: 7, trial: true)], renewals: [renewal()], states: ["monthly": .active]),
-            Step(at: 8, transactions: [period("t2", from: 7, to: 37)], renewals: [renewal()], states: ["monthly": .active], pro: true),
+            Step(
+                at: 1, transactions: [period("t1", from: 0, to: 7, trial: true)], renewals: [renewal()],
+                states: ["monthly": .active]),
+            Step(
+                at: 8, transactions: [period("t2", from: 7, to: 37)], renewals: [renewal()], states: ["monthly": .active],
+                pro: true),
         ],
         events: ["trial_started", "trial_converted"]),
     Timeline(
@@ -128,90 +134,128 @@ let timelines: [Timeline] = [
             Step(at: 1, transactions: [period("t1", from: 0, to: 30)], renewals: [renewal()]),
             Step(at: 30.5, renewals: [renewal(intent: 2, grace: 46, retry: true)], states: ["monthly": .gracePeriod], pro: true),
             Step(at: 47, states: ["monthly": .billingRetry], pro: false),
-            Step(at: 50, renewals: [renewal(autoRenew: false, intent: 2, retry: false)], states: ["monthly": .expired], pro: false),
+            Step(
+                at: 50, renewals: [renewal(autoRenew: false, intent: 2, retry: false)], states: ["monthly": .expired], pro: false),
         ],
         events: ["initial_purchase", "billing_issue", "grace_period_started", "expiration"]),
     Timeline(
         name: "a billing retry first seen after the expiry is not an expiration",
         steps: [
-            Step(at: 40, transactions: [period("t1", from: 0, to: 30)], renewals: [renewal(intent: 2, retry: true)],
-                 states: ["monthly": .billingRetry], pro: false)
+            Step(
+                at: 40, transactions: [period("t1", from: 0, to: 30)], renewals: [renewal(intent: 2, retry: true)],
+                states: ["monthly": .billingRetry], pro: false)
         ],
         events: ["initial_purchase", "billing_issue"]),
     Timeline(
         name: "a refund of the current period ends access",
         steps: [
-            Step(at: 31, transactions: [period("t1", from: 0, to: 30), period("t2", from: 30, to: 60)], renewals: [renewal()],
-                 states: ["monthly": .active]),
-            Step(at: 41, transactions: [period("t2", from: 30, to: 60, cancelled: 40)], renewals: [renewal(autoRenew: false)],
-                 states: ["monthly": .refunded], pro: false),
+            Step(
+                at: 31, transactions: [period("t1", from: 0, to: 30), period("t2", from: 30, to: 60)], renewals: [renewal()],
+                states: ["monthly": .active]),
+            Step(
+                at: 41, transactions: [period("t2", from: 30, to: 60, cancelled: 40)], renewals: [renewal(autoRenew: false)],
+                states: ["monthly": .refunded], pro: false),
         ],
         events: ["initial_purchase", "renewal", "refund"]),
     Timeline(
         name: "a refund of a past period leaves the newer periods entitled",
         steps: [
-            Step(at: 45, transactions: [period("t1", from: 0, to: 30, cancelled: 44), period("t2", from: 30, to: 60)],
-                 renewals: [renewal()], states: ["monthly": .active], pro: true)
+            Step(
+                at: 45, transactions: [period("t1", from: 0, to: 30, cancelled: 44), period("t2", from: 30, to: 60)],
+                renewals: [renewal()], states: ["monthly": .active], pro: true)
         ],
         events: ["initial_purchase", "renewal", "refund"]),
     Timeline(
         name: "an upgrade: the new product grants, the upgraded one never does",
         steps: [
             Step(at: 5, transactions: [period("t1", from: 0, to: 30)], renewals: [renewal()], states: ["monthly": .active]),
-            Step(at: 11, transactions: [period("t1", from: 0, to: 30, cancelled: 10, upgraded: true), period("t2", product: "premium", from: 10, to: 40)],
-                 renewals: [renewal(product: "premium")], states: ["premium": .active, "monthly": .upgraded], pro: true),
+            Step(
+                at: 11,
+                transactions: [
+                    period("t1", from: 0, to: 30, cancelled: 10, upgraded: true),
+                    period("t2", product: "premium", from: 10, to: 40),
+                ],
+                renewals: [renewal(product: "premium")], states: ["premium": .active, "monthly": .upgraded], pro: true),
         ],
         events: ["initial_purchase", "product_change"]),
     Timeline(
         name: "an upgraded long period does not keep access after the new product lapses",
         steps: [
-            Step(at: 101, transactions: [period("t1", product: "yearly", from: 0, to: 365, cancelled: 100, upgraded: true),
-                                         period("t2", product: "premium", from: 100, to: 130)],
-                 renewals: [renewal(product: "premium")], states: ["premium": .active, "yearly": .upgraded], pro: true),
-            Step(at: 140, renewals: [renewal(product: "premium", autoRenew: false, intent: 1)],
-                 states: ["premium": .expired, "yearly": .upgraded], pro: false),
+            Step(
+                at: 101,
+                transactions: [
+                    period("t1", product: "yearly", from: 0, to: 365, cancelled: 100, upgraded: true),
+                    period("t2", product: "premium", from: 100, to: 130),
+                ],
+                renewals: [renewal(product: "premium")], states: ["premium": .active, "yearly": .upgraded], pro: true),
+            Step(
+                at: 140, renewals: [renewal(product: "premium", autoRenew: false, intent: 1)],
+                states: ["premium": .expired, "yearly": .upgraded], pro: false),
         ],
         events: ["initial_purchase", "product_change", "expiration"]),
     Timeline(
         name: "a downgrade waits for the next renewal",
         steps: [
-            Step(at: 100, transactions: [period("t1", product: "yearly", from: 0, to: 365)], renewals: [renewal(product: "yearly", into: "monthly")],
-                 states: ["yearly": .active], pro: true),
-            Step(at: 366, transactions: [period("t2", product: "monthly", from: 365, to: 395)], renewals: [renewal(product: "monthly")],
-                 states: ["monthly": .active, "yearly": .expired], pro: true),
+            Step(
+                at: 100, transactions: [period("t1", product: "yearly", from: 0, to: 365)],
+                renewals: [renewal(product: "yearly", into: "monthly")],
+                states: ["yearly": .active], pro: true),
+            Step(
+                at: 366, transactions: [period("t2", product: "monthly", from: 365, to: 395)],
+                renewals: [renewal(product: "monthly")],
+                states: ["monthly": .active, "yearly": .expired], pro: true),
         ],
         events: ["initial_purchase", "product_change"]),
     Timeline(
         name: "family sharing: entitled, then revoked",
         steps: [
-            Step(at: 1, transactions: [period("t1", from: 0, to: 30, family: true)], renewals: [renewal()], states: ["monthly": .active], pro: true),
-            Step(at: 11, transactions: [period("t1", from: 0, to: 30, cancelled: 10, family: true)], renewals: [renewal()],
-                 states: ["monthly": .revoked], pro: false),
+            Step(
+                at: 1, transactions: [period("t1", from: 0, to: 30, family: true)], renewals: [renewal()],
+                states: ["monthly": .active], pro: true),
+            Step(
+                at: 11, transactions: [period("t1", from: 0, to: 30, cancelled: 10, family: true)], renewals: [renewal()],
+                states: ["monthly": .revoked], pro: false),
         ],
         events: ["initial_purchase", "refund"]),
     Timeline(
         name: "family-shared purchases do not count when the policy says so",
-        steps: [Step(at: 1, transactions: [period("t1", from: 0, to: 30, family: true)], renewals: [renewal()], states: ["monthly": .active], pro: false)],
+        steps: [
+            Step(
+                at: 1, transactions: [period("t1", from: 0, to: 30, family: true)], renewals: [renewal()],
+                states: ["monthly": .active], pro: false)
+        ],
         events: ["initial_purchase"], policy: DerivationPolicy(familySharedCounts: false)),
     Timeline(
         name: "a declined price increase expires the subscription",
         steps: [
             Step(at: 1, transactions: [period("t1", from: 0, to: 30)], renewals: [renewal(consent: "0")], pro: true),
-            Step(at: 31, renewals: [renewal(autoRenew: false, intent: 3, consent: "0")], states: ["monthly": .expired], pro: false),
+            Step(
+                at: 31, renewals: [renewal(autoRenew: false, intent: 3, consent: "0")], states: ["monthly": .expired], pro: false),
         ],
         events: ["initial_purchase", "expiration"]),
     Timeline(
         name: "a lapse and a resubscription",
         steps: [
-            Step(at: 40, transactions: [period("t1", from: 0, to: 30)], renewals: [renewal(autoRenew: false, intent: 1)], states: ["monthly": .expired]),
-            Step(at: 51, transactions: [period("t2", from: 50, to: 80)], renewals: [renewal()], states: ["monthly": .active], pro: true),
+            Step(
+                at: 40, transactions: [period("t1", from: 0, to: 30)], renewals: [renewal(autoRenew: false, intent: 1)],
+                states: ["monthly": .expired]),
+            Step(
+                at: 51, transactions: [period("t2", from: 50, to: 80)], renewals: [renewal()], states: ["monthly": .active],
+                pro: true),
         ],
         events: ["initial_purchase", "expiration", "renewal"]),
     Timeline(
         name: "non-renewing passes stack end to end",
         steps: [
-            Step(at: 1, transactions: [Purchase(transactionID: "p1", originalTransactionID: "p1", productID: "pass", purchaseDate: d(0))], pro: true),
-            Step(at: 20, transactions: [Purchase(transactionID: "p2", originalTransactionID: "p2", productID: "pass", purchaseDate: d(20))], pro: true),
+            Step(
+                at: 1,
+                transactions: [Purchase(transactionID: "p1", originalTransactionID: "p1", productID: "pass", purchaseDate: d(0))],
+                pro: true),
+            Step(
+                at: 20,
+                transactions: [
+                    Purchase(transactionID: "p2", originalTransactionID: "p2", productID: "pass", purchaseDate: d(20))
+                ], pro: true),
             Step(at: 45, pro: true),
             Step(at: 61, pro: false),
         ],
@@ -219,14 +263,31 @@ let timelines: [Timeline] = [
     Timeline(
         name: "a non-consumable lasts until refunded",
         steps: [
-            Step(at: 1, transactions: [Purchase(transactionID: "n1", originalTransactionID: "n1", productID: "lifetime", purchaseDate: d(0))], pro: true),
+            Step(
+                at: 1,
+                transactions: [
+                    Purchase(transactionID: "n1", originalTransactionID: "n1", productID: "lifetime", purchaseDate: d(0))
+                ], pro: true),
             Step(at: 500, pro: true),
-            Step(at: 502, transactions: [Purchase(transactionID: "n1", originalTransactionID: "n1", productID: "lifetime", purchaseDate: d(0), cancellationDate: d(501))], pro: false),
+            Step(
+                at: 502,
+                transactions: [
+                    Purchase(
+                        transactionID: "n1", originalTransactionID: "n1", productID: "lifetime", purchaseDate: d(0),
+                        cancellationDate: d(501))
+                ], pro: false),
         ],
         events: ["initial_purchase", "refund"]),
     Timeline(
         name: "a consumable is listed but never entitles",
-        steps: [Step(at: 1, transactions: [Purchase(transactionID: "c1", originalTransactionID: "c1", productID: "coins", purchaseDate: d(0), quantity: 3)], pro: .some(.none))],
+        steps: [
+            Step(
+                at: 1,
+                transactions: [
+                    Purchase(
+                        transactionID: "c1", originalTransactionID: "c1", productID: "coins", purchaseDate: d(0), quantity: 3)
+                ], pro: .some(.none))
+        ],
         events: ["initial_purchase"], catalog: Catalog(["coins": .consumable])),
 ]
 
@@ -243,7 +304,8 @@ struct DerivationTests {
                 #expect(s?.state == expected, "day \(step.at): \(product)")
             }
             if case .some(let expected) = step.pro {
-                let others = Derivation.nonSubscriptions(facts, catalog: timeline.catalog, policy: timeline.policy, now: d(step.at))
+                let others = Derivation.nonSubscriptions(
+                    facts, catalog: timeline.catalog, policy: timeline.policy, now: d(step.at))
                 let grant = rules.grants(subscriptions: subs, purchases: others)["pro"]
                 #expect(grant?.isActive == expected, "day \(step.at): \(grant?.explanation.decision ?? "no grant")")
             }
@@ -257,7 +319,8 @@ struct DerivationTests {
     }
 
     @Test func theExplanationNamesTheTransactionTheRuleAndTheTime() {
-        let facts = Facts(purchases: [period("t1", from: 0, to: 30)], renewals: [RenewalObservation(observedAt: d(1), renewal: renewal())])
+        let facts = Facts(
+            purchases: [period("t1", from: 0, to: 30)], renewals: [RenewalObservation(observedAt: d(1), renewal: renewal())])
         let s = Derivation.subscriptions(facts, now: d(2))[0]
         #expect(s.explanation.rule == "active_period")
         #expect(s.explanation.facts.contains(Fact("transaction_id", .text("t1"))))
@@ -282,7 +345,8 @@ struct DerivationTests {
     @Test func billingIssueIsDatedFromTheFirstSnapshotThatShowedIt() {
         let observations = [
             RenewalObservation(observedAt: d(31), renewal: renewal(intent: 2, grace: 46, retry: true)),
-            RenewalObservation(observedAt: d(33), renewal: renewal(autoRenew: true, intent: 2, grace: 46, retry: true, consent: "1")),
+            RenewalObservation(
+                observedAt: d(33), renewal: renewal(autoRenew: true, intent: 2, grace: 46, retry: true, consent: "1")),
         ]
         let s = Derivation.subscriptions(Facts(purchases: [period("t1", from: 0, to: 30)], renewals: observations), now: d(34))[0]
         #expect(s.state == .gracePeriod)
@@ -291,7 +355,10 @@ struct DerivationTests {
         #expect(s.expirationReason == nil)
     }
 
-    @Test(arguments: [(Int64(1), ExpirationReason.customerCancelled), (2, .billingError), (3, .priceIncreaseDeclined), (4, .productUnavailable), (5, .other), (9, .unknown)])
+    @Test(arguments: [
+        (Int64(1), ExpirationReason.customerCancelled), (2, .billingError), (3, .priceIncreaseDeclined), (4, .productUnavailable),
+        (5, .other), (9, .unknown),
+    ])
     func expirationReasonsFollowTheIntent(_ intent: Int64, _ reason: ExpirationReason) {
         let facts = Facts(
             purchases: [period("t1", from: 0, to: 30)],
@@ -322,7 +389,9 @@ struct DerivationTests {
     }
 
     @Test func aConsumableNeverEntitles() {
-        let facts = Facts(purchases: [Purchase(transactionID: "c1", originalTransactionID: "c1", productID: "coins", purchaseDate: d(0))])
+        let facts = Facts(purchases: [
+            Purchase(transactionID: "c1", originalTransactionID: "c1", productID: "coins", purchaseDate: d(0))
+        ])
         let listed = Derivation.nonSubscriptions(facts, catalog: Catalog(["coins": .consumable]), now: d(1))
         #expect(listed.count == 1)
         #expect(listed[0].isEntitled == false)
@@ -391,7 +460,8 @@ struct DerivationPropertyTests {
             }
         }
         if Bool.random(using: &rng) {
-            purchases.append(Purchase(transactionID: "n1", originalTransactionID: "n1", productID: "lifetime", purchaseDate: d(3)))
+            purchases.append(
+                Purchase(transactionID: "n1", originalTransactionID: "n1", productID: "lifetime", purchaseDate: d(3)))
         }
         return Facts(purchases: purchases, renewals: observations)
     }

@@ -7,7 +7,8 @@ struct EntitlementRulesTests {
     @Test func aNonConsumableEntitlesForeverUnlessRefunded() {
         let lifetime = Purchase(transactionID: "n1", originalTransactionID: "n1", productID: "lifetime", purchaseDate: d(0))
         let refunded = Purchase(
-            transactionID: "n2", originalTransactionID: "n2", productID: "lifetime", purchaseDate: d(399), cancellationDate: d(400))
+            transactionID: "n2", originalTransactionID: "n2", productID: "lifetime", purchaseDate: d(399),
+            cancellationDate: d(400))
         let rules = EntitlementRules(["premium": ["lifetime"], "other": ["nothing"]])
         func grants(_ p: [Purchase]) -> [String: EntitlementRules.Grant] {
             rules.grants(subscriptions: [], purchases: Derivation.nonSubscriptions(Facts(purchases: p), now: d(401)))

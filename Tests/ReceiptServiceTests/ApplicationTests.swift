@@ -8,7 +8,8 @@ import Testing
 
 /// Fetches `path` from a local port with a single HTTP/1.1 request (off the cooperative pool).
 func get(_ port: Int, _ path: String) async throws -> (status: Int, body: String) {
-    try await send(port, "GET \(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+    let r = try await send(port, "GET \(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+    return (r.status, r.body)
 }
 
 extension ServiceConfiguration.AppStoreSettings {
@@ -20,7 +21,7 @@ extension ServiceConfiguration.AppStoreSettings {
 }
 
 /// Sends `raw` (one HTTP/1.1 request that asks to close) and returns status and body.
-func send(_ port: Int, _ raw: String) async throws -> (status: Int, body: String) {
+func send(_ port: Int, _ raw: String) async throws -> (status: Int, body: String, head: String) {
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global().async {
             continuation.resume(
@@ -48,8 +49,8 @@ func send(_ port: Int, _ raw: String) async throws -> (status: Int, body: String
                     }
                     let text = String(decoding: data, as: UTF8.self)
                     let status = Int(text.split(separator: " ")[1]) ?? 0
-                    let body = text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
-                    return (status, body)
+                    let parts = text.components(separatedBy: "\r\n\r\n")
+                    return (status, parts.dropFirst().joined(separator: "\r\n\r\n"), parts[0])
                 })
         }
     }

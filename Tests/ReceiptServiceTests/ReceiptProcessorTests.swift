@@ -1,4 +1,5 @@
 import AppStore
+import Entitlements
 import Foundation
 import HTTPServer
 import Logging
@@ -25,7 +26,7 @@ private func withService(
         environment: "test", http: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
         database: .init(path: dir + "/db.sqlite", busyTimeout: .seconds(1), migrationsDirectory: migrations), logLevel: .critical,
         appStore: appStore, api: .init(publicKeys: ["pk"], secretKeys: ["sk"], ownershipPolicy: policy),
-        entitlements: ["premium": ["monthly", "yearly", "lifetime"]])
+        entitlements: ["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]])
     var logger = Logger(label: "test")
     logger.logLevel = .critical
     let app = try Application(configuration: configuration, logger: logger)
@@ -93,7 +94,7 @@ struct ReceiptProcessorTests {
                 #expect(entitlement(stored.body, "premium")?["state"] as? String == state)
             }
             let upgraded = try await post(port, body(user: "u-up", "upgraded:up"))
-            #expect(entitlement(upgraded.body, "premium")?["product_id"] as? String == "yearly")
+            #expect(entitlement(upgraded.body, "premium")?["product_id"] as? String == "premium_monthly")
             #expect(
                 ((upgraded.body["subscriptions"] as? [String: Any])?["monthly"] as? [String: Any])?["state"] as? String
                     == "upgraded")
@@ -197,5 +198,138 @@ struct SubscriberDocumentTests {
     func timesAreRFC3339UTC(ms: Int64, text: String) {
         #expect(SubscriberDocument.time(ms) == .string(text))
         #expect(SubscriberDocument.time(nil) == .null)
+    }
+}
+
+private func request(_ port: Int, _ target: String, key: String = "sk", headers: String = "") async throws
+    -> (status: Int, body: [String: Any], head: String)
+{
+    let r = try await send(
+        port, "GET \(target) HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(key)\r\n\(headers)\r\n")
+    return (r.status, (try? JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any]) ?? [:], r.head)
+}
+
+private func eventTypes(_ port: Int, _ user: String) async throws -> [String] {
+    let r = try await request(port, "/v1/subscribers/\(user)/events")
+    return ((r.body["events"] as? [[String: Any]]) ?? []).reversed().map { $0["type"] as? String ?? "?" }
+}
+
+@Suite("Explanations, events and versions", .serialized)
+struct SubscriberStateAPITests {
+    @Test func everyScriptedReceiptExplainsItselfAndHasItsEvents() async throws {
+        try await withService { port, _ in
+            let expected: [(String, [String])] = [
+                ("active_monthly", ["initial_purchase", "renewal"]),
+                ("trial", ["trial_started"]),
+                ("cancelled", ["initial_purchase", "renewal", "cancellation"]),
+                ("billing_retry", ["initial_purchase", "renewal", "billing_issue"]),
+                ("grace_period", ["initial_purchase", "renewal", "billing_issue", "grace_period_started"]),
+                ("expired_voluntary", ["initial_purchase", "renewal", "expiration"]),
+                ("refunded", ["initial_purchase", "renewal", "refund"]),
+                ("past_refund", ["initial_purchase", "refund", "renewal"]),
+                ("family_revoked", ["initial_purchase", "renewal", "refund"]),
+                ("upgraded", ["initial_purchase", "product_change"]),
+                ("downgrade_pending", ["initial_purchase"]),
+                ("non_consumable", ["initial_purchase"]),
+            ]
+            for (scenario, events) in expected {
+                let posted = try await post(port, body(user: "u-\(scenario)", scenario + ":" + scenario))
+                #expect(posted.status == 200, "\(scenario)")
+                let explained = try await request(port, "/v1/subscribers/u-\(scenario)?explain=true")
+                #expect(explained.status == 200)
+                for section in ["entitlements", "subscriptions"] {
+                    for (name, value) in explained.body[section] as? [String: Any] ?? [:] {
+                        let explanation = (value as? [String: Any])?["explanation"] as? [String: Any]
+                        #expect(explanation?["rule"] is String, "\(scenario) \(section) \(name)")
+                        #expect((explanation?["decision"] as? String)?.isEmpty == false)
+                        #expect((explanation?["facts"] as? [String: Any])?["compared_at"] is String, "\(scenario) \(name)")
+                    }
+                }
+                #expect(try await eventTypes(port, "u-\(scenario)") == events, "\(scenario)")
+            }
+            // Without explain=true the document has no explanations.
+            let plain = try await request(port, "/v1/subscribers/u-active_monthly")
+            #expect((entitlement(plain.body, "premium")?["explanation"]) == nil)
+        }
+    }
+
+    @Test func theVersionAndETagChangeExactlyWhenTheDocumentDoes() async throws {
+        try await withService { port, _ in
+            let first = try await post(port, body(user: "carol", "active_monthly:c"))
+            #expect(first.body["version"] as? Int == 1)
+            let again = try await post(port, body(user: "carol", "active_monthly:c"))
+            #expect(again.body["version"] as? Int == 1)
+            let get = try await request(port, "/v1/subscribers/carol")
+            #expect(get.head.contains("ETag: W/\"1\""))
+            let notModified = try await request(port, "/v1/subscribers/carol", headers: "If-None-Match: W/\"1\"\r\n")
+            #expect(notModified.status == 304)
+            #expect(try await request(port, "/v1/subscribers/carol", headers: "If-None-Match: \"0\", W/\"1\"\r\n").status == 304)
+            #expect(
+                try await request(port, "/v1/subscribers/carol?explain=true", headers: "If-None-Match: W/\"1\"\r\n").status == 200
+            )
+            // A second purchase changes the document: version 2, and the old tag no longer matches.
+            let second = try await post(port, body(user: "carol", "non_consumable:c"))
+            #expect(second.body["version"] as? Int == 2)
+            #expect(try await request(port, "/v1/subscribers/carol", headers: "If-None-Match: W/\"1\"\r\n").status == 200)
+        }
+    }
+
+    @Test func eventsPageNewestFirstAndBadQueriesAreRefused() async throws {
+        try await withService { port, _ in
+            for s in ["active_monthly", "non_consumable", "cancelled"] { _ = try await post(port, body(user: "dan", "\(s):d")) }
+            var all: [String] = []
+            var times: [String] = []
+            var target = "/v1/subscribers/dan/events?limit=2"
+            while true {
+                let page = try await request(port, target)
+                #expect(page.status == 200)
+                let events = page.body["events"] as? [[String: Any]] ?? []
+                all += events.map { $0["id"] as? String ?? "" }
+                times += events.map { $0["at"] as? String ?? "" }
+                guard let next = page.body["next_cursor"] as? String else { break }
+                target = "/v1/subscribers/dan/events?limit=2&cursor=\(next)"
+            }
+            #expect(all.count == 6 && Set(all).count == 6)
+            #expect(times == times.sorted(by: >))
+            for (query, status, code) in [
+                ("/v1/subscribers/dan/events?limit=0", 400, "invalid_request"),
+                ("/v1/subscribers/dan/events?limit=x", 400, "invalid_request"),
+                ("/v1/subscribers/dan/events?cursor=zzz", 400, "invalid_request"),
+                ("/v1/subscribers/dan?explain=maybe", 400, "invalid_request"),
+                ("/v1/subscribers/nobody/events", 404, "subscriber_not_found"),
+            ] {
+                let r = try await request(port, query)
+                #expect(r.status == status, "\(query)")
+                #expect((r.body["error"] as? [String: Any])?["code"] as? String == code, "\(query)")
+            }
+            #expect(try await request(port, "/v1/subscribers/dan/events", key: "pk").status == 403)
+        }
+    }
+
+    @Test func rederiveFindsNothingToChangeThenRepairsWhatWasTamperedWith() async throws {
+        try await withService { port, path in
+            for s in ["active_monthly", "grace_period", "upgraded", "refunded", "expired_voluntary", "trial"] {
+                _ = try await post(port, body(user: "u-\(s)", "\(s):r"))
+            }
+            let db = try Database(path: path)
+            let rederivation = Rederivation(
+                state: SubscriberState(
+                    settings: EntitlementSettings(
+                        rules: EntitlementRules(["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]]),
+                        catalog: Catalog(), policy: DerivationPolicy())))
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let clean = try rederivation.run(db, now: now, dryRun: false)
+            #expect(clean.subscribers == 6 && clean.changed == 0, "\(clean)")
+            // A column that no longer matches its raw JSON, and a lost event.
+            try db.execute("UPDATE transactions SET is_trial_period = 0 WHERE is_trial_period = 1")
+            try db.execute("DELETE FROM events WHERE type = 'refund'")
+            // The document is derived from the repaired column, so it is unchanged: no version bump.
+            let dry = try rederivation.run(db, now: now, dryRun: true)
+            #expect(dry.transactions == 1 && dry.events.added == 1 && dry.versionsBumped == 0, "\(dry)")
+            #expect(try db.scalarInt("SELECT count(*) FROM events WHERE type = 'refund'") == 0)
+            let repaired = try rederivation.run(db, now: now, dryRun: false)
+            #expect(repaired.transactions == 1 && repaired.events.added == 1, "\(repaired)")
+            #expect(try rederivation.run(db, now: now, dryRun: false).changed == 0)
+        }
     }
 }

@@ -15,7 +15,10 @@ private func migratedDatabase() throws -> Database {
 /// Every row of every receipt table, as text, to compare states.
 private func snapshot(_ db: Database) throws -> [String] {
     var rows: [String] = []
-    for table in ["subscribers", "transactions", "pending_renewal_info", "latest_receipts", "ownership", "ownership_transfers"] {
+    for table in [
+        "subscribers", "transactions", "pending_renewal_info", "renewal_history", "latest_receipts", "ownership",
+        "ownership_transfers", "events",
+    ] {
         let columns = try db.prepare("SELECT * FROM \(table) ORDER BY 1, 2")
         while try columns.step() {
             rows.append(table + ": " + (0..<24).map { columns.text($0) ?? "∅" }.joined(separator: "|"))
@@ -55,10 +58,18 @@ struct ReceiptStoreTests {
     @Test func savesAndReadsBackEveryField() throws {
         let db = try migratedDatabase()
         let store = ReceiptStore(db)
-        #expect(try store.save(receipt(), for: "alice", policy: .transfer, now: 10) == .saved)
+        // 3 transactions, 1 renewal, 2 purchases taking their first holder.
+        #expect(try store.save(receipt(), for: "alice", policy: .transfer, now: 10) == .saved(changes: 6))
         let alice = try #require(try store.subscriber("alice"))
         #expect(alice.transactions == receipt().transactions.sorted { ($0.purchaseDate ?? 0) < ($1.purchaseDate ?? 0) })
-        #expect(alice.renewals == receipt().renewals)
+        #expect(alice.renewalHistory.map(\.record) == receipt().renewals)
+        #expect(alice.renewalHistory.map(\.observedAt) == [10])
+        #expect(alice.version == 0 && alice.stateHash == nil)
+        #expect(
+            alice.transfers == [
+                TransferRecord(originalTransactionID: "o1", productID: "monthly", from: nil, to: "alice", at: 10),
+                TransferRecord(originalTransactionID: "t3", productID: "lifetime", from: nil, to: "alice", at: 10),
+            ])
         #expect(try store.subscriber("nobody") == nil)
         #expect(try db.scalarText("SELECT receipt_data FROM latest_receipts WHERE original_transaction_id = 'o1'") == "QUJD")
     }
@@ -68,7 +79,7 @@ struct ReceiptStoreTests {
         let store = ReceiptStore(db)
         _ = try store.save(receipt(), for: "alice", policy: .transfer, now: 10)
         let before = try snapshot(db)
-        _ = try store.save(receipt(), for: "alice", policy: .transfer, now: 99)
+        #expect(try store.save(receipt(), for: "alice", policy: .transfer, now: 99) == .saved(changes: 0))
         #expect(try snapshot(db) == before)
     }
 
@@ -88,7 +99,7 @@ struct ReceiptStoreTests {
         let db = try migratedDatabase()
         let store = ReceiptStore(db)
         _ = try store.save(receipt(), for: "alice", policy: .transfer, now: 10)
-        #expect(try store.save(receipt(), for: "bob", policy: .transfer, now: 20) == .saved)
+        #expect(try store.save(receipt(), for: "bob", policy: .transfer, now: 20) == .saved(changes: 2))
         #expect(try store.subscriber("bob")?.transactions.count == 3)
         #expect(try store.subscriber("alice")?.transactions.isEmpty == true)
         let transfers = try db.prepare(
@@ -129,5 +140,38 @@ struct ReceiptStoreTests {
         #expect(try store.save(receipt(), for: "bob", policy: .keep, now: 20, log: entry) == .receiptInUse(heldBy: "alice"))
         #expect(try db.scalarInt("SELECT count(*) FROM verifications") == 2)
         #expect(try store.subscriber("bob") == nil)
+    }
+
+    @Test func aChangedRenewalIsAppendedToTheHistory() throws {
+        let db = try migratedDatabase()
+        let store = ReceiptStore(db)
+        _ = try store.save(receipt(), for: "alice", policy: .transfer, now: 10)
+        var off = receipt()
+        off.renewals[0].autoRenewStatus = false
+        off.renewals[0].rawJSON = #"{"original_transaction_id":"o1","auto_renew_status":"0"}"#
+        #expect(try store.save(off, for: "alice", policy: .transfer, now: 20) == .saved(changes: 1))
+        #expect(try store.save(off, for: "alice", policy: .transfer, now: 30) == .saved(changes: 0))
+        let history = try #require(try store.subscriber("alice")).renewalHistory
+        #expect(history.map(\.observedAt) == [10, 20])
+        #expect(history.map(\.record.autoRenewStatus) == [true, false])
+    }
+
+    @Test func theVersionIsACompareAndSet() throws {
+        let db = try migratedDatabase()
+        let store = ReceiptStore(db)
+        _ = try store.save(receipt(), for: "alice", policy: .transfer, now: 10)
+        #expect(try store.setState("alice", hash: "a", expected: nil, now: 11) == 1)
+        #expect(try store.setState("alice", hash: "b", expected: nil, now: 12) == 1)  // lost the race: unchanged
+        #expect(try store.setState("alice", hash: "b", expected: "a", now: 13) == 2)
+        #expect(try store.subscriber("alice")?.stateHash == "b")
+    }
+
+    @Test func aSavepointInsideACallersTransactionRollsBackAlone() throws {
+        let db = try migratedDatabase()
+        try db.transaction {
+            _ = try ReceiptStore(db).save(receipt(), for: "alice", policy: .transfer, now: 10)
+            #expect(throws: StorageError.self) { try db.transaction { try db.execute("INSERT INTO nowhere VALUES (1)") } }
+        }
+        #expect(try ReceiptStore(db).subscriber("alice")?.transactions.count == 3)
     }
 }

@@ -1,0 +1,123 @@
+import Storage
+
+/// `receiptd rederive`: recomputes every subscriber from the raw Apple payloads stored with their
+/// purchases. Each subscriber is one short write transaction, so it is safe while receiptd serves:
+/// transactions' and renewal snapshots' columns are mapped again from their raw JSON, then the
+/// events and the document version are derived again by the same code the service runs.
+public struct Rederivation: Sendable {
+    /// What changed for one subscriber.
+    public struct Change: Sendable, CustomStringConvertible {
+        public var appUserID: String
+        public var transactions = 0
+        public var renewalSnapshots = 0
+        /// Stored rows whose raw JSON no longer parses: left as they are.
+        public var unreadable = 0
+        public var events = EventStore.Changes()
+        public var versionBefore: Int64 = 0
+        public var versionAfter: Int64 = 0
+
+        public var isEmpty: Bool {
+            transactions == 0 && renewalSnapshots == 0 && unreadable == 0 && events.isEmpty && versionBefore == versionAfter
+        }
+
+        public var description: String {
+            "\(appUserID): transactions \(transactions), renewal snapshots \(renewalSnapshots), unreadable \(unreadable), "
+                + "events +\(events.added) -\(events.removed) ~\(events.changed), version \(versionBefore) → \(versionAfter)"
+        }
+    }
+
+    /// Totals over the run.
+    public struct Report: Sendable, CustomStringConvertible {
+        public var subscribers = 0
+        public var changed = 0
+        public var transactions = 0
+        public var renewalSnapshots = 0
+        public var unreadable = 0
+        public var events = EventStore.Changes()
+        public var versionsBumped = 0
+
+        public var description: String {
+            "\(subscribers) subscribers, \(changed) changed: transactions \(transactions), renewal snapshots \(renewalSnapshots), "
+                + "unreadable \(unreadable), events +\(events.added) -\(events.removed) ~\(events.changed), "
+                + "versions bumped \(versionsBumped)"
+        }
+    }
+
+    let state: SubscriberState
+
+    public init(configuration: ServiceConfiguration) {
+        state = SubscriberState(settings: configuration.entitlementSettings)
+    }
+
+    init(state: SubscriberState) { self.state = state }
+
+    private struct DryRun: Error { let change: Change }
+
+    /// Rederives every subscriber at `now`. With `dryRun`, each transaction is rolled back: the
+    /// report says what would change. `onChange` hears each subscriber that changed.
+    public func run(_ db: Database, now: Int64, dryRun: Bool, onChange: (Change) -> Void = { _ in }) throws -> Report {
+        var report = Report()
+        var after: String?
+        while true {
+            let ids = try ReceiptStore(db).subscriberIDs(after: after, limit: 500)
+            guard let last = ids.last else { break }
+            after = last
+            for id in ids {
+                let change: Change
+                do {
+                    change = try db.transaction { () throws -> Change in
+                        let change = try rederive(id, db: db, now: now)
+                        if dryRun { throw DryRun(change: change) }
+                        return change
+                    }
+                } catch let rolledBack as DryRun {
+                    change = rolledBack.change
+                }
+                report.subscribers += 1
+                guard !change.isEmpty else { continue }
+                report.changed += 1
+                report.transactions += change.transactions
+                report.renewalSnapshots += change.renewalSnapshots
+                report.unreadable += change.unreadable
+                report.events.added += change.events.added
+                report.events.removed += change.events.removed
+                report.events.changed += change.events.changed
+                if change.versionAfter != change.versionBefore { report.versionsBumped += 1 }
+                onChange(change)
+            }
+        }
+        return report
+    }
+
+    func rederive(_ appUserID: String, db: Database, now: Int64) throws -> Change {
+        let store = ReceiptStore(db)
+        var change = Change(appUserID: appUserID)
+        guard let stored = try store.subscriber(appUserID) else { return change }
+        change.versionBefore = stored.version
+        for t in stored.transactions {
+            guard let mapped = RecordMapping.remapped(t) else {
+                change.unreadable += 1
+                continue
+            }
+            if mapped != t {
+                try store.updateColumns(of: mapped)
+                change.transactions += 1
+            }
+        }
+        for snapshot in stored.renewalHistory {
+            guard let mapped = RecordMapping.remapped(snapshot.record) else {
+                change.unreadable += 1
+                continue
+            }
+            if mapped != snapshot.record {
+                try store.updateColumns(of: RenewalSnapshot(id: snapshot.id, observedAt: snapshot.observedAt, record: mapped))
+                change.renewalSnapshots += 1
+            }
+        }
+        guard let fresh = try store.subscriber(appUserID) else { return change }
+        let refresh = try state.refresh(fresh, document: state.document(fresh, now: now), in: db, now: now, factsChanged: true)
+        change.events = refresh.events
+        change.versionAfter = refresh.version
+        return change
+    }
+}

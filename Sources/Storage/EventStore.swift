@@ -1,0 +1,84 @@
+/// Reads and writes lifecycle events (Migrations/0003_history.sql). Synchronous: use it inside
+/// `DatabaseQueue.run`, in the same transaction as the facts the events were derived from.
+public struct EventStore {
+    /// What a ``replace(_:for:originals:now:)`` changed.
+    public struct Changes: Sendable, Equatable {
+        public var added = 0
+        public var removed = 0
+        public var changed = 0
+        public var isEmpty: Bool { added == 0 && removed == 0 && changed == 0 }
+        public init() {}
+    }
+
+    private let db: Database
+
+    public init(_ database: Database) { db = database }
+
+    /// Makes the stored events of `appUserID` about the purchases in `originals` (and its transfers)
+    /// exactly `events`: new keys are inserted, vanished ones deleted, changed ones updated. Events
+    /// about purchases the subscriber no longer holds stay: they are their history.
+    public func replace(_ events: [EventRecord], for appUserID: String, originals: Set<String>, now: Int64) throws -> Changes {
+        var stored: [String: EventRecord] = [:]
+        let existing = try db.prepare("SELECT \(Self.columns) FROM events WHERE app_user_id = ?").bind([appUserID])
+        while try existing.step() {
+            let e = Self.event(existing)
+            if originals.contains(e.originalTransactionID) || e.type == "transfer" { stored[e.key] = e }
+        }
+        var changes = Changes()
+        let insert = try db.prepare(
+            """
+            INSERT INTO events (app_user_id, event_key, type, at, product_id, original_transaction_id, transaction_id,
+                facts_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        let update = try db.prepare(
+            """
+            UPDATE events SET type = ?, at = ?, product_id = ?, original_transaction_id = ?, transaction_id = ?, facts_json = ?
+            WHERE id = ?
+            """)
+        for e in events {
+            if let old = stored.removeValue(forKey: e.key) {
+                guard !old.sameContent(as: e) else { continue }
+                try update.bind([e.type, e.at, e.productID, e.originalTransactionID, e.transactionID, e.factsJSON, old.id]).run()
+                changes.changed += 1
+            } else {
+                try insert.bind([
+                    appUserID, e.key, e.type, e.at, e.productID, e.originalTransactionID, e.transactionID, e.factsJSON, now,
+                ]).run()
+                changes.added += 1
+            }
+        }
+        let delete = try db.prepare("DELETE FROM events WHERE id = ?")
+        for old in stored.values {
+            try delete.bind([old.id]).run()
+            changes.removed += 1
+        }
+        return changes
+    }
+
+    /// Events of `appUserID`, newest first (by `at`, then id), `limit` of them, strictly older than `before`.
+    public func page(for appUserID: String, limit: Int, before: (at: Int64, id: Int64)?) throws -> [EventRecord] {
+        let q: Statement
+        if let before {
+            q = try db.prepare(
+                """
+                SELECT \(Self.columns) FROM events WHERE app_user_id = ? AND (at < ? OR (at = ? AND id < ?))
+                ORDER BY at DESC, id DESC LIMIT ?
+                """
+            ).bind([appUserID, before.at, before.at, before.id, Int64(limit)])
+        } else {
+            q = try db.prepare("SELECT \(Self.columns) FROM events WHERE app_user_id = ? ORDER BY at DESC, id DESC LIMIT ?")
+                .bind([appUserID, Int64(limit)])
+        }
+        var result: [EventRecord] = []
+        while try q.step() { result.append(Self.event(q)) }
+        return result
+    }
+
+    static let columns = "id, event_key, type, at, product_id, original_transaction_id, transaction_id, facts_json, recorded_at"
+
+    static func event(_ s: Statement) -> EventRecord {
+        EventRecord(
+            id: s.int(0), key: s.text(1)!, type: s.text(2)!, at: s.int(3), productID: s.text(4)!,
+            originalTransactionID: s.text(5)!, transactionID: s.text(6), factsJSON: s.text(7)!, recordedAt: s.int(8))
+    }
+}

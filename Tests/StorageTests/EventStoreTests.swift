@@ -1,0 +1,59 @@
+import Testing
+
+@testable import Storage
+
+private func event(_ key: String, at: Int64, original: String = "o1", facts: String = "{}") -> EventRecord {
+    EventRecord(
+        key: key, type: String(key.prefix { $0 != ":" }), at: at, productID: "p", originalTransactionID: original,
+        transactionID: nil, factsJSON: facts)
+}
+
+@Suite("Event store")
+struct EventStoreTests {
+    private func database() throws -> Database {
+        let db = try Database(path: ":memory:")
+        try db.execute(
+            """
+            CREATE TABLE subscribers (app_user_id TEXT PRIMARY KEY);
+            INSERT INTO subscribers VALUES ('u');
+            CREATE TABLE events (id INTEGER PRIMARY KEY, app_user_id TEXT NOT NULL, event_key TEXT NOT NULL, type TEXT NOT NULL,
+                at INTEGER NOT NULL, product_id TEXT NOT NULL, original_transaction_id TEXT NOT NULL, transaction_id TEXT,
+                facts_json TEXT NOT NULL, recorded_at INTEGER NOT NULL, UNIQUE (app_user_id, event_key));
+            """)
+        return db
+    }
+
+    @Test func replacingWithTheSameEventsChangesNothing() throws {
+        let store = EventStore(try database())
+        let events = [event("renewal:t1", at: 5), event("refund:t1", at: 9)]
+        var first = EventStore.Changes()
+        first.added = 2
+        #expect(try store.replace(events, for: "u", originals: ["o1"], now: 100) == first)
+        #expect(try store.replace(events, for: "u", originals: ["o1"], now: 200).isEmpty)
+        #expect(try store.page(for: "u", limit: 10, before: nil).map(\.recordedAt) == [100, 100])
+    }
+
+    @Test func vanishedEventsGoChangedOnesAreUpdatedOthersPurchasesStay() throws {
+        let store = EventStore(try database())
+        _ = try store.replace([event("a:1", at: 1), event("b:1", at: 2)], for: "u", originals: ["o1"], now: 1)
+        _ = try store.replace([event("x:2", at: 3, original: "o2")], for: "u", originals: ["o2"], now: 1)
+        let changes = try store.replace([event("a:1", at: 1, facts: #"{"k":1}"#)], for: "u", originals: ["o1"], now: 2)
+        #expect(changes.added == 0 && changes.removed == 1 && changes.changed == 1)
+        #expect(try store.page(for: "u", limit: 10, before: nil).map(\.key) == ["x:2", "a:1"])
+    }
+
+    @Test func pagesGoNewestFirstWithoutGapsOrRepeats() throws {
+        let store = EventStore(try database())
+        let events = (0..<7).map { event("e:\($0)", at: Int64($0 / 2)) }  // ties on `at`
+        _ = try store.replace(events, for: "u", originals: ["o1"], now: 1)
+        var seen: [String] = []
+        var cursor: (at: Int64, id: Int64)?
+        while true {
+            let page = try store.page(for: "u", limit: 3, before: cursor)
+            seen += page.map(\.key)
+            guard page.count == 3, let last = page.last else { break }
+            cursor = (last.at, last.id)
+        }
+        #expect(seen == ["e:6", "e:5", "e:4", "e:3", "e:2", "e:1", "e:0"])
+    }
+}
