@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Benchmarks receiptd's receipts API on loopback (issue 3):
-#   POST /v1/receipts against `receiptd simulate --latency-ms 300` at 2,000 connections:
-#     req/s, errors (must be 0) and the p50 latency receiptd adds to Apple's 300 ms;
-#   GET /v1/subscribers/{id} at 64 connections next to the Hummingbird peer's one-row GET.
+# Benchmarks receiptd's receipts API on loopback (issues 3 and 4):
+#   POST /v1/receipts against `receiptd simulate --latency-ms 300` at 2,000 connections, spread over
+#     10,000 users and 14 scripted scenarios: req/s, errors (must be 0) and the p50 latency receiptd
+#     adds to Apple's 300 ms;
+#   GET /v1/subscribers/{id} at 64 connections next to the Hummingbird peer's one-row GET;
+#   then `receiptd rederive` on the database just filled, while receiptd still serves: it must
+#     report 0 changed (derivation is deterministic).
 # Needs: apt-get install -y nginx wrk bc libsqlite3-dev libcurl4-openssl-dev
 # Usage: Benchmarks/receipts.sh [seconds per run, default 10]
 set -euo pipefail
@@ -36,11 +39,36 @@ seed=$(curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:18095/v1/
   -H 'Authorization: Bearer bench-public' -H 'Content-Type: application/json' -d "$body")
 [ "$seed" = 200 ] || { echo "seeding POST answered $seed" >&2; cat "$out/receiptd.log" >&2; exit 1; }
 
-cat >"$out/post.lua" <<LUA
+cat >"$out/post.lua" <<'LUA'
+-- Each request: one of 10,000 users (5,000 per thread) posting one of 14 scripted receipts of its own.
+local scenarios = { "active_monthly", "trial", "cancelled", "billing_retry", "grace_period", "expired_voluntary",
+  "refunded", "past_refund", "upgraded", "family_shared", "non_consumable", "non_renewing", "offer_code",
+  "downgrade_pending" }
+local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+local function base64(s)
+  return ((s:gsub(".", function(x)
+    local r, b = "", x:byte()
+    for i = 8, 1, -1 do r = r .. (b % 2 ^ i - b % 2 ^ (i - 1) > 0 and "1" or "0") end
+    return r
+  end) .. "0000"):gsub("%d%d%d?%d?%d?%d?", function(x)
+    if #x < 6 then return "" end
+    local c = 0
+    for i = 1, 6 do c = c + (x:sub(i, i) == "1" and 2 ^ (6 - i) or 0) end
+    return alphabet:sub(c + 1, c + 1)
+  end) .. ({ "", "==", "=" })[#s % 3 + 1])
+end
+local threads, n = 0, 0
+function setup(thread) thread:set("id", threads); threads = threads + 1 end -- a global `id` in each thread
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer bench-public"
-wrk.body = '$body'
+function request()
+  n = n + 1
+  local user = string.format("t%du%d", id, n % 5000)
+  local scenario = scenarios[(n % 5000) % #scenarios + 1]
+  local body = string.format('{"app_user_id":"%s","receipt_data":"%s"}', user, base64(scenario .. ":" .. user))
+  return wrk.format(nil, nil, nil, body)
+end
 LUA
 
 # run CONNS URL [LUA] [HEADER] -> wrk output in $out/wrk.txt
@@ -83,4 +111,8 @@ printf '| GET /v1/subscribers/{id} | 64 | receiptd | %s | %s | %s | %s | %.2f× 
   "$r_rps" "$r_err" "$r50" "$r99" "$(echo "$r_rps / $h_rps" | bc -l)"
 printf '| GET one row | 64 | Hummingbird | %s | %s | %s | %s | |\n' "$h_rps" "$h_err" "$h50" "$h99"
 echo
+echo "rederive while serving (must report 0 changed):"
+RECEIPTD_ENVIRONMENT=production RECEIPTD_DATABASE_PATH="$out/bench.sqlite" \
+  RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY="$root/Migrations" RECEIPTD_API_SECRET_KEYS=bench-secret \
+  "$bin/receiptd" rederive --config-dir "$root/Config" | tail -3
 echo "verification log rows: $(sqlite3 "$out/bench.sqlite" 'SELECT count(*) FROM verifications' 2>/dev/null || echo '?')"

@@ -52,3 +52,8 @@ CREATE TABLE events (
     UNIQUE (app_user_id, event_key)
 ) STRICT;
 CREATE INDEX events_by_user_time ON events (app_user_id, at, id);
+
+-- A subscriber's transfers are read with every document: by purchase (the index of 0002), and by
+-- either side of the move.
+CREATE INDEX ownership_transfers_by_from ON ownership_transfers (from_app_user_id);
+CREATE INDEX ownership_transfers_by_to ON ownership_transfers (to_app_user_id);
