@@ -63,7 +63,10 @@ private func body(user: String, _ content: String, extra: String = "") -> String
 private func snapshot(_ path: String) throws -> [String] {
     let db = try Database(path: path)
     var rows: [String] = []
-    for table in ["subscribers", "transactions", "pending_renewal_info", "latest_receipts", "ownership", "ownership_transfers"] {
+    for table in [
+        "subscribers", "transactions", "pending_renewal_info", "renewal_history", "latest_receipts", "ownership",
+        "ownership_transfers", "events",
+    ] {
         let s = try db.prepare("SELECT * FROM \(table) ORDER BY 1")
         while try s.step() { rows.append(table + ":" + (0..<24).map { s.text($0) ?? "∅" }.joined(separator: "|")) }
     }
