@@ -20,6 +20,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
+        // X.509 chains for Apple's signed data (what Apple's own server library uses).
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
     ],
     targets: [
         // C libraries, through Debian's -dev packages.
@@ -35,6 +38,16 @@ let package = Package(
         ),
         // Apple's verifyReceipt: wire models read tolerantly, the retry and fallback rules, the client.
         .target(name: "AppStore", dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")]),
+        // Apple's signed data (JWS): the x5c chain to a configured root, ES256, the decoded payloads.
+        .target(
+            name: "SignedData",
+            dependencies: [
+                "AppStore",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // Pure domain: subscription state from stored facts, products → entitlements. No I/O.
         .target(name: "Entitlements"),
         // A loopback verifyReceipt with scripted receipts, on our HTTP server: tests and offline runs.
@@ -52,7 +65,7 @@ let package = Package(
         .target(
             name: "ReceiptService",
             dependencies: [
-                "HTTPServer", "Storage", "CCurl", "AppStore", "Entitlements", "AppStoreSimulator",
+                "HTTPServer", "Storage", "CCurl", "AppStore", "SignedData", "Entitlements", "AppStoreSimulator",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
@@ -77,7 +90,22 @@ let package = Package(
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppStore", "Entitlements", "HTTPServer"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "HTTPServer"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ReceiptServiceTests", dependencies: ["ReceiptService", "HTTPServer", "Storage", "AppStore", "Entitlements"]),
+        .testTarget(
+            name: "SignedDataTests",
+            dependencies: [
+                "SignedData", "AppStore", .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            // Read by path (#filePath), also from ReceiptServiceTests.
+            exclude: ["Fixtures"]
+        ),
+        .testTarget(
+            name: "ReceiptServiceTests",
+            dependencies: [
+                "ReceiptService", "HTTPServer", "Storage", "AppStore", "Entitlements", "SignedData",
+                .product(name: "X509", package: "swift-certificates"), .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // Runs the built receiptd binary: CLI, start-up, signals.
         .testTarget(name: "receiptdTests", dependencies: ["receiptd"]),
         .testTarget(name: "http-inspectTests", dependencies: ["http-inspect", "HTTPServer"]),

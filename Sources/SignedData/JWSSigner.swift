@@ -1,0 +1,45 @@
+import AppStore
+import Crypto
+import FoundationEssentials
+import SwiftASN1
+import X509
+
+/// Signs JSON payloads as Apple does (ES256, raw R‖S, `x5c` of three standard-base64 DER
+/// certificates). receiptd never signs in service: this makes offline test data and benchmark
+/// load with a test PKI, such as Apple's (`apple-test-pki/testLeaf.key`, which chains to `testCA`).
+public struct JWSSigner: Sendable {
+    public let key: P256.Signing.PrivateKey
+    /// Leaf, intermediate, root.
+    public let chain: [Certificate]
+
+    public init(key: P256.Signing.PrivateKey, chain: [Certificate]) {
+        self.key = key
+        self.chain = chain
+    }
+
+    /// A PEM private key (SEC1 or PKCS#8) and PEM certificates, leaf first.
+    public init(keyPEM: String, chainPEM: [String]) throws {
+        key = try P256.Signing.PrivateKey(pemRepresentation: keyPEM)
+        chain = try chainPEM.map { try Certificate(pemEncoded: $0) }
+    }
+
+    /// The compact JWS of `payload`, with any header fields overridden or added by `header`.
+    public func sign(_ payload: JSONValue, header: [String: JSONValue] = [:]) throws -> String {
+        let x5c: [JSONValue] = try chain.map { certificate in
+            var serializer = DER.Serializer()
+            try serializer.serialize(certificate)
+            return .string(Data(serializer.serializedBytes).base64EncodedString())
+        }
+        var fields: [String: JSONValue] = ["alg": .string("ES256"), "x5c": .array(x5c)]
+        fields.merge(header) { $1 }
+        let input = Self.base64URL(JSONValue.object(fields).jsonBytes) + "." + Self.base64URL(payload.jsonBytes)
+        let signature = try key.signature(for: Array(input.utf8))
+        return input + "." + Self.base64URL(Array(signature.rawRepresentation))
+    }
+
+    public static func base64URL(_ bytes: [UInt8]) -> String {
+        var text = Data(bytes).base64EncodedString()
+        while text.last == "=" { text.removeLast() }
+        return String(text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
+    }
+}

@@ -1,0 +1,236 @@
+import AppStore
+import Crypto
+import FoundationEssentials
+import SwiftASN1
+import Synchronization
+// A fixed validation time (the payload's signedDate) is this SPI's documented purpose.
+@_spi(FixedExpiryValidationTime) import X509
+
+/// Verifies Apple's signed data (App Store Server Notifications V2, StoreKit 2 transactions and
+/// renewal info) the way apple-protocols.md §3.7 describes Apple's own library doing it, with
+/// swift-certificates and swift-crypto:
+///
+/// 1. three base64url parts, `alg` ES256, `x5c` of exactly three certificates;
+/// 2. Apple's marker OIDs on the intermediate and the leaf;
+/// 3. leaf and intermediate valid at the validation time (the payload's `signedDate`, or now);
+/// 4. RFC 5280 path validation from the leaf through `x5c[1]` to a **configured** root (the root
+///    sent in `x5c[2]` is ignored);
+/// 5. the ES256 signature (raw R‖S) over `header.payload` with the leaf's P-256 key;
+/// 6. the claims: bundle id, environment, and in production the app's Apple id.
+///
+/// Offline only: no OCSP request is made (revocation is not checked; README "Notifications").
+public struct SignedDataVerifier: Sendable {
+    public struct Configuration: Sendable {
+        /// Trust anchors: Apple Root CA - G3 in production, Apple's test CA in tests.
+        public var roots: [Certificate]
+        /// Apps whose data is accepted.
+        public var bundleIDs: [String]
+        /// App Store ids of those apps; production notifications must name one (sandbox has none).
+        public var appAppleIDs: [Int64]
+        /// Environments accepted (Xcode and LocalTesting data are never accepted).
+        public var environments: Set<AppStoreEnvironment>
+        public var validationTime: ValidationTime
+
+        public init(
+            roots: [Certificate], bundleIDs: [String], appAppleIDs: [Int64] = [],
+            environments: Set<AppStoreEnvironment> = [.production, .sandbox], validationTime: ValidationTime = .signedDate
+        ) {
+            self.roots = roots
+            self.bundleIDs = bundleIDs
+            self.appAppleIDs = appAppleIDs
+            self.environments = environments
+            self.validationTime = validationTime
+        }
+    }
+
+    /// When certificates must be valid.
+    public enum ValidationTime: String, Sendable, CaseIterable {
+        /// The payload's `signedDate` (Apple's offline default: old data stays verifiable after the
+        /// leaf rotates), or now when it has none.
+        case signedDate
+        /// The time of verification.
+        case now
+    }
+
+    /// Apple's marker extensions (§3.7 table): presence is what counts, not the value.
+    static let intermediateMarker: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 2, 1]
+    static let leafMarker: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 11, 1]
+
+    public let configuration: Configuration
+    private let now: @Sendable () -> Int64
+    private let verifiedChains = ChainCache()
+
+    public init(configuration: Configuration, now: @escaping @Sendable () -> Int64) {
+        self.configuration = configuration
+        self.now = now
+    }
+
+    /// A notification's `signedPayload`, and the signed transaction and renewal info inside it,
+    /// each verified on its own.
+    public func notification(_ jws: String) async throws(SignedDataError) -> SignedNotification {
+        let payload = try await verify(jws)
+        guard let notification = SignedNotification(payload) else {
+            throw .malformed("the payload has no notificationType or notificationUUID")
+        }
+        if let bundle = notification.bundleID {
+            guard configuration.bundleIDs.contains(bundle) else { throw .wrongApp("bundleId \(bundle) is not configured") }
+        } else if notification.transactionJWS != nil || notification.renewalJWS != nil {
+            throw .wrongApp("the notification names no bundleId")
+        }
+        let environment = try accepted(notification.environment)
+        if environment == .production, notification.bundleID != nil {
+            guard let id = notification.appAppleID, configuration.appAppleIDs.contains(id) else {
+                throw .wrongApp("appAppleId \(notification.appAppleID.map(String.init) ?? "absent") is not configured")
+            }
+        }
+        var result = notification
+        if let inner = notification.transactionJWS {
+            let transaction = try await transaction(inner)
+            guard transaction.bundleID == notification.bundleID else { throw .wrongApp("the transaction is for another app") }
+            result.transaction = transaction
+        }
+        if let inner = notification.renewalJWS { result.renewal = try await renewalInfo(inner) }
+        return result
+    }
+
+    /// A StoreKit 2 signed transaction: verified, then its bundle id and environment checked.
+    public func transaction(_ jws: String) async throws(SignedDataError) -> SignedTransaction {
+        let payload = try await verify(jws)
+        try checkTransactionClaims(payload)
+        guard let transaction = SignedTransaction(payload) else {
+            throw .malformed("the payload is not a transaction (transactionId, productId)")
+        }
+        return transaction
+    }
+
+    /// Signed renewal info: verified, then its environment checked (it carries no bundle id).
+    public func renewalInfo(_ jws: String) async throws(SignedDataError) -> SignedRenewalInfo {
+        let payload = try await verify(jws)
+        try checkRenewalClaims(payload)
+        guard let renewal = SignedRenewalInfo(payload) else {
+            throw .malformed("the payload is not renewal info (originalTransactionId)")
+        }
+        return renewal
+    }
+
+    /// §3.7 step 9 for a transaction: the bundle id and the environment.
+    func checkTransactionClaims(_ payload: JSONValue) throws(SignedDataError) {
+        let bundle = payload["bundleId"]?.string
+        guard let bundle, configuration.bundleIDs.contains(bundle) else {
+            throw .wrongApp("bundleId \(bundle ?? "absent") is not configured")
+        }
+        _ = try accepted(payload["environment"]?.string)
+    }
+
+    /// §3.7 step 9 for renewal info: the environment only.
+    func checkRenewalClaims(_ payload: JSONValue) throws(SignedDataError) {
+        _ = try accepted(payload["environment"]?.string)
+    }
+
+    private func accepted(_ name: String?) throws(SignedDataError) -> AppStoreEnvironment {
+        guard let name, let environment = AppStoreEnvironment(appleName: name), configuration.environments.contains(environment)
+        else { throw .wrongEnvironment(name ?? "absent") }
+        return environment
+    }
+
+    /// Steps 1–5: the payload of a JWS whose signature and chain check out.
+    func verify(_ text: String) async throws(SignedDataError) -> JSONValue {
+        let jws = try CompactJWS(text)
+        guard jws.header["alg"]?.string == "ES256" else { throw .malformed("alg must be ES256") }
+        guard let x5c = jws.header["x5c"]?.array else { throw .malformed("the header has no x5c") }
+        guard x5c.count == 3 else { throw .malformed("x5c must hold 3 certificates, it holds \(x5c.count)") }
+        var certificates: [Certificate] = []
+        for (i, entry) in x5c.prefix(2).enumerated() {
+            guard let text = entry.string, let der = Data(base64Encoded: text) else {
+                throw .invalidCertificate("x5c[\(i)] is not standard base64")
+            }
+            do {
+                certificates.append(try Certificate(derEncoded: Array(der)))
+            } catch {
+                throw .invalidCertificate("x5c[\(i)] is not a DER X.509 certificate")
+            }
+        }
+        let (leaf, intermediate) = (certificates[0], certificates[1])
+        let at: Int64 =
+            switch configuration.validationTime {
+            case .signedDate: jws.payload["signedDate"]?.int64 ?? now()
+            case .now: now()
+            }
+
+        guard intermediate.extensions[oid: Self.intermediateMarker] != nil else { throw .missingMarker(.intermediate) }
+        guard leaf.extensions[oid: Self.leafMarker] != nil else { throw .missingMarker(.leaf) }
+        let time = Date(timeIntervalSince1970: Double(at) / 1000)
+        for (role, certificate) in [(SignedDataError.CertificateRole.leaf, leaf), (.intermediate, intermediate)] {
+            guard certificate.notValidBefore <= time, time <= certificate.notValidAfter else { throw .notValidAt(role, at) }
+        }
+        try await validateChain(leaf: leaf, intermediate: intermediate, at: time)
+
+        guard let key = P256.Signing.PublicKey(leaf.publicKey) else {
+            throw .invalidCertificate("the leaf's key is not P-256, so it cannot sign ES256")
+        }
+        guard jws.signature.count == 64, let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature),
+            key.isValidSignature(signature, for: jws.signingInput)
+        else { throw .invalidSignature }
+        return jws.payload
+    }
+
+    /// Step 4, remembered per (leaf, intermediate): a chain that led to a root once still does, so
+    /// only the validity windows (checked by the caller, and the root's here) need checking again.
+    private func validateChain(leaf: Certificate, intermediate: Certificate, at time: Date) async throws(SignedDataError) {
+        let key = ChainCache.key(leaf, intermediate)
+        if let window = verifiedChains.window(for: key) {
+            guard window.contains(time) else { throw .untrustedChain("the trust anchor is not valid at the validation time") }
+            return
+        }
+        var verifier = Verifier(rootCertificates: CertificateStore(configuration.roots)) {
+            RFC5280Policy(fixedExpiryValidationTime: time)
+            AppleMarkerPolicy()
+        }
+        switch await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate])) {
+        case .validCertificate(let chain):
+            let root = chain.last ?? intermediate
+            verifiedChains.remember(key, window: root.notValidBefore...root.notValidAfter)
+        case .couldNotValidate(let failures):
+            throw .untrustedChain(failures.first.map { "\($0.policyFailureReason)" } ?? "no path to a configured root")
+        }
+    }
+}
+
+/// The chain policy beside RFC 5280: exactly leaf, intermediate, root, with Apple's markers.
+struct AppleMarkerPolicy: VerifierPolicy {
+    let verifyingCriticalExtensions: [ASN1ObjectIdentifier] = []
+
+    func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) async -> PolicyEvaluationResult {
+        guard chain.count == 3 else { return .failsToMeetPolicy(reason: "the chain must be leaf, intermediate, root") }
+        guard chain[1].extensions[oid: SignedDataVerifier.intermediateMarker] != nil else {
+            return .failsToMeetPolicy(reason: "the intermediate lacks 1.2.840.113635.100.6.2.1")
+        }
+        guard chain[0].extensions[oid: SignedDataVerifier.leafMarker] != nil else {
+            return .failsToMeetPolicy(reason: "the leaf lacks 1.2.840.113635.100.6.11.1")
+        }
+        return .meetsPolicy
+    }
+}
+
+/// Chains that validated, by the SHA-256 of their leaf and intermediate, with their root's
+/// validity window. Bounded: Apple rotates leaves every two years, so a handful of entries is
+/// the steady state; past 64 it starts over.
+final class ChainCache: Sendable {
+    private let entries = Mutex<[[UInt8]: ClosedRange<Date>]>([:])
+
+    static func key(_ leaf: Certificate, _ intermediate: Certificate) -> [UInt8] {
+        var serializer = DER.Serializer()
+        try? serializer.serialize(leaf)
+        try? serializer.serialize(intermediate)
+        return Array(SHA256.hash(data: serializer.serializedBytes))
+    }
+
+    func window(for key: [UInt8]) -> ClosedRange<Date>? { entries.withLock { $0[key] } }
+
+    func remember(_ key: [UInt8], window: ClosedRange<Date>) {
+        entries.withLock {
+            if $0.count >= 64 { $0.removeAll() }
+            $0[key] = window
+        }
+    }
+}

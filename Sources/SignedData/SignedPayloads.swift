@@ -1,0 +1,184 @@
+import AppStore
+
+/// `responseBodyV2DecodedPayload` (apple-protocols.md §3.2), read tolerantly: unknown types and
+/// subtypes are kept as raw strings (§3.4, as Apple's libraries do), unknown fields in `raw`.
+public struct SignedNotification: Sendable, Equatable {
+    /// §3.3, e.g. `DID_RENEW`; kept as sent, known or not.
+    public var notificationType: String
+    /// §3.4, e.g. `BILLING_RECOVERY`.
+    public var subtype: String?
+    public var notificationUUID: String
+    public var version: String?
+    /// Epoch ms.
+    public var signedDate: Int64?
+    /// From `data`, else `summary`, else `externalPurchaseToken`, else `appData` (§3.7 step 9).
+    public var bundleID: String?
+    public var appAppleID: Int64?
+    /// `Production` or `Sandbox` as Apple spells it; for an external purchase token, from its id.
+    public var environment: String?
+    public var bundleVersion: String?
+    /// `data.status` (§3.2): 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
+    public var status: Int64?
+    public var consumptionRequestReason: String?
+    /// The nested JWS, not yet verified.
+    public var transactionJWS: String?
+    public var renewalJWS: String?
+    /// Filled by ``SignedDataVerifier/notification(_:)`` once each nested JWS verified.
+    public var transaction: SignedTransaction?
+    public var renewal: SignedRenewalInfo?
+    public var raw: JSONValue
+
+    public init?(_ v: JSONValue) {
+        guard let type = v["notificationType"]?.string, let uuid = v["notificationUUID"]?.string else { return nil }
+        notificationType = type
+        subtype = v["subtype"]?.string
+        notificationUUID = uuid
+        version = v["version"]?.string
+        signedDate = v["signedDate"]?.int64
+        let data = v["data"]
+        let container = data ?? v["summary"] ?? v["externalPurchaseToken"] ?? v["appData"]
+        bundleID = container?["bundleId"]?.string
+        appAppleID = container?["appAppleId"]?.int64
+        if let token = v["externalPurchaseToken"], data == nil {
+            environment = token["externalPurchaseId"]?.string?.hasPrefix("SANDBOX") == true ? "Sandbox" : "Production"
+        } else {
+            environment = container?["environment"]?.string
+        }
+        bundleVersion = data?["bundleVersion"]?.string
+        status = data?["status"]?.int64
+        consumptionRequestReason = data?["consumptionRequestReason"]?.string
+        transactionJWS = data?["signedTransactionInfo"]?.string
+        renewalJWS = data?["signedRenewalInfo"]?.string
+        raw = v
+    }
+
+    /// `data.status` by name: the state Apple says the subscription is in at `signedDate`.
+    public var statusName: String? {
+        switch status {
+        case 1?: "active"
+        case 2?: "expired"
+        case 3?: "billing_retry"
+        case 4?: "grace_period"
+        case 5?: "revoked"
+        case let other?: "unknown_\(other)"
+        case nil: nil
+        }
+    }
+
+    /// The notification types of §3.3; any other is recorded as seen.
+    public static let knownTypes: Set<String> = [
+        "SUBSCRIBED", "DID_RENEW", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS", "OFFER_REDEEMED",
+        "DID_FAIL_TO_RENEW", "GRACE_PERIOD_EXPIRED", "EXPIRED", "PRICE_INCREASE", "REFUND", "REFUND_DECLINED",
+        "REFUND_REVERSED", "CONSUMPTION_REQUEST", "REVOKE", "RENEWAL_EXTENDED", "RENEWAL_EXTENSION", "ONE_TIME_CHARGE",
+        "TEST", "EXTERNAL_PURCHASE_TOKEN", "METADATA_UPDATE", "MIGRATION", "PRICE_CHANGE", "RESCIND_CONSENT",
+    ]
+}
+
+/// `JWSTransactionDecodedPayload` (§3.5). Dates are epoch milliseconds.
+public struct SignedTransaction: Sendable, Equatable {
+    public var transactionID: String
+    public var originalTransactionID: String
+    public var bundleID: String
+    public var productID: String
+    public var webOrderLineItemID: String?
+    public var subscriptionGroupID: String?
+    public var purchaseDate: Int64?
+    public var originalPurchaseDate: Int64?
+    public var expiresDate: Int64?
+    public var quantity: Int64?
+    /// `Auto-Renewable Subscription`, `Non-Consumable`, `Consumable`, `Non-Renewing Subscription`.
+    public var type: String?
+    public var appAccountToken: String?
+    /// `PURCHASED` or `FAMILY_SHARED`.
+    public var inAppOwnershipType: String?
+    public var signedDate: Int64?
+    /// Refunded or revoked from Family Sharing at this time: the transaction no longer entitles.
+    public var revocationDate: Int64?
+    /// 1: a problem with the app; 0: another reason.
+    public var revocationReason: Int64?
+    public var revocationType: String?
+    public var isUpgraded: Bool
+    /// 1 introductory, 2 promotional, 3 offer code, 4 win-back.
+    public var offerType: Int64?
+    public var offerIdentifier: String?
+    public var offerDiscountType: String?
+    public var environment: String?
+    public var transactionReason: String?
+    public var storefront: String?
+    public var price: Int64?
+    public var currency: String?
+    public var raw: JSONValue
+
+    public init?(_ v: JSONValue) {
+        guard let id = v["transactionId"]?.string, let product = v["productId"]?.string, let bundle = v["bundleId"]?.string
+        else { return nil }
+        transactionID = id
+        originalTransactionID = v["originalTransactionId"]?.string ?? id
+        bundleID = bundle
+        productID = product
+        webOrderLineItemID = v["webOrderLineItemId"]?.string
+        subscriptionGroupID = v["subscriptionGroupIdentifier"]?.string
+        purchaseDate = v["purchaseDate"]?.int64
+        originalPurchaseDate = v["originalPurchaseDate"]?.int64
+        expiresDate = v["expiresDate"]?.int64
+        quantity = v["quantity"]?.int64
+        type = v["type"]?.string
+        appAccountToken = v["appAccountToken"]?.string
+        inAppOwnershipType = v["inAppOwnershipType"]?.string
+        signedDate = v["signedDate"]?.int64
+        revocationDate = v["revocationDate"]?.int64
+        revocationReason = v["revocationReason"]?.int64
+        revocationType = v["revocationType"]?.string
+        isUpgraded = v["isUpgraded"]?.bool ?? false
+        offerType = v["offerType"]?.int64
+        offerIdentifier = v["offerIdentifier"]?.string
+        offerDiscountType = v["offerDiscountType"]?.string
+        environment = v["environment"]?.string
+        transactionReason = v["transactionReason"]?.string
+        storefront = v["storefront"]?.string
+        price = v["price"]?.int64
+        currency = v["currency"]?.string
+        raw = v
+    }
+}
+
+/// `JWSRenewalInfoDecodedPayload` (§3.6).
+public struct SignedRenewalInfo: Sendable, Equatable {
+    public var originalTransactionID: String
+    public var productID: String?
+    public var autoRenewProductID: String?
+    /// 1 on, 0 off.
+    public var autoRenewStatus: Bool?
+    public var expirationIntent: Int64?
+    public var isInBillingRetryPeriod: Bool?
+    public var gracePeriodExpiresDate: Int64?
+    /// 0: consent requested, no answer yet; 1: consented, or no consent needed.
+    public var priceIncreaseStatus: Int64?
+    /// The offer that applies to the next renewal.
+    public var offerType: Int64?
+    public var offerIdentifier: String?
+    public var signedDate: Int64?
+    public var environment: String?
+    public var renewalDate: Int64?
+    public var appAccountToken: String?
+    public var raw: JSONValue
+
+    public init?(_ v: JSONValue) {
+        guard let original = v["originalTransactionId"]?.string else { return nil }
+        originalTransactionID = original
+        productID = v["productId"]?.string
+        autoRenewProductID = v["autoRenewProductId"]?.string
+        autoRenewStatus = v["autoRenewStatus"]?.bool
+        expirationIntent = v["expirationIntent"]?.int64
+        isInBillingRetryPeriod = v["isInBillingRetryPeriod"]?.bool
+        gracePeriodExpiresDate = v["gracePeriodExpiresDate"]?.int64
+        priceIncreaseStatus = v["priceIncreaseStatus"]?.int64
+        offerType = v["offerType"]?.int64
+        offerIdentifier = v["offerIdentifier"]?.string
+        signedDate = v["signedDate"]?.int64
+        environment = v["environment"]?.string
+        renewalDate = v["renewalDate"]?.int64
+        appAccountToken = v["appAccountToken"]?.string
+        raw = v
+    }
+}

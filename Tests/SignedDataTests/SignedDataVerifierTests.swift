@@ -1,0 +1,295 @@
+import AppStore
+import Crypto
+import FoundationEssentials
+import SwiftASN1
+import Testing
+import X509
+
+@testable import SignedData
+
+/// apple-protocols.md §3.7 against Apple's test PKI, Apple's own signed samples and a real
+/// Apple-signed notification: what passes, and each refusal for its own reason.
+@Suite struct SignedDataVerifierTests {
+    static let fixtures = URL(filePath: #filePath).deletingLastPathComponent().appending(path: "Fixtures")
+    static func text(_ name: String) -> String {
+        let text = (try? String(contentsOf: fixtures.appending(path: name), encoding: .utf8)) ?? ""
+        return String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+    }
+    static func certificate(der name: String) throws -> Certificate {
+        try Certificate(derEncoded: Array(try Data(contentsOf: fixtures.appending(path: name))))
+    }
+
+    /// 2025-01-01, inside the test PKI's 2023–2033.
+    static let now: Int64 = 1_735_689_600_000
+    static let testRoot = try! certificate(der: "testCA.der")
+    static let appleRoot = try! certificate(der: "AppleRootCA-G3.cer")
+
+    static func verifier(
+        roots: [Certificate] = [testRoot], bundles: [String] = ["com.example"], appAppleIDs: [Int64] = [1234],
+        environments: Set<AppStoreEnvironment> = [.production, .sandbox], time: SignedDataVerifier.ValidationTime = .signedDate
+    ) -> SignedDataVerifier {
+        SignedDataVerifier(
+            configuration: .init(
+                roots: roots, bundleIDs: bundles, appAppleIDs: appAppleIDs, environments: environments, validationTime: time),
+            now: { now })
+    }
+
+    static func signer(leaf: String = "testLeaf.pem", intermediate: String = "testIntermediate.pem") throws -> JWSSigner {
+        try JWSSigner(keyPEM: text("testLeaf.key"), chainPEM: [text(leaf), text(intermediate), text("testCA.pem")])
+    }
+
+    /// The refusal `body` ends with; nil when it passes (another error type fails the test).
+    static func refusal(_ body: () async throws -> Void) async -> SignedDataError? {
+        do {
+            try await body()
+            return nil
+        } catch let error as SignedDataError {
+            return error
+        } catch {
+            Issue.record("unexpected error \(error)")
+            return nil
+        }
+    }
+
+    static let transactionPayload: JSONValue = .object([
+        "transactionId": .string("2000000000000002"), "originalTransactionId": .string("2000000000000001"),
+        "bundleId": .string("com.example"), "productId": .string("monthly"), "purchaseDate": .number(0, text: "1735000000000"),
+        "expiresDate": .number(0, text: "1737600000000"), "type": .string("Auto-Renewable Subscription"),
+        "inAppOwnershipType": .string("PURCHASED"), "environment": .string("Sandbox"),
+        "signedDate": .number(0, text: "1735000000000"),
+    ])
+
+    // MARK: Apple's samples and a real notification
+
+    @Test func applesSignedSamplesVerifyAgainstTheTestCA() async throws {
+        let v = Self.verifier()
+        let notification = try await v.notification(Self.text("testNotification"))
+        #expect(notification.notificationType == "TEST")
+        #expect(notification.notificationUUID == "9ad56bd2-0bc6-42e0-af24-fd996d87a1e6")
+        #expect(
+            notification.bundleID == "com.example" && notification.appAppleID == 1234 && notification.environment == "Sandbox")
+        let transaction = try await v.verify(Self.text("transactionInfo"))
+        try v.checkTransactionClaims(transaction)
+        #expect(transaction["signedDate"]?.int64 == 1_672_956_154_000)
+        let renewal = try await v.verify(Self.text("renewalInfo"))
+        try v.checkRenewalClaims(renewal)
+    }
+
+    @Test func applesNegativeSamplesFailForTheirReason() async {
+        let v = Self.verifier()
+        let wrongBundle = await Self.refusal { _ = try await v.notification(Self.text("wrongBundleId")) }
+        #expect(wrongBundle?.code == "wrong_app")
+        let missing = await Self.refusal { _ = try await v.notification(Self.text("missingX5CHeaderClaim")) }
+        #expect(missing == .malformed("the header has no x5c"))
+        // Apple's transactionInfo sample is for com.example: another configured app refuses it.
+        let other = await Self.refusal {
+            try await Self.verifier(bundles: ["com.other"]).checkTransactionClaims(v.verify(Self.text("transactionInfo")))
+        }
+        #expect(other?.code == "wrong_app")
+    }
+
+    @Test func realAppleSignedNotificationVerifiesAgainstRootG3AtItsSignedDate() async throws {
+        let body = try JSONValue.parse(Array(Self.text("v2-test-notification-signed-payload.json").utf8))
+        let jws = try #require(body["signedPayload"]?.string)
+        let notification = try await Self.verifier(roots: [Self.appleRoot], bundles: ["com.Abilities"]).notification(jws)
+        #expect(notification.notificationType == "TEST" && notification.signedDate == 1_662_122_492_884)
+        #expect(notification.notificationUUID == "5e09dcfc-205e-4ea1-9883-96676f394992")
+        // Its leaf expired in 2023: at "now" it no longer verifies; and Apple's test CA is not its root.
+        let atNow = await Self.refusal {
+            _ = try await Self.verifier(roots: [Self.appleRoot], bundles: ["com.Abilities"], time: .now).notification(jws)
+        }
+        #expect(atNow == .notValidAt(.leaf, Self.now))
+        let testRoot = await Self.refusal { _ = try await Self.verifier(bundles: ["com.Abilities"]).notification(jws) }
+        #expect(testRoot?.code == "untrusted_chain")
+    }
+
+    // MARK: Data we sign with Apple's test leaf key
+
+    @Test func signedWithTheTestLeafVerifies() async throws {
+        let jws = try Self.signer().sign(Self.transactionPayload)
+        let t = try await Self.verifier().transaction(jws)
+        #expect(t.transactionID == "2000000000000002" && t.originalTransactionID == "2000000000000001")
+        #expect(t.expiresDate == 1_737_600_000_000 && t.inAppOwnershipType == "PURCHASED" && t.isUpgraded == false)
+    }
+
+    @Test func tamperedPayloadOrSignatureIsRefused() async throws {
+        let jws = try Self.signer().sign(Self.transactionPayload)
+        let parts = jws.split(separator: ".").map(String.init)
+        var other = Self.transactionPayload
+        if case .object(var fields) = other {
+            fields["expiresDate"] = .number(0, text: "4102444800000")
+            other = .object(fields)
+        }
+        let tamperedPayload = [parts[0], JWSSigner.base64URL(other.jsonBytes), parts[2]].joined(separator: ".")
+        #expect(await Self.refusal { _ = try await Self.verifier().transaction(tamperedPayload) } == .invalidSignature)
+        var signature = Array(CompactJWS.base64URLDecode(Array(parts[2].utf8))!)
+        signature[10] ^= 0x01
+        let tamperedSignature = [parts[0], parts[1], JWSSigner.base64URL(signature)].joined(separator: ".")
+        #expect(await Self.refusal { _ = try await Self.verifier().transaction(tamperedSignature) } == .invalidSignature)
+        // A DER signature (not JOSE's raw R‖S) is refused too.
+        let der = try Self.signer().key.signature(for: Array("\(parts[0]).\(parts[1])".utf8)).derRepresentation
+        let derSigned = [parts[0], parts[1], JWSSigner.base64URL(Array(der))].joined(separator: ".")
+        #expect(await Self.refusal { _ = try await Self.verifier().transaction(derSigned) } == .invalidSignature)
+    }
+
+    @Test func certificatesWithoutApplesMarkersAreRefused() async throws {
+        let badIntermediate = try Self.signer(
+            leaf: "testInvalidIntermediateLeaf.pem", intermediate: "testInvalidOIDIntermediate.pem")
+        #expect(
+            await Self.refusal { _ = try await Self.verifier().transaction(badIntermediate.sign(Self.transactionPayload)) }
+                == .missingMarker(.intermediate))
+        let badLeaf = try Self.signer(leaf: "testInvalidOIDLeaf.pem")
+        #expect(
+            await Self.refusal { _ = try await Self.verifier().transaction(badLeaf.sign(Self.transactionPayload)) }
+                == .missingMarker(.leaf))
+    }
+
+    @Test func aChainToAnotherRootIsRefusedWhateverX5cSends() async throws {
+        let forged = try ForgedPKI()
+        let jws = try JWSSigner(key: forged.leafKey, chain: [forged.leaf, forged.intermediate, forged.root])
+            .sign(Self.transactionPayload)
+        let refusal = await Self.refusal { _ = try await Self.verifier().transaction(jws) }
+        #expect(refusal?.code == "untrusted_chain")
+        // The same chain verifies when its root is the configured anchor: the refusal was the root's.
+        _ = try await Self.verifier(roots: [forged.root]).transaction(jws)
+    }
+
+    @Test func certificatesOutsideTheirValidityAtSignedDateAreRefused() async throws {
+        for signedDate: Int64 in [2_000_000_000_000, 1_600_000_000_000] {  // 2033-05 (expired), 2020-09 (not yet valid)
+            var payload = Self.transactionPayload
+            if case .object(var fields) = payload {
+                fields["signedDate"] = .number(0, text: String(signedDate))
+                payload = .object(fields)
+            }
+            let jws = try Self.signer().sign(payload)
+            #expect(await Self.refusal { _ = try await Self.verifier().transaction(jws) } == .notValidAt(.leaf, signedDate))
+            // Validated at "now" (2025) instead, the same data passes.
+            _ = try await Self.verifier(time: .now).transaction(jws)
+        }
+    }
+
+    @Test func claimsMustMatchTheConfiguredAppAndEnvironment() async throws {
+        let jws = try Self.signer().sign(Self.transactionPayload)
+        #expect(await Self.refusal { _ = try await Self.verifier(bundles: ["com.other"]).transaction(jws) }?.code == "wrong_app")
+        #expect(
+            await Self.refusal { _ = try await Self.verifier(environments: [.production]).transaction(jws) }
+                == .wrongEnvironment("Sandbox"))
+        var xcode = Self.transactionPayload
+        if case .object(var fields) = xcode {
+            fields["environment"] = .string("Xcode")
+            xcode = .object(fields)
+        }
+        #expect(
+            await Self.refusal { _ = try await Self.verifier().transaction(Self.signer().sign(xcode)) }
+                == .wrongEnvironment("Xcode"))
+    }
+
+    @Test func productionNotificationsMustNameAConfiguredAppAppleID() async throws {
+        func notification(environment: String, appAppleID: Int64?) -> JSONValue {
+            var data: [String: JSONValue] = ["bundleId": .string("com.example"), "environment": .string(environment)]
+            if let appAppleID { data["appAppleId"] = .number(Double(appAppleID), text: String(appAppleID)) }
+            return .object([
+                "notificationType": .string("TEST"), "notificationUUID": .string("u-\(environment)-\(appAppleID ?? 0)"),
+                "signedDate": .number(0, text: "1735000000000"), "data": .object(data),
+            ])
+        }
+        let signer = try Self.signer()
+        _ = try await Self.verifier().notification(signer.sign(notification(environment: "Production", appAppleID: 1234)))
+        _ = try await Self.verifier().notification(signer.sign(notification(environment: "Sandbox", appAppleID: nil)))
+        for wrong: Int64? in [999, nil] {
+            let jws = try signer.sign(notification(environment: "Production", appAppleID: wrong))
+            #expect(await Self.refusal { _ = try await Self.verifier().notification(jws) }?.code == "wrong_app")
+        }
+    }
+
+    @Test func nestedSignedDataIsVerifiedOnItsOwn() async throws {
+        let signer = try Self.signer()
+        let good = try signer.sign(Self.transactionPayload)
+        let parts = good.split(separator: ".").map(String.init)
+        var signature = Array(CompactJWS.base64URLDecode(Array(parts[2].utf8))!)
+        signature[0] ^= 0x80
+        let badInner = [parts[0], parts[1], JWSSigner.base64URL(signature)].joined(separator: ".")
+        func outer(_ inner: String, bundle: String = "com.example") throws -> String {
+            try signer.sign(
+                .object([
+                    "notificationType": .string("DID_RENEW"), "notificationUUID": .string("n-1"),
+                    "signedDate": .number(0, text: "1735000000000"),
+                    "data": .object([
+                        "bundleId": .string(bundle), "environment": .string("Sandbox"), "signedTransactionInfo": .string(inner),
+                    ]),
+                ]))
+        }
+        let ok = try await Self.verifier().notification(outer(good))
+        #expect(ok.transaction?.transactionID == "2000000000000002")
+        #expect(await Self.refusal { _ = try await Self.verifier().notification(outer(badInner)) } == .invalidSignature)
+        // An outer notification for one app cannot carry another app's transaction.
+        let twoApps = try outer(good, bundle: "com.example.two")
+        let refusal = await Self.refusal {
+            _ = try await Self.verifier(bundles: ["com.example", "com.example.two"]).notification(twoApps)
+        }
+        #expect(refusal?.code == "wrong_app")
+    }
+
+    @Test func malformedInputIsRefusedAsFormat() async throws {
+        let signer = try Self.signer()
+        let v = Self.verifier()
+        for text in ["", "a.b", "a.b.c.d", "!!.e30.AA", "e30.e30.AA"] {
+            #expect(await Self.refusal { _ = try await v.transaction(text) }?.code == "invalid_jws", "\(text)")
+        }
+        let hs256 = try signer.sign(Self.transactionPayload, header: ["alg": .string("HS256")])
+        #expect(await Self.refusal { _ = try await v.transaction(hs256) } == .malformed("alg must be ES256"))
+        let two = try signer.sign(Self.transactionPayload, header: ["x5c": .array([.string("AAAA"), .string("AAAA")])])
+        #expect(await Self.refusal { _ = try await v.transaction(two) } == .malformed("x5c must hold 3 certificates, it holds 2"))
+        let junk = try signer.sign(
+            Self.transactionPayload, header: ["x5c": .array([.string("not base64!"), .string("AAAA"), .string("AAAA")])])
+        #expect(await Self.refusal { _ = try await v.transaction(junk) }?.code == "invalid_certificate")
+    }
+
+    @Test func base64URLDecoding() {
+        #expect(CompactJWS.base64URLDecode(Array("-_8".utf8)) == [0xFB, 0xFF])
+        #expect(CompactJWS.base64URLDecode(Array("+_8".utf8)) == nil)
+        #expect(CompactJWS.base64URLDecode(Array("AAA=".utf8)) == nil)
+        #expect(CompactJWS.base64URLDecode(Array("A".utf8)) == nil)
+        #expect(JWSSigner.base64URL([0xFB, 0xFF]) == "-_8")
+    }
+}
+
+/// A root, intermediate and leaf shaped like Apple's (markers included) but from nobody Apple knows.
+struct ForgedPKI {
+    let root: Certificate
+    let intermediate: Certificate
+    let leaf: Certificate
+    let leafKey = P256.Signing.PrivateKey()
+
+    init() throws {
+        let rootKey = P256.Signing.PrivateKey()
+        let intermediateKey = P256.Signing.PrivateKey()
+        let from = Date(timeIntervalSince1970: 1_672_531_200)  // 2023
+        let until = Date(timeIntervalSince1970: 2_000_000_000)  // 2033
+        let rootName = try DistinguishedName { CommonName("Apple Root CA - G3") }
+        let intermediateName = try DistinguishedName { CommonName("Worldwide Developer Relations") }
+        let leafName = try DistinguishedName { CommonName("Receipt Signing") }
+        let ca = try Certificate.Extensions {
+            Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+            Critical(KeyUsage(keyCertSign: true))
+        }
+        root = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(rootKey.publicKey), notValidBefore: from, notValidAfter: until,
+            issuer: rootName, subject: rootName, signatureAlgorithm: .ecdsaWithSHA256, extensions: ca,
+            issuerPrivateKey: .init(rootKey))
+        var intermediateExtensions = ca
+        try intermediateExtensions.append(
+            Certificate.Extension(oid: SignedDataVerifier.intermediateMarker, critical: false, value: [0x05, 0x00]))
+        intermediate = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(intermediateKey.publicKey), notValidBefore: from,
+            notValidAfter: until, issuer: rootName, subject: intermediateName, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: intermediateExtensions, issuerPrivateKey: .init(rootKey))
+        var leafExtensions = Certificate.Extensions()
+        try leafExtensions.append(
+            Certificate.Extension(oid: SignedDataVerifier.leafMarker, critical: false, value: [0x05, 0x00]))
+        leaf = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(leafKey.publicKey), notValidBefore: from, notValidAfter: until,
+            issuer: intermediateName, subject: leafName, signatureAlgorithm: .ecdsaWithSHA256, extensions: leafExtensions,
+            issuerPrivateKey: .init(intermediateKey))
+    }
+}
