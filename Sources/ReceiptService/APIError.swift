@@ -1,4 +1,5 @@
 import HTTPServer
+import SignedData
 
 /// The API's errors (issue 3's contract): a status, a stable code, a message for people and, when
 /// Apple gave one, Apple's status. Rendered as `{"error": {"code", "message", "request_id", "apple_status"}}`.
@@ -40,6 +41,22 @@ struct APIError: Error, Sendable, Equatable {
             message: "The App Store could not answer now; retry later.",
             appleStatus: appleStatus, retryAfterSeconds: 30)
     }
+    /// Apple's signed data did not verify; `code` names the reason (SignedDataError.code).
+    static func signedData(_ error: SignedDataError) -> APIError {
+        APIError(
+            status: error.code == "invalid_jws" ? .badRequest : .unprocessableContent, code: error.code,
+            message: error.description)
+    }
+    static let wrongNotificationPassword = APIError(
+        status: .unauthorized, code: "invalid_password",
+        message: "The notification's password is not this app's shared secret.")
+    static func wrongApp(_ message: String) -> APIError {
+        APIError(status: .unprocessableContent, code: "wrong_app", message: message)
+    }
+    /// A transient fault here (the database): Apple and clients should retry.
+    static let temporarilyUnavailable = APIError(
+        status: .serviceUnavailable, code: "temporarily_unavailable", message: "receiptd could not store this now; retry.",
+        retryAfterSeconds: 5)
     static let serverFault = APIError(
         status: .internalServerError, code: "internal_error", message: "An internal error occurred.")
 

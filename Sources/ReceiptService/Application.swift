@@ -6,6 +6,7 @@ import FoundationEssentials
 import Glibc
 import HTTPServer
 import Logging
+import SignedData
 import Storage
 
 /// receiptd's running service: the database (migrated before anything binds), the routes, and
@@ -66,14 +67,27 @@ public final class Application: Sendable {
             secretKeys = ["dev-secret-key"]
             logger.warning("No API keys configured: development keys dev-public-key and dev-secret-key are in use")
         }
+        let now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+        let signed = settings.signedData
+        let verifier = SignedDataVerifier(
+            configuration: .init(
+                roots: signed.roots, bundleIDs: settings.bundleIDs, appAppleIDs: signed.appAppleIDs,
+                environments: signed.environments, validationTime: signed.validationTime),
+            now: now)
+        if signed.environments.contains(.production) && signed.appAppleIDs.isEmpty {
+            logger.warning("appStore.appAppleIds is empty: production V2 notifications will be refused as wrong_app")
+        }
+        let state = SubscriberState(settings: configuration.entitlementSettings)
+        let policy = OwnershipPolicy(rawValue: configuration.api.ownershipPolicy) ?? .transfer
         let receipts = ReceiptProcessor(
-            client: client, database: database, bundleIDs: settings.bundleIDs,
-            state: SubscriberState(settings: configuration.entitlementSettings),
-            policy: OwnershipPolicy(rawValue: configuration.api.ownershipPolicy) ?? .transfer, logger: logger,
-            now: { Int64(Date().timeIntervalSince1970 * 1000) })
+            client: client, verifier: verifier, database: database, bundleIDs: settings.bundleIDs, state: state,
+            policy: policy, logger: logger, now: now)
+        let notifications = NotificationProcessor(
+            verifier: verifier, database: database, bundleIDs: settings.bundleIDs, sharedSecret: settings.sharedSecret,
+            state: state, policy: policy, logger: logger, now: now)
         let routes = Routes(
             database: database, migrator: migrator, auth: APIAuth(publicKeys: publicKeys, secretKeys: secretKeys),
-            receipts: receipts)
+            receipts: receipts, notifications: notifications)
         server = HTTPServer(configuration: configuration.http, responder: routes.router(), logger: logger)
     }
 

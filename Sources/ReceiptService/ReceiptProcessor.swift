@@ -3,11 +3,13 @@ import Entitlements
 import FoundationEssentials
 import HTTPServer
 import Logging
+import SignedData
 import Storage
 
 /// POST /v1/receipts, GET /v1/subscribers/{id} and its events: verify with Apple, store, answer.
 struct ReceiptProcessor: Sendable {
     let client: VerifyReceiptClient
+    let verifier: SignedDataVerifier
     let database: DatabaseQueue
     let bundleIDs: [String]
     let state: SubscriberState
@@ -18,7 +20,11 @@ struct ReceiptProcessor: Sendable {
     /// The body of POST /v1/receipts.
     struct PostReceipt: Sendable {
         var appUserID: String
+        /// Exactly one of `receiptData` (a receipt for verifyReceipt) and `signedTransaction`
+        /// (StoreKit 2's JWS, verified here) is set.
         var receiptData: String
+        var signedTransaction: String? = nil
+        var signedRenewalInfo: String? = nil
         var bundleID: String?
         var excludeOldTransactions: Bool
     }
@@ -31,10 +37,32 @@ struct ReceiptProcessor: Sendable {
         guard case .string(let user)? = json["app_user_id"], !user.isEmpty, user.utf8.count <= 256 else {
             throw .invalidRequest("`app_user_id` must be a non-empty string of at most 256 bytes.")
         }
-        guard case .string(let receipt)? = json["receipt_data"], !receipt.isEmpty else {
-            throw .invalidRequest("`receipt_data` must be a non-empty base64 string.")
+        var signed: (transaction: String, renewal: String?)?
+        switch (json["receipt_data"], json["signed_transaction"]) {
+        case (nil, nil), (.null?, nil), (nil, .null?):
+            throw .invalidRequest("Either `receipt_data` or `signed_transaction` is required.")
+        case (let r?, let s?) where r != .null && s != .null:
+            throw .invalidRequest("Send `receipt_data` or `signed_transaction`, not both.")
+        case (_, .string(let jws)?) where !jws.isEmpty && jws.utf8.count <= 65_536:
+            switch json["signed_renewal_info"] {
+            case nil, .null?: signed = (jws, nil)
+            case .string(let info)? where !info.isEmpty && info.utf8.count <= 65_536: signed = (jws, info)
+            default: throw .invalidRequest("`signed_renewal_info` must be a JWS string.")
+            }
+        case (_, let s?) where s != .null:
+            throw .invalidRequest("`signed_transaction` must be a JWS string of at most 65536 bytes.")
+        default: break
         }
-        guard Data(base64Encoded: receipt) != nil else { throw .invalidRequest("`receipt_data` is not valid base64.") }
+        let receipt: String
+        if signed != nil {
+            receipt = ""
+        } else {
+            guard case .string(let given)? = json["receipt_data"], !given.isEmpty else {
+                throw .invalidRequest("`receipt_data` must be a non-empty base64 string.")
+            }
+            guard Data(base64Encoded: given) != nil else { throw .invalidRequest("`receipt_data` is not valid base64.") }
+            receipt = given
+        }
         var bundleID: String?
         switch json["bundle_id"] {
         case nil, .null?: bundleID = nil
@@ -47,13 +75,16 @@ struct ReceiptProcessor: Sendable {
         case .bool(let b)?: exclude = b
         default: throw .invalidRequest("`exclude_old_transactions` must be a boolean.")
         }
-        return PostReceipt(appUserID: user, receiptData: receipt, bundleID: bundleID, excludeOldTransactions: exclude)
+        return PostReceipt(
+            appUserID: user, receiptData: receipt, signedTransaction: signed?.transaction, signedRenewalInfo: signed?.renewal,
+            bundleID: bundleID, excludeOldTransactions: exclude)
     }
 
     func post(_ request: HTTPRequest, requestID: String) async -> HTTPResponse {
         do {
             let input = try Self.parse(request.body)
             let explain = try Self.explain(request)
+            if input.signedTransaction != nil { return try await postSigned(input, explain: explain, request: request) }
             let expectedBundle: String
             if let given = input.bundleID {
                 guard bundleIDs.contains(given) else { throw APIError.bundleMismatch("`bundle_id` is not a configured app.") }
@@ -80,21 +111,7 @@ struct ReceiptProcessor: Sendable {
                 throw error
             }
             let record = RecordMapping.record(of: response, environment: environment)
-            let at = now()
-            // One hop to the database, one write transaction: the receipt, its log row, the version and events.
-            let saved = try await database.run { [policy, state] db in
-                try db.transaction { () throws -> Saved in
-                    let store = ReceiptStore(db)
-                    let outcome = try store.save(record, for: input.appUserID, policy: policy, now: at, log: entry)
-                    guard case .saved(let changes) = outcome else { return .inUse }
-                    guard let subscriber = try store.subscriber(input.appUserID) else { throw APIError.serverFault }
-                    let document = state.document(subscriber, now: at)
-                    let refresh = try state.refresh(subscriber, document: document, in: db, now: at, factsChanged: changes > 0)
-                    return .document(document, refresh.version)
-                }
-            }
-            guard case .document(let document, let version) = saved else { throw APIError.receiptInUse() }
-            return Self.documentResponse(document, version: version, now: at, explain: explain, request: request)
+            return try await store(record, for: input.appUserID, log: entry, explain: explain, request: request)
         } catch let error as APIError {
             return error.response(requestID: requestID)
         } catch {
@@ -103,9 +120,47 @@ struct ReceiptProcessor: Sendable {
         }
     }
 
-    private enum Saved: Sendable {
-        case inUse
-        case document(SubscriberDocument, Int64)
+    /// One hop to the database, one write transaction: the facts, the log row, the version and
+    /// events; then the document.
+    private func store(
+        _ record: VerifiedReceiptRecord, for user: String, log: VerificationLogEntry, explain: Bool, request: HTTPRequest
+    ) async throws -> HTTPResponse {
+        let at = now()
+        let saved = try await database.run { [policy, state] db in
+            try db.transaction { try state.save(record, for: user, policy: policy, in: db, now: at, log: log) }
+        }
+        guard case .document(let document, let version, _) = saved else { throw APIError.receiptInUse() }
+        return Self.documentResponse(document, version: version, now: at, explain: explain, request: request)
+    }
+
+    /// POST /v1/receipts with `signed_transaction` (StoreKit 2): verified offline like a V2
+    /// notification's transaction, with no call to Apple.
+    private func postSigned(_ input: PostReceipt, explain: Bool, request: HTTPRequest) async throws -> HTTPResponse {
+        let started = ContinuousClock.now
+        let transaction: SignedTransaction
+        var renewal: SignedRenewalInfo?
+        do {
+            transaction = try await verifier.transaction(input.signedTransaction ?? "")
+            if let signed = input.signedRenewalInfo { renewal = try await verifier.renewalInfo(signed) }
+        } catch {
+            logger.notice("signed transaction refused", metadata: ["reason": "\(error.code)", "user": "\(input.appUserID)"])
+            throw APIError.signedData(error)
+        }
+        if let given = input.bundleID, given != transaction.bundleID {
+            throw APIError.bundleMismatch("The signed transaction belongs to another app.")
+        }
+        if let renewal, renewal.originalTransactionID != transaction.originalTransactionID {
+            throw APIError.invalidRequest("`signed_renewal_info` is about another purchase than `signed_transaction`.")
+        }
+        let (seconds, attos) = (ContinuousClock.now - started).components
+        let log = VerificationLogEntry(
+            appUserID: input.appUserID,
+            environment: transaction.environment.flatMap(AppStoreEnvironment.init(appleName:))?.rawValue,
+            appleStatus: nil, outcome: "signed_transaction", attempts: 0,
+            latencyMs: seconds * 1000 + attos / 1_000_000_000_000_000)
+        let record = RecordMapping.record(
+            transaction: transaction, renewal: renewal, statedAt: transaction.signedDate ?? renewal?.signedDate)
+        return try await store(record, for: input.appUserID, log: log, explain: explain, request: request)
     }
 
     func subscriber(_ appUserID: String, request: HTTPRequest, requestID: String) async -> HTTPResponse {

@@ -1,12 +1,17 @@
 import AppStore
 import Entitlements
+import SignedData
 import Storage
 
 /// Moves facts between the modules that must not know each other: Apple's wire models → storage
 /// rows → the pure domain's inputs.
 enum RecordMapping {
-    static func record(of response: VerifyReceiptResponse, environment: AppStoreEnvironment) -> VerifiedReceiptRecord {
-        let bundleID = response.receipt?.bundleID ?? ""
+    /// A verifyReceipt answer, or a V1 notification's `unified_receipt` (which has no `receipt`:
+    /// its bundle id is the notification's `bid`).
+    static func record(
+        of response: VerifyReceiptResponse, environment: AppStoreEnvironment, bundleID: String? = nil
+    ) -> VerifiedReceiptRecord {
+        let bundleID = bundleID ?? response.receipt?.bundleID ?? ""
         let env = environment.rawValue
         return VerifiedReceiptRecord(
             environment: env, transactions: response.transactions.map { transaction($0, bundleID: bundleID, environment: env) },
@@ -22,7 +27,57 @@ enum RecordMapping {
             isTrialPeriod: t.isTrialPeriod, isInIntroOfferPeriod: t.isInIntroOfferPeriod, isUpgraded: t.isUpgraded,
             ownershipType: t.ownershipType, subscriptionGroupID: t.subscriptionGroupID,
             webOrderLineItemID: t.webOrderLineItemID, promotionalOfferID: t.promotionalOfferID,
-            offerCodeRefName: t.offerCodeRefName, rawJSON: String(decoding: t.raw.jsonBytes, as: UTF8.self))
+            offerCodeRefName: t.offerCodeRefName, appAccountToken: t.appAccountToken,
+            rawJSON: String(decoding: t.raw.jsonBytes, as: UTF8.self))
+    }
+
+    /// Verified StoreKit 2 data (a V2 notification's, or a client's signed transaction) as the same
+    /// rows a receipt gives, stated at `statedAt` (the JWS's `signedDate`).
+    static func record(
+        transaction: SignedTransaction?, renewal: SignedRenewalInfo?, statedAt: Int64?
+    ) -> VerifiedReceiptRecord {
+        let environment = (transaction?.environment ?? renewal?.environment).flatMap(AppStoreEnvironment.init(appleName:))
+        return VerifiedReceiptRecord(
+            environment: (environment ?? .production).rawValue, transactions: transaction.map { [self.transaction($0)] } ?? [],
+            renewals: renewal.map { [self.renewal($0)] } ?? [], latestReceipt: nil, statedAt: statedAt)
+    }
+
+    /// §3.5 onto §1.6's columns: `revocationDate` is the cancellation date, `offerType` 1 the trial
+    /// or intro flags, 2 and 4 (win-back) a promotional offer, 3 an offer code.
+    static func transaction(_ t: SignedTransaction) -> TransactionRecord {
+        let environment = t.environment.flatMap(AppStoreEnvironment.init(appleName:)) ?? .production
+        let trial = t.offerType == 1 && t.offerDiscountType == "FREE_TRIAL"
+        return TransactionRecord(
+            transactionID: t.transactionID, originalTransactionID: t.originalTransactionID, productID: t.productID,
+            bundleID: t.bundleID, environment: environment.rawValue, purchaseDate: t.purchaseDate,
+            originalPurchaseDate: t.originalPurchaseDate, expiresDate: t.expiresDate, cancellationDate: t.revocationDate,
+            cancellationReason: t.revocationReason.map(String.init), quantity: t.quantity, isTrialPeriod: trial,
+            isInIntroOfferPeriod: t.offerType == 1 && !trial, isUpgraded: t.isUpgraded, ownershipType: t.inAppOwnershipType,
+            subscriptionGroupID: t.subscriptionGroupID, webOrderLineItemID: t.webOrderLineItemID,
+            promotionalOfferID: t.offerType == 2 || t.offerType == 4 ? t.offerIdentifier : nil,
+            offerCodeRefName: t.offerType == 3 ? t.offerIdentifier : nil, appAccountToken: t.appAccountToken,
+            rawJSON: unsigned(t.raw))
+    }
+
+    /// §3.6 onto §1.7's columns.
+    static func renewal(_ r: SignedRenewalInfo) -> RenewalRecord {
+        RenewalRecord(
+            originalTransactionID: r.originalTransactionID, productID: r.productID, autoRenewProductID: r.autoRenewProductID,
+            autoRenewStatus: r.autoRenewStatus, expirationIntent: r.expirationIntent,
+            gracePeriodExpiresDate: r.gracePeriodExpiresDate, isInBillingRetryPeriod: r.isInBillingRetryPeriod,
+            priceIncreaseStatus: r.priceIncreaseStatus.map(String.init),
+            offerCodeRefName: r.offerType == 3 ? r.offerIdentifier : nil,
+            promotionalOfferID: r.offerType == 2 || r.offerType == 4 ? r.offerIdentifier : nil,
+            environment: (r.environment.flatMap(AppStoreEnvironment.init(appleName:)) ?? .production).rawValue,
+            rawJSON: unsigned(r.raw))
+    }
+
+    /// A signed payload without `signedDate`: the same facts signed twice are the same row (the
+    /// signed original stays in `notifications.body`).
+    static func unsigned(_ payload: JSONValue) -> String {
+        guard case .object(var fields) = payload else { return String(decoding: payload.jsonBytes, as: UTF8.self) }
+        fields["signedDate"] = nil
+        return String(decoding: JSONValue.object(fields).jsonBytes, as: UTF8.self)
     }
 
     static func renewal(_ r: PendingRenewalInfo, environment: String) -> RenewalRecord {
@@ -38,14 +93,16 @@ enum RecordMapping {
     /// A stored transaction mapped again from its raw JSON (`receiptd rederive`); nil when the raw
     /// JSON no longer parses as a transaction.
     static func remapped(_ t: TransactionRecord) -> TransactionRecord? {
-        guard let json = try? JSONValue.parse(Array(t.rawJSON.utf8)), let parsed = Transaction(json) else { return nil }
-        return transaction(parsed, bundleID: t.bundleID, environment: t.environment)
+        guard let json = try? JSONValue.parse(Array(t.rawJSON.utf8)) else { return nil }
+        if let parsed = Transaction(json) { return transaction(parsed, bundleID: t.bundleID, environment: t.environment) }
+        return SignedTransaction(json).map { transaction($0) }
     }
 
     /// A stored renewal snapshot mapped again from its raw JSON.
     static func remapped(_ r: RenewalRecord) -> RenewalRecord? {
-        guard let json = try? JSONValue.parse(Array(r.rawJSON.utf8)), let parsed = PendingRenewalInfo(json) else { return nil }
-        return renewal(parsed, environment: r.environment)
+        guard let json = try? JSONValue.parse(Array(r.rawJSON.utf8)) else { return nil }
+        if let parsed = PendingRenewalInfo(json) { return renewal(parsed, environment: r.environment) }
+        return SignedRenewalInfo(json).map { renewal($0) }
     }
 
     /// The pure derivation's input.

@@ -7,6 +7,7 @@ struct Routes: Sendable {
     let migrator: Migrator
     let auth: APIAuth
     let receipts: ReceiptProcessor
+    let notifications: NotificationProcessor
 
     func router() -> Router {
         var router = Router()
@@ -38,6 +39,16 @@ struct Routes: Sendable {
                 return APIError.invalidRequest("The app_user_id in the path is empty.").response(requestID: context.requestID)
             }
             return await receipts.events(user, request: request, requestID: context.requestID)
+        }
+        // Apple's App Store Server Notifications, V1 or V2 (no API key: Apple cannot send one; V1
+        // proves itself with the shared secret, V2 with Apple's signature).
+        router.on(.post, "/v1/notifications/apple") { [notifications] request, context in
+            await notifications.receive(request, requestID: context.requestID)
+        }
+        // The latest notifications with their outcome (secret key).
+        router.on(.get, "/v1/notifications") { [auth, notifications] request, context in
+            if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
+            return await notifications.list(request, requestID: context.requestID)
         }
         return router
     }

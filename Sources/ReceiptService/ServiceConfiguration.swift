@@ -1,8 +1,11 @@
+import AppStore
 import Entitlements
 import FoundationEssentials
 import Glibc
 import HTTPServer
 import Logging
+import SignedData
+import X509
 
 /// The whole effective configuration of receiptd, validated. See README "Configuration" for every
 /// key; each is documented beside its read below too.
@@ -48,6 +51,31 @@ public struct ServiceConfiguration: Sendable {
         public var maxRetries: Int
         public var attemptTimeout: Duration
         public var deadline: Duration
+        /// How Apple's signed data (V2 notifications, StoreKit 2 transactions) is verified.
+        public var signedData = SignedDataSettings()
+    }
+
+    /// Trust anchors and expected claims for Apple's JWS (apple-protocols.md §3.7).
+    public struct SignedDataSettings: Sendable {
+        /// `appStore.rootCertificates`: Apple Root CA - G3 (built in) by default.
+        public var roots: [Certificate] = [AppleRootCA.g3]
+        /// `appStore.appAppleIds`: the apps' App Store ids; production notifications must name one.
+        public var appAppleIDs: [Int64] = []
+        /// `appStore.environments`: which environments' signed data is accepted.
+        public var environments: Set<AppStoreEnvironment> = [.production, .sandbox]
+        /// `appStore.signedDataValidationTime`: `signedDate` (default) or `now`.
+        public var validationTime: SignedDataVerifier.ValidationTime = .signedDate
+
+        public init(
+            roots: [Certificate] = [AppleRootCA.g3], appAppleIDs: [Int64] = [],
+            environments: Set<AppStoreEnvironment> = [.production, .sandbox],
+            validationTime: SignedDataVerifier.ValidationTime = .signedDate
+        ) {
+            self.roots = roots
+            self.appAppleIDs = appAppleIDs
+            self.environments = environments
+            self.validationTime = validationTime
+        }
     }
 
     /// Who may call the API.
@@ -131,7 +159,7 @@ public struct ServiceConfiguration: Sendable {
         let level = try c.choice(
             "log.level", default: "info", allowed: Logger.Level.allCases.map(\.rawValue))
 
-        let appStore = AppStoreSettings(
+        var appStore = AppStoreSettings(
             // Apple's production and sandbox verifyReceipt URLs (apple-protocols.md §1.1).
             productionURL: try c.string("appStore.productionUrl", default: "https://buy.itunes.apple.com/verifyReceipt"),
             sandboxURL: try c.string("appStore.sandboxUrl", default: "https://sandbox.itunes.apple.com/verifyReceipt"),
@@ -148,6 +176,7 @@ public struct ServiceConfiguration: Sendable {
             maxRetries: try c.int("appStore.maxRetries", default: 3, range: 0...10),
             attemptTimeout: try c.milliseconds("appStore.attemptTimeoutMs", default: 10_000),
             deadline: try c.milliseconds("appStore.deadlineMs", default: 20_000))
+        appStore.signedData = try loadSignedDataSettings(c)
         guard !appStore.bundleIDs.isEmpty else {
             throw ConfigurationError(key: "appStore.bundleIds", message: "must name at least one app")
         }
@@ -188,6 +217,52 @@ public struct ServiceConfiguration: Sendable {
                 appStore: appStore, api: api, entitlements: entitlements, catalog: catalog, policy: policy),
             c
         )
+    }
+
+    private static func loadSignedDataSettings(_ c: ConfigLoader) throws(ConfigurationError) -> SignedDataSettings {
+        // Trust anchors for Apple's signed data: DER or PEM files replacing the built-in Apple Root
+        // CA - G3. Never the root a JWS sends.
+        let paths = try c.strings("appStore.rootCertificates", default: [])
+        var roots: [Certificate] = paths.isEmpty ? [AppleRootCA.g3] : []
+        for path in paths {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError(key: "appStore.rootCertificates", message: "cannot read \(path)")
+            }
+            let certificate =
+                (try? Certificate(derEncoded: Array(data)))
+                ?? String(validating: Array(data), as: UTF8.self).flatMap { try? Certificate(pemEncoded: $0) }
+            guard let certificate else {
+                throw ConfigurationError(key: "appStore.rootCertificates", message: "\(path) is not a DER or PEM certificate")
+            }
+            roots.append(certificate)
+        }
+        // The apps' App Store ids (App Store Connect → App Information → Apple ID), as strings.
+        var ids: [Int64] = []
+        for text in try c.strings("appStore.appAppleIds", default: []) {
+            guard let id = Int64(text), id > 0 else {
+                throw ConfigurationError(key: "appStore.appAppleIds", message: "must be positive integers, got \"\(text)\"")
+            }
+            ids.append(id)
+        }
+        // Environments whose signed data is accepted: production, sandbox or both.
+        var environments: Set<AppStoreEnvironment> = []
+        for name in try c.strings("appStore.environments", default: ["production", "sandbox"]) {
+            guard let environment = AppStoreEnvironment(rawValue: name) else {
+                throw ConfigurationError(
+                    key: "appStore.environments", message: "must list production and/or sandbox, got \"\(name)\"")
+            }
+            environments.insert(environment)
+        }
+        guard !environments.isEmpty else {
+            throw ConfigurationError(key: "appStore.environments", message: "must list production and/or sandbox")
+        }
+        // When certificates must be valid: at the payload's signedDate (Apple's offline rule) or now.
+        let time = try c.choice(
+            "appStore.signedDataValidationTime", default: "signedDate",
+            allowed: SignedDataVerifier.ValidationTime.allCases.map(\.rawValue))
+        return SignedDataSettings(
+            roots: roots, appAppleIDs: ids, environments: environments,
+            validationTime: SignedDataVerifier.ValidationTime(rawValue: time) ?? .signedDate)
     }
 
     /// `{"premium": ["monthly", "yearly"]}`; a missing file means no entitlements.

@@ -43,6 +43,32 @@ struct SubscriberState: Sendable {
         return Refresh(version: version, versionBumped: version != subscriber.version, events: changes)
     }
 
+    /// What ``save(_:for:policy:in:now:log:)`` did.
+    enum Saved: Sendable {
+        /// Under `OwnershipPolicy.keep`, another user holds one of the purchases; nothing was written.
+        case inUse(heldBy: String)
+        /// Stored: the document as of `now`, its version, and how many fact rows were new or changed.
+        case document(SubscriberDocument, version: Int64, changes: Int)
+    }
+
+    /// In the caller's write transaction: stores verified facts for `appUserID` (a receipt, a
+    /// notification, a signed transaction: all alike), then brings their version and events up to date.
+    func save(
+        _ record: VerifiedReceiptRecord, for appUserID: String, policy: OwnershipPolicy, in db: Database, now: Int64,
+        log: VerificationLogEntry? = nil
+    ) throws -> Saved {
+        let store = ReceiptStore(db)
+        let outcome = try store.save(record, for: appUserID, policy: policy, now: now, log: log)
+        guard case .saved(let changes) = outcome else {
+            if case .receiptInUse(let holder) = outcome { return .inUse(heldBy: holder) }
+            return .inUse(heldBy: "")
+        }
+        guard let subscriber = try store.subscriber(appUserID) else { throw APIError.serverFault }
+        let document = document(subscriber, now: now)
+        let refresh = try refresh(subscriber, document: document, in: db, now: now, factsChanged: changes > 0)
+        return .document(document, version: refresh.version, changes: changes)
+    }
+
     /// Reads a subscriber, bringing their version and events up to date first when time or
     /// configuration changed their document since it was stored. Nil when unknown.
     func current(_ appUserID: String, database: DatabaseQueue, now: Int64) async throws -> (SubscriberDocument, Int64)? {

@@ -53,7 +53,10 @@ public struct SignedNotification: Sendable, Equatable {
     }
 
     /// `data.status` by name: the state Apple says the subscription is in at `signedDate`.
-    public var statusName: String? {
+    public var statusName: String? { Self.statusName(status) }
+
+    /// 1 `active`, 2 `expired`, 3 `billing_retry`, 4 `grace_period`, 5 `revoked` (§3.8).
+    public static func statusName(_ status: Int64?) -> String? {
         switch status {
         case 1?: "active"
         case 2?: "expired"

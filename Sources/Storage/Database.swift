@@ -81,6 +81,15 @@ public final class Database {
         }
     }
 
+    /// ``transaction(_:)`` with `synchronous = FULL`: when it returns, the commit is on disk, not
+    /// only in the WAL's page cache. For writes acknowledged to a sender who will not send again
+    /// (Apple's notifications); a power cut can undo a `NORMAL` commit, never a `FULL` one.
+    public func durableTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("PRAGMA synchronous = FULL")
+        defer { try? execute("PRAGMA synchronous = NORMAL") }
+        return try transaction(body)
+    }
+
     /// Rows changed by the last INSERT, UPDATE or DELETE (an upsert whose WHERE skipped the row: 0).
     public var changes: Int { Int(sqlite3_changes(handle)) }
 

@@ -23,7 +23,9 @@ public struct TransactionRecord: Sendable, Equatable {
     public var webOrderLineItemID: String?
     public var promotionalOfferID: String?
     public var offerCodeRefName: String?
-    /// The transaction object exactly as Apple sent it.
+    /// StoreKit's `appAccountToken`: a UUID the app chose for its user at purchase.
+    public var appAccountToken: String?
+    /// The transaction object as Apple sent it (a signed payload without its `signedDate`).
     public var rawJSON: String
 
     public init(
@@ -32,7 +34,8 @@ public struct TransactionRecord: Sendable, Equatable {
         cancellationDate: Int64? = nil, cancellationReason: String? = nil, quantity: Int64? = nil,
         isTrialPeriod: Bool = false, isInIntroOfferPeriod: Bool = false, isUpgraded: Bool = false,
         ownershipType: String? = nil, subscriptionGroupID: String? = nil, webOrderLineItemID: String? = nil,
-        promotionalOfferID: String? = nil, offerCodeRefName: String? = nil, rawJSON: String
+        promotionalOfferID: String? = nil, offerCodeRefName: String? = nil, appAccountToken: String? = nil,
+        rawJSON: String
     ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -53,6 +56,7 @@ public struct TransactionRecord: Sendable, Equatable {
         self.webOrderLineItemID = webOrderLineItemID
         self.promotionalOfferID = promotionalOfferID
         self.offerCodeRefName = offerCodeRefName
+        self.appAccountToken = appAccountToken
         self.rawJSON = rawJSON
     }
 }
@@ -102,12 +106,28 @@ public struct VerifiedReceiptRecord: Sendable, Equatable {
     public var renewals: [RenewalRecord]
     /// Apple's `latest_receipt`, kept for each of the receipt's subscriptions.
     public var latestReceipt: String?
+    /// When Apple stated these facts (a JWS's `signedDate`); nil: when they are saved. Rows stated
+    /// later are never overwritten by these.
+    public var statedAt: Int64?
 
-    public init(environment: String, transactions: [TransactionRecord], renewals: [RenewalRecord], latestReceipt: String?) {
+    public init(
+        environment: String, transactions: [TransactionRecord], renewals: [RenewalRecord], latestReceipt: String?,
+        statedAt: Int64? = nil
+    ) {
         self.environment = environment
         self.transactions = transactions
         self.renewals = renewals
         self.latestReceipt = latestReceipt
+        self.statedAt = statedAt
+    }
+
+    /// The original transaction ids, in first-seen order.
+    public var originals: [String] {
+        var seen: [String] = []
+        for id in transactions.map(\.originalTransactionID) + renewals.map(\.originalTransactionID) where !seen.contains(id) {
+            seen.append(id)
+        }
+        return seen
     }
 }
 

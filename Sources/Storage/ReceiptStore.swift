@@ -19,6 +19,7 @@ public struct ReceiptStore {
     /// receipt changes no row. A renewal row that changed is also appended to `renewal_history`,
     /// dated `now`. Ownership of each original transaction goes to `appUserID` under
     /// `.transfer` (recorded), or the save is refused under `.keep` when someone else holds it.
+    /// Notifications that were waiting for these purchases' owner are attached to `appUserID`.
     /// `log`, when given, is written in the same transaction (even when `.keep` refuses the save).
     public func save(
         _ receipt: VerifiedReceiptRecord, for appUserID: String, policy: OwnershipPolicy, now: Int64,
@@ -26,15 +27,10 @@ public struct ReceiptStore {
     ) throws -> SaveOutcome {
         try db.transaction { () throws -> SaveOutcome in
             if let log { try self.log(log, at: now) }
-            var originals: [String] = []
-            for t in receipt.transactions where !originals.contains(t.originalTransactionID) {
-                originals.append(t.originalTransactionID)
-            }
-            let holderQuery = try db.prepare("SELECT app_user_id FROM ownership WHERE original_transaction_id = ?")
+            let originals = receipt.originals
             var takeOver: [(original: String, from: String?)] = []
             for original in originals {
-                try holderQuery.bind([original])
-                let holder = try holderQuery.step() ? holderQuery.text(0) : nil
+                let holder = try owner(of: original)
                 if holder == appUserID { continue }
                 if let holder, policy == .keep { return .receiptInUse(heldBy: holder) }
                 takeOver.append((original, holder))
@@ -52,39 +48,79 @@ public struct ReceiptStore {
                 try db.prepare(
                     "INSERT INTO ownership_transfers (original_transaction_id, from_app_user_id, to_app_user_id, at) VALUES (?, ?, ?, ?)"
                 ).bind([original, from, appUserID, now]).run()
-            }
-
-            var changes = takeOver.count
-            let upsertTransaction = try db.prepare(Self.upsertTransactionSQL)
-            for t in receipt.transactions {
-                try upsertTransaction.bind([
-                    t.transactionID, t.originalTransactionID, t.productID, t.bundleID, t.environment, t.purchaseDate,
-                    t.originalPurchaseDate, t.expiresDate, t.cancellationDate, t.cancellationReason, t.quantity,
-                    t.isTrialPeriod ? 1 : 0, t.isInIntroOfferPeriod ? 1 : 0, t.isUpgraded ? 1 : 0, t.ownershipType,
-                    t.subscriptionGroupID, t.webOrderLineItemID, t.promotionalOfferID, t.offerCodeRefName, t.rawJSON, now, now,
-                ]).run()
-                changes += db.changes
-            }
-            let upsertRenewal = try db.prepare(Self.upsertRenewalSQL)
-            let appendHistory = try db.prepare(Self.insertHistorySQL)
-            for r in receipt.renewals {
-                try upsertRenewal.bind(Self.renewalValues(r) + [r.rawJSON, now]).run()
-                guard db.changes > 0 else { continue }
-                changes += 1
-                try appendHistory.bind(Self.renewalValues(r) + [r.rawJSON, now]).run()
-            }
-            if let latest = receipt.latestReceipt {
-                let upsertLatest = try db.prepare(
+                try db.prepare(
                     """
-                    INSERT INTO latest_receipts (original_transaction_id, receipt_data, environment, updated_at) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (original_transaction_id) DO UPDATE SET receipt_data = excluded.receipt_data,
-                        environment = excluded.environment, updated_at = excluded.updated_at
-                    WHERE receipt_data IS NOT excluded.receipt_data OR environment IS NOT excluded.environment
-                    """)
-                for original in originals { try upsertLatest.bind([original, latest, receipt.environment, now]).run() }
+                    UPDATE notifications SET app_user_id = ?, outcome = 'attached'
+                    WHERE outcome = 'pending_owner' AND original_transaction_id = ?
+                    """
+                ).bind([appUserID, original]).run()
             }
-            return .saved(changes: changes)
+            return .saved(changes: takeOver.count + (try writeFacts(receipt, now: now)))
         }
+    }
+
+    /// Stores facts no user holds yet (a notification before the app posted a receipt): they join
+    /// the subscriber's facts when a user takes the purchase. The number of rows new or changed.
+    public func saveUnowned(_ receipt: VerifiedReceiptRecord, now: Int64) throws -> Int {
+        try db.transaction { try writeFacts(receipt, now: now) }
+    }
+
+    /// Who holds an original transaction now.
+    public func owner(of originalTransactionID: String) throws -> String? {
+        let q = try db.prepare("SELECT app_user_id FROM ownership WHERE original_transaction_id = ?").bind([originalTransactionID]
+        )
+        return try q.step() ? q.text(0) : nil
+    }
+
+    /// The subscriber an `appAccountToken` points at: one whose id is that UUID (any case), else the
+    /// holder of a purchase made with it.
+    public func subscriber(forAccountToken token: String) throws -> String? {
+        let byID = try db.prepare("SELECT app_user_id FROM subscribers WHERE lower(app_user_id) = lower(?) LIMIT 1").bind([token])
+        if try byID.step() { return byID.text(0) }
+        let byPurchase = try db.prepare(
+            """
+            SELECT o.app_user_id FROM transactions t JOIN ownership o ON o.original_transaction_id = t.original_transaction_id
+            WHERE t.app_account_token = lower(?) OR t.app_account_token = ? LIMIT 1
+            """
+        ).bind([token, token])
+        return try byPurchase.step() ? byPurchase.text(0) : nil
+    }
+
+    /// Upserts the rows of `receipt`, never over rows Apple stated later; appends changed renewal
+    /// info to the history. The number of rows new or changed.
+    private func writeFacts(_ receipt: VerifiedReceiptRecord, now: Int64) throws -> Int {
+        let stated = receipt.statedAt ?? now
+        var changes = 0
+        let upsertTransaction = try db.prepare(Self.upsertTransactionSQL)
+        for t in receipt.transactions {
+            try upsertTransaction.bind([
+                t.transactionID, t.originalTransactionID, t.productID, t.bundleID, t.environment, t.purchaseDate,
+                t.originalPurchaseDate, t.expiresDate, t.cancellationDate, t.cancellationReason, t.quantity,
+                t.isTrialPeriod ? 1 : 0, t.isInIntroOfferPeriod ? 1 : 0, t.isUpgraded ? 1 : 0, t.ownershipType,
+                t.subscriptionGroupID, t.webOrderLineItemID, t.promotionalOfferID, t.offerCodeRefName, t.rawJSON, now, now,
+                t.appAccountToken, stated,
+            ]).run()
+            changes += db.changes
+        }
+        let upsertRenewal = try db.prepare(Self.upsertRenewalSQL)
+        let appendHistory = try db.prepare(Self.insertHistorySQL)
+        for r in receipt.renewals {
+            try upsertRenewal.bind(Self.renewalValues(r) + [r.rawJSON, now, stated]).run()
+            guard db.changes > 0 else { continue }
+            changes += 1
+            try appendHistory.bind(Self.renewalValues(r) + [r.rawJSON, now]).run()
+        }
+        if let latest = receipt.latestReceipt {
+            let upsertLatest = try db.prepare(
+                """
+                INSERT INTO latest_receipts (original_transaction_id, receipt_data, environment, updated_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT (original_transaction_id) DO UPDATE SET receipt_data = excluded.receipt_data,
+                    environment = excluded.environment, updated_at = excluded.updated_at
+                WHERE receipt_data IS NOT excluded.receipt_data OR environment IS NOT excluded.environment
+                """)
+            for original in receipt.originals { try upsertLatest.bind([original, latest, receipt.environment, now]).run() }
+        }
+        return changes
     }
 
     /// The subscriber, every transaction and renewal snapshot of the purchases they hold, and the
@@ -210,7 +246,7 @@ public struct ReceiptStore {
             "transaction_id", "original_transaction_id", "product_id", "bundle_id", "environment", "purchase_date",
             "original_purchase_date", "expires_date", "cancellation_date", "cancellation_reason", "quantity", "is_trial_period",
             "is_in_intro_offer_period", "is_upgraded", "ownership_type", "subscription_group_id", "web_order_line_item_id",
-            "promotional_offer_id", "offer_code_ref_name", "raw_json",
+            "promotional_offer_id", "offer_code_ref_name", "raw_json", "app_account_token",
         ].map { "\(t).\($0)" }.joined(separator: ", ")
     }
 
@@ -221,7 +257,8 @@ public struct ReceiptStore {
             expiresDate: s.optionalInt(7), cancellationDate: s.optionalInt(8), cancellationReason: s.text(9),
             quantity: s.optionalInt(10), isTrialPeriod: s.int(11) == 1, isInIntroOfferPeriod: s.int(12) == 1,
             isUpgraded: s.int(13) == 1, ownershipType: s.text(14), subscriptionGroupID: s.text(15),
-            webOrderLineItemID: s.text(16), promotionalOfferID: s.text(17), offerCodeRefName: s.text(18), rawJSON: s.text(19)!)
+            webOrderLineItemID: s.text(16), promotionalOfferID: s.text(17), offerCodeRefName: s.text(18),
+            appAccountToken: s.text(20), rawJSON: s.text(19)!)
     }
 
     static func renewalColumns(_ r: String) -> String {
@@ -262,8 +299,8 @@ public struct ReceiptStore {
         INSERT INTO transactions (transaction_id, original_transaction_id, product_id, bundle_id, environment, purchase_date,
             original_purchase_date, expires_date, cancellation_date, cancellation_reason, quantity, is_trial_period,
             is_in_intro_offer_period, is_upgraded, ownership_type, subscription_group_id, web_order_line_item_id,
-            promotional_offer_id, offer_code_ref_name, raw_json, first_seen_at, updated_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            promotional_offer_id, offer_code_ref_name, raw_json, first_seen_at, updated_at, app_account_token, stated_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (transaction_id) DO UPDATE SET original_transaction_id = excluded.original_transaction_id,
             product_id = excluded.product_id, bundle_id = excluded.bundle_id, environment = excluded.environment,
             purchase_date = excluded.purchase_date, original_purchase_date = excluded.original_purchase_date,
@@ -273,23 +310,27 @@ public struct ReceiptStore {
             is_upgraded = excluded.is_upgraded, ownership_type = excluded.ownership_type,
             subscription_group_id = excluded.subscription_group_id, web_order_line_item_id = excluded.web_order_line_item_id,
             promotional_offer_id = excluded.promotional_offer_id, offer_code_ref_name = excluded.offer_code_ref_name,
-            raw_json = excluded.raw_json, updated_at = excluded.updated_at
-        WHERE raw_json IS NOT excluded.raw_json OR environment IS NOT excluded.environment OR bundle_id IS NOT excluded.bundle_id
+            raw_json = excluded.raw_json, updated_at = excluded.updated_at,
+            app_account_token = coalesce(excluded.app_account_token, app_account_token), stated_at = excluded.stated_at
+        WHERE (raw_json IS NOT excluded.raw_json OR environment IS NOT excluded.environment OR bundle_id IS NOT excluded.bundle_id)
+            AND excluded.stated_at >= transactions.stated_at
         """
 
     static let upsertRenewalSQL = """
         INSERT INTO pending_renewal_info (original_transaction_id, product_id, auto_renew_product_id, auto_renew_status,
             expiration_intent, grace_period_expires_date, is_in_billing_retry_period, price_consent_status,
-            price_increase_status, offer_code_ref_name, promotional_offer_id, environment, raw_json, updated_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            price_increase_status, offer_code_ref_name, promotional_offer_id, environment, raw_json, updated_at, stated_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (original_transaction_id) DO UPDATE SET product_id = excluded.product_id,
             auto_renew_product_id = excluded.auto_renew_product_id, auto_renew_status = excluded.auto_renew_status,
             expiration_intent = excluded.expiration_intent, grace_period_expires_date = excluded.grace_period_expires_date,
             is_in_billing_retry_period = excluded.is_in_billing_retry_period,
             price_consent_status = excluded.price_consent_status, price_increase_status = excluded.price_increase_status,
             offer_code_ref_name = excluded.offer_code_ref_name, promotional_offer_id = excluded.promotional_offer_id,
-            environment = excluded.environment, raw_json = excluded.raw_json, updated_at = excluded.updated_at
-        WHERE raw_json IS NOT excluded.raw_json OR environment IS NOT excluded.environment
+            environment = excluded.environment, raw_json = excluded.raw_json, updated_at = excluded.updated_at,
+            stated_at = excluded.stated_at
+        WHERE (raw_json IS NOT excluded.raw_json OR environment IS NOT excluded.environment)
+            AND excluded.stated_at >= pending_renewal_info.stated_at
         """
 }
 

@@ -293,3 +293,14 @@ struct ForgedPKI {
             issuerPrivateKey: .init(intermediateKey))
     }
 }
+
+@Suite struct AppleRootCATests {
+    @Test func theBuiltInRootIsAppleRootCAG3() throws {
+        var serializer = DER.Serializer()
+        try serializer.serialize(AppleRootCA.g3)
+        let file = Array(try Data(contentsOf: SignedDataVerifierTests.fixtures.appending(path: "AppleRootCA-G3.cer")))
+        #expect(serializer.serializedBytes == file)
+        let fingerprint = SHA256.hash(data: file).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        #expect(fingerprint == "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179")
+    }
+}

@@ -1,0 +1,45 @@
+/// An App Store Server Notification V1 body (`responseBodyV1`, apple-protocols.md §2.2), read
+/// tolerantly. Unsigned: its only proof of origin is `password`, the app's shared secret.
+public struct NotificationV1: Sendable, Equatable {
+    /// §2.3, e.g. `DID_RENEW`; kept as sent, known or not.
+    public var notificationType: String
+    public var password: String?
+    /// The app's bundle id.
+    public var bundleID: String?
+    /// `PROD` (documented), `Production` (seen) or `Sandbox`.
+    public var environment: AppStoreEnvironment?
+    public var originalTransactionID: String?
+    public var autoRenewStatusChangeDateMs: Int64?
+    /// `unified_receipt` read as a verifyReceipt answer: the same transactions, renewal info and
+    /// latest receipt (§2.2: same shapes).
+    public var unifiedReceipt: VerifyReceiptResponse?
+    public var raw: JSONValue
+
+    public init?(_ v: JSONValue) {
+        guard let type = v["notification_type"]?.string else { return nil }
+        notificationType = type
+        password = v["password"]?.string
+        bundleID = v["bid"]?.string
+        environment = v["environment"]?.string.flatMap {
+            $0.uppercased() == "PROD" ? .production : AppStoreEnvironment(appleName: $0)
+        }
+        originalTransactionID = v["original_transaction_id"]?.string
+        autoRenewStatusChangeDateMs = v["auto_renew_status_change_date_ms"]?.int64
+        unifiedReceipt = v["unified_receipt"].flatMap { try? VerifyReceiptResponse(json: $0.jsonBytes) }
+        raw = v
+    }
+
+    /// The body without its password: what may be stored and hashed.
+    public var redacted: JSONValue {
+        guard case .object(var fields) = raw, fields["password"] != nil else { return raw }
+        fields["password"] = .string("<redacted>")
+        return .object(fields)
+    }
+
+    /// The types of §2.3.
+    public static let knownTypes: Set<String> = [
+        "INITIAL_BUY", "DID_RENEW", "INTERACTIVE_RENEWAL", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS",
+        "DID_FAIL_TO_RENEW", "DID_RECOVER", "CANCEL", "REFUND", "REVOKE", "PRICE_INCREASE_CONSENT", "CONSUMPTION_REQUEST",
+        "RENEWAL",
+    ]
+}

@@ -1,0 +1,106 @@
+/// Reads and writes App Store notifications as delivered (Migrations/0004_notifications.sql).
+/// Synchronous: use it inside `DatabaseQueue.run`.
+public struct NotificationStore {
+    private let db: Database
+
+    public init(_ database: Database) { db = database }
+
+    /// Stores a delivery; nil when one with the same `dedupeKey` is already stored (then nothing is
+    /// written). The new row's id otherwise.
+    public func insert(_ n: NotificationRecord) throws -> Int64? {
+        try db.prepare(
+            """
+            INSERT INTO notifications (dedupe_key, version, type, subtype, environment, bundle_id, original_transaction_id,
+                transaction_id, apple_status, app_user_id, outcome, signed_at, received_at, body)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
+            """
+        ).bind([
+            n.dedupeKey, n.version, n.type, n.subtype, n.environment, n.bundleID, n.originalTransactionID, n.transactionID,
+            n.appleStatus, n.appUserID, n.outcome, n.signedAt, n.receivedAt, n.body,
+        ]).run()
+        guard db.changes == 1 else { return nil }
+        return try db.scalarInt("SELECT last_insert_rowid()")
+    }
+
+    /// The stored delivery with this key.
+    public func find(dedupeKey: String) throws -> NotificationRecord? {
+        let q = try db.prepare("SELECT \(Self.columns) FROM notifications WHERE dedupe_key = ?").bind([dedupeKey])
+        return try q.step() ? Self.record(q) : nil
+    }
+
+    /// Records what processing a stored delivery did.
+    public func finish(_ id: Int64, outcome: String, appUserID: String?) throws {
+        try db.prepare("UPDATE notifications SET outcome = ?, app_user_id = ? WHERE id = ?").bind([outcome, appUserID, id]).run()
+    }
+
+    /// The newest deliveries first, `limit` at a time, before the row id `before`.
+    public func latest(limit: Int, before: Int64? = nil) throws -> [NotificationRecord] {
+        let q = try db.prepare("SELECT \(Self.columns) FROM notifications WHERE id < ? ORDER BY id DESC LIMIT ?")
+            .bind([before ?? Int64.max, Int64(limit)])
+        var rows: [NotificationRecord] = []
+        while try q.step() { rows.append(Self.record(q)) }
+        return rows
+    }
+
+    static let columns = """
+        id, dedupe_key, version, type, subtype, environment, bundle_id, original_transaction_id, transaction_id,
+        apple_status, app_user_id, outcome, signed_at, received_at, body
+        """
+
+    static func record(_ s: Statement) -> NotificationRecord {
+        NotificationRecord(
+            id: s.int(0), dedupeKey: s.text(1)!, version: Int(s.int(2)), type: s.text(3)!, subtype: s.text(4),
+            environment: s.text(5), bundleID: s.text(6), originalTransactionID: s.text(7), transactionID: s.text(8),
+            appleStatus: s.optionalInt(9), appUserID: s.text(10), outcome: s.text(11)!, signedAt: s.optionalInt(12),
+            receivedAt: s.int(13), body: s.text(14)!)
+    }
+}
+
+/// One delivered notification (`notifications`).
+public struct NotificationRecord: Sendable, Equatable {
+    /// Row id; 0 before it is stored.
+    public var id: Int64
+    /// V2's `notificationUUID`; V1: `v1:` and the SHA-256 of the redacted body.
+    public var dedupeKey: String
+    /// 1 or 2.
+    public var version: Int
+    public var type: String
+    public var subtype: String?
+    /// `production` or `sandbox`.
+    public var environment: String?
+    public var bundleID: String?
+    public var originalTransactionID: String?
+    public var transactionID: String?
+    /// V2 `data.status`: 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
+    public var appleStatus: Int64?
+    public var appUserID: String?
+    /// `applied`, `unchanged`, `recorded`, `pending_owner` or `attached`.
+    public var outcome: String
+    public var signedAt: Int64?
+    public var receivedAt: Int64
+    /// The body as delivered (V1's password redacted).
+    public var body: String
+
+    public init(
+        id: Int64 = 0, dedupeKey: String, version: Int, type: String, subtype: String? = nil, environment: String? = nil,
+        bundleID: String? = nil, originalTransactionID: String? = nil, transactionID: String? = nil,
+        appleStatus: Int64? = nil, appUserID: String? = nil, outcome: String, signedAt: Int64? = nil, receivedAt: Int64,
+        body: String
+    ) {
+        self.id = id
+        self.dedupeKey = dedupeKey
+        self.version = version
+        self.type = type
+        self.subtype = subtype
+        self.environment = environment
+        self.bundleID = bundleID
+        self.originalTransactionID = originalTransactionID
+        self.transactionID = transactionID
+        self.appleStatus = appleStatus
+        self.appUserID = appUserID
+        self.outcome = outcome
+        self.signedAt = signedAt
+        self.receivedAt = receivedAt
+        self.body = body
+    }
+}
