@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+@testable import Storage
+
+private func migrated() throws -> Database {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    let db = try Database(path: ":memory:")
+    _ = try Migrator(migrations: try Migration.load(from: root + "/Migrations")).migrate(db)
+    return db
+}
+
+private func delivery(_ key: String, original: String? = "o1", outcome: String = "received") -> NotificationRecord {
+    NotificationRecord(
+        dedupeKey: key, version: 2, type: "DID_RENEW", originalTransactionID: original, outcome: outcome, signedAt: 5,
+        receivedAt: 10, body: #"{"signedPayload":"…"}"#)
+}
+
+private func purchase(_ id: String, stated: Int64?, cancelled: Int64? = nil, autoRenew: Bool = true) -> VerifiedReceiptRecord {
+    VerifiedReceiptRecord(
+        environment: "sandbox",
+        transactions: [
+            TransactionRecord(
+                transactionID: id, originalTransactionID: "o1", productID: "monthly", bundleID: "com.x", environment: "sandbox",
+                purchaseDate: 1000, expiresDate: 9000, cancellationDate: cancelled,
+                rawJSON: #"{"transactionId":"\#(id)","revocationDate":\#(cancelled.map(String.init) ?? "null")}"#)
+        ],
+        renewals: [
+            RenewalRecord(
+                originalTransactionID: "o1", autoRenewStatus: autoRenew, environment: "sandbox",
+                rawJSON: #"{"autoRenewStatus":\#(autoRenew ? 1 : 0)}"#)
+        ], latestReceipt: nil, statedAt: stated)
+}
+
+@Suite("Notification store")
+struct NotificationStoreTests {
+    @Test func aDeliveryIsStoredOnceByItsKey() throws {
+        let db = try migrated()
+        let store = NotificationStore(db)
+        let id = try #require(try store.insert(delivery("uuid-1")))
+        #expect(try store.insert(delivery("uuid-1")) == nil)
+        try store.finish(id, outcome: "applied", appUserID: "u")
+        let stored = try #require(try store.find(dedupeKey: "uuid-1"))
+        #expect(stored.id == id && stored.outcome == "applied" && stored.appUserID == "u" && stored.signedAt == 5)
+        #expect(try db.scalarInt("SELECT count(*) FROM notifications") == 1)
+    }
+
+    @Test func latestPagesNewestFirst() throws {
+        let store = NotificationStore(try migrated())
+        for i in 0..<5 { _ = try store.insert(delivery("k\(i)")) }
+        let first = try store.latest(limit: 3)
+        #expect(first.map(\.dedupeKey) == ["k4", "k3", "k2"])
+        #expect(try store.latest(limit: 3, before: first.last?.id).map(\.dedupeKey) == ["k1", "k0"])
+    }
+
+    @Test func olderStatementsNeverOverwriteNewerOnes() throws {
+        let db = try migrated()
+        let receipts = ReceiptStore(db)
+        #expect(
+            try receipts.save(
+                purchase("t1", stated: 200, cancelled: 150, autoRenew: false), for: "u", policy: .transfer, now: 300)
+                == .saved(changes: 3))
+        // Signed at 100, delivered after the refund signed at 200: nothing changes.
+        #expect(try receipts.save(purchase("t1", stated: 100), for: "u", policy: .transfer, now: 400) == .saved(changes: 0))
+        let subscriber = try #require(try receipts.subscriber("u"))
+        #expect(subscriber.transactions.first?.cancellationDate == 150)
+        #expect(subscriber.renewalHistory.map(\.record.autoRenewStatus) == [false])
+        // A later statement applies (a refund reversed).
+        #expect(try receipts.save(purchase("t1", stated: 250), for: "u", policy: .transfer, now: 500) == .saved(changes: 2))
+        #expect(try receipts.subscriber("u")?.transactions.first?.cancellationDate == nil)
+    }
+
+    @Test func factsWithoutOwnerJoinTheUserWhoTakesThePurchaseAndWaitingDeliveriesAttach() throws {
+        let db = try migrated()
+        let receipts = ReceiptStore(db)
+        let notifications = NotificationStore(db)
+        let id = try #require(try notifications.insert(delivery("early", outcome: "pending_owner")))
+        #expect(try receipts.saveUnowned(purchase("t1", stated: 100, autoRenew: false), now: 100) == 2)
+        #expect(try receipts.owner(of: "o1") == nil)
+        let later = VerifiedReceiptRecord(
+            environment: "sandbox",
+            transactions: [
+                TransactionRecord(
+                    transactionID: "t0", originalTransactionID: "o1", productID: "monthly", bundleID: "com.x",
+                    environment: "sandbox", purchaseDate: 500, expiresDate: 900, appAccountToken: "tok", rawJSON: "{}")
+            ], renewals: [], latestReceipt: nil)
+        _ = try receipts.save(later, for: "ann", policy: .keep, now: 200)
+        let ann = try #require(try receipts.subscriber("ann"))
+        #expect(Set(ann.transactions.map(\.transactionID)) == ["t0", "t1"])
+        #expect(ann.renewalHistory.first?.record.autoRenewStatus == false)
+        let attached = try #require(try notifications.latest(limit: 1).first)
+        #expect(attached.id == id && attached.outcome == "attached" && attached.appUserID == "ann")
+        #expect(try receipts.subscriber(forAccountToken: "tok") == "ann")
+        #expect(try receipts.subscriber(forAccountToken: "ANN") == "ann")
+        #expect(try receipts.subscriber(forAccountToken: "nobody") == nil)
+    }
+
+    @Test func aDurableTransactionCommitsAndRestoresNormalSync() throws {
+        let dir = NSTemporaryDirectory() + "durable-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let db = try Database(path: dir + "/db.sqlite")
+        try db.execute("CREATE TABLE t (x INTEGER)")
+        try db.durableTransaction {
+            #expect(try db.scalarInt("PRAGMA synchronous") == 2)  // FULL
+            try db.execute("INSERT INTO t VALUES (1)")
+        }
+        #expect(try db.scalarInt("PRAGMA synchronous") == 1)  // NORMAL
+        #expect(try Database(path: dir + "/db.sqlite").scalarInt("SELECT count(*) FROM t") == 1)
+    }
+}
