@@ -3,12 +3,12 @@ import Glibc
 
 @testable import HTTPServer
 
-/// A blocking loopback client for live tests. Its blocking calls run on a dispatch queue, never on
-/// Swift's cooperative pool, so a test waiting for a response cannot starve the server's handlers.
+/// A blocking loopback client for live tests. Its blocking calls run on a thread of their own,
+/// never on Dispatch's global queues: on Linux, Swift concurrency's executor shares their threads,
+/// so a test waiting for a response there would starve the server's handlers.
 final class TestClient: @unchecked Sendable {
     let fd: Int32
     private var buffer: [UInt8] = []
-    private let queue = DispatchQueue(label: "test-client")
 
     /// A parsed response.
     struct Response {
@@ -51,28 +51,28 @@ final class TestClient: @unchecked Sendable {
     /// Nil when the connection closed or timed out first.
     func readResponse(headRequest: Bool = false) async -> Response? {
         await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: self.readResponseBlocking(headRequest: headRequest)) }
+            Thread { continuation.resume(returning: self.readResponseBlocking(headRequest: headRequest)) }.start()
         }
     }
 
     /// Whether the server closed the connection (EOF) within the receive timeout.
     func readsEOF() async -> Bool {
         await withCheckedContinuation { continuation in
-            queue.async {
+            Thread {
                 while true {
                     if !self.buffer.isEmpty { self.buffer.removeAll() }
                     let n = self.fill()
                     if n == 0 { return continuation.resume(returning: true) }
                     if n < 0 { return continuation.resume(returning: false) }
                 }
-            }
+            }.start()
         }
     }
 
     /// Reads until EOF; the number of bytes read, or nil when the connection did not end in time.
     func drainToEOF() async -> Int? {
         await withCheckedContinuation { continuation in
-            queue.async {
+            Thread {
                 var total = 0
                 while true {
                     self.buffer.removeAll()
@@ -81,7 +81,7 @@ final class TestClient: @unchecked Sendable {
                     if n < 0 { return continuation.resume(returning: nil) }
                     total += n
                 }
-            }
+            }.start()
         }
     }
 

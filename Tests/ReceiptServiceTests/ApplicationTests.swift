@@ -23,7 +23,9 @@ extension ServiceConfiguration.AppStoreSettings {
 /// Sends `raw` (one HTTP/1.1 request that asks to close) and returns status and body.
 func send(_ port: Int, _ raw: String) async throws -> (status: Int, body: String, head: String) {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async {
+        // A thread of its own, never Dispatch's global queues: on Linux, Swift concurrency's
+        // executor shares their threads, and one blocked in recv starves the server's handlers.
+        Thread {
             continuation.resume(
                 with: Result {
                     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -52,7 +54,7 @@ func send(_ port: Int, _ raw: String) async throws -> (status: Int, body: String
                     let parts = text.components(separatedBy: "\r\n\r\n")
                     return (status, parts.dropFirst().joined(separator: "\r\n\r\n"), parts[0])
                 })
-        }
+        }.start()
     }
 }
 

@@ -14,7 +14,7 @@ private func withServer(_ mode: String, _ body: (Int) async throws -> Void) asyn
     let out = Pipe()
     process.standardOutput = out
     try process.run()
-    let firstLine = await offPool {
+    let firstLine = await onOwnThread {
         var line = Data()
         while !line.contains(0x0A) {
             let chunk = out.fileHandleForReading.availableData
@@ -27,20 +27,21 @@ private func withServer(_ mode: String, _ body: (Int) async throws -> Void) asyn
     #expect(port > 0, "first line: \(firstLine)")
     if port > 0 { try await body(port) }
     kill(process.processIdentifier, SIGTERM)
-    await offPool { process.waitUntilExit() }
+    await onOwnThread { process.waitUntilExit() }
     return process.terminationStatus
 }
 
-/// Runs blocking work on a Dispatch thread, not on Swift's cooperative pool.
-private func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+/// Runs blocking work (a pipe read, a process wait) on a thread of its own. Never on Dispatch's
+/// global queues: on Linux, Swift concurrency's executor shares their threads.
+private func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(returning: work()) }
+        Thread { continuation.resume(returning: work()) }.start()
     }
 }
 
 /// Sends `request` on a new connection and reads until the server closes it (or 2 s pass).
 private func exchange(port: Int, _ request: String) async -> String {
-    await offPool {
+    await onOwnThread {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -112,7 +113,7 @@ struct MainTests {
         process.arguments = ["nonsense"]
         process.standardError = Pipe()
         try process.run()
-        await offPool { process.waitUntilExit() }
+        await onOwnThread { process.waitUntilExit() }
         #expect(process.terminationStatus == 64)
     }
 }

@@ -31,10 +31,22 @@ private func run(
     process.standardError = err
     try process.run()
     if let whileRunning { try await whileRunning(process) }
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let (stdout, stderr) = await onOwnThread {
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (stdout, stderr)
+    }
     return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+}
+
+/// Runs blocking work (a socket read, a process wait) on a thread of its own. Never on Dispatch's
+/// global queues: on Linux, Swift concurrency's executor shares their threads, and blocked ones
+/// starve the handlers of the servers other tests run in this process.
+func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: work()) }.start()
+    }
 }
 
 private func scratch() -> String {

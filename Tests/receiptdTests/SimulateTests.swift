@@ -20,16 +20,14 @@ struct SimulateTests {
         let out = Pipe()
         process.standardOutput = out
         try process.run()
-        let line: String = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var data = Data()
-                while !data.contains(0x0A) {
-                    let chunk = out.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    data.append(chunk)
-                }
-                continuation.resume(returning: String(decoding: data, as: UTF8.self))
+        let line: String = await onOwnThread {
+            var data = Data()
+            while !data.contains(0x0A) {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                data.append(chunk)
             }
+            return String(decoding: data, as: UTF8.self)
         }
         let production = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
         func post(_ url: String, _ json: String) async throws -> [String: Any] {
@@ -47,12 +45,7 @@ struct SimulateTests {
         #expect(valid["environment"] as? String == "Sandbox")
         #expect(try await post(production, #"{"receipt-data":"\#(sandboxOnly)","password":"wrong"}"#)["status"] as? Int == 21004)
         kill(process.processIdentifier, SIGTERM)
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                process.waitUntilExit()
-                c.resume()
-            }
-        }
+        await onOwnThread { process.waitUntilExit() }
         #expect(process.terminationStatus == 0)
     }
 }
