@@ -101,7 +101,9 @@ struct NotificationProcessor: Sendable {
             throw .invalidRequest("`unified_receipt` is missing or its status is not 0.")
         }
         let environment = unified.environment ?? n.environment ?? .production
-        let facts = RecordMapping.record(of: unified, environment: environment, bundleID: bundle)
+        var facts = RecordMapping.record(of: unified, environment: environment, bundleID: bundle)
+        // Auto-renew switched on or off: Apple dates the switch (§2.2), so the history does too.
+        if n.notificationType == "DID_CHANGE_RENEWAL_STATUS" { facts.renewalChangedAt = n.autoRenewStatusChangeDateMs }
         let redacted = n.redacted.jsonBytes
         let newest = facts.transactions.max {
             ($0.purchaseDate ?? 0, $0.transactionID) < ($1.purchaseDate ?? 0, $1.transactionID)

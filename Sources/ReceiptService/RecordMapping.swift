@@ -39,7 +39,8 @@ enum RecordMapping {
         let environment = (transaction?.environment ?? renewal?.environment).flatMap(AppStoreEnvironment.init(appleName:))
         return VerifiedReceiptRecord(
             environment: (environment ?? .production).rawValue, transactions: transaction.map { [self.transaction($0)] } ?? [],
-            renewals: renewal.map { [self.renewal($0)] } ?? [], latestReceipt: nil, statedAt: statedAt)
+            renewals: renewal.map { [self.renewal($0)] } ?? [], latestReceipt: nil, statedAt: statedAt,
+            renewalChangedAt: renewal?.signedDate)
     }
 
     /// §3.5 onto §1.6's columns: `revocationDate` is the cancellation date, `offerType` 1 the trial

@@ -109,16 +109,21 @@ public struct VerifiedReceiptRecord: Sendable, Equatable {
     /// When Apple stated these facts (a JWS's `signedDate`); nil: when they are saved. Rows stated
     /// later are never overwritten by these.
     public var statedAt: Int64?
+    /// When the renewal info's change happened, when Apple says so (V1's
+    /// `auto_renew_status_change_date_ms`, a V2 renewal's `signedDate`); nil: when it is saved. It
+    /// dates the history row, never before the subscription's previous snapshot nor after now.
+    public var renewalChangedAt: Int64?
 
     public init(
         environment: String, transactions: [TransactionRecord], renewals: [RenewalRecord], latestReceipt: String?,
-        statedAt: Int64? = nil
+        statedAt: Int64? = nil, renewalChangedAt: Int64? = nil
     ) {
         self.environment = environment
         self.transactions = transactions
         self.renewals = renewals
         self.latestReceipt = latestReceipt
         self.statedAt = statedAt
+        self.renewalChangedAt = renewalChangedAt
     }
 
     /// The original transaction ids, in first-seen order.

@@ -104,11 +104,18 @@ public struct ReceiptStore {
         }
         let upsertRenewal = try db.prepare(Self.upsertRenewalSQL)
         let appendHistory = try db.prepare(Self.insertHistorySQL)
+        let lastObserved = try db.prepare("SELECT max(observed_at) FROM renewal_history WHERE original_transaction_id = ?")
         for r in receipt.renewals {
             try upsertRenewal.bind(Self.renewalValues(r) + [r.rawJSON, now, stated]).run()
             guard db.changes > 0 else { continue }
             changes += 1
-            try appendHistory.bind(Self.renewalValues(r) + [r.rawJSON, now]).run()
+            var observed = now
+            if let changed = receipt.renewalChangedAt {
+                // Apple's date of the change, kept in order: after the snapshot it replaces, not after now.
+                let previous = try lastObserved.bind([r.originalTransactionID]).firstInt() ?? .min
+                observed = min(now, max(changed, previous))
+            }
+            try appendHistory.bind(Self.renewalValues(r) + [r.rawJSON, observed]).run()
         }
         if let latest = receipt.latestReceipt {
             let upsertLatest = try db.prepare(

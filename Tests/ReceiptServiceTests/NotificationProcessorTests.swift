@@ -682,10 +682,13 @@ struct NotificationProcessorTests {
             let document = try await request(port, "GET", "/v1/subscribers/vera", key: "sk")
             #expect(subscription(document.body, "one_month_subscription")?["state"] as? String == "active")
             #expect(subscription(document.body, "one_month_subscription")?["will_renew"] as? Bool == true)
-            // The same events a receipt would give: the renewal, and auto-renew back on.
+            // The same events a receipt would give: cancelled, expired, then renewed after the lapse.
             let events = try await request(port, "GET", "/v1/subscribers/vera/events?limit=10", key: "sk")
             let types = (events.body["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
-            #expect(types.contains("renewal") && types.first == "uncancellation", "\(events.body)")
+            #expect(Array(types.prefix(3)) == ["renewal", "expiration", "cancellation"], "\(events.body)")
+            // The first V1 turned auto-renew off: dated by Apple's auto_renew_status_change_date, not by its arrival.
+            let cancellation = (events.body["events"] as? [[String: Any]] ?? []).first { $0["type"] as? String == "cancellation" }
+            #expect(cancellation?["at"] as? String == "2020-11-25T08:30:02.000Z", "\(events.body)")
         }
     }
 

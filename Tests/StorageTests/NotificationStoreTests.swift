@@ -96,6 +96,21 @@ struct NotificationStoreTests {
         #expect(try receipts.subscriber(forAccountToken: "nobody") == nil)
     }
 
+    @Test func applesChangeDateDatesTheHistoryInOrderAndNeverInTheFuture() throws {
+        let receipts = ReceiptStore(try migrated())
+        _ = try receipts.save(purchase("t1", stated: 500), for: "u", policy: .transfer, now: 500)
+        var off = purchase("t1", stated: 600, autoRenew: false)
+        off.renewalChangedAt = 450  // before the snapshot it replaces: kept after it
+        _ = try receipts.save(off, for: "u", policy: .transfer, now: 600)
+        var on = purchase("t1", stated: 700)
+        on.renewalChangedAt = 650
+        _ = try receipts.save(on, for: "u", policy: .transfer, now: 700)
+        var late = purchase("t1", stated: 800, autoRenew: false)
+        late.renewalChangedAt = 10_000  // after now: now
+        _ = try receipts.save(late, for: "u", policy: .transfer, now: 800)
+        #expect(try receipts.subscriber("u")?.renewalHistory.map(\.observedAt) == [500, 500, 650, 800])
+    }
+
     @Test func aDurableTransactionCommitsAndRestoresNormalSync() throws {
         let dir = NSTemporaryDirectory() + "durable-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
