@@ -1,31 +1,90 @@
 import Dispatch
+import Glibc
+import Synchronization
 
-/// Serializes access to one ``Database`` on a dispatch queue of its own, so blocking SQLite calls
-/// never run on Swift's cooperative pool. The only way async code reaches the database.
-public final class DatabaseQueue: @unchecked Sendable {
-    private let database: Database
-    private let queue: DispatchQueue
+/// Serializes access to one ``Database`` on a thread of its own, so blocking SQLite calls (and the
+/// fsync of a durable commit) never run on Swift's cooperative pool. Not a Dispatch queue: on
+/// Linux, Swift concurrency's executor runs on Dispatch's global threads, and a worker blocked in
+/// SQLite there is one fewer for every request handler. The only way async code reaches the database.
+public final class DatabaseQueue: Sendable {
+    private let worker: Worker
 
-    /// Opens the database at `path` (see ``Database/init(path:busyTimeout:)``).
+    /// Opens the database at `path` (see ``Database/init(path:busyTimeout:)``) and starts its thread.
     public init(path: String, busyTimeout: Duration = .seconds(5)) throws(StorageError) {
-        database = try Database(path: path, busyTimeout: busyTimeout)
-        queue = DispatchQueue(label: "receiptd.sqlite")
+        worker = Worker(try Database(path: path, busyTimeout: busyTimeout))
+        worker.start()
     }
 
-    /// The database file's path.
-    public var path: String { database.path }
+    deinit { worker.stop() }
 
-    /// Runs `body` with exclusive use of the connection, off the cooperative pool.
+    /// The database file's path.
+    public var path: String { worker.database.path }
+
+    /// Runs `body` with exclusive use of the connection, on the database's thread.
     public func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                continuation.resume(with: Result { try body(self.database) })
-            }
+            worker.submit { database in continuation.resume(with: Result { try body(database) }) }
         }
     }
 
-    /// Runs `body` synchronously on the queue; for start-up and command-line tools only.
+    /// Runs `body` on the calling thread while the database's thread waits for it, so the
+    /// connection is still used by one thread at a time; for start-up and command-line tools.
     public func runBlocking<T>(_ body: (Database) throws -> T) rethrows -> T {
-        try queue.sync { try body(database) }
+        let (paused, resume) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        worker.submit { _ in
+            paused.signal()
+            resume.wait()
+        }
+        paused.wait()
+        defer { resume.signal() }
+        return try body(worker.database)
+    }
+
+    /// The thread and its jobs, first in first out. The thread holds the worker, not the queue, so
+    /// the queue's deinit can stop it.
+    private final class Worker: @unchecked Sendable {  // `database` is touched only on the thread
+        typealias Job = @Sendable (Database) -> Void
+        let database: Database
+        private let state = Mutex<(jobs: [Job], head: Int, stopped: Bool)>(([], 0, false))
+        private let wake = DispatchSemaphore(value: 0)
+
+        init(_ database: Database) { self.database = database }
+
+        func start() {
+            let box = Unmanaged.passRetained(self)
+            var thread = pthread_t()
+            let rc = pthread_create(
+                &thread, nil,
+                { arg in
+                    Unmanaged<Worker>.fromOpaque(arg!).takeRetainedValue().loop()
+                    return nil
+                }, box.toOpaque())
+            precondition(rc == 0, "pthread_create failed: \(rc)")
+            pthread_detach(thread)
+        }
+
+        func submit(_ job: @escaping Job) {
+            state.withLock { $0.jobs.append(job) }
+            wake.signal()
+        }
+
+        func stop() {
+            state.withLock { $0.stopped = true }
+            wake.signal()
+        }
+
+        private func loop() {
+            while true {
+                wake.wait()
+                let job = state.withLock { s -> Job? in
+                    guard s.head < s.jobs.count else { return nil }
+                    let job = s.jobs[s.head]
+                    s.head += 1
+                    if s.head == s.jobs.count { (s.jobs, s.head) = ([], 0) }
+                    return job
+                }
+                if let job { job(database) } else if state.withLock({ $0.stopped }) { return }
+            }
+        }
     }
 }
