@@ -1,4 +1,5 @@
 import Foundation
+import SignedData
 import Testing
 
 @testable import ReceiptService
@@ -22,6 +23,26 @@ struct ServiceConfigurationTests {
         #expect(config.http.limits.maxHeaderBytes == 16_384)
         #expect(config.database.path == "data/receiptd.sqlite")
         #expect(config.logLevel == .info)
+        // Apple's signed data: verified against the built-in Apple Root CA - G3, both environments.
+        #expect(config.appStore.signedData.roots == [AppleRootCA.g3])
+        #expect(config.appStore.signedData.environments == [.production, .sandbox])
+        #expect(config.appStore.signedData.validationTime == .signedDate && config.appStore.signedData.appAppleIDs.isEmpty)
+    }
+
+    @Test func signedDataSettingsReadTheirKeys() async throws {
+        let testCA = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("SignedDataTests/Fixtures").path
+        let dir = try makeConfigDirectory(["default.json": #"{"appStore": {"appAppleIds": ["1234", "5678"]}}"#])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (config, _) = try await ServiceConfiguration.load(
+            configDirectory: dir,
+            environment: [
+                "RECEIPTD_APP_STORE_ROOT_CERTIFICATES": "\(testCA)/testCA.der,\(testCA)/testCA.pem",
+                "RECEIPTD_APP_STORE_ENVIRONMENTS": "sandbox", "RECEIPTD_APP_STORE_SIGNED_DATA_VALIDATION_TIME": "now",
+            ])
+        let signed = config.appStore.signedData
+        #expect(signed.appAppleIDs == [1234, 5678] && signed.environments == [.sandbox] && signed.validationTime == .now)
+        #expect(signed.roots.count == 2 && signed.roots[0] == signed.roots[1] && signed.roots[0] != AppleRootCA.g3)
     }
 
     @Test func environmentFileThenVariablesOverride() async throws {
@@ -49,6 +70,11 @@ struct ServiceConfigurationTests {
         (["RECEIPTD_HTTP_ACCESS_LOG": "maybe"], "http.accessLog"),
         (["RECEIPTD_HTTP_HEADER_TIMEOUT_MS": "0"], "http.headerTimeoutMs"),
         (["RECEIPTD_ENVIRONMENT": "staging"], "environment"),
+        (["RECEIPTD_APP_STORE_APP_APPLE_IDS": "12,abc"], "appStore.appAppleIds"),
+        (["RECEIPTD_APP_STORE_ENVIRONMENTS": "production,xcode"], "appStore.environments"),
+        (["RECEIPTD_APP_STORE_ROOT_CERTIFICATES": "/nonexistent.cer"], "appStore.rootCertificates"),
+        (["RECEIPTD_APP_STORE_ROOT_CERTIFICATES": "/etc/hostname"], "appStore.rootCertificates"),
+        (["RECEIPTD_APP_STORE_SIGNED_DATA_VALIDATION_TIME": "yesterday"], "appStore.signedDataValidationTime"),
     ])
     func invalidValuesNameTheirKey(environment: [String: String], key: String) async throws {
         let dir = try makeConfigDirectory(["default.json": "{}"])

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Benchmarks POST /v1/notifications/apple (issue 5) on loopback, with App Store Server
+# Notifications V2 signed by Apple's test leaf key (Benchmarks/sign_notifications.py):
+#   new notifications: each verified (three JWS: the notification, its transaction, its renewal
+#     info, chained to the configured root), stored durably (synchronous=FULL) and its facts written;
+#   duplicates: one notification delivered again and again (verified, found, nothing written);
+#   next to the Hummingbird peer's POST /echo (4 KB JSON decoded and encoded) in the same run, for scale.
+# Needs: apt-get install -y nginx wrk libsqlite3-dev libcurl4-openssl-dev; pip install cryptography
+# Usage: Benchmarks/notifications.sh [seconds per run, default 10]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+bench=${BENCH_DIR:-$root/../shared/bench}
+secs=${1:-10}
+out=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; "$bench/stop-peers.sh" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
+
+echo "building release (static Swift stdlib)…" >&2
+swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" \
+  --product receiptd >/dev/null
+bin=$(swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" --show-bin-path)
+count=$((secs * 3000))
+echo "signing $count notifications…" >&2
+python3 "$here/sign_notifications.py" "$count" "$out/bodies.txt"
+"$bench/start-peers.sh" >&2
+
+cd "$out"
+RECEIPTD_ENVIRONMENT=production RECEIPTD_HTTP_PORT=18097 RECEIPTD_LOG_LEVEL=warning RECEIPTD_HTTP_ACCESS_LOG=false \
+  RECEIPTD_DATABASE_PATH="$out/bench.sqlite" RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY="$root/Migrations" \
+  RECEIPTD_APP_STORE_ROOT_CERTIFICATES="$root/Tests/SignedDataTests/Fixtures/testCA.der" \
+  RECEIPTD_API_SECRET_KEYS=bench-secret "$bin/receiptd" serve --config-dir "$root/Config" >"$out/receiptd.log" 2>&1 &
+for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:18097/readyz && break; sleep 0.1; done
+
+cat >"$out/notifications.lua" <<LUA
+-- Thread k of 2 posts lines k, k+2, k+4, … of the signed bodies: every request a new notification.
+local bodies = {}
+for line in io.lines("$out/bodies.txt") do bodies[#bodies + 1] = line end
+local threads = 0
+function setup(thread) thread:set("id", threads); threads = threads + 1 end
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local n = 0
+function request()
+  local i = (n * 2 + id) % #bodies + 1
+  n = n + 1
+  return wrk.format(nil, nil, nil, bodies[i])
+end
+LUA
+head -1 "$out/bodies.txt" >"$out/one.txt"
+cat >"$out/duplicate.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = io.open("$out/one.txt"):read("*l")
+LUA
+
+run() { wrk -t2 -c"$1" -d"${secs}s" --latency --timeout 10s -s "$3" "$2" >"$out/wrk.txt"; }
+field() { awk -v k="$1" '$1==k{print $2}' "$out/wrk.txt"; }
+rps() { awk '/Requests\/sec/{printf "%d", $2}' "$out/wrk.txt"; }
+errors() {
+  local non2xx sock
+  non2xx=$(awk '/Non-2xx/{print $NF}' "$out/wrk.txt")
+  sock=$(awk '/Socket errors/{gsub(",", ""); print $4+$6+$8+$10}' "$out/wrk.txt")
+  echo $(( ${non2xx:-0} + ${sock:-0} ))
+}
+
+printf '\n| test | conns | server | req/s | errors | p50 | p99 |\n|---|---|---|---|---|---|---|\n'
+for conns in 16 64; do
+  run "$conns" http://127.0.0.1:18097/v1/notifications/apple "$out/notifications.lua"
+  printf '| POST /v1/notifications/apple, new | %s | receiptd | %s | %s | %s | %s |\n' \
+    "$conns" "$(rps)" "$(errors)" "$(field 50%)" "$(field 99%)"
+done
+stored=$(sqlite3 "$out/bench.sqlite" 'SELECT count(*) FROM notifications' 2>/dev/null || echo '?')
+run 64 http://127.0.0.1:18097/v1/notifications/apple "$out/duplicate.lua"
+printf '| POST /v1/notifications/apple, duplicate | 64 | receiptd | %s | %s | %s | %s |\n' \
+  "$(rps)" "$(errors)" "$(field 50%)" "$(field 99%)"
+run 64 http://127.0.0.1:18081/echo "$bench/wrk/echo.lua"
+printf '| POST /echo 4 KB | 64 | Hummingbird | %s | %s | %s | %s |\n' "$(rps)" "$(errors)" "$(field 50%)" "$(field 99%)"
+echo
+echo "notifications stored: $stored (bodies signed: $count; a run longer than the bodies repeats them as duplicates)"
