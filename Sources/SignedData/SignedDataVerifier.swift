@@ -139,6 +139,29 @@ public struct SignedDataVerifier: Sendable {
         guard jws.header["alg"]?.string == "ES256" else { throw .malformed("alg must be ES256") }
         guard let x5c = jws.header["x5c"]?.array else { throw .malformed("the header has no x5c") }
         guard x5c.count == 3 else { throw .malformed("x5c must hold 3 certificates, it holds \(x5c.count)") }
+        let at: Int64 =
+            switch configuration.validationTime {
+            case .signedDate: jws.payload["signedDate"]?.int64 ?? now()
+            case .now: now()
+            }
+        let time = Date(timeIntervalSince1970: Double(at) / 1000)
+        let chain = try await verifiedChain(x5c, at: time)
+        for (role, window) in [(SignedDataError.CertificateRole.leaf, chain.leaf), (.intermediate, chain.intermediate)] {
+            guard window.contains(time) else { throw .notValidAt(role, at) }
+        }
+        guard chain.root.contains(time) else { throw .untrustedChain("the trust anchor is not valid at the validation time") }
+        guard jws.signature.count == 64, let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature),
+            chain.leafKey.isValidSignature(signature, for: jws.signingInput)
+        else { throw .invalidSignature }
+        return jws.payload
+    }
+
+    /// Steps 2–4 for `x5c`, remembered by its leaf and intermediate exactly as sent: a chain that
+    /// led to a configured root once still does, so a known chain costs no decoding and no path
+    /// validation, only the validity windows (checked by the caller at each validation time).
+    private func verifiedChain(_ x5c: [JSONValue], at time: Date) async throws(SignedDataError) -> VerifiedChain {
+        let key = ChainCache.key(x5c[0].string ?? "", x5c[1].string ?? "")
+        if let known = verifiedChains.chain(for: key) { return known }
         var certificates: [Certificate] = []
         for (i, entry) in x5c.prefix(2).enumerated() {
             guard let text = entry.string, let der = Data(base64Encoded: text) else {
@@ -151,49 +174,40 @@ public struct SignedDataVerifier: Sendable {
             }
         }
         let (leaf, intermediate) = (certificates[0], certificates[1])
-        let at: Int64 =
-            switch configuration.validationTime {
-            case .signedDate: jws.payload["signedDate"]?.int64 ?? now()
-            case .now: now()
-            }
-
         guard intermediate.extensions[oid: Self.intermediateMarker] != nil else { throw .missingMarker(.intermediate) }
         guard leaf.extensions[oid: Self.leafMarker] != nil else { throw .missingMarker(.leaf) }
-        let time = Date(timeIntervalSince1970: Double(at) / 1000)
+        let at = Int64(time.timeIntervalSince1970 * 1000)
         for (role, certificate) in [(SignedDataError.CertificateRole.leaf, leaf), (.intermediate, intermediate)] {
             guard certificate.notValidBefore <= time, time <= certificate.notValidAfter else { throw .notValidAt(role, at) }
         }
-        try await validateChain(leaf: leaf, intermediate: intermediate, at: time)
-
-        guard let key = P256.Signing.PublicKey(leaf.publicKey) else {
+        guard let leafKey = P256.Signing.PublicKey(leaf.publicKey) else {
             throw .invalidCertificate("the leaf's key is not P-256, so it cannot sign ES256")
-        }
-        guard jws.signature.count == 64, let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature),
-            key.isValidSignature(signature, for: jws.signingInput)
-        else { throw .invalidSignature }
-        return jws.payload
-    }
-
-    /// Step 4, remembered per (leaf, intermediate): a chain that led to a root once still does, so
-    /// only the validity windows (checked by the caller, and the root's here) need checking again.
-    private func validateChain(leaf: Certificate, intermediate: Certificate, at time: Date) async throws(SignedDataError) {
-        let key = ChainCache.key(leaf, intermediate)
-        if let window = verifiedChains.window(for: key) {
-            guard window.contains(time) else { throw .untrustedChain("the trust anchor is not valid at the validation time") }
-            return
         }
         var verifier = Verifier(rootCertificates: CertificateStore(configuration.roots)) {
             RFC5280Policy(fixedExpiryValidationTime: time)
             AppleMarkerPolicy()
         }
         switch await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate])) {
-        case .validCertificate(let chain):
-            let root = chain.last ?? intermediate
-            verifiedChains.remember(key, window: root.notValidBefore...root.notValidAfter)
+        case .validCertificate(let path):
+            let root = path.last ?? intermediate
+            let chain = VerifiedChain(
+                leafKey: leafKey, leaf: leaf.notValidBefore...leaf.notValidAfter,
+                intermediate: intermediate.notValidBefore...intermediate.notValidAfter,
+                root: root.notValidBefore...root.notValidAfter)
+            verifiedChains.remember(key, chain)
+            return chain
         case .couldNotValidate(let failures):
             throw .untrustedChain(failures.first.map { "\($0.policyFailureReason)" } ?? "no path to a configured root")
         }
     }
+}
+
+/// What a validated chain leaves to check each time: the leaf's key and the validity windows.
+struct VerifiedChain: Sendable {
+    var leafKey: P256.Signing.PublicKey
+    var leaf: ClosedRange<Date>
+    var intermediate: ClosedRange<Date>
+    var root: ClosedRange<Date>
 }
 
 /// The chain policy beside RFC 5280: exactly leaf, intermediate, root, with Apple's markers.
@@ -212,25 +226,22 @@ struct AppleMarkerPolicy: VerifierPolicy {
     }
 }
 
-/// Chains that validated, by the SHA-256 of their leaf and intermediate, with their root's
-/// validity window. Bounded: Apple rotates leaves every two years, so a handful of entries is
-/// the steady state; past 64 it starts over.
+/// Chains that validated, by the SHA-256 of their leaf and intermediate as sent (base64). Bounded:
+/// Apple rotates leaves every two years, so a handful of entries is the steady state; past 64 it
+/// starts over.
 final class ChainCache: Sendable {
-    private let entries = Mutex<[[UInt8]: ClosedRange<Date>]>([:])
+    private let entries = Mutex<[[UInt8]: VerifiedChain]>([:])
 
-    static func key(_ leaf: Certificate, _ intermediate: Certificate) -> [UInt8] {
-        var serializer = DER.Serializer()
-        try? serializer.serialize(leaf)
-        try? serializer.serialize(intermediate)
-        return Array(SHA256.hash(data: serializer.serializedBytes))
+    static func key(_ leaf: String, _ intermediate: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(leaf.utf8) + [0x2E] + Array(intermediate.utf8)))
     }
 
-    func window(for key: [UInt8]) -> ClosedRange<Date>? { entries.withLock { $0[key] } }
+    func chain(for key: [UInt8]) -> VerifiedChain? { entries.withLock { $0[key] } }
 
-    func remember(_ key: [UInt8], window: ClosedRange<Date>) {
+    func remember(_ key: [UInt8], _ chain: VerifiedChain) {
         entries.withLock {
             if $0.count >= 64 { $0.removeAll() }
-            $0[key] = window
+            $0[key] = chain
         }
     }
 }

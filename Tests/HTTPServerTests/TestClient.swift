@@ -55,7 +55,8 @@ final class TestClient: @unchecked Sendable {
         }
     }
 
-    /// Whether the server closed the connection (EOF) within the receive timeout.
+    /// Whether the server closed the connection within the receive timeout: EOF, or a reset (a
+    /// close with our unread bytes still in its buffer sends RST instead of FIN).
     func readsEOF() async -> Bool {
         await withCheckedContinuation { continuation in
             Thread {
@@ -63,7 +64,7 @@ final class TestClient: @unchecked Sendable {
                     if !self.buffer.isEmpty { self.buffer.removeAll() }
                     let n = self.fill()
                     if n == 0 { return continuation.resume(returning: true) }
-                    if n < 0 { return continuation.resume(returning: false) }
+                    if n < 0 { return continuation.resume(returning: self.lastError == ECONNRESET) }
                 }
             }.start()
         }
@@ -85,10 +86,14 @@ final class TestClient: @unchecked Sendable {
         }
     }
 
-    /// Bytes read, 0 at EOF, -1 on error or timeout.
+    /// errno of the last failed read.
+    private var lastError: Int32 = 0
+
+    /// Bytes read, 0 at EOF, -1 on error or timeout (`lastError` says which).
     private func fill() -> Int {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n < 0 { lastError = errno }
         if n > 0 { buffer.append(contentsOf: chunk[0..<n]) }
         return n
     }

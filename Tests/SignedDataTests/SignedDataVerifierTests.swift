@@ -168,6 +168,31 @@ import X509
         }
     }
 
+    @Test func aRememberedChainIsStillCheckedForValidityAndSignature() async throws {
+        let v = Self.verifier()
+        let signer = try Self.signer()
+        _ = try await v.transaction(signer.sign(Self.transactionPayload))  // the chain is now remembered
+        var late = Self.transactionPayload
+        if case .object(var fields) = late {
+            fields["signedDate"] = .number(0, text: "2000000000000")
+            late = .object(fields)
+        }
+        #expect(await Self.refusal { _ = try await v.transaction(signer.sign(late)) } == .notValidAt(.leaf, 2_000_000_000_000))
+        let parts = try signer.sign(Self.transactionPayload).split(separator: ".").map(String.init)
+        var longer = Self.transactionPayload
+        if case .object(var fields) = longer {
+            fields["expiresDate"] = .number(0, text: "4102444800000")
+            longer = .object(fields)
+        }
+        let otherPayload = [parts[0], JWSSigner.base64URL(longer.jsonBytes), parts[2]].joined(separator: ".")
+        #expect(await Self.refusal { _ = try await v.transaction(otherPayload) } == .invalidSignature)
+        let forged = try ForgedPKI()
+        let foreign = try JWSSigner(key: forged.leafKey, chain: [forged.leaf, forged.intermediate, forged.root])
+        #expect(
+            await Self.refusal { _ = try await v.transaction(foreign.sign(Self.transactionPayload)) }?.code == "untrusted_chain")
+        _ = try await v.transaction(signer.sign(Self.transactionPayload))
+    }
+
     @Test func claimsMustMatchTheConfiguredAppAndEnvironment() async throws {
         let jws = try Self.signer().sign(Self.transactionPayload)
         #expect(await Self.refusal { _ = try await Self.verifier(bundles: ["com.other"]).transaction(jws) }?.code == "wrong_app")
