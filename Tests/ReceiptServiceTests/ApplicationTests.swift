@@ -20,6 +20,51 @@ extension ServiceConfiguration.AppStoreSettings {
         maxRetries: 2, attemptTimeout: .seconds(2), deadline: .seconds(5))
 }
 
+/// receiptd with the in-process simulator, a scratch database and test keys (`pk` public, `sk`
+/// secret); `body` gets the port and the database path.
+func withService(
+    policy: String = "transfer", bundleIDs: [String] = ["com.example.app"],
+    entitlements: [String: [String]] = ["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]],
+    signedData: ServiceConfiguration.SignedDataSettings = .init(), _ body: (Int, String) async throws -> Void
+) async throws {
+    let dir = NSTemporaryDirectory() + "receiptd-api-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    var appStore = ServiceConfiguration.AppStoreSettings.simulated
+    appStore.bundleIDs = bundleIDs
+    appStore.signedData = signedData
+    let migrations =
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path + "/Migrations"
+    let configuration = ServiceConfiguration(
+        environment: "test", http: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
+        database: .init(path: dir + "/db.sqlite", busyTimeout: .seconds(1), migrationsDirectory: migrations), logLevel: .critical,
+        appStore: appStore, api: .init(publicKeys: ["pk"], secretKeys: ["sk"], ownershipPolicy: policy),
+        entitlements: entitlements)
+    var logger = Logger(label: "test")
+    logger.logLevel = .critical
+    let app = try Application(configuration: configuration, logger: logger)
+    let port = try app.start()
+    try await body(port, dir + "/db.sqlite")
+    app.server.shutdown()
+    await app.server.waitUntilStopped()
+}
+
+/// Every row of every table the API writes, as text: a refused request or a duplicate must leave
+/// it unchanged.
+func tableSnapshot(_ path: String) throws -> [String] {
+    let db = try Database(path: path)
+    var rows: [String] = []
+    for table in [
+        "subscribers", "transactions", "pending_renewal_info", "renewal_history", "latest_receipts", "ownership",
+        "ownership_transfers", "events", "notifications",
+    ] {
+        let s = try db.prepare("SELECT * FROM \(table) ORDER BY 1")
+        while try s.step() { rows.append(table + ":" + (0..<24).map { s.text($0) ?? "∅" }.joined(separator: "|")) }
+    }
+    return rows
+}
+
 /// Sends `raw` (one HTTP/1.1 request that asks to close) and returns status and body.
 func send(_ port: Int, _ raw: String) async throws -> (status: Int, body: String, head: String) {
     try await withCheckedThrowingContinuation { continuation in

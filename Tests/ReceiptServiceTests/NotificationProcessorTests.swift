@@ -25,30 +25,11 @@ private let day: Int64 = 86_400_000
 private let bundle = "com.example.app"
 private var wallClock: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-/// receiptd with the simulator, Apple's test root as trust anchor and app 1234 configured.
-private func withService(
-    policy: String = "transfer", _ body: (Int, String) async throws -> Void
-) async throws {
-    let dir = NSTemporaryDirectory() + "receiptd-notifications-" + UUID().uuidString
-    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    var appStore = ServiceConfiguration.AppStoreSettings.simulated
-    appStore.signedData = .init(roots: [testRoot], appAppleIDs: [1234])
-    let migrations =
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path + "/Migrations"
-    let configuration = ServiceConfiguration(
-        environment: "test", http: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
-        database: .init(path: dir + "/db.sqlite", busyTimeout: .seconds(1), migrationsDirectory: migrations), logLevel: .critical,
-        appStore: appStore, api: .init(publicKeys: ["pk"], secretKeys: ["sk"], ownershipPolicy: policy),
-        entitlements: ["premium": ["monthly", "premium_monthly", "basic_monthly", "lifetime"]])
-    var logger = Logger(label: "test")
-    logger.logLevel = .critical
-    let app = try Application(configuration: configuration, logger: logger)
-    let port = try app.start()
-    try await body(port, dir + "/db.sqlite")
-    app.server.shutdown()
-    await app.server.waitUntilStopped()
+/// receiptd with Apple's test root as trust anchor and app 1234 configured.
+private func withService(policy: String = "transfer", _ body: (Int, String) async throws -> Void) async throws {
+    try await ReceiptServiceTests.withService(
+        policy: policy, entitlements: ["premium": ["monthly", "premium_monthly", "basic_monthly", "lifetime"]],
+        signedData: .init(roots: [testRoot], appAppleIDs: [1234]), body)
 }
 
 private func json(_ object: Any) -> JSONValue {
@@ -128,20 +109,6 @@ private func renewal(original: String, product: String = "monthly", autoRenew: I
 
 private func subscription(_ document: [String: Any], _ product: String) -> [String: Any]? {
     (document["subscriptions"] as? [String: Any])?[product] as? [String: Any]
-}
-
-/// Every row of the tables notifications write, to show a duplicate or a refusal changed nothing.
-private func snapshot(_ path: String) throws -> [String] {
-    let db = try Database(path: path)
-    var rows: [String] = []
-    for table in [
-        "subscribers", "transactions", "pending_renewal_info", "renewal_history", "ownership", "ownership_transfers", "events",
-        "notifications",
-    ] {
-        let s = try db.prepare("SELECT * FROM \(table) ORDER BY 1")
-        while try s.step() { rows.append(table + ":" + (0..<24).map { s.text($0) ?? "∅" }.joined(separator: "|")) }
-    }
-    return rows
 }
 
 @Suite("Notifications API", .serialized)
@@ -479,14 +446,14 @@ struct NotificationProcessorTests {
                 ("RESCIND_CONSENT", nil, ("appData", ["bundleId": bundle, "environment": "Sandbox", "appAppleId": 1234])),
                 ("A_TYPE_FROM_2030", "AND_ITS_SUBTYPE", nil),
             ]
-            let before = try snapshot(db).filter { !$0.hasPrefix("notifications:") }
+            let before = try tableSnapshot(db).filter { !$0.hasPrefix("notifications:") }
             for (type, subtype, container) in containers {
                 let r = try await request(
                     port, "POST", "/v1/notifications/apple",
                     try V2(type: type, subtype: subtype, container: container).body(signedDate: wallClock))
                 #expect(r.status == 200 && r.body["outcome"] as? String == "recorded", "\(type): \(r.body)")
             }
-            #expect(try snapshot(db).filter { !$0.hasPrefix("notifications:") } == before)
+            #expect(try tableSnapshot(db).filter { !$0.hasPrefix("notifications:") } == before)
             let listed = try await request(port, "GET", "/v1/notifications?limit=200", key: "sk")
             let items = listed.body["notifications"] as? [[String: Any]] ?? []
             #expect(Set(items.compactMap { $0["type"] as? String }) == Set(containers.map(\.0)))
@@ -510,11 +477,11 @@ struct NotificationProcessorTests {
                 signedDate: now)
             let first = try await request(port, "POST", "/v1/notifications/apple", refund)
             #expect(first.body["outcome"] as? String == "applied" && first.body["duplicate"] as? Bool == false)
-            let stored = try snapshot(db)
+            let stored = try tableSnapshot(db)
             let again = try await request(port, "POST", "/v1/notifications/apple", refund)
             #expect(again.status == 200 && again.body["duplicate"] as? Bool == true)
             #expect(again.body["notification_id"] as? String == first.body["notification_id"] as? String)
-            #expect(try snapshot(db) == stored)
+            #expect(try tableSnapshot(db) == stored)
             // A renewal notification signed before the refund, delivered after it (a retry): stored, not applied over it.
             let late = try V2(type: "DID_RENEW", transaction: t).body(signedDate: now - 5000)
             let r = try await request(port, "POST", "/v1/notifications/apple", late)
@@ -576,7 +543,7 @@ struct NotificationProcessorTests {
     @Test func refusedNotificationsStoreNothingAndSayWhy() async throws {
         try await withService { port, db in
             let now = wallClock
-            let before = try snapshot(db)
+            let before = try tableSnapshot(db)
             let good = try V2(type: "TEST").body(signedDate: now)
             let signed = (try JSONSerialization.jsonObject(with: Data(good.utf8)) as! [String: String])["signedPayload"]!
             let parts = signed.split(separator: ".").map(String.init)
@@ -595,7 +562,7 @@ struct NotificationProcessorTests {
                 #expect(
                     r.status == status && (r.body["error"] as? [String: Any])?["code"] as? String == code, "\(body): \(r.body)")
             }
-            #expect(try snapshot(db) == before)
+            #expect(try tableSnapshot(db) == before)
             // Production data must name app 1234: it does here, so it is recorded.
             #expect(try await request(port, "POST", "/v1/notifications/apple", production).status == 200)
         }
@@ -614,7 +581,7 @@ struct NotificationProcessorTests {
 
     @Test func v1WithTheRealisticCaptureIsCheckedStoredAndAppliedLikeAReceipt() async throws {
         try await withService { port, db in
-            let before = try snapshot(db)
+            let before = try tableSnapshot(db)
             let wrongSecret = try await request(port, "POST", "/v1/notifications/apple", try Self.v1 { $0["password"] = "guess" })
             #expect(
                 wrongSecret.status == 401
@@ -624,7 +591,7 @@ struct NotificationProcessorTests {
             let otherApp = try await request(
                 port, "POST", "/v1/notifications/apple", try Self.v1 { $0["bid"] = "com.some.thing" })
             #expect(otherApp.status == 422 && (otherApp.body["error"] as? [String: Any])?["code"] as? String == "wrong_app")
-            #expect(try snapshot(db) == before)
+            #expect(try tableSnapshot(db) == before)
 
             // Nobody holds purchase 1000000723811158 yet: kept, waiting for its owner.
             let first = try await request(port, "POST", "/v1/notifications/apple", try Self.v1())
@@ -703,7 +670,7 @@ struct NotificationProcessorTests {
             forged["expiresDate"] = now + 3650 * day
             let tampered = [parts[0], JWSSigner.base64URL(json(forged).jsonBytes), parts[2]].joined(separator: ".")
             let otherApp = try signer.sign(json(t.merging(["bundleId": "com.someone.else"]) { $1 }))
-            let before = try snapshot(db)
+            let before = try tableSnapshot(db)
             let cases: [(String, Int, String)] = [
                 (#"{"app_user_id":"sam","signed_transaction":"\#(tampered)"}"#, 422, "invalid_signature"),
                 (#"{"app_user_id":"sam","signed_transaction":"\#(otherApp)"}"#, 422, "wrong_app"),
@@ -720,7 +687,7 @@ struct NotificationProcessorTests {
                 #expect(
                     r.status == status && (r.body["error"] as? [String: Any])?["code"] as? String == code, "\(code): \(r.body)")
             }
-            #expect(try snapshot(db) == before)
+            #expect(try tableSnapshot(db) == before)
             let ok = try await request(
                 port, "POST", "/v1/receipts",
                 #"{"app_user_id":"sam","signed_transaction":"\#(jws)","signed_renewal_info":"\#(try signer.sign(json(renewal(original: "sk2", autoRenew: 0).merging(["signedDate": now]) { $1 })))"}"#,

@@ -8,34 +8,6 @@ import Testing
 
 @testable import ReceiptService
 
-/// receiptd with the in-process App Store simulator, a scratch database and test keys.
-private func withService(
-    policy: String = "transfer", bundleIDs: [String] = ["com.example.app"], _ body: (Int, String) async throws -> Void
-)
-    async throws
-{
-    let dir = NSTemporaryDirectory() + "receiptd-api-" + UUID().uuidString
-    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    var appStore = ServiceConfiguration.AppStoreSettings.simulated
-    appStore.bundleIDs = bundleIDs
-    let migrations =
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path + "/Migrations"
-    let configuration = ServiceConfiguration(
-        environment: "test", http: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
-        database: .init(path: dir + "/db.sqlite", busyTimeout: .seconds(1), migrationsDirectory: migrations), logLevel: .critical,
-        appStore: appStore, api: .init(publicKeys: ["pk"], secretKeys: ["sk"], ownershipPolicy: policy),
-        entitlements: ["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]])
-    var logger = Logger(label: "test")
-    logger.logLevel = .critical
-    let app = try Application(configuration: configuration, logger: logger)
-    let port = try app.start()
-    try await body(port, dir + "/db.sqlite")
-    app.server.shutdown()
-    await app.server.waitUntilStopped()
-}
-
 private func post(_ port: Int, _ json: String, key: String? = "pk", contentType: String = "application/json") async throws
     -> (status: Int, body: [String: Any])
 {
@@ -57,20 +29,6 @@ private func receipt(_ content: String) -> String { Data(content.utf8).base64Enc
 
 private func body(user: String, _ content: String, extra: String = "") -> String {
     #"{"app_user_id":"\#(user)","receipt_data":"\#(receipt(content))"\#(extra)}"#
-}
-
-/// Every row of the receipt tables, to show a refused request changed nothing.
-private func snapshot(_ path: String) throws -> [String] {
-    let db = try Database(path: path)
-    var rows: [String] = []
-    for table in [
-        "subscribers", "transactions", "pending_renewal_info", "renewal_history", "latest_receipts", "ownership",
-        "ownership_transfers", "events",
-    ] {
-        let s = try db.prepare("SELECT * FROM \(table) ORDER BY 1")
-        while try s.step() { rows.append(table + ":" + (0..<24).map { s.text($0) ?? "∅" }.joined(separator: "|")) }
-    }
-    return rows
 }
 
 private func entitlement(_ document: [String: Any], _ name: String) -> [String: Any]? {
@@ -112,9 +70,9 @@ struct ReceiptProcessorTests {
     @Test func repostingChangesNothing() async throws {
         try await withService { port, db in
             let first = try await post(port, body(user: "alice", "active_monthly:a"))
-            let before = try snapshot(db)
+            let before = try tableSnapshot(db)
             let second = try await post(port, body(user: "alice", "active_monthly:a"))
-            #expect(try snapshot(db) == before)
+            #expect(try tableSnapshot(db) == before)
             #expect(first.status == 200 && second.status == 200)
             #expect(
                 NSDictionary(dictionary: first.body["subscriptions"] as? [String: Any] ?? [:])
@@ -136,11 +94,11 @@ struct ReceiptProcessorTests {
     @Test func keepRefusesASecondUserWith409() async throws {
         try await withService(policy: "keep") { port, db in
             _ = try await post(port, body(user: "alice", "active_monthly:shared"))
-            let before = try snapshot(db)
+            let before = try tableSnapshot(db)
             let bob = try await post(port, body(user: "bob", "active_monthly:shared"))
             #expect(bob.status == 409)
             #expect((bob.body["error"] as? [String: Any])?["code"] as? String == "receipt_in_use")
-            #expect(try snapshot(db) == before)
+            #expect(try tableSnapshot(db) == before)
             #expect(try await subscriber(port, "bob").status == 404)
         }
     }
@@ -148,7 +106,7 @@ struct ReceiptProcessorTests {
     @Test func badInputGetsItsErrorAndChangesNothing() async throws {
         try await withService { port, db in
             _ = try await post(port, body(user: "alice", "active_monthly:a"))
-            let before = try snapshot(db)
+            let before = try tableSnapshot(db)
             let cases: [(String, String?, Int, String)] = [
                 ("not json", "pk", 400, "invalid_request"),
                 (#"{"receipt_data":"QQ=="}"#, "pk", 400, "invalid_request"),
@@ -171,7 +129,7 @@ struct ReceiptProcessorTests {
                 #expect(r.status == status, "\(json.prefix(80)) → \(r.body)")
                 #expect((r.body["error"] as? [String: Any])?["code"] as? String == code, "\(json.prefix(80))")
             }
-            #expect(try snapshot(db) == before)
+            #expect(try tableSnapshot(db) == before)
             // Only the requests that reached Apple are in the verification log: 1 + 21003 + 21002.
             #expect(try Database(path: db).scalarInt("SELECT count(*) FROM verifications") == 3)
             #expect(try await subscriber(port, "alice", key: "pk").status == 403)
