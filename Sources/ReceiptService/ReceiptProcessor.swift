@@ -20,13 +20,17 @@ struct ReceiptProcessor: Sendable {
     /// The body of POST /v1/receipts.
     struct PostReceipt: Sendable {
         var appUserID: String
-        /// Exactly one of `receiptData` (a receipt for verifyReceipt) and `signedTransaction`
-        /// (StoreKit 2's JWS, verified here) is set.
-        var receiptData: String
-        var signedTransaction: String? = nil
-        var signedRenewalInfo: String? = nil
+        var proof: Proof
         var bundleID: String?
         var excludeOldTransactions: Bool
+    }
+
+    /// What the app sends as proof of purchase.
+    enum Proof: Sendable, Equatable {
+        /// `receipt_data`: an app receipt, verified by Apple's verifyReceipt.
+        case receipt(String)
+        /// `signed_transaction` (and optionally `signed_renewal_info`): StoreKit 2's JWS, verified here.
+        case signed(transaction: String, renewal: String?)
     }
 
     /// Reads and checks the request body; every problem names its field.
@@ -37,31 +41,26 @@ struct ReceiptProcessor: Sendable {
         guard case .string(let user)? = json["app_user_id"], !user.isEmpty, user.utf8.count <= 256 else {
             throw .invalidRequest("`app_user_id` must be a non-empty string of at most 256 bytes.")
         }
-        var signed: (transaction: String, renewal: String?)?
-        switch (json["receipt_data"], json["signed_transaction"]) {
-        case (nil, nil), (.null?, nil), (nil, .null?):
+        let proof: Proof
+        switch (json["receipt_data"] ?? .null, json["signed_transaction"] ?? .null) {
+        case (.null, .null):
             throw .invalidRequest("Either `receipt_data` or `signed_transaction` is required.")
-        case (let r?, let s?) where r != .null && s != .null:
-            throw .invalidRequest("Send `receipt_data` or `signed_transaction`, not both.")
-        case (_, .string(let jws)?) where !jws.isEmpty && jws.utf8.count <= 65_536:
-            switch json["signed_renewal_info"] {
-            case nil, .null?: signed = (jws, nil)
-            case .string(let info)? where !info.isEmpty && info.utf8.count <= 65_536: signed = (jws, info)
+        case (.null, .string(let jws)) where !jws.isEmpty && jws.utf8.count <= 65_536:
+            switch json["signed_renewal_info"] ?? .null {
+            case .null: proof = .signed(transaction: jws, renewal: nil)
+            case .string(let info) where !info.isEmpty && info.utf8.count <= 65_536:
+                proof = .signed(transaction: jws, renewal: info)
             default: throw .invalidRequest("`signed_renewal_info` must be a JWS string.")
             }
-        case (_, let s?) where s != .null:
+        case (.null, _):
             throw .invalidRequest("`signed_transaction` must be a JWS string of at most 65536 bytes.")
-        default: break
-        }
-        let receipt: String
-        if signed != nil {
-            receipt = ""
-        } else {
-            guard case .string(let given)? = json["receipt_data"], !given.isEmpty else {
-                throw .invalidRequest("`receipt_data` must be a non-empty base64 string.")
-            }
-            guard Data(base64Encoded: given) != nil else { throw .invalidRequest("`receipt_data` is not valid base64.") }
-            receipt = given
+        case (.string(let receipt), .null) where !receipt.isEmpty:
+            guard Data(base64Encoded: receipt) != nil else { throw .invalidRequest("`receipt_data` is not valid base64.") }
+            proof = .receipt(receipt)
+        case (_, .null):
+            throw .invalidRequest("`receipt_data` must be a non-empty base64 string.")
+        default:
+            throw .invalidRequest("Send `receipt_data` or `signed_transaction`, not both.")
         }
         var bundleID: String?
         switch json["bundle_id"] {
@@ -76,15 +75,20 @@ struct ReceiptProcessor: Sendable {
         default: throw .invalidRequest("`exclude_old_transactions` must be a boolean.")
         }
         return PostReceipt(
-            appUserID: user, receiptData: receipt, signedTransaction: signed?.transaction, signedRenewalInfo: signed?.renewal,
-            bundleID: bundleID, excludeOldTransactions: exclude)
+            appUserID: user, proof: proof, bundleID: bundleID, excludeOldTransactions: exclude)
     }
 
     func post(_ request: HTTPRequest, requestID: String) async -> HTTPResponse {
         do {
             let input = try Self.parse(request.body)
             let explain = try Self.explain(request)
-            if input.signedTransaction != nil { return try await postSigned(input, explain: explain, request: request) }
+            let receiptData: String
+            switch input.proof {
+            case .receipt(let receipt): receiptData = receipt
+            case .signed(let transaction, let renewal):
+                return try await postSigned(
+                    input, transaction: transaction, renewal: renewal, explain: explain, request: request)
+            }
             let expectedBundle: String
             if let given = input.bundleID {
                 guard bundleIDs.contains(given) else { throw APIError.bundleMismatch("`bundle_id` is not a configured app.") }
@@ -96,7 +100,7 @@ struct ReceiptProcessor: Sendable {
                 expectedBundle = bundleIDs[0]
             }
             let verification = await client.verify(
-                receiptData: input.receiptData, excludeOldTransactions: input.excludeOldTransactions)
+                receiptData: receiptData, excludeOldTransactions: input.excludeOldTransactions)
             let entry = Self.logEntry(verification, user: input.appUserID)
             let (response, environment): (VerifyReceiptResponse, AppStoreEnvironment)
             do {
@@ -135,13 +139,16 @@ struct ReceiptProcessor: Sendable {
 
     /// POST /v1/receipts with `signed_transaction` (StoreKit 2): verified offline like a V2
     /// notification's transaction, with no call to Apple.
-    private func postSigned(_ input: PostReceipt, explain: Bool, request: HTTPRequest) async throws -> HTTPResponse {
+    private func postSigned(
+        _ input: PostReceipt, transaction signedTransaction: String, renewal signedRenewal: String?, explain: Bool,
+        request: HTTPRequest
+    ) async throws -> HTTPResponse {
         let started = ContinuousClock.now
         let transaction: SignedTransaction
         var renewal: SignedRenewalInfo?
         do {
-            transaction = try await verifier.transaction(input.signedTransaction ?? "")
-            if let signed = input.signedRenewalInfo { renewal = try await verifier.renewalInfo(signed) }
+            transaction = try await verifier.transaction(signedTransaction)
+            if let signedRenewal { renewal = try await verifier.renewalInfo(signedRenewal) }
         } catch {
             logger.notice("signed transaction refused", metadata: ["reason": "\(error.code)", "user": "\(input.appUserID)"])
             throw APIError.signedData(error)
