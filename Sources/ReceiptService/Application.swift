@@ -113,8 +113,18 @@ public final class Application: Sendable {
         try start()
         await server.waitUntilStopped()
         signals.cancel()
+        await stop()
+    }
+
+    /// Stops serving (gracefully, as on SIGTERM) and releases the App Store client and simulator.
+    public func stop() async {
+        server.shutdown()
+        await server.waitUntilStopped()
         transport.shutdown()
-        simulator?.shutdown()
+        if let simulator {
+            simulator.shutdown()
+            await simulator.waitUntilStopped()
+        }
     }
 }
 

@@ -46,8 +46,7 @@ func withService(
     let app = try Application(configuration: configuration, logger: logger)
     let port = try app.start()
     try await body(port, dir + "/db.sqlite")
-    app.server.shutdown()
-    await app.server.waitUntilStopped()
+    await app.stop()
 }
 
 /// Every row of every table the API writes, as text: a refused request or a duplicate must leave
@@ -147,8 +146,7 @@ struct ApplicationTests {
         #expect(ready.status == 200)
         #expect(ready.body.contains(#""status":"ready""#))
         #expect(ready.body.contains(#""migrations_pending":0"#))
-        app.server.shutdown()
-        await app.server.waitUntilStopped()
+        await app.stop()
     }
 
     @Test func startupMigratesAndRefusesAnEditedMigration() async throws {
@@ -177,7 +175,6 @@ struct ApplicationTests {
         #expect(response.status.code == 503)
         #expect(String(decoding: response.body, as: UTF8.self).contains(#""migrations_pending":1"#))
         #expect(try await get(port, "/readyz").status == 200)
-        app.server.shutdown()
-        await app.server.waitUntilStopped()
+        await app.stop()
     }
 }
