@@ -45,33 +45,51 @@ public struct VerifyReceiptClient: Sendable {
         /// The environment of the last exchange.
         public var environment: AppStoreEnvironment
         public var duration: Duration
+        /// When Apple may be asked again: set when the circuit breaker refused the call.
+        public var retryAfter: Duration? = nil
     }
 
     public let configuration: Configuration
     private let transport: any HTTPTransport
     private let clock: any VerifyClock
     private let random: @Sendable () -> Double
+    /// Fails verifications fast while Apple is down; nil: every verification calls Apple.
+    public let breaker: SharedCircuitBreaker?
 
     public init(
         configuration: Configuration, transport: any HTTPTransport, clock: any VerifyClock = SystemVerifyClock(),
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        breaker: SharedCircuitBreaker? = nil, random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
         self.configuration = configuration
         self.transport = transport
         self.clock = clock
+        self.breaker = breaker
         self.random = random
     }
+
+    /// The clock's reading now (for the breaker's status).
+    public var now: Duration { clock.now }
 
     public func verify(receiptData: String, excludeOldTransactions: Bool = false) async -> Verification {
         let body = Self.requestBody(
             receiptData: receiptData, password: configuration.sharedSecret, excludeOldTransactions: excludeOldTransactions)
         let started = clock.now
+        if case .reject(let retryAfter)? = breaker?.decide(now: started) {
+            return Verification(
+                result: .unavailable(status: nil, reason: "circuit breaker open: Apple failed repeatedly"), attempts: 0,
+                environment: .production, duration: .zero, retryAfter: retryAfter)
+        }
         var machine = VerifyReceiptStateMachine(policy: configuration.policy, now: started)
         var action = machine.begin()
         var environment = AppStoreEnvironment.production
         while true {
             switch action {
             case .finish(let result):
+                if case .unavailable = result {
+                    breaker?.record(available: false, now: clock.now)
+                } else {
+                    breaker?.record(available: true, now: clock.now)
+                }
                 return Verification(
                     result: result, attempts: machine.attempts, environment: environment, duration: clock.now - started)
             case .send(let target, let delay, let timeout):

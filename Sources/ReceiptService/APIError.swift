@@ -1,3 +1,4 @@
+import AppStore
 import HTTPServer
 import SignedData
 
@@ -35,11 +36,11 @@ struct APIError: Error, Sendable, Equatable {
             status: .internalServerError, code: "app_store_misconfigured",
             message: "receiptd's App Store settings were refused by Apple.", appleStatus: appleStatus)
     }
-    static func unavailable(appleStatus: Int?) -> APIError {
+    static func unavailable(appleStatus: Int?, retryAfterSeconds: Int = 30) -> APIError {
         APIError(
             status: .serviceUnavailable, code: "app_store_unavailable",
             message: "The App Store could not answer now; retry later.",
-            appleStatus: appleStatus, retryAfterSeconds: 30)
+            appleStatus: appleStatus, retryAfterSeconds: retryAfterSeconds)
     }
     /// Apple's signed data did not verify; `code` names the reason (SignedDataError.code).
     static func signedData(_ error: SignedDataError) -> APIError {
@@ -59,6 +60,18 @@ struct APIError: Error, Sendable, Equatable {
         retryAfterSeconds: 5)
     static let serverFault = APIError(
         status: .internalServerError, code: "internal_error", message: "An internal error occurred.")
+
+    /// The error body with more top-level members beside `error` (e.g. the last known `subscriber`).
+    func response(requestID: String, with members: [String: JSONValue]) -> HTTPResponse {
+        var error: [String: JSONValue] = [
+            "code": .string(code), "message": .string(message), "request_id": .string(requestID),
+        ]
+        if let appleStatus { error["apple_status"] = .number(Double(appleStatus), text: String(appleStatus)) }
+        var headers: HTTPHeaders = ["Content-Type": "application/json"]
+        if let retryAfterSeconds { headers.add(name: "Retry-After", value: String(retryAfterSeconds)) }
+        let body = JSONValue.object(members.merging(["error": .object(error)]) { $1 })
+        return HTTPResponse(status: status, headers: headers, body: body.jsonBytes)
+    }
 
     func response(requestID: String) -> HTTPResponse {
         var headers: HTTPHeaders = [:]

@@ -54,12 +54,22 @@ public final class Application: Sendable {
             configuration: .init(
                 connectTimeout: settings.connectTimeout, maxResponseBytes: settings.maxResponseBytes,
                 allowHTTP: settings.allowHTTP || settings.simulator))
+        let breaker = SharedCircuitBreaker(policy: settings.breaker) { [logger] state in
+            switch state {
+            case .open(_, let backoff):
+                logger.error(
+                    "App Store circuit breaker open: receipts fail fast with 503 until a probe succeeds",
+                    metadata: ["pause_ms": "\(backoff.components.seconds * 1000)"])
+            case .halfOpen: logger.notice("App Store circuit breaker half-open: probing Apple")
+            case .closed: logger.notice("App Store circuit breaker closed: Apple answers again")
+            }
+        }
         let client = VerifyReceiptClient(
             configuration: .init(
                 productionURL: productionURL, sandboxURL: sandboxURL, sharedSecret: settings.sharedSecret,
                 policy: VerifyReceiptPolicy(
                     maxRetries: settings.maxRetries, attemptTimeout: settings.attemptTimeout, deadline: settings.deadline)),
-            transport: transport)
+            transport: transport, breaker: breaker)
         var publicKeys = configuration.api.publicKeys
         var secretKeys = configuration.api.secretKeys
         if configuration.environment == "development" && publicKeys.isEmpty && secretKeys.isEmpty {
@@ -87,7 +97,7 @@ public final class Application: Sendable {
             state: state, policy: policy, logger: logger, now: now)
         let routes = Routes(
             database: database, migrator: migrator, auth: APIAuth(publicKeys: publicKeys, secretKeys: secretKeys),
-            receipts: receipts, notifications: notifications)
+            receipts: receipts, notifications: notifications, appStore: client)
         server = HTTPServer(configuration: configuration.http, responder: routes.router(), logger: logger)
     }
 

@@ -116,12 +116,36 @@ struct ReceiptProcessor: Sendable {
             }
             let record = RecordMapping.record(of: response, environment: environment)
             return try await store(record, for: input.appUserID, log: entry, explain: explain, request: request)
+        } catch let error as APIError where error.code == "app_store_unavailable" {
+            return await unavailable(error, request: request, requestID: requestID)
         } catch let error as APIError {
             return error.response(requestID: requestID)
         } catch {
             logger.error("POST /v1/receipts failed", metadata: ["request_id": "\(requestID)", "error": "\(error)"])
             return APIError.serverFault.response(requestID: requestID)
         }
+    }
+
+    /// 503 while Apple is down, with the user's last known document marked `"stale": true` and its
+    /// age (`stale_seconds` since `verified_at`, Apple's last word on them), when there is one.
+    /// Nothing stored changes: what the user had, they keep.
+    private func unavailable(_ error: APIError, request: HTTPRequest, requestID: String) async -> HTTPResponse {
+        guard let input = try? Self.parse(request.body), let explain = try? Self.explain(request) else {
+            return error.response(requestID: requestID)
+        }
+        let at = now()
+        guard let (document, version) = try? await state.current(input.appUserID, database: database, now: at) else {
+            return error.response(requestID: requestID)
+        }
+        let verifiedAt = (try? await database.run { db in try ReceiptStore(db).lastVerifiedAt(input.appUserID) }) ?? nil
+        guard case .object(var fields) = document.rendered(version: version, now: at, explain: explain) else {
+            return error.response(requestID: requestID)
+        }
+        fields["stale"] = .bool(true)
+        fields["verified_at"] = SubscriberDocument.time(verifiedAt)
+        let age = verifiedAt.map { max(0, at - $0) / 1000 }
+        fields["stale_seconds"] = age.map { .number(Double($0), text: String($0)) } ?? .null
+        return error.response(requestID: requestID, with: ["subscriber": .object(fields)])
     }
 
     /// One hop to the database, one write transaction: the facts, the log row, the version and
@@ -274,7 +298,8 @@ struct ReceiptProcessor: Sendable {
             throw .misconfigured(appleStatus: status.rawValue)
         case .unavailable(let status, let reason):
             logger.warning("App Store unavailable", metadata: ["reason": "\(reason)", "attempts": "\(v.attempts)"])
-            throw .unavailable(appleStatus: status?.rawValue)
+            let seconds = v.retryAfter.map { d in Int(d.components.seconds) + (d.components.attoseconds > 0 ? 1 : 0) }
+            throw .unavailable(appleStatus: status?.rawValue, retryAfterSeconds: max(1, seconds ?? 30))
         }
     }
 

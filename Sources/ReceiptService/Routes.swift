@@ -1,3 +1,4 @@
+import AppStore
 import HTTPServer
 import Storage
 
@@ -8,6 +9,8 @@ struct Routes: Sendable {
     let auth: APIAuth
     let receipts: ReceiptProcessor
     let notifications: NotificationProcessor
+    /// For the circuit breaker's state in `/readyz`.
+    let appStore: VerifyReceiptClient
 
     func router() -> Router {
         var router = Router()
@@ -16,8 +19,8 @@ struct Routes: Sendable {
             .json(["status": "ok"])
         }
         // Readiness: the database answers and every known migration is applied.
-        router.on(.get, "/readyz") { _, _ in
-            await Self.readiness(database: database, migrator: migrator)
+        router.on(.get, "/readyz") { [appStore] _, _ in
+            await Self.readiness(database: database, migrator: migrator, appStore: Self.appStoreStatus(appStore))
         }
         // A mobile app posts its receipt (public or secret key): verify, store, answer the document.
         router.on(.post, "/v1/receipts") { [auth, receipts] request, context in
@@ -59,22 +62,51 @@ struct Routes: Sendable {
         var database: String
         var migrationsApplied: Int
         var migrationsPending: Int
+        /// The App Store circuit breaker: informative only (GETs are served whatever Apple does).
+        var appStore: AppStoreStatus? = nil
 
         enum CodingKeys: String, CodingKey {
             case status, database
             case migrationsApplied = "migrations_applied"
             case migrationsPending = "migrations_pending"
+            case appStore = "app_store"
         }
     }
 
-    static func readiness(database: DatabaseQueue, migrator: Migrator) async -> HTTPResponse {
+    struct AppStoreStatus: Codable, Sendable, Equatable {
+        /// `closed` (calls go through), `open` (failing fast), `half_open` (one probe out).
+        var circuit: String
+        var consecutiveFailures: Int
+        /// While open: seconds until the next probe.
+        var retryInSeconds: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case circuit
+            case consecutiveFailures = "consecutive_failures"
+            case retryInSeconds = "retry_in_seconds"
+        }
+    }
+
+    static func appStoreStatus(_ client: VerifyReceiptClient) -> AppStoreStatus? {
+        guard let state = client.breaker?.state else { return nil }
+        switch state {
+        case .closed(let failures): return AppStoreStatus(circuit: state.name, consecutiveFailures: failures)
+        case .open(let until, _):
+            let left = max(.zero, until - client.now).components
+            return AppStoreStatus(
+                circuit: state.name, consecutiveFailures: 0, retryInSeconds: Int(left.seconds) + (left.attoseconds > 0 ? 1 : 0))
+        case .halfOpen: return AppStoreStatus(circuit: state.name, consecutiveFailures: 0)
+        }
+    }
+
+    static func readiness(database: DatabaseQueue, migrator: Migrator, appStore: AppStoreStatus? = nil) async -> HTTPResponse {
         do {
             let status = try await database.run { [migrator] db in try migrator.status(of: db) }
             let ready = status.pending.isEmpty
             return .json(
                 Readiness(
                     status: ready ? "ready" : "not_ready", database: "ok",
-                    migrationsApplied: status.applied.count, migrationsPending: status.pending.count),
+                    migrationsApplied: status.applied.count, migrationsPending: status.pending.count, appStore: appStore),
                 status: ready ? .ok : .serviceUnavailable)
         } catch {
             return .json(

@@ -53,6 +53,8 @@ public struct ServiceConfiguration: Sendable {
         public var deadline: Duration
         /// How Apple's signed data (V2 notifications, StoreKit 2 transactions) is verified.
         public var signedData = SignedDataSettings()
+        /// When to stop calling Apple during an outage, and for how long.
+        public var breaker = CircuitBreaker.Policy()
     }
 
     /// Trust anchors and expected claims for Apple's JWS (apple-protocols.md §3.7).
@@ -177,6 +179,12 @@ public struct ServiceConfiguration: Sendable {
             attemptTimeout: try c.milliseconds("appStore.attemptTimeoutMs", default: 10_000),
             deadline: try c.milliseconds("appStore.deadlineMs", default: 20_000))
         appStore.signedData = try loadSignedDataSettings(c)
+        appStore.breaker = CircuitBreaker.Policy(
+            // Verifications in a row that end `app_store_unavailable` before receiptd stops calling Apple.
+            failureThreshold: try c.int("appStore.breakerFailureThreshold", default: 5, range: 1...1000),
+            // How long the first pause lasts; each failed probe doubles it, up to the maximum.
+            openFor: try c.milliseconds("appStore.breakerOpenMs", default: 30_000),
+            maxOpenFor: try c.milliseconds("appStore.breakerMaxOpenMs", default: 300_000))
         guard !appStore.bundleIDs.isEmpty else {
             throw ConfigurationError(key: "appStore.bundleIds", message: "must name at least one app")
         }

@@ -241,6 +241,21 @@ public struct ReceiptStore {
         ).bind(Array(Self.renewalValues(r).dropFirst().dropLast()) + [r.originalTransactionID, r.rawJSON]).run()
     }
 
+    /// When Apple last vouched for `appUserID`'s facts: their newest valid verification (a
+    /// receipt or a StoreKit 2 transaction) or notification applied to them; nil when never.
+    public func lastVerifiedAt(_ appUserID: String) throws -> Int64? {
+        try db.prepare(
+            """
+            SELECT max(at) FROM (
+                SELECT max(at) AS at FROM verifications
+                WHERE app_user_id = ?1 AND outcome IN ('valid', 'signed_transaction')
+                UNION ALL
+                SELECT max(received_at) FROM notifications
+                WHERE app_user_id = ?1 AND outcome IN ('applied', 'unchanged', 'attached'))
+            """
+        ).bind([appUserID]).firstInt()
+    }
+
     /// Appends one row to the verification log.
     public func log(_ entry: VerificationLogEntry, at now: Int64) throws {
         try db.prepare(

@@ -104,4 +104,31 @@ struct VerifyReceiptClientTests {
         #expect(v.result == .invalidReceipt(AppleStatus(rawValue: 21003)))
         #expect(v.attempts == 2)
     }
+
+    @Test func anOpenBreakerFailsFastWithoutCallingAppleThenProbes() async throws {
+        let transport = ScriptedTransport(production: Array(repeating: .response(status: 503, body: []), count: 9))
+        let clock = ManualClock()
+        let breaker = SharedCircuitBreaker(policy: .init(failureThreshold: 2, openFor: .seconds(60)))
+        let client = VerifyReceiptClient(configuration: configuration, transport: transport, clock: clock, breaker: breaker)
+        for _ in 0..<2 { _ = await client.verify(receiptData: "QUJD") }  // 3 exchanges each (2 retries)
+        #expect(transport.sent.count == 6)
+        guard case .open = breaker.state else {
+            Issue.record("\(breaker.state)")
+            return
+        }
+        let fast = await client.verify(receiptData: "QUJD")
+        #expect(fast.attempts == 0 && fast.retryAfter != nil && transport.sent.count == 6)
+        guard case .unavailable(nil, _) = fast.result else {
+            Issue.record("\(fast.result)")
+            return
+        }
+        await clock.sleep(for: .seconds(60))
+        let probe = await client.verify(receiptData: "QUJD")  // the probe: Apple is still down
+        #expect(probe.attempts == 3 && transport.sent.count == 9)
+        guard case .open(_, let backoff) = breaker.state else {
+            Issue.record("\(breaker.state)")
+            return
+        }
+        #expect(backoff == .seconds(120))
+    }
 }

@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 import HTTPServer
 import Logging
@@ -25,7 +26,8 @@ extension ServiceConfiguration.AppStoreSettings {
 func withService(
     policy: String = "transfer", bundleIDs: [String] = ["com.example.app"],
     entitlements: [String: [String]] = ["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]],
-    signedData: ServiceConfiguration.SignedDataSettings = .init(), _ body: (Int, String) async throws -> Void
+    signedData: ServiceConfiguration.SignedDataSettings = .init(), breaker: CircuitBreaker.Policy = .init(),
+    _ body: (Int, String) async throws -> Void
 ) async throws {
     let dir = NSTemporaryDirectory() + "receiptd-api-" + UUID().uuidString
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -33,6 +35,7 @@ func withService(
     var appStore = ServiceConfiguration.AppStoreSettings.simulated
     appStore.bundleIDs = bundleIDs
     appStore.signedData = signedData
+    appStore.breaker = breaker
     let migrations =
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path + "/Migrations"

@@ -267,6 +267,52 @@ struct SubscriberStateAPITests {
         }
     }
 
+    @Test func appleDownAnswers503WithTheLastKnownDocumentMarkedStale() async throws {
+        try await withService { port, db in
+            let first = try await post(port, body(user: "olga", "active_monthly:o"))
+            #expect(first.status == 200)
+            let before = try tableSnapshot(db)
+            // Apple keeps answering 21002 (retryable): the retries run out.
+            let down = try await post(port, body(user: "olga", "status_21002:o"))
+            #expect(down.status == 503, "\(down.body)")
+            #expect((down.body["error"] as? [String: Any])?["code"] as? String == "app_store_unavailable")
+            let stale = try #require(down.body["subscriber"] as? [String: Any])
+            #expect(stale["stale"] as? Bool == true && (stale["stale_seconds"] as? Int).map { $0 >= 0 } == true)
+            #expect(stale["verified_at"] is String)
+            #expect(entitlement(stale, "premium")?["active"] as? Bool == true)
+            #expect(try tableSnapshot(db) == before)
+            // Someone receiptd never saw: the plain 503.
+            let stranger = try await post(port, body(user: "nobody", "status_21002:n"))
+            #expect(stranger.status == 503 && stranger.body["subscriber"] == nil)
+        }
+    }
+
+    @Test func theCircuitBreakerFailsFastDuringAnOutageAndShowsInReadyz() async throws {
+        try await withService(breaker: .init(failureThreshold: 2, openFor: .seconds(60))) { port, path in
+            for i in 0..<2 { _ = try await post(port, body(user: "u\(i)", "status_21002:\(i)")) }
+            let ready = try await send(port, "GET /readyz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            let status = try #require(try JSONSerialization.jsonObject(with: Data(ready.body.utf8)) as? [String: Any])
+            let appStore = status["app_store"] as? [String: Any]
+            #expect(ready.status == 200 && appStore?["circuit"] as? String == "open", "\(ready.body)")
+            #expect((appStore?["retry_in_seconds"] as? Int).map { (1...60).contains($0) } == true)
+            let started = ContinuousClock.now
+            let raw = try await send(
+                port,
+                "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer pk\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: \(body(user: "late", "active_monthly:l").utf8.count)\r\n\r\n"
+                    + body(user: "late", "active_monthly:l"))
+            #expect(raw.status == 503 && ContinuousClock.now - started < .seconds(1))
+            let retryAfter = raw.head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("retry-after:") }
+            #expect(
+                retryAfter.flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }.map {
+                    (1...60).contains($0)
+                } == true)
+            // No call to Apple for it: its log row shows no attempt.
+            let attempts = try Database(path: path).scalarInt("SELECT attempts FROM verifications WHERE app_user_id = 'late'")
+            #expect(attempts == 0)
+        }
+    }
+
     @Test func rederiveFindsNothingToChangeThenRepairsWhatWasTamperedWith() async throws {
         try await withService { port, path in
             for s in ["active_monthly", "grace_period", "upgraded", "refunded", "expired_voluntary", "trial"] {
