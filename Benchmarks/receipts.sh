@@ -6,6 +6,7 @@
 #   GET /v1/subscribers/{id} at 64 connections next to the Hummingbird peer's one-row GET;
 #   then `receiptd rederive` on the database just filled, while receiptd still serves: it must
 #     report 0 changed (derivation is deterministic).
+# The rate limits are off here: every request comes from one address and one key.
 # Needs: apt-get install -y nginx wrk bc libsqlite3-dev libcurl4-openssl-dev
 # Usage: Benchmarks/receipts.sh [seconds per run, default 10]
 set -euo pipefail
@@ -30,6 +31,7 @@ RECEIPTD_ENVIRONMENT=production RECEIPTD_HTTP_PORT=18095 RECEIPTD_LOG_LEVEL=warn
   RECEIPTD_APP_STORE_ALLOW_HTTP=true RECEIPTD_APP_STORE_PRODUCTION_URL=http://127.0.0.1:18096/production/verifyReceipt \
   RECEIPTD_APP_STORE_SANDBOX_URL=http://127.0.0.1:18096/sandbox/verifyReceipt \
   RECEIPTD_API_PUBLIC_KEYS=bench-public RECEIPTD_API_SECRET_KEYS=bench-secret \
+  RECEIPTD_LIMITS_RECEIPTS_PER_KEY_PER_SECOND=0 RECEIPTD_LIMITS_RECEIPTS_PER_ADDRESS_PER_SECOND=0 \
   "$bin/receiptd" serve --config-dir "$root/Config" >"$out/receiptd.log" 2>&1 &
 for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:18095/readyz && break; sleep 0.1; done
 

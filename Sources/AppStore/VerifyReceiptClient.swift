@@ -55,22 +55,44 @@ public struct VerifyReceiptClient: Sendable {
     private let random: @Sendable () -> Double
     /// Fails verifications fast while Apple is down; nil: every verification calls Apple.
     public let breaker: SharedCircuitBreaker?
+    /// At most this many verifications talk to Apple at once; nil: no cap.
+    public let limit: ConcurrencyLimit?
+    /// The same receipt asked about while a verification of it runs shares that verification.
+    private let flights = SingleFlight<FlightKey, Verification>()
+
+    struct FlightKey: Hashable, Sendable {
+        var receiptData: String
+        var excludeOldTransactions: Bool
+    }
 
     public init(
         configuration: Configuration, transport: any HTTPTransport, clock: any VerifyClock = SystemVerifyClock(),
-        breaker: SharedCircuitBreaker? = nil, random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        breaker: SharedCircuitBreaker? = nil, limit: ConcurrencyLimit? = nil,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
         self.configuration = configuration
         self.transport = transport
         self.clock = clock
         self.breaker = breaker
+        self.limit = limit
         self.random = random
     }
 
     /// The clock's reading now (for the breaker's status).
     public var now: Duration { clock.now }
 
+    /// Verifies a receipt. Callers asking about the same receipt while it is being verified share
+    /// the one exchange with Apple (single flight).
     public func verify(receiptData: String, excludeOldTransactions: Bool = false) async -> Verification {
+        await flights.run(FlightKey(receiptData: receiptData, excludeOldTransactions: excludeOldTransactions)) {
+            await verifyOnce(receiptData: receiptData, excludeOldTransactions: excludeOldTransactions)
+        }.value
+    }
+
+    /// Verifications running now (one per distinct receipt).
+    public var inFlight: Int { flights.count }
+
+    private func verifyOnce(receiptData: String, excludeOldTransactions: Bool) async -> Verification {
         let body = Self.requestBody(
             receiptData: receiptData, password: configuration.sharedSecret, excludeOldTransactions: excludeOldTransactions)
         let started = clock.now
@@ -79,7 +101,14 @@ public struct VerifyReceiptClient: Sendable {
                 result: .unavailable(status: nil, reason: "circuit breaker open: Apple failed repeatedly"), attempts: 0,
                 environment: .production, duration: .zero, retryAfter: retryAfter)
         }
-        var machine = VerifyReceiptStateMachine(policy: configuration.policy, now: started)
+        guard let limit else { return await exchange(body, started: started) }
+        return await limit.run { await exchange(body, started: started) }
+    }
+
+    /// The state machine's exchanges with Apple, and the breaker told how they ended.
+    private func exchange(_ body: [UInt8], started: Duration) async -> Verification {
+        // The deadline runs from the first exchange, not from the wait for a slot.
+        var machine = VerifyReceiptStateMachine(policy: configuration.policy, now: clock.now)
         var action = machine.begin()
         var environment = AppStoreEnvironment.production
         while true {

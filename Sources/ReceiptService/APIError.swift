@@ -58,6 +58,11 @@ struct APIError: Error, Sendable, Equatable {
     static let temporarilyUnavailable = APIError(
         status: .serviceUnavailable, code: "temporarily_unavailable", message: "receiptd could not store this now; retry.",
         retryAfterSeconds: 5)
+    static func rateLimited(retryAfterSeconds: Int) -> APIError {
+        APIError(
+            status: .tooManyRequests, code: "rate_limited", message: "Too many receipts from this key or address; slow down.",
+            retryAfterSeconds: retryAfterSeconds)
+    }
     static let serverFault = APIError(
         status: .internalServerError, code: "internal_error", message: "An internal error occurred.")
 

@@ -69,7 +69,7 @@ public final class Application: Sendable {
                 productionURL: productionURL, sandboxURL: sandboxURL, sharedSecret: settings.sharedSecret,
                 policy: VerifyReceiptPolicy(
                     maxRetries: settings.maxRetries, attemptTimeout: settings.attemptTimeout, deadline: settings.deadline)),
-            transport: transport, breaker: breaker)
+            transport: transport, breaker: breaker, limit: ConcurrencyLimit(settings.maxConcurrentCalls))
         var publicKeys = configuration.api.publicKeys
         var secretKeys = configuration.api.secretKeys
         if configuration.environment == "development" && publicKeys.isEmpty && secretKeys.isEmpty {
@@ -97,7 +97,8 @@ public final class Application: Sendable {
             state: state, policy: policy, logger: logger, now: now)
         let routes = Routes(
             database: database, migrator: migrator, auth: APIAuth(publicKeys: publicKeys, secretKeys: secretKeys),
-            receipts: receipts, notifications: notifications, appStore: client)
+            receipts: receipts, notifications: notifications, appStore: client, limiter: RateLimiter(configuration.limits),
+            now: now)
         server = HTTPServer(configuration: configuration.http, responder: routes.router(), logger: logger)
     }
 

@@ -11,6 +11,9 @@ struct Routes: Sendable {
     let notifications: NotificationProcessor
     /// For the circuit breaker's state in `/readyz`.
     let appStore: VerifyReceiptClient
+    /// Per-key and per-address limits on POST /v1/receipts.
+    let limiter: RateLimiter
+    let now: @Sendable () -> Int64
 
     func router() -> Router {
         var router = Router()
@@ -23,8 +26,12 @@ struct Routes: Sendable {
             await Self.readiness(database: database, migrator: migrator, appStore: Self.appStoreStatus(appStore))
         }
         // A mobile app posts its receipt (public or secret key): verify, store, answer the document.
-        router.on(.post, "/v1/receipts") { [auth, receipts] request, context in
+        router.on(.post, "/v1/receipts") { [auth, receipts, limiter, now] request, context in
             if let refused = auth.check(request, requires: .public, requestID: context.requestID) { return refused }
+            let key = String(request.headers[first: "Authorization"]?.dropFirst(7) ?? "")
+            if let wait = limiter.check(key: key, address: context.request.remoteAddress, now: now()) {
+                return APIError.rateLimited(retryAfterSeconds: wait).response(requestID: context.requestID)
+            }
             return await receipts.post(request, requestID: context.requestID)
         }
         // A backend reads a subscriber from storage, without calling Apple (secret key).

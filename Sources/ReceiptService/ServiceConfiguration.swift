@@ -26,6 +26,8 @@ public struct ServiceConfiguration: Sendable {
     public var entitlements: [String: [String]]
     /// What kind each product is, from `products.file`.
     public var catalog = Catalog()
+    /// Limits on POST /v1/receipts (`limits.*`); off unless configured (the loader's defaults are on).
+    var limits = RateLimiter.Settings()
     /// The derivation's policy knobs (`entitlements.billingRetryEntitles`, `entitlements.familySharedCounts`).
     public var policy = DerivationPolicy()
 
@@ -55,6 +57,8 @@ public struct ServiceConfiguration: Sendable {
         public var signedData = SignedDataSettings()
         /// When to stop calling Apple during an outage, and for how long.
         public var breaker = CircuitBreaker.Policy()
+        /// Verifications talking to Apple at once; more wait their turn.
+        public var maxConcurrentCalls = 64
     }
 
     /// Trust anchors and expected claims for Apple's JWS (apple-protocols.md §3.7).
@@ -185,6 +189,8 @@ public struct ServiceConfiguration: Sendable {
             // How long the first pause lasts; each failed probe doubles it, up to the maximum.
             openFor: try c.milliseconds("appStore.breakerOpenMs", default: 30_000),
             maxOpenFor: try c.milliseconds("appStore.breakerMaxOpenMs", default: 300_000))
+        // Verifications talking to Apple at once (the same receipt asked twice at once is one call).
+        appStore.maxConcurrentCalls = try c.int("appStore.maxConcurrentCalls", default: 64, range: 1...10_000)
         guard !appStore.bundleIDs.isEmpty else {
             throw ConfigurationError(key: "appStore.bundleIds", message: "must name at least one app")
         }
@@ -219,12 +225,18 @@ public struct ServiceConfiguration: Sendable {
             billingRetryEntitles: try c.bool("entitlements.billingRetryEntitles", default: false),
             // Whether purchases shared through Family Sharing entitle family members.
             familySharedCounts: try c.bool("entitlements.familySharedCounts", default: true))
-        return (
-            ServiceConfiguration(
-                environment: name, http: http, database: database, logLevel: Logger.Level(rawValue: level)!,
-                appStore: appStore, api: api, entitlements: entitlements, catalog: catalog, policy: policy),
-            c
-        )
+        let receiptLimits = RateLimiter.Settings(
+            // POST /v1/receipts per API key (one app's whole fleet shares a public key) and its burst; 0: off.
+            perKey: Double(try c.int("limits.receiptsPerKeyPerSecond", default: 200, range: 0...1_000_000)),
+            keyBurst: Double(try c.int("limits.receiptsKeyBurst", default: 400, range: 1...1_000_000)),
+            // POST /v1/receipts per client address (a device, or a NAT of many) and its burst; 0: off.
+            perAddress: Double(try c.int("limits.receiptsPerAddressPerSecond", default: 20, range: 0...1_000_000)),
+            addressBurst: Double(try c.int("limits.receiptsAddressBurst", default: 40, range: 1...1_000_000)))
+        var configuration = ServiceConfiguration(
+            environment: name, http: http, database: database, logLevel: Logger.Level(rawValue: level)!,
+            appStore: appStore, api: api, entitlements: entitlements, catalog: catalog, policy: policy)
+        configuration.limits = receiptLimits
+        return (configuration, c)
     }
 
     private static func loadSignedDataSettings(_ c: ConfigLoader) throws(ConfigurationError) -> SignedDataSettings {

@@ -27,7 +27,7 @@ func withService(
     policy: String = "transfer", bundleIDs: [String] = ["com.example.app"],
     entitlements: [String: [String]] = ["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]],
     signedData: ServiceConfiguration.SignedDataSettings = .init(), breaker: CircuitBreaker.Policy = .init(),
-    _ body: (Int, String) async throws -> Void
+    limits: RateLimiter.Settings = .init(), _ body: (Int, String) async throws -> Void
 ) async throws {
     let dir = NSTemporaryDirectory() + "receiptd-api-" + UUID().uuidString
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -39,11 +39,12 @@ func withService(
     let migrations =
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path + "/Migrations"
-    let configuration = ServiceConfiguration(
+    var configuration = ServiceConfiguration(
         environment: "test", http: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
         database: .init(path: dir + "/db.sqlite", busyTimeout: .seconds(1), migrationsDirectory: migrations), logLevel: .critical,
         appStore: appStore, api: .init(publicKeys: ["pk"], secretKeys: ["sk"], ownershipPolicy: policy),
         entitlements: entitlements)
+    configuration.limits = limits
     var logger = Logger(label: "test")
     logger.logLevel = .critical
     let app = try Application(configuration: configuration, logger: logger)
