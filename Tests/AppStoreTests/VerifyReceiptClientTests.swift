@@ -131,4 +131,32 @@ struct VerifyReceiptClientTests {
         }
         #expect(backoff == .seconds(120))
     }
+
+    @Test func theSameReceiptAskedAtOnceCostsOneCallAndTheCapHolds() async {
+        /// Answers status 0 after 100 ms, counting calls and the most at once.
+        final class SlowTransport: HTTPTransport {
+            let counts = Mutex((calls: 0, running: 0, peak: 0))
+            func post(url: String, json body: [UInt8], timeout: Duration) async -> TransportResult {
+                counts.withLock {
+                    $0.calls += 1
+                    $0.running += 1
+                    $0.peak = max($0.peak, $0.running)
+                }
+                try? await Task.sleep(for: .milliseconds(100))
+                counts.withLock { $0.running -= 1 }
+                return status(0, #","receipt":{"bundle_id":"com.x"}"#)
+            }
+        }
+        let transport = SlowTransport()
+        let client = VerifyReceiptClient(configuration: configuration, transport: transport, limit: ConcurrencyLimit(2))
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<100 { group.addTask { _ = await client.verify(receiptData: "U0FNRQ==") } }
+        }
+        #expect(transport.counts.withLock { $0.calls } == 1)
+        await withTaskGroup(of: Void.self) { group in
+            for i in 0..<6 { group.addTask { _ = await client.verify(receiptData: "RElGRg\(i)") } }
+        }
+        #expect(transport.counts.withLock { ($0.calls, $0.peak) } == (7, 2))
+        #expect(client.inFlight == 0)
+    }
 }
