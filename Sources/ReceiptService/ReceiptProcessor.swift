@@ -298,7 +298,7 @@ struct ReceiptProcessor: Sendable {
             throw .misconfigured(appleStatus: status.rawValue)
         case .unavailable(let status, let reason):
             logger.warning("App Store unavailable", metadata: ["reason": "\(reason)", "attempts": "\(v.attempts)"])
-            let seconds = v.retryAfter.map { d in Int(d.components.seconds) + (d.components.attoseconds > 0 ? 1 : 0) }
+            let seconds = v.retryAfter?.secondsRoundedUp
             throw .unavailable(appleStatus: status?.rawValue, retryAfterSeconds: max(1, seconds ?? 30))
         }
     }

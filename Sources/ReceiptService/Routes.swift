@@ -99,9 +99,8 @@ struct Routes: Sendable {
         switch state {
         case .closed(let failures): return AppStoreStatus(circuit: state.name, consecutiveFailures: failures)
         case .open(let until, _):
-            let left = max(.zero, until - client.now).components
             return AppStoreStatus(
-                circuit: state.name, consecutiveFailures: 0, retryInSeconds: Int(left.seconds) + (left.attoseconds > 0 ? 1 : 0))
+                circuit: state.name, consecutiveFailures: 0, retryInSeconds: max(.zero, until - client.now).secondsRoundedUp)
         case .halfOpen: return AppStoreStatus(circuit: state.name, consecutiveFailures: 0)
         }
     }
@@ -121,4 +120,9 @@ struct Routes: Sendable {
                 status: .serviceUnavailable)
         }
     }
+}
+
+extension Duration {
+    /// Whole seconds, a started second counting as one (for `Retry-After` and the like).
+    var secondsRoundedUp: Int { Int(components.seconds) + (components.attoseconds > 0 ? 1 : 0) }
 }

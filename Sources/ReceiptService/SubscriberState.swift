@@ -58,10 +58,10 @@ struct SubscriberState: Sendable {
         log: VerificationLogEntry? = nil
     ) throws -> Saved {
         let store = ReceiptStore(db)
-        let outcome = try store.save(record, for: appUserID, policy: policy, now: now, log: log)
-        guard case .saved(let changes) = outcome else {
-            if case .receiptInUse(let holder) = outcome { return .inUse(heldBy: holder) }
-            return .inUse(heldBy: "")
+        let changes: Int
+        switch try store.save(record, for: appUserID, policy: policy, now: now, log: log) {
+        case .receiptInUse(let holder): return .inUse(heldBy: holder)
+        case .saved(let count): changes = count
         }
         guard let subscriber = try store.subscriber(appUserID) else { throw APIError.serverFault }
         let document = document(subscriber, now: now)
