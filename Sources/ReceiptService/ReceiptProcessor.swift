@@ -33,14 +33,18 @@ struct ReceiptProcessor: Sendable {
         case signed(transaction: String, renewal: String?)
     }
 
+    /// A receipt's base64 text: Apple's receipts for years of renewals stay well below this.
+    static let maxReceiptBytes = 512 * 1024
+
     /// Reads and checks the request body; every problem names its field.
     static func parse(_ body: [UInt8]) throws(APIError) -> PostReceipt {
         guard let json = try? JSONValue.parse(body), case .object = json else {
             throw .invalidRequest("The body must be a JSON object.")
         }
-        guard case .string(let user)? = json["app_user_id"], !user.isEmpty, user.utf8.count <= 256 else {
-            throw .invalidRequest("`app_user_id` must be a non-empty string of at most 256 bytes.")
+        guard case .string(let user)? = json["app_user_id"] else {
+            throw .invalidRequest("`app_user_id` is required and must be a string.")
         }
+        _ = try FieldRules.appUserID(user)
         let proof: Proof
         switch (json["receipt_data"] ?? .null, json["signed_transaction"] ?? .null) {
         case (.null, .null):
@@ -54,19 +58,19 @@ struct ReceiptProcessor: Sendable {
             }
         case (.null, _):
             throw .invalidRequest("`signed_transaction` must be a JWS string of at most 65536 bytes.")
-        case (.string(let receipt), .null) where !receipt.isEmpty:
+        case (.string(let receipt), .null) where !receipt.isEmpty && receipt.utf8.count <= Self.maxReceiptBytes:
             guard Data(base64Encoded: receipt) != nil else { throw .invalidRequest("`receipt_data` is not valid base64.") }
             proof = .receipt(receipt)
         case (_, .null):
-            throw .invalidRequest("`receipt_data` must be a non-empty base64 string.")
+            throw .invalidRequest("`receipt_data` must be a non-empty base64 string of at most \(Self.maxReceiptBytes) bytes.")
         default:
             throw .invalidRequest("Send `receipt_data` or `signed_transaction`, not both.")
         }
         var bundleID: String?
         switch json["bundle_id"] {
         case nil, .null?: bundleID = nil
-        case .string(let b)? where !b.isEmpty: bundleID = b
-        default: throw .invalidRequest("`bundle_id` must be a non-empty string.")
+        case .string(let b)? where FieldRules.isValidBundleID(b): bundleID = b
+        default: throw .invalidRequest("`bundle_id` must be a bundle identifier: 1 to 155 letters, digits, `.`, `-` or `_`.")
         }
         var exclude = false
         switch json["exclude_old_transactions"] {

@@ -123,6 +123,24 @@ struct ReceiptProcessorTests {
                 (body(user: "alice", "active_monthly:a"), nil, 401, "unauthorized"),
                 (body(user: "alice", "active_monthly:a"), "nope", 401, "unauthorized"),
                 (String(repeating: "x", count: 2 << 20), "pk", 413, "payload_too_large"),
+                (body(user: String(repeating: "a", count: 257), "active_monthly:a"), "pk", 400, "invalid_request"),
+                (body(user: #"a\u0000b"#, "active_monthly:a"), "pk", 400, "invalid_request"),
+                (body(user: #"\u202Eevil"#, "active_monthly:a"), "pk", 400, "invalid_request"),
+                (body(user: "   ", "active_monthly:a"), "pk", 400, "invalid_request"),
+                (#"{"app_user_id":7,"receipt_data":"QQ=="}"#, "pk", 400, "invalid_request"),
+                (
+                    body(user: "alice", "active_monthly:a", extra: #","bundle_id":"com.example.app\n""#), "pk", 400,
+                    "invalid_request"
+                ),
+                (
+                    body(user: "alice", "active_monthly:a", extra: #","bundle_id":"\#(String(repeating: "a", count: 156))""#),
+                    "pk",
+                    400, "invalid_request"
+                ),
+                (
+                    #"{"app_user_id":"alice","receipt_data":"\#(String(repeating: "QUFB", count: 140_000))"}"#, "pk", 400,
+                    "invalid_request"
+                ),
             ]
             for (json, key, status, code) in cases {
                 let r = try await post(port, json, key: key)
@@ -134,6 +152,8 @@ struct ReceiptProcessorTests {
             #expect(try Database(path: db).scalarInt("SELECT count(*) FROM verifications") == 3)
             #expect(try await subscriber(port, "alice", key: "pk").status == 403)
             #expect(try await subscriber(port, "nobody").status == 404)
+            #expect(try await subscriber(port, "a%0Ab").status == 400)
+            #expect(try await subscriber(port, String(repeating: "a", count: 257)).status == 400)
         }
     }
 
