@@ -97,7 +97,9 @@ public final class Application: Sendable {
             state: state, policy: policy, logger: logger, now: now)
         let routes = Routes(
             database: database, migrator: migrator, auth: APIAuth(publicKeys: publicKeys, secretKeys: secretKeys),
-            receipts: receipts, notifications: notifications, appStore: client, limiter: RateLimiter(configuration.limits),
+            receipts: receipts, notifications: notifications,
+            sharedReceipts: SharedReceipts(database: database, logger: logger), appStore: client,
+            limiter: RateLimiter(configuration.limits),
             now: now)
         server = HTTPServer(configuration: configuration.http, responder: routes.router(), logger: logger)
     }

@@ -9,6 +9,7 @@ struct Routes: Sendable {
     let auth: APIAuth
     let receipts: ReceiptProcessor
     let notifications: NotificationProcessor
+    let sharedReceipts: SharedReceipts
     /// For the circuit breaker's state in `/readyz`.
     let appStore: VerifyReceiptClient
     /// Per-key and per-address limits on POST /v1/receipts.
@@ -61,6 +62,11 @@ struct Routes: Sendable {
         router.on(.get, "/v1/notifications") { [auth, notifications] request, context in
             if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
             return await notifications.list(request, requestID: context.requestID)
+        }
+        // Purchases passed between app users, with their transfers (secret key).
+        router.on(.get, "/v1/admin/shared-receipts") { [auth, sharedReceipts] request, context in
+            if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
+            return await sharedReceipts.list(request, requestID: context.requestID)
         }
         return router
     }

@@ -204,7 +204,8 @@ public struct ServiceConfiguration: Sendable {
             publicKeys: try c.secretList("api.publicKeys"),
             secretKeys: try c.secretList("api.secretKeys"),
             // `transfer`: the newest poster of a receipt gets it; `keep`: the first keeps it (409).
-            ownershipPolicy: try c.choice("ownership.policy", default: "transfer", allowed: ["transfer", "keep"]))
+            ownershipPolicy: try c.choice(
+                "ownership.policy", default: "transfer", allowed: ["transfer", "transfer_if_inactive", "keep"]))
         if name == "production" && api.secretKeys.isEmpty {
             throw ConfigurationError(key: "api.secretKeys", message: "must be set in production")
         }

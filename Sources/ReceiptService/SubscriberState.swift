@@ -58,6 +58,10 @@ struct SubscriberState: Sendable {
         log: VerificationLogEntry? = nil
     ) throws -> Saved {
         let store = ReceiptStore(db)
+        if policy == .transferIfInactive, let holder = try activeHolder(of: record, other: appUserID, in: db, now: now) {
+            if let log { try store.log(log, at: now) }
+            return .inUse(heldBy: holder)
+        }
         let changes: Int
         switch try store.save(record, for: appUserID, policy: policy, now: now, log: log) {
         case .receiptInUse(let holder): return .inUse(heldBy: holder)
@@ -67,6 +71,44 @@ struct SubscriberState: Sendable {
         let document = document(subscriber, now: now)
         let refresh = try refresh(subscriber, document: document, in: db, now: now, factsChanged: changes > 0)
         return .document(document, version: refresh.version, changes: changes)
+    }
+
+    /// Under `transfer_if_inactive`: another user who holds one of `record`'s purchases and is
+    /// entitled by it at `now`, judged on their stored facts updated with `record` (Apple's newest
+    /// word: a refund it reveals frees the purchase). Writes nothing: the probe is rolled back.
+    func activeHolder(of record: VerifiedReceiptRecord, other appUserID: String, in db: Database, now: Int64) throws -> String? {
+        struct Probe: Error { let holder: String? }
+        do {
+            try db.transaction {
+                let store = ReceiptStore(db)
+                _ = try store.saveUnowned(record, now: now)
+                var checked: Set<String> = []
+                for original in record.originals {
+                    guard let holder = try store.owner(of: original), holder != appUserID, checked.insert(holder).inserted,
+                        let subscriber = try store.subscriber(holder)
+                    else { continue }
+                    let entitling = entitlingOriginals(subscriber, now: now)
+                    if !entitling.isDisjoint(with: record.originals) { throw Probe(holder: holder) }
+                }
+                throw Probe(holder: nil)
+            }
+        } catch let probe as Probe {
+            return probe.holder
+        }
+        return nil
+    }
+
+    /// The original transactions that entitle `subscriber` to something at `now`.
+    func entitlingOriginals(_ subscriber: SubscriberRecord, now: Int64) -> Set<String> {
+        let facts = RecordMapping.facts(subscriber)
+        var originals = Set(
+            Derivation.subscriptions(facts, catalog: settings.catalog, policy: settings.policy, now: now)
+                .filter(\.isEntitled).map(\.originalTransactionID))
+        let entitled = Set(
+            Derivation.nonSubscriptions(facts, catalog: settings.catalog, policy: settings.policy, now: now)
+                .filter(\.isEntitled).map(\.transactionID))
+        for t in subscriber.transactions where entitled.contains(t.transactionID) { originals.insert(t.originalTransactionID) }
+        return originals
     }
 
     /// Reads a subscriber, bringing their version and events up to date first when time or

@@ -142,6 +142,10 @@ public enum OwnershipPolicy: String, Sendable, CaseIterable {
     case transfer
     /// The first holder keeps it; a second user is refused.
     case keep
+    /// The newest poster gets it only when it gives its holder nothing now (expired, refunded,
+    /// revoked); while it entitles them, a second user is refused as under `keep`. Decided by the
+    /// caller, who can derive entitlements (see `SubscriberState.save`); storage treats it as `transfer`.
+    case transferIfInactive = "transfer_if_inactive"
 }
 
 /// A renewal-info snapshot as first seen (`renewal_history`).

@@ -363,3 +363,55 @@ extension Statement {
     /// The first column of the first row as an integer; nil when there is no row or it is NULL.
     public func firstInt() throws -> Int64? { try step() ? optionalInt(0) : nil }
 }
+
+/// A purchase that has moved between app users (`GET /v1/admin/shared-receipts`).
+public struct SharedReceipt: Sendable, Equatable {
+    public var originalTransactionID: String
+    /// How many distinct users have held it.
+    public var users: Int
+    /// Who holds it now.
+    public var holder: String?
+    /// Every change of holder, oldest first (the first one has no `from`).
+    public var transfers: [TransferRecord]
+}
+
+extension ReceiptStore {
+    /// Purchases held by more than `moreThan` distinct users, most users first, then by id;
+    /// `after` continues from the last row of the previous page.
+    public func sharedReceipts(moreThan: Int, limit: Int, after: (users: Int, original: String)? = nil) throws
+        -> [SharedReceipt]
+    {
+        let groups = try db.prepare(
+            """
+            SELECT original_transaction_id, count(DISTINCT to_app_user_id) AS users
+            FROM ownership_transfers GROUP BY original_transaction_id
+            HAVING users > ?1 AND (?2 IS NULL OR users < ?2 OR (users = ?2 AND original_transaction_id > ?3))
+            ORDER BY users DESC, original_transaction_id LIMIT ?4
+            """
+        ).bind([Int64(moreThan), after.map { Int64($0.users) }, after?.original, Int64(limit)])
+        var found: [SharedReceipt] = []
+        while try groups.step() {
+            found.append(
+                SharedReceipt(originalTransactionID: groups.text(0)!, users: Int(groups.int(1)), holder: nil, transfers: []))
+        }
+        let moves = try db.prepare(
+            """
+            SELECT from_app_user_id, to_app_user_id, at,
+                   (SELECT t.product_id FROM transactions t WHERE t.original_transaction_id = ?1
+                    ORDER BY t.purchase_date DESC, t.transaction_id DESC LIMIT 1)
+            FROM ownership_transfers WHERE original_transaction_id = ?1 ORDER BY at, id
+            """)
+        for i in found.indices {
+            let original = found[i].originalTransactionID
+            found[i].holder = try owner(of: original)
+            _ = try moves.bind([original])
+            while try moves.step() {
+                found[i].transfers.append(
+                    TransferRecord(
+                        originalTransactionID: original, productID: moves.text(3), from: moves.text(0), to: moves.text(1)!,
+                        at: moves.int(2)))
+            }
+        }
+        return found
+    }
+}

@@ -103,6 +103,68 @@ struct ReceiptProcessorTests {
         }
     }
 
+    @Test func transferIfInactiveMovesOnlyPurchasesThatGiveTheirHolderNothing() async throws {
+        try await withService(policy: "transfer_if_inactive") { port, db in
+            // Active: alice keeps it, bob is refused and nothing is written.
+            #expect(try await post(port, body(user: "alice", "active_monthly:s1")).status == 200)
+            let before = try tableSnapshot(db)
+            let refused = try await post(port, body(user: "bob", "active_monthly:s1"))
+            #expect(refused.status == 409)
+            #expect((refused.body["error"] as? [String: Any])?["code"] as? String == "receipt_in_use")
+            #expect(try tableSnapshot(db) == before)
+            // A lifetime purchase entitles for ever: it stays too.
+            #expect(try await post(port, body(user: "alice", "non_consumable:s2")).status == 200)
+            #expect(try await post(port, body(user: "bob", "non_consumable:s2")).status == 409)
+            // Expired or refunded: it gives alice nothing, so bob may take it.
+            for scenario in ["expired_voluntary:s3", "refunded:s4"] {
+                #expect(try await post(port, body(user: "carol", scenario)).status == 200)
+                #expect(try await post(port, body(user: "dave", scenario)).status == 200, "\(scenario)")
+            }
+            let carol = try await subscriber(port, "carol")
+            #expect((carol.body["subscriptions"] as? [String: Any])?.isEmpty == true, "\(carol.body)")
+            #expect(entitlement(try await subscriber(port, "alice").body, "premium")?["active"] as? Bool == true)
+        }
+    }
+
+    @Test func sharedReceiptsListsPurchasesPassedBetweenUsersWithTheirHistory() async throws {
+        try await withService(policy: "transfer") { port, _ in
+            for user in ["u1", "u2", "u3", "u1"] {
+                #expect(try await post(port, body(user: user, "active_monthly:x")).status == 200)
+            }
+            for user in ["u1", "u2"] { #expect(try await post(port, body(user: user, "trial:y")).status == 200) }
+            #expect(try await post(port, body(user: "u9", "cancelled:z")).status == 200)
+            func shared(_ query: String, key: String = "sk") async throws -> (Int, [String: Any]) {
+                let r = try await send(
+                    port,
+                    "GET /v1/admin/shared-receipts\(query) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+                        + "Authorization: Bearer \(key)\r\n\r\n")
+                return (r.status, (try? JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any]) ?? [:])
+            }
+            let (status, all) = try await shared("")
+            #expect(status == 200)
+            let rows = try #require(all["shared_receipts"] as? [[String: Any]])
+            #expect(rows.map { $0["users"] as? Int } == [3, 2])
+            #expect(rows.map { $0["holder"] as? String } == ["u1", "u2"])
+            #expect(rows.map { $0["product_id"] as? String } == ["monthly", "monthly"])
+            let moves = try #require(rows.first?["transfers"] as? [[String: Any]])
+            #expect(moves.map { $0["from"] as? String } == [nil, "u1", "u2", "u3"])
+            #expect(moves.map { $0["to"] as? String } == ["u1", "u2", "u3", "u1"])
+            let (_, busiest) = try await shared("?more_than=2")
+            #expect((busiest["shared_receipts"] as? [[String: Any]])?.count == 1)
+            // Paging: one at a time, in the same order.
+            let (_, first) = try await shared("?limit=1")
+            let cursor = try #require(first["next_cursor"] as? String)
+            let (_, second) = try await shared("?limit=1&cursor=\(cursor)")
+            #expect((second["shared_receipts"] as? [[String: Any]])?.first?["holder"] as? String == "u2")
+            #expect(second["next_cursor"] is NSNull)
+            for bad in ["?more_than=0", "?more_than=x", "?limit=0", "?cursor=x", "?cursor=3."] {
+                #expect(try await shared(bad).0 == 400, "\(bad)")
+            }
+            #expect(try await shared("", key: "pk").0 == 403)
+            #expect(try await shared("", key: "nope").0 == 401)
+        }
+    }
+
     @Test func badInputGetsItsErrorAndChangesNothing() async throws {
         try await withService { port, db in
             _ = try await post(port, body(user: "alice", "active_monthly:a"))
