@@ -92,7 +92,7 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
             seen[content] = now
             return now
         }
-        return ReceiptScript(scenario: scenario, tag: tag, bundleID: configuration.bundleID, now: anchor)
+        return ReceiptScript(scenario: scenario, tag: tag, bundleID: configuration.bundleID, now: anchor, asOf: now)
             .response(environment: environment, receiptData: request.receiptData)
     }
 

@@ -5,7 +5,10 @@ struct ReceiptScript {
     let scenario: Scenario
     let tag: String
     let bundleID: String
+    /// When the receipt was first seen: the scenario's dates are relative to it.
     let now: Int64
+    /// The simulator's clock at this answer (scenarios that move with time).
+    var asOf: Int64? = nil
 
     static let day: Int64 = 86_400_000
 
@@ -47,6 +50,25 @@ struct ReceiptScript {
                 renewal(
                     original: original, product: "yearly", autoRenew: true, extra: ["auto_renew_product_id": .string("monthly")])
             ]
+        case .renewing:
+            let start = now - 5 * d
+            let periods = max(1, Int(((asOf ?? now) - start) / (30 * d)) + 1)
+            inApp = (0..<periods).map { k in
+                transaction(
+                    id: id(k + 1), original: original, product: "monthly", purchased: start + Int64(k) * 30 * d,
+                    expires: start + Int64(k + 1) * 30 * d, originalPurchased: start)
+            }
+            latest = inApp.reversed()
+            renewals = [renewal(original: original, product: "monthly", autoRenew: true)]
+        case .billingRetryRecovers where (asOf ?? now) >= now + 2 * d:
+            let lapsed = transaction(
+                id: id(1), original: original, product: "monthly", purchased: now - 35 * d, expires: now - 5 * d)
+            let recovered = transaction(
+                id: id(2), original: original, product: "monthly", purchased: now + 2 * d, expires: now + 32 * d,
+                originalPurchased: now - 35 * d)
+            inApp = [lapsed, recovered]
+            latest = [recovered, lapsed]
+            renewals = [renewal(original: original, product: "monthly", autoRenew: true)]
         default:
             let (purchased, expires) = period
             var extra: [String: JSONValue] = [:]
@@ -107,7 +129,7 @@ struct ReceiptScript {
             return (now - 40 * d, now - 10 * d)
         case .refunded, .familyRevoked: return (now - 3 * d, now + 27 * d)
         case .gracePeriod: return (now - 31 * d, now - d)
-        case .billingRetry: return (now - 35 * d, now - 5 * d)
+        case .billingRetry, .billingRetryRecovers: return (now - 35 * d, now - 5 * d)
         case .trial: return (now - 2 * d, now + 5 * d)
         default: return (now - 5 * d, now + 25 * d)
         }
@@ -119,13 +141,13 @@ struct ReceiptScript {
         var autoRenew = true
         if let intent = scenario.expirationIntent {
             fields["expiration_intent"] = .string(String(intent))
-            autoRenew = scenario == .gracePeriod || scenario == .billingRetry
+            autoRenew = scenario == .gracePeriod || scenario == .billingRetry || scenario == .billingRetryRecovers
         }
         switch scenario {
         case .gracePeriod:
             fields["grace_period_expires_date_ms"] = .string(String(now + 2 * d))
             fields["is_in_billing_retry_period"] = .string("1")
-        case .billingRetry:
+        case .billingRetry, .billingRetryRecovers:
             fields["is_in_billing_retry_period"] = .string("1")
         case .expiredBillingError:
             fields["is_in_billing_retry_period"] = .string("0")

@@ -44,12 +44,18 @@ public enum Scenario: String, Sendable, CaseIterable {
     case malformed = "status_21002"
     case notAuthenticated = "status_21003"
     case accountNotFound = "status_21010"
+    /// A monthly subscription that keeps renewing as the simulator's clock moves: each answer holds
+    /// every 30-day period begun by then (the first began 5 days before the receipt was first seen).
+    case renewing
+    /// In billing retry (expired 5 days before first seen); from 2 days after first seen Apple has
+    /// recovered the payment and a new period runs.
+    case billingRetryRecovers = "billing_retry_recovers"
 
     /// The `expiration_intent` of the expired scenarios (apple-protocols.md §1.7).
     var expirationIntent: Int? {
         switch self {
         case .expiredVoluntary: 1
-        case .expiredBillingError, .billingRetry, .gracePeriod: 2
+        case .expiredBillingError, .billingRetry, .gracePeriod, .billingRetryRecovers: 2
         case .expiredPriceIncrease: 3
         case .expiredNotForSale: 4
         case .expiredOther: 5

@@ -21,9 +21,17 @@ public final class Application: Sendable {
     /// The built-in App Store simulator, when `appStore.simulator` is on.
     private let simulator: HTTPServer?
 
+    /// The background refresher (started with the server when `refresher.enabled`).
+    let refresher: Refresher
+
     /// Opens the database and applies pending migrations; throws (and nothing binds) when the
-    /// database has unknown or edited migrations.
-    public init(configuration: ServiceConfiguration, logger: Logger) throws {
+    /// database has unknown or edited migrations. `now` (epoch ms) is injectable for tests; the
+    /// built-in simulator shares it.
+    public convenience init(configuration: ServiceConfiguration, logger: Logger) throws {
+        try self.init(configuration: configuration, logger: logger, now: { Int64(Date().timeIntervalSince1970 * 1000) })
+    }
+
+    init(configuration: ServiceConfiguration, logger: Logger, now: @escaping @Sendable () -> Int64) throws {
         self.configuration = configuration
         self.logger = logger
         migrator = Migrator(migrations: try Migration.load(from: configuration.database.migrationsDirectory))
@@ -40,7 +48,7 @@ public final class Application: Sendable {
             let simulator = HTTPServer(
                 configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
                 responder: AppStoreSimulator(
-                    configuration: .init(bundleID: settings.bundleIDs[0], sharedSecret: settings.sharedSecret)),
+                    configuration: .init(bundleID: settings.bundleIDs[0], sharedSecret: settings.sharedSecret), now: now),
                 logger: logger)
             let port = try simulator.start()
             productionURL = "http://127.0.0.1:\(port)/production/verifyReceipt"
@@ -77,7 +85,6 @@ public final class Application: Sendable {
             secretKeys = ["dev-secret-key"]
             logger.warning("No API keys configured: development keys dev-public-key and dev-secret-key are in use")
         }
-        let now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
         let signed = settings.signedData
         let verifier = SignedDataVerifier(
             configuration: .init(
@@ -102,12 +109,16 @@ public final class Application: Sendable {
             limiter: RateLimiter(configuration.limits),
             now: now)
         server = HTTPServer(configuration: configuration.http, responder: routes.router(), logger: logger)
+        refresher = Refresher(
+            settings: configuration.refresher, client: client, database: database, state: state, bundleIDs: settings.bundleIDs,
+            logger: logger, now: now)
     }
 
     /// Binds and serves; returns the bound port.
     @discardableResult
     public func start() throws -> Int {
         let port = try server.start()
+        refresher.start()
         logger.info(
             "receiptd ready",
             metadata: [
@@ -133,6 +144,7 @@ public final class Application: Sendable {
     public func stop() async {
         server.shutdown()
         await server.waitUntilStopped()
+        await refresher.stop()
         transport.shutdown()
         if let simulator {
             simulator.shutdown()

@@ -308,7 +308,7 @@ struct ReceiptProcessor: Sendable {
     }
 
     /// One verification-log row: never the receipt or the secret.
-    private static func logEntry(_ v: VerifyReceiptClient.Verification, user: String) -> VerificationLogEntry {
+    static func logEntry(_ v: VerifyReceiptClient.Verification, user: String) -> VerificationLogEntry {
         let (outcome, status): (String, Int?) =
             switch v.result {
             case .valid(let r, _): ("valid", r.status.rawValue)

@@ -28,6 +28,8 @@ public struct ServiceConfiguration: Sendable {
     public var catalog = Catalog()
     /// Limits on POST /v1/receipts (`limits.*`); off unless configured (the loader's defaults are on).
     var limits = RateLimiter.Settings()
+    /// The background refresher (`refresher.*`); off unless configured (the loader's default is on).
+    var refresher = Refresher.Settings()
     /// The derivation's policy knobs (`entitlements.billingRetryEntitles`, `entitlements.familySharedCounts`).
     public var policy = DerivationPolicy()
 
@@ -233,10 +235,33 @@ public struct ServiceConfiguration: Sendable {
             // POST /v1/receipts per client address (a device, or a NAT of many) and its burst; 0: off.
             perAddress: Double(try c.int("limits.receiptsPerAddressPerSecond", default: 20, range: 0...1_000_000)),
             addressBurst: Double(try c.int("limits.receiptsAddressBurst", default: 40, range: 1...1_000_000)))
+        var refresher = Refresher.Settings(
+            // Re-validate stored receipts of subscriptions that expired or are in billing retry or grace.
+            enabled: try c.bool("refresher.enabled", default: true),
+            // Time between scans for due subscriptions.
+            intervalMs: Int64(try c.int("refresher.intervalMs", default: 60_000, range: 100...86_400_000)),
+            // Most subscriptions refreshed per scan.
+            batchSize: try c.int("refresher.batchSize", default: 100, range: 1...10_000),
+            // Most refresher calls to Apple per second.
+            maxPerSecond: Double(try c.int("refresher.maxPerSecond", default: 5, range: 1...1000)),
+            // How long one refresher's claim on a subscription lasts (a killed process's claim runs out).
+            leaseMs: Int64(try c.int("refresher.leaseMs", default: 600_000, range: 1000...86_400_000)))
+        refresher.policy = RefreshPolicy(
+            // Spread of the first check after an expiry.
+            jitterMs: Int64(try c.int("refresher.jitterMs", default: 900_000, range: 0...86_400_000)),
+            // How often a subscription in billing retry or grace is asked about again.
+            billingRetryRecheckMs: Int64(
+                try c.int("refresher.billingRetryRecheckMs", default: 21_600_000, range: 60_000...2_592_000_000)),
+            // Expiries older than this many days are not chased.
+            lookbackMs: Int64(try c.int("refresher.lookbackDays", default: 60, range: 1...3650)) * 86_400_000,
+            // After Apple failed to answer: first wait, doubled per failure up to the maximum.
+            backoffMs: Int64(try c.int("refresher.backoffMs", default: 60_000, range: 1000...86_400_000)),
+            maxBackoffMs: Int64(try c.int("refresher.maxBackoffMs", default: 3_600_000, range: 1000...604_800_000)))
         var configuration = ServiceConfiguration(
             environment: name, http: http, database: database, logLevel: Logger.Level(rawValue: level)!,
             appStore: appStore, api: api, entitlements: entitlements, catalog: catalog, policy: policy)
         configuration.limits = receiptLimits
+        configuration.refresher = refresher
         return (configuration, c)
     }
 

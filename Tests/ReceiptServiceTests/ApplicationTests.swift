@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import Logging
 import Storage
+import Synchronization
 import Testing
 
 @testable import ReceiptService
@@ -21,6 +22,46 @@ extension ServiceConfiguration.AppStoreSettings {
         maxRetries: 2, attemptTimeout: .seconds(2), deadline: .seconds(5))
 }
 
+/// A settable clock (epoch ms) for the service and its simulator.
+final class TestClock: Sendable {
+    private let value: Mutex<Int64>
+    init(_ start: Int64 = 1_790_000_000_000) { value = Mutex(start) }
+    var now: Int64 { value.withLock { $0 } }
+    func advance(by ms: Int64) { value.withLock { $0 += ms } }
+    var closure: @Sendable () -> Int64 { { [self] in now } }
+}
+
+/// The test service's configuration: the in-process simulator, a database at `path`, test keys
+/// (`pk` public, `sk` secret).
+func testConfiguration(
+    path: String, policy: String = "transfer", bundleIDs: [String] = ["com.example.app"],
+    entitlements: [String: [String]] = ["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]],
+    signedData: ServiceConfiguration.SignedDataSettings = .init(), breaker: CircuitBreaker.Policy = .init(),
+    limits: RateLimiter.Settings = .init(), refresher: Refresher.Settings = .init()
+) -> ServiceConfiguration {
+    var appStore = ServiceConfiguration.AppStoreSettings.simulated
+    appStore.bundleIDs = bundleIDs
+    appStore.signedData = signedData
+    appStore.breaker = breaker
+    let migrations =
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path + "/Migrations"
+    var configuration = ServiceConfiguration(
+        environment: "test", http: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
+        database: .init(path: path, busyTimeout: .seconds(1), migrationsDirectory: migrations), logLevel: .critical,
+        appStore: appStore, api: .init(publicKeys: ["pk"], secretKeys: ["sk"], ownershipPolicy: policy),
+        entitlements: entitlements)
+    configuration.limits = limits
+    configuration.refresher = refresher
+    return configuration
+}
+
+var quietLogger: Logger {
+    var logger = Logger(label: "test")
+    logger.logLevel = .critical
+    return logger
+}
+
 /// receiptd with the in-process simulator, a scratch database and test keys (`pk` public, `sk`
 /// secret); `body` gets the port and the database path.
 func withService(
@@ -32,22 +73,10 @@ func withService(
     let dir = NSTemporaryDirectory() + "receiptd-api-" + UUID().uuidString
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    var appStore = ServiceConfiguration.AppStoreSettings.simulated
-    appStore.bundleIDs = bundleIDs
-    appStore.signedData = signedData
-    appStore.breaker = breaker
-    let migrations =
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path + "/Migrations"
-    var configuration = ServiceConfiguration(
-        environment: "test", http: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
-        database: .init(path: dir + "/db.sqlite", busyTimeout: .seconds(1), migrationsDirectory: migrations), logLevel: .critical,
-        appStore: appStore, api: .init(publicKeys: ["pk"], secretKeys: ["sk"], ownershipPolicy: policy),
-        entitlements: entitlements)
-    configuration.limits = limits
-    var logger = Logger(label: "test")
-    logger.logLevel = .critical
-    let app = try Application(configuration: configuration, logger: logger)
+    let configuration = testConfiguration(
+        path: dir + "/db.sqlite", policy: policy, bundleIDs: bundleIDs, entitlements: entitlements, signedData: signedData,
+        breaker: breaker, limits: limits)
+    let app = try Application(configuration: configuration, logger: quietLogger)
     let port = try app.start()
     try await body(port, dir + "/db.sqlite")
     await app.stop()

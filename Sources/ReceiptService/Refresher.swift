@@ -1,0 +1,281 @@
+import AppStore
+import Logging
+import Storage
+import Synchronization
+
+/// When a stored subscription should be asked about again (the seeds' advice: keep the latest
+/// receipt, ask Apple again when a subscription reaches its expiry). Pure: times in epoch ms.
+struct RefreshPolicy: Sendable, Equatable {
+    /// Spread over this window after the expiry, by a hash of the subscription (the same after a
+    /// restart), so a wave of renewals does not become a wave of calls.
+    var jitterMs: Int64 = 900_000
+    /// In billing retry or grace Apple may recover the payment at any moment: asked again this often.
+    var billingRetryRecheckMs: Int64 = 21_600_000
+    /// Expiries older than this are not chased (a subscription lapsed long before receiptd ran).
+    var lookbackMs: Int64 = 60 * 86_400_000
+    /// After Apple failed to answer: the first wait, doubled per failure up to the maximum.
+    var backoffMs: Int64 = 60_000
+    var maxBackoffMs: Int64 = 3_600_000
+
+    /// When `c` is due, or nil when there is nothing to learn.
+    func dueAt(_ c: RefreshCandidate) -> Int64? {
+        let checked = c.lastCheckedAt ?? .min
+        var due: Int64?
+        // Expired since it was last checked: did it renew?
+        if checked < c.expiresAt { due = c.expiresAt + jitter(c.originalTransactionID) }
+        // In grace: ask again when grace ends, if not checked since.
+        if let grace = c.gracePeriodExpiresAt, checked < grace {
+            due = min(due ?? .max, grace + jitter(c.originalTransactionID))
+        }
+        // Billing retry or grace: Apple may recover the payment any time.
+        if c.inBillingRetry || c.gracePeriodExpiresAt != nil {
+            due = min(due ?? .max, max(checked, c.expiresAt) &+ billingRetryRecheckMs)
+        }
+        guard var due else { return nil }
+        if let next = c.nextAttemptAt { due = max(due, next) }
+        return due
+    }
+
+    /// The wait after `failures` attempts in a row that Apple did not answer.
+    func backoff(failures: Int) -> Int64 {
+        let shift = min(max(failures - 1, 0), 30)
+        return min(maxBackoffMs, backoffMs << Int64(shift))
+    }
+
+    /// 0 ..< jitterMs, from FNV-1a of the id: stable across restarts and processes.
+    func jitter(_ original: String) -> Int64 {
+        guard jitterMs > 0 else { return 0 }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in original.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int64(hash % UInt64(jitterMs))
+    }
+}
+
+/// Re-validates stored latest receipts in the background (README "Refresher"): subscriptions that
+/// expired, or are in billing retry or grace, since Apple last spoke about them. Each is claimed in
+/// the database first (a lease: never two refreshes of one subscription at once, and a claim left by
+/// a killed process runs out), paced to `maxPerSecond`, and stored through the same
+/// `SubscriberState.save` as a posted receipt: the same facts, versions and events. Apple being
+/// down never changes what is stored; the subscription backs off and is tried again.
+final class Refresher: Sendable {
+    struct Settings: Sendable, Equatable {
+        var enabled = false
+        /// Time between scans for due subscriptions.
+        var intervalMs: Int64 = 60_000
+        /// Most subscriptions refreshed per scan.
+        var batchSize = 100
+        /// Most calls to Apple per second.
+        var maxPerSecond = 5.0
+        /// How long a claim lasts.
+        var leaseMs: Int64 = 600_000
+        var policy = RefreshPolicy()
+    }
+
+    /// What one pass did.
+    struct Pass: Sendable, Equatable {
+        var due = 0
+        var refreshed = 0
+        var changed = 0
+        var invalid = 0
+        var unavailable = 0
+        /// Claimed by another refresher, or left for the next pass after Apple stopped answering.
+        var skipped = 0
+    }
+
+    let settings: Settings
+    private let client: VerifyReceiptClient
+    private let database: DatabaseQueue
+    private let state: SubscriberState
+    private let bundleIDs: [String]
+    private let logger: Logger
+    private let now: @Sendable () -> Int64
+    private let task = LockedTask()
+
+    init(
+        settings: Settings, client: VerifyReceiptClient, database: DatabaseQueue, state: SubscriberState, bundleIDs: [String],
+        logger: Logger, now: @escaping @Sendable () -> Int64
+    ) {
+        self.settings = settings
+        self.client = client
+        self.database = database
+        self.state = state
+        self.bundleIDs = bundleIDs
+        self.logger = logger
+        self.now = now
+    }
+
+    /// Runs passes every `intervalMs` until ``stop()``.
+    func start() {
+        guard settings.enabled else { return }
+        task.set(
+            Task { [self] in
+                while !Task.isCancelled {
+                    let pass = await runPass()
+                    if pass.due > 0 {
+                        logger.info(
+                            "refresher pass",
+                            metadata: [
+                                "due": "\(pass.due)", "refreshed": "\(pass.refreshed)", "changed": "\(pass.changed)",
+                                "invalid": "\(pass.invalid)", "unavailable": "\(pass.unavailable)", "skipped": "\(pass.skipped)",
+                            ])
+                    }
+                    try? await Task.sleep(for: .milliseconds(settings.intervalMs))
+                }
+            })
+    }
+
+    func stop() async {
+        await task.cancelAndWait()
+    }
+
+    /// One scan: the due subscriptions, oldest expiry first, each claimed, asked about and stored.
+    func runPass() async -> Pass {
+        var pass = Pass()
+        let at = now()
+        let policy = settings.policy
+        let candidates: [RefreshCandidate]
+        do {
+            candidates = try await database.run { db in
+                try RefreshStore(db).candidates(now: at, since: at - policy.lookbackMs, limit: 10_000)
+            }
+        } catch {
+            logger.error("refresher: cannot read candidates", metadata: ["error": "\(error)"])
+            return pass
+        }
+        let due = candidates.compactMap { c in policy.dueAt(c).flatMap { $0 <= at ? (c, $0) : nil } }
+            .sorted { ($0.1, $0.0.originalTransactionID) < ($1.1, $1.0.originalTransactionID) }
+            .prefix(settings.batchSize)
+        pass.due = due.count
+        let pace = Duration.seconds(1.0 / max(settings.maxPerSecond, 0.001))
+        var appleDown = false
+        for (candidate, _) in due {
+            if Task.isCancelled || appleDown {
+                pass.skipped += 1
+                continue
+            }
+            let started = ContinuousClock.now
+            switch await refresh(candidate) {
+            case .claimedElsewhere: pass.skipped += 1
+            case .refreshed(let changes):
+                pass.refreshed += 1
+                if changes > 0 { pass.changed += 1 }
+            case .invalid: pass.invalid += 1
+            case .unavailable:
+                pass.unavailable += 1
+                appleDown = true  // the rest wait for the next pass; the breaker paces the probes
+            }
+            let spent = ContinuousClock.now - started
+            if spent < pace { try? await Task.sleep(for: pace - spent) }
+        }
+        return pass
+    }
+
+    enum Outcome: Sendable, Equatable {
+        case claimedElsewhere
+        case refreshed(changes: Int)
+        case invalid
+        case unavailable
+    }
+
+    /// Claims `candidate`, asks Apple about its latest receipt, stores what Apple says.
+    func refresh(_ candidate: RefreshCandidate) async -> Outcome {
+        let original = candidate.originalTransactionID
+        let at = now()
+        let lease = settings.leaseMs
+        let claimed: (receiptData: String, environment: String)?
+        do {
+            claimed = try await database.run { db in
+                try db.transaction {
+                    let store = RefreshStore(db)
+                    guard try store.claim(original, now: at, until: at + lease) else { return nil }
+                    return try store.latestReceipt(original)
+                }
+            }
+        } catch {
+            logger.error("refresher: cannot claim", metadata: ["original_transaction_id": "\(original)", "error": "\(error)"])
+            return .claimedElsewhere
+        }
+        guard let claimed else { return .claimedElsewhere }
+        let verification = await client.verify(receiptData: claimed.receiptData)
+        let entry = ReceiptProcessor.logEntry(verification, user: candidate.holder)
+        let done = now()
+        do {
+            switch verification.result {
+            case .valid(let response, let environment) where response.receipt.map({ bundleIDs.contains($0.bundleID) }) == true:
+                let record = Self.holderOnly(
+                    RecordMapping.record(of: response, environment: environment), holder: candidate.holder, original: original)
+                let changes = try await database.run { [state] db in
+                    try db.transaction { () throws -> Int in
+                        // Still theirs? A transfer while Apple was asked wins: nothing is stored for them.
+                        guard try ReceiptStore(db).owner(of: original) == candidate.holder else {
+                            try RefreshStore(db).answered(original, outcome: "no_owner", now: done)
+                            return 0
+                        }
+                        // `keep`: the record holds only the holder's own purchase, so nothing can move.
+                        let saved = try state.save(record, for: candidate.holder, policy: .keep, in: db, now: done, log: entry)
+                        try RefreshStore(db).answered(original, outcome: "valid", now: done)
+                        guard case .document(_, _, let changes) = saved else { return 0 }
+                        return changes
+                    }
+                }
+                return .refreshed(changes: changes)
+            case .valid:
+                try await answered(original, "wrong_app", at: done, log: entry)
+                return .invalid
+            case .invalidReceipt:
+                // Apple no longer accepts the receipt: nothing learned, nothing revoked.
+                try await answered(original, "invalid_receipt", at: done, log: entry)
+                return .invalid
+            case .misconfigured, .unexpected, .unavailable:
+                let failures = candidate.failures + 1
+                let retryAt = done + settings.policy.backoff(failures: failures)
+                let outcome = entry.outcome
+                try await database.run { db in
+                    try db.transaction {
+                        try ReceiptStore(db).log(entry, at: done)
+                        try RefreshStore(db).failed(original, outcome: outcome, retryAt: retryAt)
+                    }
+                }
+                return .unavailable
+            }
+        } catch {
+            logger.error("refresher: cannot store", metadata: ["original_transaction_id": "\(original)", "error": "\(error)"])
+            try? await database.run { db in try RefreshStore(db).release(original) }
+            return .unavailable
+        }
+    }
+
+    private func answered(_ original: String, _ outcome: String, at: Int64, log: VerificationLogEntry) async throws {
+        try await database.run { db in
+            try db.transaction {
+                try ReceiptStore(db).log(log, at: at)
+                try RefreshStore(db).answered(original, outcome: outcome, now: at)
+            }
+        }
+    }
+
+    /// The part of a receipt about purchases its holder has: a refresh never moves another
+    /// purchase on the same receipt to them.
+    static func holderOnly(_ record: VerifiedReceiptRecord, holder: String, original: String) -> VerifiedReceiptRecord {
+        var record = record
+        record.transactions = record.transactions.filter { $0.originalTransactionID == original }
+        record.renewals = record.renewals.filter { $0.originalTransactionID == original }
+        return record
+    }
+}
+
+/// The refresher's loop task, set once and cancelled on stop.
+private final class LockedTask: Sendable {
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    func set(_ t: Task<Void, Never>) { task.withLock { $0 = t } }
+
+    func cancelAndWait() async {
+        let t = task.withLock { t in
+            defer { t = nil }
+            return t
+        }
+        t?.cancel()
+        await t?.value
+    }
+}

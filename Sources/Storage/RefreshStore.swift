@@ -1,0 +1,115 @@
+/// A subscription the refresher may re-validate: its stored facts and bookkeeping.
+public struct RefreshCandidate: Sendable, Equatable {
+    public var originalTransactionID: String
+    public var holder: String
+    /// The latest expiry of its transactions.
+    public var expiresAt: Int64
+    public var inBillingRetry: Bool
+    public var gracePeriodExpiresAt: Int64?
+    /// The last time Apple answered about it: a refresh, or a valid verification of its holder's receipt.
+    public var lastCheckedAt: Int64?
+    public var failures: Int
+    public var nextAttemptAt: Int64?
+
+    public init(
+        originalTransactionID: String, holder: String, expiresAt: Int64, inBillingRetry: Bool, gracePeriodExpiresAt: Int64?,
+        lastCheckedAt: Int64?, failures: Int, nextAttemptAt: Int64?
+    ) {
+        self.originalTransactionID = originalTransactionID
+        self.holder = holder
+        self.expiresAt = expiresAt
+        self.inBillingRetry = inBillingRetry
+        self.gracePeriodExpiresAt = gracePeriodExpiresAt
+        self.lastCheckedAt = lastCheckedAt
+        self.failures = failures
+        self.nextAttemptAt = nextAttemptAt
+    }
+}
+
+/// The refresher's bookkeeping (`refresh_checks`): candidates, leases, outcomes.
+public struct RefreshStore {
+    let db: Database
+
+    public init(_ db: Database) { self.db = db }
+
+    /// Held subscriptions with a stored latest receipt that expired between `since` and `now` and
+    /// were not checked since (or are in billing retry or grace), not leased at `now`. At most `limit`,
+    /// the longest expired first.
+    public func candidates(now: Int64, since: Int64, limit: Int) throws -> [RefreshCandidate] {
+        let q = try db.prepare(
+            """
+            SELECT * FROM (
+                SELECT l.original_transaction_id, o.app_user_id,
+                       (SELECT max(t.expires_date) FROM transactions t
+                        WHERE t.original_transaction_id = l.original_transaction_id) AS expires,
+                       coalesce(r.is_in_billing_retry_period, 0) AS retry, r.grace_period_expires_date AS grace,
+                       nullif(max(coalesce(c.checked_at, 0), coalesce(
+                           (SELECT max(v.at) FROM verifications v WHERE v.app_user_id = o.app_user_id AND v.outcome = 'valid'),
+                           0)), 0) AS checked,
+                       coalesce(c.failures, 0), c.next_attempt_at, c.lease_until
+                FROM latest_receipts l
+                JOIN ownership o ON o.original_transaction_id = l.original_transaction_id
+                LEFT JOIN pending_renewal_info r ON r.original_transaction_id = l.original_transaction_id
+                LEFT JOIN refresh_checks c ON c.original_transaction_id = l.original_transaction_id)
+            WHERE expires IS NOT NULL AND expires <= ?1 AND expires >= ?2
+              AND (checked IS NULL OR checked < expires OR retry = 1 OR grace IS NOT NULL)
+              AND (lease_until IS NULL OR lease_until <= ?1)
+            ORDER BY expires LIMIT ?3
+            """
+        ).bind([now, since, Int64(limit)])
+        var found: [RefreshCandidate] = []
+        while try q.step() {
+            found.append(
+                RefreshCandidate(
+                    originalTransactionID: q.text(0)!, holder: q.text(1)!, expiresAt: q.int(2), inBillingRetry: q.int(3) == 1,
+                    gracePeriodExpiresAt: q.optionalInt(4), lastCheckedAt: q.optionalInt(5), failures: Int(q.int(6)),
+                    nextAttemptAt: q.optionalInt(7)))
+        }
+        return found
+    }
+
+    /// Claims a subscription until `until` unless another claim is still running at `now`; whether
+    /// this caller got it. Call inside a write transaction.
+    public func claim(_ original: String, now: Int64, until: Int64) throws -> Bool {
+        try db.prepare(
+            """
+            INSERT INTO refresh_checks (original_transaction_id, lease_until) VALUES (?1, ?3)
+            ON CONFLICT (original_transaction_id) DO UPDATE SET lease_until = ?3
+            WHERE lease_until IS NULL OR lease_until <= ?2
+            """
+        ).bind([original, now, until]).run()
+        return db.changes > 0
+    }
+
+    /// The stored latest receipt of a subscription and its environment.
+    public func latestReceipt(_ original: String) throws -> (receiptData: String, environment: String)? {
+        let q = try db.prepare("SELECT receipt_data, environment FROM latest_receipts WHERE original_transaction_id = ?")
+            .bind([original])
+        return try q.step() ? (q.text(0)!, q.text(1)!) : nil
+    }
+
+    /// Apple answered (`outcome`): checked now, failures reset, the claim released.
+    public func answered(_ original: String, outcome: String, now: Int64) throws {
+        try db.prepare(
+            """
+            UPDATE refresh_checks SET checked_at = ?2, outcome = ?3, failures = 0, next_attempt_at = NULL, lease_until = NULL
+            WHERE original_transaction_id = ?1
+            """
+        ).bind([original, now, outcome]).run()
+    }
+
+    /// Apple did not answer: one more failure, no attempt before `retryAt`, the claim released.
+    public func failed(_ original: String, outcome: String, retryAt: Int64) throws {
+        try db.prepare(
+            """
+            UPDATE refresh_checks SET outcome = ?2, failures = failures + 1, next_attempt_at = ?3, lease_until = NULL
+            WHERE original_transaction_id = ?1
+            """
+        ).bind([original, outcome, retryAt]).run()
+    }
+
+    /// Gives a claim back untouched (the refresher stopped before trying it).
+    public func release(_ original: String) throws {
+        try db.prepare("UPDATE refresh_checks SET lease_until = NULL WHERE original_transaction_id = ?").bind([original]).run()
+    }
+}

@@ -1,0 +1,180 @@
+import AppStore
+import Foundation
+import Storage
+import Testing
+
+@testable import ReceiptService
+
+private let day: Int64 = 86_400_000
+private let hour: Int64 = 3_600_000
+
+private func post(_ port: Int, user: String, _ content: String) async throws -> Int {
+    let json = #"{"app_user_id":"\#(user)","receipt_data":"\#(Data(content.utf8).base64EncodedString())"}"#
+    return try await send(
+        port,
+        "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer pk\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)"
+    ).status
+}
+
+private func document(_ port: Int, _ user: String, _ path: String = "") async throws -> [String: Any] {
+    let r = try await send(
+        port, "GET /v1/subscribers/\(user)\(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer sk\r\n\r\n")
+    return try #require(try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any])
+}
+
+private func premium(_ d: [String: Any]) -> [String: Any]? {
+    (d["entitlements"] as? [String: Any])?["premium"] as? [String: Any]
+}
+
+private func eventTypes(_ port: Int, _ user: String) async throws -> [String] {
+    (try await document(port, user, "/events")["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
+}
+
+/// A service on a test clock with the refresher's loop off (passes are run by the test).
+private func withRefresher(
+    breaker: CircuitBreaker.Policy = .init(), _ body: (Application, Int, String, TestClock) async throws -> Void
+) async throws {
+    let dir = NSTemporaryDirectory() + "receiptd-refresh-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let clock = TestClock()
+    var settings = Refresher.Settings()
+    settings.maxPerSecond = 1000
+    let app = try Application(
+        configuration: testConfiguration(path: dir + "/db.sqlite", breaker: breaker, refresher: settings), logger: quietLogger,
+        now: clock.closure)
+    let port = try app.start()
+    try await body(app, port, dir + "/db.sqlite", clock)
+    await app.stop()
+}
+
+@Suite("Refresh policy")
+struct RefreshPolicyTests {
+    let policy = RefreshPolicy(
+        jitterMs: 900_000, billingRetryRecheckMs: 6 * hour, lookbackMs: 60 * day, backoffMs: 60_000, maxBackoffMs: hour)
+
+    func candidate(
+        expires: Int64 = 1000 * day, checked: Int64? = nil, retry: Bool = false, grace: Int64? = nil, next: Int64? = nil
+    ) -> RefreshCandidate {
+        RefreshCandidate(
+            originalTransactionID: "1000", holder: "u", expiresAt: expires, inBillingRetry: retry, gracePeriodExpiresAt: grace,
+            lastCheckedAt: checked, failures: 0, nextAttemptAt: next)
+    }
+
+    @Test func anExpiryNotCheckedSinceIsDueShortlyAfterIt() {
+        let jitter = policy.jitter("1000")
+        #expect((0..<900_000).contains(jitter))
+        #expect(policy.dueAt(candidate()) == 1000 * day + jitter)
+        #expect(policy.dueAt(candidate(checked: 999 * day)) == 1000 * day + jitter)
+        // Checked after the expiry (the app posted, or a refresh): nothing to learn.
+        #expect(policy.dueAt(candidate(checked: 1000 * day + 1)) == nil)
+    }
+
+    @Test func billingRetryAndGraceAreAskedAgainRegularly() {
+        let checked = 1001 * day
+        #expect(policy.dueAt(candidate(checked: checked, retry: true)) == checked + 6 * hour)
+        // Grace ending before the next regular check: at its end.
+        let grace = checked + hour
+        #expect(policy.dueAt(candidate(checked: checked, grace: grace)) == grace + policy.jitter("1000"))
+        #expect(policy.dueAt(candidate(checked: grace + 1, grace: grace)) == grace + 1 + 6 * hour)
+    }
+
+    @Test func aBackoffPushesTheNextAttemptAndDoublesUpToItsMaximum() {
+        #expect(policy.dueAt(candidate(next: 2000 * day)) == 2000 * day)
+        #expect(
+            (1...8).map { policy.backoff(failures: $0) } == [60_000, 120_000, 240_000, 480_000, 960_000, 1_920_000, hour, hour])
+        #expect(policy.backoff(failures: 1000) == hour)
+    }
+
+    @Test func jitterIsStableAndSpreads() {
+        let spread = Set((0..<200).map { policy.jitter("2000000\($0)") / 90_000 })
+        #expect(spread.count == 10)
+        #expect(policy.jitter("42") == policy.jitter("42"))
+        #expect(RefreshPolicy(jitterMs: 0).jitter("42") == 0)
+    }
+}
+
+@Suite("Refresher", .serialized)
+struct RefresherTests {
+    @Test func aRenewalIsLearnedAtExpiryWithItsEventsAndOnlyOnce() async throws {
+        try await withRefresher { app, port, path, clock in
+            #expect(try await post(port, user: "alice", "renewing:a") == 200)
+            let before = try #require(premium(try await document(port, "alice"))?["expires_at"] as? String)
+            #expect(await app.refresher.runPass() == .init())
+            clock.advance(by: 26 * day)  // past the expiry and its jitter
+            #expect(premium(try await document(port, "alice"))?["active"] as? Bool == false)
+            let pass = await app.refresher.runPass()
+            #expect(pass == .init(due: 1, refreshed: 1, changed: 1), "\(pass)")
+            let after = try await document(port, "alice")
+            #expect(premium(after)?["active"] as? Bool == true)
+            #expect((premium(after)?["expires_at"] as? String).map { $0 > before } == true)
+            #expect(try await eventTypes(port, "alice").contains("renewal"))
+            // Checked after the expiry: nothing more to ask until the next one.
+            #expect(await app.refresher.runPass() == .init())
+            let db = try Database(path: path)
+            #expect(try db.scalarInt("SELECT count(*) FROM refresh_checks WHERE outcome = 'valid' AND failures = 0") == 1)
+            #expect(try db.scalarInt("SELECT count(*) FROM verifications WHERE app_user_id = 'alice'") == 2)
+        }
+    }
+
+    @Test func aCancelledSubscriptionIsCheckedOnceAfterItEnds() async throws {
+        try await withRefresher { app, port, _, clock async throws in
+            #expect(try await post(port, user: "carl", "cancelled:c") == 200)
+            clock.advance(by: 26 * day)
+            #expect(await app.refresher.runPass() == .init(due: 1, refreshed: 1))
+            #expect(try await eventTypes(port, "carl").contains("expiration"))
+            clock.advance(by: 5 * day)
+            #expect(await app.refresher.runPass() == .init())
+        }
+    }
+
+    @Test func billingRetryIsAskedAgainUntilApplesRecoveryIsLearned() async throws {
+        try await withRefresher { app, port, _, clock async throws in
+            #expect(try await post(port, user: "bob", "billing_retry_recovers:b") == 200)
+            #expect(premium(try await document(port, "bob"))?["active"] as? Bool == false)
+            clock.advance(by: 1 * hour)
+            #expect(await app.refresher.runPass() == .init())
+            clock.advance(by: 6 * hour)  // due again; Apple still retrying
+            #expect(await app.refresher.runPass() == .init(due: 1, refreshed: 1))
+            clock.advance(by: 2 * day)  // Apple recovered the payment meanwhile
+            #expect(await app.refresher.runPass() == .init(due: 1, refreshed: 1, changed: 1))
+            #expect(premium(try await document(port, "bob"))?["active"] as? Bool == true)
+            #expect(try await eventTypes(port, "bob").contains("renewal"))
+        }
+    }
+
+    @Test func appleDownChangesNothingAndBacksOff() async throws {
+        try await withRefresher(breaker: .init(failureThreshold: 1, openFor: .seconds(3600))) { app, port, path, clock in
+            #expect(try await post(port, user: "dora", "renewing:d") == 200)
+            #expect(try await post(port, user: "emil", "renewing:e") == 200)
+            // Apple stops answering: the breaker opens.
+            #expect(try await post(port, user: "x", "status_21002:x") == 503)
+            clock.advance(by: 26 * day)
+            let before = try tableSnapshot(path)
+            let pass = await app.refresher.runPass()
+            // The first fails fast on the open breaker; the second waits for the next pass.
+            #expect(pass == .init(due: 2, unavailable: 1, skipped: 1), "\(pass)")
+            #expect(try tableSnapshot(path) == before)
+            let db = try Database(path: path)
+            #expect(try db.scalarInt("SELECT failures FROM refresh_checks WHERE outcome = 'unavailable'") == 1)
+            // Backing off: right after, only the untried one is due.
+            #expect(await app.refresher.runPass().due == 1)
+        }
+    }
+
+    @Test func aClaimHeldElsewhereIsLeftAlone() async throws {
+        try await withRefresher { app, port, path, clock in
+            #expect(try await post(port, user: "fay", "renewing:f") == 200)
+            clock.advance(by: 26 * day)
+            // Another receiptd on the same database holds the claim.
+            let db = try Database(path: path)
+            let q = try db.prepare("SELECT original_transaction_id FROM latest_receipts")
+            let original = try #require(try q.step() ? q.text(0) : nil)
+            #expect(try RefreshStore(db).claim(original, now: clock.now, until: clock.now + hour))
+            #expect(await app.refresher.runPass() == .init())
+            clock.advance(by: hour)  // its claim ran out (that process died): taken over
+            #expect(await app.refresher.runPass() == .init(due: 1, refreshed: 1, changed: 1))
+        }
+    }
+}
