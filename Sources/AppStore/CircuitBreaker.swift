@@ -107,4 +107,10 @@ public final class SharedCircuitBreaker: Sendable {
     }
 
     public var state: CircuitBreaker.State { breaker.withLock { $0.state } }
+
+    /// While open: the time until the next probe.
+    public func retryAfter(now: Duration) -> Duration? {
+        guard case .open(let until, _) = state else { return nil }
+        return max(.zero, until - now)
+    }
 }

@@ -96,22 +96,37 @@ public struct VerifyReceiptClient: Sendable {
         let body = Self.requestBody(
             receiptData: receiptData, password: configuration.sharedSecret, excludeOldTransactions: excludeOldTransactions)
         let started = clock.now
-        if case .reject(let retryAfter)? = breaker?.decide(now: started) {
+        var policy = configuration.policy
+        switch breaker?.decide(now: started) {
+        case .reject(let retryAfter)?:
             return Verification(
                 result: .unavailable(status: nil, reason: "circuit breaker open: Apple failed repeatedly"), attempts: 0,
                 environment: .production, duration: .zero, retryAfter: retryAfter)
+        case .probe?:
+            // A probe asks once: whether Apple is back, not a retry budget's worth of calls.
+            policy.maxRetries = 0
+        case .allow?, nil:
+            break
         }
-        guard let limit else { return await exchange(body, started: started) }
-        return await limit.run { await exchange(body, started: started) }
+        guard let limit else { return await exchange(body, policy: policy, started: started) }
+        return await limit.run { [policy] in await exchange(body, policy: policy, started: started) }
     }
 
     /// The state machine's exchanges with Apple, and the breaker told how they ended.
-    private func exchange(_ body: [UInt8], started: Duration) async -> Verification {
+    private func exchange(_ body: [UInt8], policy: VerifyReceiptPolicy, started: Duration) async -> Verification {
         // The deadline runs from the first exchange, not from the wait for a slot.
-        var machine = VerifyReceiptStateMachine(policy: configuration.policy, now: clock.now)
+        var machine = VerifyReceiptStateMachine(policy: policy, now: clock.now)
         var action = machine.begin()
         var environment = AppStoreEnvironment.production
         while true {
+            if case .send(_, let delay, _) = action, delay > .zero, case .open? = breaker?.state {
+                // A retry, but the breaker opened meanwhile (other verifications failed): stop here
+                // rather than keep calling an Apple that is down.
+                return Verification(
+                    result: .unavailable(status: nil, reason: "circuit breaker opened during retries"),
+                    attempts: machine.attempts - 1,  // the planned exchange was not sent
+                    environment: environment, duration: clock.now - started, retryAfter: breaker?.retryAfter(now: clock.now))
+            }
             switch action {
             case .finish(let result):
                 if case .unavailable = result {

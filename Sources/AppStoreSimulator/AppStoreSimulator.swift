@@ -26,6 +26,8 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
     public let configuration: Configuration
     private let clock: @Sendable () -> Int64
     private let calls = Mutex<[String: Int]>([:])
+    /// Drills: Apple down (HTTP 503 to every verifyReceipt) until this monotonic instant.
+    private let outage = Mutex<(until: ContinuousClock.Instant?, calls: Int, downCalls: Int)>((nil, 0, 0))
     /// When each receipt was first seen: its dates are relative to that moment, so posting the
     /// same receipt again gets the same answer.
     private let firstSeen = Mutex<[String: Int64]>([:])
@@ -41,9 +43,46 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         return Int64(t * 1000)
     }
 
+    /// Starts an outage of `duration` (zero ends one): every verifyReceipt answers HTTP 503.
+    public func setOutage(_ duration: Duration) {
+        outage.withLock { $0.until = duration > .zero ? ContinuousClock.now + duration : nil }
+    }
+
+    /// verifyReceipt requests so far, and how many of them arrived during an outage.
+    public var callCounts: (total: Int, duringOutage: Int) { outage.withLock { ($0.calls, $0.downCalls) } }
+
+    /// Counts the call; whether Apple is down for it.
+    private func countCall() -> Bool {
+        outage.withLock { o in
+            o.calls += 1
+            guard let until = o.until, ContinuousClock.now < until else { return false }
+            o.downCalls += 1
+            return true
+        }
+    }
+
     public func handler(for request: HTTPRequest) -> HTTPHandler {
         let environment: String
         switch (request.method, request.path) {
+        case (.post, "/control/outage"):
+            // Drills: `{"seconds": N}` takes Apple down for N seconds (0 brings it back).
+            return .immediate { [self] request, _ in
+                guard case .object(let o)? = try? JSONValue.parse(request.body), case .number(let n, _)? = o["seconds"], n >= 0
+                else {
+                    return HTTPResponse(
+                        status: .badRequest, headers: ["Content-Type": "application/json"],
+                        body: Array(#"{"error":{"code":"invalid_request","message":"send {\"seconds\": N}"}}"#.utf8))
+                }
+                setOutage(.milliseconds(Int64(n * 1000)))
+                return HTTPResponse(status: .noContent)
+            }
+        case (.get, "/control/stats"):
+            return .immediate { [self] _, _ in
+                let (total, down) = callCounts
+                return HTTPResponse(
+                    status: .ok, headers: ["Content-Type": "application/json"],
+                    body: Array(#"{"calls":\#(total),"calls_during_outage":\#(down)}"#.utf8))
+            }
         case (.post, "/production/verifyReceipt"): environment = "Production"
         case (.post, "/sandbox/verifyReceipt"): environment = "Sandbox"
         default:
@@ -55,6 +94,10 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         }
         return .task { [self] request, _ in
             if configuration.latency > .zero { try? await Task.sleep(for: configuration.latency) }
+            if countCall() {
+                return HTTPResponse(
+                    status: .serviceUnavailable, headers: ["Content-Type": "text/plain"], body: Array("outage drill".utf8))
+            }
             let body = answer(requestBody: request.body, environment: environment)
             return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: body.jsonBytes)
         }

@@ -3,6 +3,7 @@ import Entitlements
 import Foundation
 import HTTPServer
 import Logging
+import Synchronization
 import Testing
 
 @testable import AppStoreSimulator
@@ -138,6 +139,57 @@ struct AppStoreSimulatorTests {
                 await client.verify(receiptData: "not base64!").result
                     == .unavailable(status: AppleStatus(rawValue: 21002), reason: "Apple asked to try again; 2 retries used"))
         }
+    }
+
+    @Test func anOutageDrillAnswers503UntilItEndsAndCountsTheCalls() async throws {
+        let simulator = AppStoreSimulator(configuration: .init())
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
+            responder: simulator, logger: Logger(label: "simulator"))
+        let port = try server.start()
+        let transport = CurlMultiTransport(configuration: .init(allowHTTP: true))
+        defer { transport.shutdown() }
+        let base = "http://127.0.0.1:\(port)"
+        func status(_ path: String, _ body: String) async -> Int? {
+            guard
+                case .response(let status, _) = await transport.post(
+                    url: base + path, json: Array(body.utf8), timeout: .seconds(2))
+            else { return nil }
+            return status
+        }
+        let verify = #"{"receipt-data":"\#(receipt("active_monthly"))"}"#
+        #expect(await status("/production/verifyReceipt", verify) == 200)
+        #expect(await status("/control/outage", #"{"seconds":60}"#) == 204)
+        #expect(await status("/production/verifyReceipt", verify) == 503)
+        #expect(await status("/control/outage", #"{"seconds":0}"#) == 204)
+        #expect(await status("/production/verifyReceipt", verify) == 200)
+        #expect(await status("/control/outage", #"{"seconds":"x"}"#) == 400)
+        #expect(simulator.callCounts == (3, 1))
+        server.shutdown()
+        await server.waitUntilStopped()
+    }
+
+    @Test func timeMovesRenewingAndRecoveringSubscriptions() {
+        // `statuses` judges at the real now: the simulator's clock starts there and moves ahead.
+        let clock = Mutex<Int64>(Int64(Date().timeIntervalSince1970 * 1000))
+        let simulator = AppStoreSimulator(configuration: .init(), now: { clock.withLock { $0 } })
+        func subs(_ content: String) -> [SubscriptionStatus] {
+            let body = Array(#"{"receipt-data":"\#(receipt(content))"}"#.utf8)
+            let answer = simulator.answer(requestBody: body, environment: "Production")
+            guard let response = try? VerifyReceiptResponse(json: answer.jsonBytes) else { return [] }
+            return statuses(response).subs
+        }
+        let day: Int64 = 86_400_000
+        let first = subs("renewing")
+        #expect(first.map(\.state) == [.active])
+        #expect(subs("billing_retry_recovers").map(\.state) == [.billingRetry])
+        clock.withLock { $0 += 26 * day }
+        // The new period is there (judged now, both periods are in the future or current).
+        let later = subs("renewing")
+        #expect((later.first?.expiresAt ?? 0) == (first.first?.expiresAt ?? 0) + 30 * day)
+        let recovered = subs("billing_retry_recovers")
+        #expect(recovered.map(\.state) == [.active])
+        #expect((recovered.first?.expiresAt ?? 0) > (first.first?.expiresAt ?? 0))
     }
 
     @Test func aWrongSharedSecretIs21004() async throws {

@@ -123,13 +123,38 @@ struct VerifyReceiptClientTests {
             return
         }
         await clock.sleep(for: .seconds(60))
-        let probe = await client.verify(receiptData: "QUJD")  // the probe: Apple is still down
-        #expect(probe.attempts == 3 && transport.sent.count == 9)
+        let probe = await client.verify(receiptData: "QUJD")  // the probe, one call: Apple is still down
+        #expect(probe.attempts == 1 && transport.sent.count == 7)
         guard case .open(_, let backoff) = breaker.state else {
             Issue.record("\(breaker.state)")
             return
         }
         #expect(backoff == .seconds(120))
+    }
+
+    @Test func retriesStopOnceTheBreakerOpens() async {
+        /// Apple is down, and while the first call is out other verifications fail and open the breaker.
+        final class OthersFailMeanwhile: HTTPTransport {
+            let breaker: SharedCircuitBreaker
+            let calls = Mutex(0)
+            init(_ breaker: SharedCircuitBreaker) { self.breaker = breaker }
+            func post(url: String, json body: [UInt8], timeout: Duration) async -> TransportResult {
+                calls.withLock { $0 += 1 }
+                breaker.record(available: false, now: .zero)
+                return .response(status: 503, body: [])
+            }
+        }
+        let breaker = SharedCircuitBreaker(policy: .init(failureThreshold: 1, openFor: .seconds(60)))
+        let transport = OthersFailMeanwhile(breaker)
+        let client = VerifyReceiptClient(
+            configuration: configuration, transport: transport, clock: ManualClock(), breaker: breaker)
+        let v = await client.verify(receiptData: "QUJD")
+        #expect(v.attempts == 1 && transport.calls.withLock { $0 } == 1, "\(v)")  // not the 2 retries
+        #expect(v.retryAfter != nil)
+        guard case .unavailable(nil, _) = v.result else {
+            Issue.record("\(v.result)")
+            return
+        }
     }
 
     @Test func theSameReceiptAskedAtOnceCostsOneCallAndTheCapHolds() async {
