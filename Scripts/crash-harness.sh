@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The crash harness (issue 6): load (receipts and V1 notifications), SIGKILL at random moments KILLS
+# times (default 20), restart; then every acknowledged write must be there and
+# PRAGMA integrity_check must answer ok. Pass SEED to replay the same kill moments.
+#   Scripts/crash-harness.sh [KILLS] [SEED]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+echo "building release…" >&2
+swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" \
+  --product receiptd >/dev/null
+bin=$(swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" --show-bin-path)
+exec python3 "$root/Scripts/crash_harness.py" "$bin" "${1:-20}" ${2:+"$2"}
