@@ -14,11 +14,59 @@ func get(_ port: Int, _ path: String) async throws -> (status: Int, body: String
     return (r.status, r.body)
 }
 
+/// The secrets the test services are configured with: distinctive, so any leak is found.
+enum TestSecrets {
+    static let publicKey = "pk_test_4f1c9a7e2b"
+    static let secretKey = "sk_test_91d0e3b58a"
+    static let sharedSecret = "ss_test_7c2e5a90f3"
+    static let all = [publicKey, secretKey, sharedSecret]
+}
+
+/// Every log line of every test service and every response the tests receive (through `send`),
+/// scanned for ``TestSecrets`` as it is produced; each service checks on stop that none was found.
+final class SecretAudit: Sendable {
+    static let shared = SecretAudit(secrets: TestSecrets.all)
+    let secrets: [String]
+    private let state = Mutex<(scanned: Int, leaks: [String])>((0, []))
+
+    init(secrets: [String]) { self.secrets = secrets }
+
+    func scan(_ text: String, from source: String) {
+        let found = secrets.filter { text.contains($0) }
+        state.withLock { s in
+            s.scanned += 1
+            if !found.isEmpty { s.leaks.append("\(source): \(text.prefix(300))") }
+        }
+    }
+
+    var scanned: Int { state.withLock { $0.scanned } }
+    var leaks: [String] { state.withLock { $0.leaks } }
+}
+
+/// Logs everything (trace and up) into the audit, printing nothing.
+struct AuditingLogHandler: LogHandler {
+    let audit: SecretAudit
+    var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        audit.scan("\(event.level) \(event.message) \(all) \(event.error.map { "\($0)" } ?? "")", from: "log")
+    }
+}
+
 extension ServiceConfiguration.AppStoreSettings {
     /// The built-in simulator, one app, quick retries: for tests.
     static let simulated = ServiceConfiguration.AppStoreSettings(
         productionURL: "http://127.0.0.1:1/unused", sandboxURL: "http://127.0.0.1:1/unused", simulator: true, allowHTTP: true,
-        bundleIDs: ["com.example.app"], sharedSecret: "s3cret", connectTimeout: .seconds(2), maxResponseBytes: 1 << 20,
+        bundleIDs: ["com.example.app"], sharedSecret: TestSecrets.sharedSecret, connectTimeout: .seconds(2),
+        maxResponseBytes: 1 << 20,
         maxRetries: 2, attemptTimeout: .seconds(2), deadline: .seconds(5))
 }
 
@@ -49,17 +97,23 @@ func testConfiguration(
     var configuration = ServiceConfiguration(
         environment: "test", http: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
         database: .init(path: path, busyTimeout: .seconds(1), migrationsDirectory: migrations), logLevel: .critical,
-        appStore: appStore, api: .init(publicKeys: ["pk"], secretKeys: ["sk"], ownershipPolicy: policy),
+        appStore: appStore,
+        api: .init(publicKeys: [TestSecrets.publicKey], secretKeys: [TestSecrets.secretKey], ownershipPolicy: policy),
         entitlements: entitlements)
     configuration.limits = limits
     configuration.refresher = refresher
     return configuration
 }
 
+/// The test services' logger: every line goes to ``SecretAudit``, none is printed.
 var quietLogger: Logger {
-    var logger = Logger(label: "test")
-    logger.logLevel = .critical
-    return logger
+    Logger(label: "test") { _ in AuditingLogHandler(audit: .shared) }
+}
+
+/// Fails the running test when any log line or response so far held a configured secret.
+func expectNoSecretLeaked() {
+    let leaks = SecretAudit.shared.leaks
+    #expect(leaks.isEmpty, "secrets in logs or responses: \(leaks.prefix(5))")
 }
 
 /// receiptd with the in-process simulator, a scratch database and test keys (`pk` public, `sk`
@@ -80,6 +134,7 @@ func withService(
     let port = try app.start()
     try await body(port, dir + "/db.sqlite")
     await app.stop()
+    expectNoSecretLeaked()
 }
 
 /// Every row of every table the API writes, as text: a refused request or a duplicate must leave
@@ -127,6 +182,7 @@ func send(_ port: Int, _ raw: String) async throws -> (status: Int, body: String
                         data += chunk[0..<n]
                     }
                     let text = String(decoding: data, as: UTF8.self)
+                    SecretAudit.shared.scan(text, from: "response to \(raw.prefix(while: { $0 != "\r" }))")
                     let status = Int(text.split(separator: " ")[1]) ?? 0
                     let parts = text.components(separatedBy: "\r\n\r\n")
                     return (status, parts.dropFirst().joined(separator: "\r\n\r\n"), parts[0])
@@ -160,10 +216,54 @@ struct ApplicationTests {
         return (dir, migrations)
     }
 
-    private var logger: Logger {
-        var l = Logger(label: "test")
-        l.logLevel = .warning
-        return l
+    private var logger: Logger { quietLogger }
+
+    @Test func theSecretAuditFindsASecretInAnyPartOfALogLine() {
+        let audit = SecretAudit(secrets: ["hunter2"])
+        var logger = Logger(label: "audit") { _ in AuditingLogHandler(audit: audit) }
+        logger.info("fine")
+        logger.debug("still fine", metadata: ["key": "value"])
+        #expect(audit.leaks.isEmpty && audit.scanned == 2)
+        logger[metadataKey: "password"] = "hunter2"
+        logger.trace("oops")
+        logger.error("oops", metadata: ["nested": ["a": "xhunter2x"]])
+        #expect(audit.leaks.count == 2)
+    }
+
+    @Test func noConfiguredSecretReachesALogLineOrAResponse() async throws {
+        let scannedBefore = SecretAudit.shared.scanned
+        try await withService { port, _ in
+            func post(_ path: String, _ body: String, key: String?) async throws -> Int {
+                let auth = key.map { "Authorization: Bearer \($0)\r\n" } ?? ""
+                return try await send(
+                    port,
+                    "POST \(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\(auth)Content-Type: application/json\r\n"
+                        + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                ).status
+            }
+            let receipt = Data("active_monthly:audit".utf8).base64EncodedString()
+            let good = #"{"app_user_id":"audit","receipt_data":"\#(receipt)"}"#
+            // The paths that handle secrets: keys right, wrong and misplaced; the shared secret sent
+            // to Apple; V1 notifications with the right and a wrong password; 21004 from Apple.
+            #expect(try await post("/v1/receipts", good, key: TestSecrets.publicKey) == 200)
+            #expect(try await post("/v1/receipts", good, key: TestSecrets.publicKey + "x") == 401)
+            #expect(try await post("/v1/receipts", good, key: nil) == 401)
+            #expect(try await get(port, "/v1/subscribers/audit").status == 401)
+            let v1 = { (password: String) in
+                #"{"notification_type":"DID_RENEW","password":"\#(password)","bid":"com.example.app","environment":"PROD","#
+                    + #""unified_receipt":{"status":0,"environment":"Production","latest_receipt_info":[]}}"#
+            }
+            #expect(try await post("/v1/notifications/apple", v1(TestSecrets.sharedSecret), key: nil) == 200)
+            #expect(try await post("/v1/notifications/apple", v1(TestSecrets.secretKey), key: nil) == 401)
+            let listed = try await send(
+                port,
+                "GET /v1/notifications HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+                    + "Authorization: Bearer \(TestSecrets.secretKey)\r\n\r\n")
+            #expect(listed.status == 200)
+        }
+        // Trace-level logging was on, and every response above was scanned.
+        #expect(SecretAudit.shared.scanned - scannedBefore >= 10)
+        expectNoSecretLeaked()
     }
 
     @Test func healthAndReadinessAnswer() async throws {

@@ -400,7 +400,7 @@ struct NotificationProcessorTests {
                     String(
                         decoding: json(["app_user_id": user, "signed_transaction": try signer.sign(json(signedOpening))])
                             .jsonBytes, as: UTF8.self),
-                    key: "pk")
+                    key: TestSecrets.publicKey)
                 #expect(posted.status == 200, "\(row.name): \(posted.body)")
                 for n in row.before + [row.notification] {
                     signedAt += 1000
@@ -410,7 +410,7 @@ struct NotificationProcessorTests {
                         #expect(r.body["outcome"] as? String == row.outcome, "\(row.name): \(r.body)")
                     }
                 }
-                let document = try await request(port, "GET", "/v1/subscribers/\(user)", key: "sk")
+                let document = try await request(port, "GET", "/v1/subscribers/\(user)", key: TestSecrets.secretKey)
                 #expect(row.check(document.body), "\(row.name): \(document.body)")
             }
             // Rows stored from signed payloads re-map from their raw JSON to exactly what is stored.
@@ -454,7 +454,7 @@ struct NotificationProcessorTests {
                 #expect(r.status == 200 && r.body["outcome"] as? String == "recorded", "\(type): \(r.body)")
             }
             #expect(try tableSnapshot(db).filter { !$0.hasPrefix("notifications:") } == before)
-            let listed = try await request(port, "GET", "/v1/notifications?limit=200", key: "sk")
+            let listed = try await request(port, "GET", "/v1/notifications?limit=200", key: TestSecrets.secretKey)
             let items = listed.body["notifications"] as? [[String: Any]] ?? []
             #expect(Set(items.compactMap { $0["type"] as? String }) == Set(containers.map(\.0)))
             #expect(items.first?["subtype"] as? String == "AND_ITS_SUBTYPE" && items.first?["outcome"] as? String == "recorded")
@@ -472,7 +472,7 @@ struct NotificationProcessorTests {
                 String(
                     decoding: json(["app_user_id": "dana", "signed_transaction": try signer.sign(json(opening))]).jsonBytes,
                     as: UTF8.self),
-                key: "pk")
+                key: TestSecrets.publicKey)
             let refund = try V2(type: "REFUND", transaction: t.merging(["revocationDate": now - 1000]) { $1 }).body(
                 signedDate: now)
             let first = try await request(port, "POST", "/v1/notifications/apple", refund)
@@ -486,7 +486,7 @@ struct NotificationProcessorTests {
             let late = try V2(type: "DID_RENEW", transaction: t).body(signedDate: now - 5000)
             let r = try await request(port, "POST", "/v1/notifications/apple", late)
             #expect(r.status == 200 && r.body["outcome"] as? String == "unchanged")
-            let document = try await request(port, "GET", "/v1/subscribers/dana", key: "sk")
+            let document = try await request(port, "GET", "/v1/subscribers/dana", key: TestSecrets.secretKey)
             #expect(subscription(document.body, "monthly")?["state"] as? String == "refunded")
         }
     }
@@ -507,10 +507,10 @@ struct NotificationProcessorTests {
                 String(
                     decoding: json(["app_user_id": "erin", "signed_transaction": try signer.sign(json(opening))]).jsonBytes,
                     as: UTF8.self),
-                key: "pk")
+                key: TestSecrets.publicKey)
             // The notification's renewal info (auto-renew off) is now part of erin's facts.
             #expect(subscription(posted.body, "monthly")?["will_renew"] as? Bool == false, "\(posted.body)")
-            let listed = try await request(port, "GET", "/v1/notifications?limit=1", key: "sk")
+            let listed = try await request(port, "GET", "/v1/notifications?limit=1", key: TestSecrets.secretKey)
             let item = (listed.body["notifications"] as? [[String: Any]])?.first
             #expect(item?["outcome"] as? String == "attached" && item?["app_user_id"] as? String == "erin")
         }
@@ -527,7 +527,7 @@ struct NotificationProcessorTests {
                 String(
                     decoding: json(["app_user_id": user, "signed_transaction": try signer.sign(json(first))]).jsonBytes,
                     as: UTF8.self),
-                key: "pk")
+                key: TestSecrets.publicKey)
             let other = transaction(
                 "tok-b", original: "tok-b", product: "lifetime", from: now - 1000, until: nil,
                 ["type": "Non-Consumable", "appAccountToken": user.uppercased()])
@@ -535,7 +535,7 @@ struct NotificationProcessorTests {
                 port, "POST", "/v1/notifications/apple", try V2(type: "ONE_TIME_CHARGE", transaction: other).body(signedDate: now)
             )
             #expect(r.body["outcome"] as? String == "applied", "\(r.body)")
-            let document = try await request(port, "GET", "/v1/subscribers/\(user)", key: "sk")
+            let document = try await request(port, "GET", "/v1/subscribers/\(user)", key: TestSecrets.secretKey)
             #expect((document.body["non_subscriptions"] as? [String: Any])?["lifetime"] != nil, "\(document.body)")
         }
     }
@@ -573,7 +573,7 @@ struct NotificationProcessorTests {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("AppStoreTests/Fixtures/v1-server-notification.json")
         var body = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as! [String: Any]
-        body["password"] = "s3cret"
+        body["password"] = TestSecrets.sharedSecret
         body["bid"] = bundle
         edit(&body)
         return String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
@@ -599,7 +599,7 @@ struct NotificationProcessorTests {
             let again = try await request(port, "POST", "/v1/notifications/apple", try Self.v1())
             #expect(again.body["duplicate"] as? Bool == true)
             let stored = try Database(path: db).scalarText("SELECT body FROM notifications WHERE version = 1") ?? ""
-            #expect(stored.contains("<redacted>") && !stored.contains("s3cret"))
+            #expect(stored.contains("<redacted>") && !stored.contains(TestSecrets.sharedSecret))
 
             // The app posts the newest of those transactions as StoreKit 2 data: the 54 join its user.
             let newest: [String: Any] = [
@@ -612,7 +612,7 @@ struct NotificationProcessorTests {
                 String(
                     decoding: json(["app_user_id": "vera", "signed_transaction": try signer.sign(json(newest))]).jsonBytes,
                     as: UTF8.self),
-                key: "pk")
+                key: TestSecrets.publicKey)
             let month = subscription(posted.body, "one_month_subscription")
             #expect(
                 month?["state"] as? String == "expired" && month?["expiration_reason"] as? String == "customer_cancelled",
@@ -646,11 +646,11 @@ struct NotificationProcessorTests {
                     body["unified_receipt"] = unified
                 })
             #expect(recovered.body["outcome"] as? String == "applied", "\(recovered.body)")
-            let document = try await request(port, "GET", "/v1/subscribers/vera", key: "sk")
+            let document = try await request(port, "GET", "/v1/subscribers/vera", key: TestSecrets.secretKey)
             #expect(subscription(document.body, "one_month_subscription")?["state"] as? String == "active")
             #expect(subscription(document.body, "one_month_subscription")?["will_renew"] as? Bool == true)
             // The same events a receipt would give: cancelled, expired, then renewed after the lapse.
-            let events = try await request(port, "GET", "/v1/subscribers/vera/events?limit=10", key: "sk")
+            let events = try await request(port, "GET", "/v1/subscribers/vera/events?limit=10", key: TestSecrets.secretKey)
             let types = (events.body["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
             #expect(Array(types.prefix(3)) == ["renewal", "expiration", "cancellation"], "\(events.body)")
             // The first V1 turned auto-renew off: dated by Apple's auto_renew_status_change_date, not by its arrival.
@@ -683,7 +683,7 @@ struct NotificationProcessorTests {
                 ),
             ]
             for (body, status, code) in cases {
-                let r = try await request(port, "POST", "/v1/receipts", body, key: "pk")
+                let r = try await request(port, "POST", "/v1/receipts", body, key: TestSecrets.publicKey)
                 #expect(
                     r.status == status && (r.body["error"] as? [String: Any])?["code"] as? String == code, "\(code): \(r.body)")
             }
@@ -691,7 +691,7 @@ struct NotificationProcessorTests {
             let ok = try await request(
                 port, "POST", "/v1/receipts",
                 #"{"app_user_id":"sam","signed_transaction":"\#(jws)","signed_renewal_info":"\#(try signer.sign(json(renewal(original: "sk2", autoRenew: 0).merging(["signedDate": now]) { $1 })))"}"#,
-                key: "pk")
+                key: TestSecrets.publicKey)
             #expect(ok.status == 200 && subscription(ok.body, "monthly")?["state"] as? String == "active", "\(ok.body)")
             #expect(subscription(ok.body, "monthly")?["will_renew"] as? Bool == false)
             let log = try Database(path: db).scalarText("SELECT outcome FROM verifications ORDER BY id DESC LIMIT 1")
@@ -710,17 +710,17 @@ struct NotificationProcessorTests {
     @Test func listingNeedsTheSecretKeyAndAValidLimit() async throws {
         try await withService { port, _ in
             #expect(try await request(port, "GET", "/v1/notifications").status == 401)
-            #expect(try await request(port, "GET", "/v1/notifications", key: "pk").status == 403)
-            #expect(try await request(port, "GET", "/v1/notifications?limit=0", key: "sk").status == 400)
-            #expect(try await request(port, "GET", "/v1/notifications?cursor=x", key: "sk").status == 400)
+            #expect(try await request(port, "GET", "/v1/notifications", key: TestSecrets.publicKey).status == 403)
+            #expect(try await request(port, "GET", "/v1/notifications?limit=0", key: TestSecrets.secretKey).status == 400)
+            #expect(try await request(port, "GET", "/v1/notifications?cursor=x", key: TestSecrets.secretKey).status == 400)
             for i in 0..<3 {
                 _ = try await request(
                     port, "POST", "/v1/notifications/apple", try V2(type: "TEST", uuid: "t\(i)").body(signedDate: wallClock))
             }
-            let first = try await request(port, "GET", "/v1/notifications?limit=2", key: "sk")
+            let first = try await request(port, "GET", "/v1/notifications?limit=2", key: TestSecrets.secretKey)
             #expect((first.body["notifications"] as? [Any])?.count == 2)
             let cursor = try #require(first.body["next_cursor"] as? String)
-            let second = try await request(port, "GET", "/v1/notifications?limit=2&cursor=\(cursor)", key: "sk")
+            let second = try await request(port, "GET", "/v1/notifications?limit=2&cursor=\(cursor)", key: TestSecrets.secretKey)
             #expect((second.body["notifications"] as? [Any])?.count == 1 && second.body["next_cursor"] is NSNull)
         }
     }

@@ -30,7 +30,7 @@ struct RateLimitsTests {
             func post() async throws -> (status: Int, body: String, head: String) {
                 try await send(
                     port,
-                    "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer pk\r\n"
+                    "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.publicKey)\r\n"
                         + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
             }
             #expect(try await post().status == 200)
@@ -40,7 +40,9 @@ struct RateLimitsTests {
             #expect(limited.head.lowercased().contains("retry-after: 1"))
             // Reads are not limited.
             let read = try await send(
-                port, "GET /v1/subscribers/rita HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer sk\r\n\r\n")
+                port,
+                "GET /v1/subscribers/rita HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.secretKey)\r\n\r\n"
+            )
             #expect(read.status == 200)
             try await Task.sleep(for: .milliseconds(1100))
             #expect(try await post().status == 200)

@@ -8,7 +8,8 @@ import Testing
 
 @testable import ReceiptService
 
-private func post(_ port: Int, _ json: String, key: String? = "pk", contentType: String = "application/json") async throws
+private func post(_ port: Int, _ json: String, key: String? = TestSecrets.publicKey, contentType: String = "application/json")
+    async throws
     -> (status: Int, body: [String: Any])
 {
     let auth = key.map { "Authorization: Bearer \($0)\r\n" } ?? ""
@@ -19,7 +20,9 @@ private func post(_ port: Int, _ json: String, key: String? = "pk", contentType:
     return (r.status, (try? JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any]) ?? [:])
 }
 
-private func subscriber(_ port: Int, _ user: String, key: String = "sk") async throws -> (status: Int, body: [String: Any]) {
+private func subscriber(_ port: Int, _ user: String, key: String = TestSecrets.secretKey) async throws -> (
+    status: Int, body: [String: Any]
+) {
     let r = try await send(
         port, "GET /v1/subscribers/\(user) HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(key)\r\n\r\n")
     return (r.status, (try? JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any]) ?? [:])
@@ -133,7 +136,7 @@ struct ReceiptProcessorTests {
             }
             for user in ["u1", "u2"] { #expect(try await post(port, body(user: user, "trial:y")).status == 200) }
             #expect(try await post(port, body(user: "u9", "cancelled:z")).status == 200)
-            func shared(_ query: String, key: String = "sk") async throws -> (Int, [String: Any]) {
+            func shared(_ query: String, key: String = TestSecrets.secretKey) async throws -> (Int, [String: Any]) {
                 let r = try await send(
                     port,
                     "GET /v1/admin/shared-receipts\(query) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
@@ -160,7 +163,7 @@ struct ReceiptProcessorTests {
             for bad in ["?more_than=0", "?more_than=x", "?limit=0", "?cursor=x", "?cursor=3."] {
                 #expect(try await shared(bad).0 == 400, "\(bad)")
             }
-            #expect(try await shared("", key: "pk").0 == 403)
+            #expect(try await shared("", key: TestSecrets.publicKey).0 == 403)
             #expect(try await shared("", key: "nope").0 == 401)
         }
     }
@@ -170,37 +173,46 @@ struct ReceiptProcessorTests {
             _ = try await post(port, body(user: "alice", "active_monthly:a"))
             let before = try tableSnapshot(db)
             let cases: [(String, String?, Int, String)] = [
-                ("not json", "pk", 400, "invalid_request"),
-                (#"{"receipt_data":"QQ=="}"#, "pk", 400, "invalid_request"),
-                (#"{"app_user_id":"","receipt_data":"QQ=="}"#, "pk", 400, "invalid_request"),
-                (#"{"app_user_id":"alice","receipt_data":""}"#, "pk", 400, "invalid_request"),
-                (#"{"app_user_id":"alice","receipt_data":"%%%"}"#, "pk", 400, "invalid_request"),
+                ("not json", TestSecrets.publicKey, 400, "invalid_request"),
+                (#"{"receipt_data":"QQ=="}"#, TestSecrets.publicKey, 400, "invalid_request"),
+                (#"{"app_user_id":"","receipt_data":"QQ=="}"#, TestSecrets.publicKey, 400, "invalid_request"),
+                (#"{"app_user_id":"alice","receipt_data":""}"#, TestSecrets.publicKey, 400, "invalid_request"),
+                (#"{"app_user_id":"alice","receipt_data":"%%%"}"#, TestSecrets.publicKey, 400, "invalid_request"),
                 (
-                    #"{"app_user_id":"alice","receipt_data":"QQ==","exclude_old_transactions":"yes"}"#, "pk", 400,
+                    #"{"app_user_id":"alice","receipt_data":"QQ==","exclude_old_transactions":"yes"}"#, TestSecrets.publicKey,
+                    400,
                     "invalid_request"
                 ),
-                (body(user: "alice", "active_monthly:a", extra: #","bundle_id":"com.other""#), "pk", 422, "bundle_mismatch"),
-                (body(user: "alice", "status_21003"), "pk", 422, "invalid_receipt"),
-                (body(user: "alice", "status_21002"), "pk", 503, "app_store_unavailable"),
+                (
+                    body(user: "alice", "active_monthly:a", extra: #","bundle_id":"com.other""#), TestSecrets.publicKey, 422,
+                    "bundle_mismatch"
+                ),
+                (body(user: "alice", "status_21003"), TestSecrets.publicKey, 422, "invalid_receipt"),
+                (body(user: "alice", "status_21002"), TestSecrets.publicKey, 503, "app_store_unavailable"),
                 (body(user: "alice", "active_monthly:a"), nil, 401, "unauthorized"),
                 (body(user: "alice", "active_monthly:a"), "nope", 401, "unauthorized"),
-                (String(repeating: "x", count: 2 << 20), "pk", 413, "payload_too_large"),
-                (body(user: String(repeating: "a", count: 257), "active_monthly:a"), "pk", 400, "invalid_request"),
-                (body(user: #"a\u0000b"#, "active_monthly:a"), "pk", 400, "invalid_request"),
-                (body(user: #"\u202Eevil"#, "active_monthly:a"), "pk", 400, "invalid_request"),
-                (body(user: "   ", "active_monthly:a"), "pk", 400, "invalid_request"),
-                (#"{"app_user_id":7,"receipt_data":"QQ=="}"#, "pk", 400, "invalid_request"),
+                (String(repeating: "x", count: 2 << 20), TestSecrets.publicKey, 413, "payload_too_large"),
                 (
-                    body(user: "alice", "active_monthly:a", extra: #","bundle_id":"com.example.app\n""#), "pk", 400,
+                    body(user: String(repeating: "a", count: 257), "active_monthly:a"), TestSecrets.publicKey, 400,
+                    "invalid_request"
+                ),
+                (body(user: #"a\u0000b"#, "active_monthly:a"), TestSecrets.publicKey, 400, "invalid_request"),
+                (body(user: #"\u202Eevil"#, "active_monthly:a"), TestSecrets.publicKey, 400, "invalid_request"),
+                (body(user: "   ", "active_monthly:a"), TestSecrets.publicKey, 400, "invalid_request"),
+                (#"{"app_user_id":7,"receipt_data":"QQ=="}"#, TestSecrets.publicKey, 400, "invalid_request"),
+                (
+                    body(user: "alice", "active_monthly:a", extra: #","bundle_id":"com.example.app\n""#), TestSecrets.publicKey,
+                    400,
                     "invalid_request"
                 ),
                 (
                     body(user: "alice", "active_monthly:a", extra: #","bundle_id":"\#(String(repeating: "a", count: 156))""#),
-                    "pk",
+                    TestSecrets.publicKey,
                     400, "invalid_request"
                 ),
                 (
-                    #"{"app_user_id":"alice","receipt_data":"\#(String(repeating: "QUFB", count: 140_000))"}"#, "pk", 400,
+                    #"{"app_user_id":"alice","receipt_data":"\#(String(repeating: "QUFB", count: 140_000))"}"#,
+                    TestSecrets.publicKey, 400,
                     "invalid_request"
                 ),
             ]
@@ -212,7 +224,7 @@ struct ReceiptProcessorTests {
             #expect(try tableSnapshot(db) == before)
             // Only the requests that reached Apple are in the verification log: 1 + 21003 + 21002.
             #expect(try Database(path: db).scalarInt("SELECT count(*) FROM verifications") == 3)
-            #expect(try await subscriber(port, "alice", key: "pk").status == 403)
+            #expect(try await subscriber(port, "alice", key: TestSecrets.publicKey).status == 403)
             #expect(try await subscriber(port, "nobody").status == 404)
             #expect(try await subscriber(port, "a%0Ab").status == 400)
             #expect(try await subscriber(port, String(repeating: "a", count: 257)).status == 400)
@@ -244,7 +256,7 @@ struct SubscriberDocumentTests {
     }
 }
 
-private func request(_ port: Int, _ target: String, key: String = "sk", headers: String = "") async throws
+private func request(_ port: Int, _ target: String, key: String = TestSecrets.secretKey, headers: String = "") async throws
     -> (status: Int, body: [String: Any], head: String)
 {
     let r = try await send(
@@ -345,7 +357,7 @@ struct SubscriberStateAPITests {
                 #expect(r.status == status, "\(query)")
                 #expect((r.body["error"] as? [String: Any])?["code"] as? String == code, "\(query)")
             }
-            #expect(try await request(port, "/v1/subscribers/dan/events", key: "pk").status == 403)
+            #expect(try await request(port, "/v1/subscribers/dan/events", key: TestSecrets.publicKey).status == 403)
         }
     }
 
@@ -380,7 +392,7 @@ struct SubscriberStateAPITests {
             let started = ContinuousClock.now
             let raw = try await send(
                 port,
-                "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer pk\r\n"
+                "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.publicKey)\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(body(user: "late", "active_monthly:l").utf8.count)\r\n\r\n"
                     + body(user: "late", "active_monthly:l"))
             #expect(raw.status == 503 && ContinuousClock.now - started < .seconds(1))

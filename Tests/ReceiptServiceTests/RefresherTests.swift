@@ -12,14 +12,16 @@ private func post(_ port: Int, user: String, _ content: String) async throws -> 
     let json = #"{"app_user_id":"\#(user)","receipt_data":"\#(Data(content.utf8).base64EncodedString())"}"#
     return try await send(
         port,
-        "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer pk\r\n"
+        "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.publicKey)\r\n"
             + "Content-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)"
     ).status
 }
 
 private func document(_ port: Int, _ user: String, _ path: String = "") async throws -> [String: Any] {
     let r = try await send(
-        port, "GET /v1/subscribers/\(user)\(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer sk\r\n\r\n")
+        port,
+        "GET /v1/subscribers/\(user)\(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.secretKey)\r\n\r\n"
+    )
     return try #require(try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any])
 }
 
@@ -47,6 +49,7 @@ private func withRefresher(
     let port = try app.start()
     try await body(app, port, dir + "/db.sqlite", clock)
     await app.stop()
+    expectNoSecretLeaked()
 }
 
 @Suite("Refresh policy")

@@ -71,6 +71,30 @@ struct ReceiptdCommandTests {
         #expect(result.stdout.contains("9999"))
     }
 
+    /// Secrets given to the CLI (issue 6): they appear in no output, whatever the command.
+    static let secrets = [
+        "RECEIPTD_API_PUBLIC_KEYS": "pk_cli_5e81c0d2a4", "RECEIPTD_API_SECRET_KEYS": "sk_cli_a9d3f70b16",
+        "RECEIPTD_APP_STORE_SHARED_SECRET": "ss_cli_0c47e2b9d5",
+    ]
+
+    static func expectNoSecret(in result: (status: Int32, stdout: String, stderr: String)) {
+        for secret in secrets.values {
+            #expect(!result.stdout.contains(secret) && !result.stderr.contains(secret), "\(secret) printed")
+        }
+    }
+
+    @Test func checkConfigRedactsEverySecret() async throws {
+        let result = try await run(["check-config"], environment: Self.secrets)
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("api.secretKeys"))
+        Self.expectNoSecret(in: result)
+        // A bad value next to the secrets: the error names the key, not the secrets.
+        let bad = try await run(
+            ["check-config"], environment: Self.secrets.merging(["RECEIPTD_HTTP_PORT": "x"]) { $1 })
+        #expect(bad.status == 78)
+        Self.expectNoSecret(in: bad)
+    }
+
     @Test func checkConfigNamesABadKeyAndFails() async throws {
         let result = try await run(["check-config"], environment: ["RECEIPTD_HTTP_MAX_BODY_BYTES": "lots"])
         #expect(result.status == 78)
@@ -103,8 +127,8 @@ struct ReceiptdCommandTests {
             "RECEIPTD_HTTP_PORT": "\(port)",
             "RECEIPTD_DATABASE_PATH": dir + "/db.sqlite",
             "RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY": root.path + "/Migrations",
-            "RECEIPTD_LOG_LEVEL": "info",
-        ]
+            "RECEIPTD_LOG_LEVEL": "trace",
+        ].merging(Self.secrets) { $1 }
         var answered = false
         let result = try await run(["serve"], environment: env) { process in
             for _ in 0..<100 {
@@ -123,5 +147,6 @@ struct ReceiptdCommandTests {
         #expect(result.status == 0)
         #expect(result.stderr.contains("signal received"))
         #expect(result.stderr.contains("stopped"))
+        Self.expectNoSecret(in: result)
     }
 }
