@@ -177,6 +177,38 @@ struct HTTPServerTests {
         await stop(server)
     }
 
+    @Test func aThousandSlowlorisConnectionsDoNotStopNormalClients() async throws {
+        let server = try makeServer { $0.headerTimeout = .milliseconds(1500) }
+        // 1,000 connections each start a request and then drip its head a byte at a time.
+        var slow: [TestClient] = []
+        for _ in 0..<1000 {
+            let client = try TestClient(port: server.port, receiveTimeoutMs: 5000)
+            client.send("GET /hello HTTP/1.1\r\nHost: t\r\n")
+            slow.append(client)
+        }
+        let dripping = Thread { [slow] in
+            for round in 0..<10 {
+                for client in slow { client.send("X-\(round): 1\r\n") }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+        dripping.start()
+        // Meanwhile normal clients are served, each on a fresh connection.
+        for i in 0..<100 {
+            let client = try TestClient(port: server.port)
+            client.send("GET /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            let response = await client.readResponse()
+            #expect(response?.status == 200, "normal client \(i)")
+        }
+        // The slow heads never finish: each gets 408 once its head deadline passes, then EOF.
+        for client in slow.prefix(20) {
+            #expect(await client.readResponse()?.status == 408)
+            #expect(await client.readsEOF())
+        }
+        slow.removeAll()
+        await stop(server)
+    }
+
     @Test func slowBodyIsCutOffWith408() async throws {
         let server = try makeServer { $0.bodyTimeout = .milliseconds(200) }
         let client = try TestClient(port: server.port)
