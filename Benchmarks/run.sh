@@ -14,12 +14,7 @@ secs=${1:-10}
 out=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; "$bench/stop-peers.sh" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
 
-echo "building release (static Swift stdlib)…" >&2
-swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" \
-  --product receiptd >/dev/null
-swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" \
-  --product http-inspect >/dev/null
-bin=$(swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" --show-bin-path)
+bin=$("$root/Scripts/release-bin.sh" receiptd http-inspect)
 "$bench/start-peers.sh" >&2
 
 cd "$out"

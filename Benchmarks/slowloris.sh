@@ -14,10 +14,7 @@ out=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; "$bench/stop-peers.sh" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
 ulimit -n 20000
 
-echo "building release (static Swift stdlib)…" >&2
-swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" \
-  --product receiptd >/dev/null
-bin=$(swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" --show-bin-path)
+bin=$("$root/Scripts/release-bin.sh")
 "$bench/start-peers.sh" >&2
 
 cd "$out"

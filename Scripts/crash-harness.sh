@@ -5,8 +5,5 @@
 #   Scripts/crash-harness.sh [KILLS] [SEED]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-echo "building release…" >&2
-swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" \
-  --product receiptd >/dev/null
-bin=$(swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" --show-bin-path)
+bin=$("$root/Scripts/release-bin.sh")
 exec python3 "$root/Scripts/crash_harness.py" "$bin" "${1:-20}" ${2:+"$2"}

@@ -5,8 +5,5 @@
 #   Scripts/outage-drill.sh [OUTAGE_SECONDS] [USERS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-echo "building release…" >&2
-swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" \
-  --product receiptd >/dev/null
-bin=$(swift build -c release --static-swift-stdlib --scratch-path "$root/.build-static" --package-path "$root" --show-bin-path)
+bin=$("$root/Scripts/release-bin.sh")
 exec python3 "$root/Scripts/outage_drill.py" "$bin" "${1:-60}" "${2:-200}"
