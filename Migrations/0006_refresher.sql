@@ -14,3 +14,8 @@ CREATE TABLE refresh_checks (
     -- claim left by a killed process simply runs out.
     lease_until INTEGER
 ) STRICT;
+
+-- The refresher's scan reads each subscription's latest expiry: from the index alone. It serves
+-- every lookup by original transaction too, so it replaces the single-column index.
+CREATE INDEX transactions_by_original_expiry ON transactions (original_transaction_id, expires_date);
+DROP INDEX transactions_by_original;

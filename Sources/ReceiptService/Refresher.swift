@@ -128,16 +128,30 @@ final class Refresher: Sendable {
         await task.cancelAndWait()
     }
 
+    /// Stored receipts read per database hop while scanning (about 10 ms of the queue each).
+    static let scanSlice = 1000
+
     /// One scan: the due subscriptions, oldest expiry first, each claimed, asked about and stored.
-    func runPass() async -> Pass {
+    func runPass(slice: Int = scanSlice) async -> Pass {
         var pass = Pass()
         let at = now()
         let policy = settings.policy
-        let candidates: [RefreshCandidate]
+        var candidates: [RefreshCandidate] = []
         do {
-            candidates = try await database.run { db in
-                try RefreshStore(db).candidates(now: at, since: at - policy.lookbackMs, limit: 10_000)
-            }
+            // A slice of stored receipts per database hop: the scan never holds the queue long.
+            var after: String?
+            repeat {
+                let (slice, end) = try await database.run { [after] db in
+                    let store = RefreshStore(db)
+                    let end = try store.sliceEnd(after: after, count: slice)
+                    return (
+                        try store.candidates(now: at, since: at - policy.lookbackMs, after: after, through: end, limit: slice),
+                        end
+                    )
+                }
+                candidates += slice
+                after = end
+            } while after != nil && !Task.isCancelled
         } catch {
             logger.error("refresher: cannot read candidates", metadata: ["error": "\(error)"])
             return pass

@@ -32,10 +32,25 @@ public struct RefreshStore {
 
     public init(_ db: Database) { self.db = db }
 
+    /// The `count`th stored latest receipt after `after` in id order: the upper bound of the next
+    /// slice to scan; nil when fewer remain (the slice runs to the end).
+    public func sliceEnd(after: String?, count: Int) throws -> String? {
+        let q = try db.prepare(
+            """
+            SELECT original_transaction_id FROM latest_receipts WHERE ?1 IS NULL OR original_transaction_id > ?1
+            ORDER BY original_transaction_id LIMIT 1 OFFSET ?2
+            """
+        ).bind([after, Int64(count - 1)])
+        return try q.step() ? q.text(0) : nil
+    }
+
     /// Held subscriptions with a stored latest receipt that expired between `since` and `now` and
-    /// were not checked since (or are in billing retry or grace), not leased at `now`. At most `limit`,
-    /// the longest expired first.
-    public func candidates(now: Int64, since: Int64, limit: Int) throws -> [RefreshCandidate] {
+    /// were not checked since (or are in billing retry or grace), not leased at `now`; only those
+    /// with ids in (`after`, `through`] (nil: unbounded), so a large table is scanned a slice per
+    /// database hop. At most `limit`, the longest expired first.
+    public func candidates(
+        now: Int64, since: Int64, after: String? = nil, through: String? = nil, limit: Int
+    ) throws -> [RefreshCandidate] {
         let q = try db.prepare(
             """
             SELECT * FROM (
@@ -50,13 +65,14 @@ public struct RefreshStore {
                 FROM latest_receipts l
                 JOIN ownership o ON o.original_transaction_id = l.original_transaction_id
                 LEFT JOIN pending_renewal_info r ON r.original_transaction_id = l.original_transaction_id
-                LEFT JOIN refresh_checks c ON c.original_transaction_id = l.original_transaction_id)
+                LEFT JOIN refresh_checks c ON c.original_transaction_id = l.original_transaction_id
+                WHERE (?4 IS NULL OR l.original_transaction_id > ?4) AND (?5 IS NULL OR l.original_transaction_id <= ?5))
             WHERE expires IS NOT NULL AND expires <= ?1 AND expires >= ?2
               AND (checked IS NULL OR checked < expires OR retry = 1 OR grace IS NOT NULL)
               AND (lease_until IS NULL OR lease_until <= ?1)
             ORDER BY expires LIMIT ?3
             """
-        ).bind([now, since, Int64(limit)])
+        ).bind([now, since, Int64(limit), after, through])
         var found: [RefreshCandidate] = []
         while try q.step() {
             found.append(

@@ -121,6 +121,17 @@ struct RefresherTests {
         }
     }
 
+    @Test func theScanReadsSliceBySliceAndMissesNone() async throws {
+        try await withRefresher { app, port, _, clock async throws in
+            for i in 0..<7 { #expect(try await post(port, user: "s\(i)", "renewing:s\(i)") == 200) }
+            #expect(try await post(port, user: "t", "downgrade_pending:t") == 200)  // yearly: not due
+            clock.advance(by: 26 * day)
+            let pass = await app.refresher.runPass(slice: 2)
+            #expect(pass == .init(due: 7, refreshed: 7, changed: 7), "\(pass)")
+            #expect(await app.refresher.runPass(slice: 3) == .init())
+        }
+    }
+
     @Test func aCancelledSubscriptionIsCheckedOnceAfterItEnds() async throws {
         try await withRefresher { app, port, _, clock async throws in
             #expect(try await post(port, user: "carl", "cancelled:c") == 200)
