@@ -7,13 +7,7 @@
 #   next to the Hummingbird peer's POST /echo (4 KB JSON decoded and encoded) in the same run, for scale.
 # Needs: apt-get install -y nginx wrk libsqlite3-dev libcurl4-openssl-dev; pip install cryptography
 # Usage: Benchmarks/notifications.sh [seconds per run, default 10]
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-bench=${BENCH_DIR:-$root/../shared/bench}
-secs=${1:-10}
-out=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; "$bench/stop-peers.sh" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
+source "$(dirname "$0")/lib.sh"
 
 bin=$("$root/Scripts/release-bin.sh")
 count=$((secs * 3000))
@@ -51,14 +45,6 @@ wrk.body = io.open("$out/one.txt"):read("*l")
 LUA
 
 run() { wrk -t2 -c"$1" -d"${secs}s" --latency --timeout 10s -s "$3" "$2" >"$out/wrk.txt"; }
-field() { awk -v k="$1" '$1==k{print $2}' "$out/wrk.txt"; }
-rps() { awk '/Requests\/sec/{printf "%d", $2}' "$out/wrk.txt"; }
-errors() {
-  local non2xx sock
-  non2xx=$(awk '/Non-2xx/{print $NF}' "$out/wrk.txt")
-  sock=$(awk '/Socket errors/{gsub(",", ""); print $4+$6+$8+$10}' "$out/wrk.txt")
-  echo $(( ${non2xx:-0} + ${sock:-0} ))
-}
 
 printf '\n| test | conns | server | req/s | errors | p50 | p99 |\n|---|---|---|---|---|---|---|\n'
 for conns in 16 64; do

@@ -9,14 +9,7 @@
 # The rate limits are off here: every request comes from one address and one key.
 # Needs: apt-get install -y nginx wrk bc libsqlite3-dev libcurl4-openssl-dev
 # Usage: Benchmarks/receipts.sh [seconds per run, default 10]
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-bench=${BENCH_DIR:-$root/../shared/bench}
-secs=${1:-10}
-out=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; "$bench/stop-peers.sh" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
-ulimit -n 20000
+source "$(dirname "$0")/lib.sh"
 
 bin=$("$root/Scripts/release-bin.sh")
 "$bench/start-peers.sh" >&2
@@ -76,17 +69,6 @@ run() {
   [ -n "${3:-}" ] && args+=(-s "$3")
   [ -n "${4:-}" ] && args+=(-H "$4")
   wrk "${args[@]}" "$2" >"$out/wrk.txt"
-}
-field() { awk -v k="$1" '$1==k{print $2}' "$out/wrk.txt"; }
-rps() { awk '/Requests\/sec/{printf "%d", $2}' "$out/wrk.txt"; }
-errors() {
-  local non2xx sock
-  non2xx=$(awk '/Non-2xx/{print $NF}' "$out/wrk.txt")
-  sock=$(awk '/Socket errors/{gsub(",", ""); print $4+$6+$8+$10}' "$out/wrk.txt")
-  echo $(( ${non2xx:-0} + ${sock:-0} ))
-}
-ms() { # wrk latency (e.g. 301.52ms, 1.02s, 900.00us) in ms
-  echo "$1" | awk '/us$/{sub("us","");print $1/1000;next} /ms$/{sub("ms","");print $1;next} /s$/{sub("s","");print $1*1000}'
 }
 
 printf '\n| test | conns | server | req/s | errors | p50 | p99 | note |\n|---|---|---|---|---|---|---|---|\n'

@@ -6,13 +6,7 @@
 # (idle, and under 10,000 idle keep-alive connections).
 # Needs: apt-get install -y nginx wrk bc libsqlite3-dev libcurl4-openssl-dev
 # Usage: Benchmarks/run.sh [seconds per run, default 10]
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-bench=${BENCH_DIR:-$root/../shared/bench}
-secs=${1:-10}
-out=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; "$bench/stop-peers.sh" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
+source "$(dirname "$0")/lib.sh"
 
 bin=$("$root/Scripts/release-bin.sh" receiptd http-inspect)
 "$bench/start-peers.sh" >&2
@@ -37,9 +31,9 @@ run() {
   [ -n "$lua" ] && args+=(-s "$lua")
   wrk "${args[@]}" "$url" >"$out/wrk.txt"
   local rps p50 p99
-  rps=$(awk '/Requests\/sec/{printf "%d", $2}' "$out/wrk.txt")
-  p50=$(awk '$1=="50%"{print $2}' "$out/wrk.txt")
-  p99=$(awk '$1=="99%"{print $2}' "$out/wrk.txt")
+  rps=$(rps)
+  p50=$(field 50%)
+  p99=$(field 99%)
   echo "$rps $p50 $p99"
 }
 

@@ -5,14 +5,7 @@
 # Target: receiptd's p99 under attack <= 10 ms.
 # Needs: apt-get install -y nginx wrk python3
 # Usage: Benchmarks/slowloris.sh [seconds per run, default 10]
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-bench=${BENCH_DIR:-$root/../shared/bench}
-secs=${1:-10}
-out=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; "$bench/stop-peers.sh" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
-ulimit -n 20000
+source "$(dirname "$0")/lib.sh"
 
 bin=$("$root/Scripts/release-bin.sh")
 "$bench/start-peers.sh" >&2
@@ -29,12 +22,9 @@ curl -sf -o /dev/null -X POST http://127.0.0.1:18395/v1/receipts -H 'Authorizati
   -H 'Content-Type: application/json' -d "{\"app_user_id\":\"slow\",\"receipt_data\":\"$receipt\"}"
 
 run() { wrk -t2 -c16 -d"${secs}s" --latency "$@" >"$out/wrk.txt"; }
-field() { awk -v k="$1" '$1==k{print $2}' "$out/wrk.txt"; }
-rps() { awk '/Requests\/sec/{printf "%d", $2}' "$out/wrk.txt"; }
-errors() { awk '/Non-2xx|Socket errors/{n++} END{print n+0}' "$out/wrk.txt"; }
 row() { printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$(rps)" "$(field 50%)" "$(field 99%)" "$(errors)"; }
 
-printf '\n| server | route | slowloris | req/s | p50 | p99 | error lines |\n|---|---|---|---|---|---|---|\n'
+printf '\n| server | route | slowloris | req/s | p50 | p99 | errors |\n|---|---|---|---|---|---|---|\n'
 measure() { # attack label
   run http://127.0.0.1:18395/healthz; row receiptd "GET /healthz" "$1"
   run -H 'Authorization: Bearer bench-secret' http://127.0.0.1:18395/v1/subscribers/slow
