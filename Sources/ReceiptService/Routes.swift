@@ -38,18 +38,18 @@ struct Routes: Sendable {
         // A backend reads a subscriber from storage, without calling Apple (secret key).
         router.on(.get, "/v1/subscribers/{app_user_id}") { [auth, receipts] request, context in
             if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
-            guard let user = context.parameters["app_user_id"], FieldRules.isValidAppUserID(user) else {
-                return APIError.invalidRequest("The app_user_id in the path must be 1 to 256 bytes, without control characters.")
-                    .response(requestID: context.requestID)
+            let user: String
+            do throws(APIError) { user = try Self.appUserID(in: context) } catch {
+                return error.response(requestID: context.requestID)
             }
             return await receipts.subscriber(user, request: request, requestID: context.requestID)
         }
         // A backend reads a subscriber's lifecycle events, newest first (secret key).
         router.on(.get, "/v1/subscribers/{app_user_id}/events") { [auth, receipts] request, context in
             if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
-            guard let user = context.parameters["app_user_id"], FieldRules.isValidAppUserID(user) else {
-                return APIError.invalidRequest("The app_user_id in the path must be 1 to 256 bytes, without control characters.")
-                    .response(requestID: context.requestID)
+            let user: String
+            do throws(APIError) { user = try Self.appUserID(in: context) } catch {
+                return error.response(requestID: context.requestID)
             }
             return await receipts.events(user, request: request, requestID: context.requestID)
         }
@@ -69,6 +69,11 @@ struct Routes: Sendable {
             return await sharedReceipts.list(request, requestID: context.requestID)
         }
         return router
+    }
+
+    /// The `{app_user_id}` path parameter, held to the same rules as in a body.
+    static func appUserID(in context: RouteContext) throws(APIError) -> String {
+        try FieldRules.appUserID(context.parameters["app_user_id"] ?? "", field: "app_user_id in the path")
     }
 
     /// The body of `/readyz`.

@@ -5,6 +5,7 @@ import Glibc
 import HTTPServer
 import Logging
 import SignedData
+import Storage
 import X509
 
 /// The whole effective configuration of receiptd, validated. See README "Configuration" for every
@@ -205,9 +206,10 @@ public struct ServiceConfiguration: Sendable {
             // API keys, comma-separated, from the environment or a secret file only.
             publicKeys: try c.secretList("api.publicKeys"),
             secretKeys: try c.secretList("api.secretKeys"),
-            // `transfer`: the newest poster of a receipt gets it; `keep`: the first keeps it (409).
+            // `transfer`: the newest poster of a receipt gets it; `transfer_if_inactive`: only when it
+            // entitles its holder to nothing now; `keep`: the first keeps it (409).
             ownershipPolicy: try c.choice(
-                "ownership.policy", default: "transfer", allowed: ["transfer", "transfer_if_inactive", "keep"]))
+                "ownership.policy", default: "transfer", allowed: OwnershipPolicy.allCases.map(\.rawValue)))
         if name == "production" && api.secretKeys.isEmpty {
             throw ConfigurationError(key: "api.secretKeys", message: "must be set in production")
         }
