@@ -78,15 +78,20 @@ struct SubscriberState: Sendable {
     /// word: a refund it reveals frees the purchase). Writes nothing: the probe is rolled back.
     func activeHolder(of record: VerifiedReceiptRecord, other appUserID: String, in db: Database, now: Int64) throws -> String? {
         struct Probe: Error { let holder: String? }
+        // Most posts are by the holder or of something nobody holds: no probe needed.
+        var holders: [String] = []
+        for original in record.originals {
+            if let holder = try ReceiptStore(db).owner(of: original), holder != appUserID, !holders.contains(holder) {
+                holders.append(holder)
+            }
+        }
+        guard !holders.isEmpty else { return nil }
         do {
             try db.transaction {
                 let store = ReceiptStore(db)
                 _ = try store.saveUnowned(record, now: now)
-                var checked: Set<String> = []
-                for original in record.originals {
-                    guard let holder = try store.owner(of: original), holder != appUserID, checked.insert(holder).inserted,
-                        let subscriber = try store.subscriber(holder)
-                    else { continue }
+                for holder in holders {
+                    guard let subscriber = try store.subscriber(holder) else { continue }
                     let entitling = entitlingOriginals(subscriber, now: now)
                     if !entitling.isDisjoint(with: record.originals) { throw Probe(holder: holder) }
                 }
