@@ -152,3 +152,20 @@ public struct Transfer: Sendable, Equatable {
         self.at = at
     }
 }
+
+extension Facts {
+    /// Every instant the facts name. Derivation compares `now` only with these and with times it
+    /// computes from them (which its answer shows), so its answer is constant between two of them.
+    public var instants: [Int64] {
+        var all: [Int64] = []
+        for p in purchases {
+            for t in [p.purchaseDate, p.originalPurchaseDate, p.expiresDate, p.cancellationDate] { if let t { all.append(t) } }
+        }
+        for r in renewals {
+            all.append(r.observedAt)
+            if let grace = r.renewal.gracePeriodExpiresDate { all.append(grace) }
+        }
+        for t in transfers { all.append(t.at) }
+        return all
+    }
+}

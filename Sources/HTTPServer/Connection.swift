@@ -156,16 +156,25 @@ final class Connection: EventHandler, @unchecked Sendable {
         let keepAlive = request.keepAlive && !core.isDraining
         let includeBody = request.method != .head
         let version = request.version
+        let handle: @Sendable (HTTPRequest, RequestContext) async -> HTTPResponse
         switch core.responder.handler(for: request) {
-        case .immediate(let handle):
-            complete(handle(request, context), version: version, keepAlive: keepAlive, includeBody: includeBody)
-        case .task(let handle):
-            let loop = self.loop
-            Task {
-                let response = await handle(request, context)
-                loop.execute { [self] in
-                    complete(response, version: version, keepAlive: keepAlive, includeBody: includeBody)
-                }
+        case .immediate(let immediate):
+            complete(immediate(request, context), version: version, keepAlive: keepAlive, includeBody: includeBody)
+            return
+        case .immediateOrTask(let immediate, let task):
+            if let response = immediate(request, context) {
+                complete(response, version: version, keepAlive: keepAlive, includeBody: includeBody)
+                return
+            }
+            handle = task
+        case .task(let task):
+            handle = task
+        }
+        let loop = self.loop
+        Task {
+            let response = await handle(request, context)
+            loop.execute { [self] in
+                complete(response, version: version, keepAlive: keepAlive, includeBody: includeBody)
             }
         }
     }

@@ -17,6 +17,10 @@ public enum HTTPHandler: Sendable {
     case immediate(@Sendable (HTTPRequest, RequestContext) -> HTTPResponse)
     /// Answered on a Swift concurrency task; the loop goes on serving others meanwhile.
     case task(@Sendable (HTTPRequest, RequestContext) async -> HTTPResponse)
+    /// Answered on the event loop when `immediate` can (say, from a cache), else on a task.
+    case immediateOrTask(
+        immediate: @Sendable (HTTPRequest, RequestContext) -> HTTPResponse?,
+        task: @Sendable (HTTPRequest, RequestContext) async -> HTTPResponse)
 }
 
 /// Chooses the handler for a request. The choice is made on the event loop, so it must be cheap.

@@ -12,9 +12,13 @@ public struct Router: HTTPResponder {
         case parameter(String)
     }
 
+    /// An event-loop answer when one is at hand (nil: run the route's task handler).
+    public typealias TryImmediateHandler = @Sendable (HTTPRequest, RouteContext) -> HTTPResponse?
+
     private enum Action: Sendable {
         case immediate(ImmediateHandler)
         case task(Handler)
+        case immediateOrTask(TryImmediateHandler, Handler)
     }
 
     private struct Route: Sendable {
@@ -35,6 +39,15 @@ public struct Router: HTTPResponder {
     /// Adds a route answered directly on the event loop; for handlers that never block or await.
     public mutating func immediate(_ method: HTTPMethod, _ pattern: String, handler: @escaping ImmediateHandler) {
         routes.append(Route(method: method, segments: Self.compile(pattern), action: .immediate(handler)))
+    }
+
+    /// Adds a route answered on the event loop when `immediately` has the answer at hand (from
+    /// memory, never blocking), else on a concurrency task by `handler`.
+    public mutating func on(
+        _ method: HTTPMethod, _ pattern: String, immediately: @escaping TryImmediateHandler,
+        handler: @escaping Handler
+    ) {
+        routes.append(Route(method: method, segments: Self.compile(pattern), action: .immediateOrTask(immediately, handler)))
     }
 
     private static func compile(_ pattern: String) -> [Segment] {
@@ -86,6 +99,14 @@ public struct Router: HTTPResponder {
                 return .task { request, context in
                     await handle(request, RouteContext(request: context, parameters: parameters))
                 }
+            case .immediateOrTask(let immediately, let handle):
+                return .immediateOrTask(
+                    immediate: { request, context in
+                        immediately(request, RouteContext(request: context, parameters: parameters))
+                    },
+                    task: { request, context in
+                        await handle(request, RouteContext(request: context, parameters: parameters))
+                    })
             }
         }
         if allowed.isEmpty {

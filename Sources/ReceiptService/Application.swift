@@ -23,6 +23,8 @@ public final class Application: Sendable {
 
     /// The background refresher (started with the server when `refresher.enabled`).
     let refresher: Refresher
+    /// Rendered documents for GET /v1/subscribers/{id}.
+    let documentCache: SubscriberCache
 
     /// Opens the database and applies pending migrations; throws (and nothing binds) when the
     /// database has unknown or edited migrations. `now` (epoch ms) is injectable for tests; the
@@ -96,9 +98,10 @@ public final class Application: Sendable {
         }
         let state = SubscriberState(settings: configuration.entitlementSettings)
         let policy = OwnershipPolicy(rawValue: configuration.api.ownershipPolicy) ?? .transfer
+        documentCache = SubscriberCache(capacity: configuration.database.documentCache)
         let receipts = ReceiptProcessor(
             client: client, verifier: verifier, database: database, bundleIDs: settings.bundleIDs, state: state,
-            policy: policy, logger: logger, now: now)
+            policy: policy, logger: logger, now: now, cache: documentCache)
         let notifications = NotificationProcessor(
             verifier: verifier, database: database, bundleIDs: settings.bundleIDs, sharedSecret: settings.sharedSecret,
             state: state, policy: policy, logger: logger, now: now)

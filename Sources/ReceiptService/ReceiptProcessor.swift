@@ -16,6 +16,8 @@ struct ReceiptProcessor: Sendable {
     let policy: OwnershipPolicy
     let logger: Logger
     let now: @Sendable () -> Int64
+    /// Rendered documents for GET; see ``SubscriberCache``.
+    var cache = SubscriberCache(capacity: 0)
 
     /// The body of POST /v1/receipts.
     struct PostReceipt: Sendable {
@@ -198,13 +200,27 @@ struct ReceiptProcessor: Sendable {
         return try await store(record, for: input.appUserID, log: log, explain: explain, request: request)
     }
 
+    /// GET /v1/subscribers/{id} from ``cache`` alone, on the event loop; nil when the cache does not
+    /// know the answer (then ``subscriber(_:request:requestID:)`` reads storage).
+    func cachedSubscriber(_ appUserID: String, request: HTTPRequest) -> HTTPResponse? {
+        guard (try? Self.explain(request)) == false else { return nil }
+        let at = now()
+        guard let entry = cache.entry(appUserID, generation: database.generation, now: at) else { return nil }
+        let tag = Self.entityTag(version: entry.version, explain: false)
+        if let unchanged = Self.notModified(tag, request) { return unchanged }
+        return HTTPResponse(
+            status: .ok, headers: ["Content-Type": "application/json", "ETag": tag], body: entry.body(now: at))
+    }
+
     func subscriber(_ appUserID: String, request: HTTPRequest, requestID: String) async -> HTTPResponse {
         do {
             let explain = try Self.explain(request)
             let at = now()
+            let generation = database.generation  // before the read: a write after it voids the entry
             guard let (document, version) = try await state.current(appUserID, database: database, now: at) else {
                 return APIError.subscriberNotFound.response(requestID: requestID)
             }
+            cache.store(appUserID, document: document, version: version, generation: generation, now: at)
             return Self.documentResponse(document, version: version, now: at, explain: explain, request: request)
         } catch let error as APIError {
             return error.response(requestID: requestID)
@@ -278,14 +294,21 @@ struct ReceiptProcessor: Sendable {
     static func documentResponse(
         _ document: SubscriberDocument, version: Int64, now: Int64, explain: Bool, request: HTTPRequest
     ) -> HTTPResponse {
-        let tag = "W/\"\(version)\(explain ? "-explained" : "")\""
-        let wanted = request.headers[all: "If-None-Match"]
-        if !wanted.isEmpty, EntityTag.weakMatch(tag, anyOf: wanted.joined(separator: ",")) {
-            return HTTPResponse(status: .notModified, headers: ["ETag": tag])
-        }
+        let tag = entityTag(version: version, explain: explain)
+        if let unchanged = notModified(tag, request) { return unchanged }
         return HTTPResponse(
             status: .ok, headers: ["Content-Type": "application/json", "ETag": tag],
             body: document.rendered(version: version, now: now, explain: explain).jsonBytes)
+    }
+
+    /// A document's weak ETag: its version, and whether it carries explanations.
+    static func entityTag(version: Int64, explain: Bool) -> String { "W/\"\(version)\(explain ? "-explained" : "")\"" }
+
+    /// 304 when `If-None-Match` names `tag`.
+    static func notModified(_ tag: String, _ request: HTTPRequest) -> HTTPResponse? {
+        let wanted = request.headers[all: "If-None-Match"]
+        guard !wanted.isEmpty, EntityTag.weakMatch(tag, anyOf: wanted.joined(separator: ",")) else { return nil }
+        return HTTPResponse(status: .notModified, headers: ["ETag": tag])
     }
 
     /// The valid answer, or the API error its result maps to.

@@ -35,15 +35,23 @@ struct Routes: Sendable {
             }
             return await receipts.post(request, requestID: context.requestID)
         }
-        // A backend reads a subscriber from storage, without calling Apple (secret key).
-        router.on(.get, "/v1/subscribers/{app_user_id}") { [auth, receipts] request, context in
-            if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
-            let user: String
-            do throws(APIError) { user = try Self.appUserID(in: context) } catch {
-                return error.response(requestID: context.requestID)
-            }
-            return await receipts.subscriber(user, request: request, requestID: context.requestID)
-        }
+        // A backend reads a subscriber, without calling Apple (secret key): from the document cache
+        // on the event loop when it is current, else from storage.
+        router.on(
+            .get, "/v1/subscribers/{app_user_id}",
+            immediately: { [auth, receipts] request, context in
+                if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
+                guard let user = try? Self.appUserID(in: context) else { return nil }
+                return receipts.cachedSubscriber(user, request: request)
+            },
+            handler: { [auth, receipts] request, context in
+                if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
+                let user: String
+                do throws(APIError) { user = try Self.appUserID(in: context) } catch {
+                    return error.response(requestID: context.requestID)
+                }
+                return await receipts.subscriber(user, request: request, requestID: context.requestID)
+            })
         // A backend reads a subscriber's lifecycle events, newest first (secret key).
         router.on(.get, "/v1/subscribers/{app_user_id}/events") { [auth, receipts] request, context in
             if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }

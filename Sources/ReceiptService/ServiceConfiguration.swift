@@ -104,6 +104,8 @@ public struct ServiceConfiguration: Sendable {
         public var busyTimeout: Duration
         /// Folder of the numbered `.sql` migration files.
         public var migrationsDirectory: String
+        /// How many subscriber documents GET keeps rendered in memory (0: none). See `SubscriberCache`.
+        public var documentCache: Int = 10_000
     }
 
     /// The environments with a meaning.
@@ -163,7 +165,8 @@ public struct ServiceConfiguration: Sendable {
         let database = Database(
             path: try c.string("database.path", default: "data/receiptd.sqlite"),
             busyTimeout: try c.milliseconds("database.busyTimeoutMs", default: 5000),
-            migrationsDirectory: try c.string("database.migrationsDirectory", default: "Migrations"))
+            migrationsDirectory: try c.string("database.migrationsDirectory", default: "Migrations"),
+            documentCache: try c.int("database.documentCache", default: 10_000, range: 0...10_000_000))
         guard !database.path.isEmpty else { throw ConfigurationError(key: "database.path", message: "must not be empty") }
         let level = try c.choice(
             "log.level", default: "info", allowed: Logger.Level.allCases.map(\.rawValue))

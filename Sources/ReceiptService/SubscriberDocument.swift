@@ -19,6 +19,9 @@ struct SubscriberDocument: Sendable {
     let fingerprint: String
     /// The same content with an `explanation` beside each entitlement, subscription and purchase.
     let explained: [String: JSONValue]
+    /// The first instant after `now` at which the content may read differently with the same
+    /// facts (an expiry, a grace period's end, …); nil when no instant lies ahead.
+    let changesAt: Int64?
 
     init(_ subscriber: SubscriberRecord, settings: EntitlementSettings, now: Int64) {
         let facts = RecordMapping.facts(subscriber)
@@ -87,6 +90,27 @@ struct SubscriberDocument: Sendable {
             "non_subscriptions": .object(nonSubscriptionsExplained.mapValues(JSONValue.array)),
         ]
         fingerprint = Self.fnv1a64(JSONValue.object(content).jsonBytes)
+        var instants = facts.instants
+        for s in subs {
+            for t in [s.expiresAt, s.gracePeriodExpiresAt, s.purchasedAt, s.refundedAt] { if let t { instants.append(t) } }
+        }
+        for p in others {
+            for t in [p.expiresAt, p.purchasedAt, p.refundedAt] { if let t { instants.append(t) } }
+        }
+        changesAt = instants.filter { $0 > now }.min()
+    }
+
+    /// ``rendered(version:now:explain:)`` without explanations, split around the value of
+    /// `request_date` so a cached document is sent at any instant with two copies: `head`, the
+    /// quoted time, `tail`. The keys stay in `jsonBytes`' sorted order.
+    func template(version: Int64) -> (head: [UInt8], tail: [UInt8]) {
+        var before = content
+        let subscriptions = before.removeValue(forKey: "subscriptions") ?? .object([:])
+        var head = JSONValue.object(before).jsonBytes
+        head.removeLast()  // `}`
+        head += #","request_date":""#.utf8
+        let tail = Array(#"","subscriptions":"#.utf8) + subscriptions.jsonBytes + Array(#","version":\#(version)}"#.utf8)
+        return (head, tail)
     }
 
     /// The document as sent: the content (explained or not) with `request_date` and `version`.

@@ -46,6 +46,14 @@ public final class Database {
         sqlite3_close_v2(handle)
     }
 
+    /// Rows this connection has inserted, updated or deleted since it opened: grows with each of
+    /// its own writes (sqlite.org/c3ref/total_changes.html).
+    public var totalChanges: Int64 { sqlite3_total_changes64(handle) }
+
+    /// Changes whenever *another* connection, in this process or any other, commits to the file
+    /// (sqlite.org/pragma.html#pragma_data_version); never for this connection's own commits.
+    public func dataVersion() throws(StorageError) -> Int64 { try scalarInt("PRAGMA data_version") ?? 0 }
+
     /// Runs one or more statements that return no rows.
     public func execute(_ sql: String) throws(StorageError) {
         var error: UnsafeMutablePointer<CChar>?

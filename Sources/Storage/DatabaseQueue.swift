@@ -20,10 +20,23 @@ public final class DatabaseQueue: Sendable {
     /// The database file's path.
     public var path: String { worker.database.path }
 
+    /// Grows whenever the database's content may have changed: after each job that wrote through
+    /// this queue (published before the job's caller resumes), and within ``externalPoll`` of a
+    /// commit by another connection or process. Equal generations mean the same content, so a
+    /// cache of what was read at one generation is exact while it stays current.
+    public var generation: UInt64 { worker.generation.load(ordering: .acquiring) }
+
+    /// How often an idle queue looks for commits by other connections (`PRAGMA data_version`).
+    public static let externalPoll: Duration = .milliseconds(100)
+
     /// Runs `body` with exclusive use of the connection, on the database's thread.
     public func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            worker.submit { database in continuation.resume(with: Result { try body(database) }) }
+            worker.submit { [worker] database in
+                let result = Result { try body(database) }
+                worker.publishGeneration()
+                continuation.resume(with: result)
+            }
         }
     }
 
@@ -36,7 +49,10 @@ public final class DatabaseQueue: Sendable {
             resume.wait()
         }
         paused.wait()
-        defer { resume.signal() }
+        defer {
+            worker.publishGeneration()
+            resume.signal()
+        }
         return try body(worker.database)
     }
 
@@ -47,8 +63,30 @@ public final class DatabaseQueue: Sendable {
         let database: Database
         private let state = Mutex<(jobs: [Job], head: Int, stopped: Bool)>(([], 0, false))
         private let wake = DispatchSemaphore(value: 0)
+        /// See ``DatabaseQueue/generation``: own writes plus other connections' commits seen.
+        let generation = Atomic<UInt64>(0)
+        private var ownChanges: Int64 = 0
+        private var dataVersion: Int64 = 0
 
-        init(_ database: Database) { self.database = database }
+        init(_ database: Database) {
+            self.database = database
+            dataVersion = (try? database.dataVersion()) ?? 0
+        }
+
+        /// On the database's thread, after a job: counts this connection's writes.
+        func publishGeneration() {
+            let total = database.totalChanges
+            guard total != ownChanges else { return }
+            ownChanges = total
+            generation.add(1, ordering: .releasing)
+        }
+
+        /// On the database's thread, when idle: counts other connections' commits.
+        private func pollOtherWriters() {
+            guard let version = try? database.dataVersion(), version != dataVersion else { return }
+            dataVersion = version
+            generation.add(1, ordering: .releasing)
+        }
 
         func start() {
             let box = Unmanaged.passRetained(self)
@@ -74,8 +112,16 @@ public final class DatabaseQueue: Sendable {
         }
 
         private func loop() {
+            let pollNs = UInt64(DatabaseQueue.externalPoll.components.attoseconds / 1_000_000_000)
+            var lastPoll = DispatchTime.now().uptimeNanoseconds
             while true {
-                wake.wait()
+                let woken = wake.wait(timeout: .now() + .nanoseconds(Int(pollNs)))
+                // Also between jobs, so a queue that is never idle still sees other writers.
+                if DispatchTime.now().uptimeNanoseconds - lastPoll >= pollNs {
+                    pollOtherWriters()
+                    lastPoll = DispatchTime.now().uptimeNanoseconds
+                }
+                if woken == .timedOut { continue }
                 let job = state.withLock { s -> Job? in
                     guard s.head < s.jobs.count else { return nil }
                     let job = s.jobs[s.head]

@@ -11,6 +11,9 @@ struct RouterTests {
         switch router.handler(for: request) {
         case .immediate(let h): return h(request, context)
         case .task(let h): return await h(request, context)
+        case .immediateOrTask(let immediate, let task):
+            if let response = immediate(request, context) { return response }
+            return await task(request, context)
         }
     }
 

@@ -9,6 +9,9 @@ private func answer(_ responder: some HTTPResponder, _ request: HTTPRequest) asy
     switch responder.handler(for: request) {
     case .immediate(let handle): return handle(request, context)
     case .task(let handle): return await handle(request, context)
+    case .immediateOrTask(let immediate, let task):
+        if let response = immediate(request, context) { return response }
+        return await task(request, context)
     }
 }
 

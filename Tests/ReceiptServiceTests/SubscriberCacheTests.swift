@@ -1,0 +1,143 @@
+import AppStoreSimulator
+import Entitlements
+import Foundation
+import Storage
+import Testing
+
+@testable import ReceiptService
+
+private func receiptBody(_ user: String, _ content: String) -> String {
+    #"{"app_user_id":"\#(user)","receipt_data":"\#(Data(content.utf8).base64EncodedString())"}"#
+}
+
+private func postReceipt(_ port: Int, _ user: String, _ content: String) async throws -> Int {
+    let body = receiptBody(user, content)
+    return try await send(
+        port,
+        "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.publicKey)\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+    ).status
+}
+
+private func getSubscriber(_ port: Int, _ user: String) async throws -> (status: Int, body: String) {
+    let r = try await send(
+        port,
+        "GET /v1/subscribers/\(user) HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.secretKey)\r\n\r\n"
+    )
+    return (r.status, r.body)
+}
+
+/// receiptd on a test clock, with the application itself (for its cache) and the database path.
+private func withClockedService(
+    _ body: (Application, Int, String, TestClock) async throws -> Void
+) async throws {
+    let dir = NSTemporaryDirectory() + "receiptd-cache-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let clock = TestClock()
+    let app = try Application(
+        configuration: testConfiguration(path: dir + "/db.sqlite"), logger: quietLogger, now: clock.closure)
+    let port = try app.start()
+    try await body(app, port, dir + "/db.sqlite", clock)
+    await app.stop()
+    expectNoSecretLeaked()
+}
+
+private func premiumState(_ body: String) -> String? {
+    let json = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
+    return ((json?["entitlements"] as? [String: Any])?["premium"] as? [String: Any])?["state"] as? String
+}
+
+@Suite("Subscriber document cache", .serialized)
+struct SubscriberCacheTests {
+    @Test func aCachedAnswerIsByteForByteTheStoredOne() async throws {
+        try await withClockedService { app, port, _, _ async throws in
+            var stored = 0
+            for scenario in Scenario.allCases {
+                let user = "cache-\(scenario.rawValue)"
+                // Some scenarios are Apple's refusals: nothing stored, nothing cached.
+                guard try await postReceipt(port, user, "\(scenario.rawValue):\(scenario.rawValue)") == 200 else { continue }
+                stored += 1
+                let read = try await getSubscriber(port, user)  // from storage; fills the cache
+                let hit = app.documentCache.entry(user, generation: app.database.generation, now: TestClock().now) != nil
+                #expect(hit, "\(scenario)")
+                let cached = try await getSubscriber(port, user)
+                #expect(read.status == 200 && cached.status == 200, "\(scenario)")
+                #expect(cached.body == read.body, "\(scenario)")
+            }
+            #expect(stored > 20)
+            #expect(app.documentCache.count == stored)
+        }
+    }
+
+    /// What the cache rests on: with the same facts, the document reads the same from any instant
+    /// until its `changesAt`. Every scenario, read at instants from a year before to a year after.
+    @Test func theDocumentIsConstantUntilItsNextInstant() async throws {
+        try await withClockedService { app, port, path, clock async throws in
+            var scenarios: [Scenario] = []
+            for scenario in Scenario.allCases
+            where try await postReceipt(port, "const-\(scenario.rawValue)", "\(scenario.rawValue):c-\(scenario.rawValue)") == 200
+            {
+                scenarios.append(scenario)
+            }
+            let settings = testConfiguration(path: path).entitlementSettings
+            let db = try Database(path: path)
+            let day: Int64 = 86_400_000
+            var checked = 0
+            for scenario in scenarios {
+                let record = try #require(try ReceiptStore(db).subscriber("const-\(scenario.rawValue)"))
+                var t = clock.now - 400 * day
+                var generator = SystemRandomNumberGenerator()
+                while t < clock.now + 400 * day {
+                    let document = SubscriberDocument(record, settings: settings, now: t)
+                    guard let next = document.changesAt else { break }
+                    #expect(next > t)
+                    for probe in [next - 1, Int64.random(in: t..<next, using: &generator)] {
+                        let later = SubscriberDocument(record, settings: settings, now: probe)
+                        #expect(later.fingerprint == document.fingerprint, "\(scenario) at \(probe) (read at \(t))")
+                        checked += 1
+                    }
+                    t = next
+                }
+            }
+            #expect(checked > 50)
+            _ = app
+        }
+    }
+
+    @Test func aCachedDocumentStillMovesWithTime() async throws {
+        try await withClockedService { app, port, _, clock async throws in
+            #expect(try await postReceipt(port, "mover", "trial:mover") == 200)  // ends in 5 days
+            #expect(premiumState(try await getSubscriber(port, "mover").body) == "active")
+            #expect(premiumState(try await getSubscriber(port, "mover").body) == "active")
+            clock.advance(by: 6 * 86_400_000)
+            #expect(premiumState(try await getSubscriber(port, "mover").body) == "expired")
+            _ = app
+        }
+    }
+
+    @Test func aWriteVoidsTheCache() async throws {
+        try await withClockedService { app, port, _, _ async throws in
+            #expect(try await postReceipt(port, "writer", "expired_voluntary:w1") == 200)
+            #expect(premiumState(try await getSubscriber(port, "writer").body) == "expired")
+            #expect(premiumState(try await getSubscriber(port, "writer").body) == "expired")
+            #expect(try await postReceipt(port, "writer", "active_monthly:w2") == 200)
+            #expect(premiumState(try await getSubscriber(port, "writer").body) == "active")
+            _ = app
+        }
+    }
+
+    /// Another process (a CLI beside the server, say) writing to the same file.
+    @Test func anotherConnectionsWriteIsSeenWithinThePoll() async throws {
+        try await withClockedService { app, port, path, _ async throws in
+            #expect(try await postReceipt(port, "other", "active_monthly:o") == 200)
+            #expect(premiumState(try await getSubscriber(port, "other").body) == "active")
+            #expect(premiumState(try await getSubscriber(port, "other").body) == "active")
+            let before = app.database.generation
+            try Database(path: path).execute("UPDATE transactions SET expires_date = 1000, cancellation_date = NULL")
+            try await Task.sleep(for: DatabaseQueue.externalPoll * 3)
+            #expect(app.database.generation > before)
+            #expect(premiumState(try await getSubscriber(port, "other").body) == "expired")
+        }
+    }
+}
