@@ -23,6 +23,9 @@ let package = Package(
         // X.509 chains for Apple's signed data (what Apple's own server library uses).
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        // Metrics: the API our targets record to, and its Prometheus text backend for GET /metrics.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // C libraries, through Debian's -dev packages.
@@ -34,10 +37,18 @@ let package = Package(
         // Our HTTP/1.1 server on POSIX sockets and epoll.
         .target(
             name: "HTTPServer",
-            dependencies: ["CLinux", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CLinux", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
         ),
         // Apple's verifyReceipt: wire models read tolerantly, the retry and fallback rules, the client.
-        .target(name: "AppStore", dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "AppStore",
+            dependencies: [
+                "CCurl", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]),
         // Apple's signed data (JWS): the x5c chain to a configured root, ES256, the decoded payloads.
         .target(
             name: "SignedData",
@@ -59,6 +70,7 @@ let package = Package(
                 "CSQLite",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
         // Configuration, routes and the wiring of services.
@@ -71,6 +83,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .executableTarget(
@@ -90,8 +104,12 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),
-        .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppStore", "Entitlements", "HTTPServer"]),
-        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "HTTPServer"], resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppStore", "Entitlements", "HTTPServer"]),
+        .testTarget(
+            name: "AppStoreTests",
+            dependencies: ["AppStore", "HTTPServer", .product(name: "MetricsTestKit", package: "swift-metrics")],
+            resources: [.copy("Fixtures")]),
         .testTarget(
             name: "SignedDataTests",
             dependencies: [

@@ -57,6 +57,7 @@ public struct VerifyReceiptClient: Sendable {
     public let breaker: SharedCircuitBreaker?
     /// At most this many verifications talk to Apple at once; nil: no cap.
     public let limit: ConcurrencyLimit?
+    private let metrics: AppStoreMetrics
     /// The same receipt asked about while a verification of it runs shares that verification.
     private let flights = SingleFlight<FlightKey, Verification>()
 
@@ -68,8 +69,9 @@ public struct VerifyReceiptClient: Sendable {
     public init(
         configuration: Configuration, transport: any HTTPTransport, clock: any VerifyClock = SystemVerifyClock(),
         breaker: SharedCircuitBreaker? = nil, limit: ConcurrencyLimit? = nil,
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }, metrics: AppStoreMetrics = .init()
     ) {
+        self.metrics = metrics
         self.configuration = configuration
         self.transport = transport
         self.clock = clock
@@ -99,6 +101,7 @@ public struct VerifyReceiptClient: Sendable {
         var policy = configuration.policy
         switch breaker?.decide(now: started) {
         case .reject(let retryAfter)?:
+            metrics.verification("circuit_open")
             return Verification(
                 result: .unavailable(status: nil, reason: "circuit breaker open: Apple failed repeatedly"), attempts: 0,
                 environment: .production, duration: .zero, retryAfter: retryAfter)
@@ -122,6 +125,7 @@ public struct VerifyReceiptClient: Sendable {
             if case .send(_, let delay, _) = action, delay > .zero, case .open? = breaker?.state {
                 // A retry, but the breaker opened meanwhile (other verifications failed): stop here
                 // rather than keep calling an Apple that is down.
+                metrics.verification("circuit_open")
                 return Verification(
                     result: .unavailable(status: nil, reason: "circuit breaker opened during retries"),
                     attempts: machine.attempts - 1,  // the planned exchange was not sent
@@ -134,13 +138,17 @@ public struct VerifyReceiptClient: Sendable {
                 } else {
                     breaker?.record(available: true, now: clock.now)
                 }
+                metrics.verification(result.metricName)
                 return Verification(
                     result: result, attempts: machine.attempts, environment: environment, duration: clock.now - started)
             case .send(let target, let delay, let timeout):
                 if delay > .zero { await clock.sleep(for: delay) }
+                let kind = machine.attempts <= 1 ? "first" : target == environment ? "retry" : "fallback"
                 environment = target
                 let url = target == .production ? configuration.productionURL : configuration.sandboxURL
+                let sent = clock.now
                 let outcome = Self.outcome(of: await transport.post(url: url, json: body, timeout: timeout))
+                metrics.exchange(environment: target, kind: kind, outcome: outcome, duration: clock.now - sent)
                 action = machine.received(outcome, now: clock.now, random: random())
             }
         }

@@ -198,6 +198,7 @@ final class Connection: EventHandler, @unchecked Sendable {
         let requestID = core.requestIDs.next()
         current = (HTTPMethod(rawValue: "-"), "-", requestID, loop.now, 0, 0)
         closeAfterWrite = true
+        core.metrics?.record(method: "-", route: "unparsed", status: error.status.code, nanoseconds: 0)
         complete(
             ErrorBody.response(status: error.status, code: error.code, message: error.message, requestID: requestID),
             version: .http1_1, keepAlive: false, includeBody: true)

@@ -21,8 +21,12 @@ public final class HTTPServer: Sendable {
     }
     private let state = Mutex(State())
 
-    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger) {
-        core = ServerCore(configuration: configuration, responder: responder, logger: logger)
+    /// - Parameter metrics: where requests refused before reaching `responder` are counted (a
+    ///   ``Router`` counts the rest through its own ``Router/metrics``).
+    public init(
+        configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger, metrics: HTTPMetrics? = nil
+    ) {
+        core = ServerCore(configuration: configuration, responder: responder, logger: logger, metrics: metrics)
     }
 
     /// The bound port (useful when configured with port 0); 0 before ``start()``.

@@ -99,6 +99,7 @@ final class LoopAcceptor: EventHandler, @unchecked Sendable {
         Self.overloaded.withUnsafeBytes { _ = send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         shutdown(fd, Int32(SHUT_WR))
         Glibc.close(fd)
+        core.metrics?.record(method: "-", route: "overloaded", status: 503, nanoseconds: 0)
     }
 
     func connectionClosed(_ connection: Connection) {

@@ -23,22 +23,25 @@ public struct Router: HTTPResponder {
 
     private struct Route: Sendable {
         var method: HTTPMethod
+        var pattern: String
         var segments: [Segment]
         var action: Action
     }
 
     private var routes: [Route] = []
+    /// Where each answered request is counted and timed, by route pattern; nil: nowhere.
+    public var metrics: HTTPMetrics?
 
     public init() {}
 
     /// Adds a route answered on a concurrency task.
     public mutating func on(_ method: HTTPMethod, _ pattern: String, handler: @escaping Handler) {
-        routes.append(Route(method: method, segments: Self.compile(pattern), action: .task(handler)))
+        routes.append(Route(method: method, pattern: pattern, segments: Self.compile(pattern), action: .task(handler)))
     }
 
     /// Adds a route answered directly on the event loop; for handlers that never block or await.
     public mutating func immediate(_ method: HTTPMethod, _ pattern: String, handler: @escaping ImmediateHandler) {
-        routes.append(Route(method: method, segments: Self.compile(pattern), action: .immediate(handler)))
+        routes.append(Route(method: method, pattern: pattern, segments: Self.compile(pattern), action: .immediate(handler)))
     }
 
     /// Adds a route answered on the event loop when `immediately` has the answer at hand (from
@@ -47,7 +50,10 @@ public struct Router: HTTPResponder {
         _ method: HTTPMethod, _ pattern: String, immediately: @escaping TryImmediateHandler,
         handler: @escaping Handler
     ) {
-        routes.append(Route(method: method, segments: Self.compile(pattern), action: .immediateOrTask(immediately, handler)))
+        routes.append(
+            Route(
+                method: method, pattern: pattern, segments: Self.compile(pattern), action: .immediateOrTask(immediately, handler))
+        )
     }
 
     private static func compile(_ pattern: String) -> [Segment] {
@@ -78,6 +84,7 @@ public struct Router: HTTPResponder {
     public func handler(for request: HTTPRequest) -> HTTPHandler {
         let path = request.path
         guard path.first == "/" else {
+            metrics?.record(method: request.method.rawValue, route: "unmatched", status: 400, nanoseconds: 0)
             return Self.error(.badRequest, "invalid_target", "The request target must be a path.")
         }
         let parts = path.split(separator: "/", omittingEmptySubsequences: true)
@@ -90,31 +97,41 @@ public struct Router: HTTPResponder {
                 if route.method == .get { allowed.append(.head) }
                 continue
             }
+            let (metrics, pattern, method) = (metrics, route.pattern, request.method.rawValue)
+            let started = Syscall.monotonicNanoseconds()
+            @Sendable func counted(_ response: HTTPResponse) -> HTTPResponse {
+                metrics?.record(
+                    method: method, route: pattern, status: response.status.code,
+                    nanoseconds: Syscall.monotonicNanoseconds() - started)
+                return response
+            }
             switch route.action {
             case .immediate(let handle):
                 return .immediate { request, context in
-                    handle(request, RouteContext(request: context, parameters: parameters))
+                    counted(handle(request, RouteContext(request: context, parameters: parameters)))
                 }
             case .task(let handle):
                 return .task { request, context in
-                    await handle(request, RouteContext(request: context, parameters: parameters))
+                    counted(await handle(request, RouteContext(request: context, parameters: parameters)))
                 }
             case .immediateOrTask(let immediately, let handle):
                 return .immediateOrTask(
                     immediate: { request, context in
-                        immediately(request, RouteContext(request: context, parameters: parameters))
+                        immediately(request, RouteContext(request: context, parameters: parameters)).map(counted)
                     },
                     task: { request, context in
-                        await handle(request, RouteContext(request: context, parameters: parameters))
+                        counted(await handle(request, RouteContext(request: context, parameters: parameters)))
                     })
             }
         }
         if allowed.isEmpty {
+            metrics?.record(method: request.method.rawValue, route: "unmatched", status: 404, nanoseconds: 0)
             return Self.error(.notFound, "not_found", "No route for this path.")
         }
         var unique: [String] = []
         for method in allowed where !unique.contains(method.rawValue) { unique.append(method.rawValue) }
         let allow = unique.joined(separator: ", ")
+        metrics?.record(method: request.method.rawValue, route: "unmatched", status: 405, nanoseconds: 0)
         return .immediate { _, context in
             ErrorBody.response(
                 status: .methodNotAllowed, code: "method_not_allowed",

@@ -19,7 +19,11 @@ final class ServerCore: Sendable {
     private let openConnections = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
 
-    init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger) {
+    /// Where requests refused before routing are counted (unparseable, or over the connection limit).
+    let metrics: HTTPMetrics?
+
+    init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger, metrics: HTTPMetrics?) {
+        self.metrics = metrics
         self.configuration = configuration
         self.responder = responder
         self.logger = logger

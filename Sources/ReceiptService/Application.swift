@@ -37,7 +37,9 @@ public final class Application: Sendable {
         self.configuration = configuration
         self.logger = logger
         migrator = Migrator(migrations: try Migration.load(from: configuration.database.migrationsDirectory))
-        database = try DatabaseQueue(path: configuration.database.path, busyTimeout: configuration.database.busyTimeout)
+        let telemetry = Telemetry()
+        database = try DatabaseQueue(
+            path: configuration.database.path, busyTimeout: configuration.database.busyTimeout, metrics: telemetry.factory)
         let applied = try database.runBlocking { [migrator] db in try migrator.migrate(db) }
         for migration in applied {
             logger.info("migration applied", metadata: ["migration": "\(migration.name)"])
@@ -79,7 +81,8 @@ public final class Application: Sendable {
                 productionURL: productionURL, sandboxURL: sandboxURL, sharedSecret: settings.sharedSecret,
                 policy: VerifyReceiptPolicy(
                     maxRetries: settings.maxRetries, attemptTimeout: settings.attemptTimeout, deadline: settings.deadline)),
-            transport: transport, breaker: breaker, limit: ConcurrencyLimit(settings.maxConcurrentCalls))
+            transport: transport, breaker: breaker, limit: ConcurrencyLimit(settings.maxConcurrentCalls),
+            metrics: AppStoreMetrics(factory: telemetry.factory))
         var publicKeys = configuration.api.publicKeys
         var secretKeys = configuration.api.secretKeys
         if configuration.environment == "development" && publicKeys.isEmpty && secretKeys.isEmpty {
@@ -104,17 +107,20 @@ public final class Application: Sendable {
             policy: policy, logger: logger, now: now, cache: documentCache)
         let notifications = NotificationProcessor(
             verifier: verifier, database: database, bundleIDs: settings.bundleIDs, sharedSecret: settings.sharedSecret,
-            state: state, policy: policy, logger: logger, now: now)
+            state: state, policy: policy, logger: logger, now: now, metrics: telemetry.factory)
         let routes = Routes(
             database: database, migrator: migrator, auth: APIAuth(publicKeys: publicKeys, secretKeys: secretKeys),
             receipts: receipts, notifications: notifications,
             sharedReceipts: SharedReceipts(database: database, logger: logger), appStore: client,
-            limiter: RateLimiter(configuration.limits),
-            now: now)
-        server = HTTPServer(configuration: configuration.http, responder: routes.router(), logger: logger)
+            limiter: RateLimiter(configuration.limits), telemetry: telemetry, documentCache: documentCache,
+            metricsRequireKey: configuration.api.metricsRequireKey, now: now)
+        var router = routes.router()
+        router.metrics = telemetry.http
+        server = HTTPServer(configuration: configuration.http, responder: router, logger: logger, metrics: telemetry.http)
+        telemetry.watch(server)
         refresher = Refresher(
             settings: configuration.refresher, client: client, database: database, state: state, bundleIDs: settings.bundleIDs,
-            logger: logger, now: now)
+            logger: logger, now: now, metrics: telemetry.factory)
     }
 
     /// Binds and serves; returns the bound port.

@@ -1,4 +1,5 @@
 import AppStore
+import CoreMetrics
 import Crypto
 import FoundationEssentials
 import HTTPServer
@@ -19,6 +20,7 @@ struct NotificationProcessor: Sendable {
     let policy: OwnershipPolicy
     let logger: Logger
     let now: @Sendable () -> Int64
+    var metrics: any MetricsFactory = NOOPMetricsHandler.instance
 
     /// A verified notification, ready to store.
     struct Incoming: Sendable {
@@ -41,6 +43,9 @@ struct NotificationProcessor: Sendable {
         do {
             let incoming = try await verify(request.body)
             let result = try await store(incoming)
+            count(
+                version: String(incoming.row.version), type: incoming.row.type,
+                outcome: result.duplicate ? "duplicate" : result.outcome)
             logger.info(
                 "notification",
                 metadata: [
@@ -54,15 +59,26 @@ struct NotificationProcessor: Sendable {
             ])
             return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: body.jsonBytes)
         } catch let error as APIError {
+            count(version: "unknown", type: "unknown", outcome: "refused_\(error.code)")
             logger.warning(
                 "notification refused",
                 metadata: ["request_id": "\(requestID)", "code": "\(error.code)", "status": "\(error.status.code)"])
             return error.response(requestID: requestID)
         } catch {
             // The database failed: 503, so Apple delivers again (§3.1: 5xx means retry).
+            count(version: "unknown", type: "unknown", outcome: "not_stored")
             logger.error("notification not stored", metadata: ["request_id": "\(requestID)", "error": "\(error)"])
             return APIError.temporarilyUnavailable.response(requestID: requestID)
         }
+    }
+
+    /// `notifications_total{version, type, outcome}`: `type` only from verified notifications (a
+    /// refused one is `unknown`), so what a stranger posts cannot add series.
+    private func count(version: String, type: String, outcome: String) {
+        Counter(
+            label: "notifications_total", dimensions: [("version", version), ("type", type), ("outcome", outcome)],
+            factory: metrics
+        ).increment()
     }
 
     /// V2 (`{"signedPayload"}`) or V1 (`notification_type`), told apart by shape; verified, mapped.

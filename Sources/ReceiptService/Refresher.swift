@@ -1,4 +1,5 @@
 import AppStore
+import CoreMetrics
 import Logging
 import Storage
 import Synchronization
@@ -90,11 +91,15 @@ final class Refresher: Sendable {
     private let logger: Logger
     private let now: @Sendable () -> Int64
     private let task = LockedTask()
+    /// `refresher_backlog` (subscriptions due at the last pass's start) and
+    /// `refresher_refreshes_total{outcome}`.
+    private let metrics: any MetricsFactory
 
     init(
         settings: Settings, client: VerifyReceiptClient, database: DatabaseQueue, state: SubscriberState, bundleIDs: [String],
-        logger: Logger, now: @escaping @Sendable () -> Int64
+        logger: Logger, now: @escaping @Sendable () -> Int64, metrics: any MetricsFactory = NOOPMetricsHandler.instance
     ) {
+        self.metrics = metrics
         self.settings = settings
         self.client = client
         self.database = database
@@ -156,8 +161,9 @@ final class Refresher: Sendable {
             logger.error("refresher: cannot read candidates", metadata: ["error": "\(error)"])
             return pass
         }
-        let due = candidates.compactMap { c in policy.dueAt(c).flatMap { $0 <= at ? (c, $0) : nil } }
-            .sorted { ($0.1, $0.0.originalTransactionID) < ($1.1, $1.0.originalTransactionID) }
+        let allDue = candidates.compactMap { c in policy.dueAt(c).flatMap { $0 <= at ? (c, $0) : nil } }
+        Gauge(label: "refresher_backlog", factory: metrics).record(allDue.count)
+        let due = allDue.sorted { ($0.1, $0.0.originalTransactionID) < ($1.1, $1.0.originalTransactionID) }
             .prefix(settings.batchSize)
         pass.due = due.count
         let pace = Duration.seconds(1.0 / max(settings.maxPerSecond, 0.001))
@@ -168,7 +174,10 @@ final class Refresher: Sendable {
                 continue
             }
             let started = ContinuousClock.now
-            switch await refresh(candidate) {
+            let outcome = await refresh(candidate)
+            Counter(label: "refresher_refreshes_total", dimensions: [("outcome", outcome.metricName)], factory: metrics)
+                .increment()
+            switch outcome {
             case .claimedElsewhere: pass.skipped += 1
             case .refreshed(let changes):
                 pass.refreshed += 1
@@ -189,6 +198,15 @@ final class Refresher: Sendable {
         case refreshed(changes: Int)
         case invalid
         case unavailable
+
+        var metricName: String {
+            switch self {
+            case .claimedElsewhere: "claimed_elsewhere"
+            case .refreshed(let changes): changes > 0 ? "changed" : "unchanged"
+            case .invalid: "invalid"
+            case .unavailable: "unavailable"
+            }
+        }
     }
 
     /// Claims `candidate`, asks Apple about its latest receipt, stores what Apple says.

@@ -14,6 +14,9 @@ struct Routes: Sendable {
     let appStore: VerifyReceiptClient
     /// Per-key and per-address limits on POST /v1/receipts.
     let limiter: RateLimiter
+    let telemetry: Telemetry
+    let documentCache: SubscriberCache
+    let metricsRequireKey: Bool
     let now: @Sendable () -> Int64
 
     func router() -> Router {
@@ -25,6 +28,15 @@ struct Routes: Sendable {
         // Readiness: the database answers and every known migration is applied.
         router.on(.get, "/readyz") { [appStore] _, _ in
             await Self.readiness(database: database, migrator: migrator, appStore: Self.appStoreStatus(appStore))
+        }
+        // Prometheus text: every family in README "Metrics" (a secret key unless `metrics.requireKey` is false).
+        router.immediate(.get, "/metrics") { [auth, appStore, telemetry, documentCache, metricsRequireKey] request, context in
+            if metricsRequireKey, let refused = auth.check(request, requires: .secret, requestID: context.requestID) {
+                return refused
+            }
+            return HTTPResponse(
+                status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+                body: telemetry.scrape(breaker: appStore.breaker?.state, cachedDocuments: documentCache.count))
         }
         // A mobile app posts its receipt (public or secret key): verify, store, answer the document.
         router.on(.post, "/v1/receipts") { [auth, receipts, limiter, now] request, context in

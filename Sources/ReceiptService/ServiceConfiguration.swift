@@ -94,6 +94,8 @@ public struct ServiceConfiguration: Sendable {
         /// Keys that may do everything.
         public var secretKeys: [String]
         public var ownershipPolicy: String
+        /// Whether GET /metrics asks for a secret key (Prometheus sends it as a bearer token).
+        public var metricsRequireKey = true
     }
 
     /// SQLite settings.
@@ -212,7 +214,9 @@ public struct ServiceConfiguration: Sendable {
             // `transfer`: the newest poster of a receipt gets it; `transfer_if_inactive`: only when it
             // entitles its holder to nothing now; `keep`: the first keeps it (409).
             ownershipPolicy: try c.choice(
-                "ownership.policy", default: "transfer", allowed: OwnershipPolicy.allCases.map(\.rawValue)))
+                "ownership.policy", default: "transfer", allowed: OwnershipPolicy.allCases.map(\.rawValue)),
+            // GET /metrics with a secret key only (false: open, for a port only Prometheus reaches).
+            metricsRequireKey: try c.bool("metrics.requireKey", default: true))
         if name == "production" && api.secretKeys.isEmpty {
             throw ConfigurationError(key: "api.secretKeys", message: "must be set in production")
         }

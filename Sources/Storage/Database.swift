@@ -1,4 +1,5 @@
 import CSQLite
+import CoreMetrics
 import FoundationEssentials
 
 /// One SQLite connection; the only owner of its `sqlite3*`, closed in `deinit`.
@@ -10,6 +11,10 @@ public final class Database {
     private let handle: OpaquePointer
     /// The file this connection opened.
     public let path: String
+    /// Where write transactions are timed: `database_write_duration_seconds{durability, outcome}`,
+    /// from `BEGIN IMMEDIATE` to the end of `COMMIT` (or `ROLLBACK`), lock waits included.
+    public var metrics: any MetricsFactory = NOOPMetricsHandler.instance
+    private var durability = "normal"
 
     /// Opens (creating if needed) the database at `path`; `:memory:` for a private in-memory one.
     public init(path: String, busyTimeout: Duration = .seconds(5)) throws(StorageError) {
@@ -78,10 +83,22 @@ public final class Database {
     /// of a caller's larger one.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
         let nested = sqlite3_get_autocommit(handle) == 0
+        let started = ContinuousClock.now
+        var outcome = "rolled_back"
+        defer {
+            if !nested {
+                let (seconds, attoseconds) = (ContinuousClock.now - started).components
+                Timer(
+                    label: "database_write_duration_seconds", dimensions: [("durability", durability), ("outcome", outcome)],
+                    factory: metrics
+                ).recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+            }
+        }
         try execute(nested ? "SAVEPOINT nested" : "BEGIN IMMEDIATE")
         do {
             let value = try body()
             try execute(nested ? "RELEASE nested" : "COMMIT")
+            outcome = "committed"
             return value
         } catch {
             try? execute(nested ? "ROLLBACK TO nested; RELEASE nested" : "ROLLBACK")
@@ -94,7 +111,11 @@ public final class Database {
     /// (Apple's notifications); a power cut can undo a `NORMAL` commit, never a `FULL` one.
     public func durableTransaction<T>(_ body: () throws -> T) throws -> T {
         try execute("PRAGMA synchronous = FULL")
-        defer { try? execute("PRAGMA synchronous = NORMAL") }
+        durability = "full"
+        defer {
+            durability = "normal"
+            try? execute("PRAGMA synchronous = NORMAL")
+        }
         return try transaction(body)
     }
 

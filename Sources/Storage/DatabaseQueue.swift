@@ -1,3 +1,4 @@
+import CoreMetrics
 import Dispatch
 import Glibc
 import Synchronization
@@ -10,8 +11,13 @@ public final class DatabaseQueue: Sendable {
     private let worker: Worker
 
     /// Opens the database at `path` (see ``Database/init(path:busyTimeout:)``) and starts its thread.
-    public init(path: String, busyTimeout: Duration = .seconds(5)) throws(StorageError) {
-        worker = Worker(try Database(path: path, busyTimeout: busyTimeout))
+    /// - Parameter metrics: where write transactions are timed (see ``Database/metrics``).
+    public init(
+        path: String, busyTimeout: Duration = .seconds(5), metrics: any MetricsFactory = NOOPMetricsHandler.instance
+    ) throws(StorageError) {
+        let database = try Database(path: path, busyTimeout: busyTimeout)
+        database.metrics = metrics
+        worker = Worker(database)
         worker.start()
     }
 
