@@ -19,6 +19,9 @@ public struct ServiceConfiguration: Sendable {
     public var database: Database
     /// Log level.
     public var logLevel: Logger.Level
+    /// `json` (one object per line) or `text` (swift-log's human-readable lines); by default text
+    /// in `development`, JSON elsewhere.
+    public var logFormat = "json"
     /// Apple's verifyReceipt: URLs, the app(s), the shared secret, timeouts, retries.
     public var appStore: AppStoreSettings
     /// API keys by role and the ownership policy.
@@ -271,6 +274,8 @@ public struct ServiceConfiguration: Sendable {
             appStore: appStore, api: api, entitlements: entitlements, catalog: catalog, policy: policy)
         configuration.limits = receiptLimits
         configuration.refresher = refresher
+        configuration.logFormat = try c.choice(
+            "log.format", default: name == "development" ? "text" : "json", allowed: ["json", "text"])
         return (configuration, c)
     }
 

@@ -31,10 +31,12 @@ struct GlobalOptions: ParsableArguments {
     }
 }
 
-/// Bootstraps swift-log once, at the configured level, to standard error.
+/// Bootstraps swift-log once, at the configured level and format (`log.format`), to standard error.
 enum Logging {
-    static func bootstrap(level: Logger.Level) -> Logger {
+    static func bootstrap(_ config: ServiceConfiguration) -> Logger {
+        let (level, json) = (config.logLevel, config.logFormat == "json")
         LoggingSystem.bootstrap { label in
+            if json { return JSONLogHandler(label: label, level: level) }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
@@ -49,7 +51,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let (config, _) = try await options.load()
-        let logger = Logging.bootstrap(level: config.logLevel)
+        let logger = Logging.bootstrap(config)
         do {
             let app = try Application(configuration: config, logger: logger)
             try await app.runUntilSignalled()

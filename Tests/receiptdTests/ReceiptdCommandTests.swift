@@ -127,7 +127,7 @@ struct ReceiptdCommandTests {
             "RECEIPTD_HTTP_PORT": "\(port)",
             "RECEIPTD_DATABASE_PATH": dir + "/db.sqlite",
             "RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY": root.path + "/Migrations",
-            "RECEIPTD_LOG_LEVEL": "trace",
+            "RECEIPTD_LOG_LEVEL": "trace", "RECEIPTD_ENVIRONMENT": "test",
         ].merging(Self.secrets) { $1 }
         var answered = false
         let result = try await run(["serve"], environment: env) { process in
@@ -147,6 +147,14 @@ struct ReceiptdCommandTests {
         #expect(result.status == 0)
         #expect(result.stderr.contains("signal received"))
         #expect(result.stderr.contains("stopped"))
+        // Outside `development`, logs are JSON lines: every line one object with the fixed keys.
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count > 3)
+        for line in lines {
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["time"] is String && object?["level"] is String && object?["message"] is String, "\(line)")
+        }
+        #expect(lines.contains { $0.contains(#""level":"info""#) })  // test.json says warning; the environment, trace
         Self.expectNoSecret(in: result)
     }
 }
