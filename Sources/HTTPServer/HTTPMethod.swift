@@ -10,10 +10,12 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let patch = HTTPMethod(rawValue: "PATCH")
     public static let delete = HTTPMethod(rawValue: "DELETE")
     public static let options = HTTPMethod(rawValue: "OPTIONS")
+    public static let trace = HTTPMethod(rawValue: "TRACE")
 
     /// The methods the server parses; others are answered 501 before the router sees them.
-    /// CONNECT (a proxy's), TRACE (reflects credentials) and extension methods are not served.
-    public static let implemented: Set<HTTPMethod> = [.get, .head, .post, .put, .patch, .delete, .options]
+    /// CONNECT (a proxy's) and extension methods are not recognized. TRACE is, so a route answers
+    /// it 405 with `Allow` like any method it does not serve (RFC 9110 §15.5.6); nothing echoes it.
+    public static let implemented: Set<HTTPMethod> = [.get, .head, .post, .put, .patch, .delete, .options, .trace]
 
     public var description: String { rawValue }
 }

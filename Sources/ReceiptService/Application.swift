@@ -113,7 +113,8 @@ public final class Application: Sendable {
             receipts: receipts, notifications: notifications,
             sharedReceipts: SharedReceipts(database: database, logger: logger), appStore: client,
             limiter: RateLimiter(configuration.limits), telemetry: telemetry, documentCache: documentCache,
-            metricsRequireKey: configuration.api.metricsRequireKey, now: now)
+            metricsRequireKey: configuration.api.metricsRequireKey,
+            openAPI: Self.openAPIDocument(configuration.openAPIFile, logger: logger), now: now)
         var router = routes.router()
         router.metrics = telemetry.http
         server = HTTPServer(configuration: configuration.http, responder: router, logger: logger, metrics: telemetry.http)
@@ -121,6 +122,15 @@ public final class Application: Sendable {
         refresher = Refresher(
             settings: configuration.refresher, client: client, database: database, state: state, bundleIDs: settings.bundleIDs,
             logger: logger, now: now, metrics: telemetry.factory)
+    }
+
+    /// The OpenAPI document's bytes, read once; nil (GET /openapi.yaml answers 404) when unreadable.
+    static func openAPIDocument(_ path: String, logger: Logger) -> [UInt8]? {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            logger.warning("OpenAPI document not found: GET /openapi.yaml answers 404", metadata: ["path": "\(path)"])
+            return nil
+        }
+        return Array(data)
     }
 
     /// Binds and serves; returns the bound port.

@@ -17,6 +17,8 @@ struct Routes: Sendable {
     let telemetry: Telemetry
     let documentCache: SubscriberCache
     let metricsRequireKey: Bool
+    /// `openapi.yaml`, served as is.
+    let openAPI: [UInt8]?
     let now: @Sendable () -> Int64
 
     func router() -> Router {
@@ -37,6 +39,15 @@ struct Routes: Sendable {
             return HTTPResponse(
                 status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                 body: telemetry.scrape(breaker: appStore.breaker?.state, cachedDocuments: documentCache.count))
+        }
+        // The API's contract (OpenAPI 3.1), for integrators and the CI's schemathesis run.
+        router.immediate(.get, "/openapi.yaml") { [openAPI] _, context in
+            guard let openAPI else {
+                return ErrorBody.response(
+                    status: .notFound, code: "not_found", message: "This receiptd has no OpenAPI document.",
+                    requestID: context.requestID)
+            }
+            return HTTPResponse(status: .ok, headers: ["Content-Type": "application/yaml"], body: openAPI)
         }
         // A mobile app posts its receipt (public or secret key): verify, store, answer the document.
         router.on(.post, "/v1/receipts") { [auth, receipts, limiter, now] request, context in

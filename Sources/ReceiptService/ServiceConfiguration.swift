@@ -22,6 +22,8 @@ public struct ServiceConfiguration: Sendable {
     /// `json` (one object per line) or `text` (swift-log's human-readable lines); by default text
     /// in `development`, JSON elsewhere.
     public var logFormat = "json"
+    /// The OpenAPI document served at GET /openapi.yaml (`openapi.yaml` beside `Config/`).
+    public var openAPIFile = "openapi.yaml"
     /// Apple's verifyReceipt: URLs, the app(s), the shared secret, timeouts, retries.
     public var appStore: AppStoreSettings
     /// API keys by role and the ownership policy.
@@ -274,6 +276,7 @@ public struct ServiceConfiguration: Sendable {
             appStore: appStore, api: api, entitlements: entitlements, catalog: catalog, policy: policy)
         configuration.limits = receiptLimits
         configuration.refresher = refresher
+        configuration.openAPIFile = try c.string("api.openapiFile", default: "openapi.yaml")
         configuration.logFormat = try c.choice(
             "log.format", default: name == "development" ? "text" : "json", allowed: ["json", "text"])
         return (configuration, c)

@@ -45,8 +45,9 @@ struct RouterTests {
         #expect(String(decoding: r.body, as: UTF8.self).contains(#""code":"not_found""#))
     }
 
-    @Test func otherMethodIs405WithAllow() async {
-        let r = await answer(router(), .put, "/v1/subscribers/a")
+    @Test(arguments: [HTTPMethod.put, .trace, .options])
+    func otherMethodIs405WithAllow(method: HTTPMethod) async {
+        let r = await answer(router(), method, "/v1/subscribers/a")
         #expect(r.status.code == 405)
         #expect(r.headers[first: "Allow"] == "GET, HEAD, DELETE")
     }
