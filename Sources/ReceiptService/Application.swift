@@ -25,6 +25,8 @@ public final class Application: Sendable {
     let refresher: Refresher
     /// Rendered documents for GET /v1/subscribers/{id}.
     let documentCache: SubscriberCache
+    /// Receipts and subscribers, also for the command line (``verify(receiptData:appUserID:)``).
+    private let receipts: ReceiptProcessor
 
     /// Opens the database and applies pending migrations; throws (and nothing binds) when the
     /// database has unknown or edited migrations. `now` (epoch ms) is injectable for tests; the
@@ -102,7 +104,7 @@ public final class Application: Sendable {
         let state = SubscriberState(settings: configuration.entitlementSettings)
         let policy = OwnershipPolicy(rawValue: configuration.api.ownershipPolicy) ?? .transfer
         documentCache = SubscriberCache(capacity: configuration.database.documentCache)
-        let receipts = ReceiptProcessor(
+        receipts = ReceiptProcessor(
             client: client, verifier: verifier, database: database, bundleIDs: settings.bundleIDs, state: state,
             policy: policy, logger: logger, now: now, cache: documentCache)
         let notifications = NotificationProcessor(
@@ -131,6 +133,27 @@ public final class Application: Sendable {
             return nil
         }
         return Array(data)
+    }
+
+    /// For `receiptd verify`: what POST /v1/receipts answers for `receiptData` (base64) posted by
+    /// `appUserID`, stored the same way; no server needs to run.
+    public func verify(receiptData: String, appUserID: String) async -> (status: Int, body: [UInt8]) {
+        let body = JSONValue.object(["app_user_id": .string(appUserID), "receipt_data": .string(receiptData)]).jsonBytes
+        let response = await receipts.post(Self.request(.post, "/v1/receipts", body: body), requestID: "cli")
+        return (response.status.code, response.body)
+    }
+
+    /// For `receiptd subscriber`: what GET /v1/subscribers/{id} answers.
+    public func subscriber(_ appUserID: String, explain: Bool) async -> (status: Int, body: [UInt8]) {
+        let target = "/v1/subscribers/-" + (explain ? "?explain=true" : "")
+        let response = await receipts.subscriber(appUserID, request: Self.request(.get, target), requestID: "cli")
+        return (response.status.code, response.body)
+    }
+
+    private static func request(_ method: HTTPMethod, _ target: String, body: [UInt8] = []) -> HTTPRequest {
+        HTTPRequest(
+            method: method, target: target, version: .http1_1,
+            headers: ["Content-Type": "application/json", "Content-Length": String(body.count)], body: body)
     }
 
     /// Binds and serves; returns the bound port.

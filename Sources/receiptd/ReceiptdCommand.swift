@@ -11,7 +11,10 @@ struct ReceiptdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receiptd",
         abstract: "Self-hosted App Store receipt validation and entitlements.",
-        subcommands: [Serve.self, Migrate.self, Rederive.self, CheckConfig.self, Simulate.self, Version.self],
+        subcommands: [
+            Serve.self, Migrate.self, Rederive.self, Verify.self, Subscriber.self, Backup.self, CheckConfig.self, Simulate.self,
+            Version.self,
+        ],
         defaultSubcommand: Serve.self)
 }
 

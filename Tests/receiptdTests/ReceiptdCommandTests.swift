@@ -6,16 +6,16 @@ import Testing
 #endif
 
 /// The receiptd binary built beside this test bundle.
-private let binary: URL = {
+let binary: URL = {
     let directory = URL(fileURLWithPath: Bundle.main.executablePath ?? CommandLine.arguments[0]).deletingLastPathComponent()
     return directory.appendingPathComponent("receiptd")
 }()
 
-private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
 
 /// Runs receiptd with `arguments` in a scratch folder; returns exit status and output.
-private func run(
+func run(
     _ arguments: [String], environment: [String: String] = [:], untilExit: Bool = true,
     whileRunning: ((Process) async throws -> Void)? = nil
 ) async throws -> (status: Int32, stdout: String, stderr: String) {
@@ -49,7 +49,7 @@ func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
     }
 }
 
-private func scratch() -> String {
+func scratch() -> String {
     let path = NSTemporaryDirectory() + "receiptd-cli-" + UUID().uuidString
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path

@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+
+/// `receiptd verify`, `subscriber` and `backup` against a scratch database and the simulator.
+@Suite("receiptd admin commands", .serialized)
+struct AdminTests {
+    let dir = scratch()
+    var env: [String: String] {
+        [
+            "RECEIPTD_DATABASE_PATH": dir + "/db.sqlite",
+            "RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY": root.path + "/Migrations",
+            "RECEIPTD_APP_STORE_SIMULATOR": "true",
+        ]
+    }
+
+    func object(_ text: String) -> [String: Any]? {
+        try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+    }
+
+    @Test func verifyStoresAndPrintsTheDocumentThenSubscriberReadsIt() async throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/receipt.txt"
+        try (Data("trial:cli".utf8).base64EncodedString() + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let verified = try await run(["verify", "--receipt", file, "--user", "ann"], environment: env)
+        #expect(verified.status == 0, "\(verified.stderr)")
+        let document = object(verified.stdout)
+        #expect(document?["app_user_id"] as? String == "ann")
+        #expect(((document?["entitlements"] as? [String: Any])?["premium"] as? [String: Any])?["state"] as? String == "active")
+
+        let read = try await run(["subscriber", "ann", "--explain"], environment: env)
+        #expect(read.status == 0, "\(read.stderr)")
+        let premium = (object(read.stdout)?["entitlements"] as? [String: Any])?["premium"] as? [String: Any]
+        #expect(premium?["state"] as? String == "active" && premium?["explanation"] != nil)
+
+        let missing = try await run(["subscriber", "nobody"], environment: env)
+        #expect(missing.status == 1 && missing.stderr.contains("subscriber_not_found") && missing.stdout.isEmpty)
+        let refused = try await run(["verify", "--receipt", file, "--user", ""], environment: env)
+        #expect(refused.status == 1 && refused.stderr.contains("invalid_request"))
+        let absent = try await run(["verify", "--receipt", dir + "/none"], environment: env)
+        #expect(absent.status == 1 && absent.stderr.contains("cannot read"))
+    }
+
+    @Test func aBinaryReceiptFileIsSentAsBase64() async throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/receipt.bin"
+        try Data("grace_period:bin".utf8).write(to: URL(fileURLWithPath: file))  // not base64 text: raw bytes
+        let verified = try await run(["verify", "--receipt", file, "--user", "bo"], environment: env)
+        #expect(verified.status == 0, "\(verified.stderr)")
+        let premium = (object(verified.stdout)?["entitlements"] as? [String: Any])?["premium"] as? [String: Any]
+        #expect(premium?["state"] as? String == "grace_period")
+    }
+
+    @Test func backupCopiesAConsistentDatabaseAndNeverOverwrites() async throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/receipt.txt"
+        try Data("active_monthly:bk".utf8).base64EncodedString().write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try await run(["verify", "--receipt", file, "--user", "cy"], environment: env).status == 0)
+        let copy = dir + "/copy.sqlite"
+        let backup = try await run(["backup", copy], environment: env)
+        #expect(backup.status == 0, "\(backup.stderr)")
+        #expect(backup.stdout.contains("integrity_check ok"))
+        // The copy is a working database: the subscriber reads back from it.
+        let fromCopy = try await run(["subscriber", "cy"], environment: env.merging(["RECEIPTD_DATABASE_PATH": copy]) { $1 })
+        #expect(fromCopy.status == 0 && object(fromCopy.stdout)?["app_user_id"] as? String == "cy")
+        let again = try await run(["backup", copy], environment: env)
+        #expect(again.status == 1 && again.stderr.contains("never overwrites"))
+    }
+}
