@@ -1,59 +1,167 @@
 #!/usr/bin/env bash
-# Benchmarks receiptd's HTTP server against the peers in ../shared/bench, in one run, on loopback.
-#   GET /healthz      receiptd            vs nginx (static JSON) and Hummingbird (one SQLite row + JSON)
-#   POST /echo 4 KB   http-inspect bench-json (our stack) vs Hummingbird's /echo (same decode + encode work)
-# at 1 and 64 connections; prints req/s, p50/p99, the ratio to each peer, and receiptd's RSS
-# (idle, and under 10,000 idle keep-alive connections).
-# Needs: apt-get install -y nginx wrk bc libsqlite3-dev libcurl4-openssl-dev
+# The benchmark table (README "Benchmarks"): receiptd against the peers in ../shared/bench, in one
+# run, on loopback, wrk sharing the two cores with the servers.
+#   start-up to ready     fresh database, migrations applied, until GET /readyz answers 200
+#   POST /v1/receipts     against `receiptd simulate --latency-ms 300`, 256 connections, 10,000
+#                         users over 14 scenarios: req/s, errors, p50/p99, latency added to Apple's
+#   GET /v1/subscribers   the users just stored, at random, at 1 and 64 connections, next to
+#                         Hummingbird's one-row GET (random users) and nginx's static JSON
+#   notifications         new App Store Server Notifications V2 (three JWS each, durable commit)
+#   1,000-transaction     one receipt of 1,000 periods (scenario long_history), posted by 20 users
+#   receipt ingest        in turn: receiptd's time (the answer's time less the simulator's 300 ms)
+#   memory                RSS idle, after the runs, holding 10,000 keep-alive connections
+# Needs: apt-get install -y nginx wrk bc libsqlite3-dev libcurl4-openssl-dev; pip install cryptography
 # Usage: Benchmarks/run.sh [seconds per run, default 10]
 source "$(dirname "$0")/lib.sh"
 
-bin=$("$root/Scripts/release-bin.sh" receiptd http-inspect)
+bin=$("$root/Scripts/release-bin.sh")
+echo "signing notifications…" >&2
+python3 "$here/sign_notifications.py" $((secs * 2500)) "$out/bodies.txt"
 "$bench/start-peers.sh" >&2
-
 cd "$out"
-RECEIPTD_HTTP_PORT=18090 RECEIPTD_LOG_LEVEL=warning RECEIPTD_DATABASE_PATH="$out/bench.sqlite" \
-  RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY="$root/Migrations" RECEIPTD_HTTP_IDLE_TIMEOUT_MS=600000 \
+"$bin/receiptd" simulate --port 18096 --latency-ms 300 >"$out/simulator.log" 2>&1 &
+for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
+
+# Start-up: from exec to the first 200 from /readyz, on a new database (all migrations run).
+started=$(date +%s%N)
+RECEIPTD_ENVIRONMENT=production RECEIPTD_HTTP_PORT=18095 RECEIPTD_LOG_LEVEL=warning RECEIPTD_HTTP_ACCESS_LOG=false \
+  RECEIPTD_DATABASE_PATH="$out/bench.sqlite" RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY="$root/Migrations" \
+  RECEIPTD_API_OPENAPI_FILE="$root/openapi.yaml" RECEIPTD_HTTP_IDLE_TIMEOUT_MS=600000 \
+  RECEIPTD_APP_STORE_ALLOW_HTTP=true RECEIPTD_APP_STORE_PRODUCTION_URL=http://127.0.0.1:18096/production/verifyReceipt \
+  RECEIPTD_APP_STORE_SANDBOX_URL=http://127.0.0.1:18096/sandbox/verifyReceipt \
+  RECEIPTD_APP_STORE_ROOT_CERTIFICATES="$root/Tests/SignedDataTests/Fixtures/testCA.der" \
+  RECEIPTD_API_PUBLIC_KEYS=bench-public RECEIPTD_API_SECRET_KEYS=bench-secret \
+  RECEIPTD_LIMITS_RECEIPTS_PER_KEY_PER_SECOND=0 RECEIPTD_LIMITS_RECEIPTS_PER_ADDRESS_PER_SECOND=0 \
   "$bin/receiptd" serve --config-dir "$root/Config" >"$out/receiptd.log" 2>&1 &
 rpid=$!
-PORT=18092 "$bin/http-inspect" bench-json >"$out/echo.log" 2>&1 &
-for u in http://127.0.0.1:18090/readyz http://127.0.0.1:18092/healthz; do
-  for _ in $(seq 100); do curl -sf -o /dev/null "$u" && break; sleep 0.1; done
-done
+until curl -sf -o /dev/null http://127.0.0.1:18095/readyz; do sleep 0.005; done
+startup_ms=$(( ($(date +%s%N) - started) / 1000000 ))
+sleep 2
 rss() { awk '/^Rss:/{print int($2/1024)}' "/proc/$1/smaps_rollup"; }
 idle_rss=$(rss $rpid)
 
-# run NAME CONNS URL [LUA] -> "rps p50 p99"
-run() {
-  local conns=$2 url=$3 lua=${4:-} threads=2
-  [ "$conns" = 1 ] && threads=1
-  local args=(-t"$threads" -c"$conns" -d"${secs}s" --latency)
-  [ -n "$lua" ] && args+=(-s "$lua")
-  wrk "${args[@]}" "$url" >"$out/wrk.txt"
-  local rps p50 p99
-  rps=$(rps)
-  p50=$(field 50%)
-  p99=$(field 99%)
-  echo "$rps $p50 $p99"
-}
+cat >"$out/post.lua" <<'LUA'
+-- Each request: one of 10,000 users (5,000 per thread) posting one of 14 scripted receipts of its own.
+local scenarios = { "active_monthly", "trial", "cancelled", "billing_retry", "grace_period", "expired_voluntary",
+  "refunded", "past_refund", "upgraded", "family_shared", "non_consumable", "non_renewing", "offer_code",
+  "downgrade_pending" }
+local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+local function base64(s)
+  return ((s:gsub(".", function(x)
+    local r, b = "", x:byte()
+    for i = 8, 1, -1 do r = r .. (b % 2 ^ i - b % 2 ^ (i - 1) > 0 and "1" or "0") end
+    return r
+  end) .. "0000"):gsub("%d%d%d?%d?%d?%d?", function(x)
+    if #x < 6 then return "" end
+    local c = 0
+    for i = 1, 6 do c = c + (x:sub(i, i) == "1" and 2 ^ (6 - i) or 0) end
+    return alphabet:sub(c + 1, c + 1)
+  end) .. ({ "", "==", "=" })[#s % 3 + 1])
+end
+local threads, n = 0, 0
+function setup(thread) thread:set("id", threads); threads = threads + 1 end
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer bench-public"
+function request()
+  n = n + 1
+  local user = string.format("t%du%d", id, n % 5000)
+  local scenario = scenarios[(n % 5000) % #scenarios + 1]
+  local body = string.format('{"app_user_id":"%s","receipt_data":"%s"}', user, base64(scenario .. ":" .. user))
+  return wrk.format(nil, nil, nil, body)
+end
+LUA
+cat >"$out/notifications.lua" <<LUA
+-- Thread k of 2 posts lines k, k+2, k+4, … of the signed bodies: every request a new notification.
+local bodies = {}
+for line in io.lines("$out/bodies.txt") do bodies[#bodies + 1] = line end
+local threads = 0
+function setup(thread) thread:set("id", threads); threads = threads + 1 end
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local n = 0
+function request()
+  local i = (n * 2 + id) % #bodies + 1
+  n = n + 1
+  return wrk.format(nil, nil, nil, bodies[i])
+end
+LUA
 
-printf '\n| test | conns | server | req/s | p50 | p99 | ratio |\n|---|---|---|---|---|---|---|\n'
-for c in 1 64; do
-  read -r r_rps r50 r99 < <(run receiptd $c http://127.0.0.1:18090/healthz)
-  read -r n_rps n50 n99 < <(run nginx $c http://127.0.0.1:18080/)
-  read -r h_rps h50 h99 < <(run hb $c "http://127.0.0.1:18081/v1/entitlements/user-000001" "$bench/wrk/random-user.lua")
-  printf '| GET /healthz | %s | receiptd | %s | %s | %s | %.2f× nginx, %.2f× Hummingbird |\n' $c "$r_rps" "$r50" "$r99" \
-    "$(echo "$r_rps / $n_rps" | bc -l)" "$(echo "$r_rps / $h_rps" | bc -l)"
-  printf '| GET static / one row | %s | nginx | %s | %s | %s | |\n' $c "$n_rps" "$n50" "$n99"
-  printf '| GET one row | %s | Hummingbird | %s | %s | %s | |\n' $c "$h_rps" "$h50" "$h99"
+# run CONNS URL [LUA] [HEADER] -> wrk's output in $out/wrk.txt
+run() {
+  local threads=2
+  [ "$1" = 1 ] && threads=1
+  local args=(-t"$threads" -c"$1" -d"${secs}s" --latency --timeout 10s)
+  [ -n "${3:-}" ] && args+=(-s "$3")
+  [ -n "${4:-}" ] && args+=(-H "$4")
+  wrk "${args[@]}" "$2" >"$out/wrk.txt"
+}
+drain() { # until receiptd has answered what wrk left in flight
+  for _ in $(seq 60); do
+    [ "$(ss -Htn state established '( sport = :18095 )' | wc -l)" -eq 0 ] && break
+    sleep 0.5
+  done
+  sleep 1
+}
+ratio() { echo "$1 / $2" | bc -l; }
+rows=()
+row() { rows+=("$(printf "$@")"); }
+
+run 256 http://127.0.0.1:18095/v1/receipts "$out/post.lua"
+added=$(echo "$(ms "$(field 50%)") - 300" | bc -l)
+row '| POST /v1/receipts (simulator +300 ms) | 256 | receiptd | %s | %s | %s | %s | p50 adds %.1f ms to Apple'"'"'s 300 |' \
+  "$(rps)" "$(errors)" "$(field 50%)" "$(field 99%)" "$added"
+drain
+
+# The users just stored, for GETs at random among them.
+python3 - "$out/bench.sqlite" "$out/users.txt" <<'PY'
+import sqlite3, sys
+rows = sqlite3.connect(sys.argv[1]).execute("SELECT app_user_id FROM subscribers").fetchall()
+open(sys.argv[2], "w").write("\n".join(r[0] for r in rows) + "\n")
+PY
+users=$(wc -l <"$out/users.txt")
+cat >"$out/get.lua" <<LUA
+local users = {}
+for line in io.lines("$out/users.txt") do users[#users + 1] = line end
+wrk.headers["Authorization"] = "Bearer bench-secret"
+function request() return wrk.format("GET", "/v1/subscribers/" .. users[math.random(#users)]) end
+LUA
+for c in 64 1; do
+  run $c http://127.0.0.1:18095/ "$out/get.lua"
+  r_rps=$(rps); r_err=$(errors); r50=$(field 50%); r99=$(field 99%)
+  run $c "http://127.0.0.1:18081/v1/entitlements/user-000001" "$bench/wrk/random-user.lua"
+  h_rps=$(rps); h_err=$(errors); h50=$(field 50%); h99=$(field 99%)
+  run $c http://127.0.0.1:18080/
+  n_rps=$(rps); n_err=$(errors); n50=$(field 50%); n99=$(field 99%)
+  row '| GET /v1/subscribers/{id}, %s users at random | %s | receiptd | %s | %s | %s | %s | **%.2f× Hummingbird**, %.2f× nginx |' \
+    "$users" $c "$r_rps" "$r_err" "$r50" "$r99" "$(ratio "$r_rps" "$h_rps")" "$(ratio "$r_rps" "$n_rps")"
+  row '| GET one SQLite row + JSON, random users | %s | Hummingbird | %s | %s | %s | %s | |' $c "$h_rps" "$h_err" "$h50" "$h99"
+  row '| GET static JSON | %s | nginx | %s | %s | %s | %s | |' $c "$n_rps" "$n_err" "$n50" "$n99"
 done
-for c in 1 64; do
-  read -r e_rps e50 e99 < <(run echo $c http://127.0.0.1:18092/echo "$bench/wrk/echo.lua")
-  read -r h_rps h50 h99 < <(run hb $c http://127.0.0.1:18081/echo "$bench/wrk/echo.lua")
-  printf '| POST /echo 4 KB JSON | %s | http-inspect bench-json (ours) | %s | %s | %s | %.2f× Hummingbird |\n' $c "$e_rps" "$e50" "$e99" \
-    "$(echo "$e_rps / $h_rps" | bc -l)"
-  printf '| POST /echo 4 KB JSON | %s | Hummingbird | %s | %s | %s | |\n' $c "$h_rps" "$h50" "$h99"
+
+run 64 http://127.0.0.1:18095/v1/notifications/apple "$out/notifications.lua"
+row '| POST /v1/notifications/apple, new V2 (3 JWS, durable) | 64 | receiptd | %s | %s | %s | %s | |' \
+  "$(rps)" "$(errors)" "$(field 50%)" "$(field 99%)"
+run 64 http://127.0.0.1:18081/echo "$bench/wrk/echo.lua"
+row '| POST /echo 4 KB JSON (for scale) | 64 | Hummingbird | %s | %s | %s | %s | |' \
+  "$(rps)" "$(errors)" "$(field 50%)" "$(field 99%)"
+drain
+
+# 1,000-transaction receipts: 20 users each post one (new: 1,000 rows), then the first again (unchanged).
+receipt=$(printf 'long_history:bench' | base64 -w0)
+times=()
+for i in $(seq 20); do
+  t=$(curl -s -o "$out/long.json" -w '%{time_total}' -X POST http://127.0.0.1:18095/v1/receipts \
+    -H 'Authorization: Bearer bench-public' -d "{\"app_user_id\":\"long$i\",\"receipt_data\":\"$receipt\"}")
+  grep -q '"weekly"' "$out/long.json" || { echo "long_history post failed: $(head -c 300 "$out/long.json")" >&2; exit 1; }
+  times+=("$(echo "$t * 1000 - 300" | bc -l)")
 done
+again=$(curl -s -o /dev/null -w '%{time_total}' -X POST http://127.0.0.1:18095/v1/receipts \
+  -H 'Authorization: Bearer bench-public' -d "{\"app_user_id\":\"long20\",\"receipt_data\":\"$receipt\"}")
+median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+stored=$(python3 -c "import sqlite3,sys;print(sqlite3.connect(sys.argv[1]).execute(\"SELECT count(*) FROM transactions WHERE product_id='weekly'\").fetchone()[0])" "$out/bench.sqlite")
+row '| POST a 1,000-transaction receipt (new holder) | 1 | receiptd | | 0 | %.0f ms | | receiptd'"'"'s share (answer − 300 ms), median of 20; %s rows stored |' "$median" "$stored"
+row '| the same receipt again (nothing new) | 1 | receiptd | | 0 | %.0f ms | | |' "$(echo "$again * 1000 - 300" | bc -l)"
 load_rss=$(rss $rpid)
 
 # 10,000 idle keep-alive connections, then a request must still be served.
@@ -61,7 +169,7 @@ python3 - "$out" <<'PY' &
 import socket, sys, time
 socks = []
 for _ in range(10000):
-    s = socket.create_connection(("127.0.0.1", 18090))
+    s = socket.create_connection(("127.0.0.1", 18095))
     s.sendall(b"GET /healthz HTTP/1.1\r\nHost: b\r\n\r\n")
     socks.append(s)
 for s in socks:
@@ -72,10 +180,15 @@ PY
 held=$!
 for _ in $(seq 600); do [ -f "$out/ready" ] && break; sleep 0.1; done
 conn_rss=$(rss $rpid)
-served=$(curl -s -o /dev/null -w '%{http_code} %{time_total}s' http://127.0.0.1:18090/healthz)
+served=$(curl -s -o /dev/null -w '%{http_code} in %{time_total}s' http://127.0.0.1:18095/healthz)
 kill $held 2>/dev/null || true
-hb_pid=$(pgrep -f HBPeer | head -1)
-printf '\n| receiptd RSS | MB |\n|---|---|\n| idle | %s |\n| after the runs above | %s |\n| holding 10,000 keep-alive connections | %s |\n' \
-  "$idle_rss" "$load_rss" "$conn_rss"
-printf '| Hummingbird peer now | %s |\n' "$(rss "$hb_pid")"
-printf '\nwith 10,000 idle connections open, GET /healthz answered: %s\n' "$served"
+hb_rss=$(rss "$(pgrep -f HBPeer | head -1)")
+
+printf '\n| test | conns | server | req/s | errors | p50 | p99 | note |\n|---|---|---|---|---|---|---|---|\n'
+printf '%s\n' "${rows[@]}"
+printf '\n| receiptd | value |\n|---|---|\n'
+printf '| start-up to ready (new database, 6 migrations) | %s ms |\n' "$startup_ms"
+printf '| RSS idle | %s MB |\n| RSS after the runs above | %s MB |\n' "$idle_rss" "$load_rss"
+printf '| RSS holding 10,000 keep-alive connections | %s MB (GET /healthz meanwhile: %s) |\n' "$conn_rss" "$served"
+printf '| Hummingbird peer RSS now, for scale | %s MB |\n' "$hb_rss"
+printf '\n`Benchmarks/run.sh %s`, %s, %s cores.\n' "$secs" "$(date -u +%Y-%m-%d)" "$(nproc)"

@@ -60,6 +60,16 @@ struct ReceiptScript {
             }
             latest = inApp.reversed()
             renewals = [renewal(original: original, product: "monthly", autoRenew: true)]
+        case .longHistory:
+            let (periods, week) = (1000, 7 * d)
+            let start = now - Int64(periods - 1) * week - d
+            inApp = (0..<periods).map { k in
+                transaction(
+                    id: id(k + 1), original: original, product: "weekly", purchased: start + Int64(k) * week,
+                    expires: start + Int64(k + 1) * week, originalPurchased: start)
+            }
+            latest = inApp.reversed()
+            renewals = [renewal(original: original, product: "weekly", autoRenew: true)]
         case .billingRetryRecovers where (asOf ?? now) >= now + 2 * d:
             let lapsed = transaction(
                 id: id(1), original: original, product: "monthly", purchased: now - 35 * d, expires: now - 5 * d)

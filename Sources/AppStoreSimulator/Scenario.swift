@@ -50,6 +50,9 @@ public enum Scenario: String, Sendable, CaseIterable {
     /// In billing retry (expired 5 days before first seen); from 2 days after first seen Apple has
     /// recovered the payment and a new period runs.
     case billingRetryRecovers = "billing_retry_recovers"
+    /// A long-lived subscriber: 1,000 weekly periods of `weekly` in one receipt, the last one
+    /// running (the benchmarks' large ingest).
+    case longHistory = "long_history"
 
     /// The `expiration_intent` of the expired scenarios (apple-protocols.md §1.7).
     var expirationIntent: Int? {

@@ -192,6 +192,15 @@ struct AppStoreSimulatorTests {
         #expect((recovered.first?.expiresAt ?? 0) > (first.first?.expiresAt ?? 0))
     }
 
+    @Test func aLongHistoryHoldsAThousandPeriodsTheLastRunning() throws {
+        let simulator = AppStoreSimulator(configuration: .init())
+        let body = Array(#"{"receipt-data":"\#(receipt("long_history:x"))"}"#.utf8)
+        let response = try VerifyReceiptResponse(json: simulator.answer(requestBody: body, environment: "Production").jsonBytes)
+        #expect(response.transactions.count == 1000)
+        #expect(Set(response.transactions.map(\.transactionID)).count == 1000)
+        #expect(statuses(response).subs.map(\.state) == [.active])
+    }
+
     @Test func aWrongSharedSecretIs21004() async throws {
         try await withSimulator(secret: "wrong") { client in
             #expect(
