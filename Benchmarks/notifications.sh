@@ -22,21 +22,6 @@ RECEIPTD_ENVIRONMENT=production RECEIPTD_HTTP_PORT=18097 RECEIPTD_LOG_LEVEL=warn
   RECEIPTD_API_SECRET_KEYS=bench-secret "$bin/receiptd" serve --config-dir "$root/Config" >"$out/receiptd.log" 2>&1 &
 for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:18097/readyz && break; sleep 0.1; done
 
-cat >"$out/notifications.lua" <<LUA
--- Thread k of 2 posts lines k, k+2, k+4, … of the signed bodies: every request a new notification.
-local bodies = {}
-for line in io.lines("$out/bodies.txt") do bodies[#bodies + 1] = line end
-local threads = 0
-function setup(thread) thread:set("id", threads); threads = threads + 1 end
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local n = 0
-function request()
-  local i = (n * 2 + id) % #bodies + 1
-  n = n + 1
-  return wrk.format(nil, nil, nil, bodies[i])
-end
-LUA
 head -1 "$out/bodies.txt" >"$out/one.txt"
 cat >"$out/duplicate.lua" <<LUA
 wrk.method = "POST"
@@ -44,11 +29,12 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.body = io.open("$out/one.txt"):read("*l")
 LUA
 
+export BODIES="$out/bodies.txt"  # read by notifications.lua
 run() { wrk -t2 -c"$1" -d"${secs}s" --latency --timeout 10s -s "$3" "$2" >"$out/wrk.txt"; }
 
 printf '\n| test | conns | server | req/s | errors | p50 | p99 |\n|---|---|---|---|---|---|---|\n'
 for conns in 16 64; do
-  run "$conns" http://127.0.0.1:18097/v1/notifications/apple "$out/notifications.lua"
+  run "$conns" http://127.0.0.1:18097/v1/notifications/apple "$here/notifications.lua"
   printf '| POST /v1/notifications/apple, new | %s | receiptd | %s | %s | %s | %s |\n' \
     "$conns" "$(rps)" "$(errors)" "$(field 50%)" "$(field 99%)"
 done

@@ -31,37 +31,6 @@ seed=$(curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:18095/v1/
   -H 'Authorization: Bearer bench-public' -H 'Content-Type: application/json' -d "$body")
 [ "$seed" = 200 ] || { echo "seeding POST answered $seed" >&2; cat "$out/receiptd.log" >&2; exit 1; }
 
-cat >"$out/post.lua" <<'LUA'
--- Each request: one of 10,000 users (5,000 per thread) posting one of 14 scripted receipts of its own.
-local scenarios = { "active_monthly", "trial", "cancelled", "billing_retry", "grace_period", "expired_voluntary",
-  "refunded", "past_refund", "upgraded", "family_shared", "non_consumable", "non_renewing", "offer_code",
-  "downgrade_pending" }
-local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-local function base64(s)
-  return ((s:gsub(".", function(x)
-    local r, b = "", x:byte()
-    for i = 8, 1, -1 do r = r .. (b % 2 ^ i - b % 2 ^ (i - 1) > 0 and "1" or "0") end
-    return r
-  end) .. "0000"):gsub("%d%d%d?%d?%d?%d?", function(x)
-    if #x < 6 then return "" end
-    local c = 0
-    for i = 1, 6 do c = c + (x:sub(i, i) == "1" and 2 ^ (6 - i) or 0) end
-    return alphabet:sub(c + 1, c + 1)
-  end) .. ({ "", "==", "=" })[#s % 3 + 1])
-end
-local threads, n = 0, 0
-function setup(thread) thread:set("id", threads); threads = threads + 1 end -- a global `id` in each thread
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer bench-public"
-function request()
-  n = n + 1
-  local user = string.format("t%du%d", id, n % 5000)
-  local scenario = scenarios[(n % 5000) % #scenarios + 1]
-  local body = string.format('{"app_user_id":"%s","receipt_data":"%s"}', user, base64(scenario .. ":" .. user))
-  return wrk.format(nil, nil, nil, body)
-end
-LUA
 
 # run CONNS URL [LUA] [HEADER] -> wrk output in $out/wrk.txt
 run() {
@@ -72,7 +41,7 @@ run() {
 }
 
 printf '\n| test | conns | server | req/s | errors | p50 | p99 | note |\n|---|---|---|---|---|---|---|---|\n'
-run 2000 http://127.0.0.1:18095/v1/receipts "$out/post.lua"
+run 2000 http://127.0.0.1:18095/v1/receipts "$here/post.lua"
 p50=$(field 50%)
 added=$(echo "$(ms "$p50") - 300" | bc -l)
 printf '| POST /v1/receipts (Apple +300 ms) | 2000 | receiptd | %s | %s | %s | %s | p50 added latency %.1f ms |\n' \

@@ -40,52 +40,6 @@ sleep 2
 rss() { awk '/^Rss:/{print int($2/1024)}' "/proc/$1/smaps_rollup"; }
 idle_rss=$(rss $rpid)
 
-cat >"$out/post.lua" <<'LUA'
--- Each request: one of 10,000 users (5,000 per thread) posting one of 14 scripted receipts of its own.
-local scenarios = { "active_monthly", "trial", "cancelled", "billing_retry", "grace_period", "expired_voluntary",
-  "refunded", "past_refund", "upgraded", "family_shared", "non_consumable", "non_renewing", "offer_code",
-  "downgrade_pending" }
-local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-local function base64(s)
-  return ((s:gsub(".", function(x)
-    local r, b = "", x:byte()
-    for i = 8, 1, -1 do r = r .. (b % 2 ^ i - b % 2 ^ (i - 1) > 0 and "1" or "0") end
-    return r
-  end) .. "0000"):gsub("%d%d%d?%d?%d?%d?", function(x)
-    if #x < 6 then return "" end
-    local c = 0
-    for i = 1, 6 do c = c + (x:sub(i, i) == "1" and 2 ^ (6 - i) or 0) end
-    return alphabet:sub(c + 1, c + 1)
-  end) .. ({ "", "==", "=" })[#s % 3 + 1])
-end
-local threads, n = 0, 0
-function setup(thread) thread:set("id", threads); threads = threads + 1 end
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer bench-public"
-function request()
-  n = n + 1
-  local user = string.format("t%du%d", id, n % 5000)
-  local scenario = scenarios[(n % 5000) % #scenarios + 1]
-  local body = string.format('{"app_user_id":"%s","receipt_data":"%s"}', user, base64(scenario .. ":" .. user))
-  return wrk.format(nil, nil, nil, body)
-end
-LUA
-cat >"$out/notifications.lua" <<LUA
--- Thread k of 2 posts lines k, k+2, k+4, … of the signed bodies: every request a new notification.
-local bodies = {}
-for line in io.lines("$out/bodies.txt") do bodies[#bodies + 1] = line end
-local threads = 0
-function setup(thread) thread:set("id", threads); threads = threads + 1 end
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local n = 0
-function request()
-  local i = (n * 2 + id) % #bodies + 1
-  n = n + 1
-  return wrk.format(nil, nil, nil, bodies[i])
-end
-LUA
 
 # run CONNS URL [LUA] [HEADER] -> wrk's output in $out/wrk.txt
 run() {
@@ -107,7 +61,7 @@ ratio() { echo "$1 / $2" | bc -l; }
 rows=()
 row() { rows+=("$(printf "$@")"); }
 
-run 256 http://127.0.0.1:18095/v1/receipts "$out/post.lua"
+run 256 http://127.0.0.1:18095/v1/receipts "$here/post.lua"
 added=$(echo "$(ms "$(field 50%)") - 300" | bc -l)
 row '| POST /v1/receipts (simulator +300 ms) | 256 | receiptd | %s | %s | %s | %s | p50 adds %.1f ms to Apple'"'"'s 300 |' \
   "$(rps)" "$(errors)" "$(field 50%)" "$(field 99%)" "$added"
@@ -139,7 +93,8 @@ for c in 64 1; do
   row '| GET static JSON | %s | nginx | %s | %s | %s | %s | |' $c "$n_rps" "$n_err" "$n50" "$n99"
 done
 
-run 64 http://127.0.0.1:18095/v1/notifications/apple "$out/notifications.lua"
+export BODIES="$out/bodies.txt"  # read by notifications.lua
+run 64 http://127.0.0.1:18095/v1/notifications/apple "$here/notifications.lua"
 row '| POST /v1/notifications/apple, new V2 (3 JWS, durable) | 64 | receiptd | %s | %s | %s | %s | |' \
   "$(rps)" "$(errors)" "$(field 50%)" "$(field 99%)"
 run 64 http://127.0.0.1:18081/echo "$bench/wrk/echo.lua"
@@ -165,18 +120,7 @@ row '| the same receipt again (nothing new) | 1 | receiptd | | 0 | %.0f ms | | |
 load_rss=$(rss $rpid)
 
 # 10,000 idle keep-alive connections, then a request must still be served.
-python3 - "$out" <<'PY' &
-import socket, sys, time
-socks = []
-for _ in range(10000):
-    s = socket.create_connection(("127.0.0.1", 18095))
-    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: b\r\n\r\n")
-    socks.append(s)
-for s in socks:
-    s.recv(4096)
-open(sys.argv[1] + "/ready", "w").write("ok")
-time.sleep(30)
-PY
+python3 "$here/hold_connections.py" "$out" 18095 &
 held=$!
 for _ in $(seq 600); do [ -f "$out/ready" ] && break; sleep 0.1; done
 conn_rss=$(rss $rpid)

@@ -57,18 +57,7 @@ done
 load_rss=$(rss $rpid)
 
 # 10,000 idle keep-alive connections, then a request must still be served.
-python3 - "$out" <<'PY' &
-import socket, sys, time
-socks = []
-for _ in range(10000):
-    s = socket.create_connection(("127.0.0.1", 18090))
-    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: b\r\n\r\n")
-    socks.append(s)
-for s in socks:
-    s.recv(4096)
-open(sys.argv[1] + "/ready", "w").write("ok")
-time.sleep(30)
-PY
+python3 "$here/hold_connections.py" "$out" 18090 &
 held=$!
 for _ in $(seq 600); do [ -f "$out/ready" ] && break; sleep 0.1; done
 conn_rss=$(rss $rpid)
