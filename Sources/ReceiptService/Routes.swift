@@ -63,26 +63,23 @@ struct Routes: Sendable {
         router.on(
             .get, "/v1/subscribers/{app_user_id}",
             immediately: { [auth, receipts] request, context in
-                if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
-                guard let user = try? Self.appUserID(in: context) else { return nil }
-                return receipts.cachedSubscriber(user, request: request)
+                switch Self.secretUser(request, context, auth: auth) {
+                case .refused(let response): response
+                case .user(let user): receipts.cachedSubscriber(user, request: request)  // nil: not cached
+                }
             },
             handler: { [auth, receipts] request, context in
-                if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
-                let user: String
-                do throws(APIError) { user = try Self.appUserID(in: context) } catch {
-                    return error.response(requestID: context.requestID)
+                switch Self.secretUser(request, context, auth: auth) {
+                case .refused(let response): response
+                case .user(let user): await receipts.subscriber(user, request: request, requestID: context.requestID)
                 }
-                return await receipts.subscriber(user, request: request, requestID: context.requestID)
             })
         // A backend reads a subscriber's lifecycle events, newest first (secret key).
         router.on(.get, "/v1/subscribers/{app_user_id}/events") { [auth, receipts] request, context in
-            if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
-            let user: String
-            do throws(APIError) { user = try Self.appUserID(in: context) } catch {
-                return error.response(requestID: context.requestID)
+            switch Self.secretUser(request, context, auth: auth) {
+            case .refused(let response): response
+            case .user(let user): await receipts.events(user, request: request, requestID: context.requestID)
             }
-            return await receipts.events(user, request: request, requestID: context.requestID)
         }
         // Apple's App Store Server Notifications, V1 or V2 (no API key: Apple cannot send one; V1
         // proves itself with the shared secret, V2 with Apple's signature).
@@ -100,6 +97,22 @@ struct Routes: Sendable {
             return await sharedReceipts.list(request, requestID: context.requestID)
         }
         return router
+    }
+
+    /// A secret-key request for one subscriber: its `{app_user_id}`, or the answer refusing it
+    /// (no or a public key, an id outside the rules).
+    enum SubscriberAccess {
+        case user(String)
+        case refused(HTTPResponse)
+    }
+
+    static func secretUser(_ request: HTTPRequest, _ context: RouteContext, auth: APIAuth) -> SubscriberAccess {
+        if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return .refused(refused) }
+        do throws(APIError) {
+            return .user(try appUserID(in: context))
+        } catch {
+            return .refused(error.response(requestID: context.requestID))
+        }
     }
 
     /// The `{app_user_id}` path parameter, held to the same rules as in a body.

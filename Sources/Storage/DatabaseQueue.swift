@@ -118,7 +118,8 @@ public final class DatabaseQueue: Sendable {
         }
 
         private func loop() {
-            let pollNs = UInt64(DatabaseQueue.externalPoll.components.attoseconds / 1_000_000_000)
+            let (seconds, attoseconds) = DatabaseQueue.externalPoll.components
+            let pollNs = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
             var lastPoll = DispatchTime.now().uptimeNanoseconds
             while true {
                 let woken = wake.wait(timeout: .now() + .nanoseconds(Int(pollNs)))

@@ -137,6 +137,22 @@ func withService(
     expectNoSecretLeaked()
 }
 
+/// receiptd on a test clock, with the application itself (for its cache) and the database path.
+func withClockedService(
+    _ body: (Application, Int, String, TestClock) async throws -> Void
+) async throws {
+    let dir = NSTemporaryDirectory() + "receiptd-clocked-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let clock = TestClock()
+    let app = try Application(
+        configuration: testConfiguration(path: dir + "/db.sqlite"), logger: quietLogger, now: clock.closure)
+    let port = try app.start()
+    try await body(app, port, dir + "/db.sqlite", clock)
+    await app.stop()
+    expectNoSecretLeaked()
+}
+
 /// Every row of every table the API writes, as text: a refused request or a duplicate must leave
 /// it unchanged.
 func tableSnapshot(_ path: String) throws -> [String] {

@@ -27,22 +27,6 @@ private func getSubscriber(_ port: Int, _ user: String) async throws -> (status:
     return (r.status, r.body)
 }
 
-/// receiptd on a test clock, with the application itself (for its cache) and the database path.
-private func withClockedService(
-    _ body: (Application, Int, String, TestClock) async throws -> Void
-) async throws {
-    let dir = NSTemporaryDirectory() + "receiptd-cache-" + UUID().uuidString
-    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    let clock = TestClock()
-    let app = try Application(
-        configuration: testConfiguration(path: dir + "/db.sqlite"), logger: quietLogger, now: clock.closure)
-    let port = try app.start()
-    try await body(app, port, dir + "/db.sqlite", clock)
-    await app.stop()
-    expectNoSecretLeaked()
-}
-
 private func premiumState(_ body: String) -> String? {
     let json = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
     return ((json?["entitlements"] as? [String: Any])?["premium"] as? [String: Any])?["state"] as? String

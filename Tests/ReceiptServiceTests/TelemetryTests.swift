@@ -81,25 +81,18 @@ struct TelemetryTests {
     }
 
     @Test func theRefresherReportsItsBacklog() async throws {
-        let dir = NSTemporaryDirectory() + "receiptd-metrics-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let clock = TestClock()
-        let app = try Application(
-            configuration: testConfiguration(path: dir + "/db.sqlite"), logger: quietLogger, now: clock.closure)
-        let port = try app.start()
-        for user in ["r1", "r2"] {
-            #expect(
-                try await call(port, "POST", "/v1/receipts", receipt(user, "cancelled:\(user)"), key: TestSecrets.publicKey)
-                    .status == 200)
+        try await withClockedService { app, port, _, clock async throws in
+            for user in ["r1", "r2"] {
+                #expect(
+                    try await call(port, "POST", "/v1/receipts", receipt(user, "cancelled:\(user)"), key: TestSecrets.publicKey)
+                        .status == 200)
+            }
+            clock.advance(by: 40 * 86_400_000)  // both ended; Apple has not spoken since
+            let pass = await app.refresher.runPass()
+            let text = try await call(port, "GET", "/metrics", key: TestSecrets.secretKey).body
+            #expect(pass.due == 2)
+            #expect(samples(text, "refresher_backlog") == [2])
+            #expect(samples(text, "refresher_refreshes_total").reduce(0, +) == 2)
         }
-        clock.advance(by: 40 * 86_400_000)  // both ended; Apple has not spoken since
-        let pass = await app.refresher.runPass()
-        let text = try await call(port, "GET", "/metrics", key: TestSecrets.secretKey).body
-        #expect(pass.due == 2)
-        #expect(samples(text, "refresher_backlog") == [2])
-        #expect(samples(text, "refresher_refreshes_total").reduce(0, +) == 2)
-        await app.stop()
-        expectNoSecretLeaked()
     }
 }
