@@ -26,6 +26,9 @@ let package = Package(
         // Metrics: the API our targets record to, and its Prometheus text backend for GET /metrics.
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // Tests only: starts the built binaries. Foundation's Process reads /proc/self/fd past the
+        // end of readdir's buffer and crashes once the test process holds ~1,400 descriptors.
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
     ],
     targets: [
         // C libraries, through Debian's -dev packages.
@@ -127,8 +130,18 @@ let package = Package(
             ]
         ),
         // Runs the built receiptd binary: CLI, start-up, signals.
-        .testTarget(name: "receiptdTests", dependencies: ["receiptd"]),
-        .testTarget(name: "http-inspectTests", dependencies: ["http-inspect", "HTTPServer"]),
+        .testTarget(
+            name: "receiptdTests",
+            dependencies: [
+                "receiptd", .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]),
+        .testTarget(
+            name: "http-inspectTests",
+            dependencies: [
+                "http-inspect", "HTTPServer", .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

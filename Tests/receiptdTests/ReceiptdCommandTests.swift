@@ -1,4 +1,6 @@
 import Foundation
+import Subprocess
+import SystemPackage
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -15,38 +17,29 @@ let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingL
     .deletingLastPathComponent()
 
 /// Runs receiptd with `arguments` in a scratch folder; returns exit status and output.
+/// `whileRunning` gets the child's execution (to probe it, to signal it) while output is collected.
+/// Subprocess, not Foundation's Process: on Linux, Process reads `/proc/self/fd` past the end of
+/// readdir's buffer and crashes once this test process holds ~1,400 descriptors, which the server
+/// tests running beside these do.
 func run(
-    _ arguments: [String], environment: [String: String] = [:], untilExit: Bool = true,
-    whileRunning: ((Process) async throws -> Void)? = nil
+    _ arguments: [String], environment: [String: String] = [:],
+    whileRunning: ((Execution<NoInput, StringOutput<UTF8>, StringOutput<UTF8>>) async throws -> Void)? = nil
 ) async throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = binary
-    process.arguments = arguments == ["version"] ? arguments : arguments + ["--config-dir", root.path + "/Config"]
-    var env = ["PATH": "/usr/bin:/bin"]
-    for (k, v) in environment { env[k] = v }
-    process.environment = env
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    if let whileRunning { try await whileRunning(process) }
-    let (stdout, stderr) = await onOwnThread {
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (stdout, stderr)
+    var env: [Environment.Key: String] = ["PATH": "/usr/bin:/bin"]
+    for (k, v) in environment { env[Environment.Key(rawValue: k)!] = v }
+    let result = try await Subprocess.run(
+        .path(FilePath(binary.path)),
+        arguments: Arguments(arguments == ["version"] ? arguments : arguments + ["--config-dir", root.path + "/Config"]),
+        environment: .custom(env), input: .none, output: .string(limit: 16 << 20), error: .string(limit: 16 << 20)
+    ) { execution in
+        try await whileRunning?(execution)
     }
-    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
-}
-
-/// Runs blocking work (a socket read, a process wait) on a thread of its own. Never on Dispatch's
-/// global queues: on Linux, Swift concurrency's executor shares their threads, and blocked ones
-/// starve the handlers of the servers other tests run in this process.
-func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread { continuation.resume(returning: work()) }.start()
+    let status: Int32
+    switch result.terminationStatus {
+    case .exited(let code): status = code
+    case .signaled(let signal): status = 128 + signal
     }
+    return (status, result.standardOutput, result.standardError)
 }
 
 func scratch() -> String {
@@ -130,7 +123,7 @@ struct ReceiptdCommandTests {
             "RECEIPTD_LOG_LEVEL": "trace", "RECEIPTD_ENVIRONMENT": "test",
         ].merging(Self.secrets) { $1 }
         var answered = false
-        let result = try await run(["serve"], environment: env) { process in
+        let result = try await run(["serve"], environment: env) { execution in
             for _ in 0..<100 {
                 if let (data, response) = try? await URLSession.shared.data(
                     from: URL(string: "http://127.0.0.1:\(port)/healthz")!),
@@ -141,7 +134,7 @@ struct ReceiptdCommandTests {
                 }
                 try await Task.sleep(for: .milliseconds(100))
             }
-            kill(process.processIdentifier, SIGTERM)
+            try execution.send(signal: .terminate)
         }
         #expect(answered)
         #expect(result.status == 0)

@@ -1,4 +1,6 @@
 import Foundation
+import Subprocess
+import SystemPackage
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -7,28 +9,25 @@ import Testing
 
 @Suite("receiptd simulate", .serialized)
 struct SimulateTests {
-    private var binary: URL {
-        URL(fileURLWithPath: Bundle.main.executablePath ?? CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("receiptd")
+    @Test func servesScriptedAnswersAndStopsOnSIGTERM() async throws {
+        let outcome = try await Subprocess.run(
+            .path(FilePath(binary.path)), arguments: ["simulate", "--port", "0"],
+            environment: .custom(["RECEIPTD_APP_STORE_SHARED_SECRET": "s3cret"]), input: .none, output: .sequence,
+            error: .discarded
+        ) { execution in
+            var line = ""
+            for try await text in execution.standardOutput.strings() {
+                line = text
+                break
+            }
+            try await exchange(line)
+            try execution.send(signal: .terminate)
+        }
+        #expect(outcome.terminationStatus == .exited(0))
     }
 
-    @Test func servesScriptedAnswersAndStopsOnSIGTERM() async throws {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["simulate", "--port", "0"]
-        process.environment = ["RECEIPTD_APP_STORE_SHARED_SECRET": "s3cret"]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let line: String = await onOwnThread {
-            var data = Data()
-            while !data.contains(0x0A) {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                data.append(chunk)
-            }
-            return String(decoding: data, as: UTF8.self)
-        }
+    /// The simulator's scripted answers, at the URLs its first line names.
+    private func exchange(_ line: String) async throws {
         let production = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
         func post(_ url: String, _ json: String) async throws -> [String: Any] {
             var request = URLRequest(url: URL(string: url)!)
@@ -44,8 +43,5 @@ struct SimulateTests {
         #expect(valid["status"] as? Int == 0)
         #expect(valid["environment"] as? String == "Sandbox")
         #expect(try await post(production, #"{"receipt-data":"\#(sandboxOnly)","password":"wrong"}"#)["status"] as? Int == 21004)
-        kill(process.processIdentifier, SIGTERM)
-        await onOwnThread { process.waitUntilExit() }
-        #expect(process.terminationStatus == 0)
     }
 }
