@@ -10,6 +10,20 @@ out=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; "$bench/stop-peers.sh" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
 ulimit -n 20000
 
+# How the benchmarks run receiptd: production settings, the database in $out, `receiptd simulate`
+# on :18096 as Apple, the test CA as Apple's root, the bench keys, no rate limits.
+#   env "${receiptd_env[@]}" "$bin/receiptd" serve --config-dir "$root/Config"
+receiptd_env=(
+  RECEIPTD_ENVIRONMENT=production RECEIPTD_HTTP_PORT=18095 RECEIPTD_LOG_LEVEL=warning RECEIPTD_HTTP_ACCESS_LOG=false
+  RECEIPTD_DATABASE_PATH="$out/bench.sqlite" RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY="$root/Migrations"
+  RECEIPTD_API_OPENAPI_FILE="$root/openapi.yaml" RECEIPTD_HTTP_IDLE_TIMEOUT_MS=600000
+  RECEIPTD_APP_STORE_ALLOW_HTTP=true RECEIPTD_APP_STORE_PRODUCTION_URL=http://127.0.0.1:18096/production/verifyReceipt
+  RECEIPTD_APP_STORE_SANDBOX_URL=http://127.0.0.1:18096/sandbox/verifyReceipt
+  RECEIPTD_APP_STORE_ROOT_CERTIFICATES="$root/Tests/SignedDataTests/Fixtures/testCA.der"
+  RECEIPTD_API_PUBLIC_KEYS=bench-public RECEIPTD_API_SECRET_KEYS=bench-secret
+  RECEIPTD_LIMITS_RECEIPTS_PER_KEY_PER_SECOND=0 RECEIPTD_LIMITS_RECEIPTS_PER_ADDRESS_PER_SECOND=0
+)
+
 # Readers of the last wrk run, saved in $out/wrk.txt.
 field() { awk -v k="$1" '$1==k{print $2}' "$out/wrk.txt"; }  # a latency percentile: field 99%
 rps() { awk '/Requests\/sec/{printf "%d", $2}' "$out/wrk.txt"; }
