@@ -24,6 +24,19 @@ receiptd_env=(
   RECEIPTD_LIMITS_RECEIPTS_PER_KEY_PER_SECOND=0 RECEIPTD_LIMITS_RECEIPTS_PER_ADDRESS_PER_SECOND=0
 )
 
+rss() { awk '/^Rss:/{print int($2/1024)}' "/proc/$1/smaps_rollup"; }  # MB resident: rss PID
+
+# hold_connections PID PORT: opens 10,000 idle keep-alive connections to PORT, then sets conn_rss
+# (PID's MB meanwhile) and served (how a GET /healthz fared meanwhile: "200 in 0.000361s").
+hold_connections() {
+  python3 "$here/hold_connections.py" "$out" "$2" &
+  local held=$!
+  for _ in $(seq 600); do [ -f "$out/ready" ] && break; sleep 0.1; done
+  conn_rss=$(rss "$1")
+  served=$(curl -s -o /dev/null -w '%{http_code} in %{time_total}s' "http://127.0.0.1:$2/healthz")
+  kill $held 2>/dev/null || true
+}
+
 # Readers of the last wrk run, saved in $out/wrk.txt.
 field() { awk -v k="$1" '$1==k{print $2}' "$out/wrk.txt"; }  # a latency percentile: field 99%
 rps() { awk '/Requests\/sec/{printf "%d", $2}' "$out/wrk.txt"; }

@@ -29,7 +29,6 @@ rpid=$!
 until curl -sf -o /dev/null http://127.0.0.1:18095/readyz; do sleep 0.005; done
 startup_ms=$(( ($(date +%s%N) - started) / 1000000 ))
 sleep 2
-rss() { awk '/^Rss:/{print int($2/1024)}' "/proc/$1/smaps_rollup"; }
 idle_rss=$(rss $rpid)
 
 
@@ -112,12 +111,7 @@ row '| the same receipt again (nothing new) | 1 | receiptd | | 0 | %.0f ms | | |
 load_rss=$(rss $rpid)
 
 # 10,000 idle keep-alive connections, then a request must still be served.
-python3 "$here/hold_connections.py" "$out" 18095 &
-held=$!
-for _ in $(seq 600); do [ -f "$out/ready" ] && break; sleep 0.1; done
-conn_rss=$(rss $rpid)
-served=$(curl -s -o /dev/null -w '%{http_code} in %{time_total}s' http://127.0.0.1:18095/healthz)
-kill $held 2>/dev/null || true
+hold_connections $rpid 18095
 hb_rss=$(rss "$(pgrep -f HBPeer | head -1)")
 
 printf '\n| test | conns | server | req/s | errors | p50 | p99 | note |\n|---|---|---|---|---|---|---|---|\n'

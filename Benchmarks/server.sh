@@ -20,7 +20,6 @@ PORT=18092 "$bin/http-inspect" bench-json >"$out/echo.log" 2>&1 &
 for u in http://127.0.0.1:18090/readyz http://127.0.0.1:18092/healthz; do
   for _ in $(seq 100); do curl -sf -o /dev/null "$u" && break; sleep 0.1; done
 done
-rss() { awk '/^Rss:/{print int($2/1024)}' "/proc/$1/smaps_rollup"; }
 idle_rss=$(rss $rpid)
 
 # run NAME CONNS URL [LUA] -> "rps p50 p99"
@@ -57,12 +56,7 @@ done
 load_rss=$(rss $rpid)
 
 # 10,000 idle keep-alive connections, then a request must still be served.
-python3 "$here/hold_connections.py" "$out" 18090 &
-held=$!
-for _ in $(seq 600); do [ -f "$out/ready" ] && break; sleep 0.1; done
-conn_rss=$(rss $rpid)
-served=$(curl -s -o /dev/null -w '%{http_code} %{time_total}s' http://127.0.0.1:18090/healthz)
-kill $held 2>/dev/null || true
+hold_connections $rpid 18090
 hb_pid=$(pgrep -f HBPeer | head -1)
 printf '\n| receiptd RSS | MB |\n|---|---|\n| idle | %s |\n| after the runs above | %s |\n| holding 10,000 keep-alive connections | %s |\n' \
   "$idle_rss" "$load_rss" "$conn_rss"
