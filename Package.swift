@@ -37,6 +37,8 @@ let package = Package(
         // epoll(7), eventfd(2), accept4(2): Linux APIs Glibc's Swift module does not export.
         .systemLibrary(name: "CLinux"),
 
+        // Text compared as its exact bytes: ids, API keys, JSON member names. Imports nothing.
+        .target(name: "Identifiers"),
         // Our HTTP/1.1 server on POSIX sockets and epoll.
         .target(
             name: "HTTPServer",
@@ -49,7 +51,7 @@ let package = Package(
         .target(
             name: "AppStore",
             dependencies: [
-                "CCurl", .product(name: "Logging", package: "swift-log"),
+                "CCurl", "Identifiers", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
         // Apple's signed data (JWS): the x5c chain to a configured root, ES256, the decoded payloads.
@@ -63,14 +65,14 @@ let package = Package(
             ]
         ),
         // Pure domain: subscription state from stored facts, products → entitlements. No I/O.
-        .target(name: "Entitlements"),
+        .target(name: "Entitlements", dependencies: ["Identifiers"]),
         // A loopback verifyReceipt with scripted receipts, on our HTTP server: tests and offline runs.
         .target(name: "AppStoreSimulator", dependencies: ["HTTPServer", "AppStore"]),
         // SQLite: the connection owner, statements and the migrator.
         .target(
             name: "Storage",
             dependencies: [
-                "CSQLite",
+                "CSQLite", "Identifiers",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -80,7 +82,7 @@ let package = Package(
         .target(
             name: "ReceiptService",
             dependencies: [
-                "HTTPServer", "Storage", "CCurl", "AppStore", "SignedData", "Entitlements", "AppStoreSimulator",
+                "HTTPServer", "Storage", "CCurl", "AppStore", "SignedData", "Entitlements", "AppStoreSimulator", "Identifiers",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
@@ -119,6 +121,7 @@ let package = Package(
             dependencies: ["HTTPServer", .product(name: "Logging", package: "swift-log")]
         ),
 
+        .testTarget(name: "IdentifiersTests", dependencies: ["Identifiers"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),

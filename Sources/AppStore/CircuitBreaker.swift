@@ -62,8 +62,18 @@ public struct CircuitBreaker: Sendable, Equatable {
         }
     }
 
+    /// A verification ended unavailable for a reason that says nothing certain about Apple as a
+    /// whole (21002 after retries, say): the failure count is left alone, so such answers can
+    /// never open the breaker. A probe that ends this way did reach Apple, which answered: closed.
+    @discardableResult
+    public mutating func recordInconclusive(now: Duration) -> State? {
+        guard case .halfOpen = state else { return nil }
+        return record(available: true, now: now)
+    }
+
     /// Records how a verification that was allowed ended: `available` when Apple answered at all
-    /// (valid or not), false when it ended `unavailable`. Returns the new state when it changed.
+    /// (valid or not), false when it ended unavailable for a reason that concerns Apple as a whole
+    /// (``VerifyReceiptStateMachine/failureIsAppleWide``). Returns the new state when it changed.
     @discardableResult
     public mutating func record(available: Bool, now: Duration) -> State? {
         let before = state
@@ -104,6 +114,10 @@ public final class SharedCircuitBreaker: Sendable {
 
     public func record(available: Bool, now: Duration) {
         if let changed = breaker.withLock({ $0.record(available: available, now: now) }) { onChange(changed) }
+    }
+
+    public func recordInconclusive(now: Duration) {
+        if let changed = breaker.withLock({ $0.recordInconclusive(now: now) }) { onChange(changed) }
     }
 
     public var state: CircuitBreaker.State { breaker.withLock { $0.state } }

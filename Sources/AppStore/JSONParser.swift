@@ -1,3 +1,4 @@
+import Identifiers
 /// A direct RFC 8259 parser into `JSONValue`. JSONDecoder's generic path (try each type in turn,
 /// throwing on every miss) cost a third of a POST's CPU on Apple's answers; this reads each byte
 /// once. Strict: one value, no trailing commas, no leading zeros, no duplicate keys, no control
@@ -66,7 +67,7 @@ struct JSONParser {
         guard depth <= Self.maxDepth else { throw error("nested too deeply") }
         defer { depth -= 1 }
         i += 1
-        var members: [String: JSONValue] = [:]
+        var members: [Identifier: JSONValue] = [:]
         skipWhitespace()
         if i < b.count, b[i] == UInt8(ascii: "}") {
             i += 1
@@ -74,12 +75,14 @@ struct JSONParser {
         }
         while true {
             guard i < b.count, b[i] == UInt8(ascii: "\"") else { throw error("expected a key") }
-            let key = try string()
+            let key = Identifier(try string())
             skipWhitespace()
             guard i < b.count, b[i] == UInt8(ascii: ":") else { throw error("expected ':'") }
             i += 1
             skipWhitespace()
-            guard members[key] == nil else { throw error("duplicate key") }  // as JSONDecoder: ambiguous, refused
+            // The same bytes twice is ambiguous and refused (as JSONDecoder does); canonically
+            // equivalent spellings are different names (Identifier).
+            guard members[key] == nil else { throw error("duplicate key") }
             members[key] = try value()
             skipWhitespace()
             guard i < b.count else { throw error("unexpected end") }

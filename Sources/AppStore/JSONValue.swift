@@ -1,4 +1,5 @@
 import FoundationEssentials
+@_exported import Identifiers
 
 /// Any JSON value, kept as Apple sent it, with tolerant typed reads: Apple sends most numbers and
 /// booleans as strings (`"1611147600000"`, `"true"`, `"1"`) and some identifiers as numbers
@@ -9,7 +10,8 @@ public enum JSONValue: Sendable, Equatable, Decodable {
     case number(Double, text: String)
     case string(String)
     case array([JSONValue])
-    case object([String: JSONValue])
+    /// Members by their exact names: `"\u00e9"` and `"e\u0301"` are two members (Identifier).
+    case object([Identifier: JSONValue])
 
     /// Decoding through JSONDecoder: kept as the reference the tests compare `JSONParser` with.
     public init(from decoder: any Decoder) throws {
@@ -28,7 +30,8 @@ public enum JSONValue: Sendable, Equatable, Decodable {
         } else if let v = try? c.decode([JSONValue].self) {
             self = .array(v)
         } else {
-            self = .object(try c.decode([String: JSONValue].self))
+            let members = try c.decode([String: JSONValue].self)
+            self = .object(Dictionary(uniqueKeysWithValues: members.map { (Identifier($0.key), $0.value) }))
         }
     }
 
@@ -65,7 +68,7 @@ public enum JSONValue: Sendable, Equatable, Decodable {
             out.append(UInt8(ascii: "{"))
             for (i, key) in members.keys.sorted().enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                Self.writeString(key, into: &out)
+                Self.writeString(key.string, into: &out)
                 out.append(UInt8(ascii: ":"))
                 members[key]!.write(into: &out)
             }
@@ -94,8 +97,13 @@ public enum JSONValue: Sendable, Equatable, Decodable {
         out.append(UInt8(ascii: "\""))
     }
 
+    /// An object from a `String`-keyed dictionary (logger metadata, test literals).
+    public static func object(strings members: [String: JSONValue]) -> JSONValue {
+        .object(Dictionary(members.map { (Identifier($0.key), $0.value) }, uniquingKeysWith: { a, _ in a }))
+    }
+
     public subscript(key: String) -> JSONValue? {
-        if case .object(let members) = self { return members[key] }
+        if case .object(let members) = self { return members[Identifier(key)] }
         return nil
     }
 

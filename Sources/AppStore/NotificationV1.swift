@@ -15,7 +15,9 @@ public struct NotificationV1: Sendable, Equatable {
     public var unifiedReceipt: VerifyReceiptResponse?
     public var raw: JSONValue
 
-    public init?(_ v: JSONValue) {
+    /// Nil when `v` is not a V1 notification; throws when it is one whose dates are out of range
+    /// (its `unified_receipt` included): such a body is refused, not stored without its facts.
+    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let type = v["notification_type"]?.string else { return nil }
         notificationType = type
         password = v["password"]?.string
@@ -24,8 +26,17 @@ public struct NotificationV1: Sendable, Equatable {
             $0.uppercased() == "PROD" ? .production : AppStoreEnvironment(appleName: $0)
         }
         originalTransactionID = v["original_transaction_id"]?.string
-        autoRenewStatusChangeDateMs = v["auto_renew_status_change_date_ms"]?.int64
-        unifiedReceipt = v["unified_receipt"].flatMap { try? VerifyReceiptResponse(json: $0.jsonBytes) }
+        autoRenewStatusChangeDateMs = try v.date("auto_renew_status_change_date_ms")
+        if let unified = v["unified_receipt"] {
+            do {
+                unifiedReceipt = try VerifyReceiptResponse(unified)
+            } catch {
+                if let outOfRange = error.outOfRange { throw outOfRange }
+                unifiedReceipt = nil
+            }
+        } else {
+            unifiedReceipt = nil
+        }
         raw = v
     }
 

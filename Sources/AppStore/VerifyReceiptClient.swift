@@ -134,7 +134,11 @@ public struct VerifyReceiptClient: Sendable {
             switch action {
             case .finish(let result):
                 if case .unavailable = result {
-                    breaker?.record(available: false, now: clock.now)
+                    if machine.failureIsAppleWide {
+                        breaker?.record(available: false, now: clock.now)
+                    } else {
+                        breaker?.recordInconclusive(now: clock.now)
+                    }
                 } else {
                     breaker?.record(available: true, now: clock.now)
                 }

@@ -17,6 +17,12 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
     /// Why an answer could not be read at all.
     public struct Malformed: Error, Equatable, CustomStringConvertible {
         public let reason: String
+        /// Set when a date was outside ``AppleDate/range``: the answer is JSON, but not usable.
+        public let outOfRange: AppleDate.OutOfRange?
+        public init(reason: String, outOfRange: AppleDate.OutOfRange? = nil) {
+            self.reason = reason
+            self.outOfRange = outOfRange
+        }
         public var description: String { "verifyReceipt answer: \(reason)" }
     }
 
@@ -27,6 +33,11 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
         } catch {
             throw Malformed(reason: "not JSON")
         }
+        try self.init(raw)
+    }
+
+    /// An answer already parsed (a V1 notification's `unified_receipt`).
+    public init(_ raw: JSONValue) throws(Malformed) {
         guard case .object = raw else { throw Malformed(reason: "not a JSON object") }
         guard let status = raw["status"]?.int64, let code = Int(exactly: status) else {
             throw Malformed(reason: "no status")
@@ -35,20 +46,28 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
         self.status = AppleStatus(rawValue: code)
         environment = raw["environment"]?.string.flatMap(AppStoreEnvironment.init(appleName:))
         isRetryable = (raw["is_retryable"]?.bool ?? raw["is-retryable"]?.bool) == true
-        receipt = raw["receipt"].flatMap { Receipt($0) }
         latestReceipt = raw["latest_receipt"]?.string
-
-        var byID: [String: Transaction] = [:]
-        var order: [String] = []
-        let inApp = raw["receipt"]?["in_app"]?.array ?? []
-        let latest = raw["latest_receipt_info"]?.array ?? []
-        for item in inApp + latest {
-            guard let t = Transaction(item) else { continue }
-            if byID[t.transactionID] == nil { order.append(t.transactionID) }
-            byID[t.transactionID] = t
+        do throws(AppleDate.OutOfRange) {
+            if let decoded = raw["receipt"] { receipt = try Receipt(decoded) } else { receipt = nil }
+            var byID: [Identifier: Transaction] = [:]
+            var order: [Identifier] = []
+            let inApp = raw["receipt"]?["in_app"]?.array ?? []
+            let latest = raw["latest_receipt_info"]?.array ?? []
+            for item in inApp + latest {
+                guard let t = try Transaction(item) else { continue }
+                let id = Identifier(t.transactionID)
+                if byID[id] == nil { order.append(id) }
+                byID[id] = t
+            }
+            transactions = order.map { byID[$0]! }
+            var renewals: [PendingRenewalInfo] = []
+            for item in raw["pending_renewal_info"]?.array ?? [] {
+                if let info = try PendingRenewalInfo(item) { renewals.append(info) }
+            }
+            pendingRenewalInfo = renewals
+        } catch {
+            throw Malformed(reason: error.description, outOfRange: error)
         }
-        transactions = order.map { byID[$0]! }
-        pendingRenewalInfo = (raw["pending_renewal_info"]?.array ?? []).compactMap(PendingRenewalInfo.init)
     }
 }
 
@@ -64,17 +83,17 @@ public struct Receipt: Sendable, Equatable {
     public var originalPurchaseDateMs: Int64?
     public var expirationDateMs: Int64?
 
-    public init?(_ v: JSONValue) {
+    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let bundleID = v["bundle_id"]?.string else { return nil }
         self.bundleID = bundleID
         applicationVersion = v["application_version"]?.string
         originalApplicationVersion = v["original_application_version"]?.string
         receiptType = v["receipt_type"]?.string
         appItemID = v["app_item_id"]?.int64
-        creationDateMs = v["receipt_creation_date_ms"]?.int64
-        requestDateMs = v["request_date_ms"]?.int64
-        originalPurchaseDateMs = v["original_purchase_date_ms"]?.int64
-        expirationDateMs = v["expiration_date_ms"]?.int64
+        creationDateMs = try v.date("receipt_creation_date_ms")
+        requestDateMs = try v.date("request_date_ms")
+        originalPurchaseDateMs = try v.date("original_purchase_date_ms")
+        expirationDateMs = try v.date("expiration_date_ms")
     }
 }
 
@@ -103,15 +122,15 @@ public struct Transaction: Sendable, Equatable {
     /// The transaction object as Apple sent it.
     public var raw: JSONValue
 
-    public init?(_ v: JSONValue) {
+    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let id = v["transaction_id"]?.string, let product = v["product_id"]?.string else { return nil }
         transactionID = id
         originalTransactionID = v["original_transaction_id"]?.string ?? id
         productID = product
-        purchaseDateMs = v["purchase_date_ms"]?.int64
-        originalPurchaseDateMs = v["original_purchase_date_ms"]?.int64
-        expiresDateMs = v["expires_date_ms"]?.int64
-        cancellationDateMs = v["cancellation_date_ms"]?.int64
+        purchaseDateMs = try v.date("purchase_date_ms")
+        originalPurchaseDateMs = try v.date("original_purchase_date_ms")
+        expiresDateMs = try v.date("expires_date_ms")
+        cancellationDateMs = try v.date("cancellation_date_ms")
         cancellationReason = v["cancellation_reason"]?.string
         quantity = v["quantity"]?.int64
         isTrialPeriod = v["is_trial_period"]?.bool ?? false
@@ -143,14 +162,14 @@ public struct PendingRenewalInfo: Sendable, Equatable {
     public var promotionalOfferID: String?
     public var raw: JSONValue
 
-    public init?(_ v: JSONValue) {
+    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let original = v["original_transaction_id"]?.string else { return nil }
         originalTransactionID = original
         productID = v["product_id"]?.string
         autoRenewProductID = v["auto_renew_product_id"]?.string
         autoRenewStatus = v["auto_renew_status"]?.bool
         expirationIntent = v["expiration_intent"]?.int64
-        gracePeriodExpiresDateMs = v["grace_period_expires_date_ms"]?.int64
+        gracePeriodExpiresDateMs = try v.date("grace_period_expires_date_ms")
         isInBillingRetryPeriod = v["is_in_billing_retry_period"]?.bool
         priceConsentStatus = v["price_consent_status"]?.string
         priceIncreaseStatus = v["price_increase_status"]?.string

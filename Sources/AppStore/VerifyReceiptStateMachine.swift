@@ -29,6 +29,13 @@ public struct VerifyReceiptStateMachine: Sendable {
     private var switched = false
     private var retries = 0
     public private(set) var attempts = 0
+    /// Whether the last failure says Apple as a whole is failing (no answer, a timeout, HTTP 5xx,
+    /// 21005, a 211xx flagged retryable) rather than something about this receipt or nothing
+    /// certain (21002, which Apple also sends for malformed receipt data; 21009; an unflagged
+    /// 211xx; an environment loop; another HTTP status). Only the first kind may feed the circuit
+    /// breaker: a stranger with the public key can post receipts Apple answers 21002, but cannot
+    /// make Apple time out.
+    public private(set) var failureIsAppleWide = false
 
     /// `now` is any monotonic reading, e.g. `ContinuousClock.now - origin`.
     public init(policy: VerifyReceiptPolicy, now: Duration) {
@@ -50,6 +57,7 @@ public struct VerifyReceiptStateMachine: Sendable {
             case .valid:
                 return .finish(.valid(response, environment))
             case .switchEnvironment(let other):
+                failureIsAppleWide = false
                 guard !switched else {
                     return .finish(
                         .unavailable(status: response.status, reason: "both environments sent the receipt to the other"))
@@ -58,8 +66,10 @@ public struct VerifyReceiptStateMachine: Sendable {
                 environment = other
                 return send(after: .zero, now: now)
             case .retryable:
+                failureIsAppleWide = response.status == .serverUnavailable
                 return retry(now: now, random: random, status: response.status, reason: "Apple asked to try again")
             case .retryableIfFlagged:
+                failureIsAppleWide = response.isRetryable
                 guard response.isRetryable else {
                     return .finish(.unavailable(status: response.status, reason: "an internal error at Apple, not retryable"))
                 }
@@ -72,11 +82,13 @@ public struct VerifyReceiptStateMachine: Sendable {
                 return .finish(.unexpected(response.status))
             }
         case .httpStatus(let code):
+            failureIsAppleWide = code >= 500
             guard code >= 500 || code == 429 else {
                 return .finish(.unavailable(status: nil, reason: "Apple answered HTTP \(code)"))
             }
             return retry(now: now, random: random, status: nil, reason: "Apple answered HTTP \(code)")
         case .transportFailure(let reason):
+            failureIsAppleWide = true
             return retry(now: now, random: random, status: nil, reason: reason)
         }
     }
@@ -101,6 +113,7 @@ public struct VerifyReceiptStateMachine: Sendable {
     private mutating func send(after delay: Duration, now: Duration) -> Action {
         let remaining = policy.deadline - (now - start) - delay
         guard remaining > .zero else {
+            failureIsAppleWide = true  // the time went to Apple's exchanges
             return .finish(.unavailable(status: nil, reason: "the deadline has passed"))
         }
         attempts += 1

@@ -81,7 +81,7 @@ struct ReceiptScript {
             renewals = [renewal(original: original, product: "monthly", autoRenew: true)]
         default:
             let (purchased, expires) = period
-            var extra: [String: JSONValue] = [:]
+            var extra: [Identifier: JSONValue] = [:]
             if scenario == .trial { extra["is_trial_period"] = .string("true") }
             if scenario == .intro { extra["is_in_intro_offer_period"] = .string("true") }
             if scenario == .refunded || scenario == .familyRevoked {
@@ -91,7 +91,7 @@ struct ReceiptScript {
             if scenario == .offerCode { extra["offer_code_ref_name"] = .string("SPRING2026") }
             if scenario == .promotionalOffer { extra["promotional_offer_id"] = .string("winback_50") }
             let ownership = scenario == .familyShared || scenario == .familyRevoked ? "FAMILY_SHARED" : "PURCHASED"
-            var previousExtra: [String: JSONValue] = [:]
+            var previousExtra: [Identifier: JSONValue] = [:]
             if scenario == .pastRefund {
                 previousExtra["cancellation_date_ms"] = .string(String(purchased - 2 * d))
                 previousExtra["cancellation_reason"] = .string("0")
@@ -112,7 +112,7 @@ struct ReceiptScript {
             }
             renewals = [renewalFor(original: original)]
         }
-        var body: [String: JSONValue] = [
+        var body: [Identifier: JSONValue] = [
             "status": .int(0),
             "environment": .string(environment),
             "receipt": .object([
@@ -147,7 +147,7 @@ struct ReceiptScript {
 
     private func renewalFor(original: String) -> JSONValue {
         let d = Self.day
-        var fields: [String: JSONValue] = [:]
+        var fields: [Identifier: JSONValue] = [:]
         var autoRenew = true
         if let intent = scenario.expirationIntent {
             fields["expiration_intent"] = .string(String(intent))
@@ -171,10 +171,10 @@ struct ReceiptScript {
         return renewal(original: original, product: "monthly", autoRenew: autoRenew, extra: fields)
     }
 
-    private func renewal(original: String, product: String, autoRenew: Bool, extra: [String: JSONValue] = [:])
+    private func renewal(original: String, product: String, autoRenew: Bool, extra: [Identifier: JSONValue] = [:])
         -> JSONValue
     {
-        var fields: [String: JSONValue] = [
+        var fields: [Identifier: JSONValue] = [
             "original_transaction_id": .string(original), "product_id": .string(product),
             "auto_renew_product_id": .string(product), "auto_renew_status": .string(autoRenew ? "1" : "0"),
         ]
@@ -184,9 +184,9 @@ struct ReceiptScript {
 
     private func transaction(
         id: String, original: String, product: String, purchased: Int64, expires: Int64?, ownership: String = "PURCHASED",
-        originalPurchased: Int64? = nil, extra: [String: JSONValue] = [:]
+        originalPurchased: Int64? = nil, extra: [Identifier: JSONValue] = [:]
     ) -> JSONValue {
-        var fields: [String: JSONValue] = [
+        var fields: [Identifier: JSONValue] = [
             "transaction_id": .string(id), "original_transaction_id": .string(original), "product_id": .string(product),
             "quantity": .string("1"), "purchase_date_ms": .string(String(purchased)),
             "original_purchase_date_ms": .string(String(originalPurchased ?? purchased)), "is_trial_period": .string("false"),

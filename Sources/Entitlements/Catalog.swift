@@ -1,3 +1,4 @@
+import Identifiers
 /// What kind each product is, and the policy knobs of the derivation. A verifyReceipt answer
 /// does not say whether a product without an expiry is consumable, lasting or a non-renewing
 /// subscription, so operators declare it (Config/products.json).
@@ -23,13 +24,24 @@ public struct Catalog: Sendable, Equatable {
     }
 
     /// Declared products; any other product is auto-renewable when it has an expiry, else non-consumable.
-    public var products: [String: Kind]
+    public var products: [String: Kind] {
+        didSet { byID = Self.index(products) }
+    }
+    /// `products` by exact bytes: a product id matches only as spelled (``Identifier``).
+    private var byID: [Identifier: Kind]
 
-    public init(_ products: [String: Kind] = [:]) { self.products = products }
+    public init(_ products: [String: Kind] = [:]) {
+        self.products = products
+        byID = Self.index(products)
+    }
+
+    private static func index(_ products: [String: Kind]) -> [Identifier: Kind] {
+        Dictionary(products.map { (Identifier($0.key), $0.value) }, uniquingKeysWith: { a, _ in a })
+    }
 
     public func kind(of p: Purchase) -> Kind {
         if p.expiresDate != nil { return .autoRenewable }
-        return products[p.productID] ?? .nonConsumable
+        return byID[Identifier(p.productID)] ?? .nonConsumable
     }
 }
 

@@ -1,3 +1,4 @@
+import Identifiers
 /// Derives subscription states from stored facts, by Apple's rules (apple-protocols.md §1.8). Pure:
 /// the same facts, catalog, policy and `now` give the same answer whatever order the facts are in.
 ///
@@ -16,7 +17,7 @@ public enum Derivation {
         let observations = observationsByChain(facts.renewals)
         var statuses: [SubscriptionStatus] = []
         for (original, chain) in chains(facts.purchases, catalog: catalog) {
-            statuses += chainStatuses(chain, observations: observations[original] ?? [], policy: policy, at: now, final: true)
+            statuses += chainStatuses(chain, observations: observations[Identifier(original)] ?? [], policy: policy, at: now, final: true)
         }
         return statuses.sorted { ($0.productID, $0.originalTransactionID) < ($1.productID, $1.originalTransactionID) }
     }
@@ -27,7 +28,7 @@ public enum Derivation {
         _ facts: Facts, catalog: Catalog = Catalog(), policy: DerivationPolicy = DerivationPolicy(), now: Int64
     ) -> [NonSubscriptionPurchase] {
         var result: [NonSubscriptionPurchase] = []
-        var stackEnd: [String: Int64] = [:]  // non-renewing: where each product's paid time ends so far
+        var stackEnd: [Identifier: Int64] = [:]  // non-renewing: where each product's paid time ends so far
         for p in facts.purchases.filter({ catalog.kind(of: $0) != .autoRenewable }).sorted(by: Purchase.chronological) {
             let kind = catalog.kind(of: p)
             var expires: Int64?
@@ -37,9 +38,9 @@ public enum Derivation {
             ]
             if case .nonRenewing(let duration) = kind {
                 let bought = p.purchaseDate ?? 0
-                let start = p.cancellationDate == nil ? max(bought, stackEnd[p.productID] ?? bought) : bought
+                let start = p.cancellationDate == nil ? max(bought, stackEnd[Identifier(p.productID)] ?? bought) : bought
                 let end = duration.added(to: start)
-                if p.cancellationDate == nil { stackEnd[p.productID] = end }
+                if p.cancellationDate == nil { stackEnd[Identifier(p.productID)] = end }
                 expires = end
                 facts += [.text("duration", duration.description), .time("period_start", start), .time("expires_date", end)]
             }
@@ -82,13 +83,14 @@ public enum Derivation {
     }
 
     /// Auto-renewable purchases grouped by original transaction id, in a stable order.
+    /// Ids are grouped by their exact bytes (``Identifier``), as the database stores them.
     static func chains(_ purchases: [Purchase], catalog: Catalog) -> [(String, [Purchase])] {
-        Dictionary(grouping: purchases.filter { catalog.kind(of: $0) == .autoRenewable }, by: \.originalTransactionID)
-            .sorted { $0.key < $1.key }
+        Dictionary(grouping: purchases.filter { catalog.kind(of: $0) == .autoRenewable }) { Identifier($0.originalTransactionID) }
+            .sorted { $0.key < $1.key }.map { ($0.key.string, $0.value) }
     }
 
-    static func observationsByChain(_ renewals: [RenewalObservation]) -> [String: [RenewalObservation]] {
-        Dictionary(grouping: renewals, by: \.renewal.originalTransactionID)
+    static func observationsByChain(_ renewals: [RenewalObservation]) -> [Identifier: [RenewalObservation]] {
+        Dictionary(grouping: renewals) { Identifier($0.renewal.originalTransactionID) }
             .mapValues { $0.sorted(by: RenewalObservation.chronological) }
     }
 
@@ -106,9 +108,9 @@ public enum Derivation {
         var statuses = [
             status(of: current, chain: ordered, observations: observations, chosen: observation, policy: policy, at: t)
         ]
-        var seen: Set<String> = [current.productID]
-        for p in ordered.reversed() where !seen.contains(p.productID) {
-            seen.insert(p.productID)
+        var seen: Set<Identifier> = [Identifier(current.productID)]
+        for p in ordered.reversed() where !seen.contains(Identifier(p.productID)) {
+            seen.insert(Identifier(p.productID))
             statuses.append(superseded(p, by: current, at: t))
         }
         return statuses

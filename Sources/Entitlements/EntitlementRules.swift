@@ -1,3 +1,4 @@
+import Identifiers
 /// Which products grant which entitlement, from configuration, e.g.
 /// `{"premium": ["monthly", "yearly", "lifetime"]}`.
 public struct EntitlementRules: Sendable, Equatable {
@@ -29,8 +30,9 @@ public struct EntitlementRules: Sendable, Equatable {
         var result: [String: Grant] = [:]
         for (name, productIDs) in products {
             let candidates: [Grant.Source] =
-                subscriptions.filter { productIDs.contains($0.productID) }.map { .subscription($0) }
-                + purchases.filter { productIDs.contains($0.productID) && $0.kind != .consumable }.map { .purchase($0) }
+                subscriptions.filter { s in productIDs.contains { $0.isExactly(s.productID) } }.map { .subscription($0) }
+                + purchases.filter { p in productIDs.contains { $0.isExactly(p.productID) } && p.kind != .consumable }
+                .map { .purchase($0) }
             guard let best = candidates.max(by: { Self.rank($0) < Self.rank($1) }) else { continue }
             result[name] = Grant(
                 source: best, explanation: Self.explain(best, candidates: candidates.count, products: productIDs))

@@ -1,3 +1,4 @@
+import Identifiers
 /// A lifecycle event of a subscriber's purchases, derived from stored facts. `key` identifies it:
 /// deriving again from the same facts gives the same keys, so each event is stored once.
 public struct LifecycleEvent: Sendable, Equatable {
@@ -53,7 +54,7 @@ public enum History {
         var events: [LifecycleEvent] = []
         let observations = Derivation.observationsByChain(facts.renewals)
         for (original, chain) in Derivation.chains(facts.purchases, catalog: catalog) {
-            events += replay(chain, original: original, observations: observations[original] ?? [], policy: policy, asOf: asOf)
+            events += replay(chain, original: original, observations: observations[Identifier(original)] ?? [], policy: policy, asOf: asOf)
         }
         for p in facts.purchases.sorted(by: Purchase.chronological) {
             let kind = catalog.kind(of: p)
@@ -81,21 +82,21 @@ public enum History {
                             ].compactMap { $0 }))
             }
         }
-        for t in facts.transfers where t.from != nil && (t.to == appUserID || t.from == appUserID) {
+        for t in facts.transfers where t.from != nil && (t.to.isExactly(appUserID) || t.from?.isExactly(appUserID) == true) {
             let product =
-                t.productID ?? facts.purchases.first { $0.originalTransactionID == t.originalTransactionID }?.productID ?? ""
+                t.productID ?? facts.purchases.first { $0.originalTransactionID.isExactly(t.originalTransactionID) }?.productID ?? ""
             events.append(
                 LifecycleEvent(
                     key: "transfer:\(t.originalTransactionID):\(t.at):\(t.to)", kind: .transfer, at: t.at, productID: product,
                     originalTransactionID: t.originalTransactionID, transactionID: nil,
                     facts: [
                         Fact("from_app_user_id", .text(t.from ?? "")), Fact("to_app_user_id", .text(t.to)),
-                        Fact("direction", .text(t.to == appUserID ? "in" : "out")),
+                        Fact("direction", .text(t.to.isExactly(appUserID) ? "in" : "out")),
                     ]))
         }
         // A state can come back (snapshots disagreeing over time); its event happened the first time.
-        var seen: Set<String> = []
-        return events.filter { seen.insert($0.key).inserted }.sorted { ($0.at, $0.key) < ($1.at, $1.key) }
+        var seen: Set<Identifier> = []
+        return events.filter { seen.insert(Identifier($0.key)).inserted }.sorted { ($0.at, $0.key) < ($1.at, $1.key) }
     }
 
     /// The events of one subscription.

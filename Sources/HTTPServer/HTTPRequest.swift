@@ -22,16 +22,30 @@ public struct HTTPRequest: Sendable {
         self.trailers = trailers
     }
 
-    /// The path part of the target, before any `?`.
+    /// The path part of the target, before any `?`. For absolute-form (`http://host/p?q`, which
+    /// RFC 9112 §3.2.2 requires a server to accept) the scheme and authority are dropped: the host
+    /// part plays no role in routing, and an empty path is `/`.
     public var path: Substring {
-        if let q = target.firstIndex(of: "?") { return target[..<q] }
-        return target[...]
+        let rest = afterAuthority
+        let path = rest.firstIndex(of: "?").map { rest[..<$0] } ?? rest
+        return path.isEmpty && rest.startIndex != target.startIndex ? "/" : path
+    }
+
+    /// The target from its path on: all of it in origin-form, what follows `scheme://authority`
+    /// in absolute-form (the parser admitted only those, `*` aside).
+    private var afterAuthority: Substring {
+        guard target.utf8.first != UInt8(ascii: "/"), let colon = target.firstIndex(of: ":"),
+            target[colon...].hasPrefix("://")
+        else { return target[...] }
+        let authority = target[target.index(colon, offsetBy: 3)...]
+        return authority[(authority.firstIndex { $0 == "/" || $0 == "?" } ?? authority.endIndex)...]
     }
 
     /// The raw query string after `?`, if any.
     public var query: Substring? {
-        guard let q = target.firstIndex(of: "?") else { return nil }
-        return target[target.index(after: q)...]
+        let rest = afterAuthority
+        guard let q = rest.firstIndex(of: "?") else { return nil }
+        return rest[rest.index(after: q)...]
     }
 
     /// The percent-decoded value of the first `name=value` pair of the query (`name` alone gives

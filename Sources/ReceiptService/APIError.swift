@@ -67,8 +67,8 @@ struct APIError: Error, Sendable, Equatable {
         status: .internalServerError, code: "internal_error", message: "An internal error occurred.")
 
     /// The error body with more top-level members beside `error` (e.g. the last known `subscriber`).
-    func response(requestID: String, with members: [String: JSONValue]) -> HTTPResponse {
-        var error: [String: JSONValue] = [
+    func response(requestID: String, with members: [Identifier: JSONValue]) -> HTTPResponse {
+        var error: [Identifier: JSONValue] = [
             "code": .string(code), "message": .string(message), "request_id": .string(requestID),
         ]
         if let appleStatus { error["apple_status"] = .number(Double(appleStatus), text: String(appleStatus)) }

@@ -30,6 +30,27 @@ enum FieldRules {
         return id
     }
 
+    /// `receipt_data` that could be a receipt: canonical base64 (RFC 4648 §4: only the alphabet,
+    /// a length that is a multiple of 4, at most two `=` and only at the end) of at least 8 bytes
+    /// (a PKCS#7 app receipt is kilobytes; the simulator's scripted receipts are short text, so
+    /// the shape of the bytes is not checked). Anything else is refused here rather than sent to Apple, whose 21002 for it would
+    /// say nothing (500,000 `=` decode to nothing).
+    static func isPlausibleReceipt(_ text: String) -> Bool {
+        let bytes = text.utf8
+        guard bytes.count >= 12, bytes.count % 4 == 0 else { return false }
+        var padding = 0
+        for b in bytes {
+            let inAlphabet =
+                (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2B || b == 0x2F
+            if b == 0x3D {
+                padding += 1
+            } else if !inAlphabet || padding > 0 {
+                return false  // outside the alphabet, or data after padding
+            }
+        }
+        return padding <= 2 && bytes.count / 4 * 3 - padding >= 8
+    }
+
     /// A bundle identifier as Apple allows it (reverse DNS: letters, digits, `.`, `-`; `_` seen in
     /// old apps), at most 155 characters (App Store Connect's limit).
     static func isValidBundleID(_ id: String) -> Bool {

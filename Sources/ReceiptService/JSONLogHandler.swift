@@ -56,7 +56,7 @@ public struct JSONLogHandler: LogHandler {
         line += JSONValue.string(label).jsonBytes
         if !fields.isEmpty {
             line += #","fields":"#.utf8
-            line += JSONValue.object(fields.mapValues(Self.json)).jsonBytes
+            line += JSONValue.object(strings: fields.mapValues(Self.json)).jsonBytes
         }
         line += "}\n".utf8
         sink(line)
@@ -67,7 +67,7 @@ public struct JSONLogHandler: LogHandler {
         case .string(let s): .string(s)
         case .stringConvertible(let c): .string(c.description)
         case .array(let values): .array(values.map(json))
-        case .dictionary(let d): .object(d.mapValues(json))
+        case .dictionary(let d): .object(strings: d.mapValues(json))
         }
     }
 

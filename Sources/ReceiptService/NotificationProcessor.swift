@@ -103,13 +103,21 @@ struct NotificationProcessor: Sendable {
             let facts = RecordMapping.record(transaction: n.transaction, renewal: n.renewal, statedAt: n.signedDate)
             return Incoming(row: row, facts: facts, accountToken: n.transaction?.appAccountToken ?? n.renewal?.appAccountToken)
         }
-        guard let n = NotificationV1(json) else {
+        guard fields["notification_type"]?.string != nil else {
             throw .invalidRequest("Neither a V2 notification (signedPayload) nor a V1 one (notification_type).")
         }
-        // Constant time: SHA-256 digests compare in constant time, whatever the lengths.
-        guard let secret = sharedSecret, let password = n.password,
+        // The password first: nothing else of a V1 body is read for a stranger. Constant time:
+        // SHA-256 digests compare in constant time, whatever the lengths.
+        guard let secret = sharedSecret, let password = fields["password"]?.string,
             SHA256.hash(data: Array(password.utf8)) == SHA256.hash(data: Array(secret.utf8))
         else { throw .wrongNotificationPassword }
+        let parsed: NotificationV1?
+        do {
+            parsed = try NotificationV1(json)
+        } catch {
+            throw .invalidRequest("The notification's \(error).")
+        }
+        guard let n = parsed else { throw .invalidRequest("A V1 notification needs `notification_type`.") }
         guard let bundle = n.bundleID, bundleIDs.contains(bundle) else {
             throw .wrongApp("`bid` \(n.bundleID ?? "(absent)") is not a configured app.")
         }

@@ -1,3 +1,4 @@
+import Identifiers
 import Synchronization
 
 /// Token buckets by key (issue 6): each key may spend `burst` requests at once and earns `rate`
@@ -7,7 +8,8 @@ struct TokenBuckets: Sendable {
     let rate: Double
     let burst: Double
     let maxKeys: Int
-    private var buckets: [String: (tokens: Double, at: Int64)] = [:]
+    /// By the key's exact bytes (``Identifier``).
+    private var buckets: [Identifier: (tokens: Double, at: Int64)] = [:]
 
     init(rate: Double, burst: Double, maxKeys: Int = 100_000) {
         self.rate = rate
@@ -17,6 +19,7 @@ struct TokenBuckets: Sendable {
 
     /// Takes a token for `key`: nil when allowed, else the milliseconds until one is earned.
     mutating func take(_ key: String, now: Int64) -> Int64? {
+        let key = Identifier(key)
         var (tokens, at) = buckets[key] ?? (burst, now)
         tokens = min(burst, tokens + Double(max(0, now - at)) / 1000 * rate)
         guard tokens >= 1 else {

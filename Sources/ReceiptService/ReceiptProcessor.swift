@@ -61,7 +61,9 @@ struct ReceiptProcessor: Sendable {
         case (.null, _):
             throw .invalidRequest("`signed_transaction` must be a JWS string of at most 65536 bytes.")
         case (.string(let receipt), .null) where !receipt.isEmpty && receipt.utf8.count <= Self.maxReceiptBytes:
-            guard Data(base64Encoded: receipt) != nil else { throw .invalidRequest("`receipt_data` is not valid base64.") }
+            guard FieldRules.isPlausibleReceipt(receipt) else {
+                throw .invalidRequest("`receipt_data` is not a receipt: canonical base64 of at least 8 bytes.")
+            }
             proof = .receipt(receipt)
         case (_, .null):
             throw .invalidRequest("`receipt_data` must be a non-empty base64 string of at most \(Self.maxReceiptBytes) bytes.")
@@ -186,7 +188,7 @@ struct ReceiptProcessor: Sendable {
         if let given = input.bundleID, given != transaction.bundleID {
             throw APIError.bundleMismatch("The signed transaction belongs to another app.")
         }
-        if let renewal, renewal.originalTransactionID != transaction.originalTransactionID {
+        if let renewal, !renewal.originalTransactionID.isExactly(transaction.originalTransactionID) {
             throw APIError.invalidRequest("`signed_renewal_info` is about another purchase than `signed_transaction`.")
         }
         let (seconds, attos) = (ContinuousClock.now - started).components

@@ -95,27 +95,30 @@ enum RecordMapping {
     /// JSON no longer parses as a transaction.
     static func remapped(_ t: TransactionRecord) -> TransactionRecord? {
         guard let json = try? JSONValue.parse(Array(t.rawJSON.utf8)) else { return nil }
-        if let parsed = Transaction(json) { return transaction(parsed, bundleID: t.bundleID, environment: t.environment) }
-        return SignedTransaction(json).map { transaction($0) }
+        if let parsed = try? Transaction(json) { return transaction(parsed, bundleID: t.bundleID, environment: t.environment) }
+        return (try? SignedTransaction(json)).map { transaction($0) }
     }
 
     /// A stored renewal snapshot mapped again from its raw JSON.
     static func remapped(_ r: RenewalRecord) -> RenewalRecord? {
         guard let json = try? JSONValue.parse(Array(r.rawJSON.utf8)) else { return nil }
-        if let parsed = PendingRenewalInfo(json) { return renewal(parsed, environment: r.environment) }
-        return SignedRenewalInfo(json).map { renewal($0) }
+        if let parsed = try? PendingRenewalInfo(json) { return renewal(parsed, environment: r.environment) }
+        return (try? SignedRenewalInfo(json)).map { renewal($0) }
     }
 
-    /// The pure derivation's input.
+    /// The pure derivation's input. Stored rows are where dates enter it: each is pinned into
+    /// ``AppleDate/range`` (a row stored before dates were checked on entry cannot make the
+    /// derivation's arithmetic overflow).
     static func facts(_ subscriber: SubscriberRecord) -> Facts {
         Facts(
             purchases: purchases(subscriber),
             renewals: subscriber.renewalHistory.map {
-                RenewalObservation(observedAt: $0.observedAt, sequence: $0.id, renewal: renewal($0.record))
+                RenewalObservation(observedAt: AppleDate.clamped($0.observedAt), sequence: $0.id, renewal: renewal($0.record))
             },
             transfers: subscriber.transfers.map {
                 Transfer(
-                    originalTransactionID: $0.originalTransactionID, productID: $0.productID, from: $0.from, to: $0.to, at: $0.at)
+                    originalTransactionID: $0.originalTransactionID, productID: $0.productID, from: $0.from, to: $0.to,
+                    at: AppleDate.clamped($0.at))
             })
     }
 
@@ -131,9 +134,9 @@ enum RecordMapping {
 
     /// Facts as a JSON object: times RFC 3339, flags booleans, numbers integers.
     static func json(_ facts: [Fact]) -> JSONValue {
-        var object: [String: JSONValue] = [:]
+        var object: [Identifier: JSONValue] = [:]
         for f in facts {
-            object[f.name] =
+            object[Identifier(f.name)] =
                 switch f.value {
                 case .text(let s): .string(s)
                 case .time(let ms): .string(CivilTime.rfc3339(ms))
@@ -148,8 +151,9 @@ enum RecordMapping {
         subscriber.transactions.map { t in
             Purchase(
                 transactionID: t.transactionID, originalTransactionID: t.originalTransactionID, productID: t.productID,
-                purchaseDate: t.purchaseDate, originalPurchaseDate: t.originalPurchaseDate, expiresDate: t.expiresDate,
-                cancellationDate: t.cancellationDate, cancellationReason: t.cancellationReason, isTrialPeriod: t.isTrialPeriod,
+                purchaseDate: AppleDate.clamped(t.purchaseDate), originalPurchaseDate: AppleDate.clamped(t.originalPurchaseDate),
+                expiresDate: AppleDate.clamped(t.expiresDate), cancellationDate: AppleDate.clamped(t.cancellationDate),
+                cancellationReason: t.cancellationReason, isTrialPeriod: t.isTrialPeriod,
                 isInIntroOfferPeriod: t.isInIntroOfferPeriod, isUpgraded: t.isUpgraded, ownershipType: t.ownershipType,
                 environment: t.environment, subscriptionGroupID: t.subscriptionGroupID, promotionalOfferID: t.promotionalOfferID,
                 offerCodeRefName: t.offerCodeRefName, quantity: t.quantity)
@@ -160,7 +164,7 @@ enum RecordMapping {
         Renewal(
             originalTransactionID: r.originalTransactionID, productID: r.productID, autoRenewProductID: r.autoRenewProductID,
             autoRenewStatus: r.autoRenewStatus, expirationIntent: r.expirationIntent,
-            gracePeriodExpiresDate: r.gracePeriodExpiresDate, isInBillingRetryPeriod: r.isInBillingRetryPeriod,
+            gracePeriodExpiresDate: AppleDate.clamped(r.gracePeriodExpiresDate), isInBillingRetryPeriod: r.isInBillingRetryPeriod,
             priceConsentStatus: r.priceConsentStatus, priceIncreaseStatus: r.priceIncreaseStatus,
             offerCodeRefName: r.offerCodeRefName, promotionalOfferID: r.promotionalOfferID)
     }

@@ -1,4 +1,5 @@
 import AppStore
+import Identifiers
 import CoreMetrics
 import Logging
 import Storage
@@ -18,19 +19,29 @@ struct RefreshPolicy: Sendable, Equatable {
     var backoffMs: Int64 = 60_000
     var maxBackoffMs: Int64 = 3_600_000
 
-    /// When `c` is due, or nil when there is nothing to learn.
+    /// Whether `c`'s stored times are dates the policy can reason about (``AppleDate/range``). A
+    /// row written before dates were checked on entry, or by hand, may hold anything; the
+    /// refresher skips and reports such a row instead of doing arithmetic on it.
+    static func isProcessable(_ c: RefreshCandidate) -> Bool {
+        [c.expiresAt, c.gracePeriodExpiresAt, c.lastCheckedAt, c.nextAttemptAt].allSatisfy {
+            $0.map(AppleDate.range.contains) ?? true
+        }
+    }
+
+    /// When `c` is due, or nil when there is nothing to learn. Saturating: whatever the row holds,
+    /// no sum overflows (``isProcessable(_:)`` is checked first; this is the second line).
     func dueAt(_ c: RefreshCandidate) -> Int64? {
         let checked = c.lastCheckedAt ?? .min
         var due: Int64?
         // Expired since it was last checked: did it renew?
-        if checked < c.expiresAt { due = c.expiresAt + jitter(c.originalTransactionID) }
+        if checked < c.expiresAt { due = c.expiresAt.saturatingAdd(jitter(c.originalTransactionID)) }
         // In grace: ask again when grace ends, if not checked since.
         if let grace = c.gracePeriodExpiresAt, checked < grace {
-            due = min(due ?? .max, grace + jitter(c.originalTransactionID))
+            due = min(due ?? .max, grace.saturatingAdd(jitter(c.originalTransactionID)))
         }
         // Billing retry or grace: Apple may recover the payment any time.
         if c.inBillingRetry || c.gracePeriodExpiresAt != nil {
-            due = min(due ?? .max, max(checked, c.expiresAt) &+ billingRetryRecheckMs)
+            due = min(due ?? .max, max(checked, c.expiresAt).saturatingAdd(billingRetryRecheckMs))
         }
         guard var due else { return nil }
         if let next = c.nextAttemptAt { due = max(due, next) }
@@ -79,6 +90,8 @@ final class Refresher: Sendable {
         var changed = 0
         var invalid = 0
         var unavailable = 0
+        /// Stored rows whose times are not dates (``RefreshPolicy/isProcessable(_:)``): skipped, reported.
+        var unprocessable = 0
         /// Claimed by another refresher, or left for the next pass after Apple stopped answering.
         var skipped = 0
     }
@@ -91,6 +104,8 @@ final class Refresher: Sendable {
     private let logger: Logger
     private let now: @Sendable () -> Int64
     private let task = LockedTask()
+    /// Unprocessable rows already logged by this process (each is logged once, counted every pass).
+    private let reported = Mutex<Set<Identifier>>([])
     /// `refresher_backlog` (subscriptions due at the last pass's start) and
     /// `refresher_refreshes_total{outcome}`.
     private let metrics: any MetricsFactory
@@ -116,12 +131,13 @@ final class Refresher: Sendable {
             Task { [self] in
                 while !Task.isCancelled {
                     let pass = await runPass()
-                    if pass.due > 0 {
+                    if pass.due > 0 || pass.unprocessable > 0 {
                         logger.info(
                             "refresher pass",
                             metadata: [
                                 "due": "\(pass.due)", "refreshed": "\(pass.refreshed)", "changed": "\(pass.changed)",
                                 "invalid": "\(pass.invalid)", "unavailable": "\(pass.unavailable)", "skipped": "\(pass.skipped)",
+                                "unprocessable": "\(pass.unprocessable)",
                             ])
                     }
                     try? await Task.sleep(for: .milliseconds(settings.intervalMs))
@@ -161,7 +177,20 @@ final class Refresher: Sendable {
             logger.error("refresher: cannot read candidates", metadata: ["error": "\(error)"])
             return pass
         }
-        let allDue = candidates.compactMap { c in policy.dueAt(c).flatMap { $0 <= at ? (c, $0) : nil } }
+        let unprocessable = candidates.filter { !RefreshPolicy.isProcessable($0) }
+        pass.unprocessable = unprocessable.count
+        Gauge(label: "refresher_unprocessable_rows", factory: metrics).record(unprocessable.count)
+        for c in unprocessable where reported.withLock({ $0.insert(Identifier(c.originalTransactionID)).inserted }) {
+            logger.error(
+                "refresher: skipping a stored subscription whose times are not dates",
+                metadata: [
+                    "original_transaction_id": "\(c.originalTransactionID)", "expires_at": "\(c.expiresAt)",
+                    "grace_period_expires_at": "\(c.gracePeriodExpiresAt.map(String.init) ?? "none")",
+                ])
+        }
+        let allDue = candidates.filter(RefreshPolicy.isProcessable).compactMap { c in
+            policy.dueAt(c).flatMap { $0 <= at ? (c, $0) : nil }
+        }
         Gauge(label: "refresher_backlog", factory: metrics).record(allDue.count)
         let due = allDue.sorted { ($0.1, $0.0.originalTransactionID) < ($1.1, $1.0.originalTransactionID) }
             .prefix(settings.batchSize)
@@ -239,7 +268,7 @@ final class Refresher: Sendable {
                 let changes = try await database.run { [state] db in
                     try db.transaction { () throws -> Int in
                         // Still theirs? A transfer while Apple was asked wins: nothing is stored for them.
-                        guard try ReceiptStore(db).owner(of: original) == candidate.holder else {
+                        guard try ReceiptStore(db).owner(of: original)?.isExactly(candidate.holder) == true else {
                             try RefreshStore(db).answered(original, outcome: "no_owner", now: done)
                             return 0
                         }
@@ -290,9 +319,17 @@ final class Refresher: Sendable {
     /// purchase on the same receipt to them.
     static func holderOnly(_ record: VerifiedReceiptRecord, holder: String, original: String) -> VerifiedReceiptRecord {
         var record = record
-        record.transactions = record.transactions.filter { $0.originalTransactionID == original }
-        record.renewals = record.renewals.filter { $0.originalTransactionID == original }
+        record.transactions = record.transactions.filter { $0.originalTransactionID.isExactly(original) }
+        record.renewals = record.renewals.filter { $0.originalTransactionID.isExactly(original) }
         return record
+    }
+}
+
+extension Int64 {
+    /// `self + other`, pinned to `Int64.max` or `.min` instead of trapping.
+    func saturatingAdd(_ other: Int64) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
     }
 }
 

@@ -1,3 +1,4 @@
+import Identifiers
 import Entitlements
 import Storage
 import Synchronization
@@ -36,13 +37,14 @@ final class SubscriberCache: Sendable {
 
     /// Entries at most (0: the cache is off). When full, an arbitrary entry makes room.
     let capacity: Int
-    private let entries = Mutex<[String: Entry]>([:])
+    /// By the app user id's exact bytes: `Zo\u{EB}` and `Zoe\u{308}` are two users (``Identifier``).
+    private let entries = Mutex<[Identifier: Entry]>([:])
 
     init(capacity: Int) { self.capacity = capacity }
 
     /// The entry for `appUserID` if it still describes the subscriber at `now`.
     func entry(_ appUserID: String, generation: UInt64, now: Int64) -> Entry? {
-        guard capacity > 0, let entry = entries.withLock({ $0[appUserID] }) else { return nil }
+        guard capacity > 0, let entry = entries.withLock({ $0[Identifier(appUserID)] }) else { return nil }
         guard entry.generation == generation, entry.readAt <= now, now < entry.changesAt else { return nil }
         return entry
     }
@@ -54,9 +56,10 @@ final class SubscriberCache: Sendable {
         let entry = Entry(
             generation: generation, readAt: now, changesAt: document.changesAt ?? .max, version: version, head: head,
             tail: tail)
+        let key = Identifier(appUserID)
         entries.withLock { entries in
-            if entries.count >= capacity, entries[appUserID] == nil { entries.remove(at: entries.startIndex) }
-            entries[appUserID] = entry
+            if entries.count >= capacity, entries[key] == nil { entries.remove(at: entries.startIndex) }
+            entries[key] = entry
         }
     }
 

@@ -14,11 +14,11 @@ struct EntitlementSettings: Sendable {
 /// Times are RFC 3339 UTC strings or null.
 struct SubscriberDocument: Sendable {
     /// Everything but `request_date` and `version`: what the fingerprint covers.
-    let content: [String: JSONValue]
+    let content: [Identifier: JSONValue]
     /// FNV-1a 64 of `content`'s canonical JSON, in hex: changes exactly when the content does.
     let fingerprint: String
     /// The same content with an `explanation` beside each entitlement, subscription and purchase.
-    let explained: [String: JSONValue]
+    let explained: [Identifier: JSONValue]
     /// The first instant after `now` at which the content may read differently with the same
     /// facts (an expiry, a grace period's end, …); nil when no instant lies ahead.
     let changesAt: Int64?
@@ -27,16 +27,16 @@ struct SubscriberDocument: Sendable {
         let facts = RecordMapping.facts(subscriber)
         let subs = Derivation.subscriptions(facts, catalog: settings.catalog, policy: settings.policy, now: now)
         let others = Derivation.nonSubscriptions(facts, catalog: settings.catalog, policy: settings.policy, now: now)
-        var entitlements: [String: JSONValue] = [:]
-        var entitlementsExplained: [String: JSONValue] = [:]
+        var entitlements: [Identifier: JSONValue] = [:]
+        var entitlementsExplained: [Identifier: JSONValue] = [:]
         for (name, grant) in settings.rules.grants(subscriptions: subs, purchases: others) {
             let fields =
                 switch grant.source {
                 case .subscription(let s): Self.common(s)
                 case .purchase(let p): Self.common(p)
                 }
-            entitlements[name] = .object(fields)
-            entitlementsExplained[name] = .object(fields.merging(["explanation": Self.json(grant.explanation)]) { $1 })
+            entitlements[Identifier(name)] = .object(fields)
+            entitlementsExplained[Identifier(name)] = .object(fields.merging(["explanation": Self.json(grant.explanation)]) { $1 })
         }
         // One entry per product: the best of its subscriptions (entitling first, then latest expiry, then id).
         var byProduct: [String: SubscriptionStatus] = [:]
@@ -49,8 +49,8 @@ struct SubscriberDocument: Sendable {
             }
             byProduct[s.productID] = s
         }
-        var subscriptions: [String: JSONValue] = [:]
-        var subscriptionsExplained: [String: JSONValue] = [:]
+        var subscriptions: [Identifier: JSONValue] = [:]
+        var subscriptionsExplained: [Identifier: JSONValue] = [:]
         for (product, s) in byProduct {
             var fields = Self.common(s)
             fields["purchased_at"] = Self.time(s.purchasedAt)
@@ -64,20 +64,20 @@ struct SubscriberDocument: Sendable {
             fields["price_increase"] = s.priceIncrease.map(JSONValue.string) ?? .null
             fields["offer"] =
                 s.offer.map { .object(["type": .string($0.type), "id": $0.id.map(JSONValue.string) ?? .null]) } ?? .null
-            subscriptions[product] = .object(fields)
-            subscriptionsExplained[product] = .object(fields.merging(["explanation": Self.json(s.explanation)]) { $1 })
+            subscriptions[Identifier(product)] = .object(fields)
+            subscriptionsExplained[Identifier(product)] = .object(fields.merging(["explanation": Self.json(s.explanation)]) { $1 })
         }
-        var nonSubscriptions: [String: [JSONValue]] = [:]
-        var nonSubscriptionsExplained: [String: [JSONValue]] = [:]
+        var nonSubscriptions: [Identifier: [JSONValue]] = [:]
+        var nonSubscriptionsExplained: [Identifier: [JSONValue]] = [:]
         for p in others {
-            let fields: [String: JSONValue] = [
+            let fields: [Identifier: JSONValue] = [
                 "transaction_id": .string(p.transactionID), "product_type": .string(p.kind.name), "active": .bool(p.isEntitled),
                 "purchased_at": Self.time(p.purchasedAt), "expires_at": Self.time(p.expiresAt),
                 "refunded_at": Self.time(p.refundedAt),
                 "quantity": p.quantity.map { .number(Double($0), text: String($0)) } ?? .null, "ownership": .string(p.ownership),
             ]
-            nonSubscriptions[p.productID, default: []].append(.object(fields))
-            nonSubscriptionsExplained[p.productID, default: []].append(
+            nonSubscriptions[Identifier(p.productID), default: []].append(.object(fields))
+            nonSubscriptionsExplained[Identifier(p.productID), default: []].append(
                 .object(fields.merging(["explanation": Self.json(p.explanation)]) { $1 }))
         }
         content = [
@@ -121,7 +121,7 @@ struct SubscriberDocument: Sendable {
         return .object(fields)
     }
 
-    private static func common(_ s: SubscriptionStatus) -> [String: JSONValue] {
+    private static func common(_ s: SubscriptionStatus) -> [Identifier: JSONValue] {
         [
             "active": .bool(s.isEntitled), "state": .string(s.state.rawValue), "product_id": .string(s.productID),
             "expires_at": time(s.expiresAt), "grace_period_expires_at": time(s.gracePeriodExpiresAt),
@@ -130,7 +130,7 @@ struct SubscriberDocument: Sendable {
         ]
     }
 
-    private static func common(_ p: NonSubscriptionPurchase) -> [String: JSONValue] {
+    private static func common(_ p: NonSubscriptionPurchase) -> [Identifier: JSONValue] {
         let state =
             p.isEntitled ? "active" : p.refundedAt != nil ? (p.ownership == "family_shared" ? "revoked" : "refunded") : "expired"
         return [

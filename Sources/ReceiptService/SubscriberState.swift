@@ -1,3 +1,4 @@
+import Identifiers
 import Entitlements
 import Storage
 
@@ -81,7 +82,7 @@ struct SubscriberState: Sendable {
         // Most posts are by the holder or of something nobody holds: no probe needed.
         var holders: [String] = []
         for original in record.originals {
-            if let holder = try ReceiptStore(db).owner(of: original), holder != appUserID, !holders.contains(holder) {
+            if let holder = try ReceiptStore(db).owner(of: original), !holder.isExactly(appUserID), !holders.contains(where: { $0.isExactly(holder) }) {
                 holders.append(holder)
             }
         }
@@ -93,7 +94,7 @@ struct SubscriberState: Sendable {
                 for holder in holders {
                     guard let subscriber = try store.subscriber(holder) else { continue }
                     let entitling = entitlingOriginals(subscriber, now: now)
-                    if !entitling.isDisjoint(with: record.originals) { throw Probe(holder: holder) }
+                    if !entitling.isDisjoint(with: record.originals.map { Identifier($0) }) { throw Probe(holder: holder) }
                 }
                 throw Probe(holder: nil)
             }
@@ -104,15 +105,17 @@ struct SubscriberState: Sendable {
     }
 
     /// The original transactions that entitle `subscriber` to something at `now`.
-    func entitlingOriginals(_ subscriber: SubscriberRecord, now: Int64) -> Set<String> {
+    func entitlingOriginals(_ subscriber: SubscriberRecord, now: Int64) -> Set<Identifier> {
         let facts = RecordMapping.facts(subscriber)
         var originals = Set(
             Derivation.subscriptions(facts, catalog: settings.catalog, policy: settings.policy, now: now)
-                .filter(\.isEntitled).map(\.originalTransactionID))
+                .filter(\.isEntitled).map { Identifier($0.originalTransactionID) })
         let entitled = Set(
             Derivation.nonSubscriptions(facts, catalog: settings.catalog, policy: settings.policy, now: now)
-                .filter(\.isEntitled).map(\.transactionID))
-        for t in subscriber.transactions where entitled.contains(t.transactionID) { originals.insert(t.originalTransactionID) }
+                .filter(\.isEntitled).map { Identifier($0.transactionID) })
+        for t in subscriber.transactions where entitled.contains(Identifier(t.transactionID)) {
+            originals.insert(Identifier(t.originalTransactionID))
+        }
         return originals
     }
 

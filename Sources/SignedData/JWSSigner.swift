@@ -24,13 +24,13 @@ public struct JWSSigner: Sendable {
     }
 
     /// The compact JWS of `payload`, with any header fields overridden or added by `header`.
-    public func sign(_ payload: JSONValue, header: [String: JSONValue] = [:]) throws -> String {
+    public func sign(_ payload: JSONValue, header: [Identifier: JSONValue] = [:]) throws -> String {
         let x5c: [JSONValue] = try chain.map { certificate in
             var serializer = DER.Serializer()
             try serializer.serialize(certificate)
             return .string(Data(serializer.serializedBytes).base64EncodedString())
         }
-        var fields: [String: JSONValue] = ["alg": .string("ES256"), "x5c": .array(x5c)]
+        var fields: [Identifier: JSONValue] = ["alg": .string("ES256"), "x5c": .array(x5c)]
         fields.merge(header) { $1 }
         let input = Self.base64URL(JSONValue.object(fields).jsonBytes) + "." + Self.base64URL(payload.jsonBytes)
         let signature = try key.signature(for: Array(input.utf8))

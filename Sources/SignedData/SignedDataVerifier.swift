@@ -69,7 +69,7 @@ public struct SignedDataVerifier: Sendable {
     /// each verified on its own.
     public func notification(_ jws: String) async throws(SignedDataError) -> SignedNotification {
         let payload = try await verify(jws)
-        guard let notification = SignedNotification(payload) else {
+        guard let notification = try mapped({ v throws(AppleDate.OutOfRange) in try SignedNotification(v) }, payload) else {
             throw .malformed("the payload has no notificationType or notificationUUID")
         }
         if let bundle = notification.bundleID {
@@ -97,7 +97,7 @@ public struct SignedDataVerifier: Sendable {
     public func transaction(_ jws: String) async throws(SignedDataError) -> SignedTransaction {
         let payload = try await verify(jws)
         try checkTransactionClaims(payload)
-        guard let transaction = SignedTransaction(payload) else {
+        guard let transaction = try mapped({ v throws(AppleDate.OutOfRange) in try SignedTransaction(v) }, payload) else {
             throw .malformed("the payload is not a transaction (transactionId, productId)")
         }
         return transaction
@@ -107,7 +107,7 @@ public struct SignedDataVerifier: Sendable {
     public func renewalInfo(_ jws: String) async throws(SignedDataError) -> SignedRenewalInfo {
         let payload = try await verify(jws)
         try checkRenewalClaims(payload)
-        guard let renewal = SignedRenewalInfo(payload) else {
+        guard let renewal = try mapped({ v throws(AppleDate.OutOfRange) in try SignedRenewalInfo(v) }, payload) else {
             throw .malformed("the payload is not renewal info (originalTransactionId)")
         }
         return renewal
@@ -127,6 +127,17 @@ public struct SignedDataVerifier: Sendable {
         _ = try accepted(payload["environment"]?.string)
     }
 
+    /// A verified payload read as `T`; a date outside ``AppleDate/range`` makes it `invalid_jws`.
+    private func mapped<T>(
+        _ read: (JSONValue) throws(AppleDate.OutOfRange) -> T?, _ payload: JSONValue
+    ) throws(SignedDataError) -> T? {
+        do {
+            return try read(payload)
+        } catch {
+            throw .malformed(error.description)
+        }
+    }
+
     private func accepted(_ name: String?) throws(SignedDataError) -> AppStoreEnvironment {
         guard let name, let environment = AppStoreEnvironment(appleName: name), configuration.environments.contains(environment)
         else { throw .wrongEnvironment(name ?? "absent") }
@@ -134,18 +145,29 @@ public struct SignedDataVerifier: Sendable {
     }
 
     /// Steps 1–5: the payload of a JWS whose signature and chain check out.
+    ///
+    /// The only thing read from the untrusted payload before the signature is checked is
+    /// `signedDate`, the validation time, and it must be a date in ``AppleDate/range`` (else
+    /// `invalid_jws`), so no time arithmetic below can overflow whatever a stranger signs.
     func verify(_ text: String) async throws(SignedDataError) -> JSONValue {
         let jws = try CompactJWS(text)
         guard jws.header["alg"]?.string == "ES256" else { throw .malformed("alg must be ES256") }
         guard let x5c = jws.header["x5c"]?.array else { throw .malformed("the header has no x5c") }
         guard x5c.count == 3 else { throw .malformed("x5c must hold 3 certificates, it holds \(x5c.count)") }
+        let signedDate: Int64?
+        do {
+            signedDate = try jws.payload.date("signedDate")
+        } catch {
+            throw .malformed(error.description)
+        }
         let at: Int64 =
             switch configuration.validationTime {
-            case .signedDate: jws.payload["signedDate"]?.int64 ?? now()
+            case .signedDate: signedDate ?? now()
             case .now: now()
             }
+        guard AppleDate.range.contains(at) else { throw .malformed("the validation time is outside 1970–9999") }
         let time = Date(timeIntervalSince1970: Double(at) / 1000)
-        let chain = try await verifiedChain(x5c, at: time)
+        let chain = try await verifiedChain(x5c, at: time, ms: at)
         for (role, window) in [(SignedDataError.CertificateRole.leaf, chain.leaf), (.intermediate, chain.intermediate)] {
             guard window.contains(time) else { throw .notValidAt(role, at) }
         }
@@ -159,7 +181,7 @@ public struct SignedDataVerifier: Sendable {
     /// Steps 2–4 for `x5c`, remembered by its leaf and intermediate exactly as sent: a chain that
     /// led to a configured root once still does, so a known chain costs no decoding and no path
     /// validation, only the validity windows (checked by the caller at each validation time).
-    private func verifiedChain(_ x5c: [JSONValue], at time: Date) async throws(SignedDataError) -> VerifiedChain {
+    private func verifiedChain(_ x5c: [JSONValue], at time: Date, ms at: Int64) async throws(SignedDataError) -> VerifiedChain {
         let key = ChainCache.key(x5c[0].string ?? "", x5c[1].string ?? "")
         if let known = verifiedChains.chain(for: key) { return known }
         var certificates: [Certificate] = []
@@ -176,7 +198,6 @@ public struct SignedDataVerifier: Sendable {
         let (leaf, intermediate) = (certificates[0], certificates[1])
         guard intermediate.extensions[oid: Self.intermediateMarker] != nil else { throw .missingMarker(.intermediate) }
         guard leaf.extensions[oid: Self.leafMarker] != nil else { throw .missingMarker(.leaf) }
-        let at = Int64(time.timeIntervalSince1970 * 1000)
         for (role, certificate) in [(SignedDataError.CertificateRole.leaf, leaf), (.intermediate, intermediate)] {
             guard certificate.notValidBefore <= time, time <= certificate.notValidAfter else { throw .notValidAt(role, at) }
         }

@@ -28,13 +28,13 @@ public struct SignedNotification: Sendable, Equatable {
     public var renewal: SignedRenewalInfo?
     public var raw: JSONValue
 
-    public init?(_ v: JSONValue) {
+    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let type = v["notificationType"]?.string, let uuid = v["notificationUUID"]?.string else { return nil }
         notificationType = type
         subtype = v["subtype"]?.string
         notificationUUID = uuid
         version = v["version"]?.string
-        signedDate = v["signedDate"]?.int64
+        signedDate = try v.date("signedDate")
         let data = v["data"]
         let container = data ?? v["summary"] ?? v["externalPurchaseToken"] ?? v["appData"]
         bundleID = container?["bundleId"]?.string
@@ -112,7 +112,7 @@ public struct SignedTransaction: Sendable, Equatable {
     public var currency: String?
     public var raw: JSONValue
 
-    public init?(_ v: JSONValue) {
+    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let id = v["transactionId"]?.string, let product = v["productId"]?.string, let bundle = v["bundleId"]?.string
         else { return nil }
         transactionID = id
@@ -121,15 +121,15 @@ public struct SignedTransaction: Sendable, Equatable {
         productID = product
         webOrderLineItemID = v["webOrderLineItemId"]?.string
         subscriptionGroupID = v["subscriptionGroupIdentifier"]?.string
-        purchaseDate = v["purchaseDate"]?.int64
-        originalPurchaseDate = v["originalPurchaseDate"]?.int64
-        expiresDate = v["expiresDate"]?.int64
+        purchaseDate = try v.date("purchaseDate")
+        originalPurchaseDate = try v.date("originalPurchaseDate")
+        expiresDate = try v.date("expiresDate")
         quantity = v["quantity"]?.int64
         type = v["type"]?.string
         appAccountToken = v["appAccountToken"]?.string
         inAppOwnershipType = v["inAppOwnershipType"]?.string
-        signedDate = v["signedDate"]?.int64
-        revocationDate = v["revocationDate"]?.int64
+        signedDate = try v.date("signedDate")
+        revocationDate = try v.date("revocationDate")
         revocationReason = v["revocationReason"]?.int64
         revocationType = v["revocationType"]?.string
         isUpgraded = v["isUpgraded"]?.bool ?? false
@@ -166,7 +166,7 @@ public struct SignedRenewalInfo: Sendable, Equatable {
     public var appAccountToken: String?
     public var raw: JSONValue
 
-    public init?(_ v: JSONValue) {
+    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let original = v["originalTransactionId"]?.string else { return nil }
         originalTransactionID = original
         productID = v["productId"]?.string
@@ -174,13 +174,13 @@ public struct SignedRenewalInfo: Sendable, Equatable {
         autoRenewStatus = v["autoRenewStatus"]?.bool
         expirationIntent = v["expirationIntent"]?.int64
         isInBillingRetryPeriod = v["isInBillingRetryPeriod"]?.bool
-        gracePeriodExpiresDate = v["gracePeriodExpiresDate"]?.int64
+        gracePeriodExpiresDate = try v.date("gracePeriodExpiresDate")
         priceIncreaseStatus = v["priceIncreaseStatus"]?.int64
         offerType = v["offerType"]?.int64
         offerIdentifier = v["offerIdentifier"]?.string
-        signedDate = v["signedDate"]?.int64
+        signedDate = try v.date("signedDate")
         environment = v["environment"]?.string
-        renewalDate = v["renewalDate"]?.int64
+        renewalDate = try v.date("renewalDate")
         appAccountToken = v["appAccountToken"]?.string
         raw = v
     }

@@ -1,3 +1,4 @@
+import Identifiers
 /// Reads and writes lifecycle events (Migrations/0003_history.sql). Synchronous: use it inside
 /// `DatabaseQueue.run`, in the same transaction as the facts the events were derived from.
 public struct EventStore {
@@ -17,12 +18,12 @@ public struct EventStore {
     /// Makes the stored events of `appUserID` about the purchases in `originals` (and its transfers)
     /// exactly `events`: new keys are inserted, vanished ones deleted, changed ones updated. Events
     /// about purchases the subscriber no longer holds stay: they are their history.
-    public func replace(_ events: [EventRecord], for appUserID: String, originals: Set<String>, now: Int64) throws -> Changes {
-        var stored: [String: EventRecord] = [:]
+    public func replace(_ events: [EventRecord], for appUserID: String, originals: Set<Identifier>, now: Int64) throws -> Changes {
+        var stored: [Identifier: EventRecord] = [:]
         let existing = try db.prepare("SELECT \(Self.columns) FROM events WHERE app_user_id = ?").bind([appUserID])
         while try existing.step() {
             let e = Self.event(existing)
-            if originals.contains(e.originalTransactionID) || e.type == "transfer" { stored[e.key] = e }
+            if originals.contains(Identifier(e.originalTransactionID)) || e.type == "transfer" { stored[Identifier(e.key)] = e }
         }
         var changes = Changes()
         let insert = try db.prepare(
@@ -36,7 +37,7 @@ public struct EventStore {
             WHERE id = ?
             """)
         for e in events {
-            if let old = stored.removeValue(forKey: e.key) {
+            if let old = stored.removeValue(forKey: Identifier(e.key)) {
                 guard !old.sameContent(as: e) else { continue }
                 try update.bind([e.type, e.at, e.productID, e.originalTransactionID, e.transactionID, e.factsJSON, old.id]).run()
                 changes.changed += 1

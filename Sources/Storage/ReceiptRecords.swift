@@ -1,3 +1,4 @@
+import Identifiers
 /// Rows of Migrations/0002_receipts.sql as Swift values. Storage knows nothing of Apple's wire
 /// format: ReceiptService maps verified receipts into these.
 
@@ -128,11 +129,10 @@ public struct VerifiedReceiptRecord: Sendable, Equatable {
 
     /// The original transaction ids, in first-seen order.
     public var originals: [String] {
-        var seen: [String] = []
-        for id in transactions.map(\.originalTransactionID) + renewals.map(\.originalTransactionID) where !seen.contains(id) {
-            seen.append(id)
+        var seen: Set<Identifier> = []
+        return (transactions.map(\.originalTransactionID) + renewals.map(\.originalTransactionID)).filter {
+            seen.insert(Identifier($0)).inserted
         }
-        return seen
     }
 }
 
@@ -205,7 +205,7 @@ public struct SubscriberRecord: Sendable, Equatable {
     }
 
     /// The original transaction ids this subscriber holds.
-    public var originals: Set<String> { Set(transactions.map(\.originalTransactionID)) }
+    public var originals: Set<Identifier> { Set(transactions.map { Identifier($0.originalTransactionID) }) }
 }
 
 /// One lifecycle event row (`events`).

@@ -1,3 +1,4 @@
+import Identifiers
 /// Reads and writes what Apple said about receipts (Migrations/0002_receipts.sql). Synchronous:
 /// use it inside `DatabaseQueue.run`.
 public struct ReceiptStore {
@@ -31,7 +32,7 @@ public struct ReceiptStore {
             var takeOver: [(original: String, from: String?)] = []
             for original in originals {
                 let holder = try owner(of: original)
-                if holder == appUserID { continue }
+                if let holder, holder.isExactly(appUserID) { continue }  // bytes, as the database compares
                 if let holder, policy == .keep { return .receiptInUse(heldBy: holder) }
                 takeOver.append((original, holder))
             }

@@ -211,7 +211,7 @@ import X509
 
     @Test func productionNotificationsMustNameAConfiguredAppAppleID() async throws {
         func notification(environment: String, appAppleID: Int64?) -> JSONValue {
-            var data: [String: JSONValue] = ["bundleId": .string("com.example"), "environment": .string(environment)]
+            var data: [Identifier: JSONValue] = ["bundleId": .string("com.example"), "environment": .string(environment)]
             if let appAppleID { data["appAppleId"] = .number(Double(appAppleID), text: String(appAppleID)) }
             return .object([
                 "notificationType": .string("TEST"), "notificationUUID": .string("u-\(environment)-\(appAppleID ?? 0)"),

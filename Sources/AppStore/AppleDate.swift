@@ -1,0 +1,41 @@
+/// Dates in Apple's data: epoch milliseconds, as a number or a string of digits (apple-protocols.md
+/// §1.4, §3.5). Every date read from outside (verifyReceipt answers, notifications, signed data,
+/// stored rows) is checked against ``range`` where it enters, so no arithmetic on dates anywhere
+/// in receiptd can overflow: the largest date plus the longest period or delay stays far inside
+/// `Int64`.
+public enum AppleDate {
+    /// 1970-01-01T00:00:00Z through 9999-12-31T23:59:59.999Z (what RFC 3339 can print).
+    public static let range: ClosedRange<Int64> = 0...253_402_300_799_999
+
+    /// A member that holds something other than a date in ``range``.
+    public struct OutOfRange: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The member's name, e.g. `expires_date_ms`.
+        public let field: String
+        public init(field: String) { self.field = field }
+        public var description: String {
+            "`\(field)` is not a date between 1970 and 9999 in epoch milliseconds"
+        }
+    }
+
+    /// `value` pinned into ``range``: for stored rows, which were written before dates were
+    /// checked on entry (or by hand). An expiry of `Int64.max` reads as 9999-12-31, which is what
+    /// it said; nothing downstream can overflow on it.
+    public static func clamped(_ value: Int64) -> Int64 { min(max(value, range.lowerBound), range.upperBound) }
+
+    public static func clamped(_ value: Int64?) -> Int64? { value.map { clamped($0) } }
+}
+
+extension JSONValue {
+    /// The date in member `key`: nil when the member is absent, null or an empty string; the
+    /// epoch milliseconds when they are an integer in ``AppleDate/range``; anything else (digits
+    /// past `Int64`, a negative or far-future date, text) is refused, never read as "no date".
+    public func date(_ key: String) throws(AppleDate.OutOfRange) -> Int64? {
+        switch self[key] {
+        case nil, .null?: return nil
+        case .string(let s)? where s.isEmpty: return nil
+        case let value?:
+            guard let ms = value.int64, AppleDate.range.contains(ms) else { throw AppleDate.OutOfRange(field: key) }
+            return ms
+        }
+    }
+}

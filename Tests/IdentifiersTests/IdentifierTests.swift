@@ -1,0 +1,47 @@
+import Identifiers
+import Testing
+
+@Suite struct IdentifierTests {
+    /// Canonically equivalent spellings that Swift's String calls equal, and compatibility
+    /// characters that look alike: all are different identifiers.
+    static let pairs: [(String, String)] = [
+        ("Zo\u{00EB}", "Zoe\u{0308}"),  // NFC, NFD
+        ("caf\u{00E9}", "cafe\u{0301}"),
+        ("\u{212B}", "\u{00C5}"),  // ANGSTROM SIGN, A WITH RING (canonical singleton)
+        ("sk-Key-1", "sk-\u{212A}ey-1"),  // KELVIN SIGN for K: canonical singleton of U+004B
+        ("a;b", "a\u{037E}b"),  // GREEK QUESTION MARK: canonical singleton of ';'
+        ("\u{FB01}le", "file"),  // compatibility ligature
+    ]
+
+    @Test(arguments: pairs) func spellingsAreDistinct(_ pair: (String, String)) {
+        let (a, b) = (Identifier(pair.0), Identifier(pair.1))
+        #expect(a != b)
+        #expect(!pair.0.isExactly(pair.1))
+        #expect(Set([a, b]).count == 2)
+        var dictionary: [Identifier: Int] = [:]
+        dictionary[a] = 1
+        dictionary[b] = 2
+        #expect(dictionary[a] == 1 && dictionary[b] == 2)
+        #expect((a < b) != (b < a))
+    }
+
+    @Test func swiftStringsWouldConfuseThem() {
+        // The premise: without Identifier these collide.
+        #expect("Zo\u{00EB}" == "Zoe\u{0308}")
+        #expect("sk-Key-1" == "sk-\u{212A}ey-1")
+        #expect(Set(["a;b", "a\u{037E}b"]).count == 1)
+    }
+
+    @Test func sameBytesAreEqualAndHashAlike() {
+        let a = Identifier("Zo\u{00EB}")
+        let b = Identifier(String(decoding: Array("Zo\u{00EB}".utf8), as: UTF8.self))
+        #expect(a == b)
+        #expect(a.hashValue == b.hashValue)
+        #expect(Identifier("abc") == "abc")
+    }
+
+    @Test func orderIsByteOrder() {
+        let sorted = ["b", "a\u{0301}", "\u{00E1}", "a", "Z"].map { Identifier($0) }.sorted().map(\.string)
+        #expect(sorted.map { Array($0.utf8) } == [[0x5A], [0x61], [0x61, 0xCC, 0x81], [0x62], [0xC3, 0xA1]])
+    }
+}
