@@ -125,6 +125,7 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         case .unavailableOnce where callNumber == 1: return .status(21005)
         case .retryableOnce where callNumber == 1: return .object(["status": .int(21100), "is_retryable": .bool(true)])
         case .malformed: return .status(21002)
+        case .serverUnavailable: return .status(21005)
         case .notAuthenticated: return .status(21003)
         case .accountNotFound: return .status(21010)
         default: break

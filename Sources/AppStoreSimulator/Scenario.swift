@@ -41,7 +41,10 @@ public enum Scenario: String, Sendable, CaseIterable {
     case unavailableOnce = "unavailable_once"
     /// 21100 with the retry flag on the first call, then the active monthly subscription.
     case retryableOnce = "retryable_once"
+    /// 21002 on every call: malformed receipt data, or a temporary problem (Apple cannot say which).
     case malformed = "status_21002"
+    /// 21005 on every call: Apple's receipt server is down.
+    case serverUnavailable = "status_21005"
     case notAuthenticated = "status_21003"
     case accountNotFound = "status_21010"
     /// A monthly subscription that keeps renewing as the simulator's clock moves: each answer holds

@@ -25,8 +25,11 @@ struct RefreshPolicy: Sendable, Equatable {
     static func isProcessable(_ c: RefreshCandidate) -> Bool {
         [c.expiresAt, c.gracePeriodExpiresAt, c.lastCheckedAt, c.nextAttemptAt].allSatisfy {
             $0.map(AppleDate.range.contains) ?? true
-        }
+        } && (0...maxFailures).contains(c.failures)
     }
+
+    /// More failures in a row than a century of hourly backoffs: not a count this code wrote.
+    static let maxFailures = 1_000_000
 
     /// When `c` is due, or nil when there is nothing to learn. Saturating: whatever the row holds,
     /// no sum overflows (``isProcessable(_:)`` is checked first; this is the second line).

@@ -110,3 +110,47 @@ struct VerifyReceiptStateMachineTests {
         }
     }
 }
+
+/// Issue 16: which failures say Apple as a whole is failing (and may feed the circuit breaker).
+@Suite struct AppleWideFailureTests {
+    static func lastFailure(_ outcomes: [VerifyReceiptStateMachine.Outcome]) -> Bool {
+        var m = VerifyReceiptStateMachine(policy: policy, now: .zero)
+        _ = m.begin()
+        for outcome in outcomes {
+            if case .finish = m.received(outcome, now: .zero, random: 0) { break }
+        }
+        return m.failureIsAppleWide
+    }
+
+    @Test func appleWide() {
+        #expect(Self.lastFailure(Array(repeating: .transportFailure("timeout"), count: 4)))
+        #expect(Self.lastFailure(Array(repeating: .httpStatus(503), count: 4)))
+        #expect(Self.lastFailure(Array(repeating: answer(21005), count: 4)))
+        #expect(Self.lastFailure(Array(repeating: answer(21100, retryable: true), count: 4)))
+        #expect(Self.lastFailure([answer(21002), answer(21002), .transportFailure("reset"), .transportFailure("reset")]))
+    }
+
+    @Test func aboutTheReceiptOrUncertain() {
+        #expect(!Self.lastFailure(Array(repeating: answer(21002), count: 4)))
+        #expect(!Self.lastFailure([.transportFailure("reset"), answer(21002), answer(21002), answer(21002)]))
+        #expect(!Self.lastFailure(Array(repeating: answer(21009), count: 4)))
+        #expect(!Self.lastFailure([answer(21104)]))
+        #expect(!Self.lastFailure([answer(21007), answer(21008)]))
+        #expect(!Self.lastFailure(Array(repeating: .httpStatus(429), count: 4)))
+        #expect(!Self.lastFailure([.httpStatus(413)]))
+    }
+
+    @Test func anInconclusiveEndNeverCountsButClosesAProbe() {
+        var b = CircuitBreaker(policy: .init(failureThreshold: 2, openFor: .seconds(10)))
+        for _ in 0..<10 { b.recordInconclusive(now: .zero) }
+        #expect(b.state == .closed(failures: 0))
+        b.record(available: false, now: .zero)
+        b.recordInconclusive(now: .zero)
+        #expect(b.state == .closed(failures: 1))
+        b.record(available: false, now: .zero)
+        #expect(b.state.name == "open")
+        #expect(b.decide(now: .seconds(11)) == .probe)
+        b.recordInconclusive(now: .seconds(11))
+        #expect(b.state == .closed(failures: 0))
+    }
+}

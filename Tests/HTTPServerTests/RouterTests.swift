@@ -30,6 +30,25 @@ struct RouterTests {
         #expect(r.body == Array("get user 1".utf8))
     }
 
+    /// RFC 9112 §3.2.2: absolute-form is accepted and the host part plays no role in routing.
+    @Test(arguments: [
+        "http://host/v1/subscribers/user%201?x=1", "HTTPS://example.com:8443/v1/subscribers/user%201",
+        "http://[::1]:80/v1/subscribers/user%201?y", "http://h/v1/subscribers/user%201",
+    ])
+    func absoluteFormRoutesByItsPath(_ target: String) async {
+        #expect(await answer(router(), .get, target).body == Array("get user 1".utf8))
+    }
+
+    @Test func absoluteFormPathAndQuery() {
+        #expect(HTTPRequest(method: .get, target: "http://h").path == "/")
+        #expect(HTTPRequest(method: .get, target: "http://h?a=1").path == "/")
+        #expect(HTTPRequest(method: .get, target: "http://h?a=1").queryValue("a") == "1")
+        #expect(HTTPRequest(method: .get, target: "http://h/p?q=/x").path == "/p")
+        #expect(HTTPRequest(method: .get, target: "http://h/p?q=/x").queryValue("q") == "/x")
+        #expect(HTTPRequest(method: .get, target: "/p?u=http://x/y").path == "/p")
+        #expect(HTTPRequest(method: .get, target: "/p?u=http://x/y").queryValue("u") == "http://x/y")
+    }
+
     @Test func methodsSelectTheRoute() async {
         #expect(await answer(router(), .delete, "/v1/subscribers/a").body == Array("delete a".utf8))
         #expect(await answer(router(), .post, "/v1/receipts").body == Array("post".utf8))

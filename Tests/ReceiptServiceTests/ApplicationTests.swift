@@ -327,3 +327,18 @@ struct ApplicationTests {
         await app.stop()
     }
 }
+
+/// Issue 16: RFC 9112 §3.2.2 — a server accepts absolute-form targets; the host part is ignored.
+@Suite struct AbsoluteFormTests {
+    @Test func absoluteFormTargetsAreServedOverTheWire() async throws {
+        try await withService { port, _ in
+            let health = try await send(port, "GET http://host/healthz HTTP/1.1\r\nHost: host\r\nConnection: close\r\n\r\n")
+            #expect(health.status == 200, "\(health.head)")
+            let other = try await send(
+                port,
+                "GET https://elsewhere.example:443/v1/subscribers/nobody HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                    + "Authorization: Bearer \(TestSecrets.secretKey)\r\n\r\n")
+            #expect(other.status == 404 && other.body.contains("not_found"), "\(other.body)")
+        }
+    }
+}

@@ -730,3 +730,73 @@ struct NotificationProcessorTests {
 enum CivilTimeText {
     static func rfc3339(_ ms: Int64) -> String { SubscriberDocument.time(ms).string ?? "" }
 }
+
+/// Issue 16: numbers out of range in what Apple (or a stranger) posts are refused with the route's
+/// code, nothing is stored, and the service stays up.
+@Suite struct HostileNotificationTests {
+    static var edges: [Any] { ["9223372036854775807", Int64.max, "9223372036854775296", "-1", "9223372036854775808"] }
+
+    @Test func aSignedDateAtInt64sEdgeIsInvalidJWSOnBothRoutes() async throws {
+        try await withService { port, db in
+            let before = try tableSnapshot(db)
+            for value in Self.edges {
+                var t = transaction("e-1", original: "e", from: wallClock - day, until: wallClock + day)
+                t["signedDate"] = value
+                let transactionJWS = try signer.sign(json(t))
+                let notification = try signer.sign(
+                    json([
+                        "notificationType": "DID_RENEW", "notificationUUID": UUID().uuidString, "signedDate": value,
+                        "data": [
+                            "bundleId": bundle, "appAppleId": 1234, "environment": "Sandbox",
+                            "signedTransactionInfo": transactionJWS,
+                        ],
+                    ]))
+                let v2 = try await request(port, "POST", "/v1/notifications/apple", #"{"signedPayload":"\#(notification)"}"#)
+                #expect(v2.status == 400 && (v2.body["error"] as? [String: Any])?["code"] as? String == "invalid_jws", "\(v2)")
+                let sk2 = try await request(
+                    port, "POST", "/v1/receipts", #"{"app_user_id":"mallory","signed_transaction":"\#(transactionJWS)"}"#,
+                    key: TestSecrets.publicKey)
+                #expect(sk2.status == 400 && (sk2.body["error"] as? [String: Any])?["code"] as? String == "invalid_jws", "\(sk2)")
+            }
+            #expect(try tableSnapshot(db) == before)
+            #expect(try await request(port, "GET", "/healthz").status == 200)
+        }
+    }
+
+    @Test(arguments: [
+        "grace_period_expires_date_ms", "expires_date_ms", "purchase_date_ms", "cancellation_date_ms",
+        "original_purchase_date_ms",
+    ])
+    func aV1DateAtInt64sEdgeIsRefusedAndNothingStored(_ field: String) async throws {
+        try await withService { port, db in
+            let before = try tableSnapshot(db)
+            for value in Self.edges {
+                let body = try NotificationProcessorTests.v1 { body in
+                    var unified = body["unified_receipt"] as! [String: Any]
+                    if field == "grace_period_expires_date_ms" {
+                        var renewals = unified["pending_renewal_info"] as! [[String: Any]]
+                        renewals[0][field] = value
+                        renewals[0]["is_in_billing_retry_period"] = "1"
+                        unified["pending_renewal_info"] = renewals
+                    } else {
+                        var latest = unified["latest_receipt_info"] as! [[String: Any]]
+                        latest[0][field] = value
+                        unified["latest_receipt_info"] = latest
+                    }
+                    body["unified_receipt"] = unified
+                }
+                let r = try await request(port, "POST", "/v1/notifications/apple", body)
+                #expect(r.status == 400 && (r.body["error"] as? [String: Any])?["code"] as? String == "invalid_request", "\(r)")
+                #expect("\(r.body)".contains(field))
+            }
+            // Without the shared secret nothing of the body is read: the password is what is refused.
+            let stranger = try NotificationProcessorTests.v1 { body in
+                body["password"] = "guess"
+                body["auto_renew_status_change_date_ms"] = "9223372036854775807"
+            }
+            #expect(try await request(port, "POST", "/v1/notifications/apple", stranger).status == 401)
+            #expect(try tableSnapshot(db) == before)
+            #expect(try await request(port, "GET", "/healthz").status == 200)
+        }
+    }
+}

@@ -383,7 +383,8 @@ struct SubscriberStateAPITests {
 
     @Test func theCircuitBreakerFailsFastDuringAnOutageAndShowsInReadyz() async throws {
         try await withService(breaker: .init(failureThreshold: 2, openFor: .seconds(60))) { port, path in
-            for i in 0..<2 { _ = try await post(port, body(user: "u\(i)", "status_21002:\(i)")) }
+            // Apple's receipt server down (21005) says nothing about the receipts: it opens the breaker.
+            for i in 0..<2 { _ = try await post(port, body(user: "u\(i)", "status_21005:\(i)")) }
             let ready = try await send(port, "GET /readyz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
             let status = try #require(try JSONSerialization.jsonObject(with: Data(ready.body.utf8)) as? [String: Any])
             let appStore = status["app_store"] as? [String: Any]
@@ -431,6 +432,97 @@ struct SubscriberStateAPITests {
             let repaired = try rederivation.run(db, now: now, dryRun: false)
             #expect(repaired.transactions == 1 && repaired.events.added == 1, "\(repaired)")
             #expect(try rederivation.run(db, now: now, dryRun: false).changed == 0)
+        }
+    }
+}
+
+/// `user` as a path segment: every byte outside unreserved ASCII percent-encoded, so the path
+/// carries exactly these bytes.
+private func pathSegment(_ user: String) -> String {
+    user.utf8.map { b in
+        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x5F
+            ? String(UnicodeScalar(b)) : "%" + String(b, radix: 16, uppercase: true)
+    }.joined()
+}
+
+/// Issue 16: two spellings that Unicode calls canonically equivalent are two users, as the
+/// database already says: neither reads nor takes over the other's purchases, in the cache or not.
+@Suite("Identifiers as exact bytes", .serialized)
+struct ExactIdentifierTests {
+    static let (nfc, nfd) = ("Zo\u{00EB}", "Zoe\u{0308}")
+
+    @Test func canonicallyEquivalentIDsAreTwoUsersInTheCacheAndTheDatabase() async throws {
+        try await withService { port, _ in
+            #expect(try await post(port, body(user: Self.nfc, "active_monthly:zoe-nfc")).status == 200)
+            #expect(try await post(port, body(user: Self.nfd, "expired_voluntary:zoe-nfd")).status == 200)
+            for _ in 0..<2 {  // the second read comes from the document cache
+                let a = try await subscriber(port, pathSegment(Self.nfc))
+                let b = try await subscriber(port, pathSegment(Self.nfd))
+                #expect(a.body["app_user_id"] as? String == Self.nfc)
+                #expect(Array((a.body["app_user_id"] as? String ?? "").utf8) == Array(Self.nfc.utf8))
+                #expect(entitlement(a.body, "premium")?["active"] as? Bool == true)
+                #expect(Array((b.body["app_user_id"] as? String ?? "").utf8) == Array(Self.nfd.utf8))
+                #expect(entitlement(b.body, "premium")?["active"] as? Bool == false)
+            }
+            // Never stored: café (NFC) exists, cafe + U+0301 does not.
+            #expect(try await post(port, body(user: "caf\u{00E9}", "active_monthly:cafe")).status == 200)
+            _ = try await subscriber(port, pathSegment("caf\u{00E9}"))
+            #expect(try await subscriber(port, pathSegment("cafe\u{0301}")).status == 404)
+        }
+    }
+
+    @Test func theOtherSpellingPostingAReceiptIsAnotherUserForOwnership() async throws {
+        try await withService(policy: "keep") { port, _ in
+            #expect(try await post(port, body(user: Self.nfc, "active_monthly:zoe-own")).status == 200)
+            let other = try await post(port, body(user: Self.nfd, "active_monthly:zoe-own"))
+            #expect(other.status == 409, "\(other.body)")
+            #expect((other.body["error"] as? [String: Any])?["code"] as? String == "receipt_in_use")
+            #expect(try await subscriber(port, pathSegment(Self.nfd)).status == 404)
+        }
+        try await withService(policy: "transfer") { port, db in
+            #expect(try await post(port, body(user: Self.nfc, "active_monthly:zoe-move")).status == 200)
+            let moved = try await post(port, body(user: Self.nfd, "active_monthly:zoe-move"))
+            #expect(moved.status == 200 && entitlement(moved.body, "premium")?["active"] as? Bool == true)
+            #expect(entitlement(try await subscriber(port, pathSegment(Self.nfc)).body, "premium") == nil)
+            let transfers = try Database(path: db).scalarText(
+                "SELECT count(*) FROM ownership_transfers WHERE from_app_user_id IS NOT NULL")
+            #expect(transfers == "1")
+        }
+    }
+
+    @Test func receiptDataMustBeCanonicalBase64OfSomeBytes() async throws {
+        try await withService { port, db in
+            let before = try tableSnapshot(db)
+            for bad in [String(repeating: "=", count: 500_000), "QQ==", "AAAA=AAAAAAAAAAA", "QUJDREVGR0hJSktM\n", "QUJDREVGR0hJSktM==="] {
+                let r = try await post(port, #"{"app_user_id":"u","receipt_data":"\#(bad.replacingOccurrences(of: "\n", with: "\\n"))"}"#)
+                #expect(r.status == 400 && (r.body["error"] as? [String: Any])?["code"] as? String == "invalid_request")
+            }
+            #expect(try tableSnapshot(db) == before)
+        }
+        #expect(FieldRules.isPlausibleReceipt(receipt("trial:cli")))
+        #expect(!FieldRules.isPlausibleReceipt("QUJDREVGR0g=QUJD"))
+    }
+}
+
+/// Issue 16: a client with the public key cannot open the circuit breaker. Receipts Apple answers
+/// 21002 (malformed, or temporary: Apple cannot say which) answer that client 503 but never count
+/// as Apple being down; Apple-wide failures still open it.
+@Suite("Circuit breaker under public-key abuse", .serialized)
+struct BreakerAbuseTests {
+    @Test func distinct21002ReceiptsNeverOpenIt() async throws {
+        try await withService(breaker: .init(failureThreshold: 2, openFor: .seconds(60))) { port, _ in
+            for i in 0..<8 {
+                let r = try await post(port, body(user: "mallory", "status_21002:abuse\(i)"))
+                #expect(r.status == 503)
+            }
+            let ready = try await send(port, "GET /readyz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            let status = try #require(try JSONSerialization.jsonObject(with: Data(ready.body.utf8)) as? [String: Any])
+            #expect((status["app_store"] as? [String: Any])?["circuit"] as? String == "closed", "\(ready.body)")
+            let real = try await post(port, body(user: "paying", "active_monthly:real"))
+            #expect(real.status == 200 && entitlement(real.body, "premium")?["active"] as? Bool == true)
+            // …while 21005 from Apple still opens it.
+            for i in 0..<2 { _ = try await post(port, body(user: "u\(i)", "status_21005:down\(i)")) }
+            #expect(try await post(port, body(user: "late", "active_monthly:late")).status == 503)
         }
     }
 }

@@ -192,3 +192,44 @@ struct RefresherTests {
         }
     }
 }
+
+/// Issue 16: a stored row whose times are not dates (written before dates were checked on entry,
+/// or by hand) is skipped and reported by the refresher; everything else goes on, and the
+/// subscriber it belongs to can still be read.
+@Suite("Refresher and poisoned rows", .serialized)
+struct RefresherPoisonedRowTests {
+    @Test func aGraceDateAtInt64MaxIsSkippedAndReportedNotACrash() async throws {
+        try await withRefresher { app, port, path, clock in
+            #expect(try await post(port, user: "poisoned", "renewing:p") == 200)
+            #expect(try await post(port, user: "alice", "renewing:a") == 200)
+            try Database(path: path).prepare(
+                """
+                UPDATE pending_renewal_info SET grace_period_expires_date = 9223372036854775807, is_in_billing_retry_period = 1
+                WHERE original_transaction_id IN (SELECT original_transaction_id FROM ownership WHERE app_user_id = 'poisoned')
+                """
+            ).run()
+            clock.advance(by: 26 * day)
+            for _ in 0..<2 {  // every pass skips it; the loop is not stopped by it
+                let pass = await app.refresher.runPass()
+                #expect(pass.unprocessable == 1, "\(pass)")
+                #expect(pass.due <= 1)
+            }
+            let alice = try await document(port, "alice")
+            #expect(premium(alice)?["active"] as? Bool == true)
+            let poisoned = try await document(port, "poisoned")
+            #expect(poisoned["app_user_id"] as? String == "poisoned")
+        }
+    }
+
+    @Test func thePolicyNeverOverflowsWhateverTheRowHolds() {
+        let policy = RefreshPolicy()
+        for value in [Int64.max, Int64.max - 1, Int64.min, -1] {
+            let c = RefreshCandidate(
+                originalTransactionID: "o", holder: "u", expiresAt: value, inBillingRetry: true, gracePeriodExpiresAt: value,
+                lastCheckedAt: nil, failures: Int.max, nextAttemptAt: value)
+            #expect(!RefreshPolicy.isProcessable(c))
+            _ = policy.dueAt(c)
+            _ = policy.backoff(failures: Int.max)
+        }
+    }
+}

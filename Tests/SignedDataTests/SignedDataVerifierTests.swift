@@ -329,3 +329,83 @@ struct ForgedPKI {
         #expect(fingerprint == "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179")
     }
 }
+
+/// Issue 16: numbers from a stranger's JWS. Every date of a notification, a transaction and renewal
+/// info at the edges of `Int64` (as a number or a string) is refused as `invalid_jws`, with the
+/// process alive; the validation time is checked before anything is done with it, so a chain that
+/// does not lead to the configured root cannot reach arithmetic on it either.
+@Suite struct HostileDateTests {
+    /// What an attacker writes into a date: Int64's edges as JSON numbers and as strings, values that
+    /// round up to 2^63 as a Double, past Int64, negative, and text.
+    static let edges: [JSONValue] = [
+        .number(0, text: "9223372036854775807"), .string("9223372036854775807"), .number(0, text: "9223372036854775296"),
+        .string("9223372036854775296"), .number(9.223372036854775808e18, text: "9.223372036854776e+18"),
+        .string("9223372036854775808"), .number(0, text: "-9223372036854775808"), .string("-1"),
+        .number(0, text: "253402300800000"), .string("soon"), .bool(true),
+    ]
+
+    static func with(_ payload: JSONValue, _ field: String, _ value: JSONValue) -> JSONValue {
+        guard case .object(var fields) = payload else { return payload }
+        fields[Identifier(field)] = value
+        return .object(fields)
+    }
+
+    static let renewalPayload: JSONValue = .object([
+        "originalTransactionId": .string("2000000000000001"), "productId": .string("monthly"),
+        "autoRenewStatus": .number(1, text: "1"), "environment": .string("Sandbox"),
+        "signedDate": .number(0, text: "1735000000000"),
+    ])
+
+    @Test(arguments: edges) func signedDateOutOfRangeIsInvalidJWSBeforeTheChain(_ value: JSONValue) async throws {
+        let signer = try SignedDataVerifierTests.signer()
+        let jws = try signer.sign(Self.with(SignedDataVerifierTests.transactionPayload, "signedDate", value))
+        // The configured root is Apple's: the test chain is a stranger's self-made chain with the markers.
+        for roots in [[SignedDataVerifierTests.appleRoot], [SignedDataVerifierTests.testRoot]] {
+            let refusal = await SignedDataVerifierTests.refusal {
+                _ = try await SignedDataVerifierTests.verifier(roots: roots).transaction(jws)
+            }
+            #expect(refusal?.code == "invalid_jws", "\(value) with \(roots.count) root")
+        }
+    }
+
+    @Test(arguments: ["purchaseDate", "originalPurchaseDate", "expiresDate", "revocationDate"], edges)
+    func transactionDatesOutOfRangeAreInvalidJWS(_ field: String, _ value: JSONValue) async throws {
+        let jws = try SignedDataVerifierTests.signer().sign(Self.with(SignedDataVerifierTests.transactionPayload, field, value))
+        let refusal = await SignedDataVerifierTests.refusal {
+            _ = try await SignedDataVerifierTests.verifier().transaction(jws)
+        }
+        #expect(refusal?.code == "invalid_jws", "\(field) = \(value)")
+    }
+
+    @Test(arguments: ["gracePeriodExpiresDate", "renewalDate", "signedDate"], edges)
+    func renewalDatesOutOfRangeAreInvalidJWS(_ field: String, _ value: JSONValue) async throws {
+        let jws = try SignedDataVerifierTests.signer().sign(Self.with(Self.renewalPayload, field, value))
+        let refusal = await SignedDataVerifierTests.refusal { _ = try await SignedDataVerifierTests.verifier().renewalInfo(jws) }
+        #expect(refusal?.code == "invalid_jws", "\(field) = \(value)")
+    }
+
+    @Test(arguments: edges) func notificationSignedDateOutOfRangeIsInvalidJWS(_ value: JSONValue) async throws {
+        let notification: JSONValue = .object([
+            "notificationType": .string("TEST"), "notificationUUID": .string("u-1"), "signedDate": value,
+            "data": .object(["bundleId": .string("com.example"), "environment": .string("Sandbox")]),
+        ])
+        let jws = try SignedDataVerifierTests.signer().sign(notification)
+        for roots in [[SignedDataVerifierTests.appleRoot], [SignedDataVerifierTests.testRoot]] {
+            let refusal = await SignedDataVerifierTests.refusal {
+                _ = try await SignedDataVerifierTests.verifier(roots: roots).notification(jws)
+            }
+            #expect(refusal?.code == "invalid_jws", "\(value)")
+        }
+    }
+
+    @Test func theRangesEndsAreAccepted() async throws {
+        let signer = try SignedDataVerifierTests.signer()
+        for ms in ["1735000000000", "253402300799999"] {
+            let payload = Self.with(SignedDataVerifierTests.transactionPayload, "expiresDate", .string(ms))
+            let t = try await SignedDataVerifierTests.verifier().transaction(try signer.sign(payload))
+            #expect(t.expiresDate == Int64(ms))
+        }
+        let empty = Self.with(SignedDataVerifierTests.transactionPayload, "expiresDate", .null)
+        #expect(try await SignedDataVerifierTests.verifier().transaction(try signer.sign(empty)).expiresDate == nil)
+    }
+}
