@@ -11,6 +11,8 @@ let package = Package(
         .executable(name: "receiptd", targets: ["receiptd"]),
         .executable(name: "http-inspect", targets: ["http-inspect"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        // For Fuzz/ (fuzz-signed-data): the service's modules, built there with -enable-testing.
+        .library(name: "ReceiptService", targets: ["ReceiptService", "SignedData", "AppStore", "Entitlements", "Storage"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),

@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// libFuzzer targets for receiptd's HTTP/1.1 request parser. A package of its own so that neither
+// libFuzzer targets for receiptd's HTTP/1.1 request parser and Apple's signed data. A package of its own so that neither
 // llhttp nor the fuzzer entry points are ever part of receiptd's build: run them with
 // `Scripts/fuzz.sh SECONDS` (it builds with the sanitizer flags these targets need).
 //
@@ -10,7 +10,10 @@ import PackageDescription
 let package = Package(
     name: "receiptd-fuzz",
     platforms: [.macOS(.v15)],
-    dependencies: [.package(name: "receiptd", path: "..")],
+    dependencies: [
+        .package(name: "receiptd", path: ".."),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+    ],
     targets: [
         .target(name: "CLLHTTP", cSettings: [.unsafeFlags(["-Wno-unused-but-set-variable"])]),
         // Both parsers driven to one model of "what these bytes are", the comparison, the
@@ -23,6 +26,14 @@ let package = Package(
         .executableTarget(name: "fuzz-differential", dependencies: ["FuzzSupport"]),
         // receiptd's parser alone: split-independence, consumed ≤ input, parse → serialize → parse.
         .executableTarget(name: "fuzz-parser", dependencies: ["FuzzSupport"]),
+        // Apple's signed data: arbitrary JWS parts and payload JSON through verification (trusting
+        // the test CA), fact mapping, derivation and rendering. Seeds: Fuzz/Seeds/fuzz-signed-data.
+        .executableTarget(
+            name: "fuzz-signed-data",
+            dependencies: [
+                .product(name: "ReceiptService", package: "receiptd"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in Fuzz/ and runs each for SECONDS (default 60), side by side.
+# fuzz-signed-data reads Apple's test PKI from Tests/SignedDataTests/Fixtures.
 # Exits non-zero on any finding; the input is saved under .build-fuzz/artifacts/<target>/.
 #
-#   Scripts/fuzz.sh [SECONDS] [TARGET ...]      targets: fuzz-differential fuzz-parser
+#   Scripts/fuzz.sh [SECONDS] [TARGET ...]      targets: fuzz-differential fuzz-parser fuzz-signed-data
 #
 # Needs Debian's node-llhttp (llhttp's C sources, the reference parser):
 #   apt-get install -y node-llhttp
@@ -12,7 +13,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz-differential fuzz-parser)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz-differential fuzz-parser fuzz-signed-data)
 
 if [ ! -f /usr/share/llhttp/llhttp.c ]; then
   echo "fuzz.sh: llhttp's C sources are missing: apt-get install -y node-llhttp" >&2
@@ -23,8 +24,9 @@ scratch="$root/.build-fuzz"
 for target in "${targets[@]}"; do
   # --sanitize=fuzzer for SwiftPM (C targets and the link), -sanitize=fuzzer,address for swiftc:
   # `--sanitize=fuzzer --sanitize=address` drops one of the two at random on this toolchain.
+  # -enable-testing: fuzz-signed-data reaches ReceiptService's internal fact mapping.
   swift build -c release --package-path "$root/Fuzz" --scratch-path "$scratch" --product "$target" \
-    --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address 2>&1 | grep -E "error|warning: |Compiling|Build" | grep -v "^\[" || true
+    --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing 2>&1 | grep -E "error|warning: |Compiling|Build" | grep -v "^\[" || true
   test -x "$scratch/release/$target"
 done
 
@@ -33,11 +35,16 @@ for target in "${targets[@]}"; do
   corpus="$scratch/corpus/$target"
   artifacts="$scratch/artifacts/$target"
   mkdir -p "$corpus" "$artifacts"
-  # The working corpus grows across runs; Fuzz/Corpus holds the committed seeds.
+  # The working corpus grows across runs; Fuzz/Corpus (HTTP) and Fuzz/Seeds/<target> hold the
+  # committed seeds.
+  seeds="$root/Fuzz/Corpus" dict="$root/Fuzz/http.dict" max_len=4096
+  if [ "$target" = fuzz-signed-data ]; then
+    seeds="$root/Fuzz/Seeds/$target" dict="$root/Fuzz/signed-data.dict" max_len=16384
+  fi
   SWIFT_BACKTRACE=enable=no "$scratch/release/$target" \
-    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
-    -dict="$root/Fuzz/http.dict" -print_final_stats=1 -artifact_prefix="$artifacts/" \
-    "$corpus" "$root/Fuzz/Corpus" >"$scratch/$target.log" 2>&1 &
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" \
+    -dict="$dict" -print_final_stats=1 -artifact_prefix="$artifacts/" \
+    "$corpus" "$seeds" >"$scratch/$target.log" 2>&1 &
   pids+=($!)
 done
 

@@ -67,11 +67,11 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         case (.post, "/control/outage"):
             // Drills: `{"seconds": N}` takes Apple down for N seconds (0 brings it back).
             return .immediate { [self] request, _ in
-                guard case .object(let o)? = try? JSONValue.parse(request.body), case .number(let n, _)? = o["seconds"], n >= 0
+                guard case .object(let o)? = try? JSONValue.parse(request.body), case .number(let n, _)? = o["seconds"], (0...86_400).contains(n)
                 else {
                     return HTTPResponse(
                         status: .badRequest, headers: ["Content-Type": "application/json"],
-                        body: Array(#"{"error":{"code":"invalid_request","message":"send {\"seconds\": N}"}}"#.utf8))
+                        body: Array(#"{"error":{"code":"invalid_request","message":"send {\"seconds\": N}, 0 to 86400"}}"#.utf8))
                 }
                 setOutage(.milliseconds(Int64(n * 1000)))
                 return HTTPResponse(status: .noContent)

@@ -104,8 +104,14 @@ public struct CalendarDuration: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `ms` plus this duration: months and years move the calendar date (clamped to the month's
-    /// last day), days are 24 hours; the time of day is kept.
+    /// last day), days are 24 hours; the time of day is kept. Saturates at ``CivilTime/latest``, so
+    /// stacking any number of long passes never overflows.
     public func added(to ms: Int64) -> Int64 {
+        guard ms < CivilTime.latest else { return CivilTime.latest }
+        return min(CivilTime.latest, unclampedSum(max(ms, 0)))
+    }
+
+    private func unclampedSum(_ ms: Int64) -> Int64 {
         let (days, timeOfDay) = CivilTime.split(ms)
         var (year, month, day) = CivilTime.date(fromDays: days)
         let totalMonths = year * 12 + (month - 1) + Int64(years * 12 + months)

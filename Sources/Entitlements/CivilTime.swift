@@ -1,6 +1,11 @@
 /// UTC calendar arithmetic on epoch milliseconds, without Foundation's formatters or locales
 /// (H. Hinnant's days-from-civil algorithms).
 public enum CivilTime {
+    /// 9999-12-31T23:59:59.999Z, the last instant RFC 3339 prints with four year digits: no date
+    /// this module computes goes past it (dates entering receiptd are checked against the same
+    /// bound, `AppleDate.range` in AppStore).
+    public static let latest: Int64 = 253_402_300_799_999
+
     /// RFC 3339 UTC with milliseconds: `2026-11-22T06:01:48.618Z`.
     public static func rfc3339(_ ms: Int64) -> String {
         let (d, t) = split(ms)

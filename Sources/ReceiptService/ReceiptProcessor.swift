@@ -62,7 +62,7 @@ struct ReceiptProcessor: Sendable {
             throw .invalidRequest("`signed_transaction` must be a JWS string of at most 65536 bytes.")
         case (.string(let receipt), .null) where !receipt.isEmpty && receipt.utf8.count <= Self.maxReceiptBytes:
             guard FieldRules.isPlausibleReceipt(receipt) else {
-                throw .invalidRequest("`receipt_data` is not a receipt: canonical base64 of at least 8 bytes.")
+                throw .invalidRequest("`receipt_data` is not a receipt: canonical base64 of at least 4 bytes.")
             }
             proof = .receipt(receipt)
         case (_, .null):

@@ -44,4 +44,20 @@ struct CatalogTests {
         #expect(catalog.kind(of: Purchase(transactionID: "a", originalTransactionID: "a", productID: "x")) == .nonConsumable)
         #expect(catalog.kind(of: Purchase(transactionID: "a", originalTransactionID: "a", productID: "coins")) == .consumable)
     }
+
+    /// Issue 16: the longest passes a configuration can declare, stacked by many purchases, stay
+    /// at or before 9999-12-31 instead of overflowing; product ids match as exact bytes.
+    @Test func stackedLongPassesSaturateAndIdsMatchAsBytes() {
+        let longest = CalendarDuration(iso8601: "P999999Y999999M999999W999999D")!
+        #expect(longest.added(to: 0) == CivilTime.latest)
+        #expect(longest.added(to: Int64.max) == CivilTime.latest)
+        let catalog = Catalog(["pass": .nonRenewing(longest), "caf\u{00E9}": .consumable])
+        let purchases = (0..<500).map {
+            Purchase(transactionID: "t\($0)", originalTransactionID: "t\($0)", productID: "pass", purchaseDate: Int64($0))
+        }
+        let derived = Derivation.nonSubscriptions(Facts(purchases: purchases), catalog: catalog, now: 1)
+        #expect(derived.allSatisfy { ($0.expiresAt ?? 0) <= CivilTime.latest } && derived.count == 500)
+        #expect(catalog.kind(of: Purchase(transactionID: "a", originalTransactionID: "a", productID: "cafe\u{0301}")) == .nonConsumable)
+        #expect(catalog.kind(of: Purchase(transactionID: "a", originalTransactionID: "a", productID: "caf\u{00E9}")) == .consumable)
+    }
 }

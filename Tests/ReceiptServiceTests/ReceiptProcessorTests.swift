@@ -493,7 +493,10 @@ struct ExactIdentifierTests {
     @Test func receiptDataMustBeCanonicalBase64OfSomeBytes() async throws {
         try await withService { port, db in
             let before = try tableSnapshot(db)
-            for bad in [String(repeating: "=", count: 500_000), "QQ==", "AAAA=AAAAAAAAAAA", "QUJDREVGR0hJSktM\n", "QUJDREVGR0hJSktM==="] {
+            for bad in [
+                String(repeating: "=", count: 500_000), "QQ==", "QUI=", "AAAA=AAAAAAAAAAA", "QUJDREVGR0hJSktM\n",
+                "QUJDREVGR0hJSktM===", "QUJDREVGR0hJSkt",
+            ] {
                 let r = try await post(port, #"{"app_user_id":"u","receipt_data":"\#(bad.replacingOccurrences(of: "\n", with: "\\n"))"}"#)
                 #expect(r.status == 400 && (r.body["error"] as? [String: Any])?["code"] as? String == "invalid_request")
             }
