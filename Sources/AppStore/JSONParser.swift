@@ -1,4 +1,5 @@
 import Identifiers
+
 /// A direct RFC 8259 parser into `JSONValue`. JSONDecoder's generic path (try each type in turn,
 /// throwing on every miss) cost a third of a POST's CPU on Apple's answers; this reads each byte
 /// once. Strict: one value, no trailing commas, no leading zeros, no duplicate keys, no control

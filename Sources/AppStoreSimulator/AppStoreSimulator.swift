@@ -67,7 +67,8 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         case (.post, "/control/outage"):
             // Drills: `{"seconds": N}` takes Apple down for N seconds (0 brings it back).
             return .immediate { [self] request, _ in
-                guard case .object(let o)? = try? JSONValue.parse(request.body), case .number(let n, _)? = o["seconds"], (0...86_400).contains(n)
+                guard case .object(let o)? = try? JSONValue.parse(request.body), case .number(let n, _)? = o["seconds"],
+                    (0...86_400).contains(n)
                 else {
                     return HTTPResponse(
                         status: .badRequest, headers: ["Content-Type": "application/json"],

@@ -1,4 +1,5 @@
 import Identifiers
+
 /// What kind each product is, and the policy knobs of the derivation. A verifyReceipt answer
 /// does not say whether a product without an expiry is consumable, lasting or a non-renewing
 /// subscription, so operators declare it (Config/products.json).

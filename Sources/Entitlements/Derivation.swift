@@ -1,4 +1,5 @@
 import Identifiers
+
 /// Derives subscription states from stored facts, by Apple's rules (apple-protocols.md §1.8). Pure:
 /// the same facts, catalog, policy and `now` give the same answer whatever order the facts are in.
 ///
@@ -17,7 +18,8 @@ public enum Derivation {
         let observations = observationsByChain(facts.renewals)
         var statuses: [SubscriptionStatus] = []
         for (original, chain) in chains(facts.purchases, catalog: catalog) {
-            statuses += chainStatuses(chain, observations: observations[Identifier(original)] ?? [], policy: policy, at: now, final: true)
+            statuses += chainStatuses(
+                chain, observations: observations[Identifier(original)] ?? [], policy: policy, at: now, final: true)
         }
         return statuses.sorted { ($0.productID, $0.originalTransactionID) < ($1.productID, $1.originalTransactionID) }
     }

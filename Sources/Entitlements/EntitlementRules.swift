@@ -1,4 +1,5 @@
 import Identifiers
+
 /// Which products grant which entitlement, from configuration, e.g.
 /// `{"premium": ["monthly", "yearly", "lifetime"]}`.
 public struct EntitlementRules: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Identifiers
+
 /// A lifecycle event of a subscriber's purchases, derived from stored facts. `key` identifies it:
 /// deriving again from the same facts gives the same keys, so each event is stored once.
 public struct LifecycleEvent: Sendable, Equatable {
@@ -54,7 +55,8 @@ public enum History {
         var events: [LifecycleEvent] = []
         let observations = Derivation.observationsByChain(facts.renewals)
         for (original, chain) in Derivation.chains(facts.purchases, catalog: catalog) {
-            events += replay(chain, original: original, observations: observations[Identifier(original)] ?? [], policy: policy, asOf: asOf)
+            events += replay(
+                chain, original: original, observations: observations[Identifier(original)] ?? [], policy: policy, asOf: asOf)
         }
         for p in facts.purchases.sorted(by: Purchase.chronological) {
             let kind = catalog.kind(of: p)
@@ -84,7 +86,8 @@ public enum History {
         }
         for t in facts.transfers where t.from != nil && (t.to.isExactly(appUserID) || t.from?.isExactly(appUserID) == true) {
             let product =
-                t.productID ?? facts.purchases.first { $0.originalTransactionID.isExactly(t.originalTransactionID) }?.productID ?? ""
+                t.productID ?? facts.purchases.first { $0.originalTransactionID.isExactly(t.originalTransactionID) }?.productID
+                ?? ""
             events.append(
                 LifecycleEvent(
                     key: "transfer:\(t.originalTransactionID):\(t.at):\(t.to)", kind: .transfer, at: t.at, productID: product,

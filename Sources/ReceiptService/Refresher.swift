@@ -1,6 +1,6 @@
 import AppStore
-import Identifiers
 import CoreMetrics
+import Identifiers
 import Logging
 import Storage
 import Synchronization

@@ -1,5 +1,5 @@
-import Identifiers
 import Entitlements
+import Identifiers
 import Storage
 import Synchronization
 

@@ -36,7 +36,8 @@ struct SubscriberDocument: Sendable {
                 case .purchase(let p): Self.common(p)
                 }
             entitlements[Identifier(name)] = .object(fields)
-            entitlementsExplained[Identifier(name)] = .object(fields.merging(["explanation": Self.json(grant.explanation)]) { $1 })
+            entitlementsExplained[Identifier(name)] = .object(
+                fields.merging(["explanation": Self.json(grant.explanation)]) { $1 })
         }
         // One entry per product: the best of its subscriptions (entitling first, then latest expiry, then id).
         var byProduct: [String: SubscriptionStatus] = [:]
@@ -65,7 +66,8 @@ struct SubscriberDocument: Sendable {
             fields["offer"] =
                 s.offer.map { .object(["type": .string($0.type), "id": $0.id.map(JSONValue.string) ?? .null]) } ?? .null
             subscriptions[Identifier(product)] = .object(fields)
-            subscriptionsExplained[Identifier(product)] = .object(fields.merging(["explanation": Self.json(s.explanation)]) { $1 })
+            subscriptionsExplained[Identifier(product)] = .object(
+                fields.merging(["explanation": Self.json(s.explanation)]) { $1 })
         }
         var nonSubscriptions: [Identifier: [JSONValue]] = [:]
         var nonSubscriptionsExplained: [Identifier: [JSONValue]] = [:]

@@ -1,5 +1,5 @@
-import Identifiers
 import Entitlements
+import Identifiers
 import Storage
 
 /// Keeps a subscriber's stored version and events in step with their facts. The document itself
@@ -82,7 +82,9 @@ struct SubscriberState: Sendable {
         // Most posts are by the holder or of something nobody holds: no probe needed.
         var holders: [String] = []
         for original in record.originals {
-            if let holder = try ReceiptStore(db).owner(of: original), !holder.isExactly(appUserID), !holders.contains(where: { $0.isExactly(holder) }) {
+            if let holder = try ReceiptStore(db).owner(of: original), !holder.isExactly(appUserID),
+                !holders.contains(where: { $0.isExactly(holder) })
+            {
                 holders.append(holder)
             }
         }

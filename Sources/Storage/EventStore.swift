@@ -1,4 +1,5 @@
 import Identifiers
+
 /// Reads and writes lifecycle events (Migrations/0003_history.sql). Synchronous: use it inside
 /// `DatabaseQueue.run`, in the same transaction as the facts the events were derived from.
 public struct EventStore {
@@ -18,7 +19,8 @@ public struct EventStore {
     /// Makes the stored events of `appUserID` about the purchases in `originals` (and its transfers)
     /// exactly `events`: new keys are inserted, vanished ones deleted, changed ones updated. Events
     /// about purchases the subscriber no longer holds stay: they are their history.
-    public func replace(_ events: [EventRecord], for appUserID: String, originals: Set<Identifier>, now: Int64) throws -> Changes {
+    public func replace(_ events: [EventRecord], for appUserID: String, originals: Set<Identifier>, now: Int64) throws -> Changes
+    {
         var stored: [Identifier: EventRecord] = [:]
         let existing = try db.prepare("SELECT \(Self.columns) FROM events WHERE app_user_id = ?").bind([appUserID])
         while try existing.step() {

@@ -1,4 +1,5 @@
 import Identifiers
+
 /// Rows of Migrations/0002_receipts.sql as Swift values. Storage knows nothing of Apple's wire
 /// format: ReceiptService maps verified receipts into these.
 

@@ -1,4 +1,5 @@
 import Identifiers
+
 /// Reads and writes what Apple said about receipts (Migrations/0002_receipts.sql). Synchronous:
 /// use it inside `DatabaseQueue.run`.
 public struct ReceiptStore {

@@ -132,7 +132,8 @@ struct JSONParserTests {
     }
 
     @Test(arguments: edges) func renewalAndNotificationDates(_ value: String) throws {
-        let renewal = #"{"status":0,"pending_renewal_info":[{"original_transaction_id":"1","grace_period_expires_date_ms":\#(value)}]}"#
+        let renewal =
+            #"{"status":0,"pending_renewal_info":[{"original_transaction_id":"1","grace_period_expires_date_ms":\#(value)}]}"#
         #expect(throws: VerifyReceiptResponse.Malformed.self) { try VerifyReceiptResponse(json: Array(renewal.utf8)) }
         let v1 = try JSONValue.parse(Array(#"{"notification_type":"RENEWAL","auto_renew_status_change_date_ms":\#(value)}"#.utf8))
         #expect(throws: AppleDate.OutOfRange.self) { try NotificationV1(v1) }

@@ -57,7 +57,10 @@ struct CatalogTests {
         }
         let derived = Derivation.nonSubscriptions(Facts(purchases: purchases), catalog: catalog, now: 1)
         #expect(derived.allSatisfy { ($0.expiresAt ?? 0) <= CivilTime.latest } && derived.count == 500)
-        #expect(catalog.kind(of: Purchase(transactionID: "a", originalTransactionID: "a", productID: "cafe\u{0301}")) == .nonConsumable)
-        #expect(catalog.kind(of: Purchase(transactionID: "a", originalTransactionID: "a", productID: "caf\u{00E9}")) == .consumable)
+        #expect(
+            catalog.kind(of: Purchase(transactionID: "a", originalTransactionID: "a", productID: "cafe\u{0301}"))
+                == .nonConsumable)
+        #expect(
+            catalog.kind(of: Purchase(transactionID: "a", originalTransactionID: "a", productID: "caf\u{00E9}")) == .consumable)
     }
 }

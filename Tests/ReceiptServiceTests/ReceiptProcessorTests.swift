@@ -497,7 +497,8 @@ struct ExactIdentifierTests {
                 String(repeating: "=", count: 500_000), "QQ==", "QUI=", "AAAA=AAAAAAAAAAA", "QUJDREVGR0hJSktM\n",
                 "QUJDREVGR0hJSktM===", "QUJDREVGR0hJSkt",
             ] {
-                let r = try await post(port, #"{"app_user_id":"u","receipt_data":"\#(bad.replacingOccurrences(of: "\n", with: "\\n"))"}"#)
+                let r = try await post(
+                    port, #"{"app_user_id":"u","receipt_data":"\#(bad.replacingOccurrences(of: "\n", with: "\\n"))"}"#)
                 #expect(r.status == 400 && (r.body["error"] as? [String: Any])?["code"] as? String == "invalid_request")
             }
             #expect(try tableSnapshot(db) == before)

@@ -59,7 +59,8 @@ func check(_ date: Int64?, _ what: String) {
 /// Verified StoreKit data through the same mapping, derivation and rendering a stored purchase gets.
 func mapAndDerive(_ transaction: SignedTransaction?, _ renewal: SignedRenewalInfo?, statedAt: Int64?) {
     for t in [transaction].compactMap({ $0 }) {
-        for (d, name) in [(t.purchaseDate, "purchaseDate"), (t.expiresDate, "expiresDate"), (t.revocationDate, "revocationDate")] {
+        for (d, name) in [(t.purchaseDate, "purchaseDate"), (t.expiresDate, "expiresDate"), (t.revocationDate, "revocationDate")]
+        {
             check(d, name)
         }
     }
@@ -107,7 +108,8 @@ public func fuzzSignedData(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     }
     guard let payload = try? JSONValue.parse(rest) else { return 0 }
     if case .object(let members) = payload {
-        for name in members.keys where (try? JSONValue.parse(JSONValue.string(name.string).jsonBytes))?.string != name.string
+        for name in members.keys
+        where (try? JSONValue.parse(JSONValue.string(name.string).jsonBytes))?.string != name.string
             && !name.string.isEmpty
         {
             fatalError("a member name does not survive a round trip")
