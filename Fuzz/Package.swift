@@ -1,9 +1,9 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// libFuzzer targets for receiptd's HTTP/1.1 request parser and Apple's signed data. A package of its own so that neither
-// llhttp nor the fuzzer entry points are ever part of receiptd's build: run them with
-// `Scripts/fuzz.sh SECONDS` (it builds with the sanitizer flags these targets need).
+// libFuzzer targets for receiptd's HTTP/1.1 request parser and Apple's signed data. A package of
+// its own so that neither llhttp nor the fuzzer entry points are ever part of receiptd's build:
+// run them with `Scripts/fuzz.sh SECONDS` (it builds with the sanitizer flags these targets need).
 //
 // CLLHTTP compiles llhttp 8.1's C sources as Debian ships them (`apt-get install node-llhttp`);
 // its files are symbolic links into /usr/share/llhttp and /usr/share/include/llhttp.

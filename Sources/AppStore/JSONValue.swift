@@ -30,8 +30,7 @@ public enum JSONValue: Sendable, Equatable, Decodable {
         } else if let v = try? c.decode([JSONValue].self) {
             self = .array(v)
         } else {
-            let members = try c.decode([String: JSONValue].self)
-            self = .object(Dictionary(uniqueKeysWithValues: members.map { (Identifier($0.key), $0.value) }))
+            self = .object(strings: try c.decode([String: JSONValue].self))
         }
     }
 
@@ -97,7 +96,8 @@ public enum JSONValue: Sendable, Equatable, Decodable {
         out.append(UInt8(ascii: "\""))
     }
 
-    /// An object from a `String`-keyed dictionary (logger metadata, test literals).
+    /// An object from a `String`-keyed dictionary (Codable, logger metadata). Its keys are already
+    /// distinct under canonical equivalence, so distinct as bytes too.
     public static func object(strings members: [String: JSONValue]) -> JSONValue {
         .object(Dictionary(members.map { (Identifier($0.key), $0.value) }, uniquingKeysWith: { a, _ in a }))
     }

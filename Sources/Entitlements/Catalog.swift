@@ -25,19 +25,13 @@ public struct Catalog: Sendable, Equatable {
     }
 
     /// Declared products; any other product is auto-renewable when it has an expiry, else non-consumable.
-    public var products: [String: Kind] {
-        didSet { byID = Self.index(products) }
-    }
+    public let products: [String: Kind]
     /// `products` by exact bytes: a product id matches only as spelled (``Identifier``).
-    private var byID: [Identifier: Kind]
+    private let byID: [Identifier: Kind]
 
     public init(_ products: [String: Kind] = [:]) {
         self.products = products
-        byID = Self.index(products)
-    }
-
-    private static func index(_ products: [String: Kind]) -> [Identifier: Kind] {
-        Dictionary(products.map { (Identifier($0.key), $0.value) }, uniquingKeysWith: { a, _ in a })
+        byID = Dictionary(products.map { (Identifier($0.key), $0.value) }, uniquingKeysWith: { a, _ in a })
     }
 
     public func kind(of p: Purchase) -> Kind {

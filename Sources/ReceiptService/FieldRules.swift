@@ -33,8 +33,8 @@ enum FieldRules {
     /// `receipt_data` that could be a receipt: canonical base64 (RFC 4648 §4: only the alphabet,
     /// a length that is a multiple of 4, at most two `=` and only at the end) of at least 4 bytes
     /// (a PKCS#7 app receipt is kilobytes; the simulator's scripted receipts are short text, so
-    /// the shape of the bytes is not checked). Anything else is refused here rather than sent to Apple, whose 21002 for it would
-    /// say nothing (500,000 `=` decode to nothing).
+    /// the shape of the bytes is not checked). Anything else is refused here rather than sent to
+    /// Apple, whose 21002 for it would say nothing (500,000 `=` decode to nothing).
     static func isPlausibleReceipt(_ text: String) -> Bool {
         let bytes = text.utf8
         guard bytes.count >= 8, bytes.count % 4 == 0 else { return false }

@@ -180,7 +180,11 @@ final class Refresher: Sendable {
             logger.error("refresher: cannot read candidates", metadata: ["error": "\(error)"])
             return pass
         }
-        let unprocessable = candidates.filter { !RefreshPolicy.isProcessable($0) }
+        var processable: [RefreshCandidate] = []
+        var unprocessable: [RefreshCandidate] = []
+        for c in candidates {
+            if RefreshPolicy.isProcessable(c) { processable.append(c) } else { unprocessable.append(c) }
+        }
         pass.unprocessable = unprocessable.count
         Gauge(label: "refresher_unprocessable_rows", factory: metrics).record(unprocessable.count)
         for c in unprocessable where reported.withLock({ $0.insert(Identifier(c.originalTransactionID)).inserted }) {
@@ -191,9 +195,7 @@ final class Refresher: Sendable {
                     "grace_period_expires_at": "\(c.gracePeriodExpiresAt.map(String.init) ?? "none")",
                 ])
         }
-        let allDue = candidates.filter(RefreshPolicy.isProcessable).compactMap { c in
-            policy.dueAt(c).flatMap { $0 <= at ? (c, $0) : nil }
-        }
+        let allDue = processable.compactMap { c in policy.dueAt(c).flatMap { $0 <= at ? (c, $0) : nil } }
         Gauge(label: "refresher_backlog", factory: metrics).record(allDue.count)
         let due = allDue.sorted { ($0.1, $0.0.originalTransactionID) < ($1.1, $1.0.originalTransactionID) }
             .prefix(settings.batchSize)

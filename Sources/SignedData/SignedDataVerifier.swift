@@ -69,7 +69,7 @@ public struct SignedDataVerifier: Sendable {
     /// each verified on its own.
     public func notification(_ jws: String) async throws(SignedDataError) -> SignedNotification {
         let payload = try await verify(jws)
-        guard let notification = try mapped({ v throws(AppleDate.OutOfRange) in try SignedNotification(v) }, payload) else {
+        guard let notification = try mapped(SignedNotification.init, payload) else {
             throw .malformed("the payload has no notificationType or notificationUUID")
         }
         if let bundle = notification.bundleID {
@@ -97,7 +97,7 @@ public struct SignedDataVerifier: Sendable {
     public func transaction(_ jws: String) async throws(SignedDataError) -> SignedTransaction {
         let payload = try await verify(jws)
         try checkTransactionClaims(payload)
-        guard let transaction = try mapped({ v throws(AppleDate.OutOfRange) in try SignedTransaction(v) }, payload) else {
+        guard let transaction = try mapped(SignedTransaction.init, payload) else {
             throw .malformed("the payload is not a transaction (transactionId, productId)")
         }
         return transaction
@@ -107,7 +107,7 @@ public struct SignedDataVerifier: Sendable {
     public func renewalInfo(_ jws: String) async throws(SignedDataError) -> SignedRenewalInfo {
         let payload = try await verify(jws)
         try checkRenewalClaims(payload)
-        guard let renewal = try mapped({ v throws(AppleDate.OutOfRange) in try SignedRenewalInfo(v) }, payload) else {
+        guard let renewal = try mapped(SignedRenewalInfo.init, payload) else {
             throw .malformed("the payload is not renewal info (originalTransactionId)")
         }
         return renewal

@@ -58,11 +58,10 @@ func check(_ date: Int64?, _ what: String) {
 
 /// Verified StoreKit data through the same mapping, derivation and rendering a stored purchase gets.
 func mapAndDerive(_ transaction: SignedTransaction?, _ renewal: SignedRenewalInfo?, statedAt: Int64?) {
-    for t in [transaction].compactMap({ $0 }) {
-        for (d, name) in [(t.purchaseDate, "purchaseDate"), (t.expiresDate, "expiresDate"), (t.revocationDate, "revocationDate")]
-        {
-            check(d, name)
-        }
+    if let t = transaction {
+        check(t.purchaseDate, "purchaseDate")
+        check(t.expiresDate, "expiresDate")
+        check(t.revocationDate, "revocationDate")
     }
     check(renewal?.gracePeriodExpiresDate, "gracePeriodExpiresDate")
     let record = RecordMapping.record(transaction: transaction, renewal: renewal, statedAt: statedAt)
