@@ -40,15 +40,15 @@ struct SubscriberDocument: Sendable {
                 fields.merging(["explanation": Self.json(grant.explanation)]) { $1 })
         }
         // One entry per product: the best of its subscriptions (entitling first, then latest expiry, then id).
-        var byProduct: [String: SubscriptionStatus] = [:]
+        var byProduct: [Identifier: SubscriptionStatus] = [:]
         for s in subs {
-            if let current = byProduct[s.productID],
+            if let current = byProduct[Identifier(s.productID)],
                 (current.isEntitled ? 1 : 0, current.expiresAt ?? 0, current.originalTransactionID)
                     >= (s.isEntitled ? 1 : 0, s.expiresAt ?? 0, s.originalTransactionID)
             {
                 continue
             }
-            byProduct[s.productID] = s
+            byProduct[Identifier(s.productID)] = s
         }
         var subscriptions: [Identifier: JSONValue] = [:]
         var subscriptionsExplained: [Identifier: JSONValue] = [:]
@@ -65,8 +65,8 @@ struct SubscriberDocument: Sendable {
             fields["price_increase"] = s.priceIncrease.map(JSONValue.string) ?? .null
             fields["offer"] =
                 s.offer.map { .object(["type": .string($0.type), "id": $0.id.map(JSONValue.string) ?? .null]) } ?? .null
-            subscriptions[Identifier(product)] = .object(fields)
-            subscriptionsExplained[Identifier(product)] = .object(
+            subscriptions[product] = .object(fields)
+            subscriptionsExplained[product] = .object(
                 fields.merging(["explanation": Self.json(s.explanation)]) { $1 })
         }
         var nonSubscriptions: [Identifier: [JSONValue]] = [:]
