@@ -12,7 +12,7 @@ let package = Package(
         .executable(name: "http-inspect", targets: ["http-inspect"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         // For Fuzz/ (fuzz-signed-data): the service's modules, built there with -enable-testing.
-        .library(name: "ReceiptService", targets: ["ReceiptService", "SignedData", "AppStore", "Entitlements", "Storage"]),
+        .library(name: "ReceiptService", targets: ["ReceiptService", "SignedData", "AppStore", "Entitlements", "Storage", "JSON"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -41,11 +41,13 @@ let package = Package(
 
         // Text compared as its exact bytes: ids, API keys, JSON member names. Imports nothing.
         .target(name: "Identifiers"),
+        // The one JSON value: a strict RFC 8259 parser and a canonical writer. Imports only Identifiers.
+        .target(name: "JSON", dependencies: ["Identifiers"]),
         // Our HTTP/1.1 server on POSIX sockets and epoll.
         .target(
             name: "HTTPServer",
             dependencies: [
-                "CLinux", .product(name: "Logging", package: "swift-log"),
+                "CLinux", "JSON", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
@@ -53,14 +55,14 @@ let package = Package(
         .target(
             name: "AppStore",
             dependencies: [
-                "CCurl", "Identifiers", .product(name: "Logging", package: "swift-log"),
+                "CCurl", "JSON", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
         // Apple's signed data (JWS): the x5c chain to a configured root, ES256, the decoded payloads.
         .target(
             name: "SignedData",
             dependencies: [
-                "AppStore",
+                "AppStore", "JSON",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -69,7 +71,7 @@ let package = Package(
         // Pure domain: subscription state from stored facts, products → entitlements. No I/O.
         .target(name: "Entitlements", dependencies: ["Identifiers"]),
         // A loopback verifyReceipt with scripted receipts, on our HTTP server: tests and offline runs.
-        .target(name: "AppStoreSimulator", dependencies: ["HTTPServer", "AppStore"]),
+        .target(name: "AppStoreSimulator", dependencies: ["HTTPServer", "AppStore", "JSON"]),
         // SQLite: the connection owner, statements and the migrator.
         .target(
             name: "Storage",
@@ -84,7 +86,7 @@ let package = Package(
         .target(
             name: "ReceiptService",
             dependencies: [
-                "HTTPServer", "Storage", "CCurl", "AppStore", "SignedData", "Entitlements", "AppStoreSimulator", "Identifiers",
+                "HTTPServer", "Storage", "CCurl", "AppStore", "SignedData", "Entitlements", "AppStoreSimulator", "JSON", "Identifiers",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
@@ -120,10 +122,11 @@ let package = Package(
         // Our HTTP server with an echo, inspect or benchmark responder: conformance and benchmarks.
         .executableTarget(
             name: "http-inspect",
-            dependencies: ["HTTPServer", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["HTTPServer", "JSON", .product(name: "Logging", package: "swift-log")]
         ),
 
         .testTarget(name: "IdentifiersTests", dependencies: ["Identifiers"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),

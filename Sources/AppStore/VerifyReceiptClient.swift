@@ -1,4 +1,5 @@
 import FoundationEssentials
+import JSON
 
 /// Monotonic time and sleeping, injectable so retries can be tested without waiting.
 public protocol VerifyClock: Sendable {
@@ -160,20 +161,11 @@ public struct VerifyReceiptClient: Sendable {
 
     /// `{"receipt-data", "password", "exclude-old-transactions"}` (§1.1).
     static func requestBody(receiptData: String, password: String?, excludeOldTransactions: Bool) -> [UInt8] {
-        struct Body: Encodable {
-            let receiptData: String
-            let password: String?
-            let excludeOldTransactions: Bool
-            enum CodingKeys: String, CodingKey {
-                case receiptData = "receipt-data"
-                case password
-                case excludeOldTransactions = "exclude-old-transactions"
-            }
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let body = Body(receiptData: receiptData, password: password, excludeOldTransactions: excludeOldTransactions)
-        return Array((try? encoder.encode(body)) ?? Data())
+        var body: [Identifier: JSONValue] = [
+            "receipt-data": .string(receiptData), "exclude-old-transactions": .bool(excludeOldTransactions),
+        ]
+        if let password { body["password"] = .string(password) }
+        return JSONValue.object(body).jsonBytes
     }
 
     static func outcome(of result: TransportResult) -> VerifyReceiptStateMachine.Outcome {

@@ -1,3 +1,4 @@
+import JSON
 /// A `verifyReceipt` answer, read tolerantly (apple-protocols.md §1.4–1.7): every field optional,
 /// strings or numbers accepted, unknown fields kept in `raw`.
 public struct VerifyReceiptResponse: Sendable, Equatable {

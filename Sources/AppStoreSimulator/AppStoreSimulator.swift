@@ -1,6 +1,7 @@
 import AppStore
 import FoundationEssentials
 import HTTPServer
+import JSON
 import Synchronization
 
 /// A loopback stand-in for Apple's verifyReceipt (apple-protocols.md §1), for tests and offline
@@ -106,15 +107,17 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
 
     /// The answer to one request body in `environment` (`Production` or `Sandbox`).
     func answer(requestBody: [UInt8], environment: String) -> JSONValue {
-        guard let request = try? JSONDecoder().decode(VerifyRequest.self, from: Data(requestBody)) else {
+        guard let request = try? JSONValue.parse(requestBody), case .string(let receiptData)? = request["receipt-data"]
+        else {
             return .status(21000)
         }
-        guard let bytes = Data(base64Encoded: request.receiptData), let content = String(data: bytes, encoding: .utf8) else {
+        let password: String? = if case .string(let p)? = request["password"] { p } else { nil }
+        guard let bytes = Data(base64Encoded: receiptData), let content = String(data: bytes, encoding: .utf8) else {
             return .status(21002)
         }
         let parts = content.split(separator: ":", maxSplits: 1)
         guard let name = parts.first, let scenario = Scenario(rawValue: String(name)) else { return .status(21002) }
-        if let secret = configuration.sharedSecret, request.password != secret { return .status(21004) }
+        if let secret = configuration.sharedSecret, password != secret { return .status(21004) }
         let tag = parts.count > 1 ? String(parts[1]) : "0"
         let callNumber = calls.withLock { counts -> Int in
             counts[content + environment, default: 0] += 1
@@ -138,15 +141,6 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
             return now
         }
         return ReceiptScript(scenario: scenario, tag: tag, bundleID: configuration.bundleID, now: anchor, asOf: now)
-            .response(environment: environment, receiptData: request.receiptData)
-    }
-
-    struct VerifyRequest: Decodable {
-        var receiptData: String
-        var password: String?
-        enum CodingKeys: String, CodingKey {
-            case receiptData = "receipt-data"
-            case password
-        }
+            .response(environment: environment, receiptData: receiptData)
     }
 }

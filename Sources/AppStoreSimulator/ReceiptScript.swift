@@ -1,4 +1,5 @@
 import AppStore
+import JSON
 
 /// Builds Apple-shaped answers for a scenario: strings for numbers and flags, as Apple sends them.
 struct ReceiptScript {
@@ -207,8 +208,6 @@ struct ReceiptScript {
 }
 
 extension JSONValue {
-    /// An integer, as the simulator writes Apple's few JSON numbers.
-    static func int(_ n: Int64) -> JSONValue { .number(Double(n), text: String(n)) }
     /// An answer that is only a status.
     static func status(_ code: Int64) -> JSONValue { .object(["status": .int(code)]) }
 }

@@ -62,6 +62,12 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
         return false
     }
 
+    /// Whether `Content-Type` names the media type `type` (case-insensitive, parameters ignored).
+    public func hasMediaType(_ type: String) -> Bool {
+        guard let value = self[first: "Content-Type"], let media = value.split(separator: ";").first else { return false }
+        return Self.namesEqual(media.trimmingASCIIWhitespace(), type)
+    }
+
     /// ASCII case-insensitive comparison, without allocating.
     @inline(__always)
     static func namesEqual<A: StringProtocol, B: StringProtocol>(_ a: A, _ b: B) -> Bool {

@@ -1,5 +1,6 @@
 import AppStore
 import HTTPServer
+import JSON
 import SignedData
 
 /// The API's errors (issue 3's contract): a status, a stable code, a message for people and, when
@@ -66,22 +67,15 @@ struct APIError: Error, Sendable, Equatable {
     static let serverFault = APIError(
         status: .internalServerError, code: "internal_error", message: "An internal error occurred.")
 
-    /// The error body with more top-level members beside `error` (e.g. the last known `subscriber`).
-    func response(requestID: String, with members: [Identifier: JSONValue]) -> HTTPResponse {
-        var error: [Identifier: JSONValue] = [
-            "code": .string(code), "message": .string(message), "request_id": .string(requestID),
-        ]
-        if let appleStatus { error["apple_status"] = .number(Double(appleStatus), text: String(appleStatus)) }
-        var headers: HTTPHeaders = ["Content-Type": "application/json"]
-        if let retryAfterSeconds { headers.add(name: "Retry-After", value: String(retryAfterSeconds)) }
-        let body = JSONValue.object(members.merging(["error": .object(error)]) { $1 })
-        return HTTPResponse(status: status, headers: headers, body: body.jsonBytes)
-    }
-
-    func response(requestID: String) -> HTTPResponse {
+    /// The error body, with Apple's status in `error` when there is one and `members` beside it
+    /// (e.g. the last known `subscriber`).
+    func response(requestID: String, with members: [Identifier: JSONValue] = [:]) -> HTTPResponse {
         var headers: HTTPHeaders = [:]
         if let retryAfterSeconds { headers.add(name: "Retry-After", value: String(retryAfterSeconds)) }
+        var detail: [Identifier: JSONValue] = [:]
+        if let appleStatus { detail["apple_status"] = .int(appleStatus) }
         return ErrorBody.response(
-            status: status, code: code, message: message, requestID: requestID, appleStatus: appleStatus, headers: headers)
+            status: status, code: code, message: message, requestID: requestID, detail: detail, members: members,
+            headers: headers)
     }
 }

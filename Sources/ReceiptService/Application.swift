@@ -5,6 +5,7 @@ import Entitlements
 import FoundationEssentials
 import Glibc
 import HTTPServer
+import JSON
 import Logging
 import SignedData
 import Storage

@@ -1,8 +1,9 @@
 import Configuration
 import FoundationEssentials
+import JSON
 
-/// A `Config/*.json` file as a swift-configuration snapshot, parsed with FoundationEssentials'
-/// `JSONDecoder`.
+/// A `Config/*.json` file as a swift-configuration snapshot, parsed by the JSON module (strict
+/// RFC 8259: duplicate members and trailing commas are errors, not silently resolved).
 ///
 /// swift-configuration's own `JSONSnapshot` needs the whole of Foundation (for
 /// `JSONSerialization`), which links ICU's data into the binary and costs several megabytes of
@@ -31,21 +32,21 @@ public struct JSONConfigSnapshot: FileConfigSnapshot {
     }
 
     public let providerName: String
-    let values: [String: Node]
+    let values: [String: JSONValue]
 
     public init(data: RawSpan, providerName: String, parsingOptions: ParsingOptions) throws {
         self.providerName = providerName
-        let bytes = data.withUnsafeBytes { Data($0) }
-        let root: Node
+        let bytes = data.withUnsafeBytes { Array($0) }
+        let root: JSONValue
         do {
-            root = try JSONDecoder().decode(Node.self, from: bytes)
+            root = try JSONValue.parse(bytes)
         } catch {
             throw InvalidFile(providerName: providerName, reason: "not valid JSON (\(error))")
         }
         guard case .object(let members) = root else {
             throw InvalidFile(providerName: providerName, reason: "the top level must be an object")
         }
-        var flat: [String: Node] = [:]
+        var flat: [String: JSONValue] = [:]
         try Self.flatten(members, prefix: "", into: &flat, providerName: providerName)
         values = flat
     }
@@ -53,21 +54,21 @@ public struct JSONConfigSnapshot: FileConfigSnapshot {
     public func value(forKey key: AbsoluteConfigKey, type: ConfigType) throws -> LookupResult {
         let name = key.components.joined(separator: ".")
         guard let node = values[name] else { return LookupResult(encodedKey: name, value: nil) }
-        guard let content = node.content(as: type) else { throw TypeMismatch(key: name, requested: type) }
+        guard let content = Self.content(of: node, as: type) else { throw TypeMismatch(key: name, requested: type) }
         return LookupResult(encodedKey: name, value: ConfigValue(content, isSecret: false))
     }
 
     public var description: String { "\(providerName)[\(values.count) values]" }
     public var debugDescription: String {
-        let pairs = values.keys.sorted().map { "\($0)=\(values[$0]!)" }
+        let pairs = values.keys.sorted().map { "\($0)=\(String(decoding: values[$0]!.jsonBytes, as: UTF8.self))" }
         return "\(providerName)[\(pairs.joined(separator: ", "))]"
     }
 
     private static func flatten(
-        _ members: [String: Node], prefix: String, into flat: inout [String: Node], providerName: String
+        _ members: [Identifier: JSONValue], prefix: String, into flat: inout [String: JSONValue], providerName: String
     ) throws {
         for (name, node) in members {
-            let key = prefix.isEmpty ? name : prefix + "." + name
+            let key = prefix.isEmpty ? name.string : prefix + "." + name.string
             switch node {
             case .object(let inner):
                 try flatten(inner, prefix: key, into: &flat, providerName: providerName)
@@ -86,84 +87,41 @@ public struct JSONConfigSnapshot: FileConfigSnapshot {
 }
 
 extension JSONConfigSnapshot {
-    /// One JSON value, keeping the distinction between integers, other numbers and booleans.
-    enum Node: Decodable, Sendable, CustomStringConvertible {
-        case null
-        case bool(Bool)
-        case int(Int)
-        case double(Double)
-        case string(String)
-        case array([Node])
-        case object([String: Node])
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if container.decodeNil() {
-                self = .null
-            } else if let value = try? container.decode(Bool.self) {
-                self = .bool(value)
-            } else if let value = try? container.decode(Int.self) {
-                self = .int(value)
-            } else if let value = try? container.decode(Double.self) {
-                self = .double(value)
-            } else if let value = try? container.decode(String.self) {
-                self = .string(value)
-            } else if let value = try? container.decode([Node].self) {
-                self = .array(value)
-            } else {
-                self = .object(try container.decode([String: Node].self))
-            }
+    /// `node` as `type`, or nil when it is another kind of value. Integers are numbers written
+    /// without a fraction or exponent; an integer may be read as a double, never the reverse.
+    static func content(of node: JSONValue, as type: ConfigType) -> ConfigContent? {
+        switch (type, node) {
+        case (.string, .string(let v)): return .string(v)
+        case (.int, _): return integer(node).map { .int($0) }
+        case (.double, .number(let v, _)): return .double(v)
+        case (.bool, .bool(let v)): return .bool(v)
+        case (.bytes, .string(let v)):
+            return Data(base64Encoded: v).map { .bytes(Array($0)) }
+        case (.stringArray, .array(let items)):
+            return scalars(items) { if case .string(let v) = $0 { v } else { nil } }.map { .stringArray($0) }
+        case (.intArray, .array(let items)):
+            return scalars(items, integer).map { .intArray($0) }
+        case (.doubleArray, .array(let items)):
+            return scalars(items) { if case .number(let v, _) = $0 { v } else { nil } }.map { .doubleArray($0) }
+        case (.boolArray, .array(let items)):
+            return scalars(items) { if case .bool(let v) = $0 { v } else { nil } }.map { .boolArray($0) }
+        default:
+            return nil
         }
+    }
 
-        var description: String {
-            switch self {
-            case .null: "null"
-            case .bool(let v): String(v)
-            case .int(let v): String(v)
-            case .double(let v): String(v)
-            case .string(let v): "\"\(v)\""
-            case .array(let v): "[" + v.map(\.description).joined(separator: ",") + "]"
-            case .object: "{…}"
-            }
-        }
+    /// A number written as an integer that fits in `Int`.
+    private static func integer(_ node: JSONValue) -> Int? {
+        if case .number(_, let text) = node { Int(text) } else { nil }
+    }
 
-        /// This value as `type`, or nil when it is another kind of value.
-        func content(as type: ConfigType) -> ConfigContent? {
-            switch (type, self) {
-            case (.string, .string(let v)): return .string(v)
-            case (.int, .int(let v)): return .int(v)
-            case (.double, .double(let v)): return .double(v)
-            case (.double, .int(let v)): return .double(Double(v))
-            case (.bool, .bool(let v)): return .bool(v)
-            case (.bytes, .string(let v)):
-                return Data(base64Encoded: v).map { .bytes(Array($0)) }
-            case (.stringArray, .array(let items)):
-                return scalars(items) { if case .string(let v) = $0 { v } else { nil } }.map { .stringArray($0) }
-            case (.intArray, .array(let items)):
-                return scalars(items) { if case .int(let v) = $0 { v } else { nil } }.map { .intArray($0) }
-            case (.doubleArray, .array(let items)):
-                return scalars(items) { node -> Double? in
-                    switch node {
-                    case .double(let v): v
-                    case .int(let v): Double(v)
-                    default: nil
-                    }
-                }.map { .doubleArray($0) }
-            case (.boolArray, .array(let items)):
-                return scalars(items) { if case .bool(let v) = $0 { v } else { nil } }.map { .boolArray($0) }
-            default:
-                return nil
-            }
+    private static func scalars<T>(_ items: [JSONValue], _ pick: (JSONValue) -> T?) -> [T]? {
+        var out: [T] = []
+        out.reserveCapacity(items.count)
+        for item in items {
+            guard let value = pick(item) else { return nil }
+            out.append(value)
         }
-
-        private func scalars<T>(_ items: [Node], _ pick: (Node) -> T?) -> [T]? {
-            var out: [T] = []
-            out.reserveCapacity(items.count)
-            for item in items {
-                guard let value = pick(item) else { return nil }
-                out.append(value)
-            }
-            return out
-        }
+        return out
     }
 }

@@ -1,7 +1,7 @@
-import AppStore
 import Entitlements
 import FoundationEssentials
 import Glibc
+import JSON
 import Logging
 import Synchronization
 

@@ -3,6 +3,7 @@ import CoreMetrics
 import Crypto
 import FoundationEssentials
 import HTTPServer
+import JSON
 import Logging
 import SignedData
 import Storage
@@ -214,7 +215,7 @@ struct NotificationProcessor: Sendable {
         let text = { (s: String?) in s.map(JSONValue.string) ?? .null }
         let status = SignedNotification.statusName(n.appleStatus)
         return .object([
-            "id": .string(String(n.id)), "version": .number(Double(n.version), text: String(n.version)),
+            "id": .string(String(n.id)), "version": .int(n.version),
             "type": .string(n.type), "subtype": text(n.subtype), "outcome": .string(n.outcome),
             "environment": text(n.environment), "bundle_id": text(n.bundleID),
             "original_transaction_id": text(n.originalTransactionID), "transaction_id": text(n.transactionID),

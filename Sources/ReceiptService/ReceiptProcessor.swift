@@ -2,6 +2,7 @@ import AppStore
 import Entitlements
 import FoundationEssentials
 import HTTPServer
+import JSON
 import Logging
 import SignedData
 import Storage
@@ -152,7 +153,7 @@ struct ReceiptProcessor: Sendable {
         fields["stale"] = .bool(true)
         fields["verified_at"] = SubscriberDocument.time(verifiedAt)
         let age = verifiedAt.map { max(0, at - $0) / 1000 }
-        fields["stale_seconds"] = age.map { .number(Double($0), text: String($0)) } ?? .null
+        fields["stale_seconds"] = age.map { .int($0) } ?? .null
         return error.response(requestID: requestID, with: ["subscriber": .object(fields)])
     }
 

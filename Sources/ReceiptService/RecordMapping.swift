@@ -1,5 +1,6 @@
 import AppStore
 import Entitlements
+import JSON
 import SignedData
 import Storage
 
@@ -141,7 +142,7 @@ enum RecordMapping {
                 case .text(let s): .string(s)
                 case .time(let ms): .string(CivilTime.rfc3339(ms))
                 case .flag(let b): .bool(b)
-                case .number(let n): .number(Double(n), text: String(n))
+                case .number(let n): .int(n)
                 }
         }
         return .object(object)

@@ -1,5 +1,6 @@
 import AppStore
 import HTTPServer
+import JSON
 import Storage
 
 /// The HTTP surface of receiptd. Each route's handler is small and delegates to a service.
@@ -25,7 +26,7 @@ struct Routes: Sendable {
         var router = Router()
         // Liveness: the process answers. Never touches the database.
         router.immediate(.get, "/healthz") { _, _ in
-            .json(["status": "ok"])
+            .json(.object(["status": .string("ok")]))
         }
         // Readiness: the database answers and every known migration is applied.
         router.on(.get, "/readyz") { [appStore] _, _ in
@@ -121,7 +122,7 @@ struct Routes: Sendable {
     }
 
     /// The body of `/readyz`.
-    struct Readiness: Codable, Sendable, Equatable {
+    struct Readiness: Sendable, Equatable {
         var status: String
         var database: String
         var migrationsApplied: Int
@@ -129,25 +130,29 @@ struct Routes: Sendable {
         /// The App Store circuit breaker: informative only (GETs are served whatever Apple does).
         var appStore: AppStoreStatus? = nil
 
-        enum CodingKeys: String, CodingKey {
-            case status, database
-            case migrationsApplied = "migrations_applied"
-            case migrationsPending = "migrations_pending"
-            case appStore = "app_store"
+        var json: JSONValue {
+            var members: [Identifier: JSONValue] = [
+                "status": .string(status), "database": .string(database),
+                "migrations_applied": .int(migrationsApplied), "migrations_pending": .int(migrationsPending),
+            ]
+            if let appStore { members["app_store"] = appStore.json }
+            return .object(members)
         }
     }
 
-    struct AppStoreStatus: Codable, Sendable, Equatable {
+    struct AppStoreStatus: Sendable, Equatable {
         /// `closed` (calls go through), `open` (failing fast), `half_open` (one probe out).
         var circuit: String
         var consecutiveFailures: Int
         /// While open: seconds until the next probe.
         var retryInSeconds: Int?
 
-        enum CodingKeys: String, CodingKey {
-            case circuit
-            case consecutiveFailures = "consecutive_failures"
-            case retryInSeconds = "retry_in_seconds"
+        var json: JSONValue {
+            var members: [Identifier: JSONValue] = [
+                "circuit": .string(circuit), "consecutive_failures": .int(consecutiveFailures),
+            ]
+            if let retryInSeconds { members["retry_in_seconds"] = .int(retryInSeconds) }
+            return .object(members)
         }
     }
 
@@ -169,11 +174,12 @@ struct Routes: Sendable {
             return .json(
                 Readiness(
                     status: ready ? "ready" : "not_ready", database: "ok",
-                    migrationsApplied: status.applied.count, migrationsPending: status.pending.count, appStore: appStore),
+                    migrationsApplied: status.applied.count, migrationsPending: status.pending.count, appStore: appStore
+                ).json,
                 status: ready ? .ok : .serviceUnavailable)
         } catch {
             return .json(
-                Readiness(status: "not_ready", database: "\(error)", migrationsApplied: 0, migrationsPending: 0),
+                Readiness(status: "not_ready", database: "\(error)", migrationsApplied: 0, migrationsPending: 0).json,
                 status: .serviceUnavailable)
         }
     }

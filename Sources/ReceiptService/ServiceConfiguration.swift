@@ -3,6 +3,7 @@ import Entitlements
 import FoundationEssentials
 import Glibc
 import HTTPServer
+import JSON
 import Logging
 import SignedData
 import Storage
@@ -331,30 +332,36 @@ public struct ServiceConfiguration: Sendable {
     /// `{"premium": ["monthly", "yearly"]}`; a missing file means no entitlements.
     private static func loadEntitlements(_ path: String) throws(ConfigurationError) -> [String: [String]] {
         guard let data = FileManager.default.contents(atPath: path) else { return [:] }
-        do {
-            return try JSONDecoder().decode([String: [String]].self, from: data)
-        } catch {
-            throw ConfigurationError(key: "entitlements.file", message: "\(path) is not a JSON object of product-id arrays")
+        let refused = ConfigurationError(key: "entitlements.file", message: "\(path) is not a JSON object of product-id arrays")
+        guard case .object(let members)? = try? JSONValue.parse(Array(data)) else { throw refused }
+        var entitlements: [String: [String]] = [:]
+        for (name, value) in members {
+            guard case .array(let items) = value else { throw refused }
+            entitlements[name.string] = try items.map { item throws(ConfigurationError) in
+                guard case .string(let product) = item else { throw refused }
+                return product
+            }
         }
+        return entitlements
     }
 
     /// `{"lifetime": {"type": "non_consumable"}, "pass": {"type": "non_renewing", "duration": "P1M"}}`;
     /// a missing file declares nothing.
     private static func loadCatalog(_ path: String) throws(ConfigurationError) -> Catalog {
-        struct Spec: Decodable {
-            var type: String
-            var duration: String?
-        }
         guard let data = FileManager.default.contents(atPath: path) else { return Catalog() }
-        let specs: [String: Spec]
-        do {
-            specs = try JSONDecoder().decode([String: Spec].self, from: data)
-        } catch {
-            throw ConfigurationError(key: "products.file", message: "\(path) is not a JSON object of {\"type\": …} objects")
-        }
+        let refused = ConfigurationError(key: "products.file", message: "\(path) is not a JSON object of {\"type\": …} objects")
+        guard case .object(let specs)? = try? JSONValue.parse(Array(data)) else { throw refused }
         var products: [String: Catalog.Kind] = [:]
-        for (id, spec) in specs {
-            switch (spec.type, spec.duration) {
+        for (name, spec) in specs {
+            let id = name.string
+            guard case .string(let type)? = spec["type"] else { throw refused }
+            let duration: String?
+            switch spec["duration"] {
+            case nil, .null?: duration = nil
+            case .string(let text)?: duration = text
+            default: throw refused
+            }
+            switch (type, duration) {
             case ("auto_renewable", nil): products[id] = .autoRenewable
             case ("non_consumable", nil): products[id] = .nonConsumable
             case ("consumable", nil): products[id] = .consumable

@@ -1,5 +1,6 @@
 import AppStore
 import HTTPServer
+import JSON
 import Logging
 import Storage
 
@@ -28,7 +29,7 @@ struct SharedReceipts: Sendable {
             let next: JSONValue =
                 rows.count > limit ? page.last.map { .string("\($0.users).\($0.originalTransactionID)") } ?? .null : .null
             let body: JSONValue = .object([
-                "more_than": .number(Double(moreThan), text: String(moreThan)),
+                "more_than": .int(moreThan),
                 "shared_receipts": .array(page.map(Self.json)), "next_cursor": next,
             ])
             return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: body.jsonBytes)
@@ -53,7 +54,7 @@ struct SharedReceipts: Sendable {
         let text = { (s: String?) in s.map(JSONValue.string) ?? .null }
         return .object([
             "original_transaction_id": .string(s.originalTransactionID),
-            "product_id": text(s.transfers.last?.productID), "users": .number(Double(s.users), text: String(s.users)),
+            "product_id": text(s.transfers.last?.productID), "users": .int(s.users),
             "holder": text(s.holder),
             "transfers": .array(
                 s.transfers.map { t in

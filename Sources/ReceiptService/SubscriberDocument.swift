@@ -1,5 +1,6 @@
 import AppStore
 import Entitlements
+import JSON
 import Storage
 
 /// How purchases become entitlements: the configured rules, product kinds and policy knobs.
@@ -76,7 +77,7 @@ struct SubscriberDocument: Sendable {
                 "transaction_id": .string(p.transactionID), "product_type": .string(p.kind.name), "active": .bool(p.isEntitled),
                 "purchased_at": Self.time(p.purchasedAt), "expires_at": Self.time(p.expiresAt),
                 "refunded_at": Self.time(p.refundedAt),
-                "quantity": p.quantity.map { .number(Double($0), text: String($0)) } ?? .null, "ownership": .string(p.ownership),
+                "quantity": p.quantity.map { .int($0) } ?? .null, "ownership": .string(p.ownership),
             ]
             nonSubscriptions[Identifier(p.productID), default: []].append(.object(fields))
             nonSubscriptionsExplained[Identifier(p.productID), default: []].append(
@@ -119,7 +120,7 @@ struct SubscriberDocument: Sendable {
     func rendered(version: Int64, now: Int64, explain: Bool) -> JSONValue {
         var fields = explain ? explained : content
         fields["request_date"] = Self.time(now)
-        fields["version"] = .number(Double(version), text: String(version))
+        fields["version"] = .int(version)
         return .object(fields)
     }
 

@@ -1,5 +1,6 @@
 import AppStore
 import FoundationEssentials
+import JSON
 
 /// A JWS in compact serialization (RFC 7515 §7.1), split and decoded but **not verified**: nothing
 /// here may be trusted until ``SignedDataVerifier`` has checked it.

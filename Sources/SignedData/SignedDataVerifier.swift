@@ -1,6 +1,7 @@
 import AppStore
 import Crypto
 import FoundationEssentials
+import JSON
 import SwiftASN1
 import Synchronization
 // A fixed validation time (the payload's signedDate) is this SPI's documented purpose.

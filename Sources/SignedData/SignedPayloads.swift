@@ -1,4 +1,5 @@
 import AppStore
+import JSON
 
 /// `responseBodyV2DecodedPayload` (apple-protocols.md §3.2), read tolerantly: unknown types and
 /// subtypes are kept as raw strings (§3.4, as Apple's libraries do), unknown fields in `raw`.

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HTTPServer
+import JSON
 
 /// Any request → 200 with its body.
 struct EchoResponder: HTTPResponder {
@@ -30,29 +31,31 @@ struct InspectResponder: HTTPResponder {
     }
 }
 
-/// The JSON route the Hummingbird peer also serves, so the two stacks can be compared.
+/// The JSON route the Hummingbird peer also serves, so the two stacks can be compared:
+/// `{"user_id", "product_id", "receipt_data"}` (strings) → `{"received_bytes", "echo"}`.
 enum BenchRoutes {
-    struct EchoRequest: Codable, Sendable {
-        var user_id: String
-        var product_id: String
-        var receipt_data: String
-    }
-
-    struct EchoResponse: Codable, Sendable {
-        var received_bytes: Int
-        var echo: EchoRequest
-    }
+    static let fields: [Identifier] = ["user_id", "product_id", "receipt_data"]
 
     static func router() -> Router {
         var router = Router()
-        router.immediate(.get, "/healthz") { _, _ in .json(["status": "ok"]) }
+        router.immediate(.get, "/healthz") { _, _ in .json(.object(["status": .string("ok")])) }
         router.on(.post, "/echo") { request, context in
-            do throws(JSONBodyError) {
-                let body: EchoRequest = try request.decodeJSON()
-                return .json(EchoResponse(received_bytes: request.body.count, echo: body))
-            } catch {
-                return error.response(requestID: context.requestID)
+            guard request.headers.hasMediaType("application/json") else {
+                return ErrorBody.response(
+                    status: .unsupportedMediaType, code: "unsupported_media_type",
+                    message: "The body must be sent as application/json.", requestID: context.requestID)
             }
+            var echo: [Identifier: JSONValue] = [:]
+            let body = try? JSONValue.parse(request.body)
+            for field in fields {
+                guard case .string(let value)? = body?[field.string] else {
+                    return ErrorBody.response(
+                        status: .badRequest, code: "invalid_json", message: "Field `\(field.string)` must be a string.",
+                        requestID: context.requestID)
+                }
+                echo[field] = .string(value)
+            }
+            return .json(.object(["received_bytes": .int(request.body.count), "echo": .object(echo)]))
         }
         return router
     }

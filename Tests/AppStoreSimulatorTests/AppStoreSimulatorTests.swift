@@ -2,6 +2,7 @@ import AppStore
 import Entitlements
 import Foundation
 import HTTPServer
+import JSON
 import Logging
 import Synchronization
 import Testing

@@ -1,4 +1,5 @@
 import HTTPServer
+import JSON
 import Logging
 import Testing
 
@@ -12,7 +13,7 @@ private func withServer(_ body: (Int) async throws -> Void) async throws {
     }
     router.on(.post, "/slow") { _, _ in
         try? await Task.sleep(for: .milliseconds(300))
-        return .json(["status": 0])
+        return .json(.object(["status": .int(0)]))
     }
     router.immediate(.post, "/big") { _, _ in HTTPResponse(status: .ok, body: [UInt8](repeating: 0x20, count: 64 * 1024)) }
     router.immediate(.post, "/fail") { _, _ in HTTPResponse(status: .serviceUnavailable, body: Array("down".utf8)) }

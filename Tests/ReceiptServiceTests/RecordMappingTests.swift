@@ -1,6 +1,7 @@
 import AppStore
 import Entitlements
 import Foundation
+import JSON
 import Storage
 import Testing
 

@@ -1,5 +1,6 @@
 import AppStore
 import Entitlements
+import JSON
 import Storage
 import Testing
 

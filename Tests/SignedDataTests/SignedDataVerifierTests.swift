@@ -1,6 +1,7 @@
 import AppStore
 import Crypto
 import FoundationEssentials
+import JSON
 import SwiftASN1
 import Testing
 import X509

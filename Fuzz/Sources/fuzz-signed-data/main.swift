@@ -2,6 +2,7 @@ import AppStore
 import Dispatch
 import Entitlements
 import Foundation
+import JSON
 import SignedData
 import Storage
 import X509

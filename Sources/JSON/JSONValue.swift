@@ -34,6 +34,11 @@ public enum JSONValue: Sendable, Equatable, Decodable {
         }
     }
 
+    /// An integer, its digits kept exactly.
+    public static func int(_ value: some BinaryInteger) -> JSONValue {
+        .number(Double(value), text: String(value))
+    }
+
     /// Parses JSON bytes (RFC 8259, strict; see `JSONParser`).
     public static func parse(_ bytes: [UInt8]) throws -> JSONValue {
         try JSONParser.parse(bytes)

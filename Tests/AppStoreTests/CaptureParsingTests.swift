@@ -1,0 +1,15 @@
+import Foundation
+import JSON
+import JSON
+import Testing
+
+@testable import AppStore
+
+/// JSONParser on Apple's own bytes: it reads the realistic capture as JSONDecoder does.
+@Suite struct VerifyReceiptCaptureParsingTests {
+    @Test func theRealisticCaptureParsesAsJSONDecoderReadsIt() throws {
+        let url = try #require(Bundle.module.url(forResource: "Fixtures/verify-receipt-response.json", withExtension: nil))
+        let bytes = try Data(contentsOf: url)
+        #expect(try JSONValue.parse(Array(bytes)) == (try JSONDecoder().decode(JSONValue.self, from: bytes)))
+    }
+}
