@@ -12,7 +12,9 @@ let package = Package(
         .executable(name: "http-inspect", targets: ["http-inspect"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         // For Fuzz/ (fuzz-signed-data): the service's modules, built there with -enable-testing.
-        .library(name: "ReceiptService", targets: ["ReceiptService", "SignedData", "AppStore", "Entitlements", "Storage", "JSON"]),
+        .library(
+            name: "ReceiptService",
+            targets: ["ReceiptService", "ReceiptCore", "SignedData", "AppStore", "Entitlements", "Storage", "JSON", "Clocks"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -27,6 +29,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         // Metrics: the API our targets record to, and its Prometheus text backend for GET /metrics.
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        // Long-running parts (HTTP servers, the curl thread, the refresher) as Services in one
+        // ServiceGroup: start order, reverse-order graceful shutdown on SIGTERM/SIGINT.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         // Tests only: starts the built binaries. Foundation's Process reads /proc/self/fd past the
         // end of readdir's buffer and crashes once the test process holds ~1,400 descriptors.
@@ -41,6 +46,8 @@ let package = Package(
 
         // Text compared as its exact bytes: ids, API keys, JSON member names. Imports nothing.
         .target(name: "Identifiers"),
+        // Wall time (epoch ms) and monotonic time with sleeping, injectable. Imports nothing.
+        .target(name: "Clocks"),
         // The one JSON value: a strict RFC 8259 parser and a canonical writer. Imports only Identifiers.
         .target(name: "JSON", dependencies: ["Identifiers"]),
         // Our HTTP/1.1 server on POSIX sockets and epoll.
@@ -49,14 +56,16 @@ let package = Package(
             dependencies: [
                 "CLinux", "JSON", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // Apple's verifyReceipt: wire models read tolerantly, the retry and fallback rules, the client.
         .target(
             name: "AppStore",
             dependencies: [
-                "CCurl", "JSON", .product(name: "Logging", package: "swift-log"),
+                "CCurl", "Clocks", "JSON", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         // Apple's signed data (JWS): the x5c chain to a configured root, ES256, the decoded payloads.
         .target(
@@ -71,7 +80,9 @@ let package = Package(
         // Pure domain: subscription state from stored facts, products → entitlements. No I/O.
         .target(name: "Entitlements", dependencies: ["Identifiers"]),
         // A loopback verifyReceipt with scripted receipts, on our HTTP server: tests and offline runs.
-        .target(name: "AppStoreSimulator", dependencies: ["HTTPServer", "AppStore", "JSON"]),
+        .target(
+            name: "AppStoreSimulator",
+            dependencies: ["HTTPServer", "AppStore", "JSON", "Clocks", .product(name: "Logging", package: "swift-log")]),
         // SQLite: the connection owner, statements and the migrator.
         .target(
             name: "Storage",
@@ -82,11 +93,24 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
-        // Configuration, routes and the wiring of services.
+        // The use cases, knowing nothing of HTTP: verify a purchase, ingest a notification, read a
+        // subscriber, list, refresh, rederive, back up. Typed inputs, results and errors.
+        .target(
+            name: "ReceiptCore",
+            dependencies: [
+                "AppStore", "SignedData", "Entitlements", "Storage", "JSON", "Identifiers", "Clocks",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The HTTP edge: configuration, routes with their access, errors → responses, telemetry,
+        // and the application that assembles the services.
         .target(
             name: "ReceiptService",
             dependencies: [
-                "HTTPServer", "Storage", "CCurl", "AppStore", "SignedData", "Entitlements", "AppStoreSimulator", "JSON", "Identifiers",
+                "ReceiptCore", "HTTPServer", "Storage", "AppStore", "SignedData", "Entitlements", "JSON", "Identifiers", "Clocks",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
@@ -94,13 +118,16 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(
             name: "receiptd",
             dependencies: [
-                "ReceiptService", "AppStoreSimulator", "HTTPServer",
+                "ReceiptService", "ReceiptCore", "AppStoreSimulator", "HTTPServer", "Storage", "Clocks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["receiptd.order"],
@@ -125,6 +152,17 @@ let package = Package(
             dependencies: ["HTTPServer", "JSON", .product(name: "Logging", package: "swift-log")]
         ),
 
+        // Tests only: the loopback client, request helpers, a manual clock, the simulator wired as
+        // the executable wires it, the secret audit, and fixtures as resources.
+        .target(
+            name: "ReceiptTesting",
+            dependencies: [
+                "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStore", "SignedData", "HTTPServer", "Storage", "Clocks",
+                .product(name: "Logging", package: "swift-log"), .product(name: "X509", package: "swift-certificates"),
+            ],
+            resources: [.copy("Fixtures")]
+        ),
+
         .testTarget(name: "IdentifiersTests", dependencies: ["Identifiers"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
@@ -134,21 +172,20 @@ let package = Package(
             name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppStore", "Entitlements", "HTTPServer"]),
         .testTarget(
             name: "AppStoreTests",
-            dependencies: ["AppStore", "HTTPServer", .product(name: "MetricsTestKit", package: "swift-metrics")],
-            resources: [.copy("Fixtures")]),
+            dependencies: [
+                "AppStore", "HTTPServer", "ReceiptTesting", .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]),
         .testTarget(
             name: "SignedDataTests",
             dependencies: [
-                "SignedData", "AppStore", .product(name: "X509", package: "swift-certificates"),
+                "SignedData", "AppStore", "ReceiptTesting", .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            // Read by path (#filePath), also from ReceiptServiceTests.
-            exclude: ["Fixtures"]
+            ]
         ),
         .testTarget(
             name: "ReceiptServiceTests",
             dependencies: [
-                "ReceiptService", "HTTPServer", "Storage", "AppStore", "Entitlements", "SignedData",
+                "ReceiptService", "ReceiptCore", "ReceiptTesting", "AppStoreSimulator", "Clocks", "HTTPServer", "Storage", "AppStore", "Entitlements", "SignedData",
                 .product(name: "X509", package: "swift-certificates"), .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -156,7 +193,7 @@ let package = Package(
         .testTarget(
             name: "receiptdTests",
             dependencies: [
-                "receiptd", .product(name: "Subprocess", package: "swift-subprocess"),
+                "receiptd", "ReceiptTesting", .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]),
         .testTarget(

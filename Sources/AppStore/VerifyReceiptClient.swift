@@ -1,20 +1,6 @@
+import Clocks
 import FoundationEssentials
 import JSON
-
-/// Monotonic time and sleeping, injectable so retries can be tested without waiting.
-public protocol VerifyClock: Sendable {
-    /// A monotonic reading; only differences matter.
-    var now: Duration { get }
-    func sleep(for duration: Duration) async
-}
-
-/// The real clock.
-public struct SystemVerifyClock: VerifyClock {
-    private let origin = ContinuousClock.now
-    public init() {}
-    public var now: Duration { ContinuousClock.now - origin }
-    public func sleep(for duration: Duration) async { try? await Task.sleep(for: duration) }
-}
 
 /// Asks Apple's verifyReceipt about one receipt: runs `VerifyReceiptStateMachine`'s actions over
 /// an `HTTPTransport` (apple-protocols.md §1.1–1.3).
@@ -52,7 +38,7 @@ public struct VerifyReceiptClient: Sendable {
 
     public let configuration: Configuration
     private let transport: any HTTPTransport
-    private let clock: any VerifyClock
+    private let clock: any MonotonicClock
     private let random: @Sendable () -> Double
     /// Fails verifications fast while Apple is down; nil: every verification calls Apple.
     public let breaker: SharedCircuitBreaker?
@@ -68,7 +54,7 @@ public struct VerifyReceiptClient: Sendable {
     }
 
     public init(
-        configuration: Configuration, transport: any HTTPTransport, clock: any VerifyClock = SystemVerifyClock(),
+        configuration: Configuration, transport: any HTTPTransport, clock: any MonotonicClock = SystemMonotonicClock(),
         breaker: SharedCircuitBreaker? = nil, limit: ConcurrencyLimit? = nil,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }, metrics: AppStoreMetrics = .init()
     ) {

@@ -1,10 +1,12 @@
 import AppStore
+import Clocks
 import FoundationEssentials
 import HTTPServer
 import JSON
+import Logging
 import Synchronization
 
-/// A loopback stand-in for Apple's verifyReceipt (apple-protocols.md §1), for tests and offline
+/// A loopback stand-in for Apple's verifyReceipt (Docs/apple-protocols.md §1), for tests and offline
 /// development: `POST /production/verifyReceipt` and `POST /sandbox/verifyReceipt` answer the
 /// scripted `Scenario` named by the receipt's content, with dates relative to when that receipt
 /// was first seen (so re-posting it gets the same answer). It honours the
@@ -39,9 +41,20 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         self.clock = now
     }
 
-    public static let systemNow: @Sendable () -> Int64 = {
-        let t = Date().timeIntervalSince1970
-        return Int64(t * 1000)
+    public static let systemNow: @Sendable () -> Int64 = { WallClock.system.now() }
+
+    /// A simulator serving on a free loopback port: its server (started; stop it with
+    /// `shutdown()`, or run it as a service) and the two verifyReceipt URLs to point a client at.
+    public static func serve(configuration: Configuration, now: WallClock = .system, logger: Logger) throws -> (
+        server: HTTPServer, productionURL: String, sandboxURL: String
+    ) {
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
+            responder: AppStoreSimulator(configuration: configuration, now: now.now), logger: logger)
+        let port = try server.start()
+        return (
+            server, "http://127.0.0.1:\(port)/production/verifyReceipt", "http://127.0.0.1:\(port)/sandbox/verifyReceipt"
+        )
     }
 
     /// Starts an outage of `duration` (zero ends one): every verifyReceipt answers HTTP 503.

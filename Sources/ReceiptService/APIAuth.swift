@@ -1,7 +1,7 @@
 import Crypto
 import HTTPServer
 
-/// Bearer-key authentication with two roles (issue 3): `public` keys may only post receipts and are
+/// Bearer-key authentication with two roles: `public` keys may only post receipts and are
 /// safe to ship inside an app; `secret` keys may do everything.
 ///
 /// Keys are matched as exact bytes and in constant time: the presented key's SHA-256 is compared
@@ -32,16 +32,35 @@ struct APIAuth: Sendable {
         return granted
     }
 
-    /// Nil when the request may go on; else the 401/403 error response.
-    func check(_ request: HTTPRequest, requires role: Role, requestID: String) -> HTTPResponse? {
-        // Bytes, not Characters: "Bearer " followed by a combining mark is one Character longer.
+    /// The presented bearer key, when the request carries one (bytes, not Characters: "Bearer "
+    /// followed by a combining mark is one Character longer).
+    static func bearerKey(_ request: HTTPRequest) -> Substring.UTF8View? {
         guard let header = request.headers[first: "Authorization"], header.utf8.count > 7,
-            String(decoding: header.utf8.prefix(7), as: UTF8.self).lowercased() == "bearer ",
-            let granted = self.role(of: header.utf8.dropFirst(7))
-        else {
-            return APIError.unauthorized.response(requestID: requestID)
-        }
-        if role == .secret && granted != .secret { return APIError.forbidden.response(requestID: requestID) }
-        return nil
+            String(decoding: header.utf8.prefix(7), as: UTF8.self).lowercased() == "bearer "
+        else { return nil }
+        return header[...].utf8.dropFirst(7)
     }
+
+    /// Returns when `access` lets the request through; else throws 401 (no or an unknown key) or
+    /// 403 (a public key where a secret one is needed).
+    func require(_ access: Access, _ request: HTTPRequest) throws(APIError) {
+        let needed: Role
+        switch access {
+        case .anyone: return
+        case .publicKey: needed = .public
+        case .secretKey: needed = .secret
+        }
+        guard let key = Self.bearerKey(request), let granted = role(of: key) else { throw .unauthorized }
+        if needed == .secret && granted != .secret { throw .forbidden }
+    }
+}
+
+/// Who may call a route, declared with the route (``API``).
+enum Access: Sendable {
+    /// No key: liveness, readiness, the contract, Apple's notifications (which prove themselves).
+    case anyone
+    /// A public key (shipped inside apps) or a secret one.
+    case publicKey
+    /// A secret key (backends, support).
+    case secretKey
 }

@@ -40,14 +40,21 @@ struct TokenBuckets: Sendable {
 }
 
 /// The limits on POST /v1/receipts: per API key and per client address.
-final class RateLimiter: Sendable {
-    struct Settings: Sendable, Equatable {
+package final class RateLimiter: Sendable {
+    package struct Settings: Sendable, Equatable {
         /// Requests per second each API key may make, and its burst; 0 turns the limit off.
-        var perKey: Double = 0
-        var keyBurst: Double = 0
+        package var perKey: Double = 0
+        package var keyBurst: Double = 0
         /// Requests per second each client address may make, and its burst; 0 turns it off.
-        var perAddress: Double = 0
-        var addressBurst: Double = 0
+        package var perAddress: Double = 0
+        package var addressBurst: Double = 0
+
+        package init(perKey: Double = 0, keyBurst: Double = 0, perAddress: Double = 0, addressBurst: Double = 0) {
+            self.perKey = perKey
+            self.keyBurst = keyBurst
+            self.perAddress = perAddress
+            self.addressBurst = addressBurst
+        }
     }
 
     private let byKey: Mutex<TokenBuckets>?

@@ -1,16 +1,23 @@
 import AppStore
+import Clocks
+import CoreMetrics
 import HTTPServer
 import JSON
+import Logging
+import ReceiptCore
 import Storage
 
-/// The HTTP surface of receiptd. Each route's handler is small and delegates to a service.
+/// The HTTP surface of receiptd: each route declares who may call it, reads its request into a
+/// use case's input, calls the use case and writes its result. Errors become responses in one
+/// place (``API``).
 struct Routes: Sendable {
     let database: DatabaseQueue
     let migrator: Migrator
     let auth: APIAuth
-    let receipts: ReceiptProcessor
-    let notifications: NotificationProcessor
-    let sharedReceipts: SharedReceipts
+    let verifyPurchase: VerifyPurchase
+    let readSubscriber: ReadSubscriber
+    let ingestNotification: IngestNotification
+    let listings: Listings
     /// For the circuit breaker's state in `/readyz`.
     let appStore: VerifyReceiptClient
     /// Per-key and per-address limits on POST /v1/receipts.
@@ -20,105 +27,96 @@ struct Routes: Sendable {
     let metricsRequireKey: Bool
     /// `openapi.yaml`, served as is.
     let openAPI: [UInt8]?
-    let now: @Sendable () -> Int64
+    let logger: Logger
+    let clock: WallClock
 
     func router() -> Router {
-        var router = Router()
+        var api = API(auth: auth, logger: logger)
         // Liveness: the process answers. Never touches the database.
-        router.immediate(.get, "/healthz") { _, _ in
+        api.immediate(.get, "/healthz", access: .anyone) { _, _ in
             .json(.object(["status": .string("ok")]))
         }
         // Readiness: the database answers and every known migration is applied.
-        router.on(.get, "/readyz") { [appStore] _, _ in
+        api.on(.get, "/readyz", access: .anyone) { [database, migrator, appStore] _, _ in
             await Self.readiness(database: database, migrator: migrator, appStore: Self.appStoreStatus(appStore))
         }
         // Prometheus text: every family in README "Metrics" (a secret key unless `metrics.requireKey` is false).
-        router.immediate(.get, "/metrics") { [auth, appStore, telemetry, documentCache, metricsRequireKey] request, context in
-            if metricsRequireKey, let refused = auth.check(request, requires: .secret, requestID: context.requestID) {
-                return refused
-            }
-            return HTTPResponse(
+        api.immediate(.get, "/metrics", access: metricsRequireKey ? .secretKey : .anyone) {
+            [appStore, telemetry, documentCache] _, _ in
+            HTTPResponse(
                 status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                 body: telemetry.scrape(breaker: appStore.breaker?.state, cachedDocuments: documentCache.count))
         }
         // The API's contract (OpenAPI 3.1), for integrators and the CI's schemathesis run.
-        router.immediate(.get, "/openapi.yaml") { [openAPI] _, context in
+        api.immediate(.get, "/openapi.yaml", access: .anyone) { [openAPI] _, _ in
             guard let openAPI else {
-                return ErrorBody.response(
-                    status: .notFound, code: "not_found", message: "This receiptd has no OpenAPI document.",
-                    requestID: context.requestID)
+                throw APIError(status: .notFound, code: "not_found", message: "This receiptd has no OpenAPI document.")
             }
             return HTTPResponse(status: .ok, headers: ["Content-Type": "application/yaml"], body: openAPI)
         }
-        // A mobile app posts its receipt (public or secret key): verify, store, answer the document.
-        router.on(.post, "/v1/receipts") { [auth, receipts, limiter, now] request, context in
-            if let refused = auth.check(request, requires: .public, requestID: context.requestID) { return refused }
+        // A mobile app posts its receipt or signed transaction: verify, store, answer the document.
+        api.on(.post, "/v1/receipts", access: .publicKey) { [verifyPurchase, limiter, clock] request, context in
             let key = String(request.headers[first: "Authorization"]?.dropFirst(7) ?? "")
-            if let wait = limiter.check(key: key, address: context.request.remoteAddress, now: now()) {
-                return APIError.rateLimited(retryAfterSeconds: wait).response(requestID: context.requestID)
+            if let wait = limiter.check(key: key, address: context.request.remoteAddress, now: clock.now()) {
+                throw APIError.rateLimited(retryAfterSeconds: wait)
             }
-            return await receipts.post(request, requestID: context.requestID)
+            let input = try Requests.purchase(request.body)
+            let explain = try Requests.explain(request)
+            do throws(ReceiptError) {
+                return Responses.document(try await verifyPurchase(input), explain: explain, request: request)
+            } catch {
+                throw APIError(error, explain: explain)
+            }
         }
-        // A backend reads a subscriber, without calling Apple (secret key): from the document cache
-        // on the event loop when it is current, else from storage.
-        router.on(
-            .get, "/v1/subscribers/{app_user_id}",
-            immediately: { [auth, receipts] request, context in
-                switch Self.secretUser(request, context, auth: auth) {
-                case .refused(let response): response
-                case .user(let user): receipts.cachedSubscriber(user, request: request)  // nil: not cached
-                }
+        // A backend reads a subscriber, without calling Apple: from the document cache on the
+        // event loop when it is current, else from storage.
+        api.on(
+            .get, "/v1/subscribers/{app_user_id}", access: .secretKey,
+            immediately: { [readSubscriber] request, context in
+                let user = try Requests.appUserID(in: context)
+                guard try !Requests.explain(request), let (entry, now) = readSubscriber.cached(user) else { return nil }
+                return Responses.cached(entry, now: now, request: request)
             },
-            handler: { [auth, receipts] request, context in
-                switch Self.secretUser(request, context, auth: auth) {
-                case .refused(let response): response
-                case .user(let user): await receipts.subscriber(user, request: request, requestID: context.requestID)
-                }
+            handler: { [readSubscriber] request, context in
+                let user = try Requests.appUserID(in: context)
+                let explain = try Requests.explain(request)
+                return Responses.document(try await readSubscriber.document(user), explain: explain, request: request)
             })
-        // A backend reads a subscriber's lifecycle events, newest first (secret key).
-        router.on(.get, "/v1/subscribers/{app_user_id}/events") { [auth, receipts] request, context in
-            switch Self.secretUser(request, context, auth: auth) {
-            case .refused(let response): response
-            case .user(let user): await receipts.events(user, request: request, requestID: context.requestID)
-            }
+        // A backend reads a subscriber's lifecycle events, newest first.
+        api.on(.get, "/v1/subscribers/{app_user_id}/events", access: .secretKey) { [readSubscriber] request, context in
+            let user = try Requests.appUserID(in: context)
+            let (limit, cursor) = (try Requests.limit(request), try Requests.eventCursor(request))
+            return Responses.events(try await readSubscriber.events(user, limit: limit, before: cursor), of: user)
         }
         // Apple's App Store Server Notifications, V1 or V2 (no API key: Apple cannot send one; V1
         // proves itself with the shared secret, V2 with Apple's signature).
-        router.on(.post, "/v1/notifications/apple") { [notifications] request, context in
-            await notifications.receive(request, requestID: context.requestID)
+        let notifications = NotificationTelemetry(logger: logger, metrics: telemetry.factory)
+        api.on(.post, "/v1/notifications/apple", access: .anyone) { [ingestNotification] request, context in
+            do {
+                let outcome = try await ingestNotification(request.body)
+                notifications.received(outcome, requestID: context.requestID)
+                return Responses.received(outcome)
+            } catch {
+                notifications.refused(error, requestID: context.requestID)
+                throw error
+            }
         }
-        // The latest notifications with their outcome (secret key).
-        router.on(.get, "/v1/notifications") { [auth, notifications] request, context in
-            if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
-            return await notifications.list(request, requestID: context.requestID)
+        // The latest notifications with their outcome.
+        api.on(.get, "/v1/notifications", access: .secretKey) { [listings] request, _ in
+            let (limit, before) = (try Requests.limit(request), try Requests.notificationCursor(request))
+            return Responses.notifications(try await listings.notifications(limit: limit, before: before))
         }
-        // Purchases passed between app users, with their transfers (secret key).
-        router.on(.get, "/v1/admin/shared-receipts") { [auth, sharedReceipts] request, context in
-            if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return refused }
-            return await sharedReceipts.list(request, requestID: context.requestID)
+        // Purchases passed between app users, with their transfers.
+        api.on(.get, "/v1/admin/shared-receipts", access: .secretKey) { [listings] request, _ in
+            let limit = try Requests.limit(request)
+            let moreThan = try Requests.moreThan(request)
+            let after = try Requests.sharedCursor(request)
+            return Responses.sharedReceipts(
+                try await listings.sharedReceipts(moreThan: moreThan, limit: limit, after: after), moreThan: moreThan)
         }
+        var router = api.router
+        router.metrics = telemetry.http
         return router
-    }
-
-    /// A secret-key request for one subscriber: its `{app_user_id}`, or the answer refusing it
-    /// (no or a public key, an id outside the rules).
-    enum SubscriberAccess {
-        case user(String)
-        case refused(HTTPResponse)
-    }
-
-    static func secretUser(_ request: HTTPRequest, _ context: RouteContext, auth: APIAuth) -> SubscriberAccess {
-        if let refused = auth.check(request, requires: .secret, requestID: context.requestID) { return .refused(refused) }
-        do throws(APIError) {
-            return .user(try appUserID(in: context))
-        } catch {
-            return .refused(error.response(requestID: context.requestID))
-        }
-    }
-
-    /// The `{app_user_id}` path parameter, held to the same rules as in a body.
-    static func appUserID(in context: RouteContext) throws(APIError) -> String {
-        try FieldRules.appUserID(context.parameters["app_user_id"] ?? "", field: "app_user_id in the path")
     }
 
     /// The body of `/readyz`.
@@ -185,7 +183,38 @@ struct Routes: Sendable {
     }
 }
 
-extension Duration {
-    /// Whole seconds, a started second counting as one (for `Retry-After` and the like).
-    var secondsRoundedUp: Int { Int(components.seconds) + (components.attoseconds > 0 ? 1 : 0) }
+/// `notifications_total{version, type, outcome}` and a log line per delivery: `type` only from
+/// verified notifications (a refused one is `unknown`), so what a stranger posts cannot add series.
+struct NotificationTelemetry: Sendable {
+    let logger: Logger
+    let metrics: any MetricsFactory
+
+    func received(_ o: IngestNotification.Outcome, requestID: String) {
+        count(version: String(o.version), type: o.type, outcome: o.duplicate ? "duplicate" : o.outcome)
+        logger.info(
+            "notification",
+            metadata: [
+                "request_id": "\(requestID)", "version": "\(o.version)", "type": "\(o.type)", "subtype": "\(o.subtype ?? "")",
+                "outcome": "\(o.outcome)", "duplicate": "\(o.duplicate)",
+            ])
+    }
+
+    func refused(_ error: any Error, requestID: String) {
+        if case ReceiptError.notStored? = error as? ReceiptError {
+            count(version: "unknown", type: "unknown", outcome: "not_stored")
+            return
+        }
+        let refusal = API.apiError(error)
+        count(version: "unknown", type: "unknown", outcome: "refused_\(refusal.code)")
+        logger.warning(
+            "notification refused",
+            metadata: ["request_id": "\(requestID)", "code": "\(refusal.code)", "status": "\(refusal.status.code)"])
+    }
+
+    private func count(version: String, type: String, outcome: String) {
+        Counter(
+            label: "notifications_total", dimensions: [("version", version), ("type", type), ("outcome", outcome)],
+            factory: metrics
+        ).increment()
+    }
 }

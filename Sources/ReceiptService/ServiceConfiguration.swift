@@ -5,6 +5,7 @@ import Glibc
 import HTTPServer
 import JSON
 import Logging
+import ReceiptCore
 import SignedData
 import Storage
 import X509
@@ -34,14 +35,30 @@ public struct ServiceConfiguration: Sendable {
     /// What kind each product is, from `products.file`.
     public var catalog = Catalog()
     /// Limits on POST /v1/receipts (`limits.*`); off unless configured (the loader's defaults are on).
-    var limits = RateLimiter.Settings()
+    package var limits = RateLimiter.Settings()
     /// The background refresher (`refresher.*`); off unless configured (the loader's default is on).
-    var refresher = Refresher.Settings()
+    package var refresher = Refresher.Settings()
     /// The derivation's policy knobs (`entitlements.billingRetryEntitles`, `entitlements.familySharedCounts`).
     public var policy = DerivationPolicy()
 
+    package init(
+        environment: String, http: HTTPServerConfiguration, database: Database, logLevel: Logger.Level,
+        appStore: AppStoreSettings, api: APISettings, entitlements: [String: [String]], catalog: Catalog = Catalog(),
+        policy: DerivationPolicy = DerivationPolicy()
+    ) {
+        self.catalog = catalog
+        self.policy = policy
+        self.environment = environment
+        self.http = http
+        self.database = database
+        self.logLevel = logLevel
+        self.appStore = appStore
+        self.api = api
+        self.entitlements = entitlements
+    }
+
     /// Rules, product kinds and policy together, as the derivation takes them.
-    var entitlementSettings: EntitlementSettings {
+    package var entitlementSettings: EntitlementSettings {
         EntitlementSettings(rules: EntitlementRules(entitlements), catalog: catalog, policy: policy)
     }
 
@@ -68,6 +85,28 @@ public struct ServiceConfiguration: Sendable {
         public var breaker = CircuitBreaker.Policy()
         /// Verifications talking to Apple at once; more wait their turn.
         public var maxConcurrentCalls = 64
+
+        package init(
+            productionURL: String, sandboxURL: String, simulator: Bool, allowHTTP: Bool, bundleIDs: [String],
+            sharedSecret: String?, connectTimeout: Duration, maxResponseBytes: Int, maxRetries: Int, attemptTimeout: Duration,
+            deadline: Duration, signedData: SignedDataSettings = SignedDataSettings(),
+            breaker: CircuitBreaker.Policy = CircuitBreaker.Policy(), maxConcurrentCalls: Int = 64
+        ) {
+            self.productionURL = productionURL
+            self.sandboxURL = sandboxURL
+            self.simulator = simulator
+            self.allowHTTP = allowHTTP
+            self.bundleIDs = bundleIDs
+            self.sharedSecret = sharedSecret
+            self.connectTimeout = connectTimeout
+            self.maxResponseBytes = maxResponseBytes
+            self.maxRetries = maxRetries
+            self.attemptTimeout = attemptTimeout
+            self.deadline = deadline
+            self.signedData = signedData
+            self.breaker = breaker
+            self.maxConcurrentCalls = maxConcurrentCalls
+        }
     }
 
     /// Trust anchors and expected claims for Apple's JWS (apple-protocols.md §3.7).
@@ -102,6 +141,13 @@ public struct ServiceConfiguration: Sendable {
         public var ownershipPolicy: String
         /// Whether GET /metrics asks for a secret key (Prometheus sends it as a bearer token).
         public var metricsRequireKey = true
+
+        package init(publicKeys: [String], secretKeys: [String], ownershipPolicy: String, metricsRequireKey: Bool = true) {
+            self.publicKeys = publicKeys
+            self.secretKeys = secretKeys
+            self.ownershipPolicy = ownershipPolicy
+            self.metricsRequireKey = metricsRequireKey
+        }
     }
 
     /// SQLite settings.
@@ -114,6 +160,13 @@ public struct ServiceConfiguration: Sendable {
         public var migrationsDirectory: String
         /// How many subscriber documents GET keeps rendered in memory (0: none). See `SubscriberCache`.
         public var documentCache: Int = 10_000
+
+        package init(path: String, busyTimeout: Duration, migrationsDirectory: String, documentCache: Int = 10_000) {
+            self.path = path
+            self.busyTimeout = busyTimeout
+            self.migrationsDirectory = migrationsDirectory
+            self.documentCache = documentCache
+        }
     }
 
     /// The environments with a meaning.

@@ -1,7 +1,10 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
+import HTTPServer
+import JSON
 import Logging
+import ReceiptCore
 import ReceiptService
 import Storage
 
@@ -22,10 +25,11 @@ struct Verify: AsyncParsableCommand {
             throw ExitCode.failure
         }
         let data = Self.receiptData(Array(bytes))
-        let app = try Admin.application(config)
-        let answer = await app.verify(receiptData: data, appUserID: appUserID)
-        await app.stop()
-        try Admin.print(answer)
+        try await Admin.withApplication(config) { app throws(ReceiptError) in
+            try await app.verifyPurchase(VerifyPurchase.Input(appUserID: appUserID, proof: .receipt(data)))
+        } print: { snapshot in
+            snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: false)
+        }
     }
 
     /// Base64 text as given (trimmed); anything else (a binary receipt) base64-encoded.
@@ -47,10 +51,11 @@ struct Subscriber: AsyncParsableCommand {
 
     func run() async throws {
         let (config, _) = try await options.load()
-        let app = try Admin.application(config)
-        let answer = await app.subscriber(appUserID, explain: explain)
-        await app.stop()
-        try Admin.print(answer)
+        try await Admin.withApplication(config) { app throws(ReceiptError) in
+            try await app.readSubscriber.document(appUserID)
+        } print: { [explain] snapshot in
+            snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: explain)
+        }
     }
 }
 
@@ -64,14 +69,11 @@ struct Backup: AsyncParsableCommand {
     func run() async throws {
         let (config, _) = try await options.load()
         do {
-            let started = ContinuousClock.now
-            let database = try Database(path: config.database.path, busyTimeout: config.database.busyTimeout)
-            let pages = try database.backup(to: path)
-            let check = try Database(path: path).scalarText("PRAGMA integrity_check") ?? "?"
-            let elapsed = (ContinuousClock.now - started).components
-            let ms = elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000
-            print("backed up \(config.database.path) to \(path): \(pages) pages in \(ms) ms, integrity_check \(check)")
-            guard check == "ok" else { throw ExitCode.failure }
+            let report = try ReceiptCore.Backup(path: config.database.path, busyTimeout: config.database.busyTimeout)(to: path)
+            print(
+                "backed up \(config.database.path) to \(path): \(report.pages) pages in \(report.milliseconds) ms, "
+                    + "integrity_check \(report.integrity)")
+            guard report.isGood else { throw ExitCode.failure }
         } catch let exit as ExitCode {
             throw exit
         } catch {
@@ -82,25 +84,39 @@ struct Backup: AsyncParsableCommand {
 }
 
 enum Admin {
-    /// The service without its HTTP server: the database (migrated), Apple's client or the simulator.
-    static func application(_ config: ServiceConfiguration) throws -> Application {
+    /// The service without its HTTP server (the database, migrated; Apple's client or the
+    /// simulator) for one use case: prints `render` of its result on standard output (exit 0), or
+    /// the error's code and message on standard error (exit 1).
+    static func withApplication<T: Sendable>(
+        _ config: ServiceConfiguration, _ useCase: (Application) async throws(ReceiptError) -> T,
+        print render: (T) -> JSONValue
+    ) async throws {
+        var config = config
         var quiet = Logger(label: "receiptd")
         quiet.logLevel = .error
+        let simulator: HTTPServer?
+        let app: Application
         do {
-            return try Application(configuration: config, logger: quiet)
+            simulator = try SimulatorWiring.start(&config, logger: quiet)
+            app = try Application.open(configuration: config, logger: quiet)
         } catch {
             printError("receiptd: cannot open the service: \(error)")
             throw ExitCode.failure
         }
-    }
-
-    /// The document on standard output (exit 0), or the error body on standard error (exit 1).
-    static func print(_ answer: (status: Int, body: [UInt8])) throws {
-        let text = String(decoding: answer.body, as: UTF8.self)
-        guard answer.status == 200 else {
-            printError("receiptd: HTTP \(answer.status) \(text)")
+        defer { simulator?.shutdown() }
+        let result: Result<T, ReceiptError>
+        do {
+            result = .success(try await useCase(app))
+        } catch {
+            result = .failure(error)
+        }
+        await app.stop()
+        switch result {
+        case .success(let value):
+            Swift.print(String(decoding: render(value).jsonBytes, as: UTF8.self))
+        case .failure(let error):
+            printError("receiptd: \(error.code): \(error.message)")
             throw ExitCode.failure
         }
-        Swift.print(text)
     }
 }

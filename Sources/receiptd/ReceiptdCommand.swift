@@ -1,7 +1,9 @@
 import ArgumentParser
+import Clocks
 import FoundationEssentials
 import Glibc
 import Logging
+import ReceiptCore
 import ReceiptService
 import Storage
 
@@ -53,11 +55,12 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let (config, _) = try await options.load()
+        var (config, _) = try await options.load()
         let logger = Logging.bootstrap(config)
         do {
-            let app = try Application(configuration: config, logger: logger)
-            try await app.runUntilSignalled()
+            let simulator = try SimulatorWiring.start(&config, logger: logger)
+            let app = try Application.open(configuration: config, logger: logger)
+            try await app.run(before: simulator.map { [$0] } ?? [])
         } catch {
             logger.critical("receiptd cannot start", metadata: ["error": "\(error)"])
             throw ExitCode.failure
@@ -102,13 +105,14 @@ struct Rederive: AsyncParsableCommand {
                 printError("receiptd: the database has pending migrations: run `receiptd migrate` first")
                 throw ExitCode.failure
             }
-            let started = ContinuousClock.now
-            let now = Int64(Date().timeIntervalSince1970 * 1000)
-            let report = try Rederivation(configuration: config).run(database, now: now, dryRun: dryRun) { change in
+            let monotonic = SystemMonotonicClock()
+            let started = monotonic.now
+            let report = try Rederivation(settings: config.entitlementSettings).run(
+                database, now: WallClock.system.now(), dryRun: dryRun
+            ) { change in
                 print("\(dryRun ? "would change" : "changed") \(change)")
             }
-            let elapsed = (ContinuousClock.now - started).components
-            let ms = elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000
+            let ms = (monotonic.now - started).milliseconds
             print("rederived \(report) in \(ms) ms\(dryRun ? " (dry run: nothing written)" : "")")
         } catch let exit as ExitCode {
             throw exit

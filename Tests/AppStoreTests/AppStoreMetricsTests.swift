@@ -1,3 +1,4 @@
+import Clocks
 import MetricsTestKit
 import Testing
 
@@ -17,7 +18,7 @@ private final class Answers: HTTPTransport, @unchecked Sendable {  // used by on
     }
 }
 
-private struct NoWait: VerifyClock {
+private struct NoWait: MonotonicClock {
     var now: Duration { .zero }
     func sleep(for duration: Duration) async {}
 }

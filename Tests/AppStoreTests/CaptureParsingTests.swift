@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import JSON
+import ReceiptTesting
 import Testing
 
 @testable import AppStore
@@ -8,7 +9,7 @@ import Testing
 /// JSONParser on Apple's own bytes: it reads the realistic capture as JSONDecoder does.
 @Suite struct VerifyReceiptCaptureParsingTests {
     @Test func theRealisticCaptureParsesAsJSONDecoderReadsIt() throws {
-        let url = try #require(Bundle.module.url(forResource: "Fixtures/verify-receipt-response.json", withExtension: nil))
+        let url = Fixtures.url("AppStore/verify-receipt-response.json")
         let bytes = try Data(contentsOf: url)
         #expect(try JSONValue.parse(Array(bytes)) == (try JSONDecoder().decode(JSONValue.self, from: bytes)))
     }

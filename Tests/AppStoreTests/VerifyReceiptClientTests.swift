@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import Synchronization
 import Testing
@@ -26,7 +27,7 @@ private final class ScriptedTransport: HTTPTransport {
 }
 
 /// Time that moves only when slept through.
-private final class ManualClock: VerifyClock {
+private final class ManualClock: MonotonicClock {
     private let state = Mutex<(now: Duration, sleeps: [Duration])>((.zero, []))
     var now: Duration { state.withLock { $0.now } }
     var sleeps: [Duration] { state.withLock { $0.sleeps } }

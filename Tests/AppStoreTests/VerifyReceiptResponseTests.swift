@@ -1,10 +1,11 @@
 import Foundation
+import ReceiptTesting
 import Testing
 
 @testable import AppStore
 
 private func fixture(_ name: String) throws -> [UInt8] {
-    let url = try #require(Bundle.module.url(forResource: "Fixtures/\(name)", withExtension: nil))
+    let url = Fixtures.url("AppStore/\(name)")
     return Array(try Data(contentsOf: url))
 }
 

@@ -1,5 +1,7 @@
 import Testing
 
+@testable import ReceiptCore
+import ReceiptTesting
 @testable import ReceiptService
 
 /// Issue 16: keys match as exact bytes, never by Unicode canonical equivalence.

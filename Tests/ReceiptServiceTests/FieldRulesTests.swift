@@ -1,5 +1,7 @@
 import Testing
 
+@testable import ReceiptCore
+import ReceiptTesting
 @testable import ReceiptService
 
 @Suite("Field rules")

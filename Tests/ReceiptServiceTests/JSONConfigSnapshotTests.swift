@@ -2,6 +2,8 @@ import Configuration
 import Foundation
 import Testing
 
+@testable import ReceiptCore
+import ReceiptTesting
 @testable import ReceiptService
 
 @Suite("JSON config snapshot")

@@ -3,6 +3,8 @@ import Logging
 import Synchronization
 import Testing
 
+@testable import ReceiptCore
+import ReceiptTesting
 @testable import ReceiptService
 
 private final class Lines: Sendable {

@@ -9,18 +9,12 @@ import Storage
 import Testing
 import X509
 
+@testable import ReceiptCore
+import ReceiptTesting
 @testable import ReceiptService
 
-// Apple's test PKI (Tests/SignedDataTests/Fixtures, see SOURCES.md there): its root is the
-// trust anchor here, and its leaf key signs every V2 notification and StoreKit 2 transaction.
-private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .appendingPathComponent("SignedDataTests/Fixtures")
-private func fixture(_ name: String) -> String {
-    (try? String(contentsOf: fixtures.appendingPathComponent(name), encoding: .utf8)) ?? ""
-}
-private let signer = try! JWSSigner(
-    keyPEM: fixture("testLeaf.key"), chainPEM: [fixture("testLeaf.pem"), fixture("testIntermediate.pem"), fixture("testCA.pem")])
-private let testRoot = try! Certificate(derEncoded: Array(try! Data(contentsOf: fixtures.appendingPathComponent("testCA.der"))))
+private let signer = TestPKI.signer
+private let testRoot = TestPKI.root
 
 private let day: Int64 = 86_400_000
 private let bundle = "com.example.app"
@@ -28,7 +22,7 @@ private var wallClock: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
 /// receiptd with Apple's test root as trust anchor and app 1234 configured.
 private func withService(policy: String = "transfer", _ body: (Int, String) async throws -> Void) async throws {
-    try await ReceiptServiceTests.withService(
+    try await ReceiptTesting.withService(
         policy: policy, entitlements: ["premium": ["monthly", "premium_monthly", "basic_monthly", "lifetime"]],
         signedData: .init(roots: [testRoot], appAppleIDs: [1234]), body)
 }
@@ -569,10 +563,9 @@ struct NotificationProcessorTests {
         }
     }
 
-    /// The realistic V1 capture (Tests/AppStoreTests/Fixtures): 54 transactions of one purchase.
+    /// The realistic V1 capture (Fixtures/AppStore): 54 transactions of one purchase.
     static func v1(_ edit: (inout [String: Any]) -> Void = { _ in }) throws -> String {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("AppStoreTests/Fixtures/v1-server-notification.json")
+        let url = Fixtures.url("AppStore/v1-server-notification.json")
         var body = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as! [String: Any]
         body["password"] = TestSecrets.sharedSecret
         body["bid"] = bundle

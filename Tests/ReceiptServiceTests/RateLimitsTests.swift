@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import ReceiptCore
+import ReceiptTesting
 @testable import ReceiptService
 
 @Suite("Rate limits")

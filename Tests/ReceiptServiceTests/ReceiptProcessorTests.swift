@@ -7,6 +7,8 @@ import Logging
 import Storage
 import Testing
 
+@testable import ReceiptCore
+import ReceiptTesting
 @testable import ReceiptService
 
 private func post(_ port: Int, _ json: String, key: String? = TestSecrets.publicKey, contentType: String = "application/json")

@@ -5,15 +5,14 @@ import JSON
 import Storage
 import Testing
 
+@testable import ReceiptCore
+import ReceiptTesting
 @testable import ReceiptService
 
-/// The realistic captures (Tests/AppStoreTests/Fixtures, see SOURCES.md there) through the same
-/// mapping and derivation the service runs.
+/// The realistic captures (Fixtures/AppStore, see SOURCES.md there) through the same mapping and
+/// derivation the service runs.
 private func capture(_ name: String) throws -> JSONValue {
-    let path =
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().path
-        + "/AppStoreTests/Fixtures/\(name)"
-    return try JSONValue.parse(Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+    try JSONValue.parse(Fixtures.bytes("AppStore/\(name)"))
 }
 
 /// A subscriber holding everything `response` says, its renewal info seen at `seenAt`.

@@ -3,6 +3,8 @@ import Foundation
 import Storage
 import Testing
 
+@testable import ReceiptCore
+import ReceiptTesting
 @testable import ReceiptService
 
 private let day: Int64 = 86_400_000
@@ -35,7 +37,7 @@ private func eventTypes(_ port: Int, _ user: String) async throws -> [String] {
 
 /// A service on a test clock with the refresher's loop off (passes are run by the test).
 private func withRefresher(
-    breaker: CircuitBreaker.Policy = .init(), _ body: (Application, Int, String, TestClock) async throws -> Void
+    breaker: CircuitBreaker.Policy = .init(), _ body: (TestApp, Int, String, TestClock) async throws -> Void
 ) async throws {
     let dir = NSTemporaryDirectory() + "receiptd-refresh-" + UUID().uuidString
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -43,9 +45,7 @@ private func withRefresher(
     let clock = TestClock()
     var settings = Refresher.Settings()
     settings.maxPerSecond = 1000
-    let app = try Application(
-        configuration: testConfiguration(path: dir + "/db.sqlite", breaker: breaker, refresher: settings), logger: quietLogger,
-        now: clock.closure)
+    let app = try TestApp.open(testConfiguration(path: dir + "/db.sqlite", breaker: breaker, refresher: settings), clock: clock)
     let port = try app.start()
     try await body(app, port, dir + "/db.sqlite", clock)
     await app.stop()

@@ -2,6 +2,8 @@ import Foundation
 import SignedData
 import Testing
 
+@testable import ReceiptCore
+import ReceiptTesting
 @testable import ReceiptService
 
 /// A config folder with `default.json` (and optional others), removed by the caller.
@@ -30,8 +32,7 @@ struct ServiceConfigurationTests {
     }
 
     @Test func signedDataSettingsReadTheirKeys() async throws {
-        let testCA = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("SignedDataTests/Fixtures").path
+        let testCA = Fixtures.url("SignedData").path
         let dir = try makeConfigDirectory(["default.json": #"{"appStore": {"appAppleIds": ["1234", "5678"]}}"#])
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (config, _) = try await ServiceConfiguration.load(

@@ -4,6 +4,8 @@ import Foundation
 import Storage
 import Testing
 
+@testable import ReceiptCore
+import ReceiptTesting
 @testable import ReceiptService
 
 private func receiptBody(_ user: String, _ content: String) -> String {

@@ -4,6 +4,8 @@ import JSON
 import Storage
 import Testing
 
+@testable import ReceiptCore
+import ReceiptTesting
 @testable import ReceiptService
 
 /// Issue 16: product ids are exact bytes in the document too. Two subscriptions whose product ids

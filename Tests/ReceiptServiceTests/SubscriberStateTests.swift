@@ -3,6 +3,8 @@ import Foundation
 import Storage
 import Testing
 
+@testable import ReceiptCore
+import ReceiptTesting
 @testable import ReceiptService
 
 @Suite("Subscriber state over time")

@@ -3,6 +3,7 @@ import Crypto
 import FoundationEssentials
 import JSON
 import SwiftASN1
+import ReceiptTesting
 import Testing
 import X509
 
@@ -11,7 +12,7 @@ import X509
 /// apple-protocols.md §3.7 against Apple's test PKI, Apple's own signed samples and a real
 /// Apple-signed notification: what passes, and each refusal for its own reason.
 @Suite struct SignedDataVerifierTests {
-    static let fixtures = URL(filePath: #filePath).deletingLastPathComponent().appending(path: "Fixtures")
+    static let fixtures = Fixtures.url("SignedData")
     static func text(_ name: String) -> String {
         let text = (try? String(contentsOf: fixtures.appending(path: name), encoding: .utf8)) ?? ""
         return String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())

@@ -14,18 +14,18 @@ import Synchronization
 ///   next instant the derivation compares with (``SubscriberDocument/changesAt``).
 /// A write anywhere empties it in effect (the generation is global): under a write load GETs read
 /// storage as before, and fill it again as writes pause.
-final class SubscriberCache: Sendable {
-    struct Entry: Sendable {
+package final class SubscriberCache: Sendable {
+    package struct Entry: Sendable {
         var generation: UInt64
         var readAt: Int64
         var changesAt: Int64
-        var version: Int64
+        package var version: Int64
         /// The document without explanations, around `request_date`'s value.
         var head: [UInt8]
         var tail: [UInt8]
 
         /// The document as of `now`: byte for byte what ``SubscriberDocument/rendered(version:now:explain:)`` gives.
-        func body(now: Int64) -> [UInt8] {
+        package func body(now: Int64) -> [UInt8] {
             var body: [UInt8] = []
             body.reserveCapacity(head.count + 24 + tail.count)
             body += head
@@ -40,7 +40,7 @@ final class SubscriberCache: Sendable {
     /// By the app user id's exact bytes: `Zo\u{EB}` and `Zoe\u{308}` are two users (``Identifier``).
     private let entries = Mutex<[Identifier: Entry]>([:])
 
-    init(capacity: Int) { self.capacity = capacity }
+    package init(capacity: Int) { self.capacity = capacity }
 
     /// The entry for `appUserID` if it still describes the subscriber at `now`.
     func entry(_ appUserID: String, generation: UInt64, now: Int64) -> Entry? {
@@ -63,5 +63,5 @@ final class SubscriberCache: Sendable {
         }
     }
 
-    var count: Int { entries.withLock { $0.count } }
+    package var count: Int { entries.withLock { $0.count } }
 }

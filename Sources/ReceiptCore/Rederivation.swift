@@ -4,39 +4,39 @@ import Storage
 /// purchases. Each subscriber is one short write transaction, so it is safe while receiptd serves:
 /// transactions' and renewal snapshots' columns are mapped again from their raw JSON, then the
 /// events and the document version are derived again by the same code the service runs.
-public struct Rederivation: Sendable {
+package struct Rederivation: Sendable {
     /// What changed for one subscriber.
-    public struct Change: Sendable, CustomStringConvertible {
-        public var appUserID: String
-        public var transactions = 0
-        public var renewalSnapshots = 0
+    package struct Change: Sendable, CustomStringConvertible {
+        package var appUserID: String
+        package var transactions = 0
+        package var renewalSnapshots = 0
         /// Stored rows whose raw JSON no longer parses: left as they are.
-        public var unreadable = 0
-        public var events = EventStore.Changes()
-        public var versionBefore: Int64 = 0
-        public var versionAfter: Int64 = 0
+        package var unreadable = 0
+        package var events = EventStore.Changes()
+        package var versionBefore: Int64 = 0
+        package var versionAfter: Int64 = 0
 
-        public var isEmpty: Bool {
+        package var isEmpty: Bool {
             transactions == 0 && renewalSnapshots == 0 && unreadable == 0 && events.isEmpty && versionBefore == versionAfter
         }
 
-        public var description: String {
+        package var description: String {
             "\(appUserID): transactions \(transactions), renewal snapshots \(renewalSnapshots), unreadable \(unreadable), "
                 + "events +\(events.added) -\(events.removed) ~\(events.changed), version \(versionBefore) → \(versionAfter)"
         }
     }
 
     /// Totals over the run.
-    public struct Report: Sendable, CustomStringConvertible {
-        public var subscribers = 0
-        public var changed = 0
-        public var transactions = 0
-        public var renewalSnapshots = 0
-        public var unreadable = 0
-        public var events = EventStore.Changes()
-        public var versionsBumped = 0
+    package struct Report: Sendable, CustomStringConvertible {
+        package var subscribers = 0
+        package var changed = 0
+        package var transactions = 0
+        package var renewalSnapshots = 0
+        package var unreadable = 0
+        package var events = EventStore.Changes()
+        package var versionsBumped = 0
 
-        public var description: String {
+        package var description: String {
             "\(subscribers) subscribers, \(changed) changed: transactions \(transactions), renewal snapshots \(renewalSnapshots), "
                 + "unreadable \(unreadable), events +\(events.added) -\(events.removed) ~\(events.changed), "
                 + "versions bumped \(versionsBumped)"
@@ -45,8 +45,8 @@ public struct Rederivation: Sendable {
 
     let state: SubscriberState
 
-    public init(configuration: ServiceConfiguration) {
-        state = SubscriberState(settings: configuration.entitlementSettings)
+    package init(settings: EntitlementSettings) {
+        state = SubscriberState(settings: settings)
     }
 
     init(state: SubscriberState) { self.state = state }
@@ -55,7 +55,7 @@ public struct Rederivation: Sendable {
 
     /// Rederives every subscriber at `now`. With `dryRun`, each transaction is rolled back: the
     /// report says what would change. `onChange` hears each subscriber that changed.
-    public func run(_ db: Database, now: Int64, dryRun: Bool, onChange: (Change) -> Void = { _ in }) throws -> Report {
+    package func run(_ db: Database, now: Int64, dryRun: Bool, onChange: (Change) -> Void = { _ in }) throws -> Report {
         var report = Report()
         var after: String?
         while true {

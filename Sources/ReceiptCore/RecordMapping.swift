@@ -6,7 +6,7 @@ import Storage
 
 /// Moves facts between the modules that must not know each other: Apple's wire models → storage
 /// rows → the pure domain's inputs.
-enum RecordMapping {
+package enum RecordMapping {
     /// A verifyReceipt answer, or a V1 notification's `unified_receipt` (which has no `receipt`:
     /// its bundle id is the notification's `bid`).
     static func record(

@@ -1,7 +1,7 @@
 /// The bounds every identifier from a client must keep, wherever it arrives (a body, a path):
 /// stored text stays short, printable and unambiguous, and bad input is refused with the field's
 /// name before anything is read or written.
-enum FieldRules {
+package enum FieldRules {
     /// An app's own user id: 1–256 bytes of UTF-8 with no control characters (C0, DEL, C1), no
     /// Unicode format characters (bidi overrides, zero-width joiners) and no line or paragraph
     /// separators, and not blank. Anything else an app uses (UUIDs, e-mail addresses, names in any
@@ -22,7 +22,7 @@ enum FieldRules {
         return !blank
     }
 
-    static func appUserID(_ id: String, field: String = "app_user_id") throws(APIError) -> String {
+    package static func appUserID(_ id: String, field: String = "app_user_id") throws(ReceiptError) -> String {
         guard isValidAppUserID(id) else {
             throw .invalidRequest(
                 "`\(field)` must be 1 to \(maxAppUserIDBytes) bytes of UTF-8, not blank, without control or format characters.")
@@ -53,11 +53,40 @@ enum FieldRules {
 
     /// A bundle identifier as Apple allows it (reverse DNS: letters, digits, `.`, `-`; `_` seen in
     /// old apps), at most 155 characters (App Store Connect's limit).
-    static func isValidBundleID(_ id: String) -> Bool {
+    package static func isValidBundleID(_ id: String) -> Bool {
         guard (1...155).contains(id.utf8.count) else { return false }
         return id.utf8.allSatisfy { b in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E || b == 0x2D
                 || b == 0x5F
+        }
+    }
+
+    /// A receipt's base64 text: Apple's receipts for years of renewals stay well below this.
+    package static let maxReceiptBytes = 512 * 1024
+    /// A StoreKit 2 JWS.
+    package static let maxJWSBytes = 65_536
+
+    /// `receipt_data` within bounds and plausible (``isPlausibleReceipt(_:)``).
+    package static func receipt(_ text: String) throws(ReceiptError) {
+        guard !text.isEmpty, text.utf8.count <= maxReceiptBytes else {
+            throw .invalidRequest("`receipt_data` must be a non-empty base64 string of at most \(maxReceiptBytes) bytes.")
+        }
+        guard isPlausibleReceipt(text) else {
+            throw .invalidRequest("`receipt_data` is not a receipt: canonical base64 of at least 4 bytes.")
+        }
+    }
+
+    /// A signed transaction or renewal info within bounds.
+    package static func jws(_ text: String, field: String) throws(ReceiptError) {
+        guard !text.isEmpty, text.utf8.count <= maxJWSBytes else {
+            throw .invalidRequest("`\(field)` must be a JWS string of at most \(maxJWSBytes) bytes.")
+        }
+    }
+
+    /// `bundle_id` as Apple allows it (``isValidBundleID(_:)``).
+    package static func bundleID(_ id: String) throws(ReceiptError) {
+        guard isValidBundleID(id) else {
+            throw .invalidRequest("`bundle_id` must be a bundle identifier: 1 to 155 letters, digits, `.`, `-` or `_`.")
         }
     }
 }

@@ -5,8 +5,10 @@ import Storage
 /// Keeps a subscriber's stored version and events in step with their facts. The document itself
 /// is always derived at read time (state depends on "now"); what is stored is its fingerprint,
 /// the version that counts its changes, and the events derived from the facts.
-struct SubscriberState: Sendable {
+package struct SubscriberState: Sendable {
     let settings: EntitlementSettings
+
+    package init(settings: EntitlementSettings) { self.settings = settings }
 
     /// What ``refresh(_:document:in:now:factsChanged:)`` did.
     struct Refresh: Sendable {
@@ -68,7 +70,7 @@ struct SubscriberState: Sendable {
         case .receiptInUse(let holder): return .inUse(heldBy: holder)
         case .saved(let count): changes = count
         }
-        guard let subscriber = try store.subscriber(appUserID) else { throw APIError.serverFault }
+        guard let subscriber = try store.subscriber(appUserID) else { throw ReceiptError.internalFault }
         let document = document(subscriber, now: now)
         let refresh = try refresh(subscriber, document: document, in: db, now: now, factsChanged: changes > 0)
         return .document(document, version: refresh.version, changes: changes)

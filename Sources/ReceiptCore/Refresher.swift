@@ -1,23 +1,36 @@
 import AppStore
+import Clocks
 import CoreMetrics
 import Identifiers
 import Logging
+import ServiceLifecycle
 import Storage
 import Synchronization
 
 /// When a stored subscription should be asked about again (the seeds' advice: keep the latest
 /// receipt, ask Apple again when a subscription reaches its expiry). Pure: times in epoch ms.
-struct RefreshPolicy: Sendable, Equatable {
+package struct RefreshPolicy: Sendable, Equatable {
     /// Spread over this window after the expiry, by a hash of the subscription (the same after a
     /// restart), so a wave of renewals does not become a wave of calls.
-    var jitterMs: Int64 = 900_000
+    package var jitterMs: Int64 = 900_000
     /// In billing retry or grace Apple may recover the payment at any moment: asked again this often.
-    var billingRetryRecheckMs: Int64 = 21_600_000
+    package var billingRetryRecheckMs: Int64 = 21_600_000
     /// Expiries older than this are not chased (a subscription lapsed long before receiptd ran).
-    var lookbackMs: Int64 = 60 * 86_400_000
+    package var lookbackMs: Int64 = 60 * 86_400_000
     /// After Apple failed to answer: the first wait, doubled per failure up to the maximum.
-    var backoffMs: Int64 = 60_000
-    var maxBackoffMs: Int64 = 3_600_000
+    package var backoffMs: Int64 = 60_000
+    package var maxBackoffMs: Int64 = 3_600_000
+
+    package init(
+        jitterMs: Int64 = 900_000, billingRetryRecheckMs: Int64 = 21_600_000, lookbackMs: Int64 = 60 * 86_400_000,
+        backoffMs: Int64 = 60_000, maxBackoffMs: Int64 = 3_600_000
+    ) {
+        self.jitterMs = jitterMs
+        self.billingRetryRecheckMs = billingRetryRecheckMs
+        self.lookbackMs = lookbackMs
+        self.backoffMs = backoffMs
+        self.maxBackoffMs = maxBackoffMs
+    }
 
     /// Whether `c`'s stored times are dates the policy can reason about (``AppleDate/range``). A
     /// row written before dates were checked on entry, or by hand, may hold anything; the
@@ -72,18 +85,29 @@ struct RefreshPolicy: Sendable, Equatable {
 /// a killed process runs out), paced to `maxPerSecond`, and stored through the same
 /// `SubscriberState.save` as a posted receipt: the same facts, versions and events. Apple being
 /// down never changes what is stored; the subscription backs off and is tried again.
-final class Refresher: Sendable {
-    struct Settings: Sendable, Equatable {
-        var enabled = false
+package final class Refresher: Sendable {
+    package struct Settings: Sendable, Equatable {
+        package init(
+            enabled: Bool = false, intervalMs: Int64 = 60_000, batchSize: Int = 100, maxPerSecond: Double = 5.0,
+            leaseMs: Int64 = 600_000, policy: RefreshPolicy = RefreshPolicy()
+        ) {
+            self.enabled = enabled
+            self.intervalMs = intervalMs
+            self.batchSize = batchSize
+            self.maxPerSecond = maxPerSecond
+            self.leaseMs = leaseMs
+            self.policy = policy
+        }
+        package var enabled = false
         /// Time between scans for due subscriptions.
-        var intervalMs: Int64 = 60_000
+        package var intervalMs: Int64 = 60_000
         /// Most subscriptions refreshed per scan.
-        var batchSize = 100
+        package var batchSize = 100
         /// Most calls to Apple per second.
-        var maxPerSecond = 5.0
+        package var maxPerSecond = 5.0
         /// How long a claim lasts.
-        var leaseMs: Int64 = 600_000
-        var policy = RefreshPolicy()
+        package var leaseMs: Int64 = 600_000
+        package var policy = RefreshPolicy()
     }
 
     /// What one pass did.
@@ -105,18 +129,22 @@ final class Refresher: Sendable {
     private let state: SubscriberState
     private let bundleIDs: [String]
     private let logger: Logger
-    private let now: @Sendable () -> Int64
-    private let task = LockedTask()
+    private let clock: WallClock
+    /// Pacing and the pause between passes.
+    private let monotonic: any MonotonicClock
     /// Unprocessable rows already logged by this process (each is logged once, counted every pass).
     private let reported = Mutex<Set<Identifier>>([])
     /// `refresher_backlog` (subscriptions due at the last pass's start) and
     /// `refresher_refreshes_total{outcome}`.
     private let metrics: any MetricsFactory
 
-    init(
+    package init(
         settings: Settings, client: VerifyReceiptClient, database: DatabaseQueue, state: SubscriberState, bundleIDs: [String],
-        logger: Logger, now: @escaping @Sendable () -> Int64, metrics: any MetricsFactory = NOOPMetricsHandler.instance
+        logger: Logger, clock: WallClock, monotonic: any MonotonicClock = SystemMonotonicClock(),
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance
     ) {
+        self.clock = clock
+        self.monotonic = monotonic
         self.metrics = metrics
         self.settings = settings
         self.client = client
@@ -124,32 +152,30 @@ final class Refresher: Sendable {
         self.state = state
         self.bundleIDs = bundleIDs
         self.logger = logger
-        self.now = now
     }
 
-    /// Runs passes every `intervalMs` until ``stop()``.
-    func start() {
-        guard settings.enabled else { return }
-        task.set(
-            Task { [self] in
-                while !Task.isCancelled {
-                    let pass = await runPass()
-                    if pass.due > 0 || pass.unprocessable > 0 {
-                        logger.info(
-                            "refresher pass",
-                            metadata: [
-                                "due": "\(pass.due)", "refreshed": "\(pass.refreshed)", "changed": "\(pass.changed)",
-                                "invalid": "\(pass.invalid)", "unavailable": "\(pass.unavailable)", "skipped": "\(pass.skipped)",
-                                "unprocessable": "\(pass.unprocessable)",
-                            ])
-                    }
-                    try? await Task.sleep(for: .milliseconds(settings.intervalMs))
+    /// Runs a pass every `intervalMs` until the service group shuts down (a pass under way is
+    /// cancelled: what it claimed is released or runs out with its lease).
+    package func run() async {
+        guard settings.enabled else {
+            try? await gracefulShutdown()
+            return
+        }
+        await cancelWhenGracefulShutdown { [self] in
+            while !Task.isCancelled {
+                let pass = await runPass()
+                if pass.due > 0 || pass.unprocessable > 0 {
+                    logger.info(
+                        "refresher pass",
+                        metadata: [
+                            "due": "\(pass.due)", "refreshed": "\(pass.refreshed)", "changed": "\(pass.changed)",
+                            "invalid": "\(pass.invalid)", "unavailable": "\(pass.unavailable)", "skipped": "\(pass.skipped)",
+                            "unprocessable": "\(pass.unprocessable)",
+                        ])
                 }
-            })
-    }
-
-    func stop() async {
-        await task.cancelAndWait()
+                await monotonic.sleep(for: .milliseconds(settings.intervalMs))
+            }
+        }
     }
 
     /// Stored receipts read per database hop while scanning (about 10 ms of the queue each).
@@ -158,7 +184,7 @@ final class Refresher: Sendable {
     /// One scan: the due subscriptions, oldest expiry first, each claimed, asked about and stored.
     func runPass(slice: Int = scanSlice) async -> Pass {
         var pass = Pass()
-        let at = now()
+        let at = clock.now()
         let policy = settings.policy
         var candidates: [RefreshCandidate] = []
         do {
@@ -207,7 +233,7 @@ final class Refresher: Sendable {
                 pass.skipped += 1
                 continue
             }
-            let started = ContinuousClock.now
+            let started = monotonic.now
             let outcome = await refresh(candidate)
             Counter(label: "refresher_refreshes_total", dimensions: [("outcome", outcome.metricName)], factory: metrics)
                 .increment()
@@ -221,8 +247,8 @@ final class Refresher: Sendable {
                 pass.unavailable += 1
                 appleDown = true  // the rest wait for the next pass; the breaker paces the probes
             }
-            let spent = ContinuousClock.now - started
-            if spent < pace { try? await Task.sleep(for: pace - spent) }
+            let spent = monotonic.now - started
+            if spent < pace { await monotonic.sleep(for: pace - spent) }
         }
         return pass
     }
@@ -246,7 +272,7 @@ final class Refresher: Sendable {
     /// Claims `candidate`, asks Apple about its latest receipt, stores what Apple says.
     func refresh(_ candidate: RefreshCandidate) async -> Outcome {
         let original = candidate.originalTransactionID
-        let at = now()
+        let at = clock.now()
         let lease = settings.leaseMs
         let claimed: (receiptData: String, environment: String)?
         do {
@@ -263,8 +289,8 @@ final class Refresher: Sendable {
         }
         guard let claimed else { return .claimedElsewhere }
         let verification = await client.verify(receiptData: claimed.receiptData)
-        let entry = ReceiptProcessor.logEntry(verification, user: candidate.holder)
-        let done = now()
+        let entry = VerifyPurchase.logEntry(verification, user: candidate.holder)
+        let done = clock.now()
         do {
             switch verification.result {
             case .valid(let response, let environment) where response.receipt.map({ bundleIDs.contains($0.bundleID) }) == true:
@@ -338,18 +364,4 @@ extension Int64 {
     }
 }
 
-/// The refresher's loop task, set once and cancelled on stop.
-private final class LockedTask: Sendable {
-    private let task = Mutex<Task<Void, Never>?>(nil)
-
-    func set(_ t: Task<Void, Never>) { task.withLock { $0 = t } }
-
-    func cancelAndWait() async {
-        let t = task.withLock { t in
-            defer { t = nil }
-            return t
-        }
-        t?.cancel()
-        await t?.value
-    }
-}
+extension Refresher: Service {}

@@ -4,16 +4,22 @@ import JSON
 import Storage
 
 /// How purchases become entitlements: the configured rules, product kinds and policy knobs.
-struct EntitlementSettings: Sendable {
-    var rules: EntitlementRules
-    var catalog: Catalog
-    var policy: DerivationPolicy
+package struct EntitlementSettings: Sendable {
+    package var rules: EntitlementRules
+    package var catalog: Catalog
+    package var policy: DerivationPolicy
+
+    package init(rules: EntitlementRules, catalog: Catalog, policy: DerivationPolicy) {
+        self.rules = rules
+        self.catalog = catalog
+        self.policy = policy
+    }
 }
 
 /// The subscriber document (README "The subscriber document"), built from storage at `now`:
 /// `{"app_user_id", "request_date", "version", "entitlements", "subscriptions", "non_subscriptions"}`.
 /// Times are RFC 3339 UTC strings or null.
-struct SubscriberDocument: Sendable {
+package struct SubscriberDocument: Sendable {
     /// Everything but `request_date` and `version`: what the fingerprint covers.
     let content: [Identifier: JSONValue]
     /// FNV-1a 64 of `content`'s canonical JSON, in hex: changes exactly when the content does.
@@ -117,7 +123,7 @@ struct SubscriberDocument: Sendable {
     }
 
     /// The document as sent: the content (explained or not) with `request_date` and `version`.
-    func rendered(version: Int64, now: Int64, explain: Bool) -> JSONValue {
+    package func rendered(version: Int64, now: Int64, explain: Bool) -> JSONValue {
         var fields = explain ? explained : content
         fields["request_date"] = Self.time(now)
         fields["version"] = .int(version)
@@ -150,7 +156,7 @@ struct SubscriberDocument: Sendable {
     }
 
     /// RFC 3339 UTC with milliseconds, or null.
-    static func time(_ ms: Int64?) -> JSONValue { ms.map { .string(CivilTime.rfc3339($0)) } ?? .null }
+    package static func time(_ ms: Int64?) -> JSONValue { ms.map { .string(CivilTime.rfc3339($0)) } ?? .null }
 
     static func fnv1a64(_ bytes: [UInt8]) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325

@@ -1,17 +1,16 @@
 import AppStore
-import CoreMetrics
+import Clocks
 import Crypto
 import FoundationEssentials
-import HTTPServer
 import JSON
 import Logging
 import SignedData
 import Storage
 
-/// POST /v1/notifications/apple (App Store Server Notifications V1 and V2) and GET
-/// /v1/notifications. A notification is verified, stored once (deduplicated), applied to its
-/// subscriber like any verified receipt, and only then acknowledged with 200.
-struct NotificationProcessor: Sendable {
+/// An App Store Server Notification (V1 or V2, told apart by shape): verified, stored once
+/// (deduplicated), applied to its subscriber like any verified receipt, and only then reported
+/// as received, so Apple's delivery is acknowledged only for what is durable.
+package struct IngestNotification: Sendable {
     let verifier: SignedDataVerifier
     let database: DatabaseQueue
     let bundleIDs: [String]
@@ -20,8 +19,21 @@ struct NotificationProcessor: Sendable {
     let state: SubscriberState
     let policy: OwnershipPolicy
     let logger: Logger
-    let now: @Sendable () -> Int64
-    var metrics: any MetricsFactory = NOOPMetricsHandler.instance
+    let clock: WallClock
+
+    package init(
+        verifier: SignedDataVerifier, database: DatabaseQueue, bundleIDs: [String], sharedSecret: String?,
+        state: SubscriberState, policy: OwnershipPolicy, logger: Logger, clock: WallClock
+    ) {
+        self.verifier = verifier
+        self.database = database
+        self.bundleIDs = bundleIDs
+        self.sharedSecret = sharedSecret
+        self.state = state
+        self.policy = policy
+        self.logger = logger
+        self.clock = clock
+    }
 
     /// A verified notification, ready to store.
     struct Incoming: Sendable {
@@ -32,62 +44,39 @@ struct NotificationProcessor: Sendable {
         var accountToken: String?
     }
 
-    /// How a delivery ended; the 200 body says it.
-    struct Outcome: Sendable, Equatable {
-        var id: Int64
-        var outcome: String
-        var duplicate: Bool
-        var appUserID: String?
+    /// How a delivery ended.
+    package struct Outcome: Sendable, Equatable {
+        package var id: Int64
+        /// `applied`, `unchanged`, `recorded`, `pending_owner`, `owner_conflict` (or a duplicate's).
+        package var outcome: String
+        package var duplicate: Bool
+        package var appUserID: String?
+        /// 1 or 2, the type and subtype as Apple named them (verified, so safe as metric labels).
+        package var version = 0
+        package var type: String = ""
+        package var subtype: String?
     }
 
-    func receive(_ request: HTTPRequest, requestID: String) async -> HTTPResponse {
+    /// Verifies and stores the notification `body` (the bytes Apple posted).
+    package func callAsFunction(_ body: [UInt8]) async throws(ReceiptError) -> Outcome {
+        let incoming = try await verify(body)
         do {
-            let incoming = try await verify(request.body)
-            let result = try await store(incoming)
-            count(
-                version: String(incoming.row.version), type: incoming.row.type,
-                outcome: result.duplicate ? "duplicate" : result.outcome)
-            logger.info(
-                "notification",
-                metadata: [
-                    "request_id": "\(requestID)", "version": "\(incoming.row.version)", "type": "\(incoming.row.type)",
-                    "subtype": "\(incoming.row.subtype ?? "")", "outcome": "\(result.outcome)",
-                    "duplicate": "\(result.duplicate)",
-                ])
-            let body: JSONValue = .object([
-                "status": .string("ok"), "notification_id": .string(String(result.id)), "outcome": .string(result.outcome),
-                "duplicate": .bool(result.duplicate),
-            ])
-            return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: body.jsonBytes)
-        } catch let error as APIError {
-            count(version: "unknown", type: "unknown", outcome: "refused_\(error.code)")
-            logger.warning(
-                "notification refused",
-                metadata: ["request_id": "\(requestID)", "code": "\(error.code)", "status": "\(error.status.code)"])
-            return error.response(requestID: requestID)
+            var outcome = try await store(incoming)
+            (outcome.version, outcome.type, outcome.subtype) = (incoming.row.version, incoming.row.type, incoming.row.subtype)
+            return outcome
         } catch {
-            // The database failed: 503, so Apple delivers again (§3.1: 5xx means retry).
-            count(version: "unknown", type: "unknown", outcome: "not_stored")
-            logger.error("notification not stored", metadata: ["request_id": "\(requestID)", "error": "\(error)"])
-            return APIError.temporarilyUnavailable.response(requestID: requestID)
+            // The database failed: Apple must deliver again (a 5xx means retry).
+            logger.error("notification not stored", metadata: ["error": "\(error)"])
+            throw .notStored
         }
     }
 
-    /// `notifications_total{version, type, outcome}`: `type` only from verified notifications (a
-    /// refused one is `unknown`), so what a stranger posts cannot add series.
-    private func count(version: String, type: String, outcome: String) {
-        Counter(
-            label: "notifications_total", dimensions: [("version", version), ("type", type), ("outcome", outcome)],
-            factory: metrics
-        ).increment()
-    }
-
-    /// V2 (`{"signedPayload"}`) or V1 (`notification_type`), told apart by shape; verified, mapped.
-    func verify(_ body: [UInt8]) async throws(APIError) -> Incoming {
+    /// V2 (`{"signedPayload"}`) or V1 (`notification_type`); verified, mapped.
+    func verify(_ body: [UInt8]) async throws(ReceiptError) -> Incoming {
         guard let json = try? JSONValue.parse(body), case .object(let fields) = json else {
             throw .invalidRequest("The body must be a JSON object.")
         }
-        let received = now()
+        let received = clock.now()
         if case .string(let jws)? = fields["signedPayload"] {
             let n: SignedNotification
             do {
@@ -127,7 +116,7 @@ struct NotificationProcessor: Sendable {
         }
         let environment = unified.environment ?? n.environment ?? .production
         var facts = RecordMapping.record(of: unified, environment: environment, bundleID: bundle)
-        // Auto-renew switched on or off: Apple dates the switch (§2.2), so the history does too.
+        // Auto-renew switched on or off: Apple dates the switch (Docs/apple-protocols.md §2.2), so the history does too.
         if n.notificationType == "DID_CHANGE_RENEWAL_STATUS" { facts.renewalChangedAt = n.autoRenewStatusChangeDateMs }
         let redacted = n.redacted.jsonBytes
         let newest = facts.transactions.max {
@@ -182,45 +171,5 @@ struct NotificationProcessor: Sendable {
                 }
             }
         }
-    }
-
-    /// GET /v1/notifications: the newest deliveries first, `limit` (1–200, default 50) at a time,
-    /// older ones from `next_cursor`.
-    func list(_ request: HTTPRequest, requestID: String) async -> HTTPResponse {
-        do {
-            let limit = try ReceiptProcessor.limit(request)
-            var before: Int64?
-            if let text = request.queryValue("cursor") {
-                guard let id = Int64(text), id > 0 else { throw APIError.invalidRequest("`cursor` must be a `next_cursor`.") }
-                before = id
-            }
-            let rows = try await database.run { [before] db in
-                try NotificationStore(db).latest(limit: limit + 1, before: before)
-            }
-            let page = rows.prefix(limit)
-            let body: JSONValue = .object([
-                "notifications": .array(page.map(Self.json)),
-                "next_cursor": rows.count > limit ? page.last.map { .string(String($0.id)) } ?? .null : .null,
-            ])
-            return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: body.jsonBytes)
-        } catch let error as APIError {
-            return error.response(requestID: requestID)
-        } catch {
-            logger.error("GET /v1/notifications failed", metadata: ["request_id": "\(requestID)", "error": "\(error)"])
-            return APIError.serverFault.response(requestID: requestID)
-        }
-    }
-
-    static func json(_ n: NotificationRecord) -> JSONValue {
-        let text = { (s: String?) in s.map(JSONValue.string) ?? .null }
-        let status = SignedNotification.statusName(n.appleStatus)
-        return .object([
-            "id": .string(String(n.id)), "version": .int(n.version),
-            "type": .string(n.type), "subtype": text(n.subtype), "outcome": .string(n.outcome),
-            "environment": text(n.environment), "bundle_id": text(n.bundleID),
-            "original_transaction_id": text(n.originalTransactionID), "transaction_id": text(n.transactionID),
-            "app_user_id": text(n.appUserID), "apple_status": text(status),
-            "signed_at": SubscriberDocument.time(n.signedAt), "received_at": SubscriberDocument.time(n.receivedAt),
-        ])
     }
 }

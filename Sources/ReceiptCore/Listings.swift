@@ -1,0 +1,60 @@
+import Logging
+import Storage
+
+/// What support and backends list: the latest notifications with their outcome, and purchases
+/// passed between app users. Pages run newest (or most shared) first.
+package struct Listings: Sendable {
+    let database: DatabaseQueue
+    let logger: Logger
+
+    package init(database: DatabaseQueue, logger: Logger) {
+        self.database = database
+        self.logger = logger
+    }
+
+    /// A page and the cursor of the next one (nil: the last page).
+    package struct Page<Row: Sendable, Cursor: Sendable>: Sendable {
+        package var rows: [Row]
+        package var next: Cursor?
+    }
+
+    /// `limit` deliveries with ids below `before`, newest first.
+    package func notifications(limit: Int, before: Int64?) async throws(ReceiptError) -> Page<NotificationRecord, Int64> {
+        let rows = try await read { db in try NotificationStore(db).latest(limit: limit + 1, before: before) }
+        let page = Array(rows.prefix(limit))
+        return Page(rows: page, next: rows.count > limit ? page.last?.id : nil)
+    }
+
+    /// Where a page of shared receipts starts: after `users` holders and `original`.
+    package struct SharedCursor: Sendable, Equatable {
+        package var users: Int
+        package var original: String
+        package init(users: Int, original: String) {
+            self.users = users
+            self.original = original
+        }
+    }
+
+    /// The purchases that moved between more than `moreThan` app users, most users first, each
+    /// with its holder and every transfer.
+    package func sharedReceipts(moreThan: Int, limit: Int, after: SharedCursor?) async throws(ReceiptError)
+        -> Page<SharedReceipt, SharedCursor>
+    {
+        let rows = try await read { db in
+            try ReceiptStore(db).sharedReceipts(
+                moreThan: moreThan, limit: limit + 1, after: after.map { ($0.users, $0.original) })
+        }
+        let page = Array(rows.prefix(limit))
+        let next = rows.count > limit ? page.last.map { SharedCursor(users: $0.users, original: $0.originalTransactionID) } : nil
+        return Page(rows: page, next: next)
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(ReceiptError) -> T {
+        do {
+            return try await database.run(body)
+        } catch {
+            logger.error("a listing failed", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Clocks
+import Entitlements
+import Logging
+import Storage
+
+/// Read a subscriber without calling Apple: their document (from the document cache when it is
+/// current, else from storage) and their lifecycle events.
+package struct ReadSubscriber: Sendable {
+    let database: DatabaseQueue
+    let state: SubscriberState
+    let cache: SubscriberCache
+    let logger: Logger
+    let clock: WallClock
+
+    package init(database: DatabaseQueue, state: SubscriberState, cache: SubscriberCache, logger: Logger, clock: WallClock) {
+        self.database = database
+        self.state = state
+        self.cache = cache
+        self.logger = logger
+        self.clock = clock
+    }
+
+    /// The cached rendering of `appUserID`'s document at `now`, when the cache knows it; from
+    /// memory only, so it may run on an event loop.
+    package func cached(_ appUserID: String) -> (entry: SubscriberCache.Entry, now: Int64)? {
+        let at = clock.now()
+        return cache.entry(appUserID, generation: database.generation, now: at).map { ($0, at) }
+    }
+
+    /// The document as of now, its version brought up to date; fills the cache.
+    package func document(_ appUserID: String) async throws(ReceiptError) -> SubscriberSnapshot {
+        let at = clock.now()
+        let generation = database.generation  // before the read: a write after it voids the entry
+        let current: (SubscriberDocument, Int64)?
+        do {
+            current = try await state.current(appUserID, database: database, now: at)
+        } catch {
+            logger.error("reading a subscriber failed", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+        guard let (document, version) = current else { throw .subscriberNotFound }
+        cache.store(appUserID, document: document, version: version, generation: generation, now: at)
+        return SubscriberSnapshot(document: document, version: version, now: at)
+    }
+
+    /// Where a page of events starts: before the event at `at` with id `id` (newest first).
+    package struct EventCursor: Sendable, Equatable {
+        package var at: Int64
+        package var id: Int64
+        package init(at: Int64, id: Int64) {
+            self.at = at
+            self.id = id
+        }
+    }
+
+    /// One page of a subscriber's events, newest first, and where the next page starts.
+    package struct EventPage: Sendable {
+        package var events: [EventRecord]
+        package var next: EventCursor?
+    }
+
+    /// `limit` events before `cursor` (newest first), after bringing them up to date with time
+    /// (an expiration nobody has read yet).
+    package func events(_ appUserID: String, limit: Int, before cursor: EventCursor?) async throws(ReceiptError) -> EventPage {
+        do {
+            guard try await state.current(appUserID, database: database, now: clock.now()) != nil else {
+                throw ReceiptError.subscriberNotFound
+            }
+            let before = cursor.map { ($0.at, $0.id) }
+            let rows = try await database.run { db in try EventStore(db).page(for: appUserID, limit: limit + 1, before: before) }
+            let page = Array(rows.prefix(limit))
+            let next = rows.count > limit ? page.last.map { EventCursor(at: $0.at, id: $0.id) } : nil
+            return EventPage(events: page, next: next)
+        } catch let error as ReceiptError {
+            throw error
+        } catch {
+            logger.error("reading events failed", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import SignedData
+
+/// Why a use case refused or failed. Each case has a stable ``code``; the HTTP edge maps each to
+/// one status and error body (ReceiptService's `APIError`), the CLI prints it.
+package enum ReceiptError: Error, Sendable {
+    /// The input breaks a rule; the message names the field.
+    case invalidRequest(String)
+    case subscriberNotFound
+    /// Under the ownership policy, another app user holds the receipt's purchases.
+    case receiptInUse
+    /// Apple refused the receipt (21002, 21003, 21010, …).
+    case invalidReceipt(appleStatus: Int)
+    /// The receipt or signed transaction belongs to another app.
+    case bundleMismatch(String, appleStatus: Int? = nil)
+    /// Apple refused receiptd's own request (shared secret, URLs).
+    case appStoreMisconfigured(appleStatus: Int?)
+    /// Apple could not answer now; `lastKnown` is what the user had (kept, never revoked).
+    case appStoreUnavailable(appleStatus: Int?, retryAfterSeconds: Int, lastKnown: LastKnown?)
+    /// Apple's signed data did not verify.
+    case signedData(SignedDataError)
+    /// A V1 notification's password is not the shared secret.
+    case wrongNotificationPassword
+    /// A notification for an app this service does not serve.
+    case wrongApp(String)
+    /// Storage failed where the sender must retry (Apple re-delivers a notification on 5xx).
+    case notStored
+    /// An unexpected fault (storage, an impossible state); details are logged, never answered.
+    case internalFault
+
+    /// The stable, machine-readable name.
+    package var code: String {
+        switch self {
+        case .invalidRequest: "invalid_request"
+        case .subscriberNotFound: "subscriber_not_found"
+        case .receiptInUse: "receipt_in_use"
+        case .invalidReceipt: "invalid_receipt"
+        case .bundleMismatch: "bundle_mismatch"
+        case .appStoreMisconfigured: "app_store_misconfigured"
+        case .appStoreUnavailable: "app_store_unavailable"
+        case .signedData(let error): error.code
+        case .wrongNotificationPassword: "invalid_password"
+        case .wrongApp: "wrong_app"
+        case .notStored: "temporarily_unavailable"
+        case .internalFault: "internal_error"
+        }
+    }
+
+    /// For people: what went wrong and what to do; never a secret or the request's bytes.
+    package var message: String {
+        switch self {
+        case .invalidRequest(let message): message
+        case .subscriberNotFound: "No subscriber has that app_user_id."
+        case .receiptInUse: "The receipt's purchases belong to another app user."
+        case .invalidReceipt: "Apple did not accept the receipt."
+        case .bundleMismatch(let message, _): message
+        case .appStoreMisconfigured: "receiptd's App Store settings were refused by Apple."
+        case .appStoreUnavailable: "The App Store could not answer now; retry later."
+        case .signedData(let error): error.description
+        case .wrongNotificationPassword: "The notification's password is not this app's shared secret."
+        case .wrongApp(let message): message
+        case .notStored: "receiptd could not store this now; retry."
+        case .internalFault: "An internal error occurred."
+        }
+    }
+
+    /// The status Apple answered, when the refusal comes from Apple's answer.
+    package var appleStatus: Int? {
+        switch self {
+        case .invalidReceipt(let status): status
+        case .bundleMismatch(_, let status), .appStoreMisconfigured(let status), .appStoreUnavailable(let status, _, _): status
+        default: nil
+        }
+    }
+
+    /// The user's last stored document while Apple is down, and when Apple last spoke of them.
+    package struct LastKnown: Sendable {
+        package var snapshot: SubscriberSnapshot
+        /// Epoch ms of the last verification that reached Apple; nil when none is logged.
+        package var verifiedAt: Int64?
+    }
+}
+
+/// A subscriber's document as of `now`, with the version that counts its changes.
+package struct SubscriberSnapshot: Sendable {
+    package var document: SubscriberDocument
+    package var version: Int64
+    package var now: Int64
+
+    package init(document: SubscriberDocument, version: Int64, now: Int64) {
+        self.document = document
+        self.version = version
+        self.now = now
+    }
+}

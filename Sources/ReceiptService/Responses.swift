@@ -1,0 +1,121 @@
+import HTTPServer
+import JSON
+import ReceiptCore
+import SignedData
+import Storage
+
+/// Use-case results as the API's JSON bodies.
+enum Responses {
+    /// The subscriber document with its `ETag` (`W/"<version>"`, `W/"<version>-explained"`), or 304
+    /// when `If-None-Match` names it. `explain` adds the explanations.
+    static func document(_ snapshot: SubscriberSnapshot, explain: Bool, request: HTTPRequest) -> HTTPResponse {
+        let tag = entityTag(version: snapshot.version, explain: explain)
+        if let unchanged = notModified(tag, request) { return unchanged }
+        return HTTPResponse(
+            status: .ok, headers: ["Content-Type": "application/json", "ETag": tag],
+            body: snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: explain).jsonBytes)
+    }
+
+    /// A cached document (never explained), byte for byte what ``document(_:explain:request:)`` gives.
+    static func cached(_ entry: SubscriberCache.Entry, now: Int64, request: HTTPRequest) -> HTTPResponse {
+        let tag = entityTag(version: entry.version, explain: false)
+        if let unchanged = notModified(tag, request) { return unchanged }
+        return HTTPResponse(
+            status: .ok, headers: ["Content-Type": "application/json", "ETag": tag], body: entry.body(now: now))
+    }
+
+    /// A document's weak ETag: its version, and whether it carries explanations.
+    static func entityTag(version: Int64, explain: Bool) -> String { "W/\"\(version)\(explain ? "-explained" : "")\"" }
+
+    /// 304 when `If-None-Match` names `tag`.
+    static func notModified(_ tag: String, _ request: HTTPRequest) -> HTTPResponse? {
+        let wanted = request.headers[all: "If-None-Match"]
+        guard !wanted.isEmpty, EntityTag.weakMatch(tag, anyOf: wanted.joined(separator: ",")) else { return nil }
+        return HTTPResponse(status: .notModified, headers: ["ETag": tag])
+    }
+
+    /// The last known document while Apple is down, marked `"stale": true` with its age
+    /// (`stale_seconds` since `verified_at`, Apple's last word on the user).
+    static func stale(_ lastKnown: ReceiptError.LastKnown, explain: Bool) -> JSONValue {
+        let snapshot = lastKnown.snapshot
+        guard case .object(var fields) = snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: explain)
+        else { return .null }
+        fields["stale"] = .bool(true)
+        fields["verified_at"] = SubscriberDocument.time(lastKnown.verifiedAt)
+        let age = lastKnown.verifiedAt.map { max(0, snapshot.now - $0) / 1000 }
+        fields["stale_seconds"] = age.map { .int($0) } ?? .null
+        return .object(fields)
+    }
+
+    /// GET /v1/subscribers/{id}/events.
+    static func events(_ page: ReadSubscriber.EventPage, of appUserID: String) -> HTTPResponse {
+        .json(
+            .object([
+                "app_user_id": .string(appUserID), "events": .array(page.events.map(event)),
+                "next_cursor": page.next.map { .string("\($0.at).\($0.id)") } ?? .null,
+            ]))
+    }
+
+    static func event(_ e: EventRecord) -> JSONValue {
+        .object([
+            "id": .string(String(e.id)), "type": .string(e.type), "at": SubscriberDocument.time(e.at),
+            "recorded_at": SubscriberDocument.time(e.recordedAt), "product_id": .string(e.productID),
+            "original_transaction_id": .string(e.originalTransactionID),
+            "transaction_id": e.transactionID.map(JSONValue.string) ?? .null,
+            "facts": (try? JSONValue.parse(Array(e.factsJSON.utf8))) ?? .object([:]),
+        ])
+    }
+
+    /// POST /v1/notifications/apple's 200.
+    static func received(_ outcome: IngestNotification.Outcome) -> HTTPResponse {
+        .json(
+            .object([
+                "status": .string("ok"), "notification_id": .string(String(outcome.id)), "outcome": .string(outcome.outcome),
+                "duplicate": .bool(outcome.duplicate),
+            ]))
+    }
+
+    /// GET /v1/notifications.
+    static func notifications(_ page: Listings.Page<NotificationRecord, Int64>) -> HTTPResponse {
+        .json(
+            .object([
+                "notifications": .array(page.rows.map(notification)),
+                "next_cursor": page.next.map { .string(String($0)) } ?? .null,
+            ]))
+    }
+
+    static func notification(_ n: NotificationRecord) -> JSONValue {
+        let text = { (s: String?) in s.map(JSONValue.string) ?? .null }
+        let status = SignedNotification.statusName(n.appleStatus)
+        return .object([
+            "id": .string(String(n.id)), "version": .int(n.version),
+            "type": .string(n.type), "subtype": text(n.subtype), "outcome": .string(n.outcome),
+            "environment": text(n.environment), "bundle_id": text(n.bundleID),
+            "original_transaction_id": text(n.originalTransactionID), "transaction_id": text(n.transactionID),
+            "app_user_id": text(n.appUserID), "apple_status": text(status),
+            "signed_at": SubscriberDocument.time(n.signedAt), "received_at": SubscriberDocument.time(n.receivedAt),
+        ])
+    }
+
+    /// GET /v1/admin/shared-receipts.
+    static func sharedReceipts(_ page: Listings.Page<SharedReceipt, Listings.SharedCursor>, moreThan: Int) -> HTTPResponse {
+        .json(
+            .object([
+                "more_than": .int(moreThan), "shared_receipts": .array(page.rows.map(sharedReceipt)),
+                "next_cursor": page.next.map { .string("\($0.users).\($0.original)") } ?? .null,
+            ]))
+    }
+
+    static func sharedReceipt(_ s: SharedReceipt) -> JSONValue {
+        let text = { (s: String?) in s.map(JSONValue.string) ?? .null }
+        return .object([
+            "original_transaction_id": .string(s.originalTransactionID),
+            "product_id": text(s.transfers.last?.productID), "users": .int(s.users),
+            "holder": text(s.holder),
+            "transfers": .array(
+                s.transfers.map { t in
+                    .object(["from": text(t.from), "to": .string(t.to), "at": SubscriberDocument.time(t.at)])
+                }),
+        ])
+    }
+}

@@ -1,0 +1,64 @@
+import Logging
+import Synchronization
+import Testing
+
+/// The secrets the test services are configured with: distinctive, so any leak is found.
+package enum TestSecrets {
+    package static let publicKey = "pk_test_4f1c9a7e2b"
+    package static let secretKey = "sk_test_91d0e3b58a"
+    package static let sharedSecret = "ss_test_7c2e5a90f3"
+    package static let all = [publicKey, secretKey, sharedSecret]
+}
+
+/// Every log line of every test service and every response the tests receive (through
+/// ``send(_:_:)``), scanned for ``TestSecrets`` as it is produced; each service checks on stop
+/// that none was found.
+package final class SecretAudit: Sendable {
+    package static let shared = SecretAudit(secrets: TestSecrets.all)
+    package let secrets: [String]
+    private let state = Mutex<(scanned: Int, leaks: [String])>((0, []))
+
+    package init(secrets: [String]) { self.secrets = secrets }
+
+    package func scan(_ text: String, from source: String) {
+        let found = secrets.filter { text.contains($0) }
+        state.withLock { s in
+            s.scanned += 1
+            if !found.isEmpty { s.leaks.append("\(source): \(text.prefix(300))") }
+        }
+    }
+
+    package var scanned: Int { state.withLock { $0.scanned } }
+    package var leaks: [String] { state.withLock { $0.leaks } }
+}
+
+/// Logs everything (trace and up) into the audit, printing nothing.
+package struct AuditingLogHandler: LogHandler {
+    package let audit: SecretAudit
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
+    package var logLevel: Logger.Level = .trace
+
+    package init(audit: SecretAudit) { self.audit = audit }
+
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    package func log(event: LogEvent) {
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        audit.scan("\(event.level) \(event.message) \(all) \(event.error.map { "\($0)" } ?? "")", from: "log")
+    }
+}
+
+/// The test services' logger: every line goes to ``SecretAudit``, none is printed.
+package var quietLogger: Logger {
+    Logger(label: "test") { _ in AuditingLogHandler(audit: .shared) }
+}
+
+/// Fails the running test when any log line or response so far held a configured secret.
+package func expectNoSecretLeaked() {
+    let leaks = SecretAudit.shared.leaks
+    #expect(leaks.isEmpty, "secrets in logs or responses: \(leaks.prefix(5))")
+}

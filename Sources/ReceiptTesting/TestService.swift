@@ -1,0 +1,154 @@
+import AppStore
+import AppStoreSimulator
+import Foundation
+import HTTPServer
+import Logging
+import ReceiptCore
+import ReceiptService
+import Storage
+
+/// The repository's migrations.
+package let migrationsDirectory =
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path + "/Migrations"
+
+extension ServiceConfiguration.AppStoreSettings {
+    /// The App Store simulator, one app, quick retries: for tests (``TestApp`` starts it).
+    package static let simulated = ServiceConfiguration.AppStoreSettings(
+        productionURL: "http://127.0.0.1:1/unused", sandboxURL: "http://127.0.0.1:1/unused", simulator: true, allowHTTP: true,
+        bundleIDs: ["com.example.app"], sharedSecret: TestSecrets.sharedSecret, connectTimeout: .seconds(2),
+        maxResponseBytes: 1 << 20, maxRetries: 2, attemptTimeout: .seconds(2), deadline: .seconds(5))
+}
+
+/// The test service's configuration: the simulator, a database at `path`, test keys
+/// (``TestSecrets``: `pk` public, `sk` secret).
+package func testConfiguration(
+    path: String, policy: String = "transfer", bundleIDs: [String] = ["com.example.app"],
+    entitlements: [String: [String]] = ["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]],
+    signedData: ServiceConfiguration.SignedDataSettings = .init(), breaker: CircuitBreaker.Policy = .init(),
+    limits: RateLimiter.Settings = .init(), refresher: Refresher.Settings = .init()
+) -> ServiceConfiguration {
+    var appStore = ServiceConfiguration.AppStoreSettings.simulated
+    appStore.bundleIDs = bundleIDs
+    appStore.signedData = signedData
+    appStore.breaker = breaker
+    var configuration = ServiceConfiguration(
+        environment: "test", http: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
+        database: .init(path: path, busyTimeout: .seconds(1), migrationsDirectory: migrationsDirectory), logLevel: .critical,
+        appStore: appStore,
+        api: .init(publicKeys: [TestSecrets.publicKey], secretKeys: [TestSecrets.secretKey], ownershipPolicy: policy),
+        entitlements: entitlements)
+    configuration.limits = limits
+    configuration.refresher = refresher
+    return configuration
+}
+
+/// An opened ``Application`` with the App Store simulator its configuration asks for, wired as
+/// the executable wires it. Reads through to the application (`app.database`, `app.refresher`).
+@dynamicMemberLookup
+package final class TestApp: Sendable {
+    package let application: Application
+    package let simulator: HTTPServer?
+
+    private init(application: Application, simulator: HTTPServer?) {
+        self.application = application
+        self.simulator = simulator
+    }
+
+    /// Starts the simulator (on `clock`) when configured, then opens the application (migrating).
+    package static func open(_ configuration: ServiceConfiguration, logger: Logger = quietLogger, clock: TestClock? = nil)
+        throws -> TestApp
+    {
+        var configuration = configuration
+        let wall = clock?.wall ?? .system
+        var simulator: HTTPServer?
+        if configuration.appStore.simulator {
+            let settings = configuration.appStore
+            let served = try AppStoreSimulator.serve(
+                configuration: .init(bundleID: settings.bundleIDs[0], sharedSecret: settings.sharedSecret), now: wall,
+                logger: logger)
+            (configuration.appStore.productionURL, configuration.appStore.sandboxURL) = (served.productionURL, served.sandboxURL)
+            simulator = served.server
+        }
+        do {
+            return TestApp(
+                application: try Application.open(configuration: configuration, logger: logger, clock: wall),
+                simulator: simulator)
+        } catch {
+            simulator?.shutdown()
+            throw error
+        }
+    }
+
+    package subscript<T>(dynamicMember keyPath: KeyPath<Application, T>) -> T { application[keyPath: keyPath] }
+
+    /// Binds the HTTP server; returns its port.
+    @discardableResult
+    package func start() throws -> Int { try application.start() }
+
+    package func stop() async {
+        await application.stop()
+        if let simulator {
+            simulator.shutdown()
+            await simulator.waitUntilStopped()
+        }
+    }
+}
+
+/// A scratch folder, removed after `body`.
+package func withScratchDirectory<T>(_ prefix: String, _ body: (String) async throws -> T) async throws -> T {
+    let dir = NSTemporaryDirectory() + prefix + "-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    return try await body(dir)
+}
+
+/// receiptd with the simulator, a scratch database and test keys; `body` gets the port and the
+/// database path. Fails the test if a secret leaked meanwhile.
+package func withService(
+    policy: String = "transfer", bundleIDs: [String] = ["com.example.app"],
+    entitlements: [String: [String]] = ["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]],
+    signedData: ServiceConfiguration.SignedDataSettings = .init(), breaker: CircuitBreaker.Policy = .init(),
+    limits: RateLimiter.Settings = .init(), _ body: (Int, String) async throws -> Void
+) async throws {
+    try await withScratchDirectory("receiptd-api") { dir in
+        let configuration = testConfiguration(
+            path: dir + "/db.sqlite", policy: policy, bundleIDs: bundleIDs, entitlements: entitlements,
+            signedData: signedData, breaker: breaker, limits: limits)
+        let app = try TestApp.open(configuration)
+        let port = try app.start()
+        try await body(port, dir + "/db.sqlite")
+        await app.stop()
+        expectNoSecretLeaked()
+    }
+}
+
+/// receiptd on a test clock, with the application itself (for its cache, refresher, use cases).
+package func withClockedService(
+    configuration: (String) -> ServiceConfiguration = { testConfiguration(path: $0) },
+    _ body: (TestApp, Int, String, TestClock) async throws -> Void
+) async throws {
+    try await withScratchDirectory("receiptd-clocked") { dir in
+        let clock = TestClock()
+        let app = try TestApp.open(configuration(dir + "/db.sqlite"), clock: clock)
+        let port = try app.start()
+        try await body(app, port, dir + "/db.sqlite", clock)
+        await app.stop()
+        expectNoSecretLeaked()
+    }
+}
+
+/// Every row of every table the API writes, as text: a refused request or a duplicate must leave
+/// it unchanged.
+package func tableSnapshot(_ path: String) throws -> [String] {
+    let db = try Database(path: path)
+    var rows: [String] = []
+    for table in [
+        "subscribers", "transactions", "pending_renewal_info", "renewal_history", "latest_receipts", "ownership",
+        "ownership_transfers", "events", "notifications",
+    ] {
+        let s = try db.prepare("SELECT * FROM \(table) ORDER BY 1")
+        while try s.step() { rows.append(table + ":" + (0..<24).map { s.text($0) ?? "∅" }.joined(separator: "|")) }
+    }
+    return rows
+}
