@@ -2,8 +2,10 @@
 import PackageDescription
 
 // receiptd: a self-hosted App Store receipt validator.
-// Dependencies point one way: receiptd → ReceiptService → {HTTPServer, Storage}.
-// HTTPServer imports nothing of ours; C lives only in the C* system-library targets.
+// Dependencies point one way: receiptd → ReceiptService (the HTTP edge) → ReceiptCore (use cases)
+// → {AppStore, SignedData, Entitlements, Storage} → {JSON, Clocks, Identifiers}. HTTPServer knows
+// nothing of Apple or receipts; only the edge, the simulator and http-inspect import it. C lives
+// only in the C* system-library targets. README "Architecture" says each target's one job.
 let package = Package(
     name: "receiptd",
     platforms: [.macOS(.v15)],
@@ -165,6 +167,9 @@ let package = Package(
 
         .testTarget(name: "IdentifiersTests", dependencies: ["Identifiers"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(
+            name: "ReceiptCoreTests",
+            dependencies: ["ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),

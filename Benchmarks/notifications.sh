@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks POST /v1/notifications/apple (issue 5) on loopback, with App Store Server
+# Benchmarks POST /v1/notifications/apple on loopback, with App Store Server
 # Notifications V2 signed by Apple's test leaf key (Benchmarks/sign_notifications.py):
 #   new notifications: each verified (three JWS: the notification, its transaction, its renewal
 #     info, chained to the configured root), stored durably (synchronous=FULL) and its facts written;
@@ -18,7 +18,7 @@ python3 "$here/sign_notifications.py" "$count" "$out/bodies.txt"
 cd "$out"
 RECEIPTD_ENVIRONMENT=production RECEIPTD_HTTP_PORT=18097 RECEIPTD_LOG_LEVEL=warning RECEIPTD_HTTP_ACCESS_LOG=false \
   RECEIPTD_DATABASE_PATH="$out/bench.sqlite" RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY="$root/Migrations" \
-  RECEIPTD_APP_STORE_ROOT_CERTIFICATES="$root/Tests/SignedDataTests/Fixtures/testCA.der" \
+  RECEIPTD_APP_STORE_ROOT_CERTIFICATES="$root/Sources/ReceiptTesting/Fixtures/SignedData/testCA.der" \
   RECEIPTD_API_SECRET_KEYS=bench-secret "$bin/receiptd" serve --config-dir "$root/Config" >"$out/receiptd.log" 2>&1 &
 for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:18097/readyz && break; sleep 0.1; done
 

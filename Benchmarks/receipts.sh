@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks receiptd's receipts API on loopback (issues 3 and 4):
+# Benchmarks receiptd's receipts API on loopback:
 #   POST /v1/receipts against `receiptd simulate --latency-ms 300` at 2,000 connections, spread over
 #     10,000 users and 14 scripted scenarios: req/s, errors (must be 0) and the p50 latency receiptd
 #     adds to Apple's 300 ms;

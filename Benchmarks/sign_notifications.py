@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes COUNT signed App Store Server Notifications V2 (one JSON body per line) for the
 notifications benchmark, signed as Apple signs them (ES256, raw R||S, x5c of three certificates)
-with Apple's published test leaf key, which chains to Tests/SignedDataTests/Fixtures/testCA.der.
+with Apple's published test leaf key, which chains to Sources/ReceiptTesting/Fixtures/SignedData/testCA.der.
 
 Each body is a DID_RENEW for a purchase of its own, carrying a signed transaction and signed
 renewal info: three JWS to verify per notification. Needs PyPI's `cryptography`.
@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-fixtures = Path(__file__).resolve().parent.parent / "Tests/SignedDataTests/Fixtures"
+fixtures = Path(__file__).resolve().parent.parent / "Sources/ReceiptTesting/Fixtures/SignedData"
 key = serialization.load_pem_private_key((fixtures / "testLeaf.key").read_bytes(), password=None)
 
 

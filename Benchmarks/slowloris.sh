@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile HTTP (issue 6): normal clients' latency while 1,000 slowloris connections drip their
+# Hostile HTTP: normal clients' latency while 1,000 slowloris connections drip their
 # heads, receiptd beside nginx (../shared/bench peers) under the same attack. wrk -t2 -c16 on
 # GET /healthz (no I/O) and GET /v1/subscribers/{id} (SQLite), first quiet, then under attack.
 # Target: receiptd's p99 under attack <= 10 ms.

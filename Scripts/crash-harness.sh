@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The crash harness (issue 6): load (receipts and V1 notifications), SIGKILL at random moments KILLS
+# The crash harness: load (receipts and V1 notifications), SIGKILL at random moments KILLS
 # times (default 20), restart; then every acknowledged write must be there and
 # PRAGMA integrity_check must answer ok. Pass SEED to replay the same kill moments.
 #   Scripts/crash-harness.sh [KILLS] [SEED]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Crash harness (issue 6): acknowledged writes survive SIGKILL.
+"""Crash harness: acknowledged writes survive SIGKILL.
 
 Runs receiptd against `receiptd simulate` on one SQLite file, under load from receipt posters and
 App Store Server Notification (V1) senders, and kills it with SIGKILL at a random moment, KILLS

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in Fuzz/ and runs each for SECONDS (default 60), side by side.
-# fuzz-signed-data reads Apple's test PKI from Tests/SignedDataTests/Fixtures.
+# fuzz-signed-data reads Apple's test PKI from Sources/ReceiptTesting/Fixtures/SignedData.
 # Exits non-zero on any finding; the input is saved under .build-fuzz/artifacts/<target>/.
 #
 #   Scripts/fuzz.sh [SECONDS] [TARGET ...]      targets: fuzz-differential fuzz-parser fuzz-signed-data
@@ -24,7 +24,7 @@ scratch="$root/.build-fuzz"
 for target in "${targets[@]}"; do
   # --sanitize=fuzzer for SwiftPM (C targets and the link), -sanitize=fuzzer,address for swiftc:
   # `--sanitize=fuzzer --sanitize=address` drops one of the two at random on this toolchain.
-  # -enable-testing: fuzz-signed-data reaches ReceiptService's internal fact mapping.
+  # -enable-testing: fuzz-signed-data reaches ReceiptCore's internal fact mapping.
   swift build -c release --package-path "$root/Fuzz" --scratch-path "$scratch" --product "$target" \
     --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing 2>&1 | grep -E "error|warning: |Compiling|Build" | grep -v "^\[" || true
   test -x "$scratch/release/$target"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The outage drill (issue 6): Apple down for OUTAGE seconds (default 60), then back, against
+# The outage drill: Apple down for OUTAGE seconds (default 60), then back, against
 # `receiptd simulate`. Prints the figures and exits 1 when a user was downgraded, a 503 lacked the
 # stale document, Apple was called more than the circuit breaker allows, or receiptd never recovered.
 #   Scripts/outage-drill.sh [OUTAGE_SECONDS] [USERS]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Outage drill (issue 6): Apple goes down for a while, then comes back.
+"""Outage drill: Apple goes down for a while, then comes back.
 
 Starts `receiptd simulate` and receiptd (production settings, default circuit breaker: 5 failures,
 30 s first pause doubling to 300 s), gives USERS users a purchase each, then takes the simulator's

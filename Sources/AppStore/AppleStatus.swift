@@ -1,4 +1,4 @@
-/// A `verifyReceipt` `status` and what receiptd does about it (apple-protocols.md §1.3).
+/// A `verifyReceipt` `status` and what receiptd does about it (Docs/apple-protocols.md §1.3).
 public struct AppleStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }

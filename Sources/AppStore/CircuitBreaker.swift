@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Stops asking Apple while Apple is down (issue 6): after `failureThreshold` verifications in a
+/// Stops asking Apple while Apple is down: after `failureThreshold` verifications in a
 /// row end `unavailable`, the breaker opens and verifications fail fast, without a call, until
 /// `openFor` has passed; then one probe goes through (half-open). A probe that Apple answers
 /// closes the breaker; one that fails opens it again for twice as long, up to `maxOpenFor`.

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Runs one operation per key at a time and gives its result to every caller that asked for the
-/// same key meanwhile (issue 6: the same receipt posted 100 times at once costs one Apple call).
+/// same key meanwhile (the same receipt posted 100 times at once costs one Apple call).
 /// Callers arriving after it finished start a new one: nothing is cached.
 public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private let inFlight = Mutex<[Key: Task<Value, Never>]>([:])
@@ -27,7 +27,7 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
 }
 
 /// At most `limit` operations at once; the others wait their turn, first come first served
-/// (issue 6: a cap on concurrent Apple calls).
+/// (a cap on concurrent Apple calls).
 public final class ConcurrencyLimit: Sendable {
     private let state: Mutex<(running: Int, waiting: [CheckedContinuation<Void, Never>])>
     public let limit: Int

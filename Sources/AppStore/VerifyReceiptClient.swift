@@ -3,7 +3,7 @@ import FoundationEssentials
 import JSON
 
 /// Asks Apple's verifyReceipt about one receipt: runs `VerifyReceiptStateMachine`'s actions over
-/// an `HTTPTransport` (apple-protocols.md §1.1–1.3).
+/// an `HTTPTransport` (Docs/apple-protocols.md §1.1–1.3).
 public struct VerifyReceiptClient: Sendable {
     public struct Configuration: Sendable {
         public var productionURL: String

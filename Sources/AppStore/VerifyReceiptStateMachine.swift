@@ -2,7 +2,7 @@
 /// ask again, and what the answer finally is. The client runs the returned actions; time and
 /// randomness come in as arguments so tests can replay any schedule.
 ///
-/// Rules (apple-protocols.md §1.2–1.3): production first; 21007 → sandbox and 21008 → production
+/// Rules (Docs/apple-protocols.md §1.2–1.3): production first; 21007 → sandbox and 21008 → production
 /// at once, at most one switch per verification; 21002, 21005, 21009, transport errors, HTTP 5xx
 /// and 429 are retried with jittered exponential backoff while retries and the deadline last;
 /// 21100–21199 only when the answer's retry flag is set.

@@ -43,18 +43,29 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
 
     public static let systemNow: @Sendable () -> Int64 = { WallClock.system.now() }
 
-    /// A simulator serving on a free loopback port: its server (started; stop it with
-    /// `shutdown()`, or run it as a service) and the two verifyReceipt URLs to point a client at.
-    public static func serve(configuration: Configuration, now: WallClock = .system, logger: Logger) throws -> (
-        server: HTTPServer, productionURL: String, sandboxURL: String
-    ) {
+    /// A simulator being served: its HTTP server (a service to run in a group, or stop with
+    /// ``stop()``) and the two verifyReceipt URLs to point a client at.
+    public struct Served: Sendable {
+        public let server: HTTPServer
+        public let port: Int
+        public var productionURL: String { "http://127.0.0.1:\(port)/production/verifyReceipt" }
+        public var sandboxURL: String { "http://127.0.0.1:\(port)/sandbox/verifyReceipt" }
+
+        public func stop() async {
+            server.shutdown()
+            await server.waitUntilStopped()
+        }
+    }
+
+    /// Starts a simulator on `host`:`port` (a loopback address; port 0 picks a free one).
+    public static func serve(
+        configuration: Configuration, host: String = "127.0.0.1", port: Int = 0, eventLoops: Int = 1, now: WallClock = .system,
+        logger: Logger
+    ) throws -> Served {
         let server = HTTPServer(
-            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
+            configuration: HTTPServerConfiguration(host: host, port: port, eventLoops: eventLoops, accessLog: false),
             responder: AppStoreSimulator(configuration: configuration, now: now.now), logger: logger)
-        let port = try server.start()
-        return (
-            server, "http://127.0.0.1:\(port)/production/verifyReceipt", "http://127.0.0.1:\(port)/sandbox/verifyReceipt"
-        )
+        return Served(server: server, port: try server.start())
     }
 
     /// Starts an outage of `duration` (zero ends one): every verifyReceipt answers HTTP 503.

@@ -57,7 +57,7 @@ public enum Scenario: String, Sendable, CaseIterable {
     /// running (the benchmarks' large ingest).
     case longHistory = "long_history"
 
-    /// The `expiration_intent` of the expired scenarios (apple-protocols.md §1.7).
+    /// The `expiration_intent` of the expired scenarios (Docs/apple-protocols.md §1.7).
     var expirationIntent: Int? {
         switch self {
         case .expiredVoluntary: 1

@@ -1,6 +1,6 @@
 import Identifiers
 
-/// Derives subscription states from stored facts, by Apple's rules (apple-protocols.md §1.8). Pure:
+/// Derives subscription states from stored facts, by Apple's rules (Docs/apple-protocols.md §1.8). Pure:
 /// the same facts, catalog, policy and `now` give the same answer whatever order the facts are in.
 ///
 /// - A subscription is the chain of transactions sharing an original transaction id; its periods

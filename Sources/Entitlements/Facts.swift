@@ -1,7 +1,7 @@
 /// What is known about a user's purchases, as the pure derivation needs it. Dates are epoch
 /// milliseconds. ReceiptService fills these from storage; nothing here does I/O.
 public struct Facts: Sendable, Equatable {
-    /// Every transaction of every purchase the user holds (apple-protocols.md §1.6), any order.
+    /// Every transaction of every purchase the user holds (Docs/apple-protocols.md §1.6), any order.
     public var purchases: [Purchase]
     /// Every renewal-info snapshot ever seen for those purchases (§1.7), any order. The newest per
     /// subscription is the current one; the older ones date changes (cancellation, billing issues).
@@ -25,7 +25,7 @@ public struct Purchase: Sendable, Equatable {
     public var originalPurchaseDate: Int64?
     /// Present for auto-renewable subscriptions only.
     public var expiresDate: Int64?
-    /// A refund or a revocation (apple-protocols.md §1.6).
+    /// A refund or a revocation (Docs/apple-protocols.md §1.6).
     public var cancellationDate: Int64?
     /// `"1"`: a problem with the app; `"0"`: another reason.
     public var cancellationReason: String?

@@ -1,4 +1,4 @@
-/// The state of one auto-renewable subscription at a moment (apple-protocols.md §1.8).
+/// The state of one auto-renewable subscription at a moment (Docs/apple-protocols.md §1.8).
 public enum SubscriptionState: String, Sendable, Equatable, CaseIterable {
     /// The current period has not expired and was not refunded.
     case active

@@ -3,7 +3,7 @@ import FoundationEssentials
 
 /// Any JSON value, kept as Apple sent it, with tolerant typed reads: Apple sends most numbers and
 /// booleans as strings (`"1611147600000"`, `"true"`, `"1"`) and some identifiers as numbers
-/// (apple-protocols.md §1.4), and fields come and go.
+/// (Docs/apple-protocols.md §1.4), and fields come and go.
 public enum JSONValue: Sendable, Equatable, Decodable {
     case null
     case bool(Bool)

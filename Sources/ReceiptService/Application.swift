@@ -23,15 +23,20 @@ public final class Application: Sendable {
     let refresher: Refresher
     /// Rendered documents for GET /v1/subscribers/{id}.
     let documentCache: SubscriberCache
+    /// The use cases, for the CLI and for tests that call them without HTTP.
     package let verifyPurchase: VerifyPurchase
     package let readSubscriber: ReadSubscriber
+    package let ingestNotification: IngestNotification
+    package let listings: Listings
     private let logger: Logger
 
     private init(
         configuration: ServiceConfiguration, database: DatabaseQueue, migrator: Migrator, server: HTTPServer,
         transport: CurlMultiTransport, refresher: Refresher, documentCache: SubscriberCache, verifyPurchase: VerifyPurchase,
-        readSubscriber: ReadSubscriber, logger: Logger
+        readSubscriber: ReadSubscriber, ingestNotification: IngestNotification, listings: Listings, logger: Logger
     ) {
+        self.ingestNotification = ingestNotification
+        self.listings = listings
         self.configuration = configuration
         self.database = database
         self.migrator = migrator
@@ -87,13 +92,14 @@ public final class Application: Sendable {
             policy: policy, logger: logger, clock: clock)
         let readSubscriber = ReadSubscriber(
             database: database, state: state, cache: documentCache, logger: logger, clock: clock)
+        let ingestNotification = IngestNotification(
+            verifier: verifier, database: database, bundleIDs: settings.bundleIDs, sharedSecret: settings.sharedSecret,
+            state: state, policy: policy, logger: logger, clock: clock)
+        let listings = Listings(database: database, logger: logger)
         let routes = Routes(
             database: database, migrator: migrator, auth: apiAuth(configuration, logger: logger),
-            verifyPurchase: verifyPurchase, readSubscriber: readSubscriber,
-            ingestNotification: IngestNotification(
-                verifier: verifier, database: database, bundleIDs: settings.bundleIDs, sharedSecret: settings.sharedSecret,
-                state: state, policy: policy, logger: logger, clock: clock),
-            listings: Listings(database: database, logger: logger), appStore: client,
+            verifyPurchase: verifyPurchase, readSubscriber: readSubscriber, ingestNotification: ingestNotification,
+            listings: listings, appStore: client,
             limiter: RateLimiter(configuration.limits), telemetry: telemetry, documentCache: documentCache,
             metricsRequireKey: configuration.api.metricsRequireKey,
             openAPI: openAPIDocument(configuration.openAPIFile, logger: logger), logger: logger, clock: clock)
@@ -106,7 +112,7 @@ public final class Application: Sendable {
         return Application(
             configuration: configuration, database: database, migrator: migrator, server: server, transport: transport,
             refresher: refresher, documentCache: documentCache, verifyPurchase: verifyPurchase,
-            readSubscriber: readSubscriber, logger: logger)
+            readSubscriber: readSubscriber, ingestNotification: ingestNotification, listings: listings, logger: logger)
     }
 
     private static func breaker(_ policy: CircuitBreaker.Policy, logger: Logger) -> SharedCircuitBreaker {

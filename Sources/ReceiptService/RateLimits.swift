@@ -1,7 +1,7 @@
 import Identifiers
 import Synchronization
 
-/// Token buckets by key (issue 6): each key may spend `burst` requests at once and earns `rate`
+/// Token buckets by key: each key may spend `burst` requests at once and earns `rate`
 /// more per second. Pure: time is handed in (epoch ms). At most `maxKeys` buckets are kept; past
 /// it, buckets that have refilled completely are forgotten (they would allow a burst anyway).
 struct TokenBuckets: Sendable {

@@ -109,7 +109,7 @@ public struct ServiceConfiguration: Sendable {
         }
     }
 
-    /// Trust anchors and expected claims for Apple's JWS (apple-protocols.md §3.7).
+    /// Trust anchors and expected claims for Apple's JWS (Docs/apple-protocols.md §3.7).
     public struct SignedDataSettings: Sendable {
         /// `appStore.rootCertificates`: Apple Root CA - G3 (built in) by default.
         public var roots: [Certificate] = [AppleRootCA.g3]
@@ -233,7 +233,7 @@ public struct ServiceConfiguration: Sendable {
             "log.level", default: "info", allowed: Logger.Level.allCases.map(\.rawValue))
 
         var appStore = AppStoreSettings(
-            // Apple's production and sandbox verifyReceipt URLs (apple-protocols.md §1.1).
+            // Apple's production and sandbox verifyReceipt URLs (Docs/apple-protocols.md §1.1).
             productionURL: try c.string("appStore.productionUrl", default: "https://buy.itunes.apple.com/verifyReceipt"),
             sandboxURL: try c.string("appStore.sandboxUrl", default: "https://sandbox.itunes.apple.com/verifyReceipt"),
             // Serve verifications from the built-in simulator (offline development).

@@ -1,5 +1,5 @@
 /// Why Apple's signed data was refused. Each case has a stable `code` for API errors and logs
-/// (apple-protocols.md §3.7 step by step: format, certificates, marker OIDs, validity, chain,
+/// (Docs/apple-protocols.md §3.7 step by step: format, certificates, marker OIDs, validity, chain,
 /// signature, then the claims).
 public enum SignedDataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Not a compact JWS of three base64url parts with a JSON header and payload, `alg` not ES256,

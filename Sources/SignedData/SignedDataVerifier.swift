@@ -8,7 +8,7 @@ import Synchronization
 @_spi(FixedExpiryValidationTime) import X509
 
 /// Verifies Apple's signed data (App Store Server Notifications V2, StoreKit 2 transactions and
-/// renewal info) the way apple-protocols.md §3.7 describes Apple's own library doing it, with
+/// renewal info) the way Docs/apple-protocols.md §3.7 describes Apple's own library doing it, with
 /// swift-certificates and swift-crypto:
 ///
 /// 1. three base64url parts, `alg` ES256, `x5c` of exactly three certificates;

@@ -1,7 +1,7 @@
 import AppStore
 import JSON
 
-/// `responseBodyV2DecodedPayload` (apple-protocols.md §3.2), read tolerantly: unknown types and
+/// `responseBodyV2DecodedPayload` (Docs/apple-protocols.md §3.2), read tolerantly: unknown types and
 /// subtypes are kept as raw strings (§3.4, as Apple's libraries do), unknown fields in `raw`.
 public struct SignedNotification: Sendable, Equatable {
     /// §3.3, e.g. `DID_RENEW`; kept as sent, known or not.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import HTTPServer
+import AppStoreSimulator
 import JSON
 import Logging
 import ReceiptCore
@@ -94,7 +94,7 @@ enum Admin {
         var config = config
         var quiet = Logger(label: "receiptd")
         quiet.logLevel = .error
-        let simulator: HTTPServer?
+        let simulator: AppStoreSimulator.Served?
         let app: Application
         do {
             simulator = try SimulatorWiring.start(&config, logger: quiet)
@@ -103,7 +103,6 @@ enum Admin {
             printError("receiptd: cannot open the service: \(error)")
             throw ExitCode.failure
         }
-        defer { simulator?.shutdown() }
         let result: Result<T, ReceiptError>
         do {
             result = .success(try await useCase(app))
@@ -111,6 +110,7 @@ enum Admin {
             result = .failure(error)
         }
         await app.stop()
+        await simulator?.stop()
         switch result {
         case .success(let value):
             Swift.print(String(decoding: render(value).jsonBytes, as: UTF8.self))

@@ -60,7 +60,7 @@ struct Serve: AsyncParsableCommand {
         do {
             let simulator = try SimulatorWiring.start(&config, logger: logger)
             let app = try Application.open(configuration: config, logger: logger)
-            try await app.run(before: simulator.map { [$0] } ?? [])
+            try await app.run(before: simulator.map { [$0.server] } ?? [])
         } catch {
             logger.critical("receiptd cannot start", metadata: ["error": "\(error)"])
             throw ExitCode.failure

@@ -2,7 +2,6 @@ import AppStoreSimulator
 import ArgumentParser
 import Dispatch
 import Glibc
-import HTTPServer
 import Logging
 
 /// `receiptd simulate`: the built-in App Store simulator on a loopback port, for offline runs and
@@ -29,13 +28,12 @@ struct Simulate: AsyncParsableCommand {
     func run() async throws {
         // The expected shared secret comes from the environment, like receiptd's own.
         let secret = getenv("RECEIPTD_APP_STORE_SHARED_SECRET").map { String(cString: $0) }
-        let simulator = AppStoreSimulator(
-            configuration: .init(bundleID: bundleID, sharedSecret: secret, latency: .milliseconds(latencyMs)))
         var logger = Logger(label: "receiptd-simulator")
         logger.logLevel = .warning
-        let server = HTTPServer(
-            configuration: HTTPServerConfiguration(host: host, port: port, accessLog: false), responder: simulator, logger: logger
-        )
+        let served = try AppStoreSimulator.serve(
+            configuration: .init(bundleID: bundleID, sharedSecret: secret, latency: .milliseconds(latencyMs)), host: host,
+            port: port, eventLoops: max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))), logger: logger)
+        let server = served.server
         let signals = [SIGTERM, SIGINT].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
@@ -43,8 +41,7 @@ struct Simulate: AsyncParsableCommand {
             source.resume()
             return source
         }
-        let bound = try server.start()
-        print("App Store simulator on http://\(host):\(bound)/production/verifyReceipt and /sandbox/verifyReceipt")
+        print("App Store simulator on http://\(host):\(served.port)/production/verifyReceipt and /sandbox/verifyReceipt")
         fflushStandardOutput()
         await server.waitUntilStopped()
         withExtendedLifetime(signals) {}

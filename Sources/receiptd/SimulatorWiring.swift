@@ -1,6 +1,5 @@
 import AppStoreSimulator
 import Clocks
-import HTTPServer
 import Logging
 import ReceiptService
 
@@ -10,15 +9,15 @@ enum SimulatorWiring {
     /// Starts the simulator on a free loopback port and points `configuration` at it; nil (and
     /// `configuration` unchanged) when the simulator is off.
     static func start(_ configuration: inout ServiceConfiguration, logger: Logger, clock: WallClock = .system) throws
-        -> HTTPServer?
+        -> AppStoreSimulator.Served?
     {
         let settings = configuration.appStore
         guard settings.simulator else { return nil }
-        let (simulator, production, sandbox) = try AppStoreSimulator.serve(
+        let simulator = try AppStoreSimulator.serve(
             configuration: .init(bundleID: settings.bundleIDs[0], sharedSecret: settings.sharedSecret), now: clock,
             logger: logger)
-        configuration.appStore.productionURL = production
-        configuration.appStore.sandboxURL = sandbox
+        configuration.appStore.productionURL = simulator.productionURL
+        configuration.appStore.sandboxURL = simulator.sandboxURL
         configuration.appStore.allowHTTP = true
         logger.notice("App Store simulator in use; receipts are verified offline", metadata: ["port": "\(simulator.port)"])
         return simulator

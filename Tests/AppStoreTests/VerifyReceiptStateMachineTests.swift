@@ -111,7 +111,7 @@ struct VerifyReceiptStateMachineTests {
     }
 }
 
-/// Issue 16: which failures say Apple as a whole is failing (and may feed the circuit breaker).
+/// Which failures say Apple as a whole is failing (and may feed the circuit breaker).
 @Suite struct AppleWideFailureTests {
     static func lastFailure(_ outcomes: [VerifyReceiptStateMachine.Outcome]) -> Bool {
         var m = VerifyReceiptStateMachine(policy: policy, now: .zero)

@@ -45,7 +45,7 @@ struct CatalogTests {
         #expect(catalog.kind(of: Purchase(transactionID: "a", originalTransactionID: "a", productID: "coins")) == .consumable)
     }
 
-    /// Issue 16: the longest passes a configuration can declare, stacked by many purchases, stay
+    /// The longest passes a configuration can declare, stacked by many purchases, stay
     /// at or before 9999-12-31 instead of overflowing; product ids match as exact bytes.
     @Test func stackedLongPassesSaturateAndIdsMatchAsBytes() {
         let longest = CalendarDuration(iso8601: "P999999Y999999M999999W999999D")!

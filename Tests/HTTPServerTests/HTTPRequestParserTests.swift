@@ -227,7 +227,7 @@ struct HTTPRequestParserTests {
         }
     }
 
-    // MARK: Methods, targets, chunk extensions (issue 8's framing policy)
+    // MARK: Methods, targets, chunk extensions (the framing policy)
 
     @Test(arguments: ["PROPFIND", "CONNECT", "get", "FOO"])
     func methodsOutsideTheImplementedSetAre501(method: String) {

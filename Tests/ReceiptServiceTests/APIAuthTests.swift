@@ -4,7 +4,7 @@ import Testing
 import ReceiptTesting
 @testable import ReceiptService
 
-/// Issue 16: keys match as exact bytes, never by Unicode canonical equivalence.
+/// Keys match as exact bytes, never by Unicode canonical equivalence.
 @Suite struct APIAuthTests {
     let auth = APIAuth(publicKeys: ["pk-Key-1", "pk_\u{00C5}"], secretKeys: ["sk;Secret", "both"] + ["pk-dup"])
 

@@ -129,7 +129,7 @@ struct ApplicationTests {
     }
 }
 
-/// Issue 16: RFC 9112 §3.2.2 — a server accepts absolute-form targets; the host part is ignored.
+/// RFC 9112 §3.2.2 — a server accepts absolute-form targets; the host part is ignored.
 @Suite struct AbsoluteFormTests {
     @Test func absoluteFormTargetsAreServedOverTheWire() async throws {
         try await withService { port, _ in

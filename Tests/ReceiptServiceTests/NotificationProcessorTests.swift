@@ -108,7 +108,7 @@ private func subscription(_ document: [String: Any], _ product: String) -> [Stri
 
 @Suite("Notifications API", .serialized)
 struct NotificationProcessorTests {
-    /// One row per V2 type and subtype (apple-protocols.md §3.3–3.4): what happened before, the
+    /// One row per V2 type and subtype (Docs/apple-protocols.md §3.3–3.4): what happened before, the
     /// notification, and what the subscriber document must then say.
     struct Row {
         var name: String
@@ -725,7 +725,7 @@ enum CivilTimeText {
     static func rfc3339(_ ms: Int64) -> String { SubscriberDocument.time(ms).string ?? "" }
 }
 
-/// Issue 16: numbers out of range in what Apple (or a stranger) posts are refused with the route's
+/// Numbers out of range in what Apple (or a stranger) posts are refused with the route's
 /// code, nothing is stored, and the service stays up.
 @Suite struct HostileNotificationTests {
     static var edges: [Any] { ["9223372036854775807", Int64.max, "9223372036854775296", "-1", "9223372036854775808"] }

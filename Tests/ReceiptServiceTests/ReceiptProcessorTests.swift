@@ -448,7 +448,7 @@ private func pathSegment(_ user: String) -> String {
     }.joined()
 }
 
-/// Issue 16: two spellings that Unicode calls canonically equivalent are two users, as the
+/// Two spellings that Unicode calls canonically equivalent are two users, as the
 /// database already says: neither reads nor takes over the other's purchases, in the cache or not.
 @Suite("Identifiers as exact bytes", .serialized)
 struct ExactIdentifierTests {
@@ -511,7 +511,7 @@ struct ExactIdentifierTests {
     }
 }
 
-/// Issue 16: a client with the public key cannot open the circuit breaker. Receipts Apple answers
+/// A client with the public key cannot open the circuit breaker. Receipts Apple answers
 /// 21002 (malformed, or temporary: Apple cannot say which) answer that client 503 but never count
 /// as Apple being down; Apple-wide failures still open it.
 @Suite("Circuit breaker under public-key abuse", .serialized)

@@ -193,7 +193,7 @@ struct RefresherTests {
     }
 }
 
-/// Issue 16: a stored row whose times are not dates (written before dates were checked on entry,
+/// A stored row whose times are not dates (written before dates were checked on entry,
 /// or by hand) is skipped and reported by the refresher; everything else goes on, and the
 /// subscriber it belongs to can still be read.
 @Suite("Refresher and poisoned rows", .serialized)

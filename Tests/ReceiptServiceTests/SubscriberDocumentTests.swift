@@ -8,7 +8,7 @@ import Testing
 import ReceiptTesting
 @testable import ReceiptService
 
-/// Issue 16: product ids are exact bytes in the document too. Two subscriptions whose product ids
+/// Product ids are exact bytes in the document too. Two subscriptions whose product ids
 /// are canonically equivalent spellings are two entries, each with its own state.
 extension SubscriberDocumentTests {
     @Test func equivalentProductSpellingsAreTwoSubscriptions() {

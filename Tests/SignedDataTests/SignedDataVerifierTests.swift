@@ -9,7 +9,7 @@ import X509
 
 @testable import SignedData
 
-/// apple-protocols.md §3.7 against Apple's test PKI, Apple's own signed samples and a real
+/// Docs/apple-protocols.md §3.7 against Apple's test PKI, Apple's own signed samples and a real
 /// Apple-signed notification: what passes, and each refusal for its own reason.
 @Suite struct SignedDataVerifierTests {
     static let fixtures = Fixtures.url("SignedData")
@@ -332,7 +332,7 @@ struct ForgedPKI {
     }
 }
 
-/// Issue 16: numbers from a stranger's JWS. Every date of a notification, a transaction and renewal
+/// Numbers from a stranger's JWS. Every date of a notification, a transaction and renewal
 /// info at the edges of `Int64` (as a number or a string) is refused as `invalid_jws`, with the
 /// process alive; the validation time is checked before anything is done with it, so a chain that
 /// does not lead to the configured root cannot reach arithmetic on it either.

@@ -64,7 +64,7 @@ struct ReceiptdCommandTests {
         #expect(result.stdout.contains("9999"))
     }
 
-    /// Secrets given to the CLI (issue 6): they appear in no output, whatever the command.
+    /// Secrets given to the CLI: they appear in no output, whatever the command.
     static let secrets = [
         "RECEIPTD_API_PUBLIC_KEYS": "pk_cli_5e81c0d2a4", "RECEIPTD_API_SECRET_KEYS": "sk_cli_a9d3f70b16",
         "RECEIPTD_APP_STORE_SHARED_SECRET": "ss_cli_0c47e2b9d5",

@@ -8,9 +8,9 @@ import Storage
 import X509
 
 // Built with -enable-testing (Scripts/fuzz.sh) to reach ReceiptService's fact mapping.
-@testable import ReceiptService
+@testable import ReceiptCore
 
-// libFuzzer entry over Apple's signed data, trusting Apple's test CA (issue 16). The first byte
+// libFuzzer entry over Apple's signed data, trusting Apple's test CA. The first byte
 // picks what the rest is:
 //   0: a compact JWS as text, verified as a transaction, renewal info and a notification;
 //   1: transaction payload JSON, 2: renewal info payload JSON, 3: notification payload JSON
@@ -21,7 +21,7 @@ import X509
 // or a JSON member name that does not survive a round trip, is a finding.
 
 let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Tests/SignedDataTests/Fixtures")
+    .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources/ReceiptTesting/Fixtures/SignedData")
 
 func fixture(_ name: String) -> String {
     guard let text = try? String(contentsOf: fixtures.appendingPathComponent(name), encoding: .utf8) else {

@@ -5,7 +5,6 @@ import Testing
 
 @testable import ReceiptCore
 import ReceiptTesting
-@testable import ReceiptService
 
 @Suite("Subscriber state over time")
 struct SubscriberStateTests {

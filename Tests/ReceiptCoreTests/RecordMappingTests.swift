@@ -7,7 +7,6 @@ import Testing
 
 @testable import ReceiptCore
 import ReceiptTesting
-@testable import ReceiptService
 
 /// The realistic captures (Fixtures/AppStore, see SOURCES.md there) through the same mapping and
 /// derivation the service runs.

@@ -2,7 +2,6 @@ import Testing
 
 @testable import ReceiptCore
 import ReceiptTesting
-@testable import ReceiptService
 
 @Suite("Field rules")
 struct FieldRulesTests {

@@ -1,0 +1,119 @@
+import Foundation
+import JSON
+import ReceiptService
+import ReceiptTesting
+import Storage
+import Testing
+
+@testable import ReceiptCore
+
+/// The use cases called directly, as the CLI calls them: no HTTP server is bound, no request is
+/// parsed. Apple is the simulator on the test clock.
+@Suite("Use cases without HTTP")
+struct UseCaseTests {
+    /// An opened (migrated) application on a test clock; its HTTP server is never started.
+    private func withUseCases(policy: String = "transfer", _ body: (TestApp, TestClock) async throws -> Void) async throws {
+        try await withScratchDirectory("receiptd-core") { dir in
+            let clock = TestClock()
+            let app = try TestApp.open(testConfiguration(path: dir + "/db.sqlite", policy: policy), clock: clock)
+            try await body(app, clock)
+            await app.stop()
+            expectNoSecretLeaked()
+        }
+    }
+
+    private func purchase(_ user: String, _ scenario: String) -> VerifyPurchase.Input {
+        VerifyPurchase.Input(appUserID: user, proof: .receipt(simulatedReceipt(scenario)))
+    }
+
+    private func premiumIsActive(_ snapshot: SubscriberSnapshot) -> Bool {
+        let rendered = snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: false)
+        return rendered["entitlements"]?["premium"]?["active"] == .bool(true)
+    }
+
+    @Test func aVerifiedPurchaseIsStoredAndReadBack() async throws {
+        try await withUseCases { app, clock in
+            let verified = try await app.verifyPurchase(purchase("alice", "active_monthly:1"))
+            #expect(premiumIsActive(verified) && verified.version == 1 && verified.now == clock.now)
+            let read = try await app.readSubscriber.document("alice")
+            #expect(read.version == verified.version && read.document.fingerprint == verified.document.fingerprint)
+            // The same receipt again: nothing new, the version stays.
+            #expect(try await app.verifyPurchase(purchase("alice", "active_monthly:1")).version == 1)
+            // Time passes beyond the period: the stored document moves on without Apple.
+            clock.advance(by: 40 * 86_400_000)
+            let later = try await app.readSubscriber.document("alice")
+            #expect(!premiumIsActive(later) && later.version == 2)
+            let events = try await app.readSubscriber.events("alice", limit: 1, before: nil)
+            #expect(events.events.count == 1 && events.next != nil)
+        }
+    }
+
+    @Test func refusalsAreTypedAndWriteNothing() async throws {
+        try await withUseCases { app, _ in
+            await #expect(throws: ReceiptError.self) { try await app.verifyPurchase(purchase("", "active_monthly:2")) }
+            do throws(ReceiptError) {
+                _ = try await app.verifyPurchase(VerifyPurchase.Input(appUserID: "bob", proof: .receipt("not base64!")))
+                Issue.record("accepted a receipt that is not base64")
+            } catch {
+                #expect(error.code == "invalid_request")
+            }
+            do throws(ReceiptError) {
+                _ = try await app.readSubscriber.document("bob")
+                Issue.record("a subscriber nobody created")
+            } catch {
+                #expect(error.code == "subscriber_not_found")
+            }
+            do throws(ReceiptError) {
+                _ = try await app.verifyPurchase(purchase("bob", "status_21003:4"))
+                Issue.record("Apple's refusal was not reported")
+            } catch {
+                #expect(error.code == "invalid_receipt" && error.appleStatus == 21003)
+            }
+            let rows = try await app.database.run { db in try db.scalarInt("SELECT count(*) FROM subscribers") }
+            #expect(rows == 0)
+        }
+    }
+
+    @Test func underKeepAPurchaseStaysWithItsHolder() async throws {
+        try await withUseCases(policy: "keep") { app, _ in
+            _ = try await app.verifyPurchase(purchase("carol", "active_monthly:3"))
+            do throws(ReceiptError) {
+                _ = try await app.verifyPurchase(purchase("dave", "active_monthly:3"))
+                Issue.record("the purchase moved")
+            } catch {
+                #expect(error.code == "receipt_in_use")
+            }
+        }
+    }
+
+    @Test func aNotificationIsIngestedOnceAndListed() async throws {
+        try await withUseCases { app, clock in
+            let payload: JSONValue = .object([
+                "notificationType": .string("TEST"), "notificationUUID": .string(UUID().uuidString),
+                "version": .string("2.0"), "signedDate": .int(clock.now),
+                "data": .object(["bundleId": .string("com.example.app"), "environment": .string("Sandbox")]),
+            ])
+            var configuration = app.configuration
+            configuration.appStore.signedData = .init(roots: [TestPKI.root], appAppleIDs: [1234])
+            // This application trusts Apple's real root only: the test PKI's notification is refused.
+            let body = JSONValue.object(["signedPayload": .string(try TestPKI.signer.sign(payload))]).jsonBytes
+            do throws(ReceiptError) {
+                _ = try await app.ingestNotification(body)
+                Issue.record("a notification signed by an untrusted root was stored")
+            } catch {
+                #expect(error.code == "untrusted_chain")
+            }
+            try await withScratchDirectory("receiptd-core-trusting") { dir in
+                configuration.database.path = dir + "/db.sqlite"
+                let trusting = try TestApp.open(configuration, clock: clock)
+                let first = try await trusting.ingestNotification(body)
+                #expect(first.outcome == "recorded" && !first.duplicate && first.type == "TEST" && first.version == 2)
+                let again = try await trusting.ingestNotification(body)
+                #expect(again.duplicate && again.id == first.id)
+                let page = try await trusting.listings.notifications(limit: 10, before: nil)
+                #expect(page.rows.map(\.id) == [first.id] && page.next == nil)
+                await trusting.stop()
+            }
+        }
+    }
+}
