@@ -190,7 +190,8 @@ let package = Package(
         .testTarget(
             name: "ReceiptServiceTests",
             dependencies: [
-                "ReceiptService", "ReceiptCore", "ReceiptTesting", "AppStoreSimulator", "Clocks", "HTTPServer", "Storage", "AppStore", "Entitlements", "SignedData",
+                "ReceiptService", "ReceiptCore", "ReceiptTesting", "AppStoreSimulator", "Clocks", "HTTPServer", "Storage",
+                "AppStore", "Entitlements", "SignedData",
                 .product(name: "X509", package: "swift-certificates"), .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

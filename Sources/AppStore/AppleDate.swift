@@ -1,4 +1,5 @@
 import JSON
+
 /// Dates in Apple's data: epoch milliseconds, as a number or a string of digits (Docs/apple-protocols.md
 /// §1.4, §3.5). Every date read from outside (verifyReceipt answers, notifications, signed data,
 /// stored rows) is checked against ``range`` where it enters, so no arithmetic on dates anywhere

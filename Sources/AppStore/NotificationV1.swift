@@ -1,4 +1,5 @@
 import JSON
+
 /// An App Store Server Notification V1 body (`responseBodyV1`, Docs/apple-protocols.md §2.2), read
 /// tolerantly. Unsigned: its only proof of origin is `password`, the app's shared secret.
 public struct NotificationV1: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import JSON
+
 /// A `verifyReceipt` answer, read tolerantly (Docs/apple-protocols.md §1.4–1.7): every field optional,
 /// strings or numbers accepted, unknown fields kept in `raw`.
 public struct VerifyReceiptResponse: Sendable, Equatable {

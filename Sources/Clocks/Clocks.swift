@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Wall time: the instant of now in epoch milliseconds, as Apple and storage count it. Injected

@@ -7,8 +7,8 @@ import Logging
 import ReceiptCore
 import ServiceLifecycle
 import SignedData
-import UnixSignals
 import Storage
+import UnixSignals
 
 /// receiptd assembled: the database (migrated by ``open(configuration:logger:clock:)``, before
 /// anything binds), the use cases, the routes and the services that run them. Constructing it

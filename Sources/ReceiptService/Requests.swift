@@ -35,7 +35,8 @@ enum Requests {
             }
             proof = .receipt(receipt)
         case (_, .null):
-            throw .invalidRequest("`receipt_data` must be a non-empty base64 string of at most \(FieldRules.maxReceiptBytes) bytes.")
+            throw .invalidRequest(
+                "`receipt_data` must be a non-empty base64 string of at most \(FieldRules.maxReceiptBytes) bytes.")
         default:
             throw .invalidRequest("Send `receipt_data` or `signed_transaction`, not both.")
         }

@@ -38,7 +38,8 @@ enum Responses {
     /// (`stale_seconds` since `verified_at`, Apple's last word on the user).
     static func stale(_ lastKnown: ReceiptError.LastKnown, explain: Bool) -> JSONValue {
         let snapshot = lastKnown.snapshot
-        guard case .object(var fields) = snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: explain)
+        guard
+            case .object(var fields) = snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: explain)
         else { return .null }
         fields["stale"] = .bool(true)
         fields["verified_at"] = SubscriberDocument.time(lastKnown.verifiedAt)

@@ -1,7 +1,7 @@
+import AppStoreSimulator
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import AppStoreSimulator
 import JSON
 import Logging
 import ReceiptCore

@@ -1,6 +1,5 @@
 import Foundation
 import JSON
-import JSON
 import Testing
 
 @testable import AppStore

@@ -1,6 +1,5 @@
 import Foundation
 import JSON
-import JSON
 import ReceiptTesting
 import Testing
 

@@ -78,7 +78,6 @@ struct JSONParserTests {
     }
 }
 
-
 /// Member names are exact bytes. Canonically equivalent names are two members; the same
 /// bytes twice is still refused as ambiguous.
 @Suite struct JSONMemberNameTests {

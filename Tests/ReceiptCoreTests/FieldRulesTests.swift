@@ -1,7 +1,7 @@
+import ReceiptTesting
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 
 @Suite("Field rules")
 struct FieldRulesTests {

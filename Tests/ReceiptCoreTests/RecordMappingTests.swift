@@ -2,11 +2,11 @@ import AppStore
 import Entitlements
 import Foundation
 import JSON
+import ReceiptTesting
 import Storage
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 
 /// The realistic captures (Fixtures/AppStore, see SOURCES.md there) through the same mapping and
 /// derivation the service runs.

@@ -1,10 +1,10 @@
 import Entitlements
 import Foundation
+import ReceiptTesting
 import Storage
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 
 @Suite("Subscriber state over time")
 struct SubscriberStateTests {

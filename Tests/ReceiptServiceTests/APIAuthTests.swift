@@ -1,7 +1,7 @@
+import ReceiptTesting
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 @testable import ReceiptService
 
 /// Keys match as exact bytes, never by Unicode canonical equivalence.

@@ -2,12 +2,12 @@ import AppStore
 import Foundation
 import HTTPServer
 import Logging
+import ReceiptTesting
 import Storage
 import Synchronization
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 @testable import ReceiptService
 
 @Suite("Application")

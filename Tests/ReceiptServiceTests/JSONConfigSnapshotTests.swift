@@ -1,9 +1,9 @@
 import Configuration
 import Foundation
+import ReceiptTesting
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 @testable import ReceiptService
 
 @Suite("JSON config snapshot")

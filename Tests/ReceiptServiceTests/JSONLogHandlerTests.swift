@@ -1,10 +1,10 @@
 import Foundation
 import Logging
+import ReceiptTesting
 import Synchronization
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 @testable import ReceiptService
 
 private final class Lines: Sendable {

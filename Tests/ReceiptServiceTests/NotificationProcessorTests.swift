@@ -4,13 +4,13 @@ import Foundation
 import HTTPServer
 import JSON
 import Logging
+import ReceiptTesting
 import SignedData
 import Storage
 import Testing
 import X509
 
 @testable import ReceiptCore
-import ReceiptTesting
 @testable import ReceiptService
 
 private let signer = TestPKI.signer

@@ -1,8 +1,8 @@
 import Foundation
+import ReceiptTesting
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 @testable import ReceiptService
 
 @Suite("Rate limits")

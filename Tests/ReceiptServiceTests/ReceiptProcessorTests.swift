@@ -4,11 +4,11 @@ import Foundation
 import HTTPServer
 import JSON
 import Logging
+import ReceiptTesting
 import Storage
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 @testable import ReceiptService
 
 private func post(_ port: Int, _ json: String, key: String? = TestSecrets.publicKey, contentType: String = "application/json")

@@ -1,10 +1,10 @@
 import AppStore
 import Foundation
+import ReceiptTesting
 import Storage
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 @testable import ReceiptService
 
 private let day: Int64 = 86_400_000

@@ -1,9 +1,9 @@
 import Foundation
+import ReceiptTesting
 import SignedData
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 @testable import ReceiptService
 
 /// A config folder with `default.json` (and optional others), removed by the caller.

@@ -1,11 +1,11 @@
 import AppStoreSimulator
 import Entitlements
 import Foundation
+import ReceiptTesting
 import Storage
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 @testable import ReceiptService
 
 private func receiptBody(_ user: String, _ content: String) -> String {

@@ -1,11 +1,11 @@
 import AppStore
 import Entitlements
 import JSON
+import ReceiptTesting
 import Storage
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 @testable import ReceiptService
 
 /// Product ids are exact bytes in the document too. Two subscriptions whose product ids

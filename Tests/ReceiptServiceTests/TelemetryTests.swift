@@ -1,8 +1,8 @@
 import Foundation
+import ReceiptTesting
 import Testing
 
 @testable import ReceiptCore
-import ReceiptTesting
 @testable import ReceiptService
 
 private func call(_ port: Int, _ method: String, _ path: String, _ body: String = "", key: String? = nil) async throws -> (

@@ -2,8 +2,8 @@ import AppStore
 import Crypto
 import FoundationEssentials
 import JSON
-import SwiftASN1
 import ReceiptTesting
+import SwiftASN1
 import Testing
 import X509
 
