@@ -50,7 +50,6 @@ struct APIError: Error, Sendable {
         self.retryAfterSeconds = retryAfterSeconds
     }
 
-    static func invalidRequest(_ message: String) -> APIError { APIError(ReceiptError.invalidRequest(message)) }
     static let unauthorized = APIError(
         status: .unauthorized, code: "unauthorized", message: "A valid API key is required (Authorization: Bearer <key>).")
     static let forbidden = APIError(

@@ -1,3 +1,4 @@
+import Clocks
 import Entitlements
 import FoundationEssentials
 import Glibc
@@ -22,7 +23,7 @@ public struct JSONLogHandler: LogHandler {
     ///   - clock: epoch milliseconds for `time`.
     public init(
         label: String, level: Logger.Level, sink: @escaping @Sendable ([UInt8]) -> Void = JSONLogHandler.standardError,
-        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+        clock: @escaping @Sendable () -> Int64 = WallClock.system.now
     ) {
         self.label = label
         self.logLevel = level

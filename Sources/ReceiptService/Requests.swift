@@ -2,23 +2,25 @@ import HTTPServer
 import JSON
 import ReceiptCore
 
-/// Requests read into use-case inputs: every problem is an ``APIError`` naming its field, found
-/// before anything is asked of Apple or storage.
+/// Requests read into use-case inputs: every problem is a ``ReceiptError/invalidRequest(_:)``
+/// naming its field (held to ``FieldRules``, as the use cases hold their inputs), found before
+/// anything is asked of Apple or storage.
 enum Requests {
     /// The body of POST /v1/receipts.
-    static func purchase(_ body: [UInt8]) throws(APIError) -> VerifyPurchase.Input {
+    static func purchase(_ body: [UInt8]) throws(ReceiptError) -> VerifyPurchase.Input {
         guard let json = try? JSONValue.parse(body), case .object = json else {
             throw .invalidRequest("The body must be a JSON object.")
         }
         guard case .string(let user)? = json["app_user_id"] else {
             throw .invalidRequest("`app_user_id` is required and must be a string.")
         }
-        try appUserID(user)
+        _ = try FieldRules.appUserID(user)
         let proof: VerifyPurchase.Proof
         switch (json["receipt_data"] ?? .null, json["signed_transaction"] ?? .null) {
         case (.null, .null):
             throw .invalidRequest("Either `receipt_data` or `signed_transaction` is required.")
-        case (.null, .string(let jws)) where !jws.isEmpty && jws.utf8.count <= FieldRules.maxJWSBytes:
+        case (.null, .string(let jws)):
+            try FieldRules.jws(jws, field: "signed_transaction")
             switch json["signed_renewal_info"] ?? .null {
             case .null: proof = .signed(transaction: jws, renewal: nil)
             case .string(let info) where !info.isEmpty && info.utf8.count <= FieldRules.maxJWSBytes:
@@ -27,12 +29,8 @@ enum Requests {
             }
         case (.null, _):
             throw .invalidRequest("`signed_transaction` must be a JWS string of at most \(FieldRules.maxJWSBytes) bytes.")
-        case (.string(let receipt), .null) where !receipt.isEmpty && receipt.utf8.count <= FieldRules.maxReceiptBytes:
-            do throws(ReceiptError) {
-                try FieldRules.receipt(receipt)
-            } catch {
-                throw APIError(error)
-            }
+        case (.string(let receipt), .null):
+            try FieldRules.receipt(receipt)
             proof = .receipt(receipt)
         case (_, .null):
             throw .invalidRequest(
@@ -43,7 +41,9 @@ enum Requests {
         var bundleID: String?
         switch json["bundle_id"] {
         case nil, .null?: bundleID = nil
-        case .string(let b)? where FieldRules.isValidBundleID(b): bundleID = b
+        case .string(let b)?:
+            try FieldRules.bundleID(b)
+            bundleID = b
         default: throw .invalidRequest("`bundle_id` must be a bundle identifier: 1 to 155 letters, digits, `.`, `-` or `_`.")
         }
         var exclude = false
@@ -55,23 +55,13 @@ enum Requests {
         return VerifyPurchase.Input(appUserID: user, proof: proof, bundleID: bundleID, excludeOldTransactions: exclude)
     }
 
-    /// An app user id from a body or the path, held to ``FieldRules``.
-    @discardableResult
-    static func appUserID(_ id: String, field: String = "app_user_id") throws(APIError) -> String {
-        do throws(ReceiptError) {
-            return try FieldRules.appUserID(id, field: field)
-        } catch {
-            throw APIError(error)
-        }
-    }
-
     /// The `{app_user_id}` path parameter, held to the same rules as in a body.
-    static func appUserID(in context: RouteContext) throws(APIError) -> String {
-        try appUserID(context.parameters["app_user_id"] ?? "", field: "app_user_id in the path")
+    static func appUserID(in context: RouteContext) throws(ReceiptError) -> String {
+        try FieldRules.appUserID(context.parameters["app_user_id"] ?? "", field: "app_user_id in the path")
     }
 
     /// `?explain=true` (or `1`); `false`, `0` or absent: no explanations.
-    static func explain(_ request: HTTPRequest) throws(APIError) -> Bool {
+    static func explain(_ request: HTTPRequest) throws(ReceiptError) -> Bool {
         switch request.queryValue("explain") {
         case nil, "false", "0": false
         case "true", "1": true
@@ -80,14 +70,14 @@ enum Requests {
     }
 
     /// `?limit=` from 1 to 200; 50 when absent.
-    static func limit(_ request: HTTPRequest) throws(APIError) -> Int {
+    static func limit(_ request: HTTPRequest) throws(ReceiptError) -> Int {
         guard let text = request.queryValue("limit") else { return 50 }
         guard let n = Int(text), (1...200).contains(n) else { throw .invalidRequest("`limit` must be an integer from 1 to 200.") }
         return n
     }
 
     /// Events' `?cursor=<at>.<id>` from `next_cursor`.
-    static func eventCursor(_ request: HTTPRequest) throws(APIError) -> ReadSubscriber.EventCursor? {
+    static func eventCursor(_ request: HTTPRequest) throws(ReceiptError) -> ReadSubscriber.EventCursor? {
         guard let text = request.queryValue("cursor") else { return nil }
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 2, let at = Int64(parts[0]), let id = Int64(parts[1]) else {
@@ -97,14 +87,14 @@ enum Requests {
     }
 
     /// Notifications' `?cursor=<id>` from `next_cursor`.
-    static func notificationCursor(_ request: HTTPRequest) throws(APIError) -> Int64? {
+    static func notificationCursor(_ request: HTTPRequest) throws(ReceiptError) -> Int64? {
         guard let text = request.queryValue("cursor") else { return nil }
         guard let id = Int64(text), id > 0 else { throw .invalidRequest("`cursor` must be a `next_cursor`.") }
         return id
     }
 
     /// Shared receipts' `?more_than=` from 1 to 10000; 1 when absent.
-    static func moreThan(_ request: HTTPRequest) throws(APIError) -> Int {
+    static func moreThan(_ request: HTTPRequest) throws(ReceiptError) -> Int {
         guard let text = request.queryValue("more_than") else { return 1 }
         guard let n = Int(text), (1...10_000).contains(n) else {
             throw .invalidRequest("`more_than` must be an integer from 1 to 10000.")
@@ -113,7 +103,7 @@ enum Requests {
     }
 
     /// Shared receipts' `?cursor=<users>.<original_transaction_id>` from `next_cursor`.
-    static func sharedCursor(_ request: HTTPRequest) throws(APIError) -> Listings.SharedCursor? {
+    static func sharedCursor(_ request: HTTPRequest) throws(ReceiptError) -> Listings.SharedCursor? {
         guard let text = request.queryValue("cursor") else { return nil }
         guard let dot = text.firstIndex(of: "."), let users = Int(text[..<dot]), users > 0,
             !text[text.index(after: dot)...].isEmpty

@@ -56,7 +56,7 @@ struct Routes: Sendable {
         }
         // A mobile app posts its receipt or signed transaction: verify, store, answer the document.
         api.on(.post, "/v1/receipts", access: .publicKey) { [verifyPurchase, limiter, clock] request, context in
-            let key = String(request.headers[first: "Authorization"]?.dropFirst(7) ?? "")
+            let key = APIAuth.bearerKey(request).map { String(decoding: $0, as: UTF8.self) } ?? ""
             if let wait = limiter.check(key: key, address: context.request.remoteAddress, now: clock.now()) {
                 throw APIError.rateLimited(retryAfterSeconds: wait)
             }
