@@ -3,7 +3,7 @@ import PackageDescription
 
 // receiptd: a self-hosted App Store receipt validator.
 // Dependencies point one way: receiptd → ReceiptService (the HTTP edge) → ReceiptCore (use cases)
-// → {AppStore, SignedData, Entitlements, Storage} → {JSON, Clocks, Identifiers}. HTTPServer knows
+// → {AppStore, SignedData, Storage → Entitlements} → {JSON, Clocks, Identifiers}. HTTPServer knows
 // nothing of Apple or receipts; only the edge, the simulator and http-inspect import it. C lives
 // only in the C* system-library targets. README "Architecture" says each target's one job.
 let package = Package(
@@ -85,11 +85,12 @@ let package = Package(
         .target(
             name: "AppStoreSimulator",
             dependencies: ["HTTPServer", "AppStore", "JSON", "Clocks", .product(name: "Logging", package: "swift-log")]),
-        // SQLite: the connection owner, statements and the migrator.
+        // SQLite: the connection owner, statements and the migrator; stores the domain's facts
+        // (Entitlements) with their provenance.
         .target(
             name: "Storage",
             dependencies: [
-                "CSQLite", "Identifiers",
+                "CSQLite", "Identifiers", "Entitlements",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -169,9 +170,11 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(
             name: "ReceiptCoreTests",
-            dependencies: ["ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON"]),
+            dependencies: [
+                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
+            ]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements", "ReceiptTesting"]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),
         .testTarget(
             name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppStore", "Entitlements", "HTTPServer"]),

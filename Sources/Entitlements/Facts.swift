@@ -1,5 +1,7 @@
-/// What is known about a user's purchases, as the pure derivation needs it. Dates are epoch
-/// milliseconds. ReceiptService fills these from storage; nothing here does I/O.
+/// What is known about a user's purchases: the one family of purchase types. Apple's wire models
+/// are mapped into these once (ReceiptCore's `WireMapping`); Storage stores and returns them with
+/// their provenance; the pure derivation reads them. Dates are epoch milliseconds. Nothing here
+/// does I/O.
 public struct Facts: Sendable, Equatable {
     /// Every transaction of every purchase the user holds (Docs/apple-protocols.md §1.6), any order.
     public var purchases: [Purchase]
@@ -41,6 +43,10 @@ public struct Purchase: Sendable, Equatable {
     public var promotionalOfferID: String?
     public var offerCodeRefName: String?
     public var quantity: Int64?
+    /// Links a subscription's renewals across devices (§1.6).
+    public var webOrderLineItemID: String?
+    /// StoreKit's `appAccountToken`: a UUID the app chose for its user at purchase.
+    public var appAccountToken: String?
 
     public init(
         transactionID: String, originalTransactionID: String, productID: String, purchaseDate: Int64? = nil,
@@ -48,7 +54,7 @@ public struct Purchase: Sendable, Equatable {
         cancellationReason: String? = nil, isTrialPeriod: Bool = false, isInIntroOfferPeriod: Bool = false,
         isUpgraded: Bool = false, ownershipType: String? = nil, environment: String = "production",
         subscriptionGroupID: String? = nil, promotionalOfferID: String? = nil, offerCodeRefName: String? = nil,
-        quantity: Int64? = nil
+        quantity: Int64? = nil, webOrderLineItemID: String? = nil, appAccountToken: String? = nil
     ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -67,6 +73,8 @@ public struct Purchase: Sendable, Equatable {
         self.promotionalOfferID = promotionalOfferID
         self.offerCodeRefName = offerCodeRefName
         self.quantity = quantity
+        self.webOrderLineItemID = webOrderLineItemID
+        self.appAccountToken = appAccountToken
     }
 
     var isFamilyShared: Bool { ownershipType?.uppercased() == "FAMILY_SHARED" }
@@ -96,12 +104,14 @@ public struct Renewal: Sendable, Equatable {
     public var priceIncreaseStatus: String?
     public var offerCodeRefName: String?
     public var promotionalOfferID: String?
+    /// `production` or `sandbox`.
+    public var environment: String
 
     public init(
         originalTransactionID: String, productID: String? = nil, autoRenewProductID: String? = nil,
         autoRenewStatus: Bool? = nil, expirationIntent: Int64? = nil, gracePeriodExpiresDate: Int64? = nil,
         isInBillingRetryPeriod: Bool? = nil, priceConsentStatus: String? = nil, priceIncreaseStatus: String? = nil,
-        offerCodeRefName: String? = nil, promotionalOfferID: String? = nil
+        offerCodeRefName: String? = nil, promotionalOfferID: String? = nil, environment: String = "production"
     ) {
         self.originalTransactionID = originalTransactionID
         self.productID = productID
@@ -114,6 +124,7 @@ public struct Renewal: Sendable, Equatable {
         self.priceIncreaseStatus = priceIncreaseStatus
         self.offerCodeRefName = offerCodeRefName
         self.promotionalOfferID = promotionalOfferID
+        self.environment = environment
     }
 }
 
@@ -167,5 +178,26 @@ extension Facts {
         }
         for t in transfers { all.append(t.at) }
         return all
+    }
+
+    /// The same facts with every date pinned into `range`: facts read back from storage may hold
+    /// dates written before dates were checked on entry, and the derivation's arithmetic must not
+    /// overflow on them.
+    public func clamped(to range: ClosedRange<Int64>) -> Facts {
+        func pin(_ t: Int64) -> Int64 { min(max(t, range.lowerBound), range.upperBound) }
+        func pin(_ t: Int64?) -> Int64? { t.map { pin($0) } }
+        var facts = self
+        for i in facts.purchases.indices {
+            facts.purchases[i].purchaseDate = pin(purchases[i].purchaseDate)
+            facts.purchases[i].originalPurchaseDate = pin(purchases[i].originalPurchaseDate)
+            facts.purchases[i].expiresDate = pin(purchases[i].expiresDate)
+            facts.purchases[i].cancellationDate = pin(purchases[i].cancellationDate)
+        }
+        for i in facts.renewals.indices {
+            facts.renewals[i].observedAt = pin(renewals[i].observedAt)
+            facts.renewals[i].renewal.gracePeriodExpiresDate = pin(renewals[i].renewal.gracePeriodExpiresDate)
+        }
+        for i in facts.transfers.indices { facts.transfers[i].at = pin(transfers[i].at) }
+        return facts
     }
 }

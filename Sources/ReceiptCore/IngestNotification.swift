@@ -39,7 +39,7 @@ package struct IngestNotification: Sendable {
     struct Incoming: Sendable {
         var row: NotificationRecord
         /// The purchase facts it carries (empty for TEST, SUMMARY and the like).
-        var facts: VerifiedReceiptRecord
+        var facts: VerifiedFacts
         /// StoreKit's appAccountToken, to find the user when nobody holds the purchase yet.
         var accountToken: String?
     }
@@ -90,7 +90,7 @@ package struct IngestNotification: Sendable {
                 originalTransactionID: n.transaction?.originalTransactionID ?? n.renewal?.originalTransactionID,
                 transactionID: n.transaction?.transactionID, appleStatus: n.status, outcome: "received", signedAt: n.signedDate,
                 receivedAt: received, body: String(decoding: body, as: UTF8.self))
-            let facts = RecordMapping.record(transaction: n.transaction, renewal: n.renewal, statedAt: n.signedDate)
+            let facts = WireMapping.facts(transaction: n.transaction, renewal: n.renewal, statedAt: n.signedDate)
             return Incoming(row: row, facts: facts, accountToken: n.transaction?.appAccountToken ?? n.renewal?.appAccountToken)
         }
         guard fields["notification_type"]?.string != nil else {
@@ -115,11 +115,11 @@ package struct IngestNotification: Sendable {
             throw .invalidRequest("`unified_receipt` is missing or its status is not 0.")
         }
         let environment = unified.environment ?? n.environment ?? .production
-        var facts = RecordMapping.record(of: unified, environment: environment, bundleID: bundle)
+        var facts = WireMapping.facts(of: unified, environment: environment, bundleID: bundle)
         // Auto-renew switched on or off: Apple dates the switch (Docs/apple-protocols.md §2.2), so the history does too.
         if n.notificationType == "DID_CHANGE_RENEWAL_STATUS" { facts.renewalChangedAt = n.autoRenewStatusChangeDateMs }
         let redacted = n.redacted.jsonBytes
-        let newest = facts.transactions.max {
+        let newest = facts.purchases.map(\.fact).max {
             ($0.purchaseDate ?? 0, $0.transactionID) < ($1.purchaseDate ?? 0, $1.transactionID)
         }
         let row = NotificationRecord(
@@ -143,7 +143,7 @@ package struct IngestNotification: Sendable {
                         id: stored?.id ?? 0, outcome: stored?.outcome ?? "unknown", duplicate: true, appUserID: stored?.appUserID)
                 }
                 let facts = incoming.facts
-                guard !facts.transactions.isEmpty || !facts.renewals.isEmpty else {
+                guard !facts.isEmpty else {
                     try notifications.finish(id, outcome: "recorded", appUserID: nil)
                     return Outcome(id: id, outcome: "recorded", duplicate: false, appUserID: nil)
                 }

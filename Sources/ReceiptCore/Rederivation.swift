@@ -94,8 +94,8 @@ package struct Rederivation: Sendable {
         var change = Change(appUserID: appUserID)
         guard let stored = try store.subscriber(appUserID) else { return change }
         change.versionBefore = stored.version
-        for t in stored.transactions {
-            guard let mapped = RecordMapping.remapped(t) else {
+        for t in stored.purchases {
+            guard let mapped = WireMapping.remapped(t) else {
                 change.unreadable += 1
                 continue
             }
@@ -104,18 +104,20 @@ package struct Rederivation: Sendable {
                 change.transactions += 1
             }
         }
-        for snapshot in stored.renewalHistory {
-            guard let mapped = RecordMapping.remapped(snapshot.record) else {
+        for snapshot in stored.renewals {
+            guard let mapped = WireMapping.remapped(snapshot) else {
                 change.unreadable += 1
                 continue
             }
-            if mapped != snapshot.record {
-                try store.updateColumns(of: RenewalSnapshot(id: snapshot.id, observedAt: snapshot.observedAt, record: mapped))
+            if mapped != snapshot {
+                try store.updateColumns(of: mapped)
                 change.renewalSnapshots += 1
             }
         }
         guard let fresh = try store.subscriber(appUserID) else { return change }
-        let refresh = try state.refresh(fresh, document: state.document(fresh, now: now), in: db, now: now, factsChanged: true)
+        let facts = fresh.pinnedFacts
+        let refresh = try state.refresh(
+            fresh, facts: facts, document: state.document(fresh, facts: facts, now: now), in: db, now: now, factsChanged: true)
         change.events = refresh.events
         change.versionAfter = refresh.version
         return change

@@ -295,7 +295,7 @@ package final class Refresher: Sendable {
             switch verification.result {
             case .valid(let response, let environment) where response.receipt.map({ bundleIDs.contains($0.bundleID) }) == true:
                 let record = Self.holderOnly(
-                    RecordMapping.record(of: response, environment: environment), holder: candidate.holder, original: original)
+                    WireMapping.facts(of: response, environment: environment), holder: candidate.holder, original: original)
                 let changes = try await database.run { [state] db in
                     try db.transaction { () throws -> Int in
                         // Still theirs? A transfer while Apple was asked wins: nothing is stored for them.
@@ -348,10 +348,10 @@ package final class Refresher: Sendable {
 
     /// The part of a receipt about purchases its holder has: a refresh never moves another
     /// purchase on the same receipt to them.
-    static func holderOnly(_ record: VerifiedReceiptRecord, holder: String, original: String) -> VerifiedReceiptRecord {
+    static func holderOnly(_ record: VerifiedFacts, holder: String, original: String) -> VerifiedFacts {
         var record = record
-        record.transactions = record.transactions.filter { $0.originalTransactionID.isExactly(original) }
-        record.renewals = record.renewals.filter { $0.originalTransactionID.isExactly(original) }
+        record.purchases = record.purchases.filter { $0.fact.originalTransactionID.isExactly(original) }
+        record.renewals = record.renewals.filter { $0.fact.originalTransactionID.isExactly(original) }
         return record
     }
 }

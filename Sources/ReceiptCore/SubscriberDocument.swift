@@ -30,8 +30,8 @@ package struct SubscriberDocument: Sendable {
     /// facts (an expiry, a grace period's end, …); nil when no instant lies ahead.
     let changesAt: Int64?
 
-    init(_ subscriber: SubscriberRecord, settings: EntitlementSettings, now: Int64) {
-        let facts = RecordMapping.facts(subscriber)
+    /// `appUserID`'s document at `now`, from their facts (a subscriber's `pinnedFacts`).
+    init(appUserID: String, facts: Facts, settings: EntitlementSettings, now: Int64) {
         let subs = Derivation.subscriptions(facts, catalog: settings.catalog, policy: settings.policy, now: now)
         let others = Derivation.nonSubscriptions(facts, catalog: settings.catalog, policy: settings.policy, now: now)
         var entitlements: [Identifier: JSONValue] = [:]
@@ -90,11 +90,11 @@ package struct SubscriberDocument: Sendable {
                 .object(fields.merging(["explanation": Self.json(p.explanation)]) { $1 }))
         }
         content = [
-            "app_user_id": .string(subscriber.appUserID), "entitlements": .object(entitlements),
+            "app_user_id": .string(appUserID), "entitlements": .object(entitlements),
             "subscriptions": .object(subscriptions), "non_subscriptions": .object(nonSubscriptions.mapValues(JSONValue.array)),
         ]
         explained = [
-            "app_user_id": .string(subscriber.appUserID), "entitlements": .object(entitlementsExplained),
+            "app_user_id": .string(appUserID), "entitlements": .object(entitlementsExplained),
             "subscriptions": .object(subscriptionsExplained),
             "non_subscriptions": .object(nonSubscriptionsExplained.mapValues(JSONValue.array)),
         ]
@@ -152,7 +152,7 @@ package struct SubscriberDocument: Sendable {
 
     /// `{"rule", "decision", "facts": {…}}`.
     static func json(_ e: Explanation) -> JSONValue {
-        .object(["rule": .string(e.rule), "decision": .string(e.decision), "facts": RecordMapping.json(e.facts)])
+        .object(["rule": .string(e.rule), "decision": .string(e.decision), "facts": WireMapping.json(e.facts)])
     }
 
     /// RFC 3339 UTC with milliseconds, or null.

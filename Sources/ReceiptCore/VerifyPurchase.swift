@@ -114,7 +114,7 @@ package struct VerifyPurchase: Sendable {
             try await database.run { db in try ReceiptStore(db).log(entry, at: at) }
             throw error
         }
-        let record = RecordMapping.record(of: response, environment: environment)
+        let record = WireMapping.facts(of: response, environment: environment)
         return try await store(record, for: input.appUserID, log: entry)
     }
 
@@ -142,14 +142,14 @@ package struct VerifyPurchase: Sendable {
             appUserID: input.appUserID,
             environment: transaction.environment.flatMap(AppStoreEnvironment.init(appleName:))?.rawValue,
             appleStatus: nil, outcome: "signed_transaction", attempts: 0, latencyMs: (monotonic.now - started).milliseconds)
-        let record = RecordMapping.record(
+        let record = WireMapping.facts(
             transaction: transaction, renewal: renewal, statedAt: transaction.signedDate ?? renewal?.signedDate)
         return try await store(record, for: input.appUserID, log: log)
     }
 
     /// One hop to the database, one write transaction: the facts, the log row, the version and
     /// events; then the document.
-    private func store(_ record: VerifiedReceiptRecord, for user: String, log: VerificationLogEntry) async throws
+    private func store(_ record: VerifiedFacts, for user: String, log: VerificationLogEntry) async throws
         -> SubscriberSnapshot
     {
         let at = clock.now()

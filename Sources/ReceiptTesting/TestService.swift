@@ -141,7 +141,11 @@ package func withClockedService(
 /// Every row of every table the API writes, as text: a refused request or a duplicate must leave
 /// it unchanged.
 package func tableSnapshot(_ path: String) throws -> [String] {
-    let db = try Database(path: path)
+    try tableSnapshot(Database(path: path))
+}
+
+/// ``tableSnapshot(_:)-(String)`` of an open database.
+package func tableSnapshot(_ db: Database) throws -> [String] {
     var rows: [String] = []
     for table in [
         "subscribers", "transactions", "pending_renewal_info", "renewal_history", "latest_receipts", "ownership",

@@ -33,6 +33,17 @@ public struct NotificationStore {
         try db.prepare("UPDATE notifications SET outcome = ?, app_user_id = ? WHERE id = ?").bind([outcome, appUserID, id]).run()
     }
 
+    /// Attaches to `appUserID` the deliveries that were waiting for a holder of `original`
+    /// (outcome `pending_owner` → `attached`).
+    public func attachPending(_ original: String, to appUserID: String) throws {
+        try db.prepare(
+            """
+            UPDATE notifications SET app_user_id = ?, outcome = 'attached'
+            WHERE outcome = 'pending_owner' AND original_transaction_id = ?
+            """
+        ).bind([appUserID, original]).run()
+    }
+
     /// The newest deliveries first, `limit` at a time, before the row id `before`.
     public func latest(limit: Int, before: Int64? = nil) throws -> [NotificationRecord] {
         let q = try db.prepare("SELECT \(Self.columns) FROM notifications WHERE id < ? ORDER BY id DESC LIMIT ?")

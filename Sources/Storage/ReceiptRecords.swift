@@ -1,111 +1,33 @@
+import Entitlements
 import Identifiers
 
-/// Rows of Migrations/0002_receipts.sql as Swift values. Storage knows nothing of Apple's wire
-/// format: ReceiptService maps verified receipts into these.
+// Storage stores and returns the domain's facts (Entitlements' `Purchase`, `Renewal`,
+// `Transfer`) with their provenance. It knows nothing of Apple's wire format: ReceiptCore maps
+// Apple's models into facts, once.
 
-/// One purchase, renewal or restore. Dates are epoch milliseconds.
-public struct TransactionRecord: Sendable, Equatable {
-    public var transactionID: String
-    public var originalTransactionID: String
-    public var productID: String
-    public var bundleID: String
+/// A fact as Apple stated it: the domain value, and what it was read from, kept so it can be
+/// mapped again (`receiptd rederive`).
+public struct Stated<Fact: Sendable & Equatable>: Sendable, Equatable {
+    public var fact: Fact
+    /// The app a transaction belongs to; nil for renewal info, which names none.
+    public var bundleID: String?
+    /// The object as Apple sent it (a signed payload without its `signedDate`).
+    public var rawJSON: String
+
+    public init(_ fact: Fact, bundleID: String? = nil, rawJSON: String) {
+        self.fact = fact
+        self.bundleID = bundleID
+        self.rawJSON = rawJSON
+    }
+}
+
+/// Everything one verified answer says (a receipt, a notification, a signed transaction), to
+/// be stored in one transaction.
+public struct VerifiedFacts: Sendable, Equatable {
     /// `production` or `sandbox`.
     public var environment: String
-    public var purchaseDate: Int64?
-    public var originalPurchaseDate: Int64?
-    public var expiresDate: Int64?
-    public var cancellationDate: Int64?
-    public var cancellationReason: String?
-    public var quantity: Int64?
-    public var isTrialPeriod: Bool
-    public var isInIntroOfferPeriod: Bool
-    public var isUpgraded: Bool
-    public var ownershipType: String?
-    public var subscriptionGroupID: String?
-    public var webOrderLineItemID: String?
-    public var promotionalOfferID: String?
-    public var offerCodeRefName: String?
-    /// StoreKit's `appAccountToken`: a UUID the app chose for its user at purchase.
-    public var appAccountToken: String?
-    /// The transaction object as Apple sent it (a signed payload without its `signedDate`).
-    public var rawJSON: String
-
-    public init(
-        transactionID: String, originalTransactionID: String, productID: String, bundleID: String, environment: String,
-        purchaseDate: Int64? = nil, originalPurchaseDate: Int64? = nil, expiresDate: Int64? = nil,
-        cancellationDate: Int64? = nil, cancellationReason: String? = nil, quantity: Int64? = nil,
-        isTrialPeriod: Bool = false, isInIntroOfferPeriod: Bool = false, isUpgraded: Bool = false,
-        ownershipType: String? = nil, subscriptionGroupID: String? = nil, webOrderLineItemID: String? = nil,
-        promotionalOfferID: String? = nil, offerCodeRefName: String? = nil, appAccountToken: String? = nil,
-        rawJSON: String
-    ) {
-        self.transactionID = transactionID
-        self.originalTransactionID = originalTransactionID
-        self.productID = productID
-        self.bundleID = bundleID
-        self.environment = environment
-        self.purchaseDate = purchaseDate
-        self.originalPurchaseDate = originalPurchaseDate
-        self.expiresDate = expiresDate
-        self.cancellationDate = cancellationDate
-        self.cancellationReason = cancellationReason
-        self.quantity = quantity
-        self.isTrialPeriod = isTrialPeriod
-        self.isInIntroOfferPeriod = isInIntroOfferPeriod
-        self.isUpgraded = isUpgraded
-        self.ownershipType = ownershipType
-        self.subscriptionGroupID = subscriptionGroupID
-        self.webOrderLineItemID = webOrderLineItemID
-        self.promotionalOfferID = promotionalOfferID
-        self.offerCodeRefName = offerCodeRefName
-        self.appAccountToken = appAccountToken
-        self.rawJSON = rawJSON
-    }
-}
-
-/// What Apple will do at the next renewal of one subscription.
-public struct RenewalRecord: Sendable, Equatable {
-    public var originalTransactionID: String
-    public var productID: String?
-    public var autoRenewProductID: String?
-    public var autoRenewStatus: Bool?
-    public var expirationIntent: Int64?
-    public var gracePeriodExpiresDate: Int64?
-    public var isInBillingRetryPeriod: Bool?
-    public var priceConsentStatus: String?
-    public var priceIncreaseStatus: String?
-    public var offerCodeRefName: String?
-    public var promotionalOfferID: String?
-    public var environment: String
-    public var rawJSON: String
-
-    public init(
-        originalTransactionID: String, productID: String? = nil, autoRenewProductID: String? = nil,
-        autoRenewStatus: Bool? = nil, expirationIntent: Int64? = nil, gracePeriodExpiresDate: Int64? = nil,
-        isInBillingRetryPeriod: Bool? = nil, priceConsentStatus: String? = nil, priceIncreaseStatus: String? = nil,
-        offerCodeRefName: String? = nil, promotionalOfferID: String? = nil, environment: String, rawJSON: String
-    ) {
-        self.originalTransactionID = originalTransactionID
-        self.productID = productID
-        self.autoRenewProductID = autoRenewProductID
-        self.autoRenewStatus = autoRenewStatus
-        self.expirationIntent = expirationIntent
-        self.gracePeriodExpiresDate = gracePeriodExpiresDate
-        self.isInBillingRetryPeriod = isInBillingRetryPeriod
-        self.priceConsentStatus = priceConsentStatus
-        self.priceIncreaseStatus = priceIncreaseStatus
-        self.offerCodeRefName = offerCodeRefName
-        self.promotionalOfferID = promotionalOfferID
-        self.environment = environment
-        self.rawJSON = rawJSON
-    }
-}
-
-/// Everything one verified receipt says, to be stored in one transaction.
-public struct VerifiedReceiptRecord: Sendable, Equatable {
-    public var environment: String
-    public var transactions: [TransactionRecord]
-    public var renewals: [RenewalRecord]
+    public var purchases: [Stated<Purchase>]
+    public var renewals: [Stated<Renewal>]
     /// Apple's `latest_receipt`, kept for each of the receipt's subscriptions.
     public var latestReceipt: String?
     /// When Apple stated these facts (a JWS's `signedDate`); nil: when they are saved. Rows stated
@@ -117,11 +39,11 @@ public struct VerifiedReceiptRecord: Sendable, Equatable {
     public var renewalChangedAt: Int64?
 
     public init(
-        environment: String, transactions: [TransactionRecord], renewals: [RenewalRecord], latestReceipt: String?,
+        environment: String, purchases: [Stated<Purchase>], renewals: [Stated<Renewal>] = [], latestReceipt: String? = nil,
         statedAt: Int64? = nil, renewalChangedAt: Int64? = nil
     ) {
         self.environment = environment
-        self.transactions = transactions
+        self.purchases = purchases
         self.renewals = renewals
         self.latestReceipt = latestReceipt
         self.statedAt = statedAt
@@ -131,54 +53,13 @@ public struct VerifiedReceiptRecord: Sendable, Equatable {
     /// The original transaction ids, in first-seen order.
     public var originals: [String] {
         var seen: Set<Identifier> = []
-        return (transactions.map(\.originalTransactionID) + renewals.map(\.originalTransactionID)).filter {
+        return (purchases.map(\.fact.originalTransactionID) + renewals.map(\.fact.originalTransactionID)).filter {
             seen.insert(Identifier($0)).inserted
         }
     }
-}
 
-/// Who may hold a purchase another user already holds.
-public enum OwnershipPolicy: String, Sendable, CaseIterable {
-    /// The newest poster gets it; the transfer is recorded.
-    case transfer
-    /// The first holder keeps it; a second user is refused.
-    case keep
-    /// The newest poster gets it only when it gives its holder nothing now (expired, refunded,
-    /// revoked); while it entitles them, a second user is refused as under `keep`. Decided by the
-    /// caller, who can derive entitlements (see `SubscriberState.save`); storage treats it as `transfer`.
-    case transferIfInactive = "transfer_if_inactive"
-}
-
-/// A renewal-info snapshot as first seen (`renewal_history`).
-public struct RenewalSnapshot: Sendable, Equatable {
-    /// Row id: orders snapshots seen in the same millisecond.
-    public var id: Int64
-    public var observedAt: Int64
-    public var record: RenewalRecord
-
-    public init(id: Int64, observedAt: Int64, record: RenewalRecord) {
-        self.id = id
-        self.observedAt = observedAt
-        self.record = record
-    }
-}
-
-/// A purchase changing holder (`ownership_transfers`); `from` is nil for the first holder.
-public struct TransferRecord: Sendable, Equatable {
-    public var originalTransactionID: String
-    /// The newest product of the purchase, when its transactions are stored.
-    public var productID: String?
-    public var from: String?
-    public var to: String
-    public var at: Int64
-
-    public init(originalTransactionID: String, productID: String?, from: String?, to: String, at: Int64) {
-        self.originalTransactionID = originalTransactionID
-        self.productID = productID
-        self.from = from
-        self.to = to
-        self.at = at
-    }
+    /// Whether there is nothing to store.
+    public var isEmpty: Bool { purchases.isEmpty && renewals.isEmpty }
 }
 
 /// A stored subscriber and everything their purchases say.
@@ -187,26 +68,32 @@ public struct SubscriberRecord: Sendable, Equatable {
     /// The subscriber document's version and the fingerprint it was computed with.
     public var version: Int64
     public var stateHash: String?
-    public var transactions: [TransactionRecord]
-    /// Every renewal snapshot of the purchases held, oldest first.
-    public var renewalHistory: [RenewalSnapshot]
+    /// Every transaction of the purchases held, by purchase date.
+    public var purchases: [Stated<Purchase>]
+    /// Every renewal-info snapshot of those purchases, oldest first; `sequence` is the row id.
+    public var renewals: [Stated<RenewalObservation>]
     /// Every change of holder of those purchases, and of purchases taken away from this subscriber.
-    public var transfers: [TransferRecord]
+    public var transfers: [Transfer]
 
     public init(
-        appUserID: String, version: Int64, stateHash: String?, transactions: [TransactionRecord],
-        renewalHistory: [RenewalSnapshot], transfers: [TransferRecord]
+        appUserID: String, version: Int64, stateHash: String?, purchases: [Stated<Purchase>],
+        renewals: [Stated<RenewalObservation>], transfers: [Transfer]
     ) {
         self.appUserID = appUserID
         self.version = version
         self.stateHash = stateHash
-        self.transactions = transactions
-        self.renewalHistory = renewalHistory
+        self.purchases = purchases
+        self.renewals = renewals
         self.transfers = transfers
     }
 
+    /// The facts without their provenance: the derivation's input.
+    public var facts: Facts {
+        Facts(purchases: purchases.map(\.fact), renewals: renewals.map(\.fact), transfers: transfers)
+    }
+
     /// The original transaction ids this subscriber holds.
-    public var originals: Set<Identifier> { Set(transactions.map { Identifier($0.originalTransactionID) }) }
+    public var originals: Set<Identifier> { Set(purchases.map { Identifier($0.fact.originalTransactionID) }) }
 }
 
 /// One lifecycle event row (`events`).

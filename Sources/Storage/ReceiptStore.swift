@@ -1,46 +1,34 @@
+import Entitlements
 import Identifiers
 
 /// Reads and writes what Apple said about receipts (Migrations/0002_receipts.sql). Synchronous:
 /// use it inside `DatabaseQueue.run`.
 public struct ReceiptStore {
-    /// How a save ended.
-    public enum SaveOutcome: Sendable, Equatable {
-        /// Stored; `changes` counts the transaction and renewal rows that were new or different, and
-        /// the purchases that changed holder.
-        case saved(changes: Int)
-        /// Under `OwnershipPolicy.keep`, another user already holds one of the receipt's purchases.
-        /// Nothing was written.
-        case receiptInUse(heldBy: String)
+    /// What a save did.
+    public struct Saved: Sendable, Equatable {
+        /// The transaction and renewal rows that were new or different, plus the purchases that
+        /// changed holder.
+        public var changes: Int
+        /// The original transactions that changed holder, in first-seen order.
+        public var acquired: [String]
     }
 
     private let db: Database
 
     public init(_ database: Database) { db = database }
 
-    /// Stores a verified receipt for `appUserID` in one write transaction. Re-saving the same
-    /// receipt changes no row. A renewal row that changed is also appended to `renewal_history`,
-    /// dated `now`. Ownership of each original transaction goes to `appUserID` under
-    /// `.transfer` (recorded), or the save is refused under `.keep` when someone else holds it.
-    /// Notifications that were waiting for these purchases' owner are attached to `appUserID`.
-    /// `log`, when given, is written in the same transaction (even when `.keep` refuses the save).
-    public func save(
-        _ receipt: VerifiedReceiptRecord, for appUserID: String, policy: OwnershipPolicy, now: Int64,
-        log: VerificationLogEntry? = nil
-    ) throws -> SaveOutcome {
-        try db.transaction { () throws -> SaveOutcome in
-            if let log { try self.log(log, at: now) }
-            let originals = receipt.originals
-            var takeOver: [(original: String, from: String?)] = []
-            for original in originals {
-                let holder = try owner(of: original)
-                if let holder, holder.isExactly(appUserID) { continue }  // bytes, as the database compares
-                if let holder, policy == .keep { return .receiptInUse(heldBy: holder) }
-                takeOver.append((original, holder))
-            }
-            // Only now that the save will go ahead: `.keep`'s refusal above must write nothing.
+    /// Stores `facts` held by `appUserID`, in one write transaction: the subscriber row when new,
+    /// `appUserID` as the holder of each of their purchases (each change of holder recorded), and
+    /// the facts. Re-saving the same facts changes no row. A renewal that changed is appended to
+    /// `renewal_history`. Who may take a purchase from another user is the caller's decision.
+    public func save(_ facts: VerifiedFacts, for appUserID: String, now: Int64) throws -> Saved {
+        try db.transaction { () throws -> Saved in
             try db.prepare("INSERT OR IGNORE INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?)")
                 .bind([appUserID, now, now]).run()
-            for (original, from) in takeOver {
+            var acquired: [String] = []
+            for original in facts.originals {
+                let holder = try owner(of: original)
+                if let holder, holder.isExactly(appUserID) { continue }  // bytes, as the database compares
                 try db.prepare(
                     """
                     INSERT INTO ownership (original_transaction_id, app_user_id, since) VALUES (?, ?, ?)
@@ -49,22 +37,17 @@ public struct ReceiptStore {
                 ).bind([original, appUserID, now]).run()
                 try db.prepare(
                     "INSERT INTO ownership_transfers (original_transaction_id, from_app_user_id, to_app_user_id, at) VALUES (?, ?, ?, ?)"
-                ).bind([original, from, appUserID, now]).run()
-                try db.prepare(
-                    """
-                    UPDATE notifications SET app_user_id = ?, outcome = 'attached'
-                    WHERE outcome = 'pending_owner' AND original_transaction_id = ?
-                    """
-                ).bind([appUserID, original]).run()
+                ).bind([original, holder, appUserID, now]).run()
+                acquired.append(original)
             }
-            return .saved(changes: takeOver.count + (try writeFacts(receipt, now: now)))
+            return Saved(changes: acquired.count + (try writeFacts(facts, now: now)), acquired: acquired)
         }
     }
 
     /// Stores facts no user holds yet (a notification before the app posted a receipt): they join
     /// the subscriber's facts when a user takes the purchase. The number of rows new or changed.
-    public func saveUnowned(_ receipt: VerifiedReceiptRecord, now: Int64) throws -> Int {
-        try db.transaction { try writeFacts(receipt, now: now) }
+    public func saveUnowned(_ facts: VerifiedFacts, now: Int64) throws -> Int {
+        try db.transaction { try writeFacts(facts, now: now) }
     }
 
     /// Who holds an original transaction now.
@@ -88,38 +71,32 @@ public struct ReceiptStore {
         return try byPurchase.step() ? byPurchase.text(0) : nil
     }
 
-    /// Upserts the rows of `receipt`, never over rows Apple stated later; appends changed renewal
+    /// Upserts the rows of `facts`, never over rows Apple stated later; appends changed renewal
     /// info to the history. The number of rows new or changed.
-    private func writeFacts(_ receipt: VerifiedReceiptRecord, now: Int64) throws -> Int {
-        let stated = receipt.statedAt ?? now
+    private func writeFacts(_ facts: VerifiedFacts, now: Int64) throws -> Int {
+        let stated = facts.statedAt ?? now
         var changes = 0
         let upsertTransaction = try db.prepare(Self.upsertTransactionSQL)
-        for t in receipt.transactions {
-            try upsertTransaction.bind([
-                t.transactionID, t.originalTransactionID, t.productID, t.bundleID, t.environment, t.purchaseDate,
-                t.originalPurchaseDate, t.expiresDate, t.cancellationDate, t.cancellationReason, t.quantity,
-                t.isTrialPeriod ? 1 : 0, t.isInIntroOfferPeriod ? 1 : 0, t.isUpgraded ? 1 : 0, t.ownershipType,
-                t.subscriptionGroupID, t.webOrderLineItemID, t.promotionalOfferID, t.offerCodeRefName, t.rawJSON, now, now,
-                t.appAccountToken, stated,
-            ]).run()
+        for p in facts.purchases {
+            try upsertTransaction.bind(Self.purchaseValues(p) + [p.rawJSON, now, now, p.fact.appAccountToken, stated]).run()
             changes += db.changes
         }
         let upsertRenewal = try db.prepare(Self.upsertRenewalSQL)
         let appendHistory = try db.prepare(Self.insertHistorySQL)
         let lastObserved = try db.prepare("SELECT max(observed_at) FROM renewal_history WHERE original_transaction_id = ?")
-        for r in receipt.renewals {
-            try upsertRenewal.bind(Self.renewalValues(r) + [r.rawJSON, now, stated]).run()
+        for r in facts.renewals {
+            try upsertRenewal.bind(Self.renewalValues(r.fact) + [r.rawJSON, now, stated]).run()
             guard db.changes > 0 else { continue }
             changes += 1
             var observed = now
-            if let changed = receipt.renewalChangedAt {
+            if let changed = facts.renewalChangedAt {
                 // Apple's date of the change, kept in order: after the snapshot it replaces, not after now.
-                let previous = try lastObserved.bind([r.originalTransactionID]).firstInt() ?? .min
+                let previous = try lastObserved.bind([r.fact.originalTransactionID]).firstInt() ?? .min
                 observed = min(now, max(changed, previous))
             }
-            try appendHistory.bind(Self.renewalValues(r) + [r.rawJSON, observed]).run()
+            try appendHistory.bind(Self.renewalValues(r.fact) + [r.rawJSON, observed]).run()
         }
-        if let latest = receipt.latestReceipt {
+        if let latest = facts.latestReceipt {
             let upsertLatest = try db.prepare(
                 """
                 INSERT INTO latest_receipts (original_transaction_id, receipt_data, environment, updated_at) VALUES (?, ?, ?, ?)
@@ -127,7 +104,7 @@ public struct ReceiptStore {
                     environment = excluded.environment, updated_at = excluded.updated_at
                 WHERE receipt_data IS NOT excluded.receipt_data OR environment IS NOT excluded.environment
                 """)
-            for original in receipt.originals { try upsertLatest.bind([original, latest, receipt.environment, now]).run() }
+            for original in facts.originals { try upsertLatest.bind([original, latest, facts.environment, now]).run() }
         }
         return changes
     }
@@ -145,8 +122,8 @@ public struct ReceiptStore {
             WHERE o.app_user_id = ? ORDER BY t.purchase_date, t.transaction_id
             """
         ).bind([appUserID])
-        var records: [TransactionRecord] = []
-        while try transactions.step() { records.append(Self.transaction(transactions)) }
+        var purchases: [Stated<Purchase>] = []
+        while try transactions.step() { purchases.append(Self.purchase(transactions)) }
         let history = try db.prepare(
             """
             SELECT h.id, h.observed_at, \(Self.renewalColumns("h"))
@@ -154,10 +131,13 @@ public struct ReceiptStore {
             WHERE o.app_user_id = ? ORDER BY h.observed_at, h.id
             """
         ).bind([appUserID])
-        var snapshots: [RenewalSnapshot] = []
+        var renewals: [Stated<RenewalObservation>] = []
         while try history.step() {
-            snapshots.append(
-                RenewalSnapshot(id: history.int(0), observedAt: history.int(1), record: Self.renewal(history, from: 2)))
+            let stated = Self.renewal(history, from: 2)
+            renewals.append(
+                Stated(
+                    RenewalObservation(observedAt: history.int(1), sequence: history.int(0), renewal: stated.fact),
+                    rawJSON: stated.rawJSON))
         }
         let moves = try db.prepare(
             """
@@ -170,15 +150,15 @@ public struct ReceiptStore {
             ORDER BY m.at, m.id
             """
         ).bind([appUserID])
-        var transfers: [TransferRecord] = []
+        var transfers: [Transfer] = []
         while try moves.step() {
             transfers.append(
-                TransferRecord(
+                Transfer(
                     originalTransactionID: moves.text(0)!, productID: moves.text(4), from: moves.text(1), to: moves.text(2)!,
                     at: moves.int(3)))
         }
         return SubscriberRecord(
-            appUserID: appUserID, version: version, stateHash: stateHash, transactions: records, renewalHistory: snapshots,
+            appUserID: appUserID, version: version, stateHash: stateHash, purchases: purchases, renewals: renewals,
             transfers: transfers)
     }
 
@@ -204,27 +184,22 @@ public struct ReceiptStore {
     }
 
     /// Rewrites a transaction's derived columns (for re-derivation from its raw JSON).
-    public func updateColumns(of t: TransactionRecord) throws {
+    public func updateColumns(of p: Stated<Purchase>) throws {
         try db.prepare(
             """
-            UPDATE transactions SET original_transaction_id = ?, product_id = ?, bundle_id = ?, environment = ?,
-                purchase_date = ?, original_purchase_date = ?, expires_date = ?, cancellation_date = ?,
+            UPDATE transactions SET transaction_id = ?, original_transaction_id = ?, product_id = ?, bundle_id = ?,
+                environment = ?, purchase_date = ?, original_purchase_date = ?, expires_date = ?, cancellation_date = ?,
                 cancellation_reason = ?, quantity = ?, is_trial_period = ?, is_in_intro_offer_period = ?, is_upgraded = ?,
                 ownership_type = ?, subscription_group_id = ?, web_order_line_item_id = ?, promotional_offer_id = ?,
                 offer_code_ref_name = ?
             WHERE transaction_id = ?
             """
-        ).bind([
-            t.originalTransactionID, t.productID, t.bundleID, t.environment, t.purchaseDate, t.originalPurchaseDate,
-            t.expiresDate, t.cancellationDate, t.cancellationReason, t.quantity, t.isTrialPeriod ? 1 : 0,
-            t.isInIntroOfferPeriod ? 1 : 0, t.isUpgraded ? 1 : 0, t.ownershipType, t.subscriptionGroupID,
-            t.webOrderLineItemID, t.promotionalOfferID, t.offerCodeRefName, t.transactionID,
-        ]).run()
+        ).bind(Self.purchaseValues(p) + [p.fact.transactionID]).run()
     }
 
     /// Rewrites a renewal snapshot's derived columns, and the current row's when it is the newest.
-    public func updateColumns(of snapshot: RenewalSnapshot) throws {
-        let r = snapshot.record
+    public func updateColumns(of snapshot: Stated<RenewalObservation>) throws {
+        let values = Array(Self.renewalValues(snapshot.fact.renewal).dropFirst().dropLast())
         try db.prepare(
             """
             UPDATE renewal_history SET product_id = ?, auto_renew_product_id = ?, auto_renew_status = ?,
@@ -232,7 +207,7 @@ public struct ReceiptStore {
                 price_consent_status = ?, price_increase_status = ?, offer_code_ref_name = ?, promotional_offer_id = ?
             WHERE id = ?
             """
-        ).bind(Array(Self.renewalValues(r).dropFirst().dropLast()) + [snapshot.id]).run()
+        ).bind(values + [snapshot.fact.sequence]).run()
         try db.prepare(
             """
             UPDATE pending_renewal_info SET product_id = ?, auto_renew_product_id = ?, auto_renew_status = ?,
@@ -240,7 +215,7 @@ public struct ReceiptStore {
                 price_consent_status = ?, price_increase_status = ?, offer_code_ref_name = ?, promotional_offer_id = ?
             WHERE original_transaction_id = ? AND raw_json = ?
             """
-        ).bind(Array(Self.renewalValues(r).dropFirst().dropLast()) + [r.originalTransactionID, r.rawJSON]).run()
+        ).bind(values + [snapshot.fact.renewal.originalTransactionID, snapshot.rawJSON]).run()
     }
 
     /// When Apple last vouched for `appUserID`'s facts: their newest valid verification (a
@@ -274,15 +249,28 @@ public struct ReceiptStore {
         ].map { "\(t).\($0)" }.joined(separator: ", ")
     }
 
-    static func transaction(_ s: Statement) -> TransactionRecord {
-        TransactionRecord(
-            transactionID: s.text(0)!, originalTransactionID: s.text(1)!, productID: s.text(2)!, bundleID: s.text(3)!,
-            environment: s.text(4)!, purchaseDate: s.optionalInt(5), originalPurchaseDate: s.optionalInt(6),
-            expiresDate: s.optionalInt(7), cancellationDate: s.optionalInt(8), cancellationReason: s.text(9),
-            quantity: s.optionalInt(10), isTrialPeriod: s.int(11) == 1, isInIntroOfferPeriod: s.int(12) == 1,
-            isUpgraded: s.int(13) == 1, ownershipType: s.text(14), subscriptionGroupID: s.text(15),
-            webOrderLineItemID: s.text(16), promotionalOfferID: s.text(17), offerCodeRefName: s.text(18),
-            appAccountToken: s.text(20), rawJSON: s.text(19)!)
+    static func purchase(_ s: Statement) -> Stated<Purchase> {
+        Stated(
+            Purchase(
+                transactionID: s.text(0)!, originalTransactionID: s.text(1)!, productID: s.text(2)!,
+                purchaseDate: s.optionalInt(5), originalPurchaseDate: s.optionalInt(6), expiresDate: s.optionalInt(7),
+                cancellationDate: s.optionalInt(8), cancellationReason: s.text(9), isTrialPeriod: s.int(11) == 1,
+                isInIntroOfferPeriod: s.int(12) == 1, isUpgraded: s.int(13) == 1, ownershipType: s.text(14),
+                environment: s.text(4)!, subscriptionGroupID: s.text(15), promotionalOfferID: s.text(17),
+                offerCodeRefName: s.text(18), quantity: s.optionalInt(10), webOrderLineItemID: s.text(16),
+                appAccountToken: s.text(20)),
+            bundleID: s.text(3)!, rawJSON: s.text(19)!)
+    }
+
+    /// transaction_id … offer_code_ref_name, in the column order of `transactions`.
+    static func purchaseValues(_ stated: Stated<Purchase>) -> [(any StatementValue)?] {
+        let p = stated.fact
+        return [
+            p.transactionID, p.originalTransactionID, p.productID, stated.bundleID ?? "", p.environment, p.purchaseDate,
+            p.originalPurchaseDate, p.expiresDate, p.cancellationDate, p.cancellationReason, p.quantity,
+            p.isTrialPeriod ? 1 : 0, p.isInIntroOfferPeriod ? 1 : 0, p.isUpgraded ? 1 : 0, p.ownershipType,
+            p.subscriptionGroupID, p.webOrderLineItemID, p.promotionalOfferID, p.offerCodeRefName,
+        ]
     }
 
     static func renewalColumns(_ r: String) -> String {
@@ -293,17 +281,19 @@ public struct ReceiptStore {
         ].map { "\(r).\($0)" }.joined(separator: ", ")
     }
 
-    static func renewal(_ s: Statement, from c: Int32) -> RenewalRecord {
-        RenewalRecord(
-            originalTransactionID: s.text(c)!, productID: s.text(c + 1), autoRenewProductID: s.text(c + 2),
-            autoRenewStatus: s.optionalInt(c + 3).map { $0 == 1 }, expirationIntent: s.optionalInt(c + 4),
-            gracePeriodExpiresDate: s.optionalInt(c + 5), isInBillingRetryPeriod: s.optionalInt(c + 6).map { $0 == 1 },
-            priceConsentStatus: s.text(c + 7), priceIncreaseStatus: s.text(c + 8), offerCodeRefName: s.text(c + 9),
-            promotionalOfferID: s.text(c + 10), environment: s.text(c + 11)!, rawJSON: s.text(c + 12)!)
+    static func renewal(_ s: Statement, from c: Int32) -> Stated<Renewal> {
+        Stated(
+            Renewal(
+                originalTransactionID: s.text(c)!, productID: s.text(c + 1), autoRenewProductID: s.text(c + 2),
+                autoRenewStatus: s.optionalInt(c + 3).map { $0 == 1 }, expirationIntent: s.optionalInt(c + 4),
+                gracePeriodExpiresDate: s.optionalInt(c + 5), isInBillingRetryPeriod: s.optionalInt(c + 6).map { $0 == 1 },
+                priceConsentStatus: s.text(c + 7), priceIncreaseStatus: s.text(c + 8), offerCodeRefName: s.text(c + 9),
+                promotionalOfferID: s.text(c + 10), environment: s.text(c + 11)!),
+            rawJSON: s.text(c + 12)!)
     }
 
     /// original_transaction_id … environment, in the column order of both renewal tables.
-    static func renewalValues(_ r: RenewalRecord) -> [(any StatementValue)?] {
+    static func renewalValues(_ r: Renewal) -> [(any StatementValue)?] {
         [
             r.originalTransactionID, r.productID, r.autoRenewProductID, r.autoRenewStatus.map { $0 ? 1 : 0 },
             r.expirationIntent, r.gracePeriodExpiresDate, r.isInBillingRetryPeriod.map { $0 ? 1 : 0 }, r.priceConsentStatus,
@@ -374,7 +364,7 @@ public struct SharedReceipt: Sendable, Equatable {
     /// Who holds it now.
     public var holder: String?
     /// Every change of holder, oldest first (the first one has no `from`).
-    public var transfers: [TransferRecord]
+    public var transfers: [Transfer]
 }
 
 extension ReceiptStore {
@@ -409,7 +399,7 @@ extension ReceiptStore {
             _ = try moves.bind([original])
             while try moves.step() {
                 found[i].transfers.append(
-                    TransferRecord(
+                    Transfer(
                         originalTransactionID: original, productID: moves.text(3), from: moves.text(0), to: moves.text(1)!,
                         at: moves.int(2)))
             }

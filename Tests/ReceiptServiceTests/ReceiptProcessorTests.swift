@@ -246,19 +246,6 @@ struct ReceiptProcessorTests {
     }
 }
 
-@Suite("Subscriber document")
-struct SubscriberDocumentTests {
-    @Test(arguments: [
-        (Int64(0), "1970-01-01T00:00:00.000Z"), (1_611_147_600_000, "2021-01-20T13:00:00.000Z"),
-        (951_782_400_123, "2000-02-29T00:00:00.123Z"), (4_102_444_799_999, "2099-12-31T23:59:59.999Z"),
-        (-1, "1969-12-31T23:59:59.999Z"),
-    ])
-    func timesAreRFC3339UTC(ms: Int64, text: String) {
-        #expect(SubscriberDocument.time(ms) == .string(text))
-        #expect(SubscriberDocument.time(nil) == .null)
-    }
-}
-
 private func request(_ port: Int, _ target: String, key: String = TestSecrets.secretKey, headers: String = "") async throws
     -> (status: Int, body: [String: Any], head: String)
 {

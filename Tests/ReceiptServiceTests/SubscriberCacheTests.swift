@@ -72,14 +72,15 @@ struct SubscriberCacheTests {
             var checked = 0
             for scenario in scenarios {
                 let record = try #require(try ReceiptStore(db).subscriber("const-\(scenario.rawValue)"))
+                let facts = record.pinnedFacts
                 var t = clock.now - 400 * day
                 var generator = SystemRandomNumberGenerator()
                 while t < clock.now + 400 * day {
-                    let document = SubscriberDocument(record, settings: settings, now: t)
+                    let document = SubscriberDocument(appUserID: record.appUserID, facts: facts, settings: settings, now: t)
                     guard let next = document.changesAt else { break }
                     #expect(next > t)
                     for probe in [next - 1, Int64.random(in: t..<next, using: &generator)] {
-                        let later = SubscriberDocument(record, settings: settings, now: probe)
+                        let later = SubscriberDocument(appUserID: record.appUserID, facts: facts, settings: settings, now: probe)
                         #expect(later.fingerprint == document.fingerprint, "\(scenario) at \(probe) (read at \(t))")
                         checked += 1
                     }

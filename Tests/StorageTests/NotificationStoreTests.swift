@@ -1,15 +1,9 @@
+import Entitlements
 import Foundation
+import ReceiptTesting
 import Testing
 
 @testable import Storage
-
-private func migrated() throws -> Database {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
-    let db = try Database(path: ":memory:")
-    _ = try Migrator(migrations: try Migration.load(from: root + "/Migrations")).migrate(db)
-    return db
-}
 
 private func delivery(_ key: String, original: String? = "o1", outcome: String = "received") -> NotificationRecord {
     NotificationRecord(
@@ -17,26 +11,28 @@ private func delivery(_ key: String, original: String? = "o1", outcome: String =
         receivedAt: 10, body: #"{"signedPayload":"…"}"#)
 }
 
-private func purchase(_ id: String, stated: Int64?, cancelled: Int64? = nil, autoRenew: Bool = true) -> VerifiedReceiptRecord {
-    VerifiedReceiptRecord(
+private func purchase(_ id: String, stated: Int64?, cancelled: Int64? = nil, autoRenew: Bool = true) -> VerifiedFacts {
+    VerifiedFacts(
         environment: "sandbox",
-        transactions: [
-            TransactionRecord(
-                transactionID: id, originalTransactionID: "o1", productID: "monthly", bundleID: "com.x", environment: "sandbox",
-                purchaseDate: 1000, expiresDate: 9000, cancellationDate: cancelled,
+        purchases: [
+            Stated(
+                Purchase(
+                    transactionID: id, originalTransactionID: "o1", productID: "monthly", purchaseDate: 1000,
+                    expiresDate: 9000, cancellationDate: cancelled, environment: "sandbox"),
+                bundleID: "com.x",
                 rawJSON: #"{"transactionId":"\#(id)","revocationDate":\#(cancelled.map(String.init) ?? "null")}"#)
         ],
         renewals: [
-            RenewalRecord(
-                originalTransactionID: "o1", autoRenewStatus: autoRenew, environment: "sandbox",
+            Stated(
+                Renewal(originalTransactionID: "o1", autoRenewStatus: autoRenew, environment: "sandbox"),
                 rawJSON: #"{"autoRenewStatus":\#(autoRenew ? 1 : 0)}"#)
-        ], latestReceipt: nil, statedAt: stated)
+        ], statedAt: stated)
 }
 
 @Suite("Notification store")
 struct NotificationStoreTests {
     @Test func aDeliveryIsStoredOnceByItsKey() throws {
-        let db = try migrated()
+        let db = try migratedDatabase()
         let store = NotificationStore(db)
         let id = try #require(try store.insert(delivery("uuid-1")))
         #expect(try store.insert(delivery("uuid-1")) == nil)
@@ -47,7 +43,7 @@ struct NotificationStoreTests {
     }
 
     @Test func latestPagesNewestFirst() throws {
-        let store = NotificationStore(try migrated())
+        let store = NotificationStore(try migratedDatabase())
         for i in 0..<5 { _ = try store.insert(delivery("k\(i)")) }
         let first = try store.latest(limit: 3)
         #expect(first.map(\.dedupeKey) == ["k4", "k3", "k2"])
@@ -55,40 +51,41 @@ struct NotificationStoreTests {
     }
 
     @Test func olderStatementsNeverOverwriteNewerOnes() throws {
-        let db = try migrated()
+        let db = try migratedDatabase()
         let receipts = ReceiptStore(db)
-        #expect(
-            try receipts.save(
-                purchase("t1", stated: 200, cancelled: 150, autoRenew: false), for: "u", policy: .transfer, now: 300)
-                == .saved(changes: 3))
+        #expect(try receipts.save(purchase("t1", stated: 200, cancelled: 150, autoRenew: false), for: "u", now: 300).changes == 3)
         // Signed at 100, delivered after the refund signed at 200: nothing changes.
-        #expect(try receipts.save(purchase("t1", stated: 100), for: "u", policy: .transfer, now: 400) == .saved(changes: 0))
+        #expect(try receipts.save(purchase("t1", stated: 100), for: "u", now: 400).changes == 0)
         let subscriber = try #require(try receipts.subscriber("u"))
-        #expect(subscriber.transactions.first?.cancellationDate == 150)
-        #expect(subscriber.renewalHistory.map(\.record.autoRenewStatus) == [false])
+        #expect(subscriber.purchases.first?.fact.cancellationDate == 150)
+        #expect(subscriber.renewals.map(\.fact.renewal.autoRenewStatus) == [false])
         // A later statement applies (a refund reversed).
-        #expect(try receipts.save(purchase("t1", stated: 250), for: "u", policy: .transfer, now: 500) == .saved(changes: 2))
-        #expect(try receipts.subscriber("u")?.transactions.first?.cancellationDate == nil)
+        #expect(try receipts.save(purchase("t1", stated: 250), for: "u", now: 500).changes == 2)
+        #expect(try receipts.subscriber("u")?.purchases.first?.fact.cancellationDate == nil)
     }
 
     @Test func factsWithoutOwnerJoinTheUserWhoTakesThePurchaseAndWaitingDeliveriesAttach() throws {
-        let db = try migrated()
+        let db = try migratedDatabase()
         let receipts = ReceiptStore(db)
         let notifications = NotificationStore(db)
         let id = try #require(try notifications.insert(delivery("early", outcome: "pending_owner")))
         #expect(try receipts.saveUnowned(purchase("t1", stated: 100, autoRenew: false), now: 100) == 2)
         #expect(try receipts.owner(of: "o1") == nil)
-        let later = VerifiedReceiptRecord(
+        let later = VerifiedFacts(
             environment: "sandbox",
-            transactions: [
-                TransactionRecord(
-                    transactionID: "t0", originalTransactionID: "o1", productID: "monthly", bundleID: "com.x",
-                    environment: "sandbox", purchaseDate: 500, expiresDate: 900, appAccountToken: "tok", rawJSON: "{}")
-            ], renewals: [], latestReceipt: nil)
-        _ = try receipts.save(later, for: "ann", policy: .keep, now: 200)
+            purchases: [
+                Stated(
+                    Purchase(
+                        transactionID: "t0", originalTransactionID: "o1", productID: "monthly", purchaseDate: 500,
+                        expiresDate: 900, environment: "sandbox", appAccountToken: "tok"),
+                    bundleID: "com.x", rawJSON: "{}")
+            ])
+        let saved = try receipts.save(later, for: "ann", now: 200)
+        #expect(saved.acquired == ["o1"])
+        for original in saved.acquired { try notifications.attachPending(original, to: "ann") }
         let ann = try #require(try receipts.subscriber("ann"))
-        #expect(Set(ann.transactions.map(\.transactionID)) == ["t0", "t1"])
-        #expect(ann.renewalHistory.first?.record.autoRenewStatus == false)
+        #expect(Set(ann.purchases.map(\.fact.transactionID)) == ["t0", "t1"])
+        #expect(ann.renewals.first?.fact.renewal.autoRenewStatus == false)
         let attached = try #require(try notifications.latest(limit: 1).first)
         #expect(attached.id == id && attached.outcome == "attached" && attached.appUserID == "ann")
         #expect(try receipts.subscriber(forAccountToken: "tok") == "ann")
@@ -97,18 +94,18 @@ struct NotificationStoreTests {
     }
 
     @Test func applesChangeDateDatesTheHistoryInOrderAndNeverInTheFuture() throws {
-        let receipts = ReceiptStore(try migrated())
-        _ = try receipts.save(purchase("t1", stated: 500), for: "u", policy: .transfer, now: 500)
+        let receipts = ReceiptStore(try migratedDatabase())
+        _ = try receipts.save(purchase("t1", stated: 500), for: "u", now: 500)
         var off = purchase("t1", stated: 600, autoRenew: false)
         off.renewalChangedAt = 450  // before the snapshot it replaces: kept after it
-        _ = try receipts.save(off, for: "u", policy: .transfer, now: 600)
+        _ = try receipts.save(off, for: "u", now: 600)
         var on = purchase("t1", stated: 700)
         on.renewalChangedAt = 650
-        _ = try receipts.save(on, for: "u", policy: .transfer, now: 700)
+        _ = try receipts.save(on, for: "u", now: 700)
         var late = purchase("t1", stated: 800, autoRenew: false)
         late.renewalChangedAt = 10_000  // after now: now
-        _ = try receipts.save(late, for: "u", policy: .transfer, now: 800)
-        #expect(try receipts.subscriber("u")?.renewalHistory.map(\.observedAt) == [500, 500, 650, 800])
+        _ = try receipts.save(late, for: "u", now: 800)
+        #expect(try receipts.subscriber("u")?.renewals.map(\.fact.observedAt) == [500, 500, 650, 800])
     }
 
     @Test func aDurableTransactionCommitsAndRestoresNormalSync() throws {

@@ -65,18 +65,21 @@ func mapAndDerive(_ transaction: SignedTransaction?, _ renewal: SignedRenewalInf
         check(t.revocationDate, "revocationDate")
     }
     check(renewal?.gracePeriodExpiresDate, "gracePeriodExpiresDate")
-    let record = RecordMapping.record(transaction: transaction, renewal: renewal, statedAt: statedAt)
+    let verified = WireMapping.facts(transaction: transaction, renewal: renewal, statedAt: statedAt)
     let subscriber = SubscriberRecord(
-        appUserID: "fuzz", version: 1, stateHash: nil, transactions: record.transactions,
-        renewalHistory: record.renewals.enumerated().map {
-            RenewalSnapshot(id: Int64($0.offset + 1), observedAt: statedAt ?? now, record: $0.element)
+        appUserID: "fuzz", version: 1, stateHash: nil, purchases: verified.purchases,
+        renewals: verified.renewals.enumerated().map {
+            Stated(
+                RenewalObservation(observedAt: statedAt ?? now, sequence: Int64($0.offset + 1), renewal: $0.element.fact),
+                rawJSON: $0.element.rawJSON)
         },
         transfers: [])
+    let facts = subscriber.pinnedFacts
     for at in [now, AppleDate.range.upperBound] {
-        let document = state.document(subscriber, now: at)
+        let document = state.document(subscriber, facts: facts, now: at)
         let rendered = document.rendered(version: 1, now: at, explain: true)
         guard (try? JSONValue.parse(rendered.jsonBytes)) == rendered else { fatalError("a document does not round-trip") }
-        _ = History.events(RecordMapping.facts(subscriber), appUserID: "fuzz", catalog: Catalog(), policy: .init(), asOf: at)
+        _ = History.events(facts, appUserID: "fuzz", catalog: Catalog(), policy: .init(), asOf: at)
     }
 }
 

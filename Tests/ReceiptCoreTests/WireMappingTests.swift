@@ -16,10 +16,12 @@ private func capture(_ name: String) throws -> JSONValue {
 
 /// A subscriber holding everything `response` says, its renewal info seen at `seenAt`.
 private func subscriber(_ response: VerifyReceiptResponse, seenAt: Int64) -> SubscriberRecord {
-    let record = RecordMapping.record(of: response, environment: .sandbox)
+    let verified = WireMapping.facts(of: response, environment: .sandbox)
     return SubscriberRecord(
-        appUserID: "u", version: 0, stateHash: nil, transactions: record.transactions,
-        renewalHistory: record.renewals.enumerated().map { RenewalSnapshot(id: Int64($0), observedAt: seenAt, record: $1) },
+        appUserID: "u", version: 0, stateHash: nil, purchases: verified.purchases,
+        renewals: verified.renewals.enumerated().map {
+            Stated(RenewalObservation(observedAt: seenAt, sequence: Int64($0), renewal: $1.fact), rawJSON: $1.rawJSON)
+        },
         transfers: [])
 }
 
@@ -28,12 +30,12 @@ private func ms(_ rfc3339: String) -> Int64 {
 }
 
 @Suite("Real captures through the derivation")
-struct RecordMappingTests {
+struct WireMappingTests {
     @Test func theFortyTwoTransactionReceiptEndsExpiredByVoluntaryCancellation() throws {
         let json = try capture("verify-receipt-response.json")
         let response = try VerifyReceiptResponse(json: json.jsonBytes)
         let requestDate = ms("2021-08-14T15:19:43Z")
-        let facts = RecordMapping.facts(subscriber(response, seenAt: requestDate))
+        let facts = subscriber(response, seenAt: requestDate).pinnedFacts
         #expect(facts.purchases.count == 43)
         let subs = Derivation.subscriptions(facts, now: requestDate)
         let current = try #require(subs.first { $0.state != .upgraded && $0.productID == "one_month_subscription" })
@@ -60,7 +62,7 @@ struct RecordMappingTests {
         let unified = try #require(try capture("v1-server-notification.json")["unified_receipt"])
         let response = try VerifyReceiptResponse(json: unified.jsonBytes)
         let changed = ms("2020-11-25T08:30:02Z")
-        let facts = RecordMapping.facts(subscriber(response, seenAt: changed))
+        let facts = subscriber(response, seenAt: changed).pinnedFacts
         #expect(facts.purchases.count == 54)
         // 19:00, with what the receipt held then: the upgraded yearly period (until 19:29) is
         // superseded; the monthly one bought at 18:58 runs.
@@ -83,11 +85,14 @@ struct RecordMappingTests {
 
     @Test func remappingAStoredRowGivesTheSameRow() throws {
         let response = try VerifyReceiptResponse(json: try capture("verify-receipt-response.json").jsonBytes)
-        let record = RecordMapping.record(of: response, environment: .sandbox)
-        for t in record.transactions { #expect(RecordMapping.remapped(t) == t) }
-        for r in record.renewals { #expect(RecordMapping.remapped(r) == r) }
-        var broken = record.transactions[0]
+        let verified = WireMapping.facts(of: response, environment: .sandbox)
+        for p in verified.purchases { #expect(WireMapping.remapped(p) == p) }
+        for r in verified.renewals {
+            let stored = Stated(RenewalObservation(observedAt: 5, sequence: 1, renewal: r.fact), rawJSON: r.rawJSON)
+            #expect(WireMapping.remapped(stored) == stored)
+        }
+        var broken = verified.purchases[0]
         broken.rawJSON = "[]"
-        #expect(RecordMapping.remapped(broken) == nil)
+        #expect(WireMapping.remapped(broken) == nil)
     }
 }

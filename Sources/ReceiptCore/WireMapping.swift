@@ -1,0 +1,166 @@
+import AppStore
+import Entitlements
+import Identifiers
+import JSON
+import SignedData
+import Storage
+
+/// Apple's wire models → the domain's facts, each with its provenance: the one mapping. Every
+/// source of facts (a verifyReceipt answer, a V1 notification's `unified_receipt`, a StoreKit 2
+/// transaction or renewal info) comes through here, and `receiptd rederive` maps stored raw JSON
+/// again through the same functions.
+package enum WireMapping {
+    /// A verifyReceipt answer, or a V1 notification's `unified_receipt` (which has no `receipt`:
+    /// its bundle id is the notification's `bid`).
+    static func facts(
+        of response: VerifyReceiptResponse, environment: AppStoreEnvironment, bundleID: String? = nil
+    ) -> VerifiedFacts {
+        let bundleID = bundleID ?? response.receipt?.bundleID ?? ""
+        let env = environment.rawValue
+        return VerifiedFacts(
+            environment: env, purchases: response.transactions.map { purchase($0, bundleID: bundleID, environment: env) },
+            renewals: response.pendingRenewalInfo.map { renewal($0, environment: env) }, latestReceipt: response.latestReceipt)
+    }
+
+    /// Verified StoreKit 2 data (a V2 notification's, or a client's signed transaction), stated
+    /// at `statedAt` (the JWS's `signedDate`).
+    static func facts(transaction: SignedTransaction?, renewal: SignedRenewalInfo?, statedAt: Int64?) -> VerifiedFacts {
+        let environment = (transaction?.environment ?? renewal?.environment).flatMap(AppStoreEnvironment.init(appleName:))
+        return VerifiedFacts(
+            environment: (environment ?? .production).rawValue, purchases: transaction.map { [purchase($0)] } ?? [],
+            renewals: renewal.map { [self.renewal($0)] } ?? [], statedAt: statedAt, renewalChangedAt: renewal?.signedDate)
+    }
+
+    /// A verifyReceipt transaction (§1.6).
+    static func purchase(_ t: Transaction, bundleID: String, environment: String) -> Stated<Purchase> {
+        Stated(
+            Purchase(
+                transactionID: t.transactionID, originalTransactionID: t.originalTransactionID, productID: t.productID,
+                purchaseDate: t.purchaseDateMs, originalPurchaseDate: t.originalPurchaseDateMs, expiresDate: t.expiresDateMs,
+                cancellationDate: t.cancellationDateMs, cancellationReason: t.cancellationReason,
+                isTrialPeriod: t.isTrialPeriod, isInIntroOfferPeriod: t.isInIntroOfferPeriod, isUpgraded: t.isUpgraded,
+                ownershipType: t.ownershipType, environment: environment, subscriptionGroupID: t.subscriptionGroupID,
+                promotionalOfferID: t.promotionalOfferID, offerCodeRefName: t.offerCodeRefName, quantity: t.quantity,
+                webOrderLineItemID: t.webOrderLineItemID, appAccountToken: t.appAccountToken),
+            bundleID: bundleID, rawJSON: String(decoding: t.raw.jsonBytes, as: UTF8.self))
+    }
+
+    /// §3.5 onto §1.6's facts: `revocationDate` is the cancellation date, `offerType` 1 the trial
+    /// or intro flags, 2 and 4 (win-back) a promotional offer, 3 an offer code.
+    static func purchase(_ t: SignedTransaction) -> Stated<Purchase> {
+        let environment = t.environment.flatMap(AppStoreEnvironment.init(appleName:)) ?? .production
+        let trial = t.offerType == 1 && t.offerDiscountType == "FREE_TRIAL"
+        return Stated(
+            Purchase(
+                transactionID: t.transactionID, originalTransactionID: t.originalTransactionID, productID: t.productID,
+                purchaseDate: t.purchaseDate, originalPurchaseDate: t.originalPurchaseDate, expiresDate: t.expiresDate,
+                cancellationDate: t.revocationDate, cancellationReason: t.revocationReason.map(String.init),
+                isTrialPeriod: trial, isInIntroOfferPeriod: t.offerType == 1 && !trial, isUpgraded: t.isUpgraded,
+                ownershipType: t.inAppOwnershipType, environment: environment.rawValue,
+                subscriptionGroupID: t.subscriptionGroupID,
+                promotionalOfferID: t.offerType == 2 || t.offerType == 4 ? t.offerIdentifier : nil,
+                offerCodeRefName: t.offerType == 3 ? t.offerIdentifier : nil, quantity: t.quantity,
+                webOrderLineItemID: t.webOrderLineItemID, appAccountToken: t.appAccountToken),
+            bundleID: t.bundleID, rawJSON: unsigned(t.raw))
+    }
+
+    /// verifyReceipt's pending renewal info (§1.7).
+    static func renewal(_ r: PendingRenewalInfo, environment: String) -> Stated<Renewal> {
+        Stated(
+            Renewal(
+                originalTransactionID: r.originalTransactionID, productID: r.productID,
+                autoRenewProductID: r.autoRenewProductID, autoRenewStatus: r.autoRenewStatus,
+                expirationIntent: r.expirationIntent, gracePeriodExpiresDate: r.gracePeriodExpiresDateMs,
+                isInBillingRetryPeriod: r.isInBillingRetryPeriod, priceConsentStatus: r.priceConsentStatus,
+                priceIncreaseStatus: r.priceIncreaseStatus, offerCodeRefName: r.offerCodeRefName,
+                promotionalOfferID: r.promotionalOfferID, environment: environment),
+            rawJSON: String(decoding: r.raw.jsonBytes, as: UTF8.self))
+    }
+
+    /// §3.6 onto §1.7's facts.
+    static func renewal(_ r: SignedRenewalInfo) -> Stated<Renewal> {
+        Stated(
+            Renewal(
+                originalTransactionID: r.originalTransactionID, productID: r.productID,
+                autoRenewProductID: r.autoRenewProductID, autoRenewStatus: r.autoRenewStatus,
+                expirationIntent: r.expirationIntent, gracePeriodExpiresDate: r.gracePeriodExpiresDate,
+                isInBillingRetryPeriod: r.isInBillingRetryPeriod, priceIncreaseStatus: r.priceIncreaseStatus.map(String.init),
+                offerCodeRefName: r.offerType == 3 ? r.offerIdentifier : nil,
+                promotionalOfferID: r.offerType == 2 || r.offerType == 4 ? r.offerIdentifier : nil,
+                environment: (r.environment.flatMap(AppStoreEnvironment.init(appleName:)) ?? .production).rawValue),
+            rawJSON: unsigned(r.raw))
+    }
+
+    /// A signed payload without `signedDate`: the same facts signed twice are the same row (the
+    /// signed original stays in `notifications.body`).
+    static func unsigned(_ payload: JSONValue) -> String {
+        guard case .object(var fields) = payload else { return String(decoding: payload.jsonBytes, as: UTF8.self) }
+        fields["signedDate"] = nil
+        return String(decoding: JSONValue.object(fields).jsonBytes, as: UTF8.self)
+    }
+
+    /// A stored transaction mapped again from its raw JSON (`receiptd rederive`); nil when the raw
+    /// JSON no longer parses as a transaction.
+    static func remapped(_ stored: Stated<Purchase>) -> Stated<Purchase>? {
+        guard let json = try? JSONValue.parse(Array(stored.rawJSON.utf8)) else { return nil }
+        var again: Stated<Purchase>
+        if let parsed = try? Transaction(json) {
+            again = purchase(parsed, bundleID: stored.bundleID ?? "", environment: stored.fact.environment)
+        } else if let parsed = try? SignedTransaction(json) {
+            again = purchase(parsed)
+        } else {
+            return nil
+        }
+        // A token is only ever learned, never forgotten (storage keeps the one it has).
+        again.fact.appAccountToken = again.fact.appAccountToken ?? stored.fact.appAccountToken
+        return again
+    }
+
+    /// A stored renewal snapshot mapped again from its raw JSON.
+    static func remapped(_ stored: Stated<RenewalObservation>) -> Stated<RenewalObservation>? {
+        guard let json = try? JSONValue.parse(Array(stored.rawJSON.utf8)) else { return nil }
+        let again: Stated<Renewal>
+        if let parsed = try? PendingRenewalInfo(json) {
+            again = renewal(parsed, environment: stored.fact.renewal.environment)
+        } else if let parsed = try? SignedRenewalInfo(json) {
+            again = renewal(parsed)
+        } else {
+            return nil
+        }
+        var observation = stored.fact
+        observation.renewal = again.fact
+        return Stated(observation, bundleID: stored.bundleID, rawJSON: again.rawJSON)
+    }
+
+    /// Events as rows; their facts become a JSON object (times as RFC 3339).
+    static func eventRecords(_ events: [LifecycleEvent]) -> [EventRecord] {
+        events.map { e in
+            EventRecord(
+                key: e.key, type: e.kind.rawValue, at: e.at, productID: e.productID,
+                originalTransactionID: e.originalTransactionID,
+                transactionID: e.transactionID, factsJSON: String(decoding: json(e.facts).jsonBytes, as: UTF8.self))
+        }
+    }
+
+    /// Facts as a JSON object: times RFC 3339, flags booleans, numbers integers.
+    static func json(_ facts: [Fact]) -> JSONValue {
+        var object: [Identifier: JSONValue] = [:]
+        for f in facts {
+            object[Identifier(f.name)] =
+                switch f.value {
+                case .text(let s): .string(s)
+                case .time(let ms): .string(CivilTime.rfc3339(ms))
+                case .flag(let b): .bool(b)
+                case .number(let n): .int(n)
+                }
+        }
+        return .object(object)
+    }
+}
+
+extension SubscriberRecord {
+    /// The pure derivation's input. Stored rows are where dates enter it: each is pinned into
+    /// ``AppleDate/range`` (a row stored before dates were checked on entry cannot make the
+    /// derivation's arithmetic overflow). Compute it once per read or save and pass it on.
+    var pinnedFacts: Facts { facts.clamped(to: AppleDate.range) }
+}

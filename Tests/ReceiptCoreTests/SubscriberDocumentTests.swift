@@ -1,0 +1,48 @@
+import Entitlements
+import Identifiers
+import JSON
+import Storage
+import Testing
+
+@testable import ReceiptCore
+
+@Suite("Subscriber document")
+struct SubscriberDocumentTests {
+    @Test(arguments: [
+        (Int64(0), "1970-01-01T00:00:00.000Z"), (1_611_147_600_000, "2021-01-20T13:00:00.000Z"),
+        (951_782_400_123, "2000-02-29T00:00:00.123Z"), (4_102_444_799_999, "2099-12-31T23:59:59.999Z"),
+        (-1, "1969-12-31T23:59:59.999Z"),
+    ])
+    func timesAreRFC3339UTC(ms: Int64, text: String) {
+        #expect(SubscriberDocument.time(ms) == .string(text))
+        #expect(SubscriberDocument.time(nil) == .null)
+    }
+}
+
+/// Product ids are exact bytes in the document too. Two subscriptions whose product ids
+/// are canonically equivalent spellings are two entries, each with its own state.
+extension SubscriberDocumentTests {
+    @Test func equivalentProductSpellingsAreTwoSubscriptions() {
+        let day: Int64 = 86_400_000
+        let now: Int64 = 1_735_689_600_000
+        func purchase(_ id: String, product: String, expires: Int64) -> Purchase {
+            Purchase(
+                transactionID: id, originalTransactionID: id, productID: product, purchaseDate: now - 30 * day,
+                expiresDate: expires)
+        }
+        let facts = Facts(purchases: [
+            purchase("1", product: "caf\u{00E9}", expires: now + day),
+            purchase("2", product: "cafe\u{0301}", expires: now - day),
+        ])
+        let settings = EntitlementSettings(rules: EntitlementRules([:]), catalog: Catalog(), policy: DerivationPolicy())
+        let rendered = SubscriberDocument(appUserID: "u", facts: facts, settings: settings, now: now)
+            .rendered(version: 1, now: now, explain: false)
+        guard case .object(let subscriptions)? = rendered["subscriptions"] else {
+            Issue.record("no subscriptions in \(rendered)")
+            return
+        }
+        #expect(subscriptions.count == 2)
+        #expect(subscriptions[Identifier("caf\u{00E9}")]?["active"] == .bool(true))
+        #expect(subscriptions[Identifier("cafe\u{0301}")]?["active"] == .bool(false))
+    }
+}
