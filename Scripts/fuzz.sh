@@ -21,12 +21,29 @@ if [ ! -f /usr/share/llhttp/llhttp.c ]; then
 fi
 
 scratch="$root/.build-fuzz"
+# --sanitize=fuzzer for SwiftPM (C targets and the link), -sanitize=fuzzer,address for swiftc:
+# `--sanitize=fuzzer --sanitize=address` drops one of the two at random on this toolchain.
+# -enable-testing: fuzz-signed-data reaches ReceiptCore's internal fact mapping.
+build() {
+  swift build -c release --package-path "$root/Fuzz" --scratch-path "$scratch" --product "$1" \
+    --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing >"$scratch/$1.build.log" 2>&1
+}
+mkdir -p "$scratch"
 for target in "${targets[@]}"; do
-  # --sanitize=fuzzer for SwiftPM (C targets and the link), -sanitize=fuzzer,address for swiftc:
-  # `--sanitize=fuzzer --sanitize=address` drops one of the two at random on this toolchain.
-  # -enable-testing: fuzz-signed-data reaches ReceiptCore's internal fact mapping.
-  swift build -c release --package-path "$root/Fuzz" --scratch-path "$scratch" --product "$target" \
-    --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing 2>&1 | grep -E "error|warning: |Compiling|Build" | grep -v "^\[" || true
+  if ! build "$target"; then
+    # The Fuzz package compiles ../Sources by path: SwiftPM keeps a stale build plan when a file
+    # there is renamed ("missing inputs"). Plan again once; any other failure stops here, never
+    # running a binary left from an earlier build.
+    if grep -q "missing inputs" "$scratch/$target.build.log"; then
+      rm -f "$scratch/release.yaml" "$scratch"/*/release/description.json
+      build "$target" || { grep -E "error" "$scratch/$target.build.log" >&2; echo "fuzz.sh: $target does not build" >&2; exit 2; }
+    else
+      grep -E "error" "$scratch/$target.build.log" >&2
+      echo "fuzz.sh: $target does not build" >&2
+      exit 2
+    fi
+  fi
+  grep -E "warning: " "$scratch/$target.build.log" || true
   test -x "$scratch/release/$target"
 done
 

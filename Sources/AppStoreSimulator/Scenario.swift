@@ -1,3 +1,5 @@
+import Foundation
+
 /// The scripted receipts the simulator knows. A receipt's content (its base64-decoded bytes) is
 /// `<scenario>` or `<scenario>:<tag>`; the tag makes transaction ids distinct per receipt, so two
 /// users can hold different purchases of the same scenario.
@@ -68,4 +70,9 @@ public enum Scenario: String, Sendable, CaseIterable {
         default: nil
         }
     }
+}
+
+extension Scenario {
+    /// The receipt data (base64) whose content is `content`: `<scenario>` or `<scenario>:<tag>`.
+    public static func receiptData(_ content: String) -> String { Data(content.utf8).base64EncodedString() }
 }

@@ -1,10 +1,11 @@
+import AppStoreSimulator
 import Foundation
 
 /// One HTTP/1.1 exchange with a server on 127.0.0.1, on a thread of its own (never Dispatch's
 /// global queues: on Linux, Swift concurrency's executor shares their threads, and one blocked in
 /// recv starves the server's handlers). `raw` must ask to close; every response is scanned by
 /// ``SecretAudit``.
-package func send(_ port: Int, _ raw: String) async throws -> (status: Int, body: String, head: String) {
+package func send(_ port: Int, _ raw: String) async throws -> Reply {
     try await withCheckedThrowingContinuation { continuation in
         Thread {
             continuation.resume(
@@ -34,34 +35,66 @@ package func send(_ port: Int, _ raw: String) async throws -> (status: Int, body
                     SecretAudit.shared.scan(text, from: "response to \(raw.prefix(while: { $0 != "\r" }))")
                     let status = Int(text.split(separator: " ")[1]) ?? 0
                     let parts = text.components(separatedBy: "\r\n\r\n")
-                    return (status, parts.dropFirst().joined(separator: "\r\n\r\n"), parts[0])
+                    return Reply(status: status, body: parts.dropFirst().joined(separator: "\r\n\r\n"), head: parts[0])
                 })
         }.start()
     }
 }
 
-/// GET `path`, with a bearer `key` when given.
-package func get(_ port: Int, _ path: String, key: String? = nil, headers: String = "") async throws -> (
-    status: Int, body: String
-) {
+/// A response as tests read it.
+package struct Reply: Sendable {
+    package var status: Int
+    package var body: String
+    /// The status line and headers.
+    package var head: String
+
+    /// The body as a JSON object; empty when it is not one.
+    package var json: [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
+    }
+
+    /// The error body's stable `code`.
+    package var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+}
+
+/// One request over loopback, with a bearer `key` when given; a body is sent with its length
+/// and `contentType`. Every other helper here goes through this one.
+package func request(
+    _ port: Int, _ method: String, _ target: String, _ body: String = "", key: String? = nil, headers: String = "",
+    contentType: String = "application/json"
+) async throws -> Reply {
     let auth = key.map { "Authorization: Bearer \($0)\r\n" } ?? ""
-    let r = try await send(port, "GET \(path) HTTP/1.1\r\nHost: t\r\n\(auth)\(headers)Connection: close\r\n\r\n")
-    return (r.status, r.body)
+    let content = body.isEmpty && method == "GET" ? "" : "Content-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\n"
+    return try await send(
+        port, "\(method) \(target) HTTP/1.1\r\nHost: t\r\n\(auth)\(headers)\(content)Connection: close\r\n\r\n\(body)")
+}
+
+/// GET `target`, with a bearer `key` when given.
+package func get(_ port: Int, _ target: String, key: String? = nil, headers: String = "") async throws -> Reply {
+    try await request(port, "GET", target, key: key, headers: headers)
 }
 
 /// POST `body` to `path`, with a bearer `key` when given.
 package func post(
     _ port: Int, _ path: String, _ body: String, key: String? = nil, contentType: String = "application/json"
-) async throws -> (status: Int, body: String, head: String) {
-    let auth = key.map { "Authorization: Bearer \($0)\r\n" } ?? ""
-    return try await send(
-        port,
-        "POST \(path) HTTP/1.1\r\nHost: t\r\n\(auth)Content-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\n"
-            + "Connection: close\r\n\r\n\(body)")
+) async throws -> Reply {
+    try await request(port, "POST", path, body, key: key, contentType: contentType)
+}
+
+/// GET /v1/subscribers/`user``suffix` (`?explain=true`, `/events`, …) as a backend does, with the secret key.
+package func subscriber(
+    _ port: Int, _ user: String, _ suffix: String = "", key: String = TestSecrets.secretKey, headers: String = ""
+) async throws -> Reply {
+    try await get(port, "/v1/subscribers/\(user)\(suffix)", key: key, headers: headers)
+}
+
+/// The entitlement `name` of a subscriber document.
+package func entitlement(_ document: [String: Any], _ name: String) -> [String: Any]? {
+    (document["entitlements"] as? [String: Any])?[name] as? [String: Any]
 }
 
 /// A receipt the App Store simulator understands: base64 of `scenario:tag` (AppStoreSimulator).
-package func simulatedReceipt(_ content: String) -> String { Data(content.utf8).base64EncodedString() }
+package func simulatedReceipt(_ content: String) -> String { Scenario.receiptData(content) }
 
 /// POST /v1/receipts's body for `user` with the simulated receipt `content`; `extra` is more
 /// members, written as JSON text beginning with a comma.
@@ -69,8 +102,14 @@ package func receiptBody(user: String, _ content: String, extra: String = "") ->
     #"{"app_user_id":"\#(user)","receipt_data":"\#(simulatedReceipt(content))"\#(extra)}"#
 }
 
+/// POST /v1/receipts with `body` as the app does, with the public key.
+package func postReceipts(
+    _ port: Int, _ body: String, key: String? = TestSecrets.publicKey, contentType: String = "application/json"
+) async throws -> Reply {
+    try await post(port, "/v1/receipts", body, key: key, contentType: contentType)
+}
+
 /// Posts the simulated receipt `content` for `user` with the public key.
-package func postReceipt(_ port: Int, user: String, _ content: String) async throws -> (status: Int, body: String) {
-    let r = try await post(port, "/v1/receipts", receiptBody(user: user, content), key: TestSecrets.publicKey)
-    return (r.status, r.body)
+package func postReceipt(_ port: Int, user: String, _ content: String) async throws -> Reply {
+    try await postReceipts(port, receiptBody(user: user, content))
 }

@@ -31,8 +31,6 @@ private func withSimulator(
     await server.waitUntilStopped()
 }
 
-private func receipt(_ content: String) -> String { Data(content.utf8).base64EncodedString() }
-
 /// AppStore's wire transactions as Entitlements' facts (ReceiptService will do this from storage).
 private func statuses(_ response: VerifyReceiptResponse) -> (subs: [SubscriptionStatus], other: [NonSubscriptionPurchase]) {
     let purchases = response.transactions.map {
@@ -73,7 +71,7 @@ struct AppStoreSimulatorTests {
         ]
         try await withSimulator { client in
             for (scenario, state, periodType, intent) in expected {
-                let v = await client.verify(receiptData: receipt(scenario))
+                let v = await client.verify(receiptData: Scenario.receiptData(scenario))
                 guard case .valid(let response, .production) = v.result else {
                     Issue.record("\(scenario): \(v.result)")
                     continue
@@ -90,7 +88,7 @@ struct AppStoreSimulatorTests {
 
     @Test func upgradesAndOneTimePurchases() async throws {
         try await withSimulator { client in
-            guard case .valid(let upgraded, _) = await client.verify(receiptData: receipt("upgraded")).result else {
+            guard case .valid(let upgraded, _) = await client.verify(receiptData: Scenario.receiptData("upgraded")).result else {
                 Issue.record("upgraded")
                 return
             }
@@ -98,13 +96,14 @@ struct AppStoreSimulatorTests {
                 statuses(upgraded).subs.map { "\($0.productID):\($0.state.rawValue)" } == [
                     "monthly:upgraded", "premium_monthly:active",
                 ])
-            guard case .valid(let lifetime, _) = await client.verify(receiptData: receipt("non_consumable:7")).result else {
+            guard case .valid(let lifetime, _) = await client.verify(receiptData: Scenario.receiptData("non_consumable:7")).result
+            else {
                 Issue.record("non_consumable")
                 return
             }
             #expect(statuses(lifetime).other.map(\.productID) == ["lifetime"])
             #expect(statuses(lifetime).subs.isEmpty)
-            guard case .valid(let coins, _) = await client.verify(receiptData: receipt("consumable")).result else {
+            guard case .valid(let coins, _) = await client.verify(receiptData: Scenario.receiptData("consumable")).result else {
                 Issue.record("consumable")
                 return
             }
@@ -114,28 +113,30 @@ struct AppStoreSimulatorTests {
 
     @Test func environmentsRetriesAndFailures() async throws {
         try await withSimulator { client in
-            let sandbox = await client.verify(receiptData: receipt("sandbox_only"))
+            let sandbox = await client.verify(receiptData: Scenario.receiptData("sandbox_only"))
             #expect(sandbox.environment == .sandbox && sandbox.attempts == 2)
-            let production = await client.verify(receiptData: receipt("production_only"))
+            let production = await client.verify(receiptData: Scenario.receiptData("production_only"))
             #expect(production.environment == .production && production.attempts == 1)
             for scenario in ["unavailable_once", "retryable_once"] {
-                let v = await client.verify(receiptData: receipt(scenario))
+                let v = await client.verify(receiptData: Scenario.receiptData(scenario))
                 guard case .valid = v.result else {
                     Issue.record("\(scenario): \(v.result)")
                     continue
                 }
                 #expect(v.attempts == 2, "\(scenario)")
             }
-            let malformed = await client.verify(receiptData: receipt("status_21002"))
+            let malformed = await client.verify(receiptData: Scenario.receiptData("status_21002"))
             guard case .unavailable(let s, _) = malformed.result else {
                 Issue.record("21002: \(malformed.result)")
                 return
             }
             #expect(s?.rawValue == 21002 && malformed.attempts == 3)
             #expect(
-                await client.verify(receiptData: receipt("status_21003")).result == .invalidReceipt(AppleStatus(rawValue: 21003)))
+                await client.verify(receiptData: Scenario.receiptData("status_21003")).result
+                    == .invalidReceipt(AppleStatus(rawValue: 21003)))
             #expect(
-                await client.verify(receiptData: receipt("status_21010")).result == .invalidReceipt(AppleStatus(rawValue: 21010)))
+                await client.verify(receiptData: Scenario.receiptData("status_21010")).result
+                    == .invalidReceipt(AppleStatus(rawValue: 21010)))
             #expect(
                 await client.verify(receiptData: "not base64!").result
                     == .unavailable(status: AppleStatus(rawValue: 21002), reason: "Apple asked to try again; 2 retries used"))
@@ -158,7 +159,7 @@ struct AppStoreSimulatorTests {
             else { return nil }
             return status
         }
-        let verify = #"{"receipt-data":"\#(receipt("active_monthly"))"}"#
+        let verify = #"{"receipt-data":"\#(Scenario.receiptData("active_monthly"))"}"#
         #expect(await status("/production/verifyReceipt", verify) == 200)
         #expect(await status("/control/outage", #"{"seconds":60}"#) == 204)
         #expect(await status("/production/verifyReceipt", verify) == 503)
@@ -175,7 +176,7 @@ struct AppStoreSimulatorTests {
         let clock = Mutex<Int64>(Int64(Date().timeIntervalSince1970 * 1000))
         let simulator = AppStoreSimulator(configuration: .init(), now: { clock.withLock { $0 } })
         func subs(_ content: String) -> [SubscriptionStatus] {
-            let body = Array(#"{"receipt-data":"\#(receipt(content))"}"#.utf8)
+            let body = Array(#"{"receipt-data":"\#(Scenario.receiptData(content))"}"#.utf8)
             let answer = simulator.answer(requestBody: body, environment: "Production")
             guard let response = try? VerifyReceiptResponse(json: answer.jsonBytes) else { return [] }
             return statuses(response).subs
@@ -195,7 +196,7 @@ struct AppStoreSimulatorTests {
 
     @Test func aLongHistoryHoldsAThousandPeriodsTheLastRunning() throws {
         let simulator = AppStoreSimulator(configuration: .init())
-        let body = Array(#"{"receipt-data":"\#(receipt("long_history:x"))"}"#.utf8)
+        let body = Array(#"{"receipt-data":"\#(Scenario.receiptData("long_history:x"))"}"#.utf8)
         let response = try VerifyReceiptResponse(json: simulator.answer(requestBody: body, environment: "Production").jsonBytes)
         #expect(response.transactions.count == 1000)
         #expect(Set(response.transactions.map(\.transactionID)).count == 1000)
@@ -205,15 +206,16 @@ struct AppStoreSimulatorTests {
     @Test func aWrongSharedSecretIs21004() async throws {
         try await withSimulator(secret: "wrong") { client in
             #expect(
-                await client.verify(receiptData: receipt("active_monthly")).result == .misconfigured(AppleStatus(rawValue: 21004))
+                await client.verify(receiptData: Scenario.receiptData("active_monthly")).result
+                    == .misconfigured(AppleStatus(rawValue: 21004))
             )
         }
     }
 
     @Test func differentTagsGiveDifferentTransactions() async throws {
         try await withSimulator { client in
-            guard case .valid(let a, _) = await client.verify(receiptData: receipt("active_monthly:a")).result,
-                case .valid(let b, _) = await client.verify(receiptData: receipt("active_monthly:b")).result
+            guard case .valid(let a, _) = await client.verify(receiptData: Scenario.receiptData("active_monthly:a")).result,
+                case .valid(let b, _) = await client.verify(receiptData: Scenario.receiptData("active_monthly:b")).result
             else {
                 Issue.record("not valid")
                 return
@@ -225,7 +227,7 @@ struct AppStoreSimulatorTests {
     @Test func eachEnvironmentRefersTheOtherOnesReceipts() {
         let simulator = AppStoreSimulator(configuration: .init())
         func status(_ content: String, _ environment: String) -> String {
-            let body = Array(#"{"receipt-data":"\#(receipt(content))"}"#.utf8)
+            let body = Array(#"{"receipt-data":"\#(Scenario.receiptData(content))"}"#.utf8)
             let text = String(decoding: simulator.answer(requestBody: body, environment: environment).jsonBytes, as: UTF8.self)
             return String(text.split(separator: "\"status\":")[1].prefix { $0.isNumber })
         }

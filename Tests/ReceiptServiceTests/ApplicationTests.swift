@@ -60,7 +60,7 @@ struct ApplicationTests {
                         + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
                 ).status
             }
-            let receipt = Data("active_monthly:audit".utf8).base64EncodedString()
+            let receipt = simulatedReceipt("active_monthly:audit")
             let good = #"{"app_user_id":"audit","receipt_data":"\#(receipt)"}"#
             // The paths that handle secrets: keys right, wrong and misplaced; the shared secret sent
             // to Apple; V1 notifications with the right and a wrong password; 21004 from Apple.

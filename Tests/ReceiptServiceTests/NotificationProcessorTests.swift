@@ -31,17 +31,6 @@ private func json(_ object: Any) -> JSONValue {
     try! JSONValue.parse(Array(try! JSONSerialization.data(withJSONObject: object)))
 }
 
-private func request(_ port: Int, _ method: String, _ path: String, _ body: String = "", key: String? = nil) async throws
-    -> (status: Int, body: [String: Any])
-{
-    let auth = key.map { "Authorization: Bearer \($0)\r\n" } ?? ""
-    let r = try await send(
-        port,
-        "\(method) \(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\(auth)Content-Type: application/json\r\n"
-            + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
-    return (r.status, (try? JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any]) ?? [:])
-}
-
 /// A V2 notification as Apple would send it, its transaction and renewal info signed on their own.
 struct V2 {
     var type: String
@@ -402,11 +391,11 @@ struct NotificationProcessorTests {
                     let r = try await request(port, "POST", "/v1/notifications/apple", try n.body(signedDate: signedAt))
                     #expect(r.status == 200, "\(row.name): \(r.body)")
                     if n.uuid == row.notification.uuid {
-                        #expect(r.body["outcome"] as? String == row.outcome, "\(row.name): \(r.body)")
+                        #expect(r.json["outcome"] as? String == row.outcome, "\(row.name): \(r.body)")
                     }
                 }
                 let document = try await request(port, "GET", "/v1/subscribers/\(user)", key: TestSecrets.secretKey)
-                #expect(row.check(document.body), "\(row.name): \(document.body)")
+                #expect(row.check(document.json), "\(row.name): \(document.body)")
             }
             // Rows stored from signed payloads re-map from their raw JSON to exactly what is stored.
             let rederivation = Rederivation(
@@ -446,11 +435,11 @@ struct NotificationProcessorTests {
                 let r = try await request(
                     port, "POST", "/v1/notifications/apple",
                     try V2(type: type, subtype: subtype, container: container).body(signedDate: wallClock))
-                #expect(r.status == 200 && r.body["outcome"] as? String == "recorded", "\(type): \(r.body)")
+                #expect(r.status == 200 && r.json["outcome"] as? String == "recorded", "\(type): \(r.body)")
             }
             #expect(try tableSnapshot(db).filter { !$0.hasPrefix("notifications:") } == before)
             let listed = try await request(port, "GET", "/v1/notifications?limit=200", key: TestSecrets.secretKey)
-            let items = listed.body["notifications"] as? [[String: Any]] ?? []
+            let items = listed.json["notifications"] as? [[String: Any]] ?? []
             #expect(Set(items.compactMap { $0["type"] as? String }) == Set(containers.map(\.0)))
             #expect(items.first?["subtype"] as? String == "AND_ITS_SUBTYPE" && items.first?["outcome"] as? String == "recorded")
         }
@@ -471,18 +460,18 @@ struct NotificationProcessorTests {
             let refund = try V2(type: "REFUND", transaction: t.merging(["revocationDate": now - 1000]) { $1 }).body(
                 signedDate: now)
             let first = try await request(port, "POST", "/v1/notifications/apple", refund)
-            #expect(first.body["outcome"] as? String == "applied" && first.body["duplicate"] as? Bool == false)
+            #expect(first.json["outcome"] as? String == "applied" && first.json["duplicate"] as? Bool == false)
             let stored = try tableSnapshot(db)
             let again = try await request(port, "POST", "/v1/notifications/apple", refund)
-            #expect(again.status == 200 && again.body["duplicate"] as? Bool == true)
-            #expect(again.body["notification_id"] as? String == first.body["notification_id"] as? String)
+            #expect(again.status == 200 && again.json["duplicate"] as? Bool == true)
+            #expect(again.json["notification_id"] as? String == first.json["notification_id"] as? String)
             #expect(try tableSnapshot(db) == stored)
             // A renewal notification signed before the refund, delivered after it (a retry): stored, not applied over it.
             let late = try V2(type: "DID_RENEW", transaction: t).body(signedDate: now - 5000)
             let r = try await request(port, "POST", "/v1/notifications/apple", late)
-            #expect(r.status == 200 && r.body["outcome"] as? String == "unchanged")
+            #expect(r.status == 200 && r.json["outcome"] as? String == "unchanged")
             let document = try await request(port, "GET", "/v1/subscribers/dana", key: TestSecrets.secretKey)
-            #expect(subscription(document.body, "monthly")?["state"] as? String == "refunded")
+            #expect(subscription(document.json, "monthly")?["state"] as? String == "refunded")
         }
     }
 
@@ -494,7 +483,7 @@ struct NotificationProcessorTests {
                 type: "DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", transaction: t,
                 renewal: renewal(original: "early", autoRenew: 0))
             let r = try await request(port, "POST", "/v1/notifications/apple", try n.body(signedDate: now - 5000))
-            #expect(r.body["outcome"] as? String == "pending_owner")
+            #expect(r.json["outcome"] as? String == "pending_owner")
             var opening = t
             opening["signedDate"] = now - 1000
             let posted = try await request(
@@ -504,9 +493,9 @@ struct NotificationProcessorTests {
                     as: UTF8.self),
                 key: TestSecrets.publicKey)
             // The notification's renewal info (auto-renew off) is now part of erin's facts.
-            #expect(subscription(posted.body, "monthly")?["will_renew"] as? Bool == false, "\(posted.body)")
+            #expect(subscription(posted.json, "monthly")?["will_renew"] as? Bool == false, "\(posted.body)")
             let listed = try await request(port, "GET", "/v1/notifications?limit=1", key: TestSecrets.secretKey)
-            let item = (listed.body["notifications"] as? [[String: Any]])?.first
+            let item = (listed.json["notifications"] as? [[String: Any]])?.first
             #expect(item?["outcome"] as? String == "attached" && item?["app_user_id"] as? String == "erin")
         }
     }
@@ -529,9 +518,9 @@ struct NotificationProcessorTests {
             let r = try await request(
                 port, "POST", "/v1/notifications/apple", try V2(type: "ONE_TIME_CHARGE", transaction: other).body(signedDate: now)
             )
-            #expect(r.body["outcome"] as? String == "applied", "\(r.body)")
+            #expect(r.json["outcome"] as? String == "applied", "\(r.body)")
             let document = try await request(port, "GET", "/v1/subscribers/\(user)", key: TestSecrets.secretKey)
-            #expect((document.body["non_subscriptions"] as? [String: Any])?["lifetime"] != nil, "\(document.body)")
+            #expect((document.json["non_subscriptions"] as? [String: Any])?["lifetime"] != nil, "\(document.body)")
         }
     }
 
@@ -555,7 +544,7 @@ struct NotificationProcessorTests {
             for (body, status, code) in cases {
                 let r = try await request(port, "POST", "/v1/notifications/apple", body)
                 #expect(
-                    r.status == status && (r.body["error"] as? [String: Any])?["code"] as? String == code, "\(body): \(r.body)")
+                    r.status == status && (r.json["error"] as? [String: Any])?["code"] as? String == code, "\(body): \(r.body)")
             }
             #expect(try tableSnapshot(db) == before)
             // Production data must name app 1234: it does here, so it is recorded.
@@ -579,19 +568,19 @@ struct NotificationProcessorTests {
             let wrongSecret = try await request(port, "POST", "/v1/notifications/apple", try Self.v1 { $0["password"] = "guess" })
             #expect(
                 wrongSecret.status == 401
-                    && (wrongSecret.body["error"] as? [String: Any])?["code"] as? String == "invalid_password")
+                    && (wrongSecret.json["error"] as? [String: Any])?["code"] as? String == "invalid_password")
             let noSecret = try await request(port, "POST", "/v1/notifications/apple", try Self.v1 { $0["password"] = nil })
             #expect(noSecret.status == 401)
             let otherApp = try await request(
                 port, "POST", "/v1/notifications/apple", try Self.v1 { $0["bid"] = "com.some.thing" })
-            #expect(otherApp.status == 422 && (otherApp.body["error"] as? [String: Any])?["code"] as? String == "wrong_app")
+            #expect(otherApp.status == 422 && (otherApp.json["error"] as? [String: Any])?["code"] as? String == "wrong_app")
             #expect(try tableSnapshot(db) == before)
 
             // Nobody holds purchase 1000000723811158 yet: kept, waiting for its owner.
             let first = try await request(port, "POST", "/v1/notifications/apple", try Self.v1())
-            #expect(first.status == 200 && first.body["outcome"] as? String == "pending_owner", "\(first.body)")
+            #expect(first.status == 200 && first.json["outcome"] as? String == "pending_owner", "\(first.body)")
             let again = try await request(port, "POST", "/v1/notifications/apple", try Self.v1())
-            #expect(again.body["duplicate"] as? Bool == true)
+            #expect(again.json["duplicate"] as? Bool == true)
             let stored = try Database(path: db).scalarText("SELECT body FROM notifications WHERE version = 1") ?? ""
             #expect(stored.contains("<redacted>") && !stored.contains(TestSecrets.sharedSecret))
 
@@ -607,11 +596,11 @@ struct NotificationProcessorTests {
                     decoding: json(["app_user_id": "vera", "signed_transaction": try signer.sign(json(newest))]).jsonBytes,
                     as: UTF8.self),
                 key: TestSecrets.publicKey)
-            let month = subscription(posted.body, "one_month_subscription")
+            let month = subscription(posted.json, "one_month_subscription")
             #expect(
                 month?["state"] as? String == "expired" && month?["expiration_reason"] as? String == "customer_cancelled",
                 "\(posted.body)")
-            #expect(subscription(posted.body, "one_year_subscription")?["active"] as? Bool == false)
+            #expect(subscription(posted.json, "one_year_subscription")?["active"] as? Bool == false)
             let count = try Database(path: db).scalarInt(
                 "SELECT count(*) FROM transactions t JOIN ownership o USING (original_transaction_id) WHERE o.app_user_id = 'vera'"
             )
@@ -639,16 +628,16 @@ struct NotificationProcessorTests {
                     ]
                     body["unified_receipt"] = unified
                 })
-            #expect(recovered.body["outcome"] as? String == "applied", "\(recovered.body)")
+            #expect(recovered.json["outcome"] as? String == "applied", "\(recovered.body)")
             let document = try await request(port, "GET", "/v1/subscribers/vera", key: TestSecrets.secretKey)
-            #expect(subscription(document.body, "one_month_subscription")?["state"] as? String == "active")
-            #expect(subscription(document.body, "one_month_subscription")?["will_renew"] as? Bool == true)
+            #expect(subscription(document.json, "one_month_subscription")?["state"] as? String == "active")
+            #expect(subscription(document.json, "one_month_subscription")?["will_renew"] as? Bool == true)
             // The same events a receipt would give: cancelled, expired, then renewed after the lapse.
             let events = try await request(port, "GET", "/v1/subscribers/vera/events?limit=10", key: TestSecrets.secretKey)
-            let types = (events.body["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
+            let types = (events.json["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
             #expect(Array(types.prefix(3)) == ["renewal", "expiration", "cancellation"], "\(events.body)")
             // The first V1 turned auto-renew off: dated by Apple's auto_renew_status_change_date, not by its arrival.
-            let cancellation = (events.body["events"] as? [[String: Any]] ?? []).first { $0["type"] as? String == "cancellation" }
+            let cancellation = (events.json["events"] as? [[String: Any]] ?? []).first { $0["type"] as? String == "cancellation" }
             #expect(cancellation?["at"] as? String == "2020-11-25T08:30:02.000Z", "\(events.body)")
         }
     }
@@ -679,15 +668,15 @@ struct NotificationProcessorTests {
             for (body, status, code) in cases {
                 let r = try await request(port, "POST", "/v1/receipts", body, key: TestSecrets.publicKey)
                 #expect(
-                    r.status == status && (r.body["error"] as? [String: Any])?["code"] as? String == code, "\(code): \(r.body)")
+                    r.status == status && (r.json["error"] as? [String: Any])?["code"] as? String == code, "\(code): \(r.body)")
             }
             #expect(try tableSnapshot(db) == before)
             let ok = try await request(
                 port, "POST", "/v1/receipts",
                 #"{"app_user_id":"sam","signed_transaction":"\#(jws)","signed_renewal_info":"\#(try signer.sign(json(renewal(original: "sk2", autoRenew: 0).merging(["signedDate": now]) { $1 })))"}"#,
                 key: TestSecrets.publicKey)
-            #expect(ok.status == 200 && subscription(ok.body, "monthly")?["state"] as? String == "active", "\(ok.body)")
-            #expect(subscription(ok.body, "monthly")?["will_renew"] as? Bool == false)
+            #expect(ok.status == 200 && subscription(ok.json, "monthly")?["state"] as? String == "active", "\(ok.body)")
+            #expect(subscription(ok.json, "monthly")?["will_renew"] as? Bool == false)
             let log = try Database(path: db).scalarText("SELECT outcome FROM verifications ORDER BY id DESC LIMIT 1")
             #expect(log == "signed_transaction")
         }
@@ -697,7 +686,7 @@ struct NotificationProcessorTests {
         try await withService { port, path in
             try Database(path: path).execute("ALTER TABLE notifications RENAME TO notifications_gone")
             let r = try await request(port, "POST", "/v1/notifications/apple", try V2(type: "TEST").body(signedDate: wallClock))
-            #expect(r.status == 503 && (r.body["error"] as? [String: Any])?["code"] as? String == "temporarily_unavailable")
+            #expect(r.status == 503 && (r.json["error"] as? [String: Any])?["code"] as? String == "temporarily_unavailable")
         }
     }
 
@@ -712,10 +701,10 @@ struct NotificationProcessorTests {
                     port, "POST", "/v1/notifications/apple", try V2(type: "TEST", uuid: "t\(i)").body(signedDate: wallClock))
             }
             let first = try await request(port, "GET", "/v1/notifications?limit=2", key: TestSecrets.secretKey)
-            #expect((first.body["notifications"] as? [Any])?.count == 2)
-            let cursor = try #require(first.body["next_cursor"] as? String)
+            #expect((first.json["notifications"] as? [Any])?.count == 2)
+            let cursor = try #require(first.json["next_cursor"] as? String)
             let second = try await request(port, "GET", "/v1/notifications?limit=2&cursor=\(cursor)", key: TestSecrets.secretKey)
-            #expect((second.body["notifications"] as? [Any])?.count == 1 && second.body["next_cursor"] is NSNull)
+            #expect((second.json["notifications"] as? [Any])?.count == 1 && second.json["next_cursor"] is NSNull)
         }
     }
 }
@@ -746,11 +735,11 @@ enum CivilTimeText {
                         ],
                     ]))
                 let v2 = try await request(port, "POST", "/v1/notifications/apple", #"{"signedPayload":"\#(notification)"}"#)
-                #expect(v2.status == 400 && (v2.body["error"] as? [String: Any])?["code"] as? String == "invalid_jws", "\(v2)")
+                #expect(v2.status == 400 && (v2.json["error"] as? [String: Any])?["code"] as? String == "invalid_jws", "\(v2)")
                 let sk2 = try await request(
                     port, "POST", "/v1/receipts", #"{"app_user_id":"mallory","signed_transaction":"\#(transactionJWS)"}"#,
                     key: TestSecrets.publicKey)
-                #expect(sk2.status == 400 && (sk2.body["error"] as? [String: Any])?["code"] as? String == "invalid_jws", "\(sk2)")
+                #expect(sk2.status == 400 && (sk2.json["error"] as? [String: Any])?["code"] as? String == "invalid_jws", "\(sk2)")
             }
             #expect(try tableSnapshot(db) == before)
             #expect(try await request(port, "GET", "/healthz").status == 200)
@@ -780,7 +769,7 @@ enum CivilTimeText {
                     body["unified_receipt"] = unified
                 }
                 let r = try await request(port, "POST", "/v1/notifications/apple", body)
-                #expect(r.status == 400 && (r.body["error"] as? [String: Any])?["code"] as? String == "invalid_request", "\(r)")
+                #expect(r.status == 400 && (r.json["error"] as? [String: Any])?["code"] as? String == "invalid_request", "\(r)")
                 #expect("\(r.body)".contains(field))
             }
             // Without the shared secret nothing of the body is read: the password is what is refused.

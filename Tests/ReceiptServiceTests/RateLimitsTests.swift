@@ -26,27 +26,21 @@ struct RateLimitsTests {
     }
 
     @Test func the429SaysWhenToComeBackAndOtherAddressesAndKeysAreNotHeldUp() async throws {
-        try await withService(limits: .init(perKey: 1000, keyBurst: 1000, perAddress: 1, addressBurst: 2)) { port, _ in
-            let receipt = Data("active_monthly:r".utf8).base64EncodedString()
-            let body = #"{"app_user_id":"rita","receipt_data":"\#(receipt)"}"#
-            func post() async throws -> (status: Int, body: String, head: String) {
-                try await send(
-                    port,
-                    "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.publicKey)\r\n"
-                        + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
-            }
+        let limits = RateLimiter.Settings(perKey: 1000, keyBurst: 1000, perAddress: 1, addressBurst: 2)
+        let configuration = { (path: String) in testConfiguration(path: path, limits: limits) }
+        try await withClockedService(configuration: configuration) { _, port, _, clock in
+            let post = { try await postReceipt(port, user: "rita", "active_monthly:r") }
             #expect(try await post().status == 200)
             #expect(try await post().status == 200)
             let limited = try await post()
-            #expect(limited.status == 429 && limited.body.contains(#""code":"rate_limited""#), "\(limited.body)")
+            #expect(limited.status == 429 && limited.errorCode == "rate_limited", "\(limited.body)")
             #expect(limited.head.lowercased().contains("retry-after: 1"))
             // Reads are not limited.
-            let read = try await send(
-                port,
-                "GET /v1/subscribers/rita HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.secretKey)\r\n\r\n"
-            )
-            #expect(read.status == 200)
-            try await Task.sleep(for: .milliseconds(1100))
+            #expect(try await subscriber(port, "rita").status == 200)
+            // The limiter reads the service's clock: a second later there is a token again.
+            clock.advance(by: 999)
+            #expect(try await post().status == 429)
+            clock.advance(by: 1)
             #expect(try await post().status == 200)
         }
     }

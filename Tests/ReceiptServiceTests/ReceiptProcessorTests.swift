@@ -11,36 +11,6 @@ import Testing
 @testable import ReceiptCore
 @testable import ReceiptService
 
-private func post(_ port: Int, _ json: String, key: String? = TestSecrets.publicKey, contentType: String = "application/json")
-    async throws
-    -> (status: Int, body: [String: Any])
-{
-    let auth = key.map { "Authorization: Bearer \($0)\r\n" } ?? ""
-    let r = try await send(
-        port,
-        "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\(auth)Content-Type: \(contentType)\r\n"
-            + "Content-Length: \(json.utf8.count)\r\n\r\n\(json)")
-    return (r.status, (try? JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any]) ?? [:])
-}
-
-private func subscriber(_ port: Int, _ user: String, key: String = TestSecrets.secretKey) async throws -> (
-    status: Int, body: [String: Any]
-) {
-    let r = try await send(
-        port, "GET /v1/subscribers/\(user) HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(key)\r\n\r\n")
-    return (r.status, (try? JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any]) ?? [:])
-}
-
-private func receipt(_ content: String) -> String { Data(content.utf8).base64EncodedString() }
-
-private func body(user: String, _ content: String, extra: String = "") -> String {
-    #"{"app_user_id":"\#(user)","receipt_data":"\#(receipt(content))"\#(extra)}"#
-}
-
-private func entitlement(_ document: [String: Any], _ name: String) -> [String: Any]? {
-    (document["entitlements"] as? [String: Any])?[name] as? [String: Any]
-}
-
 @Suite("Receipts API", .serialized)
 struct ReceiptProcessorTests {
     @Test func postThenGetGivesTheDocumentedStates() async throws {
@@ -51,59 +21,59 @@ struct ReceiptProcessorTests {
                 ("expired_voluntary", "expired", false), ("refunded", "refunded", false), ("trial", "active", true),
             ]
             for (scenario, state, active) in cases {
-                let r = try await post(port, body(user: "u-\(scenario)", scenario + ":" + scenario))
+                let r = try await postReceipts(port, receiptBody(user: "u-\(scenario)", scenario + ":" + scenario))
                 #expect(r.status == 200, "\(scenario): \(r.body)")
-                let premium = entitlement(r.body, "premium")
+                let premium = entitlement(r.json, "premium")
                 #expect(premium?["state"] as? String == state, "\(scenario)")
                 #expect(premium?["active"] as? Bool == active, "\(scenario)")
                 let stored = try await subscriber(port, "u-\(scenario)")
                 #expect(stored.status == 200)
-                #expect(entitlement(stored.body, "premium")?["state"] as? String == state)
+                #expect(entitlement(stored.json, "premium")?["state"] as? String == state)
             }
-            let upgraded = try await post(port, body(user: "u-up", "upgraded:up"))
-            #expect(entitlement(upgraded.body, "premium")?["product_id"] as? String == "premium_monthly")
+            let upgraded = try await postReceipts(port, receiptBody(user: "u-up", "upgraded:up"))
+            #expect(entitlement(upgraded.json, "premium")?["product_id"] as? String == "premium_monthly")
             #expect(
-                ((upgraded.body["subscriptions"] as? [String: Any])?["monthly"] as? [String: Any])?["state"] as? String
+                ((upgraded.json["subscriptions"] as? [String: Any])?["monthly"] as? [String: Any])?["state"] as? String
                     == "upgraded")
-            let lifetime = try await post(port, body(user: "u-life", "non_consumable:life"))
-            #expect(entitlement(lifetime.body, "premium")?["active"] as? Bool == true)
-            #expect(((lifetime.body["non_subscriptions"] as? [String: Any])?["lifetime"] as? [Any])?.count == 1)
-            let sandbox = try await post(port, body(user: "u-sb", "sandbox_only:sb"))
-            #expect(entitlement(sandbox.body, "premium")?["environment"] as? String == "sandbox")
+            let lifetime = try await postReceipts(port, receiptBody(user: "u-life", "non_consumable:life"))
+            #expect(entitlement(lifetime.json, "premium")?["active"] as? Bool == true)
+            #expect(((lifetime.json["non_subscriptions"] as? [String: Any])?["lifetime"] as? [Any])?.count == 1)
+            let sandbox = try await postReceipts(port, receiptBody(user: "u-sb", "sandbox_only:sb"))
+            #expect(entitlement(sandbox.json, "premium")?["environment"] as? String == "sandbox")
         }
     }
 
     @Test func repostingChangesNothing() async throws {
         try await withService { port, db in
-            let first = try await post(port, body(user: "alice", "active_monthly:a"))
+            let first = try await postReceipts(port, receiptBody(user: "alice", "active_monthly:a"))
             let before = try tableSnapshot(db)
-            let second = try await post(port, body(user: "alice", "active_monthly:a"))
+            let second = try await postReceipts(port, receiptBody(user: "alice", "active_monthly:a"))
             #expect(try tableSnapshot(db) == before)
             #expect(first.status == 200 && second.status == 200)
             #expect(
-                NSDictionary(dictionary: first.body["subscriptions"] as? [String: Any] ?? [:])
-                    .isEqual(to: second.body["subscriptions"] as? [String: Any] ?? [:]))
+                NSDictionary(dictionary: first.json["subscriptions"] as? [String: Any] ?? [:])
+                    .isEqual(to: second.json["subscriptions"] as? [String: Any] ?? [:]))
         }
     }
 
     @Test func transferMovesThePurchaseToTheNewestPoster() async throws {
         try await withService(policy: "transfer") { port, _ in
-            _ = try await post(port, body(user: "alice", "active_monthly:shared"))
-            let bob = try await post(port, body(user: "bob", "active_monthly:shared"))
+            _ = try await postReceipts(port, receiptBody(user: "alice", "active_monthly:shared"))
+            let bob = try await postReceipts(port, receiptBody(user: "bob", "active_monthly:shared"))
             #expect(bob.status == 200)
-            #expect(entitlement(bob.body, "premium")?["active"] as? Bool == true)
+            #expect(entitlement(bob.json, "premium")?["active"] as? Bool == true)
             let alice = try await subscriber(port, "alice")
-            #expect(entitlement(alice.body, "premium") == nil)
+            #expect(entitlement(alice.json, "premium") == nil)
         }
     }
 
     @Test func keepRefusesASecondUserWith409() async throws {
         try await withService(policy: "keep") { port, db in
-            _ = try await post(port, body(user: "alice", "active_monthly:shared"))
+            _ = try await postReceipts(port, receiptBody(user: "alice", "active_monthly:shared"))
             let before = try tableSnapshot(db)
-            let bob = try await post(port, body(user: "bob", "active_monthly:shared"))
+            let bob = try await postReceipts(port, receiptBody(user: "bob", "active_monthly:shared"))
             #expect(bob.status == 409)
-            #expect((bob.body["error"] as? [String: Any])?["code"] as? String == "receipt_in_use")
+            #expect((bob.json["error"] as? [String: Any])?["code"] as? String == "receipt_in_use")
             #expect(try tableSnapshot(db) == before)
             #expect(try await subscriber(port, "bob").status == 404)
         }
@@ -112,39 +82,36 @@ struct ReceiptProcessorTests {
     @Test func transferIfInactiveMovesOnlyPurchasesThatGiveTheirHolderNothing() async throws {
         try await withService(policy: "transfer_if_inactive") { port, db in
             // Active: alice keeps it, bob is refused and nothing is written.
-            #expect(try await post(port, body(user: "alice", "active_monthly:s1")).status == 200)
+            #expect(try await postReceipts(port, receiptBody(user: "alice", "active_monthly:s1")).status == 200)
             let before = try tableSnapshot(db)
-            let refused = try await post(port, body(user: "bob", "active_monthly:s1"))
+            let refused = try await postReceipts(port, receiptBody(user: "bob", "active_monthly:s1"))
             #expect(refused.status == 409)
-            #expect((refused.body["error"] as? [String: Any])?["code"] as? String == "receipt_in_use")
+            #expect((refused.json["error"] as? [String: Any])?["code"] as? String == "receipt_in_use")
             #expect(try tableSnapshot(db) == before)
             // A lifetime purchase entitles for ever: it stays too.
-            #expect(try await post(port, body(user: "alice", "non_consumable:s2")).status == 200)
-            #expect(try await post(port, body(user: "bob", "non_consumable:s2")).status == 409)
+            #expect(try await postReceipts(port, receiptBody(user: "alice", "non_consumable:s2")).status == 200)
+            #expect(try await postReceipts(port, receiptBody(user: "bob", "non_consumable:s2")).status == 409)
             // Expired or refunded: it gives alice nothing, so bob may take it.
             for scenario in ["expired_voluntary:s3", "refunded:s4"] {
-                #expect(try await post(port, body(user: "carol", scenario)).status == 200)
-                #expect(try await post(port, body(user: "dave", scenario)).status == 200, "\(scenario)")
+                #expect(try await postReceipts(port, receiptBody(user: "carol", scenario)).status == 200)
+                #expect(try await postReceipts(port, receiptBody(user: "dave", scenario)).status == 200, "\(scenario)")
             }
             let carol = try await subscriber(port, "carol")
-            #expect((carol.body["subscriptions"] as? [String: Any])?.isEmpty == true, "\(carol.body)")
-            #expect(entitlement(try await subscriber(port, "alice").body, "premium")?["active"] as? Bool == true)
+            #expect((carol.json["subscriptions"] as? [String: Any])?.isEmpty == true, "\(carol.body)")
+            #expect(entitlement(try await subscriber(port, "alice").json, "premium")?["active"] as? Bool == true)
         }
     }
 
     @Test func sharedReceiptsListsPurchasesPassedBetweenUsersWithTheirHistory() async throws {
         try await withService(policy: "transfer") { port, _ in
             for user in ["u1", "u2", "u3", "u1"] {
-                #expect(try await post(port, body(user: user, "active_monthly:x")).status == 200)
+                #expect(try await postReceipts(port, receiptBody(user: user, "active_monthly:x")).status == 200)
             }
-            for user in ["u1", "u2"] { #expect(try await post(port, body(user: user, "trial:y")).status == 200) }
-            #expect(try await post(port, body(user: "u9", "cancelled:z")).status == 200)
+            for user in ["u1", "u2"] { #expect(try await postReceipts(port, receiptBody(user: user, "trial:y")).status == 200) }
+            #expect(try await postReceipts(port, receiptBody(user: "u9", "cancelled:z")).status == 200)
             func shared(_ query: String, key: String = TestSecrets.secretKey) async throws -> (Int, [String: Any]) {
-                let r = try await send(
-                    port,
-                    "GET /v1/admin/shared-receipts\(query) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-                        + "Authorization: Bearer \(key)\r\n\r\n")
-                return (r.status, (try? JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any]) ?? [:])
+                let r = try await get(port, "/v1/admin/shared-receipts\(query)", key: key)
+                return (r.status, r.json)
             }
             let (status, all) = try await shared("")
             #expect(status == 200)
@@ -173,7 +140,7 @@ struct ReceiptProcessorTests {
 
     @Test func badInputGetsItsErrorAndChangesNothing() async throws {
         try await withService { port, db in
-            _ = try await post(port, body(user: "alice", "active_monthly:a"))
+            _ = try await postReceipts(port, receiptBody(user: "alice", "active_monthly:a"))
             let before = try tableSnapshot(db)
             let cases: [(String, String?, Int, String)] = [
                 ("not json", TestSecrets.publicKey, 400, "invalid_request"),
@@ -187,29 +154,32 @@ struct ReceiptProcessorTests {
                     "invalid_request"
                 ),
                 (
-                    body(user: "alice", "active_monthly:a", extra: #","bundle_id":"com.other""#), TestSecrets.publicKey, 422,
+                    receiptBody(user: "alice", "active_monthly:a", extra: #","bundle_id":"com.other""#), TestSecrets.publicKey,
+                    422,
                     "bundle_mismatch"
                 ),
-                (body(user: "alice", "status_21003"), TestSecrets.publicKey, 422, "invalid_receipt"),
-                (body(user: "alice", "status_21002"), TestSecrets.publicKey, 503, "app_store_unavailable"),
-                (body(user: "alice", "active_monthly:a"), nil, 401, "unauthorized"),
-                (body(user: "alice", "active_monthly:a"), "nope", 401, "unauthorized"),
+                (receiptBody(user: "alice", "status_21003"), TestSecrets.publicKey, 422, "invalid_receipt"),
+                (receiptBody(user: "alice", "status_21002"), TestSecrets.publicKey, 503, "app_store_unavailable"),
+                (receiptBody(user: "alice", "active_monthly:a"), nil, 401, "unauthorized"),
+                (receiptBody(user: "alice", "active_monthly:a"), "nope", 401, "unauthorized"),
                 (String(repeating: "x", count: 2 << 20), TestSecrets.publicKey, 413, "payload_too_large"),
                 (
-                    body(user: String(repeating: "a", count: 257), "active_monthly:a"), TestSecrets.publicKey, 400,
+                    receiptBody(user: String(repeating: "a", count: 257), "active_monthly:a"), TestSecrets.publicKey, 400,
                     "invalid_request"
                 ),
-                (body(user: #"a\u0000b"#, "active_monthly:a"), TestSecrets.publicKey, 400, "invalid_request"),
-                (body(user: #"\u202Eevil"#, "active_monthly:a"), TestSecrets.publicKey, 400, "invalid_request"),
-                (body(user: "   ", "active_monthly:a"), TestSecrets.publicKey, 400, "invalid_request"),
+                (receiptBody(user: #"a\u0000b"#, "active_monthly:a"), TestSecrets.publicKey, 400, "invalid_request"),
+                (receiptBody(user: #"\u202Eevil"#, "active_monthly:a"), TestSecrets.publicKey, 400, "invalid_request"),
+                (receiptBody(user: "   ", "active_monthly:a"), TestSecrets.publicKey, 400, "invalid_request"),
                 (#"{"app_user_id":7,"receipt_data":"QQ=="}"#, TestSecrets.publicKey, 400, "invalid_request"),
                 (
-                    body(user: "alice", "active_monthly:a", extra: #","bundle_id":"com.example.app\n""#), TestSecrets.publicKey,
+                    receiptBody(user: "alice", "active_monthly:a", extra: #","bundle_id":"com.example.app\n""#),
+                    TestSecrets.publicKey,
                     400,
                     "invalid_request"
                 ),
                 (
-                    body(user: "alice", "active_monthly:a", extra: #","bundle_id":"\#(String(repeating: "a", count: 156))""#),
+                    receiptBody(
+                        user: "alice", "active_monthly:a", extra: #","bundle_id":"\#(String(repeating: "a", count: 156))""#),
                     TestSecrets.publicKey,
                     400, "invalid_request"
                 ),
@@ -220,9 +190,9 @@ struct ReceiptProcessorTests {
                 ),
             ]
             for (json, key, status, code) in cases {
-                let r = try await post(port, json, key: key)
+                let r = try await postReceipts(port, json, key: key)
                 #expect(r.status == status, "\(json.prefix(80)) → \(r.body)")
-                #expect((r.body["error"] as? [String: Any])?["code"] as? String == code, "\(json.prefix(80))")
+                #expect((r.json["error"] as? [String: Any])?["code"] as? String == code, "\(json.prefix(80))")
             }
             #expect(try tableSnapshot(db) == before)
             // Only the requests that reached Apple are in the verification log: 1 + 21003 + 21002.
@@ -237,26 +207,19 @@ struct ReceiptProcessorTests {
     @Test func aReceiptForAnotherAppIsABundleMismatch() async throws {
         // The simulator signs receipts for the first configured app; configure only another one.
         try await withService(bundleIDs: ["com.example.app", "com.example.other"]) { port, _ in
-            let r = try await post(port, body(user: "alice", "active_monthly:a", extra: #","bundle_id":"com.example.other""#))
+            let r = try await postReceipts(
+                port, receiptBody(user: "alice", "active_monthly:a", extra: #","bundle_id":"com.example.other""#))
             #expect(r.status == 422)
-            #expect((r.body["error"] as? [String: Any])?["code"] as? String == "bundle_mismatch")
-            let missing = try await post(port, body(user: "alice", "active_monthly:a"))
+            #expect((r.json["error"] as? [String: Any])?["code"] as? String == "bundle_mismatch")
+            let missing = try await postReceipts(port, receiptBody(user: "alice", "active_monthly:a"))
             #expect(missing.status == 400)
         }
     }
 }
 
-private func request(_ port: Int, _ target: String, key: String = TestSecrets.secretKey, headers: String = "") async throws
-    -> (status: Int, body: [String: Any], head: String)
-{
-    let r = try await send(
-        port, "GET \(target) HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(key)\r\n\(headers)\r\n")
-    return (r.status, (try? JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any]) ?? [:], r.head)
-}
-
 private func eventTypes(_ port: Int, _ user: String) async throws -> [String] {
-    let r = try await request(port, "/v1/subscribers/\(user)/events")
-    return ((r.body["events"] as? [[String: Any]]) ?? []).reversed().map { $0["type"] as? String ?? "?" }
+    let r = try await get(port, "/v1/subscribers/\(user)/events", key: TestSecrets.secretKey)
+    return ((r.json["events"] as? [[String: Any]]) ?? []).reversed().map { $0["type"] as? String ?? "?" }
 }
 
 @Suite("Explanations, events and versions", .serialized)
@@ -278,12 +241,12 @@ struct SubscriberStateAPITests {
                 ("non_consumable", ["initial_purchase"]),
             ]
             for (scenario, events) in expected {
-                let posted = try await post(port, body(user: "u-\(scenario)", scenario + ":" + scenario))
+                let posted = try await postReceipts(port, receiptBody(user: "u-\(scenario)", scenario + ":" + scenario))
                 #expect(posted.status == 200, "\(scenario)")
-                let explained = try await request(port, "/v1/subscribers/u-\(scenario)?explain=true")
+                let explained = try await get(port, "/v1/subscribers/u-\(scenario)?explain=true", key: TestSecrets.secretKey)
                 #expect(explained.status == 200)
                 for section in ["entitlements", "subscriptions"] {
-                    for (name, value) in explained.body[section] as? [String: Any] ?? [:] {
+                    for (name, value) in explained.json[section] as? [String: Any] ?? [:] {
                         let explanation = (value as? [String: Any])?["explanation"] as? [String: Any]
                         #expect(explanation?["rule"] is String, "\(scenario) \(section) \(name)")
                         #expect((explanation?["decision"] as? String)?.isEmpty == false)
@@ -293,45 +256,55 @@ struct SubscriberStateAPITests {
                 #expect(try await eventTypes(port, "u-\(scenario)") == events, "\(scenario)")
             }
             // Without explain=true the document has no explanations.
-            let plain = try await request(port, "/v1/subscribers/u-active_monthly")
-            #expect((entitlement(plain.body, "premium")?["explanation"]) == nil)
+            let plain = try await get(port, "/v1/subscribers/u-active_monthly", key: TestSecrets.secretKey)
+            #expect((entitlement(plain.json, "premium")?["explanation"]) == nil)
         }
     }
 
     @Test func theVersionAndETagChangeExactlyWhenTheDocumentDoes() async throws {
         try await withService { port, _ in
-            let first = try await post(port, body(user: "carol", "active_monthly:c"))
-            #expect(first.body["version"] as? Int == 1)
-            let again = try await post(port, body(user: "carol", "active_monthly:c"))
-            #expect(again.body["version"] as? Int == 1)
-            let get = try await request(port, "/v1/subscribers/carol")
-            #expect(get.head.contains("ETag: W/\"1\""))
-            let notModified = try await request(port, "/v1/subscribers/carol", headers: "If-None-Match: W/\"1\"\r\n")
+            let first = try await postReceipts(port, receiptBody(user: "carol", "active_monthly:c"))
+            #expect(first.json["version"] as? Int == 1)
+            let again = try await postReceipts(port, receiptBody(user: "carol", "active_monthly:c"))
+            #expect(again.json["version"] as? Int == 1)
+            let tagged = try await get(port, "/v1/subscribers/carol", key: TestSecrets.secretKey)
+            #expect(tagged.head.contains("ETag: W/\"1\""))
+            let notModified = try await get(
+                port, "/v1/subscribers/carol", key: TestSecrets.secretKey, headers: "If-None-Match: W/\"1\"\r\n")
             #expect(notModified.status == 304)
-            #expect(try await request(port, "/v1/subscribers/carol", headers: "If-None-Match: \"0\", W/\"1\"\r\n").status == 304)
             #expect(
-                try await request(port, "/v1/subscribers/carol?explain=true", headers: "If-None-Match: W/\"1\"\r\n").status == 200
+                try await get(
+                    port, "/v1/subscribers/carol", key: TestSecrets.secretKey, headers: "If-None-Match: \"0\", W/\"1\"\r\n"
+                ).status == 304)
+            #expect(
+                try await get(
+                    port, "/v1/subscribers/carol?explain=true", key: TestSecrets.secretKey, headers: "If-None-Match: W/\"1\"\r\n"
+                ).status == 200
             )
             // A second purchase changes the document: version 2, and the old tag no longer matches.
-            let second = try await post(port, body(user: "carol", "non_consumable:c"))
-            #expect(second.body["version"] as? Int == 2)
-            #expect(try await request(port, "/v1/subscribers/carol", headers: "If-None-Match: W/\"1\"\r\n").status == 200)
+            let second = try await postReceipts(port, receiptBody(user: "carol", "non_consumable:c"))
+            #expect(second.json["version"] as? Int == 2)
+            #expect(
+                try await get(port, "/v1/subscribers/carol", key: TestSecrets.secretKey, headers: "If-None-Match: W/\"1\"\r\n")
+                    .status == 200)
         }
     }
 
     @Test func eventsPageNewestFirstAndBadQueriesAreRefused() async throws {
         try await withService { port, _ in
-            for s in ["active_monthly", "non_consumable", "cancelled"] { _ = try await post(port, body(user: "dan", "\(s):d")) }
+            for s in ["active_monthly", "non_consumable", "cancelled"] {
+                _ = try await postReceipts(port, receiptBody(user: "dan", "\(s):d"))
+            }
             var all: [String] = []
             var times: [String] = []
             var target = "/v1/subscribers/dan/events?limit=2"
             while true {
-                let page = try await request(port, target)
+                let page = try await get(port, target, key: TestSecrets.secretKey)
                 #expect(page.status == 200)
-                let events = page.body["events"] as? [[String: Any]] ?? []
+                let events = page.json["events"] as? [[String: Any]] ?? []
                 all += events.map { $0["id"] as? String ?? "" }
                 times += events.map { $0["at"] as? String ?? "" }
-                guard let next = page.body["next_cursor"] as? String else { break }
+                guard let next = page.json["next_cursor"] as? String else { break }
                 target = "/v1/subscribers/dan/events?limit=2&cursor=\(next)"
             }
             #expect(all.count == 6 && Set(all).count == 6)
@@ -343,49 +316,45 @@ struct SubscriberStateAPITests {
                 ("/v1/subscribers/dan?explain=maybe", 400, "invalid_request"),
                 ("/v1/subscribers/nobody/events", 404, "subscriber_not_found"),
             ] {
-                let r = try await request(port, query)
+                let r = try await get(port, query, key: TestSecrets.secretKey)
                 #expect(r.status == status, "\(query)")
-                #expect((r.body["error"] as? [String: Any])?["code"] as? String == code, "\(query)")
+                #expect((r.json["error"] as? [String: Any])?["code"] as? String == code, "\(query)")
             }
-            #expect(try await request(port, "/v1/subscribers/dan/events", key: TestSecrets.publicKey).status == 403)
+            #expect(try await get(port, "/v1/subscribers/dan/events", key: TestSecrets.publicKey).status == 403)
         }
     }
 
     @Test func appleDownAnswers503WithTheLastKnownDocumentMarkedStale() async throws {
         try await withService { port, db in
-            let first = try await post(port, body(user: "olga", "active_monthly:o"))
+            let first = try await postReceipts(port, receiptBody(user: "olga", "active_monthly:o"))
             #expect(first.status == 200)
             let before = try tableSnapshot(db)
             // Apple keeps answering 21002 (retryable): the retries run out.
-            let down = try await post(port, body(user: "olga", "status_21002:o"))
+            let down = try await postReceipts(port, receiptBody(user: "olga", "status_21002:o"))
             #expect(down.status == 503, "\(down.body)")
-            #expect((down.body["error"] as? [String: Any])?["code"] as? String == "app_store_unavailable")
-            let stale = try #require(down.body["subscriber"] as? [String: Any])
+            #expect((down.json["error"] as? [String: Any])?["code"] as? String == "app_store_unavailable")
+            let stale = try #require(down.json["subscriber"] as? [String: Any])
             #expect(stale["stale"] as? Bool == true && (stale["stale_seconds"] as? Int).map { $0 >= 0 } == true)
             #expect(stale["verified_at"] is String)
             #expect(entitlement(stale, "premium")?["active"] as? Bool == true)
             #expect(try tableSnapshot(db) == before)
             // Someone receiptd never saw: the plain 503.
-            let stranger = try await post(port, body(user: "nobody", "status_21002:n"))
-            #expect(stranger.status == 503 && stranger.body["subscriber"] == nil)
+            let stranger = try await postReceipts(port, receiptBody(user: "nobody", "status_21002:n"))
+            #expect(stranger.status == 503 && stranger.json["subscriber"] == nil)
         }
     }
 
     @Test func theCircuitBreakerFailsFastDuringAnOutageAndShowsInReadyz() async throws {
         try await withService(breaker: .init(failureThreshold: 2, openFor: .seconds(60))) { port, path in
             // Apple's receipt server down (21005) says nothing about the receipts: it opens the breaker.
-            for i in 0..<2 { _ = try await post(port, body(user: "u\(i)", "status_21005:\(i)")) }
-            let ready = try await send(port, "GET /readyz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            for i in 0..<2 { _ = try await postReceipts(port, receiptBody(user: "u\(i)", "status_21005:\(i)")) }
+            let ready = try await get(port, "/readyz")
             let status = try #require(try JSONSerialization.jsonObject(with: Data(ready.body.utf8)) as? [String: Any])
             let appStore = status["app_store"] as? [String: Any]
             #expect(ready.status == 200 && appStore?["circuit"] as? String == "open", "\(ready.body)")
             #expect((appStore?["retry_in_seconds"] as? Int).map { (1...60).contains($0) } == true)
             let started = ContinuousClock.now
-            let raw = try await send(
-                port,
-                "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.publicKey)\r\n"
-                    + "Content-Type: application/json\r\nContent-Length: \(body(user: "late", "active_monthly:l").utf8.count)\r\n\r\n"
-                    + body(user: "late", "active_monthly:l"))
+            let raw = try await postReceipt(port, user: "late", "active_monthly:l")
             #expect(raw.status == 503 && ContinuousClock.now - started < .seconds(1))
             let retryAfter = raw.head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("retry-after:") }
             #expect(
@@ -401,7 +370,7 @@ struct SubscriberStateAPITests {
     @Test func rederiveFindsNothingToChangeThenRepairsWhatWasTamperedWith() async throws {
         try await withService { port, path in
             for s in ["active_monthly", "grace_period", "upgraded", "refunded", "expired_voluntary", "trial"] {
-                _ = try await post(port, body(user: "u-\(s)", "\(s):r"))
+                _ = try await postReceipts(port, receiptBody(user: "u-\(s)", "\(s):r"))
             }
             let db = try Database(path: path)
             let rederivation = Rederivation(
@@ -443,19 +412,19 @@ struct ExactIdentifierTests {
 
     @Test func canonicallyEquivalentIDsAreTwoUsersInTheCacheAndTheDatabase() async throws {
         try await withService { port, _ in
-            #expect(try await post(port, body(user: Self.nfc, "active_monthly:zoe-nfc")).status == 200)
-            #expect(try await post(port, body(user: Self.nfd, "expired_voluntary:zoe-nfd")).status == 200)
+            #expect(try await postReceipts(port, receiptBody(user: Self.nfc, "active_monthly:zoe-nfc")).status == 200)
+            #expect(try await postReceipts(port, receiptBody(user: Self.nfd, "expired_voluntary:zoe-nfd")).status == 200)
             for _ in 0..<2 {  // the second read comes from the document cache
                 let a = try await subscriber(port, pathSegment(Self.nfc))
                 let b = try await subscriber(port, pathSegment(Self.nfd))
-                #expect(a.body["app_user_id"] as? String == Self.nfc)
-                #expect(Array((a.body["app_user_id"] as? String ?? "").utf8) == Array(Self.nfc.utf8))
-                #expect(entitlement(a.body, "premium")?["active"] as? Bool == true)
-                #expect(Array((b.body["app_user_id"] as? String ?? "").utf8) == Array(Self.nfd.utf8))
-                #expect(entitlement(b.body, "premium")?["active"] as? Bool == false)
+                #expect(a.json["app_user_id"] as? String == Self.nfc)
+                #expect(Array((a.json["app_user_id"] as? String ?? "").utf8) == Array(Self.nfc.utf8))
+                #expect(entitlement(a.json, "premium")?["active"] as? Bool == true)
+                #expect(Array((b.json["app_user_id"] as? String ?? "").utf8) == Array(Self.nfd.utf8))
+                #expect(entitlement(b.json, "premium")?["active"] as? Bool == false)
             }
             // Never stored: café (NFC) exists, cafe + U+0301 does not.
-            #expect(try await post(port, body(user: "caf\u{00E9}", "active_monthly:cafe")).status == 200)
+            #expect(try await postReceipts(port, receiptBody(user: "caf\u{00E9}", "active_monthly:cafe")).status == 200)
             _ = try await subscriber(port, pathSegment("caf\u{00E9}"))
             #expect(try await subscriber(port, pathSegment("cafe\u{0301}")).status == 404)
         }
@@ -463,17 +432,17 @@ struct ExactIdentifierTests {
 
     @Test func theOtherSpellingPostingAReceiptIsAnotherUserForOwnership() async throws {
         try await withService(policy: "keep") { port, _ in
-            #expect(try await post(port, body(user: Self.nfc, "active_monthly:zoe-own")).status == 200)
-            let other = try await post(port, body(user: Self.nfd, "active_monthly:zoe-own"))
+            #expect(try await postReceipts(port, receiptBody(user: Self.nfc, "active_monthly:zoe-own")).status == 200)
+            let other = try await postReceipts(port, receiptBody(user: Self.nfd, "active_monthly:zoe-own"))
             #expect(other.status == 409, "\(other.body)")
-            #expect((other.body["error"] as? [String: Any])?["code"] as? String == "receipt_in_use")
+            #expect((other.json["error"] as? [String: Any])?["code"] as? String == "receipt_in_use")
             #expect(try await subscriber(port, pathSegment(Self.nfd)).status == 404)
         }
         try await withService(policy: "transfer") { port, db in
-            #expect(try await post(port, body(user: Self.nfc, "active_monthly:zoe-move")).status == 200)
-            let moved = try await post(port, body(user: Self.nfd, "active_monthly:zoe-move"))
-            #expect(moved.status == 200 && entitlement(moved.body, "premium")?["active"] as? Bool == true)
-            #expect(entitlement(try await subscriber(port, pathSegment(Self.nfc)).body, "premium") == nil)
+            #expect(try await postReceipts(port, receiptBody(user: Self.nfc, "active_monthly:zoe-move")).status == 200)
+            let moved = try await postReceipts(port, receiptBody(user: Self.nfd, "active_monthly:zoe-move"))
+            #expect(moved.status == 200 && entitlement(moved.json, "premium")?["active"] as? Bool == true)
+            #expect(entitlement(try await subscriber(port, pathSegment(Self.nfc)).json, "premium") == nil)
             let transfers = try Database(path: db).scalarText(
                 "SELECT count(*) FROM ownership_transfers WHERE from_app_user_id IS NOT NULL")
             #expect(transfers == "1")
@@ -487,13 +456,13 @@ struct ExactIdentifierTests {
                 String(repeating: "=", count: 500_000), "QQ==", "QUI=", "AAAA=AAAAAAAAAAA", "QUJDREVGR0hJSktM\n",
                 "QUJDREVGR0hJSktM===", "QUJDREVGR0hJSkt",
             ] {
-                let r = try await post(
+                let r = try await postReceipts(
                     port, #"{"app_user_id":"u","receipt_data":"\#(bad.replacingOccurrences(of: "\n", with: "\\n"))"}"#)
-                #expect(r.status == 400 && (r.body["error"] as? [String: Any])?["code"] as? String == "invalid_request")
+                #expect(r.status == 400 && (r.json["error"] as? [String: Any])?["code"] as? String == "invalid_request")
             }
             #expect(try tableSnapshot(db) == before)
         }
-        #expect(FieldRules.isPlausibleReceipt(receipt("trial:cli")))
+        #expect(FieldRules.isPlausibleReceipt(simulatedReceipt("trial:cli")))
         #expect(!FieldRules.isPlausibleReceipt("QUJDREVGR0g=QUJD"))
     }
 }
@@ -506,17 +475,17 @@ struct BreakerAbuseTests {
     @Test func distinct21002ReceiptsNeverOpenIt() async throws {
         try await withService(breaker: .init(failureThreshold: 2, openFor: .seconds(60))) { port, _ in
             for i in 0..<8 {
-                let r = try await post(port, body(user: "mallory", "status_21002:abuse\(i)"))
+                let r = try await postReceipts(port, receiptBody(user: "mallory", "status_21002:abuse\(i)"))
                 #expect(r.status == 503)
             }
-            let ready = try await send(port, "GET /readyz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            let ready = try await get(port, "/readyz")
             let status = try #require(try JSONSerialization.jsonObject(with: Data(ready.body.utf8)) as? [String: Any])
             #expect((status["app_store"] as? [String: Any])?["circuit"] as? String == "closed", "\(ready.body)")
-            let real = try await post(port, body(user: "paying", "active_monthly:real"))
-            #expect(real.status == 200 && entitlement(real.body, "premium")?["active"] as? Bool == true)
+            let real = try await postReceipts(port, receiptBody(user: "paying", "active_monthly:real"))
+            #expect(real.status == 200 && entitlement(real.json, "premium")?["active"] as? Bool == true)
             // …while 21005 from Apple still opens it.
-            for i in 0..<2 { _ = try await post(port, body(user: "u\(i)", "status_21005:down\(i)")) }
-            #expect(try await post(port, body(user: "late", "active_monthly:late")).status == 503)
+            for i in 0..<2 { _ = try await postReceipts(port, receiptBody(user: "u\(i)", "status_21005:down\(i)")) }
+            #expect(try await postReceipts(port, receiptBody(user: "late", "active_monthly:late")).status == 503)
         }
     }
 }

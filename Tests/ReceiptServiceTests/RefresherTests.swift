@@ -10,29 +10,12 @@ import Testing
 private let day: Int64 = 86_400_000
 private let hour: Int64 = 3_600_000
 
-private func post(_ port: Int, user: String, _ content: String) async throws -> Int {
-    let json = #"{"app_user_id":"\#(user)","receipt_data":"\#(Data(content.utf8).base64EncodedString())"}"#
-    return try await send(
-        port,
-        "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.publicKey)\r\n"
-            + "Content-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)"
-    ).status
-}
-
-private func document(_ port: Int, _ user: String, _ path: String = "") async throws -> [String: Any] {
-    let r = try await send(
-        port,
-        "GET /v1/subscribers/\(user)\(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.secretKey)\r\n\r\n"
-    )
-    return try #require(try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any])
-}
-
 private func premium(_ d: [String: Any]) -> [String: Any]? {
     (d["entitlements"] as? [String: Any])?["premium"] as? [String: Any]
 }
 
 private func eventTypes(_ port: Int, _ user: String) async throws -> [String] {
-    (try await document(port, user, "/events")["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
+    (try await subscriber(port, user, "/events").json["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
 }
 
 /// A service on a test clock with the refresher's loop off (passes are run by the test).
@@ -102,14 +85,14 @@ struct RefreshPolicyTests {
 struct RefresherTests {
     @Test func aRenewalIsLearnedAtExpiryWithItsEventsAndOnlyOnce() async throws {
         try await withRefresher { app, port, path, clock in
-            #expect(try await post(port, user: "alice", "renewing:a") == 200)
-            let before = try #require(premium(try await document(port, "alice"))?["expires_at"] as? String)
+            #expect(try await postReceipt(port, user: "alice", "renewing:a").status == 200)
+            let before = try #require(premium(try await subscriber(port, "alice").json)?["expires_at"] as? String)
             #expect(await app.refresher.runPass() == .init())
             clock.advance(by: 26 * day)  // past the expiry and its jitter
-            #expect(premium(try await document(port, "alice"))?["active"] as? Bool == false)
+            #expect(premium(try await subscriber(port, "alice").json)?["active"] as? Bool == false)
             let pass = await app.refresher.runPass()
             #expect(pass == .init(due: 1, refreshed: 1, changed: 1), "\(pass)")
-            let after = try await document(port, "alice")
+            let after = try await subscriber(port, "alice").json
             #expect(premium(after)?["active"] as? Bool == true)
             #expect((premium(after)?["expires_at"] as? String).map { $0 > before } == true)
             #expect(try await eventTypes(port, "alice").contains("renewal"))
@@ -123,8 +106,8 @@ struct RefresherTests {
 
     @Test func theScanReadsSliceBySliceAndMissesNone() async throws {
         try await withRefresher { app, port, _, clock async throws in
-            for i in 0..<7 { #expect(try await post(port, user: "s\(i)", "renewing:s\(i)") == 200) }
-            #expect(try await post(port, user: "t", "downgrade_pending:t") == 200)  // yearly: not due
+            for i in 0..<7 { #expect(try await postReceipt(port, user: "s\(i)", "renewing:s\(i)").status == 200) }
+            #expect(try await postReceipt(port, user: "t", "downgrade_pending:t").status == 200)  // yearly: not due
             clock.advance(by: 26 * day)
             let pass = await app.refresher.runPass(slice: 2)
             #expect(pass == .init(due: 7, refreshed: 7, changed: 7), "\(pass)")
@@ -134,7 +117,7 @@ struct RefresherTests {
 
     @Test func aCancelledSubscriptionIsCheckedOnceAfterItEnds() async throws {
         try await withRefresher { app, port, _, clock async throws in
-            #expect(try await post(port, user: "carl", "cancelled:c") == 200)
+            #expect(try await postReceipt(port, user: "carl", "cancelled:c").status == 200)
             clock.advance(by: 26 * day)
             #expect(await app.refresher.runPass() == .init(due: 1, refreshed: 1))
             #expect(try await eventTypes(port, "carl").contains("expiration"))
@@ -145,25 +128,25 @@ struct RefresherTests {
 
     @Test func billingRetryIsAskedAgainUntilApplesRecoveryIsLearned() async throws {
         try await withRefresher { app, port, _, clock async throws in
-            #expect(try await post(port, user: "bob", "billing_retry_recovers:b") == 200)
-            #expect(premium(try await document(port, "bob"))?["active"] as? Bool == false)
+            #expect(try await postReceipt(port, user: "bob", "billing_retry_recovers:b").status == 200)
+            #expect(premium(try await subscriber(port, "bob").json)?["active"] as? Bool == false)
             clock.advance(by: 1 * hour)
             #expect(await app.refresher.runPass() == .init())
             clock.advance(by: 6 * hour)  // due again; Apple still retrying
             #expect(await app.refresher.runPass() == .init(due: 1, refreshed: 1))
             clock.advance(by: 2 * day)  // Apple recovered the payment meanwhile
             #expect(await app.refresher.runPass() == .init(due: 1, refreshed: 1, changed: 1))
-            #expect(premium(try await document(port, "bob"))?["active"] as? Bool == true)
+            #expect(premium(try await subscriber(port, "bob").json)?["active"] as? Bool == true)
             #expect(try await eventTypes(port, "bob").contains("renewal"))
         }
     }
 
     @Test func appleDownChangesNothingAndBacksOff() async throws {
         try await withRefresher(breaker: .init(failureThreshold: 1, openFor: .seconds(3600))) { app, port, path, clock in
-            #expect(try await post(port, user: "dora", "renewing:d") == 200)
-            #expect(try await post(port, user: "emil", "renewing:e") == 200)
+            #expect(try await postReceipt(port, user: "dora", "renewing:d").status == 200)
+            #expect(try await postReceipt(port, user: "emil", "renewing:e").status == 200)
             // Apple's receipt server is down (21005): the breaker opens.
-            #expect(try await post(port, user: "x", "status_21005:x") == 503)
+            #expect(try await postReceipt(port, user: "x", "status_21005:x").status == 503)
             clock.advance(by: 26 * day)
             let before = try tableSnapshot(path)
             let pass = await app.refresher.runPass()
@@ -179,7 +162,7 @@ struct RefresherTests {
 
     @Test func aClaimHeldElsewhereIsLeftAlone() async throws {
         try await withRefresher { app, port, path, clock in
-            #expect(try await post(port, user: "fay", "renewing:f") == 200)
+            #expect(try await postReceipt(port, user: "fay", "renewing:f").status == 200)
             clock.advance(by: 26 * day)
             // Another receiptd on the same database holds the claim.
             let db = try Database(path: path)
@@ -200,8 +183,8 @@ struct RefresherTests {
 struct RefresherPoisonedRowTests {
     @Test func aGraceDateAtInt64MaxIsSkippedAndReportedNotACrash() async throws {
         try await withRefresher { app, port, path, clock in
-            #expect(try await post(port, user: "poisoned", "renewing:p") == 200)
-            #expect(try await post(port, user: "alice", "renewing:a") == 200)
+            #expect(try await postReceipt(port, user: "poisoned", "renewing:p").status == 200)
+            #expect(try await postReceipt(port, user: "alice", "renewing:a").status == 200)
             try Database(path: path).prepare(
                 """
                 UPDATE pending_renewal_info SET grace_period_expires_date = 9223372036854775807, is_in_billing_retry_period = 1
@@ -214,9 +197,9 @@ struct RefresherPoisonedRowTests {
                 #expect(pass.unprocessable == 1, "\(pass)")
                 #expect(pass.due <= 1)
             }
-            let alice = try await document(port, "alice")
+            let alice = try await subscriber(port, "alice").json
             #expect(premium(alice)?["active"] as? Bool == true)
-            let poisoned = try await document(port, "poisoned")
+            let poisoned = try await subscriber(port, "poisoned").json
             #expect(poisoned["app_user_id"] as? String == "poisoned")
         }
     }

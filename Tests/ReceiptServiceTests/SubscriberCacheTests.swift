@@ -8,27 +8,6 @@ import Testing
 @testable import ReceiptCore
 @testable import ReceiptService
 
-private func receiptBody(_ user: String, _ content: String) -> String {
-    #"{"app_user_id":"\#(user)","receipt_data":"\#(Data(content.utf8).base64EncodedString())"}"#
-}
-
-private func postReceipt(_ port: Int, _ user: String, _ content: String) async throws -> Int {
-    let body = receiptBody(user, content)
-    return try await send(
-        port,
-        "POST /v1/receipts HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.publicKey)\r\n"
-            + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
-    ).status
-}
-
-private func getSubscriber(_ port: Int, _ user: String) async throws -> (status: Int, body: String) {
-    let r = try await send(
-        port,
-        "GET /v1/subscribers/\(user) HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer \(TestSecrets.secretKey)\r\n\r\n"
-    )
-    return (r.status, r.body)
-}
-
 private func premiumState(_ body: String) -> String? {
     let json = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
     return ((json?["entitlements"] as? [String: Any])?["premium"] as? [String: Any])?["state"] as? String
@@ -42,12 +21,14 @@ struct SubscriberCacheTests {
             for scenario in Scenario.allCases {
                 let user = "cache-\(scenario.rawValue)"
                 // Some scenarios are Apple's refusals: nothing stored, nothing cached.
-                guard try await postReceipt(port, user, "\(scenario.rawValue):\(scenario.rawValue)") == 200 else { continue }
+                guard try await postReceipt(port, user: user, "\(scenario.rawValue):\(scenario.rawValue)").status == 200 else {
+                    continue
+                }
                 stored += 1
-                let read = try await getSubscriber(port, user)  // from storage; fills the cache
+                let read = try await subscriber(port, user)  // from storage; fills the cache
                 let hit = app.documentCache.entry(user, generation: app.database.generation, now: TestClock().now) != nil
                 #expect(hit, "\(scenario)")
-                let cached = try await getSubscriber(port, user)
+                let cached = try await subscriber(port, user)
                 #expect(read.status == 200 && cached.status == 200, "\(scenario)")
                 #expect(cached.body == read.body, "\(scenario)")
             }
@@ -62,7 +43,8 @@ struct SubscriberCacheTests {
         try await withClockedService { app, port, path, clock async throws in
             var scenarios: [Scenario] = []
             for scenario in Scenario.allCases
-            where try await postReceipt(port, "const-\(scenario.rawValue)", "\(scenario.rawValue):c-\(scenario.rawValue)") == 200
+            where try await postReceipt(port, user: "const-\(scenario.rawValue)", "\(scenario.rawValue):c-\(scenario.rawValue)")
+                .status == 200
             {
                 scenarios.append(scenario)
             }
@@ -94,22 +76,22 @@ struct SubscriberCacheTests {
 
     @Test func aCachedDocumentStillMovesWithTime() async throws {
         try await withClockedService { app, port, _, clock async throws in
-            #expect(try await postReceipt(port, "mover", "trial:mover") == 200)  // ends in 5 days
-            #expect(premiumState(try await getSubscriber(port, "mover").body) == "active")
-            #expect(premiumState(try await getSubscriber(port, "mover").body) == "active")
+            #expect(try await postReceipt(port, user: "mover", "trial:mover").status == 200)  // ends in 5 days
+            #expect(premiumState(try await subscriber(port, "mover").body) == "active")
+            #expect(premiumState(try await subscriber(port, "mover").body) == "active")
             clock.advance(by: 6 * 86_400_000)
-            #expect(premiumState(try await getSubscriber(port, "mover").body) == "expired")
+            #expect(premiumState(try await subscriber(port, "mover").body) == "expired")
             _ = app
         }
     }
 
     @Test func aWriteVoidsTheCache() async throws {
         try await withClockedService { app, port, _, _ async throws in
-            #expect(try await postReceipt(port, "writer", "expired_voluntary:w1") == 200)
-            #expect(premiumState(try await getSubscriber(port, "writer").body) == "expired")
-            #expect(premiumState(try await getSubscriber(port, "writer").body) == "expired")
-            #expect(try await postReceipt(port, "writer", "active_monthly:w2") == 200)
-            #expect(premiumState(try await getSubscriber(port, "writer").body) == "active")
+            #expect(try await postReceipt(port, user: "writer", "expired_voluntary:w1").status == 200)
+            #expect(premiumState(try await subscriber(port, "writer").body) == "expired")
+            #expect(premiumState(try await subscriber(port, "writer").body) == "expired")
+            #expect(try await postReceipt(port, user: "writer", "active_monthly:w2").status == 200)
+            #expect(premiumState(try await subscriber(port, "writer").body) == "active")
             _ = app
         }
     }
@@ -117,14 +99,14 @@ struct SubscriberCacheTests {
     /// Another process (a CLI beside the server, say) writing to the same file.
     @Test func anotherConnectionsWriteIsSeenWithinThePoll() async throws {
         try await withClockedService { app, port, path, _ async throws in
-            #expect(try await postReceipt(port, "other", "active_monthly:o") == 200)
-            #expect(premiumState(try await getSubscriber(port, "other").body) == "active")
-            #expect(premiumState(try await getSubscriber(port, "other").body) == "active")
+            #expect(try await postReceipt(port, user: "other", "active_monthly:o").status == 200)
+            #expect(premiumState(try await subscriber(port, "other").body) == "active")
+            #expect(premiumState(try await subscriber(port, "other").body) == "active")
             let before = app.database.generation
             try Database(path: path).execute("UPDATE transactions SET expires_date = 1000, cancellation_date = NULL")
             try await Task.sleep(for: DatabaseQueue.externalPoll * 3)
             #expect(app.database.generation > before)
-            #expect(premiumState(try await getSubscriber(port, "other").body) == "expired")
+            #expect(premiumState(try await subscriber(port, "other").body) == "expired")
         }
     }
 }

@@ -5,21 +5,6 @@ import Testing
 @testable import ReceiptCore
 @testable import ReceiptService
 
-private func call(_ port: Int, _ method: String, _ path: String, _ body: String = "", key: String? = nil) async throws -> (
-    status: Int, body: String
-) {
-    let auth = key.map { "Authorization: Bearer \($0)\r\n" } ?? ""
-    let r = try await send(
-        port,
-        "\(method) \(path) HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\(auth)Content-Type: application/json\r\n"
-            + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
-    return (r.status, r.body)
-}
-
-private func receipt(_ user: String, _ content: String) -> String {
-    #"{"app_user_id":"\#(user)","receipt_data":"\#(Data(content.utf8).base64EncodedString())"}"#
-}
-
 /// The series of `family` in Prometheus text whose labels include every one of `labels`.
 private func samples(_ text: String, _ family: String, _ labels: [String] = []) -> [Double] {
     text.split(separator: "\n").filter { line in
@@ -33,26 +18,26 @@ struct TelemetryTests {
     @Test func theTestFlowShowsEveryFamily() async throws {
         try await withService { port, _ in
             #expect(
-                try await call(port, "POST", "/v1/receipts", receipt("m1", "active_monthly:m1"), key: TestSecrets.publicKey)
+                try await postReceipts(port, receiptBody(user: "m1", "active_monthly:m1"))
                     .status == 200)
             #expect(
-                try await call(port, "POST", "/v1/receipts", receipt("m2", "sandbox_only:m2"), key: TestSecrets.publicKey).status
+                try await postReceipts(port, receiptBody(user: "m2", "sandbox_only:m2")).status
                     == 200)
             #expect(
-                try await call(port, "POST", "/v1/receipts", receipt("m3", "retryable_once:m3"), key: TestSecrets.publicKey)
+                try await postReceipts(port, receiptBody(user: "m3", "retryable_once:m3"))
                     .status == 200)
             #expect(
-                try await call(port, "POST", "/v1/receipts", receipt("m4", "status_21003:m4"), key: TestSecrets.publicKey).status
+                try await postReceipts(port, receiptBody(user: "m4", "status_21003:m4")).status
                     == 422)
-            #expect(try await call(port, "GET", "/v1/subscribers/m1", key: TestSecrets.secretKey).status == 200)
-            #expect(try await call(port, "GET", "/v1/subscribers/m1", key: TestSecrets.secretKey).status == 200)
-            #expect(try await call(port, "GET", "/v1/subscribers/nobody", key: TestSecrets.secretKey).status == 404)
-            #expect(try await call(port, "POST", "/v1/notifications/apple", try NotificationProcessorTests.v1()).status == 200)
-            #expect(try await call(port, "POST", "/v1/notifications/apple", "[]").status == 400)
-            #expect(try await call(port, "GET", "/no/such/path").status == 404)
+            #expect(try await request(port, "GET", "/v1/subscribers/m1", key: TestSecrets.secretKey).status == 200)
+            #expect(try await request(port, "GET", "/v1/subscribers/m1", key: TestSecrets.secretKey).status == 200)
+            #expect(try await request(port, "GET", "/v1/subscribers/nobody", key: TestSecrets.secretKey).status == 404)
+            #expect(try await request(port, "POST", "/v1/notifications/apple", try NotificationProcessorTests.v1()).status == 200)
+            #expect(try await request(port, "POST", "/v1/notifications/apple", "[]").status == 400)
+            #expect(try await request(port, "GET", "/no/such/path").status == 404)
 
-            #expect(try await call(port, "GET", "/metrics").status == 401)
-            let scraped = try await call(port, "GET", "/metrics", key: TestSecrets.secretKey)
+            #expect(try await request(port, "GET", "/metrics").status == 401)
+            let scraped = try await request(port, "GET", "/metrics", key: TestSecrets.secretKey)
             #expect(scraped.status == 200)
             let text = scraped.body
             let receipts = #"route="/v1/receipts""#
@@ -86,12 +71,14 @@ struct TelemetryTests {
         try await withClockedService { app, port, _, clock async throws in
             for user in ["r1", "r2"] {
                 #expect(
-                    try await call(port, "POST", "/v1/receipts", receipt(user, "cancelled:\(user)"), key: TestSecrets.publicKey)
-                        .status == 200)
+                    try await request(
+                        port, "POST", "/v1/receipts", receiptBody(user: user, "cancelled:\(user)"), key: TestSecrets.publicKey
+                    )
+                    .status == 200)
             }
             clock.advance(by: 40 * 86_400_000)  // both ended; Apple has not spoken since
             let pass = await app.refresher.runPass()
-            let text = try await call(port, "GET", "/metrics", key: TestSecrets.secretKey).body
+            let text = try await request(port, "GET", "/metrics", key: TestSecrets.secretKey).body
             #expect(pass.due == 2)
             #expect(samples(text, "refresher_backlog") == [2])
             #expect(samples(text, "refresher_refreshes_total").reduce(0, +) == 2)

@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptTesting
 import Testing
 
 /// `receiptd verify`, `subscriber` and `backup` against a scratch database and the simulator.
@@ -20,7 +21,7 @@ struct AdminTests {
     @Test func verifyStoresAndPrintsTheDocumentThenSubscriberReadsIt() async throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let file = dir + "/receipt.txt"
-        try (Data("trial:cli".utf8).base64EncodedString() + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        try (simulatedReceipt("trial:cli") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
         let verified = try await run(["verify", "--receipt", file, "--user", "ann"], environment: env)
         #expect(verified.status == 0, "\(verified.stderr)")
         let document = object(verified.stdout)
@@ -53,7 +54,7 @@ struct AdminTests {
     @Test func backupCopiesAConsistentDatabaseAndNeverOverwrites() async throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let file = dir + "/receipt.txt"
-        try Data("active_monthly:bk".utf8).base64EncodedString().write(toFile: file, atomically: true, encoding: .utf8)
+        try simulatedReceipt("active_monthly:bk").write(toFile: file, atomically: true, encoding: .utf8)
         #expect(try await run(["verify", "--receipt", file, "--user", "cy"], environment: env).status == 0)
         let copy = dir + "/copy.sqlite"
         let backup = try await run(["backup", copy], environment: env)

@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptTesting
 import Subprocess
 import SystemPackage
 import Testing
@@ -36,7 +37,7 @@ struct SimulateTests {
             let (data, _) = try await URLSession.shared.data(for: request)
             return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         }
-        let sandboxOnly = Data("sandbox_only".utf8).base64EncodedString()
+        let sandboxOnly = simulatedReceipt("sandbox_only")
         #expect(try await post(production, #"{"receipt-data":"\#(sandboxOnly)","password":"s3cret"}"#)["status"] as? Int == 21007)
         let sandbox = production.replacingOccurrences(of: "/production/", with: "/sandbox/")
         let valid = try await post(sandbox, #"{"receipt-data":"\#(sandboxOnly)","password":"s3cret"}"#)
