@@ -10,7 +10,7 @@ import SignedData
 import Storage
 import UnixSignals
 
-/// receiptd assembled: the database (migrated by ``open(configuration:logger:clock:)``, before
+/// receiptd assembled: the database (migrated by ``open(configuration:logger:clock:monotonic:)``, before
 /// anything binds), the use cases, the routes and the services that run them. Constructing it
 /// does no I/O; ``run(before:)`` serves until SIGTERM/SIGINT.
 public final class Application: Sendable {
@@ -52,9 +52,12 @@ public final class Application: Sendable {
     /// Opens the database and applies pending migrations (throwing, with nothing bound, when the
     /// database has unknown or edited migrations), then assembles everything. Apple is reached at
     /// `configuration.appStore`'s URLs: the executable points them at the simulator when it runs one.
-    public static func open(configuration: ServiceConfiguration, logger: Logger, clock: WallClock = .system) throws
-        -> Application
-    {
+    /// `clock` is the one wall clock (stored dates, documents, rate limits); `monotonic` the one
+    /// clock for durations and waits (Apple's retries and deadlines, the refresher's pacing).
+    public static func open(
+        configuration: ServiceConfiguration, logger: Logger, clock: WallClock = .system,
+        monotonic: any MonotonicClock = SystemMonotonicClock()
+    ) throws -> Application {
         let migrator = Migrator(migrations: try Migration.load(from: configuration.database.migrationsDirectory))
         let telemetry = Telemetry()
         let database = try DatabaseQueue(
@@ -73,7 +76,7 @@ public final class Application: Sendable {
                 productionURL: settings.productionURL, sandboxURL: settings.sandboxURL, sharedSecret: settings.sharedSecret,
                 policy: VerifyReceiptPolicy(
                     maxRetries: settings.maxRetries, attemptTimeout: settings.attemptTimeout, deadline: settings.deadline)),
-            transport: transport, breaker: breaker(settings.breaker, logger: logger),
+            transport: transport, clock: monotonic, breaker: breaker(settings.breaker, logger: logger),
             limit: ConcurrencyLimit(settings.maxConcurrentCalls), metrics: AppStoreMetrics(factory: telemetry.factory))
         let signed = settings.signedData
         let verifier = SignedDataVerifier(
@@ -89,7 +92,7 @@ public final class Application: Sendable {
         let documentCache = SubscriberCache(capacity: configuration.database.documentCache)
         let verifyPurchase = VerifyPurchase(
             client: client, verifier: verifier, database: database, bundleIDs: settings.bundleIDs, state: state,
-            policy: policy, logger: logger, clock: clock)
+            policy: policy, logger: logger, clock: clock, monotonic: monotonic)
         let readSubscriber = ReadSubscriber(
             database: database, state: state, cache: documentCache, logger: logger, clock: clock)
         let ingestNotification = IngestNotification(
@@ -108,7 +111,7 @@ public final class Application: Sendable {
         telemetry.watch(server)
         let refresher = Refresher(
             settings: configuration.refresher, client: client, database: database, state: state, bundleIDs: settings.bundleIDs,
-            logger: logger, clock: clock, metrics: telemetry.factory)
+            logger: logger, clock: clock, monotonic: monotonic, metrics: telemetry.factory)
         return Application(
             configuration: configuration, database: database, migrator: migrator, server: server, transport: transport,
             refresher: refresher, documentCache: documentCache, verifyPurchase: verifyPurchase,

@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreSimulator
+import Clocks
 import Foundation
 import HTTPServer
 import Logging
@@ -56,9 +57,11 @@ package final class TestApp: Sendable {
     }
 
     /// Starts the simulator (on `clock`) when configured, then opens the application (migrating).
-    package static func open(_ configuration: ServiceConfiguration, logger: Logger = quietLogger, clock: TestClock? = nil)
-        throws -> TestApp
-    {
+    /// `monotonic` (say a ``ManualMonotonicClock``) makes Apple's retry delays instant.
+    package static func open(
+        _ configuration: ServiceConfiguration, logger: Logger = quietLogger, clock: TestClock? = nil,
+        monotonic: any MonotonicClock = SystemMonotonicClock()
+    ) throws -> TestApp {
         var configuration = configuration
         let wall = clock?.wall ?? .system
         var simulator: HTTPServer?
@@ -72,7 +75,8 @@ package final class TestApp: Sendable {
         }
         do {
             return TestApp(
-                application: try Application.open(configuration: configuration, logger: logger, clock: wall),
+                application: try Application.open(
+                    configuration: configuration, logger: logger, clock: wall, monotonic: monotonic),
                 simulator: simulator)
         } catch {
             simulator?.shutdown()
@@ -109,13 +113,14 @@ package func withService(
     policy: String = "transfer", bundleIDs: [String] = ["com.example.app"],
     entitlements: [String: [String]] = ["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]],
     signedData: ServiceConfiguration.SignedDataSettings = .init(), breaker: CircuitBreaker.Policy = .init(),
-    limits: RateLimiter.Settings = .init(), _ body: (Int, String) async throws -> Void
+    limits: RateLimiter.Settings = .init(), monotonic: any MonotonicClock = SystemMonotonicClock(),
+    _ body: (Int, String) async throws -> Void
 ) async throws {
     try await withScratchDirectory("receiptd-api") { dir in
         let configuration = testConfiguration(
             path: dir + "/db.sqlite", policy: policy, bundleIDs: bundleIDs, entitlements: entitlements,
             signedData: signedData, breaker: breaker, limits: limits)
-        let app = try TestApp.open(configuration)
+        let app = try TestApp.open(configuration, monotonic: monotonic)
         let port = try app.start()
         try await body(port, dir + "/db.sqlite")
         await app.stop()
@@ -123,14 +128,16 @@ package func withService(
     }
 }
 
-/// receiptd on a test clock, with the application itself (for its cache, refresher, use cases).
+/// receiptd on test clocks (wall: `TestClock`, moved by the test; monotonic: a
+/// ``ManualMonotonicClock``, so Apple's retry delays cost nothing), with the application itself
+/// (for its cache, refresher, use cases).
 package func withClockedService(
     configuration: (String) -> ServiceConfiguration = { testConfiguration(path: $0) },
     _ body: (TestApp, Int, String, TestClock) async throws -> Void
 ) async throws {
     try await withScratchDirectory("receiptd-clocked") { dir in
         let clock = TestClock()
-        let app = try TestApp.open(configuration(dir + "/db.sqlite"), clock: clock)
+        let app = try TestApp.open(configuration(dir + "/db.sqlite"), clock: clock, monotonic: ManualMonotonicClock())
         let port = try app.start()
         try await body(app, port, dir + "/db.sqlite", clock)
         await app.stop()

@@ -473,7 +473,9 @@ struct ExactIdentifierTests {
 @Suite("Circuit breaker under public-key abuse", .serialized)
 struct BreakerAbuseTests {
     @Test func distinct21002ReceiptsNeverOpenIt() async throws {
-        try await withService(breaker: .init(failureThreshold: 2, openFor: .seconds(60))) { port, _ in
+        // Apple's retry delays on a hand-moved clock: eight retried refusals cost no waiting.
+        try await withService(breaker: .init(failureThreshold: 2, openFor: .seconds(60)), monotonic: ManualMonotonicClock()) {
+            port, _ in
             for i in 0..<8 {
                 let r = try await postReceipts(port, receiptBody(user: "mallory", "status_21002:abuse\(i)"))
                 #expect(r.status == 503)
