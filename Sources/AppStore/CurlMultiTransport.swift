@@ -27,10 +27,19 @@ public final class CurlMultiTransport: HTTPTransport, Sendable {
     private let submissions = Mutex<[Transfer]>([])
     private let stopped = Atomic<Bool>(false)
 
+    private let started = Atomic<Bool>(false)
+
+    /// Allocates the multi handle only: the transfer thread starts with the first transfer, so
+    /// building a transport (and the application around it) starts nothing.
     public init(configuration: Configuration = Configuration()) {
         _ = Self.globalInit
         self.configuration = configuration
         multi = Multi()
+    }
+
+    /// Starts the driver thread, once.
+    private func startDriver() {
+        guard started.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         let box = Unmanaged.passRetained(Driver(multi: multi, owner: self))
         var tid = pthread_t()
         let rc = pthread_create(
@@ -49,17 +58,28 @@ public final class CurlMultiTransport: HTTPTransport, Sendable {
 
     public func post(url: String, json body: [UInt8], timeout: Duration) async -> TransportResult {
         guard !stopped.load(ordering: .acquiring) else { return .failure("the transport is shut down") }
+        startDriver()
         return await withCheckedContinuation { continuation in
             let transfer = Transfer(
                 url: url, body: body, timeout: timeout, configuration: configuration, continuation: continuation)
-            submissions.withLock { $0.append(transfer) }
-            curl_multi_wakeup(multi.handle)
+            // Under the submissions lock, as `shutdown` sets `stopped`: a transfer is either queued
+            // before the driver's last drain or refused here, never left waiting.
+            let queued = submissions.withLock { pending -> Bool in
+                guard !stopped.load(ordering: .acquiring) else { return false }
+                pending.append(transfer)
+                return true
+            }
+            if queued {
+                curl_multi_wakeup(multi.handle)
+            } else {
+                transfer.complete(.failure("the transport is shut down"))
+            }
         }
     }
 
     /// Fails every transfer in flight and stops the driver thread.
     public func shutdown() {
-        stopped.store(true, ordering: .releasing)
+        submissions.withLock { _ in stopped.store(true, ordering: .releasing) }
         curl_multi_wakeup(multi.handle)
     }
 

@@ -101,4 +101,16 @@ struct CurlMultiTransportTests {
             return
         }
     }
+
+    @Test func aTransportShutDownBeforeItsFirstTransferRefusesAtOnce() async {
+        // Built and stopped without ever sending: no driver thread was started, and nothing waits.
+        let transport = CurlMultiTransport(configuration: loopback)
+        transport.shutdown()
+        guard case .failure(let reason) = await transport.post(url: "http://127.0.0.1:1/echo", json: [], timeout: .seconds(2))
+        else {
+            Issue.record("a stopped transport sent")
+            return
+        }
+        #expect(reason.contains("shut down"))
+    }
 }
