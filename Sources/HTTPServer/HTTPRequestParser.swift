@@ -10,7 +10,9 @@
 ///   a field value: 400 (§2.2, §5.1, §5.2);
 /// - both `Content-Length` and `Transfer-Encoding`, any `Transfer-Encoding` other than exactly
 ///   `chunked`, `Transfer-Encoding` in HTTP/1.0, a `Content-Length` that is repeated, a list, or
-///   not digits, a tab anywhere in either field: 400 (§6.1–6.3);
+///   not digits, a tab anywhere in either field: 400 (§6.1–6.3); a tab anywhere in a `Connection`
+///   field: 400 (llhttp does not read `keep-alive` or `close` followed by a tab as the token, so a
+///   front proxy might keep or close a connection we read the other way);
 /// - chunk sizes that are not bare hex (whitespace, signs) or overflow: 400 / 413; fields that
 ///   control framing, routing or the connection (`headerOnlyFields`) among trailers: 400 (§7.1);
 /// - HTTP/1.1 without exactly one `Host`, or HTTP/1.0 with several: 400 (§3.2);
@@ -208,10 +210,11 @@ public struct HTTPRequestParser: Sendable {
             switch HTTPSyntax.parseField(buf, lineStart..<(lf - 1)) {
             case .success(let field):
                 if HTTPHeaders.namesEqual(field.name, "Content-Length")
-                    || HTTPHeaders.namesEqual(field.name, "Transfer-Encoding"),
+                    || HTTPHeaders.namesEqual(field.name, "Transfer-Encoding")
+                    || HTTPHeaders.namesEqual(field.name, "Connection"),
                     firstIndex(of: .tab, in: buf, from: lineStart, to: lf) != nil
                 {
-                    return .failure(.badFraming("A tab in Content-Length or Transfer-Encoding."))
+                    return .failure(.badFraming("A tab in Content-Length, Transfer-Encoding or Connection."))
                 }
                 headers.add(name: field.name, value: field.value)
             case .failure(let e): return .failure(e)

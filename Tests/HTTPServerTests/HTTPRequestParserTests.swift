@@ -288,6 +288,16 @@ struct HTTPRequestParserTests {
         #expect(parseBoth(text).whole == .failure(status: 400, code: "invalid_framing"))
     }
 
+    /// Found by differential fuzzing: llhttp does not read `keep-alive` followed by a tab as the
+    /// token, so an HTTP/1.0 client asking `keep-alive\t` was kept open here and closed there.
+    @Test(arguments: [
+        "GET / HTTP/1.0\r\nConnection: keep-alive\t\r\n\r\n", "GET / HTTP/1.0\r\nConnection:\tkeep-alive\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\t\r\n\r\n", "GET / HTTP/1.1\r\nHost: a\r\nConnection: x,\tclose\r\n\r\n",
+    ])
+    func aTabInAConnectionFieldIs400(text: String) {
+        #expect(parseBoth(text).whole == .failure(status: 400, code: "invalid_framing"))
+    }
+
     // MARK: Found by differential fuzzing against llhttp (Scripts/fuzz.sh). Each input is a case
     // where llhttp 8.1 and receiptd read the same bytes differently; receiptd's reading is pinned.
 

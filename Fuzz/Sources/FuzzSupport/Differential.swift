@@ -112,7 +112,8 @@ public enum StricterCase: String, CaseIterable, Sendable {
     case emptyFieldName
     /// A request line that is not `method SP target SP version` with single spaces.
     case requestLineSpacing
-    /// A tab in a Content-Length or Transfer-Encoding field line (llhttp refuses some of these).
+    /// A tab in a Content-Length, Transfer-Encoding or Connection field line (llhttp refuses some
+    /// of these, and does not read `keep-alive` followed by a tab as the token).
     case tabInFramingField
     /// A method other than GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS (501).
     case methodNotImplemented
@@ -172,7 +173,7 @@ public enum StricterCase: String, CaseIterable, Sendable {
         case .tabInFramingField:
             return RawHead.fieldLines(raw).contains { line in
                 let name = String(decoding: line.prefix { $0 != UInt8(ascii: ":") }, as: UTF8.self).lowercased()
-                return (name == "content-length" || name == "transfer-encoding") && line.contains(0x09)
+                return ["content-length", "transfer-encoding", "connection"].contains(name) && line.contains(0x09)
             }
         case .methodNotImplemented:
             guard let m else { return false }
