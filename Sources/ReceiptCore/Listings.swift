@@ -51,7 +51,7 @@ package struct Listings: Sendable {
 
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(ReceiptError) -> T {
         do {
-            return try await database.run(body)
+            return try await database.read(body)
         } catch {
             logger.error("a listing failed", metadata: ["error": "\(error)"])
             throw .internalFault

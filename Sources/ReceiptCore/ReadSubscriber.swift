@@ -67,7 +67,7 @@ package struct ReadSubscriber: Sendable {
                 throw ReceiptError.subscriberNotFound
             }
             let before = cursor.map { ($0.at, $0.id) }
-            let rows = try await database.run { db in try EventStore(db).page(for: appUserID, limit: limit + 1, before: before) }
+            let rows = try await database.read { db in try EventStore(db).page(for: appUserID, limit: limit + 1, before: before) }
             let page = Array(rows.prefix(limit))
             let next = rows.count > limit ? page.last.map { EventCursor(at: $0.at, id: $0.id) } : nil
             return EventPage(events: page, next: next)

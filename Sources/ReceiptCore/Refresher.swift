@@ -191,7 +191,7 @@ package final class Refresher: Sendable {
             // A slice of stored receipts per database hop: the scan never holds the queue long.
             var after: String?
             repeat {
-                let (slice, end) = try await database.run { [after] db in
+                let (slice, end) = try await database.read { [after] db in
                     let store = RefreshStore(db)
                     let end = try store.sliceEnd(after: after, count: slice)
                     return (

@@ -139,7 +139,7 @@ package struct SubscriberState: Sendable {
     /// Reads a subscriber, bringing their version and events up to date first when time or
     /// configuration changed their document since it was stored. Nil when unknown.
     func current(_ appUserID: String, database: DatabaseQueue, now: Int64) async throws -> (SubscriberDocument, Int64)? {
-        guard let subscriber = try await database.run({ db in try ReceiptStore(db).subscriber(appUserID) }) else { return nil }
+        guard let subscriber = try await database.read({ db in try ReceiptStore(db).subscriber(appUserID) }) else { return nil }
         let document = document(subscriber, facts: subscriber.pinnedFacts, now: now)
         guard isStale(subscriber, document) else { return (document, subscriber.version) }
         // Rare (a state change since the last read): re-read and refresh in one write transaction.

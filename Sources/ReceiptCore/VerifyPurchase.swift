@@ -164,7 +164,7 @@ package struct VerifyPurchase: Sendable {
     private func lastKnown(_ appUserID: String) async -> ReceiptError.LastKnown? {
         let at = clock.now()
         guard let (document, version) = try? await state.current(appUserID, database: database, now: at) else { return nil }
-        let verifiedAt = (try? await database.run { db in try ReceiptStore(db).lastVerifiedAt(appUserID) }) ?? nil
+        let verifiedAt = (try? await database.read { db in try ReceiptStore(db).lastVerifiedAt(appUserID) }) ?? nil
         return .init(snapshot: SubscriberSnapshot(document: document, version: version, now: at), verifiedAt: verifiedAt)
     }
 

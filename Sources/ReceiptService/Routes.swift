@@ -167,7 +167,7 @@ struct Routes: Sendable {
 
     static func readiness(database: DatabaseQueue, migrator: Migrator, appStore: AppStoreStatus? = nil) async -> HTTPResponse {
         do {
-            let status = try await database.run { [migrator] db in try migrator.status(of: db) }
+            let status = try await database.read { [migrator] db in try migrator.status(of: db) }
             let ready = status.pending.isEmpty
             return .json(
                 Readiness(

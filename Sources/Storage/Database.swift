@@ -15,17 +15,26 @@ public final class Database {
     /// from `BEGIN IMMEDIATE` to the end of `COMMIT` (or `ROLLBACK`), lock waits included.
     public var metrics: any MetricsFactory = NOOPMetricsHandler.instance
     private var durability = "normal"
+    /// Statements compiled once per connection, by their SQL (``cached(_:)``).
+    private var statements: [String: Statement] = [:]
+    /// Opened with `SQLITE_OPEN_READONLY`: a reader beside the one writer (``DatabaseQueue/read(_:)``).
+    public let isReadOnly: Bool
 
     /// Opens (creating if needed) the database at `path`; `:memory:` for a private in-memory one.
-    public init(path: String, busyTimeout: Duration = .seconds(5)) throws(StorageError) {
-        if path != ":memory:" {
+    /// `readOnly` opens an existing file for reading only: it never creates, migrates or writes,
+    /// and reads the WAL beside the writer without waiting for it.
+    public init(path: String, busyTimeout: Duration = .seconds(5), readOnly: Bool = false) throws(StorageError) {
+        isReadOnly = readOnly
+        if path != ":memory:" && !readOnly {
             let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
             if !directory.isEmpty {
                 try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             }
         }
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let flags =
+            readOnly
+            ? SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -37,6 +46,7 @@ public final class Database {
         sqlite3_extended_result_codes(db, 1)
         let ms = busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
         sqlite3_busy_timeout(db, Int32(clamping: ms))
+        guard !readOnly else { return }  // WAL is a property of the file, set by the writer
         try execute("PRAGMA foreign_keys = ON")
         if path != ":memory:" {
             let mode = try scalarText("PRAGMA journal_mode = WAL")
@@ -48,6 +58,7 @@ public final class Database {
     }
 
     deinit {
+        statements = [:]  // finalized before the connection closes
         sqlite3_close_v2(handle)
     }
 
@@ -78,6 +89,38 @@ public final class Database {
         return Statement(statement, database: self)
     }
 
+    /// The statement for `sql`, compiled on first use and kept: for the queries every read runs.
+    /// Bind before stepping (binding resets it). Cached statements are reset at the end of each
+    /// transaction and of each ``DatabaseQueue`` job, so one read part-way never holds a snapshot.
+    public func cached(_ sql: String) throws(StorageError) -> Statement {
+        if let statement = statements[sql] { return statement }
+        let statement = try prepare(sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Resets every cached statement, ending any read it had begun.
+    func resetCachedStatements() {
+        for statement in statements.values { statement.reset() }
+    }
+
+    /// Runs `body` in one read transaction (`BEGIN DEFERRED`): every query in it sees the same
+    /// committed snapshot, whatever the writer commits meanwhile. Inside a transaction, just `body`.
+    public func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        guard sqlite3_get_autocommit(handle) != 0 else { return try body() }
+        try execute("BEGIN DEFERRED")
+        do {
+            let value = try body()
+            resetCachedStatements()
+            try execute("COMMIT")
+            return value
+        } catch {
+            resetCachedStatements()
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back when it
     /// throws. Inside another transaction it is a savepoint, so a store's own transaction can be part
     /// of a caller's larger one.
@@ -97,10 +140,12 @@ public final class Database {
         try execute(nested ? "SAVEPOINT nested" : "BEGIN IMMEDIATE")
         do {
             let value = try body()
+            if !nested { resetCachedStatements() }
             try execute(nested ? "RELEASE nested" : "COMMIT")
             outcome = "committed"
             return value
         } catch {
+            if !nested { resetCachedStatements() }
             try? execute(nested ? "ROLLBACK TO nested; RELEASE nested" : "ROLLBACK")
             throw error
         }

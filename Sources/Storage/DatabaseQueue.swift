@@ -7,21 +7,55 @@ import Synchronization
 /// fsync of a durable commit) never run on Swift's cooperative pool. Not a Dispatch queue: on
 /// Linux, Swift concurrency's executor runs on Dispatch's global threads, and a worker blocked in
 /// SQLite there is one fewer for every request handler. The only way async code reaches the database.
+///
+/// Reads can go apart: ``read(_:)`` runs on one of a few read-only connections, each on a thread of
+/// its own, which WAL lets read beside the writer, so a read never queues behind a write.
 public final class DatabaseQueue: Sendable {
     private let worker: Worker
+    private let readers: [Worker]
 
-    /// Opens the database at `path` (see ``Database/init(path:busyTimeout:)``) and starts its thread.
+    /// Opens the database at `path` (see ``Database/init(path:busyTimeout:readOnly:)``) and starts
+    /// its thread, then `readers` read-only connections with a thread each (none for `:memory:`,
+    /// whose data no other connection sees: reads then run on the writer's thread).
     /// - Parameter metrics: where write transactions are timed (see ``Database/metrics``).
     public init(
-        path: String, busyTimeout: Duration = .seconds(5), metrics: any MetricsFactory = NOOPMetricsHandler.instance
+        path: String, busyTimeout: Duration = .seconds(5), metrics: any MetricsFactory = NOOPMetricsHandler.instance,
+        readers: Int = 2
     ) throws(StorageError) {
         let database = try Database(path: path, busyTimeout: busyTimeout)
         database.metrics = metrics
-        worker = Worker(database)
+        worker = Worker(database, pollsOtherWriters: true)
+        var opened: [Worker] = []
+        if path != ":memory:" {
+            for _ in 0..<max(0, readers) {
+                opened.append(
+                    Worker(try Database(path: path, busyTimeout: busyTimeout, readOnly: true), pollsOtherWriters: false))
+            }
+        }
+        self.readers = opened
         worker.start()
+        for reader in opened { reader.start() }
     }
 
-    deinit { worker.stop() }
+    deinit {
+        worker.stop()
+        for reader in readers { reader.stop() }
+    }
+
+    /// How many read-only connections ``read(_:)`` spreads over (0: reads share the writer's thread).
+    public var readerCount: Int { readers.count }
+
+    /// Runs `body` in one read transaction (a consistent snapshot) on the least busy reader's
+    /// thread; it may not write (its connection is read-only). It sees every commit made before it
+    /// was called, this queue's included, and waits for no write in progress.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let reader = readers.min { $0.pending.load(ordering: .relaxed) < $1.pending.load(ordering: .relaxed) } ?? worker
+        return try await withCheckedThrowingContinuation { continuation in
+            reader.submit { database in
+                continuation.resume(with: Result { try database.readTransaction { try body(database) } })
+            }
+        }
+    }
 
     /// The database file's path.
     public var path: String { worker.database.path }
@@ -69,13 +103,18 @@ public final class DatabaseQueue: Sendable {
         let database: Database
         private let state = Mutex<(jobs: [Job], head: Int, stopped: Bool)>(([], 0, false))
         private let wake = DispatchSemaphore(value: 0)
+        /// Jobs submitted and not finished: where ``DatabaseQueue/read(_:)`` sends the next read.
+        let pending = Atomic<Int>(0)
         /// See ``DatabaseQueue/generation``: own writes plus other connections' commits seen.
         let generation = Atomic<UInt64>(0)
         private var ownChanges: Int64 = 0
         private var dataVersion: Int64 = 0
+        /// The writer's worker watches for other connections' commits; readers need not.
+        private let pollsOtherWriters: Bool
 
-        init(_ database: Database) {
+        init(_ database: Database, pollsOtherWriters: Bool) {
             self.database = database
+            self.pollsOtherWriters = pollsOtherWriters
             dataVersion = (try? database.dataVersion()) ?? 0
         }
 
@@ -108,6 +147,7 @@ public final class DatabaseQueue: Sendable {
         }
 
         func submit(_ job: @escaping Job) {
+            pending.add(1, ordering: .relaxed)
             state.withLock { $0.jobs.append(job) }
             wake.signal()
         }
@@ -124,7 +164,7 @@ public final class DatabaseQueue: Sendable {
             while true {
                 let woken = wake.wait(timeout: .now() + .nanoseconds(Int(pollNs)))
                 // Also between jobs, so a queue that is never idle still sees other writers.
-                if DispatchTime.now().uptimeNanoseconds - lastPoll >= pollNs {
+                if pollsOtherWriters, DispatchTime.now().uptimeNanoseconds - lastPoll >= pollNs {
                     pollOtherWriters()
                     lastPoll = DispatchTime.now().uptimeNanoseconds
                 }
@@ -136,7 +176,13 @@ public final class DatabaseQueue: Sendable {
                     if s.head == s.jobs.count { (s.jobs, s.head) = ([], 0) }
                     return job
                 }
-                if let job { job(database) } else if state.withLock({ $0.stopped }) { return }
+                if let job {
+                    job(database)
+                    database.resetCachedStatements()
+                    pending.subtract(1, ordering: .relaxed)
+                } else if state.withLock({ $0.stopped }) {
+                    return
+                }
             }
         }
     }

@@ -62,14 +62,14 @@ public struct EventStore {
     public func page(for appUserID: String, limit: Int, before: (at: Int64, id: Int64)?) throws -> [EventRecord] {
         let q: Statement
         if let before {
-            q = try db.prepare(
+            q = try db.cached(
                 """
                 SELECT \(Self.columns) FROM events WHERE app_user_id = ? AND (at < ? OR (at = ? AND id < ?))
                 ORDER BY at DESC, id DESC LIMIT ?
                 """
             ).bind([appUserID, before.at, before.at, before.id, Int64(limit)])
         } else {
-            q = try db.prepare("SELECT \(Self.columns) FROM events WHERE app_user_id = ? ORDER BY at DESC, id DESC LIMIT ?")
+            q = try db.cached("SELECT \(Self.columns) FROM events WHERE app_user_id = ? ORDER BY at DESC, id DESC LIMIT ?")
                 .bind([appUserID, Int64(limit)])
         }
         var result: [EventRecord] = []

@@ -112,10 +112,11 @@ public struct ReceiptStore {
     /// The subscriber, every transaction and renewal snapshot of the purchases they hold, and the
     /// transfers that concern them; nil when unknown.
     public func subscriber(_ appUserID: String) throws -> SubscriberRecord? {
-        let head = try db.prepare("SELECT version, state_hash FROM subscribers WHERE app_user_id = ?").bind([appUserID])
+        let head = try db.cached("SELECT version, state_hash FROM subscribers WHERE app_user_id = ?").bind([appUserID])
         guard try head.step() else { return nil }
         let (version, stateHash) = (head.int(0), head.text(1))
-        let transactions = try db.prepare(
+        head.reset()
+        let transactions = try db.cached(
             """
             SELECT \(Self.transactionColumns("t"))
             FROM transactions t JOIN ownership o ON o.original_transaction_id = t.original_transaction_id
@@ -124,7 +125,7 @@ public struct ReceiptStore {
         ).bind([appUserID])
         var purchases: [Stated<Purchase>] = []
         while try transactions.step() { purchases.append(Self.purchase(transactions)) }
-        let history = try db.prepare(
+        let history = try db.cached(
             """
             SELECT h.id, h.observed_at, \(Self.renewalColumns("h"))
             FROM renewal_history h JOIN ownership o ON o.original_transaction_id = h.original_transaction_id
@@ -139,7 +140,7 @@ public struct ReceiptStore {
                     RenewalObservation(observedAt: history.int(1), sequence: history.int(0), renewal: stated.fact),
                     rawJSON: stated.rawJSON))
         }
-        let moves = try db.prepare(
+        let moves = try db.cached(
             """
             SELECT m.original_transaction_id, m.from_app_user_id, m.to_app_user_id, m.at,
                    (SELECT t.product_id FROM transactions t WHERE t.original_transaction_id = m.original_transaction_id

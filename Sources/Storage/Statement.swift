@@ -27,6 +27,9 @@ public final class Statement {
         return self
     }
 
+    /// Back to the start, ending the read it had begun (bindings stay).
+    public func reset() { sqlite3_reset(handle) }
+
     /// Advances to the next row; false when done.
     public func step() throws(StorageError) -> Bool {
         let rc = sqlite3_step(handle)
