@@ -30,18 +30,14 @@ build() {
 }
 mkdir -p "$scratch"
 for target in "${targets[@]}"; do
-  if ! build "$target"; then
-    # The Fuzz package compiles ../Sources by path: SwiftPM keeps a stale build plan when a file
-    # there is renamed ("missing inputs"). Plan again once; any other failure stops here, never
-    # running a binary left from an earlier build.
-    if grep -q "missing inputs" "$scratch/$target.build.log"; then
-      rm -f "$scratch/release.yaml" "$scratch"/*/release/description.json
-      build "$target" || { grep -E "error" "$scratch/$target.build.log" >&2; echo "fuzz.sh: $target does not build" >&2; exit 2; }
-    else
-      grep -E "error" "$scratch/$target.build.log" >&2
-      echo "fuzz.sh: $target does not build" >&2
-      exit 2
-    fi
+  # The Fuzz package compiles ../Sources by path: SwiftPM keeps a stale build plan when a file
+  # there is renamed ("missing inputs"); plan again once. Any other failure stops here, never
+  # running a binary left from an earlier build.
+  if ! build "$target" && ! { grep -q "missing inputs" "$scratch/$target.build.log" \
+    && rm -f "$scratch/release.yaml" "$scratch"/*/release/description.json && build "$target"; }; then
+    grep -E "error" "$scratch/$target.build.log" >&2
+    echo "fuzz.sh: $target does not build" >&2
+    exit 2
   fi
   grep -E "warning: " "$scratch/$target.build.log" || true
   test -x "$scratch/release/$target"

@@ -18,13 +18,6 @@ public enum AppleDate {
             "`\(field)` is not a date between 1970 and 9999 in epoch milliseconds"
         }
     }
-
-    /// `value` pinned into ``range``: for stored rows, which were written before dates were
-    /// checked on entry (or by hand). An expiry of `Int64.max` reads as 9999-12-31, which is what
-    /// it said; nothing downstream can overflow on it.
-    public static func clamped(_ value: Int64) -> Int64 { min(max(value, range.lowerBound), range.upperBound) }
-
-    public static func clamped(_ value: Int64?) -> Int64? { value.map { clamped($0) } }
 }
 
 extension JSONValue {

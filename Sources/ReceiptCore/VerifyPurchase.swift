@@ -154,7 +154,7 @@ package struct VerifyPurchase: Sendable {
     {
         let at = clock.now()
         let saved = try await database.run { [policy, state] db in
-            try db.transaction { try state.save(record, for: user, policy: policy, in: db, now: at, log: log) }
+            try state.save(record, for: user, policy: policy, in: db, now: at, log: log)
         }
         guard case .document(let document, let version, _) = saved else { throw ReceiptError.receiptInUse }
         return SubscriberSnapshot(document: document, version: version, now: at)

@@ -17,14 +17,11 @@ public final class Database {
     private var durability = "normal"
     /// Statements compiled once per connection, by their SQL (``cached(_:)``).
     private var statements: [String: Statement] = [:]
-    /// Opened with `SQLITE_OPEN_READONLY`: a reader beside the one writer (``DatabaseQueue/read(_:)``).
-    public let isReadOnly: Bool
 
     /// Opens (creating if needed) the database at `path`; `:memory:` for a private in-memory one.
     /// `readOnly` opens an existing file for reading only: it never creates, migrates or writes,
     /// and reads the WAL beside the writer without waiting for it.
     public init(path: String, busyTimeout: Duration = .seconds(5), readOnly: Bool = false) throws(StorageError) {
-        isReadOnly = readOnly
         if path != ":memory:" && !readOnly {
             let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
             if !directory.isEmpty {

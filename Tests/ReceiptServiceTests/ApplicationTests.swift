@@ -21,11 +21,6 @@ struct ApplicationTests {
             entitlements: [:])
     }
 
-    private var migrationsDirectory: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().path + "/Migrations"
-    }
-
     /// A scratch folder holding `Migrations/0001_a.sql` with `sql`; returns (folder, migrations).
     private func scratchWithMigration(_ sql: String) throws -> (String, String) {
         let dir = NSTemporaryDirectory() + "receiptd-app-" + UUID().uuidString

@@ -18,21 +18,14 @@ private func eventTypes(_ port: Int, _ user: String) async throws -> [String] {
     (try await subscriber(port, user, "/events").json["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
 }
 
-/// A service on a test clock with the refresher's loop off (passes are run by the test).
+/// A service on test clocks with the refresher's loop off (passes are run by the test).
 private func withRefresher(
     breaker: CircuitBreaker.Policy = .init(), _ body: (TestApp, Int, String, TestClock) async throws -> Void
 ) async throws {
-    let dir = NSTemporaryDirectory() + "receiptd-refresh-" + UUID().uuidString
-    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    let clock = TestClock()
     var settings = Refresher.Settings()
     settings.maxPerSecond = 1000
-    let app = try TestApp.open(testConfiguration(path: dir + "/db.sqlite", breaker: breaker, refresher: settings), clock: clock)
-    let port = try app.start()
-    try await body(app, port, dir + "/db.sqlite", clock)
-    await app.stop()
-    expectNoSecretLeaked()
+    let configuration = { (path: String) in testConfiguration(path: path, breaker: breaker, refresher: settings) }
+    try await withClockedService(configuration: configuration, body)
 }
 
 @Suite("Refresh policy")

@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptTesting
 import Testing
 
 @testable import Storage
@@ -92,9 +93,7 @@ struct MigratorTests {
     }
 
     @Test func theProjectMigrationsApply() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().path
-        let migrations = try Migration.load(from: root + "/Migrations")
+        let migrations = try Migration.load(from: migrationsDirectory)
         #expect(!migrations.isEmpty)
         let db = try Database(path: ":memory:")
         #expect(try Migrator(migrations: migrations).migrate(db).count == migrations.count)
