@@ -298,6 +298,15 @@ struct HTTPRequestParserTests {
         #expect(parseBoth(text).whole == .failure(status: 400, code: "invalid_framing"))
     }
 
+    /// Found by differential fuzzing: llhttp reads `PRI` as the start of the HTTP/2 preface and
+    /// waits for `SM`; receiptd speaks HTTP/1.1 only and answers 501 once the request line ends.
+    @Test(arguments: ["PRI /N HTTP/1.0\r\n\r\n", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"])
+    func theHTTP2PrefaceIsNotImplemented(text: String) {
+        let (whole, drip) = parseBoth(text)
+        #expect(whole == .failure(status: 501, code: "method_not_implemented"))
+        #expect(drip == whole)
+    }
+
     // MARK: Found by differential fuzzing against llhttp (Scripts/fuzz.sh). Each input is a case
     // where llhttp 8.1 and receiptd read the same bytes differently; receiptd's reading is pinned.
 

@@ -115,7 +115,9 @@ public enum StricterCase: String, CaseIterable, Sendable {
     /// A tab in a Content-Length, Transfer-Encoding or Connection field line (llhttp refuses some
     /// of these, and does not read `keep-alive` followed by a tab as the token).
     case tabInFramingField
-    /// A method other than GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS (501).
+    /// A method other than GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS (501). Read from the raw
+    /// request line when llhttp has no head yet: for `PRI` llhttp expects the HTTP/2 preface
+    /// (`SM` after the empty line) and waits, where receiptd answers 501 when the line ends.
     case methodNotImplemented
     /// A request-target that is not origin-form, absolute-form or `*` for OPTIONS, or has a byte
     /// RFC 3986 does not allow there.
@@ -176,8 +178,8 @@ public enum StricterCase: String, CaseIterable, Sendable {
                 return ["content-length", "transfer-encoding", "connection"].contains(name) && line.contains(0x09)
             }
         case .methodNotImplemented:
-            guard let m else { return false }
-            return !["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"].contains(m.method)
+            guard let method = m?.method ?? RawHead.method(raw) else { return false }
+            return !["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"].contains(method)
         case .requestTarget:
             guard let m else { return false }
             return !TargetGrammar.isValid(m.target, method: m.method)
@@ -268,6 +270,13 @@ enum RawHead {
         }
         if !lines.isEmpty { lines.removeFirst() }
         return lines
+    }
+
+    /// The request line's method: its bytes up to the first space, once that space has arrived.
+    static func method(_ raw: [UInt8]) -> String? {
+        let line = raw[leadingEmptyBytes(raw)...]
+        guard let space = line.firstIndex(of: 0x20), space > line.startIndex else { return nil }
+        return String(decoding: line[..<space], as: UTF8.self)
     }
 
     static func leadingEmptyBytes(_ raw: [UInt8]) -> Int {
