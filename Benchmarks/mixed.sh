@@ -44,12 +44,15 @@ LUA
 load() { wrk -t"${5:-2}" -c"$1" -d"${secs}s" --latency --timeout 10s -s "$3" "$2" >"$4"; }
 # Readers of a saved wrk output (lib.sh's read $out/wrk.txt).
 use() { cp "$1" "$out/wrk.txt"; }
-drain() { # until receiptd has answered what wrk left in flight
-  for _ in $(seq 60); do
-    [ "$(ss -Htn state established '( sport = :18095 )' | wc -l)" -eq 0 ] && break
-    sleep 0.5
+drain() { # until receiptd has finished what wrk left in flight (a verification goes on when its
+  # client has gone): no connection open, and the verification log still for a second
+  local before=-1 now
+  for _ in $(seq 120); do
+    now=$(sqlite3 "$out/bench.sqlite" 'SELECT count(*) FROM verifications')
+    [ "$(ss -Htn state established '( sport = :18095 )' | wc -l)" -eq 0 ] && [ "$now" = "$before" ] && break
+    before=$now
+    sleep 1
   done
-  sleep 1
 }
 ratio() { echo "$1 / $2" | bc -l; }
 rows=()
