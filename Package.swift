@@ -174,7 +174,11 @@ let package = Package(
                 "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
             ]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements", "ReceiptTesting"]),
+        .testTarget(
+            name: "StorageTests",
+            dependencies: [
+                "Storage", "Entitlements", "ReceiptTesting", .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),
         .testTarget(
             name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppStore", "Entitlements", "HTTPServer"]),

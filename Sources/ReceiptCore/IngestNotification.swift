@@ -131,44 +131,42 @@ package struct IngestNotification: Sendable {
         return Incoming(row: row, facts: facts, accountToken: nil)
     }
 
-    /// One durable write transaction: the delivery (once), its facts under their holder (or
-    /// waiting for one), the holder's version and events.
+    /// One durable save (see ``DatabaseQueue/write(durable:_:)``): the delivery (once), its facts
+    /// under their holder (or waiting for one), the holder's version and events.
     func store(_ incoming: Incoming) async throws -> Outcome {
-        try await database.run { [policy, state] db in
-            try db.durableTransaction { () throws -> Outcome in
-                let notifications = NotificationStore(db)
-                guard let id = try notifications.insert(incoming.row) else {
-                    let stored = try notifications.find(dedupeKey: incoming.row.dedupeKey)
-                    return Outcome(
-                        id: stored?.id ?? 0, outcome: stored?.outcome ?? "unknown", duplicate: true, appUserID: stored?.appUserID)
-                }
-                let facts = incoming.facts
-                guard !facts.isEmpty else {
-                    try notifications.finish(id, outcome: "recorded", appUserID: nil)
-                    return Outcome(id: id, outcome: "recorded", duplicate: false, appUserID: nil)
-                }
-                let store = ReceiptStore(db)
-                var holder: String?
-                for original in [incoming.row.originalTransactionID].compactMap({ $0 }) + facts.originals where holder == nil {
-                    holder = try store.owner(of: original)
-                }
-                if holder == nil, let token = incoming.accountToken { holder = try store.subscriber(forAccountToken: token) }
-                guard let user = holder else {
-                    _ = try store.saveUnowned(facts, now: incoming.row.receivedAt)
-                    try notifications.finish(id, outcome: "pending_owner", appUserID: nil)
-                    return Outcome(id: id, outcome: "pending_owner", duplicate: false, appUserID: nil)
-                }
-                switch try state.save(facts, for: user, policy: policy, in: db, now: incoming.row.receivedAt) {
-                case .document(_, _, let changes):
-                    let outcome = changes > 0 ? "applied" : "unchanged"
-                    try notifications.finish(id, outcome: outcome, appUserID: user)
-                    return Outcome(id: id, outcome: outcome, duplicate: false, appUserID: user)
-                case .inUse:
-                    // Under `keep`, the purchases are split between users: keep the facts, attach to nobody.
-                    _ = try store.saveUnowned(facts, now: incoming.row.receivedAt)
-                    try notifications.finish(id, outcome: "owner_conflict", appUserID: nil)
-                    return Outcome(id: id, outcome: "owner_conflict", duplicate: false, appUserID: nil)
-                }
+        try await database.write(durable: true) { [policy, state] db throws -> Outcome in
+            let notifications = NotificationStore(db)
+            guard let id = try notifications.insert(incoming.row) else {
+                let stored = try notifications.find(dedupeKey: incoming.row.dedupeKey)
+                return Outcome(
+                    id: stored?.id ?? 0, outcome: stored?.outcome ?? "unknown", duplicate: true, appUserID: stored?.appUserID)
+            }
+            let facts = incoming.facts
+            guard !facts.isEmpty else {
+                try notifications.finish(id, outcome: "recorded", appUserID: nil)
+                return Outcome(id: id, outcome: "recorded", duplicate: false, appUserID: nil)
+            }
+            let store = ReceiptStore(db)
+            var holder: String?
+            for original in [incoming.row.originalTransactionID].compactMap({ $0 }) + facts.originals where holder == nil {
+                holder = try store.owner(of: original)
+            }
+            if holder == nil, let token = incoming.accountToken { holder = try store.subscriber(forAccountToken: token) }
+            guard let user = holder else {
+                _ = try store.saveUnowned(facts, now: incoming.row.receivedAt)
+                try notifications.finish(id, outcome: "pending_owner", appUserID: nil)
+                return Outcome(id: id, outcome: "pending_owner", duplicate: false, appUserID: nil)
+            }
+            switch try state.save(facts, for: user, policy: policy, in: db, now: incoming.row.receivedAt) {
+            case .document(_, _, let changes):
+                let outcome = changes > 0 ? "applied" : "unchanged"
+                try notifications.finish(id, outcome: outcome, appUserID: user)
+                return Outcome(id: id, outcome: outcome, duplicate: false, appUserID: user)
+            case .inUse:
+                // Under `keep`, the purchases are split between users: keep the facts, attach to nobody.
+                _ = try store.saveUnowned(facts, now: incoming.row.receivedAt)
+                try notifications.finish(id, outcome: "owner_conflict", appUserID: nil)
+                return Outcome(id: id, outcome: "owner_conflict", duplicate: false, appUserID: nil)
             }
         }
     }

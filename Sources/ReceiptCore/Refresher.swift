@@ -276,12 +276,10 @@ package final class Refresher: Sendable {
         let lease = settings.leaseMs
         let claimed: (receiptData: String, environment: String)?
         do {
-            claimed = try await database.run { db in
-                try db.transaction {
-                    let store = RefreshStore(db)
-                    guard try store.claim(original, now: at, until: at + lease) else { return nil }
-                    return try store.latestReceipt(original)
-                }
+            claimed = try await database.write { db in
+                let store = RefreshStore(db)
+                guard try store.claim(original, now: at, until: at + lease) else { return nil }
+                return try store.latestReceipt(original)
             }
         } catch {
             logger.error("refresher: cannot claim", metadata: ["original_transaction_id": "\(original)", "error": "\(error)"])
@@ -296,19 +294,17 @@ package final class Refresher: Sendable {
             case .valid(let response, let environment) where response.receipt.map({ bundleIDs.contains($0.bundleID) }) == true:
                 let record = Self.holderOnly(
                     WireMapping.facts(of: response, environment: environment), holder: candidate.holder, original: original)
-                let changes = try await database.run { [state] db in
-                    try db.transaction { () throws -> Int in
-                        // Still theirs? A transfer while Apple was asked wins: nothing is stored for them.
-                        guard try ReceiptStore(db).owner(of: original)?.isExactly(candidate.holder) == true else {
-                            try RefreshStore(db).answered(original, outcome: "no_owner", now: done)
-                            return 0
-                        }
-                        // `keep`: the record holds only the holder's own purchase, so nothing can move.
-                        let saved = try state.save(record, for: candidate.holder, policy: .keep, in: db, now: done, log: entry)
-                        try RefreshStore(db).answered(original, outcome: "valid", now: done)
-                        guard case .document(_, _, let changes) = saved else { return 0 }
-                        return changes
+                let changes = try await database.write { [state] db throws -> Int in
+                    // Still theirs? A transfer while Apple was asked wins: nothing is stored for them.
+                    guard try ReceiptStore(db).owner(of: original)?.isExactly(candidate.holder) == true else {
+                        try RefreshStore(db).answered(original, outcome: "no_owner", now: done)
+                        return 0
                     }
+                    // `keep`: the record holds only the holder's own purchase, so nothing can move.
+                    let saved = try state.save(record, for: candidate.holder, policy: .keep, in: db, now: done, log: entry)
+                    try RefreshStore(db).answered(original, outcome: "valid", now: done)
+                    guard case .document(_, _, let changes) = saved else { return 0 }
+                    return changes
                 }
                 return .refreshed(changes: changes)
             case .valid:
@@ -322,27 +318,23 @@ package final class Refresher: Sendable {
                 let failures = candidate.failures + 1
                 let retryAt = done + settings.policy.backoff(failures: failures)
                 let outcome = entry.outcome
-                try await database.run { db in
-                    try db.transaction {
-                        try ReceiptStore(db).log(entry, at: done)
-                        try RefreshStore(db).failed(original, outcome: outcome, retryAt: retryAt)
-                    }
+                try await database.write { db in
+                    try ReceiptStore(db).log(entry, at: done)
+                    try RefreshStore(db).failed(original, outcome: outcome, retryAt: retryAt)
                 }
                 return .unavailable
             }
         } catch {
             logger.error("refresher: cannot store", metadata: ["original_transaction_id": "\(original)", "error": "\(error)"])
-            try? await database.run { db in try RefreshStore(db).release(original) }
+            try? await database.write { db in try RefreshStore(db).release(original) }
             return .unavailable
         }
     }
 
     private func answered(_ original: String, _ outcome: String, at: Int64, log: VerificationLogEntry) async throws {
-        try await database.run { db in
-            try db.transaction {
-                try ReceiptStore(db).log(log, at: at)
-                try RefreshStore(db).answered(original, outcome: outcome, now: at)
-            }
+        try await database.write { db in
+            try ReceiptStore(db).log(log, at: at)
+            try RefreshStore(db).answered(original, outcome: outcome, now: at)
         }
     }
 

@@ -143,7 +143,7 @@ package struct SubscriberState: Sendable {
         let document = document(subscriber, facts: subscriber.pinnedFacts, now: now)
         guard isStale(subscriber, document) else { return (document, subscriber.version) }
         // Rare (a state change since the last read): re-read and refresh in one write transaction.
-        return try await database.run { [self] db in
+        return try await database.write { [self] db in
             try db.transaction { () throws -> (SubscriberDocument, Int64)? in
                 guard let fresh = try ReceiptStore(db).subscriber(appUserID) else { return nil }
                 let facts = fresh.pinnedFacts

@@ -111,7 +111,7 @@ package struct VerifyPurchase: Sendable {
         } catch {
             // Nothing to store: the verification log still records the attempt.
             let at = clock.now()
-            try await database.run { db in try ReceiptStore(db).log(entry, at: at) }
+            try await database.write { db in try ReceiptStore(db).log(entry, at: at) }
             throw error
         }
         let record = WireMapping.facts(of: response, environment: environment)
@@ -153,7 +153,7 @@ package struct VerifyPurchase: Sendable {
         -> SubscriberSnapshot
     {
         let at = clock.now()
-        let saved = try await database.run { [policy, state] db in
+        let saved = try await database.write { [policy, state] db in
             try state.save(record, for: user, policy: policy, in: db, now: at, log: log)
         }
         guard case .document(let document, let version, _) = saved else { throw ReceiptError.receiptInUse }

@@ -14,7 +14,6 @@ public final class Database {
     /// Where write transactions are timed: `database_write_duration_seconds{durability, outcome}`,
     /// from `BEGIN IMMEDIATE` to the end of `COMMIT` (or `ROLLBACK`), lock waits included.
     public var metrics: any MetricsFactory = NOOPMetricsHandler.instance
-    private var durability = "normal"
     /// Statements compiled once per connection, by their SQL (``cached(_:)``).
     private var statements: [String: Statement] = [:]
 
@@ -120,45 +119,49 @@ public final class Database {
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back when it
     /// throws. Inside another transaction it is a savepoint, so a store's own transaction can be part
-    /// of a caller's larger one.
-    public func transaction<T>(_ body: () throws -> T) throws -> T {
+    /// of a caller's larger one (which alone decides durability).
+    ///
+    /// `durable` commits with `synchronous = FULL`: when it returns, the commit is on disk, not only
+    /// in the WAL's page cache. For writes acknowledged to a sender who will not send again (Apple's
+    /// notifications); a power cut can undo a `NORMAL` commit, never a `FULL` one.
+    public func transaction<T>(durable: Bool = false, _ body: () throws -> T) throws -> T {
         let nested = sqlite3_get_autocommit(handle) == 0
+        if nested { return try savepoint(body) }
+        if durable { try execute("PRAGMA synchronous = FULL") }
+        defer { if durable { try? execute("PRAGMA synchronous = NORMAL") } }
         let started = ContinuousClock.now
         var outcome = "rolled_back"
         defer {
-            if !nested {
-                let (seconds, attoseconds) = (ContinuousClock.now - started).components
-                Timer(
-                    label: "database_write_duration_seconds", dimensions: [("durability", durability), ("outcome", outcome)],
-                    factory: metrics
-                ).recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-            }
+            let (seconds, attoseconds) = (ContinuousClock.now - started).components
+            Timer(
+                label: "database_write_duration_seconds",
+                dimensions: [("durability", durable ? "full" : "normal"), ("outcome", outcome)], factory: metrics
+            ).recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         }
-        try execute(nested ? "SAVEPOINT nested" : "BEGIN IMMEDIATE")
+        try execute("BEGIN IMMEDIATE")
         do {
             let value = try body()
-            if !nested { resetCachedStatements() }
-            try execute(nested ? "RELEASE nested" : "COMMIT")
+            resetCachedStatements()
+            try execute("COMMIT")
             outcome = "committed"
             return value
         } catch {
-            if !nested { resetCachedStatements() }
-            try? execute(nested ? "ROLLBACK TO nested; RELEASE nested" : "ROLLBACK")
+            resetCachedStatements()
+            try? execute("ROLLBACK")
             throw error
         }
     }
 
-    /// ``transaction(_:)`` with `synchronous = FULL`: when it returns, the commit is on disk, not
-    /// only in the WAL's page cache. For writes acknowledged to a sender who will not send again
-    /// (Apple's notifications); a power cut can undo a `NORMAL` commit, never a `FULL` one.
-    public func durableTransaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("PRAGMA synchronous = FULL")
-        durability = "full"
-        defer {
-            durability = "normal"
-            try? execute("PRAGMA synchronous = NORMAL")
+    private func savepoint<T>(_ body: () throws -> T) throws -> T {
+        try execute("SAVEPOINT nested")
+        do {
+            let value = try body()
+            try execute("RELEASE nested")
+            return value
+        } catch {
+            try? execute("ROLLBACK TO nested; RELEASE nested")
+            throw error
         }
-        return try transaction(body)
     }
 
     /// Copies the whole database to a new file at `path`, online, with SQLite's backup API

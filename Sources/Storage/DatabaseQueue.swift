@@ -9,7 +9,9 @@ import Synchronization
 /// SQLite there is one fewer for every request handler. The only way async code reaches the database.
 ///
 /// Reads can go apart: ``read(_:)`` runs on one of a few read-only connections, each on a thread of
-/// its own, which WAL lets read beside the writer, so a read never queues behind a write.
+/// its own, which WAL lets read beside the writer, so a read never queues behind a write. Saves
+/// go together: ``write(durable:_:)`` jobs waiting for the writer share one transaction and one
+/// commit (a group commit), each in a savepoint of its own.
 public final class DatabaseQueue: Sendable {
     private let worker: Worker
     private let readers: [Worker]
@@ -51,11 +53,15 @@ public final class DatabaseQueue: Sendable {
     public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         let reader = readers.min { $0.pending.load(ordering: .relaxed) < $1.pending.load(ordering: .relaxed) } ?? worker
         return try await withCheckedThrowingContinuation { continuation in
-            reader.submit { database in
-                continuation.resume(with: Result { try database.readTransaction { try body(database) } })
-            }
+            reader.submit(
+                .exclusive { database in
+                    continuation.resume(with: Result { try database.readTransaction { try body(database) } })
+                })
         }
     }
+
+    /// Jobs submitted to the writer and not finished (saves waiting for their group included).
+    public var writerBacklog: Int { worker.pending.load(ordering: .relaxed) }
 
     /// The database file's path.
     public var path: String { worker.database.path }
@@ -72,22 +78,54 @@ public final class DatabaseQueue: Sendable {
     /// Runs `body` with exclusive use of the connection, on the database's thread.
     public func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            worker.submit { [worker] database in
-                let result = Result { try body(database) }
-                worker.publishGeneration()
-                continuation.resume(with: result)
-            }
+            worker.submit(
+                .exclusive { [worker] database in
+                    let result = Result { try body(database) }
+                    worker.publishGeneration()
+                    continuation.resume(with: result)
+                })
         }
     }
+
+    /// Runs `body` as one save of a group commit: the saves waiting for the writer when it comes
+    /// free (at most ``maxGroup``) share one transaction and one commit, each in a savepoint of
+    /// its own, so a save that throws is rolled back alone and gets its own error. Returns once the
+    /// commit holding the save is done: what it wrote is committed (and on disk, when `durable`:
+    /// a group with one durable save commits with `synchronous = FULL`), or it throws.
+    public func write<T: Sendable>(durable: Bool = false, _ body: @escaping @Sendable (Database) throws -> T) async throws
+        -> T
+    {
+        let outcome = SaveOutcome<T>()
+        return try await withCheckedThrowingContinuation { continuation in
+            worker.submit(
+                .save(
+                    Save(
+                        durable: durable,
+                        run: { database in outcome.result = Result { try database.transaction { try body(database) } } },
+                        finish: { commitError in
+                            // Its own error first; else the group's (a failed commit undid it too).
+                            switch (outcome.result, commitError) {
+                            case (.failure(let error)?, _): continuation.resume(throwing: error)
+                            case (_, let error?): continuation.resume(throwing: error)
+                            case (.success(let value)?, nil): continuation.resume(returning: value)
+                            case (nil, nil): continuation.resume(throwing: StorageError(.sqlite, "a save was never run"))
+                            }
+                        })))
+        }
+    }
+
+    /// The most saves one group commit holds.
+    public static let maxGroup = 256
 
     /// Runs `body` on the calling thread while the database's thread waits for it, so the
     /// connection is still used by one thread at a time; for start-up and command-line tools.
     public func runBlocking<T>(_ body: (Database) throws -> T) rethrows -> T {
         let (paused, resume) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
-        worker.submit { _ in
-            paused.signal()
-            resume.wait()
-        }
+        worker.submit(
+            .exclusive { _ in
+                paused.signal()
+                resume.wait()
+            })
         paused.wait()
         defer {
             worker.publishGeneration()
@@ -96,10 +134,28 @@ public final class DatabaseQueue: Sendable {
         return try body(worker.database)
     }
 
+    /// One save of a group commit: `run` inside the group's transaction (in a savepoint of its
+    /// own), `finish` after the commit with the group's error, if any.
+    private struct Save {
+        var durable: Bool
+        var run: @Sendable (Database) -> Void
+        var finish: @Sendable (Error?) -> Void
+    }
+
+    /// A save's result, set by `run` on the database's thread and read by `finish` after it there.
+    private final class SaveOutcome<T>: @unchecked Sendable {
+        var result: Result<T, any Error>?
+    }
+
     /// The thread and its jobs, first in first out. The thread holds the worker, not the queue, so
     /// the queue's deinit can stop it.
     private final class Worker: @unchecked Sendable {  // `database` is touched only on the thread
-        typealias Job = @Sendable (Database) -> Void
+        enum Job {
+            /// Has the connection to itself.
+            case exclusive(@Sendable (Database) -> Void)
+            /// Runs inside a group's transaction, then hears how its commit went.
+            case save(Save)
+        }
         let database: Database
         private let state = Mutex<(jobs: [Job], head: Int, stopped: Bool)>(([], 0, false))
         private let wake = DispatchSemaphore(value: 0)
@@ -111,10 +167,13 @@ public final class DatabaseQueue: Sendable {
         private var dataVersion: Int64 = 0
         /// The writer's worker watches for other connections' commits; readers need not.
         private let pollsOtherWriters: Bool
+        /// `database_group_commit_saves`: how many saves each group commit held.
+        private let groupSize: Recorder
 
         init(_ database: Database, pollsOtherWriters: Bool) {
             self.database = database
             self.pollsOtherWriters = pollsOtherWriters
+            groupSize = Recorder(label: "database_group_commit_saves", factory: database.metrics)
             dataVersion = (try? database.dataVersion()) ?? 0
         }
 
@@ -133,6 +192,25 @@ public final class DatabaseQueue: Sendable {
             generation.add(1, ordering: .releasing)
         }
 
+        /// One transaction, one commit for `saves`; each hears the outcome after the commit (or
+        /// the error that kept the transaction from starting).
+        private func commitGroup(_ jobs: ArraySlice<Job>) {
+            var saves: [Save] = []
+            saves.reserveCapacity(jobs.count)
+            for case .save(let save) in jobs { saves.append(save) }
+            var commitError: Error?
+            do {
+                try database.transaction(durable: saves.contains { $0.durable }) {
+                    for save in saves { save.run(database) }
+                }
+            } catch {
+                commitError = error
+            }
+            groupSize.record(saves.count)
+            publishGeneration()
+            for save in saves { save.finish(commitError) }
+        }
+
         func start() {
             let box = Unmanaged.passRetained(self)
             var thread = pthread_t()
@@ -146,7 +224,7 @@ public final class DatabaseQueue: Sendable {
             pthread_detach(thread)
         }
 
-        func submit(_ job: @escaping Job) {
+        func submit(_ job: Job) {
             pending.add(1, ordering: .relaxed)
             state.withLock { $0.jobs.append(job) }
             wake.signal()
@@ -161,28 +239,44 @@ public final class DatabaseQueue: Sendable {
             let (seconds, attoseconds) = DatabaseQueue.externalPoll.components
             let pollNs = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
             var lastPoll = DispatchTime.now().uptimeNanoseconds
+            func pollIfDue() {
+                guard pollsOtherWriters, DispatchTime.now().uptimeNanoseconds - lastPoll >= pollNs else { return }
+                pollOtherWriters()
+                lastPoll = DispatchTime.now().uptimeNanoseconds
+            }
             while true {
-                let woken = wake.wait(timeout: .now() + .nanoseconds(Int(pollNs)))
-                // Also between jobs, so a queue that is never idle still sees other writers.
-                if pollsOtherWriters, DispatchTime.now().uptimeNanoseconds - lastPoll >= pollNs {
-                    pollOtherWriters()
-                    lastPoll = DispatchTime.now().uptimeNanoseconds
-                }
-                if woken == .timedOut { continue }
-                let job = state.withLock { s -> Job? in
-                    guard s.head < s.jobs.count else { return nil }
-                    let job = s.jobs[s.head]
-                    s.head += 1
-                    if s.head == s.jobs.count { (s.jobs, s.head) = ([], 0) }
-                    return job
-                }
-                if let job {
-                    job(database)
+                // A wake-up may find its job already done (taken with an earlier one's group): the
+                // line, not the semaphore, says what is left.
+                _ = wake.wait(timeout: .now() + .nanoseconds(Int(pollNs)))
+                pollIfDue()
+                while true {
+                    let jobs = next()
+                    if jobs.isEmpty { break }
+                    if case .exclusive(let job) = jobs.first!, jobs.count == 1 {
+                        job(database)
+                    } else {
+                        commitGroup(jobs)
+                    }
                     database.resetCachedStatements()
-                    pending.subtract(1, ordering: .relaxed)
-                } else if state.withLock({ $0.stopped }) {
-                    return
+                    pending.subtract(jobs.count, ordering: .relaxed)
+                    pollIfDue()  // also between jobs, so a queue that is never idle still sees other writers
                 }
+                if state.withLock({ $0.stopped && $0.head == $0.jobs.count }) { return }
+            }
+        }
+
+        /// The next job, or every save waiting at the head of the line, in order (``maxGroup`` at most).
+        private func next() -> ArraySlice<Job> {
+            state.withLock { s -> ArraySlice<Job> in
+                guard s.head < s.jobs.count else { return [] }
+                var end = s.head + 1
+                if case .save = s.jobs[s.head] {
+                    while end < s.jobs.count, end - s.head < DatabaseQueue.maxGroup, case .save = s.jobs[end] { end += 1 }
+                }
+                let taken = s.jobs[s.head..<end]
+                s.head = end
+                if s.head == s.jobs.count { (s.jobs, s.head) = ([], 0) }
+                return taken
             }
         }
     }

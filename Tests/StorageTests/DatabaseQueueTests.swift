@@ -1,14 +1,17 @@
 import Dispatch
 import Foundation
+import MetricsTestKit
 import ReceiptTesting
 import Testing
 
 @testable import Storage
 
 /// A queue on a scratch file with one table `t (x INTEGER)`.
-private func withQueue(readers: Int = 2, _ body: (DatabaseQueue) async throws -> Void) async throws {
+private func withQueue(
+    readers: Int = 2, metrics: TestMetrics = TestMetrics(), _ body: (DatabaseQueue) async throws -> Void
+) async throws {
     try await withScratchDirectory("receiptd-queue") { dir in
-        let queue = try DatabaseQueue(path: dir + "/db.sqlite", readers: readers)
+        let queue = try DatabaseQueue(path: dir + "/db.sqlite", metrics: metrics, readers: readers)
         try await queue.run { db in try db.execute("CREATE TABLE t (x INTEGER)") }
         try await body(queue)
     }
@@ -96,6 +99,102 @@ struct DatabaseQueueTests {
             #expect(try await queue.read { db in try db.cached("SELECT x FROM t ORDER BY x").bind([]).step() } == true)
             try await queue.run { db in try db.transaction { try db.execute("INSERT INTO t VALUES (3)") } }
             #expect(try await queue.read(count) == 3)
+        }
+    }
+
+    /// Holds the writer with a job that waits for `release`, returns once it runs.
+    private func holdWriter(_ queue: DatabaseQueue, until release: DispatchSemaphore) async -> Task<Void, any Error> {
+        let held = DispatchSemaphore(value: 0)
+        let blocker = Task {
+            try await queue.run { _ in
+                held.signal()
+                _ = release.wait(timeout: .now() + 10)
+            }
+        }
+        await withCheckedContinuation { continuation in
+            Thread {
+                held.wait()
+                continuation.resume()
+            }.start()
+        }
+        return blocker
+    }
+
+    private struct Refused: Error {}
+
+    @Test func savesThatWaitTogetherShareOneCommitAndFailAlone() async throws {
+        let metrics = TestMetrics()
+        try await withQueue(metrics: metrics) { queue in
+            let release = DispatchSemaphore(value: 0)
+            let blocker = await holdWriter(queue, until: release)
+            let saves = (0..<10).map { i in
+                Task {
+                    try await queue.write { db -> Int in
+                        try db.execute("INSERT INTO t VALUES (\(i))")
+                        if i == 3 { throw Refused() }
+                        return i
+                    }
+                }
+            }
+            while queue.writerBacklog < 11 { try await Task.sleep(for: .milliseconds(1)) }
+            release.signal()
+            try await blocker.value
+            for (i, save) in saves.enumerated() {
+                if i == 3 {
+                    await #expect(throws: Refused.self) { try await save.value }
+                } else {
+                    #expect(try await save.value == i)
+                }
+            }
+            // One transaction for the ten; the refused save's row rolled back alone.
+            #expect(try await queue.read { db in try db.scalarInt("SELECT count(*) FROM t WHERE x = 3") } == 0)
+            #expect(try await queue.read(count) == 9)
+            #expect(try metrics.expectRecorder("database_group_commit_saves").values == [10])
+            #expect(
+                try metrics.expectTimer("database_write_duration_seconds", [("durability", "normal"), ("outcome", "committed")])
+                    .values.count == 1)
+        }
+    }
+
+    @Test func oneDurableSaveMakesItsGroupCommitDurable() async throws {
+        let metrics = TestMetrics()
+        try await withQueue(metrics: metrics) { queue in
+            let release = DispatchSemaphore(value: 0)
+            let blocker = await holdWriter(queue, until: release)
+            let plain = Task { try await queue.write { db in try db.execute("INSERT INTO t VALUES (1)") } }
+            let durable = Task { try await queue.write(durable: true) { db in try db.execute("INSERT INTO t VALUES (2)") } }
+            while queue.writerBacklog < 3 { try await Task.sleep(for: .milliseconds(1)) }
+            release.signal()
+            try await blocker.value
+            try await plain.value
+            try await durable.value
+            #expect(
+                try metrics.expectTimer("database_write_duration_seconds", [("durability", "full"), ("outcome", "committed")])
+                    .values.count == 1)
+            #expect(metrics.timers(label: "database_write_duration_seconds", dimensions: [("durability", "normal")]).isEmpty)
+            // Back to NORMAL for the next group.
+            #expect(try await queue.write { db in try db.scalarInt("PRAGMA synchronous") } == 1)
+        }
+    }
+
+    @Test func aGroupThatCannotCommitFailsEverySaveInIt() async throws {
+        try await withScratchDirectory("receiptd-queue") { dir in
+            let queue = try DatabaseQueue(path: dir + "/db.sqlite", busyTimeout: .milliseconds(50))
+            try await queue.run { db in try db.execute("CREATE TABLE t (x INTEGER)") }
+            // Another connection holds the write lock: the group cannot begin.
+            let other = try Database(path: dir + "/db.sqlite")
+            try other.execute("BEGIN IMMEDIATE")
+            let release = DispatchSemaphore(value: 0)
+            let blocker = await holdWriter(queue, until: release)
+            let saves = (0..<3).map { i in Task { try await queue.write { db in try db.execute("INSERT INTO t VALUES (\(i))") } }
+            }
+            while queue.writerBacklog < 4 { try await Task.sleep(for: .milliseconds(1)) }
+            release.signal()
+            try await blocker.value
+            for save in saves { await #expect(throws: StorageError.self) { try await save.value } }
+            try other.execute("ROLLBACK")
+            try await queue.write { db in try db.execute("INSERT INTO t VALUES (9)") }  // the writer goes on
+            #expect(try await queue.read(count) == 1)
         }
     }
 }

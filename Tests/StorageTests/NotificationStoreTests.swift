@@ -114,7 +114,7 @@ struct NotificationStoreTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let db = try Database(path: dir + "/db.sqlite")
         try db.execute("CREATE TABLE t (x INTEGER)")
-        try db.durableTransaction {
+        try db.transaction(durable: true) {
             #expect(try db.scalarInt("PRAGMA synchronous") == 2)  // FULL
             try db.execute("INSERT INTO t VALUES (1)")
         }
