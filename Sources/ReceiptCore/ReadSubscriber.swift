@@ -24,23 +24,22 @@ package struct ReadSubscriber: Sendable {
     /// memory only, so it may run on an event loop.
     package func cached(_ appUserID: String) -> (entry: SubscriberCache.Entry, now: Int64)? {
         let at = clock.now()
-        return cache.entry(appUserID, generation: database.generation, now: at).map { ($0, at) }
+        return cache.entry(appUserID, now: at).map { ($0, at) }
     }
 
     /// The document as of now, its version brought up to date; fills the cache.
     package func document(_ appUserID: String) async throws(ReceiptError) -> SubscriberSnapshot {
         let at = clock.now()
-        let generation = database.generation  // before the read: a write after it voids the entry
-        let current: (SubscriberDocument, Int64)?
+        let read: SubscriberState.Current?
         do {
-            current = try await state.current(appUserID, database: database, now: at)
+            read = try await state.current(appUserID, database: database, now: at)
         } catch {
             logger.error("reading a subscriber failed", metadata: ["error": "\(error)"])
             throw .internalFault
         }
-        guard let (document, version) = current else { throw .subscriberNotFound }
-        cache.store(appUserID, document: document, version: version, generation: generation, now: at)
-        return SubscriberSnapshot(document: document, version: version, now: at)
+        guard let read else { throw .subscriberNotFound }
+        cache.store(appUserID, document: read.document, version: read.version, sequence: read.sequence, now: at)
+        return SubscriberSnapshot(document: read.document, version: read.version, now: at)
     }
 
     /// Where a page of events starts: before the event at `at` with id `id` (newest first).

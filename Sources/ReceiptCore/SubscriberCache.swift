@@ -7,16 +7,18 @@ import Synchronization
 /// answered on the event loop without the database.
 ///
 /// Exact, not approximate: an entry is used only while
-/// - the database's ``DatabaseQueue/generation`` is the one it was read at (no write since: every
-///   write through our queue moves it before its caller resumes, another process's commit within
-///   ``DatabaseQueue/externalPoll``), and
+/// - no change to its subscriber has been committed since it was read: the database's
+///   ``ChangeLog`` reaches ``invalidate(_:)`` for this process's writes before their callers
+///   resume, and for other processes' within ``DatabaseQueue/externalPoll`` (see
+///   ``DatabaseQueue/followChanges(_:)``), and each removes its subscriber's entry; and
 /// - `now` lies in `[readAt, changesAt)`: with the same facts the document reads the same until the
 ///   next instant the derivation compares with (``SubscriberDocument/changesAt``).
-/// A write anywhere empties it in effect (the generation is global): under a write load GETs read
-/// storage as before, and fill it again as writes pause.
+/// A write to one subscriber leaves every other entry alone, so a burst of receipts for new users
+/// does not empty the cache that serves the backends' reads.
 package final class SubscriberCache: Sendable {
     package struct Entry: Sendable {
-        var generation: UInt64
+        /// The change log's last sequence in the snapshot the document was read from.
+        var sequence: Int64
         var readAt: Int64
         var changesAt: Int64
         package var version: Int64
@@ -35,33 +37,73 @@ package final class SubscriberCache: Sendable {
         }
     }
 
+    /// The recent changes, so that a document read before a change and stored after it is refused.
+    struct Recent {
+        var changes: [(sequence: Int64, user: Identifier)] = []
+        /// The newest sequence that fell out of `changes` (what is older is no longer known).
+        var forgotten: Int64 = 0
+        /// The newest sequence heard of.
+        var heard: Int64 = 0
+    }
+
     /// Entries at most (0: the cache is off). When full, an arbitrary entry makes room.
-    let capacity: Int
+    package let capacity: Int
+    /// How many recent changes are remembered for documents being read meanwhile.
+    static let remembered = 4_096
     /// By the app user id's exact bytes: `Zo\u{EB}` and `Zoe\u{308}` are two users (``Identifier``).
-    private let entries = Mutex<[Identifier: Entry]>([:])
+    private let state = Mutex<(entries: [Identifier: Entry], recent: Recent)>(([:], Recent()))
 
     package init(capacity: Int) { self.capacity = capacity }
 
     /// The entry for `appUserID` if it still describes the subscriber at `now`.
-    func entry(_ appUserID: String, generation: UInt64, now: Int64) -> Entry? {
-        guard capacity > 0, let entry = entries.withLock({ $0[Identifier(appUserID)] }) else { return nil }
-        guard entry.generation == generation, entry.readAt <= now, now < entry.changesAt else { return nil }
+    func entry(_ appUserID: String, now: Int64) -> Entry? {
+        guard capacity > 0, let entry = state.withLock({ $0.entries[Identifier(appUserID)] }) else { return nil }
+        guard entry.readAt <= now, now < entry.changesAt else { return nil }
         return entry
     }
 
-    /// Keeps `document`, read at database generation `generation` (taken *before* the read).
-    func store(_ appUserID: String, document: SubscriberDocument, version: Int64, generation: UInt64, now: Int64) {
+    /// Keeps `document`, read in a snapshot whose change log ended at `sequence`, unless a change
+    /// to `appUserID` committed since (or one may have, past what is remembered).
+    func store(_ appUserID: String, document: SubscriberDocument, version: Int64, sequence: Int64, now: Int64) {
         guard capacity > 0 else { return }
         let (head, tail) = document.template(version: version)
         let entry = Entry(
-            generation: generation, readAt: now, changesAt: document.changesAt ?? .max, version: version, head: head,
-            tail: tail)
+            sequence: sequence, readAt: now, changesAt: document.changesAt ?? .max, version: version, head: head, tail: tail)
         let key = Identifier(appUserID)
-        entries.withLock { entries in
-            if entries.count >= capacity, entries[key] == nil { entries.remove(at: entries.startIndex) }
-            entries[key] = entry
+        state.withLock { state in
+            if state.recent.heard > sequence {
+                guard state.recent.forgotten <= sequence else { return }
+                for change in state.recent.changes.reversed() {
+                    if change.sequence <= sequence { break }
+                    if change.user == key { return }
+                }
+            }
+            if state.entries.count >= capacity, state.entries[key] == nil { state.entries.remove(at: state.entries.startIndex) }
+            state.entries[key] = entry
         }
     }
 
-    package var count: Int { entries.withLock { $0.count } }
+    /// Forgets the documents `changes` made stale (see ``DatabaseQueue/followChanges(_:)``).
+    func invalidate(_ changes: [ChangeLog.Change]) {
+        state.withLock { state in
+            for change in changes {
+                let key = Identifier(change.appUserID)
+                if let entry = state.entries[key], entry.sequence < change.sequence { state.entries[key] = nil }
+                state.recent.changes.append((change.sequence, key))
+                state.recent.heard = max(state.recent.heard, change.sequence)
+            }
+            let excess = state.recent.changes.count - Self.remembered
+            if excess > 0 {
+                state.recent.forgotten = state.recent.changes[excess - 1].sequence
+                state.recent.changes.removeFirst(excess)
+            }
+        }
+    }
+
+    /// Follows `database`'s change log from now on.
+    package func follow(_ database: DatabaseQueue) {
+        database.followChanges { [self] changes in invalidate(changes) }
+    }
+
+    package var count: Int { state.withLock { $0.entries.count } }
 }

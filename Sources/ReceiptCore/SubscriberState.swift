@@ -136,21 +136,32 @@ package struct SubscriberState: Sendable {
         return originals
     }
 
+    /// A subscriber's document as read: its version, and the change log's last sequence in the
+    /// snapshot it was read from (what ``SubscriberCache`` needs to keep it exactly).
+    struct Current: Sendable {
+        var document: SubscriberDocument
+        var version: Int64
+        var sequence: Int64
+    }
+
     /// Reads a subscriber, bringing their version and events up to date first when time or
     /// configuration changed their document since it was stored. Nil when unknown.
-    func current(_ appUserID: String, database: DatabaseQueue, now: Int64) async throws -> (SubscriberDocument, Int64)? {
-        guard let subscriber = try await database.read({ db in try ReceiptStore(db).subscriber(appUserID) }) else { return nil }
+    func current(_ appUserID: String, database: DatabaseQueue, now: Int64) async throws -> Current? {
+        let read = try await database.read { db in
+            try ReceiptStore(db).subscriber(appUserID).map { ($0, try ChangeLog(db).last()) }
+        }
+        guard let (subscriber, sequence) = read else { return nil }
         let document = document(subscriber, facts: subscriber.pinnedFacts, now: now)
-        guard isStale(subscriber, document) else { return (document, subscriber.version) }
+        guard isStale(subscriber, document) else {
+            return Current(document: document, version: subscriber.version, sequence: sequence)
+        }
         // Rare (a state change since the last read): re-read and refresh in one write transaction.
-        return try await database.write { [self] db in
-            try db.transaction { () throws -> (SubscriberDocument, Int64)? in
-                guard let fresh = try ReceiptStore(db).subscriber(appUserID) else { return nil }
-                let facts = fresh.pinnedFacts
-                let document = self.document(fresh, facts: facts, now: now)
-                let refresh = try self.refresh(fresh, facts: facts, document: document, in: db, now: now, factsChanged: false)
-                return (document, refresh.version)
-            }
+        return try await database.write { [self] db -> Current? in
+            guard let fresh = try ReceiptStore(db).subscriber(appUserID) else { return nil }
+            let facts = fresh.pinnedFacts
+            let document = self.document(fresh, facts: facts, now: now)
+            let refresh = try self.refresh(fresh, facts: facts, document: document, in: db, now: now, factsChanged: false)
+            return Current(document: document, version: refresh.version, sequence: try ChangeLog(db).last())
         }
     }
 }

@@ -163,9 +163,10 @@ package struct VerifyPurchase: Sendable {
     /// What the user had while Apple is down: nothing stored changes.
     private func lastKnown(_ appUserID: String) async -> ReceiptError.LastKnown? {
         let at = clock.now()
-        guard let (document, version) = try? await state.current(appUserID, database: database, now: at) else { return nil }
+        guard let read = try? await state.current(appUserID, database: database, now: at) else { return nil }
         let verifiedAt = (try? await database.read { db in try ReceiptStore(db).lastVerifiedAt(appUserID) }) ?? nil
-        return .init(snapshot: SubscriberSnapshot(document: document, version: version, now: at), verifiedAt: verifiedAt)
+        return .init(
+            snapshot: SubscriberSnapshot(document: read.document, version: read.version, now: at), verifiedAt: verifiedAt)
     }
 
     /// The valid answer, or the error its result maps to.

@@ -90,6 +90,7 @@ public final class Application: Sendable {
         let state = SubscriberState(settings: configuration.entitlementSettings)
         let policy = OwnershipPolicy(rawValue: configuration.api.ownershipPolicy) ?? .transfer
         let documentCache = SubscriberCache(capacity: configuration.database.documentCache)
+        if documentCache.capacity > 0 { documentCache.follow(database) }
         let verifyPurchase = VerifyPurchase(
             client: client, verifier: verifier, database: database, bundleIDs: settings.bundleIDs, state: state,
             policy: policy, logger: logger, clock: clock, monotonic: monotonic)

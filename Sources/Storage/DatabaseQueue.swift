@@ -66,11 +66,13 @@ public final class DatabaseQueue: Sendable {
     /// The database file's path.
     public var path: String { worker.database.path }
 
-    /// Grows whenever the database's content may have changed: after each job that wrote through
-    /// this queue (published before the job's caller resumes), and within ``externalPoll`` of a
-    /// commit by another connection or process. Equal generations mean the same content, so a
-    /// cache of what was read at one generation is exact while it stays current.
-    public var generation: UInt64 { worker.generation.load(ordering: .acquiring) }
+    /// Calls `observer` on the writer's thread with each change appended to the ``ChangeLog``
+    /// after this call, oldest first: those of this queue's writes before their callers resume,
+    /// other connections' and processes' within ``externalPoll`` of their commit. Replaces any
+    /// earlier observer. The observer must be quick (it holds up the writer).
+    public func followChanges(_ observer: @escaping @Sendable ([ChangeLog.Change]) -> Void) {
+        runBlocking { db in worker.follow(from: (try? ChangeLog(db).last()) ?? 0, observer) }
+    }
 
     /// How often an idle queue looks for commits by other connections (`PRAGMA data_version`).
     public static let externalPoll: Duration = .milliseconds(100)
@@ -81,7 +83,7 @@ public final class DatabaseQueue: Sendable {
             worker.submit(
                 .exclusive { [worker] database in
                     let result = Result { try body(database) }
-                    worker.publishGeneration()
+                    worker.publishChanges()
                     continuation.resume(with: result)
                 })
         }
@@ -128,7 +130,7 @@ public final class DatabaseQueue: Sendable {
             })
         paused.wait()
         defer {
-            worker.publishGeneration()
+            worker.publishChanges()
             resume.signal()
         }
         return try body(worker.database)
@@ -161,8 +163,9 @@ public final class DatabaseQueue: Sendable {
         private let wake = DispatchSemaphore(value: 0)
         /// Jobs submitted and not finished: where ``DatabaseQueue/read(_:)`` sends the next read.
         let pending = Atomic<Int>(0)
-        /// See ``DatabaseQueue/generation``: own writes plus other connections' commits seen.
-        let generation = Atomic<UInt64>(0)
+        /// See ``DatabaseQueue/followChanges(_:)``: the observer and the last change it heard of.
+        private var observer: (@Sendable ([ChangeLog.Change]) -> Void)?
+        private var followed: Int64 = 0
         private var ownChanges: Int64 = 0
         private var dataVersion: Int64 = 0
         /// The writer's worker watches for other connections' commits; readers need not.
@@ -177,19 +180,36 @@ public final class DatabaseQueue: Sendable {
             dataVersion = (try? database.dataVersion()) ?? 0
         }
 
-        /// On the database's thread, after a job: counts this connection's writes.
-        func publishGeneration() {
+        /// On the database's thread (or with it waiting): starts following the change log.
+        func follow(from sequence: Int64, _ observer: @escaping @Sendable ([ChangeLog.Change]) -> Void) {
+            followed = sequence
+            self.observer = observer
+        }
+
+        /// On the database's thread, after a job: when this connection wrote, tells the observer.
+        func publishChanges() {
             let total = database.totalChanges
             guard total != ownChanges else { return }
             ownChanges = total
-            generation.add(1, ordering: .releasing)
+            deliverChanges()
         }
 
-        /// On the database's thread, when idle: counts other connections' commits.
+        /// On the database's thread, when idle: when another connection committed, tells the observer.
         private func pollOtherWriters() {
             guard let version = try? database.dataVersion(), version != dataVersion else { return }
             dataVersion = version
-            generation.add(1, ordering: .releasing)
+            deliverChanges()
+        }
+
+        /// The change log past what the observer heard of, a page at a time. A database without
+        /// the table yet (before its migrations) has nothing to tell.
+        private func deliverChanges() {
+            guard let observer else { return }
+            while let page = try? ChangeLog(database).since(followed, limit: 1_000), let last = page.last {
+                followed = last.sequence
+                observer(page)
+                if page.count < 1_000 { break }
+            }
         }
 
         /// One transaction, one commit for `saves`; each hears the outcome after the commit (or
@@ -207,7 +227,7 @@ public final class DatabaseQueue: Sendable {
                 commitError = error
             }
             groupSize.record(saves.count)
-            publishGeneration()
+            publishChanges()
             for save in saves { save.finish(commitError) }
         }
 

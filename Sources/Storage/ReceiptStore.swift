@@ -19,16 +19,19 @@ public struct ReceiptStore {
 
     /// Stores `facts` held by `appUserID`, in one write transaction: the subscriber row when new,
     /// `appUserID` as the holder of each of their purchases (each change of holder recorded), and
-    /// the facts. Re-saving the same facts changes no row. A renewal that changed is appended to
+    /// the facts; when anything changed, `appUserID` and any user who lost a purchase join the
+    /// ``ChangeLog``. Re-saving the same facts changes no row. A renewal that changed is appended to
     /// `renewal_history`. Who may take a purchase from another user is the caller's decision.
     public func save(_ facts: VerifiedFacts, for appUserID: String, now: Int64) throws -> Saved {
         try db.transaction { () throws -> Saved in
             try db.prepare("INSERT OR IGNORE INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?)")
                 .bind([appUserID, now, now]).run()
             var acquired: [String] = []
+            var previousHolders: [String] = []
             for original in facts.originals {
                 let holder = try owner(of: original)
                 if let holder, holder.isExactly(appUserID) { continue }  // bytes, as the database compares
+                if let holder, !previousHolders.contains(where: { $0.isExactly(holder) }) { previousHolders.append(holder) }
                 try db.prepare(
                     """
                     INSERT INTO ownership (original_transaction_id, app_user_id, since) VALUES (?, ?, ?)
@@ -40,7 +43,13 @@ public struct ReceiptStore {
                 ).bind([original, holder, appUserID, now]).run()
                 acquired.append(original)
             }
-            return Saved(changes: acquired.count + (try writeFacts(facts, now: now)), acquired: acquired)
+            let changes = acquired.count + (try writeFacts(facts, now: now))
+            if changes > 0 {
+                let log = ChangeLog(db)
+                try log.append(appUserID, at: now)
+                for holder in previousHolders { try log.append(holder, at: now) }  // they lost a purchase
+            }
+            return Saved(changes: changes, acquired: acquired)
         }
     }
 
@@ -163,8 +172,9 @@ public struct ReceiptStore {
             transfers: transfers)
     }
 
-    /// Records a new document fingerprint and bumps the version, if the stored fingerprint is still
-    /// `expected` (compare-and-set: of two racing writers, one bumps). The version after the call.
+    /// Records a new document fingerprint and bumps the version (a ``ChangeLog`` entry), if the
+    /// stored fingerprint is still `expected` (compare-and-set: of two racing writers, one bumps).
+    /// The version after the call.
     public func setState(_ appUserID: String, hash: String, expected: String?, now: Int64) throws -> Int64? {
         try db.prepare(
             """
@@ -172,6 +182,7 @@ public struct ReceiptStore {
             WHERE app_user_id = ? AND state_hash IS ?
             """
         ).bind([hash, now, appUserID, expected]).run()
+        if db.changes > 0 { try ChangeLog(db).append(appUserID, at: now) }
         return try db.prepare("SELECT version FROM subscribers WHERE app_user_id = ?").bind([appUserID]).firstInt()
     }
 

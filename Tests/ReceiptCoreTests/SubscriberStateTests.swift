@@ -41,11 +41,11 @@ struct SubscriberStateTests {
                 _ = try ReceiptStore(db).save(monthly(), for: "u", now: t0 + day)
             }
             let during = try #require(try await state.current("u", database: queue, now: t0 + 2 * day))
-            #expect(during.1 == 1)
-            #expect(try await state.current("u", database: queue, now: t0 + 3 * day)?.1 == 1)  // nothing changed
+            #expect(during.version == 1)
+            #expect(try await state.current("u", database: queue, now: t0 + 3 * day)?.version == 1)  // nothing changed
             let after = try #require(try await state.current("u", database: queue, now: t0 + 31 * day))
-            #expect(after.1 == 2)
-            #expect((after.0.content["entitlements"]?["pro"]?["active"]) == .bool(false))
+            #expect(after.version == 2)
+            #expect((after.document.content["entitlements"]?["pro"]?["active"]) == .bool(false))
             let types = try await queue.run { db in try EventStore(db).page(for: "u", limit: 10, before: nil).map(\.type) }
             #expect(types == ["expiration", "cancellation", "initial_purchase"])
             #expect(try await state.current("nobody", database: queue, now: t0) == nil)

@@ -1,0 +1,43 @@
+/// The change log (Migrations/0007_changes.sql): which subscriber changed, in commit order.
+/// Synchronous: use it inside `DatabaseQueue.write` or `read`.
+public struct ChangeLog {
+    /// One write that changed a subscriber.
+    public struct Change: Sendable, Equatable {
+        public var sequence: Int64
+        public var appUserID: String
+        public var at: Int64
+
+        public init(sequence: Int64, appUserID: String, at: Int64) {
+            self.sequence = sequence
+            self.appUserID = appUserID
+            self.at = at
+        }
+    }
+
+    private let db: Database
+
+    public init(_ database: Database) { db = database }
+
+    /// Records that `appUserID`'s facts or version changed, in the caller's transaction.
+    public func append(_ appUserID: String, at now: Int64) throws {
+        try db.cached("INSERT INTO changes (app_user_id, at) VALUES (?, ?)").bind([appUserID, now]).run()
+    }
+
+    /// The changes after `sequence`, oldest first, `limit` at most.
+    public func since(_ sequence: Int64, limit: Int) throws -> [Change] {
+        let q = try db.cached("SELECT sequence, app_user_id, at FROM changes WHERE sequence > ? ORDER BY sequence LIMIT ?")
+            .bind([sequence, Int64(limit)])
+        var changes: [Change] = []
+        while try q.step() { changes.append(Change(sequence: q.int(0), appUserID: q.text(1)!, at: q.int(2))) }
+        return changes
+    }
+
+    /// The newest change's sequence (0 when there is none): what a read in the same transaction
+    /// has seen.
+    public func last() throws -> Int64 {
+        let q = try db.cached("SELECT max(sequence) FROM changes")
+        defer { q.reset() }
+        guard try q.step(), !q.isNull(0) else { return 0 }
+        return q.int(0)
+    }
+}
