@@ -22,18 +22,18 @@ public struct EventStore {
     public func replace(_ events: [EventRecord], for appUserID: String, originals: Set<Identifier>, now: Int64) throws -> Changes
     {
         var stored: [Identifier: EventRecord] = [:]
-        let existing = try db.prepare("SELECT \(Self.columns) FROM events WHERE app_user_id = ?").bind([appUserID])
+        let existing = try db.cached("SELECT \(Self.columns) FROM events WHERE app_user_id = ?").bind([appUserID])
         while try existing.step() {
             let e = Self.event(existing)
             if originals.contains(Identifier(e.originalTransactionID)) || e.type == "transfer" { stored[Identifier(e.key)] = e }
         }
         var changes = Changes()
-        let insert = try db.prepare(
+        let insert = try db.cached(
             """
             INSERT INTO events (app_user_id, event_key, type, at, product_id, original_transaction_id, transaction_id,
                 facts_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        let update = try db.prepare(
+        let update = try db.cached(
             """
             UPDATE events SET type = ?, at = ?, product_id = ?, original_transaction_id = ?, transaction_id = ?, facts_json = ?
             WHERE id = ?
@@ -50,7 +50,7 @@ public struct EventStore {
                 changes.added += 1
             }
         }
-        let delete = try db.prepare("DELETE FROM events WHERE id = ?")
+        let delete = try db.cached("DELETE FROM events WHERE id = ?")
         for old in stored.values {
             try delete.bind([old.id]).run()
             changes.removed += 1

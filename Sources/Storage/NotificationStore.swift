@@ -8,7 +8,7 @@ public struct NotificationStore {
     /// Stores a delivery; nil when one with the same `dedupeKey` is already stored (then nothing is
     /// written). The new row's id otherwise.
     public func insert(_ n: NotificationRecord) throws -> Int64? {
-        try db.prepare(
+        try db.cached(
             """
             INSERT INTO notifications (dedupe_key, version, type, subtype, environment, bundle_id, original_transaction_id,
                 transaction_id, apple_status, app_user_id, outcome, signed_at, received_at, body)
@@ -24,19 +24,19 @@ public struct NotificationStore {
 
     /// The stored delivery with this key.
     public func find(dedupeKey: String) throws -> NotificationRecord? {
-        let q = try db.prepare("SELECT \(Self.columns) FROM notifications WHERE dedupe_key = ?").bind([dedupeKey])
+        let q = try db.cached("SELECT \(Self.columns) FROM notifications WHERE dedupe_key = ?").bind([dedupeKey])
         return try q.step() ? Self.record(q) : nil
     }
 
     /// Records what processing a stored delivery did.
     public func finish(_ id: Int64, outcome: String, appUserID: String?) throws {
-        try db.prepare("UPDATE notifications SET outcome = ?, app_user_id = ? WHERE id = ?").bind([outcome, appUserID, id]).run()
+        try db.cached("UPDATE notifications SET outcome = ?, app_user_id = ? WHERE id = ?").bind([outcome, appUserID, id]).run()
     }
 
     /// Attaches to `appUserID` the deliveries that were waiting for a holder of `original`
     /// (outcome `pending_owner` → `attached`).
     public func attachPending(_ original: String, to appUserID: String) throws {
-        try db.prepare(
+        try db.cached(
             """
             UPDATE notifications SET app_user_id = ?, outcome = 'attached'
             WHERE outcome = 'pending_owner' AND original_transaction_id = ?
@@ -46,7 +46,7 @@ public struct NotificationStore {
 
     /// The newest deliveries first, `limit` at a time, before the row id `before`.
     public func latest(limit: Int, before: Int64? = nil) throws -> [NotificationRecord] {
-        let q = try db.prepare("SELECT \(Self.columns) FROM notifications WHERE id < ? ORDER BY id DESC LIMIT ?")
+        let q = try db.cached("SELECT \(Self.columns) FROM notifications WHERE id < ? ORDER BY id DESC LIMIT ?")
             .bind([before ?? Int64.max, Int64(limit)])
         var rows: [NotificationRecord] = []
         while try q.step() { rows.append(Self.record(q)) }

@@ -24,7 +24,7 @@ public struct ReceiptStore {
     /// `renewal_history`. Who may take a purchase from another user is the caller's decision.
     public func save(_ facts: VerifiedFacts, for appUserID: String, now: Int64) throws -> Saved {
         try db.transaction { () throws -> Saved in
-            try db.prepare("INSERT OR IGNORE INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?)")
+            try db.cached("INSERT OR IGNORE INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?)")
                 .bind([appUserID, now, now]).run()
             var acquired: [String] = []
             var previousHolders: [String] = []
@@ -32,13 +32,13 @@ public struct ReceiptStore {
                 let holder = try owner(of: original)
                 if let holder, holder.isExactly(appUserID) { continue }  // bytes, as the database compares
                 if let holder, !previousHolders.contains(where: { $0.isExactly(holder) }) { previousHolders.append(holder) }
-                try db.prepare(
+                try db.cached(
                     """
                     INSERT INTO ownership (original_transaction_id, app_user_id, since) VALUES (?, ?, ?)
                     ON CONFLICT (original_transaction_id) DO UPDATE SET app_user_id = excluded.app_user_id, since = excluded.since
                     """
                 ).bind([original, appUserID, now]).run()
-                try db.prepare(
+                try db.cached(
                     "INSERT INTO ownership_transfers (original_transaction_id, from_app_user_id, to_app_user_id, at) VALUES (?, ?, ?, ?)"
                 ).bind([original, holder, appUserID, now]).run()
                 acquired.append(original)
@@ -61,7 +61,7 @@ public struct ReceiptStore {
 
     /// Who holds an original transaction now.
     public func owner(of originalTransactionID: String) throws -> String? {
-        let q = try db.prepare("SELECT app_user_id FROM ownership WHERE original_transaction_id = ?").bind([originalTransactionID]
+        let q = try db.cached("SELECT app_user_id FROM ownership WHERE original_transaction_id = ?").bind([originalTransactionID]
         )
         return try q.step() ? q.text(0) : nil
     }
@@ -69,9 +69,9 @@ public struct ReceiptStore {
     /// The subscriber an `appAccountToken` points at: one whose id is that UUID (any case), else the
     /// holder of a purchase made with it.
     public func subscriber(forAccountToken token: String) throws -> String? {
-        let byID = try db.prepare("SELECT app_user_id FROM subscribers WHERE lower(app_user_id) = lower(?) LIMIT 1").bind([token])
+        let byID = try db.cached("SELECT app_user_id FROM subscribers WHERE lower(app_user_id) = lower(?) LIMIT 1").bind([token])
         if try byID.step() { return byID.text(0) }
-        let byPurchase = try db.prepare(
+        let byPurchase = try db.cached(
             """
             SELECT o.app_user_id FROM transactions t JOIN ownership o ON o.original_transaction_id = t.original_transaction_id
             WHERE t.app_account_token = lower(?) OR t.app_account_token = ? LIMIT 1
@@ -85,14 +85,14 @@ public struct ReceiptStore {
     private func writeFacts(_ facts: VerifiedFacts, now: Int64) throws -> Int {
         let stated = facts.statedAt ?? now
         var changes = 0
-        let upsertTransaction = try db.prepare(Self.upsertTransactionSQL)
+        let upsertTransaction = try db.cached(Self.upsertTransactionSQL)
         for p in facts.purchases {
             try upsertTransaction.bind(Self.purchaseValues(p) + [p.rawJSON, now, now, p.fact.appAccountToken, stated]).run()
             changes += db.changes
         }
-        let upsertRenewal = try db.prepare(Self.upsertRenewalSQL)
-        let appendHistory = try db.prepare(Self.insertHistorySQL)
-        let lastObserved = try db.prepare("SELECT max(observed_at) FROM renewal_history WHERE original_transaction_id = ?")
+        let upsertRenewal = try db.cached(Self.upsertRenewalSQL)
+        let appendHistory = try db.cached(Self.insertHistorySQL)
+        let lastObserved = try db.cached("SELECT max(observed_at) FROM renewal_history WHERE original_transaction_id = ?")
         for r in facts.renewals {
             try upsertRenewal.bind(Self.renewalValues(r.fact) + [r.rawJSON, now, stated]).run()
             guard db.changes > 0 else { continue }
@@ -106,7 +106,7 @@ public struct ReceiptStore {
             try appendHistory.bind(Self.renewalValues(r.fact) + [r.rawJSON, observed]).run()
         }
         if let latest = facts.latestReceipt {
-            let upsertLatest = try db.prepare(
+            let upsertLatest = try db.cached(
                 """
                 INSERT INTO latest_receipts (original_transaction_id, receipt_data, environment, updated_at) VALUES (?, ?, ?, ?)
                 ON CONFLICT (original_transaction_id) DO UPDATE SET receipt_data = excluded.receipt_data,
@@ -176,19 +176,19 @@ public struct ReceiptStore {
     /// stored fingerprint is still `expected` (compare-and-set: of two racing writers, one bumps).
     /// The version after the call.
     public func setState(_ appUserID: String, hash: String, expected: String?, now: Int64) throws -> Int64? {
-        try db.prepare(
+        try db.cached(
             """
             UPDATE subscribers SET version = version + 1, state_hash = ?, updated_at = ?
             WHERE app_user_id = ? AND state_hash IS ?
             """
         ).bind([hash, now, appUserID, expected]).run()
         if db.changes > 0 { try ChangeLog(db).append(appUserID, at: now) }
-        return try db.prepare("SELECT version FROM subscribers WHERE app_user_id = ?").bind([appUserID]).firstInt()
+        return try db.cached("SELECT version FROM subscribers WHERE app_user_id = ?").bind([appUserID]).firstInt()
     }
 
     /// Subscriber ids in order, `limit` at a time after `after`.
     public func subscriberIDs(after: String?, limit: Int) throws -> [String] {
-        let q = try db.prepare("SELECT app_user_id FROM subscribers WHERE app_user_id > ? ORDER BY app_user_id LIMIT ?")
+        let q = try db.cached("SELECT app_user_id FROM subscribers WHERE app_user_id > ? ORDER BY app_user_id LIMIT ?")
             .bind([after ?? "", Int64(limit)])
         var ids: [String] = []
         while try q.step() { ids.append(q.text(0)!) }
@@ -197,7 +197,7 @@ public struct ReceiptStore {
 
     /// Rewrites a transaction's derived columns (for re-derivation from its raw JSON).
     public func updateColumns(of p: Stated<Purchase>) throws {
-        try db.prepare(
+        try db.cached(
             """
             UPDATE transactions SET transaction_id = ?, original_transaction_id = ?, product_id = ?, bundle_id = ?,
                 environment = ?, purchase_date = ?, original_purchase_date = ?, expires_date = ?, cancellation_date = ?,
@@ -212,7 +212,7 @@ public struct ReceiptStore {
     /// Rewrites a renewal snapshot's derived columns, and the current row's when it is the newest.
     public func updateColumns(of snapshot: Stated<RenewalObservation>) throws {
         let values = Array(Self.renewalValues(snapshot.fact.renewal).dropFirst().dropLast())
-        try db.prepare(
+        try db.cached(
             """
             UPDATE renewal_history SET product_id = ?, auto_renew_product_id = ?, auto_renew_status = ?,
                 expiration_intent = ?, grace_period_expires_date = ?, is_in_billing_retry_period = ?,
@@ -220,7 +220,7 @@ public struct ReceiptStore {
             WHERE id = ?
             """
         ).bind(values + [snapshot.fact.sequence]).run()
-        try db.prepare(
+        try db.cached(
             """
             UPDATE pending_renewal_info SET product_id = ?, auto_renew_product_id = ?, auto_renew_status = ?,
                 expiration_intent = ?, grace_period_expires_date = ?, is_in_billing_retry_period = ?,
@@ -233,7 +233,7 @@ public struct ReceiptStore {
     /// When Apple last vouched for `appUserID`'s facts: their newest valid verification (a
     /// receipt or a StoreKit 2 transaction) or notification applied to them; nil when never.
     public func lastVerifiedAt(_ appUserID: String) throws -> Int64? {
-        try db.prepare(
+        try db.cached(
             """
             SELECT max(at) FROM (
                 SELECT max(at) AS at FROM verifications
@@ -247,7 +247,7 @@ public struct ReceiptStore {
 
     /// Appends one row to the verification log.
     public func log(_ entry: VerificationLogEntry, at now: Int64) throws {
-        try db.prepare(
+        try db.cached(
             "INSERT INTO verifications (app_user_id, environment, apple_status, outcome, attempts, latency_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
         ).bind([entry.appUserID, entry.environment, entry.appleStatus, entry.outcome, entry.attempts, entry.latencyMs, now]).run()
     }
@@ -385,7 +385,7 @@ extension ReceiptStore {
     public func sharedReceipts(moreThan: Int, limit: Int, after: (users: Int, original: String)? = nil) throws
         -> [SharedReceipt]
     {
-        let groups = try db.prepare(
+        let groups = try db.cached(
             """
             SELECT original_transaction_id, count(DISTINCT to_app_user_id) AS users
             FROM ownership_transfers GROUP BY original_transaction_id
@@ -398,7 +398,7 @@ extension ReceiptStore {
             found.append(
                 SharedReceipt(originalTransactionID: groups.text(0)!, users: Int(groups.int(1)), holder: nil, transfers: []))
         }
-        let moves = try db.prepare(
+        let moves = try db.cached(
             """
             SELECT from_app_user_id, to_app_user_id, at,
                    (SELECT t.product_id FROM transactions t WHERE t.original_transaction_id = ?1

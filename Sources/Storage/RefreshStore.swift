@@ -35,7 +35,7 @@ public struct RefreshStore {
     /// The `count`th stored latest receipt after `after` in id order: the upper bound of the next
     /// slice to scan; nil when fewer remain (the slice runs to the end).
     public func sliceEnd(after: String?, count: Int) throws -> String? {
-        let q = try db.prepare(
+        let q = try db.cached(
             """
             SELECT original_transaction_id FROM latest_receipts WHERE ?1 IS NULL OR original_transaction_id > ?1
             ORDER BY original_transaction_id LIMIT 1 OFFSET ?2
@@ -51,7 +51,7 @@ public struct RefreshStore {
     public func candidates(
         now: Int64, since: Int64, after: String? = nil, through: String? = nil, limit: Int
     ) throws -> [RefreshCandidate] {
-        let q = try db.prepare(
+        let q = try db.cached(
             """
             SELECT * FROM (
                 SELECT l.original_transaction_id, o.app_user_id,
@@ -87,7 +87,7 @@ public struct RefreshStore {
     /// Claims a subscription until `until` unless another claim is still running at `now`; whether
     /// this caller got it. Call inside a write transaction.
     public func claim(_ original: String, now: Int64, until: Int64) throws -> Bool {
-        try db.prepare(
+        try db.cached(
             """
             INSERT INTO refresh_checks (original_transaction_id, lease_until) VALUES (?1, ?3)
             ON CONFLICT (original_transaction_id) DO UPDATE SET lease_until = ?3
@@ -99,14 +99,14 @@ public struct RefreshStore {
 
     /// The stored latest receipt of a subscription and its environment.
     public func latestReceipt(_ original: String) throws -> (receiptData: String, environment: String)? {
-        let q = try db.prepare("SELECT receipt_data, environment FROM latest_receipts WHERE original_transaction_id = ?")
+        let q = try db.cached("SELECT receipt_data, environment FROM latest_receipts WHERE original_transaction_id = ?")
             .bind([original])
         return try q.step() ? (q.text(0)!, q.text(1)!) : nil
     }
 
     /// Apple answered (`outcome`): checked now, failures reset, the claim released.
     public func answered(_ original: String, outcome: String, now: Int64) throws {
-        try db.prepare(
+        try db.cached(
             """
             UPDATE refresh_checks SET checked_at = ?2, outcome = ?3, failures = 0, next_attempt_at = NULL, lease_until = NULL
             WHERE original_transaction_id = ?1
@@ -116,7 +116,7 @@ public struct RefreshStore {
 
     /// Apple did not answer: one more failure, no attempt before `retryAt`, the claim released.
     public func failed(_ original: String, outcome: String, retryAt: Int64) throws {
-        try db.prepare(
+        try db.cached(
             """
             UPDATE refresh_checks SET outcome = ?2, failures = failures + 1, next_attempt_at = ?3, lease_until = NULL
             WHERE original_transaction_id = ?1
@@ -126,6 +126,6 @@ public struct RefreshStore {
 
     /// Gives a claim back untouched (the refresher stopped before trying it).
     public func release(_ original: String) throws {
-        try db.prepare("UPDATE refresh_checks SET lease_until = NULL WHERE original_transaction_id = ?").bind([original]).run()
+        try db.cached("UPDATE refresh_checks SET lease_until = NULL WHERE original_transaction_id = ?").bind([original]).run()
     }
 }
