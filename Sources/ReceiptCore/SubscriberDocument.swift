@@ -24,8 +24,9 @@ package struct SubscriberDocument: Sendable {
     let content: [Identifier: JSONValue]
     /// FNV-1a 64 of `content`'s canonical JSON, in hex: changes exactly when the content does.
     let fingerprint: String
-    /// The same content with an `explanation` beside each entitlement, subscription and purchase.
-    let explained: [Identifier: JSONValue]
+    /// Why each entitlement, subscription and purchase reads as it does: JSON only when asked for
+    /// (``explained``).
+    private let explanations: Explanations
     /// The first instant after `now` at which the content may read differently with the same
     /// facts (an expiry, a grace period's end, …); nil when no instant lies ahead.
     let changesAt: Int64?
@@ -35,7 +36,7 @@ package struct SubscriberDocument: Sendable {
         let subs = Derivation.subscriptions(facts, catalog: settings.catalog, policy: settings.policy, now: now)
         let others = Derivation.nonSubscriptions(facts, catalog: settings.catalog, policy: settings.policy, now: now)
         var entitlements: [Identifier: JSONValue] = [:]
-        var entitlementsExplained: [Identifier: JSONValue] = [:]
+        var explanations = Explanations()
         for (name, grant) in settings.rules.grants(subscriptions: subs, purchases: others) {
             let fields =
                 switch grant.source {
@@ -43,8 +44,7 @@ package struct SubscriberDocument: Sendable {
                 case .purchase(let p): Self.common(p)
                 }
             entitlements[Identifier(name)] = .object(fields)
-            entitlementsExplained[Identifier(name)] = .object(
-                fields.merging(["explanation": Self.json(grant.explanation)]) { $1 })
+            explanations.entitlements[Identifier(name)] = grant.explanation
         }
         // One entry per product: the best of its subscriptions (entitling first, then latest expiry, then id).
         var byProduct: [Identifier: SubscriptionStatus] = [:]
@@ -58,7 +58,6 @@ package struct SubscriberDocument: Sendable {
             byProduct[Identifier(s.productID)] = s
         }
         var subscriptions: [Identifier: JSONValue] = [:]
-        var subscriptionsExplained: [Identifier: JSONValue] = [:]
         for (product, s) in byProduct {
             var fields = Self.common(s)
             fields["purchased_at"] = Self.time(s.purchasedAt)
@@ -73,11 +72,9 @@ package struct SubscriberDocument: Sendable {
             fields["offer"] =
                 s.offer.map { .object(["type": .string($0.type), "id": $0.id.map(JSONValue.string) ?? .null]) } ?? .null
             subscriptions[product] = .object(fields)
-            subscriptionsExplained[product] = .object(
-                fields.merging(["explanation": Self.json(s.explanation)]) { $1 })
+            explanations.subscriptions[product] = s.explanation
         }
         var nonSubscriptions: [Identifier: [JSONValue]] = [:]
-        var nonSubscriptionsExplained: [Identifier: [JSONValue]] = [:]
         for p in others {
             let fields: [Identifier: JSONValue] = [
                 "transaction_id": .string(p.transactionID), "product_type": .string(p.kind.name), "active": .bool(p.isEntitled),
@@ -86,18 +83,13 @@ package struct SubscriberDocument: Sendable {
                 "quantity": p.quantity.map { .int($0) } ?? .null, "ownership": .string(p.ownership),
             ]
             nonSubscriptions[Identifier(p.productID), default: []].append(.object(fields))
-            nonSubscriptionsExplained[Identifier(p.productID), default: []].append(
-                .object(fields.merging(["explanation": Self.json(p.explanation)]) { $1 }))
+            explanations.nonSubscriptions[Identifier(p.productID), default: []].append(p.explanation)
         }
         content = [
             "app_user_id": .string(appUserID), "entitlements": .object(entitlements),
             "subscriptions": .object(subscriptions), "non_subscriptions": .object(nonSubscriptions.mapValues(JSONValue.array)),
         ]
-        explained = [
-            "app_user_id": .string(appUserID), "entitlements": .object(entitlementsExplained),
-            "subscriptions": .object(subscriptionsExplained),
-            "non_subscriptions": .object(nonSubscriptionsExplained.mapValues(JSONValue.array)),
-        ]
+        self.explanations = explanations
         fingerprint = Self.fnv1a64(JSONValue.object(content).jsonBytes)
         var instants = facts.instants
         for s in subs {
@@ -120,6 +112,41 @@ package struct SubscriberDocument: Sendable {
         head += #","request_date":""#.utf8
         let tail = Array(#"","subscriptions":"#.utf8) + subscriptions.jsonBytes + Array(#","version":\#(version)}"#.utf8)
         return (head, tail)
+    }
+
+    struct Explanations: Sendable {
+        var entitlements: [Identifier: Explanation] = [:]
+        var subscriptions: [Identifier: Explanation] = [:]
+        var nonSubscriptions: [Identifier: [Explanation]] = [:]
+    }
+
+    /// The content with an `explanation` beside each entitlement, subscription and purchase.
+    var explained: [Identifier: JSONValue] {
+        func withExplanation(_ entry: JSONValue, _ explanation: Explanation?) -> JSONValue {
+            guard case .object(var fields) = entry, let explanation else { return entry }
+            fields["explanation"] = Self.json(explanation)
+            return .object(fields)
+        }
+        var explained = content
+        if case .object(let entries)? = content["entitlements"] {
+            explained["entitlements"] = .object(
+                Dictionary(uniqueKeysWithValues: entries.map { ($0, withExplanation($1, explanations.entitlements[$0])) }))
+        }
+        if case .object(let entries)? = content["subscriptions"] {
+            explained["subscriptions"] = .object(
+                Dictionary(uniqueKeysWithValues: entries.map { ($0, withExplanation($1, explanations.subscriptions[$0])) }))
+        }
+        if case .object(let entries)? = content["non_subscriptions"] {
+            explained["non_subscriptions"] = .object(
+                Dictionary(
+                    uniqueKeysWithValues: entries.map { product, list in
+                        guard case .array(let purchases) = list, let reasons = explanations.nonSubscriptions[product] else {
+                            return (product, list)
+                        }
+                        return (product, .array(zip(purchases, reasons).map { withExplanation($0, $1) }))
+                    }))
+        }
+        return explained
     }
 
     /// The document as sent: the content (explained or not) with `request_date` and `version`.
