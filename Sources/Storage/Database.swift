@@ -95,6 +95,9 @@ public final class Database {
         return statement
     }
 
+    /// A transaction-control statement, compiled once (every read and save runs a few).
+    private func control(_ sql: String) throws(StorageError) { try cached(sql).bind([]).run() }
+
     /// Resets every cached statement, ending any read it had begun.
     func resetCachedStatements() {
         for statement in statements.values { statement.reset() }
@@ -104,11 +107,11 @@ public final class Database {
     /// committed snapshot, whatever the writer commits meanwhile. Inside a transaction, just `body`.
     public func readTransaction<T>(_ body: () throws -> T) throws -> T {
         guard sqlite3_get_autocommit(handle) != 0 else { return try body() }
-        try execute("BEGIN DEFERRED")
+        try control("BEGIN DEFERRED")
         do {
             let value = try body()
             resetCachedStatements()
-            try execute("COMMIT")
+            try control("COMMIT")
             return value
         } catch {
             resetCachedStatements()
@@ -138,11 +141,11 @@ public final class Database {
                 dimensions: [("durability", durable ? "full" : "normal"), ("outcome", outcome)], factory: metrics
             ).recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         }
-        try execute("BEGIN IMMEDIATE")
+        try control("BEGIN IMMEDIATE")
         do {
             let value = try body()
             resetCachedStatements()
-            try execute("COMMIT")
+            try control("COMMIT")
             outcome = "committed"
             return value
         } catch {
@@ -153,10 +156,10 @@ public final class Database {
     }
 
     private func savepoint<T>(_ body: () throws -> T) throws -> T {
-        try execute("SAVEPOINT nested")
+        try control("SAVEPOINT nested")
         do {
             let value = try body()
-            try execute("RELEASE nested")
+            try control("RELEASE nested")
             return value
         } catch {
             try? execute("ROLLBACK TO nested; RELEASE nested")
