@@ -70,11 +70,11 @@ public enum JSONValue: Sendable, Equatable, Decodable {
             out.append(UInt8(ascii: "]"))
         case .object(let members):
             out.append(UInt8(ascii: "{"))
-            for (i, key) in members.keys.sorted().enumerated() {
+            for (i, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                Self.writeString(key.string, into: &out)
+                Self.writeString(member.key.string, into: &out)
                 out.append(UInt8(ascii: ":"))
-                members[key]!.write(into: &out)
+                member.value.write(into: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -83,6 +83,12 @@ public enum JSONValue: Sendable, Equatable, Decodable {
     /// A JSON string (RFC 8259 §7): quote, backslash and control bytes escaped, the rest as UTF-8.
     private static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most strings (ids, dates, names) need no escape: copied whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: s.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in s.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
