@@ -117,7 +117,7 @@ hb_rss=$(rss "$(pgrep -f HBPeer | head -1)")
 printf '\n| test | conns | server | req/s | errors | p50 | p99 | note |\n|---|---|---|---|---|---|---|---|\n'
 printf '%s\n' "${rows[@]}"
 printf '\n| receiptd | value |\n|---|---|\n'
-printf '| start-up to ready (new database, 6 migrations) | %s ms |\n' "$startup_ms"
+printf '| start-up to ready (new database, %s migrations) | %s ms |\n' "$(ls "$root"/Migrations/*.sql | wc -l)" "$startup_ms"
 printf '| RSS idle | %s MB |\n| RSS after the runs above | %s MB |\n' "$idle_rss" "$load_rss"
 printf '| RSS holding 10,000 keep-alive connections | %s MB (GET /healthz meanwhile: %s) |\n' "$conn_rss" "$served"
 printf '| Hummingbird peer RSS now, for scale | %s MB |\n' "$hb_rss"
