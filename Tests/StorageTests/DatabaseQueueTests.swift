@@ -17,6 +17,16 @@ private func withQueue(
     }
 }
 
+/// Waits for `semaphore` on a thread of its own, never blocking the cooperative pool.
+private func signalled(_ semaphore: DispatchSemaphore) async {
+    await withCheckedContinuation { continuation in
+        Thread {
+            semaphore.wait()
+            continuation.resume()
+        }.start()
+    }
+}
+
 private func count(_ db: Database) throws -> Int64 { try db.scalarInt("SELECT count(*) FROM t") ?? -1 }
 
 @Suite("Database queue: readers beside the writer")
@@ -36,12 +46,7 @@ struct DatabaseQueueTests {
                     }
                 }
             }
-            await withCheckedContinuation { continuation in
-                Thread {
-                    started.wait()
-                    continuation.resume()
-                }.start()
-            }
+            await signalled(started)
             #expect(try await queue.read(count) == 0)  // the uncommitted row is not seen, and nothing waited
             release.signal()
             try await write.value
@@ -60,12 +65,7 @@ struct DatabaseQueueTests {
                     return [first, try count(db)]
                 }
             }
-            await withCheckedContinuation { continuation in
-                Thread {
-                    reading.wait()
-                    continuation.resume()
-                }.start()
-            }
+            await signalled(reading)
             try await queue.run { db in try db.transaction { try db.execute("INSERT INTO t VALUES (1)") } }
             committed.signal()
             #expect(try await counts.value == [0, 0])
@@ -111,12 +111,7 @@ struct DatabaseQueueTests {
                 _ = release.wait(timeout: .now() + 10)
             }
         }
-        await withCheckedContinuation { continuation in
-            Thread {
-                held.wait()
-                continuation.resume()
-            }.start()
-        }
+        await signalled(held)
         return blocker
     }
 
