@@ -114,6 +114,8 @@ package struct Rederivation: Sendable {
                 change.renewalSnapshots += 1
             }
         }
+        // Their facts changed: the change log says so, as for any other write of facts.
+        if change.transactions + change.renewalSnapshots > 0 { try ChangeLog(db).append(appUserID, at: now) }
         guard let fresh = try store.subscriber(appUserID) else { return change }
         let facts = fresh.pinnedFacts
         let refresh = try state.refresh(

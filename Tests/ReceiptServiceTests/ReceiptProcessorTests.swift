@@ -388,8 +388,11 @@ struct SubscriberStateAPITests {
             let dry = try rederivation.run(db, now: now, dryRun: true)
             #expect(dry.transactions == 1 && dry.events.added == 1 && dry.versionsBumped == 0, "\(dry)")
             #expect(try db.scalarInt("SELECT count(*) FROM events WHERE type = 'refund'") == 0)
+            let logged = try db.scalarInt("SELECT count(*) FROM changes")
             let repaired = try rederivation.run(db, now: now, dryRun: false)
             #expect(repaired.transactions == 1 && repaired.events.added == 1, "\(repaired)")
+            // The repaired subscriber joins the change log (a running server's cache hears of it).
+            #expect(try db.scalarInt("SELECT count(*) FROM changes") == logged.map { $0 + 1 })
             #expect(try rederivation.run(db, now: now, dryRun: false).changed == 0)
         }
     }
