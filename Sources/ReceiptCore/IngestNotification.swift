@@ -132,19 +132,25 @@ package struct IngestNotification: Sendable {
     }
 
     /// One durable save (see ``DatabaseQueue/write(durable:_:)``): the delivery (once), its facts
-    /// under their holder (or waiting for one), the holder's version and events.
+    /// under their holder (or waiting for one); then, off the writer, the state of everyone whose
+    /// facts changed. The notification is stored once the save returns: a failure to derive after
+    /// it is logged, and the next read derives again.
     func store(_ incoming: Incoming) async throws -> Outcome {
-        try await database.write(durable: true) { [policy, state] db throws -> Outcome in
+        let at = incoming.row.receivedAt
+        let (outcome, changed) = try await database.write(durable: true) { [policy, state] db throws -> (Outcome, [String]) in
             let notifications = NotificationStore(db)
             guard let id = try notifications.insert(incoming.row) else {
                 let stored = try notifications.find(dedupeKey: incoming.row.dedupeKey)
-                return Outcome(
-                    id: stored?.id ?? 0, outcome: stored?.outcome ?? "unknown", duplicate: true, appUserID: stored?.appUserID)
+                return (
+                    Outcome(
+                        id: stored?.id ?? 0, outcome: stored?.outcome ?? "unknown", duplicate: true, appUserID: stored?.appUserID),
+                    []
+                )
             }
             let facts = incoming.facts
             guard !facts.isEmpty else {
                 try notifications.finish(id, outcome: "recorded", appUserID: nil)
-                return Outcome(id: id, outcome: "recorded", duplicate: false, appUserID: nil)
+                return (Outcome(id: id, outcome: "recorded", duplicate: false, appUserID: nil), [])
             }
             let store = ReceiptStore(db)
             var holder: String?
@@ -153,21 +159,27 @@ package struct IngestNotification: Sendable {
             }
             if holder == nil, let token = incoming.accountToken { holder = try store.subscriber(forAccountToken: token) }
             guard let user = holder else {
-                _ = try store.saveUnowned(facts, now: incoming.row.receivedAt)
+                _ = try store.saveUnowned(facts, now: at)
                 try notifications.finish(id, outcome: "pending_owner", appUserID: nil)
-                return Outcome(id: id, outcome: "pending_owner", duplicate: false, appUserID: nil)
+                return (Outcome(id: id, outcome: "pending_owner", duplicate: false, appUserID: nil), [])
             }
-            switch try state.save(facts, for: user, policy: policy, in: db, now: incoming.row.receivedAt) {
-            case .document(_, _, let changes):
+            switch try state.store(facts, for: user, policy: policy, in: db, now: at) {
+            case .stored(let changes, let changed):
                 let outcome = changes > 0 ? "applied" : "unchanged"
                 try notifications.finish(id, outcome: outcome, appUserID: user)
-                return Outcome(id: id, outcome: outcome, duplicate: false, appUserID: user)
+                return (Outcome(id: id, outcome: outcome, duplicate: false, appUserID: user), changed)
             case .inUse:
                 // Under `keep`, the purchases are split between users: keep the facts, attach to nobody.
-                _ = try store.saveUnowned(facts, now: incoming.row.receivedAt)
+                let saved = try store.saveUnowned(facts, now: at)
                 try notifications.finish(id, outcome: "owner_conflict", appUserID: nil)
-                return Outcome(id: id, outcome: "owner_conflict", duplicate: false, appUserID: nil)
+                return (Outcome(id: id, outcome: "owner_conflict", duplicate: false, appUserID: nil), saved.changed)
             }
         }
+        do {
+            try await state.settle(changed, database: database, now: at)
+        } catch {
+            logger.warning("notification stored; its subscribers are derived on their next read", metadata: ["error": "\(error)"])
+        }
+        return outcome
     }
 }

@@ -114,14 +114,18 @@ package struct Rederivation: Sendable {
                 change.renewalSnapshots += 1
             }
         }
-        // Their facts changed: the change log says so, as for any other write of facts.
-        if change.transactions + change.renewalSnapshots > 0 { try ChangeLog(db).append(appUserID, at: now) }
+        // Their facts changed: marked so, as by any other write of facts.
+        if change.transactions + change.renewalSnapshots > 0 { try store.factsChanged([appUserID], at: now) }
+        // In this transaction, so nothing comes between the read and the record: it cannot lose.
         guard let fresh = try store.subscriber(appUserID) else { return change }
         let facts = fresh.pinnedFacts
-        let refresh = try state.refresh(
-            fresh, facts: facts, document: state.document(fresh, facts: facts, now: now), in: db, now: now, factsChanged: true)
-        change.events = refresh.events
-        change.versionAfter = refresh.version
+        let document = state.document(fresh, facts: facts, now: now)
+        guard
+            let recorded = try state.record(
+                fresh, document: document, events: state.events(fresh, facts: facts, now: now), in: db, now: now)
+        else { throw SubscriberState.Contended(appUserID: appUserID, attempts: 1) }
+        change.events = recorded.events
+        change.versionAfter = recorded.version
         return change
     }
 }

@@ -294,17 +294,23 @@ package final class Refresher: Sendable {
             case .valid(let response, let environment) where response.receipt.map({ bundleIDs.contains($0.bundleID) }) == true:
                 let record = Self.holderOnly(
                     WireMapping.facts(of: response, environment: environment), holder: candidate.holder, original: original)
-                let changes = try await database.write { [state] db throws -> Int in
+                let (changes, changed) = try await database.write { [state] db throws -> (Int, [String]) in
                     // Still theirs? A transfer while Apple was asked wins: nothing is stored for them.
                     guard try ReceiptStore(db).owner(of: original)?.isExactly(candidate.holder) == true else {
                         try RefreshStore(db).answered(original, outcome: "no_owner", now: done)
-                        return 0
+                        return (0, [])
                     }
                     // `keep`: the record holds only the holder's own purchase, so nothing can move.
-                    let saved = try state.save(record, for: candidate.holder, policy: .keep, in: db, now: done, log: entry)
+                    let stored = try state.store(record, for: candidate.holder, policy: .keep, in: db, now: done, log: entry)
                     try RefreshStore(db).answered(original, outcome: "valid", now: done)
-                    guard case .document(_, _, let changes) = saved else { return 0 }
-                    return changes
+                    guard case .stored(let changes, let changed) = stored else { return (0, []) }
+                    return (changes, changed)
+                }
+                do {
+                    try await state.settle(changed, database: database, now: done)
+                } catch {
+                    // Stored and answered: the next read derives again.
+                    logger.warning("refresher: stored, not yet derived", metadata: ["error": "\(error)"])
                 }
                 return .refreshed(changes: changes)
             case .valid:

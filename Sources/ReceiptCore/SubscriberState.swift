@@ -5,68 +5,84 @@ import Storage
 /// Keeps a subscriber's stored version and events in step with their facts. The document itself
 /// is always derived at read time (state depends on "now"); what is stored is its fingerprint,
 /// the version that counts its changes, and the events derived from the facts.
+///
+/// Storing facts and deriving from them are two writes. ``store(_:for:policy:in:now:log:)`` is
+/// SQL only, on the writer; ``current(_:database:now:)`` reads a snapshot on a reader, derives,
+/// renders and fingerprints on the caller's task, then records the result with a compare-and-set
+/// (``ReceiptStore/settle(_:hash:derivedFrom:version:now:)``), reading again when another write
+/// came between. So the writer thread does SQL only, and a crash between the two writes loses
+/// nothing: the facts are stored, and the next read derives.
 package struct SubscriberState: Sendable {
     let settings: EntitlementSettings
 
     package init(settings: EntitlementSettings) { self.settings = settings }
 
-    /// What ``refresh(_:facts:document:in:now:factsChanged:)`` did.
-    struct Refresh: Sendable {
-        var version: Int64
-        var versionBumped: Bool
-        var events: EventStore.Changes
-    }
+    /// How often ``current(_:database:now:)`` reads again when its compare-and-set loses to
+    /// another write before it gives up (each loss means another writer made progress).
+    static let maxAttempts = 16
 
     /// `subscriber`'s document at `now`; `facts` are their `pinnedFacts`, computed once by the caller.
     func document(_ subscriber: SubscriberRecord, facts: Facts, now: Int64) -> SubscriberDocument {
         SubscriberDocument(appUserID: subscriber.appUserID, facts: facts, settings: settings, now: now)
     }
 
-    /// Whether `document` differs from what the stored version describes.
-    func isStale(_ subscriber: SubscriberRecord, _ document: SubscriberDocument) -> Bool {
-        subscriber.stateHash != document.fingerprint
+    /// Whether the stored version and events describe `document`, derived from `subscriber`: the
+    /// fingerprint is the stored one, and the derivation has seen their newest facts.
+    func isSettled(_ subscriber: SubscriberRecord, _ document: SubscriberDocument) -> Bool {
+        subscriber.stateHash == document.fingerprint && subscriber.derivedRevision == subscriber.factsRevision
     }
 
-    /// In the caller's write transaction: when the document changed, bumps the version and
-    /// re-derives the events; when only the facts changed (say, an old renewal learned late),
-    /// re-derives the events. Deriving the same facts again changes nothing.
-    /// `facts` are `subscriber.pinnedFacts`, and `document` was derived from them.
-    func refresh(
-        _ subscriber: SubscriberRecord, facts: Facts, document: SubscriberDocument, in db: Database, now: Int64,
-        factsChanged: Bool
-    ) throws -> Refresh {
-        let stale = isStale(subscriber, document)
-        guard stale || factsChanged else { return Refresh(version: subscriber.version, versionBumped: false, events: .init()) }
-        let events = History.events(
-            facts, appUserID: subscriber.appUserID, catalog: settings.catalog, policy: settings.policy, asOf: now)
-        let changes = try EventStore(db).replace(
-            WireMapping.eventRecords(events), for: subscriber.appUserID, originals: subscriber.originals, now: now)
-        guard stale else { return Refresh(version: subscriber.version, versionBumped: false, events: changes) }
-        let version =
-            try ReceiptStore(db).setState(
-                subscriber.appUserID, hash: document.fingerprint, expected: subscriber.stateHash, now: now) ?? subscriber.version
-        return Refresh(version: version, versionBumped: version != subscriber.version, events: changes)
+    /// The events `facts` (a subscriber's `pinnedFacts`) come to as of `now`, as stored.
+    func events(_ subscriber: SubscriberRecord, facts: Facts, now: Int64) -> [EventRecord] {
+        WireMapping.eventRecords(
+            History.events(facts, appUserID: subscriber.appUserID, catalog: settings.catalog, policy: settings.policy, asOf: now))
     }
 
-    /// What ``save(_:for:policy:in:now:log:)`` did.
-    enum Saved: Sendable {
+    /// What ``record(_:document:events:in:now:)`` wrote.
+    struct Recorded: Sendable {
+        var version: Int64
+        var events: EventStore.Changes
+    }
+
+    /// In the caller's write transaction, SQL only: records `document` and `events`, derived from
+    /// the snapshot `subscriber`, as their state (a new fingerprint bumps the version), if the
+    /// snapshot is still current. Nil when another write changed their facts or version since:
+    /// nothing is written.
+    func record(_ subscriber: SubscriberRecord, document: SubscriberDocument, events: [EventRecord], in db: Database, now: Int64)
+        throws -> Recorded?
+    {
+        try db.transaction { () throws -> Recorded? in
+            guard
+                let version = try ReceiptStore(db).settle(
+                    subscriber.appUserID, hash: document.fingerprint, derivedFrom: subscriber.factsRevision,
+                    version: subscriber.version, now: now)
+            else { return nil }
+            let changes = try EventStore(db).replace(events, for: subscriber.appUserID, originals: subscriber.originals, now: now)
+            return Recorded(version: version, events: changes)
+        }
+    }
+
+    /// What ``store(_:for:policy:in:now:log:)`` did.
+    enum Stored: Sendable, Equatable {
         /// Under `OwnershipPolicy.keep` (or `transferIfInactive` while it entitles them), another
         /// user holds one of the purchases; nothing but `log` was written.
         case inUse(heldBy: String)
-        /// Stored: the document as of `now`, its version, and how many fact rows were new or changed.
-        case document(SubscriberDocument, version: Int64, changes: Int)
+        /// Stored: how many fact rows were new or changed, and whose facts changed (the user
+        /// first, then who lost a purchase to them). Their state is behind until read with
+        /// ``current(_:database:now:)`` (``settle(_:database:now:)``).
+        case stored(changes: Int, changed: [String])
     }
 
-    /// In one write transaction (the caller's, when it has one): stores verified facts for
-    /// `appUserID` (a receipt, a notification, a signed transaction: all alike) unless `policy`
-    /// refuses to move a purchase another user holds, attaches the notifications that were waiting
-    /// for a holder of those purchases, then brings the version and events up to date. `log`, when
-    /// given, is written in the same transaction, even when the save is refused.
-    func save(
+    /// In one write transaction (the caller's, when it has one), SQL only: stores verified facts
+    /// for `appUserID` (a receipt, a notification, a signed transaction: all alike) unless `policy`
+    /// refuses to move a purchase another user holds, and attaches the notifications that were
+    /// waiting for a holder of those purchases. `log`, when given, is written in the same
+    /// transaction, even when the save is refused.
+    func store(
         _ facts: VerifiedFacts, for appUserID: String, policy: OwnershipPolicy, in db: Database, now: Int64,
         log: VerificationLogEntry? = nil
-    ) throws -> Saved {
-        try db.transaction { () throws -> Saved in
+    ) throws -> Stored {
+        try db.transaction { () throws -> Stored in
             let store = ReceiptStore(db)
             if let log { try store.log(log, at: now) }
             switch policy {
@@ -80,13 +96,20 @@ package struct SubscriberState: Sendable {
             }
             let saved = try store.save(facts, for: appUserID, now: now)
             for original in saved.acquired { try NotificationStore(db).attachPending(original, to: appUserID) }
-            guard let subscriber = try store.subscriber(appUserID) else { throw ReceiptError.internalFault }
-            let current = subscriber.pinnedFacts
-            let document = document(subscriber, facts: current, now: now)
-            let refresh = try refresh(
-                subscriber, facts: current, document: document, in: db, now: now, factsChanged: saved.changes > 0)
-            return .document(document, version: refresh.version, changes: saved.changes)
+            return .stored(changes: saved.changes, changed: saved.changed)
         }
+    }
+
+    /// Brings the state of every user in `appUserIDs` up to date (after ``store(_:for:policy:in:now:log:)``
+    /// changed their facts); the first one's, as read.
+    @discardableResult
+    func settle(_ appUserIDs: [String], database: DatabaseQueue, now: Int64) async throws -> Current? {
+        var first: Current?
+        for (i, user) in appUserIDs.enumerated() {
+            let read = try await current(user, database: database, now: now)
+            if i == 0 { first = read }
+        }
+        return first
     }
 
     /// Under `transfer_if_inactive`: another user who holds one of `record`'s purchases and is
@@ -144,24 +167,37 @@ package struct SubscriberState: Sendable {
         var sequence: Int64
     }
 
-    /// Reads a subscriber, bringing their version and events up to date first when time or
-    /// configuration changed their document since it was stored. Nil when unknown.
+    /// Reads a subscriber, bringing their version and events up to date first when their facts,
+    /// time or configuration changed their document since it was stored. Nil when unknown.
     func current(_ appUserID: String, database: DatabaseQueue, now: Int64) async throws -> Current? {
-        let read = try await database.read { db in
-            try ReceiptStore(db).subscriber(appUserID).map { ($0, try ChangeLog(db).last()) }
+        for _ in 0..<Self.maxAttempts {
+            let read = try await database.read { db in
+                try ReceiptStore(db).subscriber(appUserID).map { ($0, try ChangeLog(db).last()) }
+            }
+            guard let (subscriber, sequence) = read else { return nil }
+            let facts = subscriber.pinnedFacts
+            let document = document(subscriber, facts: facts, now: now)
+            if isSettled(subscriber, document) {
+                return Current(document: document, version: subscriber.version, sequence: sequence)
+            }
+            // Behind (new facts, or a state change since the last read): derive here, write only SQL.
+            let events = events(subscriber, facts: facts, now: now)
+            let written = try await database.write { [self] db -> (Int64, Int64)? in
+                guard let recorded = try record(subscriber, document: document, events: events, in: db, now: now) else {
+                    return nil
+                }
+                return (recorded.version, try ChangeLog(db).last())
+            }
+            if let (version, sequence) = written { return Current(document: document, version: version, sequence: sequence) }
+            // Another write changed them since the snapshot: read again.
         }
-        guard let (subscriber, sequence) = read else { return nil }
-        let document = document(subscriber, facts: subscriber.pinnedFacts, now: now)
-        guard isStale(subscriber, document) else {
-            return Current(document: document, version: subscriber.version, sequence: sequence)
-        }
-        // Rare (a state change since the last read): re-read and refresh in one write transaction.
-        return try await database.write { [self] db -> Current? in
-            guard let fresh = try ReceiptStore(db).subscriber(appUserID) else { return nil }
-            let facts = fresh.pinnedFacts
-            let document = self.document(fresh, facts: facts, now: now)
-            let refresh = try self.refresh(fresh, facts: facts, document: document, in: db, now: now, factsChanged: false)
-            return Current(document: document, version: refresh.version, sequence: try ChangeLog(db).last())
-        }
+        throw Contended(appUserID: appUserID, attempts: Self.maxAttempts)
+    }
+
+    /// ``current(_:database:now:)`` lost every compare-and-set: other writes kept changing the subscriber.
+    struct Contended: Error, CustomStringConvertible {
+        var appUserID: String
+        var attempts: Int
+        var description: String { "\(appUserID)'s state changed under each of \(attempts) derivations" }
     }
 }

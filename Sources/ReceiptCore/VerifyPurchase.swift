@@ -147,17 +147,20 @@ package struct VerifyPurchase: Sendable {
         return try await store(record, for: input.appUserID, log: log)
     }
 
-    /// One hop to the database, one write transaction: the facts, the log row, the version and
-    /// events; then the document.
+    /// Two hops to the database: the facts and the log row in one save (SQL only), then the
+    /// document derived off the writer and its version and events recorded (see ``SubscriberState``).
+    /// Users who lost a purchase to this one are brought up to date too.
     private func store(_ record: VerifiedFacts, for user: String, log: VerificationLogEntry) async throws
         -> SubscriberSnapshot
     {
         let at = clock.now()
-        let saved = try await database.write { [policy, state] db in
-            try state.save(record, for: user, policy: policy, in: db, now: at, log: log)
+        let stored = try await database.write { [policy, state] db in
+            try state.store(record, for: user, policy: policy, in: db, now: at, log: log)
         }
-        guard case .document(let document, let version, _) = saved else { throw ReceiptError.receiptInUse }
-        return SubscriberSnapshot(document: document, version: version, now: at)
+        guard case .stored(_, let changed) = stored else { throw ReceiptError.receiptInUse }
+        try await state.settle(changed.filter { !$0.isExactly(user) }, database: database, now: at)
+        guard let current = try await state.current(user, database: database, now: at) else { throw ReceiptError.internalFault }
+        return SubscriberSnapshot(document: current.document, version: current.version, now: at)
     }
 
     /// What the user had while Apple is down: nothing stored changes.

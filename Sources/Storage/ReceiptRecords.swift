@@ -68,6 +68,10 @@ public struct SubscriberRecord: Sendable, Equatable {
     /// The subscriber document's version and the fingerprint it was computed with.
     public var version: Int64
     public var stateHash: String?
+    /// How many writes changed their facts, and which of those the stored version, fingerprint
+    /// and events were derived from: when they differ, the derivation is behind the facts.
+    public var factsRevision: Int64
+    public var derivedRevision: Int64
     /// Every transaction of the purchases held, by purchase date.
     public var purchases: [Stated<Purchase>]
     /// Every renewal-info snapshot of those purchases, oldest first; `sequence` is the row id.
@@ -76,12 +80,14 @@ public struct SubscriberRecord: Sendable, Equatable {
     public var transfers: [Transfer]
 
     public init(
-        appUserID: String, version: Int64, stateHash: String?, purchases: [Stated<Purchase>],
-        renewals: [Stated<RenewalObservation>], transfers: [Transfer]
+        appUserID: String, version: Int64, stateHash: String?, factsRevision: Int64 = 0, derivedRevision: Int64 = 0,
+        purchases: [Stated<Purchase>], renewals: [Stated<RenewalObservation>], transfers: [Transfer]
     ) {
         self.appUserID = appUserID
         self.version = version
         self.stateHash = stateHash
+        self.factsRevision = factsRevision
+        self.derivedRevision = derivedRevision
         self.purchases = purchases
         self.renewals = renewals
         self.transfers = transfers

@@ -11,6 +11,15 @@ public struct ReceiptStore {
         public var changes: Int
         /// The original transactions that changed holder, in first-seen order.
         public var acquired: [String]
+        /// The users whose facts changed (the holder first, then who lost a purchase to them);
+        /// empty when nothing changed. Their derived state is behind until settled.
+        public var changed: [String]
+
+        public init(changes: Int, acquired: [String], changed: [String]) {
+            self.changes = changes
+            self.acquired = acquired
+            self.changed = changed
+        }
     }
 
     private let db: Database
@@ -19,9 +28,10 @@ public struct ReceiptStore {
 
     /// Stores `facts` held by `appUserID`, in one write transaction: the subscriber row when new,
     /// `appUserID` as the holder of each of their purchases (each change of holder recorded), and
-    /// the facts; when anything changed, `appUserID` and any user who lost a purchase join the
-    /// ``ChangeLog``. Re-saving the same facts changes no row. A renewal that changed is appended to
-    /// `renewal_history`. Who may take a purchase from another user is the caller's decision.
+    /// the facts; when anything changed, `appUserID` and any user who lost a purchase are marked
+    /// changed (``factsChanged(_:at:)``). Re-saving the same facts changes no row. A renewal that
+    /// changed is appended to `renewal_history`. Who may take a purchase from another user is the
+    /// caller's decision. Derives nothing: see ``settle(_:hash:derivedFrom:version:now:)``.
     public func save(_ facts: VerifiedFacts, for appUserID: String, now: Int64) throws -> Saved {
         try db.transaction { () throws -> Saved in
             try db.cached("INSERT OR IGNORE INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?)")
@@ -44,19 +54,39 @@ public struct ReceiptStore {
                 acquired.append(original)
             }
             let changes = acquired.count + (try writeFacts(facts, now: now))
-            if changes > 0 {
-                let log = ChangeLog(db)
-                try log.append(appUserID, at: now)
-                for holder in previousHolders { try log.append(holder, at: now) }  // they lost a purchase
-            }
-            return Saved(changes: changes, acquired: acquired)
+            let changed = changes > 0 ? [appUserID] + previousHolders : []  // the previous holders lost a purchase
+            try factsChanged(changed, at: now)
+            return Saved(changes: changes, acquired: acquired, changed: changed)
         }
     }
 
-    /// Stores facts no user holds yet (a notification before the app posted a receipt): they join
-    /// the subscriber's facts when a user takes the purchase. The number of rows new or changed.
-    public func saveUnowned(_ facts: VerifiedFacts, now: Int64) throws -> Int {
-        try db.transaction { try writeFacts(facts, now: now) }
+    /// Stores facts without giving their purchases a holder (a notification before the app posted
+    /// a receipt): they join the subscriber's facts when a user takes the purchase. Users who hold
+    /// some of them already are marked changed, as `changed`.
+    public func saveUnowned(_ facts: VerifiedFacts, now: Int64) throws -> Saved {
+        try db.transaction {
+            let changes = try writeFacts(facts, now: now)
+            guard changes > 0 else { return Saved(changes: 0, acquired: [], changed: []) }
+            var holders: [String] = []
+            for original in facts.originals {
+                if let holder = try owner(of: original), !holders.contains(where: { $0.isExactly(holder) }) {
+                    holders.append(holder)
+                }
+            }
+            try factsChanged(holders, at: now)
+            return Saved(changes: changes, acquired: [], changed: holders)
+        }
+    }
+
+    /// Records that the facts of `appUserIDs` changed, in the caller's transaction: their facts
+    /// revision moves (their derived state is now behind) and each joins the ``ChangeLog``.
+    public func factsChanged(_ appUserIDs: [String], at now: Int64) throws {
+        let bump = try db.cached("UPDATE subscribers SET facts_revision = facts_revision + 1 WHERE app_user_id = ?")
+        let log = ChangeLog(db)
+        for user in appUserIDs {
+            try bump.bind([user]).run()
+            try log.append(user, at: now)
+        }
     }
 
     /// Who holds an original transaction now.
@@ -121,9 +151,11 @@ public struct ReceiptStore {
     /// The subscriber, every transaction and renewal snapshot of the purchases they hold, and the
     /// transfers that concern them; nil when unknown.
     public func subscriber(_ appUserID: String) throws -> SubscriberRecord? {
-        let head = try db.cached("SELECT version, state_hash FROM subscribers WHERE app_user_id = ?").bind([appUserID])
+        let head = try db.cached(
+            "SELECT version, state_hash, facts_revision, derived_revision FROM subscribers WHERE app_user_id = ?"
+        ).bind([appUserID])
         guard try head.step() else { return nil }
-        let (version, stateHash) = (head.int(0), head.text(1))
+        let (version, stateHash, factsRevision, derivedRevision) = (head.int(0), head.text(1), head.int(2), head.int(3))
         head.reset()
         let transactions = try db.cached(
             """
@@ -168,22 +200,31 @@ public struct ReceiptStore {
                     at: moves.int(3)))
         }
         return SubscriberRecord(
-            appUserID: appUserID, version: version, stateHash: stateHash, purchases: purchases, renewals: renewals,
-            transfers: transfers)
+            appUserID: appUserID, version: version, stateHash: stateHash, factsRevision: factsRevision,
+            derivedRevision: derivedRevision, purchases: purchases, renewals: renewals, transfers: transfers)
     }
 
-    /// Records a new document fingerprint and bumps the version (a ``ChangeLog`` entry), if the
-    /// stored fingerprint is still `expected` (compare-and-set: of two racing writers, one bumps).
-    /// The version after the call.
-    public func setState(_ appUserID: String, hash: String, expected: String?, now: Int64) throws -> Int64? {
-        try db.cached(
+    /// Records the state derived from a snapshot of `appUserID` taken at facts revision `revision`
+    /// and version `version`: the document fingerprint `hash` (a different one bumps the version
+    /// and joins the ``ChangeLog``) and that the derivation has caught up with those facts. A
+    /// compare-and-set: when the facts or the version moved since the snapshot, nothing is written
+    /// and the answer is nil (read again, derive again). Else the version after the call.
+    public func settle(_ appUserID: String, hash: String, derivedFrom revision: Int64, version: Int64, now: Int64) throws
+        -> Int64?
+    {
+        let update = try db.cached(
             """
-            UPDATE subscribers SET version = version + 1, state_hash = ?, updated_at = ?
-            WHERE app_user_id = ? AND state_hash IS ?
+            UPDATE subscribers SET version = version + (state_hash IS NOT ?1), state_hash = ?1, derived_revision = ?2,
+                updated_at = ?3
+            WHERE app_user_id = ?4 AND facts_revision = ?2 AND version = ?5
+            RETURNING version
             """
-        ).bind([hash, now, appUserID, expected]).run()
-        if db.changes > 0 { try ChangeLog(db).append(appUserID, at: now) }
-        return try db.cached("SELECT version FROM subscribers WHERE app_user_id = ?").bind([appUserID]).firstInt()
+        ).bind([hash, revision, now, appUserID, version])
+        guard try update.step() else { return nil }
+        let after = update.int(0)
+        update.reset()
+        if after != version { try ChangeLog(db).append(appUserID, at: now) }
+        return after
     }
 
     /// Subscriber ids in order, `limit` at a time after `after`.

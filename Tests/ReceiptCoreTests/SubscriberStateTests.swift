@@ -53,14 +53,75 @@ struct SubscriberStateTests {
     }
 }
 
+/// The `n`th monthly renewal of `o1` (the first is `t1`, bought at `t0`).
+private func renewal(_ n: Int64) -> VerifiedFacts {
+    let bought = t0 + (n - 1) * 30 * day
+    return VerifiedFacts(
+        environment: "sandbox",
+        purchases: [
+            Stated(
+                Purchase(
+                    transactionID: "t\(n)", originalTransactionID: "o1", productID: "monthly", purchaseDate: bought,
+                    originalPurchaseDate: t0, expiresDate: bought + 30 * day, environment: "sandbox"),
+                bundleID: "b", rawJSON: #"{"n":\#(n)}"#)
+        ])
+}
+
+@Suite("Deriving off the writer")
+struct DerivationOffTheWriterTests {
+    @Test func aDerivationFromASnapshotAWriteOvertookRecordsNothing() throws {
+        let db = try migratedDatabase()
+        _ = try state.store(monthly(), for: "u", policy: .keep, in: db, now: t0)
+        let snapshot = try #require(try ReceiptStore(db).subscriber("u"))
+        // A refund is stored between the snapshot and the record of what was derived from it.
+        _ = try state.store(monthly(cancelled: t0 + day), for: "u", policy: .keep, in: db, now: t0 + day)
+        let facts = snapshot.pinnedFacts
+        let document = state.document(snapshot, facts: facts, now: t0 + day)
+        let stale = try state.record(
+            snapshot, document: document, events: state.events(snapshot, facts: facts, now: t0 + day), in: db, now: t0 + day)
+        #expect(stale == nil)
+        #expect(try db.scalarInt("SELECT count(*) FROM events") == 0)
+        #expect(try db.scalarInt("SELECT version FROM subscribers") == 0)
+    }
+
+    @Test func concurrentSavesOfOneUserEndSettledOnTheirNewestFacts() async throws {
+        try await withScratchDirectory("receiptd-settle") { dir in
+            let queue = try DatabaseQueue(path: dir + "/db.sqlite")
+            try queue.runBlocking { db in _ = try Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(db)
+            }
+            let now = t0 + 400 * day
+            let answers = try await withThrowingTaskGroup(of: Int64.self) { group in
+                for n in Int64(1)...12 {
+                    group.addTask {
+                        let stored = try await queue.write { db in
+                            try state.store(renewal(n), for: "u", policy: .keep, in: db, now: now)
+                        }
+                        guard case .stored = stored else { throw CancellationError() }
+                        return try #require(try await state.current("u", database: queue, now: now)).version
+                    }
+                }
+                return try await group.reduce(into: [Int64]()) { $0.append($1) }
+            }
+            let stored = try #require(try await queue.read { db in try ReceiptStore(db).subscriber("u") })
+            #expect(stored.purchases.count == 12)
+            #expect(stored.derivedRevision == stored.factsRevision)
+            let facts = stored.pinnedFacts
+            #expect(stored.stateHash == state.document(stored, facts: facts, now: now).fingerprint)
+            let events = try await queue.read { db in try EventStore(db).page(for: "u", limit: 100, before: nil) }
+            #expect(Set(events.map(\.key)) == Set(state.events(stored, facts: facts, now: now).map(\.key)))
+            #expect(answers.allSatisfy { $0 >= 1 && $0 <= stored.version })
+        }
+    }
+}
+
 @Suite("Ownership policy on save")
 struct OwnershipPolicyTests {
     @Test func keepRefusesASecondUserAndWritesNothingButTheLog() throws {
         let db = try migratedDatabase()
-        _ = try state.save(monthly(), for: "alice", policy: .keep, in: db, now: t0, log: logEntry)
+        _ = try state.store(monthly(), for: "alice", policy: .keep, in: db, now: t0, log: logEntry)
         let before = try tableSnapshot(db)
         guard
-            case .inUse(let holder) = try state.save(
+            case .inUse(let holder) = try state.store(
                 monthly(cancelled: t0 + 1), for: "bob", policy: .keep, in: db, now: t0 + 1, log: logEntry)
         else {
             Issue.record("keep let a second user take the purchase")
@@ -82,17 +143,17 @@ struct OwnershipPolicyTests {
                     receivedAt: t0, body: "{}")))
         _ = try ReceiptStore(db).saveUnowned(monthly(), now: t0)
         guard
-            case .document(_, let version, let changes) = try state.save(
+            case .stored(let changes, let changed) = try state.store(
                 monthly(), for: "ann", policy: .transfer, in: db, now: t0)
         else {
             Issue.record("transfer refused a purchase nobody held")
             return
         }
-        #expect(version == 1 && changes == 1)  // only the change of holder: the facts were there
+        #expect(changes == 1 && changed == ["ann"])  // only the change of holder: the facts were there
         let attached = try #require(try notifications.find(dedupeKey: "early"))
         #expect(attached.id == waiting && attached.outcome == "attached" && attached.appUserID == "ann")
         // Under `transfer` a second user takes it; the first keeps the history of having held it.
-        guard case .document = try state.save(monthly(), for: "bob", policy: .transfer, in: db, now: t0 + 1) else {
+        guard case .stored = try state.store(monthly(), for: "bob", policy: .transfer, in: db, now: t0 + 1) else {
             Issue.record("transfer refused")
             return
         }
@@ -102,8 +163,8 @@ struct OwnershipPolicyTests {
 
     @Test func transferIfInactiveRefusesWhileThePurchaseEntitlesItsHolderAndMovesItOnceRefunded() throws {
         let db = try migratedDatabase()
-        _ = try state.save(monthly(), for: "alice", policy: .transferIfInactive, in: db, now: t0 + day)
-        guard case .inUse(let holder) = try state.save(monthly(), for: "bob", policy: .transferIfInactive, in: db, now: t0 + day)
+        _ = try state.store(monthly(), for: "alice", policy: .transferIfInactive, in: db, now: t0 + day)
+        guard case .inUse(let holder) = try state.store(monthly(), for: "bob", policy: .transferIfInactive, in: db, now: t0 + day)
         else {
             Issue.record("an active purchase moved")
             return
@@ -112,7 +173,7 @@ struct OwnershipPolicyTests {
         #expect(try ReceiptStore(db).owner(of: "o1") == "alice")
         // Apple's newest word is a refund: it entitles nobody, so it may move, and the refund is stored.
         guard
-            case .document = try state.save(
+            case .stored = try state.store(
                 monthly(cancelled: t0 + 2 * day), for: "bob", policy: .transferIfInactive, in: db, now: t0 + 3 * day)
         else {
             Issue.record("a refunded purchase did not move")

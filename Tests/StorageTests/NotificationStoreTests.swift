@@ -69,7 +69,7 @@ struct NotificationStoreTests {
         let receipts = ReceiptStore(db)
         let notifications = NotificationStore(db)
         let id = try #require(try notifications.insert(delivery("early", outcome: "pending_owner")))
-        #expect(try receipts.saveUnowned(purchase("t1", stated: 100, autoRenew: false), now: 100) == 2)
+        #expect(try receipts.saveUnowned(purchase("t1", stated: 100, autoRenew: false), now: 100).changes == 2)
         #expect(try receipts.owner(of: "o1") == nil)
         let later = VerifiedFacts(
             environment: "sandbox",

@@ -44,13 +44,15 @@ struct ReceiptStoreTests {
         let db = try migratedDatabase()
         let store = ReceiptStore(db)
         // 3 transactions, 1 renewal, 2 purchases taking their first holder.
-        #expect(try store.save(receipt(), for: "alice", now: 10) == .init(changes: 6, acquired: ["o1", "t3"]))
+        #expect(
+            try store.save(receipt(), for: "alice", now: 10) == .init(changes: 6, acquired: ["o1", "t3"], changed: ["alice"]))
         let alice = try #require(try store.subscriber("alice"))
         #expect(alice.purchases == receipt().purchases.sorted { ($0.fact.purchaseDate ?? 0) < ($1.fact.purchaseDate ?? 0) })
         #expect(alice.renewals.map(\.fact.renewal) == receipt().renewals.map(\.fact))
         #expect(alice.renewals.map(\.rawJSON) == receipt().renewals.map(\.rawJSON))
         #expect(alice.renewals.map(\.fact.observedAt) == [10])
         #expect(alice.version == 0 && alice.stateHash == nil)
+        #expect(alice.factsRevision == 1 && alice.derivedRevision == 0)  // stored, not yet derived
         #expect(
             alice.transfers == [
                 Transfer(originalTransactionID: "o1", productID: "monthly", from: nil, to: "alice", at: 10),
@@ -65,7 +67,7 @@ struct ReceiptStoreTests {
         let store = ReceiptStore(db)
         _ = try store.save(receipt(), for: "alice", now: 10)
         let before = try tableSnapshot(db)
-        #expect(try store.save(receipt(), for: "alice", now: 99) == .init(changes: 0, acquired: []))
+        #expect(try store.save(receipt(), for: "alice", now: 99) == .init(changes: 0, acquired: [], changed: []))
         #expect(try tableSnapshot(db) == before)
     }
 
@@ -85,7 +87,10 @@ struct ReceiptStoreTests {
         let db = try migratedDatabase()
         let store = ReceiptStore(db)
         _ = try store.save(receipt(), for: "alice", now: 10)
-        #expect(try store.save(receipt(), for: "bob", now: 20) == .init(changes: 2, acquired: ["o1", "t3"]))
+        #expect(
+            try store.save(receipt(), for: "bob", now: 20)
+                == .init(changes: 2, acquired: ["o1", "t3"], changed: ["bob", "alice"]))
+        #expect(try store.subscriber("alice")?.factsRevision == 2)  // she lost them: her state is behind too
         #expect(try store.subscriber("bob")?.purchases.count == 3)
         #expect(try store.subscriber("alice")?.purchases.isEmpty == true)
         let transfers = try db.prepare(
@@ -121,14 +126,35 @@ struct ReceiptStoreTests {
         #expect(history.map(\.renewal.autoRenewStatus) == [true, false])
     }
 
-    @Test func theVersionIsACompareAndSet() throws {
+    @Test func settlingIsACompareAndSetOnTheFactsRevisionAndTheVersion() throws {
+        let db = try migratedDatabase()
+        let store = ReceiptStore(db)
+        _ = try store.save(receipt(), for: "alice", now: 10)  // facts revision 1, version 0
+        let changesBefore = try db.scalarInt("SELECT count(*) FROM changes")
+        #expect(try store.settle("alice", hash: "a", derivedFrom: 1, version: 0, now: 11) == 1)
+        #expect(try db.scalarInt("SELECT count(*) FROM changes") == (changesBefore ?? 0) + 1)  // a new version is a change
+        // A snapshot from before that write loses, whatever it derived.
+        #expect(try store.settle("alice", hash: "b", derivedFrom: 1, version: 0, now: 12) == nil)
+        // So does one from before a later write of facts.
+        try store.factsChanged(["alice"], at: 13)
+        #expect(try store.settle("alice", hash: "b", derivedFrom: 1, version: 1, now: 14) == nil)
+        // The same fingerprint from the newest facts: caught up, no new version, no change logged.
+        let changesNow = try db.scalarInt("SELECT count(*) FROM changes")
+        #expect(try store.settle("alice", hash: "a", derivedFrom: 2, version: 1, now: 15) == 1)
+        #expect(try db.scalarInt("SELECT count(*) FROM changes") == changesNow)
+        let alice = try #require(try store.subscriber("alice"))
+        #expect(alice.stateHash == "a" && alice.version == 1 && alice.factsRevision == 2 && alice.derivedRevision == 2)
+        #expect(try store.settle("nobody", hash: "a", derivedFrom: 0, version: 0, now: 16) == nil)
+    }
+
+    @Test func unownedFactsAboutAHeldPurchaseMarkItsHolderChanged() throws {
         let db = try migratedDatabase()
         let store = ReceiptStore(db)
         _ = try store.save(receipt(), for: "alice", now: 10)
-        #expect(try store.setState("alice", hash: "a", expected: nil, now: 11) == 1)
-        #expect(try store.setState("alice", hash: "b", expected: nil, now: 12) == 1)  // lost the race: unchanged
-        #expect(try store.setState("alice", hash: "b", expected: "a", now: 13) == 2)
-        #expect(try store.subscriber("alice")?.stateHash == "b")
+        let saved = try store.saveUnowned(receipt(cancelled: 2500), now: 20)
+        #expect(saved.changes == 1 && saved.changed == ["alice"])
+        #expect(try store.subscriber("alice")?.factsRevision == 2)
+        #expect(try store.saveUnowned(receipt(cancelled: 2500), now: 30).changed == [])
     }
 
     @Test func aSavepointInsideACallersTransactionRollsBackAlone() throws {
