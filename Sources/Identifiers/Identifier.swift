@@ -13,7 +13,9 @@ public struct Identifier: Hashable, Comparable, Sendable, CustomStringConvertibl
     public init(_ string: Substring) { self.string = String(string) }
     public init(stringLiteral value: String) { self.string = value }
 
-    public static func == (a: Identifier, b: Identifier) -> Bool { a.string.utf8.elementsEqual(b.string.utf8) }
+    public static func == (a: Identifier, b: Identifier) -> Bool {
+        a.string.utf8.count == b.string.utf8.count && compare(a.string, b.string) == 0
+    }
 
     public func hash(into hasher: inout Hasher) {
         var string = string
@@ -22,8 +24,26 @@ public struct Identifier: Hashable, Comparable, Sendable, CustomStringConvertibl
     }
 
     /// Byte order, which is Unicode code point order for UTF-8, and SQLite's `BINARY` collation.
-    public static func < (a: Identifier, b: Identifier) -> Bool {
-        a.string.utf8.lexicographicallyPrecedes(b.string.utf8)
+    public static func < (a: Identifier, b: Identifier) -> Bool { compare(a.string, b.string) < 0 }
+
+    /// The byte order of `a` and `b`: negative, zero or positive. Over the contiguous UTF-8 a
+    /// native string keeps (the generic sequence walk was a JSON writer's hot spot: it sorts
+    /// every object's keys); bridged strings take the slow path.
+    static func compare(_ a: String, _ b: String) -> Int {
+        let fast = a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y -> Int in
+                let n = min(x.count, y.count)
+                var i = 0
+                while i < n {
+                    if x[i] != y[i] { return x[i] < y[i] ? -1 : 1 }
+                    i += 1
+                }
+                return x.count - y.count
+            }
+        }
+        if let order = fast ?? nil { return order }
+        if a.utf8.elementsEqual(b.utf8) { return 0 }
+        return a.utf8.lexicographicallyPrecedes(b.utf8) ? -1 : 1
     }
 
     public var description: String { string }

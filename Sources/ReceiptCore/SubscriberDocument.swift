@@ -24,6 +24,11 @@ package struct SubscriberDocument: Sendable {
     let content: [Identifier: JSONValue]
     /// FNV-1a 64 of `content`'s canonical JSON, in hex: changes exactly when the content does.
     let fingerprint: String
+    /// `content`'s canonical JSON, written once, in two parts: up to `subscriptions` (without the
+    /// closing brace), and the value of `subscriptions`, the last key in sorted order. The
+    /// fingerprint, the response body and the cached template are cut from these bytes.
+    private let head: [UInt8]
+    private let subscriptionsJSON: [UInt8]
     /// Why each entitlement, subscription and purchase reads as it does: JSON only when asked for
     /// (``explained``).
     private let explanations: Explanations
@@ -90,7 +95,11 @@ package struct SubscriberDocument: Sendable {
             "subscriptions": .object(subscriptions), "non_subscriptions": .object(nonSubscriptions.mapValues(JSONValue.array)),
         ]
         self.explanations = explanations
-        fingerprint = Self.fnv1a64(JSONValue.object(content).jsonBytes)
+        var before = content
+        let subscriptionsValue = before.removeValue(forKey: "subscriptions") ?? .object([:])
+        head = Array(JSONValue.object(before).jsonBytes.dropLast())  // `}`
+        subscriptionsJSON = subscriptionsValue.jsonBytes
+        fingerprint = Self.fnv1a64([head, Array(#","subscriptions":"#.utf8), subscriptionsJSON, [UInt8(ascii: "}")]])
         var instants = facts.instants
         for s in subs {
             for t in [s.expiresAt, s.gracePeriodExpiresAt, s.purchasedAt, s.refundedAt] { if let t { instants.append(t) } }
@@ -105,13 +114,17 @@ package struct SubscriberDocument: Sendable {
     /// `request_date` so a cached document is sent at any instant with two copies: `head`, the
     /// quoted time, `tail`. The keys stay in `jsonBytes`' sorted order.
     func template(version: Int64) -> (head: [UInt8], tail: [UInt8]) {
-        var before = content
-        let subscriptions = before.removeValue(forKey: "subscriptions") ?? .object([:])
-        var head = JSONValue.object(before).jsonBytes
-        head.removeLast()  // `}`
-        head += #","request_date":""#.utf8
-        let tail = Array(#"","subscriptions":"#.utf8) + subscriptions.jsonBytes + Array(#","version":\#(version)}"#.utf8)
-        return (head, tail)
+        (
+            head + #","request_date":""#.utf8,
+            Array(#"","subscriptions":"#.utf8) + subscriptionsJSON + #","version":\#(version)}"#.utf8
+        )
+    }
+
+    /// ``rendered(version:now:explain:)`` without explanations, as JSON bytes, from the bytes
+    /// written for the fingerprint.
+    package func body(version: Int64, now: Int64) -> [UInt8] {
+        let (before, after) = template(version: version)
+        return before + CivilTime.rfc3339(now).utf8 + after
     }
 
     struct Explanations: Sendable {
@@ -185,9 +198,12 @@ package struct SubscriberDocument: Sendable {
     /// RFC 3339 UTC with milliseconds, or null.
     package static func time(_ ms: Int64?) -> JSONValue { ms.map { .string(CivilTime.rfc3339($0)) } ?? .null }
 
-    static func fnv1a64(_ bytes: [UInt8]) -> String {
+    /// FNV-1a 64 of the bytes of `parts` one after the other, in hex.
+    static func fnv1a64(_ parts: [[UInt8]]) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in bytes { hash = (hash ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
+        for part in parts {
+            for b in part { hash = (hash ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
+        }
         let hex = String(hash, radix: 16)
         return String(repeating: "0", count: 16 - hex.count) + hex
     }

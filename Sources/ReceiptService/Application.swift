@@ -61,7 +61,8 @@ public final class Application: Sendable {
         let migrator = Migrator(migrations: try Migration.load(from: configuration.database.migrationsDirectory))
         let telemetry = Telemetry()
         let database = try DatabaseQueue(
-            path: configuration.database.path, busyTimeout: configuration.database.busyTimeout, metrics: telemetry.factory)
+            path: configuration.database.path, busyTimeout: configuration.database.busyTimeout, metrics: telemetry.factory,
+            readers: configuration.database.readers)
         let applied = try database.runBlocking { db in try migrator.migrate(db) }
         for migration in applied {
             logger.info("migration applied", metadata: ["migration": "\(migration.name)"])

@@ -13,7 +13,9 @@ enum Responses {
         if let unchanged = notModified(tag, request) { return unchanged }
         return HTTPResponse(
             status: .ok, headers: ["Content-Type": "application/json", "ETag": tag],
-            body: snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: explain).jsonBytes)
+            body: explain
+                ? snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: true).jsonBytes
+                : snapshot.document.body(version: snapshot.version, now: snapshot.now))
     }
 
     /// A cached document (never explained), byte for byte what ``document(_:explain:request:)`` gives.

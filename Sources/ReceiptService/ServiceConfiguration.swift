@@ -161,12 +161,18 @@ public struct ServiceConfiguration: Sendable {
         public var migrationsDirectory: String
         /// How many subscriber documents GET keeps rendered in memory (0: none). See `SubscriberCache`.
         public var documentCache: Int = 10_000
+        /// How many read-only connections serve reads beside the writer, each on a thread of its
+        /// own (0: reads queue on the writer's thread). See `DatabaseQueue`.
+        public var readers: Int = 2
 
-        package init(path: String, busyTimeout: Duration, migrationsDirectory: String, documentCache: Int = 10_000) {
+        package init(
+            path: String, busyTimeout: Duration, migrationsDirectory: String, documentCache: Int = 10_000, readers: Int = 2
+        ) {
             self.path = path
             self.busyTimeout = busyTimeout
             self.migrationsDirectory = migrationsDirectory
             self.documentCache = documentCache
+            self.readers = readers
         }
     }
 
@@ -228,7 +234,8 @@ public struct ServiceConfiguration: Sendable {
             path: try c.string("database.path", default: "data/receiptd.sqlite"),
             busyTimeout: try c.milliseconds("database.busyTimeoutMs", default: 5000),
             migrationsDirectory: try c.string("database.migrationsDirectory", default: "Migrations"),
-            documentCache: try c.int("database.documentCache", default: 10_000, range: 0...10_000_000))
+            documentCache: try c.int("database.documentCache", default: 10_000, range: 0...10_000_000),
+            readers: try c.int("database.readers", default: 2, range: 0...64))
         guard !database.path.isEmpty else { throw ConfigurationError(key: "database.path", message: "must not be empty") }
         let level = try c.choice(
             "log.level", default: "info", allowed: Logger.Level.allCases.map(\.rawValue))

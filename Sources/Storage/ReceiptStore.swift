@@ -157,20 +157,25 @@ public struct ReceiptStore {
         guard try head.step() else { return nil }
         let (version, stateHash, factsRevision, derivedRevision) = (head.int(0), head.text(1), head.int(2), head.int(3))
         head.reset()
+        // No ORDER BY, no IN (SELECT …): each would open a temporary B-tree per statement, which was
+        // a third of an uncached read. The rows are few; they are ordered here, as SQLite would.
         let transactions = try db.cached(
             """
             SELECT \(Self.transactionColumns("t"))
-            FROM transactions t JOIN ownership o ON o.original_transaction_id = t.original_transaction_id
-            WHERE o.app_user_id = ? ORDER BY t.purchase_date, t.transaction_id
+            FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id = ?
             """
         ).bind([appUserID])
         var purchases: [Stated<Purchase>] = []
         while try transactions.step() { purchases.append(Self.purchase(transactions)) }
+        purchases.sort {
+            Self.precedes(($0.fact.purchaseDate, $0.fact.transactionID), ($1.fact.purchaseDate, $1.fact.transactionID))
+        }
         let history = try db.cached(
             """
             SELECT h.id, h.observed_at, \(Self.renewalColumns("h"))
-            FROM renewal_history h JOIN ownership o ON o.original_transaction_id = h.original_transaction_id
-            WHERE o.app_user_id = ? ORDER BY h.observed_at, h.id
+            FROM ownership o JOIN renewal_history h ON h.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id = ?
             """
         ).bind([appUserID])
         var renewals: [Stated<RenewalObservation>] = []
@@ -181,27 +186,63 @@ public struct ReceiptStore {
                     RenewalObservation(observedAt: history.int(1), sequence: history.int(0), renewal: stated.fact),
                     rawJSON: stated.rawJSON))
         }
-        let moves = try db.cached(
+        renewals.sort { ($0.fact.observedAt, $0.fact.sequence) < ($1.fact.observedAt, $1.fact.sequence) }
+        // The moves of the purchases they hold, then those to or from them (a purchase taken away).
+        let held = try db.cached(
             """
-            SELECT m.original_transaction_id, m.from_app_user_id, m.to_app_user_id, m.at,
-                   (SELECT t.product_id FROM transactions t WHERE t.original_transaction_id = m.original_transaction_id
-                    ORDER BY t.purchase_date DESC, t.transaction_id DESC LIMIT 1)
-            FROM ownership_transfers m
-            WHERE m.original_transaction_id IN (SELECT original_transaction_id FROM ownership WHERE app_user_id = ?1)
-               OR m.from_app_user_id = ?1 OR m.to_app_user_id = ?1
-            ORDER BY m.at, m.id
+            SELECT m.id, m.original_transaction_id, m.from_app_user_id, m.to_app_user_id, m.at
+            FROM ownership o JOIN ownership_transfers m ON m.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id = ?
             """
         ).bind([appUserID])
+        let theirs = try db.cached(
+            """
+            SELECT id, original_transaction_id, from_app_user_id, to_app_user_id, at FROM ownership_transfers
+            WHERE from_app_user_id = ?1 OR to_app_user_id = ?1
+            """
+        ).bind([appUserID])
+        var moves: [Int64: Transfer] = [:]
+        for q in [held, theirs] {
+            while try q.step() {
+                moves[q.int(0)] = Transfer(
+                    originalTransactionID: q.text(1)!, productID: nil, from: q.text(2), to: q.text(3)!, at: q.int(4))
+            }
+        }
+        // Named by the product of the purchase's newest transaction.
+        var products: [Identifier: String] = [:]
+        for p in purchases { products[Identifier(p.fact.originalTransactionID)] = p.fact.productID }
         var transfers: [Transfer] = []
-        while try moves.step() {
-            transfers.append(
-                Transfer(
-                    originalTransactionID: moves.text(0)!, productID: moves.text(4), from: moves.text(1), to: moves.text(2)!,
-                    at: moves.int(3)))
+        for (_, move) in moves.sorted(by: { ($0.value.at, $0.key) < ($1.value.at, $1.key) }) {
+            var move = move
+            move.productID = try products[Identifier(move.originalTransactionID)] ?? newestProduct(of: move.originalTransactionID)
+            transfers.append(move)
         }
         return SubscriberRecord(
             appUserID: appUserID, version: version, stateHash: stateHash, factsRevision: factsRevision,
             derivedRevision: derivedRevision, purchases: purchases, renewals: renewals, transfers: transfers)
+    }
+
+    /// The product of the newest transaction of a purchase (by purchase date, then id).
+    private func newestProduct(of originalTransactionID: String) throws -> String? {
+        let q = try db.cached(
+            """
+            SELECT product_id FROM transactions WHERE original_transaction_id = ?
+            ORDER BY purchase_date DESC, transaction_id DESC LIMIT 1
+            """
+        ).bind([originalTransactionID])
+        defer { q.reset() }
+        return try q.step() ? q.text(0) : nil
+    }
+
+    /// SQLite's ascending order of `(purchase_date, transaction_id)`: NULL first, text by bytes.
+    static func precedes(_ a: (Int64?, String), _ b: (Int64?, String)) -> Bool {
+        switch (a.0, b.0) {
+        case (nil, .some): return true
+        case (.some, nil): return false
+        case (let x?, let y?) where x != y: return x < y
+        default: break
+        }
+        return a.1.utf8.lexicographicallyPrecedes(b.1.utf8)
     }
 
     /// Records the state derived from a snapshot of `appUserID` taken at facts revision `revision`

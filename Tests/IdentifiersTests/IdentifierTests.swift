@@ -44,4 +44,16 @@ import Testing
         let sorted = ["b", "a\u{0301}", "\u{00E1}", "a", "Z"].map { Identifier($0) }.sorted().map(\.string)
         #expect(sorted.map { Array($0.utf8) } == [[0x5A], [0x61], [0x61, 0xCC, 0x81], [0x62], [0xC3, 0xA1]])
     }
+
+    /// The byte walk agrees with the generic one on every pair: prefixes, equal text, bytes past 0x7F.
+    @Test func theFastOrderIsTheSequenceOrder() {
+        let words = ["", "a", "ab", "abc", "b", "a\u{0301}", "\u{00E1}", "\u{10FFFF}", "Z", "a\u{0}", "\u{7F}", "\u{80}"]
+        for x in words {
+            for y in words {
+                let (a, b) = (Identifier(x), Identifier(y))
+                #expect((a < b) == x.utf8.lexicographicallyPrecedes(y.utf8), "\(x.debugDescription) < \(y.debugDescription)")
+                #expect((a == b) == x.utf8.elementsEqual(y.utf8))
+            }
+        }
+    }
 }

@@ -46,3 +46,30 @@ extension SubscriberDocumentTests {
         #expect(subscriptions[Identifier("cafe\u{0301}")]?["active"] == .bool(false))
     }
 }
+
+/// The body, the cached template and the fingerprint are cut from bytes written once; they must
+/// be exactly what writing the whole document gives, or every stored version would move.
+extension SubscriberDocumentTests {
+    @Test(arguments: [0, 1, 3])
+    func theBodyAndFingerprintAreTheWholeDocumentsBytes(purchases: Int) {
+        let day: Int64 = 86_400_000
+        let now: Int64 = 1_735_689_600_000
+        var facts = Facts(purchases: [])
+        for i in 0..<purchases {
+            facts.purchases.append(
+                Purchase(
+                    transactionID: "s\(i)", originalTransactionID: "s\(i)", productID: "monthly\(i)", purchaseDate: now - day,
+                    expiresDate: now + Int64(i) * day))
+            facts.purchases.append(
+                Purchase(transactionID: "p\(i)", originalTransactionID: "p\(i)", productID: "gems", purchaseDate: now - day))
+        }
+        let settings = EntitlementSettings(
+            rules: EntitlementRules(["pro": ["monthly0", "monthly1"]]), catalog: Catalog(), policy: DerivationPolicy())
+        let document = SubscriberDocument(appUserID: "u\u{0301}\"", facts: facts, settings: settings, now: now)
+        #expect(document.body(version: 7, now: now + 1) == document.rendered(version: 7, now: now + 1, explain: false).jsonBytes)
+        #expect(document.fingerprint == SubscriberDocument.fnv1a64([JSONValue.object(document.content).jsonBytes]))
+        // FNV-1a 64 of the empty input is its offset basis: the hash itself is unchanged.
+        #expect(SubscriberDocument.fnv1a64([[]]) == "cbf29ce484222325")
+        #expect(SubscriberDocument.fnv1a64([Array("ab".utf8)]) == SubscriberDocument.fnv1a64([[0x61], [], [0x62]]))
+    }
+}

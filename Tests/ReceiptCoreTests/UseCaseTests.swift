@@ -12,10 +12,14 @@ import Testing
 @Suite("Use cases without HTTP")
 struct UseCaseTests {
     /// An opened (migrated) application on a test clock; its HTTP server is never started.
-    private func withUseCases(policy: String = "transfer", _ body: (TestApp, TestClock) async throws -> Void) async throws {
+    private func withUseCases(
+        policy: String = "transfer", readers: Int = 2, _ body: (TestApp, TestClock) async throws -> Void
+    ) async throws {
         try await withScratchDirectory("receiptd-core") { dir in
             let clock = TestClock()
-            let app = try TestApp.open(testConfiguration(path: dir + "/db.sqlite", policy: policy), clock: clock)
+            var configuration = testConfiguration(path: dir + "/db.sqlite", policy: policy)
+            configuration.database.readers = readers
+            let app = try TestApp.open(configuration, clock: clock)
             try await body(app, clock)
             await app.stop()
             expectNoSecretLeaked()
@@ -31,8 +35,11 @@ struct UseCaseTests {
         return rendered["entitlements"]?["premium"]?["active"] == .bool(true)
     }
 
-    @Test func aVerifiedPurchaseIsStoredAndReadBack() async throws {
-        try await withUseCases { app, clock in
+    /// With no reader connections (`database.readers: 0`) reads queue on the writer's thread.
+    @Test(arguments: [2, 0])
+    func aVerifiedPurchaseIsStoredAndReadBack(readers: Int) async throws {
+        try await withUseCases(readers: readers) { app, clock in
+            #expect(app.database.readerCount == readers)
             let verified = try await app.verifyPurchase(purchase("alice", "active_monthly:1"))
             #expect(premiumIsActive(verified) && verified.version == 1 && verified.now == clock.now)
             let read = try await app.readSubscriber.document("alice")

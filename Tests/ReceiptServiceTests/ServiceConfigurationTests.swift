@@ -24,6 +24,7 @@ struct ServiceConfigurationTests {
         #expect(config.http.port == 8080)
         #expect(config.http.limits.maxHeaderBytes == 16_384)
         #expect(config.database.path == "data/receiptd.sqlite")
+        #expect(config.database.documentCache == 10_000 && config.database.readers == 2)
         #expect(config.logLevel == .info)
         // Apple's signed data: verified against the built-in Apple Root CA - G3, both environments.
         #expect(config.appStore.signedData.roots == [AppleRootCA.g3])
@@ -70,6 +71,7 @@ struct ServiceConfigurationTests {
         (["RECEIPTD_LOG_LEVEL": "loud"], "log.level"),
         (["RECEIPTD_HTTP_ACCESS_LOG": "maybe"], "http.accessLog"),
         (["RECEIPTD_HTTP_HEADER_TIMEOUT_MS": "0"], "http.headerTimeoutMs"),
+        (["RECEIPTD_DATABASE_READERS": "-1"], "database.readers"),
         (["RECEIPTD_ENVIRONMENT": "staging"], "environment"),
         (["RECEIPTD_APP_STORE_APP_APPLE_IDS": "12,abc"], "appStore.appAppleIds"),
         (["RECEIPTD_APP_STORE_ENVIRONMENTS": "production,xcode"], "appStore.environments"),

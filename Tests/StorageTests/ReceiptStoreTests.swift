@@ -126,6 +126,38 @@ struct ReceiptStoreTests {
         #expect(history.map(\.renewal.autoRenewStatus) == [true, false])
     }
 
+    @Test func aSubscriberIsReadInSQLitesOrderOfDatesThenIDs() throws {
+        let db = try migratedDatabase()
+        let store = ReceiptStore(db)
+        func purchase(_ id: String, _ original: String, _ product: String, _ date: Int64?) -> Stated<Purchase> {
+            Stated(
+                Purchase(
+                    transactionID: id, originalTransactionID: original, productID: product, purchaseDate: date,
+                    environment: "sandbox"),
+                bundleID: "com.x", rawJSON: "{\"\(id)\":1}")
+        }
+        let facts = VerifiedFacts(
+            environment: "sandbox",
+            purchases: [
+                purchase("b", "o1", "monthly", 10), purchase("a", "o1", "yearly", 10), purchase("é", "o2", "gems", nil),
+                purchase("Z", "o2", "gems", nil), purchase("c", "o1", "monthly", 5),
+            ])
+        _ = try store.save(facts, for: "ann", now: 1)
+        // NULL first, then by date, ties by the id's bytes (as `ORDER BY purchase_date, transaction_id`).
+        #expect(try store.subscriber("ann")?.purchases.map(\.fact.transactionID) == ["Z", "é", "c", "a", "b"])
+        #expect(ReceiptStore.precedes((nil, "z"), (.min, "a")) && !ReceiptStore.precedes((1, "a"), (nil, "b")))
+        _ = try store.save(
+            VerifiedFacts(environment: "sandbox", purchases: [purchase("b", "o1", "monthly", 10)]), for: "bob", now: 2)
+        // Ann keeps the history of o1, named by its newest transaction's product (`b`, the last of the tie).
+        #expect(
+            try store.subscriber("ann")?.transfers == [
+                Transfer(originalTransactionID: "o1", productID: "monthly", from: nil, to: "ann", at: 1),
+                Transfer(originalTransactionID: "o2", productID: "gems", from: nil, to: "ann", at: 1),
+                Transfer(originalTransactionID: "o1", productID: "monthly", from: "ann", to: "bob", at: 2),
+            ])
+        #expect(try store.subscriber("bob")?.transfers.map(\.from) == [nil, "ann"])
+    }
+
     @Test func settlingIsACompareAndSetOnTheFactsRevisionAndTheVersion() throws {
         let db = try migratedDatabase()
         let store = ReceiptStore(db)
