@@ -103,7 +103,18 @@ public enum Derivation {
         _ chain: [Purchase], observations: [RenewalObservation], policy: DerivationPolicy, at t: Int64, final: Bool,
         peekUntil: Int64 = .max
     ) -> [SubscriptionStatus] {
-        let ordered = chain.sorted(by: Purchase.chronological)
+        chainStatuses(
+            ordered: chain.sorted(by: Purchase.chronological), observations: observations, policy: policy, at: t, final: final,
+            peekUntil: peekUntil)
+    }
+
+    /// ``chainStatuses(_:observations:policy:at:final:peekUntil:)`` of a chain already in
+    /// `Purchase.chronological` order (History's replay calls it once per instant: sorting a
+    /// long chain again each time made a 1,000-period history quadratic in copies).
+    static func chainStatuses(
+        ordered: [Purchase], observations: [RenewalObservation], policy: DerivationPolicy, at t: Int64, final: Bool,
+        peekUntil: Int64 = .max
+    ) -> [SubscriptionStatus] {
         guard let newest = ordered.last else { return [] }
         let current = ordered.last { !$0.isUpgraded } ?? newest
         let observation = final ? observations.last : renewal(observations, period: current, at: t, peekUntil: peekUntil)
@@ -111,8 +122,11 @@ public enum Derivation {
             status(of: current, chain: ordered, observations: observations, chosen: observation, policy: policy, at: t)
         ]
         var seen: Set<Identifier> = [Identifier(current.productID)]
-        for p in ordered.reversed() where !seen.contains(Identifier(p.productID)) {
-            seen.insert(Identifier(p.productID))
+        var last = current.productID  // a chain's periods mostly share a product: no hash for those
+        for p in ordered.reversed() {
+            guard !p.productID.isExactly(last) else { continue }
+            last = p.productID
+            guard seen.insert(Identifier(p.productID)).inserted else { continue }
             statuses.append(superseded(p, by: current, at: t))
         }
         return statuses

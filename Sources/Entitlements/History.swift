@@ -119,14 +119,16 @@ public enum History {
         var previous: SubscriptionStatus?
         var previousObservation: RenewalObservation?
         let steps = moments.filter { $0 <= asOf }.sorted().map { ($0, false) } + [(asOf, true)]
+        var views = Views(ordered)
         for (t, final) in steps {
-            let known = final ? ordered : view(ordered, at: t)
+            let known = final ? ordered : views.at(t)
             guard let current = known.last(where: { !$0.isUpgraded }) ?? known.last else { continue }
             let peekUntil = ordered.first { Purchase.chronological(current, $0) && !$0.isUpgraded }?.purchaseDate ?? .max
             let observation =
                 final ? observations.last : Derivation.renewal(observations, period: current, at: t, peekUntil: peekUntil)
+            // `known` keeps `ordered`'s order (a view drops no purchase out of turn and moves none).
             let status = Derivation.chainStatuses(
-                known, observations: observations, policy: policy, at: t, final: final, peekUntil: peekUntil)[0]
+                ordered: known, observations: observations, policy: policy, at: t, final: final, peekUntil: peekUntil)[0]
             events += changes(from: previous, to: status, current: current, known: known, at: t)
             events += renewalChanges(from: previousObservation, to: observation, status: status, previous: previous)
             previous = status
@@ -138,16 +140,59 @@ public enum History {
     /// The chain as it stood at `t`: purchases made by then; refunds and upgrades only from when they happened.
     static func view(_ ordered: [Purchase], at t: Int64) -> [Purchase] {
         var result: [Purchase] = []
-        for (i, p) in ordered.enumerated() where (p.purchaseDate ?? .min) <= t {
-            var q = p
-            if let c = q.cancellationDate, c > t {
-                q.cancellationDate = nil
-                q.cancellationReason = nil
-            }
-            if q.isUpgraded, (p.cancellationDate ?? ordered[(i + 1)...].first?.purchaseDate ?? .min) > t { q.isUpgraded = false }
-            result.append(q)
-        }
+        for i in ordered.indices where (ordered[i].purchaseDate ?? .min) <= t { result.append(seen(ordered, i, at: t).purchase) }
         return result
+    }
+
+    /// `ordered[i]` as it stood at `t` (made by then), and whether that differs from what it is now.
+    private static func seen(_ ordered: [Purchase], _ i: Int, at t: Int64) -> (purchase: Purchase, differs: Bool) {
+        let p = ordered[i]
+        var q = p
+        var differs = false
+        if let c = q.cancellationDate, c > t {
+            q.cancellationDate = nil
+            q.cancellationReason = nil
+            differs = true
+        }
+        if q.isUpgraded, (p.cancellationDate ?? ordered[(i + 1)...].first?.purchaseDate ?? .min) > t {
+            q.isUpgraded = false
+            differs = true
+        }
+        return (q, differs)
+    }
+
+    /// ``view(_:at:)`` at times that only grow, kept up to date instead of built anew: a long chain
+    /// replayed at each of its instants was quadratic in copies of purchases. Once a purchase is
+    /// seen as it is now (its refund or upgrade has happened) it stays so, so only the purchases
+    /// new since the last time and those still seen differently are looked at again.
+    struct Views {
+        let ordered: [Purchase]
+        /// Whether purchases come in order of their purchase date (nil first): then the purchases
+        /// made by `t` are a prefix. Else every view is built anew.
+        let prefixes: Bool
+        var known: [Purchase] = []
+        var differing: [Int] = []
+
+        init(_ ordered: [Purchase]) {
+            self.ordered = ordered
+            prefixes = zip(ordered, ordered.dropFirst()).allSatisfy { ($0.purchaseDate ?? .min) <= ($1.purchaseDate ?? .min) }
+        }
+
+        /// The view at `t`, no earlier than the previous call's.
+        mutating func at(_ t: Int64) -> [Purchase] {
+            guard prefixes else { return History.view(ordered, at: t) }
+            differing = differing.filter { i in
+                let (q, differs) = History.seen(ordered, i, at: t)
+                if !differs { known[i] = q }
+                return differs
+            }
+            while known.count < ordered.count, (ordered[known.count].purchaseDate ?? .min) <= t {
+                let (q, differs) = History.seen(ordered, known.count, at: t)
+                if differs { differing.append(known.count) }
+                known.append(q)
+            }
+            return known
+        }
     }
 
     private static let ongoing: Set<SubscriptionState> = [.active, .gracePeriod, .billingRetry]
