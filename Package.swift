@@ -79,6 +79,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Apple's App Store Server API (verifyReceipt's successor): the JWT it takes, its client.
+        .target(
+            name: "AppStoreServerAPI",
+            dependencies: [
+                "AppStore", "SignedData", "JSON", "Clocks", "Identifiers", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         // Pure domain: subscription state from stored facts, products → entitlements. No I/O.
         .target(name: "Entitlements", dependencies: ["Identifiers"]),
         // A loopback verifyReceipt with scripted receipts, on our HTTP server: tests and offline runs.
@@ -186,6 +192,12 @@ let package = Package(
             name: "AppStoreTests",
             dependencies: [
                 "AppStore", "HTTPServer", "ReceiptTesting", .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]),
+        .testTarget(
+            name: "AppStoreServerAPITests",
+            dependencies: [
+                "AppStoreServerAPI", "SignedData", "JSON", "Clocks", "ReceiptTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(
             name: "SignedDataTests",

@@ -1,0 +1,85 @@
+import Clocks
+import Crypto
+import FoundationEssentials
+import Identifiers
+import JSON
+import SignedData
+import Synchronization
+
+/// The bearer token of App Store Server API requests (Docs/apple-protocols.md §4.1): a JWT signed
+/// ES256 with the In-App Purchase key from App Store Connect, header `alg`, `kid`, `typ`, claims
+/// `iss`, `iat`, `exp`, `aud`, `bid`. One per app (the `bid` claim), signed again once it has been
+/// used for ``reuse`` (Apple's libraries sign one per call; one a few minutes keeps the CPU out of
+/// every request), so a token in use always has more than `lifetime − reuse` left.
+public final class ServerAPIToken: Sendable {
+    /// What App Store Connect's Keys page gives for an In-App Purchase key.
+    public struct Credentials: Sendable {
+        /// The key's id (the `kid` header), e.g. `2X9R4HXF34`.
+        public var keyID: String
+        /// The team's issuer id (the `iss` claim), a UUID.
+        public var issuerID: String
+        /// The `.p8` key: a secret.
+        public var key: P256.Signing.PrivateKey
+
+        public init(keyID: String, issuerID: String, key: P256.Signing.PrivateKey) {
+            self.keyID = keyID
+            self.issuerID = issuerID
+            self.key = key
+        }
+
+        /// The `.p8` file's text (PKCS#8 PEM, an EC P-256 key). Throws ``KeyError`` without echoing it.
+        public init(keyID: String, issuerID: String, p8: String) throws(KeyError) {
+            guard let key = try? P256.Signing.PrivateKey(pemRepresentation: p8) else { throw KeyError() }
+            self.init(keyID: keyID, issuerID: issuerID, key: key)
+        }
+    }
+
+    /// The key is not a PEM EC P-256 private key (its text is never part of the error).
+    public struct KeyError: Error, CustomStringConvertible {
+        public var description: String { "the App Store Server API key is not a PEM (PKCS#8) EC P-256 private key" }
+    }
+
+    /// Seconds from `iat` to `exp` (Apple allows at most 60 minutes).
+    public static let lifetime: Int64 = 10 * 60
+    /// Seconds a token is handed out after it was signed.
+    public static let reuse: Int64 = 5 * 60
+    /// Apple's audience for the App Store Server API.
+    public static let audience = "appstoreconnect-v1"
+
+    private let credentials: Credentials
+    private let clock: WallClock
+    /// By bundle id: the token and its `iat`.
+    private let signed = Mutex<[Identifier: (token: String, issuedAt: Int64)]>([:])
+
+    public init(credentials: Credentials, clock: WallClock = .system) {
+        self.credentials = credentials
+        self.clock = clock
+    }
+
+    /// A token for `bundleID`'s requests, valid for at least `lifetime − reuse` seconds from now.
+    public func token(for bundleID: String) -> String {
+        let now = clock.now() / 1000
+        let key = Identifier(bundleID)
+        if let cached = signed.withLock({ $0[key] }), now >= cached.issuedAt, now - cached.issuedAt < Self.reuse {
+            return cached.token
+        }
+        let token = sign(bundleID: bundleID, issuedAt: now)
+        signed.withLock { $0[key] = (token, now) }
+        return token
+    }
+
+    /// The compact JWT for `bundleID` issued at `issuedAt` (UNIX seconds).
+    func sign(bundleID: String, issuedAt: Int64) -> String {
+        let header: JSONValue = .object([
+            "alg": .string("ES256"), "kid": .string(credentials.keyID), "typ": .string("JWT"),
+        ])
+        let claims: JSONValue = .object([
+            "iss": .string(credentials.issuerID), "iat": .int(issuedAt), "exp": .int(issuedAt + Self.lifetime),
+            "aud": .string(Self.audience), "bid": .string(bundleID),
+        ])
+        let input = JWSSigner.base64URL(header.jsonBytes) + "." + JWSSigner.base64URL(claims.jsonBytes)
+        // P-256 signing fails only for a malformed key, which `Credentials` cannot hold.
+        let signature = (try? credentials.key.signature(for: Array(input.utf8)))?.rawRepresentation ?? Data()
+        return input + "." + JWSSigner.base64URL(Array(signature))
+    }
+}
