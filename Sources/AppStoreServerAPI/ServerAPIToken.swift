@@ -57,19 +57,20 @@ public final class ServerAPIToken: Sendable {
     }
 
     /// A token for `bundleID`'s requests, valid for at least `lifetime − reuse` seconds from now.
-    public func token(for bundleID: String) -> String {
+    /// Throws only if signing fails (CryptoKit's error, which never holds the key).
+    public func token(for bundleID: String) throws -> String {
         let now = clock.now() / 1000
         let key = Identifier(bundleID)
         if let cached = signed.withLock({ $0[key] }), now >= cached.issuedAt, now - cached.issuedAt < Self.reuse {
             return cached.token
         }
-        let token = sign(bundleID: bundleID, issuedAt: now)
+        let token = try sign(bundleID: bundleID, issuedAt: now)
         signed.withLock { $0[key] = (token, now) }
         return token
     }
 
     /// The compact JWT for `bundleID` issued at `issuedAt` (UNIX seconds).
-    func sign(bundleID: String, issuedAt: Int64) -> String {
+    func sign(bundleID: String, issuedAt: Int64) throws -> String {
         let header: JSONValue = .object([
             "alg": .string("ES256"), "kid": .string(credentials.keyID), "typ": .string("JWT"),
         ])
@@ -78,8 +79,7 @@ public final class ServerAPIToken: Sendable {
             "aud": .string(Self.audience), "bid": .string(bundleID),
         ])
         let input = JWSSigner.base64URL(header.jsonBytes) + "." + JWSSigner.base64URL(claims.jsonBytes)
-        // P-256 signing fails only for a malformed key, which `Credentials` cannot hold.
-        let signature = (try? credentials.key.signature(for: Array(input.utf8)))?.rawRepresentation ?? Data()
-        return input + "." + JWSSigner.base64URL(Array(signature))
+        let signature = try credentials.key.signature(for: Array(input.utf8))
+        return input + "." + JWSSigner.base64URL(Array(signature.rawRepresentation))
     }
 }

@@ -27,14 +27,7 @@ package final class SubscriberCache: Sendable {
         var tail: [UInt8]
 
         /// The document as of `now`: byte for byte what ``SubscriberDocument/rendered(version:now:explain:)`` gives.
-        package func body(now: Int64) -> [UInt8] {
-            var body: [UInt8] = []
-            body.reserveCapacity(head.count + 24 + tail.count)
-            body += head
-            body += CivilTime.rfc3339(now).utf8
-            body += tail
-            return body
-        }
+        package func body(now: Int64) -> [UInt8] { SubscriberDocument.body(head: head, now: now, tail: tail) }
     }
 
     /// The recent changes, so that a document read before a change and stored after it is refused.

@@ -124,7 +124,17 @@ package struct SubscriberDocument: Sendable {
     /// written for the fingerprint.
     package func body(version: Int64, now: Int64) -> [UInt8] {
         let (before, after) = template(version: version)
-        return before + CivilTime.rfc3339(now).utf8 + after
+        return Self.body(head: before, now: now, tail: after)
+    }
+
+    /// A ``template(version:)``'s two parts around the time `now`: the document as sent.
+    static func body(head: [UInt8], now: Int64, tail: [UInt8]) -> [UInt8] {
+        var body: [UInt8] = []
+        body.reserveCapacity(head.count + 24 + tail.count)
+        body += head
+        body += CivilTime.rfc3339(now).utf8
+        body += tail
+        return body
     }
 
     struct Explanations: Sendable {

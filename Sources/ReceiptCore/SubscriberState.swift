@@ -101,15 +101,9 @@ package struct SubscriberState: Sendable {
     }
 
     /// Brings the state of every user in `appUserIDs` up to date (after ``store(_:for:policy:in:now:log:)``
-    /// changed their facts); the first one's, as read.
-    @discardableResult
-    func settle(_ appUserIDs: [String], database: DatabaseQueue, now: Int64) async throws -> Current? {
-        var first: Current?
-        for (i, user) in appUserIDs.enumerated() {
-            let read = try await current(user, database: database, now: now)
-            if i == 0 { first = read }
-        }
-        return first
+    /// changed their facts).
+    func settle(_ appUserIDs: [String], database: DatabaseQueue, now: Int64) async throws {
+        for user in appUserIDs { _ = try await current(user, database: database, now: now) }
     }
 
     /// Under `transfer_if_inactive`: another user who holds one of `record`'s purchases and is

@@ -60,13 +60,13 @@ struct ServerAPITokenTests {
         let now = Mutex<Int64>(1_700_000_000_000)
         let provider = ServerAPIToken(
             credentials: try .init(keyID: "K", issuerID: Self.issuer, p8: Self.p8), clock: WallClock { now.withLock { $0 } })
-        let first = provider.token(for: "com.example.app")
+        let first = try provider.token(for: "com.example.app")
         now.withLock { $0 += (ServerAPIToken.reuse - 1) * 1000 }
-        #expect(provider.token(for: "com.example.app") == first)
+        #expect(try provider.token(for: "com.example.app") == first)
         let other = try Self.decode(provider.token(for: "com.example.other"))
         #expect(other.claims["bid"] == .string("com.example.other"))
         now.withLock { $0 += 1000 }
-        let renewed = provider.token(for: "com.example.app")
+        let renewed = try provider.token(for: "com.example.app")
         #expect(renewed != first)
         #expect(try Self.decode(renewed).claims["iat"] == .int(1_700_000_000 + ServerAPIToken.reuse))
         // A clock that went back never gets a token issued in its future.
