@@ -84,6 +84,8 @@ let package = Package(
             name: "AppStoreServerAPI",
             dependencies: [
                 "AppStore", "SignedData", "JSON", "Clocks", "Identifiers", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ]),
         // Pure domain: subscription state from stored facts, products → entitlements. No I/O.
         .target(name: "Entitlements", dependencies: ["Identifiers"]),

@@ -2,7 +2,7 @@ import CCurl
 import Glibc
 import Synchronization
 
-/// JSON POSTs over libcurl's multi interface (https://curl.se/libcurl/c/libcurl-multi.html): one
+/// HTTP requests over libcurl's multi interface (https://curl.se/libcurl/c/libcurl-multi.html): one
 /// thread drives every transfer in flight, so thousands of slow exchanges with Apple cost a socket
 /// and a small buffer each, not a thread. Callers `await`; nothing blocks Swift's cooperative pool.
 ///
@@ -56,12 +56,11 @@ public final class CurlMultiTransport: HTTPTransport, Sendable {
     /// curl_global_init must run once, before any other curl call and any thread.
     private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    public func post(url: String, json body: [UInt8], timeout: Duration) async -> TransportResult {
+    public func send(_ request: OutboundRequest) async -> TransportResult {
         guard !stopped.load(ordering: .acquiring) else { return .failure("the transport is shut down") }
         startDriver()
         return await withCheckedContinuation { continuation in
-            let transfer = Transfer(
-                url: url, body: body, timeout: timeout, configuration: configuration, continuation: continuation)
+            let transfer = Transfer(request: request, configuration: configuration, continuation: continuation)
             // Under the submissions lock, as `shutdown` sets `stopped`: a transfer is either queued
             // before the driver's last drain or refused here, never left waiting.
             let queued = submissions.withLock { pending -> Bool in
@@ -147,13 +146,11 @@ private final class Driver {
     }
 }
 
-/// One POST: its request, the response as it arrives, and the caller waiting for it. Made on the
+/// One exchange: its request, the response as it arrives, and the caller waiting for it. Made on the
 /// caller's task, handed over through the submission lock, and from then on touched only by the
 /// driver thread.
 private final class Transfer: @unchecked Sendable {
-    let url: String
-    let body: [UInt8]
-    let timeout: Duration
+    let request: OutboundRequest
     let configuration: CurlMultiTransport.Configuration
     var continuation: CheckedContinuation<TransportResult, Never>?
     var response: [UInt8] = []
@@ -161,12 +158,10 @@ private final class Transfer: @unchecked Sendable {
     var headers: UnsafeMutablePointer<curl_slist>?
 
     init(
-        url: String, body: [UInt8], timeout: Duration, configuration: CurlMultiTransport.Configuration,
+        request: OutboundRequest, configuration: CurlMultiTransport.Configuration,
         continuation: CheckedContinuation<TransportResult, Never>
     ) {
-        self.url = url
-        self.body = body
-        self.timeout = timeout
+        self.request = request
         self.configuration = configuration
         self.continuation = continuation
     }
@@ -180,20 +175,30 @@ private final class Transfer: @unchecked Sendable {
         func set(_ option: CURLoption, _ value: Int) {
             ok = ok && receiptd_curl_easy_setopt_long(easy, option, value) == CURLE_OK
         }
-        ok = ok && receiptd_curl_easy_setopt_string(easy, CURLOPT_URL, url) == CURLE_OK
+        ok = ok && receiptd_curl_easy_setopt_string(easy, CURLOPT_URL, request.url) == CURLE_OK
         set(CURLOPT_NOSIGNAL, 1)
-        set(CURLOPT_POST, 1)
-        set(CURLOPT_POSTFIELDSIZE, body.count)
-        ok =
-            ok
-            && body.withUnsafeBytes {
-                receiptd_curl_easy_setopt_pointer(
-                    easy, CURLOPT_COPYPOSTFIELDS,
-                    UnsafeMutableRawPointer(mutating: $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
-            } == CURLE_OK
-        headers = curl_slist_append(headers, "Content-Type: application/json")
+        // POST and PUT always send a body (Content-Length: 0 when empty); GET never does.
+        if let body = request.body ?? (request.method == .get ? nil : []) {
+            set(CURLOPT_POST, 1)
+            set(CURLOPT_POSTFIELDSIZE, body.count)
+            ok =
+                ok
+                && body.withUnsafeBytes {
+                    receiptd_curl_easy_setopt_pointer(
+                        easy, CURLOPT_COPYPOSTFIELDS,
+                        UnsafeMutableRawPointer(mutating: $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+                } == CURLE_OK
+            // No body: no Content-Type (curl would otherwise say a form follows).
+            headers = curl_slist_append(headers, request.body != nil ? "Content-Type: application/json" : "Content-Type:")
+        } else {
+            set(CURLOPT_HTTPGET, 1)
+        }
+        if request.method == .put {
+            ok = ok && receiptd_curl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue) == CURLE_OK
+        }
         headers = curl_slist_append(headers, "Accept: application/json")
         headers = curl_slist_append(headers, "Expect:")  // no 100-continue round trip
+        for header in request.headers { headers = curl_slist_append(headers, header) }
         ok = ok && receiptd_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(headers)) == CURLE_OK
         set(CURLOPT_SSL_VERIFYPEER, 1)
         set(CURLOPT_SSL_VERIFYHOST, 2)
@@ -203,7 +208,7 @@ private final class Transfer: @unchecked Sendable {
                 == CURLE_OK
         set(CURLOPT_FOLLOWLOCATION, 0)
         set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout))
-        set(CURLOPT_TIMEOUT_MS, Self.milliseconds(timeout))
+        set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.timeout))
         ok =
             ok
             && receiptd_curl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxResponseBytes))
@@ -234,7 +239,7 @@ private final class Transfer: @unchecked Sendable {
         if code == CURLE_OK {
             var status = 0
             _ = receiptd_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-            complete(.response(status: status, body: response))
+            complete(.response(status: status, body: response, retryAfter: Self.header("Retry-After", of: easy)))
         } else if overflowed || code == CURLE_FILESIZE_EXCEEDED {
             complete(.failure("the response is larger than \(configuration.maxResponseBytes) bytes"))
         } else {
@@ -245,6 +250,14 @@ private final class Transfer: @unchecked Sendable {
     func complete(_ result: TransportResult) {
         continuation?.resume(returning: result)
         continuation = nil
+    }
+
+    /// A response header's value (the last response's, after any redirect), or nil.
+    static func header(_ name: String, of easy: UnsafeMutableRawPointer) -> String? {
+        var found: UnsafeMutablePointer<curl_header>?
+        guard curl_easy_header(easy, name, 0, UInt32(CURLH_HEADER), -1, &found) == CURLHE_OK, let value = found?.pointee.value
+        else { return nil }
+        return String(cString: value)
     }
 
     static func milliseconds(_ d: Duration) -> Int {

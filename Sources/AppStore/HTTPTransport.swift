@@ -1,12 +1,46 @@
+/// One outbound HTTP request to Apple: what `HTTPTransport` sends.
+public struct OutboundRequest: Sendable, Equatable {
+    public enum Method: String, Sendable {
+        case get = "GET"
+        case post = "POST"
+        case put = "PUT"
+    }
+
+    public var method: Method
+    public var url: String
+    /// `Name: value` lines beside the transport's own (`Accept: application/json`, and
+    /// `Content-Type: application/json` when there is a body). May hold a bearer token: never logged.
+    public var headers: [String]
+    /// A JSON body, or nil for none.
+    public var body: [UInt8]?
+    /// The whole exchange ends within this.
+    public var timeout: Duration
+
+    public init(method: Method, url: String, headers: [String] = [], body: [UInt8]? = nil, timeout: Duration) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
+}
+
 /// One HTTP exchange's result, as the verification logic needs it.
 public enum TransportResult: Sendable, Equatable {
-    /// An HTTP response: its status and body.
-    case response(status: Int, body: [UInt8])
+    /// An HTTP response: its status, its body, and its `Retry-After` header when it has one.
+    case response(status: Int, body: [UInt8], retryAfter: String? = nil)
     /// No usable response: connect or TLS failure, timeout, reset, or a body over the cap.
     case failure(String)
 }
 
-/// Sends a JSON POST and returns what came back. `CurlMultiTransport` is the real one.
+/// Sends a request and returns what came back. `CurlMultiTransport` is the real one.
 public protocol HTTPTransport: Sendable {
-    func post(url: String, json body: [UInt8], timeout: Duration) async -> TransportResult
+    func send(_ request: OutboundRequest) async -> TransportResult
+}
+
+extension HTTPTransport {
+    /// A JSON POST (verifyReceipt's one kind of request).
+    public func post(url: String, json body: [UInt8], timeout: Duration) async -> TransportResult {
+        await send(OutboundRequest(method: .post, url: url, body: body, timeout: timeout))
+    }
 }

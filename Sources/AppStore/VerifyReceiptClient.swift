@@ -158,7 +158,7 @@ public struct VerifyReceiptClient: Sendable {
         switch result {
         case .failure(let reason):
             return .transportFailure(reason)
-        case .response(let status, let body):
+        case .response(let status, let body, _):
             guard (200..<300).contains(status) else { return .httpStatus(status) }
             do {
                 return .answer(try VerifyReceiptResponse(json: body))

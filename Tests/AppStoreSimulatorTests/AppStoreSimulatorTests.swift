@@ -154,7 +154,7 @@ struct AppStoreSimulatorTests {
         let base = "http://127.0.0.1:\(port)"
         func status(_ path: String, _ body: String) async -> Int? {
             guard
-                case .response(let status, _) = await transport.post(
+                case .response(let status, _, _) = await transport.post(
                     url: base + path, json: Array(body.utf8), timeout: .seconds(2))
             else { return nil }
             return status

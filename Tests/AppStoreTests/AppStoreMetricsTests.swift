@@ -13,8 +13,8 @@ private final class Answers: HTTPTransport, @unchecked Sendable {  // used by on
         self.production = production
         self.sandbox = sandbox
     }
-    func post(url: String, json: [UInt8], timeout: Duration) async -> TransportResult {
-        url.hasSuffix("/sandbox") ? sandbox.removeFirst() : production.removeFirst()
+    func send(_ request: OutboundRequest) async -> TransportResult {
+        request.url.hasSuffix("/sandbox") ? sandbox.removeFirst() : production.removeFirst()
     }
 }
 

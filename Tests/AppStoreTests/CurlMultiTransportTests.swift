@@ -16,6 +16,18 @@ private func withServer(_ body: (Int) async throws -> Void) async throws {
         return .json(.object(["status": .int(0)]))
     }
     router.immediate(.post, "/big") { _, _ in HTTPResponse(status: .ok, body: [UInt8](repeating: 0x20, count: 64 * 1024)) }
+    // What arrived, as the body: method, Authorization, Content-Type, the body's length.
+    for method in [HTTPMethod.get, .put, .post] {
+        router.immediate(method, "/seen") { request, _ in
+            let seen = [
+                request.method.rawValue, request.headers[first: "Authorization"] ?? "-",
+                request.headers[first: "Content-Type"] ?? "-", String(request.body.count),
+            ]
+            return HTTPResponse(
+                status: .tooManyRequests, headers: ["Retry-After": "1700000000123"], body: Array(seen.joined(separator: " ").utf8)
+            )
+        }
+    }
     router.immediate(.post, "/fail") { _, _ in HTTPResponse(status: .serviceUnavailable, body: Array("down".utf8)) }
     let server = HTTPServer(
         configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, maxConnections: 4096, accessLog: false),
@@ -42,6 +54,25 @@ struct CurlMultiTransportTests {
         }
     }
 
+    @Test func getPutAndPostCarryTheirHeadersAndRetryAfterComesBack() async throws {
+        let transport = CurlMultiTransport(configuration: loopback)
+        defer { transport.shutdown() }
+        try await withServer { port in
+            func seen(_ method: OutboundRequest.Method, _ body: [UInt8]?) async -> TransportResult {
+                await transport.send(
+                    OutboundRequest(
+                        method: method, url: "http://127.0.0.1:\(port)/seen", headers: ["Authorization: Bearer t0k"], body: body,
+                        timeout: .seconds(2)))
+            }
+            func answer(_ text: String) -> TransportResult {
+                .response(status: 429, body: Array(text.utf8), retryAfter: "1700000000123")
+            }
+            #expect(await seen(.get, nil) == answer("GET Bearer t0k - 0"))
+            #expect(await seen(.put, Array("{}".utf8)) == answer("PUT Bearer t0k application/json 2"))
+            #expect(await seen(.post, nil) == answer("POST Bearer t0k - 0"))
+        }
+    }
+
     @Test func manySlowExchangesAreInFlightAtOnce() async throws {
         let transport = CurlMultiTransport(configuration: loopback)
         defer { transport.shutdown() }
@@ -54,7 +85,7 @@ struct CurlMultiTransportTests {
                 return await group.reduce(into: []) { $0.append($1) }
             }
             #expect(results.count == 300)
-            #expect(results.allSatisfy { if case .response(200, _) = $0 { true } else { false } })
+            #expect(results.allSatisfy { if case .response(200, _, _) = $0 { true } else { false } })
         }
     }
 

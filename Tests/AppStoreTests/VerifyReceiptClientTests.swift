@@ -15,8 +15,9 @@ private final class ScriptedTransport: HTTPTransport {
 
     var sent: [(url: String, body: [UInt8])] { state.withLock { $0.sent.map { ($0.0, $0.1) } } }
 
-    func post(url: String, json body: [UInt8], timeout: Duration) async -> TransportResult {
-        state.withLock { s in
+    func send(_ request: OutboundRequest) async -> TransportResult {
+        let (url, body) = (request.url, request.body ?? [])
+        return state.withLock { s in
             s.sent.append((url, body))
             if url.contains("sandbox") {
                 return s.sandbox.isEmpty ? .failure("no script") : s.sandbox.removeFirst()
@@ -139,7 +140,7 @@ struct VerifyReceiptClientTests {
             let breaker: SharedCircuitBreaker
             let calls = Mutex(0)
             init(_ breaker: SharedCircuitBreaker) { self.breaker = breaker }
-            func post(url: String, json body: [UInt8], timeout: Duration) async -> TransportResult {
+            func send(_ request: OutboundRequest) async -> TransportResult {
                 calls.withLock { $0 += 1 }
                 breaker.record(available: false, now: .zero)
                 return .response(status: 503, body: [])
@@ -162,7 +163,7 @@ struct VerifyReceiptClientTests {
         /// Answers status 0 after 100 ms, counting calls and the most at once.
         final class SlowTransport: HTTPTransport {
             let counts = Mutex((calls: 0, running: 0, peak: 0))
-            func post(url: String, json body: [UInt8], timeout: Duration) async -> TransportResult {
+            func send(_ request: OutboundRequest) async -> TransportResult {
                 counts.withLock {
                     $0.calls += 1
                     $0.running += 1

@@ -1,0 +1,354 @@
+import AppStore
+import Clocks
+import CoreMetrics
+import JSON
+import SignedData
+
+/// Asks Apple's App Store Server API (Docs/apple-protocols.md §4): each call runs
+/// ``ServerAPICallMachine``'s actions over the libcurl transport, after the app's
+/// ``ServerAPIRateLimiter`` allows it, with a bearer ``ServerAPIToken``. Every signed payload that
+/// comes back goes through ``SignedDataVerifier`` before anyone sees it.
+public struct ServerAPIClient: Sendable {
+    public struct Configuration: Sendable {
+        /// Defaults: the hosts Apple's libraries use since 2026-05 (§4.2).
+        public var productionURL: String
+        public var sandboxURL: String
+        public var policy: ServerAPIRetryPolicy
+        /// Whether sandbox is asked when production does not know a transaction id.
+        public var sandbox: Bool
+
+        public init(
+            productionURL: String = "https://api.storekit.apple.com",
+            sandboxURL: String = "https://api.storekit-sandbox.apple.com",
+            policy: ServerAPIRetryPolicy = .init(), sandbox: Bool = true
+        ) {
+            self.productionURL = productionURL
+            self.sandboxURL = sandboxURL
+            self.policy = policy
+            self.sandbox = sandbox
+        }
+    }
+
+    /// A customer's transactions, every page of Get Transaction History v2.
+    public struct History: Sendable, Equatable {
+        public var environment: AppStoreEnvironment
+        public var transactions: [SignedTransaction]
+        /// Pages asked for.
+        public var pages: Int
+    }
+
+    /// Get All Subscription Statuses: each subscription's status and newest signed data.
+    public struct Statuses: Sendable, Equatable {
+        public struct Subscription: Sendable, Equatable {
+            public var groupID: String
+            /// 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked (§3.8).
+            public var status: Int64?
+            public var transaction: SignedTransaction?
+            public var renewal: SignedRenewalInfo?
+        }
+        public var environment: AppStoreEnvironment
+        public var subscriptions: [Subscription]
+    }
+
+    /// One page of Get Notification History; the payloads are verified by the notification path.
+    public struct NotificationHistoryPage: Sendable, Equatable {
+        public var signedPayloads: [String]
+        public var hasMore: Bool
+        public var paginationToken: String?
+    }
+
+    /// Look Up Order ID: `status` 0 valid, 1 invalid; the order's transactions.
+    public struct OrderLookup: Sendable, Equatable {
+        public var valid: Bool
+        public var environment: AppStoreEnvironment
+        public var transactions: [SignedTransaction]
+    }
+
+    /// Extend a Subscription Renewal Date's answer.
+    public struct Extension: Sendable, Equatable {
+        public var originalTransactionID: String?
+        public var webOrderLineItemID: String?
+        public var success: Bool
+        /// The new expiry (epoch ms).
+        public var effectiveDate: Int64?
+        public var environment: AppStoreEnvironment
+    }
+
+    /// Get Test Notification Status's answer.
+    public struct TestNotificationStatus: Sendable, Equatable {
+        public var signedPayload: String?
+        /// Each attempt's result as Apple names it (`SUCCESS`, `NO_RESPONSE`, …).
+        public var attempts: [String]
+    }
+
+    public let configuration: Configuration
+    private let token: ServerAPIToken
+    private let transport: any HTTPTransport
+    private let verifier: SignedDataVerifier
+    private let limiter: ServerAPIRateLimiter
+    private let clock: any MonotonicClock
+    private let wallClock: WallClock
+    private let random: @Sendable () -> Double
+    private let metrics: any MetricsFactory
+    /// Pages of one history read at most (20 transactions each): a bound, not a business rule.
+    public static let maxPages = 1_000
+
+    public init(
+        configuration: Configuration, token: ServerAPIToken, transport: any HTTPTransport, verifier: SignedDataVerifier,
+        limiter: ServerAPIRateLimiter = .init(), clock: any MonotonicClock = SystemMonotonicClock(),
+        wallClock: WallClock = .system, random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance
+    ) {
+        self.configuration = configuration
+        self.token = token
+        self.transport = transport
+        self.verifier = verifier
+        self.limiter = limiter
+        self.clock = clock
+        self.wallClock = wallClock
+        self.random = random
+        self.metrics = metrics
+    }
+
+    // MARK: Endpoints
+
+    /// Get Transaction History v2, every page (`revision`), for any transaction id of the customer.
+    public func transactionHistory(of transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> History {
+        var environment: AppStoreEnvironment?
+        var revision: String?
+        var signed: [String] = []
+        var pages = 0
+        repeat {
+            let query = revision.map { [("revision", $0)] } ?? []
+            let answer = try await call(
+                .transactionHistory, id: transactionID, bundleID: bundleID, query: query, first: environment)
+            environment = answer.environment
+            let page = try ServerAPIResponses.transactionPage(answer.body)
+            signed += page.signedTransactions
+            pages += 1
+            guard page.hasMore else { break }
+            guard let next = page.revision, next != revision else { throw .badAnswer("hasMore without a new revision") }
+            revision = next
+        } while pages < Self.maxPages
+        var transactions: [SignedTransaction] = []
+        for jws in signed {
+            transactions.append(try await verified { () async throws(SignedDataError) in try await verifier.transaction(jws) })
+        }
+        return History(environment: environment ?? .production, transactions: transactions, pages: pages)
+    }
+
+    /// Get All Subscription Statuses for any transaction id of the customer.
+    public func subscriptionStatuses(of transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> Statuses {
+        let answer = try await call(.subscriptionStatuses, id: transactionID, bundleID: bundleID)
+        let body = try ServerAPIResponses.statuses(answer.body)
+        var subscriptions: [Statuses.Subscription] = []
+        for last in body.last {
+            var item = Statuses.Subscription(groupID: last.groupID, status: last.status)
+            if let jws = last.signedTransaction {
+                item.transaction = try await verified { () async throws(SignedDataError) in try await verifier.transaction(jws) }
+            }
+            if let jws = last.signedRenewal {
+                item.renewal = try await verified { () async throws(SignedDataError) in try await verifier.renewalInfo(jws) }
+            }
+            subscriptions.append(item)
+        }
+        return Statuses(environment: answer.environment, subscriptions: subscriptions)
+    }
+
+    /// Get Transaction Info: one transaction, any product type.
+    public func transactionInfo(_ transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> SignedTransaction {
+        let answer = try await call(.transactionInfo, id: transactionID, bundleID: bundleID)
+        guard let jws = try ServerAPIResponses.json(answer.body)["signedTransactionInfo"]?.string else {
+            throw .badAnswer("no signedTransactionInfo")
+        }
+        return try await verified { () async throws(SignedDataError) in try await verifier.transaction(jws) }
+    }
+
+    /// Get Refund History v2, every page: the customer's refunded and revoked transactions.
+    public func refundHistory(of transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> [SignedTransaction] {
+        var environment: AppStoreEnvironment?
+        var revision: String?
+        var transactions: [SignedTransaction] = []
+        for _ in 0..<Self.maxPages {
+            let answer = try await call(
+                .refundHistory, id: transactionID, bundleID: bundleID, query: revision.map { [("revision", $0)] } ?? [],
+                first: environment)
+            environment = answer.environment
+            let page = try ServerAPIResponses.transactionPage(answer.body)
+            for jws in page.signedTransactions {
+                transactions.append(
+                    try await verified { () async throws(SignedDataError) in try await verifier.transaction(jws) })
+            }
+            guard page.hasMore else { break }
+            guard let next = page.revision, next != revision else { throw .badAnswer("hasMore without a new revision") }
+            revision = next
+        }
+        return transactions
+    }
+
+    /// One page of Get Notification History (V2 notifications Apple sent, or tried to send,
+    /// between the two dates, epoch ms, start inclusive).
+    public func notificationHistory(
+        bundleID: String, environment: AppStoreEnvironment, startDate: Int64, endDate: Int64, paginationToken: String? = nil
+    ) async throws(ServerAPIFailure) -> NotificationHistoryPage {
+        let body = JSONValue.object(["startDate": .int(startDate), "endDate": .int(endDate)]).jsonBytes
+        let answer = try await call(
+            .notificationHistory, bundleID: bundleID, query: paginationToken.map { [("paginationToken", $0)] } ?? [],
+            body: body, first: environment)
+        return try ServerAPIResponses.notificationPage(answer.body)
+    }
+
+    /// Request a Test Notification: Apple sends a `TEST` notification to the configured URL; the
+    /// token asks for its status.
+    public func requestTestNotification(bundleID: String, environment: AppStoreEnvironment) async throws(ServerAPIFailure)
+        -> String
+    {
+        let answer = try await call(.requestTestNotification, bundleID: bundleID, body: [], first: environment)
+        guard let token = try ServerAPIResponses.json(answer.body)["testNotificationToken"]?.string else {
+            throw .badAnswer("no testNotificationToken")
+        }
+        return token
+    }
+
+    /// Get Test Notification Status.
+    public func testNotificationStatus(_ testToken: String, bundleID: String, environment: AppStoreEnvironment)
+        async throws(ServerAPIFailure) -> TestNotificationStatus
+    {
+        let answer = try await call(.testNotificationStatus, id: testToken, bundleID: bundleID, first: environment)
+        let v = try ServerAPIResponses.json(answer.body)
+        return TestNotificationStatus(
+            signedPayload: v["signedPayload"]?.string,
+            attempts: (v["sendAttempts"]?.array ?? []).compactMap { $0["sendAttemptResult"]?.string })
+    }
+
+    /// Look Up Order ID (the id on the customer's Apple invoice), in `environment`.
+    public func lookUpOrder(_ orderID: String, bundleID: String, environment: AppStoreEnvironment = .production)
+        async throws(ServerAPIFailure) -> OrderLookup
+    {
+        let answer = try await call(.lookUpOrderID, id: orderID, bundleID: bundleID, first: environment)
+        let v = try ServerAPIResponses.json(answer.body)
+        var transactions: [SignedTransaction] = []
+        for jws in try ServerAPIResponses.strings(v["signedTransactions"] ?? .array([]), "signedTransactions") {
+            transactions.append(try await verified { () async throws(SignedDataError) in try await verifier.transaction(jws) })
+        }
+        return OrderLookup(valid: v["status"]?.int64 == 0, environment: answer.environment, transactions: transactions)
+    }
+
+    /// Extend a Subscription Renewal Date by `days` (1…90), `reasonCode` 0 undeclared, 1 customer
+    /// satisfaction, 2 other, 3 service issue or outage; `requestID` makes a retry idempotent.
+    public func extendRenewalDate(
+        originalTransactionID: String, bundleID: String, days: Int, reasonCode: Int, requestID: String
+    ) async throws(ServerAPIFailure) -> Extension {
+        let body = JSONValue.object([
+            "extendByDays": .int(Int64(days)), "extendReasonCode": .int(Int64(reasonCode)),
+            "requestIdentifier": .string(requestID),
+        ]).jsonBytes
+        let answer = try await call(.extendRenewalDate, id: originalTransactionID, bundleID: bundleID, body: body)
+        let v = try ServerAPIResponses.json(answer.body)
+        return Extension(
+            originalTransactionID: v["originalTransactionId"]?.string, webOrderLineItemID: v["webOrderLineItemId"]?.string,
+            success: v["success"]?.bool ?? false, effectiveDate: v["effectiveDate"]?.int64, environment: answer.environment)
+    }
+
+    /// Send Consumption Information (the answer to a `CONSUMPTION_REQUEST`), v2 path.
+    public func sendConsumption(transactionID: String, bundleID: String, environment: AppStoreEnvironment, _ body: JSONValue)
+        async throws(ServerAPIFailure)
+    {
+        _ = try await call(.sendConsumption, id: transactionID, bundleID: bundleID, body: body.jsonBytes, first: environment)
+    }
+
+    // MARK: Exchanges
+
+    private func verified<T>(_ check: () async throws(SignedDataError) -> T) async throws(ServerAPIFailure) -> T {
+        do { return try await check() } catch { throw .signedData(error) }
+    }
+
+    /// One call: the machine's exchanges, each after the rate limiter's wait, until it finishes.
+    /// `first` nil: production, then sandbox for an unknown transaction id.
+    func call(
+        _ endpoint: ServerAPIEndpoint, id: String = "", bundleID: String, query: [(String, String)] = [], body: [UInt8]? = nil,
+        first: AppStoreEnvironment? = nil
+    ) async throws(ServerAPIFailure) -> ServerAPIAnswer {
+        let bearer: String
+        do { bearer = try token.token(for: bundleID) } catch { throw .unauthorized(status: 0) }
+        var machine = ServerAPICallMachine(
+            policy: configuration.policy, now: clock.now, first: first ?? .production,
+            switchesToSandbox: first == nil && configuration.sandbox && endpoint.switchesToSandbox)
+        var action = machine.begin()
+        while true {
+            switch action {
+            case .finish(let result):
+                record(endpoint, machine.currentEnvironment, result)
+                return try result.get()
+            case .send(let environment, let delay, let timeout):
+                if delay > .zero { await clock.sleep(for: delay) }
+                let wait = limiter.reserve(bundleID: bundleID, endpoint: endpoint, environment: environment, now: clock.now)
+                if wait > .zero {
+                    guard wait < timeout else {
+                        record(endpoint, environment, .failure(.unavailable(reason: "", retryAfter: nil)))
+                        throw .unavailable(reason: "receiptd's own rate limit for \(endpoint.rawValue)", retryAfter: wait)
+                    }
+                    await clock.sleep(for: wait)
+                }
+                let base = environment == .production ? configuration.productionURL : configuration.sandboxURL
+                let request = OutboundRequest(
+                    method: endpoint.method, url: base + endpoint.path(id) + Self.queryString(query),
+                    headers: ["Authorization: Bearer \(bearer)", "User-Agent: receiptd"], body: body, timeout: timeout)
+                let exchange: ServerAPICallMachine.Exchange
+                switch await transport.send(request) {
+                case .failure(let reason): exchange = .failure(reason)
+                case .response(let status, let body, let retryAfter):
+                    // A UNIX time in milliseconds (§4.4).
+                    let retryAfterMs = retryAfter.flatMap { Int64(String($0.filter { $0 != " " })) }
+                    exchange = .http(
+                        status: status, body: body, error: (200..<300).contains(status) ? nil : ServerAPIResponses.error(body),
+                        retryAfterMs: retryAfterMs)
+                    if status == 429, let ms = retryAfterMs {
+                        let now = clock.now
+                        limiter.hold(
+                            bundleID: bundleID, endpoint: endpoint, environment: environment,
+                            until: now + .milliseconds(max(0, ms - wallClock.now())), now: now)
+                    }
+                }
+                action = machine.received(exchange, now: clock.now, wallNowMs: wallClock.now(), random: random())
+            }
+        }
+    }
+
+    static func queryString(_ query: [(String, String)]) -> String {
+        query.isEmpty
+            ? ""
+            : "?" + query.map { ServerAPIEndpoint.escaped($0.0) + "=" + ServerAPIEndpoint.escaped($0.1) }.joined(separator: "&")
+    }
+
+    /// `appstore_server_api_calls_total{endpoint, environment, outcome}`.
+    private func record(
+        _ endpoint: ServerAPIEndpoint, _ environment: AppStoreEnvironment, _ result: Result<ServerAPIAnswer, ServerAPIFailure>
+    ) {
+        let outcome =
+            switch result {
+            case .success: "ok"
+            case .failure(let failure): failure.metricName
+            }
+        Counter(
+            label: "appstore_server_api_calls_total",
+            dimensions: [("endpoint", endpoint.rawValue), ("environment", environment.rawValue), ("outcome", outcome)],
+            factory: metrics
+        ).increment()
+    }
+}
+
+extension ServerAPIFailure {
+    /// The `outcome` label of `appstore_server_api_calls_total`.
+    public var metricName: String {
+        switch self {
+        case .notFound: "not_found"
+        case .invalidTransactionID: "invalid_transaction_id"
+        case .unauthorized: "unauthorized"
+        case .rejected: "rejected"
+        case .unavailable: "unavailable"
+        case .badAnswer: "bad_answer"
+        case .signedData: "signed_data_refused"
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import AppStore
+
+/// The App Store Server API endpoints receiptd calls (Docs/apple-protocols.md §4.3), each with its
+/// method, path and Apple's published rate limit (§4.4).
+public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
+    case transactionInfo = "get_transaction_info"
+    case transactionHistory = "get_transaction_history"
+    case subscriptionStatuses = "get_all_subscription_statuses"
+    case refundHistory = "get_refund_history"
+    case notificationHistory = "get_notification_history"
+    case requestTestNotification = "request_test_notification"
+    case testNotificationStatus = "get_test_notification_status"
+    case lookUpOrderID = "look_up_order_id"
+    case extendRenewalDate = "extend_subscription_renewal_date"
+    case sendConsumption = "send_consumption_information"
+
+    public var method: OutboundRequest.Method {
+        switch self {
+        case .notificationHistory, .requestTestNotification: .post
+        case .extendRenewalDate, .sendConsumption: .put
+        default: .get
+        }
+    }
+
+    /// The path for `id` (a transaction, original transaction, order id or test token; unused by
+    /// the endpoints that take none), percent-encoded.
+    public func path(_ id: String = "") -> String {
+        let id = Self.escaped(id)
+        return switch self {
+        case .transactionInfo: "/inApps/v1/transactions/\(id)"
+        case .transactionHistory: "/inApps/v2/history/\(id)"
+        case .subscriptionStatuses: "/inApps/v1/subscriptions/\(id)"
+        case .refundHistory: "/inApps/v2/refund/lookup/\(id)"
+        case .notificationHistory: "/inApps/v1/notifications/history"
+        case .requestTestNotification: "/inApps/v1/notifications/test"
+        case .testNotificationStatus: "/inApps/v1/notifications/test/\(id)"
+        case .lookUpOrderID: "/inApps/v1/lookup/\(id)"
+        case .extendRenewalDate: "/inApps/v1/subscriptions/extend/\(id)"
+        case .sendConsumption: "/inApps/v2/transactions/consumption/\(id)"
+        }
+    }
+
+    /// Requests per second Apple allows an app in production; sandbox gets a tenth (§4.4).
+    public var productionLimit: Double {
+        switch self {
+        case .transactionInfo, .transactionHistory, .subscriptionStatuses, .sendConsumption, .notificationHistory: 50
+        case .extendRenewalDate: 20
+        case .lookUpOrderID, .refundHistory: 10
+        case .requestTestNotification, .testNotificationStatus: 1
+        }
+    }
+
+    public func limit(in environment: AppStoreEnvironment) -> Double {
+        environment == .production ? productionLimit : productionLimit / 10
+    }
+
+    /// Whether a transaction id unknown in production is asked of sandbox.
+    var switchesToSandbox: Bool {
+        switch self {
+        case .transactionInfo, .transactionHistory, .subscriptionStatuses, .refundHistory, .extendRenewalDate,
+            .sendConsumption:
+            true
+        case .notificationHistory, .requestTestNotification, .testNotificationStatus, .lookUpOrderID: false
+        }
+    }
+
+    /// RFC 3986 unreserved characters pass; everything else is %XX (ids are digits in practice,
+    /// but an order id or a client's text must never change the path).
+    static func escaped(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".utf8)
+                out += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
+            }
+        }
+        return out
+    }
+}
