@@ -89,10 +89,15 @@ let package = Package(
             ]),
         // Pure domain: subscription state from stored facts, products → entitlements. No I/O.
         .target(name: "Entitlements", dependencies: ["Identifiers"]),
-        // A loopback verifyReceipt with scripted receipts, on our HTTP server: tests and offline runs.
+        // A loopback App Store (verifyReceipt and the Server API) with scripted purchases, on our HTTP
+        // server, signing with Apple's public test PKI: tests and offline runs.
         .target(
             name: "AppStoreSimulator",
-            dependencies: ["HTTPServer", "AppStore", "JSON", "Clocks", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "HTTPServer", "AppStore", "AppStoreServerAPI", "SignedData", "JSON", "Clocks",
+                .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]),
         // SQLite: the connection owner, statements and the migrator; stores the domain's facts
         // (Entitlements) with their provenance.
         .target(
@@ -189,7 +194,12 @@ let package = Package(
             ]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),
         .testTarget(
-            name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppStore", "Entitlements", "HTTPServer"]),
+            name: "AppStoreSimulatorTests",
+            dependencies: [
+                "AppStoreSimulator", "AppStore", "AppStoreServerAPI", "SignedData", "Entitlements", "HTTPServer", "Clocks",
+                "JSON",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "AppStoreTests",
             dependencies: [

@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import Clocks
 import FoundationEssentials
 import HTTPServer
@@ -6,11 +7,13 @@ import JSON
 import Logging
 import Synchronization
 
-/// A loopback stand-in for Apple's verifyReceipt (Docs/apple-protocols.md §1), for tests and offline
-/// development: `POST /production/verifyReceipt` and `POST /sandbox/verifyReceipt` answer the
-/// scripted `Scenario` named by the receipt's content, with dates relative to when that receipt
-/// was first seen (so re-posting it gets the same answer). It honours the
-/// shared secret (21004 on mismatch) and can add latency to every answer.
+/// A loopback stand-in for Apple's verifyReceipt (Docs/apple-protocols.md §1) and App Store Server
+/// API (§4, ``ServerAPISimulator``), for tests and offline development: `POST
+/// /production/verifyReceipt` and `POST /sandbox/verifyReceipt` answer the scripted `Scenario`
+/// named by the receipt's content, with dates relative to when that receipt was first seen (so
+/// re-posting it gets the same answer); `/serverapi/{production,sandbox}/inApps/…` answer about
+/// the same purchases by transaction id. It honours the shared secret (21004 on mismatch) and can
+/// add latency to every answer.
 public final class AppStoreSimulator: HTTPResponder, Sendable {
     public struct Configuration: Sendable {
         public var bundleID: String
@@ -18,11 +21,24 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         public var sharedSecret: String?
         /// Added before every answer (e.g. 300 ms for benchmarks).
         public var latency: Duration
+        /// The key whose JWTs the Server API accepts; nil: every Server API call is refused (401).
+        public var serverAPIKey: ServerAPISimulator.Key?
+        /// Server API requests a second above which the answer is 429 (Apple's own limit is 50
+        /// per endpoint; the simulator's is one budget for all, to drive clients into it).
+        public var serverAPIRequestsPerSecond: Int
+        /// Transactions per page of history.
+        public var serverAPIPageSize: Int
 
-        public init(bundleID: String = "com.example.app", sharedSecret: String? = nil, latency: Duration = .zero) {
+        public init(
+            bundleID: String = "com.example.app", sharedSecret: String? = nil, latency: Duration = .zero,
+            serverAPIKey: ServerAPISimulator.Key? = nil, serverAPIRequestsPerSecond: Int = 10_000, serverAPIPageSize: Int = 20
+        ) {
             self.bundleID = bundleID
             self.sharedSecret = sharedSecret
             self.latency = latency
+            self.serverAPIKey = serverAPIKey
+            self.serverAPIRequestsPerSecond = serverAPIRequestsPerSecond
+            self.serverAPIPageSize = serverAPIPageSize
         }
     }
 
@@ -34,11 +50,84 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
     /// When each receipt was first seen: its dates are relative to that moment, so posting the
     /// same receipt again gets the same answer.
     private let firstSeen = Mutex<[String: Int64]>([:])
+    /// Every transaction id (and original id) the simulator has handed out → its receipt's content.
+    private let purchases = Mutex<[String: String]>([:])
+    public let serverAPI: ServerAPISimulator
 
     /// `now` gives epoch milliseconds; injectable for tests.
     public init(configuration: Configuration, now: @escaping @Sendable () -> Int64 = AppStoreSimulator.systemNow) {
         self.configuration = configuration
         self.clock = now
+        serverAPI = ServerAPISimulator(
+            bundleID: configuration.bundleID, key: configuration.serverAPIKey,
+            requestsPerSecond: configuration.serverAPIRequestsPerSecond, pageSize: configuration.serverAPIPageSize, clock: now)
+    }
+
+    /// A purchase of `scenario` as a StoreKit 2 app has it after buying: its newest transaction id
+    /// (what `POST /v1/receipts {"transaction_id"}` sends) and a PKCS#7 app receipt holding its
+    /// transaction ids (what `receipt_data` sends in `server_api` mode). Known to both APIs from now on.
+    public func purchase(_ scenario: Scenario, tag: String) -> (transactionID: String, receiptData: String) {
+        let content = "\(scenario.rawValue):\(tag)"
+        let environment = scenario == .sandboxOnly ? "Sandbox" : "Production"
+        guard let body = script(content: content, environment: environment) else { return ("", "") }
+        let transactions = ServerAPIScript(
+            receipt: body, bundleID: configuration.bundleID, environment: environment, signedDate: 0
+        )
+        .transactions
+        let ids = transactions.map { ($0["transactionId"]?.string ?? "", $0["originalTransactionId"]?.string ?? "") }
+        return (
+            ids.last?.0 ?? "",
+            ServerAPISimulator.appReceipt(bundleID: configuration.bundleID, transactions: ids.map { (id: $0.0, original: $0.1) })
+        )
+    }
+
+    /// A V2 notification about the purchase holding `transactionID`, signed with the test PKI and
+    /// kept in the Server API's notification history; nil when the id is unknown.
+    public func notification(_ type: String, subtype: String? = nil, transactionID: String) -> String? {
+        guard let content = purchases.withLock({ $0[transactionID] }) else { return nil }
+        let environment = content.hasPrefix(Scenario.sandboxOnly.rawValue + ":") ? "Sandbox" : "Production"
+        guard let body = script(content: content, environment: environment) else { return nil }
+        let now = clock()
+        let s = ServerAPIScript(receipt: body, bundleID: configuration.bundleID, environment: environment, signedDate: now)
+        return serverAPI.notification(
+            type: type, subtype: subtype, environment: environment,
+            data: serverAPI.notificationData(s, transactionID: transactionID),
+            now: now)
+    }
+
+    /// The scripted answer (status 0) for a receipt's content in `environment`, its transaction
+    /// ids registered; nil for scenarios that answer only an error status there.
+    func script(content: String, environment: String) -> JSONValue? {
+        let parts = content.split(separator: ":", maxSplits: 1)
+        guard let name = parts.first, let scenario = Scenario(rawValue: String(name)) else { return nil }
+        switch scenario {
+        case .sandboxOnly where environment == "Production", .productionOnly where environment == "Sandbox": return nil
+        case .malformed, .serverUnavailable, .notAuthenticated, .accountNotFound: return nil
+        case .sandboxOnly: break
+        default: if environment == "Sandbox" { return nil }
+        }
+        let tag = parts.count > 1 ? String(parts[1]) : "0"
+        let now = clock()
+        let anchor = firstSeen.withLock { seen in
+            if let t = seen[content] { return t }
+            seen[content] = now
+            return now
+        }
+        let body = ReceiptScript(scenario: scenario, tag: tag, bundleID: configuration.bundleID, now: anchor, asOf: now)
+            .response(environment: environment, receiptData: Scenario.receiptData(content))
+        register(body, content: content)
+        return body
+    }
+
+    private func register(_ body: JSONValue, content: String) {
+        let all = (body["latest_receipt_info"]?.array ?? []) + (body["receipt"]?["in_app"]?.array ?? [])
+        purchases.withLock { known in
+            for t in all {
+                for key in ["transaction_id", "original_transaction_id"] {
+                    if let id = t[key]?.string { known[id] = content }
+                }
+            }
+        }
     }
 
     public static let systemNow: @Sendable () -> Int64 = { WallClock.system.now() }
@@ -50,6 +139,10 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         public let port: Int
         public var productionURL: String { "http://127.0.0.1:\(port)/production/verifyReceipt" }
         public var sandboxURL: String { "http://127.0.0.1:\(port)/sandbox/verifyReceipt" }
+        /// The App Store Server API's two base URLs.
+        public var serverAPIProductionURL: String { "http://127.0.0.1:\(port)/serverapi/production" }
+        public var serverAPISandboxURL: String { "http://127.0.0.1:\(port)/serverapi/sandbox" }
+        public let simulator: AppStoreSimulator
 
         public func stop() async {
             server.shutdown()
@@ -62,10 +155,11 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         configuration: Configuration, host: String = "127.0.0.1", port: Int = 0, eventLoops: Int = 1, now: WallClock = .system,
         logger: Logger
     ) throws -> Served {
+        let simulator = AppStoreSimulator(configuration: configuration, now: now.now)
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(host: host, port: port, eventLoops: eventLoops, accessLog: false),
-            responder: AppStoreSimulator(configuration: configuration, now: now.now), logger: logger)
-        return Served(server: server, port: try server.start())
+            responder: simulator, logger: logger)
+        return Served(server: server, port: try server.start(), simulator: simulator)
     }
 
     /// Starts an outage of `duration` (zero ends one): every verifyReceipt answers HTTP 503.
@@ -88,7 +182,40 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
 
     public func handler(for request: HTTPRequest) -> HTTPHandler {
         let environment: String
+        for (prefix, name) in [("/serverapi/production/", "Production"), ("/serverapi/sandbox/", "Sandbox")]
+        where request.path.hasPrefix(prefix) {
+            let path = request.path.dropFirst(prefix.count - 1)
+            return .task { [self] request, _ in
+                if configuration.latency > .zero { try? await Task.sleep(for: configuration.latency) }
+                if countCall() {
+                    return HTTPResponse(
+                        status: .serviceUnavailable, headers: ["Content-Type": "text/plain"], body: Array("outage drill".utf8))
+                }
+                return serverAPI.answer(request, path: path, environment: name) { id, environment in
+                    guard let content = purchases.withLock({ $0[id] }) else { return nil }
+                    return script(content: content, environment: environment)
+                }
+            }
+        }
         switch (request.method, request.path) {
+        case (.post, "/control/purchase"):
+            // `{"scenario": "active_monthly", "tag": "u1"}` → the purchase's transaction id and app receipt.
+            return .immediate { [self] request, _ in
+                guard let body = try? JSONValue.parse(request.body), let name = body["scenario"]?.string,
+                    let scenario = Scenario(rawValue: name)
+                else {
+                    return HTTPResponse(
+                        status: .badRequest, headers: ["Content-Type": "application/json"],
+                        body: Array(
+                            #"{"error":{"code":"invalid_request","message":"send {\"scenario\": NAME, \"tag\": TEXT}"}}"#.utf8))
+                }
+                let bought = purchase(scenario, tag: body["tag"]?.string ?? "0")
+                return HTTPResponse(
+                    status: .ok, headers: ["Content-Type": "application/json"],
+                    body: JSONValue.object([
+                        "transaction_id": .string(bought.transactionID), "receipt_data": .string(bought.receiptData),
+                    ]).jsonBytes)
+            }
         case (.post, "/control/outage"):
             // Drills: `{"seconds": N}` takes Apple down for N seconds (0 brings it back).
             return .immediate { [self] request, _ in
@@ -136,9 +263,15 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
             return .status(21000)
         }
         let password: String? = if case .string(let p)? = request["password"] { p } else { nil }
-        guard let bytes = Data(base64Encoded: receiptData), let content = String(data: bytes, encoding: .utf8) else {
-            return .status(21002)
+        guard let bytes = Data(base64Encoded: receiptData) else { return .status(21002) }
+        var text = String(data: bytes, encoding: .utf8)
+        if text.map({ Scenario(rawValue: String($0.split(separator: ":").first ?? "")) == nil }) ?? true,
+            let id = (try? AppReceipt.transactionID(der: Array(bytes))) ?? nil
+        {
+            // A PKCS#7 receipt from ``purchase(_:tag:)``: the purchase its transaction id names.
+            text = purchases.withLock { $0[id] }
         }
+        guard let content = text else { return .status(21002) }
         let parts = content.split(separator: ":", maxSplits: 1)
         guard let name = parts.first, let scenario = Scenario(rawValue: String(name)) else { return .status(21002) }
         if let secret = configuration.sharedSecret, password != secret { return .status(21004) }
@@ -164,7 +297,9 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
             seen[content] = now
             return now
         }
-        return ReceiptScript(scenario: scenario, tag: tag, bundleID: configuration.bundleID, now: anchor, asOf: now)
+        let body = ReceiptScript(scenario: scenario, tag: tag, bundleID: configuration.bundleID, now: anchor, asOf: now)
             .response(environment: environment, receiptData: receiptData)
+        register(body, content: content)
+        return body
     }
 }

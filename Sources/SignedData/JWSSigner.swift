@@ -38,6 +38,9 @@ public struct JWSSigner: Sendable {
         return input + "." + Self.base64URL(Array(signature.rawRepresentation))
     }
 
+    /// Base64url without padding decoded; nil when it is not that.
+    public static func base64URLDecoded(_ text: String) -> [UInt8]? { CompactJWS.base64URLDecode(text.utf8) }
+
     public static func base64URL(_ bytes: [UInt8]) -> String {
         var text = Data(bytes).base64EncodedString()
         while text.last == "=" { text.removeLast() }

@@ -1,0 +1,341 @@
+import AppStoreServerAPI
+import Crypto
+import FoundationEssentials
+import HTTPServer
+import JSON
+import SignedData
+import SwiftASN1
+import Synchronization
+@_spi(CMS) import X509
+
+/// The simulator's App Store Server API (Docs/apple-protocols.md §4), under
+/// `/serverapi/production` and `/serverapi/sandbox`: it checks every request's JWT against the
+/// configured public key (header and every claim), answers from the same scripted purchases as
+/// verifyReceipt, signs every payload with Apple's test PKI (``SimulatorPKI``), pages history 20 at
+/// a time, answers 429 with `Retry-After` when driven harder than its limit, and keeps the V2
+/// notifications it has "sent" for Get Notification History.
+public final class ServerAPISimulator: Sendable {
+    /// The public half of the In-App Purchase key receiptd signs with, and its ids.
+    public struct Key: Sendable {
+        public var keyID: String
+        public var issuerID: String
+        public var publicKey: P256.Signing.PublicKey
+
+        public init(keyID: String, issuerID: String, publicKey: P256.Signing.PublicKey) {
+            self.keyID = keyID
+            self.issuerID = issuerID
+            self.publicKey = publicKey
+        }
+    }
+
+    let bundleID: String
+    /// nil: every call is refused with 401 (no key configured).
+    let key: Key?
+    /// Requests a second above which the answer is 429.
+    let requestsPerSecond: Int
+    let pageSize: Int
+    private let clock: @Sendable () -> Int64
+    private let window = Mutex<(second: Int64, count: Int)>((0, 0))
+    /// Notifications "sent", oldest first: (signedDate, signedPayload).
+    private let sent = Mutex<[(Int64, String)]>([])
+    /// Test notification tokens → their signed payload.
+    private let tests = Mutex<[String: String]>([:])
+    /// Days added to a subscription's expiry by Extend a Subscription Renewal Date, per original id.
+    private let extensions = Mutex<[String: Int64]>([:])
+    private let counter = Atomic<Int>(0)
+    private let refusedForRate = Atomic<Int>(0)
+
+    /// Requests answered 429 so far.
+    public var throttledCount: Int { refusedForRate.load(ordering: .relaxed) }
+
+    init(bundleID: String, key: Key?, requestsPerSecond: Int, pageSize: Int, clock: @escaping @Sendable () -> Int64) {
+        self.bundleID = bundleID
+        self.key = key
+        self.requestsPerSecond = requestsPerSecond
+        self.pageSize = pageSize
+        self.clock = clock
+    }
+
+    /// A request's answer. `purchases` finds the scripted receipt answer holding a transaction id
+    /// (original or not) in an environment; nil when the id is unknown there.
+    func answer(
+        _ request: HTTPRequest, path: Substring, environment: String, purchases: (String, String) -> JSONValue?
+    ) -> HTTPResponse {
+        let now = clock()
+        guard authorized(request.headers[first: "Authorization"], now: now) else { return HTTPResponse(status: .unauthorized) }
+        if let retryAfter = throttled(now: now) {
+            refusedForRate.add(1, ordering: .relaxed)
+            return Self.error(429, 4_290_000, "Rate limit exceeded.", headers: ["Retry-After": String(retryAfter)])
+        }
+        let parts = path.split(separator: "/").map(String.init)  // inApps, v1, …
+        let query = Self.query(request.target)
+        func script(_ id: String) -> ServerAPIScript? {
+            purchases(id, environment).map {
+                ServerAPIScript(receipt: extended($0), bundleID: bundleID, environment: environment, signedDate: now)
+            }
+        }
+        func sign(_ payload: JSONValue) -> JSONValue { .string(try! SimulatorPKI.signer.sign(payload)) }
+        switch (request.method, parts.count >= 3 ? Array(parts[1...2]) : []) {
+        case (.get, ["v2", "history"]), (.get, ["v2", "refund"]):
+            let refunds = parts[2] == "refund"
+            guard let id = parts.last, let s = script(id) else { return Self.notFound }
+            var all = s.transactions
+            if refunds { all = all.filter { $0["revocationDate"] != nil } }
+            let start = query["revision"].flatMap(Int.init) ?? 0
+            let page = Array(all.dropFirst(start).prefix(pageSize))
+            let hasMore = start + page.count < all.count
+            var body: [Identifier: JSONValue] = [
+                "revision": .string(String(start + page.count)), "hasMore": .bool(hasMore),
+                "signedTransactions": .array(page.map(sign)),
+            ]
+            if !refunds {
+                body["bundleId"] = .string(bundleID)
+                body["environment"] = .string(environment)
+                body["appAppleId"] = .int(1_234_567_890)
+            }
+            return Self.json(.object(body))
+        case (.get, ["v1", "subscriptions"]):
+            guard let id = parts.last, let s = script(id) else { return Self.notFound }
+            let renewals = s.renewals
+            var groups: [String: [JSONValue]] = [:]
+            var order: [String] = []
+            let subscriptions = s.transactions.filter { $0["expiresDate"] != nil }
+            let originals = subscriptions.reduce(into: [String]()) { list, t in
+                let o = t["originalTransactionId"]?.string ?? ""
+                if !list.contains(o) { list.append(o) }
+            }
+            for original in originals {
+                guard let last = subscriptions.last(where: { $0["originalTransactionId"]?.string == original }) else { continue }
+                let renewal = renewals.first { $0["originalTransactionId"]?.string == original }
+                let group = last["subscriptionGroupIdentifier"]?.string ?? ""
+                if groups[group] == nil { order.append(group) }
+                var item: [Identifier: JSONValue] = [
+                    "status": .int(ServerAPIScript.status(last: last, renewal: renewal, now: now)),
+                    "originalTransactionId": .string(original), "signedTransactionInfo": sign(last),
+                ]
+                if let renewal { item["signedRenewalInfo"] = sign(renewal) }
+                groups[group, default: []].append(.object(item))
+            }
+            return Self.json(
+                .object([
+                    "environment": .string(environment), "bundleId": .string(bundleID), "appAppleId": .int(1_234_567_890),
+                    "data": .array(
+                        order.map {
+                            .object(["subscriptionGroupIdentifier": .string($0), "lastTransactions": .array(groups[$0]!)])
+                        }),
+                ]))
+        case (.get, ["v1", "transactions"]):
+            guard let id = parts.last, let s = script(id),
+                let t = s.transactions.first(where: { $0["transactionId"]?.string == id }) ?? s.transactions.last
+            else { return Self.notFound }
+            return Self.json(.object(["signedTransactionInfo": sign(t)]))
+        case (.get, ["v1", "lookup"]):
+            // Order ids are `M` and the original transaction id.
+            guard let order = parts.last, order.hasPrefix("M"), let s = script(String(order.dropFirst())) else {
+                return Self.json(.object(["status": .int(1), "signedTransactions": .array([])]))
+            }
+            return Self.json(.object(["status": .int(0), "signedTransactions": .array(s.transactions.map(sign))]))
+        case (.put, ["v1", "subscriptions"]) where parts.count == 4 && parts[2] == "extend":
+            guard let body = try? JSONValue.parse(request.body), let days = body["extendByDays"]?.int64, (1...90).contains(days),
+                body["extendReasonCode"]?.int64 != nil, body["requestIdentifier"]?.string != nil
+            else { return Self.error(400, 4_000_000, "Invalid request.") }
+            let original = parts[3]
+            guard let s = script(original), let last = s.transactions.last(where: { $0["expiresDate"] != nil }) else {
+                return Self.notFound
+            }
+            extensions.withLock { $0[original, default: 0] += days }
+            return Self.json(
+                .object([
+                    "originalTransactionId": .string(original), "webOrderLineItemId": last["webOrderLineItemId"] ?? .null,
+                    "success": .bool(true), "effectiveDate": .int((last["expiresDate"]?.int64 ?? now) + days * 86_400_000),
+                ]))
+        case (.put, ["v2", "transactions"]) where parts.count == 5 && parts[3] == "consumption":
+            guard (try? JSONValue.parse(request.body))?["customerConsented"] != nil else {
+                return Self.error(400, 4_000_000, "Invalid request.")
+            }
+            return script(parts[4]) == nil ? Self.notFound : HTTPResponse(status: .accepted)
+        case (.post, ["v1", "notifications"]) where parts.last == "history":
+            guard let body = try? JSONValue.parse(request.body), let start = body["startDate"]?.int64,
+                let end = body["endDate"]?.int64
+            else { return Self.error(400, 4_000_000, "Invalid request.") }
+            let matching = sent.withLock { $0 }.filter { $0.0 >= start && $0.0 < end }
+            let offset = query["paginationToken"].flatMap(Int.init) ?? 0
+            let page = Array(matching.dropFirst(offset).prefix(pageSize))
+            let more = offset + page.count < matching.count
+            var out: [Identifier: JSONValue] = [
+                "hasMore": .bool(more),
+                "notificationHistory": .array(
+                    page.map {
+                        .object([
+                            "signedPayload": .string($0.1),
+                            "sendAttempts": .array([
+                                .object(["attemptDate": .int($0.0), "sendAttemptResult": .string("NO_RESPONSE")])
+                            ]),
+                        ])
+                    }),
+            ]
+            if more { out["paginationToken"] = .string(String(offset + page.count)) }
+            return Self.json(.object(out))
+        case (.post, ["v1", "notifications"]) where parts.last == "test":
+            let token = "test-\(counter.add(1, ordering: .relaxed).newValue)"
+            let payload = notification(type: "TEST", subtype: nil, environment: environment, data: [:], now: now)
+            tests.withLock { $0[token] = payload }
+            return Self.json(.object(["testNotificationToken": .string(token)]))
+        case (.get, ["v1", "notifications"]) where parts.count == 5 && parts[3] == "test":
+            guard let payload = tests.withLock({ $0[parts[4]] }) else {
+                return Self.error(404, 4_040_008, "Test notification not found.")
+            }
+            return Self.json(
+                .object([
+                    "signedPayload": .string(payload),
+                    "sendAttempts": .array([.object(["attemptDate": .int(now), "sendAttemptResult": .string("SUCCESS")])]),
+                ]))
+        default:
+            return Self.error(404, 4_040_000, "Not found.")
+        }
+    }
+
+    /// A receipt answer with the extensions granted so far added to its subscriptions' expiries.
+    private func extended(_ receipt: JSONValue) -> JSONValue {
+        let granted = extensions.withLock { $0 }
+        guard !granted.isEmpty, case .object(var o) = receipt, case .array(let latest)? = o["latest_receipt_info"] else {
+            return receipt
+        }
+        o["latest_receipt_info"] = .array(
+            latest.map { t in
+                guard case .object(var f) = t, let days = granted[f["original_transaction_id"]?.string ?? ""],
+                    let expires = f["expires_date_ms"]?.int64
+                else { return t }
+                f["expires_date_ms"] = .string(String(expires + days * 86_400_000))
+                return .object(f)
+            })
+        return .object(o)
+    }
+
+    /// Signs a V2 notification about a scripted purchase and keeps it in the history; the signed
+    /// payload is returned (post it to receiptd, or don't: a missed notification).
+    func notification(
+        type: String, subtype: String?, environment: String, data: [Identifier: JSONValue], now: Int64
+    ) -> String {
+        var body = data
+        body["bundleId"] = .string(bundleID)
+        body["environment"] = .string(environment)
+        if environment == "Production" { body["appAppleId"] = .int(1_234_567_890) }
+        var payload: [Identifier: JSONValue] = [
+            "notificationType": .string(type), "notificationUUID": .string(UUID().uuidString.lowercased()),
+            "version": .string("2.0"), "signedDate": .int(now), "data": .object(body),
+        ]
+        if let subtype { payload["subtype"] = .string(subtype) }
+        let signed = try! SimulatorPKI.signer.sign(.object(payload))
+        if type != "TEST" { sent.withLock { $0.append((now, signed)) } }
+        return signed
+    }
+
+    /// Signs the transaction and renewal of `script` into a notification's `data`.
+    func notificationData(_ script: ServerAPIScript, transactionID: String) -> [Identifier: JSONValue] {
+        let transactions = script.transactions
+        guard let t = transactions.first(where: { $0["transactionId"]?.string == transactionID }) ?? transactions.last else {
+            return [:]
+        }
+        var data: [Identifier: JSONValue] = ["signedTransactionInfo": .string(try! SimulatorPKI.signer.sign(t))]
+        if let renewal = script.renewals.first(where: { $0["originalTransactionId"] == t["originalTransactionId"] }) {
+            data["signedRenewalInfo"] = .string(try! SimulatorPKI.signer.sign(renewal))
+        }
+        if let expires = t["expiresDate"]?.int64 {
+            data["status"] = .int(ServerAPIScript.status(last: t, renewal: nil, now: script.signedDate) == 1 ? 1 : 2)
+            _ = expires
+        }
+        return data
+    }
+
+    // MARK: The JWT, the rate limit, the answers' shapes
+
+    /// The bearer JWT, checked as Apple would: ES256 by the configured key, `kid`, `typ`, and every
+    /// claim (`iss`, `aud`, `bid`, `iat` not in the future, `exp` after now and at most 60 minutes
+    /// after `iat`).
+    func authorized(_ header: String?, now: Int64) -> Bool {
+        guard let key, let header, header.hasPrefix("Bearer ") else { return false }
+        let parts = header.dropFirst(7).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3, let h = JWSSigner.base64URLDecoded(parts[0]).flatMap({ try? JSONValue.parse($0) }),
+            let c = JWSSigner.base64URLDecoded(parts[1]).flatMap({ try? JSONValue.parse($0) }),
+            let raw = JWSSigner.base64URLDecoded(parts[2]),
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: raw)
+        else { return false }
+        guard h["alg"]?.string == "ES256", h["typ"]?.string == "JWT", h["kid"]?.string == key.keyID else { return false }
+        let seconds = now / 1000
+        guard c["iss"]?.string == key.issuerID, c["aud"]?.string == "appstoreconnect-v1", c["bid"]?.string == bundleID,
+            let iat = c["iat"]?.int64, let exp = c["exp"]?.int64, iat <= seconds + 60, exp > seconds, exp - iat <= 3_600
+        else { return false }
+        return key.publicKey.isValidSignature(signature, for: Array((parts[0] + "." + parts[1]).utf8))
+    }
+
+    /// nil when the request is within this second's allowance; else `Retry-After` (UNIX ms).
+    private func throttled(now: Int64) -> Int64? {
+        window.withLock { w in
+            let second = now / 1000
+            if w.second != second { w = (second, 0) }
+            w.count += 1
+            return w.count > requestsPerSecond ? (second + 1) * 1000 : nil
+        }
+    }
+
+    static func query(_ target: String) -> [String: String] {
+        guard let q = target.firstIndex(of: "?") else { return [:] }
+        var out: [String: String] = [:]
+        for pair in target[target.index(after: q)...].split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            if kv.count == 2 { out[kv[0]] = kv[1].removingPercentEncoding ?? kv[1] }
+        }
+        return out
+    }
+
+    static func json(_ value: JSONValue) -> HTTPResponse {
+        HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: value.jsonBytes)
+    }
+
+    static func error(_ status: Int, _ code: Int64, _ message: String, headers: HTTPHeaders = [:]) -> HTTPResponse {
+        var headers = headers
+        headers.replaceOrAdd(name: "Content-Type", value: "application/json")
+        return HTTPResponse(
+            status: HTTPStatus(code: status), headers: headers,
+            body: JSONValue.object(["errorCode": .int(code), "errorMessage": .string(message)]).jsonBytes)
+    }
+
+    static let notFound = error(404, 4_040_010, "Transaction id not found.")
+
+    /// An app receipt as devices hold one: PKCS#7 SignedData (swift-certificates' CMS, signed by the
+    /// test leaf) around the receipt's attribute SET, with one in-app purchase attribute (17) per
+    /// transaction id, each holding its `transaction_id` (1703) and `original_transaction_id` (1705).
+    public static func appReceipt(bundleID: String, transactions: [(id: String, original: String)]) -> String {
+        func attribute(_ type: Int, _ value: [UInt8], into coder: inout DER.Serializer) throws {
+            try coder.appendConstructedNode(identifier: .sequence) { c in
+                try c.serialize(type)
+                try c.serialize(1)
+                try c.serialize(ASN1OctetString(contentBytes: value[...]))
+            }
+        }
+        func utf8(_ text: String) throws -> [UInt8] {
+            var c = DER.Serializer()
+            try c.serialize(ASN1UTF8String(text))
+            return c.serializedBytes
+        }
+        func set(_ build: (inout DER.Serializer) throws -> Void) throws -> [UInt8] {
+            var c = DER.Serializer()
+            try c.appendConstructedNode(identifier: .set) { try build(&$0) }
+            return c.serializedBytes
+        }
+        let payload = try! set { c in
+            try attribute(2, utf8(bundleID), into: &c)
+            for t in transactions {
+                let purchase = try set { p in
+                    try attribute(1703, utf8(t.id), into: &p)
+                    try attribute(1705, utf8(t.original), into: &p)
+                }
+                try attribute(17, purchase, into: &c)
+            }
+        }
+        let signed = try! CMS.sign(
+            payload, certificate: SimulatorPKI.leaf, privateKey: Certificate.PrivateKey(SimulatorPKI.leafKey), detached: false)
+        return Data(signed).base64EncodedString()
+    }
+}
