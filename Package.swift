@@ -114,7 +114,7 @@ let package = Package(
         .target(
             name: "ReceiptCore",
             dependencies: [
-                "AppStore", "SignedData", "Entitlements", "Storage", "JSON", "Identifiers", "Clocks",
+                "AppStore", "AppStoreServerAPI", "SignedData", "Entitlements", "Storage", "JSON", "Identifiers", "Clocks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -126,7 +126,8 @@ let package = Package(
         .target(
             name: "ReceiptService",
             dependencies: [
-                "ReceiptCore", "HTTPServer", "Storage", "AppStore", "SignedData", "Entitlements", "JSON", "Identifiers", "Clocks",
+                "ReceiptCore", "HTTPServer", "Storage", "AppStore", "AppStoreServerAPI", "SignedData", "Entitlements", "JSON",
+                "Identifiers", "Clocks",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
@@ -141,8 +142,9 @@ let package = Package(
         .executableTarget(
             name: "receiptd",
             dependencies: [
-                "ReceiptService", "ReceiptCore", "AppStoreSimulator", "HTTPServer", "Storage", "Clocks",
+                "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStoreServerAPI", "HTTPServer", "Storage", "Clocks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -173,8 +175,9 @@ let package = Package(
         .target(
             name: "ReceiptTesting",
             dependencies: [
-                "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStore", "SignedData", "HTTPServer", "Storage", "Clocks",
-                .product(name: "Logging", package: "swift-log"), .product(name: "X509", package: "swift-certificates"),
+                "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStoreServerAPI", "AppStore", "SignedData", "HTTPServer",
+                "Storage", "Clocks", .product(name: "Logging", package: "swift-log"),
+                .product(name: "X509", package: "swift-certificates"),
             ],
             resources: [.copy("Fixtures")]
         ),

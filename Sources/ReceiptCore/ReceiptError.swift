@@ -10,6 +10,9 @@ package enum ReceiptError: Error, Sendable {
     case receiptInUse
     /// Apple refused the receipt (21002, 21003, 21010, …).
     case invalidReceipt(appleStatus: Int)
+    /// The App Store Server API knows no such transaction id (`4040010` in production and sandbox,
+    /// or `4000006`).
+    case invalidTransactionID
     /// The receipt or signed transaction belongs to another app.
     case bundleMismatch(String, appleStatus: Int? = nil)
     /// Apple refused receiptd's own request (shared secret, URLs).
@@ -34,6 +37,7 @@ package enum ReceiptError: Error, Sendable {
         case .subscriberNotFound: "subscriber_not_found"
         case .receiptInUse: "receipt_in_use"
         case .invalidReceipt: "invalid_receipt"
+        case .invalidTransactionID: "invalid_transaction_id"
         case .bundleMismatch: "bundle_mismatch"
         case .appStoreMisconfigured: "app_store_misconfigured"
         case .appStoreUnavailable: "app_store_unavailable"
@@ -52,6 +56,7 @@ package enum ReceiptError: Error, Sendable {
         case .subscriberNotFound: "No subscriber has that app_user_id."
         case .receiptInUse: "The receipt's purchases belong to another app user."
         case .invalidReceipt: "Apple did not accept the receipt."
+        case .invalidTransactionID: "Apple knows no purchase with that transaction id."
         case .bundleMismatch(let message, _): message
         case .appStoreMisconfigured: "receiptd's App Store settings were refused by Apple."
         case .appStoreUnavailable: "The App Store could not answer now; retry later."

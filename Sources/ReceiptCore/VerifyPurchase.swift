@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import Clocks
 import Entitlements
 import FoundationEssentials
@@ -7,8 +8,9 @@ import SignedData
 import Storage
 
 /// Verify a purchase for an app user and store what it proves: an app receipt through Apple's
-/// verifyReceipt, or StoreKit 2's signed transaction verified here. The answer is the user's
-/// document; a refusal is a ``ReceiptError``.
+/// verifyReceipt (or, in `server_api` mode, its transaction id through the App Store Server API),
+/// a transaction id through the App Store Server API, or StoreKit 2's signed transaction verified
+/// here. The answer is the user's document; a refusal is a ``ReceiptError``.
 package struct VerifyPurchase: Sendable {
     /// What the app sends.
     package struct Input: Sendable, Equatable {
@@ -32,9 +34,23 @@ package struct VerifyPurchase: Sendable {
         case receipt(String)
         /// StoreKit 2's JWS (and optionally the renewal info's), verified here.
         case signed(transaction: String, renewal: String?)
+        /// Any transaction id of the customer (what a StoreKit 2 app has after a purchase): its
+        /// history and subscription statuses asked of the App Store Server API.
+        case transactionID(String)
+    }
+
+    /// Who answers for an app receipt (`appStore.verifier`).
+    package enum Verifier: String, Sendable, CaseIterable {
+        /// Apple's verifyReceipt (deprecated by Apple, still answering).
+        case verifyReceipt = "verify_receipt"
+        /// The receipt's transaction id is read from its PKCS#7 and the Server API asked instead.
+        case serverAPI = "server_api"
     }
 
     let client: VerifyReceiptClient
+    /// The App Store Server API; nil when no In-App Purchase key is configured.
+    let serverAPI: ServerAPIClient?
+    let mode: Verifier
     let verifier: SignedDataVerifier
     let database: DatabaseQueue
     let bundleIDs: [String]
@@ -45,12 +61,14 @@ package struct VerifyPurchase: Sendable {
     let monotonic: any MonotonicClock
 
     package init(
-        client: VerifyReceiptClient, verifier: SignedDataVerifier, database: DatabaseQueue, bundleIDs: [String],
-        state: SubscriberState, policy: OwnershipPolicy, logger: Logger, clock: WallClock,
-        monotonic: any MonotonicClock = SystemMonotonicClock()
+        client: VerifyReceiptClient, serverAPI: ServerAPIClient? = nil, mode: Verifier = .verifyReceipt,
+        verifier: SignedDataVerifier, database: DatabaseQueue, bundleIDs: [String], state: SubscriberState,
+        policy: OwnershipPolicy, logger: Logger, clock: WallClock, monotonic: any MonotonicClock = SystemMonotonicClock()
     ) {
         self.monotonic = monotonic
         self.client = client
+        self.serverAPI = serverAPI
+        self.mode = mode
         self.verifier = verifier
         self.database = database
         self.bundleIDs = bundleIDs
@@ -68,6 +86,7 @@ package struct VerifyPurchase: Sendable {
         case .signed(let transaction, let renewal):
             try FieldRules.jws(transaction, field: "signed_transaction")
             if let renewal { try FieldRules.jws(renewal, field: "signed_renewal_info") }
+        case .transactionID(let id): try FieldRules.transactionID(id)
         }
         if let bundleID = input.bundleID { try FieldRules.bundleID(bundleID) }
     }
@@ -76,8 +95,10 @@ package struct VerifyPurchase: Sendable {
         try Self.validate(input)
         do {
             switch input.proof {
+            case .receipt(let receipt) where mode == .serverAPI: return try await verifyReceiptByServerAPI(receipt, input)
             case .receipt(let receipt): return try await verifyReceipt(receipt, input)
             case .signed(let transaction, let renewal): return try await verifySigned(transaction, renewal, input)
+            case .transactionID(let id): return try await verifyTransactionID(id, input)
             }
         } catch let error as ReceiptError {
             guard case .appStoreUnavailable(let status, let retry, nil) = error else { throw error }
@@ -89,17 +110,103 @@ package struct VerifyPurchase: Sendable {
         }
     }
 
-    private func verifyReceipt(_ receiptData: String, _ input: Input) async throws -> SubscriberSnapshot {
-        let expectedBundle: String
+    /// The app a receipt or transaction id is for: the one given, or the only one configured.
+    private func expectedBundle(_ input: Input) throws(ReceiptError) -> String {
         if let given = input.bundleID {
             guard bundleIDs.contains(given) else { throw ReceiptError.bundleMismatch("`bundle_id` is not a configured app.") }
-            expectedBundle = given
-        } else {
-            guard bundleIDs.count == 1 else {
-                throw ReceiptError.invalidRequest("`bundle_id` is required: several apps are configured.")
-            }
-            expectedBundle = bundleIDs[0]
+            return given
         }
+        guard bundleIDs.count == 1 else {
+            throw ReceiptError.invalidRequest("`bundle_id` is required: several apps are configured.")
+        }
+        return bundleIDs[0]
+    }
+
+    /// `server_api` mode: the receipt is read only for a transaction id (§4.5); Apple's signed
+    /// answer about it is what is stored. A receipt with no in-app purchase proves nothing to store.
+    private func verifyReceiptByServerAPI(_ receiptData: String, _ input: Input) async throws -> SubscriberSnapshot {
+        let id: String?
+        do { id = try AppReceipt.transactionID(base64: receiptData) } catch {
+            throw ReceiptError.invalidRequest("`receipt_data` is not an app receipt (PKCS#7): \(error)")
+        }
+        guard let id else {
+            let log = VerificationLogEntry(
+                appUserID: input.appUserID, environment: nil, appleStatus: nil, outcome: "no_transactions", attempts: 0,
+                latencyMs: 0)
+            return try await store(
+                VerifiedFacts(environment: AppStoreEnvironment.production.rawValue, purchases: []), for: input.appUserID, log: log
+            )
+        }
+        return try await verifyTransactionID(id, input)
+    }
+
+    /// A transaction id: every page of the customer's history and their subscriptions' statuses
+    /// (renewal info) from the App Store Server API, each signed payload verified, stored through
+    /// the same save as every other source.
+    private func verifyTransactionID(_ transactionID: String, _ input: Input) async throws -> SubscriberSnapshot {
+        let bundle = try expectedBundle(input)
+        guard let serverAPI else {
+            logger.critical("a transaction id was posted but no App Store Server API key is configured (appStore.serverApi)")
+            throw ReceiptError.appStoreMisconfigured(appleStatus: nil)
+        }
+        let started = monotonic.now
+        let history: ServerAPIClient.History
+        let statuses: ServerAPIClient.Statuses
+        do {
+            async let asked = serverAPI.subscriptionStatuses(of: transactionID, bundleID: bundle)
+            history = try await serverAPI.transactionHistory(of: transactionID, bundleID: bundle)
+            statuses = try await asked
+        } catch let failure as ServerAPIFailure {
+            let at = clock.now()
+            let entry = VerificationLogEntry(
+                appUserID: input.appUserID, environment: nil, appleStatus: nil, outcome: "server_api_" + failure.metricName,
+                attempts: 0, latencyMs: (monotonic.now - started).milliseconds)
+            try await database.write { db in try ReceiptStore(db).log(entry, at: at) }
+            throw error(failure)
+        }
+        let foreign = history.transactions.first { $0.bundleID != bundle }
+        if foreign != nil { throw ReceiptError.bundleMismatch("The transaction belongs to another app.") }
+        let renewals = statuses.subscriptions.compactMap(\.renewal).map(WireMapping.renewal)
+        let record = VerifiedFacts(
+            environment: history.environment.rawValue, purchases: history.transactions.map(WireMapping.purchase),
+            renewals: renewals)
+        let log = VerificationLogEntry(
+            appUserID: input.appUserID, environment: history.environment.rawValue, appleStatus: nil, outcome: "server_api",
+            attempts: history.pages + 1, latencyMs: (monotonic.now - started).milliseconds)
+        return try await store(record, for: input.appUserID, log: log)
+    }
+
+    /// The Server API's failures as the API's stable errors.
+    private func error(_ failure: ServerAPIFailure) -> ReceiptError {
+        switch failure {
+        case .notFound, .invalidTransactionID: return .invalidTransactionID
+        case .unauthorized(let status):
+            logger.critical(
+                "Apple refused receiptd's App Store Server API token: check the In-App Purchase key, appStore.serverApi.keyId and issuerId",
+                metadata: ["http_status": "\(status)"])
+            return .appStoreMisconfigured(appleStatus: nil)
+        case .rejected(let status, let error):
+            logger.error(
+                "Apple refused an App Store Server API request",
+                metadata: ["http_status": "\(status)", "error_code": "\(error?.code ?? 0)"])
+            return .appStoreMisconfigured(appleStatus: nil)
+        case .unavailable(let reason, let retryAfter):
+            logger.warning("App Store Server API unavailable", metadata: ["reason": "\(reason)"])
+            return .appStoreUnavailable(
+                appleStatus: nil, retryAfterSeconds: max(1, retryAfter?.secondsRoundedUp ?? 30), lastKnown: nil)
+        case .badAnswer(let reason):
+            logger.error("App Store Server API answer unreadable", metadata: ["reason": "\(reason)"])
+            return .appStoreUnavailable(appleStatus: nil, retryAfterSeconds: 30, lastKnown: nil)
+        case .signedData(let refusal):
+            // Apple's own answer did not verify: never stored, and the user keeps what they had.
+            logger.critical(
+                "an App Store Server API answer failed signature verification", metadata: ["reason": "\(refusal.code)"])
+            return .appStoreUnavailable(appleStatus: nil, retryAfterSeconds: 30, lastKnown: nil)
+        }
+    }
+
+    private func verifyReceipt(_ receiptData: String, _ input: Input) async throws -> SubscriberSnapshot {
+        let expectedBundle = try expectedBundle(input)
         let verification = await client.verify(receiptData: receiptData, excludeOldTransactions: input.excludeOldTransactions)
         let entry = Self.logEntry(verification, user: input.appUserID)
         let (response, environment): (VerifyReceiptResponse, AppStoreEnvironment)

@@ -23,7 +23,7 @@ struct APIError: Error, Sendable {
         case .invalidRequest: status = .badRequest
         case .subscriberNotFound: status = .notFound
         case .receiptInUse: status = .conflict
-        case .invalidReceipt, .bundleMismatch, .wrongApp: status = .unprocessableContent
+        case .invalidReceipt, .invalidTransactionID, .bundleMismatch, .wrongApp: status = .unprocessableContent
         case .appStoreMisconfigured, .internalFault: status = .internalServerError
         case .appStoreUnavailable(_, let seconds, let lastKnown):
             status = .serviceUnavailable

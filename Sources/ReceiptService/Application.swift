@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import Clocks
 import Entitlements
 import FoundationEssentials
@@ -92,9 +93,19 @@ public final class Application: Sendable {
         let policy = OwnershipPolicy(rawValue: configuration.api.ownershipPolicy) ?? .transfer
         let documentCache = SubscriberCache(capacity: configuration.database.documentCache)
         if documentCache.capacity > 0 { documentCache.follow(database) }
+        let serverAPI = settings.serverAPI.credentials.map { credentials in
+            ServerAPIClient(
+                configuration: .init(
+                    productionURL: settings.serverAPI.productionURL, sandboxURL: settings.serverAPI.sandboxURL,
+                    policy: ServerAPIRetryPolicy(
+                        maxRetries: settings.maxRetries, attemptTimeout: settings.attemptTimeout, deadline: settings.deadline),
+                    sandbox: signed.environments.contains(.sandbox)),
+                token: ServerAPIToken(credentials: credentials, clock: clock), transport: transport, verifier: verifier,
+                clock: monotonic, wallClock: clock, metrics: telemetry.factory)
+        }
         let verifyPurchase = VerifyPurchase(
-            client: client, verifier: verifier, database: database, bundleIDs: settings.bundleIDs, state: state,
-            policy: policy, logger: logger, clock: clock, monotonic: monotonic)
+            client: client, serverAPI: serverAPI, mode: settings.verifier, verifier: verifier, database: database,
+            bundleIDs: settings.bundleIDs, state: state, policy: policy, logger: logger, clock: clock, monotonic: monotonic)
         let readSubscriber = ReadSubscriber(
             database: database, state: state, cache: documentCache, logger: logger, clock: clock)
         let ingestNotification = IngestNotification(

@@ -16,10 +16,17 @@ enum Requests {
         }
         _ = try FieldRules.appUserID(user)
         let proof: VerifyPurchase.Proof
-        switch (json["receipt_data"] ?? .null, json["signed_transaction"] ?? .null) {
-        case (.null, .null):
-            throw .invalidRequest("Either `receipt_data` or `signed_transaction` is required.")
-        case (.null, .string(let jws)):
+        let given = ["receipt_data", "signed_transaction", "transaction_id"].filter { (json[$0] ?? .null) != .null }
+        guard given.count <= 1 else {
+            throw .invalidRequest("Send one of `receipt_data`, `signed_transaction` or `transaction_id`, not several.")
+        }
+        switch given.first {
+        case nil:
+            throw .invalidRequest("One of `receipt_data`, `signed_transaction` or `transaction_id` is required.")
+        case "signed_transaction":
+            guard case .string(let jws)? = json["signed_transaction"] else {
+                throw .invalidRequest("`signed_transaction` must be a JWS string of at most \(FieldRules.maxJWSBytes) bytes.")
+            }
             try FieldRules.jws(jws, field: "signed_transaction")
             switch json["signed_renewal_info"] ?? .null {
             case .null: proof = .signed(transaction: jws, renewal: nil)
@@ -27,16 +34,19 @@ enum Requests {
                 proof = .signed(transaction: jws, renewal: info)
             default: throw .invalidRequest("`signed_renewal_info` must be a JWS string.")
             }
-        case (.null, _):
-            throw .invalidRequest("`signed_transaction` must be a JWS string of at most \(FieldRules.maxJWSBytes) bytes.")
-        case (.string(let receipt), .null):
+        case "transaction_id":
+            guard case .string(let id)? = json["transaction_id"] else {
+                throw .invalidRequest("`transaction_id` must be a string.")
+            }
+            try FieldRules.transactionID(id)
+            proof = .transactionID(id)
+        default:
+            guard case .string(let receipt)? = json["receipt_data"] else {
+                throw .invalidRequest(
+                    "`receipt_data` must be a non-empty base64 string of at most \(FieldRules.maxReceiptBytes) bytes.")
+            }
             try FieldRules.receipt(receipt)
             proof = .receipt(receipt)
-        case (_, .null):
-            throw .invalidRequest(
-                "`receipt_data` must be a non-empty base64 string of at most \(FieldRules.maxReceiptBytes) bytes.")
-        default:
-            throw .invalidRequest("Send `receipt_data` or `signed_transaction`, not both.")
         }
         var bundleID: String?
         switch json["bundle_id"] {

@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import Entitlements
 import FoundationEssentials
 import Glibc
@@ -86,6 +87,10 @@ public struct ServiceConfiguration: Sendable {
         /// Verifications talking to Apple at once; more wait their turn. Throughput is this over
         /// Apple's latency: 1,000 in flight at 300 ms is 3,300 verifications a second.
         public var maxConcurrentCalls = 1_000
+        /// `appStore.verifier`: who answers for a posted app receipt.
+        package var verifier: VerifyPurchase.Verifier = .verifyReceipt
+        /// The App Store Server API (`appStore.serverApi.*`).
+        public var serverAPI = ServerAPISettings()
 
         package init(
             productionURL: String, sandboxURL: String, simulator: Bool, allowHTTP: Bool, bundleIDs: [String],
@@ -107,6 +112,26 @@ public struct ServiceConfiguration: Sendable {
             self.signedData = signedData
             self.breaker = breaker
             self.maxConcurrentCalls = maxConcurrentCalls
+        }
+    }
+
+    /// How receiptd reaches the App Store Server API (Docs/apple-protocols.md §4).
+    public struct ServerAPISettings: Sendable {
+        /// Defaults: the hosts Apple's libraries use since 2026-05 (§4.2).
+        public var productionURL = "https://api.storekit.apple.com"
+        public var sandboxURL = "https://api.storekit-sandbox.apple.com"
+        /// The In-App Purchase key with its key id and issuer id; nil when none is configured (the
+        /// Server API is then never called, and a posted `transaction_id` is refused as misconfigured).
+        public var credentials: ServerAPIToken.Credentials?
+
+        public init(
+            productionURL: String = "https://api.storekit.apple.com",
+            sandboxURL: String = "https://api.storekit-sandbox.apple.com",
+            credentials: ServerAPIToken.Credentials? = nil
+        ) {
+            self.productionURL = productionURL
+            self.sandboxURL = sandboxURL
+            self.credentials = credentials
         }
     }
 
@@ -266,10 +291,20 @@ public struct ServiceConfiguration: Sendable {
             maxOpenFor: try c.milliseconds("appStore.breakerMaxOpenMs", default: 300_000))
         // Verifications talking to Apple at once (the same receipt asked twice at once is one call).
         appStore.maxConcurrentCalls = try c.int("appStore.maxConcurrentCalls", default: 1_000, range: 1...10_000)
+        appStore.verifier =
+            VerifyPurchase.Verifier(
+                rawValue: try c.choice(
+                    "appStore.verifier", default: "verify_receipt", allowed: VerifyPurchase.Verifier.allCases.map(\.rawValue)))
+            ?? .verifyReceipt
+        appStore.serverAPI = try loadServerAPISettings(c, simulator: appStore.simulator, verifier: appStore.verifier)
         guard !appStore.bundleIDs.isEmpty else {
             throw ConfigurationError(key: "appStore.bundleIds", message: "must name at least one app")
         }
-        for (key, url) in [("appStore.productionUrl", appStore.productionURL), ("appStore.sandboxUrl", appStore.sandboxURL)] {
+        for (key, url) in [
+            ("appStore.productionUrl", appStore.productionURL), ("appStore.sandboxUrl", appStore.sandboxURL),
+            ("appStore.serverApi.productionUrl", appStore.serverAPI.productionURL),
+            ("appStore.serverApi.sandboxUrl", appStore.serverAPI.sandboxURL),
+        ] {
             guard url.hasPrefix("https://") || (appStore.allowHTTP && url.hasPrefix("http://")) else {
                 throw ConfigurationError(key: key, message: "must be an https:// URL (http:// only with appStore.allowHttp)")
             }
@@ -342,6 +377,47 @@ public struct ServiceConfiguration: Sendable {
         configuration.logFormat = try c.choice(
             "log.format", default: name == "development" ? "text" : "json", allowed: ["json", "text"])
         return (configuration, c)
+    }
+
+    /// `appStore.serverApi.*`: the base URLs, the key id and issuer id, and the `.p8` key from
+    /// `RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY` (or `…_FILE`). All three or none; `server_api`
+    /// needs them (the simulator makes its own).
+    static func loadServerAPISettings(_ c: ConfigLoader, simulator: Bool, verifier: VerifyPurchase.Verifier)
+        throws(ConfigurationError) -> ServerAPISettings
+    {
+        var settings = ServerAPISettings()
+        // The App Store Server API's hosts (Docs/apple-protocols.md §4.2).
+        settings.productionURL = try c.string("appStore.serverApi.productionUrl", default: settings.productionURL)
+        settings.sandboxURL = try c.string("appStore.serverApi.sandboxUrl", default: settings.sandboxURL)
+        // The In-App Purchase key's id (App Store Connect → Users and Access → Integrations → In-App Purchase).
+        let keyID = try c.string("appStore.serverApi.keyId", default: "")
+        // The team's issuer id (a UUID, same page).
+        let issuerID = try c.string("appStore.serverApi.issuerId", default: "")
+        // The .p8 key itself: a secret.
+        let key = try c.secret("appStore.serverApi.privateKey")
+        switch (keyID.isEmpty, issuerID.isEmpty, key) {
+        case (true, true, nil):
+            guard verifier == .verifyReceipt || simulator else {
+                throw ConfigurationError(
+                    key: "appStore.verifier",
+                    message:
+                        "\(verifier.rawValue) needs appStore.serverApi.keyId, issuerId and RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY"
+                )
+            }
+        case (false, false, let key?):
+            do {
+                settings.credentials = try ServerAPIToken.Credentials(keyID: keyID, issuerID: issuerID, p8: key)
+            } catch {
+                throw ConfigurationError(key: "appStore.serverApi.privateKey", message: error.description)
+            }
+        default:
+            throw ConfigurationError(
+                key: "appStore.serverApi",
+                message:
+                    "keyId, issuerId and the private key (RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY) go together: set all three or none"
+            )
+        }
+        return settings
     }
 
     private static func loadSignedDataSettings(_ c: ConfigLoader) throws(ConfigurationError) -> SignedDataSettings {

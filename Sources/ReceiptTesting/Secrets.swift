@@ -1,3 +1,4 @@
+import AppStoreServerAPI
 import Logging
 import Synchronization
 import Testing
@@ -7,7 +8,13 @@ package enum TestSecrets {
     package static let publicKey = "pk_test_4f1c9a7e2b"
     package static let secretKey = "sk_test_91d0e3b58a"
     package static let sharedSecret = "ss_test_7c2e5a90f3"
-    package static let all = [publicKey, secretKey, sharedSecret]
+    /// The App Store Server API's `.p8` key (Apple's published test key) and ids.
+    package static let serverAPIKey = Fixtures.text("AppStoreServerAPI/testSigningKey.p8")
+    package static let serverAPICredentials = try! ServerAPIToken.Credentials(
+        keyID: "TESTKEY123", issuerID: "00000000-0000-4000-8000-0000000000aa", p8: serverAPIKey)
+    /// A line of the key's base64: what a leak of the key would show.
+    package static let serverAPIKeyLine = String(serverAPIKey.split(separator: "\n")[1])
+    package static let all = [publicKey, secretKey, sharedSecret, serverAPIKeyLine]
 }
 
 /// Every log line of every test service and every response the tests receive (through

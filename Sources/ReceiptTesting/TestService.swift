@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import AppStoreSimulator
 import Clocks
 import Foundation
@@ -50,10 +51,13 @@ package func testConfiguration(
 package final class TestApp: Sendable {
     package let application: Application
     package let simulator: HTTPServer?
+    /// The simulator itself (its purchases, notifications and Server API), when one runs.
+    package let appStore: AppStoreSimulator?
 
-    private init(application: Application, simulator: HTTPServer?) {
+    private init(application: Application, simulator: HTTPServer?, appStore: AppStoreSimulator?) {
         self.application = application
         self.simulator = simulator
+        self.appStore = appStore
     }
 
     /// Starts the simulator (on `clock`) when configured, then opens the application (migrating).
@@ -64,22 +68,31 @@ package final class TestApp: Sendable {
     ) throws -> TestApp {
         var configuration = configuration
         let wall = clock?.wall ?? .system
-        var simulator: HTTPServer?
+        var simulator: AppStoreSimulator.Served?
         if configuration.appStore.simulator {
             let settings = configuration.appStore
+            // As the executable wires it (SimulatorWiring), but the roots stay the test's own.
+            let credentials = settings.serverAPI.credentials ?? TestSecrets.serverAPICredentials
+            configuration.appStore.serverAPI.credentials = credentials
             let served = try AppStoreSimulator.serve(
-                configuration: .init(bundleID: settings.bundleIDs[0], sharedSecret: settings.sharedSecret), now: wall,
-                logger: logger)
+                configuration: .init(
+                    bundleID: settings.bundleIDs[0], sharedSecret: settings.sharedSecret,
+                    serverAPIKey: .init(
+                        keyID: credentials.keyID, issuerID: credentials.issuerID, publicKey: credentials.key.publicKey)),
+                now: wall, logger: logger)
             (configuration.appStore.productionURL, configuration.appStore.sandboxURL) = (served.productionURL, served.sandboxURL)
-            simulator = served.server
+            (configuration.appStore.serverAPI.productionURL, configuration.appStore.serverAPI.sandboxURL) = (
+                served.serverAPIProductionURL, served.serverAPISandboxURL
+            )
+            simulator = served
         }
         do {
             return TestApp(
                 application: try Application.open(
                     configuration: configuration, logger: logger, clock: wall, monotonic: monotonic),
-                simulator: simulator)
+                simulator: simulator?.server, appStore: simulator?.simulator)
         } catch {
-            simulator?.shutdown()
+            simulator?.server.shutdown()
             throw error
         }
     }

@@ -47,6 +47,39 @@ struct ServiceConfigurationTests {
         #expect(signed.roots.count == 2 && signed.roots[0] == signed.roots[1] && signed.roots[0] != AppleRootCA.g3)
     }
 
+    @Test func theServerAPIKeyComesFromTheEnvironmentWithItsIdsAndIsNeverEchoed() async throws {
+        let dir = try makeConfigDirectory([
+            "default.json":
+                #"{"appStore": {"serverApi": {"keyId": "2X9R4HXF34", "issuerId": "57246542-96fe-1a63-e053-0824d011072a"}}}"#
+        ])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let defaults = try await ServiceConfiguration.load(
+            configDirectory: dir, environment: ["RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY": TestSecrets.serverAPIKey]
+        ).0
+        #expect(defaults.appStore.serverAPI.credentials?.keyID == "2X9R4HXF34")
+        #expect(defaults.appStore.serverAPI.productionURL == "https://api.storekit.apple.com")
+        #expect(defaults.appStore.serverAPI.sandboxURL == "https://api.storekit-sandbox.apple.com")
+        #expect(defaults.appStore.verifier == .verifyReceipt)
+        // Ids without the key, a key that is not one, server_api without a key: refused, naming the key.
+        let refusals: [[String: String]] = [
+            [:], ["RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY": "not a key sk_test_91d0e3b58a"],
+        ]
+        for environment in refusals {
+            do {
+                _ = try await ServiceConfiguration.load(configDirectory: dir, environment: environment)
+                Issue.record("accepted \(environment.keys)")
+            } catch let error as ConfigurationError {
+                #expect(error.key.hasPrefix("appStore.serverApi"))
+                #expect(!"\(error)".contains("sk_test_91d0e3b58a"))
+            }
+        }
+        let bare = try makeConfigDirectory(["default.json": #"{"appStore": {"verifier": "server_api"}}"#])
+        defer { try? FileManager.default.removeItem(atPath: bare) }
+        await #expect(throws: ConfigurationError.self) {
+            try await ServiceConfiguration.load(configDirectory: bare, environment: [:])
+        }
+    }
+
     @Test func environmentFileThenVariablesOverride() async throws {
         let dir = try makeConfigDirectory([
             "default.json": #"{"http": {"port": 1000, "maxConnections": 5}}"#,

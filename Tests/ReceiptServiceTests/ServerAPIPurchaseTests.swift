@@ -1,0 +1,84 @@
+import AppStoreSimulator
+import Foundation
+import ReceiptTesting
+import Storage
+import Testing
+
+@testable import ReceiptCore
+@testable import ReceiptService
+
+/// POST /v1/receipts with a transaction id, and app receipts in `server_api` mode: the App Store
+/// Server API (the simulator's, signing with Apple's test PKI) asked, its answer stored like any other.
+@Suite("Receipts through the App Store Server API", .serialized)
+struct ServerAPIPurchaseTests {
+    static func configuration(_ verifier: VerifyPurchase.Verifier) -> (String) -> ServiceConfiguration {
+        { path in
+            var c = testConfiguration(path: path, signedData: .init(roots: [TestPKI.root]))
+            c.appStore.verifier = verifier
+            return c
+        }
+    }
+
+    static func subscriptions(_ document: [String: Any]) -> NSDictionary {
+        NSDictionary(dictionary: document["subscriptions"] as? [String: Any] ?? [:])
+    }
+
+    @Test func aTransactionIDGivesTheSameDocumentAsTheReceiptThroughVerifyReceipt() async throws {
+        try await withClockedService(configuration: Self.configuration(.verifyReceipt)) { app, port, db, _ in
+            let simulator = try #require(app.appStore)
+            for scenario in [Scenario.activeMonthly, .upgraded, .gracePeriod, .refunded, .cancelled, .sandboxOnly] {
+                let bought = simulator.purchase(scenario, tag: "t")
+                let byID = try await postReceipts(
+                    port, #"{"app_user_id":"id-\#(scenario.rawValue)","transaction_id":"\#(bought.transactionID)"}"#)
+                #expect(byID.status == 200 && Self.subscriptions(byID.json).count >= 1, "\(scenario): \(byID.body)")
+                // The same purchase through verifyReceipt (its PKCS#7 receipt): the same subscriptions.
+                let byReceipt = try await postReceipts(
+                    port, #"{"app_user_id":"rc-\#(scenario.rawValue)","receipt_data":"\#(bought.receiptData)"}"#)
+                #expect(byReceipt.status == 200, "\(scenario): \(byReceipt.body)")
+                #expect(
+                    Self.subscriptions(byID.json).isEqual(to: byReceipt.json["subscriptions"] as? [String: Any] ?? [:]),
+                    "\(scenario): \(byID.body)\n\(byReceipt.body)")
+            }
+            let log = try Database(path: db).scalarText(
+                "SELECT outcome FROM verifications WHERE app_user_id = 'id-active_monthly'")
+            #expect(log == "server_api")
+        }
+    }
+
+    @Test func anUnknownOrMalformedTransactionIDIsRefusedAndStoresNothingButTheLog() async throws {
+        try await withClockedService(configuration: Self.configuration(.verifyReceipt)) { _, port, db, _ in
+            let before = try tableSnapshot(db)
+            let unknown = try await postReceipts(port, #"{"app_user_id":"u","transaction_id":"2000000999"}"#)
+            #expect(
+                unknown.status == 422 && (unknown.json["error"] as? [String: Any])?["code"] as? String == "invalid_transaction_id"
+            )
+            for body in [
+                #"{"app_user_id":"u","transaction_id":""}"#, #"{"app_user_id":"u","transaction_id":"1/../2"}"#,
+                #"{"app_user_id":"u","transaction_id":7}"#,
+                #"{"app_user_id":"u","transaction_id":"1","receipt_data":"QUJDRA=="}"#,
+            ] {
+                let r = try await postReceipts(port, body)
+                #expect(
+                    r.status == 400 && (r.json["error"] as? [String: Any])?["code"] as? String == "invalid_request", "\(body)")
+            }
+            #expect(try tableSnapshot(db) == before)
+        }
+    }
+
+    @Test func serverAPIModeReadsTheReceiptForItsTransactionIDAndAsksTheServerAPI() async throws {
+        try await withClockedService(configuration: Self.configuration(.serverAPI)) { app, port, db, _ in
+            let bought = try #require(app.appStore).purchase(.activeMonthly, tag: "m")
+            let r = try await postReceipts(port, #"{"app_user_id":"sam","receipt_data":"\#(bought.receiptData)"}"#)
+            #expect(r.status == 200 && entitlement(r.json, "premium")?["active"] as? Bool == true, "\(r.body)")
+            #expect(
+                try Database(path: db).scalarText("SELECT outcome FROM verifications WHERE app_user_id = 'sam'") == "server_api")
+            // Xcode's receipt with no purchase: nothing to ask Apple about, nothing stored.
+            let empty = try await postReceipts(
+                port, #"{"app_user_id":"eve","receipt_data":"\#(Fixtures.text("AppStoreServerAPI/xcode-app-receipt-empty"))"}"#)
+            #expect(empty.status == 200 && (empty.json["subscriptions"] as? [String: Any])?.isEmpty == true, "\(empty.body)")
+            // A receipt that is not PKCS#7 is refused before Apple is asked.
+            let scripted = try await postReceipts(port, receiptBody(user: "bob", "active_monthly:b"))
+            #expect(scripted.status == 400, "\(scripted.body)")
+        }
+    }
+}
