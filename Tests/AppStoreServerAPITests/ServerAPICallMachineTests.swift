@@ -4,7 +4,7 @@ import Testing
 @testable import AppStoreServerAPI
 
 @Suite("App Store Server API call machine")
-struct ServerAPIRetryPolicyTests {
+struct ServerAPICallMachineTests {
     static let policy = ServerAPIRetryPolicy(
         maxRetries: 3, baseDelay: .milliseconds(200), maxDelay: .seconds(2), attemptTimeout: .seconds(10), deadline: .seconds(20))
 

@@ -1,39 +1,15 @@
 import AppStore
 import SignedData
 
-/// The decisions of one App Store Server API call, free of I/O (Docs/apple-protocols.md §4.3–4.4):
-/// which environment to ask, whether and when to ask again, and how the call ends. The client runs
-/// the returned actions; time and randomness come in as arguments, so a test replays any schedule.
-///
-/// Rules: production first. A transaction id production does not know (`4040010`, or a 404 with
-/// no error body) is asked of sandbox once, like verifyReceipt's 21007. The retryable codes
-/// (`4040002`, `4040004`, `4040006`, `5000001`), HTTP 5xx and no answer at all are retried with
-/// jittered exponential backoff while retries and the deadline last; a 429 waits until its
-/// `Retry-After` (a UNIX time in ms) when that falls within the deadline. 401 is a bad key.
-public struct ServerAPIRetryPolicy: Sendable, Equatable {
-    /// Retries after the first send, not counting the one environment switch.
-    public var maxRetries: Int
-    /// The first retry waits about this long; each further retry doubles it, up to `maxDelay`.
-    public var baseDelay: Duration
-    public var maxDelay: Duration
-    /// One exchange may take at most this long.
-    public var attemptTimeout: Duration
-    /// Everything, retries, waits for the rate limiter and the switch included, ends within this.
-    public var deadline: Duration
+/// Bounds on one call: the same as verifyReceipt's (retries, backoff, per-attempt timeout and a
+/// deadline that includes waits for the rate limiter and a 429's `Retry-After`).
+public typealias ServerAPIRetryPolicy = VerifyReceiptPolicy
 
-    public init(
-        maxRetries: Int = 3, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(2),
-        attemptTimeout: Duration = .seconds(10), deadline: Duration = .seconds(20)
-    ) {
-        self.maxRetries = maxRetries
-        self.baseDelay = baseDelay
-        self.maxDelay = maxDelay
-        self.attemptTimeout = attemptTimeout
-        self.deadline = deadline
-    }
-
-    /// Apple's retryable error codes (§4.4), beside 429's `4290000`.
-    public static let retryableCodes: Set<Int64> = [4_040_002, 4_040_004, 4_040_006, 5_000_001]
+/// Apple's error codes the call machine acts on (§4.4).
+public enum ServerAPIErrorCode {
+    /// Retryable, beside 429's `4290000`: account, app and original transaction not found yet,
+    /// and a general internal error.
+    public static let retryable: Set<Int64> = [4_040_002, 4_040_004, 4_040_006, 5_000_001]
     /// A transaction id unknown in the environment asked.
     public static let transactionIDNotFound: Int64 = 4_040_010
     public static let invalidTransactionID: Int64 = 4_000_006
@@ -89,7 +65,15 @@ public struct ServerAPIError: Sendable, Equatable {
     }
 }
 
-/// One call's exchanges as a state machine over ``ServerAPIRetryPolicy``.
+/// The decisions of one App Store Server API call, free of I/O (Docs/apple-protocols.md §4.3–4.4):
+/// which environment to ask, whether and when to ask again, and how the call ends. The client runs
+/// the returned actions; time and randomness come in as arguments, so a test replays any schedule.
+///
+/// Rules: production first. A transaction id production does not know (`4040010`, or a 404 with
+/// no error body) is asked of sandbox once, like verifyReceipt's 21007. The retryable codes
+/// (`4040002`, `4040004`, `4040006`, `5000001`), HTTP 5xx and no answer at all are retried with
+/// jittered exponential backoff while retries and the deadline last; a 429 waits until its
+/// `Retry-After` (a UNIX time in ms) when that falls within the deadline. 401 is a bad key.
 public struct ServerAPICallMachine: Sendable {
     /// What one exchange brought back.
     public enum Exchange: Sendable, Equatable {
@@ -149,17 +133,17 @@ public struct ServerAPICallMachine: Sendable {
             if (200..<300).contains(status) { return .finish(.success(ServerAPIAnswer(body: body, environment: environment))) }
             let code = error?.code
             if status == 401 || status == 403 { return .finish(.failure(.unauthorized(status: status))) }
-            if status == 429 || code == ServerAPIRetryPolicy.rateLimitExceeded {
+            if status == 429 || code == ServerAPIErrorCode.rateLimitExceeded {
                 return rateLimited(now: now, wallNowMs: wallNowMs, retryAfterMs: retryAfterMs, random: random)
             }
-            if code == ServerAPIRetryPolicy.invalidTransactionID { return .finish(.failure(.invalidTransactionID)) }
-            if code == ServerAPIRetryPolicy.transactionIDNotFound || (status == 404 && code == nil) {
+            if code == ServerAPIErrorCode.invalidTransactionID { return .finish(.failure(.invalidTransactionID)) }
+            if code == ServerAPIErrorCode.transactionIDNotFound || (status == 404 && code == nil) {
                 guard switchesToSandbox, !switched else { return .finish(.failure(.notFound)) }
                 switched = true
                 environment = .sandbox
                 return send(after: .zero, now: now)
             }
-            if let code, ServerAPIRetryPolicy.retryableCodes.contains(code) {
+            if let code, ServerAPIErrorCode.retryable.contains(code) {
                 failureIsAppleWide = code == 5_000_001
                 return retry(now: now, random: random, reason: "Apple asked to try again (\(code))")
             }
