@@ -114,27 +114,7 @@ public struct ServerAPIClient: Sendable {
 
     /// Get Transaction History v2, every page (`revision`), for any transaction id of the customer.
     public func transactionHistory(of transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> History {
-        var environment: AppStoreEnvironment?
-        var revision: String?
-        var signed: [String] = []
-        var pages = 0
-        repeat {
-            let query = revision.map { [("revision", $0)] } ?? []
-            let answer = try await call(
-                .transactionHistory, id: transactionID, bundleID: bundleID, query: query, first: environment)
-            environment = answer.environment
-            let page = try ServerAPIResponses.transactionPage(answer.body)
-            signed += page.signedTransactions
-            pages += 1
-            guard page.hasMore else { break }
-            guard let next = page.revision, next != revision else { throw .badAnswer("hasMore without a new revision") }
-            revision = next
-        } while pages < Self.maxPages
-        var transactions: [SignedTransaction] = []
-        for jws in signed {
-            transactions.append(try await verified { () async throws(SignedDataError) in try await verifier.transaction(jws) })
-        }
-        return History(environment: environment ?? .production, transactions: transactions, pages: pages)
+        try await pages(of: .transactionHistory, id: transactionID, bundleID: bundleID)
     }
 
     /// Get All Subscription Statuses for any transaction id of the customer.
@@ -145,10 +125,10 @@ public struct ServerAPIClient: Sendable {
         for last in body.last {
             var item = Statuses.Subscription(groupID: last.groupID, status: last.status)
             if let jws = last.signedTransaction {
-                item.transaction = try await verified { () async throws(SignedDataError) in try await verifier.transaction(jws) }
+                item.transaction = try await transaction(jws)
             }
             if let jws = last.signedRenewal {
-                item.renewal = try await verified { () async throws(SignedDataError) in try await verifier.renewalInfo(jws) }
+                item.renewal = try await renewal(jws)
             }
             subscriptions.append(item)
         }
@@ -161,29 +141,12 @@ public struct ServerAPIClient: Sendable {
         guard let jws = try ServerAPIResponses.json(answer.body)["signedTransactionInfo"]?.string else {
             throw .badAnswer("no signedTransactionInfo")
         }
-        return try await verified { () async throws(SignedDataError) in try await verifier.transaction(jws) }
+        return try await transaction(jws)
     }
 
     /// Get Refund History v2, every page: the customer's refunded and revoked transactions.
     public func refundHistory(of transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> [SignedTransaction] {
-        var environment: AppStoreEnvironment?
-        var revision: String?
-        var transactions: [SignedTransaction] = []
-        for _ in 0..<Self.maxPages {
-            let answer = try await call(
-                .refundHistory, id: transactionID, bundleID: bundleID, query: revision.map { [("revision", $0)] } ?? [],
-                first: environment)
-            environment = answer.environment
-            let page = try ServerAPIResponses.transactionPage(answer.body)
-            for jws in page.signedTransactions {
-                transactions.append(
-                    try await verified { () async throws(SignedDataError) in try await verifier.transaction(jws) })
-            }
-            guard page.hasMore else { break }
-            guard let next = page.revision, next != revision else { throw .badAnswer("hasMore without a new revision") }
-            revision = next
-        }
-        return transactions
+        try await pages(of: .refundHistory, id: transactionID, bundleID: bundleID).transactions
     }
 
     /// One page of Get Notification History (V2 notifications Apple sent, or tried to send,
@@ -229,7 +192,7 @@ public struct ServerAPIClient: Sendable {
         let v = try ServerAPIResponses.json(answer.body)
         var transactions: [SignedTransaction] = []
         for jws in try ServerAPIResponses.strings(v["signedTransactions"] ?? .array([]), "signedTransactions") {
-            transactions.append(try await verified { () async throws(SignedDataError) in try await verifier.transaction(jws) })
+            transactions.append(try await transaction(jws))
         }
         return OrderLookup(valid: v["status"]?.int64 == 0, environment: answer.environment, transactions: transactions)
     }
@@ -259,8 +222,35 @@ public struct ServerAPIClient: Sendable {
 
     // MARK: Exchanges
 
-    private func verified<T>(_ check: () async throws(SignedDataError) -> T) async throws(ServerAPIFailure) -> T {
-        do { return try await check() } catch { throw .signedData(error) }
+    /// Every page of a revision-paged endpoint (history, refund history), asked in the
+    /// environment that answered the first, each transaction verified.
+    private func pages(of endpoint: ServerAPIEndpoint, id: String, bundleID: String) async throws(ServerAPIFailure) -> History {
+        var environment: AppStoreEnvironment?
+        var revision: String?
+        var signed: [String] = []
+        var pages = 0
+        repeat {
+            let answer = try await call(
+                endpoint, id: id, bundleID: bundleID, query: revision.map { [("revision", $0)] } ?? [], first: environment)
+            environment = answer.environment
+            let page = try ServerAPIResponses.transactionPage(answer.body)
+            signed += page.signedTransactions
+            pages += 1
+            guard page.hasMore else { break }
+            guard let next = page.revision, next != revision else { throw .badAnswer("hasMore without a new revision") }
+            revision = next
+        } while pages < Self.maxPages
+        var transactions: [SignedTransaction] = []
+        for jws in signed { transactions.append(try await transaction(jws)) }
+        return History(environment: environment ?? .production, transactions: transactions, pages: pages)
+    }
+
+    private func transaction(_ jws: String) async throws(ServerAPIFailure) -> SignedTransaction {
+        do { return try await verifier.transaction(jws) } catch { throw .signedData(error) }
+    }
+
+    private func renewal(_ jws: String) async throws(ServerAPIFailure) -> SignedRenewalInfo {
+        do { return try await verifier.renewalInfo(jws) } catch { throw .signedData(error) }
     }
 
     /// One call: the machine's exchanges, each after the rate limiter's wait, until it finishes.
@@ -285,8 +275,10 @@ public struct ServerAPIClient: Sendable {
                 let wait = limiter.reserve(bundleID: bundleID, endpoint: endpoint, environment: environment, now: clock.now)
                 if wait > .zero {
                     guard wait < timeout else {
-                        record(endpoint, environment, .failure(.unavailable(reason: "", retryAfter: nil)))
-                        throw .unavailable(reason: "receiptd's own rate limit for \(endpoint.rawValue)", retryAfter: wait)
+                        let failure = ServerAPIFailure.unavailable(
+                            reason: "receiptd's own rate limit for \(endpoint.rawValue)", retryAfter: wait)
+                        record(endpoint, environment, .failure(failure))
+                        throw failure
                     }
                     await clock.sleep(for: wait)
                 }

@@ -106,6 +106,13 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         case .sandboxOnly: break
         default: if environment == "Sandbox" { return nil }
         }
+        return scripted(scenario, content: content, environment: environment, receiptData: Scenario.receiptData(content))
+    }
+
+    /// `scenario`'s answer for the receipt `content` (`scenario:tag`), dated from when that
+    /// content was first seen, its transaction ids registered for the Server API.
+    private func scripted(_ scenario: Scenario, content: String, environment: String, receiptData: String) -> JSONValue {
+        let parts = content.split(separator: ":", maxSplits: 1)
         let tag = parts.count > 1 ? String(parts[1]) : "0"
         let now = clock()
         let anchor = firstSeen.withLock { seen in
@@ -114,7 +121,7 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
             return now
         }
         let body = ReceiptScript(scenario: scenario, tag: tag, bundleID: configuration.bundleID, now: anchor, asOf: now)
-            .response(environment: environment, receiptData: Scenario.receiptData(content))
+            .response(environment: environment, receiptData: receiptData)
         register(body, content: content)
         return body
     }
@@ -275,7 +282,6 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         let parts = content.split(separator: ":", maxSplits: 1)
         guard let name = parts.first, let scenario = Scenario(rawValue: String(name)) else { return .status(21002) }
         if let secret = configuration.sharedSecret, password != secret { return .status(21004) }
-        let tag = parts.count > 1 ? String(parts[1]) : "0"
         let callNumber = calls.withLock { counts -> Int in
             counts[content + environment, default: 0] += 1
             return counts[content + environment]!
@@ -291,15 +297,6 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         case .accountNotFound: return .status(21010)
         default: break
         }
-        let now = clock()
-        let anchor = firstSeen.withLock { seen in
-            if let t = seen[content] { return t }
-            seen[content] = now
-            return now
-        }
-        let body = ReceiptScript(scenario: scenario, tag: tag, bundleID: configuration.bundleID, now: anchor, asOf: now)
-            .response(environment: environment, receiptData: receiptData)
-        register(body, content: content)
-        return body
+        return scripted(scenario, content: content, environment: environment, receiptData: receiptData)
     }
 }

@@ -26,6 +26,11 @@ public final class ServerAPISimulator: Sendable {
             self.issuerID = issuerID
             self.publicKey = publicKey
         }
+
+        /// The public half of the key receiptd signs with.
+        public init(_ credentials: ServerAPIToken.Credentials) {
+            self.init(keyID: credentials.keyID, issuerID: credentials.issuerID, publicKey: credentials.key.publicKey)
+        }
     }
 
     let bundleID: String
@@ -241,9 +246,8 @@ public final class ServerAPISimulator: Sendable {
         if let renewal = script.renewals.first(where: { $0["originalTransactionId"] == t["originalTransactionId"] }) {
             data["signedRenewalInfo"] = .string(try! SimulatorPKI.signer.sign(renewal))
         }
-        if let expires = t["expiresDate"]?.int64 {
+        if t["expiresDate"] != nil {
             data["status"] = .int(ServerAPIScript.status(last: t, renewal: nil, now: script.signedDate) == 1 ? 1 : 2)
-            _ = expires
         }
         return data
     }

@@ -164,8 +164,9 @@ package struct VerifyPurchase: Sendable {
             try await database.write { db in try ReceiptStore(db).log(entry, at: at) }
             throw error(failure)
         }
-        let foreign = history.transactions.first { $0.bundleID != bundle }
-        if foreign != nil { throw ReceiptError.bundleMismatch("The transaction belongs to another app.") }
+        if history.transactions.contains(where: { $0.bundleID != bundle }) {
+            throw ReceiptError.bundleMismatch("The transaction belongs to another app.")
+        }
         let renewals = statuses.subscriptions.compactMap(\.renewal).map(WireMapping.renewal)
         let record = VerifiedFacts(
             environment: history.environment.rawValue, purchases: history.transactions.map(WireMapping.purchase),

@@ -77,8 +77,7 @@ package final class TestApp: Sendable {
             let served = try AppStoreSimulator.serve(
                 configuration: .init(
                     bundleID: settings.bundleIDs[0], sharedSecret: settings.sharedSecret,
-                    serverAPIKey: .init(
-                        keyID: credentials.keyID, issuerID: credentials.issuerID, publicKey: credentials.key.publicKey)),
+                    serverAPIKey: .init(credentials)),
                 now: wall, logger: logger)
             (configuration.appStore.productionURL, configuration.appStore.sandboxURL) = (served.productionURL, served.sandboxURL)
             (configuration.appStore.serverAPI.productionURL, configuration.appStore.serverAPI.sandboxURL) = (

@@ -39,6 +39,6 @@ enum SimulatorWiring {
         configuration.appStore.signedData.roots.append(SimulatorPKI.root)
         return AppStoreSimulator.Configuration(
             bundleID: settings.bundleIDs[0], sharedSecret: settings.sharedSecret,
-            serverAPIKey: .init(keyID: credentials.keyID, issuerID: credentials.issuerID, publicKey: credentials.key.publicKey))
+            serverAPIKey: .init(credentials))
     }
 }
