@@ -297,6 +297,8 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         case .accountNotFound: return .status(21010)
         default: break
         }
-        return scripted(scenario, content: content, environment: environment, receiptData: receiptData)
+        // Extensions granted through the Server API show in verifyReceipt's answers too, as at Apple.
+        return serverAPI.extended(
+            scripted(scenario, content: content, environment: environment, receiptData: receiptData), skewed: false)
     }
 }

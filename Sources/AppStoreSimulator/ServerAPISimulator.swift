@@ -41,14 +41,28 @@ public final class ServerAPISimulator: Sendable {
     let pageSize: Int
     private let clock: @Sendable () -> Int64
     private let window = Mutex<(second: Int64, count: Int)>((0, 0))
-    /// Notifications "sent", oldest first: (signedDate, signedPayload).
-    private let sent = Mutex<[(Int64, String)]>([])
+    /// Notifications "sent", oldest first: (signedDate, environment, signedPayload).
+    private let sent = Mutex<[(Int64, String, String)]>([])
     /// Test notification tokens → their signed payload.
     private let tests = Mutex<[String: String]>([:])
-    /// Days added to a subscription's expiry by Extend a Subscription Renewal Date, per original id.
+    /// Days added to a subscription's expiry by Extend a Subscription Renewal Date, per original id
+    /// (verifyReceipt's answers carry them too).
     private let extensions = Mutex<[String: Int64]>([:])
+    /// Milliseconds added to a subscription's expiry in this API's answers only (``skew(originalTransactionID:byMs:)``).
+    private let skews = Mutex<[String: Int64]>([:])
+    /// Send Consumption Information bodies received, oldest first.
+    private let consumptions = Mutex<[(transactionID: String, body: JSONValue)]>([])
     private let counter = Atomic<Int>(0)
     private let refusedForRate = Atomic<Int>(0)
+
+    /// Drills for shadow mode: from now on this API states the subscription's expiry moved by `ms`,
+    /// while verifyReceipt does not: a planted difference between the two.
+    public func skew(originalTransactionID: String, byMs ms: Int64) {
+        skews.withLock { $0[originalTransactionID, default: 0] += ms }
+    }
+
+    /// The Send Consumption Information bodies received so far, oldest first.
+    public var consumptionAnswers: [(transactionID: String, body: JSONValue)] { consumptions.withLock { $0 } }
 
     /// Requests answered 429 so far.
     public var throttledCount: Int { refusedForRate.load(ordering: .relaxed) }
@@ -140,11 +154,11 @@ public final class ServerAPISimulator: Sendable {
                 return Self.json(.object(["status": .int(1), "signedTransactions": .array([])]))
             }
             return Self.json(.object(["status": .int(0), "signedTransactions": .array(s.transactions.map(sign))]))
-        case (.put, ["v1", "subscriptions"]) where parts.count == 4 && parts[2] == "extend":
+        case (.put, ["v1", "subscriptions"]) where parts.count == 5 && parts[3] == "extend":
             guard let body = try? JSONValue.parse(request.body), let days = body["extendByDays"]?.int64, (1...90).contains(days),
                 body["extendReasonCode"]?.int64 != nil, body["requestIdentifier"]?.string != nil
             else { return Self.error(400, 4_000_000, "Invalid request.") }
-            let original = parts[3]
+            let original = parts[4]
             guard let s = script(original), let last = s.transactions.last(where: { $0["expiresDate"] != nil }) else {
                 return Self.notFound
             }
@@ -155,15 +169,17 @@ public final class ServerAPISimulator: Sendable {
                     "success": .bool(true), "effectiveDate": .int((last["expiresDate"]?.int64 ?? now) + days * 86_400_000),
                 ]))
         case (.put, ["v2", "transactions"]) where parts.count == 5 && parts[3] == "consumption":
-            guard (try? JSONValue.parse(request.body))?["customerConsented"] != nil else {
-                return Self.error(400, 4_000_000, "Invalid request.")
-            }
-            return script(parts[4]) == nil ? Self.notFound : HTTPResponse(status: .accepted)
+            guard let body = try? JSONValue.parse(request.body), body["customerConsented"]?.bool == true,
+                body["sampleContentProvided"]?.bool != nil, body["deliveryStatus"]?.string != nil
+            else { return Self.error(400, 4_000_000, "Invalid request.") }
+            guard script(parts[4]) != nil else { return Self.notFound }
+            consumptions.withLock { $0.append((parts[4], body)) }
+            return HTTPResponse(status: .accepted)
         case (.post, ["v1", "notifications"]) where parts.last == "history":
             guard let body = try? JSONValue.parse(request.body), let start = body["startDate"]?.int64,
                 let end = body["endDate"]?.int64
             else { return Self.error(400, 4_000_000, "Invalid request.") }
-            let matching = sent.withLock { $0 }.filter { $0.0 >= start && $0.0 < end }
+            let matching = sent.withLock { $0 }.filter { $0.0 >= start && $0.0 < end && $0.1 == environment }
             let offset = query["paginationToken"].flatMap(Int.init) ?? 0
             let page = Array(matching.dropFirst(offset).prefix(pageSize))
             let more = offset + page.count < matching.count
@@ -172,7 +188,7 @@ public final class ServerAPISimulator: Sendable {
                 "notificationHistory": .array(
                     page.map {
                         .object([
-                            "signedPayload": .string($0.1),
+                            "signedPayload": .string($0.2),
                             "sendAttempts": .array([
                                 .object(["attemptDate": .int($0.0), "sendAttemptResult": .string("NO_RESPONSE")])
                             ]),
@@ -200,18 +216,20 @@ public final class ServerAPISimulator: Sendable {
         }
     }
 
-    /// A receipt answer with the extensions granted so far added to its subscriptions' expiries.
-    private func extended(_ receipt: JSONValue) -> JSONValue {
-        let granted = extensions.withLock { $0 }
-        guard !granted.isEmpty, case .object(var o) = receipt, case .array(let latest)? = o["latest_receipt_info"] else {
+    /// A receipt answer with the extensions granted so far added to its subscriptions' expiries,
+    /// and with `skewed`, this API's planted skews.
+    func extended(_ receipt: JSONValue, skewed: Bool = true) -> JSONValue {
+        var shift = extensions.withLock { $0 }.mapValues { $0 * 86_400_000 }
+        if skewed { shift.merge(skews.withLock { $0 }, uniquingKeysWith: +) }
+        guard !shift.isEmpty, case .object(var o) = receipt, case .array(let latest)? = o["latest_receipt_info"] else {
             return receipt
         }
         o["latest_receipt_info"] = .array(
             latest.map { t in
-                guard case .object(var f) = t, let days = granted[f["original_transaction_id"]?.string ?? ""],
+                guard case .object(var f) = t, let ms = shift[f["original_transaction_id"]?.string ?? ""],
                     let expires = f["expires_date_ms"]?.int64
                 else { return t }
-                f["expires_date_ms"] = .string(String(expires + days * 86_400_000))
+                f["expires_date_ms"] = .string(String(expires + ms))
                 return .object(f)
             })
         return .object(o)
@@ -232,7 +250,7 @@ public final class ServerAPISimulator: Sendable {
         ]
         if let subtype { payload["subtype"] = .string(subtype) }
         let signed = try! SimulatorPKI.signer.sign(.object(payload))
-        if type != "TEST" { sent.withLock { $0.append((now, signed)) } }
+        if type != "TEST" { sent.withLock { $0.append((now, environment, signed)) } }
         return signed
     }
 

@@ -79,15 +79,19 @@ package enum FieldRules {
     /// A transaction id to ask the App Store Server API about: Apple's are digits; 1 to 64 ASCII
     /// letters, digits, `.`, `-` or `_` are taken (anything else could never name one, and must
     /// never reach a URL path).
-    package static func transactionID(_ id: String) throws(ReceiptError) {
+    package static func transactionID(_ id: String, field: String = "transaction_id") throws(ReceiptError) {
         let allowed = id.utf8.allSatisfy { c in
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x2D
                 || c == 0x5F
         }
         guard !id.isEmpty, id.utf8.count <= 64, allowed else {
-            throw .invalidRequest("`transaction_id` must be 1 to 64 letters, digits, `.`, `-` or `_`.")
+            throw .invalidRequest("`\(field)` must be 1 to 64 letters, digits, `.`, `-` or `_`.")
         }
     }
+
+    /// The order id on a customer's Apple invoice (letters and digits, e.g. `MQ3ZY1C2XV`): the same
+    /// bounds as a transaction id, since it goes into a URL path too.
+    package static func orderID(_ id: String) throws(ReceiptError) { try transactionID(id, field: "order_id") }
 
     /// A signed transaction or renewal info within bounds.
     package static func jws(_ text: String, field: String) throws(ReceiptError) {

@@ -20,11 +20,15 @@ package struct IngestNotification: Sendable {
     let policy: OwnershipPolicy
     let logger: Logger
     let clock: WallClock
+    /// Answers `CONSUMPTION_REQUEST`s (`appStore.consumption.enabled`); nil: they are only stored.
+    let consumption: AnswerConsumptionRequest?
 
     package init(
         verifier: SignedDataVerifier, database: DatabaseQueue, bundleIDs: [String], sharedSecret: String?,
-        state: SubscriberState, policy: OwnershipPolicy, logger: Logger, clock: WallClock
+        state: SubscriberState, policy: OwnershipPolicy, logger: Logger, clock: WallClock,
+        consumption: AnswerConsumptionRequest? = nil
     ) {
+        self.consumption = consumption
         self.verifier = verifier
         self.database = database
         self.bundleIDs = bundleIDs
@@ -63,11 +67,25 @@ package struct IngestNotification: Sendable {
         do {
             var outcome = try await store(incoming)
             (outcome.version, outcome.type, outcome.subtype) = (incoming.row.version, incoming.row.type, incoming.row.subtype)
+            if !outcome.duplicate { answerConsumption(incoming.row) }
             return outcome
         } catch {
             // The database failed: Apple must deliver again (a 5xx means retry).
             logger.error("notification not stored", metadata: ["error": "\(error)"])
             throw .notStored
+        }
+    }
+
+    /// A new `CONSUMPTION_REQUEST`, once stored: answered in the background (Apple waits 12 hours;
+    /// its delivery is acknowledged now).
+    private func answerConsumption(_ row: NotificationRecord) {
+        guard let consumption, row.version == 2, row.type == "CONSUMPTION_REQUEST", let transactionID = row.transactionID,
+            let bundleID = row.bundleID, let environment = row.environment.flatMap(AppStoreEnvironment.init(rawValue:))
+        else { return }
+        let requestedAt = row.signedAt ?? row.receivedAt
+        Task {
+            await consumption(
+                transactionID: transactionID, bundleID: bundleID, environment: environment, requestedAt: requestedAt)
         }
     }
 

@@ -25,6 +25,13 @@ package struct Listings: Sendable {
         return Page(rows: page, next: rows.count > limit ? page.last?.id : nil)
     }
 
+    /// `limit` shadow-mode differences with ids below `before`, newest first.
+    package func shadowDiffs(limit: Int, before: Int64?) async throws(ReceiptError) -> Page<ShadowDiffRecord, Int64> {
+        let rows = try await read { db in try ShadowDiffStore(db).latest(limit: limit + 1, before: before) }
+        let page = Array(rows.prefix(limit))
+        return Page(rows: page, next: rows.count > limit ? page.last?.id : nil)
+    }
+
     /// Where a page of shared receipts starts: after `users` holders and `original`.
     package struct SharedCursor: Sendable, Equatable {
         package var users: Int

@@ -27,6 +27,14 @@ package enum ReceiptError: Error, Sendable {
     case wrongApp(String)
     /// Storage failed where the sender must retry (Apple re-delivers a notification on 5xx).
     case notStored
+    /// A route that needs the App Store Server API, on a receiptd with no In-App Purchase key.
+    case serverAPINotConfigured
+    /// Look Up Order ID: Apple knows no such order.
+    case orderNotFound
+    /// The subscriber holds no such auto-renewable subscription (or several, and none was named).
+    case subscriptionNotFound(String)
+    /// Apple refused a support request (an extension it does not allow, …); Apple's error code.
+    case appStoreRefused(String, errorCode: Int?)
     /// An unexpected fault (storage, an impossible state); details are logged, never answered.
     case internalFault
 
@@ -45,6 +53,10 @@ package enum ReceiptError: Error, Sendable {
         case .wrongNotificationPassword: "invalid_password"
         case .wrongApp: "wrong_app"
         case .notStored: "temporarily_unavailable"
+        case .serverAPINotConfigured: "server_api_not_configured"
+        case .orderNotFound: "order_not_found"
+        case .subscriptionNotFound: "subscription_not_found"
+        case .appStoreRefused: "app_store_refused"
         case .internalFault: "internal_error"
         }
     }
@@ -64,6 +76,11 @@ package enum ReceiptError: Error, Sendable {
         case .wrongNotificationPassword: "The notification's password is not this app's shared secret."
         case .wrongApp(let message): message
         case .notStored: "receiptd could not store this now; retry."
+        case .serverAPINotConfigured:
+            "This needs the App Store Server API: configure appStore.serverApi.keyId, issuerId and the In-App Purchase key."
+        case .orderNotFound: "Apple knows no order with that id."
+        case .subscriptionNotFound(let message): message
+        case .appStoreRefused(let message, _): message
         case .internalFault: "An internal error occurred."
         }
     }
@@ -73,6 +90,7 @@ package enum ReceiptError: Error, Sendable {
         switch self {
         case .invalidReceipt(let status): status
         case .bundleMismatch(_, let status), .appStoreMisconfigured(let status), .appStoreUnavailable(let status, _, _): status
+        case .appStoreRefused(_, let code): code
         default: nil
         }
     }

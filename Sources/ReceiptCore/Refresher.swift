@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import Clocks
 import CoreMetrics
 import Identifiers
@@ -79,8 +80,11 @@ package struct RefreshPolicy: Sendable, Equatable {
     }
 }
 
-/// Re-validates stored latest receipts in the background (README "Refresher"): subscriptions that
-/// expired, or are in billing retry or grace, since Apple last spoke about them. Each is claimed in
+/// Re-validates stored subscriptions in the background (README "Refresher"): those that expired,
+/// or are in billing retry or grace, since Apple last spoke about them. A subscription with a
+/// stored latest receipt is asked of verifyReceipt; one without (StoreKit 2), or every one when
+/// `appStore.verifier` is `server_api`, of the App Store Server API's Get All Subscription
+/// Statuses, when a key is configured. Each is claimed in
 /// the database first (a lease: never two refreshes of one subscription at once, and a claim left by
 /// a killed process runs out), paced to `maxPerSecond`, and stored through the same
 /// `SubscriberState.save` as a posted receipt: the same facts, versions and events. Apple being
@@ -125,6 +129,10 @@ package final class Refresher: Sendable {
 
     let settings: Settings
     private let client: VerifyReceiptClient
+    /// The App Store Server API: nil when no key is configured (then only receipts are refreshed).
+    private let serverAPI: ServerAPIClient?
+    /// Every subscription through the Server API, receipts or not (`appStore.verifier` = `server_api`).
+    private let preferServerAPI: Bool
     private let database: DatabaseQueue
     private let state: SubscriberState
     private let bundleIDs: [String]
@@ -139,10 +147,12 @@ package final class Refresher: Sendable {
     private let metrics: any MetricsFactory
 
     package init(
-        settings: Settings, client: VerifyReceiptClient, database: DatabaseQueue, state: SubscriberState, bundleIDs: [String],
-        logger: Logger, clock: WallClock, monotonic: any MonotonicClock = SystemMonotonicClock(),
-        metrics: any MetricsFactory = NOOPMetricsHandler.instance
+        settings: Settings, client: VerifyReceiptClient, serverAPI: ServerAPIClient? = nil, preferServerAPI: Bool = false,
+        database: DatabaseQueue, state: SubscriberState, bundleIDs: [String], logger: Logger, clock: WallClock,
+        monotonic: any MonotonicClock = SystemMonotonicClock(), metrics: any MetricsFactory = NOOPMetricsHandler.instance
     ) {
+        self.serverAPI = serverAPI
+        self.preferServerAPI = preferServerAPI && serverAPI != nil
         self.clock = clock
         self.monotonic = monotonic
         self.metrics = metrics
@@ -187,6 +197,7 @@ package final class Refresher: Sendable {
         let at = clock.now()
         let policy = settings.policy
         var candidates: [RefreshCandidate] = []
+        let withoutReceipt = serverAPI != nil
         do {
             // A slice of stored receipts per database hop: the scan never holds the queue long.
             var after: String?
@@ -195,7 +206,9 @@ package final class Refresher: Sendable {
                     let store = RefreshStore(db)
                     let end = try store.sliceEnd(after: after, count: slice)
                     return (
-                        try store.candidates(now: at, since: at - policy.lookbackMs, after: after, through: end, limit: slice),
+                        try store.candidates(
+                            now: at, since: at - policy.lookbackMs, after: after, through: end, limit: slice,
+                            withoutReceipt: withoutReceipt),
                         end
                     )
                 }
@@ -269,71 +282,137 @@ package final class Refresher: Sendable {
         }
     }
 
-    /// Claims `candidate`, asks Apple about its latest receipt, stores what Apple says.
+    /// What a claim found: the stored latest receipt, if any, and the app the subscription is in.
+    private struct Claimed {
+        var receipt: (receiptData: String, environment: String)?
+        var app: (bundleID: String, environment: String)?
+    }
+
+    /// Claims `candidate`, asks Apple about it (its latest receipt, or the Server API), stores what Apple says.
     func refresh(_ candidate: RefreshCandidate) async -> Outcome {
         let original = candidate.originalTransactionID
         let at = clock.now()
         let lease = settings.leaseMs
-        let claimed: (receiptData: String, environment: String)?
+        let claimed: Claimed?
         do {
             claimed = try await database.write { db in
                 let store = RefreshStore(db)
                 guard try store.claim(original, now: at, until: at + lease) else { return nil }
-                return try store.latestReceipt(original)
+                return Claimed(receipt: try store.latestReceipt(original), app: try store.app(of: original))
             }
         } catch {
             logger.error("refresher: cannot claim", metadata: ["original_transaction_id": "\(original)", "error": "\(error)"])
             return .claimedElsewhere
         }
         guard let claimed else { return .claimedElsewhere }
-        let verification = await client.verify(receiptData: claimed.receiptData)
-        let entry = VerifyPurchase.logEntry(verification, user: candidate.holder)
-        let done = clock.now()
         do {
-            switch verification.result {
-            case .valid(let response, let environment) where response.receipt.map({ bundleIDs.contains($0.bundleID) }) == true:
-                let record = Self.holderOnly(
-                    WireMapping.facts(of: response, environment: environment), holder: candidate.holder, original: original)
-                let (changes, changed) = try await database.write { [state] db throws -> (Int, [String]) in
-                    // Still theirs? A transfer while Apple was asked wins: nothing is stored for them.
-                    guard try ReceiptStore(db).owner(of: original)?.isExactly(candidate.holder) == true else {
-                        try RefreshStore(db).answered(original, outcome: "no_owner", now: done)
-                        return (0, [])
-                    }
-                    // `keep`: the record holds only the holder's own purchase, so nothing can move.
-                    let stored = try state.store(record, for: candidate.holder, policy: .keep, in: db, now: done, log: entry)
-                    try RefreshStore(db).answered(original, outcome: "valid", now: done)
-                    guard case .stored(let changes, let changed) = stored else { return (0, []) }
-                    return (changes, changed)
-                }
-                do {
-                    try await state.settle(changed, database: database, now: done)
-                } catch {
-                    // Stored and answered: the next read derives again.
-                    logger.warning("refresher: stored, not yet derived", metadata: ["error": "\(error)"])
-                }
-                return .refreshed(changes: changes)
-            case .valid:
-                try await answered(original, "wrong_app", at: done, log: entry)
-                return .invalid
-            case .invalidReceipt:
-                // Apple no longer accepts the receipt: nothing learned, nothing revoked.
-                try await answered(original, "invalid_receipt", at: done, log: entry)
-                return .invalid
-            case .misconfigured, .unexpected, .unavailable:
-                let failures = candidate.failures + 1
-                let retryAt = done + settings.policy.backoff(failures: failures)
-                let outcome = entry.outcome
-                try await database.write { db in
-                    try ReceiptStore(db).log(entry, at: done)
-                    try RefreshStore(db).failed(original, outcome: outcome, retryAt: retryAt)
-                }
-                return .unavailable
+            if let serverAPI, preferServerAPI || claimed.receipt == nil, let app = claimed.app {
+                return try await refresh(candidate, bundleID: app.bundleID, serverAPI: serverAPI)
             }
+            guard let receipt = claimed.receipt else {
+                try await database.write { db in try RefreshStore(db).release(original) }
+                return .claimedElsewhere
+            }
+            return try await refresh(candidate, receiptData: receipt.receiptData)
         } catch {
             logger.error("refresher: cannot store", metadata: ["original_transaction_id": "\(original)", "error": "\(error)"])
             try? await database.write { db in try RefreshStore(db).release(original) }
             return .unavailable
+        }
+    }
+
+    /// A StoreKit 2 subscription (or any, in `server_api` mode): Get All Subscription Statuses.
+    private func refresh(_ candidate: RefreshCandidate, bundleID: String, serverAPI: ServerAPIClient) async throws -> Outcome {
+        let original = candidate.originalTransactionID
+        let started = monotonic.now
+        let statuses: ServerAPIClient.Statuses
+        do {
+            statuses = try await serverAPI.subscriptionStatuses(of: original, bundleID: bundleID)
+        } catch {
+            let done = clock.now()
+            let entry = VerificationLogEntry(
+                appUserID: candidate.holder, environment: nil, appleStatus: nil, outcome: "server_api_" + error.metricName,
+                attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
+            switch error {
+            case .notFound, .invalidTransactionID:
+                // Apple does not know it (any more): nothing learned, nothing revoked.
+                try await answered(original, entry.outcome, at: done, log: entry)
+                return .invalid
+            case .unauthorized, .rejected, .unavailable, .badAnswer, .signedData:
+                try await failed(candidate, entry, at: done)
+                return .unavailable
+            }
+        }
+        let done = clock.now()
+        let entry = VerificationLogEntry(
+            appUserID: candidate.holder, environment: statuses.environment.rawValue, appleStatus: nil, outcome: "server_api",
+            attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
+        let facts = WireMapping.facts(of: statuses, history: [])
+        guard facts.purchases.allSatisfy({ $0.bundleID == bundleID }) else {
+            try await answered(original, "wrong_app", at: done, log: entry)
+            return .invalid
+        }
+        return try await store(Self.holderOnly(facts, holder: candidate.holder, original: original), candidate, entry, at: done)
+    }
+
+    /// A subscription with a stored latest receipt: verifyReceipt.
+    private func refresh(_ candidate: RefreshCandidate, receiptData: String) async throws -> Outcome {
+        let original = candidate.originalTransactionID
+        let verification = await client.verify(receiptData: receiptData)
+        let entry = VerifyPurchase.logEntry(verification, user: candidate.holder)
+        let done = clock.now()
+        switch verification.result {
+        case .valid(let response, let environment) where response.receipt.map({ bundleIDs.contains($0.bundleID) }) == true:
+            let record = Self.holderOnly(
+                WireMapping.facts(of: response, environment: environment), holder: candidate.holder, original: original)
+            return try await store(record, candidate, entry, at: done)
+        case .valid:
+            try await answered(original, "wrong_app", at: done, log: entry)
+            return .invalid
+        case .invalidReceipt:
+            // Apple no longer accepts the receipt: nothing learned, nothing revoked.
+            try await answered(original, "invalid_receipt", at: done, log: entry)
+            return .invalid
+        case .misconfigured, .unexpected, .unavailable:
+            try await failed(candidate, entry, at: done)
+            return .unavailable
+        }
+    }
+
+    /// Stores what Apple said about the holder's own subscription, unless it changed hands meanwhile.
+    private func store(_ record: VerifiedFacts, _ candidate: RefreshCandidate, _ entry: VerificationLogEntry, at done: Int64)
+        async throws -> Outcome
+    {
+        let original = candidate.originalTransactionID
+        let (changes, changed) = try await database.write { [state] db throws -> (Int, [String]) in
+            // Still theirs? A transfer while Apple was asked wins: nothing is stored for them.
+            guard try ReceiptStore(db).owner(of: original)?.isExactly(candidate.holder) == true else {
+                try RefreshStore(db).answered(original, outcome: "no_owner", now: done)
+                return (0, [])
+            }
+            // `keep`: the record holds only the holder's own purchase, so nothing can move.
+            let stored = try state.store(record, for: candidate.holder, policy: .keep, in: db, now: done, log: entry)
+            try RefreshStore(db).answered(original, outcome: entry.outcome, now: done)
+            guard case .stored(let changes, let changed) = stored else { return (0, []) }
+            return (changes, changed)
+        }
+        do {
+            try await state.settle(changed, database: database, now: done)
+        } catch {
+            // Stored and answered: the next read derives again.
+            logger.warning("refresher: stored, not yet derived", metadata: ["error": "\(error)"])
+        }
+        return .refreshed(changes: changes)
+    }
+
+    /// Apple did not answer (or refused receiptd): one more failure, backing off.
+    private func failed(_ candidate: RefreshCandidate, _ entry: VerificationLogEntry, at done: Int64) async throws {
+        let original = candidate.originalTransactionID
+        let retryAt = done + settings.policy.backoff(failures: candidate.failures + 1)
+        let outcome = entry.outcome
+        try await database.write { db in
+            try ReceiptStore(db).log(entry, at: done)
+            try RefreshStore(db).failed(original, outcome: outcome, retryAt: retryAt)
         }
     }
 

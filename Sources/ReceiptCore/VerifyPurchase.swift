@@ -45,12 +45,16 @@ package struct VerifyPurchase: Sendable {
         case verifyReceipt = "verify_receipt"
         /// The receipt's transaction id is read from its PKCS#7 and the Server API asked instead.
         case serverAPI = "server_api"
+        /// verifyReceipt answers; the Server API is asked too and the answers compared (``ShadowComparison``).
+        case shadow
     }
 
     let client: VerifyReceiptClient
     /// The App Store Server API; nil when no In-App Purchase key is configured.
     let serverAPI: ServerAPIClient?
     let mode: Verifier
+    /// `shadow` mode's comparison; nil in the other modes.
+    let shadow: ShadowComparison?
     let verifier: SignedDataVerifier
     let database: DatabaseQueue
     let bundleIDs: [String]
@@ -62,13 +66,15 @@ package struct VerifyPurchase: Sendable {
 
     package init(
         client: VerifyReceiptClient, serverAPI: ServerAPIClient? = nil, mode: Verifier = .verifyReceipt,
-        verifier: SignedDataVerifier, database: DatabaseQueue, bundleIDs: [String], state: SubscriberState,
+        shadow: ShadowComparison? = nil, verifier: SignedDataVerifier, database: DatabaseQueue, bundleIDs: [String],
+        state: SubscriberState,
         policy: OwnershipPolicy, logger: Logger, clock: WallClock, monotonic: any MonotonicClock = SystemMonotonicClock()
     ) {
         self.monotonic = monotonic
         self.client = client
         self.serverAPI = serverAPI
         self.mode = mode
+        self.shadow = mode == .shadow ? shadow : nil
         self.verifier = verifier
         self.database = database
         self.bundleIDs = bundleIDs
@@ -162,48 +168,17 @@ package struct VerifyPurchase: Sendable {
                 appUserID: input.appUserID, environment: nil, appleStatus: nil, outcome: "server_api_" + failure.metricName,
                 attempts: 0, latencyMs: (monotonic.now - started).milliseconds)
             try await database.write { db in try ReceiptStore(db).log(entry, at: at) }
-            throw error(failure)
+            throw ReceiptError(failure, logger: logger)
         }
         if history.transactions.contains(where: { $0.bundleID != bundle }) {
             throw ReceiptError.bundleMismatch("The transaction belongs to another app.")
         }
-        let renewals = statuses.subscriptions.compactMap(\.renewal).map(WireMapping.renewal)
-        let record = VerifiedFacts(
-            environment: history.environment.rawValue, purchases: history.transactions.map(WireMapping.purchase),
-            renewals: renewals)
+        var record = WireMapping.facts(of: statuses, history: history.transactions)
+        record.environment = history.environment.rawValue
         let log = VerificationLogEntry(
             appUserID: input.appUserID, environment: history.environment.rawValue, appleStatus: nil, outcome: "server_api",
             attempts: history.pages + 1, latencyMs: (monotonic.now - started).milliseconds)
         return try await store(record, for: input.appUserID, log: log)
-    }
-
-    /// The Server API's failures as the API's stable errors.
-    private func error(_ failure: ServerAPIFailure) -> ReceiptError {
-        switch failure {
-        case .notFound, .invalidTransactionID: return .invalidTransactionID
-        case .unauthorized(let status):
-            logger.critical(
-                "Apple refused receiptd's App Store Server API token: check the In-App Purchase key, appStore.serverApi.keyId and issuerId",
-                metadata: ["http_status": "\(status)"])
-            return .appStoreMisconfigured(appleStatus: nil)
-        case .rejected(let status, let error):
-            logger.error(
-                "Apple refused an App Store Server API request",
-                metadata: ["http_status": "\(status)", "error_code": "\(error?.code ?? 0)"])
-            return .appStoreMisconfigured(appleStatus: nil)
-        case .unavailable(let reason, let retryAfter):
-            logger.warning("App Store Server API unavailable", metadata: ["reason": "\(reason)"])
-            return .appStoreUnavailable(
-                appleStatus: nil, retryAfterSeconds: max(1, retryAfter?.secondsRoundedUp ?? 30), lastKnown: nil)
-        case .badAnswer(let reason):
-            logger.error("App Store Server API answer unreadable", metadata: ["reason": "\(reason)"])
-            return .appStoreUnavailable(appleStatus: nil, retryAfterSeconds: 30, lastKnown: nil)
-        case .signedData(let refusal):
-            // Apple's own answer did not verify: never stored, and the user keeps what they had.
-            logger.critical(
-                "an App Store Server API answer failed signature verification", metadata: ["reason": "\(refusal.code)"])
-            return .appStoreUnavailable(appleStatus: nil, retryAfterSeconds: 30, lastKnown: nil)
-        }
     }
 
     private func verifyReceipt(_ receiptData: String, _ input: Input) async throws -> SubscriberSnapshot {
@@ -223,7 +198,9 @@ package struct VerifyPurchase: Sendable {
             throw error
         }
         let record = WireMapping.facts(of: response, environment: environment)
-        return try await store(record, for: input.appUserID, log: entry)
+        let snapshot = try await store(record, for: input.appUserID, log: entry)
+        shadow?.start(record, appUserID: input.appUserID, bundleID: expectedBundle)
+        return snapshot
     }
 
     /// StoreKit 2: verified offline like a V2 notification's transaction, with no call to Apple.

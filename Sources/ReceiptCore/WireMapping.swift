@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import Entitlements
 import Identifiers
 import JSON
@@ -29,6 +30,19 @@ package enum WireMapping {
         return VerifiedFacts(
             environment: (environment ?? .production).rawValue, purchases: transaction.map { [purchase($0)] } ?? [],
             renewals: renewal.map { [self.renewal($0)] } ?? [], statedAt: statedAt, renewalChangedAt: renewal?.signedDate)
+    }
+
+    /// App Store Server API answers (§4.3): the customer's transaction history and their
+    /// subscriptions' statuses (each group's newest transaction and its renewal info), verified.
+    static func facts(of statuses: ServerAPIClient.Statuses, history: [SignedTransaction]) -> VerifiedFacts {
+        var purchases = history.map(purchase)
+        for t in statuses.subscriptions.compactMap(\.transaction)
+        where !history.contains(where: { $0.transactionID.isExactly(t.transactionID) }) {
+            purchases.append(purchase(t))
+        }
+        return VerifiedFacts(
+            environment: statuses.environment.rawValue, purchases: purchases,
+            renewals: statuses.subscriptions.compactMap(\.renewal).map(renewal))
     }
 
     /// A verifyReceipt transaction (§1.6).

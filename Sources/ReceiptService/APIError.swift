@@ -34,6 +34,9 @@ struct APIError: Error, Sendable {
         case .notStored:
             status = .serviceUnavailable
             retryAfter = 5
+        case .serverAPINotConfigured: status = HTTPStatus(code: 501)
+        case .orderNotFound, .subscriptionNotFound: status = .notFound
+        case .appStoreRefused: status = .unprocessableContent
         }
         self.status = status
         code = error.code

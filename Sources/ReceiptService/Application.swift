@@ -22,6 +22,8 @@ public final class Application: Sendable {
     let transport: CurlMultiTransport
     /// The background refresher (a no-op service unless `refresher.enabled`).
     let refresher: Refresher
+    /// Get Notification History at start and on an interval (a no-op service without a Server API key).
+    package let catchUp: NotificationCatchUp
     /// Rendered documents for GET /v1/subscribers/{id}.
     let documentCache: SubscriberCache
     /// The use cases, for the CLI and for tests that call them without HTTP.
@@ -29,13 +31,17 @@ public final class Application: Sendable {
     package let readSubscriber: ReadSubscriber
     package let ingestNotification: IngestNotification
     package let listings: Listings
+    package let support: AppStoreSupport
     private let logger: Logger
 
     private init(
         configuration: ServiceConfiguration, database: DatabaseQueue, migrator: Migrator, server: HTTPServer,
-        transport: CurlMultiTransport, refresher: Refresher, documentCache: SubscriberCache, verifyPurchase: VerifyPurchase,
-        readSubscriber: ReadSubscriber, ingestNotification: IngestNotification, listings: Listings, logger: Logger
+        transport: CurlMultiTransport, refresher: Refresher, catchUp: NotificationCatchUp, documentCache: SubscriberCache,
+        verifyPurchase: VerifyPurchase, readSubscriber: ReadSubscriber, ingestNotification: IngestNotification,
+        listings: Listings, support: AppStoreSupport, logger: Logger
     ) {
+        self.catchUp = catchUp
+        self.support = support
         self.ingestNotification = ingestNotification
         self.listings = listings
         self.configuration = configuration
@@ -103,19 +109,40 @@ public final class Application: Sendable {
                 token: ServerAPIToken(credentials: credentials, clock: clock), transport: transport, verifier: verifier,
                 clock: monotonic, wallClock: clock, metrics: telemetry.factory)
         }
+        let shadow = serverAPI.map {
+            ShadowComparison(
+                serverAPI: $0, database: database, settings: configuration.entitlementSettings, logger: logger, clock: clock,
+                metrics: telemetry.factory)
+        }
         let verifyPurchase = VerifyPurchase(
-            client: client, serverAPI: serverAPI, mode: settings.verifier, verifier: verifier, database: database,
-            bundleIDs: settings.bundleIDs, state: state, policy: policy, logger: logger, clock: clock, monotonic: monotonic)
+            client: client, serverAPI: serverAPI, mode: settings.verifier, shadow: shadow, verifier: verifier,
+            database: database, bundleIDs: settings.bundleIDs, state: state, policy: policy, logger: logger, clock: clock,
+            monotonic: monotonic)
         let readSubscriber = ReadSubscriber(
             database: database, state: state, cache: documentCache, logger: logger, clock: clock)
+        let consumption =
+            settings.consumption.enabled
+            ? serverAPI.map {
+                AnswerConsumptionRequest(
+                    settings: settings.consumption, serverAPI: $0, database: database, logger: logger,
+                    metrics: telemetry.factory)
+            } : nil
         let ingestNotification = IngestNotification(
             verifier: verifier, database: database, bundleIDs: settings.bundleIDs, sharedSecret: settings.sharedSecret,
-            state: state, policy: policy, logger: logger, clock: clock)
+            state: state, policy: policy, logger: logger, clock: clock, consumption: consumption)
         let listings = Listings(database: database, logger: logger)
+        let environments = AppStoreEnvironment.allCases.filter { signed.environments.contains($0) }
+        let support = AppStoreSupport(
+            serverAPI: serverAPI, database: database, state: state, bundleIDs: settings.bundleIDs,
+            environments: environments, logger: logger, clock: clock)
+        let catchUp = NotificationCatchUp(
+            settings: settings.notificationHistory, serverAPI: serverAPI, ingest: ingestNotification, database: database,
+            bundleIDs: settings.bundleIDs, environments: environments, logger: logger, clock: clock, monotonic: monotonic,
+            metrics: telemetry.factory)
         let routes = Routes(
             database: database, migrator: migrator, auth: apiAuth(configuration, logger: logger),
             verifyPurchase: verifyPurchase, readSubscriber: readSubscriber, ingestNotification: ingestNotification,
-            listings: listings, appStore: client,
+            listings: listings, support: support, appStore: client,
             limiter: RateLimiter(configuration.limits), telemetry: telemetry, documentCache: documentCache,
             metricsRequireKey: configuration.api.metricsRequireKey,
             openAPI: openAPIDocument(configuration.openAPIFile, logger: logger), logger: logger, clock: clock)
@@ -123,12 +150,14 @@ public final class Application: Sendable {
             configuration: configuration.http, responder: routes.router(), logger: logger, metrics: telemetry.http)
         telemetry.watch(server)
         let refresher = Refresher(
-            settings: configuration.refresher, client: client, database: database, state: state, bundleIDs: settings.bundleIDs,
+            settings: configuration.refresher, client: client, serverAPI: serverAPI,
+            preferServerAPI: settings.verifier == .serverAPI, database: database, state: state, bundleIDs: settings.bundleIDs,
             logger: logger, clock: clock, monotonic: monotonic, metrics: telemetry.factory)
         return Application(
             configuration: configuration, database: database, migrator: migrator, server: server, transport: transport,
-            refresher: refresher, documentCache: documentCache, verifyPurchase: verifyPurchase,
-            readSubscriber: readSubscriber, ingestNotification: ingestNotification, listings: listings, logger: logger)
+            refresher: refresher, catchUp: catchUp, documentCache: documentCache, verifyPurchase: verifyPurchase,
+            readSubscriber: readSubscriber, ingestNotification: ingestNotification, listings: listings, support: support,
+            logger: logger)
     }
 
     private static func breaker(_ policy: CircuitBreaker.Policy, logger: Logger) -> SharedCircuitBreaker {
@@ -164,8 +193,8 @@ public final class Application: Sendable {
     }
 
     /// The services in start order; the group shuts them down in reverse: the HTTP server drains
-    /// first, then the refresher stops, then the curl thread.
-    public var services: [any Service] { [transport, refresher, server] }
+    /// first, then the notification catch-up and the refresher stop, then the curl thread.
+    public var services: [any Service] { [transport, refresher, catchUp, server] }
 
     /// Serves until SIGTERM or SIGINT, then shuts down gracefully and returns. `before` are
     /// services to start first and stop last (the built-in App Store simulator).

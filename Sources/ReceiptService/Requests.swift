@@ -1,3 +1,5 @@
+import AppStore
+import FoundationEssentials
 import HTTPServer
 import JSON
 import ReceiptCore
@@ -119,5 +121,67 @@ enum Requests {
             !text[text.index(after: dot)...].isEmpty
         else { throw .invalidRequest("`cursor` must be a `next_cursor` from an earlier page.") }
         return .init(users: users, original: String(text[text.index(after: dot)...]))
+    }
+
+    /// The body of POST /v1/subscribers/{id}/extend: `{"days", "reason", "original_transaction_id"?,
+    /// "request_id"?}`. `request_id` (a UUID) makes a retried call the same request at Apple; one is
+    /// made when absent.
+    static func extensionRequest(_ body: [UInt8], appUserID: String) throws(ReceiptError) -> AppStoreSupport.Extension {
+        guard let json = try? JSONValue.parse(body), case .object = json else {
+            throw .invalidRequest("The body must be a JSON object.")
+        }
+        guard case .number(let n, _)? = json["days"], n == n.rounded(), (1...90).contains(n) else {
+            throw .invalidRequest("`days` is required: an integer from 1 to 90.")
+        }
+        let reasons = AppStoreSupport.ExtendReason.allCases.map(\.rawValue)
+        guard case .string(let name)? = json["reason"], let reason = AppStoreSupport.ExtendReason(rawValue: name) else {
+            throw .invalidRequest("`reason` is required: one of \(reasons.joined(separator: ", ")).")
+        }
+        var original: String?
+        switch json["original_transaction_id"] {
+        case nil, .null?: break
+        case .string(let id)?:
+            try FieldRules.transactionID(id, field: "original_transaction_id")
+            original = id
+        default: throw .invalidRequest("`original_transaction_id` must be a string.")
+        }
+        var requestID = UUID().uuidString.lowercased()
+        switch json["request_id"] {
+        case nil, .null?: break
+        case .string(let id)? where UUID(uuidString: id) != nil: requestID = id.lowercased()
+        default: throw .invalidRequest("`request_id` must be a UUID.")
+        }
+        return AppStoreSupport.Extension(
+            appUserID: appUserID, days: Int(n), reason: reason, originalTransactionID: original, requestID: requestID)
+    }
+
+    /// The body of POST /v1/admin/test-notification: `{"bundle_id"?, "environment"?}`, or none.
+    static func testNotification(_ body: [UInt8]) throws(ReceiptError) -> (bundleID: String?, environment: AppStoreEnvironment?) {
+        guard !body.isEmpty else { return (nil, nil) }
+        guard let json = try? JSONValue.parse(body), case .object = json else {
+            throw .invalidRequest("The body must be a JSON object (or empty).")
+        }
+        var bundleID: String?
+        switch json["bundle_id"] {
+        case nil, .null?: break
+        case .string(let b)?:
+            try FieldRules.bundleID(b)
+            bundleID = b
+        default: throw .invalidRequest("`bundle_id` must be a string.")
+        }
+        var environment: AppStoreEnvironment?
+        switch json["environment"] {
+        case nil, .null?: break
+        case .string(let e)? where AppStoreEnvironment(rawValue: e) != nil: environment = AppStoreEnvironment(rawValue: e)
+        default: throw .invalidRequest("`environment` must be `production` or `sandbox`.")
+        }
+        return (bundleID, environment)
+    }
+
+    /// The `{order_id}` path parameter.
+    static func orderID(in context: RouteContext) throws(ReceiptError) -> String {
+        let id = context.parameters["order_id"] ?? ""
+        try FieldRules.orderID(id)
+        return id
     }
 }

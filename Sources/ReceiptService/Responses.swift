@@ -1,3 +1,4 @@
+import AppStore
 import HTTPServer
 import JSON
 import ReceiptCore
@@ -120,5 +121,61 @@ enum Responses {
                     .object(["from": text(t.from), "to": .string(t.to), "at": SubscriberDocument.time(t.at)])
                 }),
         ])
+    }
+
+    /// GET /v1/admin/shadow-diffs.
+    static func shadowDiffs(_ page: Listings.Page<ShadowDiffRecord, Int64>) -> HTTPResponse {
+        .json(
+            .object([
+                "shadow_diffs": .array(
+                    page.rows.map { d in
+                        .object([
+                            "id": .string(String(d.id)), "app_user_id": .string(d.appUserID),
+                            "transaction_id": .string(d.transactionID),
+                            "environment": d.environment.map(JSONValue.string) ?? .null, "at": SubscriberDocument.time(d.at),
+                            "differences": (try? JSONValue.parse(Array(d.differences.utf8))) ?? .array([]),
+                        ])
+                    }),
+                "next_cursor": page.next.map { .string(String($0)) } ?? .null,
+            ]))
+    }
+
+    /// GET /v1/admin/orders/{order_id}.
+    static func order(_ order: AppStoreSupport.Order) -> HTTPResponse {
+        let text = { (s: String?) in s.map(JSONValue.string) ?? .null }
+        return .json(
+            .object([
+                "order_id": .string(order.orderID), "environment": .string(order.environment.rawValue),
+                "transactions": .array(
+                    order.transactions.map { t, holder in
+                        .object([
+                            "transaction_id": .string(t.transactionID),
+                            "original_transaction_id": .string(t.originalTransactionID), "product_id": .string(t.productID),
+                            "bundle_id": .string(t.bundleID), "type": text(t.type),
+                            "purchased_at": SubscriberDocument.time(t.purchaseDate),
+                            "expires_at": SubscriberDocument.time(t.expiresDate),
+                            "revoked_at": SubscriberDocument.time(t.revocationDate), "app_user_id": text(holder),
+                        ])
+                    }),
+            ]))
+    }
+
+    /// POST /v1/subscribers/{id}/extend.
+    static func extended(_ e: AppStoreSupport.Extended) -> HTTPResponse {
+        .json(
+            .object([
+                "extension": .object([
+                    "original_transaction_id": .string(e.originalTransactionID),
+                    "effective_date": SubscriberDocument.time(e.effectiveDate),
+                ]),
+                "subscriber": e.snapshot.document.rendered(version: e.snapshot.version, now: e.snapshot.now, explain: false),
+            ]))
+    }
+
+    /// POST /v1/admin/test-notification.
+    static func testNotification(token: String, environment: AppStoreEnvironment) -> HTTPResponse {
+        .json(
+            .object(["test_notification_token": .string(token), "environment": .string(environment.rawValue)]),
+            status: .accepted)
     }
 }

@@ -18,6 +18,7 @@ struct Routes: Sendable {
     let readSubscriber: ReadSubscriber
     let ingestNotification: IngestNotification
     let listings: Listings
+    let support: AppStoreSupport
     /// For the circuit breaker's state in `/readyz`.
     let appStore: VerifyReceiptClient
     /// Per-key and per-address limits on POST /v1/receipts.
@@ -113,6 +114,28 @@ struct Routes: Sendable {
             let after = try Requests.sharedCursor(request)
             return Responses.sharedReceipts(
                 try await listings.sharedReceipts(moreThan: moreThan, limit: limit, after: after), moreThan: moreThan)
+        }
+        // Shadow mode's findings: receipts whose verifyReceipt and Server API answers differ.
+        api.on(.get, "/v1/admin/shadow-diffs", access: .secretKey) { [listings] request, _ in
+            let (limit, before) = (try Requests.limit(request), try Requests.notificationCursor(request))
+            return Responses.shadowDiffs(try await listings.shadowDiffs(limit: limit, before: before))
+        }
+        // Support: a purchase by the order id on the customer's Apple invoice, and who holds it.
+        api.on(.get, "/v1/admin/orders/{order_id}", access: .secretKey) { [support] _, context in
+            let orderID = try Requests.orderID(in: context)
+            return Responses.order(try await support.order(orderID))
+        }
+        // Support: extend a subscriber's subscription at Apple, then store its new expiry.
+        api.on(.post, "/v1/subscribers/{app_user_id}/extend", access: .secretKey) { [support] request, context in
+            let user = try Requests.appUserID(in: context)
+            let extension_ = try Requests.extensionRequest(request.body, appUserID: user)
+            return Responses.extended(try await support.extend(extension_))
+        }
+        // Ops: ask Apple to send a TEST notification to the configured URL.
+        api.on(.post, "/v1/admin/test-notification", access: .secretKey) { [support] request, _ in
+            let (bundleID, environment) = try Requests.testNotification(request.body)
+            let sent = try await support.testNotification(bundleID: bundleID, environment: environment)
+            return Responses.testNotification(token: sent.token, environment: sent.environment)
         }
         var router = api.router
         router.metrics = telemetry.http

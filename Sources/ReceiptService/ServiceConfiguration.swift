@@ -91,6 +91,10 @@ public struct ServiceConfiguration: Sendable {
         package var verifier: VerifyPurchase.Verifier = .verifyReceipt
         /// The App Store Server API (`appStore.serverApi.*`).
         public var serverAPI = ServerAPISettings()
+        /// Catching up on missed notifications (`appStore.notificationHistory.*`).
+        package var notificationHistory = NotificationCatchUp.Settings()
+        /// Answering `CONSUMPTION_REQUEST` (`appStore.consumption.*`).
+        package var consumption = AnswerConsumptionRequest.Settings()
 
         package init(
             productionURL: String, sandboxURL: String, simulator: Bool, allowHTTP: Bool, bundleIDs: [String],
@@ -297,6 +301,30 @@ public struct ServiceConfiguration: Sendable {
                     "appStore.verifier", default: "verify_receipt", allowed: VerifyPurchase.Verifier.allCases.map(\.rawValue)))
             ?? .verifyReceipt
         appStore.serverAPI = try loadServerAPISettings(c, simulator: appStore.simulator, verifier: appStore.verifier)
+        appStore.notificationHistory = NotificationCatchUp.Settings(
+            // Get Notification History at start and every intervalMs (with a Server API key).
+            enabled: try c.bool("appStore.notificationHistory.enabled", default: true),
+            intervalMs: Int64(try c.int("appStore.notificationHistory.intervalMs", default: 3_600_000, range: 1000...86_400_000)),
+            // Each catch-up starts this long before the newest stored notification.
+            overlapMs: Int64(try c.int("appStore.notificationHistory.overlapMs", default: 3_600_000, range: 0...86_400_000)),
+            // With no notification stored yet, the first catch-up looks back this many days (Apple keeps 180).
+            lookbackMs: Int64(try c.int("appStore.notificationHistory.lookbackDays", default: 7, range: 1...180)) * 86_400_000)
+        // DECLINE, GRANT_FULL, GRANT_PRORATED, or none (no preference sent).
+        let refundPreference = try c.choice(
+            "appStore.consumption.refundPreference", default: "none",
+            allowed: ["none"] + AnswerConsumptionRequest.Settings.refundPreferences)
+        appStore.consumption = AnswerConsumptionRequest.Settings(
+            // Answer CONSUMPTION_REQUEST with Send Consumption Information: only if customers consented.
+            enabled: try c.bool("appStore.consumption.enabled", default: false),
+            // Whether the app offers a free sample or trial, or describes the content, before purchase.
+            sampleContentProvided: try c.bool("appStore.consumption.sampleContentProvided", default: false),
+            refundPreference: refundPreference == "none" ? nil : refundPreference)
+        if appStore.consumption.enabled && appStore.serverAPI.credentials == nil && !appStore.simulator {
+            throw ConfigurationError(
+                key: "appStore.consumption.enabled",
+                message: "answering consumption requests needs the App Store Server API (appStore.serverApi.keyId, issuerId, key)"
+            )
+        }
         guard !appStore.bundleIDs.isEmpty else {
             throw ConfigurationError(key: "appStore.bundleIds", message: "must name at least one app")
         }

@@ -53,11 +53,30 @@ package final class TestApp: Sendable {
     package let simulator: HTTPServer?
     /// The simulator itself (its purchases, notifications and Server API), when one runs.
     package let appStore: AppStoreSimulator?
+    /// How it was opened, for ``restarted(logger:monotonic:)``.
+    private let wired: ServiceConfiguration
+    private let wall: WallClock
 
-    private init(application: Application, simulator: HTTPServer?, appStore: AppStoreSimulator?) {
+    private init(
+        application: Application, simulator: HTTPServer?, appStore: AppStoreSimulator?, wired: ServiceConfiguration,
+        wall: WallClock
+    ) {
         self.application = application
         self.simulator = simulator
         self.appStore = appStore
+        self.wired = wired
+        self.wall = wall
+    }
+
+    /// receiptd stopped and opened again on the same database, while the simulated Apple (its
+    /// purchases and notification history) keeps running: a restart.
+    package func restarted(logger: Logger = quietLogger, monotonic: any MonotonicClock = SystemMonotonicClock()) async throws
+        -> TestApp
+    {
+        await application.stop()
+        return TestApp(
+            application: try Application.open(configuration: wired, logger: logger, clock: wall, monotonic: monotonic),
+            simulator: simulator, appStore: appStore, wired: wired, wall: wall)
     }
 
     /// Starts the simulator (on `clock`) when configured, then opens the application (migrating).
@@ -89,7 +108,7 @@ package final class TestApp: Sendable {
             return TestApp(
                 application: try Application.open(
                     configuration: configuration, logger: logger, clock: wall, monotonic: monotonic),
-                simulator: simulator?.server, appStore: simulator?.simulator)
+                simulator: simulator?.server, appStore: simulator?.simulator, wired: configuration, wall: wall)
         } catch {
             simulator?.server.shutdown()
             throw error

@@ -44,6 +44,17 @@ public struct NotificationStore {
         ).bind([appUserID, original]).run()
     }
 
+    /// Apple's `signedDate` of the newest V2 notification stored for an app in an environment
+    /// (where Get Notification History picks up); nil when none is.
+    public func newestSigned(bundleID: String, environment: String) throws -> Int64? {
+        try db.cached(
+            """
+            SELECT max(signed_at) FROM notifications
+            WHERE version = 2 AND bundle_id = ? AND environment = ? AND signed_at IS NOT NULL
+            """
+        ).bind([bundleID, environment]).firstInt()
+    }
+
     /// The newest deliveries first, `limit` at a time, before the row id `before`.
     public func latest(limit: Int, before: Int64? = nil) throws -> [NotificationRecord] {
         let q = try db.cached("SELECT \(Self.columns) FROM notifications WHERE id < ? ORDER BY id DESC LIMIT ?")

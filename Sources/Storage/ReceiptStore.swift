@@ -89,6 +89,13 @@ public struct ReceiptStore {
         }
     }
 
+    /// One stored transaction, with its app; nil when unknown.
+    public func purchase(_ transactionID: String) throws -> Stated<Purchase>? {
+        let q = try db.cached("SELECT \(Self.transactionColumns("t")) FROM transactions t WHERE t.transaction_id = ?")
+            .bind([transactionID])
+        return try q.step() ? Self.purchase(q) : nil
+    }
+
     /// Who holds an original transaction now.
     public func owner(of originalTransactionID: String) throws -> String? {
         let q = try db.cached("SELECT app_user_id FROM ownership WHERE original_transaction_id = ?").bind([originalTransactionID]
@@ -313,13 +320,13 @@ public struct ReceiptStore {
     }
 
     /// When Apple last vouched for `appUserID`'s facts: their newest valid verification (a
-    /// receipt or a StoreKit 2 transaction) or notification applied to them; nil when never.
+    /// receipt, a StoreKit 2 transaction, an App Store Server API answer) or notification applied to them; nil when never.
     public func lastVerifiedAt(_ appUserID: String) throws -> Int64? {
         try db.cached(
             """
             SELECT max(at) FROM (
                 SELECT max(at) AS at FROM verifications
-                WHERE app_user_id = ?1 AND outcome IN ('valid', 'signed_transaction')
+                WHERE app_user_id = ?1 AND outcome IN ('valid', 'signed_transaction', 'server_api')
                 UNION ALL
                 SELECT max(received_at) FROM notifications
                 WHERE app_user_id = ?1 AND outcome IN ('applied', 'unchanged', 'attached'))

@@ -32,47 +32,50 @@ public struct RefreshStore {
 
     public init(_ db: Database) { self.db = db }
 
-    /// The `count`th stored latest receipt after `after` in id order: the upper bound of the next
-    /// slice to scan; nil when fewer remain (the slice runs to the end).
+    /// The `count`th held purchase after `after` in id order: the upper bound of the next slice to
+    /// scan; nil when fewer remain (the slice runs to the end).
     public func sliceEnd(after: String?, count: Int) throws -> String? {
         let q = try db.cached(
             """
-            SELECT original_transaction_id FROM latest_receipts WHERE ?1 IS NULL OR original_transaction_id > ?1
+            SELECT original_transaction_id FROM ownership WHERE ?1 IS NULL OR original_transaction_id > ?1
             ORDER BY original_transaction_id LIMIT 1 OFFSET ?2
             """
         ).bind([after, Int64(count - 1)])
         return try q.step() ? q.text(0) : nil
     }
 
-    /// Held subscriptions with a stored latest receipt that expired between `since` and `now` and
-    /// were not checked since (or are in billing retry or grace), not leased at `now`; only those
-    /// with ids in (`after`, `through`] (nil: unbounded), so a large table is scanned a slice per
-    /// database hop. At most `limit`, the longest expired first.
+    /// Held subscriptions that expired between `since` and `now` and were not checked since (or
+    /// are in billing retry or grace), not leased at `now`: those with a stored latest receipt,
+    /// and with `withoutReceipt` (the App Store Server API is configured) StoreKit 2 ones with none.
+    /// Only those with ids in (`after`, `through`] (nil: unbounded), so a large table is scanned a
+    /// slice per database hop. At most `limit`, the longest expired first.
     public func candidates(
-        now: Int64, since: Int64, after: String? = nil, through: String? = nil, limit: Int
+        now: Int64, since: Int64, after: String? = nil, through: String? = nil, limit: Int, withoutReceipt: Bool = false
     ) throws -> [RefreshCandidate] {
         let q = try db.cached(
             """
             SELECT * FROM (
-                SELECT l.original_transaction_id, o.app_user_id,
+                SELECT o.original_transaction_id, o.app_user_id,
                        (SELECT max(t.expires_date) FROM transactions t
-                        WHERE t.original_transaction_id = l.original_transaction_id) AS expires,
+                        WHERE t.original_transaction_id = o.original_transaction_id) AS expires,
                        coalesce(r.is_in_billing_retry_period, 0) AS retry, r.grace_period_expires_date AS grace,
                        nullif(max(coalesce(c.checked_at, 0), coalesce(
-                           (SELECT max(v.at) FROM verifications v WHERE v.app_user_id = o.app_user_id AND v.outcome = 'valid'),
+                           (SELECT max(v.at) FROM verifications v
+                            WHERE v.app_user_id = o.app_user_id AND v.outcome IN ('valid', 'server_api')),
                            0)), 0) AS checked,
                        coalesce(c.failures, 0), c.next_attempt_at, c.lease_until
-                FROM latest_receipts l
-                JOIN ownership o ON o.original_transaction_id = l.original_transaction_id
-                LEFT JOIN pending_renewal_info r ON r.original_transaction_id = l.original_transaction_id
-                LEFT JOIN refresh_checks c ON c.original_transaction_id = l.original_transaction_id
-                WHERE (?4 IS NULL OR l.original_transaction_id > ?4) AND (?5 IS NULL OR l.original_transaction_id <= ?5))
+                FROM ownership o
+                LEFT JOIN latest_receipts l ON l.original_transaction_id = o.original_transaction_id
+                LEFT JOIN pending_renewal_info r ON r.original_transaction_id = o.original_transaction_id
+                LEFT JOIN refresh_checks c ON c.original_transaction_id = o.original_transaction_id
+                WHERE (?4 IS NULL OR o.original_transaction_id > ?4) AND (?5 IS NULL OR o.original_transaction_id <= ?5)
+                  AND (l.original_transaction_id IS NOT NULL OR ?6 = 1))
             WHERE expires IS NOT NULL AND expires <= ?1 AND expires >= ?2
               AND (checked IS NULL OR checked < expires OR retry = 1 OR grace IS NOT NULL)
               AND (lease_until IS NULL OR lease_until <= ?1)
             ORDER BY expires LIMIT ?3
             """
-        ).bind([now, since, Int64(limit), after, through])
+        ).bind([now, since, Int64(limit), after, through, withoutReceipt ? 1 : 0])
         var found: [RefreshCandidate] = []
         while try q.step() {
             found.append(
@@ -101,6 +104,18 @@ public struct RefreshStore {
     public func latestReceipt(_ original: String) throws -> (receiptData: String, environment: String)? {
         let q = try db.cached("SELECT receipt_data, environment FROM latest_receipts WHERE original_transaction_id = ?")
             .bind([original])
+        return try q.step() ? (q.text(0)!, q.text(1)!) : nil
+    }
+
+    /// The app and environment of a subscription's newest transaction (what the App Store Server
+    /// API is asked in, for a subscription without a receipt).
+    public func app(of original: String) throws -> (bundleID: String, environment: String)? {
+        let q = try db.cached(
+            """
+            SELECT bundle_id, environment FROM transactions WHERE original_transaction_id = ?
+            ORDER BY coalesce(expires_date, purchase_date, 0) DESC LIMIT 1
+            """
+        ).bind([original])
         return try q.step() ? (q.text(0)!, q.text(1)!) : nil
     }
 

@@ -1,0 +1,59 @@
+/// Shadow mode's findings (`shadow_diffs`, Migrations/0009_server_api.sql): one row per receipt
+/// whose verifyReceipt and App Store Server API answers derived to different documents.
+public struct ShadowDiffStore {
+    private let db: Database
+
+    public init(_ database: Database) { db = database }
+
+    /// Records a comparison that found differences (`differences`: a JSON array); the new row's id.
+    @discardableResult
+    public func insert(_ diff: ShadowDiffRecord) throws -> Int64 {
+        try db.cached(
+            "INSERT INTO shadow_diffs (app_user_id, transaction_id, environment, differences, at) VALUES (?, ?, ?, ?, ?)"
+        ).bind([diff.appUserID, diff.transactionID, diff.environment, diff.differences, diff.at]).run()
+        return try db.scalarInt("SELECT last_insert_rowid()") ?? 0
+    }
+
+    /// The newest first, `limit` at a time, before the row id `before`.
+    public func latest(limit: Int, before: Int64? = nil) throws -> [ShadowDiffRecord] {
+        let q = try db.cached(
+            """
+            SELECT id, app_user_id, transaction_id, environment, differences, at FROM shadow_diffs
+            WHERE id < ? ORDER BY id DESC LIMIT ?
+            """
+        ).bind([before ?? Int64.max, Int64(limit)])
+        var rows: [ShadowDiffRecord] = []
+        while try q.step() {
+            rows.append(
+                ShadowDiffRecord(
+                    id: q.int(0), appUserID: q.text(1)!, transactionID: q.text(2)!, environment: q.text(3),
+                    differences: q.text(4)!, at: q.int(5)))
+        }
+        return rows
+    }
+}
+
+/// One comparison that found differences.
+public struct ShadowDiffRecord: Sendable, Equatable {
+    /// Row id; 0 before it is stored.
+    public var id: Int64
+    public var appUserID: String
+    /// The transaction id the Server API was asked about.
+    public var transactionID: String
+    /// `production` or `sandbox`, as verifyReceipt answered.
+    public var environment: String?
+    /// A JSON array of `{"path", "verify_receipt", "server_api"}`.
+    public var differences: String
+    public var at: Int64
+
+    public init(
+        id: Int64 = 0, appUserID: String, transactionID: String, environment: String?, differences: String, at: Int64
+    ) {
+        self.id = id
+        self.appUserID = appUserID
+        self.transactionID = transactionID
+        self.environment = environment
+        self.differences = differences
+        self.at = at
+    }
+}

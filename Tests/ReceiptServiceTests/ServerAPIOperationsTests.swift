@@ -1,0 +1,286 @@
+import AppStoreSimulator
+import Foundation
+import ReceiptTesting
+import Storage
+import Testing
+
+@testable import ReceiptCore
+@testable import ReceiptService
+
+private let day: Int64 = 86_400_000
+private let hour: Int64 = 3_600_000
+
+/// The test configuration with the simulator's App Store Server API, trusting the test PKI, for
+/// the simulator's app (whose production notifications carry appAppleId 1234567890).
+private func configuration(
+    _ verifier: VerifyPurchase.Verifier = .verifyReceipt, consumption: Bool = false
+) -> (String) -> ServiceConfiguration {
+    { path in
+        var refresher = Refresher.Settings()
+        refresher.maxPerSecond = 1000
+        var c = testConfiguration(
+            path: path, signedData: .init(roots: [TestPKI.root], appAppleIDs: [1_234_567_890]), refresher: refresher)
+        c.appStore.verifier = verifier
+        c.appStore.consumption.enabled = consumption
+        return c
+    }
+}
+
+private func premium(_ document: [String: Any]) -> [String: Any]? { entitlement(document, "premium") }
+
+/// Polls `condition` (a background task's effect) for up to ten seconds.
+private func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
+    for _ in 0..<200 {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    return false
+}
+
+private func metrics(_ port: Int) async throws -> String { try await get(port, "/metrics", key: TestSecrets.secretKey).body }
+
+@Suite("App Store Server API: refresher, shadow, catch-up, support, consumption", .serialized)
+struct ServerAPIOperationsTests {
+    // MARK: Refresher
+
+    @Test func aStoreKit2SubscriptionWithNoReceiptIsRefreshedThroughTheServerAPI() async throws {
+        try await withClockedService(configuration: configuration()) { app, port, db, clock in
+            let simulator = try #require(app.appStore)
+            let bought = simulator.purchase(.renewing, tag: "sk2")
+            let posted = try await postReceipts(port, #"{"app_user_id":"kit","transaction_id":"\#(bought.transactionID)"}"#)
+            #expect(posted.status == 200 && premium(posted.json)?["active"] as? Bool == true, "\(posted.body)")
+            #expect(try Database(path: db).scalarInt("SELECT count(*) FROM latest_receipts") == 0)
+            // Apple renewed it; the notification was lost. At the period's end it reads expired …
+            clock.advance(by: 26 * day)
+            #expect(premium(try await subscriber(port, "kit").json)?["active"] as? Bool == false)
+            // … until the refresher asks Get All Subscription Statuses.
+            let pass = await app.refresher.runPass()
+            #expect(pass.due == 1 && pass.refreshed == 1 && pass.changed == 1, "\(pass)")
+            let after = try await subscriber(port, "kit").json
+            #expect(premium(after)?["active"] as? Bool == true, "\(after)")
+            let database = try Database(path: db)
+            #expect(try database.scalarText("SELECT outcome FROM refresh_checks") == "server_api")
+            #expect(
+                try database.scalarInt("SELECT count(*) FROM verifications WHERE app_user_id = 'kit' AND outcome = 'server_api'")
+                    == 2)
+            // Answered: not due again until the new period ends.
+            #expect(await app.refresher.runPass().due == 0)
+        }
+    }
+
+    @Test func aStoreKit2SubscriptionAppleDoesNotKnowIsLeftAsIsAndAnOutageBacksOff() async throws {
+        try await withClockedService(configuration: configuration()) { app, port, db, clock in
+            let simulator = try #require(app.appStore)
+            let bought = simulator.purchase(.renewing, tag: "out")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"out","transaction_id":"\#(bought.transactionID)"}"#).status == 200)
+            clock.advance(by: 26 * day)
+            let before = try tableSnapshot(db)
+            simulator.setOutage(.seconds(3600))
+            let pass = await app.refresher.runPass()
+            #expect(pass.unavailable == 1, "\(pass)")
+            let database = try Database(path: db)
+            #expect(try database.scalarInt("SELECT failures FROM refresh_checks") == 1)
+            #expect(try database.scalarText("SELECT outcome FROM refresh_checks") == "server_api_unavailable")
+            // Nothing revoked, nothing learned; backing off: not due on the next pass.
+            #expect(try tableSnapshot(db).filter { !$0.hasPrefix("refresh") } == before.filter { !$0.hasPrefix("refresh") })
+            #expect(await app.refresher.runPass().due == 0)
+            simulator.setOutage(.zero)
+        }
+    }
+
+    // MARK: Shadow mode
+
+    @Test func shadowModeReportsNothingWhenTheAnswersAgreeAndAPlantedDifference() async throws {
+        try await withClockedService(configuration: configuration(.shadow)) { app, port, db, _ in
+            let simulator = try #require(app.appStore)
+            for (n, scenario) in ["active_monthly", "upgraded", "grace_period", "refunded", "non_consumable"].enumerated() {
+                let r = try await postReceipt(port, user: "sh\(n)", "\(scenario):sh")
+                #expect(r.status == 200, "\(r.body)")
+            }
+            let agreed = try await eventually {
+                try await metrics(port).contains(#"shadow_comparisons_total{outcome="agree"} 5"#)
+            }
+            let scrape = try await metrics(port)
+            #expect(agreed, "\(scrape)")
+            let empty = try await get(port, "/v1/admin/shadow-diffs", key: TestSecrets.secretKey)
+            #expect(empty.status == 200 && (empty.json["shadow_diffs"] as? [Any])?.isEmpty == true, "\(empty.body)")
+            // The Server API now states the subscription three days longer than verifyReceipt does.
+            let original = try #require(
+                try Database(path: db).scalarText(
+                    "SELECT original_transaction_id FROM ownership WHERE app_user_id = 'sh0'"))
+            simulator.serverAPI.skew(originalTransactionID: original, byMs: 3 * day)
+            let again = try await postReceipt(port, user: "sh0", "active_monthly:sh")
+            #expect(again.status == 200)
+            #expect(try await eventually { try await metrics(port).contains(#"shadow_comparisons_total{outcome="differ"} 1"#) })
+            let listed = try await get(port, "/v1/admin/shadow-diffs", key: TestSecrets.secretKey)
+            let diffs = try #require(listed.json["shadow_diffs"] as? [[String: Any]])
+            #expect(diffs.count == 1 && diffs.first?["app_user_id"] as? String == "sh0", "\(listed.body)")
+            let paths = (diffs.first?["differences"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String }
+            #expect(paths.contains("entitlements.premium.expires_at") && paths.contains("subscriptions.monthly.expires_at"))
+            // The client was answered by verifyReceipt: its expiry, not the Server API's.
+            #expect(
+                premium(again.json)?["expires_at"] as? String == premium(try await subscriber(port, "sh0").json)?["expires_at"]
+                    as? String)
+            #expect(try await get(port, "/v1/admin/shadow-diffs", key: TestSecrets.publicKey).status == 403)
+        }
+    }
+
+    // MARK: Catch-up
+
+    @Test func aRestartAfterADayOfflineAppliesEveryMissedNotificationOnce() async throws {
+        try await withScratchDirectory("receiptd-catch-up") { dir in
+            let clock = TestClock()
+            var app = try TestApp.open(configuration()(dir + "/db.sqlite"), clock: clock, monotonic: ManualMonotonicClock())
+            var port = try app.start()
+            let simulator = try #require(app.appStore)
+            let bought = simulator.purchase(.activeMonthly, tag: "cu")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"cu","transaction_id":"\#(bought.transactionID)"}"#).status == 200)
+            // One notification delivered, two missed while receiptd ran (Apple's retries failed) …
+            let delivered = try #require(simulator.notification("DID_RENEW", transactionID: bought.transactionID))
+            #expect(try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(delivered)"}"#).status == 200)
+            clock.advance(by: hour)
+            _ = simulator.notification("DID_CHANGE_RENEWAL_PREF", transactionID: bought.transactionID)
+            _ = simulator.notification(
+                "DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", transactionID: bought.transactionID)
+            // … and a day offline, during which Apple sent two more.
+            await app.application.stop()
+            clock.advance(by: 12 * hour)
+            _ = simulator.notification("PRICE_INCREASE", subtype: "ACCEPTED", transactionID: bought.transactionID)
+            clock.advance(by: 12 * hour)
+            _ = simulator.notification("RENEWAL_EXTENDED", transactionID: bought.transactionID)
+            clock.advance(by: 1000)
+            app = try await app.restarted(monotonic: ManualMonotonicClock())
+            port = try app.start()
+            // At start: from the newest stored notification (minus the overlap) to now.
+            let first = await app.catchUp.catchUp()
+            #expect(first == .init(listed: 5, stored: 4, duplicates: 1, refused: 0, failed: 0), "\(first)")
+            let db = try Database(path: dir + "/db.sqlite")
+            #expect(try db.scalarInt("SELECT count(*) FROM notifications") == 5)
+            #expect(try db.scalarInt("SELECT count(DISTINCT dedupe_key) FROM notifications") == 5)
+            #expect(try db.scalarInt("SELECT count(*) FROM notifications WHERE app_user_id = 'cu'") == 5)
+            // The next run finds only what it has seen (the overlap): nothing applies twice.
+            clock.advance(by: hour)
+            let second = await app.catchUp.catchUp()
+            #expect(second.stored == 0 && second.listed == second.duplicates && second.failed == 0, "\(second)")
+            // A backfill over the whole period (receiptd backfill --since): all duplicates.
+            let backfill = await app.catchUp.catchUp(since: clock.now - 3 * day)
+            #expect(backfill == .init(listed: 5, stored: 0, duplicates: 5, refused: 0, failed: 0), "\(backfill)")
+            #expect(try db.scalarInt("SELECT count(*) FROM notifications") == 5)
+            #expect(try await metrics(port).contains(#"notification_catch_up_total{outcome="stored"} 4"#))
+            await app.stop()
+        }
+    }
+
+    // MARK: Support
+
+    @Test func anOrderIDFindsItsTransactionsAndWhoHoldsThem() async throws {
+        try await withClockedService(configuration: configuration()) { app, port, db, _ in
+            let bought = try #require(app.appStore).purchase(.activeMonthly, tag: "ord")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"olga","transaction_id":"\#(bought.transactionID)"}"#).status == 200
+            )
+            let original = try #require(
+                try Database(path: db).scalarText("SELECT original_transaction_id FROM ownership WHERE app_user_id = 'olga'"))
+            let found = try await get(port, "/v1/admin/orders/M\(original)", key: TestSecrets.secretKey)
+            #expect(found.status == 200, "\(found.body)")
+            let transactions = try #require(found.json["transactions"] as? [[String: Any]])
+            #expect(!transactions.isEmpty && transactions.allSatisfy { $0["app_user_id"] as? String == "olga" }, "\(found.body)")
+            #expect(found.json["environment"] as? String == "production")
+            let unknown = try await get(port, "/v1/admin/orders/MNOSUCHORDER", key: TestSecrets.secretKey)
+            #expect(unknown.status == 404 && unknown.errorCode == "order_not_found", "\(unknown.body)")
+            let bad = try await get(port, "/v1/admin/orders/M%21%21", key: TestSecrets.secretKey)
+            #expect(bad.status == 400 && bad.errorCode == "invalid_request", "\(bad.body)")
+            #expect(try await get(port, "/v1/admin/orders/M\(original)", key: TestSecrets.publicKey).status == 403)
+        }
+    }
+
+    @Test func anExtensionMovesTheExpiryAtAppleAndInTheDocument() async throws {
+        try await withClockedService(configuration: configuration()) { app, port, db, _ in
+            let bought = try #require(app.appStore).purchase(.activeMonthly, tag: "ext")
+            let posted = try await postReceipts(port, #"{"app_user_id":"ext","transaction_id":"\#(bought.transactionID)"}"#)
+            let before = try #require(premium(posted.json)?["expires_at"] as? String)
+            let r = try await post(
+                port, "/v1/subscribers/ext/extend", #"{"days":10,"reason":"service_issue"}"#, key: TestSecrets.secretKey)
+            #expect(r.status == 200, "\(r.body)")
+            let after = try #require(premium(r.json["subscriber"] as? [String: Any] ?? [:])?["expires_at"] as? String)
+            let iso = ISO8601DateFormatter()
+            iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            func date(_ s: String) -> Date? { iso.date(from: s) ?? ISO8601DateFormatter().date(from: s) }
+            #expect(
+                try #require(date(after)).timeIntervalSince(try #require(date(before))) == 10 * 86_400, "\(before) → \(after)")
+            #expect(premium(try await subscriber(port, "ext").json)?["expires_at"] as? String == after)
+            for (body, status, code) in [
+                (#"{"days":0,"reason":"service_issue"}"#, 400, "invalid_request"),
+                (#"{"days":91,"reason":"service_issue"}"#, 400, "invalid_request"),
+                (#"{"days":5,"reason":"because"}"#, 400, "invalid_request"),
+                (#"{"days":5,"reason":"other","original_transaction_id":"999"}"#, 404, "subscription_not_found"),
+                ("not json", 400, "invalid_request"),
+            ] {
+                let refused = try await post(port, "/v1/subscribers/ext/extend", body, key: TestSecrets.secretKey)
+                #expect(refused.status == status && refused.errorCode == code, "\(body): \(refused.body)")
+            }
+            let nobody = try await post(
+                port, "/v1/subscribers/nobody/extend", #"{"days":5,"reason":"other"}"#, key: TestSecrets.secretKey)
+            #expect(nobody.status == 404 && nobody.errorCode == "subscription_not_found")
+            #expect(
+                try await post(port, "/v1/subscribers/ext/extend", #"{"days":5,"reason":"other"}"#, key: TestSecrets.publicKey)
+                    .status == 403)
+            _ = db
+        }
+    }
+
+    @Test func aTestNotificationIsRequested() async throws {
+        try await withClockedService(configuration: configuration()) { _, port, _, _ in
+            let r = try await post(port, "/v1/admin/test-notification", "", key: TestSecrets.secretKey)
+            #expect(r.status == 202 && (r.json["test_notification_token"] as? String)?.isEmpty == false, "\(r.body)")
+            let sandbox = try await post(
+                port, "/v1/admin/test-notification", #"{"environment":"sandbox"}"#, key: TestSecrets.secretKey)
+            #expect(sandbox.status == 202 && sandbox.json["environment"] as? String == "sandbox", "\(sandbox.body)")
+            let wrong = try await post(
+                port, "/v1/admin/test-notification", #"{"bundle_id":"com.other.app"}"#, key: TestSecrets.secretKey)
+            #expect(wrong.status == 422 && wrong.errorCode == "bundle_mismatch", "\(wrong.body)")
+        }
+    }
+
+    // MARK: Consumption requests
+
+    @Test func aConsumptionRequestIsAnsweredFromStoredFactsWhenEnabled() async throws {
+        try await withClockedService(configuration: configuration(consumption: true)) { app, port, _, _ in
+            let simulator = try #require(app.appStore)
+            let bought = simulator.purchase(.activeMonthly, tag: "con")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"con","transaction_id":"\#(bought.transactionID)"}"#).status == 200)
+            let request = try #require(simulator.notification("CONSUMPTION_REQUEST", transactionID: bought.transactionID))
+            let r = try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(request)"}"#)
+            #expect(r.status == 200, "\(r.body)")
+            #expect(try await eventually { simulator.serverAPI.consumptionAnswers.count == 1 })
+            let answer = try #require(simulator.serverAPI.consumptionAnswers.first)
+            #expect(answer.transactionID == bought.transactionID)
+            #expect(answer.body["customerConsented"]?.bool == true && answer.body["deliveryStatus"]?.string == "DELIVERED")
+            #expect(answer.body["sampleContentProvided"]?.bool == false && answer.body["refundPreference"] == nil)
+            // Five days into a thirty-day period.
+            #expect(answer.body["consumptionPercentage"]?.int64 == 16_666, "\(answer.body)")
+            // Delivered again: a duplicate, not answered twice.
+            #expect(
+                try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(request)"}"#).json["duplicate"] as? Bool
+                    == true)
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(simulator.serverAPI.consumptionAnswers.count == 1)
+        }
+    }
+
+    @Test func consumptionRequestsAreOnlyStoredWhenDisabled() async throws {
+        try await withClockedService(configuration: configuration()) { app, port, _, _ in
+            let simulator = try #require(app.appStore)
+            let bought = simulator.purchase(.activeMonthly, tag: "off")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"off","transaction_id":"\#(bought.transactionID)"}"#).status == 200)
+            let request = try #require(simulator.notification("CONSUMPTION_REQUEST", transactionID: bought.transactionID))
+            #expect(try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(request)"}"#).status == 200)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(simulator.serverAPI.consumptionAnswers.isEmpty)
+        }
+    }
+}
