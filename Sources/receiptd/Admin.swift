@@ -120,3 +120,54 @@ enum Admin {
         }
     }
 }
+
+/// `receiptd backfill --since DATE [--until DATE]`: Get Notification History over the period,
+/// each notification applied through the normal notification path (deduplicated: what is stored
+/// already is not applied again). Prints what it did; exit 1 when any app's history could not be read.
+struct Backfill: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Apply the App Store notifications Apple sent in a period (Get Notification History), once each.")
+    @OptionGroup var options: GlobalOptions
+    @Option(help: "Start, inclusive: YYYY-MM-DD (UTC midnight) or an RFC 3339 time. Apple keeps 180 days.")
+    var since: String
+    @Option(help: "End, exclusive: YYYY-MM-DD or an RFC 3339 time; now when absent.") var until: String?
+
+    func run() async throws {
+        let (config, _) = try await options.load()
+        guard let start = Self.epochMilliseconds(since) else {
+            printError("receiptd: --since must be YYYY-MM-DD or an RFC 3339 time")
+            throw ExitCode.failure
+        }
+        var end: Int64?
+        if let until {
+            guard let parsed = Self.epochMilliseconds(until), parsed > start else {
+                printError("receiptd: --until must be YYYY-MM-DD or an RFC 3339 time after --since")
+                throw ExitCode.failure
+            }
+            end = parsed
+        }
+        guard config.appStore.serverAPI.credentials != nil || config.appStore.simulator else {
+            printError("receiptd: \(ReceiptError.serverAPINotConfigured.message)")
+            throw ExitCode.failure
+        }
+        var failed = false
+        try await Admin.withApplication(config) { app throws(ReceiptError) in
+            let summary = await app.catchUp.catchUp(since: start, until: end)
+            failed = summary.failed > 0
+            return summary
+        } print: { s in
+            .object([
+                "listed": .int(s.listed), "stored": .int(s.stored), "duplicates": .int(s.duplicates),
+                "refused": .int(s.refused), "failed": .int(s.failed),
+            ])
+        }
+        if failed { throw ExitCode.failure }
+    }
+
+    /// `2026-11-01` (UTC midnight) or `2026-11-01T12:00:00Z` as epoch milliseconds.
+    static func epochMilliseconds(_ text: String) -> Int64? {
+        let full = text.count == 10 ? text + "T00:00:00Z" : text
+        guard let date = try? Date(full, strategy: .iso8601) else { return nil }
+        return Int64((date.timeIntervalSince1970 * 1000).rounded())
+    }
+}

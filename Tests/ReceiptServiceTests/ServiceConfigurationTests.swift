@@ -80,6 +80,47 @@ struct ServiceConfigurationTests {
         }
     }
 
+    @Test func shadowCatchUpAndConsumptionSettingsAreReadAndHeldToTheirRules() async throws {
+        let dir = try makeConfigDirectory([
+            "default.json": #"""
+            {"appStore": {"verifier": "shadow", "serverApi": {"keyId": "2X9R4HXF34", "issuerId": "57246542-96fe-1a63-e053-0824d011072a"},
+             "notificationHistory": {"intervalMs": 600000, "overlapMs": 0, "lookbackDays": 30},
+             "consumption": {"enabled": true, "sampleContentProvided": true, "refundPreference": "GRANT_PRORATED"}}}
+            """#
+        ])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let key = ["RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY": TestSecrets.serverAPIKey]
+        let c = try await ServiceConfiguration.load(configDirectory: dir, environment: key).0
+        #expect(c.appStore.verifier == .shadow)
+        #expect(
+            c.appStore.notificationHistory == .init(enabled: true, intervalMs: 600_000, overlapMs: 0, lookbackMs: 30 * 86_400_000)
+        )
+        #expect(c.appStore.consumption == .init(enabled: true, sampleContentProvided: true, refundPreference: "GRANT_PRORATED"))
+        let empty = try makeConfigDirectory(["default.json": "{}"])
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let defaults = try await ServiceConfiguration.load(configDirectory: empty, environment: [:]).0
+        #expect(defaults.appStore.consumption == .init() && defaults.appStore.notificationHistory == .init())
+        // shadow and consumption answers need the key; a refund preference Apple does not know is refused.
+        for (environment, wrongKey) in [
+            ([:], "appStore.serverApi"),
+            (
+                key.merging(["RECEIPTD_APP_STORE_CONSUMPTION_REFUND_PREFERENCE": "MAYBE"]) { $1 },
+                "appStore.consumption.refundPreference"
+            ),
+            (
+                key.merging(["RECEIPTD_APP_STORE_NOTIFICATION_HISTORY_LOOKBACK_DAYS": "181"]) { $1 },
+                "appStore.notificationHistory.lookbackDays"
+            ),
+        ] {
+            do {
+                _ = try await ServiceConfiguration.load(configDirectory: dir, environment: environment)
+                Issue.record("accepted \(environment.keys)")
+            } catch let error as ConfigurationError {
+                #expect(error.key == wrongKey, "\(error)")
+            }
+        }
+    }
+
     @Test func environmentFileThenVariablesOverride() async throws {
         let dir = try makeConfigDirectory([
             "default.json": #"{"http": {"port": 1000, "maxConnections": 5}}"#,

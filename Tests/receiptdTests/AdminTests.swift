@@ -2,7 +2,7 @@ import Foundation
 import ReceiptTesting
 import Testing
 
-/// `receiptd verify`, `subscriber` and `backup` against a scratch database and the simulator.
+/// `receiptd verify`, `subscriber`, `backup` and `backfill` against a scratch database and the simulator.
 @Suite("receiptd admin commands", .serialized)
 struct AdminTests {
     let dir = scratch()
@@ -65,5 +65,17 @@ struct AdminTests {
         #expect(fromCopy.status == 0 && object(fromCopy.stdout)?["app_user_id"] as? String == "cy")
         let again = try await run(["backup", copy], environment: env)
         #expect(again.status == 1 && again.stderr.contains("never overwrites"))
+    }
+
+    @Test func backfillReadsTheNotificationHistoryOfAPeriodAndRefusesABadOne() async throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // The in-process simulator has sent nothing: an empty history, read and reported.
+        let done = try await run(["backfill", "--since", "2026-11-01", "--until", "2026-11-02T12:00:00Z"], environment: env)
+        #expect(done.status == 0, "\(done.stderr)")
+        #expect(object(done.stdout)?["listed"] as? Int == 0 && object(done.stdout)?["failed"] as? Int == 0, "\(done.stdout)")
+        let backwards = try await run(["backfill", "--since", "2026-11-02", "--until", "2026-11-01"], environment: env)
+        #expect(backwards.status == 1 && backwards.stderr.contains("--until"))
+        let garbage = try await run(["backfill", "--since", "yesterday"], environment: env)
+        #expect(garbage.status == 1 && garbage.stderr.contains("--since"))
     }
 }
