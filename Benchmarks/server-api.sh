@@ -53,8 +53,7 @@ for conns in 8 64; do
     sleep 1
   done
 done
-calls=$(curl -s -H 'Authorization: Bearer bench-secret' http://127.0.0.1:18095/metrics |
-  awk '/^appstore_server_api_calls_total/{s+=$NF} END{print s+0}')
 echo
-echo "Server API calls made: $calls; the simulator answered 429 to none unless the log says so:"
-grep -c 429 "$out/simulator.log" || true
+echo "App Store Server API calls by outcome (appstore_server_api_calls_total):"
+curl -s -H 'Authorization: Bearer bench-secret' http://127.0.0.1:18095/metrics |
+  awk -F'[{}]' '/^appstore_server_api_calls_total/{split($2, l, ","); for (i in l) if (l[i] ~ /^outcome=/) o=l[i]; n[o]+=$3} END{for (o in n) printf "  %s %d\n", o, n[o]}'
