@@ -19,11 +19,14 @@ package struct AppStoreSupport: Sendable {
     let environments: [AppStoreEnvironment]
     let logger: Logger
     let clock: WallClock
+    let monotonic: any MonotonicClock
 
     package init(
         serverAPI: ServerAPIClient?, database: DatabaseQueue, state: SubscriberState, bundleIDs: [String],
-        environments: [AppStoreEnvironment], logger: Logger, clock: WallClock
+        environments: [AppStoreEnvironment], logger: Logger, clock: WallClock,
+        monotonic: any MonotonicClock = SystemMonotonicClock()
     ) {
+        self.monotonic = monotonic
         self.serverAPI = serverAPI
         self.database = database
         self.state = state
@@ -145,6 +148,7 @@ package struct AppStoreSupport: Sendable {
                 "reason": "\(request.reason.rawValue)",
             ])
         // The new expiry, as Apple now states it.
+        let started = monotonic.now
         let statuses: ServerAPIClient.Statuses
         do {
             statuses = try await serverAPI.subscriptionStatuses(of: original, bundleID: bundleID)
@@ -155,7 +159,7 @@ package struct AppStoreSupport: Sendable {
         let at = clock.now()
         let log = VerificationLogEntry(
             appUserID: user, environment: statuses.environment.rawValue, appleStatus: nil, outcome: "server_api", attempts: 1,
-            latencyMs: 0)
+            latencyMs: (monotonic.now - started).milliseconds)
         do {
             let stored = try await database.write { [state] db in
                 try state.store(facts, for: user, policy: .keep, in: db, now: at, log: log)

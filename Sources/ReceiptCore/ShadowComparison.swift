@@ -93,9 +93,7 @@ package final class ShadowComparison: Sendable {
         else { return .nothingToCompare }
         let serverAPIFacts: VerifiedFacts
         do {
-            async let statuses = serverAPI.subscriptionStatuses(of: newest.transactionID, bundleID: bundleID)
-            let history = try await serverAPI.transactionHistory(of: newest.transactionID, bundleID: bundleID)
-            serverAPIFacts = WireMapping.facts(of: try await statuses, history: history.transactions)
+            serverAPIFacts = try await serverAPI.customer(of: newest.transactionID, bundleID: bundleID).facts
         } catch {
             logger.warning(
                 "shadow: the App Store Server API did not answer", metadata: ["user": "\(appUserID)", "error": "\(error)"])

@@ -53,7 +53,7 @@ package struct VerifyPurchase: Sendable {
     /// The App Store Server API; nil when no In-App Purchase key is configured.
     let serverAPI: ServerAPIClient?
     let mode: Verifier
-    /// `shadow` mode's comparison; nil in the other modes.
+    /// `shadow` mode's comparison (made only in that mode); nil in the other modes.
     let shadow: ShadowComparison?
     let verifier: SignedDataVerifier
     let database: DatabaseQueue
@@ -74,7 +74,7 @@ package struct VerifyPurchase: Sendable {
         self.client = client
         self.serverAPI = serverAPI
         self.mode = mode
-        self.shadow = mode == .shadow ? shadow : nil
+        self.shadow = shadow
         self.verifier = verifier
         self.database = database
         self.bundleIDs = bundleIDs
@@ -156,12 +156,9 @@ package struct VerifyPurchase: Sendable {
             throw ReceiptError.appStoreMisconfigured(appleStatus: nil)
         }
         let started = monotonic.now
-        let history: ServerAPIClient.History
-        let statuses: ServerAPIClient.Statuses
+        let (record, calls): (VerifiedFacts, Int)
         do {
-            async let asked = serverAPI.subscriptionStatuses(of: transactionID, bundleID: bundle)
-            history = try await serverAPI.transactionHistory(of: transactionID, bundleID: bundle)
-            statuses = try await asked
+            (record, calls) = try await serverAPI.customer(of: transactionID, bundleID: bundle)
         } catch let failure as ServerAPIFailure {
             let at = clock.now()
             let entry = VerificationLogEntry(
@@ -170,14 +167,12 @@ package struct VerifyPurchase: Sendable {
             try await database.write { db in try ReceiptStore(db).log(entry, at: at) }
             throw ReceiptError(failure, logger: logger)
         }
-        if history.transactions.contains(where: { $0.bundleID != bundle }) {
+        if record.purchases.contains(where: { $0.bundleID != bundle }) {
             throw ReceiptError.bundleMismatch("The transaction belongs to another app.")
         }
-        var record = WireMapping.facts(of: statuses, history: history.transactions)
-        record.environment = history.environment.rawValue
         let log = VerificationLogEntry(
-            appUserID: input.appUserID, environment: history.environment.rawValue, appleStatus: nil, outcome: "server_api",
-            attempts: history.pages + 1, latencyMs: (monotonic.now - started).milliseconds)
+            appUserID: input.appUserID, environment: record.environment, appleStatus: nil, outcome: "server_api",
+            attempts: calls, latencyMs: (monotonic.now - started).milliseconds)
         return try await store(record, for: input.appUserID, log: log)
     }
 

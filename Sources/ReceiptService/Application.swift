@@ -109,7 +109,7 @@ public final class Application: Sendable {
                 token: ServerAPIToken(credentials: credentials, clock: clock), transport: transport, verifier: verifier,
                 clock: monotonic, wallClock: clock, metrics: telemetry.factory)
         }
-        let shadow = serverAPI.map {
+        let shadow = (settings.verifier == .shadow ? serverAPI : nil).map {
             ShadowComparison(
                 serverAPI: $0, database: database, settings: configuration.entitlementSettings, logger: logger, clock: clock,
                 metrics: telemetry.factory)
@@ -134,7 +134,7 @@ public final class Application: Sendable {
         let environments = AppStoreEnvironment.allCases.filter { signed.environments.contains($0) }
         let support = AppStoreSupport(
             serverAPI: serverAPI, database: database, state: state, bundleIDs: settings.bundleIDs,
-            environments: environments, logger: logger, clock: clock)
+            environments: environments, logger: logger, clock: clock, monotonic: monotonic)
         let catchUp = NotificationCatchUp(
             settings: settings.notificationHistory, serverAPI: serverAPI, ingest: ingestNotification, database: database,
             bundleIDs: settings.bundleIDs, environments: environments, logger: logger, clock: clock, monotonic: monotonic,

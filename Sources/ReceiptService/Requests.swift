@@ -98,8 +98,8 @@ enum Requests {
         return .init(at: at, id: id)
     }
 
-    /// Notifications' `?cursor=<id>` from `next_cursor`.
-    static func notificationCursor(_ request: HTTPRequest) throws(ReceiptError) -> Int64? {
+    /// `?cursor=<id>` from `next_cursor`, for listings paged by row id (notifications, shadow diffs).
+    static func idCursor(_ request: HTTPRequest) throws(ReceiptError) -> Int64? {
         guard let text = request.queryValue("cursor") else { return nil }
         guard let id = Int64(text), id > 0 else { throw .invalidRequest("`cursor` must be a `next_cursor`.") }
         return id

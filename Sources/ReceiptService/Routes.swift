@@ -104,7 +104,7 @@ struct Routes: Sendable {
         }
         // The latest notifications with their outcome.
         api.on(.get, "/v1/notifications", access: .secretKey) { [listings] request, _ in
-            let (limit, before) = (try Requests.limit(request), try Requests.notificationCursor(request))
+            let (limit, before) = (try Requests.limit(request), try Requests.idCursor(request))
             return Responses.notifications(try await listings.notifications(limit: limit, before: before))
         }
         // Purchases passed between app users, with their transfers.
@@ -117,7 +117,7 @@ struct Routes: Sendable {
         }
         // Shadow mode's findings: receipts whose verifyReceipt and Server API answers differ.
         api.on(.get, "/v1/admin/shadow-diffs", access: .secretKey) { [listings] request, _ in
-            let (limit, before) = (try Requests.limit(request), try Requests.notificationCursor(request))
+            let (limit, before) = (try Requests.limit(request), try Requests.idCursor(request))
             return Responses.shadowDiffs(try await listings.shadowDiffs(limit: limit, before: before))
         }
         // Support: a purchase by the order id on the customer's Apple invoice, and who holds it.

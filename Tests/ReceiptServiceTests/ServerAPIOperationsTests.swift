@@ -197,7 +197,7 @@ struct ServerAPIOperationsTests {
     }
 
     @Test func anExtensionMovesTheExpiryAtAppleAndInTheDocument() async throws {
-        try await withClockedService(configuration: configuration()) { app, port, db, _ in
+        try await withClockedService(configuration: configuration()) { app, port, _, _ in
             let bought = try #require(app.appStore).purchase(.activeMonthly, tag: "ext")
             let posted = try await postReceipts(port, #"{"app_user_id":"ext","transaction_id":"\#(bought.transactionID)"}"#)
             let before = try #require(premium(posted.json)?["expires_at"] as? String)
@@ -227,7 +227,6 @@ struct ServerAPIOperationsTests {
             #expect(
                 try await post(port, "/v1/subscribers/ext/extend", #"{"days":5,"reason":"other"}"#, key: TestSecrets.publicKey)
                     .status == 403)
-            _ = db
         }
     }
 
