@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// The bounds every identifier from a client must keep, wherever it arrives (a body, a path):
 /// stored text stays short, printable and unambiguous, and bad input is refused with the field's
 /// name before anything is read or written.
@@ -105,5 +107,14 @@ package enum FieldRules {
         guard isValidBundleID(id) else {
             throw .invalidRequest("`bundle_id` must be a bundle identifier: 1 to 155 letters, digits, `.`, `-` or `_`.")
         }
+    }
+
+    /// `2026-11-01` (UTC midnight) or an RFC 3339 time (`2026-11-01T12:00:00Z`) as epoch
+    /// milliseconds; nil when it is neither.
+    package static func instant(_ text: String) -> Int64? {
+        guard text.utf8.count <= 40 else { return nil }
+        let full = text.utf8.count == 10 ? text + "T00:00:00Z" : text
+        guard let date = try? Date(full, strategy: .iso8601) else { return nil }
+        return Int64((date.timeIntervalSince1970 * 1000).rounded())
     }
 }

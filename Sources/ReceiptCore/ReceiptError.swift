@@ -35,6 +35,12 @@ package enum ReceiptError: Error, Sendable {
     case subscriptionNotFound(String)
     /// Apple refused a support request (an extension it does not allow, …); Apple's error code.
     case appStoreRefused(String, errorCode: Int?)
+    /// No webhook endpoint has that name.
+    case webhookEndpointNotFound
+    /// No webhook delivery has that id.
+    case webhookDeliveryNotFound
+    /// The webhook delivery is being sent right now; ask again when its attempt has ended.
+    case webhookDeliveryInFlight
     /// An unexpected fault (storage, an impossible state); details are logged, never answered.
     case internalFault
 
@@ -57,6 +63,9 @@ package enum ReceiptError: Error, Sendable {
         case .orderNotFound: "order_not_found"
         case .subscriptionNotFound: "subscription_not_found"
         case .appStoreRefused: "app_store_refused"
+        case .webhookEndpointNotFound: "webhook_endpoint_not_found"
+        case .webhookDeliveryNotFound: "webhook_delivery_not_found"
+        case .webhookDeliveryInFlight: "webhook_delivery_in_flight"
         case .internalFault: "internal_error"
         }
     }
@@ -81,6 +90,9 @@ package enum ReceiptError: Error, Sendable {
         case .orderNotFound: "Apple knows no order with that id."
         case .subscriptionNotFound(let message): message
         case .appStoreRefused(let message, _): message
+        case .webhookEndpointNotFound: "No webhook endpoint has that name (webhooks.endpoints)."
+        case .webhookDeliveryNotFound: "No webhook delivery has that id."
+        case .webhookDeliveryInFlight: "That delivery is being sent right now; retry when its attempt has ended."
         case .internalFault: "An internal error occurred."
         }
     }

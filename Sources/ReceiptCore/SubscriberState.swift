@@ -14,8 +14,13 @@ import Storage
 /// nothing: the facts are stored, and the next read derives.
 package struct SubscriberState: Sendable {
     let settings: EntitlementSettings
+    /// Where the events' webhooks are queued; nil: webhooks are off.
+    let outbox: WebhookOutbox?
 
-    package init(settings: EntitlementSettings) { self.settings = settings }
+    package init(settings: EntitlementSettings, outbox: WebhookOutbox? = nil) {
+        self.settings = settings
+        self.outbox = outbox
+    }
 
     /// How often ``current(_:database:now:)`` reads again when its compare-and-set loses to
     /// another write before it gives up (each loss means another writer made progress).
@@ -42,12 +47,14 @@ package struct SubscriberState: Sendable {
     struct Recorded: Sendable {
         var version: Int64
         var events: EventStore.Changes
+        /// Webhook deliveries queued for the new events.
+        var deliveries: Int
     }
 
     /// In the caller's write transaction, SQL only: records `document` and `events`, derived from
-    /// the snapshot `subscriber`, as their state (a new fingerprint bumps the version), if the
-    /// snapshot is still current. Nil when another write changed their facts or version since:
-    /// nothing is written.
+    /// the snapshot `subscriber`, as their state (a new fingerprint bumps the version), and queues
+    /// the new events' webhooks, if the snapshot is still current. Nil when another write changed
+    /// their facts or version since: nothing is written.
     func record(_ subscriber: SubscriberRecord, document: SubscriberDocument, events: [EventRecord], in db: Database, now: Int64)
         throws -> Recorded?
     {
@@ -57,8 +64,12 @@ package struct SubscriberState: Sendable {
                     subscriber.appUserID, hash: document.fingerprint, derivedFrom: subscriber.factsRevision,
                     version: subscriber.version, now: now)
             else { return nil }
-            let changes = try EventStore(db).replace(events, for: subscriber.appUserID, originals: subscriber.originals, now: now)
-            return Recorded(version: version, events: changes)
+            var added: [EventRecord] = []
+            let changes = try EventStore(db).replace(
+                events, for: subscriber.appUserID, originals: subscriber.originals, now: now, inserted: { added.append($0) })
+            let deliveries =
+                try outbox?.enqueue(added, of: subscriber, document: document, version: version, in: db, now: now) ?? 0
+            return Recorded(version: version, events: changes, deliveries: deliveries)
         }
     }
 
@@ -176,13 +187,16 @@ package struct SubscriberState: Sendable {
             }
             // Behind (new facts, or a state change since the last read): derive here, write only SQL.
             let events = events(subscriber, facts: facts, now: now)
-            let written = try await database.write { [self] db -> (Int64, Int64)? in
+            let written = try await database.write { [self] db -> (Int64, Int64, Int)? in
                 guard let recorded = try record(subscriber, document: document, events: events, in: db, now: now) else {
                     return nil
                 }
-                return (recorded.version, try ChangeLog(db).last())
+                return (recorded.version, try ChangeLog(db).last(), recorded.deliveries)
             }
-            if let (version, sequence) = written { return Current(document: document, version: version, sequence: sequence) }
+            if let (version, sequence, deliveries) = written {
+                if deliveries > 0 { outbox?.doorbell.ring() }
+                return Current(document: document, version: version, sequence: sequence)
+            }
             // Another write changed them since the snapshot: read again.
         }
         throw Contended(appUserID: appUserID, attempts: Self.maxAttempts)

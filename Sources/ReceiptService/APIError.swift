@@ -35,7 +35,8 @@ struct APIError: Error, Sendable {
             status = .serviceUnavailable
             retryAfter = 5
         case .serverAPINotConfigured: status = HTTPStatus(code: 501)
-        case .orderNotFound, .subscriptionNotFound: status = .notFound
+        case .orderNotFound, .subscriptionNotFound, .webhookEndpointNotFound, .webhookDeliveryNotFound: status = .notFound
+        case .webhookDeliveryInFlight: status = .conflict
         case .appStoreRefused: status = .unprocessableContent
         }
         self.status = status

@@ -24,6 +24,9 @@ public final class Application: Sendable {
     let refresher: Refresher
     /// Get Notification History at start and on an interval (a no-op service without a Server API key).
     package let catchUp: NotificationCatchUp
+    /// Sends the webhook outbox (a no-op service without endpoints), on its own curl thread.
+    package let webhooks: WebhookDispatcher
+    let webhookTransport: CurlMultiTransport
     /// Rendered documents for GET /v1/subscribers/{id}.
     let documentCache: SubscriberCache
     /// The use cases, for the CLI and for tests that call them without HTTP.
@@ -36,11 +39,14 @@ public final class Application: Sendable {
 
     private init(
         configuration: ServiceConfiguration, database: DatabaseQueue, migrator: Migrator, server: HTTPServer,
-        transport: CurlMultiTransport, refresher: Refresher, catchUp: NotificationCatchUp, documentCache: SubscriberCache,
+        transport: CurlMultiTransport, refresher: Refresher, catchUp: NotificationCatchUp, webhooks: WebhookDispatcher,
+        webhookTransport: CurlMultiTransport, documentCache: SubscriberCache,
         verifyPurchase: VerifyPurchase, readSubscriber: ReadSubscriber, ingestNotification: IngestNotification,
         listings: Listings, support: AppStoreSupport, logger: Logger
     ) {
         self.catchUp = catchUp
+        self.webhooks = webhooks
+        self.webhookTransport = webhookTransport
         self.support = support
         self.ingestNotification = ingestNotification
         self.listings = listings
@@ -95,7 +101,11 @@ public final class Application: Sendable {
         if signed.environments.contains(.production) && signed.appAppleIDs.isEmpty {
             logger.warning("appStore.appAppleIds is empty: production V2 notifications will be refused as wrong_app")
         }
-        let state = SubscriberState(settings: configuration.entitlementSettings)
+        let doorbell = Doorbell()
+        let hooks = configuration.webhooks
+        let state = SubscriberState(
+            settings: configuration.entitlementSettings,
+            outbox: hooks.endpoints.isEmpty ? nil : WebhookOutbox(endpoints: hooks.endpoints, doorbell: doorbell))
         let policy = OwnershipPolicy(rawValue: configuration.api.ownershipPolicy) ?? .transfer
         let documentCache = SubscriberCache(capacity: configuration.database.documentCache)
         if documentCache.capacity > 0 { documentCache.follow(database) }
@@ -139,10 +149,19 @@ public final class Application: Sendable {
             settings: settings.notificationHistory, serverAPI: serverAPI, ingest: ingestNotification, database: database,
             bundleIDs: settings.bundleIDs, environments: environments, logger: logger, clock: clock, monotonic: monotonic,
             metrics: telemetry.factory)
+        // Receivers' slowness and failures stay off the curl thread that talks to Apple.
+        let webhookTransport = CurlMultiTransport(
+            configuration: .init(
+                connectTimeout: settings.connectTimeout, maxResponseBytes: 64 << 10, allowHTTP: hooks.allowHTTP))
+        let webhooks = WebhookDispatcher(
+            settings: hooks, transport: webhookTransport, database: database, doorbell: doorbell, logger: logger, clock: clock,
+            monotonic: monotonic, metrics: telemetry.factory)
+        let webhookOperations = WebhookOperations(
+            settings: hooks, database: database, doorbell: doorbell, logger: logger, clock: clock)
         let routes = Routes(
             database: database, migrator: migrator, auth: apiAuth(configuration, logger: logger),
             verifyPurchase: verifyPurchase, readSubscriber: readSubscriber, ingestNotification: ingestNotification,
-            listings: listings, support: support, appStore: client,
+            listings: listings, support: support, webhooks: webhookOperations, appStore: client,
             limiter: RateLimiter(configuration.limits), telemetry: telemetry, documentCache: documentCache,
             metricsRequireKey: configuration.api.metricsRequireKey,
             openAPI: openAPIDocument(configuration.openAPIFile, logger: logger), logger: logger, clock: clock)
@@ -155,7 +174,8 @@ public final class Application: Sendable {
             logger: logger, clock: clock, monotonic: monotonic, metrics: telemetry.factory)
         return Application(
             configuration: configuration, database: database, migrator: migrator, server: server, transport: transport,
-            refresher: refresher, catchUp: catchUp, documentCache: documentCache, verifyPurchase: verifyPurchase,
+            refresher: refresher, catchUp: catchUp, webhooks: webhooks, webhookTransport: webhookTransport,
+            documentCache: documentCache, verifyPurchase: verifyPurchase,
             readSubscriber: readSubscriber, ingestNotification: ingestNotification, listings: listings, support: support,
             logger: logger)
     }
@@ -193,8 +213,9 @@ public final class Application: Sendable {
     }
 
     /// The services in start order; the group shuts them down in reverse: the HTTP server drains
-    /// first, then the notification catch-up and the refresher stop, then the curl thread.
-    public var services: [any Service] { [transport, refresher, catchUp, server] }
+    /// first, then the webhook dispatcher lets its attempts end, then the notification catch-up
+    /// and the refresher stop, then the curl threads.
+    public var services: [any Service] { [transport, webhookTransport, refresher, catchUp, webhooks, server] }
 
     /// Serves until SIGTERM or SIGINT, then shuts down gracefully and returns. `before` are
     /// services to start first and stop last (the built-in App Store simulator).
@@ -233,5 +254,6 @@ public final class Application: Sendable {
         server.shutdown()
         await server.waitUntilStopped()
         transport.shutdown()
+        webhookTransport.shutdown()
     }
 }

@@ -3,6 +3,7 @@ import FoundationEssentials
 import HTTPServer
 import JSON
 import ReceiptCore
+import Storage
 
 /// Requests read into use-case inputs: every problem is a ``ReceiptError/invalidRequest(_:)``
 /// naming its field (held to ``FieldRules``, as the use cases hold their inputs), found before
@@ -176,6 +177,52 @@ enum Requests {
         default: throw .invalidRequest("`environment` must be `production` or `sandbox`.")
         }
         return (bundleID, environment)
+    }
+
+    /// GET /v1/admin/webhooks/deliveries' filters: `?status=` (pending, delivered, failed),
+    /// `?endpoint=`, `?app_user_id=`.
+    static func deliveryFilters(_ request: HTTPRequest) throws(ReceiptError)
+        -> (status: WebhookDelivery.Status?, endpoint: String?, appUserID: String?)
+    {
+        var status: WebhookDelivery.Status?
+        if let text = request.queryValue("status") {
+            guard let s = WebhookDelivery.Status(rawValue: text) else {
+                throw .invalidRequest("`status` must be one of pending, delivered, failed.")
+            }
+            status = s
+        }
+        let endpoint = try request.queryValue("endpoint").map { name throws(ReceiptError) in
+            guard WebhookEndpoint.isValidName(name) else { throw .invalidRequest("`endpoint` must be an endpoint's name.") }
+            return name
+        }
+        let user = try request.queryValue("app_user_id").map { id throws(ReceiptError) in try FieldRules.appUserID(id) }
+        return (status, endpoint, user)
+    }
+
+    /// The `{id}` of a webhook delivery in the path.
+    static func deliveryID(in context: RouteContext) throws(ReceiptError) -> Int64 {
+        guard let id = Int64(context.parameters["id"] ?? ""), id > 0 else {
+            throw .invalidRequest("The delivery id in the path must be a positive integer.")
+        }
+        return id
+    }
+
+    /// The `{endpoint}` in the path.
+    static func endpointName(in context: RouteContext) throws(ReceiptError) -> String {
+        let name = context.parameters["endpoint"] ?? ""
+        guard WebhookEndpoint.isValidName(name) else { throw .webhookEndpointNotFound }
+        return name
+    }
+
+    /// The body of POST /v1/admin/webhooks/{endpoint}/replay: `{"since": "<RFC 3339 time or YYYY-MM-DD>"}`.
+    static func replaySince(_ body: [UInt8]) throws(ReceiptError) -> Int64 {
+        guard let json = try? JSONValue.parse(body), case .object = json else {
+            throw .invalidRequest("The body must be a JSON object.")
+        }
+        guard case .string(let text)? = json["since"], let since = FieldRules.instant(text) else {
+            throw .invalidRequest("`since` is required: an RFC 3339 time or a date (YYYY-MM-DD).")
+        }
+        return since
     }
 
     /// The `{order_id}` path parameter.

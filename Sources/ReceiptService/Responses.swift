@@ -55,19 +55,9 @@ enum Responses {
     static func events(_ page: ReadSubscriber.EventPage, of appUserID: String) -> HTTPResponse {
         .json(
             .object([
-                "app_user_id": .string(appUserID), "events": .array(page.events.map(event)),
+                "app_user_id": .string(appUserID), "events": .array(page.events.map(\.json)),
                 "next_cursor": page.next.map { .string("\($0.at).\($0.id)") } ?? .null,
             ]))
-    }
-
-    static func event(_ e: EventRecord) -> JSONValue {
-        .object([
-            "id": .string(String(e.id)), "type": .string(e.type), "at": SubscriberDocument.time(e.at),
-            "recorded_at": SubscriberDocument.time(e.recordedAt), "product_id": .string(e.productID),
-            "original_transaction_id": .string(e.originalTransactionID),
-            "transaction_id": e.transactionID.map(JSONValue.string) ?? .null,
-            "facts": (try? JSONValue.parse(Array(e.factsJSON.utf8))) ?? .object([:]),
-        ])
     }
 
     /// POST /v1/notifications/apple's 200.
@@ -138,6 +128,31 @@ enum Responses {
                     }),
                 "next_cursor": page.next.map { .string(String($0)) } ?? .null,
             ]))
+    }
+
+    /// GET /v1/admin/webhooks/deliveries.
+    static func deliveries(_ page: Listings.Page<WebhookDelivery, Int64>) -> HTTPResponse {
+        .json(
+            .object([
+                "deliveries": .array(page.rows.map(delivery)), "next_cursor": page.next.map { .string(String($0)) } ?? .null,
+            ]))
+    }
+
+    static func delivery(_ d: WebhookDelivery) -> JSONValue {
+        .object([
+            "id": .string(String(d.id)), "webhook_id": .string(d.messageID), "endpoint": .string(d.endpoint),
+            "app_user_id": .string(d.appUserID), "type": .string(d.type), "version": .int(d.version),
+            "status": .string(d.status.rawValue), "in_flight": .bool(d.claimed && d.status == .pending),
+            "attempts": .int(d.attempts), "next_attempt_at": d.status == .pending ? SubscriberDocument.time(d.dueAt) : .null,
+            "last_attempt_at": SubscriberDocument.time(d.lastAttemptAt), "last_status": d.lastStatus.map { .int($0) } ?? .null,
+            "last_error": d.lastError.map(JSONValue.string) ?? .null, "created_at": SubscriberDocument.time(d.createdAt),
+            "finished_at": SubscriberDocument.time(d.finishedAt),
+        ])
+    }
+
+    /// POST /v1/admin/webhooks/{endpoint}/replay's 202.
+    static func replayed(endpoint: String, queued: Int) -> HTTPResponse {
+        .json(.object(["endpoint": .string(endpoint), "queued": .int(queued)]), status: .accepted)
     }
 
     /// GET /v1/admin/orders/{order_id}.

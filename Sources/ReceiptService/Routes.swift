@@ -19,6 +19,7 @@ struct Routes: Sendable {
     let ingestNotification: IngestNotification
     let listings: Listings
     let support: AppStoreSupport
+    let webhooks: WebhookOperations
     /// For the circuit breaker's state in `/readyz`.
     let appStore: VerifyReceiptClient
     /// Per-key and per-address limits on POST /v1/receipts.
@@ -38,8 +39,10 @@ struct Routes: Sendable {
             .json(.object(["status": .string("ok")]))
         }
         // Readiness: the database answers and every known migration is applied.
-        api.on(.get, "/readyz", access: .anyone) { [database, migrator, appStore] _, _ in
-            await Self.readiness(database: database, migrator: migrator, appStore: Self.appStoreStatus(appStore))
+        api.on(.get, "/readyz", access: .anyone) { [database, migrator, appStore, webhooks] _, _ in
+            await Self.readiness(
+                database: database, migrator: migrator, appStore: Self.appStoreStatus(appStore),
+                webhooks: try? await webhooks.status())
         }
         // Prometheus text: every family in README "Metrics" (a secret key unless `metrics.requireKey` is false).
         api.immediate(.get, "/metrics", access: metricsRequireKey ? .secretKey : .anyone) {
@@ -131,6 +134,23 @@ struct Routes: Sendable {
             let extension_ = try Requests.extensionRequest(request.body, appUserID: user)
             return Responses.extended(try await support.extend(extension_))
         }
+        // Ops: webhook deliveries, newest first, by status, endpoint and subscriber.
+        api.on(.get, "/v1/admin/webhooks/deliveries", access: .secretKey) { [webhooks] request, _ in
+            let (limit, before) = (try Requests.limit(request), try Requests.idCursor(request))
+            let (status, endpoint, user) = try Requests.deliveryFilters(request)
+            return Responses.deliveries(
+                try await webhooks.deliveries(status: status, endpoint: endpoint, appUserID: user, limit: limit, before: before))
+        }
+        // Ops: send one delivery again now (a failed one, or one waiting for its retry).
+        api.on(.post, "/v1/admin/webhooks/deliveries/{id}/retry", access: .secretKey) { [webhooks] _, context in
+            .json(Responses.delivery(try await webhooks.retry(try Requests.deliveryID(in: context))), status: .accepted)
+        }
+        // Ops: send an endpoint every stored event again from a time (a consumer that lost its data).
+        api.on(.post, "/v1/admin/webhooks/{endpoint}/replay", access: .secretKey) { [webhooks] request, context in
+            let endpoint = try Requests.endpointName(in: context)
+            let since = try Requests.replaySince(request.body)
+            return Responses.replayed(endpoint: endpoint, queued: try await webhooks.replay(endpoint, since: since))
+        }
         // Ops: ask Apple to send a TEST notification to the configured URL.
         api.on(.post, "/v1/admin/test-notification", access: .secretKey) { [support] request, _ in
             let (bundleID, environment) = try Requests.testNotification(request.body)
@@ -150,6 +170,8 @@ struct Routes: Sendable {
         var migrationsPending: Int
         /// The App Store circuit breaker: informative only (GETs are served whatever Apple does).
         var appStore: AppStoreStatus? = nil
+        /// Each webhook endpoint's backlog: informative only (the API is served whatever receivers do).
+        var webhooks: [WebhookOperations.EndpointStatus]? = nil
 
         var json: JSONValue {
             var members: [Identifier: JSONValue] = [
@@ -157,6 +179,15 @@ struct Routes: Sendable {
                 "migrations_applied": .int(migrationsApplied), "migrations_pending": .int(migrationsPending),
             ]
             if let appStore { members["app_store"] = appStore.json }
+            if let webhooks, !webhooks.isEmpty {
+                var endpoints: [Identifier: JSONValue] = [:]
+                for e in webhooks {
+                    endpoints[Identifier(e.name)] = .object([
+                        "pending": .int(e.pending), "oldest_pending_seconds": .int(Int(e.oldestPendingSeconds)),
+                    ])
+                }
+                members["webhooks"] = .object(endpoints)
+            }
             return .object(members)
         }
     }
@@ -188,14 +219,18 @@ struct Routes: Sendable {
         }
     }
 
-    static func readiness(database: DatabaseQueue, migrator: Migrator, appStore: AppStoreStatus? = nil) async -> HTTPResponse {
+    static func readiness(
+        database: DatabaseQueue, migrator: Migrator, appStore: AppStoreStatus? = nil,
+        webhooks: [WebhookOperations.EndpointStatus]? = nil
+    ) async -> HTTPResponse {
         do {
             let status = try await database.read { [migrator] db in try migrator.status(of: db) }
             let ready = status.pending.isEmpty
             return .json(
                 Readiness(
                     status: ready ? "ready" : "not_ready", database: "ok",
-                    migrationsApplied: status.applied.count, migrationsPending: status.pending.count, appStore: appStore
+                    migrationsApplied: status.applied.count, migrationsPending: status.pending.count, appStore: appStore,
+                    webhooks: webhooks
                 ).json,
                 status: ready ? .ok : .serviceUnavailable)
         } catch {

@@ -18,9 +18,12 @@ public struct EventStore {
 
     /// Makes the stored events of `appUserID` about the purchases in `originals` (and its transfers)
     /// exactly `events`: new keys are inserted, vanished ones deleted, changed ones updated. Events
-    /// about purchases the subscriber no longer holds stay: they are their history.
-    public func replace(_ events: [EventRecord], for appUserID: String, originals: Set<Identifier>, now: Int64) throws -> Changes
-    {
+    /// about purchases the subscriber no longer holds stay: they are their history. `inserted` sees
+    /// each new row as stored (its id and recording time set), in the caller's transaction.
+    public func replace(
+        _ events: [EventRecord], for appUserID: String, originals: Set<Identifier>, now: Int64,
+        inserted: (EventRecord) throws -> Void = { _ in }
+    ) throws -> Changes {
         var stored: [Identifier: EventRecord] = [:]
         let existing = try db.cached("SELECT \(Self.columns) FROM events WHERE app_user_id = ?").bind([appUserID])
         while try existing.step() {
@@ -31,7 +34,7 @@ public struct EventStore {
         let insert = try db.cached(
             """
             INSERT INTO events (app_user_id, event_key, type, at, product_id, original_transaction_id, transaction_id,
-                facts_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                facts_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
             """)
         let update = try db.cached(
             """
@@ -44,9 +47,13 @@ public struct EventStore {
                 try update.bind([e.type, e.at, e.productID, e.originalTransactionID, e.transactionID, e.factsJSON, old.id]).run()
                 changes.changed += 1
             } else {
-                try insert.bind([
+                _ = try insert.bind([
                     appUserID, e.key, e.type, e.at, e.productID, e.originalTransactionID, e.transactionID, e.factsJSON, now,
-                ]).run()
+                ]).step()
+                var stored = e
+                (stored.id, stored.recordedAt) = (insert.int(0), now)
+                insert.reset()
+                try inserted(stored)
                 changes.added += 1
             }
         }

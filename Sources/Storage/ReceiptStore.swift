@@ -96,6 +96,14 @@ public struct ReceiptStore {
         return try q.step() ? Self.purchase(q) : nil
     }
 
+    /// The app of an original transaction's purchases; nil when none is stored.
+    public func bundleID(ofOriginal originalTransactionID: String) throws -> String? {
+        let q = try db.cached("SELECT bundle_id FROM transactions WHERE original_transaction_id = ? LIMIT 1")
+            .bind([originalTransactionID])
+        defer { q.reset() }
+        return try q.step() ? q.text(0) : nil
+    }
+
     /// Who holds an original transaction now.
     public func owner(of originalTransactionID: String) throws -> String? {
         let q = try db.cached("SELECT app_user_id FROM ownership WHERE original_transaction_id = ?").bind([originalTransactionID]

@@ -134,13 +134,13 @@ struct Backfill: AsyncParsableCommand {
 
     func run() async throws {
         let (config, _) = try await options.load()
-        guard let start = Self.epochMilliseconds(since) else {
+        guard let start = FieldRules.instant(since) else {
             printError("receiptd: --since must be YYYY-MM-DD or an RFC 3339 time")
             throw ExitCode.failure
         }
         var end: Int64?
         if let until {
-            guard let parsed = Self.epochMilliseconds(until), parsed > start else {
+            guard let parsed = FieldRules.instant(until), parsed > start else {
                 printError("receiptd: --until must be YYYY-MM-DD or an RFC 3339 time after --since")
                 throw ExitCode.failure
             }
@@ -162,12 +162,5 @@ struct Backfill: AsyncParsableCommand {
             ])
         }
         if failed { throw ExitCode.failure }
-    }
-
-    /// `2026-11-01` (UTC midnight) or `2026-11-01T12:00:00Z` as epoch milliseconds.
-    static func epochMilliseconds(_ text: String) -> Int64? {
-        let full = text.count == 10 ? text + "T00:00:00Z" : text
-        guard let date = try? Date(full, strategy: .iso8601) else { return nil }
-        return Int64((date.timeIntervalSince1970 * 1000).rounded())
     }
 }

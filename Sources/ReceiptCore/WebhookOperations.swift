@@ -1,0 +1,99 @@
+import Clocks
+import Logging
+import Storage
+
+/// What operators do with webhooks: list deliveries, send one again, replay an endpoint's events
+/// from a time, and see each endpoint's backlog.
+package struct WebhookOperations: Sendable {
+    let settings: WebhookSettings
+    let database: DatabaseQueue
+    let doorbell: Doorbell
+    let logger: Logger
+    let clock: WallClock
+
+    package init(settings: WebhookSettings, database: DatabaseQueue, doorbell: Doorbell, logger: Logger, clock: WallClock) {
+        self.settings = settings
+        self.database = database
+        self.doorbell = doorbell
+        self.logger = logger
+        self.clock = clock
+    }
+
+    /// `limit` deliveries with ids below `before`, newest first, filtered.
+    package func deliveries(
+        status: WebhookDelivery.Status?, endpoint: String?, appUserID: String?, limit: Int, before: Int64?
+    ) async throws(ReceiptError) -> Listings.Page<WebhookDelivery, Int64> {
+        let rows = try await run(write: false) { db in
+            try WebhookStore(db).deliveries(
+                status: status, endpoint: endpoint, appUserID: appUserID, limit: limit + 1, before: before)
+        }
+        let page = Array(rows.prefix(limit))
+        return Listings.Page(rows: page, next: rows.count > limit ? page.last?.id : nil)
+    }
+
+    /// Queues a delivery again now (behind what its subscriber's queue is sending), with a fresh
+    /// retry window; the delivery as it now stands.
+    package func retry(_ id: Int64) async throws(ReceiptError) -> WebhookDelivery {
+        let now = clock.now()
+        let result = try await run(write: true) { db -> (Bool, WebhookDelivery?) in
+            let store = WebhookStore(db)
+            guard try store.delivery(id) != nil else { return (false, nil) }
+            return (try store.requeue(id, now: now), try store.delivery(id))
+        }
+        guard let delivery = result.1 else { throw .webhookDeliveryNotFound }
+        guard result.0 else { throw .webhookDeliveryInFlight }
+        doorbell.ring()
+        return delivery
+    }
+
+    /// Queues to `endpoint` again every stored message created at or after `since` that it takes
+    /// (as first sent: same id, same version), each subscriber's in order. How many were queued.
+    package func replay(_ endpoint: String, since: Int64) async throws(ReceiptError) -> Int {
+        guard let target = settings.endpoint(endpoint) else { throw .webhookEndpointNotFound }
+        var (queued, after) = (0, Int64(0))
+        while true {
+            let now = clock.now()
+            // In slices: other writes go between them.
+            let slice = try await run(write: true) { [after] db in
+                try WebhookStore(db).replay(to: endpoint, since: since, after: after, limit: 500, now: now) {
+                    target.accepts(type: $0, bundleID: $1)
+                }
+            }
+            queued += slice.queued
+            guard let last = slice.last else { break }
+            after = last
+        }
+        logger.notice("webhooks replayed", metadata: ["endpoint": "\(endpoint)", "since": "\(since)", "queued": "\(queued)"])
+        doorbell.ring()
+        return queued
+    }
+
+    /// One endpoint's backlog.
+    package struct EndpointStatus: Sendable, Equatable {
+        package var name: String
+        package var pending: Int
+        /// Seconds since the oldest pending delivery was created; 0 when none is pending.
+        package var oldestPendingSeconds: Int64
+    }
+
+    /// Every configured endpoint's backlog.
+    package func status() async throws(ReceiptError) -> [EndpointStatus] {
+        let backlog = try await run(write: false) { db in try WebhookStore(db).backlog() }
+        let now = clock.now()
+        return settings.endpoints.map { e in
+            let (pending, oldest) = backlog[e.name] ?? (0, now)
+            return EndpointStatus(name: e.name, pending: pending, oldestPendingSeconds: max(0, now - oldest) / 1000)
+        }
+    }
+
+    private func run<T: Sendable>(write: Bool, _ body: @escaping @Sendable (Database) throws -> T) async throws(ReceiptError)
+        -> T
+    {
+        do {
+            return write ? try await database.write(body) : try await database.read(body)
+        } catch {
+            logger.error("a webhook operation failed", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+    }
+}

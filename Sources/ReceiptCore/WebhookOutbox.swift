@@ -1,0 +1,122 @@
+import Crypto
+import Entitlements
+import Identifiers
+import JSON
+import Storage
+import Synchronization
+
+/// Writes the webhook messages of newly recorded events, and their deliveries to each endpoint
+/// that takes them, in the transaction that records the events (``SubscriberState``): if the
+/// change commits, its deliveries exist; if it rolls back, neither does. Then rings the
+/// dispatcher's ``Doorbell`` so they go out now rather than at its next poll.
+package struct WebhookOutbox: Sendable {
+    package let endpoints: [WebhookEndpoint]
+    package let doorbell: Doorbell
+
+    package init(endpoints: [WebhookEndpoint], doorbell: Doorbell = Doorbell()) {
+        self.endpoints = endpoints
+        self.doorbell = doorbell
+    }
+
+    /// In the caller's transaction: a message for each event in `events` (just stored for
+    /// `subscriber`, whose document after the change is `document` at `version`) that some
+    /// endpoint takes, and its deliveries. How many deliveries were queued.
+    func enqueue(
+        _ events: [EventRecord], of subscriber: SubscriberRecord, document: SubscriberDocument, version: Int64, in db: Database,
+        now: Int64
+    ) throws -> Int {
+        guard !events.isEmpty, !endpoints.isEmpty else { return 0 }
+        var bundles: [Identifier: String] = [:]
+        for p in subscriber.purchases {
+            if let bundle = p.bundleID { bundles[Identifier(p.fact.originalTransactionID)] = bundle }
+        }
+        let store = WebhookStore(db)
+        let rendered = document.body(version: version, now: now)
+        var queued = 0
+        for event in events {
+            // A purchase they no longer hold (a transfer away) is not among theirs: its app from storage.
+            let bundle =
+                try bundles[Identifier(event.originalTransactionID)]
+                ?? ReceiptStore(db).bundleID(ofOriginal: event.originalTransactionID)
+            let takers = endpoints.filter { $0.accepts(type: event.type, bundleID: bundle) }.map(\.name)
+            guard !takers.isEmpty else { continue }
+            let id = WebhookPayload.messageID(appUserID: subscriber.appUserID, eventKey: event.key)
+            let body = WebhookPayload.body(
+                id: id, event: event, appUserID: subscriber.appUserID, subscriber: rendered, version: version, createdAt: now)
+            let message = WebhookMessage(
+                id: id, appUserID: subscriber.appUserID, version: version, type: event.type, bundleID: bundle,
+                body: String(decoding: body, as: UTF8.self), createdAt: now)
+            queued += try store.enqueue(message, to: takers, now: now)
+        }
+        return queued
+    }
+}
+
+/// The webhook payload (README "Webhooks"): `{"app_user_id", "created_at", "event", "id",
+/// "subscriber", "type", "version"}`, canonical JSON (keys sorted, no spaces).
+package enum WebhookPayload {
+    /// `evt_` and 32 hex digits of SHA-256 over the app user id, a NUL and the event's key: the
+    /// same event of the same subscriber always has the same id.
+    package static func messageID(appUserID: String, eventKey: String) -> String {
+        var input = Array(appUserID.utf8)
+        input.append(0)
+        input += eventKey.utf8
+        return "evt_" + WebhookSignature.hex(Array(SHA256.hash(data: input).prefix(16)))
+    }
+
+    /// The payload's bytes; `subscriber` is the document's JSON, as `GET /v1/subscribers/{id}` renders it.
+    package static func body(
+        id: String, event: EventRecord, appUserID: String, subscriber: [UInt8], version: Int64, createdAt: Int64
+    ) -> [UInt8] {
+        // The members before "subscriber", as an object whose closing brace is cut, then the rest.
+        var out = JSONValue.object([
+            "app_user_id": .string(appUserID), "created_at": SubscriberDocument.time(createdAt), "event": event.json,
+            "id": .string(id),
+        ]).jsonBytes
+        out.removeLast()
+        out += #","subscriber":"#.utf8
+        out += subscriber
+        out += #","type":"#.utf8
+        out += JSONValue.string(event.type).jsonBytes
+        out += #","version":\#(version)}"#.utf8
+        return out
+    }
+}
+
+/// Wakes one waiting task: rings that come while nobody waits are kept (as one) for the next wait.
+package final class Doorbell: Sendable {
+    private let state = Mutex<(rung: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    package init() {}
+
+    package func ring() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.rung = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns at the next ring (at once if one came since the last wait), or on cancellation.
+    package func wait() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.rung || Task.isCancelled {
+                        state.rung = false
+                        return true
+                    }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            ring()
+        }
+    }
+}
