@@ -121,6 +121,13 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The receiving end of our webhooks: checks signatures and the payload, records arrivals,
+        // answers as told (`receiptd webhook-sink`, the tests).
+        .target(
+            name: "WebhookSink",
+            dependencies: [
+                "HTTPServer", "ReceiptCore", "JSON", "Clocks", .product(name: "Logging", package: "swift-log"),
+            ]),
         // The HTTP edge: configuration, routes with their access, errors → responses, telemetry,
         // and the application that assembles the services.
         .target(
@@ -143,7 +150,7 @@ let package = Package(
             name: "receiptd",
             dependencies: [
                 "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStoreServerAPI", "HTTPServer", "Storage", "Clocks",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "WebhookSink", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -176,7 +183,7 @@ let package = Package(
             name: "ReceiptTesting",
             dependencies: [
                 "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStoreServerAPI", "AppStore", "SignedData", "HTTPServer",
-                "Storage", "Clocks", .product(name: "Logging", package: "swift-log"),
+                "Storage", "Clocks", "WebhookSink", .product(name: "Logging", package: "swift-log"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
             resources: [.copy("Fixtures")]
@@ -190,6 +197,7 @@ let package = Package(
                 "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
             ]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "WebhookSinkTests", dependencies: ["WebhookSink", "ReceiptCore", "JSON", "ReceiptTesting"]),
         .testTarget(
             name: "StorageTests",
             dependencies: [

@@ -15,7 +15,7 @@ struct ReceiptdCommand: AsyncParsableCommand {
         abstract: "Self-hosted App Store receipt validation and entitlements.",
         subcommands: [
             Serve.self, Migrate.self, Rederive.self, Verify.self, Subscriber.self, Backup.self, Backfill.self, CheckConfig.self,
-            Simulate.self,
+            Simulate.self, WebhookSinkCommand.self,
             Version.self,
         ],
         defaultSubcommand: Serve.self)

@@ -1,0 +1,108 @@
+import ReceiptTesting
+import Testing
+
+@testable import Storage
+
+@Suite("Webhook store")
+struct WebhookStoreTests {
+    /// A database with every migration applied.
+    private func database() throws -> Database {
+        let db = try Database(path: ":memory:")
+        _ = try Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(db)
+        return db
+    }
+
+    private func message(_ n: Int, user: String, version: Int64, at: Int64 = 0) -> WebhookMessage {
+        WebhookMessage(
+            id: "evt_\(user)_\(n)", appUserID: user, version: version, type: n % 2 == 0 ? "renewal" : "refund",
+            bundleID: "com.example.app", body: #"{"n":\#(n)}"#, createdAt: at)
+    }
+
+    private let delivered = WebhookAttemptOutcome(next: .delivered, httpStatus: 204, error: nil)
+
+    @Test func oneSubscribersDeliveriesGoOneAtATimeInOrderOthersInParallel() throws {
+        let db = try database()
+        let store = WebhookStore(db)
+        for (n, user) in [(1, "a"), (2, "a"), (3, "b"), (4, "a")] {
+            #expect(try store.enqueue(message(n, user: user, version: Int64(n)), to: ["crm", "billing"], now: 10) == 2)
+        }
+        // Only each queue's head is due: a's first and b's, per endpoint.
+        let first = try store.claim(endpoint: "crm", limit: 10, token: "p1", now: 10, leaseUntil: 100)
+        #expect(first.map(\.messageID) == ["evt_a_1", "evt_b_3"])
+        #expect(first.allSatisfy { $0.attempt == 1 && $0.firstAttemptAt == 10 })
+        // Claimed: nobody else takes them while the lease holds.
+        #expect(try store.claim(endpoint: "crm", limit: 10, token: "p2", now: 50, leaseUntil: 150).isEmpty)
+        #expect(try store.finish(first[0], token: "p1", outcome: delivered, now: 20))
+        // a's next falls due; b's queue is empty behind its head.
+        let second = try store.claim(endpoint: "crm", limit: 10, token: "p1", now: 20, leaseUntil: 120)
+        #expect(second.map(\.messageID) == ["evt_a_2"])
+        // The other endpoint's queues are their own.
+        #expect(try store.claim(endpoint: "billing", limit: 1, token: "p1", now: 20, leaseUntil: 120).map(\.messageID) == ["evt_a_1"])
+    }
+
+    @Test func aRetryKeepsTheQueueWaitingAndFailingForGoodLetsItGoOn() throws {
+        let db = try database()
+        let store = WebhookStore(db)
+        for n in 1...2 { try store.enqueue(message(n, user: "a", version: Int64(n)), to: ["crm"], now: 0) }
+        let claim = try store.claim(endpoint: "crm", limit: 5, token: "p", now: 0, leaseUntil: 60)[0]
+        let retry = WebhookAttemptOutcome(next: .retry(at: 30), httpStatus: 500, error: "HTTP 500")
+        #expect(try store.finish(claim, token: "p", outcome: retry, now: 1))
+        #expect(try store.claim(endpoint: "crm", limit: 5, token: "p", now: 29, leaseUntil: 90).isEmpty)
+        let again = try store.claim(endpoint: "crm", limit: 5, token: "p", now: 30, leaseUntil: 90)
+        #expect(again.map(\.messageID) == ["evt_a_1"] && again[0].attempt == 2 && again[0].firstAttemptAt == 0)
+        #expect(try store.finish(again[0], token: "p", outcome: .init(next: .failed, httpStatus: nil, error: "timeout"), now: 31))
+        #expect(try store.claim(endpoint: "crm", limit: 5, token: "p", now: 31, leaseUntil: 90).map(\.messageID) == ["evt_a_2"])
+        let failed = try store.deliveries(status: .failed, endpoint: nil, appUserID: nil, limit: 10)
+        #expect(failed.count == 1 && failed[0].attempts == 2 && failed[0].lastError == "timeout" && failed[0].finishedAt == 31)
+    }
+
+    @Test func anExpiredLeaseIsClaimedAgainAndTheOldHolderCannotFinish() throws {
+        let db = try database()
+        let store = WebhookStore(db)
+        try store.enqueue(message(1, user: "a", version: 1), to: ["crm"], now: 0)
+        let old = try store.claim(endpoint: "crm", limit: 1, token: "dead", now: 0, leaseUntil: 60)[0]
+        let taken = try store.claim(endpoint: "crm", limit: 1, token: "alive", now: 60, leaseUntil: 120)
+        #expect(taken.map(\.deliveryID) == [old.deliveryID] && taken[0].attempt == 2)
+        #expect(try !store.finish(old, token: "dead", outcome: delivered, now: 61))
+        #expect(try store.finish(taken[0], token: "alive", outcome: delivered, now: 62))
+    }
+
+    @Test func requeueAndReplay() throws {
+        let db = try database()
+        let store = WebhookStore(db)
+        for n in 1...3 { try store.enqueue(message(n, user: "a", version: Int64(n), at: Int64(n) * 100), to: ["crm"], now: Int64(n) * 100) }
+        var claim = try store.claim(endpoint: "crm", limit: 1, token: "p", now: 300, leaseUntil: 400)[0]
+        // In flight: not requeued.
+        #expect(try !store.requeue(claim.deliveryID, now: 310))
+        try store.finish(claim, token: "p", outcome: .init(next: .failed, httpStatus: 410, error: "HTTP 410"), now: 320)
+        // Failed, requeued by hand: it waits behind the head (message 2), before message 3.
+        #expect(try store.requeue(claim.deliveryID, now: 330))
+        var order: [String] = []
+        for t in 0..<3 {
+            claim = try store.claim(endpoint: "crm", limit: 5, token: "p", now: 400 + Int64(t), leaseUntil: 900)[0]
+            order.append(claim.messageID)
+            try store.finish(claim, token: "p", outcome: delivered, now: 400 + Int64(t))
+        }
+        #expect(order == ["evt_a_2", "evt_a_1", "evt_a_3"])
+        // Replay from 200 to a new endpoint, only refunds: message 3 (odd ids are refunds) … and 1 is older.
+        let replayed = try store.replay(to: "audit", since: 200, limit: 10, now: 500) { type, _ in type == "refund" }
+        #expect(replayed.queued == 1)
+        #expect(try store.claim(endpoint: "audit", limit: 5, token: "p", now: 500, leaseUntil: 900).map(\.messageID) == ["evt_a_3"])
+        // A message stored again is not queued twice.
+        #expect(try store.enqueue(message(1, user: "a", version: 1), to: ["crm"], now: 600) == 0)
+    }
+
+    @Test func backlogAndPrune() throws {
+        let db = try database()
+        let store = WebhookStore(db)
+        for n in 1...3 { try store.enqueue(message(n, user: "u\(n)", version: 1, at: Int64(n)), to: ["crm"], now: Int64(n)) }
+        let backlog = try store.backlog()
+        #expect(backlog["crm"]?.pending == 3 && backlog["crm"]?.oldestCreatedAt == 1)
+        let claims = try store.claim(endpoint: "crm", limit: 2, token: "p", now: 10, leaseUntil: 100)
+        for c in claims { try store.finish(c, token: "p", outcome: delivered, now: 20) }
+        #expect(try store.prune(before: 20) == 0)
+        #expect(try store.prune(before: 21) == 2)
+        #expect(try store.backlog()["crm"]?.pending == 1)
+        #expect(try db.scalarInt("SELECT count(*) FROM webhook_messages") == 1)
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import JSON
+import ReceiptCore
+import ReceiptTesting
+import Testing
+import WebhookSink
+
+@Suite struct WebhookSinkTests {
+    static let secret = "whsec-test-0123456789abcdef"
+
+    static func payload(version: Int = 2, user: String = "u1", type: String = "renewal") -> String {
+        #"{"app_user_id":"\#(user)","created_at":"2026-11-23T10:00:00.000Z","event":{"at":"2026-11-23T09:00:00.000Z","facts":{},"id":"7","original_transaction_id":"1000","product_id":"monthly","recorded_at":"2026-11-23T10:00:00.000Z","transaction_id":"1001","type":"\#(type)"},"id":"evt_00112233445566778899aabbccddeeff","subscriber":{"app_user_id":"\#(user)","entitlements":{},"non_subscriptions":{},"request_date":"2026-11-23T10:00:00.000Z","subscriptions":{},"version":\#(version)},"type":"\#(type)","version":\#(version)}"#
+    }
+
+    @Test func aWellFormedPayloadHasNoSchemaProblems() throws {
+        #expect(WebhookSink.schemaProblems(try JSONValue.parse(Array(Self.payload().utf8))) == [])
+    }
+
+    @Test func schemaProblemsNameWhatIsWrong() throws {
+        let wrongVersion = Self.payload().replacingOccurrences(of: #""type":"renewal","version":2}"#, with: #""type":"renewal","version":3}"#)
+        #expect(WebhookSink.schemaProblems(try JSONValue.parse(Array(wrongVersion.utf8))) == ["subscriber.version is not version"])
+        let unknownType = Self.payload(type: "bogus")
+        #expect(WebhookSink.schemaProblems(try JSONValue.parse(Array(unknownType.utf8))).contains("type is unknown"))
+        #expect(WebhookSink.schemaProblems(.array([])) == ["the payload is not an object"])
+    }
+
+    @Test func theSinkAcknowledgesOnlyWhatVerifies() async throws {
+        let sink = WebhookSink(secrets: [Self.secret])
+        let served = try WebhookSink.serve(sink, logger: quietLogger)
+        let body = Self.payload()
+        let now = Int64(Date().timeIntervalSince1970)
+        let good = WebhookSignature.header(body: Array(body.utf8), secrets: [Self.secret], timestamp: now)
+        let bad = WebhookSignature.header(body: Array(body.utf8), secrets: ["another-secret-0123456789"], timestamp: now)
+        let stale = WebhookSignature.header(body: Array(body.utf8), secrets: [Self.secret], timestamp: now - 3600)
+        let path = "/hooks"
+        #expect(try await request(served.port, "POST", path, body, headers: "Receiptd-Signature: \(good)\r\n").status == 204)
+        #expect(try await request(served.port, "POST", path, body, headers: "Receiptd-Signature: \(bad)\r\n").status == 401)
+        #expect(try await request(served.port, "POST", path, body, headers: "Receiptd-Signature: \(stale)\r\n").status == 401)
+        sink.behaviour = .fail(status: 503)
+        #expect(try await request(served.port, "POST", path, body, headers: "Receiptd-Signature: \(good)\r\n").status == 503)
+        let arrivals = sink.arrivals
+        #expect(arrivals.map(\.signature) == [.valid, .mismatch, .stale, .valid])
+        #expect(arrivals.map(\.acknowledged) == [true, false, false, false])
+        #expect(arrivals[0].version == 2 && arrivals[0].appUserID == "u1" && arrivals[0].schemaProblems.isEmpty)
+        await served.stop()
+    }
+}
