@@ -163,11 +163,10 @@ package func withService(
 /// ``ManualMonotonicClock``, so Apple's retry delays cost nothing), with the application itself
 /// (for its cache, refresher, use cases).
 package func withClockedService(
-    configuration: (String) -> ServiceConfiguration = { testConfiguration(path: $0) },
+    configuration: (String) -> ServiceConfiguration = { testConfiguration(path: $0) }, clock: TestClock = TestClock(),
     _ body: (TestApp, Int, String, TestClock) async throws -> Void
 ) async throws {
     try await withScratchDirectory("receiptd-clocked") { dir in
-        let clock = TestClock()
         let app = try TestApp.open(configuration(dir + "/db.sqlite"), clock: clock, monotonic: ManualMonotonicClock())
         let port = try app.start()
         try await body(app, port, dir + "/db.sqlite", clock)
@@ -193,4 +192,13 @@ package func tableSnapshot(_ db: Database) throws -> [String] {
         while try s.step() { rows.append(table + ":" + (0..<24).map { s.text($0) ?? "∅" }.joined(separator: "|")) }
     }
     return rows
+}
+
+/// Polls `condition` (a background task's effect) every 50 ms for up to `seconds`.
+package func eventually(seconds: Int = 10, _ condition: () async throws -> Bool) async throws -> Bool {
+    for _ in 0..<(seconds * 20) {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    return false
 }

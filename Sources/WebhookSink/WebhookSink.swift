@@ -37,7 +37,9 @@ package final class WebhookSink: HTTPResponder, Sendable {
         package var receivedAt: Int64
 
         package var appUserID: String? { payload?["app_user_id"]?.string }
-        package var version: Int64? { payload?["version"].flatMap { if case .number(let n, _) = $0 { Int64(exactly: n) } else { nil } } }
+        package var version: Int64? {
+            payload?["version"].flatMap { if case .number(let n, _) = $0 { Int64(exactly: n) } else { nil } }
+        }
         package var type: String? { payload?["type"]?.string }
     }
 
@@ -51,7 +53,8 @@ package final class WebhookSink: HTTPResponder, Sendable {
     /// `secrets`: the ones the sender signs with (either verifies); `tolerance`: seconds `t` may be
     /// off from `now`.
     package init(
-        secrets: [String], tolerance: Int64 = 300, now: WallClock = .system, onArrival: @escaping @Sendable (Arrival) -> Void = { _ in }
+        secrets: [String], tolerance: Int64 = 300, now: WallClock = .system,
+        onArrival: @escaping @Sendable (Arrival) -> Void = { _ in }
     ) {
         self.secrets = secrets
         self.tolerance = tolerance
@@ -127,7 +130,8 @@ package final class WebhookSink: HTTPResponder, Sendable {
         if subscriber?["app_user_id"]?.string != payload["app_user_id"]?.string || payload["app_user_id"]?.string == nil {
             problems.append("subscriber.app_user_id is not app_user_id")
         }
-        if case .number(let v, _)? = subscriber?["version"], v == version {} else {
+        if case .number(let v, _)? = subscriber?["version"], v == version {
+        } else {
             problems.append("subscriber.version is not version")
         }
         for key in ["entitlements", "subscriptions", "non_subscriptions"] {

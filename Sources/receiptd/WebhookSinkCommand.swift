@@ -27,7 +27,9 @@ struct WebhookSinkCommand: AsyncParsableCommand {
     func validate() throws {
         guard host == "127.0.0.1" || host == "::1" else { throw ValidationError("--host must be 127.0.0.1 or ::1") }
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
-        guard !secrets.isEmpty else { throw ValidationError("--secret is required (the endpoint's RECEIPTD_WEBHOOKS_<NAME>_SECRET)") }
+        guard !secrets.isEmpty else {
+            throw ValidationError("--secret is required (the endpoint's RECEIPTD_WEBHOOKS_<NAME>_SECRET)")
+        }
         if let failStatus, !(100...599).contains(failStatus) { throw ValidationError("--fail-status must be an HTTP status") }
     }
 

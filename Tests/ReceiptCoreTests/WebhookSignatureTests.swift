@@ -22,7 +22,8 @@ import Testing
 
     @Test func aChangedBodyOrTimeDoesNotVerify() {
         let header = WebhookSignature.header(body: body, secrets: ["s-0123456789abcdef"], timestamp: 100)
-        #expect(WebhookSignature.verify(header: header, body: body + [0x20], secrets: ["s-0123456789abcdef"], now: 100) == .mismatch)
+        #expect(
+            WebhookSignature.verify(header: header, body: body + [0x20], secrets: ["s-0123456789abcdef"], now: 100) == .mismatch)
         let moved = header.replacingOccurrences(of: "t=100", with: "t=101")
         #expect(WebhookSignature.verify(header: moved, body: body, secrets: ["s-0123456789abcdef"], now: 100) == .mismatch)
     }
@@ -31,11 +32,16 @@ import Testing
         let header = WebhookSignature.header(body: body, secrets: ["s-0123456789abcdef"], timestamp: 100)
         #expect(WebhookSignature.verify(header: header, body: body, secrets: ["s-0123456789abcdef"], now: 400) == .valid)
         #expect(WebhookSignature.verify(header: header, body: body, secrets: ["s-0123456789abcdef"], now: 401) == .stale)
-        #expect(WebhookSignature.verify(header: header, body: body, secrets: ["s-0123456789abcdef"], now: 401, tolerance: 301) == .valid)
+        #expect(
+            WebhookSignature.verify(header: header, body: body, secrets: ["s-0123456789abcdef"], now: 401, tolerance: 301)
+                == .valid)
     }
 
     @Test func malformedHeadersAreNamedSo() {
-        for header in ["", "t=1", "v1=00", "t=x,v1=" + String(repeating: "0", count: 64), "t=1,v1=zz", "t=1,t=2,v1=" + String(repeating: "0", count: 64), "garbage"] {
+        for header in [
+            "", "t=1", "v1=00", "t=x,v1=" + String(repeating: "0", count: 64), "t=1,v1=zz",
+            "t=1,t=2,v1=" + String(repeating: "0", count: 64), "garbage",
+        ] {
             #expect(WebhookSignature.verify(header: header, body: body, secrets: ["s"], now: 1) == .malformed, "\(header)")
         }
         // An unknown scheme beside v1 is ignored.
@@ -48,7 +54,10 @@ import Testing
     let policy = WebhookRetryPolicy()
 
     @Test func delaysDoubleFrom30SecondsUpTo6Hours() {
-        #expect((1...12).map { policy.delay(afterAttempt: $0) / 1000 } == [30, 60, 120, 240, 480, 960, 1920, 3840, 7680, 15360, 21600, 21600])
+        #expect(
+            (1...12).map { policy.delay(afterAttempt: $0) / 1000 } == [
+                30, 60, 120, 240, 480, 960, 1920, 3840, 7680, 15360, 21600, 21600,
+            ])
     }
 
     @Test func jitterDrawsInTheUpperHalf() {

@@ -28,15 +28,6 @@ private func configuration(
 
 private func premium(_ document: [String: Any]) -> [String: Any]? { entitlement(document, "premium") }
 
-/// Polls `condition` (a background task's effect) for up to ten seconds.
-private func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-    for _ in 0..<200 {
-        if try await condition() { return true }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    return false
-}
-
 private func metrics(_ port: Int) async throws -> String { try await get(port, "/metrics", key: TestSecrets.secretKey).body }
 
 @Suite("App Store Server API: refresher, shadow, catch-up, support, consumption", .serialized)

@@ -37,7 +37,8 @@ struct WebhookStoreTests {
         let second = try store.claim(endpoint: "crm", limit: 10, token: "p1", now: 20, leaseUntil: 120)
         #expect(second.map(\.messageID) == ["evt_a_2"])
         // The other endpoint's queues are their own.
-        #expect(try store.claim(endpoint: "billing", limit: 1, token: "p1", now: 20, leaseUntil: 120).map(\.messageID) == ["evt_a_1"])
+        #expect(
+            try store.claim(endpoint: "billing", limit: 1, token: "p1", now: 20, leaseUntil: 120).map(\.messageID) == ["evt_a_1"])
     }
 
     @Test func aRetryKeepsTheQueueWaitingAndFailingForGoodLetsItGoOn() throws {
@@ -70,7 +71,9 @@ struct WebhookStoreTests {
     @Test func requeueAndReplay() throws {
         let db = try database()
         let store = WebhookStore(db)
-        for n in 1...3 { try store.enqueue(message(n, user: "a", version: Int64(n), at: Int64(n) * 100), to: ["crm"], now: Int64(n) * 100) }
+        for n in 1...3 {
+            try store.enqueue(message(n, user: "a", version: Int64(n), at: Int64(n) * 100), to: ["crm"], now: Int64(n) * 100)
+        }
         var claim = try store.claim(endpoint: "crm", limit: 1, token: "p", now: 300, leaseUntil: 400)[0]
         // In flight: not requeued.
         #expect(try !store.requeue(claim.deliveryID, now: 310))
@@ -87,7 +90,8 @@ struct WebhookStoreTests {
         // Replay from 200 to a new endpoint, only refunds: message 3 (odd ids are refunds) … and 1 is older.
         let replayed = try store.replay(to: "audit", since: 200, limit: 10, now: 500) { type, _ in type == "refund" }
         #expect(replayed.queued == 1)
-        #expect(try store.claim(endpoint: "audit", limit: 5, token: "p", now: 500, leaseUntil: 900).map(\.messageID) == ["evt_a_3"])
+        #expect(
+            try store.claim(endpoint: "audit", limit: 5, token: "p", now: 500, leaseUntil: 900).map(\.messageID) == ["evt_a_3"])
         // A message stored again is not queued twice.
         #expect(try store.enqueue(message(1, user: "a", version: 1), to: ["crm"], now: 600) == 0)
     }

@@ -17,8 +17,10 @@ import WebhookSink
     }
 
     @Test func schemaProblemsNameWhatIsWrong() throws {
-        let wrongVersion = Self.payload().replacingOccurrences(of: #""type":"renewal","version":2}"#, with: #""type":"renewal","version":3}"#)
-        #expect(WebhookSink.schemaProblems(try JSONValue.parse(Array(wrongVersion.utf8))) == ["subscriber.version is not version"])
+        let wrongVersion = Self.payload().replacingOccurrences(
+            of: #""type":"renewal","version":2}"#, with: #""type":"renewal","version":3}"#)
+        #expect(
+            WebhookSink.schemaProblems(try JSONValue.parse(Array(wrongVersion.utf8))) == ["subscriber.version is not version"])
         let unknownType = Self.payload(type: "bogus")
         #expect(WebhookSink.schemaProblems(try JSONValue.parse(Array(unknownType.utf8))).contains("type is unknown"))
         #expect(WebhookSink.schemaProblems(.array([])) == ["the payload is not an object"])
