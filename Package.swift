@@ -197,7 +197,11 @@ let package = Package(
                 "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
             ]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "WebhookSinkTests", dependencies: ["WebhookSink", "ReceiptCore", "JSON", "ReceiptTesting"]),
+        .testTarget(
+            name: "WebhookSinkTests",
+            dependencies: [
+                "WebhookSink", "ReceiptCore", "JSON", "ReceiptTesting", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .testTarget(
             name: "StorageTests",
             dependencies: [

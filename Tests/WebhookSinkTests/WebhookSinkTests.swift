@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import JSON
 import ReceiptCore
@@ -45,5 +46,33 @@ import WebhookSink
         #expect(arrivals.map(\.acknowledged) == [true, false, false, false])
         #expect(arrivals[0].version == 2 && arrivals[0].appUserID == "u1" && arrivals[0].schemaProblems.isEmpty)
         await served.stop()
+    }
+}
+
+/// README "Webhooks"' Swift verifier, as printed there.
+private func verify(header: String, body: [UInt8], secrets: [String], tolerance: Double = 300) -> Bool {
+    let parts = header.split(separator: ",").map { $0.split(separator: "=", maxSplits: 1).map(String.init) }
+    guard let t = parts.first(where: { $0.first == "t" })?.last, let seconds = Double(t),
+        abs(Date().timeIntervalSince1970 - seconds) <= tolerance
+    else { return false }
+    let signed = Array((t + ".").utf8) + body
+    return parts.filter { $0.first == "v1" }.contains { v1 in
+        secrets.contains { secret in
+            let mac = HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: Array(secret.utf8)))
+            return mac.map { String(format: "%02x", $0) }.joined() == v1.last
+        }
+    }
+}
+
+@Suite struct READMEVerifierTests {
+    @Test func theREADMEsSwiftVerifierAcceptsReceiptdsSignatures() {
+        let body = Array(WebhookSinkTests.payload().utf8)
+        let now = Int64(Date().timeIntervalSince1970)
+        let header = WebhookSignature.header(body: body, secrets: ["new-secret-0123456", "old-secret-0123456"], timestamp: now)
+        #expect(verify(header: header, body: body, secrets: ["old-secret-0123456"]))
+        #expect(!verify(header: header, body: body + [0x20], secrets: ["old-secret-0123456"]))
+        #expect(!verify(header: header, body: body, secrets: ["another-secret-000"]))
+        let old = WebhookSignature.header(body: body, secrets: ["old-secret-0123456"], timestamp: now - 600)
+        #expect(!verify(header: old, body: body, secrets: ["old-secret-0123456"]))
     }
 }
