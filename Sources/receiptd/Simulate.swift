@@ -4,6 +4,7 @@ import ArgumentParser
 import Dispatch
 import FoundationEssentials
 import Glibc
+import HTTPServer
 import Logging
 
 /// `receiptd simulate`: the built-in App Store simulator on a loopback port, for offline runs and
@@ -66,17 +67,22 @@ struct Simulate: AsyncParsableCommand {
                 serverAPIRequestsPerSecond: serverAPIRequestsPerSecond),
             host: host, port: port, eventLoops: max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))), logger: logger)
         let server = served.server
-        let signals = [SIGTERM, SIGINT].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { @Sendable in server.shutdown() }
-            source.resume()
-            return source
-        }
+        let signals = shutDownOnSignals(server)
         print("App Store simulator on http://\(host):\(served.port)/production/verifyReceipt and /sandbox/verifyReceipt")
         fflushStandardOutput()
         await server.waitUntilStopped()
         withExtendedLifetime(signals) {}
+    }
+}
+
+/// SIGTERM and SIGINT shut `server` down gracefully while the returned sources live.
+func shutDownOnSignals(_ server: HTTPServer) -> [any DispatchSourceSignal] {
+    [SIGTERM, SIGINT].map { number in
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler { @Sendable in server.shutdown() }
+        source.resume()
+        return source
     }
 }
 

@@ -43,13 +43,7 @@ struct WebhookSinkCommand: AsyncParsableCommand {
         if let failStatus { sink.behaviour = .fail(status: failStatus) }
         let served = try WebhookSink.serve(sink, host: host, port: port, logger: logger)
         let server = served.server
-        let signals = [SIGTERM, SIGINT].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { @Sendable in server.shutdown() }
-            source.resume()
-            return source
-        }
+        let signals = shutDownOnSignals(server)
         printError("webhook sink on http://\(host):\(served.port)/hooks")
         await server.waitUntilStopped()
         withExtendedLifetime(signals) {}
