@@ -35,15 +35,14 @@ package struct WebhookOperations: Sendable {
     /// retry window; the delivery as it now stands.
     package func retry(_ id: Int64) async throws(ReceiptError) -> WebhookDelivery {
         let now = clock.now()
-        let result = try await run(write: true) { db -> (Bool, WebhookDelivery?) in
-            let store = WebhookStore(db)
-            guard try store.delivery(id) != nil else { return (false, nil) }
-            return (try store.requeue(id, now: now), try store.delivery(id))
+        let requeued = try await run(write: true) { db in try WebhookStore(db).requeue(id, now: now) }
+        switch requeued {
+        case .notFound: throw .webhookDeliveryNotFound
+        case .inFlight: throw .webhookDeliveryInFlight
+        case .queued(let delivery):
+            doorbell.ring()
+            return delivery
         }
-        guard let delivery = result.1 else { throw .webhookDeliveryNotFound }
-        guard result.0 else { throw .webhookDeliveryInFlight }
-        doorbell.ring()
-        return delivery
     }
 
     /// Queues to `endpoint` again every stored message created at or after `since` that it takes
@@ -78,6 +77,7 @@ package struct WebhookOperations: Sendable {
 
     /// Every configured endpoint's backlog.
     package func status() async throws(ReceiptError) -> [EndpointStatus] {
+        guard !settings.endpoints.isEmpty else { return [] }  // webhooks off: /readyz reads nothing more
         let backlog = try await run(write: false) { db in try WebhookStore(db).backlog() }
         let now = clock.now()
         return settings.endpoints.map { e in

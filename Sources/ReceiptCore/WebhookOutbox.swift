@@ -31,7 +31,7 @@ package struct WebhookOutbox: Sendable {
             if let bundle = p.bundleID { bundles[Identifier(p.fact.originalTransactionID)] = bundle }
         }
         let store = WebhookStore(db)
-        let rendered = document.body(version: version, now: now)
+        var rendered: [UInt8]?  // once, and only if some endpoint takes an event
         var queued = 0
         for event in events {
             // A purchase they no longer hold (a transfer away) is not among theirs: its app from storage.
@@ -41,8 +41,10 @@ package struct WebhookOutbox: Sendable {
             let takers = endpoints.filter { $0.accepts(type: event.type, bundleID: bundle) }.map(\.name)
             guard !takers.isEmpty else { continue }
             let id = WebhookPayload.messageID(appUserID: subscriber.appUserID, eventKey: event.key)
+            let document = rendered ?? document.body(version: version, now: now)
+            rendered = document
             let body = WebhookPayload.body(
-                id: id, event: event, appUserID: subscriber.appUserID, subscriber: rendered, version: version, createdAt: now)
+                id: id, event: event, appUserID: subscriber.appUserID, subscriber: document, version: version, createdAt: now)
             let message = WebhookMessage(
                 id: id, appUserID: subscriber.appUserID, version: version, type: event.type, bundleID: bundle,
                 body: String(decoding: body, as: UTF8.self), createdAt: now)

@@ -152,12 +152,21 @@ public struct WebhookStore {
         return try q.step() ? Self.delivery(q) : nil
     }
 
+    /// What ``requeue(_:now:)`` did.
+    public enum Requeued: Sendable, Equatable {
+        case notFound
+        /// Being sent right now: left alone.
+        case inFlight
+        /// Queued again: the delivery as it now stands.
+        case queued(WebhookDelivery)
+    }
+
     /// Queues a delivery again by hand, whatever its status, with a fresh retry window: due at
     /// `now` when its subscriber's queue has no head, else behind that head (and before newer
-    /// ones). A delivery being sent right now is left alone: false.
-    public func requeue(_ id: Int64, now: Int64) throws -> Bool {
-        guard let d = try delivery(id) else { return false }
-        if d.status == .pending, d.claimed, let due = d.dueAt, due > now { return false }
+    /// ones). A delivery being sent right now is left alone.
+    public func requeue(_ id: Int64, now: Int64) throws -> Requeued {
+        guard let d = try delivery(id) else { return .notFound }
+        if d.status == .pending, d.claimed, let due = d.dueAt, due > now { return .inFlight }
         try db.cached(
             """
             UPDATE webhook_deliveries SET status = 'pending', claimed_by = NULL, finished_at = NULL, attempts = 0,
@@ -169,7 +178,7 @@ public struct WebhookStore {
             WHERE id = ?1
             """
         ).bind([id, now]).run()
-        return true
+        return try delivery(id).map { .queued($0) } ?? .notFound
     }
 
     /// Queues to `endpoint` again the messages created at or after `since` that `accepts` takes,

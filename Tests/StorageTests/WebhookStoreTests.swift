@@ -76,10 +76,15 @@ struct WebhookStoreTests {
         }
         var claim = try store.claim(endpoint: "crm", limit: 1, token: "p", now: 300, leaseUntil: 400)[0]
         // In flight: not requeued.
-        #expect(try !store.requeue(claim.deliveryID, now: 310))
+        #expect(try store.requeue(claim.deliveryID, now: 310) == .inFlight)
         try store.finish(claim, token: "p", outcome: .init(next: .failed, httpStatus: 410, error: "HTTP 410"), now: 320)
         // Failed, requeued by hand: it waits behind the head (message 2), before message 3.
-        #expect(try store.requeue(claim.deliveryID, now: 330))
+        guard case .queued(let requeued) = try store.requeue(claim.deliveryID, now: 330) else {
+            Issue.record("not requeued")
+            return
+        }
+        #expect(requeued.status == .pending && requeued.dueAt == nil && requeued.attempts == 0)
+        #expect(try store.requeue(999, now: 330) == .notFound)
         var order: [String] = []
         for t in 0..<3 {
             claim = try store.claim(endpoint: "crm", limit: 5, token: "p", now: 400 + Int64(t), leaseUntil: 900)[0]
