@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The crash harness: load (receipts and V1 notifications), SIGKILL at random moments KILLS
-# times (default 20), restart; then every acknowledged write must be there and
+# The crash harness: load (receipts and V1 notifications) with webhooks going to a slow
+# webhook-sink, SIGKILL at random moments KILLS times (default 20), restart; then every
+# acknowledged write must be there, every stored event must have reached the sink, and
 # PRAGMA integrity_check must answer ok. Pass SEED to replay the same kill moments.
 #   Scripts/crash-harness.sh [KILLS] [SEED]
 set -euo pipefail

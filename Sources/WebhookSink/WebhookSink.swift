@@ -15,7 +15,8 @@ package final class WebhookSink: HTTPResponder, Sendable {
         case acknowledge
         /// This status, whatever came.
         case fail(status: Int)
-        /// Answers 204 only after this long: longer than the sender's timeout, it is no answer.
+        /// Answers 204 only after this long (to a request whether or not it verifies): a slow
+        /// receiver, or, longer than the sender's timeout, no answer.
         case hang(Duration)
     }
 
@@ -47,18 +48,21 @@ package final class WebhookSink: HTTPResponder, Sendable {
     private let tolerance: Int64
     private let now: WallClock
     private let state = Mutex<(behaviour: Behaviour, arrivals: [Arrival])>((.acknowledge, []))
+    /// Whether ``arrivals`` keeps each request (a long-running CLI sink only prints them).
+    private let keepsArrivals: Bool
     /// Called with each arrival as it is recorded (the CLI prints it).
     private let onArrival: @Sendable (Arrival) -> Void
 
     /// `secrets`: the ones the sender signs with (either verifies); `tolerance`: seconds `t` may be
-    /// off from `now`.
+    /// off from `now`; `keepsArrivals`: false to hand each arrival to `onArrival` only.
     package init(
-        secrets: [String], tolerance: Int64 = 300, now: WallClock = .system,
+        secrets: [String], tolerance: Int64 = 300, now: WallClock = .system, keepsArrivals: Bool = true,
         onArrival: @escaping @Sendable (Arrival) -> Void = { _ in }
     ) {
         self.secrets = secrets
         self.tolerance = tolerance
         self.now = now
+        self.keepsArrivals = keepsArrivals
         self.onArrival = onArrival
     }
 
@@ -102,7 +106,7 @@ package final class WebhookSink: HTTPResponder, Sendable {
     }
 
     private func record(_ arrival: Arrival) {
-        state.withLock { $0.arrivals.append(arrival) }
+        if keepsArrivals { state.withLock { $0.arrivals.append(arrival) } }
         onArrival(arrival)
     }
 

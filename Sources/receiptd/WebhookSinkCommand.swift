@@ -23,6 +23,8 @@ struct WebhookSinkCommand: AsyncParsableCommand {
     var toleranceSeconds: Int64 = 300
     @Option(name: .customLong("fail-status"), help: "Answer every request with this status instead of 204 (try retries).")
     var failStatus: Int?
+    @Option(name: .customLong("delay-ms"), help: "Answer 204 only after this many milliseconds (a slow receiver).")
+    var delayMs: Int?
 
     func validate() throws {
         guard host == "127.0.0.1" || host == "::1" else { throw ValidationError("--host must be 127.0.0.1 or ::1") }
@@ -31,16 +33,19 @@ struct WebhookSinkCommand: AsyncParsableCommand {
             throw ValidationError("--secret is required (the endpoint's RECEIPTD_WEBHOOKS_<NAME>_SECRET)")
         }
         if let failStatus, !(100...599).contains(failStatus) { throw ValidationError("--fail-status must be an HTTP status") }
+        if let delayMs, !(1...600_000).contains(delayMs) { throw ValidationError("--delay-ms must be in 1...600000") }
+        if failStatus != nil, delayMs != nil { throw ValidationError("--fail-status and --delay-ms exclude each other") }
     }
 
     func run() async throws {
         var logger = Logger(label: "receiptd-webhook-sink")
         logger.logLevel = .warning
-        let sink = WebhookSink(secrets: secrets, tolerance: toleranceSeconds) { arrival in
+        let sink = WebhookSink(secrets: secrets, tolerance: toleranceSeconds, keepsArrivals: false) { arrival in
             print(String(decoding: Self.line(arrival).jsonBytes, as: UTF8.self))
             fflushStandardOutput()
         }
         if let failStatus { sink.behaviour = .fail(status: failStatus) }
+        if let delayMs { sink.behaviour = .hang(.milliseconds(delayMs)) }
         let served = try WebhookSink.serve(sink, host: host, port: port, logger: logger)
         let server = served.server
         let signals = shutDownOnSignals(server)
