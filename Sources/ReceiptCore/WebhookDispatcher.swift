@@ -68,12 +68,7 @@ package final class WebhookDispatcher: Sendable {
                     await housekeeping()
                     // Until a ring, or the poll interval (real time, whatever clock the test moves:
                     // due times are wall-clock times, read again at each pass).
-                    let timer = Task { [doorbell, settings] in
-                        try? await Task.sleep(for: .milliseconds(settings.pollMs))
-                        doorbell.ring()
-                    }
-                    await doorbell.wait()
-                    timer.cancel()
+                    await doorbell.wait(atMost: .milliseconds(settings.pollMs))
                 }
             }
         } onGracefulShutdown: { [doorbell] in

@@ -121,4 +121,20 @@ package final class Doorbell: Sendable {
             ring()
         }
     }
+
+    /// Returns at the next ring or after `timeout` (real time), whichever comes first. The timer of
+    /// a wait a ring ended leaves no ring behind: it would end the next wait at once, and the one
+    /// after, a loop that never sleeps.
+    package func wait(atMost timeout: Duration) async {
+        let timer = Task { [self] in
+            do { try await Task.sleep(for: timeout) } catch { return }
+            ring()
+        }
+        await wait()
+        timer.cancel()
+        await timer.value
+    }
+
+    /// Whether a ring is waiting for the next ``wait()``.
+    package var isRung: Bool { state.withLock { $0.rung } }
 }
