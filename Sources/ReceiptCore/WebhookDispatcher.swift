@@ -8,17 +8,23 @@ import Synchronization
 
 /// Sends the outbox's deliveries (a Service; idle when no endpoint is configured).
 ///
-/// Each endpoint has at most `maxConcurrent` deliveries in flight. A claim takes only the head of
+/// Each endpoint has at most `maxConcurrent` requests in flight, made by as many senders, which
+/// take claims from the endpoint's lane: a pass claims up to ``claimsAheadPerSender`` per sender
+/// ahead, so senders keep going while the next pass waits for the writer. A claim takes only the head of
 /// each subscriber's queue (``WebhookStore/claim(endpoint:limit:token:now:leaseUntil:)``), so one
 /// subscriber's deliveries go out in version order while different subscribers' go in parallel.
 /// A 2xx answer is delivered; any other answer, or none within the endpoint's timeout, is tried
 /// again by ``WebhookRetryPolicy``, then kept as failed. A claim is a lease: a process killed
-/// mid-send leaves deliveries that fall due again when it runs out (at least once; never sent by
-/// two processes at once while a lease holds).
+/// mid-send, or before it recorded the answer, leaves deliveries that fall due again when it runs
+/// out (at least once; never sent by two processes at once while a lease holds).
 ///
-/// The loop claims what is due, then waits for its ``Doorbell`` (rung by this process's writes
-/// that queued deliveries and by each finished attempt) or `pollMs` (other processes' writes,
-/// retries falling due). On graceful shutdown it stops claiming and lets attempts under way end.
+/// The loop makes passes. Each is one write (one turn of the database's single writer, which the
+/// requests' saves are queueing for too): it records what came of the attempts that ended since
+/// the last pass (which lets the next delivery of each finished queue fall due), then claims what
+/// is due into the slots they freed. Between passes it waits for its ``Doorbell`` (rung by this
+/// process's writes that queued deliveries and by each ended attempt) or `pollMs` (other
+/// processes' writes, retries falling due). On graceful shutdown it stops claiming, lets the
+/// attempts under way end and records them.
 package final class WebhookDispatcher: Sendable {
     let settings: WebhookSettings
     let transport: any HTTPTransport
@@ -32,10 +38,33 @@ package final class WebhookDispatcher: Sendable {
     let random: @Sendable () -> Double
     /// This process's claims (random, so a restarted process never holds its predecessor's).
     let token: String
-    /// Attempts under way, per endpoint.
-    private let inFlight = Mutex<[String: Int]>([:])
+    /// Per endpoint: its claims not yet sent and its senders.
+    private let lanes = Mutex<[String: Lane]>([:])
+    /// Attempts that ended and whose outcome the next pass records.
+    private let ended = Mutex<[Ended]>([])
     private let lastPrune = Atomic<Int64>(0)
     private let lastBacklog = Atomic<Int64>(0)
+
+    /// How many claims per sender of an endpoint a pass may take ahead of the senders.
+    static let claimsAheadPerSender = 4
+
+    /// One endpoint's claims on their way.
+    struct Lane {
+        /// Claimed, waiting for a sender, with when each claim runs out.
+        var ready: [(claim: WebhookClaim, leaseUntil: Int64)] = []
+        /// Senders running (at most the endpoint's `maxConcurrent`).
+        var senders = 0
+        /// Claimed and not yet ended (waiting or being sent).
+        var outstanding = 0
+    }
+
+    /// An attempt whose answer (or its absence) is in, not yet recorded.
+    struct Ended {
+        var claim: WebhookClaim
+        var endpoint: String
+        var outcome: WebhookAttemptOutcome
+        var at: Int64
+    }
 
     package init(
         settings: WebhookSettings, transport: any HTTPTransport, database: DatabaseQueue, doorbell: Doorbell, logger: Logger,
@@ -64,49 +93,94 @@ package final class WebhookDispatcher: Sendable {
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { attempts in
                 while !stopping.load(ordering: .acquiring) && !Task.isCancelled {
-                    await dispatchDue(into: &attempts)
+                    for endpoint in await pass(claiming: true) {
+                        attempts.addTask { [self] in await send(to: endpoint) }
+                    }
                     await housekeeping()
                     // Until a ring, or the poll interval (real time, whatever clock the test moves:
                     // due times are wall-clock times, read again at each pass).
                     await doorbell.wait(atMost: .milliseconds(settings.pollMs))
                 }
             }
+            // Every claim taken has been sent and every attempt has ended: record the last of them.
+            _ = await pass(claiming: false)
         } onGracefulShutdown: { [doorbell] in
             stopping.store(true, ordering: .releasing)
             doorbell.ring()
         }
     }
 
-    /// Claims what is due for each endpoint with room, and starts each attempt in `attempts`.
-    func dispatchDue(into attempts: inout DiscardingTaskGroup) async {
-        for endpoint in settings.endpoints {
-            let room = endpoint.maxConcurrent - inFlight.withLock { $0[endpoint.name, default: 0] }
-            guard room > 0 else { continue }
-            let now = clock.now()
-            let leaseUntil = now + Int64(endpoint.timeout.components.seconds * 1000) + settings.leaseMs
-            let claims: [WebhookClaim]
-            do {
-                claims = try await database.write { [token] db in
-                    try WebhookStore(db).claim(
-                        endpoint: endpoint.name, limit: room, token: token, now: now, leaseUntil: leaseUntil)
+    /// One pass, in one write: records the attempts that ended, then (`claiming`) claims what is
+    /// due for each endpoint whose lane has room. Returns an endpoint for each sender to start.
+    func pass(claiming: Bool) async -> [WebhookEndpoint] {
+        let finished = ended.withLock { ended in
+            defer { ended = [] }
+            return ended
+        }
+        let now = clock.now()
+        var rooms: [(endpoint: WebhookEndpoint, room: Int, leaseUntil: Int64)] = []
+        if claiming {
+            let lanes = self.lanes.withLock { $0 }
+            for endpoint in settings.endpoints {
+                let room = endpoint.maxConcurrent * Self.claimsAheadPerSender - lanes[endpoint.name, default: Lane()].outstanding
+                guard room > 0 else { continue }
+                let leaseUntil = now + endpoint.timeoutMs + settings.leaseMs
+                rooms.append((endpoint, room, leaseUntil))
+            }
+        }
+        guard !finished.isEmpty || !rooms.isEmpty else { return [] }
+        let recorded: [Bool]
+        let claims: [[WebhookClaim]]
+        do {
+            (recorded, claims) = try await database.write { [token, rooms] db in
+                let store = WebhookStore(db)
+                let recorded = try finished.map { try store.finish($0.claim, token: token, outcome: $0.outcome, now: $0.at) }
+                let claims = try rooms.map {
+                    try store.claim(endpoint: $0.endpoint.name, limit: $0.room, token: token, now: now, leaseUntil: $0.leaseUntil)
                 }
-            } catch {
-                logger.error("webhook claim failed", metadata: ["endpoint": "\(endpoint.name)", "error": "\(error)"])
+                return (recorded, claims)
+            }
+        } catch {
+            // The outcomes' claims run out and those deliveries are tried again: at least once.
+            logger.error("webhook pass failed", metadata: ["attempts_ended": "\(finished.count)", "error": "\(error)"])
+            (recorded, claims) = (finished.map { _ in false }, [])
+        }
+        for (attempt, stored) in zip(finished, recorded) { report(attempt, recorded: stored) }
+        var senders: [WebhookEndpoint] = []
+        for ((endpoint, _, leaseUntil), claimed) in zip(rooms, claims) where !claimed.isEmpty {
+            let start = lanes.withLock { lanes in
+                lanes[endpoint.name, default: Lane()].ready += claimed.map { ($0, leaseUntil) }
+                lanes[endpoint.name, default: Lane()].outstanding += claimed.count
+                let lane = lanes[endpoint.name, default: Lane()]
+                let start = min(endpoint.maxConcurrent - lane.senders, lane.ready.count)
+                lanes[endpoint.name, default: Lane()].senders += start
+                return start
+            }
+            senders += repeatElement(endpoint, count: start)
+        }
+        return senders
+    }
+
+    /// A sender: attempts the endpoint's waiting claims one after another until its lane is empty.
+    /// A claim that would run out before its attempt could time out is left alone: it falls due
+    /// again when it runs out, so no one else sends it while this process still might.
+    func send(to endpoint: WebhookEndpoint) async {
+        while let (claim, leaseUntil) = lanes.withLock({ lanes -> (WebhookClaim, Int64)? in
+            guard !lanes[endpoint.name, default: Lane()].ready.isEmpty else {
+                lanes[endpoint.name, default: Lane()].senders -= 1
+                return nil
+            }
+            return lanes[endpoint.name, default: Lane()].ready.removeFirst()
+        }) {
+            guard clock.now() + endpoint.timeoutMs < leaseUntil else {
+                lanes.withLock { $0[endpoint.name, default: Lane()].outstanding -= 1 }
                 continue
             }
-            guard !claims.isEmpty else { continue }
-            inFlight.withLock { $0[endpoint.name, default: 0] += claims.count }
-            for claim in claims {
-                attempts.addTask { [self] in
-                    await attempt(claim, to: endpoint)
-                    inFlight.withLock { $0[endpoint.name, default: 0] -= 1 }
-                    doorbell.ring()
-                }
-            }
+            await attempt(claim, to: endpoint)
         }
     }
 
-    /// Sends one claimed delivery and records what came of it.
+    /// Sends one claimed delivery and leaves what came of it for the next pass to record.
     func attempt(_ claim: WebhookClaim, to endpoint: WebhookEndpoint) async {
         let body = Array(claim.body.utf8)
         let sentAt = clock.now()
@@ -122,18 +196,18 @@ package final class WebhookDispatcher: Sendable {
         let result = await transport.send(request)
         let elapsed = monotonic.now - started
         let now = clock.now()
-        let outcome = Self.outcome(
-            of: result, claim: claim, policy: settings.retry, now: now, random: random())
-        let recorded: Bool
-        do {
-            recorded = try await database.write { [token] db in
-                try WebhookStore(db).finish(claim, token: token, outcome: outcome, now: now)
-            }
-        } catch {
-            // The claim runs out and the delivery is tried again: at least once.
-            logger.error("webhook outcome not stored", metadata: ["delivery": "\(claim.deliveryID)", "error": "\(error)"])
-            recorded = false
-        }
+        let outcome = Self.outcome(of: result, claim: claim, policy: settings.retry, now: now, random: random())
+        Timer(label: "webhook_delivery_duration_seconds", dimensions: [("endpoint", endpoint.name)], factory: metrics)
+            .recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+        ended.withLock { $0.append(Ended(claim: claim, endpoint: endpoint.name, outcome: outcome, at: now)) }
+        lanes.withLock { $0[endpoint.name, default: Lane()].outstanding -= 1 }
+        doorbell.ring()
+    }
+
+    /// Counts and logs an attempt once its pass has recorded it (`recorded` false: the claim had
+    /// run out and was someone else's, or the write failed).
+    private func report(_ attempt: Ended, recorded: Bool) {
+        let (claim, outcome) = (attempt.claim, attempt.outcome)
         let name =
             switch outcome.next {
             case .delivered: "delivered"
@@ -142,21 +216,18 @@ package final class WebhookDispatcher: Sendable {
             }
         Counter(
             label: "webhook_deliveries_total",
-            dimensions: [("endpoint", endpoint.name), ("outcome", recorded ? name : "lost_claim")],
+            dimensions: [("endpoint", attempt.endpoint), ("outcome", recorded ? name : "lost_claim")],
             factory: metrics
         ).increment()
-        Timer(label: "webhook_delivery_duration_seconds", dimensions: [("endpoint", endpoint.name)], factory: metrics)
-            .recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
-        if outcome.next != .delivered {
-            logger.log(
-                level: outcome.next == .failed ? .error : .warning,
-                outcome.next == .failed ? "webhook delivery failed for good" : "webhook delivery will be retried",
-                metadata: [
-                    "endpoint": "\(endpoint.name)", "delivery": "\(claim.deliveryID)", "webhook_id": "\(claim.messageID)",
-                    "attempt": "\(claim.attempt)", "status": "\(outcome.httpStatus.map(String.init) ?? "none")",
-                    "error": "\(outcome.error ?? "")",
-                ])
-        }
+        guard outcome.next != .delivered else { return }
+        logger.log(
+            level: outcome.next == .failed ? .error : .warning,
+            outcome.next == .failed ? "webhook delivery failed for good" : "webhook delivery will be retried",
+            metadata: [
+                "endpoint": "\(attempt.endpoint)", "delivery": "\(claim.deliveryID)", "webhook_id": "\(claim.messageID)",
+                "attempt": "\(claim.attempt)", "status": "\(outcome.httpStatus.map(String.init) ?? "none")",
+                "error": "\(outcome.error ?? "")",
+            ])
     }
 
     /// What an attempt's result means: 2xx is delivered; anything else is retried, or failed once

@@ -16,6 +16,8 @@ package struct WebhookEndpoint: Sendable, Equatable {
     package var maxConcurrent: Int
     /// One attempt ends within this.
     package var timeout: Duration
+    /// ``timeout`` in milliseconds, rounded up.
+    package var timeoutMs: Int64 { Int64((timeout / .milliseconds(1)).rounded(.up)) }
 
     package init(
         name: String, url: String, eventTypes: Set<String>? = nil, bundleIDs: Set<String>? = nil, secrets: [String],
