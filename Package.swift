@@ -43,6 +43,7 @@ let package = Package(
         // C libraries, through Debian's -dev packages.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CPostgreSQL", providers: [.apt(["libpq-dev"])]),
         // epoll(7), eventfd(2), accept4(2): Linux APIs Glibc's Swift module does not export.
         .systemLibrary(name: "CLinux"),
 
@@ -103,7 +104,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "CSQLite", "Identifiers", "Entitlements",
+                "CSQLite", "CPostgreSQL", "Identifiers", "Entitlements",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

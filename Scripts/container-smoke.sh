@@ -23,7 +23,9 @@ default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
 runtime = "runc"
 CONF
 export CONTAINERS_CONF="$work/containers.conf"
-base=localhost/receiptd-bookworm-base:latest
+# The runtime libraries the base is debootstrapped with; the base's tag names them, so a change builds a new one.
+packages=libcurl4,libsqlite3-0,libpq5,libstdc++6,ca-certificates,curl
+base=localhost/receiptd-bookworm-base:$(echo "$packages" | md5sum | cut -c1-12)
 image=localhost/receiptd:smoke
 name=receiptd-smoke-$$
 cleanup() { podman rm -f "$name" >/dev/null 2>&1 || true; }
@@ -32,7 +34,7 @@ trap cleanup EXIT
 if ! buildah inspect --type image "$base" >/dev/null 2>&1; then
   echo "debootstrap: a minimal bookworm with the runtime libraries…"
   rm -rf "$work/rootfs"
-  debootstrap --variant=minbase --include=libcurl4,libsqlite3-0,libstdc++6,ca-certificates,curl \
+  debootstrap --variant=minbase --include="$packages" \
     bookworm "$work/rootfs" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >"$work/debootstrap.log" 2>&1 \
     || { tail -20 "$work/debootstrap.log"; exit 1; }
   rm -rf "$work/rootfs/var/cache/apt/archives"/*.deb "$work/rootfs/var/lib/apt/lists"/*

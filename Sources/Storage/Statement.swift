@@ -20,8 +20,12 @@ public final class Statement {
         sqlite3_clear_bindings(handle)
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
-            let rc: Int32
-            if let value { rc = value.bind(to: handle, at: index) } else { rc = sqlite3_bind_null(handle, index) }
+            let rc: Int32 =
+                switch value?.sqlValue {
+                case .int(let v)?: sqlite3_bind_int64(handle, index, v)
+                case .text(let v)?: receiptd_sqlite3_bind_text_transient(handle, index, v, -1)
+                case nil: sqlite3_bind_null(handle, index)
+                }
             guard rc == SQLITE_OK else { throw database.error(rc) }
         }
         return self
@@ -53,25 +57,25 @@ public final class Statement {
     }
 }
 
-/// A Swift value SQLite can bind.
+/// A value a statement binds (NULL is nil), for either backend.
+public enum SQLValue: Sendable, Equatable {
+    case int(Int64)
+    case text(String)
+}
+
+/// A Swift value a statement can bind.
 public protocol StatementValue {
-    func bind(to statement: OpaquePointer, at index: Int32) -> Int32
+    var sqlValue: SQLValue { get }
 }
 
 extension Int: StatementValue {
-    public func bind(to statement: OpaquePointer, at index: Int32) -> Int32 {
-        sqlite3_bind_int64(statement, index, Int64(self))
-    }
+    public var sqlValue: SQLValue { .int(Int64(self)) }
 }
 
 extension Int64: StatementValue {
-    public func bind(to statement: OpaquePointer, at index: Int32) -> Int32 {
-        sqlite3_bind_int64(statement, index, self)
-    }
+    public var sqlValue: SQLValue { .int(self) }
 }
 
 extension String: StatementValue {
-    public func bind(to statement: OpaquePointer, at index: Int32) -> Int32 {
-        receiptd_sqlite3_bind_text_transient(statement, index, self, -1)
-    }
+    public var sqlValue: SQLValue { .text(self) }
 }

@@ -1,0 +1,144 @@
+import Foundation
+import Storage
+import Synchronization
+
+/// A throwaway PostgreSQL cluster on loopback for the tests: Debian's `postgresql`, started once
+/// per test process (as the `postgres` user when the tests run as root: PostgreSQL refuses root),
+/// with fsync off (a test's data need not survive a power cut), and stopped when the process exits.
+/// Each test takes a database of its own from ``freshDatabase()``.
+///
+/// Where PostgreSQL is not installed the tests that need it are disabled, and the reason is
+/// printed once: ``unavailableReason``.
+package enum PostgresTestServer {
+    private struct Running: Sendable {
+        var directory: String
+        var port: Int
+        var binaries: String
+        var asPostgres: Bool
+    }
+
+    private static let started = Mutex<Result<Running, SetupError>?>(nil)
+    private static let databases = Atomic<Int>(0)
+
+    package struct SetupError: Error, CustomStringConvertible, Sendable {
+        package var description: String
+    }
+
+    /// Why the PostgreSQL tests cannot run here, or nil when they can (starts the server).
+    package static var unavailableReason: String? {
+        switch server() {
+        case .success: return nil
+        case .failure(let error):
+            print("PostgreSQL tests skipped: \(error)")
+            return error.description
+        }
+    }
+
+    /// Whether the PostgreSQL tests can run here (for `.enabled(if:)`).
+    package static var isAvailable: Bool { unavailableReason == nil }
+
+    /// The URL of a new, empty database on the test server.
+    package static func freshDatabase() throws -> String {
+        let running = try server().get()
+        let name = "t\(getpid())_\(databases.add(1, ordering: .relaxed).newValue)"
+        let admin = try PostgresConnection(url: url(running, database: "postgres"))
+        try admin.execute("CREATE DATABASE \(name)")
+        return url(running, database: name)
+    }
+
+    private static func url(_ running: Running, database: String) -> String {
+        "postgresql://postgres@127.0.0.1:\(running.port)/\(database)?connect_timeout=5"
+    }
+
+    private static func server() -> Result<Running, SetupError> {
+        started.withLock { started in
+            if let started { return started }
+            let result = Result { () throws(SetupError) -> Running in try start() }
+            started = result
+            if case .success = result { atexit { PostgresTestServer.stop() } }
+            return result
+        }
+    }
+
+    private static func start() throws(SetupError) -> Running {
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        guard let version = versions.compactMap(Int.init).max() else {
+            throw SetupError(description: "no PostgreSQL server under /usr/lib/postgresql (apt-get install -y postgresql)")
+        }
+        let binaries = "/usr/lib/postgresql/\(version)/bin"
+        let asPostgres = getuid() == 0
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("receiptd-pg-\(getpid())").path
+        try? FileManager.default.removeItem(atPath: directory)
+        do {
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
+        } catch {
+            throw SetupError(description: "cannot create \(directory): \(error)")
+        }
+        let port = freePort()
+        let running = Running(directory: directory, port: port, binaries: binaries, asPostgres: asPostgres)
+        try run(
+            running, "initdb",
+            ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])
+        try run(
+            running, "pg_ctl",
+            [
+                "-D", "\(directory)/data", "-l", "\(directory)/log", "-w", "-o",
+                "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
+                    + " -c full_page_writes=off -c max_connections=200",
+                "start",
+            ])
+        return running
+    }
+
+    /// Stops the server and deletes its files (at exit).
+    static func stop() {
+        guard case .success(let running)? = started.withLock({ $0 }) else { return }
+        try? run(running, "pg_ctl", ["-D", "\(running.directory)/data", "-m", "immediate", "-w", "stop"])
+        try? FileManager.default.removeItem(atPath: running.directory)
+    }
+
+    /// Runs a PostgreSQL tool to its end (posix_spawn and waitpid: Foundation's Process can miss the
+    /// exit of a child whose own child, the server, lives on). Output goes to a file beside the data.
+    private static func run(_ running: Running, _ tool: String, _ arguments: [String]) throws(SetupError) {
+        let path = "\(running.binaries)/\(tool)"
+        let argv = running.asPostgres ? ["/usr/sbin/runuser", "-u", "postgres", "--", path] + arguments : [path] + arguments
+        let outputPath = "\(running.directory)/\(tool).out"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var cArguments = argv.map { strdup($0) } + [nil]
+        defer { for argument in cArguments { free(argument) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, &cArguments, environ)
+        guard spawned == 0 else { throw SetupError(description: "cannot run \(argv[0]): errno \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let exited = (status & 0x7f) == 0
+        let code = (status >> 8) & 0xff
+        guard exited && code == 0 else {
+            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            throw SetupError(description: "\(tool) ended with status \(status): \(text.suffix(500))")
+        }
+    }
+
+    /// A TCP port on 127.0.0.1 no one listens on now.
+    private static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length)
+                return getsockname(fd, pointer, &length)
+            }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

@@ -1,0 +1,195 @@
+import CPostgreSQL
+import Glibc
+
+/// One PostgreSQL connection through libpq; the only owner of its `PGconn*`, closed in `deinit`.
+///
+/// Blocking, like ``Database``: not `Sendable`, used from one thread at a time (a pool's own
+/// thread, never one of Swift's cooperative ones). Statements are written as for SQLite (`?`
+/// parameters, translated by ``PostgresSQL``), prepared once per connection and kept.
+public final class PostgresConnection {
+    private let handle: OpaquePointer
+    /// Prepared statements by the SQL the caller wrote.
+    private var statements: [String: PostgresStatement] = [:]
+    /// Rows the last statement run inserted, updated or deleted.
+    public internal(set) var changes = 0
+
+    /// Connects to `url` (`postgresql://user@host:port/db?…`, libpq's syntax). The error never
+    /// repeats the URL: it may hold a password.
+    public init(url: String) throws(StorageError) {
+        guard let connection = PQconnectdb(url) else { throw StorageError(.open, "cannot connect to PostgreSQL: out of memory") }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.message(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw StorageError(.open, "cannot connect to PostgreSQL: \(message)")
+        }
+        handle = connection
+        try execute("SET client_min_messages = warning")
+    }
+
+    deinit {
+        statements = [:]
+        PQfinish(handle)
+    }
+
+    /// Whether the connection still works (a server restart or a dropped socket ends it).
+    public var isUsable: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// The server's version number, e.g. 150008 for 15.8.
+    public var serverVersion: Int { Int(PQserverVersion(handle)) }
+
+    /// Runs one or more statements that take no parameters.
+    public func execute(_ sql: String) throws(StorageError) {
+        let result = PQexec(handle, sql)
+        defer { PQclear(result) }
+        try check(result)
+    }
+
+    /// The statement for `sql`, prepared on first use and kept.
+    public func cached(_ sql: String) throws(StorageError) -> PostgresStatement {
+        if let statement = statements[sql] { return statement }
+        let (translated, parameters) = PostgresSQL.translate(sql)
+        let name = "s\(statements.count)"
+        let result = PQprepare(handle, name, translated, 0, nil)
+        defer { PQclear(result) }
+        try check(result)
+        let statement = PostgresStatement(name: name, parameters: parameters, connection: self)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Whether a transaction is open on this connection.
+    public var inTransaction: Bool { PQtransactionStatus(handle) != PQTRANS_IDLE }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws. Inside
+    /// another transaction it is a savepoint.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        let nested = inTransaction
+        try execute(nested ? "SAVEPOINT nested" : "BEGIN")
+        do {
+            let value = try body()
+            try execute(nested ? "RELEASE nested" : "COMMIT")
+            return value
+        } catch {
+            try? execute(nested ? "ROLLBACK TO nested; RELEASE nested" : "ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Runs a prepared statement with `values` (text format) and returns its result, which the
+    /// caller clears.
+    func run(_ name: String, _ values: [SQLValue?]) throws(StorageError) -> OpaquePointer {
+        let texts: [String?] = values.map {
+            switch $0 {
+            case .int(let v)?: String(v)
+            case .text(let v)?: v
+            case nil: nil
+            }
+        }
+        let result = withCStrings(texts) { pointers in
+            PQexecPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
+        }
+        guard let result else { throw StorageError(.postgres, Self.message(PQerrorMessage(handle))) }
+        do { try check(result) } catch {
+            PQclear(result)
+            throw error
+        }
+        changes = Int(String(cString: PQcmdTuples(result))) ?? 0
+        return result
+    }
+
+    private func check(_ result: OpaquePointer?) throws(StorageError) {
+        guard let result else { throw StorageError(.postgres, Self.message(PQerrorMessage(handle))) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY: return
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            throw StorageError(.postgres, Self.message(PQresultErrorMessage(result)), sqlState: state)
+        }
+    }
+
+    private static func message(_ text: UnsafePointer<CChar>?) -> String {
+        guard let text else { return "unknown error" }
+        let message = String(cString: text)
+        return message.hasSuffix("\n") ? String(message.dropLast()) : message
+    }
+
+    /// libpq's version, e.g. 150008.
+    public static var libraryVersion: Int { Int(PQlibVersion()) }
+}
+
+/// Calls `body` with `strings` as C strings (nil stays a null pointer: SQL NULL).
+private func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    var copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.flatMap { strdup($0) } }
+    defer { for copy in copies { free(copy) } }
+    return copies.withUnsafeMutableBufferPointer { buffer in
+        body(buffer.map { $0.map { UnsafePointer($0) } })
+    }
+}
+
+/// A prepared statement on a ``PostgresConnection``, with ``Statement``'s shape: bind, then step
+/// through the rows (the whole result is fetched at the first step) or run it.
+/// Parameters are 1-based; columns are 0-based.
+public final class PostgresStatement {
+    let name: String
+    /// How many parameters the SQL numbers.
+    let parameters: Int
+    private unowned let connection: PostgresConnection
+    private var values: [SQLValue?] = []
+    private var result: OpaquePointer?
+    private var row = -1
+    private var rows = 0
+
+    init(name: String, parameters: Int, connection: PostgresConnection) {
+        self.name = name
+        self.parameters = parameters
+        self.connection = connection
+    }
+
+    deinit { reset() }
+
+    /// Binds values to parameters 1...n in order; nil binds NULL. Resets a result begun.
+    @discardableResult
+    public func bind(_ values: [(any StatementValue)?]) throws(StorageError) -> PostgresStatement {
+        reset()
+        guard values.count == parameters else {
+            throw StorageError(.postgres, "\(values.count) values for \(parameters) parameters")
+        }
+        self.values = values.map { $0?.sqlValue }
+        return self
+    }
+
+    /// Drops the result (bindings stay).
+    public func reset() {
+        if let result { PQclear(result) }
+        result = nil
+        row = -1
+        rows = 0
+    }
+
+    /// Advances to the next row; false when done. The first step runs the statement.
+    public func step() throws(StorageError) -> Bool {
+        if result == nil {
+            let result = try connection.run(name, values)
+            self.result = result
+            rows = Int(PQntuples(result))
+        }
+        row += 1
+        return row < rows
+    }
+
+    /// Runs the statement to completion, discarding rows.
+    public func run() throws(StorageError) {
+        reset()
+        PQclear(try connection.run(name, values))
+    }
+
+    public func isNull(_ column: Int32) -> Bool { PQgetisnull(result, Int32(row), column) == 1 }
+    public func int(_ column: Int32) -> Int64 {
+        guard let value = PQgetvalue(result, Int32(row), column) else { return 0 }
+        return Int64(String(cString: value)) ?? 0
+    }
+    public func text(_ column: Int32) -> String? {
+        guard !isNull(column), let value = PQgetvalue(result, Int32(row), column) else { return nil }
+        return String(cString: value)
+    }
+}

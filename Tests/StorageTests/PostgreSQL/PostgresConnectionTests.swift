@@ -1,0 +1,85 @@
+import ReceiptTesting
+import Storage
+import Testing
+
+@Suite("PostgreSQL connection (libpq)", .enabled(if: PostgresTestServer.isAvailable, "PostgreSQL is not installed here"))
+struct PostgresConnectionTests {
+    @Test func preparedStatementsBindAndReadIntegersTextAndNull() throws {
+        let db = try PostgresConnection(url: try PostgresTestServer.freshDatabase())
+        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT, note TEXT)")
+        let insert = try db.cached("INSERT INTO t (id, name, note) VALUES (?, ?, ?)")
+        try insert.bind([Int64.max, "ünïcode ' \" ?", nil]).run()
+        #expect(db.changes == 1)
+        try insert.bind([-1, "", "x"]).run()
+        let select = try db.cached("SELECT id, name, note FROM t ORDER BY id")
+        try select.bind([])
+        #expect(try select.step())
+        #expect(select.int(0) == -1 && select.text(1) == "" && select.text(2) == "x")
+        #expect(try select.step())
+        #expect(select.int(0) == Int64.max && select.text(1) == "ünïcode ' \" ?")
+        #expect(select.isNull(2) && select.text(2) == nil)
+        #expect(try !select.step())
+        #expect(try db.cached("INSERT INTO t (id, name, note) VALUES (?, ?, ?)") === insert)  // prepared once
+    }
+
+    @Test func changesCountsTheRowsAStatementTouched() throws {
+        let db = try PostgresConnection(url: try PostgresTestServer.freshDatabase())
+        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); INSERT INTO t VALUES (1, 0), (2, 0), (3, 5)")
+        try db.cached("UPDATE t SET n = n + 1 WHERE n = ?").bind([0]).run()
+        #expect(db.changes == 2)
+        try db.cached("INSERT INTO t VALUES (?, ?) ON CONFLICT DO NOTHING").bind([3, 9]).run()
+        #expect(db.changes == 0)
+    }
+
+    @Test func aConstraintViolationCarriesItsSQLStateAndTheTransactionRollsBack() throws {
+        let db = try PostgresConnection(url: try PostgresTestServer.freshDatabase())
+        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
+        let insert = try db.cached("INSERT INTO t (id) VALUES (?)")
+        #expect(throws: StorageError.self) {
+            try db.transaction {
+                try insert.bind([1]).run()
+                try insert.bind([1]).run()
+            }
+        }
+        try insert.bind([7]).run()
+        let duplicate = failure { () throws(StorageError) in try insert.bind([7]).run() }
+        #expect(duplicate?.code == .postgres && duplicate?.sqlState == "23505")
+        let count = try db.cached("SELECT count(*) FROM t").bind([])
+        #expect(try count.step() && count.int(0) == 1)  // the transaction's row is gone, the 7 stays
+        #expect(!db.inTransaction)
+    }
+
+    @Test func aNestedTransactionIsASavepoint() throws {
+        let db = try PostgresConnection(url: try PostgresTestServer.freshDatabase())
+        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
+        try db.transaction {
+            try db.cached("INSERT INTO t VALUES (?)").bind([1]).run()
+            try? db.transaction {
+                try db.cached("INSERT INTO t VALUES (?)").bind([2]).run()
+                throw CancelledInside()
+            }
+        }
+        let ids = try db.cached("SELECT string_agg(id::text, ',') FROM t").bind([])
+        #expect(try ids.step() && ids.text(0) == "1")
+    }
+
+    @Test func aConnectionFailureNeverRepeatsTheURL() throws {
+        let error = failure { () throws(StorageError) in
+            _ = try PostgresConnection(url: "postgresql://someone:hunter2-secret@127.0.0.1:1/none?connect_timeout=2")
+        }
+        #expect(error?.code == .open)
+        #expect(error.map { !$0.description.contains("hunter2-secret") } ?? false)
+    }
+}
+
+private struct CancelledInside: Error {}
+
+/// What `body` threw, or nil when it did not throw.
+private func failure(_ body: () throws(StorageError) -> Void) -> StorageError? {
+    do {
+        try body()
+        return nil
+    } catch {
+        return error
+    }
+}
