@@ -2,14 +2,26 @@ import CSQLite
 import CoreMetrics
 import FoundationEssentials
 
-/// One SQLite connection; the only owner of its `sqlite3*`, closed in `deinit`.
+/// One database connection, SQLite (the embedded default) or PostgreSQL (``init(postgresURL:)``):
+/// the stores speak to either through it and ``Statement``, in SQL both dialects take, and ask
+/// ``dialect`` where they differ. The only owner of its `sqlite3*` or ``PostgresConnection``.
 ///
 /// Not `Sendable`: use it from one thread at a time, through ``DatabaseQueue``.
-/// Opened in WAL mode with a busy timeout, foreign keys on and `synchronous=NORMAL`
+/// SQLite is opened in WAL mode with a busy timeout, foreign keys on and `synchronous=NORMAL`
 /// (durable across process crashes; WAL keeps commits atomic, see sqlite.org/wal.html).
 public final class Database {
-    private let handle: OpaquePointer
-    /// The file this connection opened.
+    /// The SQL dialect the connection speaks.
+    public enum Dialect: String, Sendable {
+        case sqlite, postgresql
+    }
+
+    private enum Backend {
+        case sqlite(OpaquePointer)
+        case postgres(PostgresConnection)
+    }
+
+    private let backend: Backend
+    /// The file this connection opened (`postgresql` for a PostgreSQL connection: never its URL).
     public let path: String
     /// Where write transactions are timed: `database_write_duration_seconds{durability, outcome}`,
     /// from `BEGIN IMMEDIATE` to the end of `COMMIT` (or `ROLLBACK`), lock waits included.
@@ -37,7 +49,7 @@ public final class Database {
             if let db { sqlite3_close_v2(db) }
             throw StorageError(.open, "cannot open database at \(path): \(message)", sqliteCode: rc)
         }
-        handle = db
+        backend = .sqlite(db)
         self.path = path
         sqlite3_extended_result_codes(db, 1)
         let ms = busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
@@ -53,21 +65,51 @@ public final class Database {
         try execute("PRAGMA synchronous = NORMAL")
     }
 
+    /// Connects to PostgreSQL at `url` (libpq's syntax; the URL, which may hold a password, is never
+    /// repeated in an error or kept).
+    public init(postgresURL url: String) throws(StorageError) {
+        backend = .postgres(try PostgresConnection(url: url))
+        path = "postgresql"
+    }
+
     deinit {
         statements = [:]  // finalized before the connection closes
-        sqlite3_close_v2(handle)
+        if case .sqlite(let handle) = backend { sqlite3_close_v2(handle) }
+    }
+
+    public var dialect: Dialect {
+        switch backend {
+        case .sqlite: .sqlite
+        case .postgres: .postgresql
+        }
+    }
+
+    /// The SQLite connection, for what only SQLite has (a precondition: callers ask ``dialect`` first).
+    private var handle: OpaquePointer {
+        guard case .sqlite(let handle) = backend else { preconditionFailure("an SQLite call on a PostgreSQL connection") }
+        return handle
     }
 
     /// Rows this connection has inserted, updated or deleted since it opened: grows with each of
     /// its own writes (sqlite.org/c3ref/total_changes.html).
-    public var totalChanges: Int64 { sqlite3_total_changes64(handle) }
+    public var totalChanges: Int64 {
+        switch backend {
+        case .sqlite(let handle): sqlite3_total_changes64(handle)
+        case .postgres(let connection): connection.totalChanges
+        }
+    }
 
     /// Changes whenever *another* connection, in this process or any other, commits to the file
     /// (sqlite.org/pragma.html#pragma_data_version); never for this connection's own commits.
-    public func dataVersion() throws(StorageError) -> Int64 { try scalarInt("PRAGMA data_version") ?? 0 }
+    /// SQLite only: PostgreSQL's connections hear of others' commits another way.
+    public func dataVersion() throws(StorageError) -> Int64 {
+        guard dialect == .sqlite else { throw StorageError(.postgres, "data_version is SQLite's") }
+        return try scalarInt("PRAGMA data_version") ?? 0
+    }
 
     /// Runs one or more statements that return no rows.
     public func execute(_ sql: String) throws(StorageError) {
+        if case .postgres(let connection) = backend { return try connection.execute(sql) }
         var error: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &error)
         if rc != SQLITE_OK {
@@ -77,8 +119,9 @@ public final class Database {
         }
     }
 
-    /// Compiles one statement.
+    /// Compiles one statement (on PostgreSQL, prepared once per connection and kept, like ``cached(_:)``).
     public func prepare(_ sql: String) throws(StorageError) -> Statement {
+        if case .postgres(let connection) = backend { return Statement(try connection.cached(sql), database: self) }
         var statement: OpaquePointer?
         let rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard rc == SQLITE_OK, let statement else { throw error(rc) }
@@ -105,9 +148,10 @@ public final class Database {
 
     /// Runs `body` in one read transaction (`BEGIN DEFERRED`): every query in it sees the same
     /// committed snapshot, whatever the writer commits meanwhile. Inside a transaction, just `body`.
+    /// On PostgreSQL, a `REPEATABLE READ, READ ONLY` transaction: the same one snapshot.
     public func readTransaction<T>(_ body: () throws -> T) throws -> T {
-        guard sqlite3_get_autocommit(handle) != 0 else { return try body() }
-        try control("BEGIN DEFERRED")
+        guard !inTransaction else { return try body() }
+        try control(dialect == .sqlite ? "BEGIN DEFERRED" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         do {
             let value = try body()
             resetCachedStatements()
@@ -127,11 +171,14 @@ public final class Database {
     /// `durable` commits with `synchronous = FULL`: when it returns, the commit is on disk, not only
     /// in the WAL's page cache. For writes acknowledged to a sender who will not send again (Apple's
     /// notifications); a power cut can undo a `NORMAL` commit, never a `FULL` one.
+    ///
+    /// On PostgreSQL every commit is durable (`synchronous_commit` on) and the transaction is
+    /// `BEGIN`: rows a save reads and then writes are locked by the save's own statements.
     public func transaction<T>(durable: Bool = false, _ body: () throws -> T) throws -> T {
-        let nested = sqlite3_get_autocommit(handle) == 0
-        if nested { return try savepoint(body) }
-        if durable { try execute("PRAGMA synchronous = FULL") }
-        defer { if durable { try? execute("PRAGMA synchronous = NORMAL") } }
+        if inTransaction { return try savepoint(body) }
+        let sqlite = dialect == .sqlite
+        if durable && sqlite { try execute("PRAGMA synchronous = FULL") }
+        defer { if durable && sqlite { try? execute("PRAGMA synchronous = NORMAL") } }
         let started = ContinuousClock.now
         var outcome = "rolled_back"
         defer {
@@ -141,7 +188,7 @@ public final class Database {
                 dimensions: [("durability", durable ? "full" : "normal"), ("outcome", outcome)], factory: metrics
             ).recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         }
-        try control("BEGIN IMMEDIATE")
+        try control(sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
         do {
             let value = try body()
             resetCachedStatements()
@@ -152,6 +199,14 @@ public final class Database {
             resetCachedStatements()
             try? execute("ROLLBACK")
             throw error
+        }
+    }
+
+    /// Whether a transaction is open on this connection.
+    public var inTransaction: Bool {
+        switch backend {
+        case .sqlite(let handle): sqlite3_get_autocommit(handle) == 0
+        case .postgres(let connection): connection.inTransaction
         }
     }
 
@@ -173,6 +228,9 @@ public final class Database {
     /// from another connection). Refuses an existing file. Returns the pages copied.
     @discardableResult
     public func backup(to path: String, pagesPerStep: Int32 = -1) throws(StorageError) -> Int {
+        guard dialect == .sqlite else {
+            throw StorageError(.postgres, "backup copies SQLite files; back PostgreSQL up with pg_dump")
+        }
         guard !FileManager.default.fileExists(atPath: path) else {
             throw StorageError(.open, "\(path) exists: a backup never overwrites")
         }
@@ -201,7 +259,12 @@ public final class Database {
     }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE (an upsert whose WHERE skipped the row: 0).
-    public var changes: Int { Int(sqlite3_changes(handle)) }
+    public var changes: Int {
+        switch backend {
+        case .sqlite(let handle): Int(sqlite3_changes(handle))
+        case .postgres(let connection): connection.changes
+        }
+    }
 
     /// The first column of the first row as text, or nil when there is no row or it is NULL.
     public func scalarText(_ sql: String) throws(StorageError) -> String? {

@@ -1,21 +1,38 @@
 import CSQLite
 
-/// A compiled statement; the only owner of its `sqlite3_stmt*`, finalized in `deinit`.
-/// Parameters are 1-based as in SQLite; columns are 0-based.
+/// A compiled statement: SQLite's (the only owner of its `sqlite3_stmt*`, finalized in `deinit`)
+/// or a ``PostgresStatement``. Parameters are 1-based as in SQLite; columns are 0-based.
 public final class Statement {
-    private let handle: OpaquePointer
+    private enum Handle {
+        case sqlite(OpaquePointer)
+        case postgres(PostgresStatement)
+    }
+
+    private let handle: Handle
     private let database: Database
 
     init(_ handle: OpaquePointer, database: Database) {
-        self.handle = handle
+        self.handle = .sqlite(handle)
         self.database = database
     }
 
-    deinit { sqlite3_finalize(handle) }
+    init(_ statement: PostgresStatement, database: Database) {
+        handle = .postgres(statement)
+        self.database = database
+    }
+
+    deinit { if case .sqlite(let handle) = handle { sqlite3_finalize(handle) } }
 
     /// Binds values to parameters 1...n in order; nil binds NULL.
     @discardableResult
     public func bind(_ values: [(any StatementValue)?]) throws(StorageError) -> Statement {
+        let handle: OpaquePointer
+        switch self.handle {
+        case .sqlite(let h): handle = h
+        case .postgres(let statement):
+            try statement.bind(values)
+            return self
+        }
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
         for (offset, value) in values.enumerated() {
@@ -32,10 +49,20 @@ public final class Statement {
     }
 
     /// Back to the start, ending the read it had begun (bindings stay).
-    public func reset() { sqlite3_reset(handle) }
+    public func reset() {
+        switch handle {
+        case .sqlite(let handle): sqlite3_reset(handle)
+        case .postgres(let statement): statement.reset()
+        }
+    }
 
     /// Advances to the next row; false when done.
     public func step() throws(StorageError) -> Bool {
+        let handle: OpaquePointer
+        switch self.handle {
+        case .sqlite(let h): handle = h
+        case .postgres(let statement): return try statement.step()
+        }
         let rc = sqlite3_step(handle)
         switch rc {
         case SQLITE_ROW: return true
@@ -46,14 +73,31 @@ public final class Statement {
 
     /// Runs the statement to completion, discarding rows.
     public func run() throws(StorageError) {
+        if case .postgres(let statement) = handle { return try statement.run() }
         while try step() {}
     }
 
-    public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
-    public func int(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    public func isNull(_ column: Int32) -> Bool {
+        switch handle {
+        case .sqlite(let handle): sqlite3_column_type(handle, column) == SQLITE_NULL
+        case .postgres(let statement): statement.isNull(column)
+        }
+    }
+
+    public func int(_ column: Int32) -> Int64 {
+        switch handle {
+        case .sqlite(let handle): sqlite3_column_int64(handle, column)
+        case .postgres(let statement): statement.int(column)
+        }
+    }
+
     public func text(_ column: Int32) -> String? {
-        guard let text = sqlite3_column_text(handle, column) else { return nil }
-        return String(cString: text)
+        switch handle {
+        case .sqlite(let handle):
+            guard let text = sqlite3_column_text(handle, column) else { return nil }
+            return String(cString: text)
+        case .postgres(let statement): return statement.text(column)
+        }
     }
 }
 

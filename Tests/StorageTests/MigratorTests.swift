@@ -99,34 +99,3 @@ struct MigratorTests {
         #expect(try Migrator(migrations: migrations).migrate(db).count == migrations.count)
     }
 }
-
-@Suite("Database")
-struct DatabaseTests {
-    @Test func opensFilesInWALModeWithForeignKeys() throws {
-        let dir = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let db = try Database(path: dir + "/nested/x.sqlite")
-        #expect(try db.scalarText("PRAGMA journal_mode") == "wal")
-        #expect(try db.scalarInt("PRAGMA foreign_keys") == 1)
-        #expect(try db.scalarInt("PRAGMA busy_timeout") == 5000)
-    }
-
-    @Test func transactionRollsBackOnError() throws {
-        let db = try Database(path: ":memory:")
-        try db.execute("CREATE TABLE t (x INTEGER)")
-        struct Boom: Error {}
-        #expect(throws: Boom.self) {
-            try db.transaction {
-                try db.execute("INSERT INTO t VALUES (1)")
-                throw Boom()
-            }
-        }
-        #expect(try db.scalarInt("SELECT count(*) FROM t") == 0)
-    }
-
-    @Test func queueRunsOffThePool() async throws {
-        let queue = try DatabaseQueue(path: ":memory:")
-        let value = try await queue.run { db in try db.scalarInt("SELECT 40 + 2") }
-        #expect(value == 42)
-    }
-}

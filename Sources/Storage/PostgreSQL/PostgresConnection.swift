@@ -12,6 +12,8 @@ public final class PostgresConnection {
     private var statements: [String: PostgresStatement] = [:]
     /// Rows the last statement run inserted, updated or deleted.
     public internal(set) var changes = 0
+    /// Rows every statement run on this connection inserted, updated or deleted.
+    public internal(set) var totalChanges: Int64 = 0
 
     /// Connects to `url` (`postgresql://user@host:port/db?…`, libpq's syntax). The error never
     /// repeats the URL: it may hold a password.
@@ -93,7 +95,13 @@ public final class PostgresConnection {
             PQclear(result)
             throw error
         }
-        changes = Int(String(cString: PQcmdTuples(result))) ?? 0
+        // As SQLite counts: rows inserted, updated or deleted (a SELECT leaves the count alone).
+        let command = String(cString: PQcmdStatus(result))
+        if command.hasPrefix("INSERT") || command.hasPrefix("UPDATE") || command.hasPrefix("DELETE") || command.hasPrefix("MERGE")
+        {
+            changes = Int(String(cString: PQcmdTuples(result))) ?? 0
+            totalChanges += Int64(changes)
+        }
         return result
     }
 

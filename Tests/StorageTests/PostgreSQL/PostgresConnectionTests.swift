@@ -29,6 +29,10 @@ struct PostgresConnectionTests {
         #expect(db.changes == 2)
         try db.cached("INSERT INTO t VALUES (?, ?) ON CONFLICT DO NOTHING").bind([3, 9]).run()
         #expect(db.changes == 0)
+        try db.cached("UPDATE t SET n = 7 WHERE id = ?").bind([3]).run()
+        try db.cached("SELECT * FROM t").bind([]).run()
+        #expect(db.changes == 1)  // as SQLite counts: a SELECT leaves it alone
+        #expect(db.totalChanges == 3)
     }
 
     @Test func aConstraintViolationCarriesItsSQLStateAndTheTransactionRollsBack() throws {
