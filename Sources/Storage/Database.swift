@@ -121,7 +121,11 @@ public final class Database {
 
     /// Compiles one statement (on PostgreSQL, prepared once per connection and kept, like ``cached(_:)``).
     public func prepare(_ sql: String) throws(StorageError) -> Statement {
-        if case .postgres(let connection) = backend { return Statement(try connection.cached(sql), database: self) }
+        if case .postgres(let connection) = backend {
+            let statement = try connection.cached(sql)
+            statement.reset()  // a fresh statement, as SQLite's would be: no result left from its last use
+            return Statement(statement, database: self)
+        }
         var statement: OpaquePointer?
         let rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard rc == SQLITE_OK, let statement else { throw error(rc) }

@@ -22,6 +22,15 @@ public struct Migration: Sendable, Equatable {
         }.joined()
     }
 
+    /// Where a dialect's migrations are under the migrations folder `root`: SQLite's in `root`
+    /// itself, PostgreSQL's in `root/postgresql` (the same versions and names, in its dialect).
+    public static func directory(for dialect: Database.Dialect, under root: String) -> String {
+        switch dialect {
+        case .sqlite: root
+        case .postgresql: root + "/postgresql"
+        }
+    }
+
     /// Reads every `NNNN_name.sql` file in `directory`, ordered by version. Other files are
     /// ignored; two files with one version, or a malformed name ending in `.sql`, are errors.
     public static func load(from directory: String) throws(StorageError) -> [Migration] {

@@ -25,19 +25,25 @@ public struct Migrator: Sendable {
         public let pending: [Migration]
     }
 
-    private static let bookkeeping = """
-        CREATE TABLE IF NOT EXISTS schema_migrations (
-            version INTEGER PRIMARY KEY,
-            name TEXT NOT NULL,
-            checksum TEXT NOT NULL,
-            applied_at INTEGER NOT NULL
-        )
-        """
+    private static func bookkeeping(_ dialect: Database.Dialect) -> String {
+        let integer = dialect == .sqlite ? "INTEGER" : "BIGINT"
+        return """
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version \(integer) PRIMARY KEY,
+                name TEXT NOT NULL,
+                checksum TEXT NOT NULL,
+                applied_at \(integer) NOT NULL
+            )
+            """
+    }
+
+    /// PostgreSQL's advisory lock key that serialises migrations across processes ("receiptd" in ASCII).
+    static let advisoryLock: Int64 = 0x7265_6365_6970_7464
 
     /// Checks the database against the known migrations without changing it (beyond creating
     /// the empty bookkeeping table).
     public func status(of db: Database) throws(StorageError) -> Status {
-        try db.execute(Self.bookkeeping)
+        try db.execute(Self.bookkeeping(db.dialect))
         let statement = try db.prepare("SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version")
         var applied: [Applied] = []
         while try statement.step() {
@@ -64,9 +70,18 @@ public struct Migrator: Sendable {
     }
 
     /// Applies every pending migration, in order; returns the ones applied. With `dryRun`, only
-    /// returns what would be applied.
+    /// returns what would be applied. On PostgreSQL, processes starting at once take turns (an
+    /// advisory lock), so the first migrates and the others find nothing pending. A SQLite file is
+    /// migrated by the one process that serves it.
     @discardableResult
     public func migrate(_ db: Database, dryRun: Bool = false, now: () -> Date = Date.init) throws(StorageError) -> [Migration] {
+        guard db.dialect == .postgresql else { return try migrateHoldingTheLock(db, dryRun: dryRun, now: now) }
+        try db.execute("SELECT pg_advisory_lock(\(Self.advisoryLock))")
+        defer { try? db.execute("SELECT pg_advisory_unlock(\(Self.advisoryLock))") }
+        return try migrateHoldingTheLock(db, dryRun: dryRun, now: now)
+    }
+
+    private func migrateHoldingTheLock(_ db: Database, dryRun: Bool, now: () -> Date) throws(StorageError) -> [Migration] {
         let pending = try status(of: db).pending
         if dryRun { return pending }
         for migration in pending {

@@ -92,10 +92,42 @@ struct MigratorTests {
         #expect(throws: StorageError.self) { try Migration.load(from: dir) }
     }
 
-    @Test func theProjectMigrationsApply() throws {
-        let migrations = try Migration.load(from: migrationsDirectory)
+    @Test(arguments: DatabaseTests.dialects)
+    func theProjectMigrationsApply(dialect: Database.Dialect) throws {
+        let migrations = try Migration.load(from: Migration.directory(for: dialect, under: migrationsDirectory))
         #expect(!migrations.isEmpty)
-        let db = try Database(path: ":memory:")
+        let db = try DatabaseTests.open(dialect)
         #expect(try Migrator(migrations: migrations).migrate(db).count == migrations.count)
+        #expect(try Migrator(migrations: migrations).status(of: db).pending.isEmpty)
+    }
+
+    @Test func bothDialectsHaveTheSameMigrations() throws {
+        let sqlite = try Migration.load(from: Migration.directory(for: .sqlite, under: migrationsDirectory))
+        let postgres = try Migration.load(from: Migration.directory(for: .postgresql, under: migrationsDirectory))
+        #expect(sqlite.map(\.name) == postgres.map(\.name))
+    }
+
+    @Test(.enabled(if: PostgresTestServer.isAvailable, "PostgreSQL is not installed here"))
+    func threeProcessesStartingAtOnceOnPostgreSQLMigrateOnce() async throws {
+        let url = try PostgresTestServer.freshDatabase()
+        let migrations = try Migration.load(from: Migration.directory(for: .postgresql, under: migrationsDirectory))
+        // Three connections (three processes' worth), each on a thread of its own, started together.
+        let applied = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<3 {
+                group.addTask {
+                    try await withCheckedThrowingContinuation { continuation in
+                        Thread {
+                            continuation.resume(
+                                with: Result {
+                                    try Migrator(migrations: migrations).migrate(try Database(postgresURL: url)).count
+                                })
+                        }.start()
+                    }
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }.sorted()
+        }
+        #expect(applied == [0, 0, migrations.count])
+        #expect(try Database(postgresURL: url).scalarInt("SELECT count(*) FROM schema_migrations") == Int64(migrations.count))
     }
 }
