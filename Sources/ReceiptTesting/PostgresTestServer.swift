@@ -26,12 +26,8 @@ package enum PostgresTestServer {
 
     /// Why the PostgreSQL tests cannot run here, or nil when they can (starts the server).
     package static var unavailableReason: String? {
-        switch server() {
-        case .success: return nil
-        case .failure(let error):
-            print("PostgreSQL tests skipped: \(error)")
-            return error.description
-        }
+        guard case .failure(let error) = server() else { return nil }
+        return error.description
     }
 
     /// Whether the PostgreSQL tests can run here (for `.enabled(if:)`).
@@ -55,6 +51,7 @@ package enum PostgresTestServer {
             if let started { return started }
             let result = Result { () throws(SetupError) -> Running in try start() }
             started = result
+            if case .failure(let error) = result { print("PostgreSQL tests skipped: \(error)") }  // once
             if case .success = result { atexit { PostgresTestServer.stop() } }
             return result
         }

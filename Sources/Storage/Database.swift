@@ -176,8 +176,9 @@ public final class Database {
     /// in the WAL's page cache. For writes acknowledged to a sender who will not send again (Apple's
     /// notifications); a power cut can undo a `NORMAL` commit, never a `FULL` one.
     ///
-    /// On PostgreSQL every commit is durable (`synchronous_commit` on) and the transaction is
-    /// `BEGIN`: rows a save reads and then writes are locked by the save's own statements.
+    /// On PostgreSQL every commit is durable (`synchronous_commit` on) and the transaction is a
+    /// plain `BEGIN` (READ COMMITTED): reads take no locks, so a save that reads and then writes
+    /// must guard the write itself (a compare-and-set such as the subscriber's version).
     public func transaction<T>(durable: Bool = false, _ body: () throws -> T) throws -> T {
         if inTransaction { return try savepoint(body) }
         let sqlite = dialect == .sqlite

@@ -5,7 +5,8 @@ import Glibc
 ///
 /// Blocking, like ``Database``: not `Sendable`, used from one thread at a time (a pool's own
 /// thread, never one of Swift's cooperative ones). Statements are written as for SQLite (`?`
-/// parameters, translated by ``PostgresSQL``), prepared once per connection and kept.
+/// parameters, translated by ``PostgresSQL``), prepared once per connection and kept. Transactions
+/// are ``Database``'s, the same for both backends.
 public final class PostgresConnection {
     private let handle: OpaquePointer
     /// Prepared statements by the SQL the caller wrote.
@@ -33,12 +34,6 @@ public final class PostgresConnection {
         PQfinish(handle)
     }
 
-    /// Whether the connection still works (a server restart or a dropped socket ends it).
-    public var isUsable: Bool { PQstatus(handle) == CONNECTION_OK }
-
-    /// The server's version number, e.g. 150008 for 15.8.
-    public var serverVersion: Int { Int(PQserverVersion(handle)) }
-
     /// Runs one or more statements that take no parameters.
     public func execute(_ sql: String) throws(StorageError) {
         let result = PQexec(handle, sql)
@@ -61,21 +56,6 @@ public final class PostgresConnection {
 
     /// Whether a transaction is open on this connection.
     public var inTransaction: Bool { PQtransactionStatus(handle) != PQTRANS_IDLE }
-
-    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws. Inside
-    /// another transaction it is a savepoint.
-    public func transaction<T>(_ body: () throws -> T) throws -> T {
-        let nested = inTransaction
-        try execute(nested ? "SAVEPOINT nested" : "BEGIN")
-        do {
-            let value = try body()
-            try execute(nested ? "RELEASE nested" : "COMMIT")
-            return value
-        } catch {
-            try? execute(nested ? "ROLLBACK TO nested; RELEASE nested" : "ROLLBACK")
-            throw error
-        }
-    }
 
     /// Runs a prepared statement with `values` (text format) and returns its result, which the
     /// caller clears.
@@ -121,8 +101,6 @@ public final class PostgresConnection {
         return message.hasSuffix("\n") ? String(message.dropLast()) : message
     }
 
-    /// libpq's version, e.g. 150008.
-    public static var libraryVersion: Int { Int(PQlibVersion()) }
 }
 
 /// Calls `body` with `strings` as C strings (nil stays a null pointer: SQL NULL).
