@@ -8,18 +8,18 @@ public struct NotificationStore {
     /// Stores a delivery; nil when one with the same `dedupeKey` is already stored (then nothing is
     /// written). The new row's id otherwise.
     public func insert(_ n: NotificationRecord) throws -> Int64? {
-        try db.cached(
+        let inserted = try db.cached(
             """
             INSERT INTO notifications (dedupe_key, version, type, subtype, environment, bundle_id, original_transaction_id,
                 transaction_id, apple_status, app_user_id, outcome, signed_at, received_at, body)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING RETURNING id
             """
         ).bind([
             n.dedupeKey, n.version, n.type, n.subtype, n.environment, n.bundleID, n.originalTransactionID, n.transactionID,
             n.appleStatus, n.appUserID, n.outcome, n.signedAt, n.receivedAt, n.body,
-        ]).run()
-        guard db.changes == 1 else { return nil }
-        return try db.scalarInt("SELECT last_insert_rowid()")
+        ])
+        defer { inserted.reset() }
+        return try inserted.step() ? inserted.int(0) : nil
     }
 
     /// The stored delivery with this key.

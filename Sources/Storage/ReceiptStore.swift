@@ -34,7 +34,7 @@ public struct ReceiptStore {
     /// caller's decision. Derives nothing: see ``settle(_:hash:derivedFrom:version:now:)``.
     public func save(_ facts: VerifiedFacts, for appUserID: String, now: Int64) throws -> Saved {
         try db.transaction { () throws -> Saved in
-            try db.cached("INSERT OR IGNORE INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?)")
+            try db.cached("INSERT INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
                 .bind([appUserID, now, now]).run()
             var acquired: [String] = []
             var previousHolders: [String] = []
@@ -156,7 +156,8 @@ public struct ReceiptStore {
                 INSERT INTO latest_receipts (original_transaction_id, receipt_data, environment, updated_at) VALUES (?, ?, ?, ?)
                 ON CONFLICT (original_transaction_id) DO UPDATE SET receipt_data = excluded.receipt_data,
                     environment = excluded.environment, updated_at = excluded.updated_at
-                WHERE receipt_data IS NOT excluded.receipt_data OR environment IS NOT excluded.environment
+                WHERE latest_receipts.receipt_data IS DISTINCT FROM excluded.receipt_data
+                    OR latest_receipts.environment IS DISTINCT FROM excluded.environment
                 """)
             for original in facts.originals { try upsertLatest.bind([original, latest, facts.environment, now]).run() }
         }
@@ -270,7 +271,7 @@ public struct ReceiptStore {
     {
         let update = try db.cached(
             """
-            UPDATE subscribers SET version = version + (state_hash IS NOT ?1), state_hash = ?1, derived_revision = ?2,
+            UPDATE subscribers SET version = version + CASE WHEN state_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, state_hash = ?1, derived_revision = ?2,
                 updated_at = ?3
             WHERE app_user_id = ?4 AND facts_revision = ?2 AND version = ?5
             RETURNING version
@@ -434,8 +435,9 @@ public struct ReceiptStore {
             subscription_group_id = excluded.subscription_group_id, web_order_line_item_id = excluded.web_order_line_item_id,
             promotional_offer_id = excluded.promotional_offer_id, offer_code_ref_name = excluded.offer_code_ref_name,
             raw_json = excluded.raw_json, updated_at = excluded.updated_at,
-            app_account_token = coalesce(excluded.app_account_token, app_account_token), stated_at = excluded.stated_at
-        WHERE (raw_json IS NOT excluded.raw_json OR environment IS NOT excluded.environment OR bundle_id IS NOT excluded.bundle_id)
+            app_account_token = coalesce(excluded.app_account_token, transactions.app_account_token), stated_at = excluded.stated_at
+        WHERE (transactions.raw_json IS DISTINCT FROM excluded.raw_json OR transactions.environment IS DISTINCT FROM excluded.environment
+            OR transactions.bundle_id IS DISTINCT FROM excluded.bundle_id)
             AND excluded.stated_at >= transactions.stated_at
         """
 
@@ -452,7 +454,8 @@ public struct ReceiptStore {
             offer_code_ref_name = excluded.offer_code_ref_name, promotional_offer_id = excluded.promotional_offer_id,
             environment = excluded.environment, raw_json = excluded.raw_json, updated_at = excluded.updated_at,
             stated_at = excluded.stated_at
-        WHERE (raw_json IS NOT excluded.raw_json OR environment IS NOT excluded.environment)
+        WHERE (pending_renewal_info.raw_json IS DISTINCT FROM excluded.raw_json
+            OR pending_renewal_info.environment IS DISTINCT FROM excluded.environment)
             AND excluded.stated_at >= pending_renewal_info.stated_at
         """
 }

@@ -8,10 +8,11 @@ public struct ShadowDiffStore {
     /// Records a comparison that found differences (`differences`: a JSON array); the new row's id.
     @discardableResult
     public func insert(_ diff: ShadowDiffRecord) throws -> Int64 {
-        try db.cached(
-            "INSERT INTO shadow_diffs (app_user_id, transaction_id, environment, differences, at) VALUES (?, ?, ?, ?, ?)"
-        ).bind([diff.appUserID, diff.transactionID, diff.environment, diff.differences, diff.at]).run()
-        return try db.scalarInt("SELECT last_insert_rowid()") ?? 0
+        let inserted = try db.cached(
+            "INSERT INTO shadow_diffs (app_user_id, transaction_id, environment, differences, at) VALUES (?, ?, ?, ?, ?) RETURNING id"
+        ).bind([diff.appUserID, diff.transactionID, diff.environment, diff.differences, diff.at])
+        defer { inserted.reset() }
+        return try inserted.step() ? inserted.int(0) : 0
     }
 
     /// The newest first, `limit` at a time, before the row id `before`.

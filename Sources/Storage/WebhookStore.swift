@@ -17,8 +17,8 @@ public struct WebhookStore {
         guard !endpoints.isEmpty else { return 0 }
         try db.cached(
             """
-            INSERT OR IGNORE INTO webhook_messages (id, app_user_id, version, type, bundle_id, body, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO webhook_messages (id, app_user_id, version, type, bundle_id, body, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
             """
         ).bind([
             message.id, message.appUserID, message.version, message.type, message.bundleID, message.body, message.createdAt,
