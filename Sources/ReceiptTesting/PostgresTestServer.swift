@@ -8,7 +8,7 @@ import Synchronization
 /// Each test takes a database of its own from ``freshDatabase()``.
 ///
 /// Where PostgreSQL is not installed the tests that need it are disabled, and the reason is
-/// printed once: ``unavailableReason``.
+/// printed once: ``unavailableReason()``.
 package enum PostgresTestServer {
     private struct Running: Sendable {
         var directory: String
@@ -17,7 +17,16 @@ package enum PostgresTestServer {
         var asPostgres: Bool
     }
 
-    private static let started = Mutex<Result<Running, SetupError>?>(nil)
+    private typealias Waiter = CheckedContinuation<Result<Running, SetupError>, Never>
+
+    /// Nothing asked yet; starting, with who waits; or how the start ended.
+    private enum State {
+        case idle
+        case starting([Waiter])
+        case done(Result<Running, SetupError>)
+    }
+
+    private static let state = Mutex<State>(.idle)
     private static let databases = Atomic<Int>(0)
 
     package struct SetupError: Error, CustomStringConvertible, Sendable {
@@ -25,20 +34,22 @@ package enum PostgresTestServer {
     }
 
     /// Why the PostgreSQL tests cannot run here, or nil when they can (starts the server).
-    package static var unavailableReason: String? {
-        guard case .failure(let error) = server() else { return nil }
+    package static func unavailableReason() async -> String? {
+        guard case .failure(let error) = await server() else { return nil }
         return error.description
     }
 
-    /// Whether the PostgreSQL tests can run here (for `.enabled(if:)`).
-    package static var isAvailable: Bool { unavailableReason == nil }
+    /// Whether the PostgreSQL tests can run here (for `.enabled { await … }`).
+    package static func isAvailable() async -> Bool { await unavailableReason() == nil }
 
     /// The URL of a new, empty database on the test server.
-    package static func freshDatabase() throws -> String {
-        let running = try server().get()
+    package static func freshDatabase() async throws -> String {
+        let running = try await server().get()
         let name = "t\(getpid())_\(databases.add(1, ordering: .relaxed).newValue)"
-        let admin = try PostgresConnection(url: url(running, database: "postgres"))
-        try admin.execute("CREATE DATABASE \(name)")
+        try await onItsOwnThread {
+            let admin = try PostgresConnection(url: url(running, database: "postgres"))
+            try admin.execute("CREATE DATABASE \(name)")
+        }
         return url(running, database: name)
     }
 
@@ -46,14 +57,44 @@ package enum PostgresTestServer {
         "postgresql://postgres@127.0.0.1:\(running.port)/\(database)?connect_timeout=5"
     }
 
-    private static func server() -> Result<Running, SetupError> {
-        started.withLock { started in
-            if let started { return started }
-            let result = Result { () throws(SetupError) -> Running in try start() }
-            started = result
-            if case .failure(let error) = result { print("PostgreSQL tests skipped: \(error)") }  // once
-            if case .success = result { atexit { PostgresTestServer.stop() } }
-            return result
+    /// Starts the server once, on a thread of its own: initdb and pg_ctl take seconds, and a
+    /// caller blocked on them (or on a lock around them) holds one of the few threads Swift
+    /// concurrency has. Two such holders stalled every test for seconds, and HTTP tests waiting
+    /// on a handler timed out.
+    private static func server() async -> Result<Running, SetupError> {
+        await withCheckedContinuation { continuation in
+            let startsIt = state.withLock { state -> Bool in
+                switch state {
+                case .done(let result):
+                    continuation.resume(returning: result)
+                    return false
+                case .starting(let waiting):
+                    state = .starting(waiting + [continuation])
+                    return false
+                case .idle:
+                    state = .starting([continuation])
+                    return true
+                }
+            }
+            guard startsIt else { return }
+            Thread {
+                let result = Result { () throws(SetupError) -> Running in try start() }
+                if case .failure(let error) = result { print("PostgreSQL tests skipped: \(error)") }  // once
+                if case .success = result { atexit { PostgresTestServer.stop() } }
+                let waiting = state.withLock { state -> [Waiter] in
+                    guard case .starting(let waiting) = state else { return [] }
+                    state = .done(result)
+                    return waiting
+                }
+                for waiter in waiting { waiter.resume(returning: result) }
+            }.start()
+        }
+    }
+
+    /// Runs blocking work (libpq) on a thread of its own, for the reason ``server()`` gives.
+    private static func onItsOwnThread(_ body: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
         }
     }
 
@@ -90,7 +131,7 @@ package enum PostgresTestServer {
 
     /// Stops the server and deletes its files (at exit).
     static func stop() {
-        guard case .success(let running)? = started.withLock({ $0 }) else { return }
+        guard case .done(.success(let running)) = state.withLock({ $0 }) else { return }
         try? run(running, "pg_ctl", ["-D", "\(running.directory)/data", "-m", "immediate", "-w", "stop"])
         try? FileManager.default.removeItem(atPath: running.directory)
     }

@@ -35,19 +35,9 @@ struct DatabaseTests {
         #expect(value == 42)
     }
 
-    static let dialects: [Database.Dialect] =
-        PostgresTestServer.isAvailable ? [.sqlite, .postgresql] : [.sqlite]
-
-    static func open(_ dialect: Database.Dialect) throws -> Database {
-        switch dialect {
-        case .sqlite: try Database(path: ":memory:")
-        case .postgresql: try Database(postgresURL: try PostgresTestServer.freshDatabase())
-        }
-    }
-
-    @Test(arguments: dialects)
-    func theSameSQLReadsAndWritesAlike(dialect: Database.Dialect) throws {
-        let db = try Self.open(dialect)
+    @Test(arguments: await testDialects())
+    func theSameSQLReadsAndWritesAlike(dialect: Database.Dialect) async throws {
+        let db = try await emptyDatabase(dialect)
         #expect(db.dialect == dialect)
         try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT NOT NULL, note TEXT)")
         let insert = try db.cached("INSERT INTO t (id, name, note) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING RETURNING id")
@@ -61,9 +51,9 @@ struct DatabaseTests {
         #expect(try db.scalarInt("SELECT count(*) FROM t WHERE note IS NULL") == 0)
     }
 
-    @Test(arguments: dialects)
-    func aThrowingTransactionLeavesNothingAndANestedOneIsASavepoint(dialect: Database.Dialect) throws {
-        let db = try Self.open(dialect)
+    @Test(arguments: await testDialects())
+    func aThrowingTransactionLeavesNothingAndANestedOneIsASavepoint(dialect: Database.Dialect) async throws {
+        let db = try await emptyDatabase(dialect)
         try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
         struct Undo: Error {}
         try? db.transaction {

@@ -92,11 +92,11 @@ struct MigratorTests {
         #expect(throws: StorageError.self) { try Migration.load(from: dir) }
     }
 
-    @Test(arguments: DatabaseTests.dialects)
-    func theProjectMigrationsApply(dialect: Database.Dialect) throws {
+    @Test(arguments: await testDialects())
+    func theProjectMigrationsApply(dialect: Database.Dialect) async throws {
         let migrations = try Migration.load(from: Migration.directory(for: dialect, under: migrationsDirectory))
         #expect(!migrations.isEmpty)
-        let db = try DatabaseTests.open(dialect)
+        let db = try await emptyDatabase(dialect)
         #expect(try Migrator(migrations: migrations).migrate(db).count == migrations.count)
         #expect(try Migrator(migrations: migrations).status(of: db).pending.isEmpty)
     }
@@ -107,9 +107,9 @@ struct MigratorTests {
         #expect(sqlite.map(\.name) == postgres.map(\.name))
     }
 
-    @Test(.enabled(if: PostgresTestServer.isAvailable, "PostgreSQL is not installed here"))
+    @Test(.enabled("PostgreSQL is not installed here") { await PostgresTestServer.isAvailable() })
     func threeProcessesStartingAtOnceOnPostgreSQLMigrateOnce() async throws {
-        let url = try PostgresTestServer.freshDatabase()
+        let url = try await PostgresTestServer.freshDatabase()
         let migrations = try Migration.load(from: Migration.directory(for: .postgresql, under: migrationsDirectory))
         // Three connections (three processes' worth), each on a thread of its own, started together.
         let applied = try await withThrowingTaskGroup(of: Int.self) { group in

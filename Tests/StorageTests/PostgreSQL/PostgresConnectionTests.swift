@@ -2,10 +2,10 @@ import ReceiptTesting
 import Storage
 import Testing
 
-@Suite("PostgreSQL connection (libpq)", .enabled(if: PostgresTestServer.isAvailable, "PostgreSQL is not installed here"))
+@Suite("PostgreSQL connection (libpq)", .enabled("PostgreSQL is not installed here") { await PostgresTestServer.isAvailable() })
 struct PostgresConnectionTests {
-    @Test func preparedStatementsBindAndReadIntegersTextAndNull() throws {
-        let db = try PostgresConnection(url: try PostgresTestServer.freshDatabase())
+    @Test func preparedStatementsBindAndReadIntegersTextAndNull() async throws {
+        let db = try PostgresConnection(url: try await PostgresTestServer.freshDatabase())
         try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT, note TEXT)")
         let insert = try db.cached("INSERT INTO t (id, name, note) VALUES (?, ?, ?)")
         try insert.bind([Int64.max, "ünïcode ' \" ?", nil]).run()
@@ -22,8 +22,8 @@ struct PostgresConnectionTests {
         #expect(try db.cached("INSERT INTO t (id, name, note) VALUES (?, ?, ?)") === insert)  // prepared once
     }
 
-    @Test func changesCountsTheRowsAStatementTouched() throws {
-        let db = try PostgresConnection(url: try PostgresTestServer.freshDatabase())
+    @Test func changesCountsTheRowsAStatementTouched() async throws {
+        let db = try PostgresConnection(url: try await PostgresTestServer.freshDatabase())
         try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); INSERT INTO t VALUES (1, 0), (2, 0), (3, 5)")
         try db.cached("UPDATE t SET n = n + 1 WHERE n = ?").bind([0]).run()
         #expect(db.changes == 2)
@@ -35,9 +35,9 @@ struct PostgresConnectionTests {
         #expect(db.totalChanges == 3)
     }
 
-    @Test func aConstraintViolationCarriesItsSQLStateAndTheTransactionRollsBack() throws {
+    @Test func aConstraintViolationCarriesItsSQLStateAndTheTransactionRollsBack() async throws {
         // Through Database, whose transactions (and savepoints: DatabaseTests) both backends share.
-        let db = try Database(postgresURL: try PostgresTestServer.freshDatabase())
+        let db = try Database(postgresURL: try await PostgresTestServer.freshDatabase())
         try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
         let insert = try db.cached("INSERT INTO t (id) VALUES (?)")
         #expect(throws: StorageError.self) {
