@@ -21,10 +21,10 @@ package func emptyDatabase(_ dialect: Database.Dialect) async throws -> Database
     }
 }
 
-/// An empty database of the dialect with that dialect's migrations applied.
+/// A database of the dialect with that dialect's migrations applied.
 package func migratedDatabase(_ dialect: Database.Dialect) async throws -> Database {
-    let db = try await emptyDatabase(dialect)
-    let directory = Migration.directory(for: dialect, under: migrationsDirectory)
-    _ = try Migrator(migrations: try Migration.load(from: directory)).migrate(db)
-    return db
+    switch dialect {
+    case .sqlite: try migratedDatabase()
+    case .postgresql: try Database(postgresURL: try await PostgresTestServer.freshDatabase(migrated: true))
+    }
 }

@@ -9,7 +9,11 @@ public final class Statement {
     }
 
     private let handle: Handle
-    private let database: Database
+    /// Unowned: the database keeps its cached statements, and a strong reference back kept every
+    /// database that had cached one open until the process ended (its file, or its PostgreSQL
+    /// connection, which blocked copying a template database). A statement lives no longer than
+    /// its database.
+    private unowned let database: Database
 
     init(_ handle: OpaquePointer, database: Database) {
         self.handle = .sqlite(handle)

@@ -28,14 +28,15 @@ public struct WebhookStore {
         return endpoints.count
     }
 
-    /// Appends a pending delivery of `messageID` to the (endpoint, subscriber) queue.
+    /// Appends a pending delivery of `messageID` to the (endpoint, subscriber) queue. (The cast
+    /// tells PostgreSQL the parameter's type, which a CASE of NULL and it does not.)
     private func queue(_ messageID: String, endpoint: String, appUserID: String, now: Int64) throws {
         try db.cached(
             """
             INSERT INTO webhook_deliveries (message_id, endpoint, app_user_id, status, due_at, created_at)
             VALUES (?1, ?2, ?3, 'pending',
                 CASE WHEN EXISTS (SELECT 1 FROM webhook_deliveries WHERE endpoint = ?2 AND app_user_id = ?3 AND status = 'pending')
-                THEN NULL ELSE ?4 END, ?4)
+                THEN NULL ELSE CAST(?4 AS BIGINT) END, ?4)
             """
         ).bind([messageID, endpoint, appUserID, now]).run()
     }
@@ -171,10 +172,10 @@ public struct WebhookStore {
             """
             UPDATE webhook_deliveries SET status = 'pending', claimed_by = NULL, finished_at = NULL, attempts = 0,
                 first_attempt_at = NULL,
-                due_at = CASE WHEN status = 'pending' AND due_at IS NOT NULL THEN ?2
+                due_at = CASE WHEN status = 'pending' AND due_at IS NOT NULL THEN CAST(?2 AS BIGINT)
                     WHEN EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.endpoint = webhook_deliveries.endpoint
                         AND e.app_user_id = webhook_deliveries.app_user_id AND e.status = 'pending' AND e.due_at IS NOT NULL)
-                    THEN NULL ELSE ?2 END
+                    THEN NULL ELSE CAST(?2 AS BIGINT) END
             WHERE id = ?1
             """
         ).bind([id, now]).run()
@@ -190,8 +191,8 @@ public struct WebhookStore {
     ) throws -> (queued: Int, last: Int64?) {
         let q = try db.cached(
             """
-            SELECT rowid, id, app_user_id, type, bundle_id FROM webhook_messages
-            WHERE created_at >= ? AND rowid > ? ORDER BY rowid LIMIT ?
+            SELECT \(order), id, app_user_id, type, bundle_id FROM webhook_messages
+            WHERE created_at >= ? AND \(order) > ? ORDER BY \(order) LIMIT ?
             """
         ).bind([since, after, Int64(limit)])
         var rows: [(Int64, String, String, String, String?)] = []
@@ -226,13 +227,16 @@ public struct WebhookStore {
         let deleted = db.changes
         try db.cached(
             """
-            DELETE FROM webhook_messages WHERE rowid IN (
-                SELECT m.rowid FROM webhook_messages m WHERE m.created_at < ?
+            DELETE FROM webhook_messages WHERE id IN (
+                SELECT m.id FROM webhook_messages m WHERE m.created_at < ?
                 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.message_id = m.id) LIMIT ?)
             """
         ).bind([before, Int64(limit)]).run()
         return deleted
     }
+
+    /// The order messages were stored in: SQLite's rowid, PostgreSQL's `seq` (Migrations/postgresql/0010).
+    private var order: String { db.dialect == .sqlite ? "rowid" : "seq" }
 
     static let joined = "webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id"
     static let columns = """

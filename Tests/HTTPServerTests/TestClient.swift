@@ -21,7 +21,10 @@ final class TestClient: @unchecked Sendable {
         var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    init(port: Int, receiveTimeoutMs: Int = 5000) throws {
+    /// `receiveTimeoutMs` only catches a server that never answers: these tests check what the
+    /// server does, not how fast (every test of the run shares two cooperative threads with the
+    /// server's handlers, and on a loaded machine a handler may wait seconds for one).
+    init(port: Int, receiveTimeoutMs: Int = 30_000) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

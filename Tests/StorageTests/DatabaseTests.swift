@@ -35,6 +35,23 @@ struct DatabaseTests {
         #expect(value == 42)
     }
 
+    @Test func aDatabaseWithCachedStatementsClosesWhenDropped() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/x.sqlite"
+        /// This process's descriptors open on the database file.
+        func opened() throws -> Int {
+            try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").filter {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == path
+            }.count
+        }
+        var db: Database? = try Database(path: path)
+        _ = try db?.cached("SELECT 1").step()
+        #expect(try opened() == 1)
+        db = nil
+        #expect(try opened() == 0)
+    }
+
     @Test(arguments: await testDialects())
     func theSameSQLReadsAndWritesAlike(dialect: Database.Dialect) async throws {
         let db = try await emptyDatabase(dialect)
@@ -49,6 +66,12 @@ struct DatabaseTests {
         #expect(db.changes == 1)
         #expect(try db.scalarText("SELECT name || note FROM t") == "onen")
         #expect(try db.scalarInt("SELECT count(*) FROM t WHERE note IS NULL") == 0)
+        // A comparison reads as 1 or 0; a statement stepped past its last row runs again.
+        let flags = try db.cached("SELECT note IS NOT NULL, note IS NULL FROM t")
+        for _ in 0..<2 {
+            #expect(try flags.step() && flags.int(0) == 1 && flags.int(1) == 0)
+            #expect(try !flags.step())
+        }
     }
 
     @Test(arguments: await testDialects())

@@ -1,3 +1,4 @@
+import ReceiptTesting
 import Testing
 
 @testable import Storage
@@ -10,21 +11,16 @@ private func event(_ key: String, at: Int64, original: String = "o1", facts: Str
 
 @Suite("Event store")
 struct EventStoreTests {
-    private func database() throws -> Database {
-        let db = try Database(path: ":memory:")
-        try db.execute(
-            """
-            CREATE TABLE subscribers (app_user_id TEXT PRIMARY KEY);
-            INSERT INTO subscribers VALUES ('u');
-            CREATE TABLE events (id INTEGER PRIMARY KEY, app_user_id TEXT NOT NULL, event_key TEXT NOT NULL, type TEXT NOT NULL,
-                at INTEGER NOT NULL, product_id TEXT NOT NULL, original_transaction_id TEXT NOT NULL, transaction_id TEXT,
-                facts_json TEXT NOT NULL, recorded_at INTEGER NOT NULL, UNIQUE (app_user_id, event_key));
-            """)
+    /// A migrated database with the subscriber `u`.
+    private func database(_ dialect: Database.Dialect) async throws -> Database {
+        let db = try await migratedDatabase(dialect)
+        try db.execute("INSERT INTO subscribers (app_user_id, created_at, updated_at) VALUES ('u', 0, 0)")
         return db
     }
 
-    @Test func replacingWithTheSameEventsChangesNothing() throws {
-        let store = EventStore(try database())
+    @Test(arguments: await testDialects())
+    func replacingWithTheSameEventsChangesNothing(dialect: Database.Dialect) async throws {
+        let store = EventStore(try await database(dialect))
         let events = [event("renewal:t1", at: 5), event("refund:t1", at: 9)]
         var first = EventStore.Changes()
         first.added = 2
@@ -33,8 +29,9 @@ struct EventStoreTests {
         #expect(try store.page(for: "u", limit: 10, before: nil).map(\.recordedAt) == [100, 100])
     }
 
-    @Test func vanishedEventsGoChangedOnesAreUpdatedOthersPurchasesStay() throws {
-        let store = EventStore(try database())
+    @Test(arguments: await testDialects())
+    func vanishedEventsGoChangedOnesAreUpdatedOthersPurchasesStay(dialect: Database.Dialect) async throws {
+        let store = EventStore(try await database(dialect))
         _ = try store.replace([event("a:1", at: 1), event("b:1", at: 2)], for: "u", originals: ["o1"], now: 1)
         _ = try store.replace([event("x:2", at: 3, original: "o2")], for: "u", originals: ["o2"], now: 1)
         let changes = try store.replace([event("a:1", at: 1, facts: #"{"k":1}"#)], for: "u", originals: ["o1"], now: 2)
@@ -42,8 +39,9 @@ struct EventStoreTests {
         #expect(try store.page(for: "u", limit: 10, before: nil).map(\.key) == ["x:2", "a:1"])
     }
 
-    @Test func pagesGoNewestFirstWithoutGapsOrRepeats() throws {
-        let store = EventStore(try database())
+    @Test(arguments: await testDialects())
+    func pagesGoNewestFirstWithoutGapsOrRepeats(dialect: Database.Dialect) async throws {
+        let store = EventStore(try await database(dialect))
         let events = (0..<7).map { event("e:\($0)", at: Int64($0 / 2)) }  // ties on `at`
         _ = try store.replace(events, for: "u", originals: ["o1"], now: 1)
         var seen: [String] = []

@@ -31,8 +31,9 @@ private func purchase(_ id: String, stated: Int64?, cancelled: Int64? = nil, aut
 
 @Suite("Notification store")
 struct NotificationStoreTests {
-    @Test func aDeliveryIsStoredOnceByItsKey() throws {
-        let db = try migratedDatabase()
+    @Test(arguments: await testDialects())
+    func aDeliveryIsStoredOnceByItsKey(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = NotificationStore(db)
         let id = try #require(try store.insert(delivery("uuid-1")))
         #expect(try store.insert(delivery("uuid-1")) == nil)
@@ -42,16 +43,18 @@ struct NotificationStoreTests {
         #expect(try db.scalarInt("SELECT count(*) FROM notifications") == 1)
     }
 
-    @Test func latestPagesNewestFirst() throws {
-        let store = NotificationStore(try migratedDatabase())
+    @Test(arguments: await testDialects())
+    func latestPagesNewestFirst(dialect: Database.Dialect) async throws {
+        let store = NotificationStore(try await migratedDatabase(dialect))
         for i in 0..<5 { _ = try store.insert(delivery("k\(i)")) }
         let first = try store.latest(limit: 3)
         #expect(first.map(\.dedupeKey) == ["k4", "k3", "k2"])
         #expect(try store.latest(limit: 3, before: first.last?.id).map(\.dedupeKey) == ["k1", "k0"])
     }
 
-    @Test func olderStatementsNeverOverwriteNewerOnes() throws {
-        let db = try migratedDatabase()
+    @Test(arguments: await testDialects())
+    func olderStatementsNeverOverwriteNewerOnes(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let receipts = ReceiptStore(db)
         #expect(try receipts.save(purchase("t1", stated: 200, cancelled: 150, autoRenew: false), for: "u", now: 300).changes == 3)
         // Signed at 100, delivered after the refund signed at 200: nothing changes.
@@ -64,8 +67,9 @@ struct NotificationStoreTests {
         #expect(try receipts.subscriber("u")?.purchases.first?.fact.cancellationDate == nil)
     }
 
-    @Test func factsWithoutOwnerJoinTheUserWhoTakesThePurchaseAndWaitingDeliveriesAttach() throws {
-        let db = try migratedDatabase()
+    @Test(arguments: await testDialects())
+    func factsWithoutOwnerJoinTheUserWhoTakesThePurchaseAndWaitingDeliveriesAttach(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let receipts = ReceiptStore(db)
         let notifications = NotificationStore(db)
         let id = try #require(try notifications.insert(delivery("early", outcome: "pending_owner")))
@@ -93,8 +97,9 @@ struct NotificationStoreTests {
         #expect(try receipts.subscriber(forAccountToken: "nobody") == nil)
     }
 
-    @Test func applesChangeDateDatesTheHistoryInOrderAndNeverInTheFuture() throws {
-        let receipts = ReceiptStore(try migratedDatabase())
+    @Test(arguments: await testDialects())
+    func applesChangeDateDatesTheHistoryInOrderAndNeverInTheFuture(dialect: Database.Dialect) async throws {
+        let receipts = ReceiptStore(try await migratedDatabase(dialect))
         _ = try receipts.save(purchase("t1", stated: 500), for: "u", now: 500)
         var off = purchase("t1", stated: 600, autoRenew: false)
         off.renewalChangedAt = 450  // before the snapshot it replaces: kept after it

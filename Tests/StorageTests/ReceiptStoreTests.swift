@@ -40,8 +40,9 @@ private func receipt(cancelled: Int64? = nil) -> VerifiedFacts {
 
 @Suite("Receipt store")
 struct ReceiptStoreTests {
-    @Test func savesAndReadsBackEveryField() throws {
-        let db = try migratedDatabase()
+    @Test(arguments: await testDialects())
+    func savesAndReadsBackEveryField(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = ReceiptStore(db)
         // 3 transactions, 1 renewal, 2 purchases taking their first holder.
         #expect(
@@ -62,8 +63,9 @@ struct ReceiptStoreTests {
         #expect(try db.scalarText("SELECT receipt_data FROM latest_receipts WHERE original_transaction_id = 'o1'") == "QUJD")
     }
 
-    @Test func savingTheSameReceiptAgainChangesNothing() throws {
-        let db = try migratedDatabase()
+    @Test(arguments: await testDialects())
+    func savingTheSameReceiptAgainChangesNothing(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = ReceiptStore(db)
         _ = try store.save(receipt(), for: "alice", now: 10)
         let before = try tableSnapshot(db)
@@ -71,8 +73,9 @@ struct ReceiptStoreTests {
         #expect(try tableSnapshot(db) == before)
     }
 
-    @Test func aChangedTransactionIsUpdated() throws {
-        let db = try migratedDatabase()
+    @Test(arguments: await testDialects())
+    func aChangedTransactionIsUpdated(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = ReceiptStore(db)
         _ = try store.save(receipt(), for: "alice", now: 10)
         _ = try store.save(receipt(cancelled: 2500), for: "alice", now: 20)
@@ -83,8 +86,9 @@ struct ReceiptStoreTests {
         #expect(try db.scalarInt("SELECT updated_at FROM transactions WHERE transaction_id = 't1'") == 10)
     }
 
-    @Test func transferMovesThePurchasesAndRecordsIt() throws {
-        let db = try migratedDatabase()
+    @Test(arguments: await testDialects())
+    func transferMovesThePurchasesAndRecordsIt(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = ReceiptStore(db)
         _ = try store.save(receipt(), for: "alice", now: 10)
         #expect(
@@ -100,8 +104,9 @@ struct ReceiptStoreTests {
         #expect(rows == ["o1 ∅ alice 10", "t3 ∅ alice 10", "o1 alice bob 20", "t3 alice bob 20"])
     }
 
-    @Test func theVerificationLogHoldsNoReceipt() throws {
-        let db = try migratedDatabase()
+    @Test(arguments: await testDialects())
+    func theVerificationLogHoldsNoReceipt(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = ReceiptStore(db)
         try store.log(
             VerificationLogEntry(
@@ -112,8 +117,9 @@ struct ReceiptStoreTests {
                 == "valid,2,31,0")
     }
 
-    @Test func aChangedRenewalIsAppendedToTheHistory() throws {
-        let db = try migratedDatabase()
+    @Test(arguments: await testDialects())
+    func aChangedRenewalIsAppendedToTheHistory(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = ReceiptStore(db)
         _ = try store.save(receipt(), for: "alice", now: 10)
         var off = receipt()
@@ -126,8 +132,9 @@ struct ReceiptStoreTests {
         #expect(history.map(\.renewal.autoRenewStatus) == [true, false])
     }
 
-    @Test func aSubscriberIsReadInSQLitesOrderOfDatesThenIDs() throws {
-        let db = try migratedDatabase()
+    @Test(arguments: await testDialects())
+    func aSubscriberIsReadInSQLitesOrderOfDatesThenIDs(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = ReceiptStore(db)
         func purchase(_ id: String, _ original: String, _ product: String, _ date: Int64?) -> Stated<Purchase> {
             Stated(
@@ -158,8 +165,9 @@ struct ReceiptStoreTests {
         #expect(try store.subscriber("bob")?.transfers.map(\.from) == [nil, "ann"])
     }
 
-    @Test func settlingIsACompareAndSetOnTheFactsRevisionAndTheVersion() throws {
-        let db = try migratedDatabase()
+    @Test(arguments: await testDialects())
+    func settlingIsACompareAndSetOnTheFactsRevisionAndTheVersion(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = ReceiptStore(db)
         _ = try store.save(receipt(), for: "alice", now: 10)  // facts revision 1, version 0
         let changesBefore = try db.scalarInt("SELECT count(*) FROM changes")
@@ -179,8 +187,9 @@ struct ReceiptStoreTests {
         #expect(try store.settle("nobody", hash: "a", derivedFrom: 0, version: 0, now: 16) == nil)
     }
 
-    @Test func unownedFactsAboutAHeldPurchaseMarkItsHolderChanged() throws {
-        let db = try migratedDatabase()
+    @Test(arguments: await testDialects())
+    func unownedFactsAboutAHeldPurchaseMarkItsHolderChanged(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = ReceiptStore(db)
         _ = try store.save(receipt(), for: "alice", now: 10)
         let saved = try store.saveUnowned(receipt(cancelled: 2500), now: 20)
@@ -189,8 +198,9 @@ struct ReceiptStoreTests {
         #expect(try store.saveUnowned(receipt(cancelled: 2500), now: 30).changed == [])
     }
 
-    @Test func aSavepointInsideACallersTransactionRollsBackAlone() throws {
-        let db = try migratedDatabase()
+    @Test(arguments: await testDialects())
+    func aSavepointInsideACallersTransactionRollsBackAlone(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         try db.transaction {
             _ = try ReceiptStore(db).save(receipt(), for: "alice", now: 10)
             #expect(throws: StorageError.self) { try db.transaction { try db.execute("INSERT INTO nowhere VALUES (1)") } }

@@ -5,13 +5,6 @@ import Testing
 
 @Suite("Webhook store")
 struct WebhookStoreTests {
-    /// A database with every migration applied.
-    private func database() throws -> Database {
-        let db = try Database(path: ":memory:")
-        _ = try Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(db)
-        return db
-    }
-
     private func message(_ n: Int, user: String, version: Int64, at: Int64 = 0) -> WebhookMessage {
         WebhookMessage(
             id: "evt_\(user)_\(n)", appUserID: user, version: version, type: n % 2 == 0 ? "renewal" : "refund",
@@ -20,8 +13,9 @@ struct WebhookStoreTests {
 
     private let delivered = WebhookAttemptOutcome(next: .delivered, httpStatus: 204, error: nil)
 
-    @Test func oneSubscribersDeliveriesGoOneAtATimeInOrderOthersInParallel() throws {
-        let db = try database()
+    @Test(arguments: await testDialects())
+    func oneSubscribersDeliveriesGoOneAtATimeInOrderOthersInParallel(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = WebhookStore(db)
         for (n, user) in [(1, "a"), (2, "a"), (3, "b"), (4, "a")] {
             #expect(try store.enqueue(message(n, user: user, version: Int64(n)), to: ["crm", "billing"], now: 10) == 2)
@@ -41,8 +35,9 @@ struct WebhookStoreTests {
             try store.claim(endpoint: "billing", limit: 1, token: "p1", now: 20, leaseUntil: 120).map(\.messageID) == ["evt_a_1"])
     }
 
-    @Test func aRetryKeepsTheQueueWaitingAndFailingForGoodLetsItGoOn() throws {
-        let db = try database()
+    @Test(arguments: await testDialects())
+    func aRetryKeepsTheQueueWaitingAndFailingForGoodLetsItGoOn(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = WebhookStore(db)
         for n in 1...2 { try store.enqueue(message(n, user: "a", version: Int64(n)), to: ["crm"], now: 0) }
         let claim = try store.claim(endpoint: "crm", limit: 5, token: "p", now: 0, leaseUntil: 60)[0]
@@ -57,8 +52,9 @@ struct WebhookStoreTests {
         #expect(failed.count == 1 && failed[0].attempts == 2 && failed[0].lastError == "timeout" && failed[0].finishedAt == 31)
     }
 
-    @Test func anExpiredLeaseIsClaimedAgainAndTheOldHolderCannotFinish() throws {
-        let db = try database()
+    @Test(arguments: await testDialects())
+    func anExpiredLeaseIsClaimedAgainAndTheOldHolderCannotFinish(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = WebhookStore(db)
         try store.enqueue(message(1, user: "a", version: 1), to: ["crm"], now: 0)
         let old = try store.claim(endpoint: "crm", limit: 1, token: "dead", now: 0, leaseUntil: 60)[0]
@@ -68,8 +64,9 @@ struct WebhookStoreTests {
         #expect(try store.finish(taken[0], token: "alive", outcome: delivered, now: 62))
     }
 
-    @Test func requeueAndReplay() throws {
-        let db = try database()
+    @Test(arguments: await testDialects())
+    func requeueAndReplay(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = WebhookStore(db)
         for n in 1...3 {
             try store.enqueue(message(n, user: "a", version: Int64(n), at: Int64(n) * 100), to: ["crm"], now: Int64(n) * 100)
@@ -101,8 +98,9 @@ struct WebhookStoreTests {
         #expect(try store.enqueue(message(1, user: "a", version: 1), to: ["crm"], now: 600) == 0)
     }
 
-    @Test func backlogAndPrune() throws {
-        let db = try database()
+    @Test(arguments: await testDialects())
+    func backlogAndPrune(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
         let store = WebhookStore(db)
         for n in 1...3 { try store.enqueue(message(n, user: "u\(n)", version: 1, at: Int64(n)), to: ["crm"], now: Int64(n)) }
         let backlog = try store.backlog()

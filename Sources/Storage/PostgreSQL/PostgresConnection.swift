@@ -152,7 +152,8 @@ public final class PostgresStatement {
         rows = 0
     }
 
-    /// Advances to the next row; false when done. The first step runs the statement.
+    /// Advances to the next row; false when done. The first step runs the statement; a step after
+    /// the last runs it again, as SQLite's does (a cached statement is stepped again unbound).
     public func step() throws(StorageError) -> Bool {
         if result == nil {
             let result = try connection.run(name, values)
@@ -160,7 +161,11 @@ public final class PostgresStatement {
             rows = Int(PQntuples(result))
         }
         row += 1
-        return row < rows
+        guard row < rows else {
+            reset()
+            return false
+        }
+        return true
     }
 
     /// Runs the statement to completion, discarding rows.
@@ -170,10 +175,16 @@ public final class PostgresStatement {
     }
 
     public func isNull(_ column: Int32) -> Bool { PQgetisnull(result, Int32(row), column) == 1 }
+    /// The column as an integer; a boolean is 1 or 0, as SQLite gives a comparison.
     public func int(_ column: Int32) -> Int64 {
         guard let value = PQgetvalue(result, Int32(row), column) else { return 0 }
-        return Int64(String(cString: value)) ?? 0
+        let text = String(cString: value)
+        if PQftype(result, column) == Self.booleanType { return text == "t" ? 1 : 0 }
+        return Int64(text) ?? 0
     }
+
+    /// PostgreSQL's `bool` type (its OID, pg_type.dat).
+    private static let booleanType: Oid = 16
     public func text(_ column: Int32) -> String? {
         guard !isNull(column), let value = PQgetvalue(result, Int32(row), column) else { return nil }
         return String(cString: value)
