@@ -171,8 +171,11 @@ package struct IngestNotification: Sendable {
                 return (Outcome(id: id, outcome: "recorded", duplicate: false, appUserID: nil), [])
             }
             let store = ReceiptStore(db)
+            // Before reading who holds the purchases (PostgreSQL: a post taking them waits, or is waited for).
+            let originals = [incoming.row.originalTransactionID].compactMap({ $0 }) + facts.originals
+            try store.lock(purchases: originals, subscriber: nil)
             var holder: String?
-            for original in [incoming.row.originalTransactionID].compactMap({ $0 }) + facts.originals where holder == nil {
+            for original in originals where holder == nil {
                 holder = try store.owner(of: original)
             }
             if holder == nil, let token = incoming.accountToken { holder = try store.subscriber(forAccountToken: token) }

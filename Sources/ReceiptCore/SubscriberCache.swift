@@ -93,9 +93,20 @@ package final class SubscriberCache: Sendable {
         }
     }
 
+    /// Forgets every entry, and refuses every document read in a snapshot older than `sequence`:
+    /// changes up to it may have gone unheard.
+    func forgetAll(upTo sequence: Int64) {
+        state.withLock { state in
+            state.entries = [:]
+            state.recent.changes = []
+            state.recent.heard = max(state.recent.heard, sequence)
+            state.recent.forgotten = state.recent.heard
+        }
+    }
+
     /// Follows `database`'s change log from now on.
     package func follow(_ database: DatabaseQueue) {
-        database.followChanges { [self] changes in invalidate(changes) }
+        database.followChanges({ [self] changes in invalidate(changes) }, lostTrack: { [self] in forgetAll(upTo: $0) })
     }
 
     package var count: Int { state.withLock { $0.entries.count } }

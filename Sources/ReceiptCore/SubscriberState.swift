@@ -95,6 +95,7 @@ package struct SubscriberState: Sendable {
     ) throws -> Stored {
         try db.transaction { () throws -> Stored in
             let store = ReceiptStore(db)
+            try store.lock(facts, for: appUserID)  // before the policy reads who holds what
             if let log { try store.log(log, at: now) }
             switch policy {
             case .transfer: break

@@ -18,10 +18,18 @@ public struct ChangeLog {
 
     public init(_ database: Database) { db = database }
 
-    /// Records that `appUserID`'s facts or version changed, in the caller's transaction.
+    /// Records that `appUserID`'s facts or version changed, in the caller's transaction. On
+    /// PostgreSQL it is also noted for this process's ``ChangeFeed`` and notified on
+    /// ``notifyChannel`` for the others' (sent at commit, in commit order; none on rollback).
     public func append(_ appUserID: String, at now: Int64) throws {
         try db.cached("INSERT INTO changes (app_user_id, at) VALUES (?, ?)").bind([appUserID, now]).run()
+        guard db.dialect == .postgresql else { return }
+        try db.cached("SELECT pg_notify('\(Self.notifyChannel)', ?)").bind([appUserID]).run()
+        db.noteChange(appUserID)
     }
+
+    /// The PostgreSQL channel changes are notified on: the payload is the app user id.
+    public static let notifyChannel = "receiptd_changes"
 
     /// The changes after `sequence`, oldest first, `limit` at most.
     public func since(_ sequence: Int64, limit: Int) throws -> [Change] {
@@ -33,8 +41,10 @@ public struct ChangeLog {
     }
 
     /// The newest change's sequence (0 when there is none): what a read in the same transaction
-    /// has seen.
+    /// has seen. On PostgreSQL the ``ChangeFeed``'s mark taken as the transaction began (the
+    /// sequences observers hear there are the feed's).
     public func last() throws -> Int64 {
+        if db.dialect == .postgresql { return db.snapshotMark }
         let q = try db.cached("SELECT max(sequence) FROM changes")
         defer { q.reset() }
         guard try q.step(), !q.isNull(0) else { return 0 }

@@ -28,6 +28,15 @@ public final class Database {
     public var metrics: any MetricsFactory = NOOPMetricsHandler.instance
     /// Statements compiled once per connection, by their SQL (``cached(_:)``).
     private var statements: [String: Statement] = [:]
+    /// On PostgreSQL, where this connection's process hears of changes (set by ``DatabaseQueue``).
+    var changeFeed: ChangeFeed?
+    /// On PostgreSQL, ``ChangeFeed/mark`` just before this connection's current transaction began
+    /// (0 without a feed): what ``ChangeLog/last()`` answers there.
+    private(set) var snapshotMark: Int64 = 0
+    /// The subscribers the ``ChangeLog`` was told of in the current transaction (those of a
+    /// rolled-back savepoint or transaction dropped), taken by the ``DatabaseQueue`` after the
+    /// commit to publish them on the ``ChangeFeed``. Kept on PostgreSQL only.
+    private var notedChanges: [String] = []
 
     /// Opens (creating if needed) the database at `path`; `:memory:` for a private in-memory one.
     /// `readOnly` opens an existing file for reading only: it never creates, migrates or writes,
@@ -75,6 +84,12 @@ public final class Database {
     deinit {
         statements = [:]  // finalized before the connection closes
         if case .sqlite(let handle) = backend { sqlite3_close_v2(handle) }
+    }
+
+    /// On PostgreSQL, the server process serving this connection (0 on SQLite).
+    var backendPID: Int32 {
+        guard case .postgres(let connection) = backend else { return 0 }
+        return connection.backendPID
     }
 
     public var dialect: Dialect {
@@ -155,6 +170,7 @@ public final class Database {
     /// On PostgreSQL, a `REPEATABLE READ, READ ONLY` transaction: the same one snapshot.
     public func readTransaction<T>(_ body: () throws -> T) throws -> T {
         guard !inTransaction else { return try body() }
+        snapshotMark = changeFeed?.mark ?? 0
         try control(dialect == .sqlite ? "BEGIN DEFERRED" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         do {
             let value = try body()
@@ -193,6 +209,7 @@ public final class Database {
                 dimensions: [("durability", durable ? "full" : "normal"), ("outcome", outcome)], factory: metrics
             ).recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         }
+        snapshotMark = changeFeed?.mark ?? 0
         try control(sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
         do {
             let value = try body()
@@ -203,6 +220,7 @@ public final class Database {
         } catch {
             resetCachedStatements()
             try? execute("ROLLBACK")
+            notedChanges = []
             throw error
         }
     }
@@ -216,6 +234,7 @@ public final class Database {
     }
 
     private func savepoint<T>(_ body: () throws -> T) throws -> T {
+        let noted = notedChanges.count
         try control("SAVEPOINT nested")
         do {
             let value = try body()
@@ -223,7 +242,38 @@ public final class Database {
             return value
         } catch {
             try? execute("ROLLBACK TO nested; RELEASE nested")
+            notedChanges.removeSubrange(noted...)
             throw error
+        }
+    }
+
+    /// Notes that `appUserID` changed in the current transaction (PostgreSQL; see ``ChangeLog``).
+    func noteChange(_ appUserID: String) {
+        guard dialect == .postgresql else { return }
+        notedChanges.append(appUserID)
+    }
+
+    /// The changes noted by transactions committed since the last call.
+    func takeNotedChanges() -> [String] {
+        guard !inTransaction, !notedChanges.isEmpty else { return [] }
+        defer { notedChanges = [] }
+        return notedChanges
+    }
+
+    /// Makes writers that touch any of the same `keys` wait for each other until the current
+    /// transaction ends. SQLite has one writer at a time, so there it does nothing; on PostgreSQL,
+    /// where connections write at once, it takes a transaction-scoped advisory lock per key, in
+    /// sorted order (so that two writers locking overlapping keys never deadlock on them). Take the
+    /// locks before the first write: a save that reads and then writes (who holds a purchase,
+    /// then taking it) is then what it is on SQLite.
+    public func lock(_ keys: [String]) throws(StorageError) {
+        guard dialect == .postgresql, !keys.isEmpty else { return }
+        let statement = try cached("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")
+        // By their bytes, as identifiers are compared (two spellings of one name are two keys).
+        var previous: [UInt8]?
+        for key in keys.map({ Array($0.utf8) }).sorted(by: { $0.lexicographicallyPrecedes($1) }) where key != previous {
+            try statement.bind([String(decoding: key, as: UTF8.self)]).run()
+            previous = key
         }
     }
 

@@ -12,9 +12,20 @@ import Synchronization
 /// its own, which WAL lets read beside the writer, so a read never queues behind a write. Saves
 /// go together: ``write(durable:_:)`` jobs waiting for the writer share one transaction and one
 /// commit (a group commit), each in a savepoint of its own.
+///
+/// On PostgreSQL (``init(postgresURL:connections:metrics:)``) the queue is a small pool: a few
+/// connections, each on a thread of its own, that read and write at once. A save is a transaction
+/// of its own there (no group commit: the server commits groups itself), run again when the server
+/// picks it as the loser of a deadlock or serialization failure; stores lock what they read before
+/// they write (``Database/lock(_:)``). Changes are heard through a ``ChangeFeed``.
 public final class DatabaseQueue: Sendable {
     private let worker: Worker
     private let readers: [Worker]
+    /// Where saves go: the one writer on SQLite, every connection on PostgreSQL.
+    private let writers: [Worker]
+    /// PostgreSQL only: the changes this process hears of, and who hears other processes'.
+    private let feed: ChangeFeed?
+    private let listener: ChangeListener?
 
     /// Opens the database at `path` (see ``Database/init(path:busyTimeout:readOnly:)``) and starts
     /// its thread, then `readers` read-only connections with a thread each (none for `:memory:`,
@@ -35,14 +46,43 @@ public final class DatabaseQueue: Sendable {
             }
         }
         self.readers = opened
+        writers = [worker]
+        feed = nil
+        listener = nil
         worker.start()
         for reader in opened { reader.start() }
     }
 
-    deinit {
-        worker.stop()
-        for reader in readers { reader.stop() }
+    /// Opens `connections` connections to PostgreSQL at `url` (libpq's syntax), each with a thread
+    /// of its own that serves reads and saves alike, and one more that listens for other
+    /// processes' changes. `run` and `runBlocking` use the first.
+    public init(
+        postgresURL url: String, connections: Int = 4, metrics: any MetricsFactory = NOOPMetricsHandler.instance
+    ) throws(StorageError) {
+        let feed = ChangeFeed()
+        var opened: [Worker] = []
+        for _ in 0..<max(1, connections) {
+            let database = try Database(postgresURL: url)
+            database.metrics = metrics
+            database.changeFeed = feed
+            opened.append(Worker(database, pollsOtherWriters: false))
+        }
+        listener = try ChangeListener(url: url, feed: feed, ignoring: Set(opened.map(\.database.backendPID)))
+        self.feed = feed
+        worker = opened[0]
+        readers = opened
+        writers = opened
+        for worker in opened { worker.start() }
     }
+
+    deinit {
+        listener?.stop()
+        // On PostgreSQL the readers are every connection, the first included.
+        for worker in feed == nil ? [worker] + readers : readers { worker.stop() }
+    }
+
+    /// The SQL dialect of the queue's connections.
+    public var dialect: Database.Dialect { worker.database.dialect }
 
     /// How many read-only connections ``read(_:)`` spreads over (0: reads share the writer's thread).
     public var readerCount: Int { readers.count }
@@ -51,7 +91,7 @@ public final class DatabaseQueue: Sendable {
     /// thread; it may not write (its connection is read-only). It sees every commit made before it
     /// was called, this queue's included, and waits for no write in progress.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        let reader = readers.min { $0.pending.load(ordering: .relaxed) < $1.pending.load(ordering: .relaxed) } ?? worker
+        let reader = Self.leastBusy(readers) ?? worker
         return try await withCheckedThrowingContinuation { continuation in
             reader.submit(
                 .exclusive { database in
@@ -60,8 +100,12 @@ public final class DatabaseQueue: Sendable {
         }
     }
 
-    /// Jobs submitted to the writer and not finished (saves waiting for their group included).
-    public var writerBacklog: Int { worker.pending.load(ordering: .relaxed) }
+    private static func leastBusy(_ workers: [Worker]) -> Worker? {
+        workers.min { $0.pending.load(ordering: .relaxed) < $1.pending.load(ordering: .relaxed) }
+    }
+
+    /// Jobs submitted to the writers and not finished (saves waiting for their group included).
+    public var writerBacklog: Int { writers.reduce(0) { $0 + $1.pending.load(ordering: .relaxed) } }
 
     /// The database file's path.
     public var path: String { worker.database.path }
@@ -70,7 +114,18 @@ public final class DatabaseQueue: Sendable {
     /// after this call, oldest first: those of this queue's writes before their callers resume,
     /// other connections' and processes' within ``externalPoll`` of their commit. Replaces any
     /// earlier observer. The observer must be quick (it holds up the writer).
-    public func followChanges(_ observer: @escaping @Sendable ([ChangeLog.Change]) -> Void) {
+    ///
+    /// On PostgreSQL the sequences are the ``ChangeFeed``'s, other processes' changes arrive
+    /// through `LISTEN` within milliseconds of their commit, and `lostTrack` is called when changes
+    /// up to the sequence it is given may have gone unheard (the listening connection was lost,
+    /// and is back): forget what was read before.
+    public func followChanges(
+        _ observer: @escaping @Sendable ([ChangeLog.Change]) -> Void, lostTrack: @escaping @Sendable (Int64) -> Void = { _ in }
+    ) {
+        if let feed {
+            feed.follow(observer, lostTrack: lostTrack)
+            return
+        }
         runBlocking { db in worker.follow(from: (try? ChangeLog(db).last()) ?? 0, observer) }
     }
 
@@ -97,6 +152,16 @@ public final class DatabaseQueue: Sendable {
     public func write<T: Sendable>(durable: Bool = false, _ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
+        if feed != nil, let writer = Self.leastBusy(writers) {
+            return try await withCheckedThrowingContinuation { continuation in
+                writer.submit(
+                    .exclusive { database in
+                        let result = Result { try Self.retryingConflicts { try database.transaction { try body(database) } } }
+                        writer.publishChanges()
+                        continuation.resume(with: result)
+                    })
+            }
+        }
         let outcome = SaveOutcome<T>()
         return try await withCheckedThrowingContinuation { continuation in
             worker.submit(
@@ -118,6 +183,25 @@ public final class DatabaseQueue: Sendable {
 
     /// The most saves one group commit holds.
     public static let maxGroup = 256
+
+    /// How many times a PostgreSQL save runs when the server keeps picking it as a deadlock's or
+    /// a serialization failure's loser.
+    public static let conflictAttempts = 5
+
+    /// Runs `body` until it does not fail with SQLSTATE 40P01 (deadlock detected) or 40001
+    /// (serialization failure), ``conflictAttempts`` times at most: each failure rolled the whole
+    /// transaction back, so running it again is safe.
+    static func retryingConflicts<T>(_ body: () throws -> T) throws -> T {
+        var attempt = 1
+        while true {
+            do {
+                return try body()
+            } catch let error as StorageError where error.sqlState == "40P01" || error.sqlState == "40001" {
+                guard attempt < conflictAttempts else { throw error }
+                attempt += 1
+            }
+        }
+    }
 
     /// Runs `body` on the calling thread while the database's thread waits for it, so the
     /// connection is still used by one thread at a time; for start-up and command-line tools.
@@ -188,6 +272,10 @@ public final class DatabaseQueue: Sendable {
 
         /// On the database's thread, after a job: when this connection wrote, tells the observer.
         func publishChanges() {
+            if let feed = database.changeFeed {
+                feed.publish(database.takeNotedChanges(), at: Int64(time(nil)))
+                return
+            }
             let total = database.totalChanges
             guard total != ownChanges else { return }
             ownChanges = total

@@ -34,6 +34,7 @@ public struct ReceiptStore {
     /// caller's decision. Derives nothing: see ``settle(_:hash:derivedFrom:version:now:)``.
     public func save(_ facts: VerifiedFacts, for appUserID: String, now: Int64) throws -> Saved {
         try db.transaction { () throws -> Saved in
+            try lock(facts, for: appUserID)
             try db.cached("INSERT INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
                 .bind([appUserID, now, now]).run()
             var acquired: [String] = []
@@ -65,6 +66,7 @@ public struct ReceiptStore {
     /// some of them already are marked changed, as `changed`.
     public func saveUnowned(_ facts: VerifiedFacts, now: Int64) throws -> Saved {
         try db.transaction {
+            try lock(facts, for: nil)
             let changes = try writeFacts(facts, now: now)
             guard changes > 0 else { return Saved(changes: 0, acquired: [], changed: []) }
             var holders: [String] = []
@@ -76,6 +78,18 @@ public struct ReceiptStore {
             try factsChanged(holders, at: now)
             return Saved(changes: changes, acquired: [], changed: holders)
         }
+    }
+
+    /// Makes other writers of the same purchases or user wait until the caller's transaction ends
+    /// (``Database/lock(_:)``: nothing on SQLite). Call it before reading who holds a purchase in
+    /// order to write.
+    public func lock(_ facts: VerifiedFacts, for appUserID: String?) throws {
+        try lock(purchases: facts.originals, subscriber: appUserID)
+    }
+
+    /// ``lock(_:for:)`` by original transaction ids.
+    public func lock(purchases originals: [String], subscriber appUserID: String?) throws {
+        try db.lock(originals.map { "purchase:" + $0 } + (appUserID.map { ["subscriber:" + $0] } ?? []))
     }
 
     /// Records that the facts of `appUserIDs` changed, in the caller's transaction: their facts

@@ -51,6 +51,17 @@ struct SubscriberCacheRulesTests {
         #expect(cache.entry("a", now: 0) != nil)
     }
 
+    @Test func changesGoneUnheardForgetEverythingReadBefore() {
+        let cache = SubscriberCache(capacity: 10)
+        cache.store("a", document: document("a"), version: 1, sequence: 5, now: 0)
+        cache.forgetAll(upTo: 10)  // PostgreSQL: the listening connection was lost and is back
+        #expect(cache.entry("a", now: 0) == nil)
+        cache.store("a", document: document("a"), version: 1, sequence: 9, now: 0)  // read before: refused
+        #expect(cache.entry("a", now: 0) == nil)
+        cache.store("a", document: document("a"), version: 2, sequence: 10, now: 0)
+        #expect(cache.entry("a", now: 0)?.version == 2)
+    }
+
     @Test func anOffCacheKeepsNothing() {
         let cache = SubscriberCache(capacity: 0)
         cache.store("a", document: document("a"), version: 1, sequence: 0, now: 0)

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import MetricsTestKit
 import ReceiptTesting
+import Synchronization
 import Testing
 
 @testable import Storage
@@ -192,4 +193,122 @@ struct DatabaseQueueTests {
             #expect(try await queue.read(count) == 1)
         }
     }
+}
+
+/// The queue as a pool of PostgreSQL connections: several "processes" (queues) on one database.
+@Suite("Database queue on PostgreSQL", .enabled("PostgreSQL is not installed here") { await PostgresTestServer.isAvailable() })
+struct PostgresQueueTests {
+    /// Two queues on one new database with a counter table.
+    private func twoQueues() async throws -> (DatabaseQueue, DatabaseQueue) {
+        let url = try await PostgresTestServer.freshDatabase(migrated: true)
+        let a = try DatabaseQueue(postgresURL: url, connections: 3)
+        let b = try DatabaseQueue(postgresURL: url, connections: 3)
+        try await a.run { db in try db.execute("CREATE TABLE counter (k TEXT PRIMARY KEY, n BIGINT NOT NULL)") }
+        try await a.run { db in try db.execute("INSERT INTO counter VALUES ('k', 0)") }
+        return (a, b)
+    }
+
+    @Test func lockedReadThenWriteLosesNoUpdateAcrossConnectionsAndProcesses() async throws {
+        let (a, b) = try await twoQueues()
+        #expect(a.dialect == .postgresql && a.readerCount == 3)
+        // Each save reads the counter, then writes it plus one: without the lock two connections
+        // would read the same value and one increment would be lost.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<60 {
+                let queue = i % 2 == 0 ? a : b
+                group.addTask {
+                    try await queue.write { db in
+                        try db.lock(["counter:k"])
+                        let n = try db.cached("SELECT n FROM counter WHERE k = 'k'").firstInt() ?? -1
+                        try db.cached("UPDATE counter SET n = ? WHERE k = 'k'").bind([n + 1]).run()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await b.read { db in try db.scalarInt("SELECT n FROM counter") } == 60)
+    }
+
+    @Test func aDeadlockOrSerializationFailureIsRunAgainAndOthersAreNot() throws {
+        var calls = 0
+        let value = try DatabaseQueue.retryingConflicts { () throws -> Int in
+            calls += 1
+            if calls < 3 { throw StorageError(.postgres, "deadlock", sqlState: calls == 1 ? "40P01" : "40001") }
+            return 7
+        }
+        #expect(value == 7 && calls == 3)
+        calls = 0
+        #expect(throws: StorageError.self) {
+            try DatabaseQueue.retryingConflicts { () throws -> Int in
+                calls += 1
+                throw StorageError(.postgres, "unique", sqlState: "23505")
+            }
+        }
+        #expect(calls == 1)
+        calls = 0
+        #expect(throws: StorageError.self) {
+            try DatabaseQueue.retryingConflicts { () throws -> Int in
+                calls += 1
+                throw StorageError(.postgres, "deadlock", sqlState: "40P01")
+            }
+        }
+        #expect(calls == DatabaseQueue.conflictAttempts)
+    }
+
+    @Test func ownChangesAreHeardBeforeTheWriteReturnsOthersWithinMilliseconds() async throws {
+        let (a, b) = try await twoQueues()
+        let heard = HeardChanges()
+        a.followChanges { heard.append($0) }
+        // A's own write: heard before the write returns, once (its NOTIFY echo is skipped).
+        let mark = try await a.read { db in try ChangeLog(db).last() }
+        try await a.write { db in try ChangeLog(db).append("alice", at: 1) }
+        #expect(heard.users == ["alice"])
+        #expect(heard.changes.allSatisfy { $0.sequence > mark })
+        // A rolled-back write tells nobody.
+        struct Undo: Error {}
+        _ = try? await a.write { db in
+            try ChangeLog(db).append("ghost", at: 1)
+            throw Undo()
+        }
+        // B's write (another process): heard through LISTEN.
+        let started = ContinuousClock.now
+        try await b.write { db in try ChangeLog(db).append("bob", at: 2) }
+        let arrived = try await eventually(seconds: 5) { heard.users.contains("bob") }
+        let latency = ContinuousClock.now - started
+        #expect(arrived)
+        print("a change committed by another process was heard after \(latency)")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(heard.users == ["alice", "bob"])
+        let sequences = heard.changes.map(\.sequence)
+        #expect(sequences == sequences.sorted() && Set(sequences).count == sequences.count)
+    }
+}
+
+extension PostgresQueueTests {
+    @Test func aLostListeningConnectionIsOpenedAgainAndSaysChangesMayHaveGoneUnheard() async throws {
+        let (a, b) = try await twoQueues()
+        let heard = HeardChanges()
+        let lost = Mutex<[Int64]>([])
+        a.followChanges({ heard.append($0) }, lostTrack: { sequence in lost.withLock { $0.append(sequence) } })
+        try await a.write { db in try ChangeLog(db).append("before", at: 1) }
+        // The server ends every listening connection (a failover, a restart, an administrator).
+        try await b.run { db in
+            _ = try db.scalarInt(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database()"
+            )
+        }
+        #expect(try await eventually(seconds: 5) { !lost.withLock { $0 }.isEmpty })
+        #expect(lost.withLock { $0 }.first.map { $0 > heard.changes.last!.sequence } == true)
+        // And it listens again.
+        try await b.write { db in try ChangeLog(db).append("after", at: 2) }
+        #expect(try await eventually(seconds: 5) { heard.users.contains("after") })
+    }
+}
+
+/// What a change observer heard, in order.
+private final class HeardChanges: Sendable {
+    private let heard = Mutex<[ChangeLog.Change]>([])
+    func append(_ changes: [ChangeLog.Change]) { heard.withLock { $0 += changes } }
+    var changes: [ChangeLog.Change] { heard.withLock { $0 } }
+    var users: [String] { changes.map(\.appUserID) }
 }

@@ -57,6 +57,37 @@ public final class PostgresConnection {
     /// Whether a transaction is open on this connection.
     public var inTransaction: Bool { PQtransactionStatus(handle) != PQTRANS_IDLE }
 
+    /// The process id of the server backend serving this connection (what a notification it sent
+    /// carries).
+    public var backendPID: Int32 { PQbackendPID(handle) }
+
+    /// The connection's socket, to wait on for notifications (-1 when closed).
+    var socket: Int32 { PQsocket(handle) }
+
+    /// One notification received by a connection that listens.
+    public struct Notification: Sendable, Equatable {
+        public var channel: String
+        public var payload: String
+        /// The backend that sent it (``backendPID`` of the sender's connection).
+        public var senderPID: Int32
+    }
+
+    /// Reads what the server sent and returns the notifications received (after `LISTEN`); throws
+    /// when the connection is lost.
+    public func notifications() throws(StorageError) -> [Notification] {
+        guard PQconsumeInput(handle) == 1 else {
+            throw StorageError(.postgres, "PostgreSQL connection lost: \(Self.message(PQerrorMessage(handle)))")
+        }
+        var received: [Notification] = []
+        while let notify = PQnotifies(handle) {
+            let n = notify.pointee
+            received.append(
+                Notification(channel: String(cString: n.relname), payload: String(cString: n.extra), senderPID: n.be_pid))
+            PQfreemem(notify)
+        }
+        return received
+    }
+
     /// Runs a prepared statement with `values` (text format) and returns its result, which the
     /// caller clears.
     func run(_ name: String, _ values: [SQLValue?]) throws(StorageError) -> OpaquePointer {
