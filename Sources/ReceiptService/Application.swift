@@ -71,11 +71,9 @@ public final class Application: Sendable {
         configuration: ServiceConfiguration, logger: Logger, clock: WallClock = .system,
         monotonic: any MonotonicClock = SystemMonotonicClock()
     ) throws -> Application {
-        let migrator = Migrator(migrations: try Migration.load(from: configuration.database.migrationsDirectory))
+        let migrator = Migrator(migrations: try configuration.database.migrations())
         let telemetry = Telemetry()
-        let database = try DatabaseQueue(
-            path: configuration.database.path, busyTimeout: configuration.database.busyTimeout, metrics: telemetry.factory,
-            readers: configuration.database.readers)
+        let database = try configuration.database.openQueue(metrics: telemetry.factory)
         let applied = try database.runBlocking { db in try migrator.migrate(db) }
         for migration in applied {
             logger.info("migration applied", metadata: ["migration": "\(migration.name)"])
@@ -227,7 +225,7 @@ public final class Application: Sendable {
             "receiptd ready",
             metadata: [
                 "version": "\(BuildInfo.version)", "environment": "\(configuration.environment)",
-                "database": "\(configuration.database.path)", "port": "\(port)",
+                "database": "\(configuration.database.name)", "port": "\(port)",
             ])
         try await withThrowingDiscardingTaskGroup { tasks in
             // The first SIGTERM or SIGINT starts the graceful shutdown (as PID 1 in a container

@@ -10,7 +10,7 @@ import SystemPackage
 /// → `RECEIPTD_HTTP_MAX_CONNECTIONS`), `Config/<environment>.json`, `Config/default.json`, the
 /// default in code. Secret keys are read only from the environment or from the file named by
 /// `RECEIPTD_<KEY>_FILE`; a secret in a JSON file is refused.
-public struct ConfigLoader: Sendable {
+public struct ConfigLoader: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     /// One effective value and where it came from.
     public struct Entry: Sendable, Equatable {
         public let key: String
@@ -64,6 +64,11 @@ public struct ConfigLoader: Sendable {
 
     /// Every key read so far, in reading order.
     public var entries: [Entry] { entriesBox.entries }
+
+    /// The keys read so far with their values, secrets redacted: never the environment it was
+    /// given, which holds the secrets themselves.
+    public var description: String { entries.map { "\($0.key)=\($0.value)" }.joined(separator: "\n") }
+    public var debugDescription: String { description }
 
     // MARK: Typed reads
 

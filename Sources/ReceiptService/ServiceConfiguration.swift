@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreServerAPI
+import CoreMetrics
 import Entitlements
 import FoundationEssentials
 import Glibc
@@ -182,29 +183,90 @@ public struct ServiceConfiguration: Sendable {
         }
     }
 
-    /// SQLite settings.
+    /// Where the data lives: SQLite (the default, one process) or PostgreSQL (several instances).
     public struct Database: Sendable {
         /// SQLite file; its folder is created if missing. `:memory:` for a throwaway database.
         public var path: String
-        /// How long a statement waits for a lock before failing.
+        /// How long a statement waits for a lock before failing (SQLite).
         public var busyTimeout: Duration
-        /// Folder of the numbered `.sql` migration files.
+        /// Folder of the numbered `.sql` migration files (PostgreSQL's in its `postgresql/` folder).
         public var migrationsDirectory: String
         /// How many subscriber documents GET keeps rendered in memory (0: none). See `SubscriberCache`.
         public var documentCache: Int = 10_000
         /// How many read-only connections serve reads beside the writer, each on a thread of its
-        /// own (0: reads queue on the writer's thread). See `DatabaseQueue`.
+        /// own (0: reads queue on the writer's thread). See `DatabaseQueue`. SQLite only.
         public var readers: Int = 2
+        /// `database.url`, a secret (it may hold a password): `postgresql://…` (libpq's syntax)
+        /// selects PostgreSQL; `sqlite:PATH` SQLite at PATH; unset, SQLite at ``path``.
+        public var url: String?
+        /// How many connections each instance opens to PostgreSQL (reads and writes alike).
+        public var connections: Int = 4
 
         package init(
-            path: String, busyTimeout: Duration, migrationsDirectory: String, documentCache: Int = 10_000, readers: Int = 2
+            path: String, busyTimeout: Duration, migrationsDirectory: String, documentCache: Int = 10_000, readers: Int = 2,
+            url: String? = nil, connections: Int = 4
         ) {
             self.path = path
             self.busyTimeout = busyTimeout
             self.migrationsDirectory = migrationsDirectory
             self.documentCache = documentCache
             self.readers = readers
+            self.url = url
+            self.connections = connections
         }
+
+        /// The database ``url`` (or ``path``) names.
+        public enum Location: Sendable, Equatable {
+            case sqlite(path: String)
+            case postgresql(url: String)
+        }
+
+        /// Where ``url`` points, else ``path``; nil when ``url`` is neither form.
+        public var location: Location? {
+            guard let url else { return .sqlite(path: path) }
+            if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") { return .postgresql(url: url) }
+            if url.hasPrefix("sqlite:"), url.count > "sqlite:".count { return .sqlite(path: String(url.dropFirst(7))) }
+            return nil
+        }
+
+        /// What logs may say of the database: the SQLite path, or `postgresql` (never the URL).
+        public var name: String {
+            switch location {
+            case .sqlite(let path)?: path
+            case .postgresql?: "postgresql"
+            case nil: "invalid"
+            }
+        }
+
+        /// The migrations of the configured database's dialect.
+        public func migrations() throws -> [Migration] {
+            let dialect: Storage.Database.Dialect = if case .postgresql? = location { .postgresql } else { .sqlite }
+            return try Migration.load(from: Migration.directory(for: dialect, under: migrationsDirectory))
+        }
+
+        /// Opens the configured database for the service: SQLite's writer and readers, or a pool of
+        /// PostgreSQL connections.
+        public func openQueue(metrics: any MetricsFactory) throws -> DatabaseQueue {
+            switch location {
+            case .sqlite(let path)?:
+                try DatabaseQueue(path: path, busyTimeout: busyTimeout, metrics: metrics, readers: readers)
+            case .postgresql(let url)?:
+                try DatabaseQueue(postgresURL: url, connections: connections, metrics: metrics)
+            case nil:
+                throw ConfigurationError(key: "database.url", message: Self.urlForms)
+            }
+        }
+
+        /// Opens one connection to the configured database, for the command-line tools.
+        public func openConnection() throws -> Storage.Database {
+            switch location {
+            case .sqlite(let path)?: try Storage.Database(path: path, busyTimeout: busyTimeout)
+            case .postgresql(let url)?: try Storage.Database(postgresURL: url)
+            case nil: throw ConfigurationError(key: "database.url", message: Self.urlForms)
+            }
+        }
+
+        static let urlForms = "must be postgresql://… or sqlite:PATH"
     }
 
     /// The environments with a meaning.
@@ -266,8 +328,12 @@ public struct ServiceConfiguration: Sendable {
             busyTimeout: try c.milliseconds("database.busyTimeoutMs", default: 5000),
             migrationsDirectory: try c.string("database.migrationsDirectory", default: "Migrations"),
             documentCache: try c.int("database.documentCache", default: 10_000, range: 0...10_000_000),
-            readers: try c.int("database.readers", default: 2, range: 0...64))
+            readers: try c.int("database.readers", default: 2, range: 0...64),
+            // PostgreSQL (postgresql://…) or SQLite (sqlite:PATH): RECEIPTD_DATABASE_URL or …_FILE.
+            url: try c.secret("database.url"),
+            connections: try c.int("database.connections", default: 4, range: 1...256))
         guard !database.path.isEmpty else { throw ConfigurationError(key: "database.path", message: "must not be empty") }
+        guard database.location != nil else { throw ConfigurationError(key: "database.url", message: Database.urlForms) }
         let level = try c.choice(
             "log.level", default: "info", allowed: Logger.Level.allCases.map(\.rawValue))
 

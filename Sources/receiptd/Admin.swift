@@ -68,10 +68,14 @@ struct Backup: AsyncParsableCommand {
 
     func run() async throws {
         let (config, _) = try await options.load()
+        guard case .sqlite(let source)? = config.database.location else {
+            printError("receiptd: backup copies an SQLite database; back PostgreSQL up with its own tools (pg_dump, base backups)")
+            throw ExitCode.failure
+        }
         do {
-            let report = try ReceiptCore.Backup(path: config.database.path, busyTimeout: config.database.busyTimeout)(to: path)
+            let report = try ReceiptCore.Backup(path: source, busyTimeout: config.database.busyTimeout)(to: path)
             print(
-                "backed up \(config.database.path) to \(path): \(report.pages) pages in \(report.milliseconds) ms, "
+                "backed up \(source) to \(path): \(report.pages) pages in \(report.milliseconds) ms, "
                     + "integrity_check \(report.integrity)")
             guard report.isGood else { throw ExitCode.failure }
         } catch let exit as ExitCode {

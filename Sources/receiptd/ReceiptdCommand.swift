@@ -77,8 +77,8 @@ struct Migrate: AsyncParsableCommand {
     func run() async throws {
         let (config, _) = try await options.load()
         do {
-            let migrator = Migrator(migrations: try Migration.load(from: config.database.migrationsDirectory))
-            let database = try Database(path: config.database.path, busyTimeout: config.database.busyTimeout)
+            let migrator = Migrator(migrations: try config.database.migrations())
+            let database = try config.database.openConnection()
             let migrations = try migrator.migrate(database, dryRun: dryRun)
             let verb = dryRun ? "would apply" : "applied"
             if migrations.isEmpty { print("up to date: no pending migrations") }
@@ -100,8 +100,8 @@ struct Rederive: AsyncParsableCommand {
     func run() async throws {
         let (config, _) = try await options.load()
         do {
-            let migrator = Migrator(migrations: try Migration.load(from: config.database.migrationsDirectory))
-            let database = try Database(path: config.database.path, busyTimeout: config.database.busyTimeout)
+            let migrator = Migrator(migrations: try config.database.migrations())
+            let database = try config.database.openConnection()
             guard try migrator.status(of: database).pending.isEmpty else {
                 printError("receiptd: the database has pending migrations: run `receiptd migrate` first")
                 throw ExitCode.failure

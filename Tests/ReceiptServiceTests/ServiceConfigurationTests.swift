@@ -196,6 +196,34 @@ struct ServiceConfigurationTests {
         #expect(try fromEnv.secret("demo.other") == nil)
     }
 
+    @Test func theDatabaseURLChoosesTheBackendAndIsASecret() async throws {
+        let dir = try makeConfigDirectory(["default.json": #"{"database": {"path": "data/x.sqlite", "connections": 8}}"#])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func load(_ url: String?) async throws -> ServiceConfiguration.Database {
+            try await ServiceConfiguration.load(
+                configDirectory: dir, environment: url.map { ["RECEIPTD_DATABASE_URL": $0] } ?? [:]
+            ).0.database
+        }
+        #expect(try await load(nil).location == .sqlite(path: "data/x.sqlite"))
+        #expect(try await load("sqlite:/var/lib/receiptd/db.sqlite").location == .sqlite(path: "/var/lib/receiptd/db.sqlite"))
+        let url = "postgresql://receiptd:pa55-word@db.internal:5432/receiptd?sslmode=require"
+        let postgres = try await load(url)
+        #expect(postgres.location == .postgresql(url: url) && postgres.connections == 8)
+        #expect(postgres.name == "postgresql")
+        let (_, report) = try await ServiceConfiguration.load(configDirectory: dir, environment: ["RECEIPTD_DATABASE_URL": url])
+        #expect(!"\(report)".contains("pa55-word"))
+        // Neither form: refused, without repeating it.
+        await #expect { try await load("mysql://root:hunter2@h/db") } throws: { error in
+            "\(error)".contains("database.url") && !"\(error)".contains("hunter2")
+        }
+        // Never from a file.
+        let committed = try makeConfigDirectory(["default.json": #"{"database": {"url": "postgresql://u:p@h/db"}}"#])
+        defer { try? FileManager.default.removeItem(atPath: committed) }
+        await #expect { try await ServiceConfiguration.load(configDirectory: committed, environment: [:]) } throws: { error in
+            "\(error)".contains("database.url") && !"\(error)".contains("u:p@h")
+        }
+    }
+
     @Test func aSecretInAConfigFileIsRefused() async throws {
         let dir = try makeConfigDirectory(["default.json": #"{"demo": {"token": "committed-by-mistake"}}"#])
         defer { try? FileManager.default.removeItem(atPath: dir) }
