@@ -45,14 +45,16 @@ public struct WebhookStore {
 
     /// Claims up to `limit` deliveries to `endpoint` that are due at `now` (the head of each of their
     /// subscribers' queues), for `token` until `leaseUntil`: until then no other claim takes them.
-    /// Oldest due first.
+    /// Oldest due first. Call inside a write transaction: on PostgreSQL, where instances claim at
+    /// once, the rows another claim is taking are skipped (`FOR UPDATE SKIP LOCKED`), so two
+    /// instances never send one delivery at once.
     public func claim(endpoint: String, limit: Int, token: String, now: Int64, leaseUntil: Int64) throws -> [WebhookClaim] {
         let due = try db.cached(
             """
             SELECT d.id, d.message_id, d.app_user_id, d.attempts, d.first_attempt_at, m.body
             FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
             WHERE d.endpoint = ? AND d.status = 'pending' AND d.due_at IS NOT NULL AND d.due_at <= ?
-            ORDER BY d.due_at, d.id LIMIT ?
+            ORDER BY d.due_at, d.id LIMIT ?\(skipLocked)
             """
         ).bind([endpoint, now, Int64(limit)])
         var claims: [WebhookClaim] = []
@@ -234,6 +236,9 @@ public struct WebhookStore {
         ).bind([before, Int64(limit)]).run()
         return deleted
     }
+
+    /// On PostgreSQL, what keeps two claims apart; SQLite's one writer does that already.
+    private var skipLocked: String { db.dialect == .postgresql ? " FOR UPDATE OF d SKIP LOCKED" : "" }
 
     /// The order messages were stored in: SQLite's rowid, PostgreSQL's `seq` (Migrations/postgresql/0010).
     private var order: String { db.dialect == .sqlite ? "rowid" : "seq" }

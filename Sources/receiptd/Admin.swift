@@ -69,7 +69,8 @@ struct Backup: AsyncParsableCommand {
     func run() async throws {
         let (config, _) = try await options.load()
         guard case .sqlite(let source)? = config.database.location else {
-            printError("receiptd: backup copies an SQLite database; back PostgreSQL up with its own tools (pg_dump, base backups)")
+            printError(
+                "receiptd: backup copies an SQLite database; back PostgreSQL up with its own tools (pg_dump, base backups)")
             throw ExitCode.failure
         }
         do {

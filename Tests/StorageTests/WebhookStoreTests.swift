@@ -113,3 +113,25 @@ struct WebhookStoreTests {
         #expect(try db.scalarInt("SELECT count(*) FROM webhook_messages") == 1)
     }
 }
+
+extension WebhookStoreTests {
+    @Test(.enabled("PostgreSQL is not installed here") { await PostgresTestServer.isAvailable() })
+    func twoInstancesClaimingAtOnceNeverTakeTheSameDelivery() async throws {
+        let url = try await PostgresTestServer.freshDatabase(migrated: true)
+        let (a, b) = (try Database(postgresURL: url), try Database(postgresURL: url))
+        try b.execute("SET lock_timeout = '2s'")  // without SKIP LOCKED, b would wait on a's rows
+        for n in 1...6 {
+            try WebhookStore(a).enqueue(message(n, user: "u\(n)", version: 1), to: ["crm"], now: 10)
+        }
+        // a's claim is still in its transaction when b claims.
+        let (first, second) = try a.transaction {
+            let first = try WebhookStore(a).claim(endpoint: "crm", limit: 4, token: "a", now: 10, leaseUntil: 100)
+            let second = try b.transaction {
+                try WebhookStore(b).claim(endpoint: "crm", limit: 10, token: "b", now: 10, leaseUntil: 100)
+            }
+            return (first, second)
+        }
+        #expect(first.count == 4 && second.count == 2)
+        #expect(Set(first.map(\.deliveryID)).isDisjoint(with: second.map(\.deliveryID)))
+    }
+}
