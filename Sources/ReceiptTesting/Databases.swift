@@ -1,3 +1,5 @@
+import Foundation
+import ReceiptService
 import Storage
 
 /// A private in-memory SQLite database with the repository's migrations applied.
@@ -26,5 +28,27 @@ package func migratedDatabase(_ dialect: Database.Dialect) async throws -> Datab
     switch dialect {
     case .sqlite: try migratedDatabase()
     case .postgresql: try Database(postgresURL: try await PostgresTestServer.freshDatabase(migrated: true))
+    }
+}
+
+/// The database the service tests run on: SQLite files, or PostgreSQL when the environment has
+/// `RECEIPTD_TEST_DATABASE=postgresql` (`.ci/run` runs the service suites both ways). ``withService``
+/// and ``withClockedService`` hand their body where it is: a file path or a URL.
+package enum TestDatabase {
+    package static let isPostgreSQL = ProcessInfo.processInfo.environment["RECEIPTD_TEST_DATABASE"] == "postgresql"
+
+    /// Points `configuration` at a new PostgreSQL database when the tests run on PostgreSQL (the
+    /// application migrates it, as in production); what ``open(_:)`` takes: the URL, else `path`.
+    package static func place(_ configuration: inout ServiceConfiguration, path: String) async throws -> String {
+        guard isPostgreSQL else { return path }
+        let url = try await PostgresTestServer.freshDatabase()
+        configuration.database.url = url
+        configuration.database.connections = 2  // a hundred apps at once share the test server
+        return url
+    }
+
+    /// A connection to the service's database beside it (a file path or a PostgreSQL URL).
+    package static func open(_ location: String) throws -> Database {
+        location.hasPrefix("postgresql://") ? try Database(postgresURL: location) : try Database(path: location)
     }
 }

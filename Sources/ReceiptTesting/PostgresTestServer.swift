@@ -129,7 +129,7 @@ package enum PostgresTestServer {
             [
                 "-D", "\(directory)/data", "-l", "\(directory)/log", "-w", "-o",
                 "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
-                    + " -c full_page_writes=off -c max_connections=200",
+                    + " -c full_page_writes=off -c max_connections=600",
                 "start",
             ])
         do {

@@ -138,8 +138,8 @@ package func withScratchDirectory<T>(_ prefix: String, _ body: (String) async th
     return try await body(dir)
 }
 
-/// receiptd with the simulator, a scratch database and test keys; `body` gets the port and the
-/// database path. Fails the test if a secret leaked meanwhile.
+/// receiptd with the simulator, a scratch database and test keys; `body` gets the port and where
+/// the database is (``TestDatabase``). Fails the test if a secret leaked meanwhile.
 package func withService(
     policy: String = "transfer", bundleIDs: [String] = ["com.example.app"],
     entitlements: [String: [String]] = ["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]],
@@ -148,12 +148,13 @@ package func withService(
     _ body: (Int, String) async throws -> Void
 ) async throws {
     try await withScratchDirectory("receiptd-api") { dir in
-        let configuration = testConfiguration(
+        var configuration = testConfiguration(
             path: dir + "/db.sqlite", policy: policy, bundleIDs: bundleIDs, entitlements: entitlements,
             signedData: signedData, breaker: breaker, limits: limits)
+        let database = try await TestDatabase.place(&configuration, path: dir + "/db.sqlite")
         let app = try TestApp.open(configuration, monotonic: monotonic)
         let port = try app.start()
-        try await body(port, dir + "/db.sqlite")
+        try await body(port, database)
         await app.stop()
         expectNoSecretLeaked()
     }
@@ -167,9 +168,11 @@ package func withClockedService(
     _ body: (TestApp, Int, String, TestClock) async throws -> Void
 ) async throws {
     try await withScratchDirectory("receiptd-clocked") { dir in
-        let app = try TestApp.open(configuration(dir + "/db.sqlite"), clock: clock, monotonic: ManualMonotonicClock())
+        var configured = configuration(dir + "/db.sqlite")
+        let database = try await TestDatabase.place(&configured, path: dir + "/db.sqlite")
+        let app = try TestApp.open(configured, clock: clock, monotonic: ManualMonotonicClock())
         let port = try app.start()
-        try await body(app, port, dir + "/db.sqlite", clock)
+        try await body(app, port, database, clock)
         await app.stop()
         expectNoSecretLeaked()
     }
@@ -178,7 +181,7 @@ package func withClockedService(
 /// Every row of every table the API writes, as text: a refused request or a duplicate must leave
 /// it unchanged.
 package func tableSnapshot(_ path: String) throws -> [String] {
-    try tableSnapshot(Database(path: path))
+    try tableSnapshot(TestDatabase.open(path))
 }
 
 /// ``tableSnapshot(_:)-(String)`` of an open database.

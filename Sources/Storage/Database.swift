@@ -136,15 +136,19 @@ public final class Database {
 
     /// Compiles one statement (on PostgreSQL, prepared once per connection and kept, like ``cached(_:)``).
     public func prepare(_ sql: String) throws(StorageError) -> Statement {
+        try prepare(sql, keepingItOpen: true)
+    }
+
+    private func prepare(_ sql: String, keepingItOpen: Bool) throws(StorageError) -> Statement {
         if case .postgres(let connection) = backend {
             let statement = try connection.cached(sql)
             statement.reset()  // a fresh statement, as SQLite's would be: no result left from its last use
-            return Statement(statement, database: self)
+            return Statement(statement, database: self, keepingItOpen: keepingItOpen)
         }
         var statement: OpaquePointer?
         let rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard rc == SQLITE_OK, let statement else { throw error(rc) }
-        return Statement(statement, database: self)
+        return Statement(statement, database: self, keepingItOpen: keepingItOpen)
     }
 
     /// The statement for `sql`, compiled on first use and kept: for the queries every read runs.
@@ -152,7 +156,7 @@ public final class Database {
     /// transaction and of each ``DatabaseQueue`` job, so one read part-way never holds a snapshot.
     public func cached(_ sql: String) throws(StorageError) -> Statement {
         if let statement = statements[sql] { return statement }
-        let statement = try prepare(sql)
+        let statement = try prepare(sql, keepingItOpen: false)
         statements[sql] = statement
         return statement
     }
@@ -258,6 +262,17 @@ public final class Database {
         guard !inTransaction, !notedChanges.isEmpty else { return [] }
         defer { notedChanges = [] }
         return notedChanges
+    }
+
+    /// Whether the database has a table named `name` (in the connection's schema on PostgreSQL).
+    public func hasTable(_ name: String) throws(StorageError) -> Bool {
+        let sql =
+            dialect == .sqlite
+            ? "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+            : "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?"
+        let count = try cached(sql).bind([name])
+        defer { count.reset() }
+        return try count.step() && count.int(0) > 0
     }
 
     /// Makes writers that touch any of the same `keys` wait for each other until the current

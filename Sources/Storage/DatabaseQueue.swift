@@ -156,7 +156,10 @@ public final class DatabaseQueue: Sendable {
             return try await withCheckedThrowingContinuation { continuation in
                 writer.submit(
                     .exclusive { database in
-                        let result = Result { try Self.retryingConflicts { try database.transaction { try body(database) } } }
+                        // Every PostgreSQL commit is durable (synchronous_commit): `durable` only labels it.
+                        let result = Result {
+                            try Self.retryingConflicts { try database.transaction(durable: durable) { try body(database) } }
+                        }
                         writer.publishChanges()
                         continuation.resume(with: result)
                     })

@@ -40,10 +40,11 @@ public struct Migrator: Sendable {
     /// PostgreSQL's advisory lock key that serialises migrations across processes ("receiptd" in ASCII).
     static let advisoryLock: Int64 = 0x7265_6365_6970_7464
 
-    /// Checks the database against the known migrations without changing it (beyond creating
-    /// the empty bookkeeping table).
+    /// Checks the database against the known migrations without changing it (so it runs in a
+    /// read-only transaction too: `/readyz` asks on a reader). A database without the bookkeeping
+    /// table has every migration pending.
     public func status(of db: Database) throws(StorageError) -> Status {
-        try db.execute(Self.bookkeeping(db.dialect))
+        guard try db.hasTable("schema_migrations") else { return Status(applied: [], pending: migrations) }
         let statement = try db.prepare("SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version")
         var applied: [Applied] = []
         while try statement.step() {
@@ -82,6 +83,7 @@ public struct Migrator: Sendable {
     }
 
     private func migrateHoldingTheLock(_ db: Database, dryRun: Bool, now: () -> Date) throws(StorageError) -> [Migration] {
+        if !dryRun { try db.execute(Self.bookkeeping(db.dialect)) }
         let pending = try status(of: db).pending
         if dryRun { return pending }
         for migration in pending {

@@ -352,7 +352,7 @@ public struct ReceiptStore {
                 WHERE app_user_id = ?1 AND outcome IN ('valid', 'signed_transaction', 'server_api')
                 UNION ALL
                 SELECT max(received_at) FROM notifications
-                WHERE app_user_id = ?1 AND outcome IN ('applied', 'unchanged', 'attached'))
+                WHERE app_user_id = ?1 AND outcome IN ('applied', 'unchanged', 'attached')) AS latest
             """
         ).bind([appUserID]).firstInt()
     }
@@ -501,9 +501,11 @@ extension ReceiptStore {
     {
         let groups = try db.cached(
             """
-            SELECT original_transaction_id, count(DISTINCT to_app_user_id) AS users
-            FROM ownership_transfers GROUP BY original_transaction_id
-            HAVING users > ?1 AND (?2 IS NULL OR users < ?2 OR (users = ?2 AND original_transaction_id > ?3))
+            SELECT original_transaction_id, users FROM (
+                SELECT original_transaction_id, count(DISTINCT to_app_user_id) AS users
+                FROM ownership_transfers GROUP BY original_transaction_id
+            ) AS shared
+            WHERE users > ?1 AND (CAST(?2 AS BIGINT) IS NULL OR users < ?2 OR (users = ?2 AND original_transaction_id > ?3))
             ORDER BY users DESC, original_transaction_id LIMIT ?4
             """
         ).bind([Int64(moreThan), after.map { Int64($0.users) }, after?.original, Int64(limit)])

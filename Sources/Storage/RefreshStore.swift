@@ -32,12 +32,15 @@ public struct RefreshStore {
 
     public init(_ db: Database) { self.db = db }
 
+    /// (A parameter that may be NULL is cast where it first appears: PostgreSQL cannot tell the
+    /// type of `? IS NULL`.)
+    ///
     /// The `count`th held purchase after `after` in id order: the upper bound of the next slice to
     /// scan; nil when fewer remain (the slice runs to the end).
     public func sliceEnd(after: String?, count: Int) throws -> String? {
         let q = try db.cached(
             """
-            SELECT original_transaction_id FROM ownership WHERE ?1 IS NULL OR original_transaction_id > ?1
+            SELECT original_transaction_id FROM ownership WHERE CAST(?1 AS TEXT) IS NULL OR original_transaction_id > ?1
             ORDER BY original_transaction_id LIMIT 1 OFFSET ?2
             """
         ).bind([after, Int64(count - 1)])
@@ -54,22 +57,28 @@ public struct RefreshStore {
     ) throws -> [RefreshCandidate] {
         let q = try db.cached(
             """
-            SELECT * FROM (
-                SELECT o.original_transaction_id, o.app_user_id,
-                       (SELECT max(t.expires_date) FROM transactions t
-                        WHERE t.original_transaction_id = o.original_transaction_id) AS expires,
-                       coalesce(r.is_in_billing_retry_period, 0) AS retry, r.grace_period_expires_date AS grace,
-                       nullif(max(coalesce(c.checked_at, 0), coalesce(
-                           (SELECT max(v.at) FROM verifications v
-                            WHERE v.app_user_id = o.app_user_id AND v.outcome IN ('valid', 'server_api')),
-                           0)), 0) AS checked,
-                       coalesce(c.failures, 0), c.next_attempt_at, c.lease_until
-                FROM ownership o
-                LEFT JOIN latest_receipts l ON l.original_transaction_id = o.original_transaction_id
-                LEFT JOIN pending_renewal_info r ON r.original_transaction_id = o.original_transaction_id
-                LEFT JOIN refresh_checks c ON c.original_transaction_id = o.original_transaction_id
-                WHERE (?4 IS NULL OR o.original_transaction_id > ?4) AND (?5 IS NULL OR o.original_transaction_id <= ?5)
-                  AND (l.original_transaction_id IS NOT NULL OR ?6 = 1))
+            SELECT original_transaction_id, app_user_id, expires, retry, grace, checked, failures, next_attempt_at, lease_until
+            FROM (
+                SELECT candidate.*,
+                       nullif(CASE WHEN checked_here >= verified THEN checked_here ELSE verified END, 0) AS checked
+                FROM (
+                    SELECT o.original_transaction_id, o.app_user_id,
+                           (SELECT max(t.expires_date) FROM transactions t
+                            WHERE t.original_transaction_id = o.original_transaction_id) AS expires,
+                           coalesce(r.is_in_billing_retry_period, 0) AS retry, r.grace_period_expires_date AS grace,
+                           coalesce(c.checked_at, 0) AS checked_here,
+                           coalesce((SELECT max(v.at) FROM verifications v
+                                     WHERE v.app_user_id = o.app_user_id AND v.outcome IN ('valid', 'server_api')), 0) AS verified,
+                           coalesce(c.failures, 0) AS failures, c.next_attempt_at, c.lease_until
+                    FROM ownership o
+                    LEFT JOIN latest_receipts l ON l.original_transaction_id = o.original_transaction_id
+                    LEFT JOIN pending_renewal_info r ON r.original_transaction_id = o.original_transaction_id
+                    LEFT JOIN refresh_checks c ON c.original_transaction_id = o.original_transaction_id
+                    WHERE (CAST(?4 AS TEXT) IS NULL OR o.original_transaction_id > ?4)
+                      AND (CAST(?5 AS TEXT) IS NULL OR o.original_transaction_id <= ?5)
+                      AND (l.original_transaction_id IS NOT NULL OR ?6 = 1)
+                ) AS candidate
+            ) AS judged
             WHERE expires IS NOT NULL AND expires <= ?1 AND expires >= ?2
               AND (checked IS NULL OR checked < expires OR retry = 1 OR grace IS NOT NULL)
               AND (lease_until IS NULL OR lease_until <= ?1)
@@ -94,7 +103,7 @@ public struct RefreshStore {
             """
             INSERT INTO refresh_checks (original_transaction_id, lease_until) VALUES (?1, ?3)
             ON CONFLICT (original_transaction_id) DO UPDATE SET lease_until = ?3
-            WHERE lease_until IS NULL OR lease_until <= ?2
+            WHERE refresh_checks.lease_until IS NULL OR refresh_checks.lease_until <= ?2
             """
         ).bind([original, now, until]).run()
         return db.changes > 0

@@ -9,20 +9,28 @@ public final class Statement {
     }
 
     private let handle: Handle
-    /// Unowned: the database keeps its cached statements, and a strong reference back kept every
-    /// database that had cached one open until the process ended (its file, or its PostgreSQL
-    /// connection, which blocked copying a template database). A statement lives no longer than
-    /// its database.
-    private unowned let database: Database
+    /// The database, for its errors. A statement the database caches holds it weakly (the
+    /// database holds the statement: a strong reference back kept every database that had cached
+    /// one open until the process ended); one handed out by ``Database/prepare(_:)`` keeps its
+    /// database alive as long as it lives (`keptOpen`), as a caller may drop the database first.
+    private weak var database: Database?
+    private let keptOpen: Database?
 
-    init(_ handle: OpaquePointer, database: Database) {
+    init(_ handle: OpaquePointer, database: Database, keepingItOpen: Bool) {
         self.handle = .sqlite(handle)
         self.database = database
+        keptOpen = keepingItOpen ? database : nil
     }
 
-    init(_ statement: PostgresStatement, database: Database) {
+    init(_ statement: PostgresStatement, database: Database, keepingItOpen: Bool) {
         handle = .postgres(statement)
         self.database = database
+        keptOpen = keepingItOpen ? database : nil
+    }
+
+    /// The error for SQLite result code `rc`, in the database's words while it is open.
+    private func error(_ rc: Int32) -> StorageError {
+        database?.error(rc) ?? StorageError(.sqlite, "SQLite error \(rc)", sqliteCode: rc)
     }
 
     deinit { if case .sqlite(let handle) = handle { sqlite3_finalize(handle) } }
@@ -47,7 +55,7 @@ public final class Statement {
                 case .text(let v)?: receiptd_sqlite3_bind_text_transient(handle, index, v, -1)
                 case nil: sqlite3_bind_null(handle, index)
                 }
-            guard rc == SQLITE_OK else { throw database.error(rc) }
+            guard rc == SQLITE_OK else { throw error(rc) }
         }
         return self
     }
@@ -71,7 +79,7 @@ public final class Statement {
         switch rc {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
-        default: throw database.error(rc)
+        default: throw error(rc)
         }
     }
 

@@ -403,7 +403,7 @@ struct NotificationProcessorTests {
                     settings: EntitlementSettings(
                         rules: EntitlementRules(["premium": ["monthly", "premium_monthly", "basic_monthly", "lifetime"]]),
                         catalog: Catalog(), policy: DerivationPolicy())))
-            let report = try rederivation.run(try Database(path: path), now: wallClock, dryRun: true)
+            let report = try rederivation.run(try TestDatabase.open(path), now: wallClock, dryRun: true)
             #expect(report.subscribers == Self.rows(now: now).count && report.changed == 0, "\(report)")
         }
     }
@@ -581,7 +581,7 @@ struct NotificationProcessorTests {
             #expect(first.status == 200 && first.json["outcome"] as? String == "pending_owner", "\(first.body)")
             let again = try await request(port, "POST", "/v1/notifications/apple", try Self.v1())
             #expect(again.json["duplicate"] as? Bool == true)
-            let stored = try Database(path: db).scalarText("SELECT body FROM notifications WHERE version = 1") ?? ""
+            let stored = try TestDatabase.open(db).scalarText("SELECT body FROM notifications WHERE version = 1") ?? ""
             #expect(stored.contains("<redacted>") && !stored.contains(TestSecrets.sharedSecret))
 
             // The app posts the newest of those transactions as StoreKit 2 data: the 54 join its user.
@@ -601,7 +601,7 @@ struct NotificationProcessorTests {
                 month?["state"] as? String == "expired" && month?["expiration_reason"] as? String == "customer_cancelled",
                 "\(posted.body)")
             #expect(subscription(posted.json, "one_year_subscription")?["active"] as? Bool == false)
-            let count = try Database(path: db).scalarInt(
+            let count = try TestDatabase.open(db).scalarInt(
                 "SELECT count(*) FROM transactions t JOIN ownership o USING (original_transaction_id) WHERE o.app_user_id = 'vera'"
             )
             #expect(count == 54)
@@ -677,14 +677,14 @@ struct NotificationProcessorTests {
                 key: TestSecrets.publicKey)
             #expect(ok.status == 200 && subscription(ok.json, "monthly")?["state"] as? String == "active", "\(ok.body)")
             #expect(subscription(ok.json, "monthly")?["will_renew"] as? Bool == false)
-            let log = try Database(path: db).scalarText("SELECT outcome FROM verifications ORDER BY id DESC LIMIT 1")
+            let log = try TestDatabase.open(db).scalarText("SELECT outcome FROM verifications ORDER BY id DESC LIMIT 1")
             #expect(log == "signed_transaction")
         }
     }
 
     @Test func aStorageFaultAnswers503SoAppleRetries() async throws {
         try await withService { port, path in
-            try Database(path: path).execute("ALTER TABLE notifications RENAME TO notifications_gone")
+            try TestDatabase.open(path).execute("ALTER TABLE notifications RENAME TO notifications_gone")
             let r = try await request(port, "POST", "/v1/notifications/apple", try V2(type: "TEST").body(signedDate: wallClock))
             #expect(r.status == 503 && (r.json["error"] as? [String: Any])?["code"] as? String == "temporarily_unavailable")
         }

@@ -196,7 +196,7 @@ struct ReceiptProcessorTests {
             }
             #expect(try tableSnapshot(db) == before)
             // Only the requests that reached Apple are in the verification log: 1 + 21003 + 21002.
-            #expect(try Database(path: db).scalarInt("SELECT count(*) FROM verifications") == 3)
+            #expect(try TestDatabase.open(db).scalarInt("SELECT count(*) FROM verifications") == 3)
             #expect(try await subscriber(port, "alice", key: TestSecrets.publicKey).status == 403)
             #expect(try await subscriber(port, "nobody").status == 404)
             #expect(try await subscriber(port, "a%0Ab").status == 400)
@@ -362,7 +362,7 @@ struct SubscriberStateAPITests {
                     (1...60).contains($0)
                 } == true)
             // No call to Apple for it: its log row shows no attempt.
-            let attempts = try Database(path: path).scalarInt("SELECT attempts FROM verifications WHERE app_user_id = 'late'")
+            let attempts = try TestDatabase.open(path).scalarInt("SELECT attempts FROM verifications WHERE app_user_id = 'late'")
             #expect(attempts == 0)
         }
     }
@@ -372,7 +372,7 @@ struct SubscriberStateAPITests {
             for s in ["active_monthly", "grace_period", "upgraded", "refunded", "expired_voluntary", "trial"] {
                 _ = try await postReceipts(port, receiptBody(user: "u-\(s)", "\(s):r"))
             }
-            let db = try Database(path: path)
+            let db = try TestDatabase.open(path)
             let rederivation = Rederivation(
                 state: SubscriberState(
                     settings: EntitlementSettings(
@@ -446,7 +446,7 @@ struct ExactIdentifierTests {
             let moved = try await postReceipts(port, receiptBody(user: Self.nfd, "active_monthly:zoe-move"))
             #expect(moved.status == 200 && entitlement(moved.json, "premium")?["active"] as? Bool == true)
             #expect(entitlement(try await subscriber(port, pathSegment(Self.nfc)).json, "premium") == nil)
-            let transfers = try Database(path: db).scalarText(
+            let transfers = try TestDatabase.open(db).scalarText(
                 "SELECT count(*) FROM ownership_transfers WHERE from_app_user_id IS NOT NULL")
             #expect(transfers == "1")
         }

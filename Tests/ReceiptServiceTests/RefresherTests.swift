@@ -91,7 +91,7 @@ struct RefresherTests {
             #expect(try await eventTypes(port, "alice").contains("renewal"))
             // Checked after the expiry: nothing more to ask until the next one.
             #expect(await app.refresher.runPass() == .init())
-            let db = try Database(path: path)
+            let db = try TestDatabase.open(path)
             #expect(try db.scalarInt("SELECT count(*) FROM refresh_checks WHERE outcome = 'valid' AND failures = 0") == 1)
             #expect(try db.scalarInt("SELECT count(*) FROM verifications WHERE app_user_id = 'alice'") == 2)
         }
@@ -146,7 +146,7 @@ struct RefresherTests {
             // The first fails fast on the open breaker; the second waits for the next pass.
             #expect(pass == .init(due: 2, unavailable: 1, skipped: 1), "\(pass)")
             #expect(try tableSnapshot(path) == before)
-            let db = try Database(path: path)
+            let db = try TestDatabase.open(path)
             #expect(try db.scalarInt("SELECT failures FROM refresh_checks WHERE outcome = 'unavailable'") == 1)
             // Backing off: right after, only the untried one is due.
             #expect(await app.refresher.runPass().due == 1)
@@ -158,7 +158,7 @@ struct RefresherTests {
             #expect(try await postReceipt(port, user: "fay", "renewing:f").status == 200)
             clock.advance(by: 26 * day)
             // Another receiptd on the same database holds the claim.
-            let db = try Database(path: path)
+            let db = try TestDatabase.open(path)
             let q = try db.prepare("SELECT original_transaction_id FROM latest_receipts")
             let original = try #require(try q.step() ? q.text(0) : nil)
             #expect(try RefreshStore(db).claim(original, now: clock.now, until: clock.now + hour))
@@ -178,7 +178,7 @@ struct RefresherPoisonedRowTests {
         try await withRefresher { app, port, path, clock in
             #expect(try await postReceipt(port, user: "poisoned", "renewing:p").status == 200)
             #expect(try await postReceipt(port, user: "alice", "renewing:a").status == 200)
-            try Database(path: path).prepare(
+            try TestDatabase.open(path).prepare(
                 """
                 UPDATE pending_renewal_info SET grace_period_expires_date = 9223372036854775807, is_in_billing_retry_period = 1
                 WHERE original_transaction_id IN (SELECT original_transaction_id FROM ownership WHERE app_user_id = 'poisoned')

@@ -40,7 +40,7 @@ struct ServerAPIOperationsTests {
             let bought = simulator.purchase(.renewing, tag: "sk2")
             let posted = try await postReceipts(port, #"{"app_user_id":"kit","transaction_id":"\#(bought.transactionID)"}"#)
             #expect(posted.status == 200 && premium(posted.json)?["active"] as? Bool == true, "\(posted.body)")
-            #expect(try Database(path: db).scalarInt("SELECT count(*) FROM latest_receipts") == 0)
+            #expect(try TestDatabase.open(db).scalarInt("SELECT count(*) FROM latest_receipts") == 0)
             // Apple renewed it; the notification was lost. At the period's end it reads expired …
             clock.advance(by: 26 * day)
             #expect(premium(try await subscriber(port, "kit").json)?["active"] as? Bool == false)
@@ -49,7 +49,7 @@ struct ServerAPIOperationsTests {
             #expect(pass.due == 1 && pass.refreshed == 1 && pass.changed == 1, "\(pass)")
             let after = try await subscriber(port, "kit").json
             #expect(premium(after)?["active"] as? Bool == true, "\(after)")
-            let database = try Database(path: db)
+            let database = try TestDatabase.open(db)
             #expect(try database.scalarText("SELECT outcome FROM refresh_checks") == "server_api")
             #expect(
                 try database.scalarInt("SELECT count(*) FROM verifications WHERE app_user_id = 'kit' AND outcome = 'server_api'")
@@ -70,7 +70,7 @@ struct ServerAPIOperationsTests {
             simulator.setOutage(.seconds(3600))
             let pass = await app.refresher.runPass()
             #expect(pass.unavailable == 1, "\(pass)")
-            let database = try Database(path: db)
+            let database = try TestDatabase.open(db)
             #expect(try database.scalarInt("SELECT failures FROM refresh_checks") == 1)
             #expect(try database.scalarText("SELECT outcome FROM refresh_checks") == "server_api_unavailable")
             // Nothing revoked, nothing learned; backing off: not due on the next pass.
@@ -98,7 +98,7 @@ struct ServerAPIOperationsTests {
             #expect(empty.status == 200 && (empty.json["shadow_diffs"] as? [Any])?.isEmpty == true, "\(empty.body)")
             // The Server API now states the subscription three days longer than verifyReceipt does.
             let original = try #require(
-                try Database(path: db).scalarText(
+                try TestDatabase.open(db).scalarText(
                     "SELECT original_transaction_id FROM ownership WHERE app_user_id = 'sh0'"))
             simulator.serverAPI.skew(originalTransactionID: original, byMs: 3 * day)
             let again = try await postReceipt(port, user: "sh0", "active_monthly:sh")
@@ -173,7 +173,7 @@ struct ServerAPIOperationsTests {
                 try await postReceipts(port, #"{"app_user_id":"olga","transaction_id":"\#(bought.transactionID)"}"#).status == 200
             )
             let original = try #require(
-                try Database(path: db).scalarText("SELECT original_transaction_id FROM ownership WHERE app_user_id = 'olga'"))
+                try TestDatabase.open(db).scalarText("SELECT original_transaction_id FROM ownership WHERE app_user_id = 'olga'"))
             let found = try await get(port, "/v1/admin/orders/M\(original)", key: TestSecrets.secretKey)
             #expect(found.status == 200, "\(found.body)")
             let transactions = try #require(found.json["transactions"] as? [[String: Any]])

@@ -39,7 +39,7 @@ struct ServerAPIPurchaseTests {
                     Self.subscriptions(byID.json).isEqual(to: byReceipt.json["subscriptions"] as? [String: Any] ?? [:]),
                     "\(scenario): \(byID.body)\n\(byReceipt.body)")
             }
-            let log = try Database(path: db).scalarText(
+            let log = try TestDatabase.open(db).scalarText(
                 "SELECT outcome FROM verifications WHERE app_user_id = 'id-active_monthly'")
             #expect(log == "server_api")
         }
@@ -71,7 +71,8 @@ struct ServerAPIPurchaseTests {
             let r = try await postReceipts(port, #"{"app_user_id":"sam","receipt_data":"\#(bought.receiptData)"}"#)
             #expect(r.status == 200 && entitlement(r.json, "premium")?["active"] as? Bool == true, "\(r.body)")
             #expect(
-                try Database(path: db).scalarText("SELECT outcome FROM verifications WHERE app_user_id = 'sam'") == "server_api")
+                try TestDatabase.open(db).scalarText("SELECT outcome FROM verifications WHERE app_user_id = 'sam'")
+                    == "server_api")
             // Xcode's receipt with no purchase: nothing to ask Apple about, nothing stored.
             let empty = try await postReceipts(
                 port, #"{"app_user_id":"eve","receipt_data":"\#(Fixtures.text("AppStoreServerAPI/xcode-app-receipt-empty"))"}"#)

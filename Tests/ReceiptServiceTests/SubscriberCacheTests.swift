@@ -49,7 +49,7 @@ struct SubscriberCacheTests {
                 scenarios.append(scenario)
             }
             let settings = testConfiguration(path: path).entitlementSettings
-            let db = try Database(path: path)
+            let db = try TestDatabase.open(path)
             let day: Int64 = 86_400_000
             var checked = 0
             for scenario in scenarios {
@@ -113,7 +113,7 @@ struct SubscriberCacheTests {
             #expect(try await postReceipt(port, user: "other", "active_monthly:o").status == 200)
             #expect(premiumState(try await subscriber(port, "other").body) == "active")
             #expect(app.documentCache.entry("other", now: TestClock().now) != nil)
-            let other = try Database(path: path)
+            let other = try TestDatabase.open(path)
             try other.transaction {
                 try other.execute("UPDATE transactions SET expires_date = 1000, cancellation_date = NULL")
                 try ChangeLog(other).append("other", at: 0)
