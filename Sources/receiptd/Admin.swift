@@ -169,3 +169,70 @@ struct Backfill: AsyncParsableCommand {
         if failed { throw ExitCode.failure }
     }
 }
+
+/// `receiptd copy-data --from sqlite:PATH`: every row of an SQLite database into the PostgreSQL
+/// one `database.url` names (migrated first), then each table compared by count and checksum.
+/// Idempotent and resumable (``DataCopy``); exit 1 when a table differs.
+struct CopyData: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "copy-data",
+        abstract: "Copy an SQLite database into PostgreSQL (RECEIPTD_DATABASE_URL), then compare every table.",
+        discussion: """
+            Copy from a stopped service or a `receiptd backup` file. Run it again to finish a copy that \
+            was cut off; a finished copy run again copies nothing and compares again. The PostgreSQL URL is \
+            the database.url secret (RECEIPTD_DATABASE_URL or its _FILE), never an argument: a command \
+            line is visible to every user of the machine.
+            """)
+    @OptionGroup var options: GlobalOptions
+    @Option(help: "The SQLite database: sqlite:PATH or PATH.") var from: String
+
+    func run() async throws {
+        let (config, _) = try await options.load()
+        guard case .postgresql(let url)? = config.database.location else {
+            printError("receiptd: copy-data needs RECEIPTD_DATABASE_URL=postgresql://… (the target)")
+            throw ExitCode.failure
+        }
+        let path = from.hasPrefix("sqlite:") ? String(from.dropFirst(7)) : from
+        do {
+            guard FileManager.default.fileExists(atPath: path) else {
+                printError("receiptd: copy-data: no SQLite database at \(path)")
+                throw ExitCode.failure
+            }
+            let source = try Database(path: path, busyTimeout: config.database.busyTimeout, readOnly: true)
+            let sqliteMigrations = Migrator(
+                migrations: try Migration.load(
+                    from: Migration.directory(for: .sqlite, under: config.database.migrationsDirectory)))
+            guard try sqliteMigrations.status(of: source).pending.isEmpty else {
+                printError("receiptd: copy-data: \(path) has pending migrations: run `receiptd migrate` on it first")
+                throw ExitCode.failure
+            }
+            let target = try Database(postgresURL: url)
+            for migration in try Migrator(migrations: try config.database.migrations()).migrate(target) {
+                print("applied \(migration.name) to PostgreSQL")
+            }
+            let tables = try DataCopy(from: source, to: target).run()
+            print("table                 copied   source rows  target rows  checksum")
+            for t in tables {
+                let name = t.name.padding(toLength: 20, withPad: " ", startingAt: 0)
+                print(
+                    "\(name)  \(pad(t.copied, 8))  \(pad(t.sourceRows, 11))  \(pad(t.targetRows, 11))  "
+                        + (t.matches ? "same (\(t.sourceChecksum.prefix(12))…)" : "DIFFERS"))
+            }
+            guard tables.allSatisfy(\.matches) else {
+                printError("receiptd: copy-data: some tables differ (rows changed in the source after they were copied?)")
+                throw ExitCode.failure
+            }
+            print("copied: every table matches")
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            printError("receiptd: copy-data failed: \(error)")
+            throw ExitCode.failure
+        }
+    }
+
+    private func pad(_ n: Int, _ width: Int) -> String {
+        let text = String(n)
+        return String(repeating: " ", count: max(0, width - text.count)) + text
+    }
+}

@@ -7,7 +7,7 @@ import ReceiptCore
 import ReceiptService
 import Storage
 
-/// `receiptd`: serve (default), migrate, rederive, verify, subscriber, backup, backfill, check-config, simulate, version.
+/// `receiptd`: serve (default), migrate, rederive, verify, subscriber, backup, backfill, check-config, copy-data, simulate, version.
 @main
 struct ReceiptdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,7 +15,7 @@ struct ReceiptdCommand: AsyncParsableCommand {
         abstract: "Self-hosted App Store receipt validation and entitlements.",
         subcommands: [
             Serve.self, Migrate.self, Rederive.self, Verify.self, Subscriber.self, Backup.self, Backfill.self, CheckConfig.self,
-            Simulate.self, WebhookSinkCommand.self,
+            CopyData.self, Simulate.self, WebhookSinkCommand.self,
             Version.self,
         ],
         defaultSubcommand: Serve.self)

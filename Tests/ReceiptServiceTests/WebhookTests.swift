@@ -189,7 +189,16 @@ struct WebhookTests {
                 #expect(try await eventually { sink.arrivals.filter(\.acknowledged).count == messages.count })
                 expectDeliveredOnceInOrder(sink.arrivals, messages: messages)
 
-                // Sent again by hand: the same id.
+                // Sent again by hand: the same id (once the dispatcher has recorded the first
+                // attempt: until then the delivery is in flight and a retry is refused with 409).
+                #expect(
+                    try await eventually {
+                        let listed =
+                            try await get(
+                                port, "/v1/admin/webhooks/deliveries?app_user_id=dan", key: TestSecrets.secretKey
+                            ).json["deliveries"] as? [[String: Any]]
+                        return listed?.allSatisfy { $0["status"] as? String == "delivered" } == true
+                    })
                 let first = try #require(
                     try await get(port, "/v1/admin/webhooks/deliveries?app_user_id=dan", key: TestSecrets.secretKey).json[
                         "deliveries"] as? [[String: Any]])

@@ -205,10 +205,14 @@ public final class PostgresStatement {
         PQclear(try connection.run(name, values))
     }
 
-    public func isNull(_ column: Int32) -> Bool { PQgetisnull(result, Int32(row), column) == 1 }
+    /// Whether the column is NULL; a column past the last is (as SQLite reads it), without
+    /// libpq's complaint on standard error.
+    public func isNull(_ column: Int32) -> Bool {
+        column >= PQnfields(result) || PQgetisnull(result, Int32(row), column) == 1
+    }
     /// The column as an integer; a boolean is 1 or 0, as SQLite gives a comparison.
     public func int(_ column: Int32) -> Int64 {
-        guard let value = PQgetvalue(result, Int32(row), column) else { return 0 }
+        guard column < PQnfields(result), let value = PQgetvalue(result, Int32(row), column) else { return 0 }
         let text = String(cString: value)
         if PQftype(result, column) == Self.booleanType { return text == "t" ? 1 : 0 }
         return Int64(text) ?? 0
