@@ -31,6 +31,7 @@ public struct WebhookStore {
     /// Appends a pending delivery of `messageID` to the (endpoint, subscriber) queue. (The cast
     /// tells PostgreSQL the parameter's type, which a CASE of NULL and it does not.)
     private func queue(_ messageID: String, endpoint: String, appUserID: String, now: Int64) throws {
+        try lockQueue(endpoint: endpoint, appUserID: appUserID)
         try db.cached(
             """
             INSERT INTO webhook_deliveries (message_id, endpoint, app_user_id, status, due_at, created_at)
@@ -85,6 +86,7 @@ public struct WebhookStore {
             case .retry(let at): ("pending", at, nil)
             case .failed: ("failed", nil, now)
             }
+        try lockQueue(endpoint: claim.endpoint, appUserID: claim.appUserID)
         try db.cached(
             """
             UPDATE webhook_deliveries SET status = ?, due_at = ?, finished_at = ?, claimed_by = NULL, last_status = ?,
@@ -95,6 +97,16 @@ public struct WebhookStore {
         guard db.changes > 0 else { return false }
         if finishedAt != nil { try promote(endpoint: claim.endpoint, appUserID: claim.appUserID, now: now) }
         return true
+    }
+
+    /// Makes writers of the same (endpoint, subscriber) queue wait for each other until the
+    /// transaction ends (``Database/lock(_:)``; nothing on SQLite). A delivery joins the back of a
+    /// queue by looking at it, and one ending promotes the next by looking at it: on PostgreSQL,
+    /// unserialized, a delivery queued while the head was finishing on another connection saw the
+    /// head still pending and waited behind it, and the head's promotion did not see it yet, so
+    /// the queue had no head left and stopped.
+    private func lockQueue(endpoint: String, appUserID: String) throws {
+        try db.lock(["webhook-queue:" + endpoint + ":" + appUserID])
     }
 
     /// Makes the oldest waiting delivery of the (endpoint, subscriber) queue due at `now`, unless
@@ -168,7 +180,9 @@ public struct WebhookStore {
     /// `now` when its subscriber's queue has no head, else behind that head (and before newer
     /// ones). A delivery being sent right now is left alone.
     public func requeue(_ id: Int64, now: Int64) throws -> Requeued {
-        guard let d = try delivery(id) else { return .notFound }
+        guard let found = try delivery(id) else { return .notFound }
+        try lockQueue(endpoint: found.endpoint, appUserID: found.appUserID)
+        guard let d = try delivery(id) else { return .notFound }  // as it stands now that the queue is ours
         if d.status == .pending, d.claimed, let due = d.dueAt, due > now { return .inFlight }
         try db.cached(
             """

@@ -1,3 +1,4 @@
+import Foundation
 import ReceiptTesting
 import Testing
 
@@ -133,5 +134,37 @@ extension WebhookStoreTests {
         }
         #expect(first.count == 4 && second.count == 2)
         #expect(Set(first.map(\.deliveryID)).isDisjoint(with: second.map(\.deliveryID)))
+    }
+}
+
+extension WebhookStoreTests {
+    @Test(.enabled("PostgreSQL is not installed here") { await PostgresTestServer.isAvailable() })
+    func aDeliveryQueuedWhileItsHeadFinishesOnAnotherConnectionIsNotStranded() async throws {
+        let url = try await PostgresTestServer.freshDatabase(migrated: true)
+        nonisolated(unsafe) let (a, b) = (try Database(postgresURL: url), try Database(postgresURL: url))
+        try WebhookStore(a).enqueue(message(1, user: "u", version: 1), to: ["crm"], now: 10)
+        let head = try #require(try WebhookStore(a).claim(endpoint: "crm", limit: 1, token: "p", now: 10, leaseUntil: 100).first)
+        // a delivers the head and holds its transaction open; meanwhile b queues the next message.
+        async let finished: Void = onItsOwnThread {
+            try a.transaction {
+                try WebhookStore(a).finish(head, token: "p", outcome: delivered, now: 20)
+                Thread.sleep(forTimeInterval: 0.3)
+            }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        try await onItsOwnThread {
+            try b.transaction { _ = try WebhookStore(b).enqueue(message(2, user: "u", version: 2), to: ["crm"], now: 21) }
+        }
+        try await finished
+        // The queue has a head: the second message is due (unserialized, it waited behind a head
+        // that had just been delivered, and nothing would ever promote it).
+        #expect(try WebhookStore(a).nextDue(endpoint: "crm") != nil)
+    }
+}
+
+/// Runs blocking work (a libpq call that waits on a lock) on a thread of its own.
+private func onItsOwnThread(_ body: @escaping @Sendable () throws -> Void) async throws {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
