@@ -219,15 +219,29 @@ public struct ServiceConfiguration: Sendable {
         public enum Location: Sendable, Equatable {
             case sqlite(path: String)
             case postgresql(url: String)
+
+            /// `postgresql://…` (or `postgres://…`), or `sqlite:PATH`; nil for anything else.
+            public init?(url: String) {
+                if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") {
+                    self = .postgresql(url: url)
+                } else if url.hasPrefix("sqlite:"), url.count > "sqlite:".count {
+                    self = .sqlite(path: String(url.dropFirst("sqlite:".count)))
+                } else {
+                    return nil
+                }
+            }
+
+            /// One connection to it.
+            public func connect(busyTimeout: Duration = .seconds(5)) throws -> Storage.Database {
+                switch self {
+                case .sqlite(let path): try Storage.Database(path: path, busyTimeout: busyTimeout)
+                case .postgresql(let url): try Storage.Database(postgresURL: url)
+                }
+            }
         }
 
         /// Where ``url`` points, else ``path``; nil when ``url`` is neither form.
-        public var location: Location? {
-            guard let url else { return .sqlite(path: path) }
-            if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") { return .postgresql(url: url) }
-            if url.hasPrefix("sqlite:"), url.count > "sqlite:".count { return .sqlite(path: String(url.dropFirst(7))) }
-            return nil
-        }
+        public var location: Location? { url.map(Location.init(url:)) ?? .sqlite(path: path) }
 
         /// What logs may say of the database: the SQLite path, or `postgresql` (never the URL).
         public var name: String {
@@ -259,11 +273,8 @@ public struct ServiceConfiguration: Sendable {
 
         /// Opens one connection to the configured database, for the command-line tools.
         public func openConnection() throws -> Storage.Database {
-            switch location {
-            case .sqlite(let path)?: try Storage.Database(path: path, busyTimeout: busyTimeout)
-            case .postgresql(let url)?: try Storage.Database(postgresURL: url)
-            case nil: throw ConfigurationError(key: "database.url", message: Self.urlForms)
-            }
+            guard let location else { throw ConfigurationError(key: "database.url", message: Self.urlForms) }
+            return try location.connect(busyTimeout: busyTimeout)
         }
 
         static let urlForms = "must be postgresql://… or sqlite:PATH"

@@ -49,6 +49,6 @@ package enum TestDatabase {
 
     /// A connection to the service's database beside it (a file path or a PostgreSQL URL).
     package static func open(_ location: String) throws -> Database {
-        location.hasPrefix("postgresql://") ? try Database(postgresURL: location) : try Database(path: location)
+        try (ServiceConfiguration.Database.Location(url: location) ?? .sqlite(path: location)).connect()
     }
 }

@@ -97,13 +97,6 @@ package enum PostgresTestServer {
         }
     }
 
-    /// Runs blocking work (libpq) on a thread of its own, for the reason ``server()`` gives.
-    private static func onItsOwnThread(_ body: @escaping @Sendable () throws -> Void) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
-    }
-
     private static func start() throws(SetupError) -> Running {
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
         guard let version = versions.compactMap(Int.init).max() else {

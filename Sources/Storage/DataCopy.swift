@@ -49,16 +49,18 @@ public struct DataCopy {
     /// Copies the tables in order (at most `limit` rows in all: a copy cut off, for the tests), then
     /// compares each.
     public func run(limit: Int = .max, progress: (String, Int) -> Void = { _, _ in }) throws -> [Table] {
+        var columnsOf: [String: [String]] = [:]
+        for table in Self.tables { columnsOf[table] = try columns(of: table) }
         var budget = limit
         var copied: [String: Int] = [:]
         for table in Self.tables where budget > 0 {
-            let n = try copy(table, budget: budget) { progress(table, $0) }
+            let n = try copy(table, columns: columnsOf[table]!, budget: budget) { progress(table, $0) }
             copied[table] = n
             budget -= n
         }
         return try Self.tables.map { table in
-            let (sourceRows, sourceSum) = try Self.checksum(table, in: source, columns: try columns(of: table))
-            let (targetRows, targetSum) = try Self.checksum(table, in: target, columns: try columns(of: table))
+            let (sourceRows, sourceSum) = try Self.checksum(table, in: source, columns: columnsOf[table]!)
+            let (targetRows, targetSum) = try Self.checksum(table, in: target, columns: columnsOf[table]!)
             return Table(
                 name: table, copied: copied[table] ?? 0, sourceRows: sourceRows, targetRows: targetRows,
                 sourceChecksum: sourceSum, targetChecksum: targetSum)
@@ -74,8 +76,7 @@ public struct DataCopy {
         return names
     }
 
-    private func copy(_ table: String, budget: Int, progress: (Int) -> Void) throws -> Int {
-        let columns = try columns(of: table)
+    private func copy(_ table: String, columns: [String], budget: Int, progress: (Int) -> Void) throws -> Int {
         let list = columns.joined(separator: ", ")
         let read = try source.prepare("SELECT rowid, \(list) FROM \(table) WHERE rowid > ? ORDER BY rowid LIMIT ?")
         let placeholders = (1...columns.count).map { "?\($0)" }.joined(separator: ", ")

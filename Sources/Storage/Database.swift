@@ -6,6 +6,13 @@ import FoundationEssentials
 /// the stores speak to either through it and ``Statement``, in SQL both dialects take, and ask
 /// ``dialect`` where they differ. The only owner of its `sqlite3*` or ``PostgresConnection``.
 ///
+/// SQL both take: `ON CONFLICT DO NOTHING` and `RETURNING`, not `INSERT OR IGNORE` and
+/// `last_insert_rowid()`; `IS DISTINCT FROM`, not `IS NOT`; `CASE WHEN … THEN 1 ELSE 0 END`, not a
+/// comparison's value in arithmetic; an upsert's columns named with their table; every subquery
+/// in FROM named; no output alias in WHERE or HAVING; no two-argument `max()`. PostgreSQL infers a
+/// parameter's type from where it first appears, so one that may be NULL (`? IS NULL`) or stands
+/// alone in a CASE is cast there (`CAST(? AS TEXT)`).
+///
 /// Not `Sendable`: use it from one thread at a time, through ``DatabaseQueue``.
 /// SQLite is opened in WAL mode with a busy timeout, foreign keys on and `synchronous=NORMAL`
 /// (durable across process crashes; WAL keeps commits atomic, see sqlite.org/wal.html).
@@ -37,6 +44,9 @@ public final class Database {
     /// rolled-back savepoint or transaction dropped), taken by the ``DatabaseQueue`` after the
     /// commit to publish them on the ``ChangeFeed``. Kept on PostgreSQL only.
     private var notedChanges: [String] = []
+    /// The ``lock(_:)`` keys the current transaction holds (PostgreSQL), so locking one again costs
+    /// no round trip: a store locks what it writes, and so does the use case that calls it.
+    private var heldLocks: [[UInt8]] = []
 
     /// Opens (creating if needed) the database at `path`; `:memory:` for a private in-memory one.
     /// `readOnly` opens an existing file for reading only: it never creates, migrates or writes,
@@ -218,6 +228,7 @@ public final class Database {
         do {
             let value = try body()
             resetCachedStatements()
+            heldLocks = []
             try control("COMMIT")
             outcome = "committed"
             return value
@@ -225,6 +236,7 @@ public final class Database {
             resetCachedStatements()
             try? execute("ROLLBACK")
             notedChanges = []
+            heldLocks = []
             throw error
         }
     }
@@ -238,7 +250,7 @@ public final class Database {
     }
 
     private func savepoint<T>(_ body: () throws -> T) throws -> T {
-        let noted = notedChanges.count
+        let (noted, held) = (notedChanges.count, heldLocks.count)
         try control("SAVEPOINT nested")
         do {
             let value = try body()
@@ -247,6 +259,7 @@ public final class Database {
         } catch {
             try? execute("ROLLBACK TO nested; RELEASE nested")
             notedChanges.removeSubrange(noted...)
+            heldLocks.removeSubrange(held...)  // released with the savepoint
             throw error
         }
     }
@@ -280,15 +293,16 @@ public final class Database {
     /// where connections write at once, it takes a transaction-scoped advisory lock per key, in
     /// sorted order (so that two writers locking overlapping keys never deadlock on them). Take the
     /// locks before the first write: a save that reads and then writes (who holds a purchase,
-    /// then taking it) is then what it is on SQLite.
+    /// then taking it) is then what it is on SQLite. A key the transaction holds already is not
+    /// locked again.
     public func lock(_ keys: [String]) throws(StorageError) {
         guard dialect == .postgresql, !keys.isEmpty else { return }
         let statement = try cached("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")
         // By their bytes, as identifiers are compared (two spellings of one name are two keys).
-        var previous: [UInt8]?
-        for key in keys.map({ Array($0.utf8) }).sorted(by: { $0.lexicographicallyPrecedes($1) }) where key != previous {
+        for key in keys.map({ Array($0.utf8) }).sorted(by: { $0.lexicographicallyPrecedes($1) })
+        where !heldLocks.contains(key) {
             try statement.bind([String(decoding: key, as: UTF8.self)]).run()
-            previous = key
+            if inTransaction { heldLocks.append(key) }  // outside one, the lock ended with the statement
         }
     }
 

@@ -32,9 +32,6 @@ public struct RefreshStore {
 
     public init(_ db: Database) { self.db = db }
 
-    /// (A parameter that may be NULL is cast where it first appears: PostgreSQL cannot tell the
-    /// type of `? IS NULL`.)
-    ///
     /// The `count`th held purchase after `after` in id order: the upper bound of the next slice to
     /// scan; nil when fewer remain (the slice runs to the end).
     public func sliceEnd(after: String?, count: Int) throws -> String? {

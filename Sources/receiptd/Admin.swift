@@ -192,7 +192,10 @@ struct CopyData: AsyncParsableCommand {
             printError("receiptd: copy-data needs RECEIPTD_DATABASE_URL=postgresql://… (the target)")
             throw ExitCode.failure
         }
-        let path = from.hasPrefix("sqlite:") ? String(from.dropFirst(7)) : from
+        guard case .sqlite(let path) = ServiceConfiguration.Database.Location(url: from) ?? .sqlite(path: from) else {
+            printError("receiptd: copy-data copies from SQLite (--from sqlite:PATH)")
+            throw ExitCode.failure
+        }
         do {
             guard FileManager.default.fileExists(atPath: path) else {
                 printError("receiptd: copy-data: no SQLite database at \(path)")

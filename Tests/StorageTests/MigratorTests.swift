@@ -115,13 +115,8 @@ struct MigratorTests {
         let applied = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<3 {
                 group.addTask {
-                    try await withCheckedThrowingContinuation { continuation in
-                        Thread {
-                            continuation.resume(
-                                with: Result {
-                                    try Migrator(migrations: migrations).migrate(try Database(postgresURL: url)).count
-                                })
-                        }.start()
+                    try await onItsOwnThread {
+                        try Migrator(migrations: migrations).migrate(try Database(postgresURL: url)).count
                     }
                 }
             }

@@ -161,10 +161,3 @@ extension WebhookStoreTests {
         #expect(try WebhookStore(a).nextDue(endpoint: "crm") != nil)
     }
 }
-
-/// Runs blocking work (a libpq call that waits on a lock) on a thread of its own.
-private func onItsOwnThread(_ body: @escaping @Sendable () throws -> Void) async throws {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
