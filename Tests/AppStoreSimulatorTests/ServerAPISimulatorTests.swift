@@ -91,12 +91,18 @@ struct ServerAPISimulatorTests {
     @Test func drivenTooHardItAnswers429WithRetryAfterAndTheClientWaits() async throws {
         try await Self.withSimulator(requestsPerSecond: 1) { simulator, client in
             let bought = simulator.purchase(.activeMonthly, tag: "r1")
-            // Three calls inside at most three seconds at one a second: at least one is refused
-            // with 429 and waited out until its Retry-After, and every call still answers.
-            for _ in 0..<3 {
-                let info = try await client.transactionInfo(bought.transactionID, bundleID: "com.example.app")
-                #expect(info.productID == "monthly")
+            // Three calls at once at one a second: at least one is refused with 429 and waited out
+            // until its Retry-After, and every call still answers. (One after another, a loaded
+            // machine could take a second per call and never be throttled.)
+            let products = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<3 {
+                    group.addTask {
+                        try await client.transactionInfo(bought.transactionID, bundleID: "com.example.app").productID
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
+            #expect(products == ["monthly", "monthly", "monthly"])
             #expect(simulator.serverAPI.throttledCount >= 1)
         }
     }
