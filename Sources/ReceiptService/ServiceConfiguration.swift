@@ -193,13 +193,14 @@ public struct ServiceConfiguration: Sendable {
         public var migrationsDirectory: String
         /// How many subscriber documents GET keeps rendered in memory (0: none). See `SubscriberCache`.
         public var documentCache: Int = 10_000
-        /// How many read-only connections serve reads beside the writer, each on a thread of its
-        /// own (0: reads queue on the writer's thread). See `DatabaseQueue`. SQLite only.
+        /// How many connections serve reads beside the writer (SQLite: read-only) or the writing
+        /// connections (PostgreSQL), each on a thread of its own (0: reads queue with the saves).
+        /// See `DatabaseQueue`.
         public var readers: Int = 2
         /// `database.url`, a secret (it may hold a password): `postgresql://…` (libpq's syntax)
         /// selects PostgreSQL; `sqlite:PATH` SQLite at PATH; unset, SQLite at ``path``.
         public var url: String?
-        /// How many connections each instance opens to PostgreSQL (reads and writes alike).
+        /// How many connections each instance opens to PostgreSQL for saves (``readers`` more serve reads).
         public var connections: Int = 4
 
         package init(
@@ -258,14 +259,14 @@ public struct ServiceConfiguration: Sendable {
             return try Migration.load(from: Migration.directory(for: dialect, under: migrationsDirectory))
         }
 
-        /// Opens the configured database for the service: SQLite's writer and readers, or a pool of
-        /// PostgreSQL connections.
+        /// Opens the configured database for the service: SQLite's writer and readers, or pools of
+        /// PostgreSQL connections for saves and for reads.
         public func openQueue(metrics: any MetricsFactory) throws -> DatabaseQueue {
             switch location {
             case .sqlite(let path)?:
                 try DatabaseQueue(path: path, busyTimeout: busyTimeout, metrics: metrics, readers: readers)
             case .postgresql(let url)?:
-                try DatabaseQueue(postgresURL: url, connections: connections, metrics: metrics)
+                try DatabaseQueue(postgresURL: url, connections: connections, readers: readers, metrics: metrics)
             case nil:
                 throw ConfigurationError(key: "database.url", message: Self.urlForms)
             }

@@ -13,16 +13,22 @@ import Synchronization
 /// go together: ``write(durable:_:)`` jobs waiting for the writer share one transaction and one
 /// commit (a group commit), each in a savepoint of its own.
 ///
-/// On PostgreSQL (``init(postgresURL:connections:metrics:)``) the queue is a small pool: a few
-/// connections, each on a thread of its own, that read and write at once. A save is a transaction
-/// of its own there (no group commit: the server commits groups itself), run again when the server
-/// picks it as the loser of a deadlock or serialization failure; stores lock what they read before
-/// they write (``Database/lock(_:)``). Changes are heard through a ``ChangeFeed``.
+/// On PostgreSQL (``init(postgresURL:connections:readers:metrics:)``) the queue is two small pools
+/// of the same shape: a few connections for saves and a few for reads, each on a thread of its
+/// own, taking the next job of its pool's line when it comes free, so a read never waits behind
+/// saves there either. A save is a transaction of its own (no group commit: the server commits
+/// groups itself), run again when the server picks it as the loser of a deadlock or serialization
+/// failure; stores lock what they read before they write (``Database/lock(_:)``). Changes are
+/// heard through a ``ChangeFeed``.
 public final class DatabaseQueue: Sendable {
+    /// The writer on SQLite, the first writing connection on PostgreSQL.
     private let worker: Worker
-    private let readers: [Worker]
-    /// Where saves go: the one writer on SQLite, every connection on PostgreSQL.
-    private let writers: [Worker]
+    /// Where reads wait: the readers' line (the writer's when there are no readers).
+    private let readLine: JobLine
+    /// Where saves and `run` jobs wait: the writer's line, or the writing pool's on PostgreSQL.
+    private let writeLine: JobLine
+    /// How many workers take from `readLine`.
+    public let readerCount: Int
     /// PostgreSQL only: the changes this process hears of, and who hears other processes'.
     private let feed: ChangeFeed?
     private let listener: ChangeListener?
@@ -37,75 +43,74 @@ public final class DatabaseQueue: Sendable {
     ) throws(StorageError) {
         let database = try Database(path: path, busyTimeout: busyTimeout)
         database.metrics = metrics
-        worker = Worker(database, pollsOtherWriters: true)
+        writeLine = JobLine(groupsSaves: true)
+        worker = Worker(database, line: writeLine, pollsOtherWriters: true)
+        let readersLine = JobLine(groupsSaves: false)
         var opened: [Worker] = []
         if path != ":memory:" {
             for _ in 0..<max(0, readers) {
-                opened.append(
-                    Worker(try Database(path: path, busyTimeout: busyTimeout, readOnly: true), pollsOtherWriters: false))
+                let reader = try Database(path: path, busyTimeout: busyTimeout, readOnly: true)
+                opened.append(Worker(reader, line: readersLine, pollsOtherWriters: false))
             }
         }
-        self.readers = opened
-        writers = [worker]
+        readLine = opened.isEmpty ? writeLine : readersLine
+        readerCount = opened.count
         feed = nil
         listener = nil
-        worker.start()
-        for reader in opened { reader.start() }
+        for worker in [worker] + opened { worker.start() }
     }
 
-    /// Opens `connections` connections to PostgreSQL at `url` (libpq's syntax), each with a thread
-    /// of its own that serves reads and saves alike, and one more that listens for other
-    /// processes' changes. `run` and `runBlocking` use the first.
+    /// Opens `connections` connections to PostgreSQL at `url` (libpq's syntax) for saves and
+    /// `run`, and `readers` more for reads (none: reads share the others' line), each with a thread
+    /// of its own that takes the next job of its pool's line when it comes free; and one more
+    /// connection that listens for other processes' changes.
     public init(
-        postgresURL url: String, connections: Int = 4, metrics: any MetricsFactory = NOOPMetricsHandler.instance
+        postgresURL url: String, connections: Int = 4, readers: Int = 2,
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance
     ) throws(StorageError) {
         let feed = ChangeFeed()
+        let (writing, reading) = (JobLine(groupsSaves: false), JobLine(groupsSaves: false))
         var opened: [Worker] = []
-        for _ in 0..<max(1, connections) {
+        for i in 0..<(max(1, connections) + max(0, readers)) {
             let database = try Database(postgresURL: url)
             database.metrics = metrics
             database.changeFeed = feed
-            opened.append(Worker(database, pollsOtherWriters: false))
+            opened.append(Worker(database, line: i < max(1, connections) ? writing : reading, pollsOtherWriters: false))
         }
         listener = try ChangeListener(url: url, feed: feed, ignoring: Set(opened.map(\.database.backendPID)))
         self.feed = feed
         worker = opened[0]
-        readers = opened
-        writers = opened
+        writeLine = writing
+        readLine = readers > 0 ? reading : writing
+        readerCount = max(0, readers)
         for worker in opened { worker.start() }
     }
 
     deinit {
         listener?.stop()
-        // On PostgreSQL the readers are every connection, the first included.
-        for worker in feed == nil ? [worker] + readers : readers { worker.stop() }
+        readLine.stop()
+        writeLine.stop()
     }
 
     /// The SQL dialect of the queue's connections.
     public var dialect: Database.Dialect { worker.database.dialect }
 
-    /// How many read-only connections ``read(_:)`` spreads over (0: reads share the writer's thread).
-    public var readerCount: Int { readers.count }
-
-    /// Runs `body` in one read transaction (a consistent snapshot) on the least busy reader's
-    /// thread; it may not write (its connection is read-only). It sees every commit made before it
-    /// was called, this queue's included, and waits for no write in progress.
+    /// Runs `body` in one read transaction (a consistent snapshot) on the first reader to come
+    /// free; it may not write (read-only). It sees every commit made before it was called, this
+    /// queue's included, and waits for no write in progress.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        let reader = Self.leastBusy(readers) ?? worker
-        return try await withCheckedThrowingContinuation { continuation in
-            reader.submit(
-                .exclusive { database in
+        try await withCheckedThrowingContinuation { continuation in
+            readLine.submit(
+                .exclusive { worker in
+                    let database = worker.database
                     continuation.resume(with: Result { try database.readTransaction { try body(database) } })
                 })
         }
     }
 
-    private static func leastBusy(_ workers: [Worker]) -> Worker? {
-        workers.min { $0.pending.load(ordering: .relaxed) < $1.pending.load(ordering: .relaxed) }
-    }
-
-    /// Jobs submitted to the writers and not finished (saves waiting for their group included).
-    public var writerBacklog: Int { writers.reduce(0) { $0 + $1.pending.load(ordering: .relaxed) } }
+    /// Jobs submitted for the writer (or the writing pool) and not finished, saves waiting for
+    /// their group included.
+    public var writerBacklog: Int { writeLine.pending.load(ordering: .relaxed) }
 
     /// The database file's path.
     public var path: String { worker.database.path }
@@ -135,9 +140,9 @@ public final class DatabaseQueue: Sendable {
     /// Runs `body` with exclusive use of the connection, on the database's thread.
     public func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            worker.submit(
-                .exclusive { [worker] database in
-                    let result = Result { try body(database) }
+            writeLine.submit(
+                .exclusive { worker in
+                    let result = Result { try body(worker.database) }
                     worker.publishChanges()
                     continuation.resume(with: result)
                 })
@@ -152,22 +157,23 @@ public final class DatabaseQueue: Sendable {
     public func write<T: Sendable>(durable: Bool = false, _ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        if feed != nil, let writer = Self.leastBusy(writers) {
+        if feed != nil {
             return try await withCheckedThrowingContinuation { continuation in
-                writer.submit(
-                    .exclusive { database in
+                writeLine.submit(
+                    .exclusive { worker in
+                        let database = worker.database
                         // Every PostgreSQL commit is durable (synchronous_commit): `durable` only labels it.
                         let result = Result {
                             try Self.retryingConflicts { try database.transaction(durable: durable) { try body(database) } }
                         }
-                        writer.publishChanges()
+                        worker.publishChanges()
                         continuation.resume(with: result)
                     })
             }
         }
         let outcome = SaveOutcome<T>()
         return try await withCheckedThrowingContinuation { continuation in
-            worker.submit(
+            writeLine.submit(
                 .save(
                     Save(
                         durable: durable,
@@ -206,16 +212,20 @@ public final class DatabaseQueue: Sendable {
         }
     }
 
-    /// Runs `body` on the calling thread while the database's thread waits for it, so the
-    /// connection is still used by one thread at a time; for start-up and command-line tools.
+    /// Runs `body` on the calling thread while a connection's thread (the writer's, on SQLite)
+    /// waits for it, so the connection is still used by one thread at a time; for start-up and
+    /// command-line tools.
     public func runBlocking<T>(_ body: (Database) throws -> T) rethrows -> T {
         let (paused, resume) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
-        worker.submit(
-            .exclusive { _ in
+        let taken = Mutex<Worker?>(nil)
+        writeLine.submit(
+            .exclusive { worker in
+                taken.withLock { $0 = worker }
                 paused.signal()
                 resume.wait()
             })
         paused.wait()
+        let worker = taken.withLock { $0! }
         defer {
             worker.publishChanges()
             resume.signal()
@@ -236,20 +246,77 @@ public final class DatabaseQueue: Sendable {
         var result: Result<T, any Error>?
     }
 
-    /// The thread and its jobs, first in first out. The thread holds the worker, not the queue, so
-    /// the queue's deinit can stop it.
-    private final class Worker: @unchecked Sendable {  // `database` is touched only on the thread
-        enum Job {
-            /// Has the connection to itself.
-            case exclusive(@Sendable (Database) -> Void)
-            /// Runs inside a group's transaction, then hears how its commit went.
-            case save(Save)
-        }
-        let database: Database
-        private let state = Mutex<(jobs: [Job], head: Int, stopped: Bool)>(([], 0, false))
-        private let wake = DispatchSemaphore(value: 0)
-        /// Jobs submitted and not finished: where ``DatabaseQueue/read(_:)`` sends the next read.
+    /// A job for a worker, and the line it waits in.
+    private enum Job {
+        /// Has the worker's connection to itself.
+        case exclusive(@Sendable (Worker) -> Void)
+        /// Runs inside a group's transaction, then hears how its commit went.
+        case save(Save)
+    }
+
+    /// Jobs waiting for a worker, first in first out. One worker takes from SQLite's writer line;
+    /// several share the readers' line, or a PostgreSQL pool's, each taking the next job when it
+    /// comes free.
+    private final class JobLine: Sendable {
+        private let state = Mutex<(lane: Lane, stopped: Bool)>((Lane(), false))
+        /// Signalled once per job submitted (and on stop): a worker waiting takes it.
+        let wake = DispatchSemaphore(value: 0)
+        /// Jobs submitted and not finished.
         let pending = Atomic<Int>(0)
+        /// Whether saves waiting together are handed out together, for one group commit.
+        private let groupsSaves: Bool
+
+        private struct Lane {
+            var jobs: [Job] = []
+            var head = 0
+            var isEmpty: Bool { head == jobs.count }
+            mutating func append(_ job: Job) { jobs.append(job) }
+            /// The next job, or (`grouping`) every save at the head, ``DatabaseQueue/maxGroup`` at most.
+            mutating func take(grouping: Bool) -> ArraySlice<Job> {
+                guard head < jobs.count else { return [] }
+                var end = head + 1
+                if grouping, case .save = jobs[head] {
+                    while end < jobs.count, end - head < DatabaseQueue.maxGroup, case .save = jobs[end] { end += 1 }
+                }
+                let taken = jobs[head..<end]
+                head = end
+                if head == jobs.count { (jobs, head) = ([], 0) }
+                return taken
+            }
+        }
+
+        init(groupsSaves: Bool) { self.groupsSaves = groupsSaves }
+
+        func submit(_ job: Job) {
+            pending.add(1, ordering: .relaxed)
+            state.withLock { $0.lane.append(job) }
+            wake.signal()
+        }
+
+        /// The next job or group (see ``Lane/take(grouping:)``).
+        func next() -> ArraySlice<Job> { state.withLock { $0.lane.take(grouping: groupsSaves) } }
+
+        func finished(_ count: Int) { pending.subtract(count, ordering: .relaxed) }
+
+        /// Lets every worker of the line end once the jobs already in it are done.
+        func stop() {
+            state.withLock { $0.stopped = true }
+            wake.signal()
+        }
+
+        /// Whether the line is stopped and empty; a worker that sees it passes the news on.
+        var isDone: Bool {
+            let done = state.withLock { $0.stopped && $0.lane.isEmpty }
+            if done { wake.signal() }
+            return done
+        }
+    }
+
+    /// A connection and the thread that uses it, taking jobs from its line. The thread holds the
+    /// worker, not the queue, so the queue's deinit can stop it (through the line).
+    private final class Worker: @unchecked Sendable {  // `database` is touched only on the thread
+        let database: Database
+        private let line: JobLine
         /// See ``DatabaseQueue/followChanges(_:)``: the observer and the last change it heard of.
         private var observer: (@Sendable ([ChangeLog.Change]) -> Void)?
         private var followed: Int64 = 0
@@ -260,8 +327,9 @@ public final class DatabaseQueue: Sendable {
         /// `database_group_commit_saves`: how many saves each group commit held.
         private let groupSize: Recorder
 
-        init(_ database: Database, pollsOtherWriters: Bool) {
+        init(_ database: Database, line: JobLine, pollsOtherWriters: Bool) {
             self.database = database
+            self.line = line
             self.pollsOtherWriters = pollsOtherWriters
             groupSize = Recorder(label: "database_group_commit_saves", factory: database.metrics)
             dataVersion = (try? database.dataVersion()) ?? 0
@@ -335,17 +403,6 @@ public final class DatabaseQueue: Sendable {
             pthread_detach(thread)
         }
 
-        func submit(_ job: Job) {
-            pending.add(1, ordering: .relaxed)
-            state.withLock { $0.jobs.append(job) }
-            wake.signal()
-        }
-
-        func stop() {
-            state.withLock { $0.stopped = true }
-            wake.signal()
-        }
-
         private func loop() {
             let (seconds, attoseconds) = DatabaseQueue.externalPoll.components
             let pollNs = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
@@ -356,38 +413,23 @@ public final class DatabaseQueue: Sendable {
                 lastPoll = DispatchTime.now().uptimeNanoseconds
             }
             while true {
-                // A wake-up may find its job already done (taken with an earlier one's group): the
-                // line, not the semaphore, says what is left.
-                _ = wake.wait(timeout: .now() + .nanoseconds(Int(pollNs)))
+                // A wake-up may find its job already taken (with an earlier one's group, or by
+                // another worker of the line): the line, not the semaphore, says what is left.
+                _ = line.wake.wait(timeout: .now() + .nanoseconds(Int(pollNs)))
                 pollIfDue()
                 while true {
-                    let jobs = next()
+                    let jobs = line.next()
                     if jobs.isEmpty { break }
                     if case .exclusive(let job) = jobs.first!, jobs.count == 1 {
-                        job(database)
+                        job(self)
                     } else {
                         commitGroup(jobs)
                     }
                     database.resetCachedStatements()
-                    pending.subtract(jobs.count, ordering: .relaxed)
+                    line.finished(jobs.count)
                     pollIfDue()  // also between jobs, so a queue that is never idle still sees other writers
                 }
-                if state.withLock({ $0.stopped && $0.head == $0.jobs.count }) { return }
-            }
-        }
-
-        /// The next job, or every save waiting at the head of the line, in order (``maxGroup`` at most).
-        private func next() -> ArraySlice<Job> {
-            state.withLock { s -> ArraySlice<Job> in
-                guard s.head < s.jobs.count else { return [] }
-                var end = s.head + 1
-                if case .save = s.jobs[s.head] {
-                    while end < s.jobs.count, end - s.head < DatabaseQueue.maxGroup, case .save = s.jobs[end] { end += 1 }
-                }
-                let taken = s.jobs[s.head..<end]
-                s.head = end
-                if s.head == s.jobs.count { (s.jobs, s.head) = ([], 0) }
-                return taken
+                if line.isDone { return }
             }
         }
     }
