@@ -8,7 +8,9 @@ import Crypto
 /// to finish it, and a finished one run again copies nothing. Identity columns keep their values
 /// and their sequences are moved past them. Then each table is compared: its row count and a
 /// checksum over every row's values on both sides (order-free: the sum of each row's SHA-256),
-/// so what the target holds is what the source held. Copy from a stopped service or from a
+/// so what the target holds is what the source held. The copied tables are analyzed, so the
+/// planner knows their sizes from the first query on (until autovacuum analyzes them, the
+/// document's joins would read whole tables). Copy from a stopped service or from a
 /// `receiptd backup` file: rows changed in the source after they were copied are not copied again
 /// (the comparison then reports the table).
 public struct DataCopy {
@@ -58,6 +60,7 @@ public struct DataCopy {
             copied[table] = n
             budget -= n
         }
+        try target.execute("ANALYZE " + Self.tables.joined(separator: ", "))
         return try Self.tables.map { table in
             let (sourceRows, sourceSum) = try Self.checksum(table, in: source, columns: columnsOf[table]!)
             let (targetRows, targetSum) = try Self.checksum(table, in: target, columns: columnsOf[table]!)

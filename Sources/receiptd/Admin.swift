@@ -170,26 +170,42 @@ struct Backfill: AsyncParsableCommand {
     }
 }
 
-/// `receiptd copy-data --from sqlite:PATH`: every row of an SQLite database into the PostgreSQL
-/// one `database.url` names (migrated first), then each table compared by count and checksum.
-/// Idempotent and resumable (``DataCopy``); exit 1 when a table differs.
+/// `receiptd copy-data --from sqlite:PATH [--to postgresql://…]`: every row of an SQLite database
+/// into the PostgreSQL one `--to` or `database.url` names (migrated first), then each table
+/// compared by count and checksum. Idempotent and resumable (``DataCopy``); exit 1 when a table
+/// differs. `--to` may not hold a password (a command line is visible to every user).
 struct CopyData: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "copy-data",
-        abstract: "Copy an SQLite database into PostgreSQL (RECEIPTD_DATABASE_URL), then compare every table.",
+        abstract: "Copy an SQLite database into PostgreSQL (--to, or RECEIPTD_DATABASE_URL), then compare every table.",
         discussion: """
             Copy from a stopped service or a `receiptd backup` file. Run it again to finish a copy that \
-            was cut off; a finished copy run again copies nothing and compares again. The PostgreSQL URL is \
-            the database.url secret (RECEIPTD_DATABASE_URL or its _FILE), never an argument: a command \
-            line is visible to every user of the machine.
+            was cut off; a finished copy run again copies nothing and compares again. The target is --to or \
+            the database.url secret (RECEIPTD_DATABASE_URL or its _FILE). A --to URL may not hold a password, \
+            since a command line is visible to every user of the machine: give it in PGPASSWORD or \
+            ~/.pgpass (libpq reads both), or the whole URL in RECEIPTD_DATABASE_URL.
             """)
     @OptionGroup var options: GlobalOptions
     @Option(help: "The SQLite database: sqlite:PATH or PATH.") var from: String
+    @Option(help: "The PostgreSQL database, postgresql://user@host/db without a password (default: database.url).")
+    var to: String?
 
     func run() async throws {
         let (config, _) = try await options.load()
-        guard case .postgresql(let url)? = config.database.location else {
-            printError("receiptd: copy-data needs RECEIPTD_DATABASE_URL=postgresql://… (the target)")
+        let destination: ServiceConfiguration.Database.Location?
+        if let to {
+            guard !Self.holdsPassword(to) else {
+                printError(
+                    "receiptd: copy-data: --to holds a password, which every user of the machine can read in the process list; "
+                        + "give it in PGPASSWORD or ~/.pgpass, or the whole URL in RECEIPTD_DATABASE_URL")
+                throw ExitCode.failure
+            }
+            destination = ServiceConfiguration.Database.Location(url: to)
+        } else {
+            destination = config.database.location
+        }
+        guard case .postgresql(let url)? = destination else {
+            printError("receiptd: copy-data needs a PostgreSQL target: --to postgresql://… or RECEIPTD_DATABASE_URL")
             throw ExitCode.failure
         }
         guard case .sqlite(let path) = ServiceConfiguration.Database.Location(url: from) ?? .sqlite(path: from) else {
@@ -210,7 +226,9 @@ struct CopyData: AsyncParsableCommand {
                 throw ExitCode.failure
             }
             let target = try Database(postgresURL: url)
-            for migration in try Migrator(migrations: try config.database.migrations()).migrate(target) {
+            let postgresMigrations = try Migration.load(
+                from: Migration.directory(for: .postgresql, under: config.database.migrationsDirectory))
+            for migration in try Migrator(migrations: postgresMigrations).migrate(target) {
                 print("applied \(migration.name) to PostgreSQL")
             }
             let tables = try DataCopy(from: source, to: target).run()
@@ -232,6 +250,12 @@ struct CopyData: AsyncParsableCommand {
             printError("receiptd: copy-data failed: \(error)")
             throw ExitCode.failure
         }
+    }
+
+    /// Whether a libpq URL names a password (`user:password@` or `?password=`).
+    static func holdsPassword(_ url: String) -> Bool {
+        guard let components = URLComponents(string: url) else { return url.contains("password") }
+        return components.password != nil || components.queryItems?.contains { $0.name == "password" } == true
     }
 
     private func pad(_ n: Int, _ width: Int) -> String {

@@ -67,6 +67,27 @@ struct AdminTests {
         #expect(again.status == 1 && again.stderr.contains("never overwrites"))
     }
 
+    @Test(.enabled("PostgreSQL is not installed here") { await PostgresTestServer.isAvailable() })
+    func copyDataMovesAnSQLiteDatabaseToPostgreSQLAndKeepsPasswordsOffTheCommandLine() async throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/receipt.txt"
+        try simulatedReceipt("active_monthly:cd").write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try await run(["verify", "--receipt", file, "--user", "dee"], environment: env).status == 0)
+        let url = try await PostgresTestServer.freshDatabase(migrated: false)
+        let copied = try await run(["copy-data", "--from", "sqlite:" + dir + "/db.sqlite", "--to", url], environment: env)
+        #expect(copied.status == 0, "\(copied.stderr)")
+        #expect(copied.stdout.contains("copied: every table matches"))
+        let fromPostgres = try await run(["subscriber", "dee"], environment: env.merging(["RECEIPTD_DATABASE_URL": url]) { $1 })
+        #expect(fromPostgres.status == 0 && object(fromPostgres.stdout)?["app_user_id"] as? String == "dee")
+        // A password on the command line is refused before anything connects, and not echoed.
+        for withPassword in ["postgresql://postgres:hunter2@127.0.0.1/x", "postgresql://postgres@127.0.0.1/x?password=hunter2"] {
+            let refused = try await run(["copy-data", "--from", dir + "/db.sqlite", "--to", withPassword], environment: env)
+            #expect(refused.status == 1 && refused.stderr.contains("PGPASSWORD") && !refused.stderr.contains("hunter2"))
+        }
+        let noTarget = try await run(["copy-data", "--from", dir + "/db.sqlite"], environment: env)
+        #expect(noTarget.status == 1 && noTarget.stderr.contains("needs a PostgreSQL target"))
+    }
+
     @Test func backfillReadsTheNotificationHistoryOfAPeriodAndRefusesABadOne() async throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // The in-process simulator has sent nothing: an empty history, read and reported.
