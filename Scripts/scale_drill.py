@@ -6,9 +6,16 @@ root), `receiptd simulate`, a slow `receiptd webhook-sink`, three `receiptd serv
 cluster's database and HAProxy in front (round robin, `/readyz` checks, a request whose instance
 died before answering retried on another). Receipt posters and V1 notification senders go through
 HAProxy while one instance after another is killed with SIGKILL and started again, KILLS times.
-Every request answered 200 is an acknowledged write. At the end every acknowledged receipt must
+Every request answered 200 is an acknowledged write. Some users get a second receipt (a
+non-consumable) after their first has been read, so every instance holds their document in its
+cache when it changes. Meanwhile entitlement readers take each newly acknowledged receipt and,
+100 ms after its answer, read the subscriber from every instance directly (two of them are not
+the one that wrote it) and through HAProxy: each read must show the purchase active and at least
+the version the write answered with (an instance being restarted refuses the connection and is
+not counted). At the end every acknowledged receipt must
 read as active from each of the three instances directly, with the same document version from
-each (their caches agree), every acknowledged notification must be stored, and once the outbox has
+each (their caches agree) and the same version and events for every user (the same receipt for
+each: a write applied twice would show), every acknowledged notification must be stored once, and once the outbox has
 drained every stored event must have reached the sink at least once, each subscriber's in version
 order, every delivery `delivered` (the crash harness's webhook checks). Prints the figures; exits 1
 on any loss. Loopback only; stops by itself.
@@ -37,7 +44,8 @@ PROXY, PG_PORT, SIM_PORT, SINK_PORT = 18300, 18310, 18311, 18312
 PORTS = [18301, 18302, 18303]
 SECRET = "drill-shared-" + os.urandom(6).hex()
 HOOK_SECRET = "drill-hook-" + os.urandom(12).hex()
-POSTERS, NOTIFIERS = 6, 2
+POSTERS, NOTIFIERS, READERS = 6, 2, 3
+FRESH_AFTER = 0.1  # seconds after an acknowledged write by which every instance must read it
 AS_POSTGRES = os.getuid() == 0
 
 
@@ -148,6 +156,10 @@ backend receiptd
     acked_receipts, acked_notifications = [], []
     sent = {"receipts": 0, "notifications": 0, "errors": 0, "refused": 0}
     lock = threading.Lock()
+    to_read = []  # (user, acknowledged at, version answered): newest last
+    freshness = {"checked": 0, "changed": 0, "reads": 0, "late": [], "stale": []}
+    read_once = []  # users whose first receipt every instance has read: ready for a second
+    posts = {}  # user: [acknowledged?] per receipt posted
     counter = [0]
 
     def next_id():
@@ -157,16 +169,23 @@ backend receiptd
 
     def poster(stop):
         while not stop.is_set():
-            user = f"d{next_id()}"
-            body = {"app_user_id": user, "receipt_data": harness.b64(f"active_monthly:{user}")}
+            n = next_id()
+            with lock:
+                second = read_once.pop(0) if read_once and n % 2 == 0 else None
+            user = second or f"d{n}"
+            scenario = "non_consumable" if second else "active_monthly"
+            body = {"app_user_id": user, "receipt_data": harness.b64(f"{scenario}:{user}")}
             try:
-                status, _ = harness.request("POST", PROXY, "/v1/receipts", body, "crash-public")
+                status, data = harness.request("POST", PROXY, "/v1/receipts", body, "crash-public")
             except OSError:
                 status = None
             with lock:
                 sent["receipts"] += 1
+                posts.setdefault(user, []).append(status == 200)
                 if status == 200:
-                    acked_receipts.append(user)
+                    if not second:
+                        acked_receipts.append(user)
+                    to_read.append((user, time.monotonic(), json.loads(data)["version"]))
                 elif status is None:
                     sent["errors"] += 1
                 else:
@@ -194,12 +213,55 @@ backend receiptd
                 else:
                     sent["refused"] += 1
 
+    def reader(stop):
+        """Takes the newest acknowledged receipt, a second one first (older ones are dropped when
+        the readers fall behind), and reads it FRESH_AFTER seconds after its answer from every
+        instance and HAProxy."""
+        while not stop.is_set():
+            with lock:  # the newest change to a document read before first, else the newest write
+                changes = [i for i, (_, _, version) in enumerate(to_read) if version > 1]
+                item = to_read.pop(changes[-1] if changes else -1) if to_read else None
+                if len(to_read) > 50:
+                    del to_read[:-50]
+            if item is None:
+                time.sleep(0.01)
+                continue
+            user, acked, version = item
+            wait = acked + FRESH_AFTER - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            reads = 0
+            for port in PORTS + [PROXY]:
+                try:
+                    status, data = harness.request("GET", port, f"/v1/subscribers/{user}", key="crash-secret",
+                                                   timeout=5)
+                except OSError:
+                    continue  # an instance being killed or started
+                if status == 503 and port == PROXY:
+                    continue  # HAProxy between instances
+                reads += 1
+                doc = json.loads(data) if status == 200 else {}
+                if not (doc.get("entitlements") or {}).get("premium", {}).get("active") \
+                        or doc.get("version", 0) < version:
+                    with lock:
+                        freshness["stale"].append((user, port, status, doc.get("version"), version))
+            with lock:
+                freshness["checked"] += 1
+                if version > 1:
+                    freshness["changed"] += 1
+                elif reads == len(PORTS) + 1:
+                    read_once.append(user)  # every instance has it cached now
+                freshness["reads"] += reads
+                late = time.monotonic() - acked
+                freshness["late"].append(late)
+
     try:
         for port in PORTS:
             start(port)
         stop = threading.Event()
         threads = [threading.Thread(target=poster, args=(stop,)) for _ in range(POSTERS)]
         threads += [threading.Thread(target=notifier, args=(stop,)) for _ in range(NOTIFIERS)]
+        threads += [threading.Thread(target=reader, args=(stop,)) for _ in range(READERS)]
         for t in threads:
             t.start()
         started = time.time()
@@ -216,7 +278,7 @@ backend receiptd
             t.join()
         elapsed = time.time() - started
 
-        lost, disagree = [], []
+        lost, disagree, versions_of = [], [], {}
         for user in acked_receipts:
             versions = set()
             for port in PORTS:
@@ -227,6 +289,7 @@ backend receiptd
                 versions.add(doc.get("version"))
             if len(versions) > 1:
                 disagree.append((user, versions))
+            versions_of[user] = min(versions, key=str)
         drained = False
         deadline = time.time() + 120
         while time.time() < deadline and not drained:
@@ -234,8 +297,24 @@ backend receiptd
             drained = status == 200 and json.loads(data).get("webhooks", {}).get("harness", {}).get("pending") == 0
             time.sleep(0.2)
         conn = Psql(url)
-        stored = {row[0] for row in conn.execute("SELECT original_transaction_id FROM notifications")}
+        stored = {}
+        for (original,) in conn.execute("SELECT original_transaction_id FROM notifications"):
+            stored[original] = stored.get(original, 0) + 1
         lost_notifications = [o for o in acked_notifications if o not in stored]
+        # Applied twice: a notification stored more than once, or a user whose receipts (each
+        # acknowledged) left another version or another number of events than the others with as
+        # many receipts.
+        twice = [(o, n) for o, n in stored.items() if n > 1]
+        events = {user: int(n) for user, n in conn.execute(
+            "SELECT app_user_id, count(*) FROM events WHERE app_user_id LIKE 'd%' GROUP BY app_user_id")}
+        shapes = {}
+        for user in acked_receipts:
+            if all(posts[user]):
+                shapes.setdefault(len(posts[user]), {}).setdefault((versions_of.get(user), events.get(user)), []) \
+                    .append(user)
+        for receipts, by_shape in shapes.items():
+            if len(by_shape) > 1:
+                twice += [(receipts, shape, users[:3]) for shape, users in by_shape.items()]
         webhook_problems = harness.check_webhooks(conn, arrivals, acked_receipts, drained)
         for p in instances.values():
             p.send_signal(signal.SIGTERM)
@@ -252,9 +331,16 @@ backend receiptd
           f"{sent['refused']} answered with an error")
     print(f"acknowledged: {len(acked_receipts)} receipts, {len(acked_notifications)} notifications")
     print(f"lost acknowledged writes: {len(lost)} receipt reads, {len(lost_notifications)} notifications; "
-          f"instances disagreeing on a version: {len(disagree)}")
-    if lost or lost_notifications or disagree or webhook_problems:
-        print(f"FAILED: {lost[:5]} {lost_notifications[:5]} {disagree[:5]} {webhook_problems[:5]}; kept {work}")
+          f"instances disagreeing on a version: {len(disagree)}; applied twice: {len(twice)}")
+    late = sorted(freshness["late"]) or [0]
+    print(f"reads {FRESH_AFTER * 1000:.0f} ms after an acknowledged write: {freshness['checked']} writes checked "
+          f"({freshness['changed']} of them changing a document every instance had read), "
+          f"{freshness['reads']} reads across the instances and HAProxy (median {late[len(late) // 2] * 1000:.0f} ms, "
+          f"max {late[-1] * 1000:.0f} ms after the answer), stale: {len(freshness['stale'])}")
+    if lost or lost_notifications or disagree or webhook_problems or twice or freshness["stale"] \
+            or freshness["changed"] == 0:
+        print(f"FAILED: {lost[:5]} {lost_notifications[:5]} {disagree[:5]} {webhook_problems[:5]} {twice[:5]} "
+              f"{freshness['stale'][:5]}; kept {work}")
         sys.exit(1)
     shutil.rmtree(work, ignore_errors=True)
     print("scale drill passed")
