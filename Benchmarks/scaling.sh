@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# SQLite against PostgreSQL, one instance and three behind HAProxy, on loopback, next to the
+# Hummingbird peer in the same run. For each setup, on a fresh database:
+#   1. 1,000 users stored (g1…g1000, an active subscription each);
+#   2. POST /v1/receipts at 64 connections (post.lua: 10,000 users, 14 scripted scenarios) against
+#      `receiptd simulate` answering at once, so the figure is receiptd and its database;
+#   3. GET /v1/subscribers/{id} at 64 connections over the 1,000 users.
+# Setups: SQLite (the default); PostgreSQL with one instance (database.connections 4); PostgreSQL
+# with three instances (database.connections 3 each) behind HAProxy (round robin, /readyz checks).
+# Everything shares this machine's cores: wrk, the simulator, PostgreSQL, HAProxy and the instances.
+# Needs: apt-get install -y nginx wrk bc postgresql haproxy libsqlite3-dev libcurl4-openssl-dev libpq-dev
+# Usage: Benchmarks/scaling.sh [seconds per run, default 10]
+source "$(dirname "$0")/lib.sh"
+
+bin=$("$root/Scripts/release-bin.sh")
+"$bench/start-peers.sh" >&2
+cd "$out"
+chmod 777 "$out"
+"$bin/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
+for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
+
+pgbin=/usr/lib/postgresql/$(ls /usr/lib/postgresql | sort -n | tail -1)/bin
+as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+as_postgres "$pgbin/initdb" -D "$out/pg" -A trust -U postgres -E UTF8 --locale=C >/dev/null
+# PostgreSQL's defaults but for the port and the connection count: commits wait for the disk, as
+# SQLite's `synchronous = NORMAL` in WAL mode does not (a power cut can undo its last commits).
+as_postgres "$pgbin/pg_ctl" -D "$out/pg" -l "$out/pg.log" -w \
+  -o "-p 18320 -k $out -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
+trap 'kill $(jobs -p) 2>/dev/null || true; as_postgres "$pgbin/pg_ctl" -D "$out/pg" -m immediate -w stop >/dev/null 2>&1 || true;
+  "$bench/stop-peers.sh" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
+pg=postgresql://postgres@127.0.0.1:18320
+
+cat >"$out/get.lua" <<'LUA'
+wrk.headers["Authorization"] = "Bearer bench-secret"
+function request() return wrk.format("GET", "/v1/subscribers/g" .. math.random(1000)) end
+LUA
+
+pids=()
+instance() { # instance PORT [ENV=VALUE ...]: receiptd with the bench settings, until ready
+  local port=$1
+  shift
+  env "${receiptd_env[@]}" RECEIPTD_HTTP_PORT="$port" "$@" "$bin/receiptd" serve --config-dir "$root/Config" \
+    >>"$out/receiptd.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 400); do curl -sf -o /dev/null "http://127.0.0.1:$port/readyz" && return; sleep 0.05; done
+  echo "receiptd did not start" >&2
+  tail -20 "$out/receiptd.log" >&2
+  exit 1
+}
+stop_all() {
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
+  pids=()
+}
+seed() { # seed PORT: g1…g1000, each with an active subscription
+  seq 1000 | xargs -P 32 -I{} sh -c '
+    receipt=$(printf "active_monthly:g{}" | base64 -w0)
+    code=$(curl -s -o /dev/null -w "%{http_code}" -X POST http://127.0.0.1:'"$1"'/v1/receipts \
+      -H "Authorization: Bearer bench-public" -d "{\"app_user_id\":\"g{}\",\"receipt_data\":\"$receipt\"}")
+    [ "$code" = 200 ] || { echo "seeding g{} answered $code" >&2; exit 255; }'
+}
+load() { wrk -t2 -c64 -d"${secs}s" --latency --timeout 10s -s "$2" "$1" >"$out/wrk.txt"; }
+rows=()
+measure() { # measure LABEL PORT
+  seed "$2"
+  load "http://127.0.0.1:$2/v1/receipts" "$here/post.lua"
+  local post=("$(rps)" "$(field 99%)" "$(errors)")
+  load "http://127.0.0.1:$2/" "$out/get.lua"
+  rows+=("$(printf '| %s | %s | %s | %s | %s | %s |' "$1" "${post[0]}" "${post[1]}" "$(rps)" "$(field 99%)" \
+    "$((post[2] + $(errors)))")")
+  get_rps[${#rows[@]}]=$(rps)
+}
+declare -A get_rps
+
+# SQLite.
+instance 18095
+measure "SQLite, 1 instance" 18095
+stop_all
+
+# PostgreSQL, one instance.
+as_postgres psql "$pg/postgres" -qc "CREATE DATABASE one" >/dev/null
+instance 18095 RECEIPTD_DATABASE_URL="$pg/one" RECEIPTD_DATABASE_CONNECTIONS=4
+measure "PostgreSQL, 1 instance" 18095
+stop_all
+
+# PostgreSQL, three instances behind HAProxy.
+as_postgres psql "$pg/postgres" -qc "CREATE DATABASE three" >/dev/null
+cat >"$out/haproxy.cfg" <<CFG
+global
+    maxconn 4096
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+frontend bench
+    bind 127.0.0.1:18300
+    default_backend receiptd
+backend receiptd
+    balance roundrobin
+    option httpchk GET /readyz
+    server r1 127.0.0.1:18301 check
+    server r2 127.0.0.1:18302 check
+    server r3 127.0.0.1:18303 check
+CFG
+for port in 18301 18302 18303; do
+  instance "$port" RECEIPTD_DATABASE_URL="$pg/three" RECEIPTD_DATABASE_CONNECTIONS=3
+done
+haproxy -f "$out/haproxy.cfg" >/dev/null 2>"$out/haproxy.log" &
+pids+=($!)
+for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:18300/readyz && break; sleep 0.1; done
+measure "PostgreSQL, 3 instances + HAProxy" 18300
+stop_all
+
+# The peer: Hummingbird's one-row GET (random users), same connections.
+wrk -t2 -c64 -d"${secs}s" --latency --timeout 10s -s "$bench/wrk/random-user.lua" \
+  http://127.0.0.1:18081/v1/entitlements/user-000001 >"$out/wrk.txt"
+peer=$(rps)
+
+echo "$(nproc) cores; ${secs} s per run; 64 connections; Apple answering at once"
+echo "| setup | POST req/s | POST p99 | GET req/s | GET p99 | errors |"
+echo "|---|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
+echo "| Hummingbird one-row GET (peer) | | | $peer | $(field 99%) | $(errors) |"
+for i in 1 2 3; do
+  printf 'GET of setup %d / peer: %.2f\n' "$i" "$(echo "${get_rps[$i]} / $peer" | bc -l)"
+done
