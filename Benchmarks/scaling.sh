@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # SQLite against PostgreSQL, one instance and three behind HAProxy, on loopback, next to the
 # Hummingbird peer in the same run. For each setup, on a fresh database:
-#   1. 1,000 users stored (g1…g1000, an active subscription each);
+#   1. 1,000 users stored (g1…g1000, an active subscription each), then on PostgreSQL `ANALYZE`
+#      (what autovacuum does within its first minute, or copy-data at its end: without statistics
+#      the planner reads whole tables for the document's joins);
 #   2. POST /v1/receipts at 64 connections (post.lua: 10,000 users, 14 scripted scenarios) against
 #      `receiptd simulate` answering at once, so the figure is receiptd and its database;
 #   3. GET /v1/subscribers/{id} at 64 connections over the 1,000 users.
-# Setups: SQLite (the default); PostgreSQL with one instance (database.connections 4); PostgreSQL
-# with three instances (database.connections 3 each) behind HAProxy (round robin, /readyz checks).
+# Setups: SQLite (the default); PostgreSQL with one instance (database.connections 4 for saves,
+# database.readers 2); PostgreSQL with three instances (3 and 2 each) behind HAProxy (round robin,
+# /readyz checks).
 # Everything shares this machine's cores: wrk, the simulator, PostgreSQL, HAProxy and the instances.
 # Needs: apt-get install -y nginx wrk bc postgresql haproxy libsqlite3-dev libcurl4-openssl-dev libpq-dev
 # Usage: Benchmarks/scaling.sh [seconds per run, default 10]
@@ -61,8 +64,9 @@ seed() { # seed PORT: g1…g1000, each with an active subscription
 }
 load() { wrk -t2 -c64 -d"${secs}s" --latency --timeout 10s -s "$2" "$1" >"$out/wrk.txt"; }
 rows=()
-measure() { # measure LABEL PORT
+measure() { # measure LABEL PORT [POSTGRESQL-URL]
   seed "$2"
+  [ -z "${3:-}" ] || as_postgres psql "$3" -qc ANALYZE
   load "http://127.0.0.1:$2/v1/receipts" "$here/post.lua"
   local post=("$(rps)" "$(field 99%)" "$(errors)")
   load "http://127.0.0.1:$2/" "$out/get.lua"
@@ -80,7 +84,7 @@ stop_all
 # PostgreSQL, one instance.
 as_postgres psql "$pg/postgres" -qc "CREATE DATABASE one" >/dev/null
 instance 18095 RECEIPTD_DATABASE_URL="$pg/one" RECEIPTD_DATABASE_CONNECTIONS=4
-measure "PostgreSQL, 1 instance" 18095
+measure "PostgreSQL, 1 instance" 18095 "$pg/one"
 stop_all
 
 # PostgreSQL, three instances behind HAProxy.
@@ -109,7 +113,7 @@ done
 haproxy -f "$out/haproxy.cfg" >/dev/null 2>"$out/haproxy.log" &
 pids+=($!)
 for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:18300/readyz && break; sleep 0.1; done
-measure "PostgreSQL, 3 instances + HAProxy" 18300
+measure "PostgreSQL, 3 instances + HAProxy" 18300 "$pg/three"
 stop_all
 
 # The peer: Hummingbird's one-row GET (random users), same connections.
