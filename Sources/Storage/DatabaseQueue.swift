@@ -70,19 +70,20 @@ public final class DatabaseQueue: Sendable {
     ) throws(StorageError) {
         let feed = ChangeFeed()
         let (writing, reading) = (JobLine(groupsSaves: false), JobLine(groupsSaves: false))
+        let (writers, readers) = (max(1, connections), max(0, readers))
         var opened: [Worker] = []
-        for i in 0..<(max(1, connections) + max(0, readers)) {
+        for i in 0..<(writers + readers) {
             let database = try Database(postgresURL: url)
             database.metrics = metrics
             database.changeFeed = feed
-            opened.append(Worker(database, line: i < max(1, connections) ? writing : reading, pollsOtherWriters: false))
+            opened.append(Worker(database, line: i < writers ? writing : reading, pollsOtherWriters: false))
         }
         listener = try ChangeListener(url: url, feed: feed, ignoring: Set(opened.map(\.database.backendPID)))
         self.feed = feed
         worker = opened[0]
         writeLine = writing
         readLine = readers > 0 ? reading : writing
-        readerCount = max(0, readers)
+        readerCount = readers
         for worker in opened { worker.start() }
     }
 
@@ -258,7 +259,7 @@ public final class DatabaseQueue: Sendable {
     /// several share the readers' line, or a PostgreSQL pool's, each taking the next job when it
     /// comes free.
     private final class JobLine: Sendable {
-        private let state = Mutex<(lane: Lane, stopped: Bool)>((Lane(), false))
+        private let state = Mutex<(jobs: [Job], head: Int, stopped: Bool)>(([], 0, false))
         /// Signalled once per job submitted (and on stop): a worker waiting takes it.
         let wake = DispatchSemaphore(value: 0)
         /// Jobs submitted and not finished.
@@ -266,35 +267,29 @@ public final class DatabaseQueue: Sendable {
         /// Whether saves waiting together are handed out together, for one group commit.
         private let groupsSaves: Bool
 
-        private struct Lane {
-            var jobs: [Job] = []
-            var head = 0
-            var isEmpty: Bool { head == jobs.count }
-            mutating func append(_ job: Job) { jobs.append(job) }
-            /// The next job, or (`grouping`) every save at the head, ``DatabaseQueue/maxGroup`` at most.
-            mutating func take(grouping: Bool) -> ArraySlice<Job> {
-                guard head < jobs.count else { return [] }
-                var end = head + 1
-                if grouping, case .save = jobs[head] {
-                    while end < jobs.count, end - head < DatabaseQueue.maxGroup, case .save = jobs[end] { end += 1 }
-                }
-                let taken = jobs[head..<end]
-                head = end
-                if head == jobs.count { (jobs, head) = ([], 0) }
-                return taken
-            }
-        }
-
         init(groupsSaves: Bool) { self.groupsSaves = groupsSaves }
 
         func submit(_ job: Job) {
             pending.add(1, ordering: .relaxed)
-            state.withLock { $0.lane.append(job) }
+            state.withLock { $0.jobs.append(job) }
             wake.signal()
         }
 
-        /// The next job or group (see ``Lane/take(grouping:)``).
-        func next() -> ArraySlice<Job> { state.withLock { $0.lane.take(grouping: groupsSaves) } }
+        /// The next job, or (`groupsSaves`) every save waiting at the head of the line, in order
+        /// (``DatabaseQueue/maxGroup`` at most).
+        func next() -> ArraySlice<Job> {
+            state.withLock { s -> ArraySlice<Job> in
+                guard s.head < s.jobs.count else { return [] }
+                var end = s.head + 1
+                if groupsSaves, case .save = s.jobs[s.head] {
+                    while end < s.jobs.count, end - s.head < DatabaseQueue.maxGroup, case .save = s.jobs[end] { end += 1 }
+                }
+                let taken = s.jobs[s.head..<end]
+                s.head = end
+                if s.head == s.jobs.count { (s.jobs, s.head) = ([], 0) }
+                return taken
+            }
+        }
 
         func finished(_ count: Int) { pending.subtract(count, ordering: .relaxed) }
 
@@ -306,7 +301,7 @@ public final class DatabaseQueue: Sendable {
 
         /// Whether the line is stopped and empty; a worker that sees it passes the news on.
         var isDone: Bool {
-            let done = state.withLock { $0.stopped && $0.lane.isEmpty }
+            let done = state.withLock { $0.stopped && $0.head == $0.jobs.count }
             if done { wake.signal() }
             return done
         }
