@@ -255,8 +255,12 @@ public struct ServiceConfiguration: Sendable {
 
         /// The migrations of the configured database's dialect.
         public func migrations() throws -> [Migration] {
-            let dialect: Storage.Database.Dialect = if case .postgresql? = location { .postgresql } else { .sqlite }
-            return try Migration.load(from: Migration.directory(for: dialect, under: migrationsDirectory))
+            try migrations(for: location.map { if case .postgresql = $0 { .postgresql } else { .sqlite } } ?? .sqlite)
+        }
+
+        /// The migrations of `dialect`, under ``migrationsDirectory``.
+        public func migrations(for dialect: Storage.Database.Dialect) throws -> [Migration] {
+            try Migration.load(from: Migration.directory(for: dialect, under: migrationsDirectory))
         }
 
         /// Opens the configured database for the service: SQLite's writer and readers, or pools of

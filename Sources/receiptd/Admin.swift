@@ -218,17 +218,13 @@ struct CopyData: AsyncParsableCommand {
                 throw ExitCode.failure
             }
             let source = try Database(path: path, busyTimeout: config.database.busyTimeout, readOnly: true)
-            let sqliteMigrations = Migrator(
-                migrations: try Migration.load(
-                    from: Migration.directory(for: .sqlite, under: config.database.migrationsDirectory)))
+            let sqliteMigrations = Migrator(migrations: try config.database.migrations(for: .sqlite))
             guard try sqliteMigrations.status(of: source).pending.isEmpty else {
                 printError("receiptd: copy-data: \(path) has pending migrations: run `receiptd migrate` on it first")
                 throw ExitCode.failure
             }
             let target = try Database(postgresURL: url)
-            let postgresMigrations = try Migration.load(
-                from: Migration.directory(for: .postgresql, under: config.database.migrationsDirectory))
-            for migration in try Migrator(migrations: postgresMigrations).migrate(target) {
+            for migration in try Migrator(migrations: try config.database.migrations(for: .postgresql)).migrate(target) {
                 print("applied \(migration.name) to PostgreSQL")
             }
             let tables = try DataCopy(from: source, to: target).run()
