@@ -104,7 +104,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "CSQLite", "CPostgreSQL", "Identifiers", "Entitlements",
+                "CSQLite", "CPostgreSQL", "Identifiers", "Entitlements", "JSON",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

@@ -127,6 +127,19 @@ public final class Database {
     /// Changes whenever *another* connection, in this process or any other, commits to the file
     /// (sqlite.org/pragma.html#pragma_data_version); never for this connection's own commits.
     /// SQLite only: PostgreSQL's connections hear of others' commits another way.
+    /// After an ``Erasure`` (SQLite): moves every committed page from the WAL into the file and
+    /// empties the WAL (`wal_checkpoint(TRUNCATE)`, waiting up to the busy timeout for readers of
+    /// older snapshots; throws if one outlasts it), so the pages as they were before the erasure are no longer in either.
+    /// Nothing to do on PostgreSQL (see README "Privacy").
+    public func scrubAfterErasure() throws(StorageError) {
+        guard dialect == .sqlite else { return }
+        // (busy, WAL frames, frames checkpointed): busy 0 is a whole checkpoint and an empty WAL.
+        // A busy one has waited for the readers as long as the busy timeout.
+        let q = try prepare("PRAGMA wal_checkpoint(TRUNCATE)")
+        guard try q.step(), q.int(0) != 0 else { return }
+        throw StorageError(.sqlite, "the WAL could not be emptied after an erasure: a reader held an older snapshot")
+    }
+
     public func dataVersion() throws(StorageError) -> Int64 {
         guard dialect == .sqlite else { throw StorageError(.postgres, "data_version is SQLite's") }
         return try scalarInt("PRAGMA data_version") ?? 0

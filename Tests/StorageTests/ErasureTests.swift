@@ -1,0 +1,174 @@
+import Entitlements
+import Foundation
+import Identifiers
+import ReceiptTesting
+import Testing
+
+@testable import Storage
+
+@Suite("Erasing a person's rows")
+struct ErasureTests {
+    /// User n's purchase; `padding` grows its stored texts, so rewritten rows move in their pages.
+    private func facts(_ n: Int, padding: Int = 0) -> VerifiedFacts {
+        VerifiedFacts(
+            environment: "sandbox",
+            purchases: [
+                Stated(
+                    Purchase(
+                        transactionID: "t\(n)", originalTransactionID: "o\(n)", productID: "monthly", purchaseDate: 1000,
+                        originalPurchaseDate: 1000, expiresDate: 2000, environment: "sandbox", subscriptionGroupID: "g"),
+                    bundleID: "com.x", rawJSON: #"{"transaction_id":"t\#(n)","p":"\#(String(repeating: "p", count: padding))"}"#)
+            ],
+            renewals: [
+                Stated(Renewal(originalTransactionID: "o\(n)", autoRenewStatus: true, environment: "sandbox"), rawJSON: "{}")
+            ],
+            latestReceipt: "RECEIPT-OF-\(n)" + String(repeating: "=", count: padding))
+    }
+
+    /// Five users with a purchase each, a verification, a notification and an event each; `thief`
+    /// took o3 from user3 (a transfer, and an event about it naming user3); user1 has a webhook.
+    private func seeded(_ dialect: Database.Dialect) async throws -> Database {
+        let db = try await migratedDatabase(dialect)
+        let receipts = ReceiptStore(db)
+        for n in 0..<5 {
+            _ = try receipts.save(facts(n), for: "user\(n)", now: Int64(n))
+            try receipts.log(
+                VerificationLogEntry(
+                    appUserID: "user\(n)", environment: "sandbox", appleStatus: 0, outcome: "valid", attempts: 1, latencyMs: 5),
+                at: Int64(n))
+            _ = try NotificationStore(db).insert(
+                NotificationRecord(
+                    dedupeKey: "k\(n)", version: 2, type: "DID_RENEW", originalTransactionID: "o\(n)", appUserID: "user\(n)",
+                    outcome: "applied", signedAt: 5, receivedAt: 10, body: #"{"about":"user\#(n)","o":"o\#(n)"}"#))
+            _ = try EventStore(db).replace(
+                [
+                    EventRecord(
+                        key: "purchase:t\(n)", type: "initial_purchase", at: 5, productID: "monthly",
+                        originalTransactionID: "o\(n)", transactionID: "t\(n)", factsJSON: #"{"user":"user\#(n)"}"#)
+                ], for: "user\(n)", originals: [Identifier("o\(n)")], now: 7)
+        }
+        _ = try receipts.save(facts(3), for: "thief", now: 99)
+        _ = try EventStore(db).replace(
+            [
+                EventRecord(
+                    key: "transfer:o3", type: "transferred_in", at: 99, productID: "monthly", originalTransactionID: "o3",
+                    transactionID: nil, factsJSON: #"{"from_app_user_id":"user3","to_app_user_id":"thief"}"#)
+            ], for: "thief", originals: ["o3"], now: 99)
+        try WebhookStore(db).enqueue(
+            WebhookMessage(
+                id: "evt_1", appUserID: "user1", version: 1, type: "renewal", bundleID: "com.x", body: #"{"u":"user1"}"#,
+                createdAt: 7),
+            to: ["crm"], now: 7)
+        try WebhookStore(db).enqueue(
+            WebhookMessage(
+                id: "evt_t", appUserID: "thief", version: 1, type: "transferred_in", bundleID: "com.x",
+                body: #"{"event":{"from_app_user_id":"user3"}}"#, createdAt: 99),
+            to: ["crm"], now: 99)
+        return db
+    }
+
+    /// Every (table, row) whose text anywhere contains `needle`.
+    private func mentions(of needle: String, in db: Database) throws -> [String] {
+        var found: [String] = []
+        for table in DataCopy.tables {
+            let names =
+                db.dialect == .sqlite
+                ? "SELECT name FROM pragma_table_info('\(table)')"
+                : "SELECT column_name FROM information_schema.columns WHERE table_name = '\(table)'"
+            let q = try db.prepare(names)
+            var columns: [String] = []
+            while try q.step() { columns.append(q.text(0)!) }
+            for column in columns {
+                let n = try db.scalarInt("SELECT count(*) FROM \(table) WHERE CAST(\(column) AS TEXT) LIKE '%\(needle)%'") ?? 0
+                if n > 0 { found.append("\(table).\(column): \(n)") }
+            }
+        }
+        return found
+    }
+
+    @Test(arguments: await testDialects())
+    func everyRowNamingThePersonOrTheirPurchasesGoesOrIsBlanked(_ dialect: Database.Dialect) async throws {
+        let db = try await seeded(dialect)
+        #expect(try !mentions(of: "user1", in: db).isEmpty)
+        let before = try ReceiptStore(db).subscriber("user2")
+        let outcome = try db.transaction { try Erasure(db).erase(["user1"], by: "key:abc", at: 500) }
+        #expect(outcome.found)
+        #expect(try mentions(of: "user1", in: db) == [])
+        // Its purchase with everything about it: the receipt string too.
+        #expect(try mentions(of: "RECEIPT-OF-1", in: db) == [])
+        #expect(try mentions(of: "o1", in: db) == [])
+        #expect(outcome.rows["transactions"] == 1 && outcome.rows["subscribers"] == 1 && outcome.rows["webhook_deliveries"] == 1)
+        // The notification is a tombstone: its dedupe key still known, nothing of its content left.
+        let tombstone = try NotificationStore(db).find(dedupeKey: "k1")
+        #expect(tombstone?.outcome == "erased" && tombstone?.body == "" && tombstone?.appUserID == nil)
+        #expect(outcome.rows["notifications"] == 1)
+        // Other users are untouched; the audit row says how many rows, not whose.
+        #expect(try ReceiptStore(db).subscriber("user2") == before)
+        #expect(try mentions(of: "user2", in: db).count > 3)
+        #expect(try db.scalarInt("SELECT rows FROM erasures WHERE by_key = 'key:abc' AND at = 500") == Int64(outcome.total))
+    }
+
+    @Test(arguments: await testDialects())
+    func anotherUsersHistoryOfAPurchaseTheyTookKeepsItsShapeWithoutTheName(_ dialect: Database.Dialect) async throws {
+        let db = try await seeded(dialect)
+        let thiefEvents = try EventStore(db).page(for: "thief", limit: 10, before: nil).count
+        let outcome = try db.transaction { try Erasure(db).erase(["user3"], by: "cli", at: 500) }
+        #expect(try mentions(of: "user3", in: db) == [])
+        #expect(outcome.othersChanged == ["thief"])
+        // thief still holds o3; its transfer reads as from an erased user, in the rows and the events.
+        #expect(try ReceiptStore(db).owner(of: "o3") == "thief")
+        #expect(try db.scalarInt("SELECT count(*) FROM ownership_transfers WHERE from_app_user_id = '(erased)'") == 1)
+        #expect(try EventStore(db).page(for: "thief", limit: 10, before: nil).count == thiefEvents)
+        #expect(try mentions(of: "(erased)", in: db).contains { $0.hasPrefix("events.facts_json") })
+        #expect(try mentions(of: "(erased)", in: db).contains { $0.hasPrefix("webhook_messages.body") })
+        // The purchase is thief's, so it stays; user3 held nothing else.
+        #expect(outcome.rows["transactions"] == nil)
+    }
+
+    @Test(arguments: await testDialects())
+    func anIdNeverStoredErasesNothing(_ dialect: Database.Dialect) async throws {
+        let db = try await seeded(dialect)
+        let outcome = try db.transaction { try Erasure(db).erase(["nobody"], by: "cli", at: 500) }
+        #expect(!outcome.found && outcome.total == 0)
+    }
+
+    @Test func onSQLiteThePersonsBytesAreGoneFromTheFileAndItsWAL() async throws {
+        try await withScratchDirectory("receiptd-erasure") { dir in
+            let path = dir + "/db.sqlite"
+            do {
+                let db = try Database(path: path)
+                _ = try Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(db)
+                let receipts = ReceiptStore(db)
+                // Written, rewritten and partly deleted over time, as a live database is, with
+                // others' rows around it, before and after.
+                for round in 0..<20 {
+                    for n in 0..<40 {
+                        try db.transaction {
+                            _ = try receipts.save(
+                                facts(n, padding: (round * 37 + n * 11) % 300), for: "user\(n)", now: Int64(round))
+                            try receipts.log(
+                                VerificationLogEntry(
+                                    appUserID: "user\(n)", environment: "sandbox", appleStatus: 0, outcome: "valid",
+                                    attempts: 1, latencyMs: 5), at: Int64(round))
+                            _ = try receipts.settle(
+                                "user\(n)", hash: "h\(round)", derivedFrom: 1, version: Int64(round), now: Int64(round))
+                        }
+                    }
+                    try db.execute("DELETE FROM verifications WHERE at < \(round - 2)")
+                    if round % 5 == 0 { _ = try db.scalarText("PRAGMA wal_checkpoint(PASSIVE)") }
+                }
+                let raw = { (file: String) in (try? Data(contentsOf: URL(fileURLWithPath: file))) ?? Data() }
+                #expect(
+                    raw(path).range(of: Data("user17".utf8)) != nil || raw(path + "-wal").range(of: Data("user17".utf8)) != nil)
+                _ = try db.transaction { try Erasure(db).erase(["user17"], by: "cli", at: 100) }
+                try db.scrubAfterErasure()
+                for file in [path, path + "-wal"] {
+                    let bytes = raw(file)
+                    #expect(bytes.range(of: Data("user17".utf8)) == nil, "\(file)")
+                    #expect(bytes.range(of: Data("RECEIPT-OF-17".utf8)) == nil, "\(file)")
+                }
+                #expect(raw(path).range(of: Data("RECEIPT-OF-16".utf8)) != nil)  // others stay
+            }
+        }
+    }
+}
