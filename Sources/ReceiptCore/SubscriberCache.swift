@@ -68,7 +68,7 @@ package final class SubscriberCache: Sendable {
                 guard state.recent.forgotten <= sequence else { return }
                 for change in state.recent.changes.reversed() {
                     if change.sequence <= sequence { break }
-                    if change.user == key { return }
+                    if change.user == key || change.user == Self.everyone { return }
                 }
             }
             if state.entries.count >= capacity, state.entries[key] == nil { state.entries.remove(at: state.entries.startIndex) }
@@ -81,7 +81,11 @@ package final class SubscriberCache: Sendable {
         state.withLock { state in
             for change in changes {
                 let key = Identifier(change.appUserID)
-                if let entry = state.entries[key], entry.sequence < change.sequence { state.entries[key] = nil }
+                if change.appUserID == ChangeLog.everyone {
+                    state.entries = state.entries.filter { $0.value.sequence >= change.sequence }
+                } else if let entry = state.entries[key], entry.sequence < change.sequence {
+                    state.entries[key] = nil
+                }
                 state.recent.changes.append((change.sequence, key))
                 state.recent.heard = max(state.recent.heard, change.sequence)
             }
@@ -103,6 +107,9 @@ package final class SubscriberCache: Sendable {
             state.recent.forgotten = state.recent.heard
         }
     }
+
+    /// ``ChangeLog/everyone``'s key: a change every entry heeds.
+    private static let everyone = Identifier(ChangeLog.everyone)
 
     /// Follows `database`'s change log from now on.
     package func follow(_ database: DatabaseQueue) {

@@ -41,6 +41,14 @@ struct APIAuth: Sendable {
         return header[...].utf8.dropFirst(7)
     }
 
+    /// Who asked, for an audit row: "key:" and the first 12 hex digits of the SHA-256 of the
+    /// request's bearer key (never the key), "key:none" without one.
+    static func fingerprint(_ request: HTTPRequest) -> String {
+        guard let key = bearerKey(request) else { return "key:none" }
+        let digest = SHA256.hash(data: Array(key))
+        return "key:" + digest.prefix(6).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
     /// Returns when `access` lets the request through; else throws 401 (no or an unknown key) or
     /// 403 (a public key where a secret one is needed).
     func require(_ access: Access, _ request: HTTPRequest) throws(APIError) {

@@ -32,6 +32,7 @@ public final class Application: Sendable {
     /// The use cases, for the CLI and for tests that call them without HTTP.
     package let verifyPurchase: VerifyPurchase
     package let readSubscriber: ReadSubscriber
+    package let eraseSubscriber: EraseSubscriber
     package let ingestNotification: IngestNotification
     package let listings: Listings
     package let support: AppStoreSupport
@@ -41,7 +42,8 @@ public final class Application: Sendable {
         configuration: ServiceConfiguration, database: DatabaseQueue, migrator: Migrator, server: HTTPServer,
         transport: CurlMultiTransport, refresher: Refresher, catchUp: NotificationCatchUp, webhooks: WebhookDispatcher,
         webhookTransport: CurlMultiTransport, documentCache: SubscriberCache,
-        verifyPurchase: VerifyPurchase, readSubscriber: ReadSubscriber, ingestNotification: IngestNotification,
+        verifyPurchase: VerifyPurchase, readSubscriber: ReadSubscriber, eraseSubscriber: EraseSubscriber,
+        ingestNotification: IngestNotification,
         listings: Listings, support: AppStoreSupport, logger: Logger
     ) {
         self.catchUp = catchUp
@@ -59,6 +61,7 @@ public final class Application: Sendable {
         self.documentCache = documentCache
         self.verifyPurchase = verifyPurchase
         self.readSubscriber = readSubscriber
+        self.eraseSubscriber = eraseSubscriber
         self.logger = logger
     }
 
@@ -128,6 +131,7 @@ public final class Application: Sendable {
             monotonic: monotonic)
         let readSubscriber = ReadSubscriber(
             database: database, state: state, cache: documentCache, logger: logger, clock: clock)
+        let eraseSubscriber = EraseSubscriber(database: database, logger: logger, clock: clock)
         let consumption =
             settings.consumption.enabled
             ? serverAPI.map {
@@ -158,8 +162,9 @@ public final class Application: Sendable {
             settings: hooks, database: database, doorbell: doorbell, logger: logger, clock: clock)
         let routes = Routes(
             database: database, migrator: migrator, auth: apiAuth(configuration, logger: logger),
-            verifyPurchase: verifyPurchase, readSubscriber: readSubscriber, ingestNotification: ingestNotification,
-            listings: listings, support: support, webhooks: webhookOperations, appStore: client,
+            verifyPurchase: verifyPurchase, readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber,
+            ingestNotification: ingestNotification, listings: listings, support: support, webhooks: webhookOperations,
+            appStore: client,
             limiter: RateLimiter(configuration.limits), telemetry: telemetry, documentCache: documentCache,
             metricsRequireKey: configuration.api.metricsRequireKey,
             openAPI: openAPIDocument(configuration.openAPIFile, logger: logger), logger: logger, clock: clock)
@@ -174,8 +179,8 @@ public final class Application: Sendable {
             configuration: configuration, database: database, migrator: migrator, server: server, transport: transport,
             refresher: refresher, catchUp: catchUp, webhooks: webhooks, webhookTransport: webhookTransport,
             documentCache: documentCache, verifyPurchase: verifyPurchase,
-            readSubscriber: readSubscriber, ingestNotification: ingestNotification, listings: listings, support: support,
-            logger: logger)
+            readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber, ingestNotification: ingestNotification,
+            listings: listings, support: support, logger: logger)
     }
 
     private static func breaker(_ policy: CircuitBreaker.Policy, logger: Logger) -> SharedCircuitBreaker {

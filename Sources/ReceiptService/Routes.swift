@@ -16,6 +16,7 @@ struct Routes: Sendable {
     let auth: APIAuth
     let verifyPurchase: VerifyPurchase
     let readSubscriber: ReadSubscriber
+    let eraseSubscriber: EraseSubscriber
     let ingestNotification: IngestNotification
     let listings: Listings
     let support: AppStoreSupport
@@ -86,6 +87,11 @@ struct Routes: Sendable {
                 let explain = try Requests.explain(request)
                 return Responses.document(try await readSubscriber.document(user), explain: explain, request: request)
             })
+        // Erasure on a person's request (GDPR art. 17): every row under the id, the bytes scrubbed.
+        api.on(.delete, "/v1/subscribers/{app_user_id}", access: .secretKey) { [eraseSubscriber] request, context in
+            let user = try Requests.appUserID(in: context)
+            return Responses.erased(user, try await eraseSubscriber(user, by: APIAuth.fingerprint(request)))
+        }
         // A backend reads a subscriber's lifecycle events, newest first.
         api.on(.get, "/v1/subscribers/{app_user_id}/events", access: .secretKey) { [readSubscriber] request, context in
             let user = try Requests.appUserID(in: context)

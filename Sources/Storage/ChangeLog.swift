@@ -28,6 +28,11 @@ public struct ChangeLog {
         db.noteChange(appUserID)
     }
 
+    /// The "app user id" of a change to every subscriber, which no app user id can be: followers
+    /// forget everything they hold. An ``Erasure`` appends it, since its own change may not name
+    /// whom it erased.
+    public static let everyone = ""
+
     /// The PostgreSQL channel changes are notified on: the payload is the app user id.
     public static let notifyChannel = "receiptd_changes"
 

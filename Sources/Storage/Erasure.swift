@@ -96,6 +96,9 @@ public struct Erasure {
         note("events", try rename(ids, in: "events", column: "facts_json", where: "original_transaction_id", elsewhere))
         note("webhook_messages", try rename(ids, in: "webhook_messages", column: "body", where: "app_user_id", others))
         outcome.othersChanged = others
+        // Caches forget: every entry (the change may not name whom), and the others' views of their history.
+        try ReceiptStore(db).factsChanged(others, at: now)
+        try ChangeLog(db).append(ChangeLog.everyone, at: now)
         try db.cached("INSERT INTO erasures (at, by_key, rows) VALUES (?, ?, ?)")
             .bind([now, asker, Int64(outcome.total)]).run()
         return outcome

@@ -1,0 +1,50 @@
+import Clocks
+import Logging
+import Storage
+
+/// Erase a person (GDPR art. 17, CCPA): everything stored under their app user id, in one
+/// transaction (``Erasure``), then the database file scrubbed of the pages as they were
+/// (``Database/scrubAfterErasure()``); caches forget through the change log. The
+/// `DELETE /v1/subscribers/{id}` route and `receiptd erase` call it.
+package struct EraseSubscriber: Sendable {
+    let database: DatabaseQueue
+    let logger: Logger
+    let clock: WallClock
+
+    package init(database: DatabaseQueue, logger: Logger, clock: WallClock) {
+        self.database = database
+        self.logger = logger
+        self.clock = clock
+    }
+
+    /// Erases `appUserID`; `asker` is recorded in the audit row (a key's fingerprint, or "cli").
+    /// Throws ``ReceiptError/subscriberNotFound`` (and records nothing) for an id never stored.
+    package func callAsFunction(_ appUserID: String, by asker: String) async throws(ReceiptError) -> Erasure.Outcome {
+        let now = clock.now()
+        let outcome: Erasure.Outcome
+        do {
+            outcome = try await database.write(durable: true) { db in
+                let outcome = try Erasure(db).erase([appUserID], by: asker, at: now)
+                guard outcome.found else { throw NotStored() }
+                return outcome
+            }
+        } catch is NotStored {
+            throw .subscriberNotFound
+        } catch {
+            logger.error("an erasure failed; nothing was erased", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+        do {
+            try await database.run { db in try db.scrubAfterErasure() }
+        } catch {
+            // The rows are gone; old copies of their pages may linger in the WAL until the next
+            // full checkpoint. Said, not hidden: the audit row stands, the caller learns it.
+            logger.error("an erasure's WAL checkpoint did not complete", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+        logger.notice("a subscriber was erased", metadata: ["rows": "\(outcome.total)", "by": "\(asker)"])
+        return outcome
+    }
+
+    private struct NotStored: Error {}
+}
