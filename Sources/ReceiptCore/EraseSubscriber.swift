@@ -1,4 +1,5 @@
 import Clocks
+import JSON
 import Logging
 import Storage
 
@@ -47,4 +48,15 @@ package struct EraseSubscriber: Sendable {
     }
 
     private struct NotStored: Error {}
+}
+
+extension Erasure.Outcome {
+    /// The answer to an erasure (the API's and `receiptd erase`'s): that it happened, how many
+    /// rows it took, per table.
+    package func json(_ appUserID: String) -> JSONValue {
+        .object([
+            "app_user_id": .string(appUserID), "erased": .bool(true), "rows": .int(Int64(total)),
+            "tables": .object(strings: rows.mapValues { .int(Int64($0)) }),
+        ])
+    }
 }

@@ -177,13 +177,7 @@ enum Responses {
 
     /// POST /v1/subscribers/{id}/extend.
     /// DELETE /v1/subscribers/{id}: that it happened and how many rows it took, per table.
-    static func erased(_ appUserID: String, _ outcome: Erasure.Outcome) -> HTTPResponse {
-        .json(
-            .object([
-                "app_user_id": .string(appUserID), "erased": .bool(true), "rows": .int(Int64(outcome.total)),
-                "tables": .object(strings: outcome.rows.mapValues { .int(Int64($0)) }),
-            ]))
-    }
+    static func erased(_ appUserID: String, _ outcome: Erasure.Outcome) -> HTTPResponse { .json(outcome.json(appUserID)) }
 
     static func extended(_ e: AppStoreSupport.Extended) -> HTTPResponse {
         .json(

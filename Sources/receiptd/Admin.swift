@@ -59,6 +59,24 @@ struct Subscriber: AsyncParsableCommand {
     }
 }
 
+/// `receiptd erase ID`: what `DELETE /v1/subscribers/{id}` does, from the command line (the
+/// audit row says "cli"). Safe while receiptd serves: the serving processes hear the change.
+struct Erase: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Erase everything stored under an app_user_id (GDPR art. 17), then scrub the database file.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The app_user_id.") var appUserID: String
+
+    func run() async throws {
+        let (config, _) = try await options.load()
+        try await Admin.withApplication(config) { app throws(ReceiptError) in
+            try await app.eraseSubscriber(appUserID, by: "cli")
+        } print: { [appUserID] outcome in
+            outcome.json(appUserID)
+        }
+    }
+}
+
 /// `receiptd backup PATH`: a consistent copy of the database while receiptd serves.
 struct Backup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

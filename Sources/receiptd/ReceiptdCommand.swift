@@ -7,14 +7,15 @@ import ReceiptCore
 import ReceiptService
 import Storage
 
-/// `receiptd`: serve (default), migrate, rederive, verify, subscriber, backup, backfill, check-config, copy-data, simulate, version.
+/// `receiptd`: serve (default), migrate, rederive, verify, subscriber, erase, backup, backfill, check-config, copy-data, simulate, version.
 @main
 struct ReceiptdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receiptd",
         abstract: "Self-hosted App Store receipt validation and entitlements.",
         subcommands: [
-            Serve.self, Migrate.self, Rederive.self, Verify.self, Subscriber.self, Backup.self, Backfill.self, CheckConfig.self,
+            Serve.self, Migrate.self, Rederive.self, Verify.self, Subscriber.self, Erase.self, Backup.self, Backfill.self,
+            CheckConfig.self,
             CopyData.self, Simulate.self, WebhookSinkCommand.self,
             Version.self,
         ],

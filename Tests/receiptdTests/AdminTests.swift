@@ -41,6 +41,29 @@ struct AdminTests {
         #expect(absent.status == 1 && absent.stderr.contains("cannot read"))
     }
 
+    @Test func eraseRemovesASubscriberAndSaysSoOnce() async throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/receipt.txt"
+        try simulatedReceipt("active_monthly:erase-cli").write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try await run(["verify", "--receipt", file, "--user", "eve-7c1"], environment: env).status == 0)
+        let receipt = Data(simulatedReceipt("active_monthly:erase-cli").utf8)
+        func stored(_ needle: Data) -> Bool {
+            ["/db.sqlite", "/db.sqlite-wal"].contains { name in
+                ((try? Data(contentsOf: URL(fileURLWithPath: dir + name))) ?? Data()).range(of: needle) != nil
+            }
+        }
+        #expect(stored(receipt) && stored(Data("eve-7c1".utf8)))
+        let erased = try await run(["erase", "eve-7c1"], environment: env)
+        #expect(erased.status == 0, "\(erased.stderr)")
+        #expect(object(erased.stdout)?["erased"] as? Bool == true && (object(erased.stdout)?["rows"] as? Int ?? 0) > 5)
+        let read = try await run(["subscriber", "eve-7c1"], environment: env)
+        #expect(read.status == 1 && read.stderr.contains("subscriber_not_found"))
+        let again = try await run(["erase", "eve-7c1"], environment: env)
+        #expect(again.status == 1 && again.stderr.contains("subscriber_not_found"))
+        // The person's receipt and id are in neither the file nor its WAL.
+        #expect(!stored(receipt) && !stored(Data("eve-7c1".utf8)))
+    }
+
     @Test func aBinaryReceiptFileIsSentAsBase64() async throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let file = dir + "/receipt.bin"
