@@ -10,11 +10,32 @@ public struct Facts: Sendable, Equatable {
     public var renewals: [RenewalObservation]
     /// Changes of holder of the user's purchases, to them or away from them.
     public var transfers: [Transfer]
+    /// The user's other ids (aliases), each with when it joined them.
+    public var aliases: [Alias]
 
-    public init(purchases: [Purchase], renewals: [RenewalObservation] = [], transfers: [Transfer] = []) {
+    public init(
+        purchases: [Purchase], renewals: [RenewalObservation] = [], transfers: [Transfer] = [], aliases: [Alias] = []
+    ) {
         self.purchases = purchases
         self.renewals = renewals
         self.transfers = transfers
+        self.aliases = aliases
+    }
+
+    /// Whether `appUserID` is the user (`canonical`) or one of their aliases, by exact bytes.
+    public func isSelf(_ appUserID: String, canonical: String) -> Bool {
+        appUserID.isExactly(canonical) || aliases.contains { $0.appUserID.isExactly(appUserID) }
+    }
+}
+
+/// Another id of a user: since `at`, reads and writes under `appUserID` reach the user.
+public struct Alias: Sendable, Equatable {
+    public var appUserID: String
+    public var at: Int64
+
+    public init(appUserID: String, at: Int64) {
+        self.appUserID = appUserID
+        self.at = at
     }
 }
 
@@ -177,6 +198,7 @@ extension Facts {
             if let grace = r.renewal.gracePeriodExpiresDate { all.append(grace) }
         }
         for t in transfers { all.append(t.at) }
+        for a in aliases { all.append(a.at) }
         return all
     }
 
@@ -198,6 +220,7 @@ extension Facts {
             facts.renewals[i].renewal.gracePeriodExpiresDate = pin(renewals[i].renewal.gracePeriodExpiresDate)
         }
         for i in facts.transfers.indices { facts.transfers[i].at = pin(transfers[i].at) }
+        for i in facts.aliases.indices { facts.aliases[i].at = pin(aliases[i].at) }
         return facts
     }
 }

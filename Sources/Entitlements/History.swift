@@ -16,6 +16,8 @@ public struct LifecycleEvent: Sendable, Equatable {
         case expiration
         case refund
         case transfer
+        /// Another id joined the user (an alias): the facts name `alias_app_user_id`; no product.
+        case merge
     }
 
     public var key: String
@@ -84,7 +86,11 @@ public enum History {
                             ].compactMap { $0 }))
             }
         }
-        for t in facts.transfers where t.from != nil && (t.to.isExactly(appUserID) || t.from?.isExactly(appUserID) == true) {
+        // A move between two of the user's own ids (a merge) is not a transfer: the merge event tells it.
+        for t in facts.transfers {
+            guard let from = t.from else { continue }
+            let (toSelf, fromSelf) = (facts.isSelf(t.to, canonical: appUserID), facts.isSelf(from, canonical: appUserID))
+            guard toSelf != fromSelf else { continue }
             let product =
                 t.productID ?? facts.purchases.first { $0.originalTransactionID.isExactly(t.originalTransactionID) }?.productID
                 ?? ""
@@ -94,8 +100,14 @@ public enum History {
                     originalTransactionID: t.originalTransactionID, transactionID: nil,
                     facts: [
                         Fact("from_app_user_id", .text(t.from ?? "")), Fact("to_app_user_id", .text(t.to)),
-                        Fact("direction", .text(t.to.isExactly(appUserID) ? "in" : "out")),
+                        Fact("direction", .text(toSelf ? "in" : "out")),
                     ]))
+        }
+        for alias in facts.aliases {
+            events.append(
+                LifecycleEvent(
+                    key: "merge:\(alias.appUserID)", kind: .merge, at: alias.at, productID: "", originalTransactionID: "",
+                    transactionID: nil, facts: [Fact("alias_app_user_id", .text(alias.appUserID))]))
         }
         // A state can come back (snapshots disagreeing over time); its event happened the first time.
         var seen: Set<Identifier> = []

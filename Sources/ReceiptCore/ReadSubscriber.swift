@@ -27,7 +27,8 @@ package struct ReadSubscriber: Sendable {
         return cache.entry(appUserID, now: at).map { ($0, at) }
     }
 
-    /// The document as of now, its version brought up to date; fills the cache.
+    /// The document as of now, its version brought up to date; fills the cache. An alias reads as
+    /// the subscriber it names.
     package func document(_ appUserID: String) async throws(ReceiptError) -> SubscriberSnapshot {
         let at = clock.now()
         let read: SubscriberState.Current?
@@ -62,11 +63,12 @@ package struct ReadSubscriber: Sendable {
     /// (an expiration nobody has read yet).
     package func events(_ appUserID: String, limit: Int, before cursor: EventCursor?) async throws(ReceiptError) -> EventPage {
         do {
-            guard try await state.current(appUserID, database: database, now: clock.now()) != nil else {
+            guard let current = try await state.current(appUserID, database: database, now: clock.now()) else {
                 throw ReceiptError.subscriberNotFound
             }
             let before = cursor.map { ($0.at, $0.id) }
-            let rows = try await database.read { db in try EventStore(db).page(for: appUserID, limit: limit + 1, before: before) }
+            let canonical = current.document.appUserID  // an alias lists its subscriber's events
+            let rows = try await database.read { db in try EventStore(db).page(for: canonical, limit: limit + 1, before: before) }
             let page = Array(rows.prefix(limit))
             let next = rows.count > limit ? page.last.map { EventCursor(at: $0.at, id: $0.id) } : nil
             return EventPage(events: page, next: next)

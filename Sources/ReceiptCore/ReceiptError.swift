@@ -41,6 +41,10 @@ package enum ReceiptError: Error, Sendable {
     case webhookDeliveryNotFound
     /// The webhook delivery is being sent right now; ask again when its attempt has ended.
     case webhookDeliveryInFlight
+    /// The alias is already another subscriber's alias.
+    case aliasTaken
+    /// Both ids hold purchases and the ownership policy keeps them apart (``AddAlias``).
+    case mergeConflict
     /// An unexpected fault (storage, an impossible state); details are logged, never answered.
     case internalFault
 
@@ -66,6 +70,8 @@ package enum ReceiptError: Error, Sendable {
         case .webhookEndpointNotFound: "webhook_endpoint_not_found"
         case .webhookDeliveryNotFound: "webhook_delivery_not_found"
         case .webhookDeliveryInFlight: "webhook_delivery_in_flight"
+        case .aliasTaken: "alias_taken"
+        case .mergeConflict: "merge_conflict"
         case .internalFault: "internal_error"
         }
     }
@@ -93,6 +99,9 @@ package enum ReceiptError: Error, Sendable {
         case .webhookEndpointNotFound: "No webhook endpoint has that name (webhooks.endpoints)."
         case .webhookDeliveryNotFound: "No webhook delivery has that id."
         case .webhookDeliveryInFlight: "That delivery is being sent right now; retry when its attempt has ended."
+        case .aliasTaken: "`alias` is already an alias of another subscriber."
+        case .mergeConflict:
+            "Both ids hold purchases and the ownership policy (ownership.policy) keeps one user's purchases from another."
         case .internalFault: "An internal error occurred."
         }
     }

@@ -44,35 +44,50 @@ package final class SubscriberCache: Sendable {
     /// How many recent changes are remembered for documents being read meanwhile.
     static let remembered = 4_096
     /// By the app user id's exact bytes: `Zo\u{EB}` and `Zoe\u{308}` are two users (``Identifier``).
-    private let state = Mutex<(entries: [Identifier: Entry], recent: Recent)>(([:], Recent()))
+    /// `aliases`: the subscriber an alias read as, and the change log's sequence when it did (an
+    /// alias changes only when its subscriber is merged into another or erased, which the change
+    /// log tells).
+    private let state = Mutex<(entries: [Identifier: Entry], aliases: [Identifier: (Identifier, Int64)], recent: Recent)>(
+        ([:], [:], Recent()))
 
     package init(capacity: Int) { self.capacity = capacity }
 
     /// The entry for `appUserID` if it still describes the subscriber at `now`.
     func entry(_ appUserID: String, now: Int64) -> Entry? {
-        guard capacity > 0, let entry = state.withLock({ $0.entries[Identifier(appUserID)] }) else { return nil }
+        let key = Identifier(appUserID)
+        guard capacity > 0,
+            let entry = state.withLock({ state in state.entries[key] ?? state.aliases[key].flatMap { state.entries[$0.0] } })
+        else { return nil }
         guard entry.readAt <= now, now < entry.changesAt else { return nil }
         return entry
     }
 
-    /// Keeps `document`, read in a snapshot whose change log ended at `sequence`, unless a change
-    /// to `appUserID` committed since (or one may have, past what is remembered).
-    func store(_ appUserID: String, document: SubscriberDocument, version: Int64, sequence: Int64, now: Int64) {
+    /// Keeps `document` (its subscriber's, asked for as `requestedID`: their id or an alias), read
+    /// in a snapshot whose change log ended at `sequence`, unless a change to either id committed
+    /// since (or one may have, past what is remembered).
+    func store(_ requestedID: String, document: SubscriberDocument, version: Int64, sequence: Int64, now: Int64) {
         guard capacity > 0 else { return }
         let (head, tail) = document.template(version: version)
         let entry = Entry(
             sequence: sequence, readAt: now, changesAt: document.changesAt ?? .max, version: version, head: head, tail: tail)
-        let key = Identifier(appUserID)
+        let key = Identifier(document.appUserID)
+        let alias = Identifier(requestedID) == key ? nil : Identifier(requestedID)
         state.withLock { state in
             if state.recent.heard > sequence {
                 guard state.recent.forgotten <= sequence else { return }
                 for change in state.recent.changes.reversed() {
                     if change.sequence <= sequence { break }
-                    if change.user == key || change.user == Self.everyone { return }
+                    if change.user == key || change.user == alias || change.user == Self.everyone { return }
                 }
             }
             if state.entries.count >= capacity, state.entries[key] == nil { state.entries.remove(at: state.entries.startIndex) }
             state.entries[key] = entry
+            if let alias {
+                if state.aliases.count >= capacity, state.aliases[alias] == nil {
+                    state.aliases.remove(at: state.aliases.startIndex)
+                }
+                state.aliases[alias] = (key, sequence)
+            }
         }
     }
 
@@ -83,8 +98,10 @@ package final class SubscriberCache: Sendable {
                 let key = Identifier(change.appUserID)
                 if change.appUserID == ChangeLog.everyone {
                     state.entries = state.entries.filter { $0.value.sequence >= change.sequence }
-                } else if let entry = state.entries[key], entry.sequence < change.sequence {
-                    state.entries[key] = nil
+                    state.aliases = state.aliases.filter { $0.value.1 >= change.sequence }
+                } else {
+                    if let entry = state.entries[key], entry.sequence < change.sequence { state.entries[key] = nil }
+                    if let alias = state.aliases[key], alias.1 < change.sequence { state.aliases[key] = nil }
                 }
                 state.recent.changes.append((change.sequence, key))
                 state.recent.heard = max(state.recent.heard, change.sequence)
@@ -102,6 +119,7 @@ package final class SubscriberCache: Sendable {
     func forgetAll(upTo sequence: Int64) {
         state.withLock { state in
             state.entries = [:]
+            state.aliases = [:]
             state.recent.changes = []
             state.recent.heard = max(state.recent.heard, sequence)
             state.recent.forgotten = state.recent.heard

@@ -17,9 +17,11 @@ package struct EntitlementSettings: Sendable {
 }
 
 /// The subscriber document (README "The subscriber document"), built from storage at `now`:
-/// `{"app_user_id", "request_date", "version", "entitlements", "subscriptions", "non_subscriptions"}`.
+/// `{"aliases", "app_user_id", "request_date", "version", "entitlements", "subscriptions", "non_subscriptions"}`.
 /// Times are RFC 3339 UTC strings or null.
 package struct SubscriberDocument: Sendable {
+    /// The subscriber's canonical id (an alias reads as the subscriber it names).
+    package let appUserID: String
     /// Everything but `request_date` and `version`: what the fingerprint covers.
     let content: [Identifier: JSONValue]
     /// FNV-1a 64 of `content`'s canonical JSON, in hex: changes exactly when the content does.
@@ -90,8 +92,10 @@ package struct SubscriberDocument: Sendable {
             nonSubscriptions[Identifier(p.productID), default: []].append(.object(fields))
             explanations.nonSubscriptions[Identifier(p.productID), default: []].append(p.explanation)
         }
+        self.appUserID = appUserID
         content = [
-            "app_user_id": .string(appUserID), "entitlements": .object(entitlements),
+            "app_user_id": .string(appUserID), "aliases": .array(facts.aliases.map { .string($0.appUserID) }),
+            "entitlements": .object(entitlements),
             "subscriptions": .object(subscriptions), "non_subscriptions": .object(nonSubscriptions.mapValues(JSONValue.array)),
         ]
         self.explanations = explanations
@@ -224,8 +228,10 @@ extension EventRecord {
     package var json: JSONValue {
         .object([
             "id": .string(String(id)), "type": .string(type), "at": SubscriberDocument.time(at),
-            "recorded_at": SubscriberDocument.time(recordedAt), "product_id": .string(productID),
-            "original_transaction_id": .string(originalTransactionID),
+            "recorded_at": SubscriberDocument.time(recordedAt),
+            // A merge is about no purchase.
+            "product_id": productID.isEmpty ? .null : .string(productID),
+            "original_transaction_id": originalTransactionID.isEmpty ? .null : .string(originalTransactionID),
             "transaction_id": transactionID.map(JSONValue.string) ?? .null,
             "facts": (try? JSONValue.parse(Array(factsJSON.utf8))) ?? .object([:]),
         ])

@@ -88,14 +88,16 @@ package struct SubscriberState: Sendable {
     /// for `appUserID` (a receipt, a notification, a signed transaction: all alike) unless `policy`
     /// refuses to move a purchase another user holds, and attaches the notifications that were
     /// waiting for a holder of those purchases. `log`, when given, is written in the same
-    /// transaction, even when the save is refused.
+    /// transaction, even when the save is refused. An alias stores for the subscriber it names.
     func store(
-        _ facts: VerifiedFacts, for appUserID: String, policy: OwnershipPolicy, in db: Database, now: Int64,
+        _ facts: VerifiedFacts, for requestedID: String, policy: OwnershipPolicy, in db: Database, now: Int64,
         log: VerificationLogEntry? = nil
     ) throws -> Stored {
         try db.transaction { () throws -> Stored in
             let store = ReceiptStore(db)
-            try store.lock(facts, for: appUserID)  // before the policy reads who holds what
+            try store.lock(facts, for: requestedID)  // before the policy reads who holds what
+            let appUserID = try store.canonical(requestedID)
+            if !appUserID.isExactly(requestedID) { try store.lock(purchases: [], subscriber: appUserID) }
             if let log { try store.log(log, at: now) }
             switch policy {
             case .transfer: break

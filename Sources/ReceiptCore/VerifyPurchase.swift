@@ -238,7 +238,7 @@ package struct VerifyPurchase: Sendable {
             try state.store(record, for: user, policy: policy, in: db, now: at, log: log)
         }
         guard case .stored(_, let changed) = stored else { throw ReceiptError.receiptInUse }
-        try await state.settle(changed.filter { !$0.isExactly(user) }, database: database, now: at)
+        try await state.settle(Array(changed.dropFirst()), database: database, now: at)  // who lost a purchase to them
         guard let current = try await state.current(user, database: database, now: at) else { throw ReceiptError.internalFault }
         return SubscriberSnapshot(document: current.document, version: current.version, now: at)
     }

@@ -33,12 +33,17 @@ package struct WebhookOutbox: Sendable {
         let store = WebhookStore(db)
         var rendered: [UInt8]?  // once, and only if some endpoint takes an event
         var queued = 0
+        let theirApps = Set(bundles.values)
         for event in events {
             // A purchase they no longer hold (a transfer away) is not among theirs: its app from storage.
+            // An event of no purchase (a merge) is about each app they have bought in.
             let bundle =
-                try bundles[Identifier(event.originalTransactionID)]
-                ?? ReceiptStore(db).bundleID(ofOriginal: event.originalTransactionID)
-            let takers = endpoints.filter { $0.accepts(type: event.type, bundleID: bundle) }.map(\.name)
+                event.originalTransactionID.isEmpty
+                ? (theirApps.count == 1 ? theirApps.first : nil)
+                : try bundles[Identifier(event.originalTransactionID)]
+                    ?? ReceiptStore(db).bundleID(ofOriginal: event.originalTransactionID)
+            let apps: [String?] = event.originalTransactionID.isEmpty && !theirApps.isEmpty ? theirApps.sorted() : [bundle]
+            let takers = endpoints.filter { e in apps.contains { e.accepts(type: event.type, bundleID: $0) } }.map(\.name)
             guard !takers.isEmpty else { continue }
             let id = WebhookPayload.messageID(appUserID: subscriber.appUserID, eventKey: event.key)
             let document = rendered ?? document.body(version: version, now: now)

@@ -36,7 +36,7 @@ struct APIError: Error, Sendable {
             retryAfter = 5
         case .serverAPINotConfigured: status = HTTPStatus(code: 501)
         case .orderNotFound, .subscriptionNotFound, .webhookEndpointNotFound, .webhookDeliveryNotFound: status = .notFound
-        case .webhookDeliveryInFlight: status = .conflict
+        case .webhookDeliveryInFlight, .aliasTaken, .mergeConflict: status = .conflict
         case .appStoreRefused: status = .unprocessableContent
         }
         self.status = status

@@ -156,6 +156,15 @@ enum Requests {
             appUserID: appUserID, days: Int(n), reason: reason, originalTransactionID: original, requestID: requestID)
     }
 
+    /// The body of POST /v1/subscribers/{id}/aliases: `{"alias"}`, another app user id.
+    static func alias(_ body: [UInt8]) throws(ReceiptError) -> String {
+        guard let json = try? JSONValue.parse(body), case .object = json else {
+            throw .invalidRequest("The body must be a JSON object.")
+        }
+        guard case .string(let alias)? = json["alias"] else { throw .invalidRequest("`alias` is required: an app user id.") }
+        return try FieldRules.appUserID(alias, field: "alias")
+    }
+
     /// The body of POST /v1/admin/test-notification: `{"bundle_id"?, "environment"?}`, or none.
     static func testNotification(_ body: [UInt8]) throws(ReceiptError) -> (bundleID: String?, environment: AppStoreEnvironment?) {
         guard !body.isEmpty else { return (nil, nil) }

@@ -179,6 +179,17 @@ enum Responses {
     /// DELETE /v1/subscribers/{id}: that it happened and how many rows it took, per table.
     static func erased(_ appUserID: String, _ outcome: Erasure.Outcome) -> HTTPResponse { .json(outcome.json(appUserID)) }
 
+    /// The answer to POST /v1/subscribers/{id}/aliases: whether the ids were merged now (false: they
+    /// already were one), the purchases that moved, and the subscriber's document.
+    static func aliased(_ outcome: AddAlias.Outcome) -> HTTPResponse {
+        .json(
+            .object([
+                "merged": .bool(outcome.merged), "moved": .array(outcome.moved.map(JSONValue.string)),
+                "subscriber": outcome.snapshot.document.rendered(
+                    version: outcome.snapshot.version, now: outcome.snapshot.now, explain: false),
+            ]))
+    }
+
     static func extended(_ e: AppStoreSupport.Extended) -> HTTPResponse {
         .json(
             .object([

@@ -17,6 +17,7 @@ struct Routes: Sendable {
     let verifyPurchase: VerifyPurchase
     let readSubscriber: ReadSubscriber
     let eraseSubscriber: EraseSubscriber
+    let addAlias: AddAlias
     let ingestNotification: IngestNotification
     let listings: Listings
     let support: AppStoreSupport
@@ -91,6 +92,11 @@ struct Routes: Sendable {
         api.on(.delete, "/v1/subscribers/{app_user_id}", access: .secretKey) { [eraseSubscriber] request, context in
             let user = try Requests.appUserID(in: context)
             return Responses.erased(user, try await eraseSubscriber(user, by: APIAuth.fingerprint(request)))
+        }
+        // The app learnt who an anonymous user is, or two accounts are one person: one subscriber.
+        api.on(.post, "/v1/subscribers/{app_user_id}/aliases", access: .secretKey) { [addAlias] request, context in
+            let user = try Requests.appUserID(in: context)
+            return Responses.aliased(try await addAlias(user, alias: try Requests.alias(request.body)))
         }
         // A backend reads a subscriber's lifecycle events, newest first.
         api.on(.get, "/v1/subscribers/{app_user_id}/events", access: .secretKey) { [readSubscriber] request, context in

@@ -41,10 +41,13 @@ public struct Erasure {
 
     public init(_ database: Database) { db = database }
 
-    /// Erases `appUserIDs` (one person: an id and its aliases) in the caller's transaction and
-    /// records it, `by` naming the asker (see Migrations/0011_erasures.sql).
-    public func erase(_ appUserIDs: [String], by asker: String, at now: Int64) throws -> Outcome {
-        let ids = Array(Set(appUserIDs)).sorted()
+    /// Erases the person `appUserID` names (their canonical id and every alias, whichever of them
+    /// is given) in the caller's transaction and records it, `by` naming the asker (see
+    /// Migrations/0011_erasures.sql).
+    public func erase(_ appUserID: String, by asker: String, at now: Int64) throws -> Outcome {
+        let store = ReceiptStore(db)
+        let canonical = try store.canonical(appUserID)
+        let ids = Array(Set([canonical] + (try store.aliases(of: canonical).map(\.appUserID)))).sorted()
         let originals = try held(by: ids)
         let elsewhere = try transferredElsewhere(ids, except: originals)
         try ReceiptStore(db).lock(purchases: originals, subscriber: nil)
@@ -79,7 +82,7 @@ public struct Erasure {
         }
         // The rows keyed by the ids (deliveries before their messages, the subscriber last).
         for table in [
-            "events", "verifications", "shadow_diffs", "changes", "webhook_deliveries", "webhook_messages",
+            "events", "verifications", "shadow_diffs", "changes", "webhook_deliveries", "webhook_messages", "aliases",
             "subscribers",
         ] {
             try run(table, "DELETE FROM \(table) WHERE app_user_id IN", ids)

@@ -28,7 +28,9 @@ public struct EventStore {
         let existing = try db.cached("SELECT \(Self.columns) FROM events WHERE app_user_id = ?").bind([appUserID])
         while try existing.step() {
             let e = Self.event(existing)
-            if originals.contains(Identifier(e.originalTransactionID)) || e.type == "transfer" { stored[Identifier(e.key)] = e }
+            if originals.contains(Identifier(e.originalTransactionID)) || e.type == "transfer" || e.type == "merge" {
+                stored[Identifier(e.key)] = e
+            }
         }
         var changes = Changes()
         let insert = try db.cached(

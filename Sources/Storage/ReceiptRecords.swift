@@ -78,10 +78,12 @@ public struct SubscriberRecord: Sendable, Equatable {
     public var renewals: [Stated<RenewalObservation>]
     /// Every change of holder of those purchases, and of purchases taken away from this subscriber.
     public var transfers: [Transfer]
+    /// Their other ids, oldest first (``Alias``).
+    public var aliases: [Alias]
 
     public init(
         appUserID: String, version: Int64, stateHash: String?, factsRevision: Int64 = 0, derivedRevision: Int64 = 0,
-        purchases: [Stated<Purchase>], renewals: [Stated<RenewalObservation>], transfers: [Transfer]
+        purchases: [Stated<Purchase>], renewals: [Stated<RenewalObservation>], transfers: [Transfer], aliases: [Alias] = []
     ) {
         self.appUserID = appUserID
         self.version = version
@@ -91,12 +93,16 @@ public struct SubscriberRecord: Sendable, Equatable {
         self.purchases = purchases
         self.renewals = renewals
         self.transfers = transfers
+        self.aliases = aliases
     }
 
     /// The facts without their provenance: the derivation's input.
     public var facts: Facts {
-        Facts(purchases: purchases.map(\.fact), renewals: renewals.map(\.fact), transfers: transfers)
+        Facts(purchases: purchases.map(\.fact), renewals: renewals.map(\.fact), transfers: transfers, aliases: aliases)
     }
+
+    /// The canonical id and the aliases: every id the subscriber is known by.
+    public var ids: [String] { [appUserID] + aliases.map(\.appUserID) }
 
     /// The original transaction ids this subscriber holds.
     public var originals: Set<Identifier> { Set(purchases.map { Identifier($0.fact.originalTransactionID) }) }

@@ -125,11 +125,13 @@ public struct ReceiptStore {
         return try q.step() ? q.text(0) : nil
     }
 
-    /// The subscriber an `appAccountToken` points at: one whose id is that UUID (any case), else the
-    /// holder of a purchase made with it.
+    /// The subscriber an `appAccountToken` points at: one whose id or alias is that UUID (any case),
+    /// else the holder of a purchase made with it.
     public func subscriber(forAccountToken token: String) throws -> String? {
         let byID = try db.cached("SELECT app_user_id FROM subscribers WHERE lower(app_user_id) = lower(?) LIMIT 1").bind([token])
         if try byID.step() { return byID.text(0) }
+        let byAlias = try db.cached("SELECT app_user_id FROM aliases WHERE lower(alias) = lower(?) LIMIT 1").bind([token])
+        if try byAlias.step() { return byAlias.text(0) }
         let byPurchase = try db.cached(
             """
             SELECT o.app_user_id FROM transactions t JOIN ownership o ON o.original_transaction_id = t.original_transaction_id
@@ -180,7 +182,9 @@ public struct ReceiptStore {
 
     /// The subscriber, every transaction and renewal snapshot of the purchases they hold, and the
     /// transfers that concern them; nil when unknown.
-    public func subscriber(_ appUserID: String) throws -> SubscriberRecord? {
+    /// An alias reads as the subscriber it names (``SubscriberRecord/appUserID`` is then the canonical id).
+    public func subscriber(_ requestedID: String) throws -> SubscriberRecord? {
+        let appUserID = try canonical(requestedID)
         let head = try db.cached(
             "SELECT version, state_hash, facts_revision, derived_revision FROM subscribers WHERE app_user_id = ?"
         ).bind([appUserID])
@@ -225,19 +229,22 @@ public struct ReceiptStore {
             WHERE o.app_user_id = ?
             """
         ).bind([appUserID])
-        let theirs = try db.cached(
-            """
-            SELECT id, original_transaction_id, from_app_user_id, to_app_user_id, at FROM ownership_transfers
-            WHERE from_app_user_id = ?1 OR to_app_user_id = ?1
-            """
-        ).bind([appUserID])
         var moves: [Int64: Transfer] = [:]
-        for q in [held, theirs] {
+        func collect(_ q: Statement) throws {
             while try q.step() {
                 moves[q.int(0)] = Transfer(
                     originalTransactionID: q.text(1)!, productID: nil, from: q.text(2), to: q.text(3)!, at: q.int(4))
             }
         }
+        try collect(held)
+        let aliases = try self.aliases(of: appUserID)
+        let theirs = try db.cached(
+            """
+            SELECT id, original_transaction_id, from_app_user_id, to_app_user_id, at FROM ownership_transfers
+            WHERE from_app_user_id = ?1 OR to_app_user_id = ?1
+            """
+        )
+        for id in [appUserID] + aliases.map(\.appUserID) { try collect(theirs.bind([id])) }
         // Named by the product of the purchase's newest transaction.
         var products: [Identifier: String] = [:]
         for p in purchases { products[Identifier(p.fact.originalTransactionID)] = p.fact.productID }
@@ -249,7 +256,22 @@ public struct ReceiptStore {
         }
         return SubscriberRecord(
             appUserID: appUserID, version: version, stateHash: stateHash, factsRevision: factsRevision,
-            derivedRevision: derivedRevision, purchases: purchases, renewals: renewals, transfers: transfers)
+            derivedRevision: derivedRevision, purchases: purchases, renewals: renewals, transfers: transfers, aliases: aliases)
+    }
+
+    /// The subscriber `appUserID` names: the one it is an alias of, else itself (known or not).
+    public func canonical(_ appUserID: String) throws -> String {
+        let q = try db.cached("SELECT app_user_id FROM aliases WHERE alias = ?").bind([appUserID])
+        defer { q.reset() }
+        return try q.step() ? q.text(0)! : appUserID
+    }
+
+    /// `appUserID`'s aliases, oldest first (then by bytes).
+    public func aliases(of appUserID: String) throws -> [Alias] {
+        let q = try db.cached("SELECT alias, at FROM aliases WHERE app_user_id = ?").bind([appUserID])
+        var aliases: [Alias] = []
+        while try q.step() { aliases.append(Alias(appUserID: q.text(0)!, at: q.int(1))) }
+        return aliases.sorted { $0.at != $1.at ? $0.at < $1.at : $0.appUserID.utf8.lexicographicallyPrecedes($1.appUserID.utf8) }
     }
 
     /// The product of the newest transaction of a purchase (by purchase date, then id).

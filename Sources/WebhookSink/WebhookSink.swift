@@ -126,9 +126,15 @@ package final class WebhookSink: HTTPResponder, Sendable {
             return problems + ["version is not a positive integer"]
         }
         let event = payload["event"]
-        for key in ["id", "type", "at", "recorded_at", "product_id", "original_transaction_id"] where event?[key]?.string == nil {
+        for key in ["id", "type", "at", "recorded_at"] where event?[key]?.string == nil {
             problems.append("event.\(key) is missing")
         }
+        // A merge is about no purchase: null there, a string everywhere else.
+        let aboutAPurchase = event?["type"]?.string != "merge"
+        for key in ["product_id", "original_transaction_id"] where (event?[key]?.string != nil) != aboutAPurchase {
+            problems.append(aboutAPurchase ? "event.\(key) is missing" : "event.\(key) is not null in a merge")
+        }
+        if case .array? = payload["subscriber"]?["aliases"] {} else { problems.append("subscriber.aliases is not an array") }
         if event?["type"]?.string != payload["type"]?.string { problems.append("event.type is not type") }
         let subscriber = payload["subscriber"]
         if subscriber?["app_user_id"]?.string != payload["app_user_id"]?.string || payload["app_user_id"]?.string == nil {

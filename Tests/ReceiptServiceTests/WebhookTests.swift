@@ -105,6 +105,33 @@ struct WebhookTests {
         }
     }
 
+    @Test func aMergeArrivesAsOneEventNamingBothIds() async throws {
+        let clock = TestClock()
+        let sink = WebhookSink(secrets: [secret], now: clock.wall)
+        let served = try WebhookSink.serve(sink, logger: quietLogger)
+        defer { Task { await served.stop() } }
+        let url = served.url
+        let wired = { (path: String) in configuration(path, url: url) }
+        try await withClockedService(configuration: wired, clock: clock) { app, port, _, _ in
+            try await withDispatcher(app) {
+                #expect(try await postReceipt(port, user: "anon-1", "active_monthly:m1").status == 200)
+                let before = try await messageIDs(app)
+                let merged = try await post(
+                    port, "/v1/subscribers/account-1/aliases", #"{"alias":"anon-1"}"#, key: TestSecrets.secretKey)
+                #expect(merged.status == 200, "\(merged.body)")
+                let messages = try await messageIDs(app)
+                #expect(messages.subtracting(before).count == 1, "one event, not the alias's history again")
+                #expect(try await eventually { sink.arrivals.filter(\.acknowledged).count == messages.count })
+                expectDeliveredOnceInOrder(sink.arrivals, messages: messages)
+                let merge = sink.arrivals.filter { $0.payload?["type"]?.string == "merge" }
+                #expect(merge.count == 1)
+                #expect(merge.first?.appUserID == "account-1")
+                #expect(merge.first?.payload?["event"]?["facts"]?["alias_app_user_id"]?.string == "anon-1")
+                #expect(merge.first?.payload?["subscriber"]?["aliases"] == .array([.string("anon-1")]))
+            }
+        }
+    }
+
     @Test func aReceiverThatFailsHangsAndIsDownForADayGetsEverythingAfterItRecovers() async throws {
         let clock = TestClock()
         let sink = WebhookSink(secrets: [secret], now: clock.wall)

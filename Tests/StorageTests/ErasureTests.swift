@@ -91,7 +91,7 @@ struct ErasureTests {
         let db = try await seeded(dialect)
         #expect(try !mentions(of: "user1", in: db).isEmpty)
         let before = try ReceiptStore(db).subscriber("user2")
-        let outcome = try db.transaction { try Erasure(db).erase(["user1"], by: "key:abc", at: 500) }
+        let outcome = try db.transaction { try Erasure(db).erase("user1", by: "key:abc", at: 500) }
         #expect(outcome.found)
         #expect(try mentions(of: "user1", in: db) == [])
         // Its purchase with everything about it: the receipt string too.
@@ -112,7 +112,7 @@ struct ErasureTests {
     func anotherUsersHistoryOfAPurchaseTheyTookKeepsItsShapeWithoutTheName(_ dialect: Database.Dialect) async throws {
         let db = try await seeded(dialect)
         let thiefEvents = try EventStore(db).page(for: "thief", limit: 10, before: nil).count
-        let outcome = try db.transaction { try Erasure(db).erase(["user3"], by: "cli", at: 500) }
+        let outcome = try db.transaction { try Erasure(db).erase("user3", by: "cli", at: 500) }
         #expect(try mentions(of: "user3", in: db) == [])
         #expect(outcome.othersChanged == ["thief"])
         // thief still holds o3; its transfer reads as from an erased user, in the rows and the events.
@@ -128,7 +128,7 @@ struct ErasureTests {
     @Test(arguments: await testDialects())
     func anIdNeverStoredErasesNothing(_ dialect: Database.Dialect) async throws {
         let db = try await seeded(dialect)
-        let outcome = try db.transaction { try Erasure(db).erase(["nobody"], by: "cli", at: 500) }
+        let outcome = try db.transaction { try Erasure(db).erase("nobody", by: "cli", at: 500) }
         #expect(!outcome.found && outcome.total == 0)
     }
 
@@ -160,7 +160,7 @@ struct ErasureTests {
                 let raw = { (file: String) in (try? Data(contentsOf: URL(fileURLWithPath: file))) ?? Data() }
                 #expect(
                     raw(path).range(of: Data("user17".utf8)) != nil || raw(path + "-wal").range(of: Data("user17".utf8)) != nil)
-                _ = try db.transaction { try Erasure(db).erase(["user17"], by: "cli", at: 100) }
+                _ = try db.transaction { try Erasure(db).erase("user17", by: "cli", at: 100) }
                 try db.scrubAfterErasure()
                 for file in [path, path + "-wal"] {
                     let bytes = raw(file)

@@ -10,7 +10,7 @@ import WebhookSink
     static let secret = "whsec-test-0123456789abcdef"
 
     static func payload(version: Int = 2, user: String = "u1", type: String = "renewal") -> String {
-        #"{"app_user_id":"\#(user)","created_at":"2026-11-23T10:00:00.000Z","event":{"at":"2026-11-23T09:00:00.000Z","facts":{},"id":"7","original_transaction_id":"1000","product_id":"monthly","recorded_at":"2026-11-23T10:00:00.000Z","transaction_id":"1001","type":"\#(type)"},"id":"evt_00112233445566778899aabbccddeeff","subscriber":{"app_user_id":"\#(user)","entitlements":{},"non_subscriptions":{},"request_date":"2026-11-23T10:00:00.000Z","subscriptions":{},"version":\#(version)},"type":"\#(type)","version":\#(version)}"#
+        #"{"app_user_id":"\#(user)","created_at":"2026-11-23T10:00:00.000Z","event":{"at":"2026-11-23T09:00:00.000Z","facts":{},"id":"7","original_transaction_id":"1000","product_id":"monthly","recorded_at":"2026-11-23T10:00:00.000Z","transaction_id":"1001","type":"\#(type)"},"id":"evt_00112233445566778899aabbccddeeff","subscriber":{"aliases":[],"app_user_id":"\#(user)","entitlements":{},"non_subscriptions":{},"request_date":"2026-11-23T10:00:00.000Z","subscriptions":{},"version":\#(version)},"type":"\#(type)","version":\#(version)}"#
     }
 
     @Test func aWellFormedPayloadHasNoSchemaProblems() throws {
@@ -25,6 +25,15 @@ import WebhookSink
         let unknownType = Self.payload(type: "bogus")
         #expect(WebhookSink.schemaProblems(try JSONValue.parse(Array(unknownType.utf8))).contains("type is unknown"))
         #expect(WebhookSink.schemaProblems(.array([])) == ["the payload is not an object"])
+        // A merge names no purchase; every other event names one.
+        let merge = Self.payload(type: "merge").replacingOccurrences(
+            of: #""original_transaction_id":"1000","product_id":"monthly""#,
+            with: #""original_transaction_id":null,"product_id":null"#)
+        #expect(WebhookSink.schemaProblems(try JSONValue.parse(Array(merge.utf8))) == [])
+        let mergeNamingAProduct = Self.payload(type: "merge")
+        #expect(
+            WebhookSink.schemaProblems(try JSONValue.parse(Array(mergeNamingAProduct.utf8)))
+                == ["event.product_id is not null in a merge", "event.original_transaction_id is not null in a merge"])
     }
 
     @Test func theSinkAcknowledgesOnlyWhatVerifies() async throws {

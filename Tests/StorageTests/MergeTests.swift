@@ -1,0 +1,72 @@
+import Entitlements
+import Identifiers
+import ReceiptTesting
+import Testing
+
+@testable import Storage
+
+@Suite("Merging two app user ids")
+struct MergeTests {
+    private func facts(_ original: String) -> VerifiedFacts {
+        VerifiedFacts(
+            environment: "sandbox",
+            purchases: [
+                Stated(
+                    Purchase(
+                        transactionID: original + "-t", originalTransactionID: original, productID: "monthly",
+                        purchaseDate: 1000, originalPurchaseDate: 1000, expiresDate: 2000, environment: "sandbox"),
+                    bundleID: "com.x", rawJSON: "{}")
+            ])
+    }
+
+    private func event(_ key: String, _ original: String) -> EventRecord {
+        EventRecord(
+            key: key, type: "initial_purchase", at: 5, productID: "monthly", originalTransactionID: original,
+            transactionID: nil, factsJSON: "{}")
+    }
+
+    @Test(arguments: await testDialects())
+    func theAliasesRowsJoinTheSubscriberEachEventOnceAndItsOwnAliasesFollow(_ dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        let store = ReceiptStore(db)
+        _ = try store.save(facts("oA"), for: "anon", now: 1)
+        _ = try store.save(facts("oB"), for: "acct", now: 2)
+        // A purchase that passed from acct to anon: both have its purchase event, under one key.
+        _ = try store.save(facts("oS"), for: "acct", now: 3)
+        _ = try store.save(facts("oS"), for: "anon", now: 4)
+        _ = try EventStore(db).replace([event("p:oA", "oA"), event("p:oS", "oS")], for: "anon", originals: ["oA", "oS"], now: 5)
+        _ = try EventStore(db).replace([event("p:oB", "oB"), event("p:oS", "oS")], for: "acct", originals: ["oB"], now: 5)
+        try store.log(
+            VerificationLogEntry(
+                appUserID: "anon", environment: "sandbox", appleStatus: 0, outcome: "valid", attempts: 1, latencyMs: 1), at: 5)
+        // anon already has an alias of its own.
+        _ = try db.transaction { try Merge(db).merge("device", into: "anon", at: 6) }
+
+        let outcome = try db.transaction { try Merge(db).merge("anon", into: "acct", at: 7) }
+        #expect(outcome == Merge.Outcome(moved: ["oA", "oS"], aliasWasKnown: true))
+        #expect(try store.canonical("anon") == "acct" && store.canonical("device") == "acct" && store.canonical("acct") == "acct")
+        #expect(try store.aliases(of: "acct") == [Alias(appUserID: "device", at: 6), Alias(appUserID: "anon", at: 7)])
+        let record = try #require(try store.subscriber("device"))
+        #expect(record.appUserID == "acct" && record.originals == ["oA", "oB", "oS"])
+        #expect(try db.scalarInt("SELECT count(*) FROM subscribers WHERE app_user_id IN ('anon', 'device')") == 0)
+        #expect(try db.scalarInt("SELECT count(*) FROM events WHERE app_user_id = 'acct'") == 3)
+        #expect(try db.scalarInt("SELECT count(*) FROM events WHERE app_user_id = 'anon'") == 0)
+        #expect(try db.scalarInt("SELECT count(*) FROM verifications WHERE app_user_id = 'acct'") == 1)
+        // Each move is recorded; the derivation reads moves between one person's ids as no transfer.
+        #expect(try db.scalarInt("SELECT count(*) FROM ownership_transfers WHERE from_app_user_id = 'anon' AND at = 7") == 2)
+        let transfers = History.events(record.facts, appUserID: "acct", asOf: 10).filter { $0.kind == .transfer }
+        #expect(transfers.isEmpty, "\(transfers)")
+        let merges = History.events(record.facts, appUserID: "acct", asOf: 10).filter { $0.kind == .merge }
+        #expect(merges.map(\.key) == ["merge:device", "merge:anon"])
+        if dialect == .sqlite { #expect(try db.scalarInt("SELECT count(*) FROM pragma_foreign_key_check") == 0) }
+    }
+
+    @Test(arguments: await testDialects())
+    func anIdNeverStoredBecomesAnAliasOfANewSubscriber(_ dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        let outcome = try db.transaction { try Merge(db).merge("later", into: "first", at: 3) }
+        #expect(outcome == Merge.Outcome(moved: [], aliasWasKnown: false))
+        #expect(try ReceiptStore(db).subscriber("later")?.appUserID == "first")
+        #expect(try ReceiptStore(db).subscriber("later")?.aliases == [Alias(appUserID: "later", at: 3)])
+    }
+}
