@@ -10,7 +10,8 @@ import Logging
 /// input buffer until the previous response has been written (RFC 9112 §9.3.2).
 final class Connection: EventHandler, @unchecked Sendable {
     /// What the connection is waiting for; decides which timeout applies.
-    enum Phase { case awaitingHead, readingHead, readingBody, responding, writing }
+    /// `streaming`: a streamed body (``HTTPResponse/stream``) is being produced and written.
+    enum Phase { case awaitingHead, readingHead, readingBody, responding, writing, streaming }
 
     let fd: Int32
     let remoteAddress: String
@@ -31,6 +32,9 @@ final class Connection: EventHandler, @unchecked Sendable {
     private var readingEnabled = true
     private var writeInterest = false
     private(set) var isClosed = false
+    /// The producer of a streamed body waiting for its last part to leave: resumed with whether to
+    /// go on (false once the connection is closed).
+    private var partWritten: CheckedContinuation<Bool, Never>?
 
     // The request being answered, for the access log.
     private var current: (method: HTTPMethod, path: Substring, id: String, start: UInt64, status: Int, bytes: Int)?
@@ -79,7 +83,7 @@ final class Connection: EventHandler, @unchecked Sendable {
                     deadline = loop.now + core.headerTimeout
                 }
                 input.append(contentsOf: loop.scratch[0..<n])
-                if phase == .responding || phase == .writing {
+                if phase == .responding || phase == .writing || phase == .streaming {
                     // Pipelined bytes while a response is pending: keep them, but not without bound.
                     if input.count - inputStart > core.pipelineBufferLimit { setReading(false) }
                     continue
@@ -96,11 +100,11 @@ final class Connection: EventHandler, @unchecked Sendable {
     private func peerClosed() {
         setReading(false)
         switch phase {
-        case .responding, .writing:
+        case .responding, .writing, .streaming:
             closeAfterWrite = true
         default:
             processInput()
-            if phase == .responding || phase == .writing {
+            if phase == .responding || phase == .writing || phase == .streaming {
                 closeAfterWrite = true
             } else {
                 close()
@@ -183,13 +187,50 @@ final class Connection: EventHandler, @unchecked Sendable {
         guard !isClosed else { return }
         let keepAlive = keepAlive && !closeAfterWrite && !core.isDraining
         if !keepAlive { closeAfterWrite = true }
+        let streamed = includeBody ? response.stream : nil
+        // HTTP/1.0 has no chunks: a streamed body ends with the connection.
+        if streamed != nil, version == .http1_0 { closeAfterWrite = true }
         HTTPResponseSerializer.serialize(
-            response, version: version, keepAlive: keepAlive, includeBody: includeBody,
-            date: loop.dateCache.current(), requestID: current?.id, into: &output)
+            response, version: version, keepAlive: keepAlive && !(streamed != nil && version == .http1_0),
+            includeBody: includeBody, date: loop.dateCache.current(), requestID: current?.id, into: &output)
         current?.status = response.status.code
         current?.bytes = includeBody ? response.body.count : 0
-        phase = .writing
+        phase = streamed == nil ? .writing : .streaming
         deadline = loop.now + core.writeTimeout
+        flush()
+        if let streamed { pump(streamed, version: version) }
+    }
+
+    /// Asks `stream` for its parts one at a time, each only once the previous one has left.
+    private func pump(_ stream: HTTPBodyStream, version: HTTPVersion) {
+        let loop = self.loop
+        Task { [self] in
+            while true {
+                let part: [UInt8]?
+                do { part = try await stream.next() } catch {
+                    loop.execute { [self] in close() }  // cut short: the client must not take it as whole
+                    return
+                }
+                let more = await withCheckedContinuation { (written: CheckedContinuation<Bool, Never>) in
+                    loop.execute { [self] in write(part, version: version, then: written) }
+                }
+                if !more { return }
+            }
+        }
+    }
+
+    /// Writes one part of a streamed body (nil: its end), and resumes `written` once it has left.
+    private func write(_ part: [UInt8]?, version: HTTPVersion, then written: CheckedContinuation<Bool, Never>) {
+        guard !isClosed, phase == .streaming else { return written.resume(returning: false) }
+        HTTPResponseSerializer.chunk(part, version: version, into: &output)
+        current?.bytes += part?.count ?? 0
+        deadline = loop.now + core.writeTimeout
+        guard part != nil else {
+            phase = .writing
+            written.resume(returning: false)
+            return flush()
+        }
+        partWritten = written
         flush()
     }
 
@@ -222,7 +263,7 @@ final class Connection: EventHandler, @unchecked Sendable {
             switch result {
             case .processed(let n):
                 outputOffset += n
-                if phase == .writing { deadline = loop.now + core.writeTimeout }
+                if phase == .writing || phase == .streaming { deadline = loop.now + core.writeTimeout }
             case .wouldBlock:
                 setWriteInterest(true)
                 return
@@ -232,6 +273,11 @@ final class Connection: EventHandler, @unchecked Sendable {
         outputOffset = 0
         setWriteInterest(false)
         if phase == .writing { responseWritten() }
+        if phase == .streaming, let written = partWritten {
+            partWritten = nil
+            deadline = .max  // the producer's turn: its own time (a database read) is not the client's
+            written.resume(returning: true)
+        }
     }
 
     private func responseWritten() {
@@ -286,7 +332,7 @@ final class Connection: EventHandler, @unchecked Sendable {
                     status: .requestTimeout, code: "request_timeout",
                     message: "The request was not received in time.", requestID: requestID),
                 version: .http1_1, keepAlive: false, includeBody: true)
-        case .awaitingHead, .writing, .responding:
+        case .awaitingHead, .writing, .responding, .streaming:
             close()
         }
     }
@@ -300,6 +346,8 @@ final class Connection: EventHandler, @unchecked Sendable {
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        partWritten?.resume(returning: false)
+        partWritten = nil
         loop.deregister(fd: fd)
         Glibc.close(fd)
         owner.connectionClosed(self)

@@ -29,7 +29,9 @@ enum HTTPResponseSerializer {
             append("\r\n", to: &out)
         }
         let status = response.status.code
-        if status >= 200 && status != 204 && status != 304 {
+        if response.stream != nil {
+            if version != .http1_0 { append("Transfer-Encoding: chunked\r\n", to: &out) }  // 1.0: until the close
+        } else if status >= 200 && status != 204 && status != 304 {
             append("Content-Length: ", to: &out)
             append(String(response.body.count), to: &out)
             append("\r\n", to: &out)
@@ -42,9 +44,27 @@ enum HTTPResponseSerializer {
         append("Date: ", to: &out)
         append(date, to: &out)
         append("\r\n\r\n", to: &out)
-        if includeBody && status != 204 && status != 304 {
+        if includeBody && status != 204 && status != 304 && response.stream == nil {
             out.append(contentsOf: response.body)
         }
+    }
+
+    /// One part of a streamed body: a chunk (RFC 9112 §7.1), or the bytes as they are to HTTP/1.0;
+    /// nil `part` ends the body (the last chunk; nothing for HTTP/1.0, whose body ends at the close).
+    static func chunk(_ part: [UInt8]?, version: HTTPVersion, into out: inout [UInt8]) {
+        guard version != .http1_0 else {
+            out.append(contentsOf: part ?? [])
+            return
+        }
+        guard let part else {
+            append("0\r\n\r\n", to: &out)
+            return
+        }
+        guard !part.isEmpty else { return }  // an empty chunk would end the body
+        append(String(part.count, radix: 16), to: &out)
+        append("\r\n", to: &out)
+        out.append(contentsOf: part)
+        append("\r\n", to: &out)
     }
 
     /// `100 Continue` interim response (RFC 9110 §15.2.1).

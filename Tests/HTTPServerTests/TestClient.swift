@@ -89,6 +89,19 @@ final class TestClient: @unchecked Sendable {
         }
     }
 
+    /// Every byte until EOF (or a reset), unparsed; nil when the connection did not end in time.
+    func readToEOF() async -> [UInt8]? {
+        await withCheckedContinuation { continuation in
+            Thread {
+                while true {
+                    let n = self.fill()
+                    if n == 0 || (n < 0 && self.lastError == ECONNRESET) { return continuation.resume(returning: self.buffer) }
+                    if n < 0 { return continuation.resume(returning: nil) }
+                }
+            }.start()
+        }
+    }
+
     /// errno of the last failed read.
     private var lastError: Int32 = 0
 
