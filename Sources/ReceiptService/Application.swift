@@ -133,6 +133,7 @@ public final class Application: Sendable {
             database: database, state: state, cache: documentCache, logger: logger, clock: clock)
         let eraseSubscriber = EraseSubscriber(database: database, logger: logger, clock: clock)
         let addAlias = AddAlias(database: database, state: state, policy: policy, logger: logger, clock: clock)
+        let exportSubscriber = ExportSubscriber(database: database, state: state, logger: logger, clock: clock)
         let consumption =
             settings.consumption.enabled
             ? serverAPI.map {
@@ -164,7 +165,8 @@ public final class Application: Sendable {
         let routes = Routes(
             database: database, migrator: migrator, auth: apiAuth(configuration, logger: logger),
             verifyPurchase: verifyPurchase, readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber,
-            addAlias: addAlias, ingestNotification: ingestNotification, listings: listings, support: support,
+            addAlias: addAlias, exportSubscriber: exportSubscriber, ingestNotification: ingestNotification, listings: listings,
+            support: support,
             webhooks: webhookOperations,
             appStore: client,
             limiter: RateLimiter(configuration.limits), telemetry: telemetry, documentCache: documentCache,

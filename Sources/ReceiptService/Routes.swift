@@ -18,6 +18,7 @@ struct Routes: Sendable {
     let readSubscriber: ReadSubscriber
     let eraseSubscriber: EraseSubscriber
     let addAlias: AddAlias
+    let exportSubscriber: ExportSubscriber
     let ingestNotification: IngestNotification
     let listings: Listings
     let support: AppStoreSupport
@@ -97,6 +98,13 @@ struct Routes: Sendable {
         api.on(.post, "/v1/subscribers/{app_user_id}/aliases", access: .secretKey) { [addAlias] request, context in
             let user = try Requests.appUserID(in: context)
             return Responses.aliased(try await addAlias(user, alias: try Requests.alias(request.body)))
+        }
+        // Everything stored about a person (GDPR art. 15), streamed a page of rows at a time.
+        api.on(.get, "/v1/subscribers/{app_user_id}/export", access: .secretKey) { [exportSubscriber] _, context in
+            let parts = try await exportSubscriber(try Requests.appUserID(in: context))
+            return HTTPResponse(
+                status: .ok, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+                stream: HTTPBodyStream(next: parts.next))
         }
         // A backend reads a subscriber's lifecycle events, newest first.
         api.on(.get, "/v1/subscribers/{app_user_id}/events", access: .secretKey) { [readSubscriber] request, context in

@@ -35,9 +35,27 @@ package func send(_ port: Int, _ raw: String) async throws -> Reply {
                     SecretAudit.shared.scan(text, from: "response to \(raw.prefix(while: { $0 != "\r" }))")
                     let status = Int(text.split(separator: " ")[1]) ?? 0
                     let parts = text.components(separatedBy: "\r\n\r\n")
-                    return Reply(status: status, body: parts.dropFirst().joined(separator: "\r\n\r\n"), head: parts[0])
+                    let body = parts.dropFirst().joined(separator: "\r\n\r\n")
+                    let chunked = parts[0].lowercased().contains("transfer-encoding: chunked")
+                    return Reply(status: status, body: chunked ? try dechunked(body) : body, head: parts[0])
                 })
         }.start()
+    }
+}
+
+/// A chunked body's content (RFC 9112 §7.1); throws when it does not end with the last chunk
+/// (a streamed response cut short).
+private func dechunked(_ body: String) throws -> String {
+    let bytes = Array(body.utf8)
+    var at = 0
+    var out: [UInt8] = []
+    while true {
+        guard let cr = bytes[at...].firstIndex(of: 13), cr + 1 < bytes.count, bytes[cr + 1] == 10,
+            let size = Int(String(decoding: bytes[at..<cr], as: UTF8.self), radix: 16), cr + 2 + size + 2 <= bytes.count
+        else { throw CocoaError(.fileReadCorruptFile) }
+        if size == 0 { return String(decoding: out, as: UTF8.self) }
+        out += bytes[(cr + 2)..<(cr + 2 + size)]
+        at = cr + 2 + size + 2
     }
 }
 

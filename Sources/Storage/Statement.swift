@@ -89,6 +89,30 @@ public final class Statement {
         while try step() {}
     }
 
+    /// How many columns the current row has (after a step that gave one).
+    public var columnCount: Int32 {
+        switch handle {
+        case .sqlite(let handle): sqlite3_column_count(handle)
+        case .postgres(let statement): statement.columnCount
+        }
+    }
+
+    /// A column's name, as the SQL names it.
+    public func columnName(_ column: Int32) -> String {
+        switch handle {
+        case .sqlite(let handle): sqlite3_column_name(handle, column).map { String(cString: $0) } ?? ""
+        case .postgres(let statement): statement.columnName(column)
+        }
+    }
+
+    /// Whether the current row's value in `column` is an integer (else text, or NULL).
+    public func isInteger(_ column: Int32) -> Bool {
+        switch handle {
+        case .sqlite(let handle): sqlite3_column_type(handle, column) == SQLITE_INTEGER
+        case .postgres(let statement): statement.isInteger(column) && !statement.isNull(column)
+        }
+    }
+
     public func isNull(_ column: Int32) -> Bool {
         switch handle {
         case .sqlite(let handle): sqlite3_column_type(handle, column) == SQLITE_NULL

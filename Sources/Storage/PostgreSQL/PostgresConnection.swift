@@ -220,6 +220,15 @@ public final class PostgresStatement {
 
     /// PostgreSQL's `bool` type (its OID, pg_type.dat).
     private static let booleanType: Oid = 16
+    /// `int8`, `int2`, `int4` (pg_type.dat).
+    private static let integerTypes: Set<Oid> = [20, 21, 23]
+
+    /// How many columns the current result has (after a step).
+    public var columnCount: Int32 { result.map { PQnfields($0) } ?? 0 }
+    /// A column's name in the current result.
+    public func columnName(_ column: Int32) -> String { PQfname(result, column).map { String(cString: $0) } ?? "" }
+    /// Whether a column is of an integer type.
+    public func isInteger(_ column: Int32) -> Bool { Self.integerTypes.contains(PQftype(result, column)) }
     public func text(_ column: Int32) -> String? {
         guard !isNull(column), let value = PQgetvalue(result, Int32(row), column) else { return nil }
         return String(cString: value)

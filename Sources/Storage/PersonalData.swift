@@ -1,0 +1,109 @@
+/// Which stored rows are about one person (issue 22, GDPR art. 15): read page by page for the
+/// subscriber export. Synchronous: call inside `DatabaseQueue.read`.
+///
+/// A person is a subscriber's canonical id and their aliases. Their rows are those keyed by one
+/// of those ids, those about the purchases they hold, the transfers of purchases that passed
+/// through them, and the notifications that named them or their purchases. ``Erasure`` removes
+/// the same rows.
+public struct PersonalData {
+    /// Whom an export is about.
+    public struct Person: Sendable, Equatable {
+        public var appUserID: String
+        /// `appUserID` and every alias.
+        public var ids: [String]
+        /// The original transactions they hold.
+        public var originals: [String]
+    }
+
+    /// One table's rows about the person: `condition` with `values` bound, in `key` order.
+    public struct Section: Sendable {
+        public var table: String
+        public var key: String
+        var condition: String
+        var values: [String]
+    }
+
+    /// A row as stored: each column's name and value (nil: NULL), in the table's column order.
+    public typealias Row = [(column: String, value: SQLValue?)]
+
+    private let db: Database
+
+    public init(_ database: Database) { db = database }
+
+    /// The person `appUserID` (an id or an alias) names; nil when no subscriber has it.
+    public func person(_ appUserID: String) throws -> Person? {
+        let store = ReceiptStore(db)
+        let canonical = try store.canonical(appUserID)
+        let known = try db.cached("SELECT 1 FROM subscribers WHERE app_user_id = ?").bind([canonical])
+        defer { known.reset() }
+        guard try known.step() else { return nil }
+        return Person(
+            appUserID: canonical, ids: [canonical] + (try store.aliases(of: canonical).map(\.appUserID)),
+            originals: try Merge(db).held(by: canonical))
+    }
+
+    /// The tables, in the export's order, with how to find the person's rows in each.
+    public static func sections(of person: Person) -> [Section] {
+        func among(_ column: String, _ values: [String]) -> String? {
+            values.isEmpty ? nil : "\(column) IN (" + Array(repeating: "?", count: values.count).joined(separator: ", ") + ")"
+        }
+        func section(_ table: String, key: String, _ parts: [(String, [String])]) -> Section? {
+            let used = parts.compactMap { column, values in among(column, values).map { ($0, values) } }
+            guard !used.isEmpty else { return nil }
+            return Section(
+                table: table, key: key, condition: "(" + used.map(\.0).joined(separator: " OR ") + ")",
+                values: used.flatMap(\.1))
+        }
+        let (ids, originals) = (person.ids, person.originals)
+        return [
+            section("subscribers", key: "app_user_id", [("app_user_id", ids)]),
+            section("aliases", key: "alias", [("app_user_id", ids)]),
+            section("ownership", key: "original_transaction_id", [("original_transaction_id", originals)]),
+            section(
+                "ownership_transfers", key: "id",
+                [("original_transaction_id", originals), ("from_app_user_id", ids), ("to_app_user_id", ids)]),
+            section("transactions", key: "transaction_id", [("original_transaction_id", originals)]),
+            section("pending_renewal_info", key: "original_transaction_id", [("original_transaction_id", originals)]),
+            section("renewal_history", key: "id", [("original_transaction_id", originals)]),
+            section("latest_receipts", key: "original_transaction_id", [("original_transaction_id", originals)]),
+            section("refresh_checks", key: "original_transaction_id", [("original_transaction_id", originals)]),
+            section("notifications", key: "id", [("app_user_id", ids), ("original_transaction_id", originals)]),
+            section("verifications", key: "id", [("app_user_id", ids)]),
+            section("events", key: "id", [("app_user_id", ids)]),
+            section("shadow_diffs", key: "id", [("app_user_id", ids)]),
+            section("changes", key: "sequence", [("app_user_id", ids)]),
+            section("webhook_messages", key: "id", [("app_user_id", ids)]),
+            section("webhook_deliveries", key: "id", [("app_user_id", ids)]),
+        ].compactMap { $0 }
+    }
+
+    /// Up to `limit` of the section's rows after the one whose key is `after` (nil: from the
+    /// first), and the last row's key (nil when the page is empty).
+    public func page(_ section: Section, after: SQLValue?, limit: Int) throws -> (rows: [Row], last: SQLValue?) {
+        let sql =
+            "SELECT * FROM \(section.table) WHERE \(section.condition)"
+            + (after == nil ? "" : " AND \(section.key) > ?") + " ORDER BY \(section.key) LIMIT ?"
+        var values: [(any StatementValue)?] = section.values
+        switch after {
+        case .int(let n)?: values.append(n)
+        case .text(let t)?: values.append(t)
+        case nil: break
+        }
+        values.append(Int64(limit))
+        let q = try db.cached(sql).bind(values)
+        var rows: [Row] = []
+        var last: SQLValue?
+        while try q.step() {
+            var row: Row = []
+            for column in 0..<q.columnCount {
+                let name = q.columnName(column)
+                let value: SQLValue? =
+                    q.isNull(column) ? nil : q.isInteger(column) ? .int(q.int(column)) : q.text(column).map(SQLValue.text)
+                if name == section.key { last = value }
+                row.append((name, value))
+            }
+            rows.append(row)
+        }
+        return (rows, last)
+    }
+}

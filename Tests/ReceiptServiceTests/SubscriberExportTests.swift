@@ -1,0 +1,98 @@
+import Foundation
+import ReceiptCore
+import ReceiptTesting
+import Storage
+import Testing
+
+/// GET /v1/subscribers/{id}/export: everything stored about a person, and nobody else.
+@Suite("Exporting a subscriber over the API")
+struct SubscriberExportTests {
+    @Test func theExportHoldsEveryTablesRowsForThePersonAndNoneOfAnothers() async throws {
+        try await withService { port, path async throws in
+            // Under an anonymous id first, then merged into the account; a purchase later taken by another user.
+            #expect(try await postReceipt(port, user: "exp-anon", "active_monthly:exp1").status == 200)
+            let merged = try await post(
+                port, "/v1/subscribers/exp-a/aliases", #"{"alias":"exp-anon"}"#, key: TestSecrets.secretKey)
+            #expect(merged.status == 200)
+            #expect(try await postReceipt(port, user: "exp-a", "downgrade_pending:exp4").status == 200)
+            #expect(try await postReceipt(port, user: "exp-a", "non_consumable:exp2").status == 200)
+            #expect(try await postReceipt(port, user: "exp-thief", "non_consumable:exp2").status == 200)
+            #expect(try await postReceipt(port, user: "exp-b", "trial:expb").status == 200)
+
+            // Rows the API does not make in a test: a notification (with a password, should one
+            // ever be stored), a shadow diff, a refresh check, a webhook with its delivery.
+            let db = try TestDatabase.open(path)
+            let original = try #require(
+                try db.scalarText("SELECT original_transaction_id FROM ownership WHERE app_user_id = 'exp-a' ORDER BY 1 LIMIT 1"))
+            for (n, user) in ["exp-a", "exp-b"].enumerated() {
+                _ = try NotificationStore(db).insert(
+                    NotificationRecord(
+                        dedupeKey: "exp-k\(n)", version: 1, type: "DID_RENEW", originalTransactionID: n == 0 ? original : "other",
+                        appUserID: user, outcome: "applied", signedAt: 5, receivedAt: 10,
+                        body: #"{"password":"leaked-secret-\#(n)","about":"\#(user)"}"#))
+                _ = try ShadowDiffStore(db).insert(
+                    ShadowDiffRecord(
+                        appUserID: user, transactionID: "t-\(user)", environment: "sandbox", differences: "[]", at: 9))
+                try WebhookStore(db).enqueue(
+                    WebhookMessage(
+                        id: "evt_exp\(n)", appUserID: user, version: 1, type: "renewal", bundleID: "com.example.app",
+                        body: #"{"app_user_id":"\#(user)"}"#, createdAt: 7),
+                    to: ["crm"], now: 7)
+            }
+            try db.cached(
+                "INSERT INTO refresh_checks (original_transaction_id, checked_at, outcome, failures) VALUES (?, 1, 'valid', 0)"
+            ).bind([original]).run()
+
+            let export = try await subscriber(port, "exp-anon", "/export")
+            #expect(export.status == 200, "\(export.body)")
+            #expect(export.head.lowercased().contains("transfer-encoding: chunked"))
+            let json = export.json
+            #expect(json["format"] as? String == "receiptd-export/1")
+            #expect(json["app_user_id"] as? String == "exp-a" && json["aliases"] as? [String] == ["exp-anon"])
+            #expect((json["subscriber"] as? [String: Any])?["app_user_id"] as? String == "exp-a")
+            let tables = json["tables"] as? [String: [[String: Any]]] ?? [:]
+
+            // Every table with the person's rows is there, with exactly the rows stored for them.
+            let ids = "('exp-a', 'exp-anon')"
+            let held = "(SELECT original_transaction_id FROM ownership WHERE app_user_id = 'exp-a')"
+            let expected: [String: String] = [
+                "subscribers": "app_user_id IN \(ids)", "aliases": "app_user_id IN \(ids)",
+                "ownership": "app_user_id IN \(ids)",
+                "ownership_transfers":
+                    "original_transaction_id IN \(held) OR from_app_user_id IN \(ids) OR to_app_user_id IN \(ids)",
+                "transactions": "original_transaction_id IN \(held)",
+                "pending_renewal_info": "original_transaction_id IN \(held)",
+                "renewal_history": "original_transaction_id IN \(held)",
+                "latest_receipts": "original_transaction_id IN \(held)",
+                "refresh_checks": "original_transaction_id IN \(held)",
+                "notifications": "app_user_id IN \(ids) OR original_transaction_id IN \(held)",
+                "verifications": "app_user_id IN \(ids)", "events": "app_user_id IN \(ids)",
+                "shadow_diffs": "app_user_id IN \(ids)", "changes": "app_user_id IN \(ids)",
+                "webhook_messages": "app_user_id IN \(ids)", "webhook_deliveries": "app_user_id IN \(ids)",
+            ]
+            #expect(Set(tables.keys) == Set(expected.keys))
+            for (table, condition) in expected {
+                let stored = try db.scalarInt("SELECT count(*) FROM \(table) WHERE \(condition)") ?? -1
+                #expect(stored > 0, "\(table): the test stores rows for the person")
+                #expect(tables[table]?.count == Int(stored), "\(table)")
+            }
+            // Stored JSON is embedded; the other side of a transfer and any password are redacted.
+            #expect(tables["transactions"]?.allSatisfy { $0["raw_json"] is [String: Any] } == true)
+            let transfer = tables["ownership_transfers"]?.first { $0["from_app_user_id"] as? String == "exp-a" }
+            #expect(transfer?["to_app_user_id"] as? String == "(another user)", "\(String(describing: transfer))")
+            let notification = tables["notifications"]?.first { ($0["body"] as? [String: Any])?["password"] != nil }
+            #expect((notification?["body"] as? [String: Any])?["password"] as? String == "(redacted)")
+            // Nothing of anyone else's.
+            for foreign in ["exp-b", "expb", "exp-thief", "leaked-secret", "t-exp-b", "evt_exp1"] {
+                #expect(!export.body.contains(foreign), "\(foreign) is in the export")
+            }
+
+            // The same under the canonical id; 404 for nobody; a secret key only.
+            let again = try await subscriber(port, "exp-a", "/export")
+            #expect((again.json["tables"] as? [String: Any])?.keys.count == tables.count)
+            let nobody = try await subscriber(port, "nobody", "/export")
+            #expect(nobody.status == 404 && nobody.errorCode == "subscriber_not_found")
+            #expect(try await subscriber(port, "exp-a", "/export", key: TestSecrets.publicKey).status == 403)
+        }
+    }
+}
