@@ -562,6 +562,36 @@ struct NotificationProcessorTests {
         return String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
     }
 
+    @Test func aPurchaseOfAnErasedPersonReportedLaterWaitsForAnOwnerAndNeverBringsThemBack() async throws {
+        try await withService { port, db in
+            let newest: [String: Any] = [
+                "transactionId": "1000000746095599", "originalTransactionId": "1000000723811158", "bundleId": bundle,
+                "productId": "one_month_subscription", "purchaseDate": 1_606_292_762_000, "expiresDate": 1_606_293_062_000,
+                "type": "Auto-Renewable Subscription", "environment": "Production", "signedDate": wallClock,
+            ]
+            let posted = try await request(
+                port, "POST", "/v1/receipts",
+                String(
+                    decoding: json(["app_user_id": "gone-user", "signed_transaction": try signer.sign(json(newest))]).jsonBytes,
+                    as: UTF8.self),
+                key: TestSecrets.publicKey)
+            #expect(posted.status == 200)
+            let erased = try await request(port, "DELETE", "/v1/subscribers/gone-user", key: TestSecrets.secretKey)
+            #expect(erased.status == 200)
+
+            // Apple reports on the erased person's purchase: like an unknown one, it waits for a holder.
+            let later = try await request(port, "POST", "/v1/notifications/apple", try Self.v1())
+            #expect(later.status == 200 && later.json["outcome"] as? String == "pending_owner", "\(later.body)")
+            #expect(try await subscriber(port, "gone-user").status == 404)
+            let stored = try TestDatabase.open(db)
+            #expect(try stored.scalarInt("SELECT count(*) FROM subscribers") == 0)
+            #expect(try stored.scalarInt("SELECT count(*) FROM ownership") == 0)
+            #expect(
+                try stored.scalarInt(
+                    "SELECT count(*) FROM notifications WHERE outcome = 'pending_owner' AND app_user_id IS NULL") == 1)
+        }
+    }
+
     @Test func v1WithTheRealisticCaptureIsCheckedStoredAndAppliedLikeAReceipt() async throws {
         try await withService { port, db in
             let before = try tableSnapshot(db)
