@@ -562,20 +562,21 @@ struct NotificationProcessorTests {
         return String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
     }
 
+    /// The app of `user` posts the newest transaction of the V1 capture's purchase as StoreKit 2 data.
+    static func postCapturesNewest(_ port: Int, user: String) async throws -> Reply {
+        let newest: [String: Any] = [
+            "transactionId": "1000000746095599", "originalTransactionId": "1000000723811158", "bundleId": bundle,
+            "productId": "one_month_subscription", "purchaseDate": 1_606_292_762_000, "expiresDate": 1_606_293_062_000,
+            "type": "Auto-Renewable Subscription", "environment": "Production", "signedDate": wallClock,
+        ]
+        let body = json(["app_user_id": user, "signed_transaction": try signer.sign(json(newest))])
+        return try await request(
+            port, "POST", "/v1/receipts", String(decoding: body.jsonBytes, as: UTF8.self), key: TestSecrets.publicKey)
+    }
+
     @Test func aPurchaseOfAnErasedPersonReportedLaterWaitsForAnOwnerAndNeverBringsThemBack() async throws {
         try await withService { port, db in
-            let newest: [String: Any] = [
-                "transactionId": "1000000746095599", "originalTransactionId": "1000000723811158", "bundleId": bundle,
-                "productId": "one_month_subscription", "purchaseDate": 1_606_292_762_000, "expiresDate": 1_606_293_062_000,
-                "type": "Auto-Renewable Subscription", "environment": "Production", "signedDate": wallClock,
-            ]
-            let posted = try await request(
-                port, "POST", "/v1/receipts",
-                String(
-                    decoding: json(["app_user_id": "gone-user", "signed_transaction": try signer.sign(json(newest))]).jsonBytes,
-                    as: UTF8.self),
-                key: TestSecrets.publicKey)
-            #expect(posted.status == 200)
+            #expect(try await Self.postCapturesNewest(port, user: "gone-user").status == 200)
             let erased = try await request(port, "DELETE", "/v1/subscribers/gone-user", key: TestSecrets.secretKey)
             #expect(erased.status == 200)
 
@@ -615,17 +616,7 @@ struct NotificationProcessorTests {
             #expect(stored.contains("<redacted>") && !stored.contains(TestSecrets.sharedSecret))
 
             // The app posts the newest of those transactions as StoreKit 2 data: the 54 join its user.
-            let newest: [String: Any] = [
-                "transactionId": "1000000746095599", "originalTransactionId": "1000000723811158", "bundleId": bundle,
-                "productId": "one_month_subscription", "purchaseDate": 1_606_292_762_000, "expiresDate": 1_606_293_062_000,
-                "type": "Auto-Renewable Subscription", "environment": "Production", "signedDate": wallClock,
-            ]
-            let posted = try await request(
-                port, "POST", "/v1/receipts",
-                String(
-                    decoding: json(["app_user_id": "vera", "signed_transaction": try signer.sign(json(newest))]).jsonBytes,
-                    as: UTF8.self),
-                key: TestSecrets.publicKey)
+            let posted = try await Self.postCapturesNewest(port, user: "vera")
             let month = subscription(posted.json, "one_month_subscription")
             #expect(
                 month?["state"] as? String == "expired" && month?["expiration_reason"] as? String == "customer_cancelled",

@@ -29,6 +29,20 @@ private func withDispatcher(_ app: TestApp, _ body: () async throws -> Void) asy
     await running.value
 }
 
+/// A sink on loopback, the test service sending to it, the dispatcher running: `body` gets the
+/// application, its port and the sink.
+private func withSinkAndDispatcher(_ body: (TestApp, Int, WebhookSink) async throws -> Void) async throws {
+    let clock = TestClock()
+    let sink = WebhookSink(secrets: [secret], now: clock.wall)
+    let served = try WebhookSink.serve(sink, logger: quietLogger)
+    defer { Task { await served.stop() } }
+    let url = served.url
+    let wired = { (path: String) in configuration(path, url: url) }
+    try await withClockedService(configuration: wired, clock: clock) { app, port, _, _ in
+        try await withDispatcher(app) { try await body(app, port, sink) }
+    }
+}
+
 private func count(_ app: TestApp, _ sql: String) async throws -> Int64 {
     try await app.database.read { db in try db.scalarInt(sql) ?? 0 }
 }
@@ -63,72 +77,56 @@ private func messageIDs(_ app: TestApp) async throws -> Set<String> {
 @Suite("Outbound webhooks", .serialized)
 struct WebhookTests {
     @Test func everyEventArrivesOnceSignedAndAsTheEventsRouteListsIt() async throws {
-        let clock = TestClock()
-        let sink = WebhookSink(secrets: [secret], now: clock.wall)
-        let served = try WebhookSink.serve(sink, logger: quietLogger)
-        defer { Task { await served.stop() } }
-        let url = served.url
-        let wired = { (path: String) in configuration(path, url: url) }
-        try await withClockedService(configuration: wired, clock: clock) { app, port, _, _ in
-            try await withDispatcher(app) {
-                for (user, receipt) in [
-                    ("alice", "active_monthly:a1"), ("alice", "non_consumable:a2"), ("bob", "trial:b1"), ("bob", "refunded:b2"),
-                ] {
-                    #expect(try await postReceipt(port, user: user, receipt).status == 200)
-                }
-                let messages = try await messageIDs(app)
-                #expect(messages.count >= 4)
-                #expect(try await eventually { sink.arrivals.filter(\.acknowledged).count == messages.count })
-                expectDeliveredOnceInOrder(sink.arrivals, messages: messages)
-                for user in ["alice", "bob"] {
-                    // Each event /events lists arrived, with the same content.
-                    let listed = try await get(port, "/v1/subscribers/\(user)/events", key: TestSecrets.secretKey).json
-                    let listedIDs = Set(((listed["events"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String })
-                    let pushed = Set(
-                        sink.arrivals.filter { $0.appUserID == user }.compactMap { $0.payload?["event"]?["id"]?.string })
-                    #expect(!listedIDs.isEmpty && listedIDs == pushed)
-                    // The newest push carries the document's current version.
-                    let document = try await get(port, "/v1/subscribers/\(user)", key: TestSecrets.secretKey).json
-                    let newest = sink.arrivals.filter { $0.appUserID == user }.compactMap(\.version).max()
-                    #expect(newest.map(Int.init) == document["version"] as? Int)
-                }
-                #expect(try await count(app, "SELECT count(*) FROM webhook_deliveries WHERE status != 'delivered'") == 0)
-                let listing = try await get(
-                    port, "/v1/admin/webhooks/deliveries?status=delivered&app_user_id=bob", key: TestSecrets.secretKey)
-                let rows = listing.json["deliveries"] as? [[String: Any]] ?? []
-                #expect(
-                    listing.status == 200 && !rows.isEmpty
-                        && rows.allSatisfy { $0["app_user_id"] as? String == "bob" && $0["last_status"] as? Int == 204 })
-                let ready = try await get(port, "/readyz").json
-                #expect(((ready["webhooks"] as? [String: Any])?["crm"] as? [String: Any])?["pending"] as? Int == 0)
+        try await withSinkAndDispatcher { app, port, sink in
+            for (user, receipt) in [
+                ("alice", "active_monthly:a1"), ("alice", "non_consumable:a2"), ("bob", "trial:b1"), ("bob", "refunded:b2"),
+            ] {
+                #expect(try await postReceipt(port, user: user, receipt).status == 200)
             }
+            let messages = try await messageIDs(app)
+            #expect(messages.count >= 4)
+            #expect(try await eventually { sink.arrivals.filter(\.acknowledged).count == messages.count })
+            expectDeliveredOnceInOrder(sink.arrivals, messages: messages)
+            for user in ["alice", "bob"] {
+                // Each event /events lists arrived, with the same content.
+                let listed = try await get(port, "/v1/subscribers/\(user)/events", key: TestSecrets.secretKey).json
+                let listedIDs = Set(((listed["events"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String })
+                let pushed = Set(
+                    sink.arrivals.filter { $0.appUserID == user }.compactMap { $0.payload?["event"]?["id"]?.string })
+                #expect(!listedIDs.isEmpty && listedIDs == pushed)
+                // The newest push carries the document's current version.
+                let document = try await get(port, "/v1/subscribers/\(user)", key: TestSecrets.secretKey).json
+                let newest = sink.arrivals.filter { $0.appUserID == user }.compactMap(\.version).max()
+                #expect(newest.map(Int.init) == document["version"] as? Int)
+            }
+            #expect(try await count(app, "SELECT count(*) FROM webhook_deliveries WHERE status != 'delivered'") == 0)
+            let listing = try await get(
+                port, "/v1/admin/webhooks/deliveries?status=delivered&app_user_id=bob", key: TestSecrets.secretKey)
+            let rows = listing.json["deliveries"] as? [[String: Any]] ?? []
+            #expect(
+                listing.status == 200 && !rows.isEmpty
+                    && rows.allSatisfy { $0["app_user_id"] as? String == "bob" && $0["last_status"] as? Int == 204 })
+            let ready = try await get(port, "/readyz").json
+            #expect(((ready["webhooks"] as? [String: Any])?["crm"] as? [String: Any])?["pending"] as? Int == 0)
         }
     }
 
     @Test func aMergeArrivesAsOneEventNamingBothIds() async throws {
-        let clock = TestClock()
-        let sink = WebhookSink(secrets: [secret], now: clock.wall)
-        let served = try WebhookSink.serve(sink, logger: quietLogger)
-        defer { Task { await served.stop() } }
-        let url = served.url
-        let wired = { (path: String) in configuration(path, url: url) }
-        try await withClockedService(configuration: wired, clock: clock) { app, port, _, _ in
-            try await withDispatcher(app) {
-                #expect(try await postReceipt(port, user: "anon-1", "active_monthly:m1").status == 200)
-                let before = try await messageIDs(app)
-                let merged = try await post(
-                    port, "/v1/subscribers/account-1/aliases", #"{"alias":"anon-1"}"#, key: TestSecrets.secretKey)
-                #expect(merged.status == 200, "\(merged.body)")
-                let messages = try await messageIDs(app)
-                #expect(messages.subtracting(before).count == 1, "one event, not the alias's history again")
-                #expect(try await eventually { sink.arrivals.filter(\.acknowledged).count == messages.count })
-                expectDeliveredOnceInOrder(sink.arrivals, messages: messages)
-                let merge = sink.arrivals.filter { $0.payload?["type"]?.string == "merge" }
-                #expect(merge.count == 1)
-                #expect(merge.first?.appUserID == "account-1")
-                #expect(merge.first?.payload?["event"]?["facts"]?["alias_app_user_id"]?.string == "anon-1")
-                #expect(merge.first?.payload?["subscriber"]?["aliases"] == .array([.string("anon-1")]))
-            }
+        try await withSinkAndDispatcher { app, port, sink in
+            #expect(try await postReceipt(port, user: "anon-1", "active_monthly:m1").status == 200)
+            let before = try await messageIDs(app)
+            let merged = try await post(
+                port, "/v1/subscribers/account-1/aliases", #"{"alias":"anon-1"}"#, key: TestSecrets.secretKey)
+            #expect(merged.status == 200, "\(merged.body)")
+            let messages = try await messageIDs(app)
+            #expect(messages.subtracting(before).count == 1, "one event, not the alias's history again")
+            #expect(try await eventually { sink.arrivals.filter(\.acknowledged).count == messages.count })
+            expectDeliveredOnceInOrder(sink.arrivals, messages: messages)
+            let merge = sink.arrivals.filter { $0.payload?["type"]?.string == "merge" }
+            #expect(merge.count == 1)
+            #expect(merge.first?.appUserID == "account-1")
+            #expect(merge.first?.payload?["event"]?["facts"]?["alias_app_user_id"]?.string == "anon-1")
+            #expect(merge.first?.payload?["subscriber"]?["aliases"] == .array([.string("anon-1")]))
         }
     }
 
