@@ -119,13 +119,11 @@ package struct ExportSubscriber: Sendable {
                 if at.opened || n > 0 { out.append(UInt8(ascii: ",")) }
                 out += ExportSubscriber.json(row, ids: ids).jsonBytes
             }
-            at.opened = at.opened || !page.rows.isEmpty
             if page.rows.count < limit {
                 out.append(UInt8(ascii: "]"))
                 at = Position(head: nil, section: at.section + 1)
             } else {
-                at.after = page.last
-                at.opened = true
+                (at.after, at.opened) = (page.last, true)
             }
             position.withLock { $0 = at }
             return out
@@ -135,7 +133,7 @@ package struct ExportSubscriber: Sendable {
     /// One stored row as the export shows it: columns as members, stored JSON embedded, secrets
     /// and other people's ids redacted.
     static func json(_ row: PersonalData.Row, ids: Set<Identifier>) -> JSONValue {
-        var members: [(String, JSONValue)] = []
+        var members: [Identifier: JSONValue] = [:]
         for (column, value) in row {
             let shown: JSONValue
             switch value {
@@ -155,9 +153,9 @@ package struct ExportSubscriber: Sendable {
                     shown = .string(text)
                 }
             }
-            members.append((column, shown))
+            members[Identifier(column)] = shown
         }
-        return .object(Dictionary(members.map { (Identifier($0.0), $0.1) }, uniquingKeysWith: { a, _ in a }))
+        return .object(members)
     }
 
     /// Columns that store JSON text.

@@ -37,12 +37,14 @@ package struct WebhookOutbox: Sendable {
         for event in events {
             // A purchase they no longer hold (a transfer away) is not among theirs: its app from storage.
             // An event of no purchase (a merge) is about each app they have bought in.
-            let bundle =
+            let apps: [String?] =
                 event.originalTransactionID.isEmpty
-                ? (theirApps.count == 1 ? theirApps.first : nil)
-                : try bundles[Identifier(event.originalTransactionID)]
-                    ?? ReceiptStore(db).bundleID(ofOriginal: event.originalTransactionID)
-            let apps: [String?] = event.originalTransactionID.isEmpty && !theirApps.isEmpty ? theirApps.sorted() : [bundle]
+                ? (theirApps.isEmpty ? [nil] : theirApps.sorted().map { $0 })
+                : [
+                    try bundles[Identifier(event.originalTransactionID)]
+                        ?? ReceiptStore(db).bundleID(ofOriginal: event.originalTransactionID)
+                ]
+            let bundle = apps.count == 1 ? apps[0] : nil
             let takers = endpoints.filter { e in apps.contains { e.accepts(type: event.type, bundleID: $0) } }.map(\.name)
             guard !takers.isEmpty else { continue }
             let id = WebhookPayload.messageID(appUserID: subscriber.appUserID, eventKey: event.key)

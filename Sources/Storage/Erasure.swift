@@ -20,7 +20,7 @@ import JSON
 /// - one `erasures` row: when, by which key, how many rows, never whose.
 ///
 /// On SQLite the connection overwrites what it deletes (`secure_delete`) during the erasure; see
-/// ``SQLiteScrub`` for the file and its WAL.
+/// ``Database/scrubAfterErasure()`` for the file and its WAL.
 public struct Erasure {
     /// What an erased id reads as in another user's transfer history.
     public static let erasedID = "(erased)"

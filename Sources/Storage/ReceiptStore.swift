@@ -184,11 +184,15 @@ public struct ReceiptStore {
     /// transfers that concern them; nil when unknown.
     /// An alias reads as the subscriber it names (``SubscriberRecord/appUserID`` is then the canonical id).
     public func subscriber(_ requestedID: String) throws -> SubscriberRecord? {
-        let appUserID = try canonical(requestedID)
         let head = try db.cached(
             "SELECT version, state_hash, facts_revision, derived_revision FROM subscribers WHERE app_user_id = ?"
-        ).bind([appUserID])
-        guard try head.step() else { return nil }
+        ).bind([requestedID])
+        // An alias has no subscriber row: the aliases table is read only when the id has none.
+        var appUserID = requestedID
+        if try !head.step() {
+            appUserID = try canonical(requestedID)
+            guard !appUserID.isExactly(requestedID), try head.bind([appUserID]).step() else { return nil }
+        }
         let (version, stateHash, factsRevision, derivedRevision) = (head.int(0), head.text(1), head.int(2), head.int(3))
         head.reset()
         // No ORDER BY, no IN (SELECT …): each would open a temporary B-tree per statement, which was
