@@ -12,6 +12,8 @@ public struct EntitlementRules: Sendable, Equatable {
         public enum Source: Sendable, Equatable {
             case subscription(SubscriptionStatus)
             case purchase(NonSubscriptionPurchase)
+            /// Given by support (``Promotion``), as of the `now` of the grant.
+            case promotional(Promotion, active: Bool)
         }
         public var source: Source
         public var explanation: Explanation
@@ -19,6 +21,7 @@ public struct EntitlementRules: Sendable, Equatable {
             switch source {
             case .subscription(let s): s.isEntitled
             case .purchase(let p): p.isEntitled
+            case .promotional(_, let active): active
             }
         }
     }
@@ -27,26 +30,45 @@ public struct EntitlementRules: Sendable, Equatable {
     /// one wins over one that does not; among entitling ones, a lasting purchase, then the latest
     /// expiry; among the rest, the most recent. Consumables never grant. Entitlements with no
     /// purchase at all are absent.
-    public func grants(subscriptions: [SubscriptionStatus], purchases: [NonSubscriptionPurchase]) -> [String: Grant] {
+    ///
+    /// A promotion grants the entitlement it names, configured or not; one that has not started
+    /// yet is left out. A purchase that entitles wins over a promotion only by a later end.
+    public func grants(
+        subscriptions: [SubscriptionStatus], purchases: [NonSubscriptionPurchase], promotions: [Promotion] = [], now: Int64 = 0
+    ) -> [String: Grant] {
         var result: [String: Grant] = [:]
-        for (name, productIDs) in products {
-            let candidates: [Grant.Source] =
+        var names = Set(products.keys)
+        for p in promotions where p.startsAt <= now { names.insert(p.entitlement) }
+        for name in names {
+            let productIDs = products[name] ?? []
+            var candidates: [Grant.Source] =
                 subscriptions.filter { s in productIDs.contains { $0.isExactly(s.productID) } }.map { .subscription($0) }
                 + purchases.filter { p in productIDs.contains { $0.isExactly(p.productID) } && p.kind != .consumable }
                 .map { .purchase($0) }
+            candidates += promotions.filter { $0.startsAt <= now && $0.entitlement.isExactly(name) }
+                .map { .promotional($0, active: $0.isActive(at: now)) }
             guard let best = candidates.max(by: { Self.rank($0) < Self.rank($1) }) else { continue }
             result[name] = Grant(
-                source: best, explanation: Self.explain(best, candidates: candidates.count, products: productIDs))
+                source: best, explanation: Self.explain(best, candidates: candidates.count, products: productIDs, now: now))
         }
         return result
     }
 
-    private static func explain(_ source: Grant.Source, candidates: Int, products: [String]) -> Explanation {
-        let (active, product, id, inner): (Bool, String, String, Explanation) =
-            switch source {
-            case .subscription(let s): (s.isEntitled, s.productID, s.originalTransactionID, s.explanation)
-            case .purchase(let p): (p.isEntitled, p.productID, p.transactionID, p.explanation)
-            }
+    private static func explain(_ source: Grant.Source, candidates: Int, products: [String], now: Int64) -> Explanation {
+        let (active, product, id, inner): (Bool, String, String, Explanation)
+        switch source {
+        case .subscription(let s):
+            (active, product, id, inner) = (s.isEntitled, s.productID, s.originalTransactionID, s.explanation)
+        case .purchase(let p): (active, product, id, inner) = (p.isEntitled, p.productID, p.transactionID, p.explanation)
+        case .promotional(let p, let active):
+            let inner = p.explanation(at: now)
+            return Explanation(
+                rule: active ? "granted_by_promotion" : "no_entitling_purchase",
+                decision: active
+                    ? "Granted by promotion \(p.id). \(inner.decision)"
+                    : "Not granted: none of the \(candidates) purchase(s) or promotion(s) entitles now; the best is promotion \(p.id). \(inner.decision)",
+                facts: [Fact("source_rule", .text(inner.rule)), Fact("candidates", .number(Int64(candidates)))] + inner.facts)
+        }
         let kind = if case .subscription = source { "subscription" } else { "purchase" }
         let decision =
             active
@@ -76,6 +98,10 @@ public struct EntitlementRules: Sendable, Equatable {
         case .purchase(let p):
             let lasting = p.isEntitled && p.expiresAt == nil
             return (p.isEntitled ? 1 : 0, lasting ? 1 : 0, p.expiresAt ?? p.purchasedAt ?? 0, p.transactionID)
+        case .promotional(let p, let active):
+            // Among ended ones, the one that ended last; ids compare as numbers of equal width.
+            let id = String(p.id)
+            return (active ? 1 : 0, 0, p.endsAt, "promotion:" + String(repeating: "0", count: max(0, 20 - id.count)) + id)
         }
     }
 }

@@ -12,14 +12,18 @@ public struct Facts: Sendable, Equatable {
     public var transfers: [Transfer]
     /// The user's other ids (aliases), each with when it joined them.
     public var aliases: [Alias]
+    /// Entitlements given by support rather than bought, revoked or not.
+    public var promotions: [Promotion]
 
     public init(
-        purchases: [Purchase], renewals: [RenewalObservation] = [], transfers: [Transfer] = [], aliases: [Alias] = []
+        purchases: [Purchase], renewals: [RenewalObservation] = [], transfers: [Transfer] = [], aliases: [Alias] = [],
+        promotions: [Promotion] = []
     ) {
         self.purchases = purchases
         self.renewals = renewals
         self.transfers = transfers
         self.aliases = aliases
+        self.promotions = promotions
     }
 
     /// Whether `appUserID` is the user (`canonical`) or one of their aliases, by exact bytes.
@@ -199,6 +203,7 @@ extension Facts {
         }
         for t in transfers { all.append(t.at) }
         for a in aliases { all.append(a.at) }
+        for p in promotions { all += [p.startsAt, p.expiresAt] + (p.revokedAt.map { [$0] } ?? []) }
         return all
     }
 
@@ -221,6 +226,11 @@ extension Facts {
         }
         for i in facts.transfers.indices { facts.transfers[i].at = pin(transfers[i].at) }
         for i in facts.aliases.indices { facts.aliases[i].at = pin(aliases[i].at) }
+        for i in facts.promotions.indices {
+            facts.promotions[i].startsAt = pin(promotions[i].startsAt)
+            facts.promotions[i].expiresAt = pin(promotions[i].expiresAt)
+            facts.promotions[i].revokedAt = pin(promotions[i].revokedAt)
+        }
         return facts
     }
 }

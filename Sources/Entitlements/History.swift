@@ -18,6 +18,12 @@ public struct LifecycleEvent: Sendable, Equatable {
         case transfer
         /// Another id joined the user (an alias): the facts name `alias_app_user_id`; no product.
         case merge
+        /// Support gave an entitlement (``Promotion``); no product, the facts name it.
+        case promotionalGrant = "promotional_grant"
+        /// Support took a promotional entitlement back before its end.
+        case promotionalRevocation = "promotional_revocation"
+        /// A promotional entitlement reached its end.
+        case promotionalExpiration = "promotional_expiration"
     }
 
     public var key: String
@@ -109,9 +115,37 @@ public enum History {
                     key: "merge:\(alias.appUserID)", kind: .merge, at: alias.at, productID: "", originalTransactionID: "",
                     transactionID: nil, facts: [Fact("alias_app_user_id", .text(alias.appUserID))]))
         }
+        for p in facts.promotions { events += promotionEvents(p, asOf: asOf) }
         // A state can come back (snapshots disagreeing over time); its event happened the first time.
         var seen: Set<Identifier> = []
         return events.filter { seen.insert(Identifier($0.key)).inserted }.sorted { ($0.at, $0.key) < ($1.at, $1.key) }
+    }
+
+    /// A promotion's grant, and its revocation or its end, as far as `asOf`.
+    static func promotionEvents(_ p: Promotion, asOf: Int64) -> [LifecycleEvent] {
+        let facts = [
+            Fact("entitlement", .text(p.entitlement)), Fact("promotion_id", .number(p.id)),
+            Fact("expires_at", .time(p.expiresAt)), Fact("granted_by", .text(p.grantedBy)), Fact("reason", .text(p.reason)),
+        ]
+        func event(_ kind: LifecycleEvent.Kind, at: Int64, _ more: [Fact] = []) -> LifecycleEvent {
+            LifecycleEvent(
+                key: "\(kind.rawValue):\(p.id)", kind: kind, at: at, productID: "", originalTransactionID: "",
+                transactionID: nil, facts: facts + more)
+        }
+        guard p.startsAt <= asOf else { return [] }
+        var events = [event(.promotionalGrant, at: p.startsAt)]
+        if let revoked = p.revokedAt, revoked < p.expiresAt {
+            if revoked <= asOf {
+                events.append(
+                    event(
+                        .promotionalRevocation, at: revoked,
+                        [Fact("revoked_by", .text(p.revokedBy ?? ""))]
+                            + [Fact.text("revoke_reason", p.revokeReason)].compactMap { $0 }))
+            }
+        } else if p.expiresAt <= asOf {
+            events.append(event(.promotionalExpiration, at: p.expiresAt))
+        }
+        return events
     }
 
     /// The events of one subscription.

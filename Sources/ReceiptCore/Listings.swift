@@ -18,9 +18,11 @@ package struct Listings: Sendable {
         package var next: Cursor?
     }
 
-    /// `limit` deliveries with ids below `before`, newest first.
-    package func notifications(limit: Int, before: Int64?) async throws(ReceiptError) -> Page<NotificationRecord, Int64> {
-        let rows = try await read { db in try NotificationStore(db).latest(limit: limit + 1, before: before) }
+    /// `limit` deliveries with ids below `before` that match `filter`, newest first.
+    package func notifications(limit: Int, before: Int64?, filter: NotificationStore.Filter = .init()) async throws(ReceiptError)
+        -> Page<NotificationRecord, Int64>
+    {
+        let rows = try await read { db in try NotificationStore(db).latest(limit: limit + 1, before: before, filter: filter) }
         let page = Array(rows.prefix(limit))
         return Page(rows: page, next: rows.count > limit ? page.last?.id : nil)
     }
@@ -54,6 +56,28 @@ package struct Listings: Sendable {
         let page = Array(rows.prefix(limit))
         let next = rows.count > limit ? page.last.map { SharedCursor(users: $0.users, original: $0.originalTransactionID) } : nil
         return Page(rows: page, next: next)
+    }
+
+    /// A stored purchase found by any of its transaction ids (or its original's), and who holds it.
+    package struct Holding: Sendable, Equatable {
+        package var originalTransactionID: String
+        package var productID: String?
+        package var appUserID: String?
+    }
+
+    /// Who holds the purchase `transactionID` belongs to; ``ReceiptError/purchaseNotFound`` when
+    /// no stored transaction or purchase has that id.
+    package func holding(_ transactionID: String) async throws(ReceiptError) -> Holding {
+        let found = try await read { db -> Holding? in
+            let store = ReceiptStore(db)
+            let original = try store.purchase(transactionID)?.fact.originalTransactionID ?? transactionID
+            let holder = try store.owner(of: original)
+            let product = try store.newestProduct(of: original)
+            guard holder != nil || product != nil else { return nil }
+            return Holding(originalTransactionID: original, productID: product, appUserID: holder)
+        }
+        guard let found else { throw .purchaseNotFound }
+        return found
     }
 
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(ReceiptError) -> T {

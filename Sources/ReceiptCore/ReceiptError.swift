@@ -46,6 +46,10 @@ package enum ReceiptError: Error, Sendable {
     /// Both ids hold purchases and the ownership policy keeps them apart (``AddAlias``).
     case mergeConflict
     /// An unexpected fault (storage, an impossible state); details are logged, never answered.
+    /// No stored transaction has that id.
+    case purchaseNotFound
+    /// No promotion of that entitlement is running for the subscriber.
+    case promotionNotFound
     case internalFault
 
     /// The stable, machine-readable name.
@@ -72,6 +76,8 @@ package enum ReceiptError: Error, Sendable {
         case .webhookDeliveryInFlight: "webhook_delivery_in_flight"
         case .aliasTaken: "alias_taken"
         case .mergeConflict: "merge_conflict"
+        case .promotionNotFound: "promotion_not_found"
+        case .purchaseNotFound: "purchase_not_found"
         case .internalFault: "internal_error"
         }
     }
@@ -102,6 +108,8 @@ package enum ReceiptError: Error, Sendable {
         case .aliasTaken: "`alias` is already an alias of another subscriber."
         case .mergeConflict:
             "Both ids hold purchases and the ownership policy (ownership.policy) keeps one user's purchases from another."
+        case .purchaseNotFound: "No stored purchase has that transaction id."
+        case .promotionNotFound: "The subscriber has no running promotion of that entitlement."
         case .internalFault: "An internal error occurred."
         }
     }

@@ -266,6 +266,37 @@ package final class Refresher: Sendable {
         return pass
     }
 
+    /// Support's "refresh from Apple": asks Apple now about every purchase `appUserID` holds
+    /// (an alias: the subscriber it names), as a pass would, and stores what Apple says. Each
+    /// purchase's outcome by original transaction id; a purchase another refresh holds is
+    /// `claimed_elsewhere`. Apple being down stores nothing and revokes nothing.
+    package func refreshNow(_ appUserID: String) async throws(ReceiptError) -> [(original: String, outcome: String)] {
+        let now = clock.now()
+        let subscriber: SubscriberRecord?
+        do {
+            subscriber = try await database.read { db in try ReceiptStore(db).subscriber(appUserID) }
+        } catch {
+            logger.error("refresh: cannot read the subscriber", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+        guard let subscriber else { throw .subscriberNotFound }
+        var expiries: [String: Int64] = [:]
+        for p in subscriber.purchases {
+            expiries[p.fact.originalTransactionID] = max(expiries[p.fact.originalTransactionID] ?? 0, p.fact.expiresDate ?? 0)
+        }
+        var outcomes: [(String, String)] = []
+        for (original, expiresAt) in expiries.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            let candidate = RefreshCandidate(
+                originalTransactionID: original, holder: subscriber.appUserID, expiresAt: expiresAt, inBillingRetry: false,
+                gracePeriodExpiresAt: nil, lastCheckedAt: nil, failures: 0, nextAttemptAt: now)
+            let outcome = await refresh(candidate)
+            Counter(label: "refresher_refreshes_total", dimensions: [("outcome", outcome.metricName)], factory: metrics)
+                .increment()
+            outcomes.append((original, outcome.metricName))
+        }
+        return outcomes
+    }
+
     enum Outcome: Sendable, Equatable {
         case claimedElsewhere
         case refreshed(changes: Int)

@@ -37,6 +37,8 @@ package struct SubscriberDocument: Sendable {
     /// The first instant after `now` at which the content may read differently with the same
     /// facts (an expiry, a grace period's end, …); nil when no instant lies ahead.
     let changesAt: Int64?
+    /// Each product's state as this document reads it, for the overview (``ProductStateStore``).
+    let productStates: [ProductStateStore.Entry]
 
     /// `appUserID`'s document at `now`, from their facts (a subscriber's `pinnedFacts`).
     init(appUserID: String, facts: Facts, settings: EntitlementSettings, now: Int64) {
@@ -44,12 +46,19 @@ package struct SubscriberDocument: Sendable {
         let others = Derivation.nonSubscriptions(facts, catalog: settings.catalog, policy: settings.policy, now: now)
         var entitlements: [Identifier: JSONValue] = [:]
         var explanations = Explanations()
-        for (name, grant) in settings.rules.grants(subscriptions: subs, purchases: others) {
+        var promotional: [ProductStateStore.Entry] = []
+        for (name, grant) in settings.rules.grants(
+            subscriptions: subs, purchases: others, promotions: facts.promotions, now: now)
+        {
             let fields =
                 switch grant.source {
                 case .subscription(let s): Self.common(s)
                 case .purchase(let p): Self.common(p)
+                case .promotional(let p, _): Self.common(p, at: now)
                 }
+            if case .promotional(let p, _) = grant.source {
+                promotional.append(ProductStateStore.Entry(kind: "promotional", productID: name, state: p.state(at: now)))
+            }
             entitlements[Identifier(name)] = .object(fields)
             explanations.entitlements[Identifier(name)] = grant.explanation
         }
@@ -92,6 +101,14 @@ package struct SubscriberDocument: Sendable {
             nonSubscriptions[Identifier(p.productID), default: []].append(.object(fields))
             explanations.nonSubscriptions[Identifier(p.productID), default: []].append(p.explanation)
         }
+        var states = byProduct.values.map {
+            ProductStateStore.Entry(kind: "subscription", productID: $0.productID, state: $0.state.rawValue)
+        }
+        var seen: Set<String> = []
+        for p in others where seen.insert(p.kind.name + ":" + p.productID).inserted {  // newest first
+            states.append(ProductStateStore.Entry(kind: p.kind.name, productID: p.productID, state: Self.state(p)))
+        }
+        productStates = states + promotional
         self.appUserID = appUserID
         content = [
             "app_user_id": .string(appUserID), "aliases": .array(facts.aliases.map { .string($0.appUserID) }),
@@ -187,17 +204,32 @@ package struct SubscriberDocument: Sendable {
     private static func common(_ s: SubscriptionStatus) -> [Identifier: JSONValue] {
         [
             "active": .bool(s.isEntitled), "state": .string(s.state.rawValue), "product_id": .string(s.productID),
+            "store": .string("app_store"),
             "expires_at": time(s.expiresAt), "grace_period_expires_at": time(s.gracePeriodExpiresAt),
             "will_renew": .bool(s.willRenew), "period_type": .string(s.periodType), "ownership": .string(s.ownership),
             "original_transaction_id": .string(s.originalTransactionID), "environment": .string(s.environment),
         ]
     }
 
+    private static func state(_ p: NonSubscriptionPurchase) -> String {
+        p.isEntitled ? "active" : p.refundedAt != nil ? (p.ownership == "family_shared" ? "revoked" : "refunded") : "expired"
+    }
+
+    /// A promotional grant: no product, no purchase; `promotion_id` names it.
+    private static func common(_ p: Promotion, at now: Int64) -> [Identifier: JSONValue] {
+        [
+            "active": .bool(p.isActive(at: now)), "state": .string(p.state(at: now)), "product_id": .null,
+            "expires_at": time(p.endsAt), "grace_period_expires_at": .null, "will_renew": .bool(false),
+            "period_type": .string("promotional"), "ownership": .string("promotional"),
+            "original_transaction_id": .null, "environment": .null, "store": .string("promotional"),
+            "promotion_id": .string(String(p.id)),
+        ]
+    }
+
     private static func common(_ p: NonSubscriptionPurchase) -> [Identifier: JSONValue] {
-        let state =
-            p.isEntitled ? "active" : p.refundedAt != nil ? (p.ownership == "family_shared" ? "revoked" : "refunded") : "expired"
-        return [
-            "active": .bool(p.isEntitled), "state": .string(state), "product_id": .string(p.productID),
+        [
+            "active": .bool(p.isEntitled), "state": .string(state(p)), "product_id": .string(p.productID),
+            "store": .string("app_store"),
             "expires_at": time(p.expiresAt), "grace_period_expires_at": .null, "will_renew": .bool(false),
             "period_type": .string("normal"), "ownership": .string(p.ownership),
             "original_transaction_id": .string(p.transactionID), "environment": .string(p.environment),

@@ -64,6 +64,8 @@ package struct SubscriberState: Sendable {
                     subscriber.appUserID, hash: document.fingerprint, derivedFrom: subscriber.factsRevision,
                     version: subscriber.version, now: now)
             else { return nil }
+            try ProductStateStore(db).replace(
+                document.productStates, for: subscriber.appUserID, until: document.changesAt ?? .max)
             var added: [EventRecord] = []
             let changes = try EventStore(db).replace(
                 events, for: subscriber.appUserID, originals: subscriber.originals, now: now, inserted: { added.append($0) })
@@ -185,7 +187,7 @@ package struct SubscriberState: Sendable {
             guard let (subscriber, sequence) = read else { return nil }
             let facts = subscriber.pinnedFacts
             let document = document(subscriber, facts: facts, now: now)
-            if isSettled(subscriber, document) {
+            if isSettled(subscriber, document) && subscriber.summaryUntil > now {
                 return Current(document: document, version: subscriber.version, sequence: sequence)
             }
             // Behind (new facts, or a state change since the last read): derive here, write only SQL.

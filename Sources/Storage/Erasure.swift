@@ -83,7 +83,7 @@ public struct Erasure {
         // The rows keyed by the ids (deliveries before their messages, the subscriber last).
         for table in [
             "events", "verifications", "shadow_diffs", "changes", "webhook_deliveries", "webhook_messages", "aliases",
-            "subscribers",
+            "promotions", "product_states", "subscribers",
         ] {
             try run(table, "DELETE FROM \(table) WHERE app_user_id IN", ids)
         }

@@ -28,7 +28,9 @@ public struct EventStore {
         let existing = try db.cached("SELECT \(Self.columns) FROM events WHERE app_user_id = ?").bind([appUserID])
         while try existing.step() {
             let e = Self.event(existing)
-            if originals.contains(Identifier(e.originalTransactionID)) || e.type == "transfer" || e.type == "merge" {
+            // Events about no purchase (merges, promotions) are the subscriber's own.
+            if e.originalTransactionID.isEmpty || originals.contains(Identifier(e.originalTransactionID)) || e.type == "transfer"
+            {
                 stored[Identifier(e.key)] = e
             }
         }
@@ -68,6 +70,19 @@ public struct EventStore {
     }
 
     /// Events of `appUserID`, newest first (by `at`, then id), `limit` of them, strictly older than `before`.
+    /// Events per bucket of `width` milliseconds from `from` (bucket 0) to `to`, per type.
+    public func counts(from: Int64, to: Int64, width: Int64) throws -> [(bucket: Int, type: String, count: Int)] {
+        let q = try db.cached(
+            """
+            SELECT (at - ?1) / ?2 AS bucket, type, count(*) FROM events WHERE at >= ?1 AND at < ?3
+            GROUP BY bucket, type
+            """
+        ).bind([from, width, to])
+        var rows: [(Int, String, Int)] = []
+        while try q.step() { rows.append((Int(q.int(0)), q.text(1)!, Int(q.int(2)))) }
+        return rows
+    }
+
     public func page(for appUserID: String, limit: Int, before: (at: Int64, id: Int64)?) throws -> [EventRecord] {
         let q: Statement
         if let before {

@@ -54,9 +54,10 @@ public struct Merge {
                     """
                 ).bind([canonical, alias]).run()
                 try db.cached("DELETE FROM events WHERE app_user_id = ?").bind([alias]).run()
-                for table in ["verifications", "shadow_diffs", "aliases"] {
+                for table in ["verifications", "shadow_diffs", "aliases", "promotions"] {
                     try db.cached("UPDATE \(table) SET app_user_id = ? WHERE app_user_id = ?").bind([canonical, alias]).run()
                 }
+                try db.cached("DELETE FROM product_states WHERE app_user_id = ?").bind([alias]).run()
                 try db.cached("DELETE FROM subscribers WHERE app_user_id = ?").bind([alias]).run()
                 try ChangeLog(db).append(alias, at: now)  // its cached document is gone
             }

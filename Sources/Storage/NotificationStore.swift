@@ -56,11 +56,45 @@ public struct NotificationStore {
     }
 
     /// The newest deliveries first, `limit` at a time, before the row id `before`.
-    public func latest(limit: Int, before: Int64? = nil) throws -> [NotificationRecord] {
-        let q = try db.cached("SELECT \(Self.columns) FROM notifications WHERE id < ? ORDER BY id DESC LIMIT ?")
-            .bind([before ?? Int64.max, Int64(limit)])
+    public func latest(limit: Int, before: Int64? = nil, filter: Filter = Filter()) throws -> [NotificationRecord] {
+        var conditions = ["id < ?"]
+        var values: [(any StatementValue)?] = [before ?? Int64.max]
+        for (column, value) in [("type", filter.type), ("outcome", filter.outcome), ("app_user_id", filter.appUserID)] {
+            guard let value else { continue }
+            conditions.append("\(column) = ?")
+            values.append(value)
+        }
+        values.append(Int64(limit))
+        let q = try db.cached(
+            "SELECT \(Self.columns) FROM notifications WHERE \(conditions.joined(separator: " AND ")) ORDER BY id DESC LIMIT ?"
+        ).bind(values)
         var rows: [NotificationRecord] = []
         while try q.step() { rows.append(Self.record(q)) }
+        return rows
+    }
+
+    /// Which notifications a listing shows: each set field must match exactly.
+    public struct Filter: Sendable, Equatable {
+        public var type: String?
+        public var outcome: String?
+        public var appUserID: String?
+        public init(type: String? = nil, outcome: String? = nil, appUserID: String? = nil) {
+            self.type = type
+            self.outcome = outcome
+            self.appUserID = appUserID
+        }
+    }
+
+    /// Notifications received in [from, to) per (type, outcome).
+    public func counts(from: Int64, to: Int64) throws -> [(type: String, outcome: String, count: Int)] {
+        let q = try db.cached(
+            """
+            SELECT type, outcome, count(*) FROM notifications WHERE received_at >= ? AND received_at < ?
+            GROUP BY type, outcome ORDER BY type, outcome
+            """
+        ).bind([from, to])
+        var rows: [(String, String, Int)] = []
+        while try q.step() { rows.append((q.text(0)!, q.text(1)!, Int(q.int(2)))) }
         return rows
     }
 

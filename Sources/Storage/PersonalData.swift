@@ -74,6 +74,8 @@ public struct PersonalData {
             section("changes", key: "sequence", [("app_user_id", ids)]),
             section("webhook_messages", key: "id", [("app_user_id", ids)]),
             section("webhook_deliveries", key: "id", [("app_user_id", ids)]),
+            section("promotions", key: "id", [("app_user_id", ids)]),
+            section("product_states", key: "slot", [("app_user_id", ids)]),
         ].compactMap { $0 }
     }
 

@@ -80,10 +80,16 @@ public struct SubscriberRecord: Sendable, Equatable {
     public var transfers: [Transfer]
     /// Their other ids, oldest first (``Alias``).
     public var aliases: [Alias]
+    /// Entitlements support gave them, oldest first (``Promotion``).
+    public var promotions: [Promotion]
+    /// Until when their stored product states (`product_states`) hold; 0: never written, or
+    /// their facts changed since.
+    public var summaryUntil: Int64
 
     public init(
         appUserID: String, version: Int64, stateHash: String?, factsRevision: Int64 = 0, derivedRevision: Int64 = 0,
-        purchases: [Stated<Purchase>], renewals: [Stated<RenewalObservation>], transfers: [Transfer], aliases: [Alias] = []
+        purchases: [Stated<Purchase>], renewals: [Stated<RenewalObservation>], transfers: [Transfer], aliases: [Alias] = [],
+        promotions: [Promotion] = [], summaryUntil: Int64 = 0
     ) {
         self.appUserID = appUserID
         self.version = version
@@ -94,11 +100,15 @@ public struct SubscriberRecord: Sendable, Equatable {
         self.renewals = renewals
         self.transfers = transfers
         self.aliases = aliases
+        self.promotions = promotions
+        self.summaryUntil = summaryUntil
     }
 
     /// The facts without their provenance: the derivation's input.
     public var facts: Facts {
-        Facts(purchases: purchases.map(\.fact), renewals: renewals.map(\.fact), transfers: transfers, aliases: aliases)
+        Facts(
+            purchases: purchases.map(\.fact), renewals: renewals.map(\.fact), transfers: transfers, aliases: aliases,
+            promotions: promotions)
     }
 
     /// The canonical id and the aliases: every id the subscriber is known by.

@@ -95,7 +95,8 @@ public struct ReceiptStore {
     /// Records that the facts of `appUserIDs` changed, in the caller's transaction: their facts
     /// revision moves (their derived state is now behind) and each joins the ``ChangeLog``.
     public func factsChanged(_ appUserIDs: [String], at now: Int64) throws {
-        let bump = try db.cached("UPDATE subscribers SET facts_revision = facts_revision + 1 WHERE app_user_id = ?")
+        let bump = try db.cached(
+            "UPDATE subscribers SET facts_revision = facts_revision + 1, summary_until = 0 WHERE app_user_id = ?")
         let log = ChangeLog(db)
         for user in appUserIDs {
             try bump.bind([user]).run()
@@ -185,7 +186,7 @@ public struct ReceiptStore {
     /// An alias reads as the subscriber it names (``SubscriberRecord/appUserID`` is then the canonical id).
     public func subscriber(_ requestedID: String) throws -> SubscriberRecord? {
         let head = try db.cached(
-            "SELECT version, state_hash, facts_revision, derived_revision FROM subscribers WHERE app_user_id = ?"
+            "SELECT version, state_hash, facts_revision, derived_revision, summary_until FROM subscribers WHERE app_user_id = ?"
         ).bind([requestedID])
         // An alias has no subscriber row: the aliases table is read only when the id has none.
         var appUserID = requestedID
@@ -194,6 +195,7 @@ public struct ReceiptStore {
             guard !appUserID.isExactly(requestedID), try head.bind([appUserID]).step() else { return nil }
         }
         let (version, stateHash, factsRevision, derivedRevision) = (head.int(0), head.text(1), head.int(2), head.int(3))
+        let summaryUntil = head.int(4)
         head.reset()
         // No ORDER BY, no IN (SELECT …): each would open a temporary B-tree per statement, which was
         // a third of an uncached read. The rows are few; they are ordered here, as SQLite would.
@@ -260,7 +262,8 @@ public struct ReceiptStore {
         }
         return SubscriberRecord(
             appUserID: appUserID, version: version, stateHash: stateHash, factsRevision: factsRevision,
-            derivedRevision: derivedRevision, purchases: purchases, renewals: renewals, transfers: transfers, aliases: aliases)
+            derivedRevision: derivedRevision, purchases: purchases, renewals: renewals, transfers: transfers, aliases: aliases,
+            promotions: try PromotionStore(db).promotions(of: appUserID), summaryUntil: summaryUntil)
     }
 
     /// The subscriber `appUserID` names: the one it is an alias of, else itself (known or not).
@@ -279,7 +282,8 @@ public struct ReceiptStore {
     }
 
     /// The product of the newest transaction of a purchase (by purchase date, then id).
-    private func newestProduct(of originalTransactionID: String) throws -> String? {
+    /// The product of the newest transaction of the purchase `originalTransactionID`.
+    public func newestProduct(of originalTransactionID: String) throws -> String? {
         let q = try db.cached(
             """
             SELECT product_id FROM transactions WHERE original_transaction_id = ?
@@ -384,6 +388,16 @@ public struct ReceiptStore {
     }
 
     /// Appends one row to the verification log.
+    /// Exchanges with Apple logged in [from, to), per outcome.
+    public func verificationCounts(from: Int64, to: Int64) throws -> [(outcome: String, count: Int)] {
+        let q = try db.cached(
+            "SELECT outcome, count(*) FROM verifications WHERE at >= ? AND at < ? GROUP BY outcome ORDER BY outcome"
+        ).bind([from, to])
+        var rows: [(String, Int)] = []
+        while try q.step() { rows.append((q.text(0)!, Int(q.int(1)))) }
+        return rows
+    }
+
     public func log(_ entry: VerificationLogEntry, at now: Int64) throws {
         try db.cached(
             "INSERT INTO verifications (app_user_id, environment, apple_status, outcome, attempts, latency_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?)"

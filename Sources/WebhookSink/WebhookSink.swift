@@ -129,10 +129,11 @@ package final class WebhookSink: HTTPResponder, Sendable {
         for key in ["id", "type", "at", "recorded_at"] where event?[key]?.string == nil {
             problems.append("event.\(key) is missing")
         }
-        // A merge is about no purchase: null there, a string everywhere else.
-        let aboutAPurchase = event?["type"]?.string != "merge"
+        // A merge or a promotion is about no purchase: null there, a string everywhere else.
+        let type = event?["type"]?.string ?? ""
+        let aboutAPurchase = type != "merge" && !type.hasPrefix("promotional_")
         for key in ["product_id", "original_transaction_id"] where (event?[key]?.string != nil) != aboutAPurchase {
-            problems.append(aboutAPurchase ? "event.\(key) is missing" : "event.\(key) is not null in a merge")
+            problems.append(aboutAPurchase ? "event.\(key) is missing" : "event.\(key) is not null in a \(type)")
         }
         if case .array? = payload["subscriber"]?["aliases"] {} else { problems.append("subscriber.aliases is not an array") }
         if event?["type"]?.string != payload["type"]?.string { problems.append("event.type is not type") }
