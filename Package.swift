@@ -145,6 +145,10 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            // The web console (README "Console"), compiled into the binary: nothing to install beside it.
+            resources: [
+                .embedInCode("Console/index.html"), .embedInCode("Console/console.js"), .embedInCode("Console/console.css"),
             ]
         ),
         .executableTarget(

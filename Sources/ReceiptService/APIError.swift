@@ -35,7 +35,9 @@ struct APIError: Error, Sendable {
             status = .serviceUnavailable
             retryAfter = 5
         case .serverAPINotConfigured: status = HTTPStatus(code: 501)
-        case .orderNotFound, .subscriptionNotFound, .webhookEndpointNotFound, .webhookDeliveryNotFound: status = .notFound
+        case .orderNotFound, .subscriptionNotFound, .webhookEndpointNotFound, .webhookDeliveryNotFound, .promotionNotFound,
+            .purchaseNotFound:
+            status = .notFound
         case .webhookDeliveryInFlight, .aliasTaken, .mergeConflict: status = .conflict
         case .appStoreRefused: status = .unprocessableContent
         }

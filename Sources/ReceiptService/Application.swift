@@ -162,23 +162,25 @@ public final class Application: Sendable {
             monotonic: monotonic, metrics: telemetry.factory)
         let webhookOperations = WebhookOperations(
             settings: hooks, database: database, doorbell: doorbell, logger: logger, clock: clock)
+        let refresher = Refresher(
+            settings: configuration.refresher, client: client, serverAPI: serverAPI,
+            preferServerAPI: settings.verifier == .serverAPI, database: database, state: state, bundleIDs: settings.bundleIDs,
+            logger: logger, clock: clock, monotonic: monotonic, metrics: telemetry.factory)
         let routes = Routes(
             database: database, migrator: migrator, auth: apiAuth(configuration, logger: logger),
             verifyPurchase: verifyPurchase, readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber,
             addAlias: addAlias, exportSubscriber: exportSubscriber, ingestNotification: ingestNotification, listings: listings,
             support: support,
             webhooks: webhookOperations,
-            appStore: client,
+            promote: PromoteSubscriber(database: database, state: state, logger: logger, clock: clock),
+            statistics: Statistics(database: database, state: state, logger: logger, clock: clock), refresher: refresher,
+            console: Console(), appStore: client,
             limiter: RateLimiter(configuration.limits), telemetry: telemetry, documentCache: documentCache,
             metricsRequireKey: configuration.api.metricsRequireKey,
             openAPI: openAPIDocument(configuration.openAPIFile, logger: logger), logger: logger, clock: clock)
         let server = HTTPServer(
             configuration: configuration.http, responder: routes.router(), logger: logger, metrics: telemetry.http)
         telemetry.watch(server)
-        let refresher = Refresher(
-            settings: configuration.refresher, client: client, serverAPI: serverAPI,
-            preferServerAPI: settings.verifier == .serverAPI, database: database, state: state, bundleIDs: settings.bundleIDs,
-            logger: logger, clock: clock, monotonic: monotonic, metrics: telemetry.factory)
         return Application(
             configuration: configuration, database: database, migrator: migrator, server: server, transport: transport,
             refresher: refresher, catchUp: catchUp, webhooks: webhooks, webhookTransport: webhookTransport,

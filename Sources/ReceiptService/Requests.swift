@@ -1,4 +1,5 @@
 import AppStore
+import Entitlements
 import FoundationEssentials
 import HTTPServer
 import JSON
@@ -232,6 +233,96 @@ enum Requests {
             throw .invalidRequest("`since` is required: an RFC 3339 time or a date (YYYY-MM-DD).")
         }
         return since
+    }
+
+    /// GET /v1/notifications' filters: `?type=`, `?outcome=`, `?app_user_id=`.
+    static func notificationFilter(_ request: HTTPRequest) throws(ReceiptError) -> NotificationStore.Filter {
+        func word(_ name: String) throws(ReceiptError) -> String? {
+            guard let text = request.queryValue(name) else { return nil }
+            let allowed = { (b: UInt8) in
+                b == UInt8(ascii: "_") || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(b)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(b) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b)
+            }
+            guard (1...64).contains(text.utf8.count), text.utf8.allSatisfy(allowed) else {
+                throw .invalidRequest("`\(name)` must be 1 to 64 letters, digits or `_`.")
+            }
+            return text
+        }
+        return NotificationStore.Filter(
+            type: try word("type"), outcome: try word("outcome"),
+            appUserID: try request.queryValue("app_user_id").map { id throws(ReceiptError) in try FieldRules.appUserID(id) })
+    }
+
+    /// GET /v1/admin/stats: `?from=` and `?to=` (RFC 3339 times or dates; the last 30 days to now
+    /// when absent) and `?interval=` (`hour`, `day` or `week`; `day` when absent).
+    static func statsRange(_ request: HTTPRequest) throws(ReceiptError) -> (
+        from: Int64?, to: Int64?, interval: Statistics.Interval
+    ) {
+        func instant(_ name: String) throws(ReceiptError) -> Int64? {
+            guard let text = request.queryValue(name) else { return nil }
+            guard let t = FieldRules.instant(text) else {
+                throw .invalidRequest("`\(name)` must be an RFC 3339 time or a date (YYYY-MM-DD).")
+            }
+            return t
+        }
+        let interval = try request.queryValue("interval").map { text throws(ReceiptError) in
+            guard let i = Statistics.Interval(rawValue: text) else {
+                throw .invalidRequest("`interval` must be hour, day or week.")
+            }
+            return i
+        }
+        return (try instant("from"), try instant("to"), interval ?? .day)
+    }
+
+    /// The `{name}` of an entitlement in the path.
+    static func entitlementName(in context: RouteContext) throws(ReceiptError) -> String {
+        let name = context.parameters["name"] ?? ""
+        try PromoteSubscriber.check(entitlement: name)
+        return name
+    }
+
+    /// The body of POST /v1/subscribers/{id}/entitlements/{name}/promotional: `{"duration": "P7D"}`
+    /// (an ISO 8601 calendar duration) or `{"expires_at": "<RFC 3339>"}`, and `"reason"`.
+    static func promotion(_ body: [UInt8]) throws(ReceiptError) -> (term: PromoteSubscriber.Term, reason: String) {
+        guard let json = try? JSONValue.parse(body), case .object = json else {
+            throw .invalidRequest("The body must be a JSON object.")
+        }
+        let term: PromoteSubscriber.Term
+        switch (json["duration"] ?? .null, json["expires_at"] ?? .null) {
+        case (.string(let text), .null):
+            guard let d = CalendarDuration(iso8601: text) else {
+                throw .invalidRequest("`duration` must be an ISO 8601 duration such as P7D, P1M or PT12H.")
+            }
+            term = .duration(d)
+        case (.null, .string(let text)):
+            guard let t = FieldRules.instant(text) else { throw .invalidRequest("`expires_at` must be an RFC 3339 time.") }
+            term = .until(t)
+        default: throw .invalidRequest("Send one of `duration` or `expires_at`.")
+        }
+        guard case .string(let reason)? = json["reason"] else {
+            throw .invalidRequest("`reason` is required: 1 to 500 bytes saying why.")
+        }
+        return (term, reason)
+    }
+
+    /// The optional body of DELETE …/promotional: `{"reason"}`.
+    static func revocationReason(_ body: [UInt8]) throws(ReceiptError) -> String? {
+        guard !body.isEmpty else { return nil }
+        guard let json = try? JSONValue.parse(body), case .object = json else {
+            throw .invalidRequest("The body must be empty or a JSON object.")
+        }
+        switch json["reason"] ?? .null {
+        case .null: return nil
+        case .string(let reason): return reason
+        default: throw .invalidRequest("`reason` must be a string.")
+        }
+    }
+
+    /// The `{transaction_id}` path parameter: any transaction of a purchase, or its original.
+    static func transactionID(in context: RouteContext) throws(ReceiptError) -> String {
+        let id = context.parameters["transaction_id"] ?? ""
+        try FieldRules.transactionID(id)
+        return id
     }
 
     /// The `{order_id}` path parameter.

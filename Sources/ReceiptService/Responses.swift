@@ -1,4 +1,5 @@
 import AppStore
+import Entitlements
 import HTTPServer
 import JSON
 import ReceiptCore
@@ -206,5 +207,99 @@ enum Responses {
         .json(
             .object(["test_notification_token": .string(token), "environment": .string(environment.rawValue)]),
             status: .accepted)
+    }
+}
+
+/// The console's and support's answers (issue 23).
+extension Responses {
+    /// A promotion as granted or revoked.
+    static func promotion(_ p: Promotion) -> JSONValue {
+        let text = { (s: String?) in s.map(JSONValue.string) ?? .null }
+        return .object([
+            "id": .string(String(p.id)), "entitlement": .string(p.entitlement),
+            "starts_at": SubscriberDocument.time(p.startsAt), "expires_at": SubscriberDocument.time(p.expiresAt),
+            "granted_by": .string(p.grantedBy), "reason": .string(p.reason),
+            "revoked_at": SubscriberDocument.time(p.revokedAt), "revoked_by": text(p.revokedBy),
+            "revoke_reason": text(p.revokeReason),
+        ])
+    }
+
+    /// The answer to POST and DELETE …/entitlements/{name}/promotional: the promotions it made or
+    /// ended, and the subscriber's explained document.
+    static func promoted(_ snapshot: SubscriberSnapshot, _ promotions: [Promotion], status: HTTPStatus) -> HTTPResponse {
+        .json(
+            .object([
+                "promotions": .array(promotions.map(promotion)),
+                "subscriber": snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: true),
+            ]), status: status)
+    }
+
+    /// GET /v1/admin/transactions/{id}: the purchase and who holds it.
+    static func holding(_ h: Listings.Holding) -> HTTPResponse {
+        .json(
+            .object([
+                "original_transaction_id": .string(h.originalTransactionID),
+                "product_id": h.productID.map(JSONValue.string) ?? .null,
+                "app_user_id": h.appUserID.map(JSONValue.string) ?? .null,
+            ]))
+    }
+
+    /// POST /v1/subscribers/{id}/refresh: what Apple said about each purchase, and the document after.
+    static func refreshed(_ outcomes: [(original: String, outcome: String)], _ snapshot: SubscriberSnapshot) -> HTTPResponse {
+        .json(
+            .object([
+                "purchases": .array(
+                    outcomes.map { .object(["original_transaction_id": .string($0.original), "outcome": .string($0.outcome)]) }),
+                "subscriber": snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: true),
+            ]))
+    }
+
+    /// GET /v1/admin/stats.
+    static func stats(
+        _ r: Statistics.Report, appStore: Routes.AppStoreStatus?, webhooks: [WebhookOperations.EndpointStatus]?
+    ) -> HTTPResponse {
+        let time = SubscriberDocument.time
+        var types = Statistics.eventTypes
+        for bucket in r.buckets {
+            for type in bucket.counts.keys.sorted() where !types.contains(type) { types.append(type) }
+        }
+        var members: [Identifier: JSONValue] = [
+            "from": time(r.from), "to": time(r.to), "interval": .string(r.interval.rawValue),
+            "generated_at": time(r.generatedAt), "event_types": .array(types.map(JSONValue.string)),
+            "buckets": .array(
+                r.buckets.map { b in
+                    .object([
+                        "start": time(b.start),
+                        "counts": .object(strings: Dictionary(uniqueKeysWithValues: types.map { ($0, .int(b.counts[$0] ?? 0)) })),
+                    ])
+                }),
+            "subscribers": .object([
+                "total": .int(r.subscribers), "stale": .int(r.stale),
+                "products": .array(
+                    r.products.map {
+                        .object([
+                            "kind": .string($0.entry.kind), "product_id": .string($0.entry.productID),
+                            "state": .string($0.entry.state), "subscribers": .int($0.subscribers),
+                        ])
+                    }),
+            ]),
+            "notifications": .array(
+                r.notifications.map {
+                    .object(["type": .string($0.type), "outcome": .string($0.outcome), "count": .int($0.count)])
+                }),
+            "apple": .object([
+                "verifications": .array(
+                    r.verifications.map { .object(["outcome": .string($0.outcome), "count": .int($0.count)]) }),
+                "circuit": appStore?.json ?? .null,
+            ]),
+        ]
+        members["webhooks"] = .array(
+            (webhooks ?? []).map {
+                .object([
+                    "endpoint": .string($0.name), "pending": .int($0.pending),
+                    "oldest_pending_seconds": .int(Int($0.oldestPendingSeconds)),
+                ])
+            })
+        return .json(.object(members))
     }
 }

@@ -23,6 +23,11 @@ struct Routes: Sendable {
     let listings: Listings
     let support: AppStoreSupport
     let webhooks: WebhookOperations
+    let promote: PromoteSubscriber
+    let statistics: Statistics
+    let refresher: Refresher
+    /// The web console's files (``Console``).
+    let console: Console
     /// For the circuit breaker's state in `/readyz`.
     let appStore: VerifyReceiptClient
     /// Per-key and per-address limits on POST /v1/receipts.
@@ -125,10 +130,46 @@ struct Routes: Sendable {
                 throw error
             }
         }
-        // The latest notifications with their outcome.
+        // The latest notifications with their outcome, by type, outcome and subscriber.
         api.on(.get, "/v1/notifications", access: .secretKey) { [listings] request, _ in
             let (limit, before) = (try Requests.limit(request), try Requests.idCursor(request))
-            return Responses.notifications(try await listings.notifications(limit: limit, before: before))
+            let filter = try Requests.notificationFilter(request)
+            return Responses.notifications(try await listings.notifications(limit: limit, before: before, filter: filter))
+        }
+        // Support gives an entitlement for a while (after an outage, a complaint), or takes it back.
+        api.on(.post, "/v1/subscribers/{app_user_id}/entitlements/{name}/promotional", access: .secretKey) {
+            [promote] request, context in
+            let (user, name) = (try Requests.appUserID(in: context), try Requests.entitlementName(in: context))
+            let (term, reason) = try Requests.promotion(request.body)
+            let granted = try await promote.grant(name, to: user, for: term, reason: reason, by: APIAuth.fingerprint(request))
+            return Responses.promoted(granted.snapshot, [granted.promotion], status: .created)
+        }
+        api.on(.delete, "/v1/subscribers/{app_user_id}/entitlements/{name}/promotional", access: .secretKey) {
+            [promote] request, context in
+            let (user, name) = (try Requests.appUserID(in: context), try Requests.entitlementName(in: context))
+            let reason = try Requests.revocationReason(request.body)
+            let revoked = try await promote.revoke(name, of: user, reason: reason, by: APIAuth.fingerprint(request))
+            return Responses.promoted(revoked.snapshot, revoked.revoked, status: .ok)
+        }
+        // Support: ask Apple again now about every purchase of a subscriber.
+        api.on(.post, "/v1/subscribers/{app_user_id}/refresh", access: .secretKey) { [refresher, readSubscriber] _, context in
+            let user = try Requests.appUserID(in: context)
+            let outcomes = try await refresher.refreshNow(user)
+            return Responses.refreshed(outcomes, try await readSubscriber.document(user))
+        }
+        // Support: who holds the purchase a transaction id (any of its renewals) belongs to.
+        api.on(.get, "/v1/admin/transactions/{transaction_id}", access: .secretKey) { [listings] _, context in
+            Responses.holding(try await listings.holding(try Requests.transactionID(in: context)))
+        }
+        // The overview: subscribers by product and state now; events, notifications and Apple per bucket.
+        api.on(.get, "/v1/admin/stats", access: .secretKey) { [statistics, appStore, webhooks] request, _ in
+            let range = try Requests.statsRange(request)
+            let report = try await statistics(from: range.from, to: range.to, interval: range.interval)
+            return Responses.stats(report, appStore: Self.appStoreStatus(appStore), webhooks: try? await webhooks.status())
+        }
+        // The web console: its page and files, no key (they hold no data; the page asks for one).
+        for path in console.paths {
+            api.immediate(.get, path, access: .anyone) { [console] request, _ in console.response(path, request: request) }
         }
         // Purchases passed between app users, with their transfers.
         api.on(.get, "/v1/admin/shared-receipts", access: .secretKey) { [listings] request, _ in

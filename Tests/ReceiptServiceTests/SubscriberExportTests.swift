@@ -43,6 +43,11 @@ struct SubscriberExportTests {
                 "INSERT INTO refresh_checks (original_transaction_id, checked_at, outcome, failures) VALUES (?, 1, 'valid', 0)"
             ).bind([original]).run()
 
+            let promoted = try await post(
+                port, "/v1/subscribers/exp-anon/entitlements/premium/promotional", #"{"duration":"P1D","reason":"export"}"#,
+                key: TestSecrets.secretKey)
+            #expect(promoted.status == 201, "\(promoted.body)")
+
             let export = try await subscriber(port, "exp-anon", "/export")
             #expect(export.status == 200, "\(export.body)")
             #expect(export.head.lowercased().contains("transfer-encoding: chunked"))
@@ -69,6 +74,7 @@ struct SubscriberExportTests {
                 "verifications": "app_user_id IN \(ids)", "events": "app_user_id IN \(ids)",
                 "shadow_diffs": "app_user_id IN \(ids)", "changes": "app_user_id IN \(ids)",
                 "webhook_messages": "app_user_id IN \(ids)", "webhook_deliveries": "app_user_id IN \(ids)",
+                "promotions": "app_user_id IN \(ids)", "product_states": "app_user_id IN \(ids)",
             ]
             #expect(Set(tables.keys) == Set(expected.keys))
             for (table, condition) in expected {

@@ -1,0 +1,506 @@
+// receiptd console (README "Console"). One script, no framework, no build step.
+//
+// Safety: every value from the API is written with text nodes or attributes (`el` below), never
+// as HTML, and the page is served with a Content-Security-Policy allowing only this script. The
+// secret key lives in sessionStorage: this tab only, gone when it closes.
+"use strict";
+
+(function () {
+  const KEY = "receiptd.key";
+  const SVG = "http://www.w3.org/2000/svg";
+  const $ = (id) => document.getElementById(id);
+
+  // ---- DOM: elements from data, never from HTML strings ----------------------------------
+
+  /** el("td", {class: "num"}, "3") — children are nodes or strings (text), attributes are set as such. */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value === false || value === null || value === undefined) continue;
+      if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+      else node.setAttribute(name, value === true ? "" : String(value));
+    }
+    append(node, children);
+    return node;
+  }
+
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, String(value));
+    append(node, children);
+    return node;
+  }
+
+  function append(node, children) {
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      node.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
+    }
+  }
+
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
+
+  function say(text) { $("status").textContent = text; if (text) setTimeout(() => { if ($("status").textContent === text) $("status").textContent = ""; }, 6000); }
+
+  const when = (t) => (t ? t.replace("T", " ").replace(/\.\d+Z$/, " UTC") : "—");
+  const show = (v) => (v === null || v === undefined || v === "" ? "—" : typeof v === "boolean" ? (v ? "yes" : "no") : String(v));
+
+  function table(headers, rows, numeric) {
+    numeric = numeric || [];
+    return el("div", { class: "scroll" },
+      el("table", {},
+        el("thead", {}, el("tr", {}, headers.map((h, i) => el("th", { scope: "col", class: numeric.includes(i) ? "num" : null }, h)))),
+        el("tbody", {}, rows.length === 0
+          ? el("tr", {}, el("td", { colspan: headers.length, class: "muted" }, "None."))
+          : rows.map((r) => el("tr", {}, r.map((c, i) => el("td", { class: numeric.includes(i) ? "num" : null }, c)))))));
+  }
+
+  function badge(active) { return el("span", { class: "badge " + (active ? "on" : "off") }, active ? "Active" : "Inactive"); }
+
+  function facts(object) {
+    return el("dl", {}, Object.keys(object || {}).sort().map((k) => [el("dt", {}, k), el("dd", {}, show(object[k]))]));
+  }
+
+  // ---- API -----------------------------------------------------------------------------
+
+  class APIError extends Error {
+    constructor(status, body) {
+      super((body && body.error && body.error.message) || "HTTP " + status);
+      this.status = status;
+      this.code = body && body.error && body.error.code;
+    }
+  }
+
+  async function api(method, path, body) {
+    const headers = { Authorization: "Bearer " + sessionStorage.getItem(KEY) };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await response.text();
+    let json = null;
+    try { json = text ? JSON.parse(text) : null; } catch (e) { json = null; }
+    if (response.status === 401) { logout("The key was refused."); throw new APIError(401, json); }
+    if (!response.ok) throw new APIError(response.status, json);
+    return json;
+  }
+
+  const enc = encodeURIComponent;
+
+  // ---- Log in / out, routing -------------------------------------------------------------
+
+  function logout(message) {
+    sessionStorage.removeItem(KEY);
+    $("nav").hidden = true;
+    clear($("page"));
+    $("login").hidden = false;
+    $("login-error").textContent = message || "";
+    $("key").value = "";
+    $("key").focus();
+  }
+
+  async function login(event) {
+    event.preventDefault();
+    const key = $("key").value.trim();
+    if (!key) return;
+    sessionStorage.setItem(KEY, key);
+    try {
+      await api("GET", "/v1/admin/stats?interval=day&from=" + new Date(Date.now() - 864e5).toISOString());
+      $("key").value = "";
+      start();
+    } catch (e) {
+      sessionStorage.removeItem(KEY);
+      $("login-error").textContent = e.status === 403 ? "That key is not a secret key." : "Log in failed: " + e.message;
+    }
+  }
+
+  function start() {
+    $("login").hidden = true;
+    $("nav").hidden = false;
+    route();
+  }
+
+  const pages = { overview, customer, notifications, shared, webhooks };
+
+  function route() {
+    if (!sessionStorage.getItem(KEY)) return logout();
+    const parts = location.hash.replace(/^#\/?/, "").split("/");
+    const name = pages[parts[0]] ? parts[0] : "overview";
+    const argument = parts.slice(1).join("/");
+    for (const a of document.querySelectorAll("nav a")) {
+      if (a.dataset.page === name) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+    }
+    const page = clear($("page"));
+    document.body.dataset.ready = "";
+    const started = performance.now();
+    pages[name](page, argument ? decodeURIComponent(argument) : "")
+      .then(() => ready(name, started))
+      .catch((e) => { page.appendChild(el("p", { class: "error", role: "alert" }, e.message)); ready(name, started); });
+  }
+
+  /** Marks a page as drawn: the browser tests wait for it and read how long it took. */
+  function ready(name, started) {
+    document.body.dataset.ready = name;
+    document.body.dataset.renderMs = String(Math.round(performance.now() - started));
+    // Since the navigation started: the whole load, page and data.
+    document.body.dataset.readyAt = String(Math.round(performance.now()));
+  }
+
+  // ---- Overview ----------------------------------------------------------------------------
+
+  const MARKERS = ["circle", "square", "triangle", "diamond", "cross", "circle-open", "square-open", "triangle-open", "bar"];
+  const COLOURS = ["#0b57d0", "#b3261e", "#146c2e", "#7d4e00", "#6b3fa0", "#00696b", "#8c1d18", "#3b3f44", "#9a6700"];
+  const DASHES = ["", "6 3", "2 3", "8 3 2 3", "1 2", "10 4", "4 4", "3 6", "12 2"];
+
+  function marker(kind, x, y, colour, title) {
+    const open = kind.endsWith("-open");
+    const shape = kind.replace("-open", "");
+    const fill = open ? "#fff" : colour;
+    let node;
+    if (shape === "circle") node = svg("circle", { cx: x, cy: y, r: 4, fill, stroke: colour, "stroke-width": 2 });
+    else if (shape === "square") node = svg("rect", { x: x - 4, y: y - 4, width: 8, height: 8, fill, stroke: colour, "stroke-width": 2 });
+    else if (shape === "triangle") node = svg("path", { d: `M${x} ${y - 5}L${x + 5} ${y + 4}L${x - 5} ${y + 4}Z`, fill, stroke: colour, "stroke-width": 2 });
+    else if (shape === "diamond") node = svg("path", { d: `M${x} ${y - 5}L${x + 5} ${y}L${x} ${y + 5}L${x - 5} ${y}Z`, fill, stroke: colour, "stroke-width": 2 });
+    else if (shape === "cross") node = svg("path", { d: `M${x - 4} ${y - 4}L${x + 4} ${y + 4}M${x + 4} ${y - 4}L${x - 4} ${y + 4}`, stroke: colour, "stroke-width": 2.5 });
+    else node = svg("rect", { x: x - 1.5, y: y - 5, width: 3, height: 10, fill: colour });
+    if (title) node.appendChild(svg("title", {}, title));
+    return node;
+  }
+
+  /** A line chart of `series` ({name, values}) over `labels`: markers, dashes and colours per series, a <title> per point. */
+  function lineChart(labels, series, caption) {
+    const W = 760, H = 260, L = 44, R = 12, T = 12, B = 36;
+    const max = Math.max(1, ...series.flatMap((s) => s.values));
+    const x = (i) => L + (labels.length <= 1 ? 0 : (i * (W - L - R)) / (labels.length - 1));
+    const y = (v) => T + (H - T - B) * (1 - v / max);
+    const chart = svg("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": caption });
+    chart.appendChild(svg("title", {}, caption));
+    for (let k = 0; k <= 4; k++) {
+      const v = Math.round((max * k) / 4);
+      chart.appendChild(svg("line", { class: "axis", x1: L, x2: W - R, y1: y(v), y2: y(v) }));
+      chart.appendChild(svg("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end" }, String(v)));
+    }
+    const step = Math.max(1, Math.ceil(labels.length / 8));
+    labels.forEach((label, i) => {
+      if (i % step === 0) chart.appendChild(svg("text", { x: x(i), y: H - 12, "text-anchor": "middle" }, label));
+    });
+    series.forEach((s, n) => {
+      const colour = COLOURS[n % COLOURS.length];
+      const d = s.values.map((v, i) => (i === 0 ? "M" : "L") + x(i) + " " + y(v)).join("");
+      chart.appendChild(svg("path", { class: "series", d, stroke: colour, "stroke-dasharray": DASHES[n % DASHES.length] }));
+      s.values.forEach((v, i) => chart.appendChild(marker(MARKERS[n % MARKERS.length], x(i), y(v), colour, `${labels[i]} · ${s.name}: ${v}`)));
+    });
+    const legend = el("div", { class: "legend", "aria-hidden": "true" }, series.map((s, n) => {
+      const key = svg("svg", { width: 34, height: 12, viewBox: "0 0 34 12" },
+        svg("line", { x1: 1, x2: 33, y1: 6, y2: 6, stroke: COLOURS[n % COLOURS.length], "stroke-width": 2, "stroke-dasharray": DASHES[n % DASHES.length] }),
+        marker(MARKERS[n % MARKERS.length], 17, 6, COLOURS[n % COLOURS.length]));
+      return el("span", {}, key, " ", s.name);
+    }));
+    return el("figure", { class: "card" }, el("figcaption", {}, el("h3", {}, caption)), legend, chart);
+  }
+
+  /** Horizontal bars with their number written beside each. */
+  function barChart(items, caption) {
+    const W = 760, row = 26, L = 260, R = 60;
+    const H = Math.max(1, items.length) * row + 8;
+    const max = Math.max(1, ...items.map((i) => i.value));
+    const chart = svg("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": caption });
+    chart.appendChild(svg("title", {}, caption));
+    items.forEach((item, n) => {
+      const y = 4 + n * row;
+      const width = Math.max(2, ((W - L - R) * item.value) / max);
+      chart.appendChild(svg("text", { x: L - 8, y: y + 16, "text-anchor": "end" }, item.label));
+      const bar = svg("rect", { x: L, y: y + 3, width, height: row - 8, fill: COLOURS[n % COLOURS.length] });
+      bar.appendChild(svg("title", {}, `${item.label}: ${item.value}`));
+      chart.appendChild(bar);
+      chart.appendChild(svg("text", { x: L + width + 6, y: y + 16 }, String(item.value)));
+    });
+    return el("figure", { class: "card" }, el("figcaption", {}, el("h3", {}, caption)), chart);
+  }
+
+  async function overview(page, argument) {
+    const params = new URLSearchParams(argument || "");
+    const days = Number(params.get("days")) || 30;
+    const interval = params.get("interval") || (days > 120 ? "week" : "day");
+    page.appendChild(el("h1", {}, "Overview"));
+    const range = el("form", { class: "row card", "aria-label": "Range" },
+      el("div", {}, el("label", { for: "days" }, "Range"),
+        el("select", { id: "days" }, [7, 30, 90, 365].map((d) => el("option", { value: d, selected: d === days }, `Last ${d} days`)))),
+      el("div", {}, el("label", { for: "interval" }, "Per"),
+        el("select", { id: "interval" }, ["hour", "day", "week"].map((i) => el("option", { value: i, selected: i === interval }, i)))),
+      el("button", { type: "submit" }, "Show"));
+    range.addEventListener("submit", (e) => {
+      e.preventDefault();
+      location.hash = "#/overview/" + enc(`days=${$("days").value}&interval=${$("interval").value}`);
+    });
+    page.appendChild(range);
+    const from = new Date(Date.now() - days * 864e5).toISOString();
+    const stats = await api("GET", `/v1/admin/stats?from=${enc(from)}&interval=${enc(interval)}`);
+
+    const subs = stats.subscribers;
+    page.appendChild(el("h2", {}, "Subscribers now"));
+    page.appendChild(el("p", { id: "subscriber-total" }, `${subs.total} subscribers`,
+      subs.stale ? ` (${subs.stale} not yet re-derived, left out below)` : ""));
+    const active = subs.products.filter((p) => p.state === "active");
+    page.appendChild(barChart(active.map((p) => ({ label: `${p.product_id} (${p.kind})`, value: p.subscribers })), "Active subscribers by product"));
+    page.appendChild(table(["Product", "Kind", "State", "Subscribers"],
+      subs.products.map((p) => [p.product_id, p.kind, p.state, String(p.subscribers)]), [3]));
+    page.lastChild.id = "products-table";
+
+    page.appendChild(el("h2", {}, `Per ${stats.interval}, ${when(stats.from)} to ${when(stats.to)}`));
+    const labels = stats.buckets.map((b) => (stats.interval === "hour" ? b.start.slice(5, 13).replace("T", " ") + "h" : b.start.slice(5, 10)));
+    const groups = [
+      ["Purchases", ["initial_purchase", "trial_started", "trial_converted", "renewal"]],
+      ["Losses", ["cancellation", "billing_issue", "refund", "expiration"]],
+    ];
+    for (const [title, types] of groups) {
+      page.appendChild(lineChart(labels, types.map((t) => ({ name: t, values: stats.buckets.map((b) => b.counts[t] || 0) })), title));
+    }
+    const types = stats.event_types;
+    const totals = types.map((t) => stats.buckets.reduce((sum, b) => sum + (b.counts[t] || 0), 0));
+    page.appendChild(el("h3", {}, "Events per " + stats.interval));
+    const eventTable = table(["Start"].concat(types),
+      stats.buckets.map((b) => [when(b.start)].concat(types.map((t) => String(b.counts[t] || 0))))
+        .concat([["Total"].concat(totals.map(String))]),
+      types.map((_, i) => i + 1));
+    eventTable.id = "events-table";
+    page.appendChild(eventTable);
+
+    page.appendChild(el("h2", {}, "Notifications from Apple"));
+    page.appendChild(table(["Type", "Outcome", "Count"], stats.notifications.map((n) => [n.type, n.outcome, String(n.count)]), [2]));
+    page.appendChild(el("h2", {}, "Apple"));
+    const circuit = stats.apple.circuit;
+    page.appendChild(el("p", {}, "Circuit breaker: ", el("strong", {}, circuit ? circuit.circuit : "not configured"),
+      circuit && circuit.retry_in_seconds ? ` (next probe in ${circuit.retry_in_seconds} s)` : ""));
+    page.appendChild(table(["Exchange outcome", "Count"], stats.apple.verifications.map((v) => [v.outcome, String(v.count)]), [1]));
+    page.appendChild(el("h2", {}, "Webhook backlog"));
+    page.appendChild(table(["Endpoint", "Pending", "Oldest pending (s)"],
+      stats.webhooks.map((w) => [w.endpoint, String(w.pending), String(w.oldest_pending_seconds)]), [1, 2]));
+  }
+
+  // ---- Customer ----------------------------------------------------------------------------
+
+  async function find(query) {
+    try {
+      return await api("GET", `/v1/subscribers/${enc(query)}?explain=true`);
+    } catch (e) {
+      if (e.status !== 404 && e.status !== 400) throw e;
+    }
+    for (const path of [`/v1/admin/transactions/${enc(query)}`, `/v1/admin/orders/${enc(query)}`]) {
+      try {
+        const found = await api("GET", path);
+        const holder = found.app_user_id || ((found.transactions || []).find((t) => t.app_user_id) || {}).app_user_id;
+        if (holder) return await api("GET", `/v1/subscribers/${enc(holder)}?explain=true`);
+      } catch (e) {
+        if (e.status >= 500 && e.status !== 501 && e.status !== 503) throw e;
+      }
+    }
+    return null;
+  }
+
+  async function customer(page, query) {
+    page.appendChild(el("h1", {}, "Customers"));
+    const form = el("form", { class: "row card", role: "search" },
+      el("div", {}, el("label", { for: "query" }, "App user id, transaction id or order id"),
+        el("input", { id: "query", name: "query", value: query, required: true })),
+      el("button", { type: "submit" }, "Find"));
+    form.addEventListener("submit", (e) => { e.preventDefault(); location.hash = "#/customer/" + enc($("query").value.trim()); });
+    page.appendChild(form);
+    if (!query) { $("query").focus(); return; }
+    const doc = await find(query);
+    if (!doc) { page.appendChild(el("p", { id: "not-found", role: "alert" }, "No customer matches ", el("code", {}, query), ".")); return; }
+    const user = doc.app_user_id;
+    const head = el("section", { class: "card", id: "customer" },
+      el("h2", {}, "Customer ", el("code", { id: "customer-id" }, user)),
+      doc.aliases.length ? el("p", {}, "Also known as: ", doc.aliases.join(", ")) : null,
+      el("p", { class: "muted" }, `Version ${doc.version}, read at ${when(doc.request_date)}`));
+    page.appendChild(head);
+    page.appendChild(actions(user, doc));
+
+    page.appendChild(el("h2", {}, "Entitlements"));
+    const names = Object.keys(doc.entitlements).sort();
+    page.appendChild(el("div", { class: "grid", id: "entitlements" }, names.length === 0 ? el("p", { class: "muted" }, "No entitlements.") : names.map((name) => {
+      const e = doc.entitlements[name];
+      return el("article", { class: "card entitlement", "data-entitlement": name },
+        el("h3", {}, name, " ", badge(e.active)),
+        el("dl", {},
+          el("dt", {}, "State"), el("dd", { class: "state" }, e.state),
+          el("dt", {}, "Until"), el("dd", {}, when(e.expires_at)),
+          el("dt", {}, "Will renew"), el("dd", {}, show(e.will_renew)),
+          el("dt", {}, "Store"), el("dd", {}, show(e.store)),
+          el("dt", {}, "Product"), el("dd", {}, show(e.product_id)),
+          el("dt", {}, "Ownership"), el("dd", {}, show(e.ownership)),
+          el("dt", {}, "Environment"), el("dd", {}, show(e.environment))),
+        el("p", { class: "explanation" }, e.explanation ? e.explanation.decision : ""),
+        e.explanation ? el("details", {}, el("summary", {}, "Facts behind it (", e.explanation.rule, ")"), facts(e.explanation.facts)) : null,
+        e.store === "promotional" && e.active
+          ? el("button", { type: "button", class: "danger", "data-revoke": name, onclick: () => revoke(user, name) }, "Revoke promotion")
+          : null);
+    })));
+
+    page.appendChild(el("h2", {}, "Subscriptions"));
+    page.appendChild(table(["Product", "State", "Expires", "Will renew", "Period", "Original transaction", "Environment"],
+      Object.keys(doc.subscriptions).sort().map((p) => {
+        const s = doc.subscriptions[p];
+        return [p, s.state, when(s.expires_at), show(s.will_renew), s.period_type, s.original_transaction_id, s.environment];
+      })));
+    page.appendChild(el("h2", {}, "One-time purchases"));
+    page.appendChild(table(["Product", "Type", "Active", "Purchased", "Expires", "Refunded", "Transaction"],
+      Object.keys(doc.non_subscriptions).sort().flatMap((p) => doc.non_subscriptions[p].map((n) =>
+        [p, n.product_type, show(n.active), when(n.purchased_at), when(n.expires_at), when(n.refunded_at), n.transaction_id]))));
+
+    const timeline = el("section", { id: "timeline-section" }, el("h2", {}, "Events"));
+    page.appendChild(timeline);
+    const events = await api("GET", `/v1/subscribers/${enc(user)}/events?limit=50`);
+    timeline.appendChild(eventList(events.events));
+    const moves = events.events.filter((e) => e.type === "transfer" || e.type === "merge");
+    page.appendChild(el("h2", {}, "Transfers between users"));
+    page.appendChild(table(["When", "Type", "Purchase", "From", "To"], moves.map((e) => [when(e.at), e.type, show(e.original_transaction_id),
+      show(e.facts.from_app_user_id || e.facts.alias_app_user_id), show(e.facts.to_app_user_id || user)])));
+
+    page.appendChild(el("h2", {}, "Notifications about them"));
+    const notes = await api("GET", `/v1/notifications?app_user_id=${enc(user)}&limit=50`);
+    page.appendChild(notificationTable(notes.notifications));
+
+    const raw = el("section", {}, el("h2", {}, "Raw data"),
+      el("p", { class: "muted" }, "Everything stored about them, Apple's payloads included (the export)."),
+      el("button", { type: "button", class: "secondary", id: "show-raw", onclick: async (e) => {
+        e.target.disabled = true;
+        const text = await (await fetch(`/v1/subscribers/${enc(user)}/export`, { headers: { Authorization: "Bearer " + sessionStorage.getItem(KEY) } })).text();
+        let pretty = text;
+        try { pretty = JSON.stringify(JSON.parse(text), null, 2); } catch (x) { /* shown as sent */ }
+        raw.appendChild(el("pre", { id: "raw", tabindex: 0 }, pretty));
+      } }, "Show raw data"));
+    page.appendChild(raw);
+  }
+
+  function eventList(events) {
+    return el("ol", { class: "timeline", id: "timeline" }, events.length === 0 ? el("li", { class: "muted" }, "No events.") : events.map((e) =>
+      el("li", {}, el("span", { class: "event-type" }, e.type), " ", el("time", { datetime: e.at }, when(e.at)),
+        e.product_id ? [" · ", e.product_id] : null,
+        el("details", {}, el("summary", {}, "Facts"), facts(e.facts)))));
+  }
+
+  function actions(user, doc) {
+    const known = Object.keys(doc.entitlements).sort();
+    const grant = el("form", { class: "row", id: "grant" },
+      el("div", {}, el("label", { for: "grant-name" }, "Entitlement"),
+        el("input", { id: "grant-name", list: "entitlement-names", value: known[0] || "premium", required: true }),
+        el("datalist", { id: "entitlement-names" }, known.map((n) => el("option", { value: n })))),
+      el("div", {}, el("label", { for: "grant-duration" }, "For"),
+        el("select", { id: "grant-duration" }, [["P1D", "1 day"], ["P7D", "7 days"], ["P1M", "1 month"], ["P3M", "3 months"], ["P1Y", "1 year"]]
+          .map(([v, t]) => el("option", { value: v, selected: v === "P7D" }, t)))),
+      el("div", {}, el("label", { for: "grant-reason" }, "Reason"), el("input", { id: "grant-reason", required: true })),
+      el("button", { type: "submit" }, "Grant promotional entitlement"));
+    grant.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      await act(() => api("POST", `/v1/subscribers/${enc(user)}/entitlements/${enc($("grant-name").value)}/promotional`,
+        { duration: $("grant-duration").value, reason: $("grant-reason").value }), "Promotional entitlement granted.");
+    });
+    const extend = el("form", { class: "row", id: "extend" },
+      el("div", {}, el("label", { for: "extend-days" }, "Extend by (days, at Apple)"), el("input", { id: "extend-days", type: "number", min: 1, max: 90, value: 7, required: true })),
+      el("div", {}, el("label", { for: "extend-reason" }, "Reason code"),
+        el("select", { id: "extend-reason" }, [["undeclared", "undeclared"], ["customer_satisfaction", "customer satisfaction"], ["other", "other"], ["service_issue", "service issue or outage"]]
+          .map(([v, t]) => el("option", { value: v }, t)))),
+      el("button", { type: "submit", class: "secondary" }, "Extend"));
+    extend.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      await act(() => api("POST", `/v1/subscribers/${enc(user)}/extend`, { days: Number($("extend-days").value), reason: $("extend-reason").value }), "Extended at Apple.");
+    });
+    return el("section", { class: "card", "aria-label": "Actions" },
+      el("div", { class: "row" },
+        el("button", { type: "button", id: "refresh", onclick: () => act(() => api("POST", `/v1/subscribers/${enc(user)}/refresh`), "Asked Apple again.") }, "Refresh from Apple")),
+      grant, extend);
+  }
+
+  async function revoke(user, name) {
+    await act(() => api("DELETE", `/v1/subscribers/${enc(user)}/entitlements/${enc(name)}/promotional`, { reason: "revoked in the console" }), "Promotion revoked.");
+  }
+
+  async function act(call, done) {
+    try {
+      await call();
+      say(done);
+      route();
+    } catch (e) {
+      say("Failed: " + e.message);
+    }
+  }
+
+  // ---- Lists ---------------------------------------------------------------------------------
+
+  function notificationTable(rows) {
+    return table(["Received", "Type", "Subtype", "Outcome", "User", "Purchase", "Environment"],
+      rows.map((n) => [when(n.received_at), n.type, show(n.subtype), n.outcome,
+        n.app_user_id ? el("a", { href: "#/customer/" + enc(n.app_user_id) }, n.app_user_id) : "—",
+        show(n.original_transaction_id), show(n.environment)]));
+  }
+
+  /** A filter form whose fields go to the hash, and a list that pages with `next_cursor`. */
+  async function listPage(page, title, argument, fields, load) {
+    const params = new URLSearchParams(argument || "");
+    page.appendChild(el("h1", {}, title));
+    const form = el("form", { class: "row card", "aria-label": "Filters" }, fields.map(([name, label, options]) =>
+      el("div", {}, el("label", { for: "f-" + name }, label), options
+        ? el("select", { id: "f-" + name }, options.map((o) => el("option", { value: o, selected: o === (params.get(name) || "") }, o || "any")))
+        : el("input", { id: "f-" + name, value: params.get(name) || "" }))), el("button", { type: "submit" }, "Filter"));
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const next = new URLSearchParams();
+      for (const [name] of fields) if ($("f-" + name).value) next.set(name, $("f-" + name).value);
+      location.hash = "#/" + location.hash.replace(/^#\/?/, "").split("/")[0] + "/" + enc(next.toString());
+    });
+    page.appendChild(form);
+    const holder = el("div", {});
+    page.appendChild(holder);
+    let cursor = null;
+    const more = el("button", { type: "button", class: "secondary", onclick: () => next().catch((e) => say(e.message)) }, "More");
+    async function next() {
+      const query = new URLSearchParams(params);
+      query.set("limit", "50");
+      if (cursor) query.set("cursor", cursor);
+      const result = await load(query.toString());
+      holder.appendChild(result.node);
+      cursor = result.next;
+      more.hidden = !cursor;
+    }
+    page.appendChild(more);
+    await next();
+  }
+
+  function notifications(page, argument) {
+    return listPage(page, "Notifications", argument, [["type", "Type"], ["outcome", "Outcome"], ["app_user_id", "App user id"]],
+      async (q) => { const r = await api("GET", "/v1/notifications?" + q); return { node: notificationTable(r.notifications), next: r.next_cursor }; });
+  }
+
+  function shared(page, argument) {
+    return listPage(page, "Shared receipts", argument, [["more_than", "Moved between more than (users)"]], async (q) => {
+      const r = await api("GET", "/v1/admin/shared-receipts?" + q);
+      return {
+        node: table(["Purchase", "Product", "Users", "Holder", "Transfers"], r.shared_receipts.map((s) => [s.original_transaction_id, show(s.product_id),
+          String(s.users), s.holder ? el("a", { href: "#/customer/" + enc(s.holder) }, s.holder) : "—",
+          (s.transfers || []).map((t) => `${show(t.from)} → ${show(t.to)} (${when(t.at)})`).join("; ")]), [2]),
+        next: r.next_cursor,
+      };
+    });
+  }
+
+  function webhooks(page, argument) {
+    return listPage(page, "Webhook deliveries", argument,
+      [["status", "Status", ["", "pending", "delivered", "failed"]], ["endpoint", "Endpoint"], ["app_user_id", "App user id"]], async (q) => {
+        const r = await api("GET", "/v1/admin/webhooks/deliveries?" + q);
+        return {
+          node: table(["Id", "Endpoint", "Event", "User", "Status", "Attempts", "Last answer", ""], r.deliveries.map((d) => [d.id, d.endpoint,
+            show(d.type), el("a", { href: "#/customer/" + enc(d.app_user_id) }, d.app_user_id), d.status, String(d.attempts),
+            show(d.last_status || d.last_error),
+            d.status === "delivered" ? "" : el("button", { type: "button", class: "secondary", onclick: () => act(() => api("POST", `/v1/admin/webhooks/deliveries/${enc(d.id)}/retry`), "Queued again.") }, "Retry")]), [5]),
+          next: r.next_cursor,
+        };
+      });
+  }
+
+  // ---- Start ---------------------------------------------------------------------------------
+
+  $("login").addEventListener("submit", login);
+  $("logout").addEventListener("click", () => logout("Logged out."));
+  window.addEventListener("hashchange", route);
+  if (sessionStorage.getItem(KEY)) start(); else logout();
+})();
