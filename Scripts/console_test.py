@@ -289,6 +289,10 @@ def main():
         raw = wait.until(lambda d: d.find_element(By.ID, "raw").text)
         check(alice_original in raw and SECRET not in raw, "the raw data shows her purchase, and no shared secret")
         shot("customer")
+        unready()
+        driver.find_element(By.ID, "refresh").click()
+        check(status_text() == "Asked Apple again.", "Refresh from Apple is answered")
+        ready("customer")
 
         # Find bob by his purchase's transaction id; grant and revoke a promotional entitlement.
         driver.get(base + "#/customer/" + bob_original)

@@ -76,6 +76,28 @@ struct RefreshPolicyTests {
 
 @Suite("Refresher", .serialized)
 struct RefresherTests {
+    @Test func supportsRefreshFromAppleLearnsARenewalNow() async throws {
+        try await withRefresher { _, port, _, clock in
+            #expect(try await postReceipt(port, user: "rae", "renewing:rae").status == 200)
+            let refresh = { (user: String, key: String) in
+                try await post(port, "/v1/subscribers/\(user)/refresh", "", key: key)
+            }
+            let unchanged = try await refresh("rae", TestSecrets.secretKey)
+            #expect(unchanged.status == 200, "\(unchanged.body)")
+            let first = (unchanged.json["purchases"] as? [[String: Any]])?.first
+            #expect(first?["outcome"] as? String == "unchanged", "\(unchanged.body)")
+            // After the expiry Apple has a renewal: asking now stores it, no pass needed.
+            clock.advance(by: 26 * day)
+            #expect(premium(try await subscriber(port, "rae").json)?["active"] as? Bool == false)
+            let renewed = try await refresh("rae", TestSecrets.secretKey)
+            #expect((renewed.json["purchases"] as? [[String: Any]])?.first?["outcome"] as? String == "changed")
+            #expect(premium(renewed.json["subscriber"] as? [String: Any] ?? [:])?["active"] as? Bool == true)
+            #expect(try await eventTypes(port, "rae").contains("renewal"))
+            #expect(try await refresh("rae", TestSecrets.publicKey).status == 403)
+            #expect(try await refresh("nobody", TestSecrets.secretKey).errorCode == "subscriber_not_found")
+        }
+    }
+
     @Test func aRenewalIsLearnedAtExpiryWithItsEventsAndOnlyOnce() async throws {
         try await withRefresher { app, port, path, clock in
             #expect(try await postReceipt(port, user: "alice", "renewing:a").status == 200)
