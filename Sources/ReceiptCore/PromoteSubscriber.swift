@@ -8,13 +8,14 @@ import Storage
 /// and why; the document, explanation, events and webhooks follow from it as from a purchase.
 package struct PromoteSubscriber: Sendable {
     let database: DatabaseQueue
-    let state: SubscriberState
+    /// The document after each change, read as a GET reads it (and cached).
+    let read: ReadSubscriber
     let logger: Logger
     let clock: WallClock
 
-    package init(database: DatabaseQueue, state: SubscriberState, logger: Logger, clock: WallClock) {
+    package init(database: DatabaseQueue, read: ReadSubscriber, logger: Logger, clock: WallClock) {
         self.database = database
-        self.state = state
+        self.read = read
         self.logger = logger
         self.clock = clock
     }
@@ -54,7 +55,7 @@ package struct PromoteSubscriber: Sendable {
         logger.notice(
             "a promotional entitlement was granted",
             metadata: ["entitlement": "\(entitlement)", "promotion": "\(granted.promotion.id)", "by": "\(asker)"])
-        return (try await snapshot(granted.appUserID, now: now), granted.promotion)
+        return (try await read.document(granted.appUserID), granted.promotion)
     }
 
     /// Ends `appUserID`'s promotions of `entitlement` now. Throws ``ReceiptError/subscriberNotFound``
@@ -79,7 +80,7 @@ package struct PromoteSubscriber: Sendable {
         logger.notice(
             "a promotional entitlement was revoked",
             metadata: ["entitlement": "\(entitlement)", "promotions": "\(revoked.revoked.count)", "by": "\(asker)"])
-        return (try await snapshot(revoked.appUserID, now: now), revoked.revoked)
+        return (try await read.document(revoked.appUserID), revoked.revoked)
     }
 
     /// An entitlement's name: 1 to 100 bytes without control characters.
@@ -93,20 +94,6 @@ package struct PromoteSubscriber: Sendable {
         try check(entitlement: entitlement)
         guard !reason.trimmingCharacters(in: .whitespaces).isEmpty, reason.utf8.count <= 500 else {
             throw .invalidRequest("`reason` is required: 1 to 500 bytes saying why.")
-        }
-    }
-
-    private func snapshot(_ appUserID: String, now: Int64) async throws(ReceiptError) -> SubscriberSnapshot {
-        do {
-            guard let current = try await state.current(appUserID, database: database, now: now) else {
-                throw ReceiptError.subscriberNotFound
-            }
-            return SubscriberSnapshot(document: current.document, version: current.version, now: now)
-        } catch let error as ReceiptError {
-            throw error
-        } catch {
-            logger.error("reading a promoted subscriber failed", metadata: ["error": "\(error)"])
-            throw .internalFault
         }
     }
 }

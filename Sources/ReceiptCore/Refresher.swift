@@ -248,8 +248,6 @@ package final class Refresher: Sendable {
             }
             let started = monotonic.now
             let outcome = await refresh(candidate)
-            Counter(label: "refresher_refreshes_total", dimensions: [("outcome", outcome.metricName)], factory: metrics)
-                .increment()
             switch outcome {
             case .claimedElsewhere: pass.skipped += 1
             case .refreshed(let changes):
@@ -290,8 +288,6 @@ package final class Refresher: Sendable {
                 originalTransactionID: original, holder: subscriber.appUserID, expiresAt: expiresAt, inBillingRetry: false,
                 gracePeriodExpiresAt: nil, lastCheckedAt: nil, failures: 0, nextAttemptAt: now)
             let outcome = await refresh(candidate)
-            Counter(label: "refresher_refreshes_total", dimensions: [("outcome", outcome.metricName)], factory: metrics)
-                .increment()
             outcomes.append((original, outcome.metricName))
         }
         return outcomes
@@ -319,8 +315,16 @@ package final class Refresher: Sendable {
         var app: (bundleID: String, environment: String)?
     }
 
-    /// Claims `candidate`, asks Apple about it (its latest receipt, or the Server API), stores what Apple says.
+    /// Claims `candidate`, asks Apple about it (its latest receipt, or the Server API), stores what
+    /// Apple says, and counts the outcome in `refresher_refreshes_total`.
     func refresh(_ candidate: RefreshCandidate) async -> Outcome {
+        let outcome = await attempt(candidate)
+        Counter(label: "refresher_refreshes_total", dimensions: [("outcome", outcome.metricName)], factory: metrics)
+            .increment()
+        return outcome
+    }
+
+    private func attempt(_ candidate: RefreshCandidate) async -> Outcome {
         let original = candidate.originalTransactionID
         let at = clock.now()
         let lease = settings.leaseMs

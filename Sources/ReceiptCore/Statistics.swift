@@ -82,7 +82,7 @@ package struct Statistics: Sendable {
                 where buckets.indices.contains(row.bucket) {
                     buckets[row.bucket].1[row.type, default: 0] += row.count
                 }
-                let products = try ProductStateStore(db)
+                let products = ProductStateStore(db)
                 return Report(
                     from: start, to: end, interval: interval, generatedAt: now, buckets: buckets,
                     subscribers: try products.subscriberCount(), products: try products.counts(at: now),

@@ -245,7 +245,7 @@ package struct SubscriberDocument: Sendable {
     package static func time(_ ms: Int64?) -> JSONValue { ms.map { .string(CivilTime.rfc3339($0)) } ?? .null }
 
     /// FNV-1a 64 of the bytes of `parts` one after the other, in hex.
-    static func fnv1a64(_ parts: [[UInt8]]) -> String {
+    package static func fnv1a64(_ parts: [[UInt8]]) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for part in parts {
             for b in part { hash = (hash ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }

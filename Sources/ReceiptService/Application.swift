@@ -172,7 +172,7 @@ public final class Application: Sendable {
             addAlias: addAlias, exportSubscriber: exportSubscriber, ingestNotification: ingestNotification, listings: listings,
             support: support,
             webhooks: webhookOperations,
-            promote: PromoteSubscriber(database: database, state: state, logger: logger, clock: clock),
+            promote: PromoteSubscriber(database: database, read: readSubscriber, logger: logger, clock: clock),
             statistics: Statistics(database: database, state: state, logger: logger, clock: clock), refresher: refresher,
             console: Console(), appStore: client,
             limiter: RateLimiter(configuration.limits), telemetry: telemetry, documentCache: documentCache,

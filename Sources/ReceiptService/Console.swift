@@ -1,4 +1,5 @@
 import HTTPServer
+import ReceiptCore
 
 /// The web console's files (README "Console"), compiled into the binary from `Console/`: one page
 /// and its script and style sheet, served at `/console`. The page holds no data and no key; its
@@ -22,9 +23,7 @@ struct Console: Sendable {
 
     init() {
         func file(_ bytes: [UInt8], _ type: String) -> File {
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for b in bytes { hash = (hash ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
-            return File(bytes: bytes, contentType: type, tag: "\"\(String(hash, radix: 16))\"")
+            File(bytes: bytes, contentType: type, tag: "\"" + SubscriberDocument.fnv1a64([bytes]) + "\"")
         }
         files = [
             "/console": file(PackageResources.index_html, "text/html; charset=utf-8"),

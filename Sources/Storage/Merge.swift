@@ -31,11 +31,8 @@ public struct Merge {
     public func merge(_ alias: String, into canonical: String, at now: Int64) throws -> Outcome {
         try db.transaction { () throws -> Outcome in
             let store = ReceiptStore(db)
-            try db.cached("INSERT INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
-                .bind([canonical, now, now]).run()
-            let known = try db.cached("SELECT 1 FROM subscribers WHERE app_user_id = ?").bind([alias])
-            let aliasWasKnown = try known.step()
-            known.reset()
+            try store.addSubscriber(canonical, now: now)
+            let aliasWasKnown = try store.isSubscriber(alias)
             var moved: [String] = []
             if aliasWasKnown {
                 moved = try held(by: alias)

@@ -34,9 +34,7 @@ public struct PersonalData {
     public func person(_ appUserID: String) throws -> Person? {
         let store = ReceiptStore(db)
         let canonical = try store.canonical(appUserID)
-        let known = try db.cached("SELECT 1 FROM subscribers WHERE app_user_id = ?").bind([canonical])
-        defer { known.reset() }
-        guard try known.step() else { return nil }
+        guard try store.isSubscriber(canonical) else { return nil }
         return Person(
             appUserID: canonical, ids: [canonical] + (try store.aliases(of: canonical).map(\.appUserID)),
             originals: try Merge(db).held(by: canonical))

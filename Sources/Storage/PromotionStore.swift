@@ -34,8 +34,7 @@ public struct PromotionStore {
             let store = ReceiptStore(db)
             try store.lock(purchases: [], subscriber: appUserID)
             let canonical = try store.canonical(appUserID)
-            try db.cached("INSERT INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
-                .bind([canonical, now, now]).run()
+            try store.addSubscriber(canonical, now: now)
             let insert = try db.cached(
                 """
                 INSERT INTO promotions (app_user_id, entitlement, starts_at, expires_at, granted_by, reason)
@@ -63,9 +62,7 @@ public struct PromotionStore {
             let store = ReceiptStore(db)
             try store.lock(purchases: [], subscriber: appUserID)
             let canonical = try store.canonical(appUserID)
-            let known = try db.cached("SELECT 1 FROM subscribers WHERE app_user_id = ?").bind([canonical])
-            defer { known.reset() }
-            guard try known.step() else { return nil }
+            guard try store.isSubscriber(canonical) else { return nil }
             let revoke = try db.cached(
                 """
                 UPDATE promotions SET revoked_at = ?, revoked_by = ?, revoke_reason = ?

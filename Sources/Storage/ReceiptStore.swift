@@ -35,8 +35,7 @@ public struct ReceiptStore {
     public func save(_ facts: VerifiedFacts, for appUserID: String, now: Int64) throws -> Saved {
         try db.transaction { () throws -> Saved in
             try lock(facts, for: appUserID)
-            try db.cached("INSERT INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
-                .bind([appUserID, now, now]).run()
+            try addSubscriber(appUserID, now: now)
             var acquired: [String] = []
             var previousHolders: [String] = []
             for original in facts.originals {
@@ -90,6 +89,19 @@ public struct ReceiptStore {
     /// ``lock(_:for:)`` by original transaction ids.
     public func lock(purchases originals: [String], subscriber appUserID: String?) throws {
         try db.lock(originals.map { "purchase:" + $0 } + (appUserID.map { ["subscriber:" + $0] } ?? []))
+    }
+
+    /// Adds the subscriber row of `appUserID` unless it exists, in the caller's transaction.
+    public func addSubscriber(_ appUserID: String, now: Int64) throws {
+        try db.cached("INSERT INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
+            .bind([appUserID, now, now]).run()
+    }
+
+    /// Whether `appUserID` has a subscriber row (an alias never has one).
+    public func isSubscriber(_ appUserID: String) throws -> Bool {
+        let q = try db.cached("SELECT 1 FROM subscribers WHERE app_user_id = ?").bind([appUserID])
+        defer { q.reset() }
+        return try q.step()
     }
 
     /// Records that the facts of `appUserIDs` changed, in the caller's transaction: their facts
