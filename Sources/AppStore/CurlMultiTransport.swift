@@ -207,6 +207,9 @@ private final class Transfer: @unchecked Sendable {
             && receiptd_curl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, configuration.allowHTTP ? "https,http" : "https")
                 == CURLE_OK
         set(CURLOPT_FOLLOWLOCATION, 0)
+        // The path goes out exactly as built: libcurl would otherwise remove `.` and `..` segments
+        // (RFC 3986 §5.2.4), and a segment made of one could then name another endpoint.
+        set(CURLOPT_PATH_AS_IS, 1)
         set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout))
         set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.timeout))
         ok =

@@ -28,6 +28,9 @@ public enum ServerAPIFailure: Error, Sendable, Equatable, CustomStringConvertibl
     case notFound
     /// `4000006`: not a transaction id Apple could ever know.
     case invalidTransactionID
+    /// Never sent: the id has not the format of its kind (``AppleIdentifier``), so it could name
+    /// nothing at Apple, and in a path it could name another endpoint.
+    case invalidIdentifier(AppleIdentifier.Kind)
     /// 401 (a bad key, key id or issuer id) or 403: nothing a retry changes.
     case unauthorized(status: Int)
     /// Another 4xx: the request was wrong (Apple's `errorCode` and `errorMessage` when sent).
@@ -44,6 +47,7 @@ public enum ServerAPIFailure: Error, Sendable, Equatable, CustomStringConvertibl
         switch self {
         case .notFound: "transaction id not found (4040010)"
         case .invalidTransactionID: "invalid transaction id (4000006)"
+        case .invalidIdentifier(let kind): "not an Apple \(kind.rawValue); not sent"
         case .unauthorized(let status): "HTTP \(status): the In-App Purchase key, key id or issuer id is wrong"
         case .rejected(let status, let error):
             "HTTP \(status)" + (error.map { ": \($0.code) \($0.message)" } ?? "")

@@ -259,6 +259,16 @@ public struct ServerAPIClient: Sendable {
         _ endpoint: ServerAPIEndpoint, id: String = "", bundleID: String, query: [(String, String)] = [], body: [UInt8]? = nil,
         first: AppStoreEnvironment? = nil
     ) async throws(ServerAPIFailure) -> ServerAPIAnswer {
+        // The id must have the format of the kind the endpoint takes, or nothing is sent.
+        var segment: AppleIdentifier?
+        if let kind = endpoint.idKind {
+            guard let valid = AppleIdentifier(id, kind) else {
+                let failure = ServerAPIFailure.invalidIdentifier(kind)
+                record(endpoint, first ?? .production, .failure(failure))
+                throw failure
+            }
+            segment = valid
+        }
         let bearer: String
         do { bearer = try token.token(for: bundleID) } catch { throw .unauthorized(status: 0) }
         var machine = ServerAPICallMachine(
@@ -284,7 +294,7 @@ public struct ServerAPIClient: Sendable {
                 }
                 let base = environment == .production ? configuration.productionURL : configuration.sandboxURL
                 let request = OutboundRequest(
-                    method: endpoint.method, url: base + endpoint.path(id) + Self.queryString(query),
+                    method: endpoint.method, url: base + endpoint.path(segment) + Self.queryString(query),
                     headers: ["Authorization: Bearer \(bearer)", "User-Agent: receiptd"], body: body, timeout: timeout)
                 let exchange: ServerAPICallMachine.Exchange
                 switch await transport.send(request) {
@@ -336,6 +346,7 @@ extension ServerAPIFailure {
         switch self {
         case .notFound: "not_found"
         case .invalidTransactionID: "invalid_transaction_id"
+        case .invalidIdentifier: "invalid_identifier"
         case .unauthorized: "unauthorized"
         case .rejected: "rejected"
         case .unavailable: "unavailable"

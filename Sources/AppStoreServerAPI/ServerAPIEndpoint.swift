@@ -22,10 +22,22 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// The path for `id` (a transaction, original transaction, order id or test token; unused by
-    /// the endpoints that take none), percent-encoded.
-    public func path(_ id: String = "") -> String {
-        let id = Self.escaped(id)
+    /// The kind of id the endpoint's path takes; nil for the endpoints that take none.
+    public var idKind: AppleIdentifier.Kind? {
+        switch self {
+        case .transactionInfo, .transactionHistory, .subscriptionStatuses, .refundHistory, .extendRenewalDate,
+            .sendConsumption:
+            .transaction
+        case .lookUpOrderID: .order
+        case .testNotificationStatus: .testNotificationToken
+        case .notificationHistory, .requestTestNotification: nil
+        }
+    }
+
+    /// The path, with `id` as its last segment (ignored by the endpoints that take none). The id
+    /// is typed: only an ``AppleIdentifier`` of the kind the endpoint takes is ever a segment.
+    public func path(_ id: AppleIdentifier? = nil) -> String {
+        let id = id?.pathSegment ?? ""
         return switch self {
         case .transactionInfo: "/inApps/v1/transactions/\(id)"
         case .transactionHistory: "/inApps/v2/history/\(id)"
@@ -64,8 +76,8 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// RFC 3986 unreserved characters pass; everything else is %XX (ids are digits in practice,
-    /// but an order id or a client's text must never change the path).
+    /// RFC 3986 unreserved characters pass; everything else is %XX (query values, and path
+    /// segments, which ``AppleIdentifier`` already keeps to letters, digits, `-` and `_`).
     static func escaped(_ text: String) -> String {
         var out = ""
         for byte in text.utf8 {

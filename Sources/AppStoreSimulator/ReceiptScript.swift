@@ -18,8 +18,7 @@ struct ReceiptScript {
         var inApp: [JSONValue] = []
         var latest: [JSONValue] = []
         var renewals: [JSONValue] = []
-        let original = "\(scenarioCode)\(tag)0"
-        func id(_ n: Int) -> String { "\(scenarioCode)\(tag)\(n)" }
+        let original = id(0)
 
         switch scenario {
         case .nonConsumable:
@@ -205,6 +204,19 @@ struct ReceiptScript {
 
     /// A number per scenario, so transaction ids of different scenarios never collide.
     private var scenarioCode: String { String(100 + Scenario.allCases.firstIndex(of: scenario)!) }
+
+    /// The `n`th transaction id of this receipt. Apple's are decimal digits, and receiptd refuses
+    /// any other, so these are too: the scenario's code, the tag's FNV-1a 64 in 20 digits and `n`
+    /// in 3, one id per (scenario, tag, n) whatever the tag's text.
+    func id(_ n: Int) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in tag.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        func padded(_ value: UInt64, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return scenarioCode + padded(hash, 20) + padded(UInt64(n), 3)
+    }
 }
 
 extension JSONValue {

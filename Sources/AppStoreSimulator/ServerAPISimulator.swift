@@ -52,6 +52,9 @@ public final class ServerAPISimulator: Sendable {
     private let skews = Mutex<[String: Int64]>([:])
     /// Send Consumption Information bodies received, oldest first.
     private let consumptions = Mutex<[(transactionID: String, body: JSONValue)]>([])
+    /// Every request's target as it arrived (path and query, after the environment's prefix was
+    /// routed), oldest first: what receiptd really asked.
+    private let targets = Mutex<[String]>([])
     private let counter = Atomic<Int>(0)
     private let refusedForRate = Atomic<Int>(0)
 
@@ -63,6 +66,9 @@ public final class ServerAPISimulator: Sendable {
 
     /// The Send Consumption Information bodies received so far, oldest first.
     public var consumptionAnswers: [(transactionID: String, body: JSONValue)] { consumptions.withLock { $0 } }
+
+    /// Every request's target as it arrived, oldest first.
+    public var requestTargets: [String] { targets.withLock { $0 } }
 
     /// Requests answered 429 so far.
     public var throttledCount: Int { refusedForRate.load(ordering: .relaxed) }
@@ -80,6 +86,7 @@ public final class ServerAPISimulator: Sendable {
     func answer(
         _ request: HTTPRequest, path: Substring, environment: String, purchases: (String, String) -> JSONValue?
     ) -> HTTPResponse {
+        targets.withLock { $0.append(request.target) }
         let now = clock()
         guard authorized(request.headers[first: "Authorization"], now: now) else { return HTTPResponse(status: .unauthorized) }
         if let retryAfter = throttled(now: now) {

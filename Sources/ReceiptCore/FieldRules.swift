@@ -1,3 +1,4 @@
+import AppStoreServerAPI
 import FoundationEssentials
 
 /// The bounds every identifier from a client must keep, wherever it arrives (a body, a path):
@@ -78,22 +79,23 @@ package enum FieldRules {
         }
     }
 
-    /// A transaction id to ask the App Store Server API about: Apple's are digits; 1 to 64 ASCII
-    /// letters, digits, `.`, `-` or `_` are taken (anything else could never name one, and must
-    /// never reach a URL path).
+    /// A transaction id to ask the App Store Server API about: Apple's are decimal digits
+    /// (``AppleIdentifier/Kind/transaction``); anything else could never name one, and must never
+    /// reach a URL path.
     package static func transactionID(_ id: String, field: String = "transaction_id") throws(ReceiptError) {
-        let allowed = id.utf8.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x2D
-                || c == 0x5F
-        }
-        guard !id.isEmpty, id.utf8.count <= 64, allowed else {
-            throw .invalidRequest("`\(field)` must be 1 to 64 letters, digits, `.`, `-` or `_`.")
+        guard AppleIdentifier.isValid(id, as: .transaction) else {
+            throw .invalidRequest(
+                "`\(field)` must be an Apple transaction id: 1 to \(AppleIdentifier.Kind.transaction.maxBytes) decimal digits.")
         }
     }
 
-    /// The order id on a customer's Apple invoice (letters and digits, e.g. `MQ3ZY1C2XV`): the same
-    /// bounds as a transaction id, since it goes into a URL path too.
-    package static func orderID(_ id: String) throws(ReceiptError) { try transactionID(id, field: "order_id") }
+    /// The order id on a customer's Apple invoice: letters and digits (e.g. `MQ3ZY1C2XV`).
+    package static func orderID(_ id: String) throws(ReceiptError) {
+        guard AppleIdentifier.isValid(id, as: .order) else {
+            throw .invalidRequest(
+                "`order_id` must be an Apple order id: 1 to \(AppleIdentifier.Kind.order.maxBytes) letters and digits.")
+        }
+    }
 
     /// A signed transaction or renewal info within bounds.
     package static func jws(_ text: String, field: String) throws(ReceiptError) {

@@ -6,6 +6,10 @@ extension ReceiptError {
     init(_ failure: ServerAPIFailure, logger: Logger) {
         switch failure {
         case .notFound, .invalidTransactionID: self = .invalidTransactionID
+        // Refused before anything was sent: the asker's input, never the operator's configuration.
+        case .invalidIdentifier(.transaction): self = .invalidTransactionID
+        case .invalidIdentifier(.order): self = .orderNotFound
+        case .invalidIdentifier(let kind): self = .invalidRequest("That is not an Apple \(kind.rawValue).")
         case .unauthorized(let status):
             logger.critical(
                 "Apple refused receiptd's App Store Server API token: check the In-App Purchase key, appStore.serverApi.keyId and issuerId",

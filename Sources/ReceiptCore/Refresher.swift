@@ -369,8 +369,9 @@ package final class Refresher: Sendable {
                 appUserID: candidate.holder, environment: nil, appleStatus: nil, outcome: "server_api_" + error.metricName,
                 attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
             switch error {
-            case .notFound, .invalidTransactionID:
-                // Apple does not know it (any more): nothing learned, nothing revoked.
+            case .notFound, .invalidTransactionID, .invalidIdentifier:
+                // Apple does not know it (any more), or could not (not an id of Apple's format,
+                // never sent): nothing learned, nothing revoked.
                 try await answered(original, entry.outcome, at: done, log: entry)
                 return .invalid
             case .unauthorized, .rejected, .unavailable, .badAnswer, .signedData:

@@ -120,7 +120,7 @@ struct ServerAPIClientTests {
         await #expect(throws: ServerAPIFailure.notFound) { try await F.client(unknown).transactionInfo("9", bundleID: F.bundle) }
         let invalid = ScriptedServerAPI([("prod.test", F.error(400, 4_000_006))])
         await #expect(throws: ServerAPIFailure.invalidTransactionID) {
-            try await F.client(invalid).transactionInfo("x", bundleID: F.bundle)
+            try await F.client(invalid).transactionInfo("0", bundleID: F.bundle)
         }
         let badKey = ScriptedServerAPI([("prod.test", .response(status: 401, body: []))])
         await #expect(throws: ServerAPIFailure.unauthorized(status: 401)) {

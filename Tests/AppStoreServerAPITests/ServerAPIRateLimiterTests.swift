@@ -40,10 +40,4 @@ struct ServerAPIRateLimiterTests {
         #expect(
             limiter.reserve(bundleID: "a", endpoint: .requestTestNotification, environment: .sandbox, now: .zero) == .seconds(20))
     }
-
-    @Test func pathsEscapeWhatIsNotUnreserved() {
-        #expect(ServerAPIEndpoint.lookUpOrderID.path("MK5TTTVWJH") == "/inApps/v1/lookup/MK5TTTVWJH")
-        #expect(ServerAPIEndpoint.transactionHistory.path("1/../x?y") == "/inApps/v2/history/1%2F..%2Fx%3Fy")
-        #expect(ServerAPIEndpoint.sendConsumption.path("7") == "/inApps/v2/transactions/consumption/7")
-    }
 }

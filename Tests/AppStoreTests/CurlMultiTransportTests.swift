@@ -73,6 +73,28 @@ struct CurlMultiTransportTests {
         }
     }
 
+    /// libcurl removes `.` and `..` segments unless told not to; the transport tells it, so a path
+    /// arrives byte for byte as built (the rule ``AppleIdentifier`` relies on twice over).
+    @Test func thePathGoesOutExactlyAsBuiltDotSegmentsIncluded() async throws {
+        struct EchoTarget: HTTPResponder {
+            func handler(for request: HTTPRequest) -> HTTPHandler {
+                .immediate { request, _ in HTTPResponse(status: .ok, body: Array(request.target.utf8)) }
+            }
+        }
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
+            responder: EchoTarget(), logger: Logger(label: "test"))
+        let port = try server.start()
+        defer { server.shutdown() }
+        let transport = CurlMultiTransport(configuration: loopback)
+        defer { transport.shutdown() }
+        for path in ["/inApps/v2/history/..", "/inApps/v2/history/.", "/a/./b/../c", "/a/%2E%2E/b", "/x/..?revision=1"] {
+            let result = await transport.send(
+                OutboundRequest(method: .get, url: "http://127.0.0.1:\(port)\(path)", timeout: .seconds(2)))
+            #expect(result == .response(status: 200, body: Array(path.utf8)), "\(path)")
+        }
+    }
+
     @Test func manySlowExchangesAreInFlightAtOnce() async throws {
         let transport = CurlMultiTransport(configuration: loopback)
         defer { transport.shutdown() }

@@ -65,6 +65,36 @@ struct ServerAPIPurchaseTests {
         }
     }
 
+    /// Ids made of dot segments (or their escapes) once reached other Server API paths through
+    /// libcurl, and Apple's 401 there read as the operator's misconfiguration: any app client could
+    /// raise that alarm. They are refused as the asker's error now, and Apple is never asked.
+    @Test func hostileIdsAreTheAskersErrorAndNeverReachApple() async throws {
+        try await withClockedService(configuration: Self.configuration(.verifyReceipt)) { app, port, db, _ in
+            let simulator = try #require(app.appStore)
+            let before = try tableSnapshot(db)
+            for id in [".", "..", "%2E%2E", "./1", "../v1", "1/..", "1%2F..", "1?x", "1#", "MQ3ZY1C2XV", "1 "] {
+                let r = try await postReceipts(port, #"{"app_user_id":"u","transaction_id":"\#(id)"}"#)
+                #expect(r.status == 400 && r.errorCode == "invalid_request", "\(id): \(r.body)")
+            }
+            for path in ["..", "%2E%2E", "%2e%2E", ".", "%2E", "M%2F..", "M.1"] {
+                let r = try await get(port, "/v1/admin/orders/\(path)", key: TestSecrets.secretKey)
+                #expect([400, 404].contains(r.status) && r.errorCode != "app_store_misconfigured", "\(path): \(r.body)")
+            }
+            #expect(simulator.serverAPI.requestTargets == [])
+            #expect(try tableSnapshot(db) == before)
+            // A real id is asked about at exactly its own paths.
+            let bought = simulator.purchase(.activeMonthly, tag: "p")
+            let ok = try await postReceipts(port, #"{"app_user_id":"u","transaction_id":"\#(bought.transactionID)"}"#)
+            #expect(ok.status == 200, "\(ok.body)")
+            let asked = Set(simulator.serverAPI.requestTargets.map { $0.split(separator: "?")[0] })
+            #expect(
+                asked.isSubset(of: [
+                    "/serverapi/production/inApps/v1/subscriptions/\(bought.transactionID)",
+                    "/serverapi/production/inApps/v2/history/\(bought.transactionID)",
+                ]) && !asked.isEmpty, "\(asked)")
+        }
+    }
+
     @Test func serverAPIModeReadsTheReceiptForItsTransactionIDAndAsksTheServerAPI() async throws {
         try await withClockedService(configuration: Self.configuration(.serverAPI)) { app, port, db, _ in
             let bought = try #require(app.appStore).purchase(.activeMonthly, tag: "m")
