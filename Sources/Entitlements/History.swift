@@ -48,6 +48,12 @@ public struct LifecycleEvent: Sendable, Equatable {
         self.transactionID = transactionID
         self.facts = facts
     }
+
+    /// A transfer's key: the purchase, when, and to whom. ``Erasure`` renames an erased receiver
+    /// here as derivation would name them afterwards, so one function says how the key is made.
+    public static func transferKey(originalTransactionID: String, at: Int64, to: String) -> String {
+        "transfer:\(originalTransactionID):\(at):\(to)"
+    }
 }
 
 /// Derives the lifecycle events of a subscriber from facts alone, by replaying time: each
@@ -102,7 +108,8 @@ public enum History {
                 ?? ""
             events.append(
                 LifecycleEvent(
-                    key: "transfer:\(t.originalTransactionID):\(t.at):\(t.to)", kind: .transfer, at: t.at, productID: product,
+                    key: LifecycleEvent.transferKey(originalTransactionID: t.originalTransactionID, at: t.at, to: t.to),
+                    kind: .transfer, at: t.at, productID: product,
                     originalTransactionID: t.originalTransactionID, transactionID: nil,
                     facts: [
                         Fact("from_app_user_id", .text(t.from ?? "")), Fact("to_app_user_id", .text(t.to)),

@@ -52,3 +52,23 @@ package enum TestDatabase {
         try (ServiceConfiguration.Database.Location(url: location) ?? .sqlite(path: location)).connect()
     }
 }
+
+/// Every `table.column: rows` whose text anywhere contains `needle`, over every table receiptd
+/// keeps (``DataCopy/tables``), on either dialect: where an erased person could still be read.
+package func rowsMentioning(_ needle: String, in db: Database) throws -> [String] {
+    var found: [String] = []
+    for table in DataCopy.tables {
+        let names =
+            db.dialect == .sqlite
+            ? "SELECT name FROM pragma_table_info('\(table)')"
+            : "SELECT column_name FROM information_schema.columns WHERE table_name = '\(table)'"
+        let q = try db.prepare(names)
+        var columns: [String] = []
+        while try q.step() { columns.append(q.text(0)!) }
+        for column in columns {
+            let n = try db.scalarInt("SELECT count(*) FROM \(table) WHERE CAST(\(column) AS TEXT) LIKE '%\(needle)%'") ?? 0
+            if n > 0 { found.append("\(table).\(column): \(n)") }
+        }
+    }
+    return found
+}

@@ -1,25 +1,30 @@
+import Entitlements
 import JSON
 
-/// Erases a person (issue 22, GDPR art. 17): every row keyed by their app user ids, the purchases
-/// they hold with everything stored about them, and their name wherever another user's rows
-/// carry it. Synchronous: run ``erase(_:by:at:)`` inside one `DatabaseQueue.write`.
+/// Erases a person (GDPR art. 17): every row keyed by their app user ids, the purchases they
+/// hold with everything stored about them, and their name wherever another user's rows carry it.
+/// Synchronous: run ``erase(_:by:at:)`` inside one `DatabaseQueue.write`.
 ///
 /// What goes, and what stays:
-/// - the subscriber rows, events, verification log, shadow diffs, change log rows and webhook
-///   messages and deliveries of the ids: deleted;
+/// - the subscriber rows, events, verification log, shadow diffs, change log rows, aliases,
+///   promotions, product states and webhook messages and deliveries of the ids: deleted;
 /// - the purchases the ids hold (``ReceiptStore``'s ownership): their transactions, pending
-///   renewal info, renewal history, latest receipt, refresh checks, ownership and transfers:
-///   deleted. Apple reporting on one of them later finds no holder (`pending_owner`, as for an
-///   unknown purchase): the erased id is never brought back;
+///   renewal info, renewal history, latest receipt, refresh checks and ownership: deleted. Apple
+///   reporting on one of them later finds no holder (`pending_owner`, as for an unknown purchase):
+///   the erased id is never brought back;
 /// - notifications that named the ids or those purchases: kept as tombstones (outcome `erased`,
 ///   body, ids and purchase emptied), so a delivery of one again is still known as a duplicate
 ///   and the notification counts stay true;
-/// - transfers of purchases now held by others, from or to an erased id: the id is replaced by
-///   ``erasedID`` there and in those users' events about the transfer, so their history keeps its
-///   shape (and `rederive` finds nothing to change) without naming the person;
+/// - moves of any purchase (held by the person or by others) from or to an erased id: those the
+///   person alone was party to go; those another user was party to stay, the id replaced by
+///   ``erasedID`` there, in those users' events about them (facts and keys) and in their webhook
+///   payloads, so their history keeps its shape (and `rederive` finds nothing to change) without
+///   naming the person. A kept move of an erased purchase keeps its product (its transactions
+///   are gone), so the other user's history still says what went;
 /// - one `erasures` row: when, by which key, how many rows, never whose.
 ///
-/// On SQLite the connection overwrites what it deletes (`secure_delete`) during the erasure; see
+/// Docs/security.md lists every place an id is copied into another person's rows. On SQLite
+/// every connection overwrites what it deletes (`secure_delete`, set by ``Database``); see
 /// ``Database/scrubAfterErasure()`` for the file and its WAL.
 public struct Erasure {
     /// What an erased id reads as in another user's transfer history.
@@ -32,8 +37,8 @@ public struct Erasure {
         public var total: Int { rows.values.reduce(0, +) }
         /// Whether any of the ids was stored at all.
         public var found: Bool
-        /// Other users whose transfer history named an erased id (now ``Erasure/erasedID``): their
-        /// events changed, so their cached views must go.
+        /// Other users whose history named an erased id (now ``Erasure/erasedID``): their events
+        /// changed, so their cached views must go.
         public var othersChanged: [String] = []
     }
 
@@ -49,19 +54,21 @@ public struct Erasure {
         let canonical = try store.canonical(appUserID)
         let ids = Array(Set([canonical] + (try store.aliases(of: canonical).map(\.appUserID)))).sorted()
         let originals = try held(by: ids)
-        let elsewhere = try transferredElsewhere(ids, except: originals)
-        try ReceiptStore(db).lock(purchases: originals, subscriber: nil)
+        // Every purchase whose moves name the person, theirs or gone on to others, and everyone
+        // else on either side of those moves: their history names the person.
+        let moved =
+            try strings("SELECT DISTINCT original_transaction_id FROM ownership_transfers WHERE from_app_user_id IN", ids)
+            + strings("SELECT DISTINCT original_transaction_id FROM ownership_transfers WHERE to_app_user_id IN", ids)
+        let touched = Array(Set(originals + moved)).sorted()
+        let others = try parties(of: touched, except: ids)
+        try store.lock(purchases: touched, subscriber: nil)
         try db.lock(ids.map { "subscriber:" + $0 })
         var outcome = Outcome(found: try count("SELECT count(*) FROM subscribers WHERE app_user_id IN", ids) > 0)
-        let secure = db.dialect == .sqlite
-        if secure { try db.execute("PRAGMA secure_delete = ON") }
-        defer { if secure { try? db.execute("PRAGMA secure_delete = OFF") } }
 
         func note(_ table: String, _ changed: Int) { if changed > 0 { outcome.rows[table, default: 0] += changed } }
         func run(_ table: String, _ sql: String, _ values: [String]) throws {
             guard !values.isEmpty else { return }
-            try db.cached(sql + " (" + Array(repeating: "?", count: values.count).joined(separator: ", ") + ")")
-                .bind(values).run()
+            try db.cached(sql + " " + Self.list(values.count)).bind(values).run()
             note(table, db.changes)
         }
 
@@ -73,10 +80,27 @@ public struct Erasure {
         try run("notifications", tombstone + " WHERE app_user_id IN", ids)
         try run("notifications", tombstone + " WHERE original_transaction_id IN", originals)
 
-        // The purchases the ids hold, with everything stored about them.
+        // Moves of their purchases that another user was party to stay in that user's history,
+        // with the product they were of (its transactions go next). The rest go.
+        let keepProduct = try db.cached(
+            "UPDATE ownership_transfers SET product_id = COALESCE(product_id, ?) WHERE original_transaction_id = ?")
+        for original in originals {
+            guard let product = try store.newestProduct(of: original) else { continue }
+            try keepProduct.bind([product, original]).run()
+        }
+        if !originals.isEmpty {
+            let (o, i) = (Self.list(originals.count), Self.list(ids.count))
+            try db.cached(
+                """
+                DELETE FROM ownership_transfers WHERE original_transaction_id IN \(o)
+                    AND (from_app_user_id IS NULL OR from_app_user_id IN \(i)) AND to_app_user_id IN \(i)
+                """
+            ).bind(originals + ids + ids).run()
+            note("ownership_transfers", db.changes)
+        }
+        // The purchases the ids hold, with everything else stored about them.
         for table in [
-            "transactions", "pending_renewal_info", "renewal_history", "latest_receipts", "refresh_checks",
-            "ownership_transfers", "ownership",
+            "transactions", "pending_renewal_info", "renewal_history", "latest_receipts", "refresh_checks", "ownership",
         ] {
             try run(table, "DELETE FROM \(table) WHERE original_transaction_id IN", originals)
         }
@@ -89,18 +113,17 @@ public struct Erasure {
         }
 
         // Others' history of purchases that passed through an erased id keeps its shape, unnamed:
-        // the transfers, the events about them, and the webhook payloads that carried those.
-        let others = try parties(of: elsewhere, except: ids)
+        // the moves, the events about them, and the webhook payloads that carried those.
         for column in ["from_app_user_id", "to_app_user_id"] {
             try run(
                 "ownership_transfers",
                 "UPDATE ownership_transfers SET \(column) = '\(Self.erasedID)' WHERE \(column) IN", ids)
         }
-        note("events", try rename(ids, in: "events", column: "facts_json", where: "original_transaction_id", elsewhere))
-        note("webhook_messages", try rename(ids, in: "webhook_messages", column: "body", where: "app_user_id", others))
+        note("events", try renameInEvents(ids, of: others, about: touched))
+        note("webhook_messages", try renameInMessages(ids, of: others))
         outcome.othersChanged = others
         // Caches forget: every entry (the change may not name whom), and the others' views of their history.
-        try ReceiptStore(db).factsChanged(others, at: now)
+        try store.factsChanged(others, at: now)
         try ChangeLog(db).append(ChangeLog.everyone, at: now)
         try db.cached("INSERT INTO erasures (at, by_key, rows) VALUES (?, ?, ?)")
             .bind([now, asker, Int64(outcome.total)]).run()
@@ -112,16 +135,7 @@ public struct Erasure {
         try strings("SELECT original_transaction_id FROM ownership WHERE app_user_id IN", ids)
     }
 
-    /// Purchases not among `originals` whose transfers name one of the ids.
-    private func transferredElsewhere(_ ids: [String], except originals: [String]) throws -> [String] {
-        let named =
-            try strings(
-                "SELECT DISTINCT original_transaction_id FROM ownership_transfers WHERE from_app_user_id IN", ids)
-            + strings("SELECT DISTINCT original_transaction_id FROM ownership_transfers WHERE to_app_user_id IN", ids)
-        return Array(Set(named).subtracting(originals)).sorted()
-    }
-
-    /// The other users on either side of `originals`' transfers.
+    /// The other users on either side of `originals`' moves.
     private func parties(of originals: [String], except ids: [String]) throws -> [String] {
         let sides =
             try strings("SELECT from_app_user_id FROM ownership_transfers WHERE original_transaction_id IN", originals)
@@ -129,29 +143,69 @@ public struct Erasure {
         return Array(Set(sides).subtracting(ids + [Self.erasedID, ""])).sorted()
     }
 
-    /// In `table`'s rows whose `key` is one of `keys`, every id as a JSON string in `column`
-    /// becomes ``erasedID``; returns how many rows changed.
-    private func rename(_ ids: [String], in table: String, column: String, where key: String, _ keys: [String]) throws
-        -> Int
-    {
-        // Row ids read and bound as text: events' are integers, webhook messages' text.
-        let rows = try pairs("SELECT id, \(column) FROM \(table) WHERE \(key) IN", keys)
-        let update = try db.cached("UPDATE \(table) SET \(column) = ? WHERE id = ?")
+    /// In the events of `others` about `originals`, each erased id in the facts and in a
+    /// transfer's key becomes ``erasedID``, as deriving them again names it. Returns how many rows
+    /// changed. Two moves to two of one person's ids at one instant would now share a key: the
+    /// derivation sees one event there, so the second row goes.
+    private func renameInEvents(_ ids: [String], of others: [String], about originals: [String]) throws -> Int {
+        guard !others.isEmpty, !originals.isEmpty else { return 0 }
+        let q = try db.cached(
+            """
+            SELECT id, app_user_id, event_key, at, original_transaction_id, facts_json FROM events
+            WHERE app_user_id IN \(Self.list(others.count)) AND original_transaction_id IN \(Self.list(originals.count))
+            """
+        ).bind(others + originals)
+        var rows: [(id: Int64, user: String, key: String, at: Int64, original: String, facts: String)] = []
+        while try q.step() { rows.append((q.int(0), q.text(1)!, q.text(2)!, q.int(3), q.text(4)!, q.text(5)!)) }
+        let taken = try db.cached("SELECT count(*) FROM events WHERE app_user_id = ? AND event_key = ? AND id <> ?")
+        let update = try db.cached("UPDATE events SET event_key = ?, facts_json = ? WHERE id = ?")
+        let delete = try db.cached("DELETE FROM events WHERE id = ?")
         var changed = 0
-        for (id, text) in rows {
-            var renamed = text
-            for erased in ids { renamed = renamed.replacing(Self.jsonString(erased), with: Self.jsonString(Self.erasedID)) }
-            guard renamed != text else { continue }
+        for row in rows {
+            var key = row.key
+            for erased in ids
+            where key == LifecycleEvent.transferKey(originalTransactionID: row.original, at: row.at, to: erased) {
+                key = LifecycleEvent.transferKey(originalTransactionID: row.original, at: row.at, to: Self.erasedID)
+            }
+            let facts = Self.renamed(row.facts, ids)
+            guard key != row.key || facts != row.facts else { continue }
+            _ = try taken.bind([row.user, key, row.id]).step()
+            let clash = taken.int(0) > 0
+            taken.reset()
+            if clash { try delete.bind([row.id]).run() } else { try update.bind([key, facts, row.id]).run() }
+            changed += 1
+        }
+        return changed
+    }
+
+    /// In every webhook payload of `others`, each erased id becomes ``erasedID``; returns how
+    /// many changed.
+    private func renameInMessages(_ ids: [String], of others: [String]) throws -> Int {
+        let rows = try pairs("SELECT id, body FROM webhook_messages WHERE app_user_id IN", others)
+        let update = try db.cached("UPDATE webhook_messages SET body = ? WHERE id = ?")
+        var changed = 0
+        for (id, body) in rows {
+            let renamed = Self.renamed(body, ids)
+            guard renamed != body else { continue }
             try update.bind([renamed, id]).run()
             changed += 1
         }
         return changed
     }
 
+    /// `text` with every id of `ids` as a JSON string replaced by ``erasedID`` as one.
+    private static func renamed(_ text: String, _ ids: [String]) -> String {
+        var out = text
+        for erased in ids { out = out.replacing(jsonString(erased), with: jsonString(erasedID)) }
+        return out
+    }
+
+    /// `(?, ?, …)`: `n` placeholders.
+    static func list(_ n: Int) -> String { "(" + Array(repeating: "?", count: n).joined(separator: ", ") + ")" }
+
     private func pairs(_ sql: String, _ values: [String]) throws -> [(String, String)] {
         guard !values.isEmpty else { return [] }
-        let q = try db.cached(sql + " (" + Array(repeating: "?", count: values.count).joined(separator: ", ") + ")")
-            .bind(values)
+        let q = try db.cached(sql + " " + Self.list(values.count)).bind(values)
         var out: [(String, String)] = []
         while try q.step() { out.append((q.text(0) ?? "", q.text(1) ?? "")) }
         return out
@@ -162,16 +216,14 @@ public struct Erasure {
 
     private func strings(_ sql: String, _ values: [String]) throws -> [String] {
         guard !values.isEmpty else { return [] }
-        let q = try db.cached(sql + " (" + Array(repeating: "?", count: values.count).joined(separator: ", ") + ")")
-            .bind(values)
+        let q = try db.cached(sql + " " + Self.list(values.count)).bind(values)
         var out: [String] = []
         while try q.step() { out.append(q.text(0) ?? "") }
         return out
     }
 
     private func count(_ sql: String, _ values: [String]) throws -> Int64 {
-        let q = try db.cached(sql + " (" + Array(repeating: "?", count: values.count).joined(separator: ", ") + ")")
-            .bind(values)
+        let q = try db.cached(sql + " " + Self.list(values.count)).bind(values)
         defer { q.reset() }
         return try q.step() ? q.int(0) : 0
     }

@@ -242,7 +242,7 @@ public struct ReceiptStore {
         // The moves of the purchases they hold, then those to or from them (a purchase taken away).
         let held = try db.cached(
             """
-            SELECT m.id, m.original_transaction_id, m.from_app_user_id, m.to_app_user_id, m.at
+            SELECT m.id, m.original_transaction_id, m.from_app_user_id, m.to_app_user_id, m.at, m.product_id
             FROM ownership o JOIN ownership_transfers m ON m.original_transaction_id = o.original_transaction_id
             WHERE o.app_user_id = ?
             """
@@ -251,14 +251,14 @@ public struct ReceiptStore {
         func collect(_ q: Statement) throws {
             while try q.step() {
                 moves[q.int(0)] = Transfer(
-                    originalTransactionID: q.text(1)!, productID: nil, from: q.text(2), to: q.text(3)!, at: q.int(4))
+                    originalTransactionID: q.text(1)!, productID: q.text(5), from: q.text(2), to: q.text(3)!, at: q.int(4))
             }
         }
         try collect(held)
         let aliases = try self.aliases(of: appUserID)
         let theirs = try db.cached(
             """
-            SELECT id, original_transaction_id, from_app_user_id, to_app_user_id, at FROM ownership_transfers
+            SELECT id, original_transaction_id, from_app_user_id, to_app_user_id, at, product_id FROM ownership_transfers
             WHERE from_app_user_id = ?1 OR to_app_user_id = ?1
             """
         )
@@ -269,7 +269,10 @@ public struct ReceiptStore {
         var transfers: [Transfer] = []
         for (_, move) in moves.sorted(by: { ($0.value.at, $0.key) < ($1.value.at, $1.key) }) {
             var move = move
-            move.productID = try products[Identifier(move.originalTransactionID)] ?? newestProduct(of: move.originalTransactionID)
+            // A purchase erased with another person has no transactions left: its move kept the product.
+            move.productID =
+                try products[Identifier(move.originalTransactionID)] ?? newestProduct(of: move.originalTransactionID)
+                ?? move.productID
             transfers.append(move)
         }
         return SubscriberRecord(
@@ -569,8 +572,8 @@ extension ReceiptStore {
         let moves = try db.cached(
             """
             SELECT from_app_user_id, to_app_user_id, at,
-                   (SELECT t.product_id FROM transactions t WHERE t.original_transaction_id = ?1
-                    ORDER BY t.purchase_date DESC, t.transaction_id DESC LIMIT 1)
+                   COALESCE((SELECT t.product_id FROM transactions t WHERE t.original_transaction_id = ?1
+                    ORDER BY t.purchase_date DESC, t.transaction_id DESC LIMIT 1), product_id)
             FROM ownership_transfers WHERE original_transaction_id = ?1 ORDER BY at, id
             """)
         for i in found.indices {

@@ -1,6 +1,7 @@
 import Entitlements
 import Foundation
 import ReceiptCore
+import ReceiptService
 import ReceiptTesting
 import Storage
 import Testing
@@ -70,6 +71,91 @@ struct SubscriberErasureTests {
             #expect(report.changed == 0, "\(report)")
             if db.dialect == .sqlite { #expect(try db.scalarInt("SELECT count(*) FROM pragma_foreign_key_check") == 0) }
             #expect(try db.scalarInt("SELECT count(*) FROM erasures") == 1)
+        }
+    }
+
+    /// The second round of probing: ann's purchase taken by erin (policy `transfer`) left erin's id
+    /// in ann's history and in the file after erin's erasure. Every way an id is copied into another
+    /// person's rows, at once: a purchase erin took (from ann), one taken from erin (by bo), an
+    /// alias, a promotion, a notification naming erin, webhook payloads queued for everyone. After
+    /// the DELETE, no row, no answer and (on SQLite) no byte of the file or its WAL holds erin's ids.
+    @Test func anErasedPersonIsInNoOneElsesHistoryNoAnswerAndNoByteOfTheFile() async throws {
+        let (erin, alias) = ("erin-5b1e", "erin-alias-77")
+        let wired = { (path: String) in
+            var c = testConfiguration(path: path, signedData: .init(roots: [TestPKI.root], appAppleIDs: [1_234_567_890]))
+            c.webhooks = WebhookSettings(endpoints: [
+                WebhookEndpoint(
+                    name: "crm", url: "http://127.0.0.1:9/hooks", secrets: ["whsec-test-0123456789abcdef"], maxConcurrent: 1,
+                    timeout: .milliseconds(200))
+            ])
+            c.webhooks.allowHTTP = true
+            return c
+        }
+        try await withClockedService(configuration: wired) { app, port, location, clock in
+            let simulator = try #require(app.appStore)
+            // ann buys; erin posts the same receipt and takes it.
+            let shared = try await postReceipt(port, user: "ann", "active_monthly:shared-x")
+            let sharedID = try #require(
+                (shared.json["subscriptions"] as? [String: [String: Any]])?["monthly"]?["original_transaction_id"] as? String)
+            clock.advance(by: 60_000)
+            #expect(try await postReceipt(port, user: erin, "active_monthly:shared-x").status == 200)
+            // erin buys; bo takes that one.
+            let own = simulator.purchase(.activeMonthly, tag: "erin-own")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"\#(erin)","transaction_id":"\#(own.transactionID)"}"#).status
+                    == 200)
+            clock.advance(by: 60_000)
+            #expect(try await postReceipts(port, #"{"app_user_id":"bo","transaction_id":"\#(own.transactionID)"}"#).status == 200)
+            // An alias, a promotion, a notification about the purchase erin holds.
+            #expect(
+                try await post(port, "/v1/subscribers/\(erin)/aliases", #"{"alias":"\#(alias)"}"#, key: TestSecrets.secretKey)
+                    .status == 200)
+            let promoted = try await post(
+                port, "/v1/subscribers/\(alias)/entitlements/premium/promotional", #"{"duration":"P7D","reason":"sorry"}"#,
+                key: TestSecrets.secretKey)
+            #expect(promoted.status == 201, "\(promoted.body)")
+            let renewal = try #require(simulator.notification("DID_RENEW", transactionID: sharedID))
+            #expect(try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(renewal)"}"#).status == 200)
+
+            // What another person's answers and rows show of erin before, so the test can fail.
+            func answers() async throws -> [String: String] {
+                var bodies: [String: String] = [:]
+                for target in [
+                    "/v1/subscribers/ann", "/v1/subscribers/ann/events", "/v1/subscribers/ann/export", "/v1/subscribers/bo",
+                    "/v1/subscribers/bo/events", "/v1/subscribers/bo/export", "/v1/admin/shared-receipts",
+                    "/v1/notifications", "/v1/notifications?app_user_id=\(erin)", "/v1/admin/webhooks/deliveries",
+                    "/v1/admin/transactions/\(sharedID)", "/v1/admin/transactions/\(own.transactionID)",
+                    "/v1/admin/shadow-diffs", "/v1/admin/stats?interval=day",
+                ] {
+                    bodies[target] = try await get(port, target, key: TestSecrets.secretKey).body
+                }
+                return bodies
+            }
+            let named = { (bodies: [String: String]) in bodies.filter { $0.value.contains("erin") }.keys.sorted() }
+            #expect(try await named(answers()).count >= 6)
+            let db = try TestDatabase.open(location)
+            #expect(try rowsMentioning("erin", in: db).count >= 8)
+
+            let erased = try await request(port, "DELETE", "/v1/subscribers/\(alias)", key: TestSecrets.secretKey)
+            #expect(erased.status == 200, "\(erased.body)")
+            #expect(try await named(answers()) == [])
+            #expect(try rowsMentioning("erin", in: db) == [])
+            // ann's and bo's histories keep the moves, unnamed; nothing is left to derive differently.
+            let annEvents = try await subscriber(port, "ann", "/events").body
+            #expect(annEvents.contains(#""to_app_user_id":"(erased)""#), "\(annEvents)")
+            #expect(try await subscriber(port, "bo", "/events").body.contains(#""from_app_user_id":"(erased)""#))
+            let rederivation = Rederivation(
+                settings: EntitlementSettings(
+                    rules: EntitlementRules(["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]]),
+                    catalog: Catalog(), policy: DerivationPolicy()))
+            #expect(try rederivation.run(db, now: clock.now, dryRun: true).changed == 0)
+            // SQLite: the bytes themselves, in the file and its WAL (the erasure checkpointed).
+            if db.dialect == .sqlite {
+                for file in [location, location + "-wal"] {
+                    let bytes = (try? Data(contentsOf: URL(fileURLWithPath: file))) ?? Data()
+                    #expect(bytes.range(of: Data("erin".utf8)) == nil, "\(file)")
+                }
+            }
         }
     }
 }

@@ -67,24 +67,7 @@ struct ErasureTests {
         return db
     }
 
-    /// Every (table, row) whose text anywhere contains `needle`.
-    private func mentions(of needle: String, in db: Database) throws -> [String] {
-        var found: [String] = []
-        for table in DataCopy.tables {
-            let names =
-                db.dialect == .sqlite
-                ? "SELECT name FROM pragma_table_info('\(table)')"
-                : "SELECT column_name FROM information_schema.columns WHERE table_name = '\(table)'"
-            let q = try db.prepare(names)
-            var columns: [String] = []
-            while try q.step() { columns.append(q.text(0)!) }
-            for column in columns {
-                let n = try db.scalarInt("SELECT count(*) FROM \(table) WHERE CAST(\(column) AS TEXT) LIKE '%\(needle)%'") ?? 0
-                if n > 0 { found.append("\(table).\(column): \(n)") }
-            }
-        }
-        return found
-    }
+    private func mentions(of needle: String, in db: Database) throws -> [String] { try rowsMentioning(needle, in: db) }
 
     @Test(arguments: await testDialects())
     func everyRowNamingThePersonOrTheirPurchasesGoesOrIsBlanked(_ dialect: Database.Dialect) async throws {
@@ -123,6 +106,45 @@ struct ErasureTests {
         #expect(try mentions(of: "(erased)", in: db).contains { $0.hasPrefix("webhook_messages.body") })
         // The purchase is thief's, so it stays; user3 held nothing else.
         #expect(outcome.rows["transactions"] == nil)
+    }
+
+    /// The first round of probing found the reverse case named: the erased person held a purchase
+    /// taken from another user, whose transfer event (facts and key) and webhook payload kept the id.
+    @Test(arguments: await testDialects())
+    func aPurchaseTakenFromAnotherGoesAndTheirHistoryOfItKeepsItsShapeUnnamed(_ dialect: Database.Dialect) async throws {
+        let db = try await seeded(dialect)
+        let outKey = LifecycleEvent.transferKey(originalTransactionID: "o3", at: 99, to: "thief")
+        _ = try EventStore(db).replace(
+            [
+                EventRecord(
+                    key: outKey, type: "transfer", at: 99, productID: "monthly", originalTransactionID: "o3", transactionID: nil,
+                    factsJSON: #"{"direction":"out","from_app_user_id":"user3","to_app_user_id":"thief"}"#)
+            ], for: "user3", originals: [], now: 99)
+        try WebhookStore(db).enqueue(
+            WebhookMessage(
+                id: "evt_3", appUserID: "user3", version: 2, type: "transfer", bundleID: "com.x",
+                body: #"{"event":{"facts":{"to_app_user_id":"thief"}}}"#, createdAt: 99),
+            to: ["crm"], now: 99)
+        #expect(try mentions(of: "thief", in: db).count >= 5)
+
+        let outcome = try db.transaction { try Erasure(db).erase("thief", by: "cli", at: 500) }
+        #expect(try mentions(of: "thief", in: db) == [])
+        #expect(outcome.othersChanged == ["user3"] && outcome.rows["transactions"] == 1)
+        // user3's event about the move: renamed in its facts and its key, as derivation now names it.
+        let events = try EventStore(db).page(for: "user3", limit: 10, before: nil)
+        let out = try #require(events.first { $0.type == "transfer" })
+        #expect(out.key == LifecycleEvent.transferKey(originalTransactionID: "o3", at: 99, to: Erasure.erasedID))
+        #expect(out.factsJSON == #"{"direction":"out","from_app_user_id":"user3","to_app_user_id":"(erased)"}"#)
+        // The moves user3 was party to stay, with the product they were of; the purchase is gone.
+        let user3 = try #require(try ReceiptStore(db).subscriber("user3"))
+        #expect(
+            user3.transfers.map { [$0.from ?? "-", $0.to, $0.productID ?? "-"] } == [
+                ["-", "user3", "monthly"], ["user3", Erasure.erasedID, "monthly"],
+            ])
+        #expect(
+            try ReceiptStore(db).owner(of: "o3") == nil
+                && db.scalarInt("SELECT count(*) FROM transactions WHERE original_transaction_id = 'o3'") == 0)
+        #expect(try mentions(of: "(erased)", in: db).contains { $0.hasPrefix("webhook_messages.body") })
     }
 
     @Test(arguments: await testDialects())
