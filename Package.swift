@@ -5,7 +5,7 @@ import PackageDescription
 // Dependencies point one way: receiptd → ReceiptService (the HTTP edge) → ReceiptCore (use cases)
 // → {AppStore, SignedData, Storage → Entitlements} → {JSON, Clocks, Identifiers}. HTTPServer knows
 // nothing of Apple or receipts; only the edge, the simulator and http-inspect import it. C lives
-// only in the C* system-library targets. README "Architecture" says each target's one job.
+// only in the C* system-library targets. Docs/architecture.md "Architecture" says each target's one job.
 let package = Package(
     name: "receiptd",
     platforms: [.macOS(.v15)],
@@ -146,7 +146,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
-            // The web console (README "Console"), compiled into the binary: nothing to install beside it.
+            // The web console (Docs/console.md), compiled into the binary: nothing to install beside it.
             resources: [
                 .embedInCode("Console/index.html"), .embedInCode("Console/console.js"), .embedInCode("Console/console.css"),
             ]

@@ -3,7 +3,7 @@
 # --symbol-ordering-file (Package.swift, release builds). The kernel maps executable text in
 # 64 KB fault-around windows: the ~1 MB of code a start runs, left where the linker puts it, is
 # spread over ~14 MB of text and keeps ~12 MB of it resident. Laid out together, start-up first,
-# then what one pass of the API adds, it keeps ~6 MB resident (README "Benchmarks", RSS idle).
+# then what one pass of the API adds, it keeps ~6 MB resident (Docs/performance.md, RSS idle).
 # A stale file costs only that memory: names it lists that the binary lacks are skipped, and
 # Benchmarks/run.sh prints how many the binary still has. Run this again when that share falls.
 # How: `receiptd serve` under valgrind's callgrind (on a copy without debug info, which valgrind

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark table (README "Benchmarks"): receiptd against the peers in ../shared/bench, in one
+# The benchmark table (Docs/performance.md): receiptd against the peers in ../shared/bench, in one
 # run, on loopback, wrk sharing the two cores with the servers.
 #   start-up to ready     fresh database, migrations applied, until GET /readyz answers 200
 #   POST /v1/receipts     against `receiptd simulate --latency-ms 300`, 256 connections, 10,000

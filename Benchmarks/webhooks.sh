@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Webhooks under load (README "Benchmarks", "Webhooks"): POST /v1/receipts with every request a new
+# Webhooks under load (Docs/performance.md, "Webhooks"): POST /v1/receipts with every request a new
 # user (so every answer stores events; with webhooks on, a delivery per event in the same
 # transaction), against `receiptd simulate` without latency, 64 connections, a fresh database per
 # run; webhooks off and on in turn, twice, in one run. With webhooks on, one endpoint points at

@@ -1,4 +1,4 @@
-"""Browser tests of the web console (README "Console"), in headless Chromium through Selenium.
+"""Browser tests of the web console (Docs/console.md), in headless Chromium through Selenium.
 
 Starts `receiptd simulate` and receiptd on loopback (a fresh SQLite file, a webhook endpoint on a
 closed port so deliveries wait), seeds 10,000 subscribers through POST /v1/receipts in known
@@ -46,7 +46,7 @@ SUBSCRIBERS = int(sys.argv[3]) if len(sys.argv) > 3 else 10_000
 SIM_PORT, PORT = 18396, 18395
 SECRET = "console-shared-" + os.urandom(6).hex()
 PUBLIC, KEY = "console-public", "console-secret-" + os.urandom(6).hex()
-# The seeded mix: scenario → share of SUBSCRIBERS. README "App Store simulator" says what each is.
+# The seeded mix: scenario → share of SUBSCRIBERS. Docs/app-store.md "App Store simulator" says what each is.
 MIX = {"trial": 0.2, "active_monthly": 0.4, "downgrade_pending": 0.15, "non_consumable": 0.15, "expired_voluntary": 0.1}
 XSS_USER = '<img src=x onerror="window.__xss=1">"><script>window.__xss=2</script>'
 XSS_ENTITLEMENT = "<svg onload=window.__xss=3>"

@@ -226,7 +226,7 @@ def wait_for_outbox(seconds):
 
 
 def message_id(app_user_id, event_key):
-    """README "Webhooks": the id is evt_ and the first 32 hex digits of SHA-256(user NUL key)."""
+    """Docs/webhooks.md: the id is evt_ and the first 32 hex digits of SHA-256(user NUL key)."""
     return "evt_" + hashlib.sha256(app_user_id.encode() + b"\0" + event_key.encode()).hexdigest()[:32]
 
 

@@ -1,6 +1,6 @@
 import CoreMetrics
 
-/// What ``VerifyReceiptClient`` records (swift-metrics; Prometheus names in README "Metrics"):
+/// What ``VerifyReceiptClient`` records (swift-metrics; Prometheus names in Docs/operations.md "Metrics"):
 /// - `appstore_exchanges_total{environment, kind, status}`: each HTTP exchange with Apple. `kind` is
 ///   `first`, `retry` (the same environment again) or `fallback` (21007/21008 sent it to the other
 ///   one); `status` is Apple's status (`0`, `21004`, `21007`, …), `http_NNN` or `transport_error`.

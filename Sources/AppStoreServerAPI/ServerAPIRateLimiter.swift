@@ -42,7 +42,7 @@ public struct TokenBucket: Sendable, Equatable {
 
 /// Keeps receiptd under Apple's published limits: one bucket per app, endpoint and environment,
 /// at Apple's rate (a tenth in sandbox) with a second's burst. Per process: several instances
-/// share Apple's limit between them (README says so).
+/// share Apple's limit between them (Docs/app-store.md says so).
 public final class ServerAPIRateLimiter: Sendable {
     struct Key: Hashable, Sendable {
         var bundleID: Identifier

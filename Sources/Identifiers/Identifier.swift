@@ -3,7 +3,7 @@
 /// Swift's `String` equality and hashing follow Unicode canonical equivalence: `"Zo\u{EB}"` (NFC)
 /// and `"Zoe\u{308}"` (NFD) are `==` and hash alike. SQLite compares the bytes, and so do people's
 /// backends. receiptd never normalizes an id: two spellings are two users, two API keys, two JSON
-/// member names (README "Identifiers"). Every dictionary, set and comparison of ids, keys and JSON
+/// member names (Docs/api.md "Identifiers"). Every dictionary, set and comparison of ids, keys and JSON
 /// member names goes through this type so that Swift agrees with the database.
 public struct Identifier: Hashable, Comparable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
     /// The text exactly as received (Swift keeps a string's UTF-8 bytes as given).

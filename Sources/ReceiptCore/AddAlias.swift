@@ -6,7 +6,7 @@ import Storage
 /// Make another app user id one with a subscriber (`POST /v1/subscribers/{id}/aliases`): the app
 /// learnt who an anonymous user is, or two accounts are one person. Afterwards every read and write
 /// under either id reaches one subscriber: one document, one history, the ownership rules seeing
-/// one user; a `merge` event records it (README "Identity").
+/// one user; a `merge` event records it (Docs/state.md "Identity").
 ///
 /// When both ids hold purchases, the ownership policy decides as it would for a second poster:
 /// - `transfer`: the union; the alias's purchases move to the subscriber;

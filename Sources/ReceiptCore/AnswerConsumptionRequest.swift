@@ -10,7 +10,7 @@ import Storage
 /// Answers Apple's `CONSUMPTION_REQUEST` (a customer asked for a refund) with Send Consumption
 /// Information, when `appStore.consumption.enabled`: Apple weighs the answer when deciding the
 /// refund, and waits 12 hours for it. Every field comes from what receiptd stores or is configured
-/// with (README "Consumption requests" lists each):
+/// with (Docs/app-store.md "Consumption requests" lists each):
 ///
 /// - `customerConsented`: true. Turning the feature on states that the app's customers consented
 ///   to share consumption data (Apple refuses the request otherwise).

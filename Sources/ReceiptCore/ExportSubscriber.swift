@@ -6,7 +6,7 @@ import Storage
 import Synchronization
 
 /// Everything stored about a person, for their right of access (GDPR art. 15, CCPA): one JSON
-/// document (README "Privacy" describes it field by field), produced a page of rows at a time so
+/// document (Docs/privacy.md describes it field by field), produced a page of rows at a time so
 /// a long history never sits in memory whole. `GET /v1/subscribers/{id}/export` streams it.
 ///
 /// Redacted: the shared secret V1 notifications carry (`password`), and other people's app user

@@ -3,7 +3,7 @@ import Entitlements
 import Logging
 import Storage
 
-/// Promotional entitlements (README "Promotional entitlements"): support gives a subscriber an
+/// Promotional entitlements (Docs/console.md "Promotional entitlements"): support gives a subscriber an
 /// entitlement for a while, or takes it back. Each is a stored fact (``PromotionStore``) with who
 /// and why; the document, explanation, events and webhooks follow from it as from a purchase.
 package struct PromoteSubscriber: Sendable {

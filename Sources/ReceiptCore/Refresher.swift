@@ -80,7 +80,7 @@ package struct RefreshPolicy: Sendable, Equatable {
     }
 }
 
-/// Re-validates stored subscriptions in the background (README "Refresher"): those that expired,
+/// Re-validates stored subscriptions in the background (Docs/app-store.md "Refresher"): those that expired,
 /// or are in billing retry or grace, since Apple last spoke about them. A subscription with a
 /// stored latest receipt is asked of verifyReceipt; one without (StoreKit 2), or every one when
 /// `appStore.verifier` is `server_api`, of the App Store Server API's Get All Subscription

@@ -16,7 +16,7 @@ package struct EntitlementSettings: Sendable {
     }
 }
 
-/// The subscriber document (README "The subscriber document"), built from storage at `now`:
+/// The subscriber document (Docs/api.md "The subscriber document"), built from storage at `now`:
 /// `{"aliases", "app_user_id", "request_date", "version", "entitlements", "subscriptions", "non_subscriptions"}`.
 /// Times are RFC 3339 UTC strings or null.
 package struct SubscriberDocument: Sendable {

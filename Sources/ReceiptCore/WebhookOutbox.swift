@@ -61,7 +61,7 @@ package struct WebhookOutbox: Sendable {
     }
 }
 
-/// The webhook payload (README "Webhooks"): `{"app_user_id", "created_at", "event", "id",
+/// The webhook payload (Docs/webhooks.md): `{"app_user_id", "created_at", "event", "id",
 /// "subscriber", "type", "version"}`, canonical JSON (keys sorted, no spaces).
 package enum WebhookPayload {
     /// `evt_` and 32 hex digits of SHA-256 over the app user id, a NUL and the event's key: the

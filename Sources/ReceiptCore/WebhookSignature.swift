@@ -1,6 +1,6 @@
 import Crypto
 
-/// The `Receiptd-Signature` header (README "Webhooks"): `t=<unix seconds>,v1=<hex>` with one `v1`
+/// The `Receiptd-Signature` header (Docs/webhooks.md): `t=<unix seconds>,v1=<hex>` with one `v1`
 /// per active secret, each the HMAC-SHA256 under that secret of `"<t>.<raw body>"`. Pure: signing
 /// and checking, byte for byte, so the sender and `receiptd webhook-sink` share one definition.
 package enum WebhookSignature {

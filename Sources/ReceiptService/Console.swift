@@ -1,7 +1,7 @@
 import HTTPServer
 import ReceiptCore
 
-/// The web console's files (README "Console"), compiled into the binary from `Console/`: one page
+/// The web console's files (Docs/console.md), compiled into the binary from `Console/`: one page
 /// and its script and style sheet, served at `/console`. The page holds no data and no key; its
 /// script asks for the secret key, keeps it in the tab's session storage, and calls the API.
 ///

@@ -52,7 +52,7 @@ struct Routes: Sendable {
                 database: database, migrator: migrator, appStore: Self.appStoreStatus(appStore),
                 webhooks: try? await webhooks.status())
         }
-        // Prometheus text: every family in README "Metrics" (a secret key unless `metrics.requireKey` is false).
+        // Prometheus text: every family in Docs/operations.md "Metrics" (a secret key unless `metrics.requireKey` is false).
         api.immediate(.get, "/metrics", access: metricsRequireKey ? .secretKey : .anyone) {
             [appStore, telemetry, documentCache] _, _ in
             HTTPResponse(

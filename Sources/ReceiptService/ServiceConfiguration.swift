@@ -12,7 +12,7 @@ import SignedData
 import Storage
 import X509
 
-/// The whole effective configuration of receiptd, validated. See README "Configuration" for every
+/// The whole effective configuration of receiptd, validated. See Docs/configuration.md for every
 /// key; each is documented beside its read below too.
 public struct ServiceConfiguration: Sendable {
     /// `development`, `production` or `test`; chooses `Config/<environment>.json`.

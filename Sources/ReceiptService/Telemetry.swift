@@ -4,7 +4,7 @@ import HTTPServer
 import Prometheus
 import Synchronization
 
-/// The service's metrics, served as Prometheus text at GET /metrics (README "Metrics"). One
+/// The service's metrics, served as Prometheus text at GET /metrics (Docs/operations.md "Metrics"). One
 /// registry per ``Application`` (tests run several side by side); every component records through
 /// swift-metrics to ``factory``, and the gauges that describe a moment are read at scrape time.
 final class Telemetry: Sendable {

@@ -19,7 +19,7 @@ import Synchronization
 /// 5. the ES256 signature (raw R‖S) over `header.payload` with the leaf's P-256 key;
 /// 6. the claims: bundle id, environment, and in production the app's Apple id.
 ///
-/// Offline only: no OCSP request is made (revocation is not checked; README "Notifications").
+/// Offline only: no OCSP request is made (revocation is not checked; Docs/app-store.md "Notifications").
 public struct SignedDataVerifier: Sendable {
     public struct Configuration: Sendable {
         /// Trust anchors: Apple Root CA - G3 in production, Apple's test CA in tests.

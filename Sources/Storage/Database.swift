@@ -134,7 +134,7 @@ public final class Database {
     /// After an ``Erasure`` (SQLite): moves every committed page from the WAL into the file and
     /// empties the WAL (`wal_checkpoint(TRUNCATE)`, waiting up to the busy timeout for readers of
     /// older snapshots; throws if one outlasts it), so the pages as they were before the erasure are no longer in either.
-    /// Nothing to do on PostgreSQL (see README "Privacy").
+    /// Nothing to do on PostgreSQL (see Docs/privacy.md).
     public func scrubAfterErasure() throws(StorageError) {
         guard dialect == .sqlite else { return }
         // (busy, WAL frames, frames checkpointed): busy 0 is a whole checkpoint and an empty WAL.

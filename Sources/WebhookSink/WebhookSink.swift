@@ -7,7 +7,7 @@ import Synchronization
 
 /// The receiving end of receiptd's webhooks, for local development (`receiptd webhook-sink`) and
 /// the tests: checks each request's `Receiptd-Signature` against its secrets and the payload
-/// against README's schema, records what arrived, and answers as told (acknowledge, fail, hang).
+/// against the schema in Docs/webhooks.md, records what arrived, and answers as told (acknowledge, fail, hang).
 package final class WebhookSink: HTTPResponder, Sendable {
     /// What the sink answers.
     package enum Behaviour: Sendable, Equatable {
@@ -110,7 +110,7 @@ package final class WebhookSink: HTTPResponder, Sendable {
         onArrival(arrival)
     }
 
-    /// How `payload` departs from README "Webhooks": `{"id", "type", "created_at", "app_user_id",
+    /// How `payload` departs from Docs/webhooks.md: `{"id", "type", "created_at", "app_user_id",
     /// "event", "subscriber", "version"}`, the event as `/events` lists it, the subscriber document
     /// of the same user and version.
     package static func schemaProblems(_ payload: JSONValue) -> [String] {

@@ -2,7 +2,7 @@ import Foundation
 import ReceiptTesting
 import Testing
 
-/// The web console's files (README "Console"): served from the binary, under a strict policy.
+/// The web console's files (Docs/console.md): served from the binary, under a strict policy.
 /// What the page does is tested in a real browser (Scripts/console_test.py).
 @Suite("The console's files")
 struct ConsoleTests {

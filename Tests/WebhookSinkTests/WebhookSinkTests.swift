@@ -58,7 +58,7 @@ import WebhookSink
     }
 }
 
-/// README "Webhooks"' Swift verifier, as printed there.
+/// The Swift verifier Docs/webhooks.md prints, as printed there.
 private func verify(header: String, body: [UInt8], secrets: [String], tolerance: Double = 300) -> Bool {
     let parts = header.split(separator: ",").map { $0.split(separator: "=", maxSplits: 1).map(String.init) }
     guard let t = parts.first(where: { $0.first == "t" })?.last, let seconds = Double(t),
@@ -73,8 +73,8 @@ private func verify(header: String, body: [UInt8], secrets: [String], tolerance:
     }
 }
 
-@Suite struct READMEVerifierTests {
-    @Test func theREADMEsSwiftVerifierAcceptsReceiptdsSignatures() {
+@Suite struct DocumentedVerifierTests {
+    @Test func theDocumentedSwiftVerifierAcceptsReceiptdsSignatures() {
         let body = Array(WebhookSinkTests.payload().utf8)
         let now = Int64(Date().timeIntervalSince1970)
         let header = WebhookSignature.header(body: body, secrets: ["new-secret-0123456", "old-secret-0123456"], timestamp: now)

@@ -97,7 +97,7 @@ extension Substring {
     }
 }
 
-/// The documented cases in which receiptd rejects a request llhttp 8.1 (strict) accepts. README's
+/// The documented cases in which receiptd rejects a request llhttp 8.1 (strict) accepts. Docs/security.md's
 /// "HTTP framing policy" lists the same cases.
 public enum StricterCase: String, CaseIterable, Sendable {
     /// More than one empty line before the request line (RFC 9112 §2.2 asks to ignore one).

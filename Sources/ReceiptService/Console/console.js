@@ -1,4 +1,4 @@
-// receiptd console (README "Console"). One script, no framework, no build step.
+// receiptd console (Docs/console.md). One script, no framework, no build step.
 //
 // Safety: every value from the API is written with text nodes or attributes (`el` below), never
 // as HTML, and the page is served with a Content-Security-Policy allowing only this script. The
