@@ -184,14 +184,16 @@ package final class WebhookDispatcher: Sendable {
     func attempt(_ claim: WebhookClaim, to endpoint: WebhookEndpoint) async {
         let body = Array(claim.body.utf8)
         let sentAt = clock.now()
-        let request = OutboundRequest(
-            method: .post, url: endpoint.url,
-            headers: [
-                "Receiptd-Signature: " + WebhookSignature.header(body: body, secrets: endpoint.secrets, timestamp: sentAt / 1000),
-                "Receiptd-Webhook-Id: \(claim.messageID)", "Receiptd-Delivery-Attempt: \(claim.attempt)",
-                "User-Agent: receiptd-webhooks",
-            ],
-            body: body, timeout: endpoint.timeout)
+        var headers = [
+            "Receiptd-Signature: " + WebhookSignature.header(body: body, secrets: endpoint.secrets, timestamp: sentAt / 1000),
+            "Receiptd-Webhook-Id: \(claim.messageID)", "Receiptd-Delivery-Attempt: \(claim.attempt)",
+            "User-Agent: receiptd-webhooks",
+        ]
+        if endpoint.standardWebhooks {
+            headers += StandardWebhooksSignature.headers(
+                id: claim.messageID, timestamp: sentAt / 1000, body: body, secrets: endpoint.secrets)
+        }
+        let request = OutboundRequest(method: .post, url: endpoint.url, headers: headers, body: body, timeout: endpoint.timeout)
         let started = monotonic.now
         let result = await transport.send(request)
         let elapsed = monotonic.now - started

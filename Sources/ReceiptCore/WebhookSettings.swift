@@ -16,12 +16,15 @@ package struct WebhookEndpoint: Sendable, Equatable {
     package var maxConcurrent: Int
     /// One attempt ends within this.
     package var timeout: Duration
+    /// Whether deliveries also carry the Standard Webhooks headers (``StandardWebhooksSignature``);
+    /// its secrets are then `whsec_` keys.
+    package var standardWebhooks: Bool
     /// ``timeout`` in milliseconds, rounded up.
     package var timeoutMs: Int64 { Int64((timeout / .milliseconds(1)).rounded(.up)) }
 
     package init(
         name: String, url: String, eventTypes: Set<String>? = nil, bundleIDs: Set<String>? = nil, secrets: [String],
-        maxConcurrent: Int = 8, timeout: Duration = .seconds(10)
+        maxConcurrent: Int = 8, timeout: Duration = .seconds(10), standardWebhooks: Bool = false
     ) {
         self.name = name
         self.url = url
@@ -30,6 +33,7 @@ package struct WebhookEndpoint: Sendable, Equatable {
         self.secrets = secrets
         self.maxConcurrent = maxConcurrent
         self.timeout = timeout
+        self.standardWebhooks = standardWebhooks
     }
 
     /// Whether an event of `type` about a purchase of the app `bundleID` goes to this endpoint

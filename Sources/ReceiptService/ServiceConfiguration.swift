@@ -541,6 +541,16 @@ public struct ServiceConfiguration: Sendable {
             guard secrets.allSatisfy({ $0.utf8.count >= 16 }) else {
                 throw ConfigurationError(key: prefix + "secret", message: "each secret must be at least 16 bytes")
             }
+            // The Standard Webhooks headers beside Receiptd-Signature, for receivers that verify with
+            // its libraries: the secrets are then whsec_ keys.
+            let standard = try c.bool(prefix + "standardWebhooks", default: false)
+            guard !standard || secrets.allSatisfy({ StandardWebhooksSignature.key($0) != nil }) else {
+                throw ConfigurationError(
+                    key: prefix + "secret",
+                    message:
+                        "with standardWebhooks, each secret must be whsec_ and the base64 of a \(StandardWebhooksSignature.keyBytes.lowerBound)–\(StandardWebhooksSignature.keyBytes.upperBound) byte key"
+                )
+            }
             settings.endpoints.append(
                 WebhookEndpoint(
                     name: name, url: url, eventTypes: types.isEmpty ? nil : Set(types),
@@ -548,7 +558,7 @@ public struct ServiceConfiguration: Sendable {
                     // Deliveries in flight to it at once (different subscribers; one subscriber's go in order).
                     maxConcurrent: try c.int(prefix + "maxConcurrent", default: 8, range: 1...1_000),
                     // One attempt ends within this; no answer by then is retried.
-                    timeout: try c.milliseconds(prefix + "timeoutMs", default: 10_000)))
+                    timeout: try c.milliseconds(prefix + "timeoutMs", default: 10_000), standardWebhooks: standard))
         }
         settings.retry = WebhookRetryPolicy(
             // The wait after a first failed attempt; doubled per failure up to the maximum.

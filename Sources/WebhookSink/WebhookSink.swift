@@ -6,7 +6,8 @@ import ReceiptCore
 import Synchronization
 
 /// The receiving end of receiptd's webhooks, for local development (`receiptd webhook-sink`) and
-/// the tests: checks each request's `Receiptd-Signature` against its secrets and the payload
+/// the tests: checks each request's `Receiptd-Signature` (and the Standard Webhooks headers, when
+/// they come) against its secrets and the payload
 /// against the schema in Docs/webhooks.md, records what arrived, and answers as told (acknowledge, fail, hang).
 package final class WebhookSink: HTTPResponder, Sendable {
     /// What the sink answers.
@@ -27,6 +28,8 @@ package final class WebhookSink: HTTPResponder, Sendable {
         /// `Receiptd-Delivery-Attempt`.
         package var attempt: Int?
         package var signature: WebhookSignature.Verdict
+        /// The Standard Webhooks headers' verdict when they came (`webhook-signature`), else nil.
+        package var standardSignature: WebhookSignature.Verdict?
         /// What does not match the payload's schema; empty when it does.
         package var schemaProblems: [String]
         package var payload: JSONValue?
@@ -81,14 +84,22 @@ package final class WebhookSink: HTTPResponder, Sendable {
     func receive(_ request: HTTPRequest) async -> HTTPResponse {
         guard request.method == .post else { return HTTPResponse(status: .methodNotAllowed) }
         let receivedAt = now.now()
-        let verdict = WebhookSignature.verify(
+        let receiptd = WebhookSignature.verify(
             header: request.headers[first: "Receiptd-Signature"] ?? "", body: request.body, secrets: secrets,
             now: receivedAt / 1000, tolerance: tolerance)
+        let standard = request.headers[first: "webhook-signature"].map { signature in
+            StandardWebhooksSignature.verify(
+                id: request.headers[first: "webhook-id"], timestamp: request.headers[first: "webhook-timestamp"],
+                signature: signature, body: request.body, secrets: secrets, now: receivedAt / 1000, tolerance: tolerance)
+        }
+        // Both must verify when both came.
+        let verdict = standard.map { $0 == .valid ? receiptd : $0 } ?? receiptd
         let payload = try? JSONValue.parse(request.body)
         let behaviour = self.behaviour
         var arrival = Arrival(
             webhookID: request.headers[first: "Receiptd-Webhook-Id"],
             attempt: request.headers[first: "Receiptd-Delivery-Attempt"].flatMap { Int($0) }, signature: verdict,
+            standardSignature: standard,
             schemaProblems: payload.map(Self.schemaProblems) ?? ["the body is not JSON"], payload: payload, body: request.body,
             answered: 204, acknowledged: false, receivedAt: receivedAt)
         switch behaviour {

@@ -59,6 +59,7 @@ struct WebhookSinkCommand: AsyncParsableCommand {
             "webhook_id": a.webhookID.map(JSONValue.string) ?? .null, "attempt": a.attempt.map { .int($0) } ?? .null,
             "type": a.type.map(JSONValue.string) ?? .null, "app_user_id": a.appUserID.map(JSONValue.string) ?? .null,
             "version": a.version.map { .int(Int($0)) } ?? .null, "signature": .string(a.signature.rawValue),
+            "standard_signature": a.standardSignature.map { .string($0.rawValue) } ?? .null,
             "schema_problems": .array(a.schemaProblems.map(JSONValue.string)), "answered": .int(a.answered),
         ])
     }

@@ -121,6 +121,31 @@ struct ServiceConfigurationTests {
         }
     }
 
+    @Test func anEndpointAsksForStandardWebhooksWithWhsecKeysOnly() async throws {
+        let dir = try makeConfigDirectory(["default.json": "{}"])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func load(_ secret: String, standard: Bool) async throws -> ServiceConfiguration {
+            try await ServiceConfiguration.load(
+                configDirectory: dir,
+                environment: [
+                    "RECEIPTD_WEBHOOKS_ENDPOINTS": "crm", "RECEIPTD_WEBHOOKS_CRM_URL": "https://crm.example/hooks",
+                    "RECEIPTD_WEBHOOKS_CRM_SECRET": secret, "RECEIPTD_WEBHOOKS_CRM_STANDARD_WEBHOOKS": String(standard),
+                ]
+            ).0
+        }
+        let key = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+        #expect(try await load(key, standard: true).webhooks.endpoints.first?.standardWebhooks == true)
+        #expect(try await load("plain-secret-0123456789", standard: false).webhooks.endpoints.first?.standardWebhooks == false)
+        for bad in ["plain-secret-0123456789", "whsec_c2hvcnQtYnV0LWxvbmctZW5vdWdo", key + ",plain-secret-0123456789"] {
+            await #expect {
+                _ = try await load(bad, standard: true)
+            } throws: { error in
+                let message = "\(error)"
+                return message.contains("webhooks.crm.secret") && !message.contains(bad)
+            }
+        }
+    }
+
     @Test func environmentFileThenVariablesOverride() async throws {
         let dir = try makeConfigDirectory([
             "default.json": #"{"http": {"port": 1000, "maxConnections": 5}}"#,
