@@ -113,7 +113,7 @@ package final class ShadowComparison: Sendable {
             appUserID: appUserID, transactionID: newest.transactionID, environment: verifyReceipt.environment,
             differences: String(decoding: JSONValue.array(differences.map(\.json)).jsonBytes, as: UTF8.self), at: now)
         do {
-            try await database.write { db in try ShadowDiffStore(db).insert(row) }
+            _ = try await database.write { db in try ShadowDiffStore(db).insert(row) }
         } catch {
             logger.error("shadow: a difference could not be stored", metadata: ["error": "\(error)"])
         }

@@ -4,7 +4,6 @@ import FoundationEssentials
 import HTTPServer
 import JSON
 import ReceiptCore
-import Storage
 
 /// Requests read into use-case inputs: every problem is a ``ReceiptError/invalidRequest(_:)``
 /// naming its field (held to ``FieldRules``, as the use cases hold their inputs), found before
@@ -236,7 +235,7 @@ enum Requests {
     }
 
     /// GET /v1/notifications' filters: `?type=`, `?outcome=`, `?app_user_id=`.
-    static func notificationFilter(_ request: HTTPRequest) throws(ReceiptError) -> NotificationStore.Filter {
+    static func notificationFilter(_ request: HTTPRequest) throws(ReceiptError) -> NotificationFilter {
         func word(_ name: String) throws(ReceiptError) -> String? {
             guard let text = request.queryValue(name) else { return nil }
             let allowed = { (b: UInt8) in
@@ -248,7 +247,7 @@ enum Requests {
             }
             return text
         }
-        return NotificationStore.Filter(
+        return NotificationFilter(
             type: try word("type"), outcome: try word("outcome"),
             appUserID: try request.queryValue("app_user_id").map { id throws(ReceiptError) in try FieldRules.appUserID(id) })
     }

@@ -4,7 +4,6 @@ import HTTPServer
 import JSON
 import ReceiptCore
 import SignedData
-import Storage
 
 /// Use-case results as the API's JSON bodies.
 enum Responses {
@@ -178,7 +177,7 @@ enum Responses {
 
     /// POST /v1/subscribers/{id}/extend.
     /// DELETE /v1/subscribers/{id}: that it happened and how many rows it took, per table.
-    static func erased(_ appUserID: String, _ outcome: Erasure.Outcome) -> HTTPResponse { .json(outcome.json(appUserID)) }
+    static func erased(_ appUserID: String, _ outcome: ErasureOutcome) -> HTTPResponse { .json(outcome.json(appUserID)) }
 
     /// The answer to POST /v1/subscribers/{id}/aliases: whether the ids were merged now (false: they
     /// already were one), the purchases that moved, and the subscriber's document.
@@ -210,7 +209,7 @@ enum Responses {
     }
 }
 
-/// The console's and support's answers (issue 23).
+/// The console's and support's answers: promotions, statistics, a purchase's holder.
 extension Responses {
     /// A promotion as granted or revoked.
     static func promotion(_ p: Promotion) -> JSONValue {

@@ -5,14 +5,12 @@ import HTTPServer
 import JSON
 import Logging
 import ReceiptCore
-import Storage
 
 /// The HTTP surface of receiptd: each route declares who may call it, reads its request into a
 /// use case's input, calls the use case and writes its result. Errors become responses in one
 /// place (``API``).
 struct Routes: Sendable {
-    let database: DatabaseQueue
-    let migrator: Migrator
+    let checkReadiness: CheckReadiness
     let auth: APIAuth
     let verifyPurchase: VerifyPurchase
     let readSubscriber: ReadSubscriber
@@ -47,10 +45,9 @@ struct Routes: Sendable {
             .json(.object(["status": .string("ok")]))
         }
         // Readiness: the database answers and every known migration is applied.
-        api.on(.get, "/readyz", access: .anyone) { [database, migrator, appStore, webhooks] _, _ in
-            await Self.readiness(
-                database: database, migrator: migrator, appStore: Self.appStoreStatus(appStore),
-                webhooks: try? await webhooks.status())
+        api.on(.get, "/readyz", access: .anyone) { [checkReadiness, appStore, webhooks] _, _ in
+            Self.readiness(
+                await checkReadiness(), appStore: Self.appStoreStatus(appStore), webhooks: try? await webhooks.status())
         }
         // Prometheus text: every family in Docs/operations.md "Metrics" (a secret key unless `metrics.requireKey` is false).
         api.immediate(.get, "/metrics", access: metricsRequireKey ? .secretKey : .anyone) {
@@ -281,24 +278,20 @@ struct Routes: Sendable {
     }
 
     static func readiness(
-        database: DatabaseQueue, migrator: Migrator, appStore: AppStoreStatus? = nil,
-        webhooks: [WebhookOperations.EndpointStatus]? = nil
-    ) async -> HTTPResponse {
-        do {
-            let status = try await database.read { [migrator] db in try migrator.status(of: db) }
-            let ready = status.pending.isEmpty
+        _ outcome: CheckReadiness.Outcome, appStore: AppStoreStatus? = nil, webhooks: [WebhookOperations.EndpointStatus]? = nil
+    ) -> HTTPResponse {
+        guard outcome.databaseError == nil else {
             return .json(
-                Readiness(
-                    status: ready ? "ready" : "not_ready", database: "ok",
-                    migrationsApplied: status.applied.count, migrationsPending: status.pending.count, appStore: appStore,
-                    webhooks: webhooks
-                ).json,
-                status: ready ? .ok : .serviceUnavailable)
-        } catch {
-            return .json(
-                Readiness(status: "not_ready", database: "\(error)", migrationsApplied: 0, migrationsPending: 0).json,
+                Readiness(status: "not_ready", database: outcome.databaseError ?? "", migrationsApplied: 0, migrationsPending: 0)
+                    .json,
                 status: .serviceUnavailable)
         }
+        return .json(
+            Readiness(
+                status: outcome.ready ? "ready" : "not_ready", database: "ok", migrationsApplied: outcome.migrationsApplied,
+                migrationsPending: outcome.migrationsPending, appStore: appStore, webhooks: webhooks
+            ).json,
+            status: outcome.ready ? .ok : .serviceUnavailable)
     }
 }
 

@@ -49,7 +49,7 @@ package enum TestDatabase {
 
     /// A connection to the service's database beside it (a file path or a PostgreSQL URL).
     package static func open(_ location: String) throws -> Database {
-        try (ServiceConfiguration.Database.Location(url: location) ?? .sqlite(path: location)).connect()
+        try (DatabaseSettings.Location(url: location) ?? .sqlite(path: location)).connect()
     }
 }
 

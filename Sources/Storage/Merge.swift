@@ -1,4 +1,4 @@
-/// Makes two app user ids one subscriber (issue 22): `alias` becomes another name of `canonical`.
+/// Makes two app user ids one subscriber: `alias` becomes another name of `canonical`.
 /// Synchronous, SQL only: run ``merge(_:into:at:)`` inside one `DatabaseQueue.write`, after the
 /// caller decided the merge is allowed (ReceiptCore's `AddAlias` applies the ownership policy).
 ///

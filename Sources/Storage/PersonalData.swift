@@ -1,4 +1,4 @@
-/// Which stored rows are about one person (issue 22, GDPR art. 15): read page by page for the
+/// Which stored rows are about one person (GDPR art. 15): read page by page for the
 /// subscriber export. Synchronous: call inside `DatabaseQueue.read`.
 ///
 /// A person is a subscriber's canonical id and their aliases. Their rows are those keyed by one

@@ -210,7 +210,7 @@ struct CopyData: AsyncParsableCommand {
 
     func run() async throws {
         let (config, _) = try await options.load()
-        let destination: ServiceConfiguration.Database.Location?
+        let destination: DatabaseSettings.Location?
         if let to {
             guard !Self.holdsPassword(to) else {
                 printError(
@@ -218,7 +218,7 @@ struct CopyData: AsyncParsableCommand {
                         + "give it in PGPASSWORD or ~/.pgpass, or the whole URL in RECEIPTD_DATABASE_URL")
                 throw ExitCode.failure
             }
-            destination = ServiceConfiguration.Database.Location(url: to)
+            destination = DatabaseSettings.Location(url: to)
         } else {
             destination = config.database.location
         }
@@ -226,7 +226,7 @@ struct CopyData: AsyncParsableCommand {
             printError("receiptd: copy-data needs a PostgreSQL target: --to postgresql://… or RECEIPTD_DATABASE_URL")
             throw ExitCode.failure
         }
-        guard case .sqlite(let path) = ServiceConfiguration.Database.Location(url: from) ?? .sqlite(path: from) else {
+        guard case .sqlite(let path) = DatabaseSettings.Location(url: from) ?? .sqlite(path: from) else {
             printError("receiptd: copy-data copies from SQLite (--from sqlite:PATH)")
             throw ExitCode.failure
         }

@@ -1,6 +1,7 @@
 import Foundation
 import ReceiptTesting
 import SignedData
+import Storage
 import Testing
 
 @testable import ReceiptCore
@@ -224,7 +225,7 @@ struct ServiceConfigurationTests {
     @Test func theDatabaseURLChoosesTheBackendAndIsASecret() async throws {
         let dir = try makeConfigDirectory(["default.json": #"{"database": {"path": "data/x.sqlite", "connections": 8}}"#])
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        func load(_ url: String?) async throws -> ServiceConfiguration.Database {
+        func load(_ url: String?) async throws -> DatabaseSettings {
             try await ServiceConfiguration.load(
                 configDirectory: dir, environment: url.map { ["RECEIPTD_DATABASE_URL": $0] } ?? [:]
             ).0.database

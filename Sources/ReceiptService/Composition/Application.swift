@@ -167,7 +167,7 @@ public final class Application: Sendable {
             preferServerAPI: settings.verifier == .serverAPI, database: database, state: state, bundleIDs: settings.bundleIDs,
             logger: logger, clock: clock, monotonic: monotonic, metrics: telemetry.factory)
         let routes = Routes(
-            database: database, migrator: migrator, auth: apiAuth(configuration, logger: logger),
+            checkReadiness: CheckReadiness(database: database, migrator: migrator), auth: apiAuth(configuration, logger: logger),
             verifyPurchase: verifyPurchase, readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber,
             addAlias: addAlias, exportSubscriber: exportSubscriber, ingestNotification: ingestNotification, listings: listings,
             support: support,

@@ -1,0 +1,272 @@
+import AppStore
+import AppStoreServerAPI
+import FoundationEssentials
+import ReceiptCore
+import SignedData
+import X509
+
+extension ServiceConfiguration {
+    /// How receiptd reaches Apple.
+    public struct AppStoreSettings: Sendable {
+        public var productionURL: String
+        public var sandboxURL: String
+        /// Run the built-in App Store simulator in-process and send every verification to it.
+        public var simulator: Bool
+        /// Plain-http URLs allowed (the simulator, tests).
+        public var allowHTTP: Bool
+        /// The apps whose receipts are accepted; a receipt for another bundle id is refused.
+        public var bundleIDs: [String]
+        /// The shared secret sent as `password`; from the environment only.
+        public var sharedSecret: String?
+        public var connectTimeout: Duration
+        public var maxResponseBytes: Int
+        public var maxRetries: Int
+        public var attemptTimeout: Duration
+        public var deadline: Duration
+        /// How Apple's signed data (V2 notifications, StoreKit 2 transactions) is verified.
+        public var signedData = SignedDataSettings()
+        /// When to stop calling Apple during an outage, and for how long.
+        public var breaker = CircuitBreaker.Policy()
+        /// Verifications talking to Apple at once; more wait their turn. Throughput is this over
+        /// Apple's latency: 1,000 in flight at 300 ms is 3,300 verifications a second.
+        public var maxConcurrentCalls = 1_000
+        /// `appStore.verifier`: who answers for a posted app receipt.
+        package var verifier: VerifyPurchase.Verifier = .verifyReceipt
+        /// The App Store Server API (`appStore.serverApi.*`).
+        public var serverAPI = ServerAPISettings()
+        /// Catching up on missed notifications (`appStore.notificationHistory.*`).
+        package var notificationHistory = NotificationCatchUp.Settings()
+        /// Answering `CONSUMPTION_REQUEST` (`appStore.consumption.*`).
+        package var consumption = AnswerConsumptionRequest.Settings()
+
+        package init(
+            productionURL: String, sandboxURL: String, simulator: Bool, allowHTTP: Bool, bundleIDs: [String],
+            sharedSecret: String?, connectTimeout: Duration, maxResponseBytes: Int, maxRetries: Int, attemptTimeout: Duration,
+            deadline: Duration, signedData: SignedDataSettings = SignedDataSettings(),
+            breaker: CircuitBreaker.Policy = CircuitBreaker.Policy(), maxConcurrentCalls: Int = 1_000
+        ) {
+            self.productionURL = productionURL
+            self.sandboxURL = sandboxURL
+            self.simulator = simulator
+            self.allowHTTP = allowHTTP
+            self.bundleIDs = bundleIDs
+            self.sharedSecret = sharedSecret
+            self.connectTimeout = connectTimeout
+            self.maxResponseBytes = maxResponseBytes
+            self.maxRetries = maxRetries
+            self.attemptTimeout = attemptTimeout
+            self.deadline = deadline
+            self.signedData = signedData
+            self.breaker = breaker
+            self.maxConcurrentCalls = maxConcurrentCalls
+        }
+
+        /// `appStore.*`: verifyReceipt, the Server API, signed data, the breaker, catch-up, consumption.
+        static func read(_ c: ConfigLoader) throws(ConfigurationError) -> AppStoreSettings {
+            var appStore = AppStoreSettings(
+                // Apple's production and sandbox verifyReceipt URLs (Docs/apple-protocols.md §1.1).
+                productionURL: try c.string("appStore.productionUrl", default: "https://buy.itunes.apple.com/verifyReceipt"),
+                sandboxURL: try c.string("appStore.sandboxUrl", default: "https://sandbox.itunes.apple.com/verifyReceipt"),
+                // Serve verifications from the built-in simulator (offline development).
+                simulator: try c.bool("appStore.simulator", default: false),
+                // Allow http:// URLs (loopback simulators only).
+                allowHTTP: try c.bool("appStore.allowHttp", default: false),
+                // Bundle ids of the apps whose receipts are accepted.
+                bundleIDs: try c.strings("appStore.bundleIds", default: ["com.example.app"]),
+                // The app's shared secret (RECEIPTD_APP_STORE_SHARED_SECRET or …_FILE).
+                sharedSecret: try c.secret("appStore.sharedSecret"),
+                connectTimeout: try c.milliseconds("appStore.connectTimeoutMs", default: 5000),
+                maxResponseBytes: try c.int("appStore.maxResponseBytes", default: 4 << 20, range: 4096...(64 << 20)),
+                maxRetries: try c.int("appStore.maxRetries", default: 3, range: 0...10),
+                attemptTimeout: try c.milliseconds("appStore.attemptTimeoutMs", default: 10_000),
+                deadline: try c.milliseconds("appStore.deadlineMs", default: 20_000))
+            appStore.signedData = try SignedDataSettings.read(c)
+            appStore.breaker = CircuitBreaker.Policy(
+                // Verifications in a row that end `app_store_unavailable` before receiptd stops calling Apple.
+                failureThreshold: try c.int("appStore.breakerFailureThreshold", default: 5, range: 1...1000),
+                // How long the first pause lasts; each failed probe doubles it, up to the maximum.
+                openFor: try c.milliseconds("appStore.breakerOpenMs", default: 30_000),
+                maxOpenFor: try c.milliseconds("appStore.breakerMaxOpenMs", default: 300_000))
+            // Verifications talking to Apple at once (the same receipt asked twice at once is one call).
+            appStore.maxConcurrentCalls = try c.int("appStore.maxConcurrentCalls", default: 1_000, range: 1...10_000)
+            appStore.verifier =
+                VerifyPurchase.Verifier(
+                    rawValue: try c.choice(
+                        "appStore.verifier", default: "verify_receipt", allowed: VerifyPurchase.Verifier.allCases.map(\.rawValue))
+                )
+                ?? .verifyReceipt
+            appStore.serverAPI = try ServerAPISettings.read(c, simulator: appStore.simulator, verifier: appStore.verifier)
+            appStore.notificationHistory = NotificationCatchUp.Settings(
+                // Get Notification History at start and every intervalMs (with a Server API key).
+                enabled: try c.bool("appStore.notificationHistory.enabled", default: true),
+                intervalMs: Int64(
+                    try c.int("appStore.notificationHistory.intervalMs", default: 3_600_000, range: 1000...86_400_000)),
+                // Each catch-up starts this long before the newest stored notification.
+                overlapMs: Int64(try c.int("appStore.notificationHistory.overlapMs", default: 3_600_000, range: 0...86_400_000)),
+                // With no notification stored yet, the first catch-up looks back this many days (Apple keeps 180).
+                lookbackMs: Int64(try c.int("appStore.notificationHistory.lookbackDays", default: 7, range: 1...180)) * 86_400_000
+            )
+            // DECLINE, GRANT_FULL, GRANT_PRORATED, or none (no preference sent).
+            let refundPreference = try c.choice(
+                "appStore.consumption.refundPreference", default: "none",
+                allowed: ["none"] + AnswerConsumptionRequest.Settings.refundPreferences)
+            appStore.consumption = AnswerConsumptionRequest.Settings(
+                // Answer CONSUMPTION_REQUEST with Send Consumption Information: only if customers consented.
+                enabled: try c.bool("appStore.consumption.enabled", default: false),
+                // Whether the app offers a free sample or trial, or describes the content, before purchase.
+                sampleContentProvided: try c.bool("appStore.consumption.sampleContentProvided", default: false),
+                refundPreference: refundPreference == "none" ? nil : refundPreference)
+            if appStore.consumption.enabled && appStore.serverAPI.credentials == nil && !appStore.simulator {
+                throw ConfigurationError(
+                    key: "appStore.consumption.enabled",
+                    message:
+                        "answering consumption requests needs the App Store Server API (appStore.serverApi.keyId, issuerId, key)"
+                )
+            }
+            guard !appStore.bundleIDs.isEmpty else {
+                throw ConfigurationError(key: "appStore.bundleIds", message: "must name at least one app")
+            }
+            for (key, url) in [
+                ("appStore.productionUrl", appStore.productionURL), ("appStore.sandboxUrl", appStore.sandboxURL),
+                ("appStore.serverApi.productionUrl", appStore.serverAPI.productionURL),
+                ("appStore.serverApi.sandboxUrl", appStore.serverAPI.sandboxURL),
+            ] {
+                guard url.hasPrefix("https://") || (appStore.allowHTTP && url.hasPrefix("http://")) else {
+                    throw ConfigurationError(key: key, message: "must be an https:// URL (http:// only with appStore.allowHttp)")
+                }
+            }
+            return appStore
+        }
+    }
+
+    /// How receiptd reaches the App Store Server API (Docs/apple-protocols.md §4).
+    public struct ServerAPISettings: Sendable {
+        /// Defaults: the hosts Apple's libraries use since 2026-05 (§4.2).
+        public var productionURL = "https://api.storekit.apple.com"
+        public var sandboxURL = "https://api.storekit-sandbox.apple.com"
+        /// The In-App Purchase key with its key id and issuer id; nil when none is configured (the
+        /// Server API is then never called, and a posted `transaction_id` is refused as misconfigured).
+        public var credentials: ServerAPIToken.Credentials?
+
+        public init(
+            productionURL: String = "https://api.storekit.apple.com",
+            sandboxURL: String = "https://api.storekit-sandbox.apple.com",
+            credentials: ServerAPIToken.Credentials? = nil
+        ) {
+            self.productionURL = productionURL
+            self.sandboxURL = sandboxURL
+            self.credentials = credentials
+        }
+
+        /// `appStore.serverApi.*`: the base URLs, the key id and issuer id, and the `.p8` key from
+        /// `RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY` (or `…_FILE`). All three or none; `server_api`
+        /// needs them (the simulator makes its own).
+        static func read(_ c: ConfigLoader, simulator: Bool, verifier: VerifyPurchase.Verifier)
+            throws(ConfigurationError) -> ServerAPISettings
+        {
+            var settings = ServerAPISettings()
+            // The App Store Server API's hosts (Docs/apple-protocols.md §4.2).
+            settings.productionURL = try c.string("appStore.serverApi.productionUrl", default: settings.productionURL)
+            settings.sandboxURL = try c.string("appStore.serverApi.sandboxUrl", default: settings.sandboxURL)
+            // The In-App Purchase key's id (App Store Connect → Users and Access → Integrations → In-App Purchase).
+            let keyID = try c.string("appStore.serverApi.keyId", default: "")
+            // The team's issuer id (a UUID, same page).
+            let issuerID = try c.string("appStore.serverApi.issuerId", default: "")
+            // The .p8 key itself: a secret.
+            let key = try c.secret("appStore.serverApi.privateKey")
+            switch (keyID.isEmpty, issuerID.isEmpty, key) {
+            case (true, true, nil):
+                guard verifier == .verifyReceipt || simulator else {
+                    throw ConfigurationError(
+                        key: "appStore.verifier",
+                        message:
+                            "\(verifier.rawValue) needs appStore.serverApi.keyId, issuerId and RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY"
+                    )
+                }
+            case (false, false, let key?):
+                do {
+                    settings.credentials = try ServerAPIToken.Credentials(keyID: keyID, issuerID: issuerID, p8: key)
+                } catch {
+                    throw ConfigurationError(key: "appStore.serverApi.privateKey", message: error.description)
+                }
+            default:
+                throw ConfigurationError(
+                    key: "appStore.serverApi",
+                    message:
+                        "keyId, issuerId and the private key (RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY) go together: set all three or none"
+                )
+            }
+            return settings
+        }
+    }
+
+    /// Trust anchors and expected claims for Apple's JWS (Docs/apple-protocols.md §3.7).
+    public struct SignedDataSettings: Sendable {
+        /// `appStore.rootCertificates`: Apple Root CA - G3 (built in) by default.
+        public var roots: [Certificate] = [AppleRootCA.g3]
+        /// `appStore.appAppleIds`: the apps' App Store ids; production notifications must name one.
+        public var appAppleIDs: [Int64] = []
+        /// `appStore.environments`: which environments' signed data is accepted.
+        public var environments: Set<AppStoreEnvironment> = [.production, .sandbox]
+        /// `appStore.signedDataValidationTime`: `signedDate` (default) or `now`.
+        public var validationTime: SignedDataVerifier.ValidationTime = .signedDate
+
+        public init(
+            roots: [Certificate] = [AppleRootCA.g3], appAppleIDs: [Int64] = [],
+            environments: Set<AppStoreEnvironment> = [.production, .sandbox],
+            validationTime: SignedDataVerifier.ValidationTime = .signedDate
+        ) {
+            self.roots = roots
+            self.appAppleIDs = appAppleIDs
+            self.environments = environments
+            self.validationTime = validationTime
+        }
+
+        /// `appStore.rootCertificates`, `appAppleIds`, `environments`, `signedDataValidationTime`.
+        static func read(_ c: ConfigLoader) throws(ConfigurationError) -> SignedDataSettings {
+            // Trust anchors for Apple's signed data: DER or PEM files replacing the built-in Apple Root
+            // CA - G3. Never the root a JWS sends.
+            let paths = try c.strings("appStore.rootCertificates", default: [])
+            var roots: [Certificate] = paths.isEmpty ? [AppleRootCA.g3] : []
+            for path in paths {
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw ConfigurationError(key: "appStore.rootCertificates", message: "cannot read \(path)")
+                }
+                let certificate =
+                    (try? Certificate(derEncoded: Array(data)))
+                    ?? String(validating: Array(data), as: UTF8.self).flatMap { try? Certificate(pemEncoded: $0) }
+                guard let certificate else {
+                    throw ConfigurationError(key: "appStore.rootCertificates", message: "\(path) is not a DER or PEM certificate")
+                }
+                roots.append(certificate)
+            }
+            // The apps' App Store ids (App Store Connect → App Information → Apple ID), as strings.
+            var ids: [Int64] = []
+            for text in try c.strings("appStore.appAppleIds", default: []) {
+                guard let id = Int64(text), id > 0 else {
+                    throw ConfigurationError(key: "appStore.appAppleIds", message: "must be positive integers, got \"\(text)\"")
+                }
+                ids.append(id)
+            }
+            // Environments whose signed data is accepted: production, sandbox or both.
+            var environments: Set<AppStoreEnvironment> = []
+            for name in try c.strings("appStore.environments", default: ["production", "sandbox"]) {
+                guard let environment = AppStoreEnvironment(rawValue: name) else {
+                    throw ConfigurationError(
+                        key: "appStore.environments", message: "must list production and/or sandbox, got \"\(name)\"")
+                }
+                environments.insert(environment)
+            }
+            guard !environments.isEmpty else {
+                throw ConfigurationError(key: "appStore.environments", message: "must list production and/or sandbox")
+            }
+            // When certificates must be valid: at the payload's signedDate (Apple's offline rule) or now.
+            let time = try c.choice(
+                "appStore.signedDataValidationTime", default: "signedDate",
+                allowed: SignedDataVerifier.ValidationTime.allCases.map(\.rawValue))
+            return SignedDataSettings(
+                roots: roots, appAppleIDs: ids, environments: environments,
+                validationTime: SignedDataVerifier.ValidationTime(rawValue: time) ?? .signedDate)
+        }
+    }
+}

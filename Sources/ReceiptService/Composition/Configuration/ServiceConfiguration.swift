@@ -1,0 +1,104 @@
+import Entitlements
+import FoundationEssentials
+import HTTPServer
+import Logging
+import ReceiptCore
+import Storage
+
+/// The whole effective configuration of receiptd, validated in one place: ``load(configDirectory:environment:)``
+/// reads every key through one ``ConfigLoader`` (so `check-config` prints them all) and checks what
+/// spans modules. Each module's settings are its own type (`HTTPServerConfiguration`,
+/// `DatabaseSettings`, `WebhookSettings`, `Refresher.Settings`, …); the readers beside this file
+/// turn keys into them, each documented at its read. Docs/configuration.md lists every key.
+public struct ServiceConfiguration: Sendable {
+    /// `development`, `production` or `test`; chooses `Config/<environment>.json`.
+    public var environment: String
+    /// The HTTP server: bind address, limits, timeouts.
+    public var http: HTTPServerConfiguration
+    /// SQLite or PostgreSQL: where, how many connections, where the migrations are.
+    public var database: DatabaseSettings
+    /// Log level.
+    public var logLevel: Logger.Level
+    /// `json` (one object per line) or `text` (swift-log's human-readable lines); by default text
+    /// in `development`, JSON elsewhere.
+    public var logFormat = "json"
+    /// The OpenAPI document served at GET /openapi.yaml (`openapi.yaml` beside `Config/`).
+    public var openAPIFile = "openapi.yaml"
+    /// Apple's verifyReceipt: URLs, the app(s), the shared secret, timeouts, retries.
+    public var appStore: AppStoreSettings
+    /// API keys by role and the ownership policy.
+    public var api: APISettings
+    /// Entitlement name → product ids, from `entitlements.file`.
+    public var entitlements: [String: [String]]
+    /// What kind each product is, from `products.file`.
+    public var catalog = Catalog()
+    /// Limits on POST /v1/receipts (`limits.*`); off unless configured (the loader's defaults are on).
+    package var limits = RateLimiter.Settings()
+    /// The background refresher (`refresher.*`); off unless configured (the loader's default is on).
+    package var refresher = Refresher.Settings()
+    /// The derivation's policy knobs (`entitlements.billingRetryEntitles`, `entitlements.familySharedCounts`).
+    public var policy = DerivationPolicy()
+    /// Outbound webhooks (`webhooks.*`); none configured: off.
+    package var webhooks = WebhookSettings()
+
+    package init(
+        environment: String, http: HTTPServerConfiguration, database: DatabaseSettings, logLevel: Logger.Level,
+        appStore: AppStoreSettings, api: APISettings, entitlements: [String: [String]], catalog: Catalog = Catalog(),
+        policy: DerivationPolicy = DerivationPolicy()
+    ) {
+        self.catalog = catalog
+        self.policy = policy
+        self.environment = environment
+        self.http = http
+        self.database = database
+        self.logLevel = logLevel
+        self.appStore = appStore
+        self.api = api
+        self.entitlements = entitlements
+    }
+
+    /// Rules, product kinds and policy together, as the derivation takes them.
+    package var entitlementSettings: EntitlementSettings {
+        EntitlementSettings(rules: EntitlementRules(entitlements), catalog: catalog, policy: policy)
+    }
+
+    /// The environments with a meaning.
+    public static let environments = ["development", "production", "test"]
+
+    /// Loads and validates the configuration.
+    /// - Parameters:
+    ///   - configDirectory: the folder with `default.json` and `<environment>.json`.
+    ///   - environment: the process environment (injected for tests).
+    /// - Returns: the configuration and the loader, whose ``ConfigLoader/entries`` list every
+    ///   effective value with secrets redacted.
+    public static func load(
+        configDirectory: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) async throws -> (ServiceConfiguration, ConfigLoader) {
+        let name = environment[ConfigLoader.environmentName(for: "environment")] ?? "development"
+        guard environments.contains(name) else {
+            throw ConfigurationError(
+                key: "environment", message: "must be one of \(environments.joined(separator: ", ")), got \"\(name)\"")
+        }
+        let c = try await ConfigLoader(configDirectory: configDirectory, environmentName: name, environment: environment)
+        _ = try c.choice("environment", default: name, allowed: environments)
+        let http = try HTTPServerConfiguration.read(c)
+        let database = try DatabaseSettings.read(c)
+        let level = try c.choice("log.level", default: "info", allowed: Logger.Level.allCases.map(\.rawValue))
+        let appStore = try AppStoreSettings.read(c)
+        let api = try APISettings.read(c)
+        if name == "production" && api.secretKeys.isEmpty {
+            throw ConfigurationError(key: "api.secretKeys", message: "must be set in production")
+        }
+        let (entitlements, catalog, policy) = try readEntitlements(c, configDirectory: configDirectory)
+        var configuration = ServiceConfiguration(
+            environment: name, http: http, database: database, logLevel: Logger.Level(rawValue: level)!,
+            appStore: appStore, api: api, entitlements: entitlements, catalog: catalog, policy: policy)
+        configuration.limits = try RateLimiter.Settings.read(c)
+        configuration.refresher = try Refresher.Settings.read(c)
+        configuration.webhooks = try WebhookSettings.read(c, bundleIDs: appStore.bundleIDs)
+        configuration.openAPIFile = try c.string("api.openapiFile", default: "openapi.yaml")
+        configuration.logFormat = try c.choice(
+            "log.format", default: name == "development" ? "text" : "json", allowed: ["json", "text"])
+        return (configuration, c)
+    }
+}
