@@ -77,7 +77,8 @@ public enum Derivation {
             result.append(
                 NonSubscriptionPurchase(
                     productID: p.productID, transactionID: p.transactionID, kind: kind, purchasedAt: p.purchaseDate,
-                    expiresAt: expires, refundedAt: p.cancellationDate, environment: p.environment, ownership: p.ownership,
+                    expiresAt: expires, refundedAt: p.cancellationDate, environment: p.environment, store: p.store,
+                    ownership: p.ownership,
                     quantity: p.quantity, isEntitled: entitled,
                     explanation: Explanation(rule: rule, decision: decision, facts: facts.compactMap { $0 })))
         }
@@ -232,7 +233,7 @@ public enum Derivation {
             willRenew: ongoing && autoRenew == true,
             renewsInto: ongoing ? renewal?.autoRenewProductID.flatMap { $0 == current.productID ? nil : $0 } : nil,
             periodType: current.isTrialPeriod ? "trial" : current.isInIntroOfferPeriod ? "intro" : "normal",
-            offer: offer(of: current), ownership: current.ownership, environment: current.environment,
+            offer: offer(of: current), ownership: current.ownership, environment: current.environment, store: current.store,
             storeTransactionID: current.transactionID, purchasedAt: current.purchaseDate,
             originalPurchasedAt: current.originalPurchaseDate ?? chain.compactMap(\.purchaseDate).min(),
             refundedAt: state == .refunded || state == .revoked ? current.cancellationDate : nil,
@@ -258,7 +259,8 @@ public enum Derivation {
             productID: p.productID, originalTransactionID: p.originalTransactionID, state: expired ? .expired : .upgraded,
             isEntitled: false, expiresAt: p.expiresDate, gracePeriodExpiresAt: nil, willRenew: false, renewsInto: nil,
             periodType: p.isTrialPeriod ? "trial" : p.isInIntroOfferPeriod ? "intro" : "normal", offer: offer(of: p),
-            ownership: p.ownership, environment: p.environment, storeTransactionID: p.transactionID, purchasedAt: p.purchaseDate,
+            ownership: p.ownership, environment: p.environment, store: p.store, storeTransactionID: p.transactionID,
+            purchasedAt: p.purchaseDate,
             originalPurchasedAt: p.originalPurchaseDate, refundedAt: nil, expirationReason: nil, priceIncrease: nil,
             unsubscribeDetectedAt: nil, billingIssueDetectedAt: nil,
             explanation: Explanation(

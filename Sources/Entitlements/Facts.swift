@@ -44,6 +44,13 @@ public struct Alias: Sendable, Equatable {
 }
 
 /// One purchase, renewal or restore.
+/// The store that stated a purchase. Facts name it rather than assume Apple's, so the derivation,
+/// events, webhooks, the console and erasure take a second store's purchases as they are; a new
+/// store adds its case and the mapping from its answers to these facts.
+public enum Store: String, Sendable, Equatable, CaseIterable {
+    case appStore = "app_store"
+}
+
 public struct Purchase: Sendable, Equatable {
     public var transactionID: String
     public var originalTransactionID: String
@@ -72,6 +79,8 @@ public struct Purchase: Sendable, Equatable {
     public var webOrderLineItemID: String?
     /// StoreKit's `appAccountToken`: a UUID the app chose for its user at purchase.
     public var appAccountToken: String?
+    /// Who stated it.
+    public var store: Store
 
     public init(
         transactionID: String, originalTransactionID: String, productID: String, purchaseDate: Int64? = nil,
@@ -79,7 +88,7 @@ public struct Purchase: Sendable, Equatable {
         cancellationReason: String? = nil, isTrialPeriod: Bool = false, isInIntroOfferPeriod: Bool = false,
         isUpgraded: Bool = false, ownershipType: String? = nil, environment: String = "production",
         subscriptionGroupID: String? = nil, promotionalOfferID: String? = nil, offerCodeRefName: String? = nil,
-        quantity: Int64? = nil, webOrderLineItemID: String? = nil, appAccountToken: String? = nil
+        quantity: Int64? = nil, webOrderLineItemID: String? = nil, appAccountToken: String? = nil, store: Store = .appStore
     ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -100,6 +109,7 @@ public struct Purchase: Sendable, Equatable {
         self.quantity = quantity
         self.webOrderLineItemID = webOrderLineItemID
         self.appAccountToken = appAccountToken
+        self.store = store
     }
 
     var isFamilyShared: Bool { ownershipType?.uppercased() == "FAMILY_SHARED" }

@@ -65,6 +65,8 @@ public struct SubscriptionStatus: Sendable, Equatable {
     /// `purchased` or `family_shared`.
     public var ownership: String
     public var environment: String
+    /// The store that stated the current period.
+    public var store: Store = .appStore
     /// The current period's transaction.
     public var storeTransactionID: String
     public var purchasedAt: Int64?
@@ -91,6 +93,8 @@ public struct NonSubscriptionPurchase: Sendable, Equatable {
     public var expiresAt: Int64?
     public var refundedAt: Int64?
     public var environment: String
+    /// The store that stated the purchase.
+    public var store: Store = .appStore
     public var ownership: String
     public var quantity: Int64?
     public var isEntitled: Bool

@@ -204,7 +204,7 @@ package struct SubscriberDocument: Sendable {
     private static func common(_ s: SubscriptionStatus) -> [Identifier: JSONValue] {
         [
             "active": .bool(s.isEntitled), "state": .string(s.state.rawValue), "product_id": .string(s.productID),
-            "store": .string("app_store"),
+            "store": .string(s.store.rawValue),
             "expires_at": time(s.expiresAt), "grace_period_expires_at": time(s.gracePeriodExpiresAt),
             "will_renew": .bool(s.willRenew), "period_type": .string(s.periodType), "ownership": .string(s.ownership),
             "original_transaction_id": .string(s.originalTransactionID), "environment": .string(s.environment),
@@ -229,7 +229,7 @@ package struct SubscriberDocument: Sendable {
     private static func common(_ p: NonSubscriptionPurchase) -> [Identifier: JSONValue] {
         [
             "active": .bool(p.isEntitled), "state": .string(state(p)), "product_id": .string(p.productID),
-            "store": .string("app_store"),
+            "store": .string(p.store.rawValue),
             "expires_at": time(p.expiresAt), "grace_period_expires_at": .null, "will_renew": .bool(false),
             "period_type": .string("normal"), "ownership": .string(p.ownership),
             "original_transaction_id": .string(p.transactionID), "environment": .string(p.environment),

@@ -161,7 +161,9 @@ public struct ReceiptStore {
         var changes = 0
         let upsertTransaction = try db.cached(Self.upsertTransactionSQL)
         for p in facts.purchases {
-            try upsertTransaction.bind(Self.purchaseValues(p) + [p.rawJSON, now, now, p.fact.appAccountToken, stated]).run()
+            try upsertTransaction.bind(
+                Self.purchaseValues(p) + [p.rawJSON, now, now, p.fact.appAccountToken, stated, p.fact.store.rawValue]
+            ).run()
             changes += db.changes
         }
         let upsertRenewal = try db.cached(Self.upsertRenewalSQL)
@@ -424,7 +426,7 @@ public struct ReceiptStore {
             "transaction_id", "original_transaction_id", "product_id", "bundle_id", "environment", "purchase_date",
             "original_purchase_date", "expires_date", "cancellation_date", "cancellation_reason", "quantity", "is_trial_period",
             "is_in_intro_offer_period", "is_upgraded", "ownership_type", "subscription_group_id", "web_order_line_item_id",
-            "promotional_offer_id", "offer_code_ref_name", "raw_json", "app_account_token",
+            "promotional_offer_id", "offer_code_ref_name", "raw_json", "app_account_token", "store",
         ].map { "\(t).\($0)" }.joined(separator: ", ")
     }
 
@@ -437,7 +439,7 @@ public struct ReceiptStore {
                 isInIntroOfferPeriod: s.int(12) == 1, isUpgraded: s.int(13) == 1, ownershipType: s.text(14),
                 environment: s.text(4)!, subscriptionGroupID: s.text(15), promotionalOfferID: s.text(17),
                 offerCodeRefName: s.text(18), quantity: s.optionalInt(10), webOrderLineItemID: s.text(16),
-                appAccountToken: s.text(20)),
+                appAccountToken: s.text(20), store: s.text(21).flatMap(Store.init(rawValue:)) ?? .appStore),
             bundleID: s.text(3)!, rawJSON: s.text(19)!)
     }
 
@@ -492,8 +494,8 @@ public struct ReceiptStore {
         INSERT INTO transactions (transaction_id, original_transaction_id, product_id, bundle_id, environment, purchase_date,
             original_purchase_date, expires_date, cancellation_date, cancellation_reason, quantity, is_trial_period,
             is_in_intro_offer_period, is_upgraded, ownership_type, subscription_group_id, web_order_line_item_id,
-            promotional_offer_id, offer_code_ref_name, raw_json, first_seen_at, updated_at, app_account_token, stated_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            promotional_offer_id, offer_code_ref_name, raw_json, first_seen_at, updated_at, app_account_token, stated_at, store)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (transaction_id) DO UPDATE SET original_transaction_id = excluded.original_transaction_id,
             product_id = excluded.product_id, bundle_id = excluded.bundle_id, environment = excluded.environment,
             purchase_date = excluded.purchase_date, original_purchase_date = excluded.original_purchase_date,
@@ -504,7 +506,8 @@ public struct ReceiptStore {
             subscription_group_id = excluded.subscription_group_id, web_order_line_item_id = excluded.web_order_line_item_id,
             promotional_offer_id = excluded.promotional_offer_id, offer_code_ref_name = excluded.offer_code_ref_name,
             raw_json = excluded.raw_json, updated_at = excluded.updated_at,
-            app_account_token = coalesce(excluded.app_account_token, transactions.app_account_token), stated_at = excluded.stated_at
+            app_account_token = coalesce(excluded.app_account_token, transactions.app_account_token), stated_at = excluded.stated_at,
+            store = excluded.store
         WHERE (transactions.raw_json IS DISTINCT FROM excluded.raw_json OR transactions.environment IS DISTINCT FROM excluded.environment
             OR transactions.bundle_id IS DISTINCT FROM excluded.bundle_id)
             AND excluded.stated_at >= transactions.stated_at

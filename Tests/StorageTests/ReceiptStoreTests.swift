@@ -49,6 +49,9 @@ struct ReceiptStoreTests {
             try store.save(receipt(), for: "alice", now: 10) == .init(changes: 6, acquired: ["o1", "t3"], changed: ["alice"]))
         let alice = try #require(try store.subscriber("alice"))
         #expect(alice.purchases == receipt().purchases.sorted { ($0.fact.purchaseDate ?? 0) < ($1.fact.purchaseDate ?? 0) })
+        // Each purchase names its store, in the row and read back.
+        #expect(alice.purchases.allSatisfy { $0.fact.store == .appStore })
+        #expect(try db.scalarInt("SELECT count(*) FROM transactions WHERE store = 'app_store'") == 3)
         #expect(alice.renewals.map(\.fact.renewal) == receipt().renewals.map(\.fact))
         #expect(alice.renewals.map(\.rawJSON) == receipt().renewals.map(\.rawJSON))
         #expect(alice.renewals.map(\.fact.observedAt) == [10])
