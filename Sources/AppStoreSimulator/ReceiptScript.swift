@@ -1,4 +1,5 @@
 import AppStore
+import Crypto
 import JSON
 
 /// Builds Apple-shaped answers for a scenario: strings for numbers and flags, as Apple sends them.
@@ -18,6 +19,13 @@ struct ReceiptScript {
         var inApp: [JSONValue] = []
         var latest: [JSONValue] = []
         var renewals: [JSONValue] = []
+        // Apple's transaction ids are decimal digits, and receiptd refuses any other: the scenario's
+        // code, the tag as 20 digits (the first 8 bytes of its SHA-256) and `n` in 3, one id per
+        // (scenario, tag, n) whatever the tag's text.
+        let prefix =
+            scenarioCode
+            + Self.decimal(SHA256.hash(data: Array(tag.utf8)).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }, width: 20)
+        func id(_ n: Int) -> String { prefix + Self.decimal(UInt64(n), width: 3) }
         let original = id(0)
 
         switch scenario {
@@ -205,17 +213,10 @@ struct ReceiptScript {
     /// A number per scenario, so transaction ids of different scenarios never collide.
     private var scenarioCode: String { String(100 + Scenario.allCases.firstIndex(of: scenario)!) }
 
-    /// The `n`th transaction id of this receipt. Apple's are decimal digits, and receiptd refuses
-    /// any other, so these are too: the scenario's code, the tag's FNV-1a 64 in 20 digits and `n`
-    /// in 3, one id per (scenario, tag, n) whatever the tag's text.
-    func id(_ n: Int) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in tag.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        func padded(_ value: UInt64, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        return scenarioCode + padded(hash, 20) + padded(UInt64(n), 3)
+    /// `value` in decimal, zero-padded to `width` digits.
+    private static func decimal(_ value: UInt64, width: Int) -> String {
+        let digits = String(value)
+        return String(repeating: "0", count: max(0, width - digits.count)) + digits
     }
 }
 

@@ -52,9 +52,10 @@ public final class ServerAPISimulator: Sendable {
     private let skews = Mutex<[String: Int64]>([:])
     /// Send Consumption Information bodies received, oldest first.
     private let consumptions = Mutex<[(transactionID: String, body: JSONValue)]>([])
-    /// Every request's target as it arrived (path and query, after the environment's prefix was
-    /// routed), oldest first: what receiptd really asked.
+    /// The latest request targets as they arrived (path and query, after the environment's prefix
+    /// was routed), oldest first: what receiptd really asked. Bounded: `receiptd simulate` runs long.
     private let targets = Mutex<[String]>([])
+    static let keptTargets = 1_000
     private let counter = Atomic<Int>(0)
     private let refusedForRate = Atomic<Int>(0)
 
@@ -67,7 +68,7 @@ public final class ServerAPISimulator: Sendable {
     /// The Send Consumption Information bodies received so far, oldest first.
     public var consumptionAnswers: [(transactionID: String, body: JSONValue)] { consumptions.withLock { $0 } }
 
-    /// Every request's target as it arrived, oldest first.
+    /// The latest ``keptTargets`` request targets as they arrived, oldest first.
     public var requestTargets: [String] { targets.withLock { $0 } }
 
     /// Requests answered 429 so far.
@@ -86,7 +87,10 @@ public final class ServerAPISimulator: Sendable {
     func answer(
         _ request: HTTPRequest, path: Substring, environment: String, purchases: (String, String) -> JSONValue?
     ) -> HTTPResponse {
-        targets.withLock { $0.append(request.target) }
+        targets.withLock {
+            $0.append(request.target)
+            if $0.count > Self.keptTargets { $0.removeFirst($0.count - Self.keptTargets) }
+        }
         let now = clock()
         guard authorized(request.headers[first: "Authorization"], now: now) else { return HTTPResponse(status: .unauthorized) }
         if let retryAfter = throttled(now: now) {

@@ -280,10 +280,9 @@ struct Routes: Sendable {
     static func readiness(
         _ outcome: CheckReadiness.Outcome, appStore: AppStoreStatus? = nil, webhooks: [WebhookOperations.EndpointStatus]? = nil
     ) -> HTTPResponse {
-        guard outcome.databaseError == nil else {
+        if let error = outcome.databaseError {
             return .json(
-                Readiness(status: "not_ready", database: outcome.databaseError ?? "", migrationsApplied: 0, migrationsPending: 0)
-                    .json,
+                Readiness(status: "not_ready", database: error, migrationsApplied: 0, migrationsPending: 0).json,
                 status: .serviceUnavailable)
         }
         return .json(

@@ -80,14 +80,8 @@ public struct Erasure {
         try run("notifications", tombstone + " WHERE app_user_id IN", ids)
         try run("notifications", tombstone + " WHERE original_transaction_id IN", originals)
 
-        // Moves of their purchases that another user was party to stay in that user's history,
-        // with the product they were of (its transactions go next). The rest go.
-        let keepProduct = try db.cached(
-            "UPDATE ownership_transfers SET product_id = COALESCE(product_id, ?) WHERE original_transaction_id = ?")
-        for original in originals {
-            guard let product = try store.newestProduct(of: original) else { continue }
-            try keepProduct.bind([product, original]).run()
-        }
+        // Moves of their purchases that only they were party to go; those another user was party to
+        // stay in that user's history, with the product they were of (its transactions go next).
         if !originals.isEmpty {
             let (o, i) = (Self.list(originals.count), Self.list(ids.count))
             try db.cached(
@@ -97,6 +91,12 @@ public struct Erasure {
                 """
             ).bind(originals + ids + ids).run()
             note("ownership_transfers", db.changes)
+        }
+        let keepProduct = try db.cached(
+            "UPDATE ownership_transfers SET product_id = COALESCE(product_id, ?) WHERE original_transaction_id = ?")
+        for original in originals {
+            guard let product = try store.newestProduct(of: original) else { continue }
+            try keepProduct.bind([product, original]).run()
         }
         // The purchases the ids hold, with everything else stored about them.
         for table in [

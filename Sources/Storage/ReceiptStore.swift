@@ -273,8 +273,8 @@ public struct ReceiptStore {
             var move = move
             // A purchase erased with another person has no transactions left: its move kept the product.
             move.productID =
-                try products[Identifier(move.originalTransactionID)] ?? newestProduct(of: move.originalTransactionID)
-                ?? move.productID
+                try products[Identifier(move.originalTransactionID)] ?? move.productID
+                ?? newestProduct(of: move.originalTransactionID)
             transfers.append(move)
         }
         return SubscriberRecord(
