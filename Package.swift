@@ -3,7 +3,7 @@ import PackageDescription
 
 // receiptd: a self-hosted App Store receipt validator.
 // Dependencies point one way: receiptd → ReceiptService (the HTTP edge) → ReceiptCore (use cases)
-// → {AppStore, SignedData, Storage → Entitlements} → {JSON, Clocks, Identifiers}. HTTPServer knows
+// → {AppStore, SignedData, Storage → Entitlements, Analytics → Entitlements} → {JSON, Clocks, Identifiers}. HTTPServer knows
 // nothing of Apple or receipts; only the edge, the simulator and http-inspect import it. C lives
 // only in the C* system-library targets. Docs/architecture.md "Architecture" says each target's one job.
 let package = Package(
@@ -90,6 +90,9 @@ let package = Package(
             ]),
         // Pure domain: subscription state from stored facts, products → entitlements. No I/O.
         .target(name: "Entitlements", dependencies: ["Identifiers"]),
+        // Money and the subscription metrics: prices, proceeds, exchange rates, the charts and
+        // their drill-downs, computed from a ledger of facts. Pure: no I/O, the clock passed in.
+        .target(name: "Analytics", dependencies: ["Entitlements"]),
         // A loopback App Store (verifyReceipt and the Server API) with scripted purchases, on our HTTP
         // server, signing with Apple's public test PKI: tests and offline runs.
         .target(
@@ -115,7 +118,8 @@ let package = Package(
         .target(
             name: "ReceiptCore",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "SignedData", "Entitlements", "Storage", "JSON", "Identifiers", "Clocks",
+                "Analytics", "AppStore", "AppStoreServerAPI", "SignedData", "Entitlements", "Storage", "JSON", "Identifiers",
+                "Clocks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -134,7 +138,8 @@ let package = Package(
         .target(
             name: "ReceiptService",
             dependencies: [
-                "ReceiptCore", "HTTPServer", "Storage", "AppStore", "AppStoreServerAPI", "SignedData", "Entitlements", "JSON",
+                "Analytics", "ReceiptCore", "HTTPServer", "Storage", "AppStore", "AppStoreServerAPI", "SignedData",
+                "Entitlements", "JSON",
                 "Identifiers", "Clocks",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -213,6 +218,7 @@ let package = Package(
                 "Storage", "Entitlements", "ReceiptTesting", .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),
+        .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "Entitlements"]),
         .testTarget(
             name: "AppStoreSimulatorTests",
             dependencies: [

@@ -19,12 +19,12 @@ public enum CivilTime {
     }
 
     /// (days since 1970-01-01, milliseconds into that day), the latter never negative.
-    static func split(_ ms: Int64) -> (Int64, Int64) {
+    public static func split(_ ms: Int64) -> (Int64, Int64) {
         let (days, msOfDay) = ms.quotientAndRemainder(dividingBy: 86_400_000)
         return msOfDay < 0 ? (days - 1, msOfDay + 86_400_000) : (days, msOfDay)
     }
 
-    static func date(fromDays d: Int64) -> (year: Int64, month: Int64, day: Int64) {
+    public static func date(fromDays d: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = d + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097
@@ -36,7 +36,7 @@ public enum CivilTime {
         return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    static func days(year: Int64, month: Int64, day: Int64) -> Int64 {
+    public static func days(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400

@@ -78,7 +78,7 @@ public enum Derivation {
                 NonSubscriptionPurchase(
                     productID: p.productID, transactionID: p.transactionID, kind: kind, purchasedAt: p.purchaseDate,
                     expiresAt: expires, refundedAt: p.cancellationDate, environment: p.environment, store: p.store,
-                    ownership: p.ownership,
+                    price: p.commerce.price, ownership: p.ownership,
                     quantity: p.quantity, isEntitled: entitled,
                     explanation: Explanation(rule: rule, decision: decision, facts: facts.compactMap { $0 })))
         }
@@ -234,7 +234,7 @@ public enum Derivation {
             renewsInto: ongoing ? renewal?.autoRenewProductID.flatMap { $0 == current.productID ? nil : $0 } : nil,
             periodType: current.isTrialPeriod ? "trial" : current.isInIntroOfferPeriod ? "intro" : "normal",
             offer: offer(of: current), ownership: current.ownership, environment: current.environment, store: current.store,
-            storeTransactionID: current.transactionID, purchasedAt: current.purchaseDate,
+            storeTransactionID: current.transactionID, price: current.commerce.price, purchasedAt: current.purchaseDate,
             originalPurchasedAt: current.originalPurchaseDate ?? chain.compactMap(\.purchaseDate).min(),
             refundedAt: state == .refunded || state == .revoked ? current.cancellationDate : nil,
             expirationReason: reason, priceIncrease: ongoing ? priceIncrease(renewal) : nil,
@@ -260,7 +260,7 @@ public enum Derivation {
             isEntitled: false, expiresAt: p.expiresDate, gracePeriodExpiresAt: nil, willRenew: false, renewsInto: nil,
             periodType: p.isTrialPeriod ? "trial" : p.isInIntroOfferPeriod ? "intro" : "normal", offer: offer(of: p),
             ownership: p.ownership, environment: p.environment, store: p.store, storeTransactionID: p.transactionID,
-            purchasedAt: p.purchaseDate,
+            price: p.commerce.price, purchasedAt: p.purchaseDate,
             originalPurchasedAt: p.originalPurchaseDate, refundedAt: nil, expirationReason: nil, priceIncrease: nil,
             unsubscribeDetectedAt: nil, billingIssueDetectedAt: nil,
             explanation: Explanation(

@@ -43,7 +43,6 @@ public struct Alias: Sendable, Equatable {
     }
 }
 
-/// One purchase, renewal or restore.
 /// The store that stated a purchase. Facts name it rather than assume Apple's, so the derivation,
 /// events, webhooks, the console and erasure take a second store's purchases as they are; a new
 /// store adds its case and the mapping from its answers to these facts.
@@ -51,6 +50,7 @@ public enum Store: String, Sendable, Equatable, CaseIterable {
     case appStore = "app_store"
 }
 
+/// One purchase, renewal or restore.
 public struct Purchase: Sendable, Equatable {
     public var transactionID: String
     public var originalTransactionID: String
@@ -81,6 +81,8 @@ public struct Purchase: Sendable, Equatable {
     public var appAccountToken: String?
     /// Who stated it.
     public var store: Store
+    /// Its money and terms.
+    public var commerce: Commerce
 
     public init(
         transactionID: String, originalTransactionID: String, productID: String, purchaseDate: Int64? = nil,
@@ -88,7 +90,8 @@ public struct Purchase: Sendable, Equatable {
         cancellationReason: String? = nil, isTrialPeriod: Bool = false, isInIntroOfferPeriod: Bool = false,
         isUpgraded: Bool = false, ownershipType: String? = nil, environment: String = "production",
         subscriptionGroupID: String? = nil, promotionalOfferID: String? = nil, offerCodeRefName: String? = nil,
-        quantity: Int64? = nil, webOrderLineItemID: String? = nil, appAccountToken: String? = nil, store: Store = .appStore
+        quantity: Int64? = nil, webOrderLineItemID: String? = nil, appAccountToken: String? = nil, store: Store = .appStore,
+        commerce: Commerce = Commerce()
     ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -110,6 +113,7 @@ public struct Purchase: Sendable, Equatable {
         self.webOrderLineItemID = webOrderLineItemID
         self.appAccountToken = appAccountToken
         self.store = store
+        self.commerce = commerce
     }
 
     var isFamilyShared: Bool { ownershipType?.uppercased() == "FAMILY_SHARED" }

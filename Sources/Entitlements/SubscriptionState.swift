@@ -69,6 +69,8 @@ public struct SubscriptionStatus: Sendable, Equatable {
     public var store: Store = .appStore
     /// The current period's transaction.
     public var storeTransactionID: String
+    /// The current transaction's price, with its source.
+    public var price: Price? = nil
     public var purchasedAt: Int64?
     public var originalPurchasedAt: Int64?
     public var refundedAt: Int64?
@@ -95,6 +97,7 @@ public struct NonSubscriptionPurchase: Sendable, Equatable {
     public var environment: String
     /// The store that stated the purchase.
     public var store: Store = .appStore
+    public var price: Price? = nil
     public var ownership: String
     public var quantity: Int64?
     public var isEntitled: Bool

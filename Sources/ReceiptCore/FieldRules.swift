@@ -1,3 +1,4 @@
+import Analytics
 import AppStoreServerAPI
 import FoundationEssentials
 
@@ -102,6 +103,13 @@ package enum FieldRules {
         guard !text.isEmpty, text.utf8.count <= maxJWSBytes else {
             throw .invalidRequest("`\(field)` must be a JWS string of at most \(maxJWSBytes) bytes.")
         }
+    }
+
+    /// A non-negative amount with at most three decimal places (`9.99`, `120`) in milliunits;
+    /// nil for anything else (exponents, signs, more places, more than nine digits of units).
+    package static func milliunits(_ text: String) -> Int64? {
+        guard text.split(separator: ".").first.map({ $0.count <= 9 }) == true else { return nil }
+        return Money.decimal(text, places: 3)
     }
 
     /// `bundle_id` as Apple allows it (``isValidBundleID(_:)``).

@@ -121,11 +121,17 @@ package final class ShadowComparison: Sendable {
     }
 
     /// The document `facts` alone derive to at `now` (its content: no version, no request date).
+    /// Money is left out of both sides: verifyReceipt states none, so only access is compared.
     func document(_ facts: VerifiedFacts, appUserID: String, now: Int64) -> JSONValue {
         let renewals = facts.renewals.enumerated().map {
             RenewalObservation(observedAt: now, sequence: Int64($0.offset), renewal: $0.element.fact)
         }
-        let derived = Facts(purchases: facts.purchases.map(\.fact), renewals: renewals).clamped(to: AppleDate.range)
+        let purchases = facts.purchases.map { stated in
+            var p = stated.fact
+            p.commerce = Commerce()
+            return p
+        }
+        let derived = Facts(purchases: purchases, renewals: renewals).clamped(to: AppleDate.range)
         return .object(SubscriberDocument(appUserID: appUserID, facts: derived, settings: settings, now: now).content)
     }
 

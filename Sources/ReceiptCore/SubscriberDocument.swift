@@ -1,3 +1,4 @@
+import Analytics
 import AppStore
 import Entitlements
 import JSON
@@ -82,6 +83,7 @@ package struct SubscriberDocument: Sendable {
             fields["unsubscribe_detected_at"] = Self.time(s.unsubscribeDetectedAt)
             fields["billing_issue_detected_at"] = Self.time(s.billingIssueDetectedAt)
             fields["store_transaction_id"] = .string(s.storeTransactionID)
+            fields["price"] = Self.price(s.price)
             fields["renews_into"] = s.renewsInto.map(JSONValue.string) ?? .null
             fields["expiration_reason"] = s.expirationReason.map { .string($0.rawValue) } ?? .null
             fields["price_increase"] = s.priceIncrease.map(JSONValue.string) ?? .null
@@ -97,6 +99,7 @@ package struct SubscriberDocument: Sendable {
                 "purchased_at": Self.time(p.purchasedAt), "expires_at": Self.time(p.expiresAt),
                 "refunded_at": Self.time(p.refundedAt),
                 "quantity": p.quantity.map { .int($0) } ?? .null, "ownership": .string(p.ownership),
+                "price": Self.price(p.price),
             ]
             nonSubscriptions[Identifier(p.productID), default: []].append(.object(fields))
             explanations.nonSubscriptions[Identifier(p.productID), default: []].append(p.explanation)
@@ -239,6 +242,14 @@ package struct SubscriberDocument: Sendable {
     /// `{"rule", "decision", "facts": {…}}`.
     static func json(_ e: Explanation) -> JSONValue {
         .object(["rule": .string(e.rule), "decision": .string(e.decision), "facts": WireMapping.json(e.facts)])
+    }
+
+    /// `{"amount": "9.990", "currency": "EUR", "source": "store"}` (amount exact, as text), or null.
+    package static func price(_ p: Price?) -> JSONValue {
+        guard let p else { return .null }
+        return .object([
+            "amount": .string(Money.text(p.milliunits)), "currency": .string(p.currency), "source": .string(p.source.rawValue),
+        ])
     }
 
     /// RFC 3339 UTC with milliseconds, or null.

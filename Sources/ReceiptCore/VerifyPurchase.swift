@@ -19,13 +19,51 @@ package struct VerifyPurchase: Sendable {
         /// The app it is for; may be omitted when one app is configured.
         package var bundleID: String?
         package var excludeOldTransactions: Bool
+        /// What a StoreKit 1 app knows of the price it showed: kept for the purchase when no
+        /// store states one (``PriceSource/client``).
+        package var clientPrice: ClientPrice?
 
-        package init(appUserID: String, proof: Proof, bundleID: String? = nil, excludeOldTransactions: Bool = false) {
+        package init(
+            appUserID: String, proof: Proof, bundleID: String? = nil, excludeOldTransactions: Bool = false,
+            clientPrice: ClientPrice? = nil
+        ) {
             self.appUserID = appUserID
             self.proof = proof
             self.bundleID = bundleID
             self.excludeOldTransactions = excludeOldTransactions
+            self.clientPrice = clientPrice
         }
+    }
+
+    /// The price an app says it charged for a product.
+    package struct ClientPrice: Sendable, Equatable {
+        package var productID: String
+        package var milliunits: Int64
+        package var currency: String
+
+        package init(productID: String, milliunits: Int64, currency: String) {
+            self.productID = productID
+            self.milliunits = milliunits
+            self.currency = currency
+        }
+    }
+
+    /// The facts with the app's price on the newest transaction of its product that no store
+    /// priced; unchanged when there is none.
+    static func pricing(_ facts: VerifiedFacts, with price: ClientPrice?) -> VerifiedFacts {
+        guard let price else { return facts }
+        var facts = facts
+        let candidates = facts.purchases.indices.filter {
+            facts.purchases[$0].fact.productID.isExactly(price.productID) && facts.purchases[$0].fact.commerce.price == nil
+        }
+        guard
+            let newest = candidates.max(by: {
+                (facts.purchases[$0].fact.purchaseDate ?? 0) < (facts.purchases[$1].fact.purchaseDate ?? 0)
+            })
+        else { return facts }
+        facts.purchases[newest].fact.commerce.price = Price(
+            milliunits: price.milliunits, currency: price.currency, source: .client)
+        return facts
     }
 
     /// The proof of purchase.
@@ -173,7 +211,7 @@ package struct VerifyPurchase: Sendable {
         let log = VerificationLogEntry(
             appUserID: input.appUserID, environment: record.environment, appleStatus: nil, outcome: "server_api",
             attempts: calls, latencyMs: (monotonic.now - started).milliseconds)
-        return try await store(record, for: input.appUserID, log: log)
+        return try await store(Self.pricing(record, with: input.clientPrice), for: input.appUserID, log: log)
     }
 
     private func verifyReceipt(_ receiptData: String, _ input: Input) async throws -> SubscriberSnapshot {
@@ -193,7 +231,7 @@ package struct VerifyPurchase: Sendable {
             throw error
         }
         let record = WireMapping.facts(of: response, environment: environment)
-        let snapshot = try await store(record, for: input.appUserID, log: entry)
+        let snapshot = try await store(Self.pricing(record, with: input.clientPrice), for: input.appUserID, log: entry)
         shadow?.start(record, appUserID: input.appUserID, bundleID: expectedBundle)
         return snapshot
     }
@@ -224,7 +262,7 @@ package struct VerifyPurchase: Sendable {
             appleStatus: nil, outcome: "signed_transaction", attempts: 0, latencyMs: (monotonic.now - started).milliseconds)
         let record = WireMapping.facts(
             transaction: transaction, renewal: renewal, statedAt: transaction.signedDate ?? renewal?.signedDate)
-        return try await store(record, for: input.appUserID, log: log)
+        return try await store(Self.pricing(record, with: input.clientPrice), for: input.appUserID, log: log)
     }
 
     /// Two hops to the database: the facts and the log row in one save (SQL only), then the

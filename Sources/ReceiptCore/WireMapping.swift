@@ -74,8 +74,27 @@ package enum WireMapping {
                 subscriptionGroupID: t.subscriptionGroupID,
                 promotionalOfferID: t.offerType == 2 || t.offerType == 4 ? t.offerIdentifier : nil,
                 offerCodeRefName: t.offerType == 3 ? t.offerIdentifier : nil, quantity: t.quantity,
-                webOrderLineItemID: t.webOrderLineItemID, appAccountToken: t.appAccountToken),
+                webOrderLineItemID: t.webOrderLineItemID, appAccountToken: t.appAccountToken, commerce: commerce(t)),
             bundleID: t.bundleID, rawJSON: unsigned(t.raw))
+    }
+
+    /// §3.5's money and terms. A price is kept only with a currency code it can be converted
+    /// from (three capital letters) and when not negative.
+    static func commerce(_ t: SignedTransaction) -> Commerce {
+        var price: Price?
+        if let milliunits = t.price, milliunits >= 0, let currency = t.currency, Price.isCurrencyCode(currency) {
+            price = Price(milliunits: milliunits, currency: currency, source: .store)
+        }
+        let hasCommitment = [t.commitmentPeriodNumber, t.commitmentTotalPeriods, t.commitmentPrice, t.commitmentExpiresDate]
+            .contains { $0 != nil }
+        return Commerce(
+            price: price, storefront: t.storefront, offerType: t.offerType, offerDiscountType: t.offerDiscountType,
+            offerPeriod: t.offerPeriod, transactionReason: t.transactionReason, revocationType: t.revocationType,
+            revocationPercentage: t.revocationPercentage, billingPlanType: t.billingPlanType,
+            commitment: hasCommitment
+                ? Commitment(
+                    billingPeriodNumber: t.commitmentPeriodNumber, totalBillingPeriods: t.commitmentTotalPeriods,
+                    price: t.commitmentPrice, expiresDate: t.commitmentExpiresDate) : nil)
     }
 
     /// verifyReceipt's pending renewal info (§1.7).
@@ -125,8 +144,12 @@ package enum WireMapping {
         } else {
             return nil
         }
-        // A token is only ever learned, never forgotten (storage keeps the one it has).
+        // A token is only ever learned, never forgotten (storage keeps the one it has); a price
+        // from elsewhere (history, the client) stays until the raw JSON states a better one.
         again.fact.appAccountToken = again.fact.appAccountToken ?? stored.fact.appAccountToken
+        if let kept = stored.fact.commerce.price, again.fact.commerce.price.map({ kept.source.outranks($0.source) }) ?? true {
+            again.fact.commerce.price = kept
+        }
         return again
     }
 

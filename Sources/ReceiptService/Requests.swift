@@ -65,7 +65,26 @@ enum Requests {
         case .bool(let b)?: exclude = b
         default: throw .invalidRequest("`exclude_old_transactions` must be a boolean.")
         }
-        return VerifyPurchase.Input(appUserID: user, proof: proof, bundleID: bundleID, excludeOldTransactions: exclude)
+        return VerifyPurchase.Input(
+            appUserID: user, proof: proof, bundleID: bundleID, excludeOldTransactions: exclude,
+            clientPrice: try clientPrice(json))
+    }
+
+    /// `price` (decimal text of at most three places: a JSON string, so no float ever holds it),
+    /// `currency` and `product_id`, all three or none.
+    static func clientPrice(_ json: JSONValue) throws(ReceiptError) -> VerifyPurchase.ClientPrice? {
+        let fields = ["price", "currency", "product_id"].map { json[$0] ?? .null }
+        guard fields.contains(where: { $0 != .null }) else { return nil }
+        guard case .string(let text) = fields[0], let milliunits = FieldRules.milliunits(text) else {
+            throw .invalidRequest("`price` must be a string holding a decimal amount of at most three places, e.g. \"9.99\".")
+        }
+        guard case .string(let currency) = fields[1], Price.isCurrencyCode(currency) else {
+            throw .invalidRequest("`currency` must be an ISO 4217 code such as `USD`, sent with `price`.")
+        }
+        guard case .string(let product) = fields[2], (1...255).contains(product.utf8.count) else {
+            throw .invalidRequest("`product_id` must name the product `price` was paid for (1 to 255 bytes).")
+        }
+        return VerifyPurchase.ClientPrice(productID: product, milliunits: milliunits, currency: currency)
     }
 
     /// The `{app_user_id}` path parameter, held to the same rules as in a body.

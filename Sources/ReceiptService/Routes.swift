@@ -23,6 +23,7 @@ struct Routes: Sendable {
     let webhooks: WebhookOperations
     let promote: PromoteSubscriber
     let statistics: Statistics
+    let charts: ReadChart
     let refresher: Refresher
     /// The web console's files (``Console``).
     let console: Console
@@ -163,6 +164,18 @@ struct Routes: Sendable {
             let range = try Requests.statsRange(request)
             let report = try await statistics(from: range.from, to: range.to, interval: range.interval)
             return Responses.stats(report, appStore: Self.appStoreStatus(appStore), webhooks: try? await webhooks.status())
+        }
+        // The subscription metrics (Docs/analytics.md), as JSON or CSV, and what makes each figure.
+        api.on(.get, "/v1/admin/charts/{chart}", access: .secretKey) { [charts] request, context in
+            let input = try Requests.chart(request, context)
+            return Responses.chart(try await charts(input), csv: try Requests.wantsCSV(request))
+        }
+        api.on(.get, "/v1/admin/charts/{chart}/drill", access: .secretKey) { [charts] request, context in
+            let input = try Requests.chart(request, context)
+            let (period, measure) = try Requests.drill(request)
+            return Responses.drill(
+                try await charts.drill(input, period: period, measure: measure), input: input, csv: try Requests.wantsCSV(request)
+            )
         }
         // The web console: its page and files, no key (they hold no data; the page asks for one).
         for path in console.paths {

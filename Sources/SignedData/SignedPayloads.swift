@@ -100,17 +100,30 @@ public struct SignedTransaction: Sendable, Equatable {
     public var revocationDate: Int64?
     /// 1: a problem with the app; 0: another reason.
     public var revocationReason: Int64?
+    /// `REFUND_FULL`, `REFUND_PRORATED` or `FAMILY_REVOKE`.
     public var revocationType: String?
+    /// The share refunded, in milliunits: 50000 is 50 %.
+    public var revocationPercentage: Int64?
     public var isUpgraded: Bool
     /// 1 introductory, 2 promotional, 3 offer code, 4 win-back.
     public var offerType: Int64?
     public var offerIdentifier: String?
     public var offerDiscountType: String?
+    /// ISO 8601 duration, e.g. `P1M`.
+    public var offerPeriod: String?
     public var environment: String?
     public var transactionReason: String?
     public var storefront: String?
+    /// Milliunits of `currency`: 9.99 is 9990.
     public var price: Int64?
     public var currency: String?
+    /// `MONTHLY` for a monthly plan with a 12-month commitment.
+    public var billingPlanType: String?
+    /// `commitmentInfo`: `billingPeriodNumber`, `totalBillingPeriods`, `commitmentPrice`, `commitmentExpiresDate`.
+    public var commitmentPeriodNumber: Int64?
+    public var commitmentTotalPeriods: Int64?
+    public var commitmentPrice: Int64?
+    public var commitmentExpiresDate: Int64?
     public var raw: JSONValue
 
     public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
@@ -133,15 +146,23 @@ public struct SignedTransaction: Sendable, Equatable {
         revocationDate = try v.date("revocationDate")
         revocationReason = v["revocationReason"]?.int64
         revocationType = v["revocationType"]?.string
+        revocationPercentage = v["revocationPercentage"]?.int64
         isUpgraded = v["isUpgraded"]?.bool ?? false
         offerType = v["offerType"]?.int64
         offerIdentifier = v["offerIdentifier"]?.string
         offerDiscountType = v["offerDiscountType"]?.string
+        offerPeriod = v["offerPeriod"]?.string
         environment = v["environment"]?.string
         transactionReason = v["transactionReason"]?.string
         storefront = v["storefront"]?.string
         price = v["price"]?.int64
         currency = v["currency"]?.string
+        billingPlanType = v["billingPlanType"]?.string
+        let commitment = v["commitmentInfo"]
+        commitmentPeriodNumber = commitment?["billingPeriodNumber"]?.int64
+        commitmentTotalPeriods = commitment?["totalBillingPeriods"]?.int64
+        commitmentPrice = commitment?["commitmentPrice"]?.int64
+        commitmentExpiresDate = try commitment?.date("commitmentExpiresDate")
         raw = v
     }
 }

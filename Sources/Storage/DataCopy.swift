@@ -30,7 +30,7 @@ public struct DataCopy {
     public static let tables = [
         "subscribers", "transactions", "pending_renewal_info", "latest_receipts", "ownership", "ownership_transfers",
         "verifications", "renewal_history", "events", "notifications", "refresh_checks", "changes", "shadow_diffs",
-        "webhook_messages", "webhook_deliveries", "erasures", "aliases", "promotions", "product_states",
+        "webhook_messages", "webhook_deliveries", "erasures", "aliases", "promotions", "product_states", "exchange_rates",
     ]
 
     private let source: Database

@@ -163,6 +163,7 @@ public struct ReceiptStore {
         for p in facts.purchases {
             try upsertTransaction.bind(
                 Self.purchaseValues(p) + [p.rawJSON, now, now, p.fact.appAccountToken, stated, p.fact.store.rawValue]
+                    + Self.commerceValues(p.fact.commerce)
             ).run()
             changes += db.changes
         }
@@ -362,10 +363,10 @@ public struct ReceiptStore {
                 environment = ?, purchase_date = ?, original_purchase_date = ?, expires_date = ?, cancellation_date = ?,
                 cancellation_reason = ?, quantity = ?, is_trial_period = ?, is_in_intro_offer_period = ?, is_upgraded = ?,
                 ownership_type = ?, subscription_group_id = ?, web_order_line_item_id = ?, promotional_offer_id = ?,
-                offer_code_ref_name = ?
+                offer_code_ref_name = ?, \(Self.commerceColumns.map { "\($0) = ?" }.joined(separator: ", "))
             WHERE transaction_id = ?
             """
-        ).bind(Self.purchaseValues(p) + [p.fact.transactionID]).run()
+        ).bind(Self.purchaseValues(p) + Self.commerceValues(p.fact.commerce) + [p.fact.transactionID]).run()
     }
 
     /// Rewrites a renewal snapshot's derived columns, and the current row's when it is the newest.
@@ -427,7 +428,40 @@ public struct ReceiptStore {
             "original_purchase_date", "expires_date", "cancellation_date", "cancellation_reason", "quantity", "is_trial_period",
             "is_in_intro_offer_period", "is_upgraded", "ownership_type", "subscription_group_id", "web_order_line_item_id",
             "promotional_offer_id", "offer_code_ref_name", "raw_json", "app_account_token", "store",
-        ].map { "\(t).\($0)" }.joined(separator: ", ")
+        ].map { "\(t).\($0)" }.joined(separator: ", ") + ", " + commerceColumns.map { "\(t).\($0)" }.joined(separator: ", ")
+    }
+
+    /// A transaction's money and terms (Migrations/0016_money.sql), after its other columns.
+    static let commerceColumns = [
+        "storefront", "offer_type", "offer_discount_type", "offer_period", "transaction_reason", "revocation_type",
+        "revocation_percentage", "billing_plan_type", "commitment_period_number", "commitment_total_periods",
+        "commitment_price", "commitment_expires_date", "price", "currency", "price_source",
+    ]
+
+    static func commerce(_ s: Statement, from c: Int32) -> Commerce {
+        var price: Price?
+        if let milliunits = s.optionalInt(c + 12), let currency = s.text(c + 13),
+            let source = s.text(c + 14).flatMap(PriceSource.init(rawValue:))
+        {
+            price = Price(milliunits: milliunits, currency: currency, source: source)
+        }
+        let commitment = Commitment(
+            billingPeriodNumber: s.optionalInt(c + 8), totalBillingPeriods: s.optionalInt(c + 9), price: s.optionalInt(c + 10),
+            expiresDate: s.optionalInt(c + 11))
+        return Commerce(
+            price: price, storefront: s.text(c), offerType: s.optionalInt(c + 1), offerDiscountType: s.text(c + 2),
+            offerPeriod: s.text(c + 3), transactionReason: s.text(c + 4), revocationType: s.text(c + 5),
+            revocationPercentage: s.optionalInt(c + 6), billingPlanType: s.text(c + 7),
+            commitment: commitment == Commitment() ? nil : commitment)
+    }
+
+    /// storefront … price_source, in ``commerceColumns``' order.
+    static func commerceValues(_ c: Commerce) -> [(any StatementValue)?] {
+        [
+            c.storefront, c.offerType, c.offerDiscountType, c.offerPeriod, c.transactionReason, c.revocationType,
+            c.revocationPercentage, c.billingPlanType, c.commitment?.billingPeriodNumber, c.commitment?.totalBillingPeriods,
+            c.commitment?.price, c.commitment?.expiresDate, c.price?.milliunits, c.price?.currency, c.price?.source.rawValue,
+        ]
     }
 
     static func purchase(_ s: Statement) -> Stated<Purchase> {
@@ -439,7 +473,8 @@ public struct ReceiptStore {
                 isInIntroOfferPeriod: s.int(12) == 1, isUpgraded: s.int(13) == 1, ownershipType: s.text(14),
                 environment: s.text(4)!, subscriptionGroupID: s.text(15), promotionalOfferID: s.text(17),
                 offerCodeRefName: s.text(18), quantity: s.optionalInt(10), webOrderLineItemID: s.text(16),
-                appAccountToken: s.text(20), store: s.text(21).flatMap(Store.init(rawValue:)) ?? .appStore),
+                appAccountToken: s.text(20), store: s.text(21).flatMap(Store.init(rawValue:)) ?? .appStore,
+                commerce: commerce(s, from: 22)),
             bundleID: s.text(3)!, rawJSON: s.text(19)!)
     }
 
@@ -494,8 +529,10 @@ public struct ReceiptStore {
         INSERT INTO transactions (transaction_id, original_transaction_id, product_id, bundle_id, environment, purchase_date,
             original_purchase_date, expires_date, cancellation_date, cancellation_reason, quantity, is_trial_period,
             is_in_intro_offer_period, is_upgraded, ownership_type, subscription_group_id, web_order_line_item_id,
-            promotional_offer_id, offer_code_ref_name, raw_json, first_seen_at, updated_at, app_account_token, stated_at, store)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            promotional_offer_id, offer_code_ref_name, raw_json, first_seen_at, updated_at, app_account_token, stated_at, store,
+            \(commerceColumns.joined(separator: ", ")))
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+            ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (transaction_id) DO UPDATE SET original_transaction_id = excluded.original_transaction_id,
             product_id = excluded.product_id, bundle_id = excluded.bundle_id, environment = excluded.environment,
             purchase_date = excluded.purchase_date, original_purchase_date = excluded.original_purchase_date,
@@ -507,11 +544,32 @@ public struct ReceiptStore {
             promotional_offer_id = excluded.promotional_offer_id, offer_code_ref_name = excluded.offer_code_ref_name,
             raw_json = excluded.raw_json, updated_at = excluded.updated_at,
             app_account_token = coalesce(excluded.app_account_token, transactions.app_account_token), stated_at = excluded.stated_at,
-            store = excluded.store
+            store = excluded.store, storefront = excluded.storefront, offer_type = excluded.offer_type,
+            offer_discount_type = excluded.offer_discount_type, offer_period = excluded.offer_period,
+            transaction_reason = excluded.transaction_reason, revocation_type = excluded.revocation_type,
+            revocation_percentage = excluded.revocation_percentage, billing_plan_type = excluded.billing_plan_type,
+            commitment_period_number = excluded.commitment_period_number,
+            commitment_total_periods = excluded.commitment_total_periods, commitment_price = excluded.commitment_price,
+            commitment_expires_date = excluded.commitment_expires_date,
+            price = CASE WHEN \(betterPrice) THEN excluded.price ELSE transactions.price END,
+            currency = CASE WHEN \(betterPrice) THEN excluded.currency ELSE transactions.currency END,
+            price_source = CASE WHEN \(betterPrice) THEN excluded.price_source ELSE transactions.price_source END
         WHERE (transactions.raw_json IS DISTINCT FROM excluded.raw_json OR transactions.environment IS DISTINCT FROM excluded.environment
-            OR transactions.bundle_id IS DISTINCT FROM excluded.bundle_id)
+            OR transactions.bundle_id IS DISTINCT FROM excluded.bundle_id OR \(betterPrice))
             AND excluded.stated_at >= transactions.stated_at
         """
+
+    /// Whether the row being written states a price better than the stored one (none, or from a
+    /// lower ``PriceSource``): a price is only ever improved, never forgotten.
+    static let betterPrice = """
+        (excluded.price IS NOT NULL AND (transactions.price IS NULL OR \(priceRank("excluded")) < \(priceRank("transactions"))))
+        """
+
+    static func priceRank(_ table: String) -> String {
+        "CASE \(table).price_source "
+            + PriceSource.allCases.enumerated().map { "WHEN '\($0.element.rawValue)' THEN \($0.offset)" }.joined(separator: " ")
+            + " ELSE \(PriceSource.allCases.count) END"
+    }
 
     static let upsertRenewalSQL = """
         INSERT INTO pending_renewal_info (original_transaction_id, product_id, auto_renew_product_id, auto_renew_status,

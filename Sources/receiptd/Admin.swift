@@ -277,3 +277,46 @@ struct CopyData: AsyncParsableCommand {
         return String(repeating: " ", count: max(0, width - text.count)) + text
     }
 }
+
+/// `receiptd rates import FILE`: exchange rates for the charts, from a file the operator
+/// downloaded (receiptd never fetches them: the machine may be offline).
+struct Rates: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Exchange rates for the charts' reporting currency.", subcommands: [Import.self])
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Load the ECB's euro reference rates (eurofxref-hist.csv or eurofxref.csv, unzipped).",
+            discussion: """
+                Download from https://www.ecb.europa.eu/stats/policy_and_exchange_rates/euro_reference_exchange_rates/html/index.en.html \
+                (the CSV inside eurofxref-hist.zip). Loading again is safe: a day already loaded is replaced only where it differs.
+                """)
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "The CSV file.") var file: String
+
+        func run() async throws {
+            let (config, _) = try await options.load()
+            guard let data = FileManager.default.contents(atPath: file) else {
+                printError("receiptd: cannot read \(file)")
+                throw ExitCode.failure
+            }
+            do {
+                let migrator = Migrator(migrations: try config.database.migrations())
+                let database = try config.database.openConnection()
+                guard try migrator.status(of: database).pending.isEmpty else {
+                    printError("receiptd: the database has pending migrations: run `receiptd migrate` first")
+                    throw ExitCode.failure
+                }
+                let r = try ImportRates.run(csv: String(decoding: data, as: UTF8.self), into: database)
+                print(
+                    "loaded \(r.rates) rates of \(r.currencies) currencies from \(r.firstDay ?? "-") to \(r.lastDay ?? "-"): \(r.changed) new or changed"
+                )
+            } catch let exit as ExitCode {
+                throw exit
+            } catch {
+                printError("receiptd: rates import failed: \(error)")
+                throw ExitCode.failure
+            }
+        }
+    }
+}

@@ -41,6 +41,42 @@ private func receipt(cancelled: Int64? = nil) -> VerifiedFacts {
 @Suite("Receipt store")
 struct ReceiptStoreTests {
     @Test(arguments: await testDialects())
+    func keepsMoneyAndImprovesAPriceNeverForgetsIt(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        let store = ReceiptStore(db)
+        let commerce = Commerce(
+            price: Price(milliunits: 9990, currency: "EUR", source: .client), storefront: "DEU", offerType: 3,
+            offerDiscountType: "PAY_AS_YOU_GO", offerPeriod: "P3M", transactionReason: "PURCHASE",
+            revocationType: "REFUND_PRORATED", revocationPercentage: 50_000, billingPlanType: "MONTHLY",
+            commitment: Commitment(billingPeriodNumber: 2, totalBillingPeriods: 12, price: 119_880, expiresDate: 9000))
+        func facts(_ commerce: Commerce, raw: String, statedAt: Int64) -> VerifiedFacts {
+            VerifiedFacts(
+                environment: "production",
+                purchases: [
+                    Stated(
+                        Purchase(
+                            transactionID: "t1", originalTransactionID: "t1", productID: "monthly", purchaseDate: 1000,
+                            expiresDate: 2000, commerce: commerce),
+                        bundleID: "com.x", rawJSON: raw)
+                ], statedAt: statedAt)
+        }
+        _ = try store.save(facts(commerce, raw: "{}", statedAt: 10), for: "alice", now: 10)
+        #expect(try store.purchase("t1")?.fact.commerce == commerce)
+        // The same raw facts without a price: the client's price stays.
+        var unpriced = commerce
+        unpriced.price = nil
+        _ = try store.save(facts(unpriced, raw: "{}", statedAt: 11), for: "alice", now: 11)
+        #expect(try store.purchase("t1")?.fact.commerce.price == commerce.price)
+        // The store's own price replaces the client's; a client's never replaces the store's.
+        var signed = commerce
+        signed.price = Price(milliunits: 8990, currency: "EUR", source: .store)
+        _ = try store.save(facts(signed, raw: #"{"price":8990}"#, statedAt: 12), for: "alice", now: 12)
+        #expect(try store.purchase("t1")?.fact.commerce.price == signed.price)
+        _ = try store.save(facts(commerce, raw: #"{"price":8990}"#, statedAt: 13), for: "alice", now: 13)
+        #expect(try store.purchase("t1")?.fact.commerce.price == signed.price)
+    }
+
+    @Test(arguments: await testDialects())
     func savesAndReadsBackEveryField(dialect: Database.Dialect) async throws {
         let db = try await migratedDatabase(dialect)
         let store = ReceiptStore(db)

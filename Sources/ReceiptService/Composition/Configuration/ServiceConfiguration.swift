@@ -1,3 +1,4 @@
+import Analytics
 import Entitlements
 import FoundationEssentials
 import HTTPServer
@@ -40,6 +41,8 @@ public struct ServiceConfiguration: Sendable {
     public var policy = DerivationPolicy()
     /// Outbound webhooks (`webhooks.*`); none configured: off.
     package var webhooks = WebhookSettings()
+    /// Money and the charts (`analytics.*`).
+    package var analytics = AnalyticsSettings()
 
     package init(
         environment: String, http: HTTPServerConfiguration, database: DatabaseSettings, logLevel: Logger.Level,
@@ -96,6 +99,7 @@ public struct ServiceConfiguration: Sendable {
         configuration.limits = try RateLimiter.Settings.read(c)
         configuration.refresher = try Refresher.Settings.read(c)
         configuration.webhooks = try WebhookSettings.read(c, bundleIDs: appStore.bundleIDs)
+        configuration.analytics = try AnalyticsSettings.read(c)
         configuration.openAPIFile = try c.string("api.openapiFile", default: "openapi.yaml")
         configuration.logFormat = try c.choice(
             "log.format", default: name == "development" ? "text" : "json", allowed: ["json", "text"])

@@ -1,0 +1,138 @@
+import Entitlements
+
+/// The charts, by RevenueCat's published definitions (Docs/analytics.md says where we differ).
+public enum Chart: String, Sendable, CaseIterable {
+    case revenue, mrr, actives, trials
+    case trialConversion = "trial_conversion"
+    case churn
+    case refundRate = "refund_rate"
+    case cohorts
+
+    /// Its measures in column order (cohorts add `paying_N` and `retention_N` per period on).
+    public var measures: [String] {
+        switch self {
+        case .revenue: ["transactions", "gross", "refunds", "net", "tax", "commission", "proceeds"]
+        case .mrr: ["subscriptions", "mrr", "arr"]
+        case .actives: ["subscriptions", "trials"]
+        case .trials: ["new_trials"]
+        case .trialConversion: ["trials", "converted", "pending", "abandoned", "conversion_rate"]
+        case .churn: ["actives_at_start", "churned", "resubscribed", "churn_rate"]
+        case .refundRate: ["paid_transactions", "refunded_transactions", "refund_rate"]
+        case .cohorts: ["customers", "revenue", "ltv"]
+        }
+    }
+
+    /// A measure computed from others, and those others: a drill-down lists the parts.
+    public static func parts(of measure: String) -> [String]? {
+        switch measure {
+        case "conversion_rate": ["converted", "trials"]
+        case "churn_rate": ["churned", "resubscribed", "actives_at_start"]
+        case "refund_rate": ["refunded_transactions", "paid_transactions"]
+        case "ltv": ["revenue", "customers"]
+        case let m where m.hasPrefix("retention_"): ["paying_" + m.dropFirst("retention_".count), "customers"]
+        default: nil
+        }
+    }
+}
+
+/// One figure: a count, an amount in the answer's currency (milliunits), or a ratio of two counts.
+public enum Measure: Sendable, Equatable {
+    case count(Int64)
+    case money(Int64)
+    case ratio(Int64, Int64)
+
+    static func + (a: Measure, b: Measure) -> Measure {
+        switch (a, b) {
+        case (.count(let x), .count(let y)): .count(x + y)
+        case (.money(let x), .money(let y)): .money(x + y)
+        default: preconditionFailure("measures of one kind")
+        }
+    }
+}
+
+public struct ChartQuery: Sendable {
+    public var chart: Chart
+    public var from: Int64
+    public var to: Int64
+    public var resolution: Resolution
+    public var zone: ZoneOffset
+    /// The answer's currency; the settings' reporting currency when nil.
+    public var currency: String?
+    public var filters: ChartFilters
+    /// The clock's now: nothing later is counted as having happened.
+    public var now: Int64
+
+    public init(
+        chart: Chart, from: Int64, to: Int64, resolution: Resolution = .day, zone: ZoneOffset = .utc, currency: String? = nil,
+        filters: ChartFilters = ChartFilters(), now: Int64
+    ) {
+        self.chart = chart
+        self.from = from
+        self.to = to
+        self.resolution = resolution
+        self.zone = zone
+        self.currency = currency
+        self.filters = filters
+        self.now = now
+    }
+}
+
+/// What one subscriber's transaction or subscription adds to one figure.
+public struct Contribution: Sendable, Equatable {
+    public var period: String
+    public var measure: String
+    public var appUserID: String
+    public var originalTransactionID: String
+    public var transactionID: String?
+    public var value: Measure
+    /// Why it counts, e.g. `prorated_refund`, `monthly from P1Y: 1/12`, `trial converted`.
+    public var detail: String?
+}
+
+/// A currency with no rate on a day a figure needed one: left out of the money, never guessed.
+public struct MissingRate: Sendable, Equatable {
+    public var currency: String
+    public var day: String
+    public var transactions: Int
+}
+
+/// Sales no store, client or price table priced: counted, but in no amount.
+public struct MissingPrice: Sendable, Equatable {
+    public var productID: String
+    public var storefront: String?
+    public var transactions: Int
+}
+
+public struct ChartAnswer: Sendable {
+    public var chart: Chart
+    public var currency: String
+    public var resolution: Resolution
+    public var zone: String
+    public var periods: [Period]
+    /// Column order.
+    public var measures: [String]
+    /// One per period; a measure absent from a period has no value yet (the period is in the future).
+    public var values: [[String: Measure]]
+    /// Only for the measure and period asked to drill into.
+    public var contributions: [Contribution]
+    public var missingRates: [MissingRate]
+    public var missingPrices: [MissingPrice]
+    /// Storefronts of sales with no tax rate: their tax is unknown and their proceeds before tax.
+    public var untaxedStorefronts: [String]
+}
+
+/// Drill-down: the figure and its contributions.
+public struct Drill: Sendable {
+    public var period: Period
+    public var measure: String
+    public var value: Measure?
+    public var contributions: [Contribution]
+}
+
+public enum ChartError: Error, Equatable {
+    case tooManyPeriods
+    case unknownPeriod(String)
+    case unknownMeasure(String)
+    /// A ratio or quotient: drill into these instead.
+    case derivedMeasure(String, parts: [String])
+}

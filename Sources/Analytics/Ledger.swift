@@ -1,0 +1,157 @@
+import Entitlements
+
+/// What the charts read: every transaction with who holds it and its app, and each
+/// subscription's latest renewal info. Built by the caller from stored facts; nothing here reads.
+public struct Ledger: Sendable {
+    public var entries: [Entry]
+    /// Keyed by original transaction id.
+    public var renewals: [String: RenewalState]
+
+    public init(entries: [Entry], renewals: [String: RenewalState] = [:]) {
+        self.entries = entries
+        self.renewals = renewals
+    }
+
+    public struct Entry: Sendable, Equatable {
+        public var appUserID: String
+        public var bundleID: String
+        public var purchase: Purchase
+
+        public init(appUserID: String, bundleID: String, purchase: Purchase) {
+            self.appUserID = appUserID
+            self.bundleID = bundleID
+            self.purchase = purchase
+        }
+    }
+
+    /// The part of the renewal info the charts need.
+    public struct RenewalState: Sendable, Equatable {
+        public var autoRenewStatus: Bool?
+        public var isInBillingRetryPeriod: Bool?
+        public var gracePeriodExpiresDate: Int64?
+
+        public init(autoRenewStatus: Bool? = nil, isInBillingRetryPeriod: Bool? = nil, gracePeriodExpiresDate: Int64? = nil) {
+            self.autoRenewStatus = autoRenewStatus
+            self.isInBillingRetryPeriod = isInBillingRetryPeriod
+            self.gracePeriodExpiresDate = gracePeriodExpiresDate
+        }
+    }
+}
+
+/// Which transactions a chart counts. Environment is production unless asked.
+public struct ChartFilters: Sendable, Equatable {
+    public var app: String?
+    public var product: String?
+    public var storefront: String?
+    public var environment: String
+    public var store: Store?
+
+    public init(
+        app: String? = nil, product: String? = nil, storefront: String? = nil, environment: String = "production",
+        store: Store? = nil
+    ) {
+        self.app = app
+        self.product = product
+        self.storefront = storefront
+        self.environment = environment
+        self.store = store
+    }
+
+    func admits(_ e: Ledger.Entry) -> Bool {
+        let p = e.purchase
+        return p.environment == environment && (app.map { $0 == e.bundleID } ?? true)
+            && (product.map { $0 == p.productID } ?? true) && (storefront.map { $0 == p.commerce.storefront } ?? true)
+            && (store.map { $0 == p.store } ?? true)
+    }
+}
+
+extension Purchase {
+    /// A free trial, by StoreKit 2's offer or verifyReceipt's flag.
+    var isFreeTrial: Bool { isTrialPeriod || commerce.isFreeTrial }
+    var isFamilyShared: Bool { ownershipType?.uppercased() == "FAMILY_SHARED" }
+    /// A period of an auto-renewable subscription someone paid for (offers at a price included).
+    var isPaidPeriod: Bool { expiresDate != nil && !isFreeTrial && !isFamilyShared }
+    /// When it stops giving access: its expiry, or its refund or upgrade if earlier.
+    var accessEnd: Int64? {
+        guard let expires = expiresDate else { return nil }
+        return cancellationDate.map { min($0, expires) } ?? expires
+    }
+    /// Refunded (fully or in part) rather than revoked from Family Sharing or ended by an upgrade.
+    var isRefunded: Bool {
+        cancellationDate != nil && !isUpgraded && commerce.revocationType != "FAMILY_REVOKE"
+    }
+}
+
+/// One subscription (an original transaction) as the charts see it.
+struct SubscriptionLine {
+    var appUserID: String
+    var originalTransactionID: String
+    /// Its transactions the filters admit, oldest first.
+    var entries: [Ledger.Entry]
+    /// Paid access as disjoint intervals, oldest first; the last reaches into a grace period
+    /// when the renewal info says the App Store is retrying a charge within one.
+    var paid: [Interval]
+    var renewal: Ledger.RenewalState?
+
+    struct Interval: Equatable {
+        var start: Int64
+        var end: Int64
+    }
+
+    func isPaidActive(at t: Int64) -> Bool { paid.contains { $0.start <= t && t < $0.end } }
+
+    /// The paid transaction giving access at `t`: the latest one begun by then whose access has
+    /// not ended (the grace period stands on the last one).
+    func payingEntry(at t: Int64) -> Ledger.Entry? {
+        guard isPaidActive(at: t) else { return nil }
+        let begun = entries.filter { $0.purchase.isPaidPeriod && ($0.purchase.purchaseDate ?? .max) <= t }
+        return begun.last { ($0.purchase.accessEnd ?? .min) > t } ?? begun.last
+    }
+
+    static func lines(_ ledger: Ledger, filters: ChartFilters) -> [SubscriptionLine] {
+        var byOriginal: [String: [Ledger.Entry]] = [:]
+        for e in ledger.entries where filters.admits(e) && e.purchase.expiresDate != nil {
+            byOriginal[e.purchase.originalTransactionID, default: []].append(e)
+        }
+        return byOriginal.keys.sorted().map { original in
+            let entries = byOriginal[original]!.sorted { chronological($0.purchase, $1.purchase) }
+            let renewal = ledger.renewals[original]
+            return SubscriptionLine(
+                appUserID: entries.last!.appUserID, originalTransactionID: original, entries: entries,
+                paid: paidIntervals(entries.map(\.purchase), renewal: renewal), renewal: renewal)
+        }
+    }
+
+    static func chronological(_ a: Purchase, _ b: Purchase) -> Bool {
+        (a.purchaseDate ?? 0, a.expiresDate ?? 0, a.transactionID) < (b.purchaseDate ?? 0, b.expiresDate ?? 0, b.transactionID)
+    }
+
+    /// Paid periods merged where they meet or overlap (a renewal is charged before the period it
+    /// follows ends); a billing-retry grace period extends the last.
+    static func paidIntervals(_ purchases: [Purchase], renewal: Ledger.RenewalState?) -> [Interval] {
+        var raw: [Interval] = []
+        for p in purchases where p.isPaidPeriod {
+            guard let start = p.purchaseDate, let end = p.accessEnd, end > start else { continue }
+            raw.append(Interval(start: start, end: end))
+        }
+        var merged = merge(raw)
+        if let grace = renewal?.gracePeriodExpiresDate, renewal?.isInBillingRetryPeriod == true, let last = merged.last,
+            grace > last.end, let latest = purchases.last, latest.isPaidPeriod, latest.cancellationDate == nil
+        {
+            merged[merged.count - 1].end = grace
+        }
+        return merged
+    }
+
+    static func merge(_ intervals: [Interval]) -> [Interval] {
+        var merged: [Interval] = []
+        for i in intervals.sorted(by: { ($0.start, $0.end) < ($1.start, $1.end) }) {
+            if let last = merged.last, i.start <= last.end {
+                merged[merged.count - 1].end = max(last.end, i.end)
+            } else {
+                merged.append(i)
+            }
+        }
+        return merged
+    }
+}

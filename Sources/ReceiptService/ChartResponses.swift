@@ -1,0 +1,106 @@
+import Analytics
+import HTTPServer
+import Identifiers
+import JSON
+import ReceiptCore
+
+extension Responses {
+    /// `{"chart", "currency", "resolution", "time_zone", "measures", "values": [{"period", …}],
+    /// "missing_rates", "missing_prices", "untaxed_storefronts"}`, or one CSV row per period.
+    static func chart(_ a: ChartAnswer, csv: Bool) -> HTTPResponse {
+        if csv {
+            var lines = [(["period"] + a.measures).joined(separator: ",")]
+            for (i, p) in a.periods.enumerated() {
+                lines.append(([p.label] + a.measures.map { a.values[i][$0].map(csvText) ?? "" }).joined(separator: ","))
+            }
+            return Self.csv(lines, name: "\(a.chart.rawValue).csv")
+        }
+        let values: [JSONValue] = a.periods.enumerated().map { i, p in
+            var fields: [Identifier: JSONValue] = ["period": .string(p.label)]
+            for m in a.measures { fields[Identifier(m)] = a.values[i][m].map(json) ?? .null }
+            return .object(fields)
+        }
+        return .json(
+            .object([
+                "chart": .string(a.chart.rawValue), "currency": .string(a.currency), "resolution": .string(a.resolution.rawValue),
+                "time_zone": .string(a.zone), "measures": .array(a.measures.map(JSONValue.string)), "values": .array(values),
+                "missing_rates": .array(
+                    a.missingRates.map {
+                        .object([
+                            "currency": .string($0.currency), "day": .string($0.day),
+                            "transactions": .int(Int64($0.transactions)),
+                        ])
+                    }),
+                "missing_prices": .array(
+                    a.missingPrices.map {
+                        .object([
+                            "product_id": .string($0.productID), "storefront": $0.storefront.map(JSONValue.string) ?? .null,
+                            "transactions": .int(Int64($0.transactions)),
+                        ])
+                    }),
+                "untaxed_storefronts": .array(a.untaxedStorefronts.map(JSONValue.string)),
+            ]))
+    }
+
+    /// `{"chart", "period", "measure", "value", "contributions": [{app_user_id, original_transaction_id,
+    /// transaction_id, value, detail}]}`, or one CSV row per contribution.
+    static func drill(_ d: Drill, input: ReadChart.Input, csv: Bool) -> HTTPResponse {
+        if csv {
+            var lines = ["app_user_id,original_transaction_id,transaction_id,value,detail"]
+            for c in d.contributions {
+                lines.append(
+                    [c.appUserID, c.originalTransactionID, c.transactionID ?? "", csvText(c.value), c.detail ?? ""]
+                        .map(csvField).joined(separator: ","))
+            }
+            return Self.csv(lines, name: "\(input.chart.rawValue)-\(d.measure)-\(d.period.label).csv")
+        }
+        return .json(
+            .object([
+                "chart": .string(input.chart.rawValue), "period": .string(d.period.label), "measure": .string(d.measure),
+                "from": SubscriberDocument.time(d.period.start), "to": SubscriberDocument.time(d.period.end),
+                "value": d.value.map(json) ?? .null,
+                "contributions": .array(
+                    d.contributions.map { c in
+                        .object([
+                            "app_user_id": .string(c.appUserID), "original_transaction_id": .string(c.originalTransactionID),
+                            "transaction_id": c.transactionID.map(JSONValue.string) ?? .null, "value": json(c.value),
+                            "detail": c.detail.map(JSONValue.string) ?? .null,
+                        ])
+                    }),
+            ]))
+    }
+
+    /// A count as an integer; money as exact decimal text (`"12.990"`); a ratio as decimal text
+    /// of four places, null when its denominator is 0.
+    static func json(_ m: Measure) -> JSONValue {
+        switch m {
+        case .count(let n): .int(n)
+        case .money(let milliunits): .string(Money.text(milliunits))
+        case .ratio(let n, let d): Money.ratio(n, d).map(JSONValue.string) ?? .null
+        }
+    }
+
+    static func csvText(_ m: Measure) -> String {
+        switch m {
+        case .count(let n): String(n)
+        case .money(let milliunits): Money.text(milliunits)
+        case .ratio(let n, let d): Money.ratio(n, d) ?? ""
+        }
+    }
+
+    /// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. A field
+    /// a spreadsheet would run as a formula (`=`, `+`, `-`, `@` first) gets a leading quote.
+    static func csvField(_ s: String) -> String {
+        var s = s
+        if let first = s.first, "=+-@".contains(first), Int64(s) == nil, Double(s) == nil { s = "'" + s }
+        guard s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return s }
+        return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    static func csv(_ lines: [String], name: String) -> HTTPResponse {
+        HTTPResponse(
+            status: .ok,
+            headers: ["Content-Type": "text/csv; charset=utf-8", "Content-Disposition": "attachment; filename=\"\(name)\""],
+            body: Array((lines.joined(separator: "\r\n") + "\r\n").utf8))
+    }
+}

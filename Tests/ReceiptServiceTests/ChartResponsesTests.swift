@@ -1,0 +1,138 @@
+import Entitlements
+import Foundation
+import JSON
+import ReceiptTesting
+import Storage
+import Testing
+
+@testable import ReceiptCore
+@testable import ReceiptService
+
+private let day: Int64 = 86_400_000
+private let bundle = "com.example.app"
+
+private func json(_ object: Any) -> JSONValue {
+    try! JSONValue.parse(Array(try! JSONSerialization.data(withJSONObject: object)))
+}
+
+/// A StoreKit 2 transaction with Apple's money fields, signed with Apple's test PKI.
+private func signed(_ id: String, product: String, price: Int, currency: String, storefront: String, at: Int64) throws -> String {
+    let t: [String: Any] = [
+        "transactionId": id, "originalTransactionId": id, "bundleId": bundle, "productId": product, "purchaseDate": at,
+        "originalPurchaseDate": at, "expiresDate": at + (product == "annual" ? 365 : 30) * day,
+        "type": "Auto-Renewable Subscription",
+        "inAppOwnershipType": "PURCHASED", "environment": "Sandbox", "price": price, "currency": currency,
+        "storefront": storefront, "transactionReason": "PURCHASE", "signedDate": at,
+    ]
+    return try TestPKI.signer.sign(json(t))
+}
+
+/// The charts over HTTP, on the configured database (SQLite, or PostgreSQL in CI's second run):
+/// Apple's signed prices stored, charted, drilled into, and exported as CSV.
+@Suite("Charts API", .serialized)
+struct ChartResponsesTests {
+    @Test func signedPricesBecomeChartsThatExplainThemselves() async throws {
+        try await ReceiptTesting.withService(
+            entitlements: ["premium": ["monthly", "annual"]], signedData: .init(roots: [TestPKI.root], appAppleIDs: [1234])
+        ) { port, _ in
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let bought = now - day
+            for (user, jws) in [
+                ("ana", try signed("7001", product: "monthly", price: 9990, currency: "USD", storefront: "USA", at: bought)),
+                ("ben", try signed("7002", product: "annual", price: 49_990, currency: "EUR", storefront: "DEU", at: bought)),
+            ] {
+                let posted = try await request(
+                    port, "POST", "/v1/receipts",
+                    String(decoding: json(["app_user_id": user, "signed_transaction": jws]).jsonBytes, as: UTF8.self),
+                    key: TestSecrets.publicKey)
+                #expect(posted.status == 200, "\(posted.body)")
+            }
+            // The document shows the price and its source.
+            let ana = try await request(port, "GET", "/v1/subscribers/ana", key: TestSecrets.secretKey)
+            let monthly = (ana.json["subscriptions"] as? [String: Any])?["monthly"] as? [String: Any]
+            #expect(monthly?["price"] as? [String: String] == ["amount": "9.990", "currency": "USD", "source": "store"])
+
+            let query = "environment=sandbox&resolution=month&from=\(dayText(bought))"
+            let revenue = try await request(port, "GET", "/v1/admin/charts/revenue?\(query)", key: TestSecrets.secretKey)
+            #expect(revenue.status == 200, "\(revenue.body)")
+            #expect(revenue.json["currency"] as? String == "USD")
+            let values = revenue.json["values"] as? [[String: Any]] ?? []
+            // No rates loaded: the euro sale is left out and the missing dollar rate reported, never guessed.
+            #expect(values.first?["gross"] as? String == "9.990" && values.first?["transactions"] as? Int == 1)
+            #expect(values.first?["proceeds"] as? String == "6.993")  // 70 %
+            let missing = revenue.json["missing_rates"] as? [[String: Any]] ?? []
+            #expect(missing.map { $0["currency"] as? String } == ["USD"])
+            let period = values.first?["period"] as? String ?? ""
+
+            let drill = try await request(
+                port, "GET", "/v1/admin/charts/revenue/drill?\(query)&period=\(period)&measure=gross", key: TestSecrets.secretKey)
+            #expect(drill.status == 200, "\(drill.body)")
+            let contributions = drill.json["contributions"] as? [[String: Any]] ?? []
+            #expect(contributions.map { $0["transaction_id"] as? String } == ["7001"])
+            #expect(contributions.first?["app_user_id"] as? String == "ana" && drill.json["value"] as? String == "9.990")
+
+            let mrr = try await request(port, "GET", "/v1/admin/charts/mrr?\(query)&currency=EUR", key: TestSecrets.secretKey)
+            let mrrValues = mrr.json["values"] as? [[String: Any]] ?? []
+            // In euros: the annual 49.99 / 12 = 4.166 (4.1658…); the dollar sale has no rate.
+            #expect(
+                mrrValues.first?["mrr"] as? String == "4.166" && mrrValues.first?["subscriptions"] as? Int == 2, "\(mrr.body)")
+
+            let csv = try await request(port, "GET", "/v1/admin/charts/actives?\(query)&format=csv", key: TestSecrets.secretKey)
+            #expect(csv.status == 200 && csv.head.lowercased().contains("content-type: text/csv"))
+            #expect(csv.body.hasPrefix("period,subscriptions,trials\r\n\(period),2,0\r\n"))
+
+            for (target, code) in [
+                ("/v1/admin/charts/arpu", 400), ("/v1/admin/charts/revenue?resolution=hour", 400),
+                ("/v1/admin/charts/revenue?tz=Mars/Olympus", 400), ("/v1/admin/charts/revenue?currency=usd", 400),
+                ("/v1/admin/charts/cohorts/drill?period=\(period)&measure=ltv&resolution=month", 400),
+                ("/v1/admin/charts/revenue/drill?measure=gross", 400),
+                ("/v1/admin/charts/revenue?from=2000-01-01&to=2026-01-01", 400),
+            ] {
+                let r = try await request(port, "GET", target, key: TestSecrets.secretKey)
+                let error = r.json["error"] as? [String: Any]
+                #expect(r.status == code && error?["code"] as? String == "invalid_request", "\(target): \(r.body)")
+            }
+            #expect(try await request(port, "GET", "/v1/admin/charts/revenue").status == 401)
+            #expect(try await request(port, "GET", "/v1/admin/charts/revenue", key: TestSecrets.publicKey).status == 403)
+        }
+    }
+
+    @Test func aClientsPriceIsExactDecimalTextOrRefused() throws {
+        let body = #"{"app_user_id":"a","receipt_data":"QUJDRA==","price":"9.99","currency":"EUR","product_id":"monthly"}"#
+        let input = try Requests.purchase(Array(body.utf8))
+        #expect(input.clientPrice == VerifyPurchase.ClientPrice(productID: "monthly", milliunits: 9990, currency: "EUR"))
+        for bad in [
+            #""price":9.99,"currency":"EUR","product_id":"m""#, #""price":"9.9999","currency":"EUR","product_id":"m""#,
+            #""price":"-1","currency":"EUR","product_id":"m""#, #""price":"1e3","currency":"EUR","product_id":"m""#,
+            #""price":"9.99","currency":"eur","product_id":"m""#, #""price":"9.99","product_id":"m""#,
+            #""price":"9.99","currency":"EUR""#, #""price":"1234567890","currency":"EUR","product_id":"m""#,
+        ] {
+            let text = #"{"app_user_id":"a","receipt_data":"QUJDRA==","# + bad + "}"
+            #expect(throws: ReceiptError.self, "\(bad)") { try Requests.purchase(Array(text.utf8)) }
+        }
+    }
+
+    @Test func aClientsPriceGoesOnTheNewestUnpricedTransactionOfItsProduct() {
+        func stated(_ id: String, _ product: String, _ at: Int64, price: Price? = nil) -> Stated<Purchase> {
+            Stated(
+                Purchase(
+                    transactionID: id, originalTransactionID: "o", productID: product, purchaseDate: at,
+                    commerce: Commerce(price: price)), bundleID: bundle, rawJSON: "{}")
+        }
+        let store = Price(milliunits: 4990, currency: "USD", source: .store)
+        let facts = VerifiedFacts(
+            environment: "production",
+            purchases: [
+                stated("1", "monthly", 1), stated("2", "monthly", 2), stated("3", "monthly", 3, price: store),
+                stated("4", "annual", 4),
+            ])
+        let priced = VerifyPurchase.pricing(facts, with: .init(productID: "monthly", milliunits: 9990, currency: "EUR"))
+        #expect(
+            priced.purchases.map(\.fact.commerce.price) == [
+                nil, Price(milliunits: 9990, currency: "EUR", source: .client), store, nil,
+            ])
+    }
+}
+
+/// `2026-11-24` for an instant.
+private func dayText(_ ms: Int64) -> String { String(CivilTime.rfc3339(ms).prefix(10)) }
