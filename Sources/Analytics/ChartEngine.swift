@@ -88,7 +88,7 @@ struct Book {
         self.settings = settings
         self.focus = focus
         admitted = entries.filter { q.filters.admits($0) }.sorted {
-            SubscriptionLine.chronological($0.purchase, $1.purchase)
+            Purchase.chronological($0.purchase, $1.purchase)
         }
         // Years of service count every purchase of the environment, whatever the other filters.
         commission = Commission(

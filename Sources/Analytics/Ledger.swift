@@ -68,7 +68,6 @@ public struct ChartFilters: Sendable, Equatable {
 extension Purchase {
     /// A free trial, by StoreKit 2's offer or verifyReceipt's flag.
     var isFreeTrial: Bool { isTrialPeriod || commerce.isFreeTrial }
-    var isFamilyShared: Bool { ownershipType?.uppercased() == "FAMILY_SHARED" }
     /// A period of an auto-renewable subscription someone paid for (offers at a price included).
     var isPaidPeriod: Bool { expiresDate != nil && !isFreeTrial && !isFamilyShared }
     /// When it stops giving access: its expiry, or its refund or upgrade if earlier.
@@ -114,16 +113,12 @@ struct SubscriptionLine {
             byOriginal[e.purchase.originalTransactionID, default: []].append(e)
         }
         return byOriginal.keys.sorted().map { original in
-            let entries = byOriginal[original]!.sorted { chronological($0.purchase, $1.purchase) }
+            let entries = byOriginal[original]!.sorted { Purchase.chronological($0.purchase, $1.purchase) }
             let renewal = ledger.renewals[original]
             return SubscriptionLine(
                 appUserID: entries.last!.appUserID, originalTransactionID: original, entries: entries,
                 paid: paidIntervals(entries.map(\.purchase), renewal: renewal), renewal: renewal)
         }
-    }
-
-    static func chronological(_ a: Purchase, _ b: Purchase) -> Bool {
-        (a.purchaseDate ?? 0, a.expiresDate ?? 0, a.transactionID) < (b.purchaseDate ?? 0, b.expiresDate ?? 0, b.transactionID)
     }
 
     /// Paid periods merged where they meet or overlap (a renewal is charged before the period it

@@ -116,12 +116,12 @@ public struct Purchase: Sendable, Equatable {
         self.commerce = commerce
     }
 
-    var isFamilyShared: Bool { ownershipType?.uppercased() == "FAMILY_SHARED" }
+    public var isFamilyShared: Bool { ownershipType?.uppercased() == "FAMILY_SHARED" }
     var ownership: String { isFamilyShared ? "family_shared" : "purchased" }
 
     /// The total order the derivation uses for a subscription's periods: by purchase date, then
     /// expiry, then id. Never the order Apple's arrays came in.
-    static func chronological(_ a: Purchase, _ b: Purchase) -> Bool {
+    public static func chronological(_ a: Purchase, _ b: Purchase) -> Bool {
         (a.purchaseDate ?? 0, a.expiresDate ?? 0, a.transactionID) < (b.purchaseDate ?? 0, b.expiresDate ?? 0, b.transactionID)
     }
 }
