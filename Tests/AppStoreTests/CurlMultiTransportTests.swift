@@ -5,9 +5,25 @@ import Testing
 
 @testable import AppStore
 
-/// A loopback server: /echo answers the body, /slow after 300 ms, /big with 64 KiB.
-private func withServer(_ body: (Int) async throws -> Void) async throws {
+/// Counts the requests that have arrived, so each can wait until all its peers are in flight.
+private actor Gathering {
+    private(set) var arrived = 0
+    func arrive() { arrived += 1 }
+}
+
+/// A loopback server: /echo answers the body, /slow after 300 ms, /big with 64 KiB, /gather once
+/// `gathering` requests are in flight at once (504 if they never are within 30 s).
+private func withServer(gathering: Int = 0, _ body: (Int) async throws -> Void) async throws {
     var router = Router()
+    let gathered = Gathering()
+    router.on(.post, "/gather") { _, _ in
+        await gathered.arrive()
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .seconds(30))
+        while await gathered.arrived < gathering, clock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        return await gathered.arrived >= gathering
+            ? .json(.object(["status": .int(0)])) : HTTPResponse(status: .gatewayTimeout, body: [])
+    }
     router.immediate(.post, "/echo") { request, _ in
         HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: request.body)
     }
@@ -98,11 +114,12 @@ struct CurlMultiTransportTests {
     @Test func manySlowExchangesAreInFlightAtOnce() async throws {
         let transport = CurlMultiTransport(configuration: loopback)
         defer { transport.shutdown() }
-        try await withServer { port in
-            // 300 exchanges of 300 ms each, all given 3 s: only concurrency lets every one finish.
+        // Each of the 300 is answered only once all 300 have arrived, so every one succeeding means
+        // all were in flight at once: a proof by counting, not by a deadline a busy machine can miss.
+        try await withServer(gathering: 300) { port in
             let results = await withTaskGroup(of: TransportResult.self) { group in
                 for _ in 0..<300 {
-                    group.addTask { await transport.post(url: "http://127.0.0.1:\(port)/slow", json: [], timeout: .seconds(3)) }
+                    group.addTask { await transport.post(url: "http://127.0.0.1:\(port)/gather", json: [], timeout: .seconds(40)) }
                 }
                 return await group.reduce(into: []) { $0.append($1) }
             }
