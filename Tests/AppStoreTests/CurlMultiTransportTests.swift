@@ -119,7 +119,9 @@ struct CurlMultiTransportTests {
         try await withServer(gathering: 300) { port in
             let results = await withTaskGroup(of: TransportResult.self) { group in
                 for _ in 0..<300 {
-                    group.addTask { await transport.post(url: "http://127.0.0.1:\(port)/gather", json: [], timeout: .seconds(40)) }
+                    group.addTask {
+                        await transport.post(url: "http://127.0.0.1:\(port)/gather", json: [], timeout: .seconds(40))
+                    }
                 }
                 return await group.reduce(into: []) { $0.append($1) }
             }
