@@ -50,6 +50,7 @@ struct ServerAPIScript {
         o["isUpgraded"] = .bool(t["is_upgraded"]?.string == "true")
         o["type"] = .string(Self.type(product: t["product_id"]?.string ?? "", subscription: t["expires_date_ms"] != nil))
         if t["is_trial_period"]?.string == "true" {
+            o["price"] = .int(0)  // a free trial's transaction states a price of zero
             o["offerType"] = .int(1)
             o["offerDiscountType"] = .string("FREE_TRIAL")
         } else if t["is_in_intro_offer_period"]?.string == "true" {

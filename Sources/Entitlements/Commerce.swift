@@ -40,6 +40,10 @@ public struct Commerce: Sendable, Equatable {
     }
 
     public var isFreeTrial: Bool { offerDiscountType == "FREE_TRIAL" }
+
+    /// Whether a store stated these terms: its signed data always names the storefront, and
+    /// verifyReceipt states none (what Apple's history taught about such a transaction stays).
+    public var statesTerms: Bool { storefront != nil }
 }
 
 /// An amount a customer was charged, with who said so.

@@ -144,9 +144,15 @@ package enum WireMapping {
         } else {
             return nil
         }
-        // A token is only ever learned, never forgotten (storage keeps the one it has); a price
-        // from elsewhere (history, the client) stays until the raw JSON states a better one.
+        // A token is only ever learned, never forgotten (storage keeps the one it has); terms
+        // verifyReceipt does not state stay as learned, and a price from elsewhere (history, the
+        // client) stays until the raw JSON states a better one.
         again.fact.appAccountToken = again.fact.appAccountToken ?? stored.fact.appAccountToken
+        if !again.fact.commerce.statesTerms {
+            let price = again.fact.commerce.price
+            again.fact.commerce = stored.fact.commerce
+            again.fact.commerce.price = price
+        }
         if let kept = stored.fact.commerce.price, again.fact.commerce.price.map({ kept.source.outranks($0.source) }) ?? true {
             again.fact.commerce.price = kept
         }

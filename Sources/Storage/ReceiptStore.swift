@@ -438,6 +438,9 @@ public struct ReceiptStore {
         "commitment_price", "commitment_expires_date", "price", "currency", "price_source",
     ]
 
+    /// ``commerceColumns`` but the price's three: the storefront, the offer, the refund, the commitment.
+    static let termColumns = Array(commerceColumns.prefix(12))
+
     static func commerce(_ s: Statement, from c: Int32) -> Commerce {
         var price: Price?
         if let milliunits = s.optionalInt(c + 12), let currency = s.text(c + 13),
@@ -544,13 +547,7 @@ public struct ReceiptStore {
             promotional_offer_id = excluded.promotional_offer_id, offer_code_ref_name = excluded.offer_code_ref_name,
             raw_json = excluded.raw_json, updated_at = excluded.updated_at,
             app_account_token = coalesce(excluded.app_account_token, transactions.app_account_token), stated_at = excluded.stated_at,
-            store = excluded.store, storefront = excluded.storefront, offer_type = excluded.offer_type,
-            offer_discount_type = excluded.offer_discount_type, offer_period = excluded.offer_period,
-            transaction_reason = excluded.transaction_reason, revocation_type = excluded.revocation_type,
-            revocation_percentage = excluded.revocation_percentage, billing_plan_type = excluded.billing_plan_type,
-            commitment_period_number = excluded.commitment_period_number,
-            commitment_total_periods = excluded.commitment_total_periods, commitment_price = excluded.commitment_price,
-            commitment_expires_date = excluded.commitment_expires_date,
+            store = excluded.store, \(keptTerms),
             price = CASE WHEN \(betterPrice) THEN excluded.price ELSE transactions.price END,
             currency = CASE WHEN \(betterPrice) THEN excluded.currency ELSE transactions.currency END,
             price_source = CASE WHEN \(betterPrice) THEN excluded.price_source ELSE transactions.price_source END
@@ -558,6 +555,13 @@ public struct ReceiptStore {
             OR transactions.bundle_id IS DISTINCT FROM excluded.bundle_id OR \(betterPrice))
             AND excluded.stated_at >= transactions.stated_at
         """
+
+    /// The terms a write sets: a store's signed data states them all (it always names the
+    /// storefront), so its row's replace the stored ones; verifyReceipt states none, so a row
+    /// from it keeps what Apple's transaction history taught (`receiptd backfill-prices`).
+    static let keptTerms = termColumns.map {
+        "\($0) = CASE WHEN excluded.storefront IS NULL THEN transactions.\($0) ELSE excluded.\($0) END"
+    }.joined(separator: ", ")
 
     /// Whether the row being written states a price better than the stored one (none, or from a
     /// lower ``PriceSource``): a price is only ever improved, never forgotten.
@@ -596,6 +600,9 @@ extension Statement {
 
     /// The first column of the first row as an integer; nil when there is no row or it is NULL.
     public func firstInt() throws -> Int64? { try step() ? optionalInt(0) : nil }
+
+    /// The first column of the first row as text; nil when there is no row or it is NULL.
+    public func firstText() throws -> String? { try step() ? text(0) : nil }
 }
 
 /// A purchase that has moved between app users (`GET /v1/admin/shared-receipts`).

@@ -97,6 +97,54 @@ struct ChartResponsesTests {
         }
     }
 
+    /// verifyReceipt states no money; `receiptd backfill-prices` asks Apple's history (the
+    /// simulator's Server API tells the same purchases with prices) once per purchase.
+    @Test func pricesFromApplesHistoryAreStoredOnceWithTheirSourceAndCharted() async throws {
+        let configuration = { path in testConfiguration(path: path, signedData: .init(roots: [TestPKI.root])) }
+        try await withClockedService(configuration: configuration) { app, port, path, clock in
+            #expect(try await postReceipt(port, user: "ann", "active_monthly:hist1").status == 200)
+            #expect(try await postReceipt(port, user: "tia", "trial:hist2").status == 200)
+            func price(_ user: String) async throws -> Any? {
+                let read = try await request(port, "GET", "/v1/subscribers/\(user)", key: TestSecrets.secretKey)
+                return ((read.json["subscriptions"] as? [String: Any])?["monthly"] as? [String: Any])?["price"]
+            }
+            #expect(try await price("ann") is NSNull)
+
+            let summary = try await app.backfillPrices()
+            #expect(summary.asked == 2 && summary.subscribers == 2, "\(summary)")
+            #expect(summary.priced >= 2 && summary.unknown == 0 && summary.failed == 0, "\(summary)")
+            #expect(
+                try await price("ann") as? [String: String] == ["amount": "4.990", "currency": "USD", "source": "store_history"])
+            #expect(
+                try await price("tia") as? [String: String] == ["amount": "0.000", "currency": "USD", "source": "store_history"])
+            // Each purchase is asked about once.
+            #expect(try await app.backfillPrices() == BackfillPrices.Summary())
+            // What the history taught survives the receipt posted again and `receiptd rederive`
+            // (verifyReceipt's raw JSON states no money and no storefront).
+            func money(_ db: Database) throws -> [String] {
+                let q = try db.prepare(
+                    "SELECT transaction_id, price, currency, price_source, storefront FROM transactions ORDER BY 1")
+                var rows: [String] = []
+                while try q.step() { rows.append((0..<5).map { q.text(Int32($0)) ?? "-" }.joined(separator: " ")) }
+                return rows
+            }
+            let db = try TestDatabase.open(path)
+            let learned = try money(db)
+            #expect(learned.allSatisfy { $0.hasSuffix(" USD store_history USA") }, "\(learned)")
+            #expect(try await postReceipt(port, user: "ann", "active_monthly:hist1").status == 200)
+            let rederivation = Rederivation(state: SubscriberState(settings: app.configuration.entitlementSettings))
+            let report = try rederivation.run(db, now: clock.now, dryRun: false)
+            #expect(report.transactions == 0, "\(report)")
+            #expect(try money(db) == learned)
+
+            let from = dayText(clock.now - 120 * day)
+            let revenue = try await request(
+                port, "GET", "/v1/admin/charts/revenue?resolution=month&from=\(from)", key: TestSecrets.secretKey)
+            let gross = (revenue.json["values"] as? [[String: Any]] ?? []).compactMap { $0["gross"] as? String }
+            #expect(gross.contains { $0 != "0.000" }, "\(revenue.body)")
+        }
+    }
+
     @Test func aClientsPriceIsExactDecimalTextOrRefused() throws {
         let body = #"{"app_user_id":"a","receipt_data":"QUJDRA==","price":"9.99","currency":"EUR","product_id":"monthly"}"#
         let input = try Requests.purchase(Array(body.utf8))

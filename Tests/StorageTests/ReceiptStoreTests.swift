@@ -74,6 +74,51 @@ struct ReceiptStoreTests {
         #expect(try store.purchase("t1")?.fact.commerce.price == signed.price)
         _ = try store.save(facts(commerce, raw: #"{"price":8990}"#, statedAt: 13), for: "alice", now: 13)
         #expect(try store.purchase("t1")?.fact.commerce.price == signed.price)
+        // verifyReceipt states no terms (no storefront): a changed row from it keeps the stored ones.
+        _ = try store.save(facts(Commerce(), raw: #"{"cancellation_date_ms":"1"}"#, statedAt: 14), for: "alice", now: 14)
+        #expect(try store.purchase("t1")?.fact.commerce == signed)
+        // Signed data states them all: a refund reversed drops the revocation.
+        var reversed = signed
+        (reversed.revocationType, reversed.revocationPercentage) = (nil, nil)
+        _ = try store.save(facts(reversed, raw: #"{"reversed":true}"#, statedAt: 15), for: "alice", now: 15)
+        #expect(try store.purchase("t1")?.fact.commerce == reversed)
+    }
+
+    @Test(arguments: await testDialects())
+    func aPriceFromHistoryFillsTheGapsOnceAndMarksThePurchaseAsked(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        let store = ReceiptStore(db)
+        // alice's receipt: o1 (two renewals, one priced by the client) and t3, from verifyReceipt.
+        var facts = receipt()
+        facts.purchases[0].fact.commerce.price = Price(milliunits: 1000, currency: "EUR", source: .client)
+        _ = try store.save(facts, for: "alice", now: 10)
+        let backfill = PriceBackfillStore(db)
+        let asked = try backfill.unpriced(after: nil, limit: 10)
+        #expect(asked.map(\.originalTransactionID) == ["o1", "t3"] && asked.allSatisfy { $0.bundleID == "com.x" })
+        #expect(try backfill.unpriced(after: "o1", limit: 10).map(\.originalTransactionID) == ["t3"])
+
+        let history = Commerce(price: Price(milliunits: 4990, currency: "USD", source: .storeHistory), storefront: "USA")
+        let ids = facts.purchases.filter { $0.fact.originalTransactionID == "o1" }.map(\.fact.transactionID)
+        let logged = try db.scalarInt("SELECT count(*) FROM changes")
+        let result = try backfill.applyHistory(
+            ids.map { ($0, history) } + [("unknown", history)], bundleID: "com.x", original: "o1", now: 20)
+        #expect(result.holders == ["alice"] && result.priced == ids.count)
+        #expect(try db.scalarInt("SELECT count(*) FROM changes") == logged.map { $0 + 1 })
+        for id in ids { #expect(try store.purchase(id)?.fact.commerce == history) }
+        #expect(try backfill.unpriced(after: nil, limit: 10).map(\.originalTransactionID) == ["t3"])
+        // Apple told nothing about t3: asked once, and again only after the asks are forgotten.
+        #expect(try backfill.applyHistory([], bundleID: "com.x", original: "t3", now: 21) == ([], 0))
+        #expect(try backfill.unpriced(after: nil, limit: 10).isEmpty)
+        #expect(try backfill.forgetAsks() == 3)
+        #expect(try backfill.unpriced(after: nil, limit: 10).map(\.originalTransactionID) == ["t3"])
+        // Never over a signed price.
+        let signed = Commerce(price: Price(milliunits: 1, currency: "USD", source: .store), storefront: "USA")
+        var t3 = facts.purchases[2]
+        (t3.fact.commerce, t3.rawJSON) = (signed, #"{"transaction_id":"t3","signed":1}"#)
+        _ = try store.save(VerifiedFacts(environment: "sandbox", purchases: [t3], statedAt: 30), for: "alice", now: 30)
+        #expect(try backfill.applyHistory([("t3", history)], bundleID: "com.x", original: "t3", now: 31).priced == 0)
+        #expect(try store.purchase("t3")?.fact.commerce == signed)
+        #expect(try backfill.unpriced(after: nil, limit: 10).isEmpty)
     }
 
     @Test(arguments: await testDialects())

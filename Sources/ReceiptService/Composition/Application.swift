@@ -36,6 +36,7 @@ public final class Application: Sendable {
     package let ingestNotification: IngestNotification
     package let listings: Listings
     package let support: AppStoreSupport
+    package let backfillPrices: BackfillPrices
     private let logger: Logger
 
     private init(
@@ -44,9 +45,10 @@ public final class Application: Sendable {
         webhookTransport: CurlMultiTransport, documentCache: SubscriberCache,
         verifyPurchase: VerifyPurchase, readSubscriber: ReadSubscriber, eraseSubscriber: EraseSubscriber,
         ingestNotification: IngestNotification,
-        listings: Listings, support: AppStoreSupport, logger: Logger
+        listings: Listings, support: AppStoreSupport, backfillPrices: BackfillPrices, logger: Logger
     ) {
         self.catchUp = catchUp
+        self.backfillPrices = backfillPrices
         self.webhooks = webhooks
         self.webhookTransport = webhookTransport
         self.support = support
@@ -188,7 +190,9 @@ public final class Application: Sendable {
             refresher: refresher, catchUp: catchUp, webhooks: webhooks, webhookTransport: webhookTransport,
             documentCache: documentCache, verifyPurchase: verifyPurchase,
             readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber, ingestNotification: ingestNotification,
-            listings: listings, support: support, logger: logger)
+            listings: listings, support: support,
+            backfillPrices: BackfillPrices(serverAPI: serverAPI, database: database, logger: logger, clock: clock), logger: logger
+        )
     }
 
     private static func breaker(_ policy: CircuitBreaker.Policy, logger: Logger) -> SharedCircuitBreaker {

@@ -1,0 +1,44 @@
+import Foundation
+import ReceiptTesting
+import Testing
+
+/// `receiptd backfill-prices` against a scratch database and the in-process simulator.
+@Suite("receiptd money commands", .serialized)
+struct MoneyTests {
+    let dir = scratch()
+    var env: [String: String] {
+        [
+            "RECEIPTD_DATABASE_PATH": dir + "/db.sqlite",
+            "RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY": root.path + "/Migrations",
+            "RECEIPTD_APP_STORE_SIMULATOR": "true",
+        ]
+    }
+
+    func object(_ text: String) -> [String: Any]? {
+        try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+    }
+
+    /// Apple's prices arriving is tested in-process (ReceiptServiceTests' Charts API): here a
+    /// second process's simulator knows none of the purchases the first one verified, which is
+    /// what a purchase Apple does not know looks like.
+    @Test func backfillPricesAsksOncePerPurchaseEvenWhenAppleKnowsNone() async throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for (user, scenario) in [("ann", "trial:bp1"), ("ben", "active_monthly:bp2")] {
+            let file = dir + "/\(user).txt"
+            try (simulatedReceipt(scenario) + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            let verified = try await run(["verify", "--receipt", file, "--user", user], environment: env)
+            #expect(verified.status == 0, "\(verified.stderr)")
+        }
+        let first = try await run(["backfill-prices"], environment: env)
+        #expect(first.status == 0, "\(first.stderr)")
+        let summary = object(first.stdout)
+        #expect(summary?["asked"] as? Int == 2 && summary?["unknown"] as? Int == 2, "\(first.stdout)")
+        #expect(summary?["priced"] as? Int == 0 && summary?["failed"] as? Int == 0, "\(first.stdout)")
+        let second = try await run(["backfill-prices"], environment: env)
+        #expect(object(second.stdout)?["asked"] as? Int == 0, "\(second.stdout)")
+        let again = try await run(["backfill-prices", "--again", "--limit", "1"], environment: env)
+        #expect(again.status == 0 && object(again.stdout)?["asked"] as? Int == 1, "\(again.stdout)")
+        let bad = try await run(["backfill-prices", "--limit", "0"], environment: env)
+        #expect(bad.status == 1 && bad.stderr.contains("--limit"))
+    }
+}
