@@ -11,7 +11,7 @@ ARG BINARY_STAGE=build
 FROM ${SWIFT_IMAGE} AS build
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libcurl4-openssl-dev libsqlite3-dev libpq-dev \
+    && apt-get install -y --no-install-recommends libcurl4-openssl-dev libsqlite3-dev libpq-dev zlib1g-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -27,9 +27,9 @@ FROM ${BINARY_STAGE} AS binary
 FROM ${RUNTIME_IMAGE} AS runtime
 # Installs the runtime libraries unless the base already has them (a debootstrapped base does).
 # hadolint ignore=DL3008
-RUN if ! dpkg -s libcurl4 libsqlite3-0 libpq5 ca-certificates curl >/dev/null 2>&1; then \
+RUN if ! dpkg -s libcurl4 libsqlite3-0 libpq5 zlib1g ca-certificates curl >/dev/null 2>&1; then \
         apt-get update \
-        && apt-get install -y --no-install-recommends libcurl4 libsqlite3-0 libpq5 libstdc++6 ca-certificates curl \
+        && apt-get install -y --no-install-recommends libcurl4 libsqlite3-0 libpq5 zlib1g libstdc++6 ca-certificates curl \
         && rm -rf /var/lib/apt/lists/*; \
     fi \
     && useradd --uid 10001 --no-log-init --home-dir /var/lib/receiptd --create-home --shell /usr/sbin/nologin receiptd

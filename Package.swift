@@ -44,6 +44,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CPostgreSQL", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         // epoll(7), eventfd(2), accept4(2): Linux APIs Glibc's Swift module does not export.
         .systemLibrary(name: "CLinux"),
 
@@ -119,7 +120,7 @@ let package = Package(
             name: "ReceiptCore",
             dependencies: [
                 "Analytics", "AppStore", "AppStoreServerAPI", "SignedData", "Entitlements", "Storage", "JSON", "Identifiers",
-                "Clocks",
+                "Clocks", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

@@ -24,7 +24,7 @@ runtime = "runc"
 CONF
 export CONTAINERS_CONF="$work/containers.conf"
 # The runtime libraries the base is debootstrapped with; the base's tag names them, so a change builds a new one.
-packages=libcurl4,libsqlite3-0,libpq5,libstdc++6,ca-certificates,curl
+packages=libcurl4,libsqlite3-0,libpq5,zlib1g,libstdc++6,ca-certificates,curl
 base=localhost/receiptd-bookworm-base:$(echo "$packages" | md5sum | cut -c1-12)
 image=localhost/receiptd:smoke
 name=receiptd-smoke-$$

@@ -43,7 +43,7 @@ public struct PriceBackfillStore {
     ) throws -> (holders: [String], priced: Int) {
         let update = try db.cached(
             """
-            UPDATE transactions SET price = ?, currency = ?, price_source = 'store_history',
+            UPDATE transactions SET price = ?, currency = ?, price_source = 'store_history', updated_at = ?,
                 \(ReceiptStore.termColumns.map { "\($0) = coalesce(\($0), ?)" }.joined(separator: ", "))
             WHERE transaction_id = ? AND bundle_id = ? AND (price IS NULL OR \(ReceiptStore.priceRank("transactions")) > ?)
             """)
@@ -53,7 +53,7 @@ public struct PriceBackfillStore {
         for (transactionID, commerce) in priced {
             guard let price = commerce.price else { continue }
             let terms = Array(ReceiptStore.commerceValues(commerce).prefix(ReceiptStore.termColumns.count))
-            try update.bind([price.milliunits, price.currency] + terms + [transactionID, bundleID, rank]).run()
+            try update.bind([price.milliunits, price.currency, now] + terms + [transactionID, bundleID, rank]).run()
             guard db.changes > 0 else { continue }
             count += 1
             if let row = try db.cached("SELECT original_transaction_id FROM transactions WHERE transaction_id = ?")

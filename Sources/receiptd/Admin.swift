@@ -107,6 +107,18 @@ struct Backup: AsyncParsableCommand {
 }
 
 enum Admin {
+    /// One connection to the configured database, which must be migrated already (exit 1 when
+    /// migrations are pending: `receiptd migrate` applies them).
+    static func migratedDatabase(_ config: ServiceConfiguration) throws -> Database {
+        let migrator = Migrator(migrations: try config.database.migrations())
+        let database = try config.database.openConnection()
+        guard try migrator.status(of: database).pending.isEmpty else {
+            printError("receiptd: the database has pending migrations: run `receiptd migrate` first")
+            throw ExitCode.failure
+        }
+        return database
+    }
+
     /// The service without its HTTP server (the database, migrated; Apple's client or the
     /// simulator) for one use case: prints `render` of its result on standard output (exit 0), or
     /// the error's code and message on standard error (exit 1).

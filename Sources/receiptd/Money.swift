@@ -1,4 +1,5 @@
 import ArgumentParser
+import Clocks
 import FoundationEssentials
 import JSON
 import ReceiptCore
@@ -31,12 +32,7 @@ struct Rates: AsyncParsableCommand {
                 throw ExitCode.failure
             }
             do {
-                let migrator = Migrator(migrations: try config.database.migrations())
-                let database = try config.database.openConnection()
-                guard try migrator.status(of: database).pending.isEmpty else {
-                    printError("receiptd: the database has pending migrations: run `receiptd migrate` first")
-                    throw ExitCode.failure
-                }
+                let database = try Admin.migratedDatabase(config)
                 let r = try ImportRates.run(csv: String(decoding: data, as: UTF8.self), into: database)
                 print(
                     "loaded \(r.rates) rates of \(r.currencies) currencies from \(r.firstDay ?? "-") to \(r.lastDay ?? "-"): \(r.changed) new or changed"
@@ -86,5 +82,50 @@ struct BackfillPricesCommand: AsyncParsableCommand {
             return .object(o)
         }
         if incomplete { throw ExitCode.failure }
+    }
+}
+
+/// `receiptd export-data --since DATE DIR`: transactions (with money), events and subscribers
+/// written in a period, as gzip NDJSON or CSV, one file per table and day, for a warehouse
+/// (Docs/export.md). Prints the rows and files per table.
+struct ExportDataCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export-data",
+        abstract: "Write transactions, events and subscribers as gzip NDJSON or CSV, one file per table and day.",
+        discussion: """
+            A row is in the file of the UTC day it was last written; run again, an export replaces the files of the \
+            days it covers. DIR/schema.json names each table's columns and key (Docs/export.md).
+            """)
+    @OptionGroup var options: GlobalOptions
+    @Option(help: "Rows written from: YYYY-MM-DD (UTC midnight) or an RFC 3339 time.") var since: String
+    @Option(help: "Rows written before: YYYY-MM-DD or an RFC 3339 time; now when absent.") var until: String?
+    @Option(help: "ndjson or csv.") var format = "ndjson"
+    @Argument(help: "The folder to write into (created when missing).") var directory: String
+
+    func run() async throws {
+        let (config, _) = try await options.load()
+        guard let start = FieldRules.instant(since) else {
+            printError("receiptd: --since must be YYYY-MM-DD or an RFC 3339 time")
+            throw ExitCode.failure
+        }
+        let end = until.flatMap(FieldRules.instant) ?? WallClock.system.now()
+        guard until == nil || FieldRules.instant(until!) != nil, end > start else {
+            printError("receiptd: --until must be YYYY-MM-DD or an RFC 3339 time after --since")
+            throw ExitCode.failure
+        }
+        guard let chosen = ExportData.Format(rawValue: format) else {
+            printError("receiptd: --format must be ndjson or csv")
+            throw ExitCode.failure
+        }
+        let database = try Admin.migratedDatabase(config)
+        do {
+            let summary = try ExportData(database: database)(since: start, until: end, format: chosen, into: directory)
+            var tables: [Identifier: JSONValue] = [:]
+            for (name, s) in summary { tables[Identifier(name)] = .object(["rows": .int(s.rows), "files": .int(s.files)]) }
+            print(String(decoding: JSONValue.object(tables).jsonBytes, as: UTF8.self))
+        } catch {
+            printError("receiptd: export-data: \(error)")
+            throw ExitCode.failure
+        }
     }
 }

@@ -16,7 +16,7 @@ struct ReceiptdCommand: AsyncParsableCommand {
         subcommands: [
             Serve.self, Migrate.self, Rederive.self, Verify.self, Subscriber.self, Erase.self, Backup.self, Backfill.self,
             CheckConfig.self,
-            CopyData.self, Rates.self, BackfillPricesCommand.self, Simulate.self, WebhookSinkCommand.self,
+            CopyData.self, Rates.self, BackfillPricesCommand.self, ExportDataCommand.self, Simulate.self, WebhookSinkCommand.self,
             Version.self,
         ],
         defaultSubcommand: Serve.self)
@@ -101,12 +101,7 @@ struct Rederive: AsyncParsableCommand {
     func run() async throws {
         let (config, _) = try await options.load()
         do {
-            let migrator = Migrator(migrations: try config.database.migrations())
-            let database = try config.database.openConnection()
-            guard try migrator.status(of: database).pending.isEmpty else {
-                printError("receiptd: the database has pending migrations: run `receiptd migrate` first")
-                throw ExitCode.failure
-            }
+            let database = try Admin.migratedDatabase(config)
             let monotonic = SystemMonotonicClock()
             let started = monotonic.now
             let report = try Rederivation(settings: config.entitlementSettings).run(

@@ -2,7 +2,7 @@ import Foundation
 import ReceiptTesting
 import Testing
 
-/// `receiptd backfill-prices` against a scratch database and the in-process simulator.
+/// `receiptd backfill-prices` and `export-data` against a scratch database and the in-process simulator.
 @Suite("receiptd money commands", .serialized)
 struct MoneyTests {
     let dir = scratch()
@@ -40,5 +40,29 @@ struct MoneyTests {
         #expect(again.status == 0 && object(again.stdout)?["asked"] as? Int == 1, "\(again.stdout)")
         let bad = try await run(["backfill-prices", "--limit", "0"], environment: env)
         #expect(bad.status == 1 && bad.stderr.contains("--limit"))
+    }
+
+    @Test func exportDataWritesADayFilePerTableAndRefusesBadArguments() async throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/ann.txt"
+        try (simulatedReceipt("active_monthly:ex1") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try await run(["verify", "--receipt", file, "--user", "ann"], environment: env).status == 0)
+        let today = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
+        let out = dir + "/export"
+        let done = try await run(["export-data", "--since", today, "--format", "csv", out], environment: env)
+        #expect(done.status == 0, "\(done.stderr)")
+        let tables = object(done.stdout)
+        #expect((tables?["subscribers"] as? [String: Any])?["rows"] as? Int == 1, "\(done.stdout)")
+        #expect((tables?["transactions"] as? [String: Any])?["files"] as? Int == 1, "\(done.stdout)")
+        #expect(FileManager.default.fileExists(atPath: out + "/transactions/\(today).csv.gz"))
+        #expect(FileManager.default.fileExists(atPath: out + "/schema.json"))
+        for (arguments, complaint) in [
+            (["export-data", "--since", "yesterday", out], "--since"),
+            (["export-data", "--since", today, "--until", "2000-01-01", out], "--until"),
+            (["export-data", "--since", today, "--format", "parquet", out], "--format"),
+        ] {
+            let refused = try await run(arguments, environment: env)
+            #expect(refused.status == 1 && refused.stderr.contains(complaint), "\(arguments): \(refused.stderr)")
+        }
     }
 }
