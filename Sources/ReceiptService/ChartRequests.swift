@@ -34,12 +34,7 @@ extension Requests {
         filters.app = request.queryValue("app")
         filters.product = request.queryValue("product")
         filters.storefront = request.queryValue("storefront")
-        if let environment = request.queryValue("environment") {
-            guard ["production", "sandbox"].contains(environment) else {
-                throw .invalidRequest("`environment` must be production or sandbox.")
-            }
-            filters.environment = environment
-        }
+        filters.environment = try Self.environment(request)
         if let store = request.queryValue("store") {
             guard let s = Store(rawValue: store) else {
                 throw .invalidRequest("`store` must be one of \(Store.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -49,6 +44,15 @@ extension Requests {
         return ReadChart.Input(
             chart: chart, from: try instant("from"), to: try instant("to"), resolution: resolution, zone: zone,
             currency: currency, filters: filters)
+    }
+
+    /// `environment`: `production` (the default) or `sandbox`.
+    static func environment(_ request: HTTPRequest) throws(ReceiptError) -> String {
+        guard let environment = request.queryValue("environment") else { return "production" }
+        guard ["production", "sandbox"].contains(environment) else {
+            throw .invalidRequest("`environment` must be production or sandbox.")
+        }
+        return environment
     }
 
     /// `tz`: `UTC` (the default) or an IANA zone name such as `Europe/Berlin`, with its daylight

@@ -88,6 +88,37 @@ extension Responses {
         }
     }
 
+    /// `{"app_user_id", "environment", "estimated": true, "transactions": [{transaction_id, …,
+    /// price, unpaid, gross, refunds, refund_kind, net, tax, commission_percent, commission,
+    /// proceeds}], "totals": [{currency, transactions, gross, refunds, net, tax, commission,
+    /// proceeds}]}`: amounts as exact decimal text in each transaction's own currency.
+    static func customerMoney(_ user: String, environment: String, _ m: CustomerMoney) -> HTTPResponse {
+        func amount(_ milliunits: Int64) -> JSONValue { .string(Money.text(milliunits)) }
+        let lines: [JSONValue] = m.lines.map { l in
+            .object([
+                "transaction_id": .string(l.transactionID), "original_transaction_id": .string(l.originalTransactionID),
+                "product_id": .string(l.productID), "purchased_at": SubscriberDocument.time(l.purchaseDate),
+                "price": SubscriberDocument.price(l.price), "unpaid": l.unpaid.map(JSONValue.string) ?? .null,
+                "gross": amount(l.gross), "refunds": amount(l.refunds),
+                "refund_kind": l.refundKind.map(JSONValue.string) ?? .null, "net": amount(l.net),
+                "tax": l.tax.map(amount) ?? .null, "commission_percent": l.commissionPercent.map(JSONValue.int) ?? .null,
+                "commission": amount(l.commission), "proceeds": amount(l.proceeds),
+            ])
+        }
+        let totals: [JSONValue] = m.totals.map { t in
+            .object([
+                "currency": .string(t.currency), "transactions": .int(Int64(t.transactions)), "gross": amount(t.gross),
+                "refunds": amount(t.refunds), "net": amount(t.net), "tax": amount(t.tax),
+                "commission": amount(t.commission), "proceeds": amount(t.proceeds),
+            ])
+        }
+        return .json(
+            .object([
+                "app_user_id": .string(user), "environment": .string(environment), "estimated": .bool(true),
+                "transactions": .array(lines), "totals": .array(totals),
+            ]))
+    }
+
     /// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. A field
     /// a spreadsheet would run as a formula (`=`, `+`, `-`, `@` first) gets a leading quote.
     static func csvField(_ s: String) -> String {

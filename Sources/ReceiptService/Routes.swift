@@ -24,6 +24,7 @@ struct Routes: Sendable {
     let promote: PromoteSubscriber
     let statistics: Statistics
     let charts: ReadChart
+    let customerMoney: ReadCustomerMoney
     let refresher: Refresher
     /// The web console's files (``Console``).
     let console: Console
@@ -114,6 +115,12 @@ struct Routes: Sendable {
             let user = try Requests.appUserID(in: context)
             let (limit, cursor) = (try Requests.limit(request), try Requests.eventCursor(request))
             return Responses.events(try await readSubscriber.events(user, limit: limit, before: cursor), of: user)
+        }
+        // What a customer paid, each transaction's refund, tax, commission and proceeds (estimated).
+        api.on(.get, "/v1/subscribers/{app_user_id}/money", access: .secretKey) { [customerMoney] request, context in
+            let environment = try Requests.environment(request)
+            let (user, money) = try await customerMoney(try Requests.appUserID(in: context), environment: environment)
+            return Responses.customerMoney(user, environment: environment, money)
         }
         // Apple's App Store Server Notifications, V1 or V2 (no API key: Apple cannot send one; V1
         // proves itself with the shared secret, V2 with Apple's signature).

@@ -25,13 +25,29 @@ public struct AnalyticsStore {
 
     /// Every held transaction of `environment`.
     public func purchases(environment: String) throws -> [HeldPurchase] {
-        let q = try db.cached(
-            """
-            SELECT \(ReceiptStore.transactionColumns("t")), o.app_user_id
-            FROM transactions t JOIN ownership o ON o.original_transaction_id = t.original_transaction_id
-            WHERE t.environment = ?
-            """
-        ).bind([environment])
+        try held(
+            db.cached(
+                """
+                SELECT \(ReceiptStore.transactionColumns("t")), o.app_user_id
+                FROM transactions t JOIN ownership o ON o.original_transaction_id = t.original_transaction_id
+                WHERE t.environment = ?
+                """
+            ).bind([environment]))
+    }
+
+    /// The transactions of `environment` that `appUserID` holds.
+    public func purchases(environment: String, heldBy appUserID: String) throws -> [HeldPurchase] {
+        try held(
+            db.cached(
+                """
+                SELECT \(ReceiptStore.transactionColumns("t")), o.app_user_id
+                FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
+                WHERE o.app_user_id = ? AND t.environment = ?
+                """
+            ).bind([appUserID, environment]))
+    }
+
+    private func held(_ q: Statement) throws -> [HeldPurchase] {
         let userColumn = Int32(22 + ReceiptStore.commerceColumns.count)
         var rows: [HeldPurchase] = []
         while try q.step() {

@@ -81,7 +81,25 @@ struct ChartResponsesTests {
             #expect(csv.status == 200 && csv.head.lowercased().contains("content-type: text/csv"))
             #expect(csv.body.hasPrefix("period,subscriptions,trials\r\n\(period),2,0\r\n"))
 
+            // A customer's money: their one sale, with its commission and proceeds, and the total.
+            let money = try await request(
+                port, "GET", "/v1/subscribers/ana/money?environment=sandbox", key: TestSecrets.secretKey)
+            #expect(money.status == 200, "\(money.body)")
+            let sold = (money.json["transactions"] as? [[String: Any]])?.first
+            #expect(sold?["transaction_id"] as? String == "7001" && sold?["gross"] as? String == "9.990", "\(money.body)")
+            #expect(sold?["commission_percent"] as? Int == 30 && sold?["proceeds"] as? String == "6.993")
+            #expect(sold?["tax"] is NSNull && sold?["unpaid"] is NSNull)
+            let totals = money.json["totals"] as? [[String: Any]]
+            #expect(
+                totals?.count == 1 && totals?.first?["currency"] as? String == "USD"
+                    && totals?.first?["net"] as? String == "9.990")
+            let production = try await request(port, "GET", "/v1/subscribers/ana/money", key: TestSecrets.secretKey)
+            #expect((production.json["transactions"] as? [Any])?.isEmpty == true, "production by default: \(production.body)")
+            #expect(try await request(port, "GET", "/v1/subscribers/nobody/money", key: TestSecrets.secretKey).status == 404)
+            #expect(try await request(port, "GET", "/v1/subscribers/ana/money", key: TestSecrets.publicKey).status == 403)
+
             for (target, code) in [
+                ("/v1/subscribers/ana/money?environment=test", 400),
                 ("/v1/admin/charts/arpu", 400), ("/v1/admin/charts/revenue?resolution=hour", 400),
                 ("/v1/admin/charts/revenue?tz=Mars/Olympus", 400), ("/v1/admin/charts/revenue?currency=usd", 400),
                 ("/v1/admin/charts/cohorts/drill?period=\(period)&measure=ltv&resolution=month", 400),

@@ -177,6 +177,7 @@ public final class Application: Sendable {
             promote: PromoteSubscriber(database: database, read: readSubscriber, logger: logger, clock: clock),
             statistics: Statistics(database: database, state: state, logger: logger, clock: clock),
             charts: ReadChart(database: database, settings: configuration.analytics, logger: logger, clock: clock),
+            customerMoney: ReadCustomerMoney(database: database, settings: configuration.analytics, logger: logger),
             refresher: refresher,
             console: Console(), appStore: client,
             limiter: RateLimiter(configuration.limits), telemetry: telemetry, documentCache: documentCache,
