@@ -50,35 +50,39 @@ public struct CustomerMoney: Sendable, Equatable {
     public init(_ entries: [Ledger.Entry], settings: AnalyticsSettings) {
         let commission = Commission(entries, smallBusinessApps: settings.smallBusinessApps)
         var byCurrency: [String: Total] = [:]
-        lines = entries.sorted { ($0.purchase.purchaseDate ?? .min, $0.purchase.transactionID) > ($1.purchase.purchaseDate ?? .min, $1.purchase.transactionID) }
-            .map { e in
-                let p = e.purchase
-                var line = Line(
-                    transactionID: p.transactionID, originalTransactionID: p.originalTransactionID, productID: p.productID,
-                    purchaseDate: p.purchaseDate, price: settings.price(of: p))
-                if p.isFamilyShared {
-                    line.unpaid = "family_shared"
-                } else if p.isFreeTrial {
-                    line.unpaid = "free_trial"
-                } else if let price = line.price, price.milliunits > 0 {
-                    let tax = p.commerce.storefront.flatMap { settings.taxRates[$0] }
-                    let c = Charge(entry: e, price: price, commissionPercent: commission.percent(e), taxPPM: tax)
-                    (line.gross, line.refunds, line.refundKind, line.tax) = (c.gross, c.refunds, c.refundKind, c.tax)
-                    (line.commissionPercent, line.proceeds) = (c.commissionPercent, c.proceeds)
-                    line.commission = c.net - (c.tax ?? 0) - c.proceeds
-                    var total = byCurrency[price.currency] ?? Total(currency: price.currency)
-                    total.transactions += 1
-                    total.gross += c.gross
-                    total.refunds += c.refunds
-                    total.tax += c.tax ?? 0
-                    total.commission += line.commission
-                    total.proceeds += c.proceeds
-                    byCurrency[price.currency] = total
-                } else {
-                    line.unpaid = line.price == nil ? "no_price" : "free"
-                }
-                return line
+        let newestFirst = entries.sorted {
+            ($0.purchase.purchaseDate ?? .min, $0.purchase.transactionID) > (
+                $1.purchase.purchaseDate ?? .min, $1.purchase.transactionID
+            )
+        }
+        lines = newestFirst.map { e in
+            let p = e.purchase
+            var line = Line(
+                transactionID: p.transactionID, originalTransactionID: p.originalTransactionID, productID: p.productID,
+                purchaseDate: p.purchaseDate, price: settings.price(of: p))
+            if p.isFamilyShared {
+                line.unpaid = "family_shared"
+            } else if p.isFreeTrial {
+                line.unpaid = "free_trial"
+            } else if let price = line.price, price.milliunits > 0 {
+                let tax = p.commerce.storefront.flatMap { settings.taxRates[$0] }
+                let c = Charge(entry: e, price: price, commissionPercent: commission.percent(e), taxPPM: tax)
+                (line.gross, line.refunds, line.refundKind, line.tax) = (c.gross, c.refunds, c.refundKind, c.tax)
+                (line.commissionPercent, line.proceeds) = (c.commissionPercent, c.proceeds)
+                line.commission = c.net - (c.tax ?? 0) - c.proceeds
+                var total = byCurrency[price.currency] ?? Total(currency: price.currency)
+                total.transactions += 1
+                total.gross += c.gross
+                total.refunds += c.refunds
+                total.tax += c.tax ?? 0
+                total.commission += line.commission
+                total.proceeds += c.proceeds
+                byCurrency[price.currency] = total
+            } else {
+                line.unpaid = line.price == nil ? "no_price" : "free"
             }
+            return line
+        }
         totals = byCurrency.keys.sorted().map { byCurrency[$0]! }
     }
 }

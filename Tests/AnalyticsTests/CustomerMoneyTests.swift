@@ -10,14 +10,17 @@ import Testing
             priceTable: ["lifetime": ["*": .init(milliunits: 29_990, currency: "USD")]])
         let entries = [
             // A free trial, then 9.99 EUR in Germany, half refunded: 4.995 net, 0.798 tax, 2.938 proceeds.
-            sale("t0", user: "u", original: "o", from: at(2026, 1, 1), to: at(2026, 1, 8), currency: "EUR", storefront: "DEU",
+            sale(
+                "t0", user: "u", original: "o", from: at(2026, 1, 1), to: at(2026, 1, 8), currency: "EUR", storefront: "DEU",
                 trial: true),
-            sale("t1", user: "u", original: "o", from: at(2026, 1, 8), to: at(2026, 2, 8), price: 9990, currency: "EUR",
+            sale(
+                "t1", user: "u", original: "o", from: at(2026, 1, 8), to: at(2026, 2, 8), price: 9990, currency: "EUR",
                 storefront: "DEU", refundedAt: at(2026, 1, 20), revocationType: "REFUND_PRORATED",
                 revocationPercentage: 50_000),
             // The next month whole: 8.395 before tax (9.99 ÷ 1.19 = 8.3949…), so 1.595 tax; 70 % of 8.395
             // is 5.8765, half-even 5.876.
-            sale("t2", user: "u", original: "o", from: at(2026, 2, 8), to: at(2026, 3, 8), price: 9990, currency: "EUR",
+            sale(
+                "t2", user: "u", original: "o", from: at(2026, 2, 8), to: at(2026, 3, 8), price: 9990, currency: "EUR",
                 storefront: "DEU"),
             // A lifetime purchase priced by the table (USA: no tax rate), and one nothing prices.
             sale("l1", user: "u", product: "lifetime", from: at(2026, 3, 1), to: nil),
@@ -38,7 +41,8 @@ import Testing
         #expect((l1.tax, l1.proceeds) == (nil, 20_993))  // 70 % of 29.99, half-even
         #expect(money.totals.map(\.currency) == ["EUR", "USD"])
         let eur = money.totals[0]
-        #expect((eur.transactions, eur.gross, eur.refunds, eur.net, eur.tax, eur.proceeds) == (2, 19_980, 4995, 14_985, 2393, 8814))
+        #expect(
+            (eur.transactions, eur.gross, eur.refunds, eur.net, eur.tax, eur.proceeds) == (2, 19_980, 4995, 14_985, 2393, 8814))
         #expect(eur.commission == t1.commission + t2.commission)
         #expect(money.totals[1].proceeds == 20_993)
     }
