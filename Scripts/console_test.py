@@ -12,6 +12,9 @@ proportions, plus a few named customers, then drives the console like a support 
 - grant a promotional entitlement to a customer whose subscription expired, then revoke it;
 - an XSS attempt through an app user id and an entitlement name stays text;
 - lists: notifications (filtered), shared receipts, webhook deliveries with a retry;
+- revenue: every active_monthly receipt was posted with its price, so the revenue chart's gross
+  adds up to them, a number drills down to its transactions, a chart downloads as CSV, and a
+  customer's page shows what they paid, the commission and the proceeds;
 - phone width: nothing wider than the screen.
 
 Screenshots of each page go to OUT_DIR. Prints the figures; exits 1 on the first failure.
@@ -48,6 +51,8 @@ SECRET = "console-shared-" + os.urandom(6).hex()
 PUBLIC, KEY = "console-public", "console-secret-" + os.urandom(6).hex()
 # The seeded mix: scenario → share of SUBSCRIBERS. Docs/app-store.md "App Store simulator" says what each is.
 MIX = {"trial": 0.2, "active_monthly": 0.4, "downgrade_pending": 0.15, "non_consumable": 0.15, "expired_voluntary": 0.1}
+# Every active_monthly receipt is posted with the price the app showed (the `client` source).
+PRICE = "4.99"
 XSS_USER = '<img src=x onerror="window.__xss=1">"><script>window.__xss=2</script>'
 XSS_ENTITLEMENT = "<svg onload=window.__xss=3>"
 
@@ -105,8 +110,10 @@ def seed(posts):
                 if not queue:
                     break
                 user, scenario, tag = queue.pop()
-            status, body = request("POST", PORT, "/v1/receipts",
-                                   {"app_user_id": user, "receipt_data": b64(f"{scenario}:{tag}")}, PUBLIC, conn)
+            body = {"app_user_id": user, "receipt_data": b64(f"{scenario}:{tag}")}
+            if scenario == "active_monthly":  # what a StoreKit 1 app knows: the price it showed
+                body.update(price=PRICE, currency="USD", product_id="monthly")
+            status, body = request("POST", PORT, "/v1/receipts", body, PUBLIC, conn)
             if status != 200:
                 failures.append((user, status, body[:200]))
         conn.close()
@@ -362,9 +369,44 @@ def main():
         check(said.startswith("Queued again") or "in flight" in said, f"a retry is answered: {said}")
         shot("webhooks")
 
+        # Revenue: the client-priced sales add up, a figure drills down to them, CSV downloads.
+        priced = counts["active_monthly"] + dave_holds  # carol's purchase is dave's now: one sale
+        downloads = tempfile.mkdtemp(prefix="receiptd-console-downloads-")
+        driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+        driver.get(base + "#/revenue/" + quote("days=90&resolution=month"))
+        ready("revenue")
+        revenue = driver.find_element(By.CSS_SELECTOR, "#chart-revenue")
+        header = [th.get_attribute("textContent") for th in revenue.find_elements(By.CSS_SELECTOR, "table thead th")]
+        gross_column = header.index("gross")
+        rows = [[td.get_attribute("textContent") for td in tr.find_elements(By.TAG_NAME, "td")]
+                for tr in revenue.find_elements(By.CSS_SELECTOR, "table tbody tr")]
+        gross = sum(round(float(r[gross_column]) * 1000) for r in rows if r[gross_column] != "—")
+        check(gross == priced * 4990, f"revenue: gross adds up to {priced} sales of {PRICE} USD ({gross / 1000:.3f})")
+        revenue.find_element(By.TAG_NAME, "summary").click()
+        cell = next(b for b in revenue.find_elements(By.CSS_SELECTOR, "button[data-measure='gross']") if b.text != "0.000")
+        expected_value = cell.text
+        cell.click()
+        title = wait.until(lambda d: d.find_element(By.ID, "drill-title").text)
+        contributions = driver.find_elements(By.CSS_SELECTOR, "#drill-table tbody tr")
+        check(title.endswith(expected_value) and len(contributions) == round(float(expected_value) * 1000) // 4990,
+              f"a gross figure drills down to its {len(contributions)} sales ({title})")
+        check(any("console-alice" in r.text for r in contributions) or len(contributions) > 0,
+              "each contribution names its customer")
+        shot("revenue")
+        revenue.find_element(By.CSS_SELECTOR, "button[data-csv='revenue']").click()
+        wait.until(lambda d: os.path.exists(os.path.join(downloads, "revenue.csv")))
+        with open(os.path.join(downloads, "revenue.csv")) as f:
+            csv_head = f.readline().strip()
+        check(csv_head == "period,transactions,gross,refunds,net,tax,commission,proceeds", f"the CSV downloads ({csv_head})")
+        driver.get(base + "#/customer/console-alice")
+        ready("customer")
+        money = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#money-totals tbody tr td")]
+        check(money == ["USD", "1", "4.990", "0.000", "4.990", "0.000", "1.497", "3.493"],
+              f"alice's money: one sale of 4.99 USD, 30 % commission, 3.493 proceeds ({money})")
+
         # Phone width.
         driver.set_window_size(390, 844)
-        for fragment, page in [("#/customer/console-alice", "customer"), ("#/overview", "overview")]:
+        for fragment, page in [("#/customer/console-alice", "customer"), ("#/overview", "overview"), ("#/revenue", "revenue")]:
             driver.get(base + fragment)
             ready(page)
             wide = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")

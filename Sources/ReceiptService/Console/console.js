@@ -118,7 +118,7 @@
     route();
   }
 
-  const pages = { overview, customer, notifications, shared, webhooks };
+  const pages = { overview, revenue, customer, notifications, shared, webhooks };
 
   function route() {
     if (!sessionStorage.getItem(KEY)) return logout();
@@ -276,6 +276,108 @@
       stats.webhooks.map((w) => [w.endpoint, String(w.pending), String(w.oldest_pending_seconds)]), [1, 2]));
   }
 
+  // ---- Revenue -----------------------------------------------------------------------------
+
+  // The charts the page draws, each with the measures it plots (the table shows every measure).
+  const CHARTS = [
+    ["revenue", "Revenue", ["gross", "net", "proceeds"]],
+    ["mrr", "MRR", ["mrr"]],
+    ["actives", "Active subscriptions and trials", ["subscriptions", "trials"]],
+    ["trials", "New trials", ["new_trials"]],
+    ["trial_conversion", "Trial conversion (by trial start)", ["converted", "pending", "abandoned"]],
+    ["churn", "Churn", ["churned", "resubscribed"]],
+    ["refund_rate", "Refunds", ["refunded_transactions", "paid_transactions"]],
+  ];
+  // Ratios are computed from other measures: their parts are drilled into, not they.
+  const RATIOS = ["conversion_rate", "churn_rate", "refund_rate", "ltv"];
+
+  async function revenue(page, argument) {
+    const params = new URLSearchParams(argument || "");
+    const days = Number(params.get("days")) || 90;
+    const resolution = params.get("resolution") || (days > 120 ? "month" : days > 31 ? "week" : "day");
+    const environment = params.get("environment") === "sandbox" ? "sandbox" : "production";
+    const currency = /^[A-Z]{3}$/.test(params.get("currency") || "") ? params.get("currency") : "";
+    page.appendChild(el("h1", {}, "Revenue"));
+    const form = el("form", { class: "row card", "aria-label": "Range", id: "revenue-form" },
+      el("div", {}, el("label", { for: "r-days" }, "Range"),
+        el("select", { id: "r-days" }, [30, 90, 365, 730].map((d) => el("option", { value: d, selected: d === days }, `Last ${d} days`)))),
+      el("div", {}, el("label", { for: "r-resolution" }, "Per"),
+        el("select", { id: "r-resolution" }, ["day", "week", "month"].map((r) => el("option", { value: r, selected: r === resolution }, r)))),
+      el("div", {}, el("label", { for: "r-currency" }, "Currency"),
+        el("input", { id: "r-currency", value: currency, placeholder: "reporting", size: 9, maxlength: 3, pattern: "[A-Z]{3}" })),
+      el("div", {}, el("label", { for: "r-environment" }, "Environment"),
+        el("select", { id: "r-environment" }, ["production", "sandbox"].map((e) => el("option", { value: e, selected: e === environment }, e)))),
+      el("button", { type: "submit" }, "Show"));
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const next = new URLSearchParams({ days: $("r-days").value, resolution: $("r-resolution").value, environment: $("r-environment").value });
+      if ($("r-currency").value) next.set("currency", $("r-currency").value.trim().toUpperCase());
+      location.hash = "#/revenue/" + enc(next.toString());
+    });
+    page.appendChild(form);
+    page.appendChild(el("p", { class: "muted" }, "Proceeds, tax and commission are estimates (Docs/analytics.md). ",
+      "Select a number in a table to see the transactions that make it."));
+    const query = new URLSearchParams({ resolution, environment, from: new Date(Date.now() - days * 864e5).toISOString().slice(0, 10) });
+    if (currency) query.set("currency", currency);
+    const drill = el("section", { id: "drill", "aria-live": "polite" });
+    const answers = await Promise.all(CHARTS.map(([chart]) => api("GET", `/v1/admin/charts/${chart}?${query}`)));
+    answers.forEach((answer, n) => page.appendChild(chartSection(CHARTS[n], answer, query, drill)));
+    page.appendChild(drill);
+  }
+
+  /** One chart: its line chart, the left-out and untaxed notes, the table of every number, CSV. */
+  function chartSection([chart, title, plotted], answer, query, drill) {
+    const money = chart === "revenue" || chart === "mrr";
+    const caption = money ? `${title} (${answer.currency})` : title;
+    const labels = answer.values.map((v) => v.period.slice(answer.resolution === "month" ? 0 : 5, answer.resolution === "month" ? 7 : 10));
+    const section = el("section", { id: "chart-" + chart, "data-chart": chart });
+    section.appendChild(lineChart(labels, plotted.filter((m) => answer.measures.includes(m))
+      .map((m) => ({ name: m, values: answer.values.map((v) => Number(v[m]) || 0) })), caption));
+    const notes = [];
+    if (answer.missing_rates.length) notes.push("No exchange rate for " + answer.missing_rates.map((r) => `${r.currency} on ${r.day} (${r.transactions})`).join(", ") + ": left out.");
+    if (answer.missing_prices.length) notes.push("No price for " + answer.missing_prices.map((p) => `${p.product_id}${p.storefront ? " in " + p.storefront : ""} (${p.transactions})`).join(", ") + ": left out.");
+    if (answer.untaxed_storefronts.length) notes.push("No tax rate for " + answer.untaxed_storefronts.join(", ") + ": proceeds before tax.");
+    for (const note of notes) section.appendChild(el("p", { class: "note" }, note));
+    const rows = answer.values.map((v) => [v.period].concat(answer.measures.map((m) => {
+      if (v[m] === null || v[m] === undefined) return "—";
+      if (RATIOS.includes(m) || m.startsWith("retention_")) return String(v[m]);
+      return el("button", { type: "button", class: "link", "data-measure": m, "data-period": v.period,
+        title: `What makes ${m} of ${v.period}`, onclick: () => showDrill(drill, chart, v.period, m, query) }, String(v[m]));
+    })));
+    const numbers = table(["Period"].concat(answer.measures), rows, answer.measures.map((_, i) => i + 1));
+    numbers.classList.add("numbers");
+    section.appendChild(el("details", { class: "card" }, el("summary", {}, `Every number of ${title.toLowerCase()}`), numbers));
+    section.appendChild(el("button", { type: "button", class: "secondary", "data-csv": chart, onclick: () => downloadCSV(`/v1/admin/charts/${chart}?${query}&format=csv`, `${chart}.csv`) }, "Download CSV"));
+    return section;
+  }
+
+  async function showDrill(holder, chart, period, measure, query) {
+    const d = await api("GET", `/v1/admin/charts/${chart}/drill?${query}&period=${enc(period)}&measure=${enc(measure)}`).catch((e) => { say(e.message); return null; });
+    if (!d) return;
+    clear(holder);
+    holder.appendChild(el("h2", { id: "drill-title", tabindex: -1 }, `${measure} of ${period} (${chart}): ${d.value}`));
+    holder.appendChild(table(["Customer", "Purchase", "Transaction", "Contribution", "Detail"], d.contributions.map((c) => [
+      el("a", { href: "#/customer/" + enc(c.app_user_id) }, c.app_user_id), c.original_transaction_id, show(c.transaction_id),
+      String(c.value), show(c.detail)]), [3]));
+    holder.lastChild.id = "drill-table";
+    holder.appendChild(el("button", { type: "button", class: "secondary",
+      onclick: () => downloadCSV(`/v1/admin/charts/${chart}/drill?${query}&period=${enc(period)}&measure=${enc(measure)}&format=csv`, `${chart}-${measure}-${period}.csv`) }, "Download CSV"));
+    $("drill-title").focus();
+  }
+
+  /** A CSV the API sends (the key goes in a header, so a plain link cannot), saved as a file. */
+  async function downloadCSV(path, name) {
+    const response = await fetch(path, { headers: { Authorization: "Bearer " + sessionStorage.getItem(KEY) } });
+    if (!response.ok) { say("Download failed: HTTP " + response.status); return; }
+    const url = URL.createObjectURL(await response.blob());
+    const a = el("a", { href: url, download: name, hidden: true });
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+    say("Downloaded " + name + ".");
+  }
+
   // ---- Customer ----------------------------------------------------------------------------
 
   async function find(query) {
@@ -347,6 +449,10 @@
       Object.keys(doc.non_subscriptions).sort().flatMap((p) => doc.non_subscriptions[p].map((n) =>
         [p, n.product_type, show(n.active), when(n.purchased_at), when(n.expires_at), when(n.refunded_at), n.transaction_id]))));
 
+    const environment = Object.values(doc.subscriptions).concat(...Object.values(doc.non_subscriptions))
+      .map((p) => p.environment).find((e) => e === "sandbox" || e === "production") || "production";
+    page.appendChild(await moneySection(user, environment));
+
     const timeline = el("section", { id: "timeline-section" }, el("h2", {}, "Events"));
     page.appendChild(timeline);
     const events = await api("GET", `/v1/subscribers/${enc(user)}/events?limit=50`);
@@ -370,6 +476,28 @@
         raw.appendChild(el("pre", { id: "raw", tabindex: 0 }, pretty));
       } }, "Show raw data"));
     page.appendChild(raw);
+  }
+
+  /** What they paid: each transaction's price, refund, tax, commission and proceeds; totals per currency. */
+  async function moneySection(user, environment) {
+    const m = await api("GET", `/v1/subscribers/${enc(user)}/money?environment=${environment}`);
+    const price = (p) => (p ? `${p.amount} ${p.currency} (${p.source})` : "—");
+    const why = { free_trial: "free trial", family_shared: "family shared", no_price: "no price known", free: "free" };
+    const section = el("section", { id: "money" }, el("h2", {}, "Money"),
+      el("p", { class: "muted" }, `What they paid in ${environment}; tax, commission and proceeds are estimates.`));
+    const totals = table(["Currency", "Sales", "Gross", "Refunds", "Net", "Tax", "Commission", "Proceeds"],
+      m.totals.map((t) => [t.currency, String(t.transactions), t.gross, t.refunds, t.net, t.tax, t.commission, t.proceeds]),
+      [1, 2, 3, 4, 5, 6, 7]);
+    totals.id = "money-totals";
+    section.appendChild(totals);
+    const lines = table(["Purchased", "Product", "Transaction", "Price", "Refunds", "Tax", "Commission", "Proceeds"],
+      m.transactions.map((t) => [when(t.purchased_at), t.product_id, t.transaction_id, price(t.price),
+        t.unpaid ? why[t.unpaid] || t.unpaid : t.refunds + (t.refund_kind ? ` (${t.refund_kind.replace("_", " ")})` : ""),
+        t.unpaid ? "—" : show(t.tax), t.unpaid ? "—" : `${t.commission} (${t.commission_percent} %)`, t.unpaid ? "—" : t.proceeds]),
+      [4, 5, 6, 7]);
+    lines.id = "money-transactions";
+    section.appendChild(el("details", { class: "card" }, el("summary", {}, `Every transaction (${m.transactions.length})`), lines));
+    return section;
   }
 
   function eventList(events) {
