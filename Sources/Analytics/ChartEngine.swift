@@ -76,6 +76,8 @@ struct Book {
     var missingRateCounts: [String: Int] = [:]
     var missingPrices: [String: (String, String?, Int)] = [:]
     var untaxed: Set<String> = []
+    /// Stocks held over spans: per measure, the differences at each period (``hold``).
+    var held: [String: [Int64]] = [:]
 
     init(
         q: ChartQuery, grid: PeriodGrid, currency: String, rates: ExchangeRates, settings: AnalyticsSettings,
@@ -108,6 +110,52 @@ struct Book {
                 originalTransactionID: e.purchase.originalTransactionID, transactionID: e.purchase.transactionID, value: value,
                 detail: detail))
     }
+
+    /// Adds `value` to `measure` at each period whose instant (`instants`, ascending; nil from
+    /// the first period not begun) falls in [`start`, `end`): a stock held over a span, summed
+    /// as a difference at both ends and settled by ``settle(_:instants:money:)``, so a line
+    /// costs its pieces, not the periods it spans.
+    mutating func hold(
+        _ measure: String, _ value: Int64, from start: Int64, to end: Int64, instants: [Int64], _ e: Ledger.Entry,
+        money: Bool = false, detail: String? = nil
+    ) {
+        let low = Self.firstIndex(in: instants, atLeast: start)
+        let high = Self.firstIndex(in: instants, atLeast: end)
+        guard low < high else { return }
+        held[measure, default: Array(repeating: 0, count: instants.count + 1)][low] += value
+        held[measure]![high] -= value
+        guard let focus, focus.1 == measure, (low..<high).contains(focus.0) else { return }
+        contributions.append(
+            Contribution(
+                period: grid.periods[focus.0].label, measure: measure, appUserID: e.appUserID,
+                originalTransactionID: e.purchase.originalTransactionID, transactionID: e.purchase.transactionID,
+                value: money ? .money(value) : .count(value), detail: detail))
+    }
+
+    /// The held measures' values at each period with an instant.
+    mutating func settle(_ names: [String], instants: [Int64], money: Set<String> = []) {
+        for name in names {
+            var running: Int64 = 0
+            let differences = held[name] ?? Array(repeating: 0, count: instants.count + 1)
+            for i in instants.indices {
+                running += differences[i]
+                values[i][name] = money.contains(name) ? .money(running) : .count(running)
+            }
+        }
+    }
+
+    /// The first index of `sorted` whose value is at least `t` (`sorted.count` when none).
+    static func firstIndex(in sorted: [Int64], atLeast t: Int64) -> Int {
+        var (low, high) = (0, sorted.count)
+        while low < high {
+            let mid = (low + high) / 2
+            if sorted[mid] < t { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// Each begun period's last instant that has happened (its end, or now), ascending.
+    var observedInstants: [Int64] { grid.periods.compactMap(observed) }
 
     /// Sets a measure to zero where nothing contributed, for the periods that have begun.
     mutating func zero(_ names: [String], money: Set<String> = []) {
@@ -186,20 +234,21 @@ struct Book {
 
     /// Each active paid subscription's price normalised to a month, at the end of each period.
     mutating func mrr(_ lines: [SubscriptionLine]) {
-        for (i, period) in grid.periods.enumerated() {
-            guard let t = observed(period) else { continue }
-            for line in lines {
-                guard let e = line.payingEntry(at: t) else { continue }
-                add(i, "subscriptions", .count(1), e)
-                guard let c = charge(e), let (n, d, name) = Self.monthly(e.purchase),
+        let instants = observedInstants
+        for line in lines {
+            for piece in line.payingPieces {
+                let e = piece.entry
+                hold("subscriptions", 1, from: piece.start, to: piece.end, instants: instants, e)
+                guard Self.firstIndex(in: instants, atLeast: piece.start) < Self.firstIndex(in: instants, atLeast: piece.end),
+                    let c = charge(e), let (n, d, name) = Self.monthly(e.purchase),
                     let monthly = convert(c.price.milliunits, c, times: n, over: d)
                 else { continue }
                 let detail = "\(Money.text(c.price.milliunits)) \(c.price.currency) per \(name)"
-                add(i, "mrr", .money(monthly), e, detail: detail)
-                add(i, "arr", .money(monthly * 12), e, detail: detail)
+                hold("mrr", monthly, from: piece.start, to: piece.end, instants: instants, e, money: true, detail: detail)
+                hold("arr", monthly * 12, from: piece.start, to: piece.end, instants: instants, e, money: true, detail: detail)
             }
         }
-        zero(["subscriptions", "mrr", "arr"], money: moneyMeasures)
+        settle(["subscriptions", "mrr", "arr"], instants: instants, money: moneyMeasures)
     }
 
     /// RevenueCat's normalisation to a month, by the length of the period paid for.
@@ -222,16 +271,14 @@ struct Book {
     /// Paid subscriptions (grace period included, family sharing not) and free trials active
     /// at the end of each period.
     mutating func actives(_ lines: [SubscriptionLine]) {
-        for (i, period) in grid.periods.enumerated() {
-            guard let t = observed(period) else { continue }
-            for line in lines {
-                if let e = line.payingEntry(at: t) { add(i, "subscriptions", .count(1), e) }
-                if let trial = line.entries.last(where: { Self.isTrial($0.purchase, at: t) }) {
-                    add(i, "trials", .count(1), trial)
-                }
+        let instants = observedInstants
+        for line in lines {
+            for piece in line.payingPieces {
+                hold("subscriptions", 1, from: piece.start, to: piece.end, instants: instants, piece.entry)
             }
+            for piece in line.trialPieces { hold("trials", 1, from: piece.start, to: piece.end, instants: instants, piece.entry) }
         }
-        zero(["subscriptions", "trials"])
+        settle(["subscriptions", "trials"], instants: instants)
     }
 
     static func isTrial(_ p: Purchase, at t: Int64) -> Bool {
@@ -279,23 +326,24 @@ struct Book {
     /// resumed; resubscribed: paid access resumed after a gap. Rate: (churned − resubscribed) ÷
     /// paid actives at the period's start.
     mutating func churn(_ lines: [SubscriptionLine]) {
-        for (i, period) in grid.periods.enumerated() {
-            guard period.start <= q.now else { continue }
-            let end = min(period.end, q.now + 1)
-            for line in lines {
-                if let e = line.payingEntry(at: period.start) { add(i, "actives_at_start", .count(1), e) }
-                for (n, interval) in line.paid.enumerated() {
-                    if interval.end >= period.start && interval.end < end, let e = line.payingEntry(at: interval.end - 1) {
-                        add(i, "churned", .count(1), e, detail: "paid access ended")
-                    }
-                    if n > 0, interval.start >= period.start && interval.start < end, let e = line.payingEntry(at: interval.start)
-                    {
-                        add(i, "resubscribed", .count(1), e, detail: "paid access resumed after a gap")
-                    }
+        let starts = grid.periods.map(\.start).filter { $0 <= q.now }
+        for line in lines {
+            for piece in line.payingPieces {
+                hold("actives_at_start", 1, from: piece.start, to: piece.end, instants: starts, piece.entry)
+            }
+            for (n, interval) in line.paid.enumerated() {
+                if interval.end <= q.now, let i = grid.index(of: interval.end), let e = line.payingEntry(at: interval.end - 1) {
+                    add(i, "churned", .count(1), e, detail: "paid access ended")
+                }
+                if n > 0, interval.start <= q.now, let i = grid.index(of: interval.start),
+                    let e = line.payingEntry(at: interval.start)
+                {
+                    add(i, "resubscribed", .count(1), e, detail: "paid access resumed after a gap")
                 }
             }
         }
-        zero(["actives_at_start", "churned", "resubscribed"])
+        settle(["actives_at_start"], instants: starts)
+        zero(["churned", "resubscribed"])
         ratio("churn_rate", "churned", "actives_at_start", minus: "resubscribed")
     }
 

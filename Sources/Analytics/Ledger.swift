@@ -107,6 +107,45 @@ struct SubscriptionLine {
         return begun.last { ($0.purchase.accessEnd ?? .min) > t } ?? begun.last
     }
 
+    /// A span of time over which one transaction stands for the line.
+    struct Piece {
+        var start: Int64
+        var end: Int64
+        var entry: Ledger.Entry
+    }
+
+    /// ``payingEntry(at:)`` over all time, as the pieces where it is one transaction: it can
+    /// change only where a paid interval, a purchase or an access begins or ends.
+    var payingPieces: [Piece] {
+        let paidEntries = entries.filter(\.purchase.isPaidPeriod)
+        let times =
+            paid.flatMap { [$0.start, $0.end] }
+            + paidEntries.flatMap { [$0.purchase.purchaseDate, $0.purchase.accessEnd].compactMap { $0 } }
+        return Self.pieces(at: times) { payingEntry(at: $0) }
+    }
+
+    /// The free trial giving access over all time (the latest begun, as ``actives`` counts it).
+    var trialPieces: [Piece] {
+        let trials = entries.filter { $0.purchase.isFreeTrial && !$0.purchase.isFamilyShared }
+        let times = trials.flatMap { [$0.purchase.purchaseDate, $0.purchase.accessEnd].compactMap { $0 } }
+        return Self.pieces(at: times) { t in trials.last { Book.isTrial($0.purchase, at: t) } }
+    }
+
+    /// Where `entry(at:)` is some transaction, given every instant where it may change.
+    static func pieces(at times: [Int64], _ entry: (Int64) -> Ledger.Entry?) -> [Piece] {
+        let cuts = Array(Set(times)).sorted()
+        var pieces: [Piece] = []
+        for (start, end) in zip(cuts, cuts.dropFirst()) {
+            guard let e = entry(start) else { continue }
+            if let last = pieces.last, last.end == start, last.entry.purchase.transactionID == e.purchase.transactionID {
+                pieces[pieces.count - 1].end = end
+            } else {
+                pieces.append(Piece(start: start, end: end, entry: e))
+            }
+        }
+        return pieces
+    }
+
     static func lines(_ ledger: Ledger, filters: ChartFilters) -> [SubscriptionLine] {
         var byOriginal: [String: [Ledger.Entry]] = [:]
         for e in ledger.entries where filters.admits(e) && e.purchase.expiresDate != nil {

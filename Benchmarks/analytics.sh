@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# What the subscription charts cost (Docs/analytics.md), on SQLite, release build, loopback:
+#   1. SUBSCRIBERS customers (default 1,000,000; about ten transactions each) over the two years
+#      before now, written straight into a migrated database (Benchmarks/analytics_data.py);
+#   2. each chart for the two years at day resolution (cohorts: by month), RUNS times one after
+#      another: the median and the slowest answer (curl's total time), or "timed out" past
+#      TIMEOUT seconds; then a drill-down into one day's gross revenue;
+#   3. POST /v1/receipts at 64 connections for the run's seconds, every request a new user, on
+#      that database: the rate, to set beside the same run once charts come from rollups.
+# Needs: apt-get install -y wrk curl sqlite3 python3 libsqlite3-dev libcurl4-openssl-dev zlib1g-dev
+# Usage: [SUBSCRIBERS=N] [RUNS=5] [TIMEOUT=600] Benchmarks/analytics.sh [seconds of POSTs, default 10]
+source "$(dirname "$0")/lib.sh"
+subscribers=${SUBSCRIBERS:-1000000}
+runs=${RUNS:-5}
+timeout=${TIMEOUT:-600}
+
+bin=$("$root/Scripts/release-bin.sh")
+cd "$out"
+env "${receiptd_env[@]}" "$bin/receiptd" migrate --config-dir "$root/Config" >/dev/null
+started=$(date +%s)
+python3 "$here/analytics_data.py" "$out/bench.sqlite" "$subscribers"
+echo "generated in $(( $(date +%s) - started )) s; database $(du -sh "$out/bench.sqlite" | cut -f1)"
+
+"$bin/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
+for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
+env "${receiptd_env[@]}" "$bin/receiptd" serve --config-dir "$root/Config" >>"$out/receiptd.log" 2>&1 &
+for _ in $(seq 600); do curl -sf -o /dev/null http://127.0.0.1:18095/readyz && break; sleep 0.1; done
+
+from=$(date -u -d '730 days ago' +%Y-%m-%d)
+timed() { # timed PATH: RUNS GETs one after another; prints "median X ms, max Y ms" or "timed out"
+  local times=() status t
+  for _ in $(seq "$runs"); do
+    read -r status t < <(curl -s -o /dev/null -m "$timeout" -w '%{http_code} %{time_total}\n' \
+      -H "Authorization: Bearer bench-secret" "http://127.0.0.1:18095$1" || echo "000 0")
+    if [ "$status" != 200 ]; then echo "answered $status (timed out past ${timeout} s or failed)"; return; fi
+    times+=("$(echo "$t" | awk '{printf "%.1f", $1 * 1000}')")
+  done
+  printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "median %s ms, max %s ms", a[int((NR+1)/2)], a[NR]}'
+}
+for chart in revenue mrr actives trials trial_conversion churn refund_rate; do
+  printf '%-18s %s\n' "$chart" "$(timed "/v1/admin/charts/$chart?from=$from&resolution=day")"
+done
+printf '%-18s %s\n' "cohorts (month)" "$(timed "/v1/admin/charts/cohorts?from=$from&resolution=month")"
+day=$(date -u -d '365 days ago' +%Y-%m-%d)
+printf '%-18s %s\n' "drill (a day)" "$(timed "/v1/admin/charts/revenue/drill?from=$from&resolution=day&period=$day&measure=gross")"
+
+UNIQUE_USERS=analytics wrk -t2 -c64 -d"${secs}s" --latency --timeout 10s -s "$here/post.lua" \
+  http://127.0.0.1:18095/v1/receipts >"$out/wrk.txt"
+echo "POST /v1/receipts beside $subscribers subscribers: $(rps) req/s, p99 $(field 99%), errors $(errors)"
