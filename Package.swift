@@ -206,6 +206,7 @@ let package = Package(
             name: "ReceiptCoreTests",
             dependencies: [
                 "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
+                "Analytics", "Clocks", .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(
