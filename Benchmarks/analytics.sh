@@ -6,8 +6,10 @@
 #      another: the median and the slowest answer (curl's total time), or "timed out" past
 #      TIMEOUT seconds; then a drill-down into one day's gross revenue;
 #   3. POST /v1/receipts at 64 connections for the run's seconds, every request a new user, on
-#      that database: the rate, to set beside the same run once charts come from rollups.
-# Needs: apt-get install -y wrk curl sqlite3 python3 libsqlite3-dev libcurl4-openssl-dev zlib1g-dev
+#      that database: the rate, to set beside the same run once charts come from rollups;
+#   4. the same database copied into a throwaway PostgreSQL cluster (`receiptd copy-data`), and
+#      2. and 3. again on it.
+# Needs: apt-get install -y wrk curl python3 postgresql libsqlite3-dev libpq-dev libcurl4-openssl-dev zlib1g-dev
 # Usage: [SUBSCRIBERS=N] [RUNS=5] [TIMEOUT=600] Benchmarks/analytics.sh [seconds of POSTs, default 10]
 source "$(dirname "$0")/lib.sh"
 subscribers=${SUBSCRIBERS:-1000000}
@@ -23,11 +25,10 @@ echo "generated in $(( $(date +%s) - started )) s; database $(du -sh "$out/bench
 
 "$bin/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
 for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
-env "${receiptd_env[@]}" "$bin/receiptd" serve --config-dir "$root/Config" >>"$out/receiptd.log" 2>&1 &
-for _ in $(seq 600); do curl -sf -o /dev/null http://127.0.0.1:18095/readyz && break; sleep 0.1; done
 
 from=$(date -u -d '730 days ago' +%Y-%m-%d)
-timed() { # timed PATH: RUNS GETs one after another; prints "median X ms, max Y ms" or "timed out"
+day=$(date -u -d '365 days ago' +%Y-%m-%d)
+timed() { # timed PATH: RUNS GETs one after another; prints "median X ms, max Y ms" or why not
   local times=() status t
   for _ in $(seq "$runs"); do
     read -r status t < <(curl -s -o /dev/null -m "$timeout" -w '%{http_code} %{time_total}\n' \
@@ -37,13 +38,39 @@ timed() { # timed PATH: RUNS GETs one after another; prints "median X ms, max Y 
   done
   printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "median %s ms, max %s ms", a[int((NR+1)/2)], a[NR]}'
 }
-for chart in revenue mrr actives trials trial_conversion churn refund_rate; do
-  printf '%-18s %s\n' "$chart" "$(timed "/v1/admin/charts/$chart?from=$from&resolution=day")"
-done
-printf '%-18s %s\n' "cohorts (month)" "$(timed "/v1/admin/charts/cohorts?from=$from&resolution=month")"
-day=$(date -u -d '365 days ago' +%Y-%m-%d)
-printf '%-18s %s\n' "drill (a day)" "$(timed "/v1/admin/charts/revenue/drill?from=$from&resolution=day&period=$day&measure=gross")"
+measure() { # measure NAME [ENV=VALUE ...]: receiptd on the database the settings name, every chart, then POSTs
+  local name=$1
+  shift
+  env "${receiptd_env[@]}" "$@" "$bin/receiptd" serve --config-dir "$root/Config" >>"$out/receiptd.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 600); do curl -sf -o /dev/null http://127.0.0.1:18095/readyz && break; sleep 0.1; done
+  echo "--- $name"
+  for chart in revenue mrr actives trials trial_conversion churn refund_rate; do
+    printf '%-18s %s\n' "$chart" "$(timed "/v1/admin/charts/$chart?from=$from&resolution=day")"
+  done
+  printf '%-18s %s\n' "cohorts (month)" "$(timed "/v1/admin/charts/cohorts?from=$from&resolution=month")"
+  printf '%-18s %s\n' "drill (a day)" "$(timed "/v1/admin/charts/revenue/drill?from=$from&resolution=day&period=$day&measure=gross")"
+  UNIQUE_USERS="analytics-$name" wrk -t2 -c64 -d"${secs}s" --latency --timeout 10s -s "$here/post.lua" \
+    http://127.0.0.1:18095/v1/receipts >"$out/wrk.txt"
+  echo "POST /v1/receipts beside $subscribers subscribers: $(rps) req/s, p99 $(field 99%), errors $(errors)"
+  kill "$pid"
+  wait "$pid" 2>/dev/null || true
+}
 
-UNIQUE_USERS=analytics wrk -t2 -c64 -d"${secs}s" --latency --timeout 10s -s "$here/post.lua" \
-  http://127.0.0.1:18095/v1/receipts >"$out/wrk.txt"
-echo "POST /v1/receipts beside $subscribers subscribers: $(rps) req/s, p99 $(field 99%), errors $(errors)"
+measure SQLite
+
+pgbin=/usr/lib/postgresql/$(ls /usr/lib/postgresql | sort -n | tail -1)/bin
+as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+chmod 777 "$out"
+as_postgres "$pgbin/initdb" -D "$out/pg" -A trust -U postgres -E UTF8 --locale=C >/dev/null
+as_postgres "$pgbin/pg_ctl" -D "$out/pg" -l "$out/pg.log" -w \
+  -o "-p 18321 -k $out -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
+trap 'kill $(jobs -p) 2>/dev/null || true; as_postgres "$pgbin/pg_ctl" -D "$out/pg" -m immediate -w stop >/dev/null 2>&1 || true;
+  rm -rf "$out"' EXIT
+pg=postgresql://postgres@127.0.0.1:18321
+psql "$pg/postgres" -qc "CREATE DATABASE receiptd"
+started=$(date +%s)
+env "${receiptd_env[@]}" "$bin/receiptd" copy-data --config-dir "$root/Config" --from "sqlite:$out/bench.sqlite" \
+  --to "$pg/receiptd" >"$out/copy.log" 2>&1 || { cat "$out/copy.log"; exit 1; }
+echo "copied into PostgreSQL in $(( $(date +%s) - started )) s"
+measure PostgreSQL RECEIPTD_DATABASE_URL="$pg/receiptd"
