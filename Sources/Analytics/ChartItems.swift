@@ -1,0 +1,327 @@
+import Entitlements
+
+/// What a ledger adds to a chart, item by item, before any period grid or clock: a sale's
+/// amounts at its instant (a flow), a transaction paying or a trial running from one instant to
+/// another (a stock), an outcome that holds while the clock is within a window (a trial pending
+/// until it ends). ``ChartEngine`` sums them into a query's periods; the rollups keep each
+/// subscriber's items and sum them per day (Docs/analytics.md).
+public struct ChartItem: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        /// Counted in the period holding `at`, once `at` has happened.
+        case flow
+        /// Counted at each period's last instant that has happened, when within [`at`, `until`).
+        case stock
+        /// Counted at each begun period's first instant, when within [`at`, `until`).
+        case stockAtStart = "stock_at_start"
+    }
+
+    public var measure: String
+    public var kind: Kind
+    public var at: Int64
+    /// A stock's end (exclusive); a flow's is `at`.
+    public var until: Int64
+    /// Counted only while the clock's now is in [`validFrom`, `validUntil`).
+    public var validFrom: Int64 = .min
+    public var validUntil: Int64 = .max
+    /// Cohorts: the instant of the customer's first paid period, whose period is their cohort.
+    public var cohort: Int64?
+    public var value: Int64
+    public var isMoney: Bool
+    public var appUserID: String
+    public var originalTransactionID: String
+    public var transactionID: String
+    public var detail: String?
+    /// What the figure must report when this item counts: a missing rate or price, an untaxed
+    /// storefront. An item with notes only (`measure` empty) adds nothing but them.
+    public var notes: [ItemNote] = []
+    /// For the filters rollups answer: the app and the store.
+    public var bundleID: String
+    public var store: Store
+
+    public func isValid(at now: Int64) -> Bool { validFrom <= now && now < validUntil }
+}
+
+public enum ItemNote: Sendable, Hashable {
+    /// A currency without a rate on a day (days since 1970-01-01).
+    case missingRate(currency: String, day: Int64)
+    case missingPrice(productID: String, storefront: String?)
+    case untaxed(storefront: String)
+}
+
+/// Records a ledger's items for one chart, in one currency, with the filters applied to the
+/// transactions (as the engine admits them).
+struct ItemRecorder {
+    let chart: Chart
+    let currency: String
+    let rates: ExchangeRates
+    let settings: AnalyticsSettings
+    /// The entries the filters admit, oldest first.
+    let admitted: [Ledger.Entry]
+    let lines: [SubscriptionLine]
+    let commission: Commission
+    var items: [ChartItem] = []
+
+    init(ledger: Ledger, chart: Chart, filters: ChartFilters, currency: String, rates: ExchangeRates, settings: AnalyticsSettings)
+    {
+        self.chart = chart
+        self.currency = currency
+        self.rates = rates
+        self.settings = settings
+        admitted = ledger.entries.filter { filters.admits($0) }.sorted { Purchase.chronological($0.purchase, $1.purchase) }
+        lines = SubscriptionLine.lines(ledger, filters: filters)
+        // Years of service count every purchase of the environment, whatever the other filters.
+        commission = Commission(
+            ledger.entries.filter { $0.purchase.environment == filters.environment },
+            smallBusinessApps: settings.smallBusinessApps)
+    }
+
+    static func record(
+        _ ledger: Ledger, chart: Chart, filters: ChartFilters, currency: String, rates: ExchangeRates,
+        settings: AnalyticsSettings
+    ) -> [ChartItem] {
+        var recorder = ItemRecorder(
+            ledger: ledger, chart: chart, filters: filters, currency: currency, rates: rates, settings: settings)
+        switch chart {
+        case .revenue: recorder.revenue()
+        case .mrr: recorder.mrr()
+        case .actives: recorder.actives()
+        case .trials: recorder.newTrials()
+        case .trialConversion: recorder.trialConversion()
+        case .churn: recorder.churn()
+        case .refundRate: recorder.refundRate()
+        case .cohorts: recorder.cohorts()
+        }
+        return recorder.items
+    }
+
+    // MARK: Items
+
+    mutating func flow(
+        _ measure: String, at: Int64, _ value: Int64, _ e: Ledger.Entry, money: Bool = false, detail: String? = nil,
+        cohort: Int64? = nil, valid: (Int64, Int64) = (.min, .max), notes: [ItemNote] = []
+    ) {
+        items.append(item(measure, .flow, at, at, value, e, money, detail, cohort, valid, notes))
+    }
+
+    mutating func stock(
+        _ measure: String, _ kind: ChartItem.Kind = .stock, from: Int64, to: Int64, _ value: Int64, _ e: Ledger.Entry,
+        money: Bool = false, detail: String? = nil, cohort: Int64? = nil, notes: [ItemNote] = []
+    ) {
+        items.append(item(measure, kind, from, to, value, e, money, detail, cohort, (.min, .max), notes))
+    }
+
+    private func item(
+        _ measure: String, _ kind: ChartItem.Kind, _ at: Int64, _ until: Int64, _ value: Int64, _ e: Ledger.Entry,
+        _ money: Bool, _ detail: String?, _ cohort: Int64?, _ valid: (Int64, Int64), _ notes: [ItemNote]
+    ) -> ChartItem {
+        ChartItem(
+            measure: measure, kind: kind, at: at, until: until, validFrom: valid.0, validUntil: valid.1, cohort: cohort,
+            value: value, isMoney: money, appUserID: e.appUserID, originalTransactionID: e.purchase.originalTransactionID,
+            transactionID: e.purchase.transactionID, detail: detail, notes: notes, bundleID: e.bundleID, store: e.purchase.store)
+    }
+
+    /// The priced sale of an entry, or the note saying why there is none (nil, [] for what is
+    /// never sold: a free trial, a family member's copy).
+    func charge(_ e: Ledger.Entry) -> (Charge?, [ItemNote]) {
+        let p = e.purchase
+        guard !p.isFamilyShared, !p.isFreeTrial else { return (nil, []) }
+        guard let price = settings.price(of: p) else {
+            return (nil, [.missingPrice(productID: p.productID, storefront: p.commerce.storefront)])
+        }
+        guard price.milliunits > 0 else { return (nil, []) }
+        let tax = p.commerce.storefront.flatMap { settings.taxRates[$0] }
+        let notes: [ItemNote] = tax == nil ? [.untaxed(storefront: p.commerce.storefront ?? "unknown")] : []
+        return (Charge(entry: e, price: price, commissionPercent: commission.percent(e), taxPPM: tax), notes)
+    }
+
+    /// An amount of a charge's currency in the chart's, at the charge's day, or the missing rates.
+    func convert(_ amount: Int64, _ c: Charge, times numerator: Int64 = 1, over denominator: Int64 = 1) -> (Int64?, [ItemNote]) {
+        if let converted = rates.convert(
+            amount, times: numerator, over: denominator, from: c.price.currency, to: currency, day: c.day)
+        {
+            return (converted, [])
+        }
+        let missing = [c.price.currency, currency].filter { $0 != "EUR" && rates.perEuro($0, day: c.day) == nil }
+        return (nil, missing.map { .missingRate(currency: $0, day: c.day) })
+    }
+
+    // MARK: The charts
+
+    /// Revenue in the period of the sale; a refund, whenever it came, is booked back to it.
+    mutating func revenue() {
+        for e in admitted {
+            guard let at = e.purchase.purchaseDate else { continue }
+            let (charge, notes) = charge(e)
+            guard let c = charge else {
+                if !notes.isEmpty { flow("", at: at, 0, e, notes: notes) }
+                continue
+            }
+            let (gross, missing) = convert(c.gross, c)
+            guard let gross, let refunds = convert(c.refunds, c).0, let proceeds = convert(c.proceeds, c).0 else {
+                flow("", at: at, 0, e, notes: notes + missing)
+                continue
+            }
+            let tax = c.tax.flatMap { convert($0, c).0 } ?? 0
+            let net = gross - refunds
+            let source = "price from \(c.price.source.rawValue), \(Money.text(c.price.milliunits)) \(c.price.currency)"
+            flow("transactions", at: at, 1, e, detail: source, notes: notes)
+            flow("gross", at: at, gross, e, money: true, detail: source)
+            flow("refunds", at: at, refunds, e, money: true, detail: c.refundKind)
+            flow("net", at: at, net, e, money: true)
+            flow("tax", at: at, tax, e, money: true, detail: c.tax == nil ? "no tax rate for the storefront" : nil)
+            flow("commission", at: at, net - tax - proceeds, e, money: true, detail: "\(c.commissionPercent) %")
+            flow("proceeds", at: at, proceeds, e, money: true, detail: "estimated")
+        }
+    }
+
+    /// Each active paid subscription's price normalised to a month, over the time it pays.
+    mutating func mrr() {
+        for line in lines {
+            for piece in line.payingPieces {
+                let e = piece.entry
+                stock("subscriptions", from: piece.start, to: piece.end, 1, e)
+                let (charge, notes) = charge(e)
+                guard let c = charge, let (n, d, name) = Self.monthly(e.purchase) else {
+                    if !notes.isEmpty { stock("", from: piece.start, to: piece.end, 0, e, notes: notes) }
+                    continue
+                }
+                let (converted, missing) = convert(c.price.milliunits, c, times: n, over: d)
+                guard let monthly = converted else {
+                    stock("", from: piece.start, to: piece.end, 0, e, notes: notes + missing)
+                    continue
+                }
+                let detail = "\(Money.text(c.price.milliunits)) \(c.price.currency) per \(name)"
+                stock("mrr", from: piece.start, to: piece.end, monthly, e, money: true, detail: detail, notes: notes)
+                stock("arr", from: piece.start, to: piece.end, monthly * 12, e, money: true, detail: detail)
+            }
+        }
+    }
+
+    /// RevenueCat's normalisation to a month, by the length of the period paid for.
+    static func monthly(_ p: Purchase) -> (Int64, Int64, String)? {
+        guard let start = p.purchaseDate, let end = p.expiresDate, end > start else { return nil }
+        let days = (end - start) / 86_400_000
+        switch days {
+        case ...1: return (30, 1, "day")
+        case ...4: return (10, 1, "3 days")
+        case ...10: return (4, 1, "week")
+        case ...20: return (2, 1, "2 weeks")
+        case ...45: return (1, 1, "month")
+        case ...75: return (1, 2, "2 months")
+        case ...120: return (1, 3, "3 months")
+        case ...240: return (1, 6, "6 months")
+        default: return (1, 12, "year")
+        }
+    }
+
+    /// Paid subscriptions (grace period included, family sharing not) and free trials, over the
+    /// time each runs.
+    mutating func actives() {
+        for line in lines {
+            for piece in line.payingPieces { stock("subscriptions", from: piece.start, to: piece.end, 1, piece.entry) }
+            for piece in line.trialPieces { stock("trials", from: piece.start, to: piece.end, 1, piece.entry) }
+        }
+    }
+
+    mutating func newTrials() {
+        for e in admitted where e.purchase.isFreeTrial && !e.purchase.isFamilyShared {
+            guard let at = e.purchase.purchaseDate else { continue }
+            flow("new_trials", at: at, 1, e)
+        }
+    }
+
+    /// Each subscription's first free trial, by the period it started: converted once a paid
+    /// period has begun after it (abandoned if that period was refunded); before that, pending
+    /// while it runs set to renew, abandoned once it has ended (or when it is not set to renew).
+    mutating func trialConversion() {
+        for line in lines {
+            guard let trial = line.entries.first(where: { $0.purchase.isFreeTrial && !$0.purchase.isFamilyShared }),
+                let start = trial.purchase.purchaseDate
+            else { continue }
+            flow("trials", at: start, 1, trial)
+            let paid = line.entries.first { $0.purchase.isPaidPeriod && ($0.purchase.purchaseDate ?? .min) >= start }
+            let paidFrom = paid?.purchase.purchaseDate ?? .max
+            if let paid {
+                if paid.purchase.isRefunded {
+                    flow("abandoned", at: start, 1, paid, detail: "the first paid period was refunded", valid: (paidFrom, .max))
+                } else {
+                    flow("converted", at: start, 1, paid, detail: "first paid period", valid: (paidFrom, .max))
+                }
+            }
+            let ends = trial.purchase.accessEnd ?? .min
+            let renews = line.renewal?.autoRenewStatus != false
+            let abandonedFrom = renews ? ends : .min
+            if renews, min(ends, paidFrom) > .min {
+                flow("pending", at: start, 1, trial, detail: "trial running, set to renew", valid: (.min, min(ends, paidFrom)))
+            }
+            if abandonedFrom < paidFrom {
+                let why = trial.purchase.isRefunded ? "trial revoked" : "trial ended unpaid"
+                flow("abandoned", at: start, 1, trial, detail: why, valid: (abandonedFrom, paidFrom))
+            }
+        }
+    }
+
+    /// Churned: paid access that ended (after any grace period) and had not resumed;
+    /// resubscribed: paid access resumed after a gap; and who paid at each period's start.
+    mutating func churn() {
+        for line in lines {
+            for piece in line.payingPieces {
+                stock("actives_at_start", .stockAtStart, from: piece.start, to: piece.end, 1, piece.entry)
+            }
+            for (n, interval) in line.paid.enumerated() {
+                if let e = line.payingEntry(at: interval.end - 1) {
+                    flow("churned", at: interval.end, 1, e, detail: "paid access ended")
+                }
+                if n > 0, let e = line.payingEntry(at: interval.start) {
+                    flow("resubscribed", at: interval.start, 1, e, detail: "paid access resumed after a gap")
+                }
+            }
+        }
+    }
+
+    /// Paid sales (free trials and family sharing aside) and those refunded, once refunded.
+    mutating func refundRate() {
+        for e in admitted where !e.purchase.isFreeTrial && !e.purchase.isFamilyShared {
+            guard let at = e.purchase.purchaseDate else { continue }
+            flow("paid_transactions", at: at, 1, e)
+            if e.purchase.isRefunded, let refunded = e.purchase.cancellationDate {
+                flow(
+                    "refunded_transactions", at: at, 1, e, detail: e.purchase.commerce.revocationType ?? "refund",
+                    valid: (refunded, .max))
+            }
+        }
+    }
+
+    /// Customers by the instant of their first paid subscription period: that instant, the time
+    /// they pay (through any of their subscriptions), and their net revenue.
+    mutating func cohorts() {
+        var linesByUser: [String: [SubscriptionLine]] = [:]
+        for line in lines { linesByUser[line.appUserID, default: []].append(line) }
+        var firstPaid: [String: Ledger.Entry] = [:]
+        for e in admitted where e.purchase.isPaidPeriod && e.purchase.purchaseDate != nil {
+            if firstPaid[e.appUserID] == nil { firstPaid[e.appUserID] = e }
+        }
+        for (user, e) in firstPaid.sorted(by: { $0.key < $1.key }) {
+            let cohort = e.purchase.purchaseDate!
+            flow("customers", at: cohort, 1, e, detail: "first paid period", cohort: cohort)
+            let userLines = linesByUser[user] ?? []
+            let times = userLines.flatMap { $0.payingPieces.flatMap { [$0.start, $0.end] } }
+            let pieces = SubscriptionLine.pieces(at: times) { t in userLines.lazy.compactMap { $0.payingEntry(at: t) }.first }
+            for piece in pieces { stock("paying", from: piece.start, to: piece.end, 1, piece.entry, cohort: cohort) }
+        }
+        for e in admitted {
+            guard let cohort = firstPaid[e.appUserID]?.purchase.purchaseDate, let at = e.purchase.purchaseDate else { continue }
+            let (charge, notes) = charge(e)
+            guard let c = charge else {
+                if !notes.isEmpty { flow("", at: at, 0, e, cohort: cohort, notes: notes) }
+                continue
+            }
+            let (gross, missing) = convert(c.gross, c)
+            guard let gross, let refunds = convert(c.refunds, c).0 else {
+                flow("", at: at, 0, e, cohort: cohort, notes: notes + missing)
+                continue
+            }
+            flow("revenue", at: at, gross - refunds, e, money: true, detail: c.refundKind, cohort: cohort, notes: notes)
+        }
+    }
+}
