@@ -5,11 +5,12 @@ SUBSCRIBERS customers over the two years before now, deterministic (seeded): eac
 that storefront's price), 30 % after a 7-day free trial; each paid period renews until the
 customer churns (3 % a month, 25 % a year) or now; 3 % of paid periods are refunded three days
 in; whoever is still subscribed renews (auto-renew on). About ten transactions per subscriber.
-Rows go straight into subscribers, ownership, transactions (with money, price source `store`) and
+Each transaction carries a raw signed payload of the usual size (about 900 bytes). Rows go straight into subscribers, ownership, transactions (with money, price source `store`) and
 pending_renewal_info, in one transaction. Prints what it wrote.
 
 Usage: analytics_data.py DATABASE SUBSCRIBERS [NOW_MS]
 """
+import json
 import random
 import sqlite3
 import sys
@@ -33,9 +34,22 @@ users = []
 next_id = 2_000_000_000_000_000
 
 
+def raw(tid, original, product, purchased, expires, price, currency, storefront):
+    """What Apple's signed transaction says, at its usual size (the charts never read it)."""
+    return json.dumps({
+        "transactionId": tid, "originalTransactionId": original, "webOrderLineItemId": str(int(tid) + 7),
+        "bundleId": BUNDLE, "productId": product, "subscriptionGroupIdentifier": "21000001", "purchaseDate": purchased,
+        "originalPurchaseDate": purchased, "expiresDate": expires, "quantity": 1, "type": "Auto-Renewable Subscription",
+        "inAppOwnershipType": "PURCHASED", "signedDate": purchased, "environment": "Production",
+        "transactionReason": "RENEWAL", "storefront": storefront, "storefrontId": "143441", "price": price,
+        "currency": currency, "appTransactionId": "704213861059478529", "appAccountToken": None,
+        "receipt_note": "x" * 400})
+
+
 def row(tid, original, product, purchased, first, expires, cancelled, price, currency, storefront, trial, reason):
     return (tid, original, product, BUNDLE, "production", purchased, first, expires, cancelled, 1 if trial else 0, 0, 0,
-            "PURCHASED", "group", "{}", purchased, purchased, purchased, 0 if trial else price, currency, "store",
+            "PURCHASED", "group", raw(tid, original, product, purchased, expires, price, currency, storefront),
+            purchased, purchased, purchased, 0 if trial else price, currency, "store",
             storefront, 1 if trial else None, "FREE_TRIAL" if trial else None, reason,
             "REFUND_FULL" if cancelled else None)
 

@@ -57,6 +57,7 @@ struct ItemRecorder {
     let settings: AnalyticsSettings
     /// The entries the filters admit, oldest first.
     let admitted: [Ledger.Entry]
+    /// The subscriptions, for the charts that follow them (the others never build them).
     let lines: [SubscriptionLine]
     let commission: Commission
     var items: [ChartItem] = []
@@ -67,8 +68,10 @@ struct ItemRecorder {
         self.currency = currency
         self.rates = rates
         self.settings = settings
-        admitted = ledger.entries.filter { filters.admits($0) }.sorted { Purchase.chronological($0.purchase, $1.purchase) }
-        lines = SubscriptionLine.lines(ledger, filters: filters)
+        // Sorted by index: an entry is a large value, cheaper to compare in place than to move.
+        let kept = ledger.entries.filter { filters.admits($0) }
+        admitted = kept.indices.sorted { Purchase.chronological(kept[$0].purchase, kept[$1].purchase) }.map { kept[$0] }
+        lines = [.revenue, .trials, .refundRate].contains(chart) ? [] : SubscriptionLine.lines(ledger, filters: filters)
         // Years of service count every purchase of the environment, whatever the other filters.
         commission = Commission(
             ledger.entries.filter { $0.purchase.environment == filters.environment },
@@ -305,8 +308,14 @@ struct ItemRecorder {
             let cohort = e.purchase.purchaseDate!
             flow("customers", at: cohort, 1, e, detail: "first paid period", cohort: cohort)
             let userLines = linesByUser[user] ?? []
-            let times = userLines.flatMap { $0.payingPieces.flatMap { [$0.start, $0.end] } }
-            let pieces = SubscriptionLine.pieces(at: times) { t in userLines.lazy.compactMap { $0.payingEntry(at: t) }.first }
+            let perLine = userLines.map(\.payingPieces)
+            // Paying through any subscription: the first of theirs paying at each instant.
+            let pieces =
+                perLine.count == 1
+                ? perLine[0]
+                : SubscriptionLine.pieces(at: perLine.flatMap { $0.flatMap { [$0.start, $0.end] } }) { t in
+                    userLines.lazy.compactMap { $0.payingEntry(at: t) }.first
+                }
             for piece in pieces { stock("paying", from: piece.start, to: piece.end, 1, piece.entry, cohort: cohort) }
         }
         for e in admitted {

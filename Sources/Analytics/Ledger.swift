@@ -103,8 +103,12 @@ struct SubscriptionLine {
     /// not ended (the grace period stands on the last one).
     func payingEntry(at t: Int64) -> Ledger.Entry? {
         guard isPaidActive(at: t) else { return nil }
-        let begun = entries.filter { $0.purchase.isPaidPeriod && ($0.purchase.purchaseDate ?? .max) <= t }
-        return begun.last { ($0.purchase.accessEnd ?? .min) > t } ?? begun.last
+        var lastBegun: Ledger.Entry?
+        for e in entries.reversed() where e.purchase.isPaidPeriod && (e.purchase.purchaseDate ?? .max) <= t {
+            if (e.purchase.accessEnd ?? .min) > t { return e }
+            if lastBegun == nil { lastBegun = e }
+        }
+        return lastBegun
     }
 
     /// A span of time over which one transaction stands for the line.

@@ -116,7 +116,11 @@ public struct Purchase: Sendable, Equatable {
         self.commerce = commerce
     }
 
-    public var isFamilyShared: Bool { ownershipType?.uppercased() == "FAMILY_SHARED" }
+    public var isFamilyShared: Bool {
+        guard let type = ownershipType else { return false }
+        // Apple's spelling first: the charts ask this of every transaction, many times.
+        return type == "FAMILY_SHARED" || (type != "PURCHASED" && type.uppercased() == "FAMILY_SHARED")
+    }
     var ownership: String { isFamilyShared ? "family_shared" : "purchased" }
 
     /// The total order the derivation uses for a subscription's periods: by purchase date, then

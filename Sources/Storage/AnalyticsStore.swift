@@ -28,7 +28,7 @@ public struct AnalyticsStore {
         try held(
             db.cached(
                 """
-                SELECT \(ReceiptStore.transactionColumns("t")), o.app_user_id
+                SELECT \(ReceiptStore.transactionColumns("t", rawJSON: false)), o.app_user_id
                 FROM transactions t JOIN ownership o ON o.original_transaction_id = t.original_transaction_id
                 WHERE t.environment = ?
                 """
@@ -40,7 +40,7 @@ public struct AnalyticsStore {
         try held(
             db.cached(
                 """
-                SELECT \(ReceiptStore.transactionColumns("t")), o.app_user_id
+                SELECT \(ReceiptStore.transactionColumns("t", rawJSON: false)), o.app_user_id
                 FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
                 WHERE o.app_user_id = ? AND t.environment = ?
                 """

@@ -422,13 +422,16 @@ public struct ReceiptStore {
         ).bind([entry.appUserID, entry.environment, entry.appleStatus, entry.outcome, entry.attempts, entry.latencyMs, now]).run()
     }
 
-    static func transactionColumns(_ t: String) -> String {
+    /// `rawJSON: false` reads an empty text in place of the raw payload, for readers that never
+    /// look at it (the charts: a kilobyte a transaction they would copy for nothing).
+    static func transactionColumns(_ t: String, rawJSON: Bool = true) -> String {
         [
             "transaction_id", "original_transaction_id", "product_id", "bundle_id", "environment", "purchase_date",
             "original_purchase_date", "expires_date", "cancellation_date", "cancellation_reason", "quantity", "is_trial_period",
             "is_in_intro_offer_period", "is_upgraded", "ownership_type", "subscription_group_id", "web_order_line_item_id",
             "promotional_offer_id", "offer_code_ref_name", "raw_json", "app_account_token", "store",
-        ].map { "\(t).\($0)" }.joined(separator: ", ") + ", " + commerceColumns.map { "\(t).\($0)" }.joined(separator: ", ")
+        ].map { $0 == "raw_json" && !rawJSON ? "''" : "\(t).\($0)" }.joined(separator: ", ") + ", "
+            + commerceColumns.map { "\(t).\($0)" }.joined(separator: ", ")
     }
 
     /// A transaction's money and terms (Migrations/0016_money.sql), after its other columns.
