@@ -6,7 +6,7 @@ that storefront's price), 30 % after a 7-day free trial; each paid period renews
 customer churns (3 % a month, 25 % a year) or now; 3 % of paid periods are refunded three days
 in; whoever is still subscribed renews (auto-renew on). About ten transactions per subscriber.
 Each transaction carries a raw signed payload of the usual size (about 900 bytes). Rows go straight into subscribers, ownership, transactions (with money, price source `store`) and
-pending_renewal_info, in one transaction. Prints what it wrote.
+pending_renewal_info, 10,000 subscribers a transaction. Prints what it wrote.
 
 Usage: analytics_data.py DATABASE SUBSCRIBERS [NOW_MS]
 """
@@ -54,6 +54,28 @@ def row(tid, original, product, purchased, first, expires, cancelled, price, cur
             "REFUND_FULL" if cancelled else None)
 
 
+written = [0, 0]
+
+
+def flush():
+    db.executemany("INSERT INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?)", users)
+    db.executemany("INSERT INTO ownership (original_transaction_id, app_user_id, since) VALUES (?, ?, ?)", owners)
+    db.executemany(
+        """INSERT INTO transactions (transaction_id, original_transaction_id, product_id, bundle_id, environment, purchase_date,
+           original_purchase_date, expires_date, cancellation_date, is_trial_period, is_in_intro_offer_period, is_upgraded,
+           ownership_type, subscription_group_id, raw_json, first_seen_at, updated_at, stated_at, price, currency, price_source,
+           storefront, offer_type, offer_discount_type, transaction_reason, revocation_type)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", transactions)
+    db.executemany(
+        """INSERT INTO pending_renewal_info (original_transaction_id, product_id, auto_renew_product_id, auto_renew_status,
+           environment, raw_json, updated_at) VALUES (?, ?, ?, ?, 'production', '{}', ?)""", renewals)
+    db.commit()
+    written[0] += len(users)
+    written[1] += len(transactions)
+    for rows in (users, owners, transactions, renewals):
+        rows.clear()
+
+
 for n in range(subscribers):
     user = f"bench-{n}"
     start = now - rng.randrange(730 * DAY)
@@ -86,18 +108,9 @@ for n in range(subscribers):
     users.append((user, start, now))
     owners.append((original, user, start))
     renewals.append((original, product, product, 1 if alive else 0, now))
-
-db.executemany("INSERT INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?)", users)
-db.executemany("INSERT INTO ownership (original_transaction_id, app_user_id, since) VALUES (?, ?, ?)", owners)
-db.executemany(
-    """INSERT INTO transactions (transaction_id, original_transaction_id, product_id, bundle_id, environment, purchase_date,
-       original_purchase_date, expires_date, cancellation_date, is_trial_period, is_in_intro_offer_period, is_upgraded,
-       ownership_type, subscription_group_id, raw_json, first_seen_at, updated_at, stated_at, price, currency, price_source,
-       storefront, offer_type, offer_discount_type, transaction_reason, revocation_type)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", transactions)
-db.executemany(
-    """INSERT INTO pending_renewal_info (original_transaction_id, product_id, auto_renew_product_id, auto_renew_status,
-       environment, raw_json, updated_at) VALUES (?, ?, ?, ?, 'production', '{}', ?)""", renewals)
+    if len(users) == 10_000:
+        flush()
+flush()
 db.commit()
 db.execute("ANALYZE")
-print(f"wrote {len(users)} subscribers, {len(transactions)} transactions, {len(renewals)} renewal infos")
+print(f"wrote {written[0]} subscribers, {written[1]} transactions, {written[0]} renewal infos")
