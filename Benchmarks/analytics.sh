@@ -50,6 +50,7 @@ measure() { # measure NAME [ENV=VALUE ...]: receiptd on the database the setting
   done
   printf '%-18s %s\n' "cohorts (month)" "$(timed "/v1/admin/charts/cohorts?from=$from&resolution=month")"
   printf '%-18s %s\n' "drill (a day)" "$(timed "/v1/admin/charts/revenue/drill?from=$from&resolution=day&period=$day&measure=gross")"
+  echo "receiptd resident after the charts: $(rss "$pid") MB"
   UNIQUE_USERS="analytics-$name" wrk -t2 -c64 -d"${secs}s" --latency --timeout 10s -s "$here/post.lua" \
     http://127.0.0.1:18095/v1/receipts >"$out/wrk.txt"
   echo "POST /v1/receipts beside $subscribers subscribers: $(rps) req/s, p99 $(field 99%), errors $(errors)"

@@ -50,23 +50,52 @@ public struct ChartSum {
     }
 
     public func answer(_ items: [ChartItem]) -> ChartAnswer {
-        var book = Book(q: q, grid: grid, currency: currency, focus: nil)
-        book.sum(items)
-        return book.finish()
+        var running = Running(Book(q: q, grid: grid, currency: currency, focus: nil))
+        running.add(items)
+        return running.answer()
     }
 
     public func drill(_ items: [ChartItem], period: String, measure: String) throws(ChartError) -> Drill {
+        var running = try drilling(period: period, measure: measure)
+        running.add(items)
+        return try running.drill()
+    }
+
+    /// A sum taking its items a batch at a time (a subscriber's, say), so no more than a batch
+    /// is ever held: every item adds to the figures independently of the others.
+    public struct Running {
+        var book: Book
+
+        init(_ book: Book) { self.book = book }
+
+        public mutating func add(_ items: [ChartItem]) { book.count(items) }
+
+        public func answer() -> ChartAnswer {
+            var book = book
+            book.close()
+            return book.finish()
+        }
+
+        /// The drill-down this sum was started for (``ChartSum/drilling(period:measure:)``).
+        public func drill() throws(ChartError) -> Drill {
+            guard let (index, measure) = book.focus else { throw .unknownMeasure("") }
+            let answer = answer()
+            guard answer.measures.contains(measure) || book.q.chart == .cohorts && measure.hasPrefix("paying_") else {
+                throw .unknownMeasure(measure)
+            }
+            return Drill(
+                period: book.grid.periods[index], measure: measure, value: answer.values[index][measure],
+                contributions: answer.contributions)
+        }
+    }
+
+    public func running() -> Running { Running(Book(q: q, grid: grid, currency: currency, focus: nil)) }
+
+    /// A sum that also keeps the contributions to one figure.
+    public func drilling(period: String, measure: String) throws(ChartError) -> Running {
         if let parts = Chart.parts(of: measure) { throw .derivedMeasure(measure, parts: parts) }
         guard let index = grid.periods.firstIndex(where: { $0.label == period }) else { throw .unknownPeriod(period) }
-        var book = Book(q: q, grid: grid, currency: currency, focus: (index, measure))
-        book.sum(items)
-        let answer = book.finish()
-        guard answer.measures.contains(measure) || q.chart == .cohorts && measure.hasPrefix("paying_") else {
-            throw .unknownMeasure(measure)
-        }
-        return Drill(
-            period: grid.periods[index], measure: measure, value: answer.values[index][measure],
-            contributions: answer.contributions)
+        return Running(Book(q: q, grid: grid, currency: currency, focus: (index, measure)))
     }
 }
 
@@ -108,10 +137,14 @@ struct Book {
 
     // MARK: Summing
 
-    mutating func sum(_ items: [ChartItem]) {
+    mutating func count(_ items: [ChartItem]) {
         for item in items where item.isValid(at: q.now) {
             if count(item) { note(item.notes) }
         }
+    }
+
+    /// Once every item is in: stocks settled, zeros where nothing came, ratios.
+    mutating func close() {
         switch q.chart {
         case .revenue: zero(["transactions", "gross", "refunds", "net", "tax", "commission", "proceeds"])
         case .mrr: settle(["subscriptions", "mrr", "arr"], at: instants)

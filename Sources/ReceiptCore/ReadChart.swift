@@ -11,8 +11,14 @@ package struct ReadChart: Sendable {
     let settings: AnalyticsSettings
     let logger: Logger
     let clock: WallClock
+    private let gate = OneAtATime()
+    /// Holders read a page at a time.
+    let holdersPerPage: Int
 
-    package init(database: DatabaseQueue, settings: AnalyticsSettings, logger: Logger, clock: WallClock) {
+    package init(
+        database: DatabaseQueue, settings: AnalyticsSettings, logger: Logger, clock: WallClock, holdersPerPage: Int = 2_000
+    ) {
+        self.holdersPerPage = holdersPerPage
         self.database = database
         self.settings = settings
         self.logger = logger
@@ -44,45 +50,87 @@ package struct ReadChart: Sendable {
     }
 
     package func callAsFunction(_ input: Input) async throws(ReceiptError) -> ChartAnswer {
-        let (engine, query) = try await prepare(input)
-        do { return try engine.answer(query) } catch { throw Self.error(error) }
+        let (query, rates) = try await prepare(input)
+        let sum: ChartSum
+        do { sum = try ChartSum(query, currency: query.currency ?? settings.reportingCurrency) } catch { throw Self.error(error) }
+        return try await sumEveryHolder(query, rates: rates, into: sum.running()).answer()
     }
 
     package func drill(_ input: Input, period: String, measure: String) async throws(ReceiptError) -> Drill {
-        let (engine, query) = try await prepare(input)
-        do { return try engine.drill(query, period: period, measure: measure) } catch { throw Self.error(error) }
+        let (query, rates) = try await prepare(input)
+        do {
+            let running = try ChartSum(query, currency: query.currency ?? settings.reportingCurrency)
+                .drilling(period: period, measure: measure)
+            return try await sumEveryHolder(query, rates: rates, into: running).drill()
+        } catch let error as ChartError {
+            throw Self.error(error)
+        } catch let error as ReceiptError {
+            throw error
+        } catch {
+            throw .internalFault
+        }
     }
 
-    private func prepare(_ input: Input) async throws(ReceiptError) -> (ChartEngine, ChartQuery) {
+    /// The query's chart over every holder of the environment, a page of holders at a time: each
+    /// holder's items (their own ledger is all a figure needs of them) added to the running sum
+    /// and let go, so memory holds a page, whatever the environment's size. One chart is summed at
+    /// a time; others wait their turn.
+    private func sumEveryHolder(_ query: ChartQuery, rates: ExchangeRates, into running: ChartSum.Running)
+        async throws(ReceiptError) -> ChartSum.Running
+    {
+        await gate.enter()
+        defer { Task { await gate.leave() } }
+        var running = running
+        var after: String?
+        let environment = query.filters.environment
+        repeat {
+            let page: (last: String?, purchases: [AnalyticsStore.HeldPurchase], renewals: [AnalyticsStore.RenewalRow])
+            do {
+                let (from, limit) = (after, holdersPerPage)
+                page = try await database.read { db in
+                    try AnalyticsStore(db).holders(environment: environment, after: from, limit: limit)
+                }
+            } catch {
+                logger.error("the ledger could not be read", metadata: ["error": "\(error)"])
+                throw .internalFault
+            }
+            after = page.last
+            var byHolder: [String: Ledger] = [:]
+            var holderOf: [String: String] = [:]
+            for held in page.purchases {
+                byHolder[held.appUserID, default: Ledger(entries: [])].entries.append(
+                    Ledger.Entry(appUserID: held.appUserID, bundleID: held.bundleID, purchase: held.purchase))
+                holderOf[held.purchase.originalTransactionID] = held.appUserID
+            }
+            for r in page.renewals {
+                guard let holder = holderOf[r.originalTransactionID] else { continue }
+                byHolder[holder]?.renewals[r.originalTransactionID] = Ledger.RenewalState(
+                    autoRenewStatus: r.autoRenewStatus, isInBillingRetryPeriod: r.isInBillingRetryPeriod,
+                    gracePeriodExpiresDate: r.gracePeriodExpiresDate)
+            }
+            for holder in byHolder.keys.sorted() {
+                running.add(ChartEngine(ledger: byHolder[holder]!, rates: rates, settings: settings).items(query))
+            }
+        } while after != nil
+        return running
+    }
+
+    private func prepare(_ input: Input) async throws(ReceiptError) -> (ChartQuery, ExchangeRates) {
         let now = clock.now()
         let to = input.to ?? now + 1
         let from = input.from ?? to - 30 * 86_400_000
         guard from < to else { throw .invalidRequest("`from` must be before `to`.") }
-        let ledger: Ledger
         let rates: ExchangeRates
         do {
-            (ledger, rates) = try await database.read { db in
-                let store = AnalyticsStore(db)
-                let environment = input.filters.environment
-                let entries = try store.purchases(environment: environment).map {
-                    Ledger.Entry(appUserID: $0.appUserID, bundleID: $0.bundleID, purchase: $0.purchase)
-                }
-                var renewals: [String: Ledger.RenewalState] = [:]
-                for r in try store.renewals(environment: environment) {
-                    renewals[r.originalTransactionID] = Ledger.RenewalState(
-                        autoRenewStatus: r.autoRenewStatus, isInBillingRetryPeriod: r.isInBillingRetryPeriod,
-                        gracePeriodExpiresDate: r.gracePeriodExpiresDate)
-                }
-                return (Ledger(entries: entries, renewals: renewals), ExchangeRates(Self.rows(try store.rates())))
-            }
+            rates = try await database.read { db in ExchangeRates(Self.rows(try AnalyticsStore(db).rates())) }
         } catch {
-            logger.error("the ledger could not be read", metadata: ["error": "\(error)"])
+            logger.error("the exchange rates could not be read", metadata: ["error": "\(error)"])
             throw .internalFault
         }
         let query = ChartQuery(
             chart: input.chart, from: from, to: to, resolution: input.resolution, zone: input.zone, currency: input.currency,
             filters: input.filters, now: now)
-        return (ChartEngine(ledger: ledger, rates: rates, settings: settings), query)
+        return (query, rates)
     }
 
     /// Stored rates as the engine takes them; a row that no longer reads (never written so) is skipped.
@@ -103,6 +151,24 @@ package struct ReadChart: Sendable {
         case .derivedMeasure(let m, let parts):
             .invalidRequest("`\(m)` is computed from \(parts.joined(separator: " and ")): drill into those.")
         }
+    }
+}
+
+/// Lets one caller in at a time, the others in the order they came.
+actor OneAtATime {
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func enter() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func leave() {
+        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
     }
 }
 

@@ -1,7 +1,8 @@
 import Entitlements
 
-/// What the charts read (every transaction of an environment with its holder and app, each
-/// subscription's current renewal info) and the exchange rates the operator loaded
+/// What the charts read (the transactions of an environment with their holder and app, a page of
+/// holders at a time, and each subscription's current renewal info; one customer's for their
+/// money) and the exchange rates the operator loaded
 /// (Migrations/0016_money.sql).
 public struct AnalyticsStore {
     private let db: Database
@@ -23,18 +24,6 @@ public struct AnalyticsStore {
         public var gracePeriodExpiresDate: Int64?
     }
 
-    /// Every held transaction of `environment`.
-    public func purchases(environment: String) throws -> [HeldPurchase] {
-        try held(
-            db.cached(
-                """
-                SELECT \(ReceiptStore.transactionColumns("t", rawJSON: false)), o.app_user_id
-                FROM transactions t JOIN ownership o ON o.original_transaction_id = t.original_transaction_id
-                WHERE t.environment = ?
-                """
-            ).bind([environment]))
-    }
-
     /// The transactions of `environment` that `appUserID` holds.
     public func purchases(environment: String, heldBy appUserID: String) throws -> [HeldPurchase] {
         try held(
@@ -47,6 +36,39 @@ public struct AnalyticsStore {
             ).bind([appUserID, environment]))
     }
 
+    /// A page of holders, after `after` in their id's order: up to `limit` ids (the last one,
+    /// where the next page starts), the transactions of `environment` they hold and those
+    /// subscriptions' renewal info. Charts read the whole environment this way, a page at a time,
+    /// so no more than a page of it is ever in memory.
+    public func holders(environment: String, after: String?, limit: Int) throws -> (
+        last: String?, purchases: [HeldPurchase], renewals: [RenewalRow]
+    ) {
+        let users = try db.cached(
+            "SELECT DISTINCT app_user_id FROM ownership WHERE app_user_id > ? ORDER BY app_user_id LIMIT ?"
+        ).bind([after ?? "", Int64(limit)])
+        var last: String?
+        while try users.step() { last = users.text(0) }
+        guard let last else { return (nil, [], []) }
+        let purchases = try held(
+            db.cached(
+                """
+                SELECT \(ReceiptStore.transactionColumns("t", rawJSON: false)), o.app_user_id
+                FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
+                WHERE o.app_user_id > ? AND o.app_user_id <= ? AND t.environment = ?
+                """
+            ).bind([after ?? "", last, environment]))
+        let q = try db.cached(
+            """
+            SELECT p.original_transaction_id, p.auto_renew_status, p.is_in_billing_retry_period, p.grace_period_expires_date
+            FROM ownership o JOIN pending_renewal_info p ON p.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id > ? AND o.app_user_id <= ? AND p.environment = ?
+            """
+        ).bind([after ?? "", last, environment])
+        var renewals: [RenewalRow] = []
+        while try q.step() { renewals.append(Self.renewal(q)) }
+        return (last, purchases, renewals)
+    }
+
     private func held(_ q: Statement) throws -> [HeldPurchase] {
         let userColumn = Int32(22 + ReceiptStore.commerceColumns.count)
         var rows: [HeldPurchase] = []
@@ -57,21 +79,10 @@ public struct AnalyticsStore {
         return rows
     }
 
-    public func renewals(environment: String) throws -> [RenewalRow] {
-        let q = try db.cached(
-            """
-            SELECT original_transaction_id, auto_renew_status, is_in_billing_retry_period, grace_period_expires_date
-            FROM pending_renewal_info WHERE environment = ?
-            """
-        ).bind([environment])
-        var rows: [RenewalRow] = []
-        while try q.step() {
-            rows.append(
-                RenewalRow(
-                    originalTransactionID: q.text(0)!, autoRenewStatus: q.optionalInt(1).map { $0 == 1 },
-                    isInBillingRetryPeriod: q.optionalInt(2).map { $0 == 1 }, gracePeriodExpiresDate: q.optionalInt(3)))
-        }
-        return rows
+    private static func renewal(_ q: Statement) -> RenewalRow {
+        RenewalRow(
+            originalTransactionID: q.text(0)!, autoRenewStatus: q.optionalInt(1).map { $0 == 1 },
+            isInBillingRetryPeriod: q.optionalInt(2).map { $0 == 1 }, gracePeriodExpiresDate: q.optionalInt(3))
     }
 
     /// One published rate: units of `currency` per euro on `day` (YYYY-MM-DD), as published.

@@ -148,8 +148,10 @@ struct ReadChartTests {
                         )
                     }))
             let engine = ChartEngine(ledger: ledger, rates: ExchangeRates(ReadChart.rows(Self.rates)), settings: settings)
+            // Seven holders a page: the thirty are read in five pages.
             let read = ReadChart(
-                database: queue, settings: settings, logger: Logger(label: "test"), clock: WallClock { Self.now })
+                database: queue, settings: settings, logger: Logger(label: "test"), clock: WallClock { Self.now },
+                holdersPerPage: 7)
             for chart in Chart.allCases {
                 for resolution in [Resolution.day, .month] {
                     let input = ReadChart.Input(chart: chart, from: Self.origin, to: Self.now, resolution: resolution)
@@ -161,6 +163,19 @@ struct ReadChartTests {
                     #expect(stored.missingPrices == expected.missingPrices, "\(chart)")
                     #expect(stored.untaxedStorefronts == expected.untaxedStorefronts, "\(chart)")
                 }
+            }
+            // Drill-downs too: the same figure from the same contributions (read holder by holder).
+            for (chart, measure) in [
+                (Chart.revenue, "gross"), (.mrr, "mrr"), (.churn, "actives_at_start"), (.cohorts, "paying_1"),
+            ] {
+                let input = ReadChart.Input(chart: chart, from: Self.origin, to: Self.now, resolution: .month)
+                let q = ChartQuery(chart: chart, from: Self.origin, to: Self.now, resolution: .month, now: Self.now)
+                let period = PeriodGrid.label(2026, 2, 1)
+                let stored = try await read.drill(input, period: period, measure: measure)
+                let expected = try engine.drill(q, period: period, measure: measure)
+                #expect(stored.value == expected.value && !expected.contributions.isEmpty, "\(chart) \(measure)")
+                func key(_ c: Contribution) -> String { "\(c.appUserID) \(c.transactionID ?? "") \(c.value)" }
+                #expect(stored.contributions.map(key).sorted() == expected.contributions.map(key).sorted(), "\(chart)")
             }
             // The business has what it is meant to: money in four currencies, refunds, a missing rate.
             let revenue = try engine.answer(
