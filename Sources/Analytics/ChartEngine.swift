@@ -95,6 +95,9 @@ public struct ChartSum {
     public func drilling(period: String, measure: String) throws(ChartError) -> Running {
         if let parts = Chart.parts(of: measure) { throw .derivedMeasure(measure, parts: parts) }
         guard let index = grid.periods.firstIndex(where: { $0.label == period }) else { throw .unknownPeriod(period) }
+        guard q.chart.measures.contains(measure) || q.chart == .cohorts && measure.hasPrefix("paying_") else {
+            throw .unknownMeasure(measure)
+        }
         return Running(Book(q: q, grid: grid, currency: currency, focus: (index, measure)))
     }
 }
