@@ -1,12 +1,13 @@
 """Writes a subscription business into a migrated receiptd SQLite database, for Benchmarks/analytics.sh.
 
 SUBSCRIBERS customers over the two years before now, deterministic (seeded): each buys a monthly
-(80 %) or annual subscription in one of four storefronts (USA/USD, DEU/EUR, GBR/GBP, JPN/JPY at
+(90 %) or annual subscription in one of four storefronts (USA/USD, DEU/EUR, GBR/GBP, JPN/JPY at
 that storefront's price), 30 % after a 7-day free trial; each paid period renews until the
-customer churns (3 % a month, 25 % a year) or now; 3 % of paid periods are refunded three days
-in; whoever is still subscribed renews (auto-renew on). About ten transactions per subscriber.
-Each transaction carries a raw signed payload of the usual size (about 900 bytes). Rows go straight into subscribers, ownership, transactions (with money, price source `store`) and
-pending_renewal_info, 10,000 subscribers a transaction. Prints what it wrote.
+customer churns (1 % a month, 25 % a year) or now; 3 % of paid periods are refunded three days
+in; whoever is still subscribed renews (auto-renew on). About ten transactions per subscriber,
+each with a raw signed payload of the usual size (about 1 KB). Rows go straight into
+subscribers, ownership, transactions (with money, price source `store`) and pending_renewal_info,
+10,000 subscribers a transaction. Prints what it wrote.
 
 Usage: analytics_data.py DATABASE SUBSCRIBERS [NOW_MS]
 """
@@ -79,12 +80,12 @@ def flush():
 for n in range(subscribers):
     user = f"bench-{n}"
     start = now - rng.randrange(730 * DAY)
-    annual = rng.random() < 0.2
+    annual = rng.random() < 0.1
     product = "annual" if annual else "monthly"
     storefront, currency, monthly_price, annual_price = rng.choice(STOREFRONTS)
     price = annual_price if annual else monthly_price
     length = 365 * DAY if annual else 30 * DAY
-    churn = 0.25 if annual else 0.03
+    churn = 0.25 if annual else 0.01
     original = str(next_id)
     t = start
     first = True
