@@ -219,8 +219,8 @@ let package = Package(
             dependencies: [
                 "Storage", "Entitlements", "ReceiptTesting", .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]),
-        .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),
-        .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "Entitlements"]),
+        .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "ReceiptTesting"]),
+        .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "Entitlements", "ReceiptTesting"]),
         .testTarget(
             name: "AppStoreSimulatorTests",
             dependencies: [

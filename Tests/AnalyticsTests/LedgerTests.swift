@@ -1,26 +1,15 @@
 import Entitlements
+import ReceiptTesting
 import Testing
 
 @testable import Analytics
-
-/// A seeded generator (SplitMix64), so a failure names the seed that shows it.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 @Suite struct LedgerTests {
     /// Random subscriptions (gaps, overlaps, upgrades, refunds, trials, family copies, grace
     /// periods): who pays and who is on a trial, piece by piece, is what evaluating each instant says.
     @Test(arguments: 0..<40)
     func piecesAreEvaluationAtEveryInstant(seed: UInt64) {
-        var rng = SplitMix(state: seed)
+        var rng = SeededGenerator(seed: seed)
         let day: Int64 = 86_400_000
         let origin = at(2026, 1, 1)
         var entries: [Ledger.Entry] = []

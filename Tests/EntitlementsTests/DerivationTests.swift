@@ -1,3 +1,4 @@
+import ReceiptTesting
 import Testing
 
 @testable import Entitlements
@@ -415,21 +416,9 @@ struct DerivationTests {
 
 @Suite("Derivation properties")
 struct DerivationPropertyTests {
-    /// SplitMix64: a seeded generator, so a failure names its seed.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Random subscribers: a few chains of periods with gaps, trials, refunds, upgrades, family
     /// sharing, renewal snapshots over time, and lasting purchases.
-    static func randomFacts(_ rng: inout Seeded) -> Facts {
+    static func randomFacts(_ rng: inout SeededGenerator) -> Facts {
         var purchases: [Purchase] = []
         var observations: [RenewalObservation] = []
         var sequence: Int64 = 0
@@ -468,7 +457,7 @@ struct DerivationPropertyTests {
 
     @Test(arguments: 0..<200)
     func derivationIgnoresOrderAndIsIdempotent(_ seed: Int) {
-        var rng = Seeded(state: UInt64(seed))
+        var rng = SeededGenerator(seed: UInt64(seed))
         let facts = Self.randomFacts(&rng)
         var shuffled = facts
         shuffled.purchases.shuffle(using: &rng)

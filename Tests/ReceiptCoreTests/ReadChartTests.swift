@@ -11,18 +11,6 @@ import Testing
 
 private let day: Int64 = 86_400_000
 
-/// A seeded generator (SplitMix64), so a failure names the seed that shows it.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The charts through storage: a business with every hard case (prorated and full refunds,
 /// upgrades, gaps and resubscriptions, grace periods, family sharing, trials, offer codes, a
 /// commitment plan, four currencies and a day without a rate) saved with ReceiptStore on each
@@ -35,7 +23,7 @@ struct ReadChartTests {
 
     /// Thirty subscribers' purchases and renewal infos, from `seed`.
     static func business(seed: UInt64) -> (VerifiedFacts, [String: String]) {
-        var rng = SplitMix(state: seed)
+        var rng = SeededGenerator(seed: seed)
         var purchases: [Stated<Purchase>] = []
         var renewals: [Stated<Renewal>] = []
         var owners: [String: String] = [:]

@@ -2,22 +2,9 @@ import Foundation
 import ReceiptTesting
 import Testing
 
-/// `receiptd backfill-prices` and `export-data` against a scratch database and the in-process simulator.
-@Suite("receiptd money commands", .serialized)
-struct MoneyTests {
-    let dir = scratch()
-    var env: [String: String] {
-        [
-            "RECEIPTD_DATABASE_PATH": dir + "/db.sqlite",
-            "RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY": root.path + "/Migrations",
-            "RECEIPTD_APP_STORE_SIMULATOR": "true",
-        ]
-    }
-
-    func object(_ text: String) -> [String: Any]? {
-        try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
-    }
-
+/// `receiptd backfill-prices` and `export-data`, in the admin commands' suite (its scratch
+/// database, the in-process simulator, its helpers).
+extension AdminTests {
     /// Apple's prices arriving is tested in-process (ReceiptServiceTests' Charts API): here a
     /// second process's simulator knows none of the purchases the first one verified, which is
     /// what a purchase Apple does not know looks like.
