@@ -63,7 +63,7 @@ public struct ChartSum {
 
     /// A sum taking its items a batch at a time (a subscriber's, say), so no more than a batch
     /// is ever held: every item adds to the figures independently of the others.
-    public struct Running {
+    public struct Running: Sendable {
         var book: Book
 
         init(_ book: Book) { self.book = book }
@@ -103,7 +103,7 @@ public struct ChartSum {
 }
 
 /// The figures of one chart being summed.
-struct Book {
+struct Book: Sendable {
     let q: ChartQuery
     let grid: PeriodGrid
     let currency: String
@@ -283,11 +283,6 @@ struct Book {
                 values[i]["ltv"] = .money(Money.scale(revenue, by: 1, over: Int128(customers)))
             }
         }
-    }
-
-    static func isTrial(_ p: Purchase, at t: Int64) -> Bool {
-        guard p.isFreeTrial, !p.isFamilyShared, let start = p.purchaseDate, let end = p.accessEnd else { return false }
-        return start <= t && t < end
     }
 
     // MARK: The answer

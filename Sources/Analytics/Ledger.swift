@@ -75,6 +75,11 @@ extension Purchase {
         guard let expires = expiresDate else { return nil }
         return cancellationDate.map { min($0, expires) } ?? expires
     }
+    /// A free trial giving access at `t` (family members' copies aside).
+    func isTrial(at t: Int64) -> Bool {
+        guard isFreeTrial, !isFamilyShared, let start = purchaseDate, let end = accessEnd else { return false }
+        return start <= t && t < end
+    }
     /// Refunded (fully or in part) rather than revoked from Family Sharing or ended by an upgrade.
     var isRefunded: Bool {
         cancellationDate != nil && !isUpgraded && commerce.revocationType != "FAMILY_REVOKE"
@@ -132,7 +137,7 @@ struct SubscriptionLine {
     var trialPieces: [Piece] {
         let trials = entries.filter { $0.purchase.isFreeTrial && !$0.purchase.isFamilyShared }
         let times = trials.flatMap { [$0.purchase.purchaseDate, $0.purchase.accessEnd].compactMap { $0 } }
-        return Self.pieces(at: times) { t in trials.last { Book.isTrial($0.purchase, at: t) } }
+        return Self.pieces(at: times) { t in trials.last { $0.purchase.isTrial(at: t) } }
     }
 
     /// Where `entry(at:)` is some transaction, given every instant where it may change.

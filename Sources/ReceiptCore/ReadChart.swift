@@ -1,4 +1,5 @@
 import Analytics
+import AppStore
 import Clocks
 import Entitlements
 import Logging
@@ -11,7 +12,8 @@ package struct ReadChart: Sendable {
     let settings: AnalyticsSettings
     let logger: Logger
     let clock: WallClock
-    private let gate = OneAtATime()
+    /// One chart is summed at a time; the others wait their turn.
+    private let gate = ConcurrencyLimit(1)
     /// Holders read a page at a time.
     let holdersPerPage: Int
 
@@ -73,13 +75,23 @@ package struct ReadChart: Sendable {
 
     /// The query's chart over every holder of the environment, a page of holders at a time: each
     /// holder's items (their own ledger is all a figure needs of them) added to the running sum
-    /// and let go, so memory holds a page, whatever the environment's size. One chart is summed at
-    /// a time; others wait their turn.
+    /// and let go, so memory holds a page, whatever the environment's size. One chart at a time.
     private func sumEveryHolder(_ query: ChartQuery, rates: ExchangeRates, into running: ChartSum.Running)
         async throws(ReceiptError) -> ChartSum.Running
     {
-        await gate.enter()
-        defer { Task { await gate.leave() } }
+        let result = await gate.run { () async -> Result<ChartSum.Running, ReceiptError> in
+            do throws(ReceiptError) {
+                return .success(try await sumPages(query, rates: rates, into: running))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    private func sumPages(_ query: ChartQuery, rates: ExchangeRates, into running: ChartSum.Running) async throws(ReceiptError)
+        -> ChartSum.Running
+    {
         var running = running
         var after: String?
         let environment = query.filters.environment
@@ -151,24 +163,6 @@ package struct ReadChart: Sendable {
         case .derivedMeasure(let m, let parts):
             .invalidRequest("`\(m)` is computed from \(parts.joined(separator: " and ")): drill into those.")
         }
-    }
-}
-
-/// Lets one caller in at a time, the others in the order they came.
-actor OneAtATime {
-    private var busy = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-
-    func enter() async {
-        guard busy else {
-            busy = true
-            return
-        }
-        await withCheckedContinuation { waiting.append($0) }
-    }
-
-    func leave() {
-        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
     }
 }
 

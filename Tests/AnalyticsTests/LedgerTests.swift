@@ -37,7 +37,7 @@ import Testing
         var probe = origin
         while probe < t + 30 * day {
             #expect(find(paying, probe) == line.payingEntry(at: probe)?.purchase.transactionID, "seed \(seed) at \(probe)")
-            let trial = line.entries.last { Book.isTrial($0.purchase, at: probe) }
+            let trial = line.entries.last { $0.purchase.isTrial(at: probe) }
             #expect(find(trials, probe) == trial?.purchase.transactionID, "seed \(seed) at \(probe)")
             probe += 3_600_000 + Int64.random(in: 0..<60_000, using: &rng)
         }
