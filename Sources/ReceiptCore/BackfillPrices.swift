@@ -51,7 +51,13 @@ package struct BackfillPrices: Sendable {
         var cursor: String?
         while summary.asked < limit, !Task.isCancelled {
             let (after, count) = (cursor, min(Self.page, limit - summary.asked))
-            let batch = try await store { db in try PriceBackfillStore(db).unpriced(after: after, limit: count) }
+            let batch: [PriceBackfillStore.Unpriced]
+            do {
+                batch = try await database.read { db in try PriceBackfillStore(db).unpriced(after: after, limit: count) }
+            } catch {
+                logger.error("backfill-prices: storage failed", metadata: ["error": "\(error)"])
+                throw .notStored
+            }
             guard !batch.isEmpty else { break }
             for purchase in batch {
                 cursor = purchase.originalTransactionID

@@ -46,21 +46,22 @@ public struct PriceBackfillStore {
             UPDATE transactions SET price = ?, currency = ?, price_source = 'store_history', updated_at = ?,
                 \(ReceiptStore.termColumns.map { "\($0) = coalesce(\($0), ?)" }.joined(separator: ", "))
             WHERE transaction_id = ? AND bundle_id = ? AND (price IS NULL OR \(ReceiptStore.priceRank("transactions")) > ?)
+            RETURNING original_transaction_id
             """)
         let rank = Int64(PriceSource.allCases.firstIndex(of: .storeHistory)!)
         var changedOriginals: Set<String> = []
         var count = 0
+        defer { update.reset() }  // an UPDATE … RETURNING stepped once is still running until reset
         for (transactionID, commerce) in priced {
             guard let price = commerce.price else { continue }
             let terms = Array(ReceiptStore.commerceValues(commerce).prefix(ReceiptStore.termColumns.count))
-            try update.bind([price.milliunits, price.currency, now] + terms + [transactionID, bundleID, rank]).run()
-            guard db.changes > 0 else { continue }
+            // The row's purchase comes back with the update (none when it was not better).
+            guard
+                let changed = try update.bind([price.milliunits, price.currency, now] + terms + [transactionID, bundleID, rank])
+                    .firstText()
+            else { continue }
             count += 1
-            if let row = try db.cached("SELECT original_transaction_id FROM transactions WHERE transaction_id = ?")
-                .bind([transactionID]).firstText()
-            {
-                changedOriginals.insert(row)
-            }
+            changedOriginals.insert(changed)
         }
         try db.cached("UPDATE transactions SET price_history_asked_at = ? WHERE original_transaction_id = ?")
             .bind([now, original]).run()
