@@ -71,8 +71,11 @@
     }
   }
 
+  /** The key as the API takes it, for every call the console makes. */
+  const authorization = () => ({ Authorization: "Bearer " + sessionStorage.getItem(KEY) });
+
   async function api(method, path, body) {
-    const headers = { Authorization: "Bearer " + sessionStorage.getItem(KEY) };
+    const headers = authorization();
     if (body !== undefined) headers["Content-Type"] = "application/json";
     const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await response.text();
@@ -367,7 +370,7 @@
 
   /** A CSV the API sends (the key goes in a header, so a plain link cannot), saved as a file. */
   async function downloadCSV(path, name) {
-    const response = await fetch(path, { headers: { Authorization: "Bearer " + sessionStorage.getItem(KEY) } });
+    const response = await fetch(path, { headers: authorization() });
     if (!response.ok) { say("Download failed: HTTP " + response.status); return; }
     const url = URL.createObjectURL(await response.blob());
     const a = el("a", { href: url, download: name, hidden: true });
@@ -470,7 +473,7 @@
       el("p", { class: "muted" }, "Everything stored about them, Apple's payloads included (the export)."),
       el("button", { type: "button", class: "secondary", id: "show-raw", onclick: async (e) => {
         e.target.disabled = true;
-        const text = await (await fetch(`/v1/subscribers/${enc(user)}/export`, { headers: { Authorization: "Bearer " + sessionStorage.getItem(KEY) } })).text();
+        const text = await (await fetch(`/v1/subscribers/${enc(user)}/export`, { headers: authorization() })).text();
         let pretty = text;
         try { pretty = JSON.stringify(JSON.parse(text), null, 2); } catch (x) { /* shown as sent */ }
         raw.appendChild(el("pre", { id: "raw", tabindex: 0 }, pretty));
