@@ -1,11 +1,11 @@
 /// SplitMix64: a seeded random generator for property tests, so a failure names the seed that
-/// shows it and the same seed shows it again.
+/// shows it and the same seed shows it again. Inlinable: property tests draw millions of numbers.
 package struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
+    @usableFromInline var state: UInt64
 
     package init(seed: UInt64) { state = seed }
 
-    package mutating func next() -> UInt64 {
+    @inlinable package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -4,7 +4,9 @@ import Testing
 
 @testable import Analytics
 
-@Suite struct LedgerTests {
+/// Serialized: forty CPU-bound cases at once would hold every thread of the pool the other
+/// suites' servers answer on.
+@Suite(.serialized) struct LedgerTests {
     /// Random subscriptions (gaps, overlaps, upgrades, refunds, trials, family copies, grace
     /// periods): who pays and who is on a trial, piece by piece, is what evaluating each instant says.
     @Test(arguments: 0..<40)
