@@ -30,7 +30,9 @@ struct ServerAPISimulatorTests {
         let client = ServerAPIClient(
             configuration: .init(
                 productionURL: served.serverAPIProductionURL, sandboxURL: served.serverAPISandboxURL,
-                policy: .init(maxRetries: 2, baseDelay: .milliseconds(5), attemptTimeout: .seconds(5), deadline: .seconds(10))),
+                // Bounds, not expectations: generous, since the whole suite starting at once on two
+                // cores can keep a simulator from answering for seconds.
+                policy: .init(maxRetries: 2, baseDelay: .milliseconds(5), attemptTimeout: .seconds(30), deadline: .seconds(60))),
             token: ServerAPIToken(credentials: .init(keyID: "SIMKEY1234", issuerID: issuer, key: signWith)), transport: transport,
             verifier: SignedDataVerifier(
                 configuration: .init(roots: [SimulatorPKI.root], bundleIDs: ["com.example.app"]), now: { WallClock.system.now() }),

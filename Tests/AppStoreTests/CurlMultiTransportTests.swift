@@ -5,24 +5,49 @@ import Testing
 
 @testable import AppStore
 
-/// Counts the requests that have arrived, so each can wait until all its peers are in flight.
+/// Holds each request until `expected` have arrived, then lets them all go at once: without
+/// polling, so a loaded machine spends nothing on the waiting ones. Gives up 30 s after the first
+/// arrives (each then answers false), so a transport that cannot have them all in flight fails
+/// the test instead of hanging it.
 private actor Gathering {
-    private(set) var arrived = 0
-    func arrive() { arrived += 1 }
+    private let expected: Int
+    private var arrived = 0
+    private var waiting: [CheckedContinuation<Bool, Never>] = []
+    private var gaveUp = false
+
+    init(expected: Int) { self.expected = expected }
+
+    func arrive() async -> Bool {
+        arrived += 1
+        if arrived == 1 {
+            Task {
+                try? await Task.sleep(for: .seconds(30))
+                self.giveUp()
+            }
+        }
+        if arrived >= expected {
+            for waiter in waiting { waiter.resume(returning: true) }
+            waiting.removeAll()
+            return true
+        }
+        if gaveUp { return false }
+        return await withCheckedContinuation { waiting.append($0) }
+    }
+
+    private func giveUp() {
+        gaveUp = true
+        for waiter in waiting { waiter.resume(returning: false) }
+        waiting.removeAll()
+    }
 }
 
 /// A loopback server: /echo answers the body, /slow after 300 ms, /big with 64 KiB, /gather once
-/// `gathering` requests are in flight at once (504 if they never are within 30 s).
+/// `gathering` requests are in flight at once (504 if they never are).
 private func withServer(gathering: Int = 0, _ body: (Int) async throws -> Void) async throws {
     var router = Router()
-    let gathered = Gathering()
+    let gathered = Gathering(expected: gathering)
     router.on(.post, "/gather") { _, _ in
-        await gathered.arrive()
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: .seconds(30))
-        while await gathered.arrived < gathering, clock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
-        return await gathered.arrived >= gathering
-            ? .json(.object(["status": .int(0)])) : HTTPResponse(status: .gatewayTimeout, body: [])
+        await gathered.arrive() ? .json(.object(["status": .int(0)])) : HTTPResponse(status: .gatewayTimeout, body: [])
     }
     router.immediate(.post, "/echo") { request, _ in
         HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: request.body)
