@@ -108,7 +108,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "CSQLite", "CPostgreSQL", "Identifiers", "Entitlements", "JSON",
+                "CSQLite", "CPostgreSQL", "Identifiers", "Entitlements", "Analytics", "JSON",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -194,7 +194,7 @@ let package = Package(
             name: "ReceiptTesting",
             dependencies: [
                 "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStoreServerAPI", "AppStore", "SignedData", "HTTPServer",
-                "Storage", "Clocks", "WebhookSink", .product(name: "Logging", package: "swift-log"),
+                "Storage", "Clocks", "WebhookSink", "Analytics", .product(name: "Logging", package: "swift-log"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
             resources: [.copy("Fixtures")]

@@ -142,7 +142,7 @@ struct Book: Sendable {
 
     mutating func count(_ items: [ChartItem]) {
         for item in items where item.isValid(at: q.now) {
-            if count(item) { note(item.notes) }
+            if count(item) { note(item.notes, times: item.count) }
         }
     }
 
@@ -176,12 +176,11 @@ struct Book: Sendable {
                 add(i, item.measure, item)
                 return true
             }
-            var counted = false
-            for k in 0..<max(0, instants.count - i) where item.at <= instants[i + k] && instants[i + k] < item.until {
-                add(i, "paying_\(k)", item)
-                counted = true
-            }
-            return counted
+            // The cohort's instants within [at, until), found by search: a piece spans few periods.
+            let low = max(i, Self.firstIndex(in: instants, atLeast: item.at))
+            let high = Self.firstIndex(in: instants, atLeast: item.until)
+            for j in low..<max(low, high) { add(i, "paying_\(j - i)", item) }
+            return low < high
         }
         switch item.kind {
         case .flow:
@@ -216,14 +215,14 @@ struct Book: Sendable {
                 value: item.isMoney ? .money(item.value) : .count(item.value), detail: item.detail))
     }
 
-    mutating func note(_ notes: [ItemNote]) {
+    mutating func note(_ notes: [ItemNote], times: Int64) {
         for note in notes {
             switch note {
             case .missingRate(let code, let day):
                 let (y, m, d) = CivilTime.date(fromDays: day)
-                missingRateCounts[code + " " + PeriodGrid.label(y, m, d), default: 0] += 1
+                missingRateCounts[code + " " + PeriodGrid.label(y, m, d), default: 0] += Int(times)
             case .missingPrice(let product, let storefront):
-                missingPrices[product + "\u{0}" + (storefront ?? ""), default: (product, storefront, 0)].2 += 1
+                missingPrices[product + "\u{0}" + (storefront ?? ""), default: (product, storefront, 0)].2 += Int(times)
             case .untaxed(let storefront): untaxed.insert(storefront)
             }
         }

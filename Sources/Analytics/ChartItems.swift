@@ -37,8 +37,37 @@ public struct ChartItem: Sendable, Equatable {
     /// For the filters rollups answer: the app and the store.
     public var bundleID: String
     public var store: Store
+    /// How many items this one stands for (a rollup's row sums many): its notes count that often.
+    public var count: Int64 = 1
+
+    public init(
+        measure: String, kind: Kind, at: Int64, until: Int64, validFrom: Int64 = .min, validUntil: Int64 = .max,
+        cohort: Int64? = nil, value: Int64, isMoney: Bool, appUserID: String, originalTransactionID: String,
+        transactionID: String, detail: String? = nil, notes: [ItemNote] = [], bundleID: String, store: Store, count: Int64 = 1
+    ) {
+        self.measure = measure
+        self.kind = kind
+        self.at = at
+        self.until = until
+        self.validFrom = validFrom
+        self.validUntil = validUntil
+        self.cohort = cohort
+        self.value = value
+        self.isMoney = isMoney
+        self.appUserID = appUserID
+        self.originalTransactionID = originalTransactionID
+        self.transactionID = transactionID
+        self.detail = detail
+        self.notes = notes
+        self.bundleID = bundleID
+        self.store = store
+        self.count = count
+    }
 
     public func isValid(at now: Int64) -> Bool { validFrom <= now && now < validUntil }
+
+    /// Whether a measure's values are amounts (milliunits) rather than counts.
+    public static func isMoney(_ measure: String) -> Bool { Book.moneyMeasures.contains(measure) }
 }
 
 public enum ItemNote: Sendable, Hashable {

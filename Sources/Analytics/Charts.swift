@@ -119,6 +119,8 @@ public struct ChartAnswer: Sendable {
     public var missingPrices: [MissingPrice]
     /// Storefronts of sales with no tax rate: their tax is unknown and their proceeds before tax.
     public var untaxedStorefronts: [String]
+    /// Summed from the rollups (``Rollup``) rather than from every transaction.
+    public var fromRollups = false
 }
 
 /// Drill-down: the figure and its contributions.

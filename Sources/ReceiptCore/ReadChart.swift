@@ -53,6 +53,9 @@ package struct ReadChart: Sendable {
 
     package func callAsFunction(_ input: Input) async throws(ReceiptError) -> ChartAnswer {
         let (query, rates) = try await prepare(input)
+        if Rollup.answers(query, reportingCurrency: settings.reportingCurrency), let answer = try await fromRollups(query) {
+            return answer
+        }
         let sum: ChartSum
         do { sum = try ChartSum(query, currency: query.currency ?? settings.reportingCurrency) } catch { throw Self.error(error) }
         return try await sumEveryHolder(query, rates: rates, into: sum.running()).answer()
@@ -70,6 +73,37 @@ package struct ReadChart: Sendable {
             throw error
         } catch {
             throw .internalFault
+        }
+    }
+
+    /// The query's chart from the rollups (``KeepRollups``), when they are built for the current
+    /// settings and rates: the sums of its chart by day, and today's exact items. Nil while they
+    /// are being rebuilt.
+    private func fromRollups(_ query: ChartQuery) async throws(ReceiptError) -> ChartAnswer? {
+        let settings = settings
+        let kept: ([RollupRow], [RollupMoment])?
+        do {
+            kept = try await database.read { db in
+                let store = RollupStore(db)
+                let state = try store.state()
+                guard state.phase == .ready,
+                    state.fingerprint == KeepRollups.fingerprint(settings, ratesRevision: state.ratesRevision)
+                else { return nil }
+                let environment = query.filters.environment
+                return (
+                    try store.rows(environment: environment, chart: query.chart),
+                    try store.moments(environment: environment, chart: query.chart, day: CivilTime.split(query.now).0)
+                )
+            }
+        } catch {
+            logger.error("the chart rollups could not be read", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+        guard let (rows, moments) = kept else { return nil }
+        do {
+            return try Rollup.answer(query, currency: settings.reportingCurrency, rows: rows, moments: moments)
+        } catch {
+            throw Self.error(error)
         }
     }
 
@@ -183,7 +217,11 @@ package enum ImportRates {
             return AnalyticsStore.RateRow(
                 day: PeriodGrid.label(y, m, d), currency: row.currency, perEuro: Self.text(row.perEuro))
         }
-        let changed = try db.transaction(durable: true) { try AnalyticsStore(db).importRates(stored) }
+        let changed = try db.transaction(durable: true) {
+            let changed = try AnalyticsStore(db).importRates(stored)
+            if changed > 0 { try RollupStore(db).ratesChanged() }
+            return changed
+        }
         let days = stored.map(\.day).sorted()
         return Report(
             rates: stored.count, changed: changed, currencies: Set(stored.map(\.currency)).count, firstDay: days.first,

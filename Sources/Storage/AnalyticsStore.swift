@@ -69,6 +69,60 @@ public struct AnalyticsStore {
         return (last, purchases, renewals)
     }
 
+    /// Everything `appUserID` holds, in every environment, with those subscriptions' renewal info:
+    /// what the chart rollups recompute a changed holder from.
+    public func holdings(of appUserID: String) throws -> (purchases: [HeldPurchase], renewals: [RenewalRow]) {
+        let purchases = try held(
+            db.cached(
+                """
+                SELECT \(ReceiptStore.transactionColumns("t", rawJSON: false)), o.app_user_id
+                FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
+                WHERE o.app_user_id = ?
+                """
+            ).bind([appUserID]))
+        let q = try db.cached(
+            """
+            SELECT p.original_transaction_id, p.auto_renew_status, p.is_in_billing_retry_period, p.grace_period_expires_date
+            FROM ownership o JOIN pending_renewal_info p ON p.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id = ?
+            """
+        ).bind([appUserID])
+        var renewals: [RenewalRow] = []
+        while try q.step() { renewals.append(Self.renewal(q)) }
+        return (purchases, renewals)
+    }
+
+    /// A page of holders in every environment (``holders(environment:after:limit:)``'s page,
+    /// unfiltered): what a rollup rebuild reads.
+    public func everyHolder(after: String?, limit: Int) throws -> (
+        last: String?, purchases: [HeldPurchase], renewals: [RenewalRow]
+    ) {
+        let users = try db.cached(
+            "SELECT DISTINCT app_user_id FROM ownership WHERE app_user_id > ? ORDER BY app_user_id LIMIT ?"
+        ).bind([after ?? "", Int64(limit)])
+        var last: String?
+        while try users.step() { last = users.text(0) }
+        guard let last else { return (nil, [], []) }
+        let purchases = try held(
+            db.cached(
+                """
+                SELECT \(ReceiptStore.transactionColumns("t", rawJSON: false)), o.app_user_id
+                FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
+                WHERE o.app_user_id > ? AND o.app_user_id <= ?
+                """
+            ).bind([after ?? "", last]))
+        let q = try db.cached(
+            """
+            SELECT p.original_transaction_id, p.auto_renew_status, p.is_in_billing_retry_period, p.grace_period_expires_date
+            FROM ownership o JOIN pending_renewal_info p ON p.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id > ? AND o.app_user_id <= ?
+            """
+        ).bind([after ?? "", last])
+        var renewals: [RenewalRow] = []
+        while try q.step() { renewals.append(Self.renewal(q)) }
+        return (last, purchases, renewals)
+    }
+
     private func held(_ q: Statement) throws -> [HeldPurchase] {
         let userColumn = Int32(22 + ReceiptStore.commerceColumns.count)
         var rows: [HeldPurchase] = []

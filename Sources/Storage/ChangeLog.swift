@@ -45,6 +45,31 @@ public struct ChangeLog {
         return changes
     }
 
+    /// The sequence to follow on from so as to miss no change committed after `since` (an
+    /// instant): one before the first change written since then, or the newest when none was. On
+    /// PostgreSQL sequences are taken before commit, so a change numbered below the newest may
+    /// still be committing; any that is was written after `since`.
+    public func followFrom(since: Int64) throws -> Int64 {
+        // Newest first along the key, a page at a time, so only the recent tail is read.
+        let q = try db.cached("SELECT sequence, at FROM changes WHERE sequence < ? ORDER BY sequence DESC LIMIT 1000")
+        var below = Int64.max
+        var from: Int64?
+        while true {
+            try q.bind([below])
+            var read = 0
+            while try q.step() {
+                read += 1
+                below = q.int(0)
+                if q.int(1) < since {
+                    q.reset()
+                    return from ?? below
+                }
+                from = below - 1
+            }
+            if read < 1000 { return from ?? 0 }
+        }
+    }
+
     /// The newest change's sequence (0 when there is none): what a read in the same transaction
     /// has seen. On PostgreSQL the ``ChangeFeed``'s mark taken as the transaction began (the
     /// sequences observers hear there are the feed's).

@@ -1,0 +1,62 @@
+-- Chart rollups: see Migrations/0019_rollups.sql.
+CREATE TABLE rollup_state (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    fingerprint TEXT NOT NULL,
+    phase TEXT NOT NULL CHECK (phase IN ('building', 'ready')),
+    rebuild_after TEXT,
+    changes_through BIGINT NOT NULL,
+    rates_revision BIGINT NOT NULL
+);
+INSERT INTO rollup_state (id, fingerprint, phase, rebuild_after, changes_through, rates_revision) VALUES (1, '', 'building', NULL, 0, 0);
+
+-- What each holder adds to the sums, as the keeper last computed it (Analytics.RollupRow,
+-- encoded and compressed): taken away again when their facts change.
+CREATE TABLE rollup_holders (
+    app_user_id TEXT PRIMARY KEY,
+    rows TEXT NOT NULL
+);
+
+-- Every holder's items summed by their UTC days (Analytics.RollupRow). `cohort_day` is
+-- -9223372036854775808 for an item of no cohort; unbounded windows keep the extreme integers.
+CREATE TABLE rollup_days (
+    environment TEXT NOT NULL,
+    chart TEXT NOT NULL,
+    measure TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    bundle_id TEXT NOT NULL,
+    store TEXT NOT NULL,
+    note TEXT NOT NULL,
+    at_day BIGINT NOT NULL,
+    until_day BIGINT NOT NULL,
+    valid_from_day BIGINT NOT NULL,
+    valid_until_day BIGINT NOT NULL,
+    cohort_day BIGINT NOT NULL,
+    value BIGINT NOT NULL,
+    items BIGINT NOT NULL,
+    PRIMARY KEY (
+        environment, chart, measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day,
+        cohort_day
+    )
+);
+
+-- Items kept exactly for each day they have an instant on, from the day they were written
+-- (Analytics.RollupMoment): today's figures are summed from these. Past days are pruned.
+CREATE TABLE rollup_moments (
+    day BIGINT NOT NULL,
+    environment TEXT NOT NULL,
+    chart TEXT NOT NULL,
+    app_user_id TEXT NOT NULL,
+    measure TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    bundle_id TEXT NOT NULL,
+    store TEXT NOT NULL,
+    notes TEXT NOT NULL,
+    at BIGINT NOT NULL,
+    until BIGINT NOT NULL,
+    valid_from BIGINT NOT NULL,
+    valid_until BIGINT NOT NULL,
+    cohort BIGINT,
+    value BIGINT NOT NULL
+);
+CREATE INDEX rollup_moments_by_day ON rollup_moments (day, environment, chart);
+CREATE INDEX rollup_moments_by_holder ON rollup_moments (app_user_id);

@@ -1,0 +1,348 @@
+import Entitlements
+
+/// Charts kept ahead of the question. Each holder's items (``ChartItem``, every chart, the
+/// reporting currency, no filter but the environment) are snapped to UTC days and summed with
+/// everyone else's (``RollupRow``); a query sums those rows instead of every transaction.
+///
+/// Snapping is exact for every instant a query asks about except within today: a flow by the day
+/// of its instant, a stock by the days of its ends (a past day's last instant is inside
+/// [at, until) exactly when its day is in [day(at), day(until))), a start-of-period stock by the
+/// first day starting at or after each end, a window and a cohort by their days. A row with an
+/// instant today can count or not depending on the hour, so for today the rows with a day equal to
+/// today are left out and their exact items (``RollupMoment``, kept for every item with an
+/// instant on or after the day it was written) are summed instead.
+///
+/// Pure: the caller stores rows and moments, and reads back those a query needs.
+public enum Rollup {
+    /// Bumped whenever what a ledger adds to the rollups changes, so stored rollups are rebuilt.
+    public static let format = 1
+
+    /// Whether a query can be answered from rollups: UTC days, the reporting currency, and the
+    /// filters items carry (app and store, except for cohorts, whose first paid period a filter
+    /// can move). Other queries read the ledger.
+    public static func answers(_ q: ChartQuery, reportingCurrency: String) -> Bool {
+        q.zone.name == "UTC" && (q.currency ?? reportingCurrency) == reportingCurrency && q.filters.product == nil
+            && q.filters.storefront == nil && (q.chart != .cohorts || q.filters.app == nil && q.filters.store == nil)
+    }
+
+    /// What one holder adds to every chart of every environment they hold purchases in: their
+    /// snapped rows, and the exact items with an instant on or after `today` (days since 1970-01-01).
+    public static func holder(_ ledger: Ledger, settings: AnalyticsSettings, rates: ExchangeRates, today: Int64) -> (
+        rows: [RollupRow], moments: [RollupMoment]
+    ) {
+        var sums: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
+        var moments: [RollupMoment] = []
+        for environment in Set(ledger.entries.map(\.purchase.environment)).sorted() {
+            let filters = ChartFilters(environment: environment)
+            for chart in Chart.allCases {
+                let items = ItemRecorder.record(
+                    ledger, chart: chart, filters: filters, currency: settings.reportingCurrency, rates: rates,
+                    settings: settings)
+                for item in items {
+                    for (key, value) in RollupRow.keys(of: item, chart: chart, environment: environment) {
+                        sums[key, default: (0, 0)].value += value
+                        sums[key, default: (0, 0)].items += 1
+                    }
+                    let days = RollupMoment.days(of: item, onOrAfter: today)
+                    if !days.isEmpty {
+                        moments.append(RollupMoment(environment: environment, chart: chart, item: item, days: days))
+                    }
+                }
+            }
+        }
+        let rows = sums.map { RollupRow(key: $0.key, value: $0.value.value, items: $0.value.items) }
+        return (rows.sorted { $0.key < $1.key }, moments)
+    }
+
+    /// The query's chart from the rows of its environment and chart, and the moments of today
+    /// (the day holding `q.now`) of the same. The caller checked ``answers(_:reportingCurrency:)``.
+    public static func answer(_ q: ChartQuery, currency: String, rows: [RollupRow], moments: [RollupMoment])
+        throws(ChartError) -> ChartAnswer
+    {
+        var running = try ChartSum(q, currency: currency).running()
+        let today = CivilTime.split(q.now).0
+        var batch: [ChartItem] = []
+        batch.reserveCapacity(1024)
+        for row in rows where row.key.admitted(by: q.filters) && !row.key.touches(today) {
+            batch.append(row.item)
+            if batch.count == 1024 {
+                running.add(batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        for moment in moments where moment.days.contains(today) && moment.admitted(by: q.filters) {
+            batch.append(moment.item)
+        }
+        running.add(batch)
+        var answer = running.answer()
+        answer.fromRollups = true
+        return answer
+    }
+
+    /// Rows as differences: what `new` adds to the sums once `old` is taken away (rows whose value
+    /// and items both net to zero left out).
+    public static func difference(from old: [RollupRow], to new: [RollupRow]) -> [RollupRow] {
+        var sums: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
+        for (rows, sign) in [(old, Int64(-1)), (new, 1)] {
+            for row in rows {
+                sums[row.key, default: (0, 0)].value += sign * row.value
+                sums[row.key, default: (0, 0)].items += sign * row.items
+            }
+        }
+        return sums.compactMap { key, sum in
+            sum.value == 0 && sum.items == 0 ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
+        }.sorted { $0.key < $1.key }
+    }
+
+    /// The day (since 1970-01-01) holding `t`; the unbounded stay unbounded.
+    static func floorDay(_ t: Int64) -> Int64 {
+        t == .min || t == .max ? t : CivilTime.split(t).0
+    }
+
+    /// The first day starting at or after `t`.
+    static func ceilingDay(_ t: Int64) -> Int64 {
+        guard t != .min, t != .max else { return t }
+        let (day, ms) = CivilTime.split(t)
+        return ms == 0 ? day : day + 1
+    }
+
+    /// The instant `day` starts.
+    static func start(_ day: Int64) -> Int64 {
+        day == .min || day == .max ? day : day * 86_400_000
+    }
+}
+
+/// Items of one chart that have the same days, summed: what the rollups store per day.
+public struct RollupRow: Sendable, Equatable {
+    public struct Key: Sendable, Hashable, Comparable {
+        public var environment: String
+        public var chart: Chart
+        /// Empty for a note's row.
+        public var measure: String
+        public var kind: ChartItem.Kind
+        public var bundleID: String
+        public var store: String
+        /// ``ItemNote`` as text (``RollupRow/noteText(_:)``), empty for none.
+        public var note: String
+        /// Days since 1970-01-01: floor days, ceiling days for a start-of-period stock's ends.
+        public var atDay: Int64
+        public var untilDay: Int64
+        public var validFromDay: Int64
+        public var validUntilDay: Int64
+        /// ``RollupRow/noCohort`` when the item has none.
+        public var cohortDay: Int64
+
+        public init(
+            environment: String, chart: Chart, measure: String, kind: ChartItem.Kind, bundleID: String, store: String,
+            note: String, atDay: Int64, untilDay: Int64, validFromDay: Int64, validUntilDay: Int64, cohortDay: Int64
+        ) {
+            self.environment = environment
+            self.chart = chart
+            self.measure = measure
+            self.kind = kind
+            self.bundleID = bundleID
+            self.store = store
+            self.note = note
+            self.atDay = atDay
+            self.untilDay = untilDay
+            self.validFromDay = validFromDay
+            self.validUntilDay = validUntilDay
+            self.cohortDay = cohortDay
+        }
+
+        public static func < (a: Key, b: Key) -> Bool {
+            let (x, y) = (a.texts, b.texts)
+            if x != y { return x.lexicographicallyPrecedes(y) }
+            return a.days.lexicographicallyPrecedes(b.days)
+        }
+
+        private var texts: [String] { [environment, chart.rawValue, measure, kind.rawValue, bundleID, store, note] }
+        private var days: [Int64] { [atDay, untilDay, validFromDay, validUntilDay, cohortDay] }
+
+        /// Whether one of its days is `day`: then whether it counts depends on the time of day.
+        /// A start-of-period stock counts at day starts only, which its ceiling days decide exactly.
+        func touches(_ day: Int64) -> Bool {
+            if kind == .stockAtStart { return false }
+            return atDay == day || (kind == .stock && untilDay == day) || validFromDay == day || validUntilDay == day
+                || cohortDay == day
+        }
+
+        func admitted(by filters: ChartFilters) -> Bool {
+            (filters.app.map { $0 == bundleID } ?? true) && (filters.store.map { $0.rawValue == store } ?? true)
+        }
+    }
+
+    public var key: Key
+    /// The items' values summed (milliunits for money).
+    public var value: Int64
+    /// How many items were summed: a note is reported that many times; a row is gone at zero.
+    public var items: Int64
+
+    public init(key: Key, value: Int64, items: Int64) {
+        self.key = key
+        self.value = value
+        self.items = items
+    }
+
+    public static let noCohort = Int64.min
+
+    /// An item's rows: its measure's, and one per note (value 0, so that the note is counted
+    /// exactly when the item is).
+    static func keys(of item: ChartItem, chart: Chart, environment: String) -> [(Key, Int64)] {
+        let start = item.kind == .stockAtStart
+        func key(_ measure: String, _ note: String) -> Key {
+            Key(
+                environment: environment, chart: chart, measure: measure, kind: item.kind, bundleID: item.bundleID,
+                store: item.store.rawValue, note: note,
+                atDay: start ? Rollup.ceilingDay(item.at) : Rollup.floorDay(item.at),
+                untilDay: item.kind == .flow
+                    ? Rollup.floorDay(item.at) : start ? Rollup.ceilingDay(item.until) : Rollup.floorDay(item.until),
+                validFromDay: Rollup.floorDay(item.validFrom), validUntilDay: Rollup.floorDay(item.validUntil),
+                cohortDay: item.cohort.map(Rollup.floorDay) ?? noCohort)
+        }
+        var keys: [(Key, Int64)] = item.measure.isEmpty ? [] : [(key(item.measure, ""), item.value)]
+        for note in item.notes { keys.append((key("", noteText(note)), 0)) }
+        return keys
+    }
+
+    /// The row as an item whose instants are its days' starts: counted exactly as its items are
+    /// on any day but those it touches.
+    var item: ChartItem {
+        ChartItem(
+            measure: key.measure, kind: key.kind, at: Rollup.start(key.atDay), until: Rollup.start(key.untilDay),
+            validFrom: Rollup.start(key.validFromDay), validUntil: Rollup.start(key.validUntilDay),
+            cohort: key.cohortDay == Self.noCohort ? nil : Rollup.start(key.cohortDay), value: value,
+            isMoney: Book.moneyMeasures.contains(key.measure), appUserID: "", originalTransactionID: "", transactionID: "",
+            notes: key.note.isEmpty ? [] : Self.note(key.note).map { [$0] } ?? [], bundleID: key.bundleID,
+            store: Store(rawValue: key.store) ?? .appStore, count: items)
+    }
+
+    /// A note as stable text: `rate␟USD␟20454`, `price␟monthly␟USA` (`price␟monthly` without a
+    /// storefront), `untaxed␟FRA`.
+    public static func noteText(_ note: ItemNote) -> String {
+        switch note {
+        case .missingRate(let currency, let day): "rate\u{1F}\(currency)\u{1F}\(day)"
+        case .missingPrice(let product, let storefront): "price\u{1F}\(product)" + (storefront.map { "\u{1F}" + $0 } ?? "")
+        case .untaxed(let storefront): "untaxed\u{1F}\(storefront)"
+        }
+    }
+
+    public static func note(_ text: String) -> ItemNote? {
+        let parts = text.split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init)
+        switch (parts.first, parts.count) {
+        case ("rate", 3): return Int64(parts[2]).map { .missingRate(currency: parts[1], day: $0) }
+        case ("price", 2): return .missingPrice(productID: parts[1], storefront: nil)
+        case ("price", 3): return .missingPrice(productID: parts[1], storefront: parts[2])
+        case ("untaxed", 2): return .untaxed(storefront: parts[1])
+        default: return nil
+        }
+    }
+}
+
+/// An item kept exactly, for the days it has an instant on: what today's figures are summed from.
+public struct RollupMoment: Sendable, Equatable {
+    public var environment: String
+    public var chart: Chart
+    public var item: ChartItem
+    /// The days (since 1970-01-01) of its instants, from the day it was written on.
+    public var days: [Int64]
+
+    public init(environment: String, chart: Chart, item: ChartItem, days: [Int64]) {
+        self.environment = environment
+        self.chart = chart
+        self.item = item
+        self.days = days
+    }
+
+    /// The days of an item's instants that are `today` or later, ascending, each once. A
+    /// start-of-period stock has none that matter (``RollupRow/Key/touches(_:)``).
+    static func days(of item: ChartItem, onOrAfter today: Int64) -> [Int64] {
+        guard item.kind != .stockAtStart else { return [] }
+        var instants = [item.at, item.validFrom, item.validUntil]
+        if item.kind == .stock { instants.append(item.until) }
+        if let cohort = item.cohort { instants.append(cohort) }
+        return Set(instants.map(Rollup.floorDay).filter { $0 >= today && $0 != .max }).sorted()
+    }
+
+    func admitted(by filters: ChartFilters) -> Bool {
+        (filters.app.map { $0 == item.bundleID } ?? true) && (filters.store.map { $0 == item.store } ?? true)
+    }
+}
+
+extension RollupRow {
+    /// Rows as text, one a line, tab-separated fields (tabs, newlines and backslashes escaped;
+    /// `-` and `+` for the unbounded days, an empty field for no cohort): what is kept per holder.
+    public static func encode(_ rows: [RollupRow]) -> String {
+        func day(_ d: Int64) -> String { d == .min ? "-" : d == .max ? "+" : String(d) }
+        func escaped(_ s: String) -> String {
+            guard s.contains(where: { $0 == "\t" || $0 == "\n" || $0 == "\\" }) else { return s }
+            return s.replacingBackslashes()
+        }
+        var text = ""
+        for row in rows {
+            let k = row.key
+            let fields = [
+                escaped(k.environment), k.chart.rawValue, escaped(k.measure), k.kind.rawValue, escaped(k.bundleID),
+                escaped(k.store), escaped(k.note), day(k.atDay), day(k.untilDay), day(k.validFromDay), day(k.validUntilDay),
+                k.cohortDay == noCohort ? "" : String(k.cohortDay), String(row.value), String(row.items),
+            ]
+            text += fields.joined(separator: "\t") + "\n"
+        }
+        return text
+    }
+
+    /// ``encode(_:)``'s rows back; nil when the text is not such rows.
+    public static func decode(_ text: String) -> [RollupRow]? {
+        func day(_ s: Substring) -> Int64? { s == "-" ? .min : s == "+" ? .max : Int64(s) }
+        var rows: [RollupRow] = []
+        for line in text.split(separator: "\n") {
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard f.count == 14, let chart = Chart(rawValue: String(f[1])), let kind = ChartItem.Kind(rawValue: String(f[3])),
+                let at = day(f[7]), let until = day(f[8]), let from = day(f[9]), let to = day(f[10]),
+                let cohort = f[11].isEmpty ? noCohort : Int64(f[11]), let value = Int64(f[12]), let items = Int64(f[13])
+            else { return nil }
+            rows.append(
+                RollupRow(
+                    key: Key(
+                        environment: f[0].unescaped(), chart: chart, measure: f[2].unescaped(), kind: kind,
+                        bundleID: f[4].unescaped(), store: f[5].unescaped(), note: f[6].unescaped(), atDay: at, untilDay: until,
+                        validFromDay: from, validUntilDay: to, cohortDay: cohort),
+                    value: value, items: items))
+        }
+        return rows
+    }
+}
+
+extension String {
+    fileprivate func replacingBackslashes() -> String {
+        var out = ""
+        for c in self {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\t": out += "\\t"
+            case "\n": out += "\\n"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+}
+
+extension Substring {
+    fileprivate func unescaped() -> String {
+        guard contains("\\") else { return String(self) }
+        var out = ""
+        var escaping = false
+        for c in self {
+            if escaping {
+                out.append(c == "t" ? "\t" : c == "n" ? "\n" : c)
+                escaping = false
+            } else if c == "\\" {
+                escaping = true
+            } else {
+                out.append(c)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,105 @@
+import Analytics
+import Entitlements
+import Storage
+
+private let day: Int64 = 86_400_000
+
+/// A business with every hard case the charts must get right (prorated and full refunds,
+/// upgrades, gaps and resubscriptions, grace periods, family sharing, trials, offer codes, a
+/// commitment plan, four currencies and a day without a rate), from a seed: thirty subscribers
+/// from 2026-01-01 on, and the exchange rates of its first 200 days but 20.
+package enum SampleBusiness {
+    package static let origin = CivilTime.days(year: 2026, month: 1, day: 1) * day
+
+    /// Thirty subscribers' purchases and renewal infos, from `seed`.
+    package static func business(seed: UInt64) -> (VerifiedFacts, [String: String]) {
+        var rng = SeededGenerator(seed: seed)
+        var purchases: [Stated<Purchase>] = []
+        var renewals: [Stated<Renewal>] = []
+        var owners: [String: String] = [:]
+        let storefronts = [("USA", "USD", Int64(9990)), ("DEU", "EUR", 8990), ("GBR", "GBP", 7990), ("JPN", "JPY", 1_500_000)]
+        for user in 0..<30 {
+            let original = "o\(user)"
+            owners[original] = "u\(user)"
+            let (storefront, currency, price) = storefronts.randomElement(using: &rng)!
+            let product = Bool.random(using: &rng) ? "monthly" : "annual"
+            var t = origin + Int64.random(in: 0..<(60 * day), using: &rng)
+            for n in 0..<Int.random(in: 1...7, using: &rng) {
+                let trial = n == 0 && Int.random(in: 0..<3, using: &rng) == 0
+                let length = (trial ? 7 : product == "monthly" ? 30 : 365) * day
+                var commerce = Commerce(
+                    price: Price(milliunits: trial ? 0 : price, currency: currency, source: .store), storefront: storefront,
+                    transactionReason: n == 0 ? "PURCHASE" : "RENEWAL")
+                if trial { (commerce.offerType, commerce.offerDiscountType) = (1, "FREE_TRIAL") }
+                if user % 7 == 3 && n == 1 { (commerce.offerType, commerce.offerDiscountType) = (3, "PAY_AS_YOU_GO") }
+                if user % 11 == 5 {
+                    commerce.billingPlanType = "MONTHLY"
+                    commerce.commitment = Commitment(
+                        billingPeriodNumber: Int64(n + 1), totalBillingPeriods: 12, price: price * 12)
+                }
+                var cancelled: Int64?
+                var upgraded = false
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0:
+                    cancelled = t + 3 * day
+                    (commerce.revocationType, commerce.revocationPercentage) = ("REFUND_PRORATED", 40_000)
+                case 1:
+                    cancelled = t + 2 * day
+                    commerce.revocationType = "REFUND_FULL"
+                case 2 where n > 0:
+                    cancelled = t + 10 * day
+                    upgraded = true
+                default: break
+                }
+                purchases.append(
+                    Stated(
+                        Purchase(
+                            transactionID: "\(original)-\(n)", originalTransactionID: original, productID: product,
+                            purchaseDate: t, originalPurchaseDate: t, expiresDate: t + length, cancellationDate: cancelled,
+                            isTrialPeriod: trial, isUpgraded: upgraded,
+                            ownershipType: user % 13 == 4 ? "FAMILY_SHARED" : "PURCHASED", environment: "production",
+                            subscriptionGroupID: "g", commerce: commerce),
+                        bundleID: user % 5 == 2 ? "com.y" : "com.x", rawJSON: #"{"n":\#(n)}"#))
+                // On time, after a gap (a resubscription), or early.
+                t += length + [0, 0, 0, 40 * day, -day].randomElement(using: &rng)!
+            }
+            let retrying = Int.random(in: 0..<4, using: &rng) == 0
+            renewals.append(
+                Stated(
+                    Renewal(
+                        originalTransactionID: original, productID: product, autoRenewProductID: product,
+                        autoRenewStatus: Bool.random(using: &rng), gracePeriodExpiresDate: retrying ? t + 6 * day : nil,
+                        isInBillingRetryPeriod: retrying, environment: "production"),
+                    rawJSON: "{}"))
+        }
+        return (VerifiedFacts(environment: "production", purchases: purchases, renewals: renewals, statedAt: 1), owners)
+    }
+
+    package static let rates: [AnalyticsStore.RateRow] = (0..<200).filter { !(100..<120).contains($0) }.flatMap {
+        d -> [AnalyticsStore.RateRow] in
+        let (y, m, dd) = CivilTime.date(fromDays: origin / day + Int64(d))
+        let label = PeriodGrid.label(y, m, dd)
+        return [
+            .init(day: label, currency: "USD", perEuro: "1.0823"), .init(day: label, currency: "GBP", perEuro: "0.8421"),
+            .init(day: label, currency: "JPY", perEuro: "162.37"),
+        ]
+    }
+
+    /// What the engine sees of the facts without storage: the same purchases, held by the same users.
+    package static func ledger(_ facts: VerifiedFacts, owners: [String: String]) -> Ledger {
+        Ledger(
+            entries: facts.purchases.map {
+                Ledger.Entry(
+                    appUserID: owners[$0.fact.originalTransactionID]!, bundleID: $0.bundleID ?? "", purchase: $0.fact)
+            },
+            renewals: Dictionary(
+                uniqueKeysWithValues: facts.renewals.map {
+                    (
+                        $0.fact.originalTransactionID,
+                        Ledger.RenewalState(
+                            autoRenewStatus: $0.fact.autoRenewStatus, isInBillingRetryPeriod: $0.fact.isInBillingRetryPeriod,
+                            gracePeriodExpiresDate: $0.fact.gracePeriodExpiresDate)
+                    )
+                }))
+    }
+}

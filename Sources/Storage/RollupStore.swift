@@ -1,0 +1,200 @@
+import Analytics
+
+/// The chart rollups (Migrations/0019_rollups.sql): their state, each holder's last rows, the
+/// sums by day and the exact items of today's instants. Synchronous: use it inside
+/// `DatabaseQueue.write` or `read`.
+public struct RollupStore {
+    private let db: Database
+
+    public init(_ database: Database) { db = database }
+
+    /// What the rollups were built for and how far they are.
+    public struct State: Sendable, Equatable {
+        public enum Phase: String, Sendable { case building, ready }
+        public var fingerprint: String
+        public var phase: Phase
+        /// While building: the last holder done (nil before the first).
+        public var rebuildAfter: String?
+        /// The last change of the change log the rollups include.
+        public var changesThrough: Int64
+        /// Grows with every rates import that changed a rate.
+        public var ratesRevision: Int64
+
+        public init(fingerprint: String, phase: Phase, rebuildAfter: String?, changesThrough: Int64, ratesRevision: Int64) {
+            self.fingerprint = fingerprint
+            self.phase = phase
+            self.rebuildAfter = rebuildAfter
+            self.changesThrough = changesThrough
+            self.ratesRevision = ratesRevision
+        }
+    }
+
+    public func state() throws -> State {
+        let q = try db.cached(
+            "SELECT fingerprint, phase, rebuild_after, changes_through, rates_revision FROM rollup_state WHERE id = 1")
+        defer { q.reset() }
+        guard try q.step() else {
+            throw StorageError(db.dialect == .sqlite ? .sqlite : .postgres, "rollup_state has no row: migration 0019 is missing")
+        }
+        return State(
+            fingerprint: q.text(0)!, phase: State.Phase(rawValue: q.text(1)!) ?? .building, rebuildAfter: q.text(2),
+            changesThrough: q.int(3), ratesRevision: q.int(4))
+    }
+
+    /// Saves all but the rates revision, which only ``ratesChanged()`` moves.
+    public func save(_ state: State) throws {
+        try db.cached(
+            "UPDATE rollup_state SET fingerprint = ?, phase = ?, rebuild_after = ?, changes_through = ? WHERE id = 1"
+        ).bind([state.fingerprint, state.phase.rawValue, state.rebuildAfter, state.changesThrough]).run()
+    }
+
+    /// A rates import changed a rate: every figure in another currency may have moved.
+    public func ratesChanged() throws {
+        try db.cached("UPDATE rollup_state SET rates_revision = rates_revision + 1 WHERE id = 1").run()
+    }
+
+    /// Forgets every holder's rows, the sums and the moments (a rebuild starts from nothing).
+    public func clear() throws {
+        for table in ["rollup_holders", "rollup_days", "rollup_moments"] { try db.execute("DELETE FROM \(table)") }
+    }
+
+    // MARK: Holders
+
+    /// A holder's rows as last kept (encoded), if any.
+    public func holderRows(_ appUserID: String) throws -> String? {
+        let q = try db.cached("SELECT rows FROM rollup_holders WHERE app_user_id = ?").bind([appUserID])
+        defer { q.reset() }
+        return try q.step() ? q.text(0) : nil
+    }
+
+    /// Keeps a holder's rows (encoded); nil forgets the holder.
+    public func saveHolderRows(_ appUserID: String, _ rows: String?) throws {
+        guard let rows else {
+            try db.cached("DELETE FROM rollup_holders WHERE app_user_id = ?").bind([appUserID]).run()
+            return
+        }
+        try db.cached(
+            """
+            INSERT INTO rollup_holders (app_user_id, rows) VALUES (?, ?)
+            ON CONFLICT (app_user_id) DO UPDATE SET rows = excluded.rows
+            """
+        ).bind([appUserID, rows]).run()
+    }
+
+    // MARK: Sums
+
+    static let dayKey =
+        "environment, chart, measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day"
+
+    /// Adds differences to the sums; a sum left with no item is deleted.
+    public func add(_ differences: [RollupRow]) throws {
+        let perStatement = 100
+        var start = 0
+        while start < differences.count {
+            let chunk = differences[start..<min(start + perStatement, differences.count)]
+            let placeholders = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: chunk.count)
+            let upsert = try db.cached(
+                """
+                INSERT INTO rollup_days (\(Self.dayKey), value, items) VALUES \(placeholders.joined(separator: ", "))
+                ON CONFLICT (\(Self.dayKey)) DO UPDATE
+                SET value = rollup_days.value + excluded.value, items = rollup_days.items + excluded.items
+                """)
+            var values: [(any StatementValue)?] = []
+            values.reserveCapacity(chunk.count * 14)
+            for row in chunk {
+                let k = row.key
+                values += [
+                    k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, k.bundleID, k.store, k.note, k.atDay, k.untilDay,
+                    k.validFromDay, k.validUntilDay, k.cohortDay, row.value, row.items,
+                ]
+            }
+            try upsert.bind(values).run()
+            start += perStatement
+        }
+        let delete = try db.cached(
+            """
+            DELETE FROM rollup_days WHERE environment = ? AND chart = ? AND measure = ? AND kind = ? AND bundle_id = ?
+            AND store = ? AND note = ? AND at_day = ? AND until_day = ? AND valid_from_day = ? AND valid_until_day = ?
+            AND cohort_day = ? AND items = 0
+            """)
+        for row in differences where row.items < 0 {
+            let k = row.key
+            try delete.bind([
+                k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, k.bundleID, k.store, k.note, k.atDay, k.untilDay,
+                k.validFromDay, k.validUntilDay, k.cohortDay,
+            ]).run()
+        }
+    }
+
+    /// The sums of one environment's chart.
+    public func rows(environment: String, chart: Chart) throws -> [RollupRow] {
+        let q = try db.cached(
+            """
+            SELECT measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day, value,
+            items FROM rollup_days WHERE environment = ? AND chart = ?
+            """
+        ).bind([environment, chart.rawValue])
+        var rows: [RollupRow] = []
+        while try q.step() {
+            guard let kind = ChartItem.Kind(rawValue: q.text(1)!) else { continue }
+            rows.append(
+                RollupRow(
+                    key: .init(
+                        environment: environment, chart: chart, measure: q.text(0)!, kind: kind, bundleID: q.text(2)!,
+                        store: q.text(3)!, note: q.text(4)!, atDay: q.int(5), untilDay: q.int(6), validFromDay: q.int(7),
+                        validUntilDay: q.int(8), cohortDay: q.int(9)),
+                    value: q.int(10), items: q.int(11)))
+        }
+        return rows
+    }
+
+    // MARK: Moments
+
+    /// Replaces a holder's moments.
+    public func replaceMoments(of appUserID: String, with moments: [RollupMoment]) throws {
+        try db.cached("DELETE FROM rollup_moments WHERE app_user_id = ?").bind([appUserID]).run()
+        let insert = try db.cached(
+            """
+            INSERT INTO rollup_moments (day, environment, chart, app_user_id, measure, kind, bundle_id, store, notes, at, until,
+            valid_from, valid_until, cohort, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        for moment in moments {
+            let i = moment.item
+            let notes = i.notes.map(RollupRow.noteText).joined(separator: "\n")
+            for day in moment.days {
+                try insert.bind([
+                    day, moment.environment, moment.chart.rawValue, appUserID, i.measure, i.kind.rawValue, i.bundleID,
+                    i.store.rawValue, notes, i.at, i.until, i.validFrom, i.validUntil, i.cohort, i.value,
+                ]).run()
+            }
+        }
+    }
+
+    /// The moments of one environment's chart on `day`.
+    public func moments(environment: String, chart: Chart, day: Int64) throws -> [RollupMoment] {
+        let q = try db.cached(
+            """
+            SELECT app_user_id, measure, kind, bundle_id, store, notes, at, until, valid_from, valid_until, cohort, value
+            FROM rollup_moments WHERE day = ? AND environment = ? AND chart = ?
+            """
+        ).bind([day, environment, chart.rawValue])
+        var moments: [RollupMoment] = []
+        while try q.step() {
+            guard let kind = ChartItem.Kind(rawValue: q.text(2)!) else { continue }
+            let measure = q.text(1)!
+            let item = ChartItem(
+                measure: measure, kind: kind, at: q.int(6), until: q.int(7), validFrom: q.int(8), validUntil: q.int(9),
+                cohort: q.isNull(10) ? nil : q.int(10), value: q.int(11), isMoney: ChartItem.isMoney(measure),
+                appUserID: q.text(0)!, originalTransactionID: "", transactionID: "",
+                notes: q.text(5)!.split(separator: "\n").compactMap { RollupRow.note(String($0)) }, bundleID: q.text(3)!,
+                store: .init(rawValue: q.text(4)!) ?? .appStore)
+            moments.append(RollupMoment(environment: environment, chart: chart, item: item, days: [day]))
+        }
+        return moments
+    }
+
+    /// Forgets the moments of days before `day`: no query asks about them any more.
+    public func pruneMoments(before day: Int64) throws {
+        try db.cached("DELETE FROM rollup_moments WHERE day < ?").bind([day]).run()
+    }
+}

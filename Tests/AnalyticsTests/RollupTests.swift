@@ -1,0 +1,135 @@
+import Entitlements
+import ReceiptTesting
+import Testing
+
+@testable import Analytics
+
+private let day: Int64 = 86_400_000
+
+/// The rollups answer exactly what the engine answers from the whole ledger: every chart, by day,
+/// week and month, with and without the filters rollups keep, at clocks anywhere in the day
+/// (at an item's instant, a millisecond either side, midday), whatever day the rollups were written.
+@Suite("Rollups")
+struct RollupTests {
+    static let settings = AnalyticsSettings(
+        reportingCurrency: "EUR", taxRates: ["DEU": 190_000, "GBR": 200_000],
+        priceTable: ["monthly": ["*": .init(milliunits: 4990, currency: "USD")]])
+
+    static let rates = ExchangeRates(
+        SampleBusiness.rates.map {
+            ExchangeRates.Row(
+                day: ECBReferenceRates.day($0.day)!, currency: $0.currency, perEuro: Money.decimal($0.perEuro, places: 6)!)
+        })
+
+    /// Each holder's ledger, as the rollups are kept.
+    static func holders(_ ledger: Ledger) -> [Ledger] {
+        Dictionary(grouping: ledger.entries, by: \.appUserID).values.map { entries in
+            Ledger(
+                entries: entries,
+                renewals: ledger.renewals.filter { r in entries.contains { $0.purchase.originalTransactionID == r.key } })
+        }
+    }
+
+    @Test(arguments: [39, 40, 41] as [UInt64])
+    func rollupsAnswerWhatTheEngineAnswers(seed: UInt64) throws {
+        let (facts, owners) = SampleBusiness.business(seed: seed)
+        let ledger = SampleBusiness.ledger(facts, owners: owners)
+        let engine = ChartEngine(ledger: ledger, rates: Self.rates, settings: Self.settings)
+        let holders = Self.holders(ledger)
+        var rng = SeededGenerator(seed: seed)
+        let origin = SampleBusiness.origin
+        // Instants items have: where a figure changes within a day.
+        let instants = Chart.allCases.flatMap { chart in
+            engine.items(ChartQuery(chart: chart, from: origin, to: origin + 1, now: 0)).flatMap {
+                [$0.at, $0.until, $0.validFrom, $0.validUntil].filter { $0 > origin && $0 < origin + 300 * day }
+            }
+        }
+        #expect(instants.count > 500)
+        var compared = 0
+        for round in 0..<10 {
+            let now: Int64 =
+                switch round % 3 {
+                case 0: origin + Int64.random(in: 0..<(260 * day), using: &rng)
+                case 1: instants.randomElement(using: &rng)! + Int64.random(in: -1...1, using: &rng)
+                default: origin + Int64.random(in: 20..<250, using: &rng) * day + day / 2
+                }
+            let today = CivilTime.split(now).0
+            let written = today - Int64.random(in: 0...40, using: &rng)
+            var sums: [RollupRow.Key: (Int64, Int64)] = [:]
+            var moments: [RollupMoment] = []
+            for holder in holders {
+                let kept = Rollup.holder(holder, settings: Self.settings, rates: Self.rates, today: written)
+                for row in kept.rows {
+                    sums[row.key] = ((sums[row.key]?.0 ?? 0) + row.value, (sums[row.key]?.1 ?? 0) + row.items)
+                }
+                moments += kept.moments
+            }
+            let rows = sums.map { RollupRow(key: $0.key, value: $0.value.0, items: $0.value.1) }
+            for chart in Chart.allCases {
+                for resolution in Resolution.allCases {
+                    for filters in [ChartFilters(), ChartFilters(app: "com.y"), ChartFilters(store: .appStore)] {
+                        let q = ChartQuery(
+                            chart: chart, from: origin - 3 * day, to: now + 20 * day, resolution: resolution, filters: filters,
+                            now: now)
+                        guard Rollup.answers(q, reportingCurrency: "EUR") else { continue }
+                        let expected = try engine.answer(q)
+                        let answer = try Rollup.answer(
+                            q, currency: "EUR", rows: rows.filter { $0.key.chart == chart },
+                            moments: moments.filter { $0.chart == chart })
+                        #expect(answer.values == expected.values, "\(chart) by \(resolution), \(filters), now \(now)")
+                        #expect(answer.measures == expected.measures, "\(chart)")
+                        #expect(answer.missingRates == expected.missingRates, "\(chart)")
+                        #expect(answer.missingPrices == expected.missingPrices, "\(chart)")
+                        #expect(answer.untaxedStorefronts == expected.untaxedStorefronts, "\(chart)")
+                        compared += 1
+                    }
+                }
+            }
+        }
+        #expect(compared == 10 * (7 * 9 + 3))
+    }
+
+    @Test func aChangedHolderIsADifference() {
+        let (facts, owners) = SampleBusiness.business(seed: 7)
+        let holder = Self.holders(SampleBusiness.ledger(facts, owners: owners)).max { $0.entries.count < $1.entries.count }!
+        var later = holder
+        later.entries.removeLast()
+        let old = Rollup.holder(holder, settings: Self.settings, rates: Self.rates, today: 0).rows
+        let new = Rollup.holder(later, settings: Self.settings, rates: Self.rates, today: 0).rows
+        var applied: [RollupRow.Key: (Int64, Int64)] = [:]
+        for row in old + Rollup.difference(from: old, to: new) {
+            applied[row.key] = ((applied[row.key]?.0 ?? 0) + row.value, (applied[row.key]?.1 ?? 0) + row.items)
+        }
+        let kept = applied.filter { $0.value != (0, 0) }.map { RollupRow(key: $0.key, value: $0.value.0, items: $0.value.1) }
+        #expect(kept.sorted { $0.key < $1.key } == new)
+        #expect(Rollup.difference(from: new, to: new).isEmpty)
+    }
+
+    @Test func notesReadBackAsWritten() {
+        let notes: [ItemNote] = [
+            .missingRate(currency: "GBP", day: 20_454), .missingPrice(productID: "monthly", storefront: nil),
+            .missingPrice(productID: "a b", storefront: "USA"), .untaxed(storefront: "FRA"),
+        ]
+        for note in notes { #expect(RollupRow.note(RollupRow.noteText(note)) == note) }
+        #expect(RollupRow.note("rate\u{1F}GBP") == nil)
+    }
+}
+
+extension RollupTests {
+    @Test func rowsReadBackAsWritten() {
+        let (facts, owners) = SampleBusiness.business(seed: 8)
+        var rows = Self.holders(SampleBusiness.ledger(facts, owners: owners)).flatMap {
+            Rollup.holder($0, settings: Self.settings, rates: Self.rates, today: 0).rows
+        }
+        rows.append(
+            RollupRow(
+                key: .init(
+                    environment: "a\tb", chart: .revenue, measure: "", kind: .flow, bundleID: "x\\y\nz", store: "app_store",
+                    note: "price\u{1F}p", atDay: .min, untilDay: .max, validFromDay: -3, validUntilDay: 0,
+                    cohortDay: RollupRow.noCohort),
+                value: -5, items: 1))
+        #expect(rows.count > 100)
+        #expect(RollupRow.decode(RollupRow.encode(rows)) == rows)
+        #expect(RollupRow.decode("revenue\tflow\n") == nil)
+    }
+}

@@ -1,0 +1,154 @@
+import Analytics
+import Clocks
+import Entitlements
+import Foundation
+import Logging
+import ReceiptTesting
+import Storage
+import Testing
+
+@testable import ReceiptCore
+
+private let day: Int64 = 86_400_000
+
+/// The rollups through storage, on each dialect: built from the sample business, kept as facts
+/// change (a refund, a renewal, a purchase moving to another holder), rebuilt when the rates
+/// change; at every step ReadChart answers from them exactly what the engine answers from the
+/// facts, on days after the rollups were written and at instants when figures change.
+@Suite("Rollups through storage")
+struct KeepRollupsTests {
+    static let settings = AnalyticsSettings(
+        reportingCurrency: "EUR", taxRates: ["DEU": 190_000, "GBR": 200_000],
+        priceTable: ["monthly": ["*": .init(milliunits: 4990, currency: "USD")]])
+
+    @Test(arguments: await testDialects())
+    func rollupsFollowTheFacts(dialect: Database.Dialect) async throws {
+        try await withScratchDirectory("rollups") { dir in
+            let queue: DatabaseQueue
+            switch dialect {
+            case .sqlite:
+                let db = try Database(path: dir + "/db.sqlite")
+                _ = try Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(db)
+                queue = try DatabaseQueue(path: dir + "/db.sqlite")
+            case .postgresql:
+                queue = try DatabaseQueue(postgresURL: try await PostgresTestServer.freshDatabase(migrated: true))
+            }
+            var (facts, owners) = SampleBusiness.business(seed: 41)
+            let clock = TestClock(SampleBusiness.origin + 150 * day + 3_600_000)
+            try await Self.save(facts, owners, into: queue, now: clock.now)
+            _ = try await queue.write { db in try ImportRates.run(csv: Self.csv(SampleBusiness.rates), into: db) }
+            let keeper = KeepRollups(
+                database: queue, settings: Self.settings, logger: Logger(label: "test"), clock: clock.wall,
+                monotonic: ManualMonotonicClock(), holdersPerPage: 7, changesPerStep: 5)
+            let read = ReadChart(database: queue, settings: Self.settings, logger: Logger(label: "test"), clock: clock.wall)
+
+            // Before a build, charts read the ledger.
+            let before = try await read(.init(chart: .revenue, from: SampleBusiness.origin, to: clock.now))
+            #expect(!before.fromRollups)
+            let built = try await keeper.catchUp()
+            #expect(built.holders == 30)
+            try await Self.expectEngine(read, facts, owners, queue, at: clock.now, "built")
+
+            // A day later, at the instant a subscription lapses, and a millisecond after it.
+            let ledger = SampleBusiness.ledger(facts, owners: owners)
+            let engine = ChartEngine(ledger: ledger, rates: ExchangeRates(), settings: Self.settings)
+            let ends = engine.items(ChartQuery(chart: .actives, from: 0, to: 1, now: 0)).map(\.until).filter {
+                $0 > clock.now + day
+            }.sorted()
+            for instant in [ends[0], ends[0] + 1, ends[ends.count / 2] - 1] {
+                clock.advance(by: instant - clock.now)
+                try await Self.expectEngine(read, facts, owners, queue, at: clock.now, "at \(instant)")
+            }
+
+            // A refund, a renewal and a purchase moving to another holder, applied from the change log.
+            let refunded = facts.purchases.firstIndex { $0.fact.cancellationDate == nil && $0.fact.expiresDate! < clock.now }!
+            facts.purchases[refunded].fact.cancellationDate = clock.now - day
+            facts.purchases[refunded].fact.commerce.revocationType = "REFUND_FULL"
+            facts.purchases[refunded].rawJSON = #"{"refunded":true}"#  // the store rewrites what its source changed
+            var renewal = facts.purchases.last { $0.fact.originalTransactionID == "o3" }!
+            renewal.fact.transactionID += "-renewed"
+            renewal.fact.purchaseDate = clock.now - 1000
+            renewal.fact.expiresDate = clock.now + 30 * day
+            facts.purchases.append(renewal)
+            let moved = facts.purchases[refunded].fact.originalTransactionID
+            owners[moved] = owners[moved] == "u0" ? "u1" : "u0"
+            facts.statedAt = clock.now
+            try await Self.save(facts, owners, only: [moved, "o3"], into: queue, now: clock.now)
+            let applied = try await keeper.catchUp()
+            #expect(applied.holders == 0 && applied.changes >= 3)
+            try await Self.expectEngine(read, facts, owners, queue, at: clock.now, "after changes")
+            #expect(try await keeper.step() == .idle)
+
+            // New rates: every converted figure moves, so the rollups are rebuilt.
+            var rates = SampleBusiness.rates
+            rates[0].perEuro = "1.5"
+            let csv = Self.csv(rates)
+            _ = try await queue.write { db in try ImportRates.run(csv: csv, into: db) }
+            let stale = try await read(.init(chart: .revenue, from: SampleBusiness.origin, to: clock.now))
+            #expect(!stale.fromRollups)
+            let rebuilt = try await keeper.catchUp()
+            #expect(rebuilt.holders == Set(owners.values).count, "\(rebuilt)")
+            try await Self.expectEngine(read, facts, owners, queue, at: clock.now, "new rates")
+        }
+    }
+
+    /// Every chart by day and month, and by day for one app, from ReadChart (from the rollups)
+    /// against the engine over the facts and the stored rates.
+    static func expectEngine(
+        _ read: ReadChart, _ facts: VerifiedFacts, _ owners: [String: String], _ queue: DatabaseQueue, at now: Int64,
+        _ context: String
+    ) async throws {
+        let stored = try await queue.read { db in try AnalyticsStore(db).rates() }
+        let engine = ChartEngine(
+            ledger: SampleBusiness.ledger(facts, owners: owners), rates: ExchangeRates(ReadChart.rows(stored)),
+            settings: settings)
+        for chart in Chart.allCases {
+            for (resolution, app) in [(Resolution.day, nil), (.month, nil), (.day, "com.y")] where chart != .cohorts || app == nil
+            {
+                let from = SampleBusiness.origin - 2 * day
+                let filters = ChartFilters(app: app)
+                let answer = try await read(
+                    .init(chart: chart, from: from, to: now + 40 * day, resolution: resolution, filters: filters))
+                let expected = try engine.answer(
+                    ChartQuery(chart: chart, from: from, to: now + 40 * day, resolution: resolution, filters: filters, now: now))
+                #expect(answer.fromRollups, "\(context): \(chart)")
+                let differing = answer.values.indices.filter { answer.values[$0] != expected.values[$0] }
+                #expect(
+                    differing.isEmpty,
+                    """
+                    \(context): \(chart) by \(resolution) \(app ?? ""): \(differing.count) periods differ, first \
+                    \(differing.first.map { "\(answer.periods[$0].label): \(answer.values[$0]) ≠ \(expected.values[$0])" } ?? "")
+                    """)
+                #expect(answer.missingRates == expected.missingRates && answer.missingPrices == expected.missingPrices)
+                #expect(answer.untaxedStorefronts == expected.untaxedStorefronts, "\(context): \(chart)")
+            }
+        }
+    }
+
+    /// Saves each subscription's facts for its owner (only those of `only` when given).
+    static func save(
+        _ facts: VerifiedFacts, _ owners: [String: String], only: Set<String>? = nil, into queue: DatabaseQueue, now: Int64
+    ) async throws {
+        try await queue.write { db in
+            let store = ReceiptStore(db)
+            for (original, user) in owners.sorted(by: { $0.key < $1.key }) where only?.contains(original) ?? true {
+                var mine = facts
+                mine.purchases = facts.purchases.filter { $0.fact.originalTransactionID == original }
+                mine.renewals = facts.renewals.filter { $0.fact.originalTransactionID == original }
+                _ = try store.save(mine, for: user, now: now)
+            }
+        }
+    }
+
+    /// Rates as the ECB publishes them: a header of currencies, a line per day.
+    static func csv(_ rows: [AnalyticsStore.RateRow]) -> String {
+        let currencies = Array(Set(rows.map(\.currency))).sorted()
+        var byDay: [String: [String: String]] = [:]
+        for r in rows { byDay[r.day, default: [:]][r.currency] = r.perEuro }
+        var text = "Date, " + currencies.joined(separator: ", ") + ",\n"
+        for (d, rates) in byDay.sorted(by: { $0.key > $1.key }) {
+            text += d + ", " + currencies.map { rates[$0] ?? "N/A" }.joined(separator: ", ") + ",\n"
+        }
+        return text
+    }
+}
