@@ -226,6 +226,8 @@ package struct KeepRollups: Sendable {
     }
 }
 
+extension KeepRollups: Service {}
+
 struct KeepRollupsFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }

@@ -85,6 +85,32 @@ struct BackfillPricesCommand: AsyncParsableCommand {
     }
 }
 
+/// `receiptd build-rollups`: brings the chart rollups up to date now, in the foreground (after a
+/// bulk load, a rates import or a settings change), instead of waiting for a serving instance's
+/// keeper to do it in the background. Prints the holders rebuilt and the changes applied.
+struct BuildRollupsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "build-rollups",
+        abstract: "Bring the chart rollups up to date now (a serving instance also keeps them, in the background).",
+        discussion: """
+            Rebuilds them when the analytics settings, the loaded rates or the rollup format changed, then applies the \
+            change log. Safe while receiptd serves: instances take turns.
+            """)
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        let (config, _) = try await options.load()
+        let start = ContinuousClock.now
+        try await Admin.withApplication(config) { app throws(ReceiptError) in
+            try await app.rollups.catchUp()
+        } print: { done in
+            let elapsed = ContinuousClock.now - start
+            let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+            return .object(["holders": .int(done.holders), "changes": .int(done.changes), "ms": .int(Int(ms))])
+        }
+    }
+}
+
 /// `receiptd export-data --since DATE DIR`: transactions (with money), events and subscribers
 /// written in a period, as gzip NDJSON or CSV, one file per table and day, for a warehouse
 /// (Docs/export.md). Prints the rows and files per table.

@@ -2,7 +2,7 @@ import Foundation
 import ReceiptTesting
 import Testing
 
-/// `receiptd backfill-prices` and `export-data`, in the admin commands' suite (its scratch
+/// `receiptd backfill-prices`, `build-rollups` and `export-data`, in the admin commands' suite (its scratch
 /// database, the in-process simulator, its helpers).
 extension AdminTests {
     /// Apple's prices arriving is tested in-process (ReceiptServiceTests' Charts API): here a
@@ -51,5 +51,31 @@ extension AdminTests {
             let refused = try await run(arguments, environment: env)
             #expect(refused.status == 1 && refused.stderr.contains(complaint), "\(arguments): \(refused.stderr)")
         }
+    }
+
+    @Test func buildRollupsRebuildsThenAppliesChanges() async throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func verify(_ user: String, _ scenario: String) async throws {
+            let file = dir + "/\(user).txt"
+            try (simulatedReceipt(scenario) + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            #expect(try await run(["verify", "--receipt", file, "--user", user], environment: env).status == 0)
+        }
+        try await verify("ann", "active_monthly:br1")
+        try await verify("ben", "trial:br2")
+        let built = try await run(["build-rollups"], environment: env)
+        #expect(built.status == 0, "\(built.stderr)")
+        #expect(object(built.stdout)?["holders"] as? Int == 2, "\(built.stdout)")
+        let idle = try await run(["build-rollups"], environment: env)
+        #expect(object(idle.stdout)?["holders"] as? Int == 0 && object(idle.stdout)?["changes"] as? Int == 0, "\(idle.stdout)")
+        try await verify("cat", "active_monthly:br3")
+        let applied = try await run(["build-rollups"], environment: env)
+        #expect(object(applied.stdout)?["changes"] as? Int ?? 0 >= 1, "\(applied.stdout)")
+        #expect(object(applied.stdout)?["holders"] as? Int == 0, "\(applied.stdout)")
+        // New rates move every converted figure: the next build starts over.
+        let rates = dir + "/rates.csv"
+        try "Date, USD, GBP,\n2026-11-24, 1.0512, 0.8311,\n".write(toFile: rates, atomically: true, encoding: .utf8)
+        #expect(try await run(["rates", "import", rates], environment: env).status == 0)
+        let rebuilt = try await run(["build-rollups"], environment: env)
+        #expect(object(rebuilt.stdout)?["holders"] as? Int == 3, "\(rebuilt.stdout)")
     }
 }

@@ -37,6 +37,8 @@ public final class Application: Sendable {
     package let listings: Listings
     package let support: AppStoreSupport
     package let backfillPrices: BackfillPrices
+    /// Keeps the chart rollups current from the change log.
+    package let rollups: KeepRollups
     private let logger: Logger
 
     private init(
@@ -45,10 +47,11 @@ public final class Application: Sendable {
         webhookTransport: CurlMultiTransport, documentCache: SubscriberCache,
         verifyPurchase: VerifyPurchase, readSubscriber: ReadSubscriber, eraseSubscriber: EraseSubscriber,
         ingestNotification: IngestNotification,
-        listings: Listings, support: AppStoreSupport, backfillPrices: BackfillPrices, logger: Logger
+        listings: Listings, support: AppStoreSupport, backfillPrices: BackfillPrices, rollups: KeepRollups, logger: Logger
     ) {
         self.catchUp = catchUp
         self.backfillPrices = backfillPrices
+        self.rollups = rollups
         self.webhooks = webhooks
         self.webhookTransport = webhookTransport
         self.support = support
@@ -192,7 +195,10 @@ public final class Application: Sendable {
             documentCache: documentCache, verifyPurchase: verifyPurchase,
             readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber, ingestNotification: ingestNotification,
             listings: listings, support: support,
-            backfillPrices: BackfillPrices(serverAPI: serverAPI, database: database, logger: logger, clock: clock), logger: logger
+            backfillPrices: BackfillPrices(serverAPI: serverAPI, database: database, logger: logger, clock: clock),
+            rollups: KeepRollups(
+                database: database, settings: configuration.analytics, logger: logger, clock: clock, monotonic: monotonic),
+            logger: logger
         )
     }
 
@@ -230,8 +236,8 @@ public final class Application: Sendable {
 
     /// The services in start order; the group shuts them down in reverse: the HTTP server drains
     /// first, then the webhook dispatcher lets its attempts end, then the notification catch-up
-    /// and the refresher stop, then the curl threads.
-    public var services: [any Service] { [transport, webhookTransport, refresher, catchUp, webhooks, server] }
+    /// and the refresher stop, then the rollup keeper, then the curl threads.
+    public var services: [any Service] { [transport, webhookTransport, rollups, refresher, catchUp, webhooks, server] }
 
     /// Serves until SIGTERM or SIGINT, then shuts down gracefully and returns. `before` are
     /// services to start first and stop last (the built-in App Store simulator).
