@@ -2,13 +2,16 @@
 # What the subscription charts cost (Docs/analytics.md), on SQLite, release build, loopback:
 #   1. SUBSCRIBERS customers (default 1,000,000; about ten transactions each) over the two years
 #      before now, written straight into a migrated database (Benchmarks/analytics_data.py);
-#   2. each chart for the two years at day resolution (cohorts: by month), RUNS times one after
-#      another: the median and the slowest answer (curl's total time), or "timed out" past
-#      TIMEOUT seconds; then a drill-down into one day's gross revenue;
-#   3. POST /v1/receipts at 64 connections for the run's seconds, every request a new user, on
-#      that database: the rate, to set beside the same run once charts come from rollups;
-#   4. the same rows loaded into a throwaway PostgreSQL cluster (COPY), and
-#      2. and 3. again on it.
+#   2. `receiptd build-rollups`: the rollups built from nothing, its time and the database's growth;
+#   3. each chart for the two years at day resolution (cohorts: by month), RUNS times one after
+#      another, from the rollups: the median and the slowest answer (curl's total time), or
+#      "timed out" past TIMEOUT seconds; then a drill-down into one day's gross revenue (drill-downs
+#      still read every transaction);
+#   4. POST /v1/receipts at 64 connections for the run's seconds, every request a new user, on
+#      that database: without the rollup keeper (analytics.keepRollups=false), then with it; the
+#      rates, their ratio, the CPU the process spent per POST in each run (the keeper's share is
+#      the difference) and how long the keeper took to include the last POST;
+#   5. the same rows loaded into a throwaway PostgreSQL cluster (COPY), and 2. to 4. again on it.
 # Needs: apt-get install -y wrk curl python3 postgresql libsqlite3-dev libpq-dev libcurl4-openssl-dev zlib1g-dev
 # Usage: [SUBSCRIBERS=N] [RUNS=5] [TIMEOUT=600] [SQLITE_ONLY=1] Benchmarks/analytics.sh [seconds of POSTs, default 10]
 source "$(dirname "$0")/lib.sh"
@@ -38,24 +41,60 @@ timed() { # timed PATH: RUNS GETs one after another; prints "median X ms, max Y 
   done
   printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "median %s ms, max %s ms", a[int((NR+1)/2)], a[NR]}'
 }
-measure() { # measure NAME [ENV=VALUE ...]: receiptd on the database the settings name, every chart, then POSTs
-  local name=$1
-  shift
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # clock ticks (1/100 s) of CPU: cpu PID
+serve() { # serve [ENV=VALUE ...]: receiptd in the background until ready; sets pid
   env "${receiptd_env[@]}" "$@" "$bin/receiptd" serve --config-dir "$root/Config" >>"$out/receiptd.log" 2>&1 &
-  local pid=$!
+  pid=$!
   for _ in $(seq 600); do curl -sf -o /dev/null http://127.0.0.1:18095/readyz && break; sleep 0.1; done
+}
+stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; }
+posts() { # posts TAG: the POST load; sets rate and per_post (ms of CPU per POST)
+  local before
+  before=$(cpu "$pid")
+  UNIQUE_USERS="analytics-$1" wrk -t2 -c64 -d"${secs}s" --latency --timeout 10s -s "$here/post.lua" \
+    http://127.0.0.1:18095/v1/receipts >"$out/wrk.txt"
+  rate=$(rps)
+  posts_done=$(awk '/requests in/{print $1}' "$out/wrk.txt")
+  cpu_ticks=$(( $(cpu "$pid") - before ))
+  echo "  $1: $rate req/s, p99 $(field 99%), errors $(errors)"
+}
+pending() { # changes not in the rollups yet, as a chart says
+  curl -s -H "Authorization: Bearer bench-secret" "http://127.0.0.1:18095/v1/admin/charts/trials?from=$day" |
+    python3 -c 'import json,sys; a=json.load(sys.stdin); print(a["pending_changes"] if a["source"] == "rollups" else "rebuilding")'
+}
+measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then POSTs without and with the keeper
+  local name=$1 started size
+  shift
   echo "--- $name"
+  size=$( [ -f "$out/bench.sqlite" ] && du -sm "$out/bench.sqlite" | cut -f1 || echo "")
+  started=$(date +%s.%N)
+  env "${receiptd_env[@]}" "$@" "$bin/receiptd" build-rollups --config-dir "$root/Config" >"$out/build.json"
+  printf 'rollups built in %.0f s: %s' "$(echo "$(date +%s.%N) - $started" | bc)" "$(cat "$out/build.json")"
+  [ -n "$size" ] && printf '; SQLite file %s MB -> %s MB' "$size" "$(du -sm "$out/bench.sqlite" | cut -f1)"
+  echo
+  serve "$@"
   for chart in revenue mrr actives trials trial_conversion churn refund_rate; do
     printf '%-18s %s\n' "$chart" "$(timed "/v1/admin/charts/$chart?from=$from&resolution=day")"
   done
   printf '%-18s %s\n' "cohorts (month)" "$(timed "/v1/admin/charts/cohorts?from=$from&resolution=month")"
+  printf '%-18s %s\n' "cohorts (day)" "$(timed "/v1/admin/charts/cohorts?from=$from&resolution=day")"
   printf '%-18s %s\n' "drill (a day)" "$(timed "/v1/admin/charts/revenue/drill?from=$from&resolution=day&period=$day&measure=gross")"
-  echo "receiptd resident after the charts: $(rss "$pid") MB"
-  UNIQUE_USERS="analytics-$name" wrk -t2 -c64 -d"${secs}s" --latency --timeout 10s -s "$here/post.lua" \
-    http://127.0.0.1:18095/v1/receipts >"$out/wrk.txt"
-  echo "POST /v1/receipts beside $subscribers subscribers: $(rps) req/s, p99 $(field 99%), errors $(errors)"
-  kill "$pid"
-  wait "$pid" 2>/dev/null || true
+  echo "receiptd resident after the charts: $(rss "$pid") MB; charts from: $(pending) changes pending"
+  stop
+  echo "POST /v1/receipts beside $subscribers subscribers:"
+  serve "$@" RECEIPTD_ANALYTICS_KEEP_ROLLUPS=false
+  posts "$name-without"
+  local without=$rate without_cpu
+  without_cpu=$(echo "scale=3; $cpu_ticks * 10 / $posts_done" | bc)
+  stop
+  serve "$@"
+  posts "$name-with"
+  local with_cpu caught=0
+  with_cpu=$(echo "scale=3; $cpu_ticks * 10 / $posts_done" | bc)
+  while [ "$(pending)" != 0 ] && [ "$caught" -lt 600 ]; do sleep 1; caught=$((caught + 1)); done
+  echo "  with rollups at $(( 100 * rate / without )) % of without; CPU per POST ${without_cpu} ms without, ${with_cpu} ms with;" \
+    "the keeper included the last POST ${caught} s after the load ended"
+  stop
 }
 
 measure SQLite

@@ -122,6 +122,8 @@ struct Book: Sendable {
     var held: [String: [Int64]] = [:]
     /// Cohorts in the grid: the periods they span.
     var longest = 0
+    /// Cohorts: per cohort's period, the differences of `paying_N` at each N (settled at the end).
+    var paying: [Int: [Int64]] = [:]
 
     init(q: ChartQuery, grid: PeriodGrid, currency: String, focus: (Int, String)?) {
         self.q = q
@@ -176,10 +178,16 @@ struct Book: Sendable {
                 add(i, item.measure, item)
                 return true
             }
-            // The cohort's instants within [at, until), found by search: a piece spans few periods.
+            // The cohort's instants within [at, until), found by search.
             let low = max(i, Self.firstIndex(in: instants, atLeast: item.at))
-            let high = Self.firstIndex(in: instants, atLeast: item.until)
-            for j in low..<max(low, high) { add(i, "paying_\(j - i)", item) }
+            let high = max(low, Self.firstIndex(in: instants, atLeast: item.until))
+            if let focus, focus.0 == i, focus.1.hasPrefix("paying_") {
+                for j in low..<high { add(i, "paying_\(j - i)", item) }
+            } else if low < high {
+                // Summed as differences, settled once at the end: a span costs the same however long.
+                paying[i, default: Array(repeating: 0, count: instants.count - i + 1)][low - i] += item.value
+                paying[i]![high - i] -= item.value
+            }
             return low < high
         }
         switch item.kind {
@@ -270,6 +278,15 @@ struct Book: Sendable {
     /// Each cohort's share still paying N periods on, and its realised LTV (revenue ÷ customers).
     mutating func settleCohorts() {
         measures += (0..<longest).flatMap { ["paying_\($0)", "retention_\($0)"] }
+        for (i, differences) in paying {
+            var running: Int64 = 0
+            for k in 0..<(differences.count - 1) {
+                running += differences[k]
+                guard running != 0 else { continue }
+                let before: Int64 = if case .count(let n)? = values[i]["paying_\(k)"] { n } else { 0 }
+                values[i]["paying_\(k)"] = .count(before + running)
+            }
+        }
         for i in values.indices where values[i]["customers"] != nil {
             for k in 0..<max(0, instants.count - i) {
                 if values[i]["paying_\(k)"] == nil { values[i]["paying_\(k)"] = .count(0) }

@@ -80,7 +80,6 @@ public enum ItemNote: Sendable, Hashable {
 /// Records a ledger's items for one chart, in one currency, with the filters applied to the
 /// transactions (as the engine admits them).
 struct ItemRecorder {
-    let chart: Chart
     let currency: String
     let rates: ExchangeRates
     let settings: AnalyticsSettings
@@ -89,18 +88,23 @@ struct ItemRecorder {
     /// The subscriptions, for the charts that follow them (the others never build them).
     let lines: [SubscriptionLine]
     let commission: Commission
+    /// Whether items say why they count (drill-downs); rollups keep only figures.
+    let withDetails: Bool
     var items: [ChartItem] = []
 
-    init(ledger: Ledger, chart: Chart, filters: ChartFilters, currency: String, rates: ExchangeRates, settings: AnalyticsSettings)
-    {
-        self.chart = chart
+    init(
+        ledger: Ledger, charts: [Chart], filters: ChartFilters, currency: String, rates: ExchangeRates,
+        settings: AnalyticsSettings, withDetails: Bool = true
+    ) {
         self.currency = currency
         self.rates = rates
         self.settings = settings
+        self.withDetails = withDetails
         // Sorted by index: an entry is a large value, cheaper to compare in place than to move.
         let kept = ledger.entries.filter { filters.admits($0) }
         admitted = kept.indices.sorted { Purchase.chronological(kept[$0].purchase, kept[$1].purchase) }.map { kept[$0] }
-        lines = [.revenue, .trials, .refundRate].contains(chart) ? [] : SubscriptionLine.lines(ledger, filters: filters)
+        let followed = charts.contains { ![.revenue, .trials, .refundRate].contains($0) }
+        lines = followed ? SubscriptionLine.lines(ledger, filters: filters) : []
         // Years of service count every purchase of the environment, whatever the other filters.
         commission = Commission(
             ledger.entries.filter { $0.purchase.environment == filters.environment },
@@ -112,34 +116,54 @@ struct ItemRecorder {
         settings: AnalyticsSettings
     ) -> [ChartItem] {
         var recorder = ItemRecorder(
-            ledger: ledger, chart: chart, filters: filters, currency: currency, rates: rates, settings: settings)
-        switch chart {
-        case .revenue: recorder.revenue()
-        case .mrr: recorder.mrr()
-        case .actives: recorder.actives()
-        case .trials: recorder.newTrials()
-        case .trialConversion: recorder.trialConversion()
-        case .churn: recorder.churn()
-        case .refundRate: recorder.refundRate()
-        case .cohorts: recorder.cohorts()
-        }
+            ledger: ledger, charts: [chart], filters: filters, currency: currency, rates: rates, settings: settings)
+        recorder.record(chart)
         return recorder.items
+    }
+
+    /// Every chart's items of one ledger, without details: what the rollups keep of a holder. The
+    /// ledger is read once for all of them.
+    static func recordAll(
+        _ ledger: Ledger, filters: ChartFilters, currency: String, rates: ExchangeRates, settings: AnalyticsSettings
+    ) -> [(Chart, [ChartItem])] {
+        var recorder = ItemRecorder(
+            ledger: ledger, charts: Chart.allCases, filters: filters, currency: currency, rates: rates, settings: settings,
+            withDetails: false)
+        return Chart.allCases.map { chart in
+            recorder.items = []
+            recorder.record(chart)
+            return (chart, recorder.items)
+        }
+    }
+
+    mutating func record(_ chart: Chart) {
+        switch chart {
+        case .revenue: revenue()
+        case .mrr: mrr()
+        case .actives: actives()
+        case .trials: newTrials()
+        case .trialConversion: trialConversion()
+        case .churn: churn()
+        case .refundRate: refundRate()
+        case .cohorts: cohorts()
+        }
     }
 
     // MARK: Items
 
     mutating func flow(
-        _ measure: String, at: Int64, _ value: Int64, _ e: Ledger.Entry, money: Bool = false, detail: String? = nil,
+        _ measure: String, at: Int64, _ value: Int64, _ e: Ledger.Entry, money: Bool = false,
+        detail: @autoclosure () -> String? = nil,
         cohort: Int64? = nil, valid: (Int64, Int64) = (.min, .max), notes: [ItemNote] = []
     ) {
-        items.append(item(measure, .flow, at, at, value, e, money, detail, cohort, valid, notes))
+        items.append(item(measure, .flow, at, at, value, e, money, withDetails ? detail() : nil, cohort, valid, notes))
     }
 
     mutating func stock(
         _ measure: String, _ kind: ChartItem.Kind = .stock, from: Int64, to: Int64, _ value: Int64, _ e: Ledger.Entry,
-        money: Bool = false, detail: String? = nil, cohort: Int64? = nil, notes: [ItemNote] = []
+        money: Bool = false, detail: @autoclosure () -> String? = nil, cohort: Int64? = nil, notes: [ItemNote] = []
     ) {
-        items.append(item(measure, kind, from, to, value, e, money, detail, cohort, (.min, .max), notes))
+        items.append(item(measure, kind, from, to, value, e, money, withDetails ? detail() : nil, cohort, (.min, .max), notes))
     }
 
     private func item(
@@ -195,9 +219,11 @@ struct ItemRecorder {
             }
             let tax = c.tax.flatMap { convert($0, c).0 } ?? 0
             let net = gross - refunds
-            let source = "price from \(c.price.source.rawValue), \(Money.text(c.price.milliunits)) \(c.price.currency)"
-            flow("transactions", at: at, 1, e, detail: source, notes: notes)
-            flow("gross", at: at, gross, e, money: true, detail: source)
+            func source() -> String {
+                "price from \(c.price.source.rawValue), \(Money.text(c.price.milliunits)) \(c.price.currency)"
+            }
+            flow("transactions", at: at, 1, e, detail: source(), notes: notes)
+            flow("gross", at: at, gross, e, money: true, detail: source())
             flow("refunds", at: at, refunds, e, money: true, detail: c.refundKind)
             flow("net", at: at, net, e, money: true)
             flow("tax", at: at, tax, e, money: true, detail: c.tax == nil ? "no tax rate for the storefront" : nil)
@@ -222,9 +248,9 @@ struct ItemRecorder {
                     stock("", from: piece.start, to: piece.end, 0, e, notes: notes + missing)
                     continue
                 }
-                let detail = "\(Money.text(c.price.milliunits)) \(c.price.currency) per \(name)"
-                stock("mrr", from: piece.start, to: piece.end, monthly, e, money: true, detail: detail, notes: notes)
-                stock("arr", from: piece.start, to: piece.end, monthly * 12, e, money: true, detail: detail)
+                func detail() -> String { "\(Money.text(c.price.milliunits)) \(c.price.currency) per \(name)" }
+                stock("mrr", from: piece.start, to: piece.end, monthly, e, money: true, detail: detail(), notes: notes)
+                stock("arr", from: piece.start, to: piece.end, monthly * 12, e, money: true, detail: detail())
             }
         }
     }

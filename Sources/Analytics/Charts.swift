@@ -121,6 +121,9 @@ public struct ChartAnswer: Sendable {
     public var untaxedStorefronts: [String]
     /// Summed from the rollups (``Rollup``) rather than from every transaction.
     public var fromRollups = false
+    /// From rollups: how many changes to subscribers they did not include yet (their keeper is
+    /// that far behind the change log).
+    public var pendingChanges: Int64 = 0
 }
 
 /// Drill-down: the figure and its contributions.

@@ -34,24 +34,54 @@ public enum Rollup {
         var moments: [RollupMoment] = []
         for environment in Set(ledger.entries.map(\.purchase.environment)).sorted() {
             let filters = ChartFilters(environment: environment)
-            for chart in Chart.allCases {
-                let items = ItemRecorder.record(
-                    ledger, chart: chart, filters: filters, currency: settings.reportingCurrency, rates: rates,
-                    settings: settings)
+            let charts = ItemRecorder.recordAll(
+                ledger, filters: filters, currency: settings.reportingCurrency, rates: rates, settings: settings)
+            for (chart, items) in charts {
                 for item in items {
-                    for (key, value) in RollupRow.keys(of: item, chart: chart, environment: environment) {
-                        sums[key, default: (0, 0)].value += value
-                        sums[key, default: (0, 0)].items += 1
-                    }
-                    let days = RollupMoment.days(of: item, onOrAfter: today)
-                    if !days.isEmpty {
-                        moments.append(RollupMoment(environment: environment, chart: chart, item: item, days: days))
+                    for piece in pieces(of: item) {
+                        for (key, value) in RollupRow.keys(of: piece, chart: chart, environment: environment) {
+                            sums[key, default: (0, 0)].value += value
+                            sums[key, default: (0, 0)].items += 1
+                        }
+                        let days = RollupMoment.days(of: piece, onOrAfter: today)
+                        if !days.isEmpty {
+                            moments.append(RollupMoment(environment: environment, chart: chart, item: piece, days: days))
+                        }
                     }
                 }
             }
         }
-        let rows = sums.map { RollupRow(key: $0.key, value: $0.value.value, items: $0.value.items) }
-        return (rows.sorted { $0.key < $1.key }, moments)
+        // A measure's row that sums to nothing adds nothing (a stock's end meeting the next one's
+        // start, a refund of 0); a note's rows are counts, always kept.
+        let rows = sums.compactMap { key, sum in
+            !key.measure.isEmpty && sum.value == 0 ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
+        }
+        return (rows, moments)
+    }
+
+    /// An item as the rollups keep it. A stock is two open-ended changes, +value from its start
+    /// and −value from its end, so that a subscription paying month after month sums to a row
+    /// per day a change happens, not one per span; its notes, counted only while it is within a
+    /// query's periods, keep the whole span. A flow is itself.
+    static func pieces(of item: ChartItem) -> [ChartItem] {
+        guard item.kind != .flow, !item.measure.isEmpty else { return [item] }
+        var start = item
+        start.until = .max
+        start.notes = []
+        var pieces = [start]
+        if item.until != .max {
+            var end = start
+            end.at = item.until
+            end.value = -item.value
+            pieces.append(end)
+        }
+        if !item.notes.isEmpty {
+            var notes = item
+            notes.measure = ""
+            notes.value = 0
+            pieces.append(notes)
+        }
+        return pieces
     }
 
     /// The query's chart from the rows of its environment and chart, and the moments of today
@@ -80,7 +110,7 @@ public enum Rollup {
     }
 
     /// Rows as differences: what `new` adds to the sums once `old` is taken away (rows whose value
-    /// and items both net to zero left out).
+    /// and items both net to zero left out), in no particular order.
     public static func difference(from old: [RollupRow], to new: [RollupRow]) -> [RollupRow] {
         var sums: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
         for (rows, sign) in [(old, Int64(-1)), (new, 1)] {
@@ -91,7 +121,7 @@ public enum Rollup {
         }
         return sums.compactMap { key, sum in
             sum.value == 0 && sum.items == 0 ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
-        }.sorted { $0.key < $1.key }
+        }
     }
 
     /// The day (since 1970-01-01) holding `t`; the unbounded stay unbounded.
@@ -151,13 +181,16 @@ public struct RollupRow: Sendable, Equatable {
         }
 
         public static func < (a: Key, b: Key) -> Bool {
-            let (x, y) = (a.texts, b.texts)
-            if x != y { return x.lexicographicallyPrecedes(y) }
-            return a.days.lexicographicallyPrecedes(b.days)
+            if a.environment != b.environment { return a.environment < b.environment }
+            if a.chart != b.chart { return a.chart.rawValue < b.chart.rawValue }
+            if a.measure != b.measure { return a.measure < b.measure }
+            if a.kind != b.kind { return a.kind.rawValue < b.kind.rawValue }
+            if a.bundleID != b.bundleID { return a.bundleID < b.bundleID }
+            if a.store != b.store { return a.store < b.store }
+            if a.note != b.note { return a.note < b.note }
+            return (a.atDay, a.untilDay, a.validFromDay, a.validUntilDay, a.cohortDay)
+                < (b.atDay, b.untilDay, b.validFromDay, b.validUntilDay, b.cohortDay)
         }
-
-        private var texts: [String] { [environment, chart.rawValue, measure, kind.rawValue, bundleID, store, note] }
-        private var days: [Int64] { [atDay, untilDay, validFromDay, validUntilDay, cohortDay] }
 
         /// Whether one of its days is `day`: then whether it counts depends on the time of day.
         /// A start-of-period stock counts at day starts only, which its ceiling days decide exactly.
@@ -273,22 +306,43 @@ extension RollupRow {
     /// Rows as text, one a line, tab-separated fields (tabs, newlines and backslashes escaped;
     /// `-` and `+` for the unbounded days, an empty field for no cohort): what is kept per holder.
     public static func encode(_ rows: [RollupRow]) -> String {
-        func day(_ d: Int64) -> String { d == .min ? "-" : d == .max ? "+" : String(d) }
-        func escaped(_ s: String) -> String {
-            guard s.contains(where: { $0 == "\t" || $0 == "\n" || $0 == "\\" }) else { return s }
-            return s.replacingBackslashes()
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(rows.count * 64)
+        func text(_ s: String) {
+            for b in s.utf8 {
+                switch b {
+                case 0x5C: bytes += [0x5C, 0x5C]
+                case 0x09: bytes += [0x5C, 0x74]
+                case 0x0A: bytes += [0x5C, 0x6E]
+                default: bytes.append(b)
+                }
+            }
+            bytes.append(0x09)
         }
-        var text = ""
+        func number(_ n: Int64) {
+            if n == .min || n == .max {
+                bytes.append(n == .min ? 0x2D : 0x2B)
+            } else {
+                bytes += String(n).utf8
+            }
+        }
         for row in rows {
             let k = row.key
-            let fields = [
-                escaped(k.environment), k.chart.rawValue, escaped(k.measure), k.kind.rawValue, escaped(k.bundleID),
-                escaped(k.store), escaped(k.note), day(k.atDay), day(k.untilDay), day(k.validFromDay), day(k.validUntilDay),
-                k.cohortDay == noCohort ? "" : String(k.cohortDay), String(row.value), String(row.items),
-            ]
-            text += fields.joined(separator: "\t") + "\n"
+            for field in [k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, k.bundleID, k.store, k.note] {
+                text(field)
+            }
+            for day in [k.atDay, k.untilDay, k.validFromDay, k.validUntilDay] {
+                number(day)
+                bytes.append(0x09)
+            }
+            if k.cohortDay != noCohort { bytes += String(k.cohortDay).utf8 }
+            bytes.append(0x09)
+            bytes += String(row.value).utf8
+            bytes.append(0x09)
+            bytes += String(row.items).utf8
+            bytes.append(0x0A)
         }
-        return text
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// ``encode(_:)``'s rows back; nil when the text is not such rows.
@@ -310,21 +364,6 @@ extension RollupRow {
                     value: value, items: items))
         }
         return rows
-    }
-}
-
-extension String {
-    fileprivate func replacingBackslashes() -> String {
-        var out = ""
-        for c in self {
-            switch c {
-            case "\\": out += "\\\\"
-            case "\t": out += "\\t"
-            case "\n": out += "\\n"
-            default: out.append(c)
-            }
-        }
-        return out
     }
 }
 

@@ -98,59 +98,109 @@ package struct KeepRollups: Sendable {
         }
     }
 
-    /// One transaction's worth of work.
+    /// What a step read, to compute from and then write.
+    private enum Plan: Sendable {
+        case idle
+        /// The rollups are not built for these settings, rates and format: start over.
+        case restart(RollupStore.State, fingerprint: String, followFrom: Int64)
+        /// A page of a rebuild: the holders' ledgers, and where the next page starts (nil: done).
+        case page(RollupStore.State, ExchangeRates, [String: Ledger], last: String?)
+        /// Changes to apply: each changed holder's ledger and rows as kept (encoded).
+        case changes(RollupStore.State, ExchangeRates, [ChangeLog.Change], [String: Ledger], [String: String])
+        /// A change naming everyone (an erasure): start over.
+        case everyone(RollupStore.State, changes: Int)
+    }
+
+    /// One step: what to do is read in a read transaction, the rows are computed outside any,
+    /// and the result written in one short write transaction, which first checks under the lock
+    /// that no keeper moved the rollups since the read (else it does nothing: the next step
+    /// reads again). Writers of facts are never held up by the computing.
     package func step() async throws(ReceiptError) -> Step {
         let now = clock.now()
+        let today = CivilTime.split(now).0
         let (settings, holdersPerPage, changesPerStep) = (settings, holdersPerPage, changesPerStep)
         do {
-            return try await database.write { db in
-                try db.lock(["receiptd rollups"])
+            let plan = try await database.read { db -> Plan in
                 let store = RollupStore(db)
-                var state = try store.state()
+                let state = try store.state()
                 let fingerprint = Self.fingerprint(settings, ratesRevision: state.ratesRevision)
                 if state.fingerprint != fingerprint {
-                    try store.clear()
-                    state = .init(
-                        fingerprint: fingerprint, phase: .building, rebuildAfter: nil,
-                        changesThrough: try ChangeLog(db).followFrom(since: now - Self.commitWindowMs),
-                        ratesRevision: state.ratesRevision)
-                    try store.save(state)
-                    return .startedRebuild
+                    let from = try ChangeLog(db).followFrom(since: now - Self.commitWindowMs)
+                    return .restart(state, fingerprint: fingerprint, followFrom: from)
                 }
-                let keeper = Keeper(db: db, settings: settings, rates: try Self.rates(db), today: CivilTime.split(now).0)
+                let rates = try Self.rates(db)
                 if state.phase == .building {
                     let page = try AnalyticsStore(db).everyHolder(after: state.rebuildAfter, limit: holdersPerPage)
-                    let holders = try keeper.recompute(Self.ledgers(page.purchases, page.renewals), fresh: true)
-                    state.rebuildAfter = page.last
-                    if page.last == nil { state.phase = .ready }
-                    try store.save(state)
-                    return .rebuilt(holders: holders, done: page.last == nil)
+                    return .page(state, rates, Self.ledgers(page.purchases, page.renewals), last: page.last)
                 }
-                try store.pruneMoments(before: CivilTime.split(now).0)
                 let changes = try ChangeLog(db).since(state.changesThrough, limit: changesPerStep)
                 guard !changes.isEmpty else { return .idle }
                 if changes.contains(where: { $0.appUserID == ChangeLog.everyone }) {
-                    state.fingerprint = ""  // an erasure may have taken anyone's purchases: rebuild
-                    try store.save(state)
-                    return .applied(changes: changes.count, holders: 0)
+                    return .everyone(state, changes: changes.count)
                 }
-                let users = Array(Set(changes.map(\.appUserID))).sorted()
                 var ledgers: [String: Ledger] = [:]
-                for user in users {
+                var kept: [String: String] = [:]
+                for user in Set(changes.map(\.appUserID)) {
                     let held = try AnalyticsStore(db).holdings(of: user)
                     ledgers[user] = Self.ledgers(held.purchases, held.renewals)[user] ?? Ledger(entries: [])
+                    kept[user] = try store.holderRows(user)
                 }
-                let holders = try keeper.recompute(ledgers, fresh: false)
-                let through = Self.through(
-                    state.changesThrough, changes, contiguous: db.dialect == .sqlite, before: now - Self.commitWindowMs)
+                return .changes(state, rates, changes, ledgers, kept)
+            }
+            switch plan {
+            case .idle:
+                return .idle
+            case .restart(let state, let fingerprint, let from):
+                try await write(unless: state) { store in
+                    try store.clear()
+                    try store.save(
+                        .init(
+                            fingerprint: fingerprint, phase: .building, rebuildAfter: nil, changesThrough: from,
+                            ratesRevision: state.ratesRevision))
+                }
+                return .startedRebuild
+            case .everyone(let state, let changes):
+                var after = state
+                after.fingerprint = ""  // an erasure may have taken anyone's purchases: rebuild
+                try await write(unless: state) { [after] store in try store.save(after) }
+                return .applied(changes: changes, holders: 0)
+            case .page(let state, let rates, let ledgers, let last):
+                let update = try Self.update(ledgers, kept: [:], settings: settings, rates: rates, today: today)
+                var after = state
+                after.rebuildAfter = last
+                if last == nil { after.phase = .ready }
+                try await write(unless: state) { [after] store in
+                    try update.write(store, fresh: true)
+                    try store.save(after)
+                }
+                return .rebuilt(holders: ledgers.count, done: last == nil)
+            case .changes(let state, let rates, let changes, let ledgers, let kept):
+                let update = try Self.update(ledgers, kept: kept, settings: settings, rates: rates, today: today)
+                var after = state
                 // Changes after a gap still committing are read again next step: applying one twice is harmless.
-                state.changesThrough = through
-                try store.save(state)
-                return .applied(changes: changes.count, holders: holders)
+                after.changesThrough = Self.through(
+                    state.changesThrough, changes, contiguous: database.dialect == .sqlite, before: now - Self.commitWindowMs)
+                try await write(unless: state) { [after] store in
+                    try store.pruneMoments(before: today)
+                    try update.write(store, fresh: false)
+                    try store.save(after)
+                }
+                return .applied(changes: changes.count, holders: ledgers.count)
             }
         } catch {
             logger.error("the chart rollups could not be kept", metadata: ["error": "\(error)"])
             throw .internalFault
+        }
+    }
+
+    /// Writes under the keepers' lock, unless the rollups' state is no longer `read` (another
+    /// keeper moved them since: its work stands, and the next step starts from it).
+    private func write(unless read: RollupStore.State, _ body: @escaping @Sendable (RollupStore) throws -> Void) async throws {
+        try await database.write { db in
+            try db.lock(["receiptd rollups"])
+            let store = RollupStore(db)
+            guard try store.state() == read else { return }
+            try body(store)
         }
     }
 
@@ -189,40 +239,49 @@ package struct KeepRollups: Sendable {
         ExchangeRates(ReadChart.rows(try AnalyticsStore(db).rates()))
     }
 
-    /// Recomputes holders within one transaction.
-    struct Keeper {
-        let db: Database
-        let settings: AnalyticsSettings
-        let rates: ExchangeRates
-        let today: Int64
+    /// What recomputed holders change: the sums' differences, each holder's rows (encoded; nil
+    /// to forget a holder who holds nothing) and moments.
+    struct Update: Sendable {
+        var differences: [RollupRow] = []
+        var rows: [String: String?] = [:]
+        var moments: [String: [RollupMoment]] = [:]
 
-        /// Each holder's rows and moments from their ledger now; the sums move by the difference
-        /// from their rows as kept (none when `fresh`: a rebuild's first sight of them). How many.
-        func recompute(_ ledgers: [String: Ledger], fresh: Bool) throws -> Int {
-            let store = RollupStore(db)
-            var differences: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
-            for (user, ledger) in ledgers.sorted(by: { $0.key < $1.key }) {
-                let kept = Rollup.holder(ledger, settings: settings, rates: rates, today: today)
-                var old: [RollupRow] = []
-                if !fresh, let text = try store.holderRows(user) {
-                    guard let rows = Deflated.unpack(text).flatMap(RollupRow.decode) else {
-                        throw KeepRollupsFailure("the rollup rows kept for a holder do not read back")
-                    }
-                    old = rows
-                }
-                for row in Rollup.difference(from: old, to: kept.rows) {
-                    differences[row.key, default: (0, 0)].value += row.value
-                    differences[row.key, default: (0, 0)].items += row.items
-                }
-                try store.saveHolderRows(user, kept.rows.isEmpty ? nil : Deflated.pack(RollupRow.encode(kept.rows)))
-                if !fresh || !kept.moments.isEmpty { try store.replaceMoments(of: user, with: kept.moments) }
+        func write(_ store: RollupStore, fresh: Bool) throws {
+            for (user, text) in rows { try store.saveHolderRows(user, text) }
+            for (user, moments) in moments where !fresh || !moments.isEmpty {
+                try store.replaceMoments(of: user, with: moments)
             }
-            try store.add(
-                differences.compactMap { key, sum in
-                    sum == (0, 0) ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
-                }.sorted { $0.key < $1.key })
-            return ledgers.count
+            try store.add(differences)
         }
+    }
+
+    /// Each holder's rows and moments from their ledger now, and the sums' difference from the
+    /// rows kept for them (`kept`, encoded; none for a holder not in it).
+    static func update(
+        _ ledgers: [String: Ledger], kept: [String: String], settings: AnalyticsSettings, rates: ExchangeRates, today: Int64
+    ) throws -> Update {
+        var update = Update()
+        var differences: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
+        for (user, ledger) in ledgers {
+            let now = Rollup.holder(ledger, settings: settings, rates: rates, today: today)
+            var old: [RollupRow] = []
+            if let text = kept[user] {
+                guard let rows = Deflated.unpack(text).flatMap(RollupRow.decode) else {
+                    throw KeepRollupsFailure("the rollup rows kept for a holder do not read back")
+                }
+                old = rows
+            }
+            for row in Rollup.difference(from: old, to: now.rows) {
+                differences[row.key, default: (0, 0)].value += row.value
+                differences[row.key, default: (0, 0)].items += row.items
+            }
+            update.rows[user] = now.rows.isEmpty ? String?.none : Deflated.pack(RollupRow.encode(now.rows))
+            update.moments[user] = now.moments
+        }
+        update.differences = differences.compactMap { key, sum in
+            sum == (0, 0) ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
+        }
+        return update
     }
 }
 

@@ -81,7 +81,7 @@ package struct ReadChart: Sendable {
     /// are being rebuilt.
     private func fromRollups(_ query: ChartQuery) async throws(ReceiptError) -> ChartAnswer? {
         let settings = settings
-        let kept: ([RollupRow], [RollupMoment])?
+        let kept: ([RollupRow], [RollupMoment], Int64)?
         do {
             kept = try await database.read { db in
                 let store = RollupStore(db)
@@ -92,16 +92,19 @@ package struct ReadChart: Sendable {
                 let environment = query.filters.environment
                 return (
                     try store.rows(environment: environment, chart: query.chart),
-                    try store.moments(environment: environment, chart: query.chart, day: CivilTime.split(query.now).0)
+                    try store.moments(environment: environment, chart: query.chart, day: CivilTime.split(query.now).0),
+                    try store.pendingChanges(after: state.changesThrough)
                 )
             }
         } catch {
             logger.error("the chart rollups could not be read", metadata: ["error": "\(error)"])
             throw .internalFault
         }
-        guard let (rows, moments) = kept else { return nil }
+        guard let (rows, moments, pending) = kept else { return nil }
         do {
-            return try Rollup.answer(query, currency: settings.reportingCurrency, rows: rows, moments: moments)
+            var answer = try Rollup.answer(query, currency: settings.reportingCurrency, rows: rows, moments: moments)
+            answer.pendingChanges = pending
+            return answer
         } catch {
             throw Self.error(error)
         }

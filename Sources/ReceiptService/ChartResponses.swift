@@ -6,7 +6,8 @@ import ReceiptCore
 
 extension Responses {
     /// `{"chart", "currency", "resolution", "time_zone", "measures", "values": [{"period", …}],
-    /// "missing_rates", "missing_prices", "untaxed_storefronts"}`, or one CSV row per period.
+    /// "missing_rates", "missing_prices", "untaxed_storefronts", "source", "pending_changes"}`, or
+    /// one CSV row per period.
     static func chart(_ a: ChartAnswer, csv: Bool) -> HTTPResponse {
         if csv {
             var lines = [(["period"] + a.measures).joined(separator: ",")]
@@ -39,6 +40,7 @@ extension Responses {
                         ])
                     }),
                 "untaxed_storefronts": .array(a.untaxedStorefronts.map(JSONValue.string)),
+                "source": .string(a.fromRollups ? "rollups" : "transactions"), "pending_changes": .int(a.pendingChanges),
             ]))
     }
 

@@ -48,6 +48,14 @@ public struct RollupStore {
         ).bind([state.fingerprint, state.phase.rawValue, state.rebuildAfter, state.changesThrough]).run()
     }
 
+    /// Changes in the change log after `changesThrough`, as far as this transaction sees: how far
+    /// the rollups are behind.
+    public func pendingChanges(after changesThrough: Int64) throws -> Int64 {
+        let q = try db.cached("SELECT count(*) FROM changes WHERE sequence > ?").bind([changesThrough])
+        defer { q.reset() }
+        return try q.step() ? q.int(0) : 0
+    }
+
     /// A rates import changed a rate: every figure in another currency may have moved.
     public func ratesChanged() throws {
         try db.cached("UPDATE rollup_state SET rates_revision = rates_revision + 1 WHERE id = 1").run()

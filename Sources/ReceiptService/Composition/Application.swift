@@ -237,7 +237,9 @@ public final class Application: Sendable {
     /// The services in start order; the group shuts them down in reverse: the HTTP server drains
     /// first, then the webhook dispatcher lets its attempts end, then the notification catch-up
     /// and the refresher stop, then the rollup keeper, then the curl threads.
-    public var services: [any Service] { [transport, webhookTransport, rollups, refresher, catchUp, webhooks, server] }
+    public var services: [any Service] {
+        [transport, webhookTransport] + (configuration.keepRollups ? [rollups] : []) + [refresher, catchUp, webhooks, server]
+    }
 
     /// Serves until SIGTERM or SIGINT, then shuts down gracefully and returns. `before` are
     /// services to start first and stop last (the built-in App Store simulator).

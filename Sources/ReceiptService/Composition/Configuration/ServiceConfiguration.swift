@@ -43,6 +43,9 @@ public struct ServiceConfiguration: Sendable {
     package var webhooks = WebhookSettings()
     /// Money and the charts (`analytics.*`).
     package var analytics = AnalyticsSettings()
+    /// Whether this instance keeps the chart rollups (`analytics.keepRollups`); another instance
+    /// or `receiptd build-rollups` must when it does not.
+    package var keepRollups = true
 
     package init(
         environment: String, http: HTTPServerConfiguration, database: DatabaseSettings, logLevel: Logger.Level,
@@ -100,6 +103,7 @@ public struct ServiceConfiguration: Sendable {
         configuration.refresher = try Refresher.Settings.read(c)
         configuration.webhooks = try WebhookSettings.read(c, bundleIDs: appStore.bundleIDs)
         configuration.analytics = try AnalyticsSettings.read(c)
+        configuration.keepRollups = try c.bool("analytics.keepRollups", default: true)
         configuration.openAPIFile = try c.string("api.openapiFile", default: "openapi.yaml")
         configuration.logFormat = try c.choice(
             "log.format", default: name == "development" ? "text" : "json", allowed: ["json", "text"])
