@@ -16,7 +16,8 @@ struct ReceiptdCommand: AsyncParsableCommand {
         subcommands: [
             Serve.self, Migrate.self, Rederive.self, Verify.self, Subscriber.self, Erase.self, Backup.self, Backfill.self,
             CheckConfig.self,
-            CopyData.self, Rates.self, BackfillPricesCommand.self, BuildRollupsCommand.self, ExportDataCommand.self, Simulate.self, WebhookSinkCommand.self,
+            CopyData.self, Rates.self, BackfillPricesCommand.self, BuildRollupsCommand.self, ExportDataCommand.self,
+            Simulate.self, WebhookSinkCommand.self,
             Version.self,
         ],
         defaultSubcommand: Serve.self)
