@@ -39,12 +39,12 @@ public enum Rollup {
             for (chart, items) in charts {
                 for item in items {
                     for piece in pieces(of: item) {
-                        for (key, value) in RollupRow.keys(of: piece, chart: chart, environment: environment) {
+                        for (key, value) in RollupRow.keys(of: piece, chart: chart, environment: environment, written: today) {
                             sums[key, default: (0, 0)].value += value
                             sums[key, default: (0, 0)].items += 1
                         }
                         let days = RollupMoment.days(of: piece, onOrAfter: today)
-                        if !days.isEmpty {
+                        if !days.isEmpty, Rollup.floorDay(piece.validUntil) >= today {
                             moments.append(RollupMoment(environment: environment, chart: chart, item: piece, days: days))
                         }
                     }
@@ -94,7 +94,13 @@ public enum Rollup {
         var batch: [ChartItem] = []
         batch.reserveCapacity(1024)
         for row in rows where row.key.admitted(by: q.filters) && !row.key.touches(today) {
-            batch.append(row.item)
+            var item = row.item
+            if let (measure, rowGrain) = RollupRow.grained(row.key.measure) {
+                // Paying cohorts are kept by the day, week and month of the cohort: the query's own.
+                guard rowGrain == q.resolution else { continue }
+                item.measure = measure
+            }
+            batch.append(item)
             if batch.count == 1024 {
                 running.add(batch)
                 batch.removeAll(keepingCapacity: true)
@@ -220,22 +226,51 @@ public struct RollupRow: Sendable, Equatable {
     public static let noCohort = Int64.min
 
     /// An item's rows: its measure's, and one per note (value 0, so that the note is counted
-    /// exactly when the item is).
-    static func keys(of item: ChartItem, chart: Chart, environment: String) -> [(Key, Int64)] {
+    /// exactly when the item is). What can only have happened by any later query, the rows
+    /// written on day `written` need not date: a window's start or a cohort's sale before that
+    /// day is "long ago", and an item whose window ended before it has none. A cohort's paying
+    /// span has a row per grain of cohort (day, week, month), so that a query by month sums
+    /// a row per cohort month and day something changed, not per cohort day.
+    static func keys(of item: ChartItem, chart: Chart, environment: String, written: Int64) -> [(Key, Int64)] {
+        let validUntilDay = Rollup.floorDay(item.validUntil)
+        guard validUntilDay >= written else { return [] }
         let start = item.kind == .stockAtStart
-        func key(_ measure: String, _ note: String) -> Key {
+        var atDay = start ? Rollup.ceilingDay(item.at) : Rollup.floorDay(item.at)
+        if item.cohort != nil, item.kind == .flow, atDay < written { atDay = .min }
+        let validFromDay = Rollup.floorDay(item.validFrom)
+        func key(_ measure: String, _ note: String, cohortDay: Int64) -> Key {
             Key(
                 environment: environment, chart: chart, measure: measure, kind: item.kind, bundleID: item.bundleID,
-                store: item.store.rawValue, note: note,
-                atDay: start ? Rollup.ceilingDay(item.at) : Rollup.floorDay(item.at),
+                store: item.store.rawValue, note: note, atDay: atDay,
                 untilDay: item.kind == .flow
-                    ? Rollup.floorDay(item.at) : start ? Rollup.ceilingDay(item.until) : Rollup.floorDay(item.until),
-                validFromDay: Rollup.floorDay(item.validFrom), validUntilDay: Rollup.floorDay(item.validUntil),
-                cohortDay: item.cohort.map(Rollup.floorDay) ?? noCohort)
+                    ? atDay : start ? Rollup.ceilingDay(item.until) : Rollup.floorDay(item.until),
+                validFromDay: validFromDay < written ? .min : validFromDay, validUntilDay: validUntilDay,
+                cohortDay: cohortDay)
         }
-        var keys: [(Key, Int64)] = item.measure.isEmpty ? [] : [(key(item.measure, ""), item.value)]
-        for note in item.notes { keys.append((key("", noteText(note)), 0)) }
+        let cohortDay = item.cohort.map(Rollup.floorDay) ?? noCohort
+        var keys: [(Key, Int64)] = []
+        if !item.measure.isEmpty {
+            if item.cohort != nil, item.kind == .stock {
+                for grain in Resolution.allCases {
+                    let day = PeriodGrid.align(cohortDay, grain)
+                    keys.append(
+                        (key(grain == .day ? item.measure : item.measure + "/" + grain.rawValue, "", cohortDay: day), item.value))
+                }
+            } else {
+                keys.append((key(item.measure, "", cohortDay: cohortDay), item.value))
+            }
+        }
+        for note in item.notes { keys.append((key("", noteText(note), cohortDay: cohortDay), 0)) }
         return keys
+    }
+
+    /// A measure kept per grain of cohort (`paying/month`): the measure and its grain; nil for
+    /// the day's own (`paying`) and every other measure.
+    static func grained(_ measure: String) -> (String, Resolution)? {
+        guard let slash = measure.firstIndex(of: "/"),
+            let grain = Resolution(rawValue: String(measure[measure.index(after: slash)...]))
+        else { return measure == "paying" ? ("paying", .day) : nil }
+        return (String(measure[..<slash]), grain)
     }
 
     /// The row as an item whose instants are its days' starts: counted exactly as its items are
