@@ -118,7 +118,8 @@ for spec in \
   "subscribers:app_user_id, created_at, updated_at" \
   "ownership:original_transaction_id, app_user_id, since" \
   "transactions:transaction_id, original_transaction_id, product_id, bundle_id, environment, purchase_date, original_purchase_date, expires_date, cancellation_date, is_trial_period, is_in_intro_offer_period, is_upgraded, ownership_type, subscription_group_id, raw_json, first_seen_at, updated_at, stated_at, price, currency, price_source, storefront, offer_type, offer_discount_type, transaction_reason, revocation_type" \
-  "pending_renewal_info:original_transaction_id, product_id, auto_renew_product_id, auto_renew_status, environment, raw_json, updated_at"; do
+  "pending_renewal_info:original_transaction_id, product_id, auto_renew_product_id, auto_renew_status, environment, raw_json, updated_at" \
+  "exchange_rates:day, currency, per_euro"; do
   table=${spec%%:*}
   columns=${spec#*:}
   sqlite3 -csv "$out/bench.sqlite" "SELECT $columns FROM $table" \

@@ -88,6 +88,8 @@ struct ItemRecorder {
     /// The subscriptions, for the charts that follow them (the others never build them).
     let lines: [SubscriptionLine]
     let commission: Commission
+    /// Each line's paying pieces (by index), worked out once for the charts that follow them.
+    let paying: [[SubscriptionLine.Piece]]
     /// Whether items say why they count (drill-downs); rollups keep only figures.
     let withDetails: Bool
     var items: [ChartItem] = []
@@ -105,6 +107,7 @@ struct ItemRecorder {
         admitted = kept.indices.sorted { Purchase.chronological(kept[$0].purchase, kept[$1].purchase) }.map { kept[$0] }
         let followed = charts.contains { ![.revenue, .trials, .refundRate].contains($0) }
         lines = followed ? SubscriptionLine.lines(ledger, filters: filters) : []
+        paying = lines.map(\.payingPieces)
         // Years of service count every purchase of the environment, whatever the other filters.
         commission = Commission(
             ledger.entries.filter { $0.purchase.environment == filters.environment },
@@ -234,8 +237,8 @@ struct ItemRecorder {
 
     /// Each active paid subscription's price normalised to a month, over the time it pays.
     mutating func mrr() {
-        for line in lines {
-            for piece in line.payingPieces {
+        for pieces in paying {
+            for piece in pieces {
                 let e = piece.entry
                 stock("subscriptions", from: piece.start, to: piece.end, 1, e)
                 let (charge, notes) = charge(e)
@@ -275,8 +278,8 @@ struct ItemRecorder {
     /// Paid subscriptions (grace period included, family sharing not) and free trials, over the
     /// time each runs.
     mutating func actives() {
-        for line in lines {
-            for piece in line.payingPieces { stock("subscriptions", from: piece.start, to: piece.end, 1, piece.entry) }
+        for (n, line) in lines.enumerated() {
+            for piece in paying[n] { stock("subscriptions", from: piece.start, to: piece.end, 1, piece.entry) }
             for piece in line.trialPieces { stock("trials", from: piece.start, to: piece.end, 1, piece.entry) }
         }
     }
@@ -322,8 +325,8 @@ struct ItemRecorder {
     /// Churned: paid access that ended (after any grace period) and had not resumed;
     /// resubscribed: paid access resumed after a gap; and who paid at each period's start.
     mutating func churn() {
-        for line in lines {
-            for piece in line.payingPieces {
+        for (index, line) in lines.enumerated() {
+            for piece in paying[index] {
                 stock("actives_at_start", .stockAtStart, from: piece.start, to: piece.end, 1, piece.entry)
             }
             for (n, interval) in line.paid.enumerated() {
@@ -353,8 +356,8 @@ struct ItemRecorder {
     /// Customers by the instant of their first paid subscription period: that instant, the time
     /// they pay (through any of their subscriptions), and their net revenue.
     mutating func cohorts() {
-        var linesByUser: [String: [SubscriptionLine]] = [:]
-        for line in lines { linesByUser[line.appUserID, default: []].append(line) }
+        var linesByUser: [String: [Int]] = [:]
+        for (n, line) in lines.enumerated() { linesByUser[line.appUserID, default: []].append(n) }
         var firstPaid: [String: Ledger.Entry] = [:]
         for e in admitted where e.purchase.isPaidPeriod && e.purchase.purchaseDate != nil {
             if firstPaid[e.appUserID] == nil { firstPaid[e.appUserID] = e }
@@ -362,8 +365,8 @@ struct ItemRecorder {
         for (user, e) in firstPaid.sorted(by: { $0.key < $1.key }) {
             let cohort = e.purchase.purchaseDate!
             flow("customers", at: cohort, 1, e, detail: "first paid period", cohort: cohort)
-            let userLines = linesByUser[user] ?? []
-            let perLine = userLines.map(\.payingPieces)
+            let userLines = (linesByUser[user] ?? []).map { lines[$0] }
+            let perLine = (linesByUser[user] ?? []).map { paying[$0] }
             // Paying through any subscription: the first of theirs paying at each instant.
             let pieces =
                 perLine.count == 1

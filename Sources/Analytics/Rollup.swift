@@ -37,7 +37,7 @@ public enum Rollup {
             let charts = ItemRecorder.recordAll(
                 ledger, filters: filters, currency: settings.reportingCurrency, rates: rates, settings: settings)
             for (chart, items) in charts {
-                for item in items {
+                for item in merged(items) {
                     for piece in pieces(of: item) {
                         for (key, value) in RollupRow.keys(of: piece, chart: chart, environment: environment, written: today) {
                             sums[key, default: (0, 0)].value += value
@@ -57,6 +57,41 @@ public enum Rollup {
             !key.measure.isEmpty && sum.value == 0 ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
         }
         return (rows, moments)
+    }
+
+    /// Stocks that follow on from one another with the same value (a subscription's renewals)
+    /// as one span: they count at the same instants, and the rollups keep no more than counts.
+    /// Items with notes stay apart, since a note is counted once per item.
+    static func merged(_ items: [ChartItem]) -> [ChartItem] {
+        var spans: [ChartItem] = []
+        var flows: [ChartItem] = []
+        for item in items {
+            if item.kind == .flow || !item.notes.isEmpty || item.measure.isEmpty {
+                flows.append(item)
+            } else {
+                spans.append(item)
+            }
+        }
+        guard spans.count > 1 else { return items }
+        spans.sort { a, b in
+            (a.measure, a.kind.rawValue, a.cohort ?? .min, a.value, a.bundleID, a.at)
+                < (b.measure, b.kind.rawValue, b.cohort ?? .min, b.value, b.bundleID, b.at)
+        }
+        var out = flows
+        var current = spans[0]
+        for next in spans.dropFirst() {
+            if next.measure == current.measure, next.kind == current.kind, next.cohort == current.cohort,
+                next.value == current.value, next.bundleID == current.bundleID, next.store == current.store,
+                next.validFrom == current.validFrom, next.validUntil == current.validUntil, next.at == current.until
+            {
+                current.until = next.until
+            } else {
+                out.append(current)
+                current = next
+            }
+        }
+        out.append(current)
+        return out
     }
 
     /// An item as the rollups keep it. A stock is two open-ended changes, +value from its start
@@ -118,6 +153,7 @@ public enum Rollup {
     /// Rows as differences: what `new` adds to the sums once `old` is taken away (rows whose value
     /// and items both net to zero left out), in no particular order.
     public static func difference(from old: [RollupRow], to new: [RollupRow]) -> [RollupRow] {
+        if old.isEmpty { return new }
         var sums: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
         for (rows, sign) in [(old, Int64(-1)), (new, 1)] {
             for row in rows {
@@ -184,6 +220,19 @@ public struct RollupRow: Sendable, Equatable {
             self.validFromDay = validFromDay
             self.validUntilDay = validUntilDay
             self.cohortDay = cohortDay
+        }
+
+        /// By the fields that tell one holder's rows apart (the environment, the app, the store
+        /// and the note rarely do); equality still compares every field.
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(chart)
+            hasher.combine(measure)
+            hasher.combine(kind)
+            hasher.combine(atDay)
+            hasher.combine(untilDay)
+            hasher.combine(validFromDay)
+            hasher.combine(validUntilDay)
+            hasher.combine(cohortDay)
         }
 
         public static func < (a: Key, b: Key) -> Bool {
@@ -260,7 +309,10 @@ public struct RollupRow: Sendable, Equatable {
                 keys.append((key(item.measure, "", cohortDay: cohortDay), item.value))
             }
         }
-        for note in item.notes { keys.append((key("", noteText(note), cohortDay: cohortDay), 0)) }
+        // Untaxed storefronts are reported by the revenue chart alone.
+        for note in item.notes where chart == .revenue || !note.isUntaxed {
+            keys.append((key("", noteText(note), cohortDay: cohortDay), 0))
+        }
         return keys
     }
 
@@ -335,6 +387,10 @@ public struct RollupMoment: Sendable, Equatable {
     func admitted(by filters: ChartFilters) -> Bool {
         (filters.app.map { $0 == item.bundleID } ?? true) && (filters.store.map { $0 == item.store } ?? true)
     }
+}
+
+extension ItemNote {
+    var isUntaxed: Bool { if case .untaxed = self { true } else { false } }
 }
 
 extension RollupRow {

@@ -9,7 +9,7 @@ enum Deflated {
         var size = compressBound(uLong(input.count))
         var output = [UInt8](repeating: 0, count: Int(size))
         let rc = output.withUnsafeMutableBufferPointer { out in
-            input.withUnsafeBufferPointer { compress2(out.baseAddress, &size, $0.baseAddress, uLong(input.count), 6) }
+            input.withUnsafeBufferPointer { compress2(out.baseAddress, &size, $0.baseAddress, uLong(input.count), 1) }
         }
         precondition(rc == Z_OK, "zlib compress2 failed with the bound it computed")
         return "z\(input.count):" + Data(output[0..<Int(size)]).base64EncodedString()

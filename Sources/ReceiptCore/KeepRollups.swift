@@ -26,7 +26,7 @@ package struct KeepRollups: Sendable {
     package init(
         database: DatabaseQueue, settings: AnalyticsSettings, logger: Logger, clock: WallClock,
         monotonic: any MonotonicClock = SystemMonotonicClock(), intervalMs: Int64 = 1_000, holdersPerPage: Int = 1_000,
-        changesPerStep: Int = 1_000
+        changesPerStep: Int = 5_000
     ) {
         self.database = database
         self.settings = settings
@@ -80,16 +80,27 @@ package struct KeepRollups: Sendable {
         }
     }
 
-    /// Catches up, then again every `intervalMs`, until the service group shuts down. A failed
-    /// step is logged and tried again next time; charts meanwhile read the ledger or the rollups
-    /// as they stand.
+    /// Every `intervalMs`, applies the changes written meanwhile (back to back while a step takes
+    /// a full `changesPerStep`, or while rebuilding), until the service group shuts down. Waiting
+    /// between steps lets each take a second's changes at once: a POST writes two changes (its
+    /// facts, then its derived state) and a busy second many, and each holder is recomputed once
+    /// per step however many of its changes it holds. A failed step is logged and tried again
+    /// next time; charts meanwhile read the rollups as they stand, or the transactions.
     package func run() async {
         await cancelWhenGracefulShutdown { [self] in
             while !Task.isCancelled {
+                var rebuilt = 0
                 do {
-                    let (holders, changes) = try await catchUp()
-                    if holders > 0 { logger.info("chart rollups rebuilt", metadata: ["holders": "\(holders)"]) }
-                    if changes > 0 { logger.debug("chart rollups caught up", metadata: ["changes": "\(changes)"]) }
+                    steps: while !Task.isCancelled {
+                        switch try await step() {
+                        case .idle: break steps
+                        case .startedRebuild: continue
+                        case .rebuilt(let holders, let done):
+                            rebuilt += holders
+                            if done { logger.info("chart rollups rebuilt", metadata: ["holders": "\(rebuilt)"]) }
+                        case .applied(let changes, _): if changes < changesPerStep { break steps }
+                        }
+                    }
                 } catch {
                     logger.error("the chart rollups could not be kept", metadata: ["error": "\(error)"])
                 }
