@@ -107,7 +107,7 @@ public struct Erasure {
         // The rows keyed by the ids (deliveries before their messages, the subscriber last).
         for table in [
             "events", "verifications", "shadow_diffs", "changes", "webhook_deliveries", "webhook_messages", "aliases",
-            "promotions", "product_states", "subscribers",
+            "promotions", "product_states", "rollup_holders", "rollup_moments", "subscribers",
         ] {
             try run(table, "DELETE FROM \(table) WHERE app_user_id IN", ids)
         }
@@ -122,7 +122,8 @@ public struct Erasure {
         note("events", try renameInEvents(ids, of: others, about: touched))
         note("webhook_messages", try renameInMessages(ids, of: others))
         outcome.othersChanged = others
-        // Caches forget: every entry (the change may not name whom), and the others' views of their history.
+        // Caches forget: every entry (the change may not name whom), and the others' views of their
+        // history. The chart rollups' sums (no one's rows, only totals) are rebuilt on hearing it.
         try store.factsChanged(others, at: now)
         try ChangeLog(db).append(ChangeLog.everyone, at: now)
         try db.cached("INSERT INTO erasures (at, by_key, rows) VALUES (?, ?, ?)")

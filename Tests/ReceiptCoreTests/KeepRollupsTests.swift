@@ -152,3 +152,18 @@ struct KeepRollupsTests {
         return text
     }
 }
+
+extension KeepRollupsTests {
+    /// How far a step's changes surely include every change: on SQLite the last read; on
+    /// PostgreSQL up to a gap, unless what follows the gap was written before the commit window.
+    @Test func aGapInTheChangesIsReadAgainUntilItFillsOrIsOld() {
+        func change(_ sequence: Int64, at: Int64) -> ChangeLog.Change { .init(sequence: sequence, appUserID: "u", at: at) }
+        let read = [change(11, at: 100), change(12, at: 100), change(14, at: 200), change(16, at: 100)]
+        #expect(KeepRollups.through(10, read, contiguous: true, before: 0) == 16)
+        #expect(KeepRollups.through(10, read, contiguous: false, before: 0) == 12)
+        #expect(KeepRollups.through(10, read, contiguous: false, before: 150) == 12)
+        #expect(KeepRollups.through(10, read, contiguous: false, before: 250) == 16)
+        #expect(KeepRollups.through(10, [], contiguous: false, before: 300) == 10)
+        #expect(KeepRollups.through(10, [change(13, at: 100)], contiguous: false, before: 50) == 10)
+    }
+}
