@@ -258,10 +258,8 @@ package struct KeepRollups: Sendable {
         var moments: [String: [RollupMoment]] = [:]
 
         func write(_ store: RollupStore, fresh: Bool) throws {
-            for (user, text) in rows { try store.saveHolderRows(user, text) }
-            for (user, moments) in moments where !fresh || !moments.isEmpty {
-                try store.replaceMoments(of: user, with: moments)
-            }
+            try store.saveHolderRows(rows.map { ($0.key, $0.value) })
+            try store.replaceMoments(moments.map { ($0.key, $0.value) }, fresh: fresh)
             try store.add(differences)
         }
     }

@@ -75,18 +75,40 @@ public struct RollupStore {
         return try q.step() ? q.text(0) : nil
     }
 
-    /// Keeps a holder's rows (encoded); nil forgets the holder.
-    public func saveHolderRows(_ appUserID: String, _ rows: String?) throws {
-        guard let rows else {
-            try db.cached("DELETE FROM rollup_holders WHERE app_user_id = ?").bind([appUserID]).run()
-            return
+    /// Keeps holders' rows (encoded); nil forgets the holder.
+    public func saveHolderRows(_ rows: [(appUserID: String, rows: String?)]) throws {
+        let gone = rows.filter { $0.rows == nil }.map(\.appUserID)
+        try many("DELETE FROM rollup_holders WHERE app_user_id IN ", width: 1, gone.map { [$0] }, listed: true)
+        try many(
+            "INSERT INTO rollup_holders (app_user_id, rows) VALUES ", width: 2,
+            rows.compactMap { row in row.rows.map { [row.appUserID, $0] } },
+            tail: " ON CONFLICT (app_user_id) DO UPDATE SET rows = excluded.rows")
+    }
+
+    /// Runs `head` followed by rows of `width` placeholders (or, `listed`, one list of single
+    /// values) and `tail`, a hundred rows a statement: one round trip per hundred on PostgreSQL.
+    private func many(
+        _ head: String, width: Int, _ rows: [[(any StatementValue)?]], tail: String = "", listed: Bool = false
+    ) throws {
+        let chunk = 100
+        let row = "(" + Array(repeating: "?", count: width).joined(separator: ", ") + ")"
+        func sql(_ n: Int) -> String {
+            listed
+                ? head + "(" + Array(repeating: "?", count: n).joined(separator: ", ") + ")" + tail
+                : head + Array(repeating: row, count: n).joined(separator: ", ") + tail
         }
-        try db.cached(
-            """
-            INSERT INTO rollup_holders (app_user_id, rows) VALUES (?, ?)
-            ON CONFLICT (app_user_id) DO UPDATE SET rows = excluded.rows
-            """
-        ).bind([appUserID, rows]).run()
+        var start = 0
+        while start < rows.count {
+            let n = min(chunk, rows.count - start)
+            // Full chunks share one statement; a shorter last chunk goes a row at a time.
+            let statement = try db.cached(sql(n == chunk ? chunk : 1))
+            if n == chunk {
+                try statement.bind(Array(rows[start..<start + n].joined())).run()
+            } else {
+                for r in rows[start..<start + n] { try statement.bind(r).run() }
+            }
+            start += n
+        }
     }
 
     // MARK: Sums
@@ -96,29 +118,19 @@ public struct RollupStore {
 
     /// Adds differences to the sums; a sum left with no item is deleted.
     public func add(_ differences: [RollupRow]) throws {
-        let perStatement = 100
-        var start = 0
-        while start < differences.count {
-            let chunk = differences[start..<min(start + perStatement, differences.count)]
-            let placeholders = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: chunk.count)
-            let upsert = try db.cached(
-                """
-                INSERT INTO rollup_days (\(Self.dayKey), value, items) VALUES \(placeholders.joined(separator: ", "))
-                ON CONFLICT (\(Self.dayKey)) DO UPDATE
-                SET value = rollup_days.value + excluded.value, items = rollup_days.items + excluded.items
-                """)
-            var values: [(any StatementValue)?] = []
-            values.reserveCapacity(chunk.count * 14)
-            for row in chunk {
+        try many(
+            "INSERT INTO rollup_days (\(Self.dayKey), value, items) VALUES ", width: 14,
+            differences.map { row -> [(any StatementValue)?] in
                 let k = row.key
-                values += [
+                return [
                     k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, k.bundleID, k.store, k.note, k.atDay, k.untilDay,
                     k.validFromDay, k.validUntilDay, k.cohortDay, row.value, row.items,
                 ]
-            }
-            try upsert.bind(values).run()
-            start += perStatement
-        }
+            },
+            tail: """
+                 ON CONFLICT (\(Self.dayKey)) DO UPDATE
+                SET value = rollup_days.value + excluded.value, items = rollup_days.items + excluded.items
+                """)
         let delete = try db.cached(
             """
             DELETE FROM rollup_days WHERE environment = ? AND chart = ? AND measure = ? AND kind = ? AND bundle_id = ?
@@ -158,24 +170,27 @@ public struct RollupStore {
 
     // MARK: Moments
 
-    /// Replaces a holder's moments.
-    public func replaceMoments(of appUserID: String, with moments: [RollupMoment]) throws {
-        try db.cached("DELETE FROM rollup_moments WHERE app_user_id = ?").bind([appUserID]).run()
-        let insert = try db.cached(
-            """
-            INSERT INTO rollup_moments (day, environment, chart, app_user_id, measure, kind, bundle_id, store, notes, at, until,
-            valid_from, valid_until, cohort, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
-        for moment in moments {
-            let i = moment.item
-            let notes = i.notes.map(RollupRow.noteText).joined(separator: "\n")
-            for day in moment.days {
-                try insert.bind([
-                    day, moment.environment, moment.chart.rawValue, appUserID, i.measure, i.kind.rawValue, i.bundleID,
-                    i.store.rawValue, notes, i.at, i.until, i.validFrom, i.validUntil, i.cohort, i.value,
-                ]).run()
+    /// Replaces holders' moments (`fresh`: they have none yet, as in a rebuild).
+    public func replaceMoments(_ byHolder: [(appUserID: String, moments: [RollupMoment])], fresh: Bool) throws {
+        if !fresh {
+            try many("DELETE FROM rollup_moments WHERE app_user_id IN ", width: 1, byHolder.map { [$0.appUserID] }, listed: true)
+        }
+        var rows: [[(any StatementValue)?]] = []
+        for (user, moments) in byHolder {
+            for moment in moments {
+                let i = moment.item
+                let notes = i.notes.map(RollupRow.noteText).joined(separator: "\n")
+                for day in moment.days {
+                    rows.append([
+                        day, moment.environment, moment.chart.rawValue, user, i.measure, i.kind.rawValue, i.bundleID,
+                        i.store.rawValue, notes, i.at, i.until, i.validFrom, i.validUntil, i.cohort, i.value,
+                    ])
+                }
             }
         }
+        try many(
+            "INSERT INTO rollup_moments (day, environment, chart, app_user_id, measure, kind, bundle_id, store, notes, at, "
+                + "until, valid_from, valid_until, cohort, value) VALUES ", width: 15, rows)
     }
 
     /// The moments of one environment's chart on `day`.
