@@ -21,13 +21,15 @@ CREATE TABLE rollup_holders (
     rows TEXT NOT NULL
 ) STRICT, WITHOUT ROWID;
 
--- Every holder's items summed by their UTC days (Analytics.RollupRow). `cohort_day` is
+-- Every holder's items summed by their UTC days (Analytics.RollupRow); `settled` (0 or 1): the
+-- items had begun when written, so `at_day` never depends on the hour. `cohort_day` is
 -- -9223372036854775808 for an item of no cohort; unbounded windows keep the extreme integers.
 CREATE TABLE rollup_days (
     environment TEXT NOT NULL,
     chart TEXT NOT NULL,
     measure TEXT NOT NULL,
     kind TEXT NOT NULL,
+    settled INTEGER NOT NULL,
     bundle_id TEXT NOT NULL,
     store TEXT NOT NULL,
     note TEXT NOT NULL,
@@ -39,8 +41,8 @@ CREATE TABLE rollup_days (
     value INTEGER NOT NULL,
     items INTEGER NOT NULL,
     PRIMARY KEY (
-        environment, chart, measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day,
-        cohort_day
+        environment, chart, measure, kind, settled, bundle_id, store, note, at_day, until_day, valid_from_day,
+        valid_until_day, cohort_day
     )
 ) STRICT, WITHOUT ROWID;
 

@@ -25,13 +25,15 @@ public enum Rollup {
             && q.filters.storefront == nil && (q.chart != .cohorts || q.filters.app == nil && q.filters.store == nil)
     }
 
-    /// What one holder adds to every chart of every environment they hold purchases in: their
-    /// snapped rows, and the exact items with an instant on or after `today` (days since 1970-01-01).
-    public static func holder(_ ledger: Ledger, settings: AnalyticsSettings, rates: ExchangeRates, today: Int64) -> (
+    /// What one holder adds to every chart of every environment they hold purchases in, computed
+    /// at `writtenAt` (epoch ms, no later than any query of them): their snapped rows, and the
+    /// exact items with an instant still to come on or after that day.
+    public static func holder(_ ledger: Ledger, settings: AnalyticsSettings, rates: ExchangeRates, writtenAt: Int64) -> (
         rows: [RollupRow], moments: [RollupMoment]
     ) {
         var sums: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
         var moments: [RollupMoment] = []
+        let today = Rollup.floorDay(writtenAt)
         for environment in Set(ledger.entries.map(\.purchase.environment)).sorted() {
             let filters = ChartFilters(environment: environment)
             let charts = ItemRecorder.recordAll(
@@ -39,11 +41,13 @@ public enum Rollup {
             for (chart, items) in charts {
                 for item in merged(items) {
                     for piece in pieces(of: item) {
-                        for (key, value) in RollupRow.keys(of: piece, chart: chart, environment: environment, written: today) {
+                        for (key, value) in RollupRow.keys(
+                            of: piece, chart: chart, environment: environment, writtenAt: writtenAt)
+                        {
                             sums[key, default: (0, 0)].value += value
                             sums[key, default: (0, 0)].items += 1
                         }
-                        let days = RollupMoment.days(of: piece, onOrAfter: today)
+                        let days = RollupMoment.days(of: piece, onOrAfter: today, writtenAt: writtenAt)
                         if !days.isEmpty, Rollup.floorDay(piece.validUntil) >= today {
                             moments.append(RollupMoment(environment: environment, chart: chart, item: piece, days: days))
                         }
@@ -192,6 +196,8 @@ public struct RollupRow: Sendable, Equatable {
         /// Empty for a note's row.
         public var measure: String
         public var kind: ChartItem.Kind
+        /// Its items had begun when the row was written: `atDay` is then never in doubt.
+        public var settled: Bool
         public var bundleID: String
         public var store: String
         /// ``ItemNote`` as text (``RollupRow/noteText(_:)``), empty for none.
@@ -205,13 +211,15 @@ public struct RollupRow: Sendable, Equatable {
         public var cohortDay: Int64
 
         public init(
-            environment: String, chart: Chart, measure: String, kind: ChartItem.Kind, bundleID: String, store: String,
-            note: String, atDay: Int64, untilDay: Int64, validFromDay: Int64, validUntilDay: Int64, cohortDay: Int64
+            environment: String, chart: Chart, measure: String, kind: ChartItem.Kind, settled: Bool = false,
+            bundleID: String, store: String, note: String, atDay: Int64, untilDay: Int64, validFromDay: Int64,
+            validUntilDay: Int64, cohortDay: Int64
         ) {
             self.environment = environment
             self.chart = chart
             self.measure = measure
             self.kind = kind
+            self.settled = settled
             self.bundleID = bundleID
             self.store = store
             self.note = note
@@ -228,6 +236,7 @@ public struct RollupRow: Sendable, Equatable {
             hasher.combine(chart)
             hasher.combine(measure)
             hasher.combine(kind)
+            hasher.combine(settled)
             hasher.combine(atDay)
             hasher.combine(untilDay)
             hasher.combine(validFromDay)
@@ -240,6 +249,7 @@ public struct RollupRow: Sendable, Equatable {
             if a.chart != b.chart { return a.chart.rawValue < b.chart.rawValue }
             if a.measure != b.measure { return a.measure < b.measure }
             if a.kind != b.kind { return a.kind.rawValue < b.kind.rawValue }
+            if a.settled != b.settled { return !a.settled }
             if a.bundleID != b.bundleID { return a.bundleID < b.bundleID }
             if a.store != b.store { return a.store < b.store }
             if a.note != b.note { return a.note < b.note }
@@ -251,7 +261,7 @@ public struct RollupRow: Sendable, Equatable {
         /// A start-of-period stock counts at day starts only, which its ceiling days decide exactly.
         func touches(_ day: Int64) -> Bool {
             if kind == .stockAtStart { return false }
-            return atDay == day || (kind == .stock && untilDay == day) || validFromDay == day || validUntilDay == day
+            return atDay == day && !settled || (kind == .stock && untilDay == day) || validFromDay == day || validUntilDay == day
                 || cohortDay == day
         }
 
@@ -276,11 +286,13 @@ public struct RollupRow: Sendable, Equatable {
 
     /// An item's rows: its measure's, and one per note (value 0, so that the note is counted
     /// exactly when the item is). What can only have happened by any later query, the rows
-    /// written on day `written` need not date: a window's start or a cohort's sale before that
-    /// day is "long ago", and an item whose window ended before it has none. A cohort's paying
-    /// span has a row per grain of cohort (day, week, month), so that a query by month sums
-    /// a row per cohort month and day something changed, not per cohort day.
-    static func keys(of item: ChartItem, chart: Chart, environment: String, written: Int64) -> [(Key, Int64)] {
+    /// written at `writtenAt` need not date: a window's start or a cohort's sale before that
+    /// day is "long ago", and an item whose window ended before it has none; an item that had
+    /// begun by then is `settled` (its start never depends on the hour). A cohort's paying span
+    /// has a row per grain of cohort (day, week, month), so that a query by month sums a row per
+    /// cohort month and day something changed, not per cohort day.
+    static func keys(of item: ChartItem, chart: Chart, environment: String, writtenAt: Int64) -> [(Key, Int64)] {
+        let written = Rollup.floorDay(writtenAt)
         let validUntilDay = Rollup.floorDay(item.validUntil)
         guard validUntilDay >= written else { return [] }
         let start = item.kind == .stockAtStart
@@ -289,8 +301,9 @@ public struct RollupRow: Sendable, Equatable {
         let validFromDay = Rollup.floorDay(item.validFrom)
         func key(_ measure: String, _ note: String, cohortDay: Int64) -> Key {
             Key(
-                environment: environment, chart: chart, measure: measure, kind: item.kind, bundleID: item.bundleID,
-                store: item.store.rawValue, note: note, atDay: atDay,
+                environment: environment, chart: chart, measure: measure, kind: item.kind,
+                settled: !start && item.at <= writtenAt, bundleID: item.bundleID, store: item.store.rawValue, note: note,
+                atDay: atDay,
                 untilDay: item.kind == .flow
                     ? atDay : start ? Rollup.ceilingDay(item.until) : Rollup.floorDay(item.until),
                 validFromDay: validFromDay < written ? .min : validFromDay, validUntilDay: validUntilDay,
@@ -374,11 +387,13 @@ public struct RollupMoment: Sendable, Equatable {
         self.days = days
     }
 
-    /// The days of an item's instants that are `today` or later, ascending, each once. A
-    /// start-of-period stock has none that matter (``RollupRow/Key/touches(_:)``).
-    static func days(of item: ChartItem, onOrAfter today: Int64) -> [Int64] {
+    /// The days of an item's instants that are `today` or later, ascending, each once, but its
+    /// start's when it had begun at `writtenAt` (its rows are settled). A start-of-period stock
+    /// has none that matter (``RollupRow/Key/touches(_:)``).
+    static func days(of item: ChartItem, onOrAfter today: Int64, writtenAt: Int64) -> [Int64] {
         guard item.kind != .stockAtStart else { return [] }
-        var instants = [item.at, item.validFrom, item.validUntil]
+        var instants = [item.validFrom, item.validUntil]
+        if item.at > writtenAt { instants.append(item.at) }
         if item.kind == .stock { instants.append(item.until) }
         if let cohort = item.cohort { instants.append(cohort) }
         return Set(instants.map(Rollup.floorDay).filter { $0 >= today && $0 != .max }).sorted()
@@ -419,7 +434,9 @@ extension RollupRow {
         }
         for row in rows {
             let k = row.key
-            for field in [k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, k.bundleID, k.store, k.note] {
+            for field in [
+                k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, k.settled ? "s" : "", k.bundleID, k.store, k.note,
+            ] {
                 text(field)
             }
             for day in [k.atDay, k.untilDay, k.validFromDay, k.validUntilDay] {
@@ -442,15 +459,16 @@ extension RollupRow {
         var rows: [RollupRow] = []
         for line in text.split(separator: "\n") {
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard f.count == 14, let chart = Chart(rawValue: String(f[1])), let kind = ChartItem.Kind(rawValue: String(f[3])),
-                let at = day(f[7]), let until = day(f[8]), let from = day(f[9]), let to = day(f[10]),
-                let cohort = f[11].isEmpty ? noCohort : Int64(f[11]), let value = Int64(f[12]), let items = Int64(f[13])
+            guard f.count == 15, let chart = Chart(rawValue: String(f[1])), let kind = ChartItem.Kind(rawValue: String(f[3])),
+                f[4] == "s" || f[4].isEmpty, let at = day(f[8]), let until = day(f[9]), let from = day(f[10]),
+                let to = day(f[11]), let cohort = f[12].isEmpty ? noCohort : Int64(f[12]), let value = Int64(f[13]),
+                let items = Int64(f[14])
             else { return nil }
             rows.append(
                 RollupRow(
                     key: Key(
-                        environment: f[0].unescaped(), chart: chart, measure: f[2].unescaped(), kind: kind,
-                        bundleID: f[4].unescaped(), store: f[5].unescaped(), note: f[6].unescaped(), atDay: at, untilDay: until,
+                        environment: f[0].unescaped(), chart: chart, measure: f[2].unescaped(), kind: kind, settled: f[4] == "s",
+                        bundleID: f[5].unescaped(), store: f[6].unescaped(), note: f[7].unescaped(), atDay: at, untilDay: until,
                         validFromDay: from, validUntilDay: to, cohortDay: cohort),
                     value: value, items: items))
         }

@@ -176,7 +176,7 @@ package struct KeepRollups: Sendable {
                 try await write(unless: state) { [after] store in try store.save(after) }
                 return .applied(changes: changes, holders: 0)
             case .page(let state, let rates, let ledgers, let last):
-                let update = try Self.update(ledgers, kept: [:], settings: settings, rates: rates, today: today)
+                let update = try Self.update(ledgers, kept: [:], settings: settings, rates: rates, writtenAt: now)
                 var after = state
                 after.rebuildAfter = last
                 if last == nil { after.phase = .ready }
@@ -186,7 +186,7 @@ package struct KeepRollups: Sendable {
                 }
                 return .rebuilt(holders: ledgers.count, done: last == nil)
             case .changes(let state, let rates, let changes, let ledgers, let kept):
-                let update = try Self.update(ledgers, kept: kept, settings: settings, rates: rates, today: today)
+                let update = try Self.update(ledgers, kept: kept, settings: settings, rates: rates, writtenAt: now)
                 var after = state
                 // Changes after a gap still committing are read again next step: applying one twice is harmless.
                 after.changesThrough = Self.through(
@@ -267,12 +267,13 @@ package struct KeepRollups: Sendable {
     /// Each holder's rows and moments from their ledger now, and the sums' difference from the
     /// rows kept for them (`kept`, encoded; none for a holder not in it).
     static func update(
-        _ ledgers: [String: Ledger], kept: [String: String], settings: AnalyticsSettings, rates: ExchangeRates, today: Int64
+        _ ledgers: [String: Ledger], kept: [String: String], settings: AnalyticsSettings, rates: ExchangeRates,
+        writtenAt: Int64
     ) throws -> Update {
         var update = Update()
         var differences: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
         for (user, ledger) in ledgers {
-            let now = Rollup.holder(ledger, settings: settings, rates: rates, today: today)
+            let now = Rollup.holder(ledger, settings: settings, rates: rates, writtenAt: writtenAt)
             var old: [RollupRow] = []
             if let text = kept[user] {
                 guard let rows = Deflated.unpack(text).flatMap(RollupRow.decode) else {

@@ -114,17 +114,18 @@ public struct RollupStore {
     // MARK: Sums
 
     static let dayKey =
-        "environment, chart, measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day"
+        "environment, chart, measure, kind, settled, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, "
+        + "cohort_day"
 
     /// Adds differences to the sums; a sum left with no item is deleted.
     public func add(_ differences: [RollupRow]) throws {
         try many(
-            "INSERT INTO rollup_days (\(Self.dayKey), value, items) VALUES ", width: 14,
+            "INSERT INTO rollup_days (\(Self.dayKey), value, items) VALUES ", width: 15,
             differences.map { row -> [(any StatementValue)?] in
                 let k = row.key
                 return [
-                    k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, k.bundleID, k.store, k.note, k.atDay, k.untilDay,
-                    k.validFromDay, k.validUntilDay, k.cohortDay, row.value, row.items,
+                    k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, Int64(k.settled ? 1 : 0), k.bundleID, k.store,
+                    k.note, k.atDay, k.untilDay, k.validFromDay, k.validUntilDay, k.cohortDay, row.value, row.items,
                 ]
             },
             tail: """
@@ -133,14 +134,16 @@ public struct RollupStore {
                 """)
         let delete = try db.cached(
             """
-            DELETE FROM rollup_days WHERE environment = ? AND chart = ? AND measure = ? AND kind = ? AND bundle_id = ?
+            DELETE FROM rollup_days WHERE environment = ? AND chart = ? AND measure = ? AND kind = ? AND settled = ? AND bundle_id = ?
             AND store = ? AND note = ? AND at_day = ? AND until_day = ? AND valid_from_day = ? AND valid_until_day = ?
             AND cohort_day = ? AND items = 0
             """)
         for row in differences where row.items < 0 {
             let k = row.key
             try delete.bind([
-                k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, k.bundleID, k.store, k.note, k.atDay, k.untilDay,
+                k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, Int64(k.settled ? 1 : 0), k.bundleID, k.store,
+                k.note,
+                k.atDay, k.untilDay,
                 k.validFromDay, k.validUntilDay, k.cohortDay,
             ]).run()
         }
@@ -151,7 +154,7 @@ public struct RollupStore {
         let q = try db.cached(
             """
             SELECT measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day, value,
-            items FROM rollup_days WHERE environment = ? AND chart = ?
+            items, settled FROM rollup_days WHERE environment = ? AND chart = ?
             """
         ).bind([environment, chart.rawValue])
         var rows: [RollupRow] = []
@@ -160,7 +163,8 @@ public struct RollupStore {
             rows.append(
                 RollupRow(
                     key: .init(
-                        environment: environment, chart: chart, measure: q.text(0)!, kind: kind, bundleID: q.text(2)!,
+                        environment: environment, chart: chart, measure: q.text(0)!, kind: kind, settled: q.int(12) == 1,
+                        bundleID: q.text(2)!,
                         store: q.text(3)!, note: q.text(4)!, atDay: q.int(5), untilDay: q.int(6), validFromDay: q.int(7),
                         validUntilDay: q.int(8), cohortDay: q.int(9)),
                     value: q.int(10), items: q.int(11)))

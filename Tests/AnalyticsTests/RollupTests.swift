@@ -53,12 +53,12 @@ struct RollupTests {
                 case 1: instants.randomElement(using: &rng)! + Int64.random(in: -1...1, using: &rng)
                 default: origin + Int64.random(in: 20..<250, using: &rng) * day + day / 2
                 }
-            let today = CivilTime.split(now).0
-            let written = today - Int64.random(in: 0...40, using: &rng)
+            // Written earlier that day or up to forty days before.
+            let written = now - Int64.random(in: 0...(40 * day), using: &rng)
             var sums: [RollupRow.Key: (Int64, Int64)] = [:]
             var moments: [RollupMoment] = []
             for holder in holders {
-                let kept = Rollup.holder(holder, settings: Self.settings, rates: Self.rates, today: written)
+                let kept = Rollup.holder(holder, settings: Self.settings, rates: Self.rates, writtenAt: written)
                 for row in kept.rows {
                     sums[row.key] = ((sums[row.key]?.0 ?? 0) + row.value, (sums[row.key]?.1 ?? 0) + row.items)
                 }
@@ -94,8 +94,8 @@ struct RollupTests {
         let holder = Self.holders(SampleBusiness.ledger(facts, owners: owners)).max { $0.entries.count < $1.entries.count }!
         var later = holder
         later.entries.removeLast()
-        let old = Rollup.holder(holder, settings: Self.settings, rates: Self.rates, today: 0).rows
-        let new = Rollup.holder(later, settings: Self.settings, rates: Self.rates, today: 0).rows
+        let old = Rollup.holder(holder, settings: Self.settings, rates: Self.rates, writtenAt: 0).rows
+        let new = Rollup.holder(later, settings: Self.settings, rates: Self.rates, writtenAt: 0).rows
         var applied: [RollupRow.Key: (Int64, Int64)] = [:]
         for row in old + Rollup.difference(from: old, to: new) {
             applied[row.key] = ((applied[row.key]?.0 ?? 0) + row.value, (applied[row.key]?.1 ?? 0) + row.items)
@@ -119,12 +119,13 @@ extension RollupTests {
     @Test func rowsReadBackAsWritten() {
         let (facts, owners) = SampleBusiness.business(seed: 8)
         var rows = Self.holders(SampleBusiness.ledger(facts, owners: owners)).flatMap {
-            Rollup.holder($0, settings: Self.settings, rates: Self.rates, today: 0).rows
+            Rollup.holder($0, settings: Self.settings, rates: Self.rates, writtenAt: 0).rows
         }
         rows.append(
             RollupRow(
                 key: .init(
-                    environment: "a\tb", chart: .revenue, measure: "", kind: .flow, bundleID: "x\\y\nz", store: "app_store",
+                    environment: "a\tb", chart: .revenue, measure: "", kind: .flow, settled: true, bundleID: "x\\y\nz",
+                    store: "app_store",
                     note: "price\u{1F}p", atDay: .min, untilDay: .max, validFromDay: -3, validUntilDay: 0,
                     cohortDay: RollupRow.noCohort),
                 value: -5, items: 1))
