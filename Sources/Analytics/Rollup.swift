@@ -10,7 +10,11 @@ import Entitlements
 /// first day starting at or after each end, a window and a cohort by their days. A row with an
 /// instant today can count or not depending on the hour, so for today the rows with a day equal to
 /// today are left out and their exact items (``RollupMoment``, kept for every item with an
-/// instant on or after the day it was written) are summed instead.
+/// instant on or after the day it was written) are summed instead; a row whose items had begun
+/// when it was written is settled, its start never in doubt.
+///
+/// Stocks are kept as their two changes (+value from the start, −value from the end) and
+/// renewals at one value as one span, so a stock chart has a row per day something changes.
 ///
 /// Pure: the caller stores rows and moments, and reads back those a query needs.
 public enum Rollup {
