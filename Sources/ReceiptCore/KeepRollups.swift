@@ -141,8 +141,8 @@ package struct KeepRollups: Sendable {
                 }
                 let rates = try Self.rates(db)
                 if state.phase == .building {
-                    let page = try AnalyticsStore(db).everyHolder(after: state.rebuildAfter, limit: holdersPerPage)
-                    return .page(state, rates, Self.ledgers(page.purchases, page.renewals), last: page.last)
+                    let page = try AnalyticsStore(db).holders(environment: nil, after: state.rebuildAfter, limit: holdersPerPage)
+                    return .page(state, rates, ReadChart.ledgers(page.purchases, page.renewals), last: page.last)
                 }
                 let changes = try ChangeLog(db).since(state.changesThrough, limit: changesPerStep)
                 guard !changes.isEmpty else { return .idle }
@@ -153,7 +153,7 @@ package struct KeepRollups: Sendable {
                 var kept: [String: String] = [:]
                 for user in Set(changes.map(\.appUserID)) {
                     let held = try AnalyticsStore(db).holdings(of: user)
-                    ledgers[user] = Self.ledgers(held.purchases, held.renewals)[user] ?? Ledger(entries: [])
+                    ledgers[user] = ReadChart.ledgers(held.purchases, held.renewals)[user] ?? Ledger(entries: [])
                     kept[user] = try store.holderRows(user)
                 }
                 return .changes(state, rates, changes, ledgers, kept)
@@ -226,24 +226,6 @@ package struct KeepRollups: Sendable {
             through = change.sequence
         }
         return through
-    }
-
-    /// Each holder's ledger from rows read together.
-    static func ledgers(_ purchases: [AnalyticsStore.HeldPurchase], _ renewals: [AnalyticsStore.RenewalRow]) -> [String: Ledger] {
-        var byHolder: [String: Ledger] = [:]
-        var holderOf: [String: String] = [:]
-        for held in purchases {
-            byHolder[held.appUserID, default: Ledger(entries: [])].entries.append(
-                Ledger.Entry(appUserID: held.appUserID, bundleID: held.bundleID, purchase: held.purchase))
-            holderOf[held.purchase.originalTransactionID] = held.appUserID
-        }
-        for r in renewals {
-            guard let holder = holderOf[r.originalTransactionID] else { continue }
-            byHolder[holder]?.renewals[r.originalTransactionID] = Ledger.RenewalState(
-                autoRenewStatus: r.autoRenewStatus, isInBillingRetryPeriod: r.isInBillingRetryPeriod,
-                gracePeriodExpiresDate: r.gracePeriodExpiresDate)
-        }
-        return byHolder
     }
 
     static func rates(_ db: Database) throws -> ExchangeRates {

@@ -144,19 +144,7 @@ package struct ReadChart: Sendable {
                 throw .internalFault
             }
             after = page.last
-            var byHolder: [String: Ledger] = [:]
-            var holderOf: [String: String] = [:]
-            for held in page.purchases {
-                byHolder[held.appUserID, default: Ledger(entries: [])].entries.append(
-                    Ledger.Entry(appUserID: held.appUserID, bundleID: held.bundleID, purchase: held.purchase))
-                holderOf[held.purchase.originalTransactionID] = held.appUserID
-            }
-            for r in page.renewals {
-                guard let holder = holderOf[r.originalTransactionID] else { continue }
-                byHolder[holder]?.renewals[r.originalTransactionID] = Ledger.RenewalState(
-                    autoRenewStatus: r.autoRenewStatus, isInBillingRetryPeriod: r.isInBillingRetryPeriod,
-                    gracePeriodExpiresDate: r.gracePeriodExpiresDate)
-            }
+            let byHolder = Self.ledgers(page.purchases, page.renewals)
             for holder in byHolder.keys.sorted() {
                 running.add(ChartEngine(ledger: byHolder[holder]!, rates: rates, settings: settings).items(query))
             }
@@ -180,6 +168,24 @@ package struct ReadChart: Sendable {
             chart: input.chart, from: from, to: to, resolution: input.resolution, zone: input.zone, currency: input.currency,
             filters: input.filters, now: now)
         return (query, rates)
+    }
+
+    /// Each holder's ledger from rows read together.
+    static func ledgers(_ purchases: [AnalyticsStore.HeldPurchase], _ renewals: [AnalyticsStore.RenewalRow]) -> [String: Ledger] {
+        var byHolder: [String: Ledger] = [:]
+        var holderOf: [String: String] = [:]
+        for held in purchases {
+            byHolder[held.appUserID, default: Ledger(entries: [])].entries.append(
+                Ledger.Entry(appUserID: held.appUserID, bundleID: held.bundleID, purchase: held.purchase))
+            holderOf[held.purchase.originalTransactionID] = held.appUserID
+        }
+        for r in renewals {
+            guard let holder = holderOf[r.originalTransactionID] else { continue }
+            byHolder[holder]?.renewals[r.originalTransactionID] = Ledger.RenewalState(
+                autoRenewStatus: r.autoRenewStatus, isInBillingRetryPeriod: r.isInBillingRetryPeriod,
+                gracePeriodExpiresDate: r.gracePeriodExpiresDate)
+        }
+        return byHolder
     }
 
     /// Stored rates as the engine takes them; a row that no longer reads (never written so) is skipped.

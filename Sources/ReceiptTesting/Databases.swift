@@ -31,6 +31,19 @@ package func migratedDatabase(_ dialect: Database.Dialect) async throws -> Datab
     }
 }
 
+/// A queue on a migrated database of the dialect: a SQLite file in `directory`, or a new
+/// database on the test server.
+package func migratedQueue(_ dialect: Database.Dialect, in directory: String) async throws -> DatabaseQueue {
+    switch dialect {
+    case .sqlite:
+        _ = try Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(
+            try Database(path: directory + "/db.sqlite"))
+        return try DatabaseQueue(path: directory + "/db.sqlite")
+    case .postgresql:
+        return try DatabaseQueue(postgresURL: try await PostgresTestServer.freshDatabase(migrated: true))
+    }
+}
+
 /// The database the service tests run on: SQLite files, or PostgreSQL when the environment has
 /// `RECEIPTD_TEST_DATABASE=postgresql` (`.ci/run` runs the service suites both ways). ``withService``
 /// and ``withClockedService`` hand their body where it is: a file path or a URL.

@@ -11,6 +11,12 @@ private let day: Int64 = 86_400_000
 package enum SampleBusiness {
     package static let origin = CivilTime.days(year: 2026, month: 1, day: 1) * day
 
+    /// The settings its charts are read with: euros, two storefronts taxed, a price table for
+    /// what no one priced.
+    package static let settings = AnalyticsSettings(
+        reportingCurrency: "EUR", taxRates: ["DEU": 190_000, "GBR": 200_000],
+        priceTable: ["monthly": ["*": .init(milliunits: 4990, currency: "USD")]])
+
     /// Thirty subscribers' purchases and renewal infos, from `seed`.
     package static func business(seed: UInt64) -> (VerifiedFacts, [String: String]) {
         var rng = SeededGenerator(seed: seed)

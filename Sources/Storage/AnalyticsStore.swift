@@ -37,10 +37,10 @@ public struct AnalyticsStore {
     }
 
     /// A page of holders, after `after` in their id's order: up to `limit` ids (the last one,
-    /// where the next page starts), the transactions of `environment` they hold and those
-    /// subscriptions' renewal info. Charts read the whole environment this way, a page at a time,
-    /// so no more than a page of it is ever in memory.
-    public func holders(environment: String, after: String?, limit: Int) throws -> (
+    /// where the next page starts), the transactions of `environment` (nil: of every environment)
+    /// they hold and those subscriptions' renewal info. Charts and rollup rebuilds read the whole
+    /// database this way, a page at a time, so no more than a page of it is ever in memory.
+    public func holders(environment: String?, after: String?, limit: Int) throws -> (
         last: String?, purchases: [HeldPurchase], renewals: [RenewalRow]
     ) {
         let users = try db.cached(
@@ -49,21 +49,23 @@ public struct AnalyticsStore {
         var last: String?
         while try users.step() { last = users.text(0) }
         guard let last else { return (nil, [], []) }
+        let (inEnvironment, bound): (String, [(any StatementValue)?]) =
+            environment.map { (" AND t.environment = ?", [after ?? "", last, $0]) } ?? ("", [after ?? "", last])
         let purchases = try held(
             db.cached(
                 """
                 SELECT \(ReceiptStore.transactionColumns("t", rawJSON: false)), o.app_user_id
                 FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
-                WHERE o.app_user_id > ? AND o.app_user_id <= ? AND t.environment = ?
+                WHERE o.app_user_id > ? AND o.app_user_id <= ?\(inEnvironment)
                 """
-            ).bind([after ?? "", last, environment]))
+            ).bind(bound))
         let q = try db.cached(
             """
             SELECT p.original_transaction_id, p.auto_renew_status, p.is_in_billing_retry_period, p.grace_period_expires_date
             FROM ownership o JOIN pending_renewal_info p ON p.original_transaction_id = o.original_transaction_id
-            WHERE o.app_user_id > ? AND o.app_user_id <= ? AND p.environment = ?
+            WHERE o.app_user_id > ? AND o.app_user_id <= ?\(inEnvironment.replacingOccurrences(of: "t.", with: "p."))
             """
-        ).bind([after ?? "", last, environment])
+        ).bind(bound)
         var renewals: [RenewalRow] = []
         while try q.step() { renewals.append(Self.renewal(q)) }
         return (last, purchases, renewals)
@@ -90,37 +92,6 @@ public struct AnalyticsStore {
         var renewals: [RenewalRow] = []
         while try q.step() { renewals.append(Self.renewal(q)) }
         return (purchases, renewals)
-    }
-
-    /// A page of holders in every environment (``holders(environment:after:limit:)``'s page,
-    /// unfiltered): what a rollup rebuild reads.
-    public func everyHolder(after: String?, limit: Int) throws -> (
-        last: String?, purchases: [HeldPurchase], renewals: [RenewalRow]
-    ) {
-        let users = try db.cached(
-            "SELECT DISTINCT app_user_id FROM ownership WHERE app_user_id > ? ORDER BY app_user_id LIMIT ?"
-        ).bind([after ?? "", Int64(limit)])
-        var last: String?
-        while try users.step() { last = users.text(0) }
-        guard let last else { return (nil, [], []) }
-        let purchases = try held(
-            db.cached(
-                """
-                SELECT \(ReceiptStore.transactionColumns("t", rawJSON: false)), o.app_user_id
-                FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
-                WHERE o.app_user_id > ? AND o.app_user_id <= ?
-                """
-            ).bind([after ?? "", last]))
-        let q = try db.cached(
-            """
-            SELECT p.original_transaction_id, p.auto_renew_status, p.is_in_billing_retry_period, p.grace_period_expires_date
-            FROM ownership o JOIN pending_renewal_info p ON p.original_transaction_id = o.original_transaction_id
-            WHERE o.app_user_id > ? AND o.app_user_id <= ?
-            """
-        ).bind([after ?? "", last])
-        var renewals: [RenewalRow] = []
-        while try q.step() { renewals.append(Self.renewal(q)) }
-        return (last, purchases, renewals)
     }
 
     private func held(_ q: Statement) throws -> [HeldPurchase] {

@@ -11,9 +11,7 @@ private let day: Int64 = 86_400_000
 /// (at an item's instant, a millisecond either side, midday), whatever day the rollups were written.
 @Suite("Rollups")
 struct RollupTests {
-    static let settings = AnalyticsSettings(
-        reportingCurrency: "EUR", taxRates: ["DEU": 190_000, "GBR": 200_000],
-        priceTable: ["monthly": ["*": .init(milliunits: 4990, currency: "USD")]])
+    static let settings = SampleBusiness.settings
 
     static let rates = ExchangeRates(
         SampleBusiness.rates.map {

@@ -17,22 +17,12 @@ private let day: Int64 = 86_400_000
 /// facts, on days after the rollups were written and at instants when figures change.
 @Suite("Rollups through storage")
 struct KeepRollupsTests {
-    static let settings = AnalyticsSettings(
-        reportingCurrency: "EUR", taxRates: ["DEU": 190_000, "GBR": 200_000],
-        priceTable: ["monthly": ["*": .init(milliunits: 4990, currency: "USD")]])
+    static let settings = SampleBusiness.settings
 
     @Test(arguments: await testDialects())
     func rollupsFollowTheFacts(dialect: Database.Dialect) async throws {
         try await withScratchDirectory("rollups") { dir in
-            let queue: DatabaseQueue
-            switch dialect {
-            case .sqlite:
-                let db = try Database(path: dir + "/db.sqlite")
-                _ = try Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(db)
-                queue = try DatabaseQueue(path: dir + "/db.sqlite")
-            case .postgresql:
-                queue = try DatabaseQueue(postgresURL: try await PostgresTestServer.freshDatabase(migrated: true))
-            }
+            let queue = try await migratedQueue(dialect, in: dir)
             var (facts, owners) = SampleBusiness.business(seed: 41)
             let clock = TestClock(SampleBusiness.origin + 150 * day + 3_600_000)
             try await Self.save(facts, owners, into: queue, now: clock.now)

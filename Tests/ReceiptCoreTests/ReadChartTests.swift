@@ -23,19 +23,9 @@ struct ReadChartTests {
 
     @Test(arguments: await testDialects())
     func everyChartThroughStorageIsTheEnginesAnswer(dialect: Database.Dialect) async throws {
-        let settings = AnalyticsSettings(
-            reportingCurrency: "EUR", taxRates: ["DEU": 190_000, "GBR": 200_000],
-            priceTable: ["monthly": ["*": .init(milliunits: 4990, currency: "USD")]])
+        let settings = SampleBusiness.settings
         try await withScratchDirectory("charts") { dir in
-            let queue: DatabaseQueue
-            switch dialect {
-            case .sqlite:
-                let db = try Database(path: dir + "/db.sqlite")
-                _ = try Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(db)
-                queue = try DatabaseQueue(path: dir + "/db.sqlite")
-            case .postgresql:
-                queue = try DatabaseQueue(postgresURL: try await PostgresTestServer.freshDatabase(migrated: true))
-            }
+            let queue = try await migratedQueue(dialect, in: dir)
             let (facts, owners) = SampleBusiness.business(seed: 39)
             try await queue.write { db in
                 let store = ReceiptStore(db)
