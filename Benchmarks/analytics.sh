@@ -5,8 +5,9 @@
 #   2. `receiptd build-rollups`: the rollups built from nothing, its time and the database's growth;
 #   3. each chart for the two years at day resolution (cohorts: by month), RUNS times one after
 #      another, from the rollups: the median and the slowest answer (curl's total time), or
-#      "timed out" past TIMEOUT seconds; then a drill-down into one day's gross revenue, once
-#      (drill-downs still read every transaction);
+#      "timed out" past TIMEOUT seconds; then drill-downs, RUNS times: the first page (50
+#      contributions and the figure) and the second of one day's gross revenue and of MRR at the
+#      end of a day, and one day's gross revenue as CSV (every contribution) once;
 #   4. POST /v1/receipts at 64 connections for the run's seconds, every request a new user, on
 #      that database: without the rollup keeper (analytics.keepRollups=false), then with it; the
 #      rates, their ratio, the CPU the process spent per POST in each run (the keeper's share is
@@ -40,6 +41,10 @@ timed() { # timed PATH: RUNS GETs one after another; prints "median X ms, max Y 
     times+=("$(echo "$t" | awk '{printf "%.1f", $1 * 1000}')")
   done
   printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "median %s ms, max %s ms", a[int((NR+1)/2)], a[NR]}'
+}
+next_cursor() { # next_cursor PATH: the drill-down page's next_cursor
+  curl -s -H "Authorization: Bearer bench-secret" "http://127.0.0.1:18095$1" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["next_cursor"] or "")'
 }
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # clock ticks (1/100 s) of CPU: cpu PID
 serve() { # serve [ENV=VALUE ...]: receiptd in the background until ready; sets pid
@@ -78,8 +83,13 @@ measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then
   done
   printf '%-18s %s\n' "cohorts (month)" "$(timed "/v1/admin/charts/cohorts?from=$from&resolution=month")"
   printf '%-18s %s\n' "cohorts (day)" "$(timed "/v1/admin/charts/cohorts?from=$from&resolution=day")"
-  # Drill-downs still read every transaction: once is enough to know how long.
-  printf '%-18s %s\n' "drill (a day)" "$(runs=1 timed "/v1/admin/charts/revenue/drill?from=$from&resolution=day&period=$day&measure=gross")"
+  local drill
+  for drill in "revenue&measure=gross" "mrr&measure=mrr"; do
+    local path="/v1/admin/charts/${drill%%&*}/drill?from=$from&resolution=day&period=$day&${drill#*&}"
+    printf '%-18s %s\n' "drill ${drill%%&*}" "$(timed "$path")"
+    printf '%-18s %s\n' "  its next page" "$(timed "$path&cursor=$(next_cursor "$path")")"
+  done
+  printf '%-18s %s\n' "drill CSV" "$(runs=1 timed "/v1/admin/charts/revenue/drill?from=$from&resolution=day&period=$day&measure=gross&format=csv")"
   echo "receiptd resident after the charts: $(rss "$pid") MB; charts from: $(pending) changes pending"
   stop
   echo "POST /v1/receipts beside $subscribers subscribers:"

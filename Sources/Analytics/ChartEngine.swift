@@ -70,6 +70,9 @@ public struct ChartSum {
 
         public mutating func add(_ items: [ChartItem]) { book.count(items) }
 
+        /// The contributions kept so far (a drill-down's).
+        public var contributionCount: Int { book.contributions.count }
+
         public func answer() -> ChartAnswer {
             var book = book
             book.close()

@@ -19,7 +19,7 @@ import Entitlements
 /// Pure: the caller stores rows and moments, and reads back those a query needs.
 public enum Rollup {
     /// Bumped whenever what a ledger adds to the rollups changes, so stored rollups are rebuilt.
-    public static let format = 1
+    public static let format = 2
 
     /// Whether a query can be answered from rollups: UTC days, the reporting currency, and the
     /// filters items carry (app and store, except for cohorts, whose first paid period a filter

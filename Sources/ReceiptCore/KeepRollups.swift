@@ -233,21 +233,25 @@ package struct KeepRollups: Sendable {
     }
 
     /// What recomputed holders change: the sums' differences, each holder's rows (encoded; nil
-    /// to forget a holder who holds nothing) and moments.
+    /// to forget a holder who holds nothing), moments, and the marks they gained and lost.
     struct Update: Sendable {
         var differences: [RollupRow] = []
         var rows: [String: String?] = [:]
         var moments: [String: [RollupMoment]] = [:]
+        var marked: [(appUserID: String, mark: RollupMark)] = []
+        var unmarked: [(appUserID: String, mark: RollupMark)] = []
 
         func write(_ store: RollupStore, fresh: Bool) throws {
             try store.saveHolderRows(rows.map { ($0.key, $0.value) })
             try store.replaceMoments(moments.map { ($0.key, $0.value) }, fresh: fresh)
             try store.add(differences)
+            try store.removeMarks(unmarked)
+            try store.addMarks(marked)
         }
     }
 
-    /// Each holder's rows and moments from their ledger now, and the sums' difference from the
-    /// rows kept for them (`kept`, encoded; none for a holder not in it).
+    /// Each holder's rows, moments and marks from their ledger now, and the sums' and marks'
+    /// differences from the rows kept for them (`kept`, encoded; none for a holder not in it).
     static func update(
         _ ledgers: [String: Ledger], kept: [String: String], settings: AnalyticsSettings, rates: ExchangeRates,
         writtenAt: Int64
@@ -267,6 +271,9 @@ package struct KeepRollups: Sendable {
                 differences[row.key, default: (0, 0)].value += row.value
                 differences[row.key, default: (0, 0)].items += row.items
             }
+            let (before, after) = (RollupMark.marks(of: old), RollupMark.marks(of: now.rows))
+            update.marked += after.subtracting(before).sorted().map { (user, $0) }
+            update.unmarked += before.subtracting(after).sorted().map { (user, $0) }
             update.rows[user] = now.rows.isEmpty ? String?.none : Deflated.pack(RollupRow.encode(now.rows))
             update.moments[user] = now.moments
         }

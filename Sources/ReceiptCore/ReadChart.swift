@@ -5,8 +5,9 @@ import Entitlements
 import Logging
 import Storage
 
-/// The subscription metrics (`GET /v1/admin/charts/{chart}` and its drill-down): the ledger of
-/// one environment read from storage, the loaded exchange rates, and Analytics' pure engine.
+/// The subscription metrics (`GET /v1/admin/charts/{chart}`; its drill-down in DrillChart.swift):
+/// the rollups, or the ledger of one environment read from storage, the loaded exchange rates, and
+/// Analytics' pure engine.
 package struct ReadChart: Sendable {
     let database: DatabaseQueue
     let settings: AnalyticsSettings
@@ -61,25 +62,10 @@ package struct ReadChart: Sendable {
         return try await sumEveryHolder(query, rates: rates, into: sum.running()).answer()
     }
 
-    package func drill(_ input: Input, period: String, measure: String) async throws(ReceiptError) -> Drill {
-        let (query, rates) = try await prepare(input)
-        do {
-            let running = try ChartSum(query, currency: query.currency ?? settings.reportingCurrency)
-                .drilling(period: period, measure: measure)
-            return try await sumEveryHolder(query, rates: rates, into: running).drill()
-        } catch let error as ChartError {
-            throw Self.error(error)
-        } catch let error as ReceiptError {
-            throw error
-        } catch {
-            throw .internalFault
-        }
-    }
-
     /// The query's chart from the rollups (``KeepRollups``), when they are built for the current
     /// settings and rates: the sums of its chart by day, and today's exact items. Nil while they
     /// are being rebuilt.
-    private func fromRollups(_ query: ChartQuery) async throws(ReceiptError) -> ChartAnswer? {
+    func fromRollups(_ query: ChartQuery) async throws(ReceiptError) -> ChartAnswer? {
         let settings = settings
         let kept: ([RollupRow], [RollupMoment], Int64)?
         do {
@@ -113,7 +99,7 @@ package struct ReadChart: Sendable {
     /// The query's chart over every holder of the environment, a page of holders at a time: each
     /// holder's items (their own ledger is all a figure needs of them) added to the running sum
     /// and let go, so memory holds a page, whatever the environment's size. One chart at a time.
-    private func sumEveryHolder(_ query: ChartQuery, rates: ExchangeRates, into running: ChartSum.Running)
+    func sumEveryHolder(_ query: ChartQuery, rates: ExchangeRates, into running: ChartSum.Running)
         async throws(ReceiptError) -> ChartSum.Running
     {
         let result = await gate.run { () async -> Result<ChartSum.Running, ReceiptError> in
@@ -152,7 +138,7 @@ package struct ReadChart: Sendable {
         return running
     }
 
-    private func prepare(_ input: Input) async throws(ReceiptError) -> (ChartQuery, ExchangeRates) {
+    func prepare(_ input: Input) async throws(ReceiptError) -> (ChartQuery, ExchangeRates) {
         let now = clock.now()
         let to = input.to ?? now + 1
         let from = input.from ?? to - 30 * 86_400_000

@@ -75,6 +75,19 @@ extension Requests {
         return (period, measure)
     }
 
+    /// A drill-down's page: `cursor` (an earlier page's `next_cursor`) and `limit`; a CSV is
+    /// every contribution at once.
+    static func drillPage(_ request: HTTPRequest) throws(ReceiptError) -> ReadChart.DrillRequest {
+        var page = ReadChart.DrillRequest(limit: try Requests.limit(request), everything: try wantsCSV(request))
+        if let text = request.queryValue("cursor") {
+            guard let cursor = DrillCursor(text: text) else {
+                throw .invalidRequest("`cursor` must be a `next_cursor` from an earlier page.")
+            }
+            page.after = cursor
+        }
+        return page
+    }
+
     /// `format=csv`; `json` or absent: JSON.
     static func wantsCSV(_ request: HTTPRequest) throws(ReceiptError) -> Bool {
         switch request.queryValue("format") {

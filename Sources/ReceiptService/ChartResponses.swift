@@ -45,8 +45,10 @@ extension Responses {
     }
 
     /// `{"chart", "period", "measure", "value", "contributions": [{app_user_id, original_transaction_id,
-    /// transaction_id, value, detail}]}`, or one CSV row per contribution.
-    static func drill(_ d: Drill, input: ReadChart.Input, csv: Bool) -> HTTPResponse {
+    /// transaction_id, value, detail}], "next_cursor", "source", "pending_changes"}`, or one CSV row
+    /// per contribution.
+    static func drill(_ page: DrillPage, input: ReadChart.Input, csv: Bool) -> HTTPResponse {
+        let d = page.drill
         if csv {
             var lines = ["app_user_id,original_transaction_id,transaction_id,value,detail"]
             for c in d.contributions {
@@ -69,6 +71,8 @@ extension Responses {
                             "detail": c.detail.map(JSONValue.string) ?? .null,
                         ])
                     }),
+                "next_cursor": page.next.map { .string($0.text) } ?? .null,
+                "source": .string(page.fromRollups ? "rollups" : "transactions"), "pending_changes": .int(page.pendingChanges),
             ]))
     }
 

@@ -180,9 +180,9 @@ struct Routes: Sendable {
         api.on(.get, "/v1/admin/charts/{chart}/drill", access: .secretKey) { [charts] request, context in
             let input = try Requests.chart(request, context)
             let (period, measure) = try Requests.drill(request)
+            let page = try Requests.drillPage(request)
             return Responses.drill(
-                try await charts.drill(input, period: period, measure: measure), input: input, csv: try Requests.wantsCSV(request)
-            )
+                try await charts.drill(input, period: period, measure: measure, page: page), input: input, csv: page.everything)
         }
         // The web console: its page and files, no key (they hold no data; the page asks for one).
         for path in console.paths {

@@ -107,7 +107,7 @@ public struct Erasure {
         // The rows keyed by the ids (deliveries before their messages, the subscriber last).
         for table in [
             "events", "verifications", "shadow_diffs", "changes", "webhook_deliveries", "webhook_messages", "aliases",
-            "promotions", "product_states", "rollup_holders", "rollup_moments", "subscribers",
+            "promotions", "product_states", "rollup_holders", "rollup_moments", "rollup_marks", "subscribers",
         ] {
             try run(table, "DELETE FROM \(table) WHERE app_user_id IN", ids)
         }

@@ -1,7 +1,8 @@
 import Analytics
 
 /// The chart rollups (Migrations/0019_rollups.sql): their state, each holder's last rows, the
-/// sums by day and the exact items of today's instants. Synchronous: use it inside
+/// sums by day and the exact items of today's instants; and the marks drill-downs find holders by
+/// (0020_rollup_marks.sql). Synchronous: use it inside
 /// `DatabaseQueue.write` or `read`.
 public struct RollupStore {
     private let db: Database
@@ -63,7 +64,9 @@ public struct RollupStore {
 
     /// Forgets every holder's rows, the sums and the moments (a rebuild starts from nothing).
     public func clear() throws {
-        for table in ["rollup_holders", "rollup_days", "rollup_moments"] { try db.execute("DELETE FROM \(table)") }
+        for table in ["rollup_holders", "rollup_days", "rollup_moments", "rollup_marks"] {
+            try db.execute("DELETE FROM \(table)")
+        }
     }
 
     // MARK: Holders
@@ -223,5 +226,40 @@ public struct RollupStore {
     /// Forgets the moments of days before `day`: no query asks about them any more.
     public func pruneMoments(before day: Int64) throws {
         try db.cached("DELETE FROM rollup_moments WHERE day < ?").bind([day]).run()
+    }
+
+    // MARK: Marks
+
+    /// Marks holders (a mark already there stays).
+    public func addMarks(_ marks: [(appUserID: String, mark: RollupMark)]) throws {
+        try many(
+            "INSERT INTO rollup_marks (environment, family, day, app_user_id) VALUES ", width: 4,
+            marks.map { [$0.mark.environment, $0.mark.family.rawValue, $0.mark.day, $0.appUserID] },
+            tail: " ON CONFLICT (environment, family, day, app_user_id) DO NOTHING")
+    }
+
+    public func removeMarks(_ marks: [(appUserID: String, mark: RollupMark)]) throws {
+        let delete = try db.cached(
+            "DELETE FROM rollup_marks WHERE environment = ? AND family = ? AND day = ? AND app_user_id = ?")
+        for (user, mark) in marks { try delete.bind([mark.environment, mark.family.rawValue, mark.day, user]).run() }
+    }
+
+    /// Up to `limit` marks of a family on `days`, in order of day and holder, after `after`
+    /// (`(days.lowerBound, "")` for the first).
+    public func marks(
+        environment: String, family: RollupMark.Family, days: ClosedRange<Int64>, after: (day: Int64, appUserID: String),
+        limit: Int
+    ) throws -> [(day: Int64, appUserID: String)] {
+        let q = try db.cached(
+            """
+            SELECT day, app_user_id FROM rollup_marks WHERE environment = ? AND family = ? AND day >= ? AND day <= ?
+            AND (day, app_user_id) > (?, ?) ORDER BY day, app_user_id LIMIT ?
+            """
+        ).bind([
+            environment, family.rawValue, days.lowerBound, days.upperBound, after.day, after.appUserID, Int64(limit),
+        ])
+        var marks: [(day: Int64, appUserID: String)] = []
+        while try q.step() { marks.append((q.int(0), q.text(1)!)) }
+        return marks
     }
 }

@@ -63,7 +63,7 @@ struct ReadChartTests {
                 let input = ReadChart.Input(chart: chart, from: Self.origin, to: Self.now, resolution: .month)
                 let q = ChartQuery(chart: chart, from: Self.origin, to: Self.now, resolution: .month, now: Self.now)
                 let period = PeriodGrid.label(2026, 2, 1)
-                let stored = try await read.drill(input, period: period, measure: measure)
+                let stored = try await read.drill(input, period: period, measure: measure).drill
                 let expected = try engine.drill(q, period: period, measure: measure)
                 #expect(stored.value == expected.value && !expected.contributions.isEmpty, "\(chart) \(measure)")
                 func key(_ c: Contribution) -> String { "\(c.appUserID) \(c.transactionID ?? "") \(c.value)" }

@@ -70,6 +70,8 @@ struct ChartResponsesTests {
             let contributions = drill.json["contributions"] as? [[String: Any]] ?? []
             #expect(contributions.map { $0["transaction_id"] as? String } == ["7001"])
             #expect(contributions.first?["app_user_id"] as? String == "ana" && drill.json["value"] as? String == "9.990")
+            // No rollups kept here: every contribution on the one page, read from the transactions.
+            #expect(drill.json["next_cursor"] is NSNull && drill.json["source"] as? String == "transactions")
 
             let mrr = try await request(port, "GET", "/v1/admin/charts/mrr?\(query)&currency=EUR", key: TestSecrets.secretKey)
             let mrrValues = mrr.json["values"] as? [[String: Any]] ?? []
@@ -104,6 +106,8 @@ struct ChartResponsesTests {
                 ("/v1/admin/charts/revenue?tz=Mars/Olympus", 400), ("/v1/admin/charts/revenue?currency=usd", 400),
                 ("/v1/admin/charts/cohorts/drill?period=\(period)&measure=ltv&resolution=month", 400),
                 ("/v1/admin/charts/revenue/drill?measure=gross", 400),
+                ("/v1/admin/charts/revenue/drill?period=\(period)&measure=gross&cursor=..", 400),
+                ("/v1/admin/charts/revenue/drill?period=\(period)&measure=gross&limit=0", 400),
                 ("/v1/admin/charts/revenue?from=2000-01-01&to=2026-01-01", 400),
             ] {
                 let r = try await request(port, "GET", target, key: TestSecrets.secretKey)

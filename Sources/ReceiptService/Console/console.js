@@ -345,7 +345,7 @@
       if (v[m] === null || v[m] === undefined) return "—";
       if (RATIOS.includes(m) || m.startsWith("retention_")) return String(v[m]);
       return el("button", { type: "button", class: "link", "data-measure": m, "data-period": v.period,
-        title: `What makes ${m} of ${v.period}`, onclick: () => showDrill(drill, chart, v.period, m, query) }, String(v[m]));
+        title: `What makes ${m} of ${v.period}`, onclick: () => showDrill(drill, chart, v.period, m, query, v[m]) }, String(v[m]));
     })));
     const numbers = table(["Period"].concat(answer.measures), rows, answer.measures.map((_, i) => i + 1));
     numbers.classList.add("numbers");
@@ -354,17 +354,31 @@
     return section;
   }
 
-  async function showDrill(holder, chart, period, measure, query) {
-    const d = await api("GET", `/v1/admin/charts/${chart}/drill?${query}&period=${enc(period)}&measure=${enc(measure)}`).catch((e) => { say(e.message); return null; });
-    if (!d) return;
+  /** What makes one figure (the chart's own, shown in the title): a page of contributions, and more on asking. */
+  async function showDrill(holder, chart, period, measure, query, figure) {
+    const path = `/v1/admin/charts/${chart}/drill?${query}&period=${enc(period)}&measure=${enc(measure)}`;
+    const first = await api("GET", path).catch((e) => { say(e.message); return null; });
+    if (!first) return;
     clear(holder);
-    holder.appendChild(el("h2", { id: "drill-title", tabindex: -1 }, `${measure} of ${period} (${chart}): ${d.value}`));
-    holder.appendChild(table(["Customer", "Purchase", "Transaction", "Contribution", "Detail"], d.contributions.map((c) => [
+    holder.appendChild(el("h2", { id: "drill-title", tabindex: -1 }, `${measure} of ${period} (${chart}): ${figure}`));
+    const rows = (d) => d.contributions.map((c) => [
       el("a", { href: "#/customer/" + enc(c.app_user_id) }, c.app_user_id), c.original_transaction_id, show(c.transaction_id),
-      String(c.value), show(c.detail)]), [3]));
+      String(c.value), show(c.detail)]);
+    holder.appendChild(table(["Customer", "Purchase", "Transaction", "Contribution", "Detail"], rows(first), [3]));
     holder.lastChild.id = "drill-table";
+    const body = holder.querySelector("#drill-table tbody");
+    let next = first.next_cursor;
+    const more = el("button", { type: "button", class: "secondary", id: "drill-more", hidden: !next, onclick: async () => {
+      const page = await api("GET", `${path}&cursor=${enc(next)}`).catch((e) => { say(e.message); return null; });
+      if (!page) return;
+      if (body.querySelector("td.muted")) clear(body);
+      for (const r of rows(page)) body.appendChild(el("tr", {}, r.map((c, i) => el("td", { class: i === 3 ? "num" : null }, c))));
+      next = page.next_cursor;
+      more.hidden = !next;
+    } }, "More");
+    holder.appendChild(more);
     holder.appendChild(el("button", { type: "button", class: "secondary",
-      onclick: () => downloadCSV(`/v1/admin/charts/${chart}/drill?${query}&period=${enc(period)}&measure=${enc(measure)}&format=csv`, `${chart}-${measure}-${period}.csv`) }, "Download CSV"));
+      onclick: () => downloadCSV(`${path}&format=csv`, `${chart}-${measure}-${period}.csv`) }, "Download CSV"));
     $("drill-title").focus();
   }
 
