@@ -111,7 +111,8 @@ extension ReadChart {
             query, rates: rates, sum: sum, target: target, period: period, measure: measure, page: page)
         drill.value = nil
         if page.after == nil, !page.everything, Rollup.answers(query, reportingCurrency: settings.reportingCurrency),
-            let answer = try await fromRollups(query), let index = answer.periods.firstIndex(where: { $0.label == period })
+            let answer = try await fromRollups(query, measure: measure.hasPrefix("paying_") ? "paying" : measure),
+            let index = answer.periods.firstIndex(where: { $0.label == period })
         {
             drill.value = answer.values[index][measure]
         }
@@ -131,7 +132,12 @@ extension ReadChart {
         var examined = 0
         let (settings, environment) = (settings, query.filters.environment)
         while true {
-            let want = page.everything ? Self.marksPerPage : Self.marksPerPage - examined
+            // Marks a batch: about twice the contributions still wanted (most marked holders add
+            // one), up to what the page may still read.
+            let want =
+                page.everything
+                ? Self.marksPerPage
+                : min(Self.marksPerPage - examined, max(2 * (page.limit - running.contributionCount), 20))
             let read: ([(day: Int64, appUserID: String)], [String: Ledger])
             do {
                 let after = cursor
@@ -139,12 +145,8 @@ extension ReadChart {
                     let marks = try RollupStore(db).marks(
                         environment: environment, family: target.family, days: target.days, after: (after.day, after.appUserID),
                         limit: want)
-                    var ledgers: [String: Ledger] = [:]
-                    for user in Set(marks.map(\.appUserID)) {
-                        let held = try AnalyticsStore(db).holdings(of: user)
-                        ledgers[user] = Self.ledgers(held.purchases, held.renewals)[user]
-                    }
-                    return (marks, ledgers)
+                    let held = try AnalyticsStore(db).holdings(of: Set(marks.map(\.appUserID)).sorted())
+                    return (marks, Self.ledgers(held.purchases, held.renewals))
                 }
             } catch {
                 logger.error("the drill-down's holders could not be read", metadata: ["error": "\(error)"])

@@ -149,13 +149,11 @@ package struct KeepRollups: Sendable {
                 if changes.contains(where: { $0.appUserID == ChangeLog.everyone }) {
                     return .everyone(state, changes: changes.count)
                 }
-                var ledgers: [String: Ledger] = [:]
-                var kept: [String: String] = [:]
-                for user in Set(changes.map(\.appUserID)) {
-                    let held = try AnalyticsStore(db).holdings(of: user)
-                    ledgers[user] = ReadChart.ledgers(held.purchases, held.renewals)[user] ?? Ledger(entries: [])
-                    kept[user] = try store.holderRows(user)
-                }
+                let users = Set(changes.map(\.appUserID)).sorted()
+                let held = try AnalyticsStore(db).holdings(of: users)
+                var ledgers = ReadChart.ledgers(held.purchases, held.renewals)
+                for user in users where ledgers[user] == nil { ledgers[user] = Ledger(entries: []) }
+                let kept = try store.holderRows(users)
                 return .changes(state, rates, changes, ledgers, kept)
             }
             switch plan {

@@ -63,9 +63,9 @@ package struct ReadChart: Sendable {
     }
 
     /// The query's chart from the rollups (``KeepRollups``), when they are built for the current
-    /// settings and rates: the sums of its chart by day, and today's exact items. Nil while they
-    /// are being rebuilt.
-    func fromRollups(_ query: ChartQuery) async throws(ReceiptError) -> ChartAnswer? {
+    /// settings and rates: the sums of its chart by day, and today's exact items; only `measure`'s
+    /// figures right when given. Nil while they are being rebuilt.
+    func fromRollups(_ query: ChartQuery, measure: String? = nil) async throws(ReceiptError) -> ChartAnswer? {
         let settings = settings
         let kept: ([RollupRow], [RollupMoment], Int64)?
         do {
@@ -77,8 +77,9 @@ package struct ReadChart: Sendable {
                 else { return nil }
                 let environment = query.filters.environment
                 return (
-                    try store.rows(environment: environment, chart: query.chart),
-                    try store.moments(environment: environment, chart: query.chart, day: CivilTime.split(query.now).0),
+                    try store.rows(environment: environment, chart: query.chart, measure: measure),
+                    try store.moments(
+                        environment: environment, chart: query.chart, day: CivilTime.split(query.now).0, measure: measure),
                     try store.pendingChanges(after: state.changesThrough)
                 )
             }

@@ -71,27 +71,36 @@ public struct AnalyticsStore {
         return (last, purchases, renewals)
     }
 
-    /// Everything `appUserID` holds, in every environment, with those subscriptions' renewal info:
-    /// what the chart rollups recompute a changed holder from.
-    public func holdings(of appUserID: String) throws -> (purchases: [HeldPurchase], renewals: [RenewalRow]) {
-        let purchases = try held(
-            db.cached(
-                """
-                SELECT \(ReceiptStore.transactionColumns("t", rawJSON: false)), o.app_user_id
-                FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
-                WHERE o.app_user_id = ?
-                """
-            ).bind([appUserID]))
-        let q = try db.cached(
+    /// Everything `users` hold, in every environment, with those subscriptions' renewal info:
+    /// what the chart rollups recompute changed holders from, and what a drill-down sums. A
+    /// hundred holders a statement (a shorter list repeats its last), so one round trip each.
+    public func holdings(of users: [String]) throws -> (purchases: [HeldPurchase], renewals: [RenewalRow]) {
+        let width = 100
+        let list = "(" + Array(repeating: "?", count: width).joined(separator: ", ") + ")"
+        let transactions = try db.cached(
+            """
+            SELECT \(ReceiptStore.transactionColumns("t", rawJSON: false)), o.app_user_id
+            FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id IN \(list)
+            """)
+        let renewals = try db.cached(
             """
             SELECT p.original_transaction_id, p.auto_renew_status, p.is_in_billing_retry_period, p.grace_period_expires_date
             FROM ownership o JOIN pending_renewal_info p ON p.original_transaction_id = o.original_transaction_id
-            WHERE o.app_user_id = ?
-            """
-        ).bind([appUserID])
-        var renewals: [RenewalRow] = []
-        while try q.step() { renewals.append(Self.renewal(q)) }
-        return (purchases, renewals)
+            WHERE o.app_user_id IN \(list)
+            """)
+        var held: [HeldPurchase] = []
+        var renewed: [RenewalRow] = []
+        var start = 0
+        while start < users.count {
+            var chunk: [(any StatementValue)?] = Array(users[start..<min(start + width, users.count)])
+            chunk += Array(repeating: chunk.last!, count: width - chunk.count)
+            held += try self.held(transactions.bind(chunk))
+            let q = try renewals.bind(chunk)
+            while try q.step() { renewed.append(Self.renewal(q)) }
+            start += width
+        }
+        return (held, renewed)
     }
 
     private func held(_ q: Statement) throws -> [HeldPurchase] {

@@ -71,11 +71,23 @@ public struct RollupStore {
 
     // MARK: Holders
 
-    /// A holder's rows as last kept (encoded), if any.
-    public func holderRows(_ appUserID: String) throws -> String? {
-        let q = try db.cached("SELECT rows FROM rollup_holders WHERE app_user_id = ?").bind([appUserID])
-        defer { q.reset() }
-        return try q.step() ? q.text(0) : nil
+    /// Holders' rows as last kept (encoded), of those with any: a hundred a statement (a shorter
+    /// list repeats its last).
+    public func holderRows(_ users: [String]) throws -> [String: String] {
+        let width = 100
+        let q = try db.cached(
+            "SELECT app_user_id, rows FROM rollup_holders WHERE app_user_id IN ("
+                + Array(repeating: "?", count: width).joined(separator: ", ") + ")")
+        var rows: [String: String] = [:]
+        var start = 0
+        while start < users.count {
+            var chunk: [(any StatementValue)?] = Array(users[start..<min(start + width, users.count)])
+            chunk += Array(repeating: chunk.last!, count: width - chunk.count)
+            try q.bind(chunk)
+            while try q.step() { rows[q.text(0)!] = q.text(1)! }
+            start += width
+        }
+        return rows
     }
 
     /// Keeps holders' rows (encoded); nil forgets the holder.
@@ -152,14 +164,24 @@ public struct RollupStore {
         }
     }
 
-    /// The sums of one environment's chart.
-    public func rows(environment: String, chart: Chart) throws -> [RollupRow] {
-        let q = try db.cached(
-            """
-            SELECT measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day, value,
-            items, settled FROM rollup_days WHERE environment = ? AND chart = ?
-            """
-        ).bind([environment, chart.rawValue])
+    /// The sums of one environment's chart (of one measure and its per-grain copies, when given:
+    /// all one figure needs).
+    public func rows(environment: String, chart: Chart, measure: String? = nil) throws -> [RollupRow] {
+        let q =
+            try measure.map { m in
+                try db.cached(
+                    """
+                    SELECT measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day,
+                    value, items, settled FROM rollup_days WHERE environment = ? AND chart = ? AND measure IN (?, ?, ?)
+                    """
+                ).bind([environment, chart.rawValue, m, m + "/week", m + "/month"])
+            }
+            ?? db.cached(
+                """
+                SELECT measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day,
+                value, items, settled FROM rollup_days WHERE environment = ? AND chart = ?
+                """
+            ).bind([environment, chart.rawValue])
         var rows: [RollupRow] = []
         while try q.step() {
             guard let kind = ChartItem.Kind(rawValue: q.text(1)!) else { continue }
@@ -200,14 +222,14 @@ public struct RollupStore {
                 + "until, valid_from, valid_until, cohort, value) VALUES ", width: 15, rows)
     }
 
-    /// The moments of one environment's chart on `day`.
-    public func moments(environment: String, chart: Chart, day: Int64) throws -> [RollupMoment] {
+    /// The moments of one environment's chart on `day` (of one measure, when given).
+    public func moments(environment: String, chart: Chart, day: Int64, measure: String? = nil) throws -> [RollupMoment] {
         let q = try db.cached(
             """
             SELECT app_user_id, measure, kind, bundle_id, store, notes, at, until, valid_from, valid_until, cohort, value
-            FROM rollup_moments WHERE day = ? AND environment = ? AND chart = ?
+            FROM rollup_moments WHERE day = ? AND environment = ? AND chart = ? AND (? = '' OR measure = ?)
             """
-        ).bind([day, environment, chart.rawValue])
+        ).bind([day, environment, chart.rawValue, measure ?? "", measure ?? ""])
         var moments: [RollupMoment] = []
         while try q.step() {
             guard let kind = ChartItem.Kind(rawValue: q.text(2)!) else { continue }
