@@ -9,7 +9,8 @@
 #      contributions and the figure) and the second of one day's gross revenue and of MRR at the
 #      end of a day, and one day's gross revenue as CSV (every contribution) once;
 #   4. POST /v1/receipts at 64 connections for the run's seconds, every request a new user, on
-#      that database: without the rollup keeper (analytics.keepRollups=false), then with it; the
+#      that database: without the rollup keeper (analytics.keepRollups=false), then with it (once
+#      it has taken in the first run's POSTs); the
 #      rates, their ratio, the CPU the process spent per POST in each run (the keeper's share is
 #      the difference) and how long the keeper took to include the last POST;
 #   5. the same rows loaded into a throwaway PostgreSQL cluster (COPY), and 2. to 4. again on it.
@@ -99,6 +100,10 @@ measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then
   without_cpu=$(echo "scale=3; $cpu_ticks * 10 / $posts_done" | bc)
   stop
   serve "$@"
+  # First the keeper takes in the POSTs of the run without it, so that the load meets it idle.
+  local backlog=0
+  while [ "$(pending)" != 0 ] && [ "$backlog" -lt 600 ]; do sleep 1; backlog=$((backlog + 1)); done
+  echo "  (the keeper took in the run without it in ${backlog} s)"
   posts "$name-with"
   local with_cpu caught=0
   with_cpu=$(echo "scale=3; $cpu_ticks * 10 / $posts_done" | bc)
