@@ -80,6 +80,49 @@ public enum JSONValue: Sendable, Equatable, Decodable {
         }
     }
 
+    /// Objects that all have the same keys, as a JSON array: the bytes `.array(objects).jsonBytes`
+    /// gives, but with the keys sorted once instead of per object (a chart's periods: 730 objects
+    /// of up to 1,463 members). `value(i, k)` is object `i`'s member `keys[k]`.
+    public static func arrayOfObjects(keys: [String], count: Int, value: (_ object: Int, _ key: Int) -> JSONValue) -> [UInt8] {
+        let order = keys.indices.sorted { Identifier(keys[$0]) < Identifier(keys[$1]) }
+        let names: [[UInt8]] = order.map { k in
+            var name: [UInt8] = []
+            writeString(keys[k], into: &name)
+            return name + [UInt8(ascii: ":")]
+        }
+        var out: [UInt8] = [UInt8(ascii: "[")]
+        out.reserveCapacity(count * keys.count * 12)
+        for i in 0..<count {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "{"))
+            for (n, k) in order.enumerated() {
+                if n > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: names[n])
+                value(i, k).write(into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+        return out
+    }
+
+    /// An object's bytes with one more member, `key`, whose value is already JSON (from
+    /// ``arrayOfObjects(keys:count:value:)``, say); in place of a member of that name, if any.
+    public func jsonBytes(adding key: String, json: [UInt8]) -> [UInt8] {
+        guard case .object(var members) = self else { return jsonBytes }
+        members[Identifier(key)] = .null
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(json.count + 256)
+        for (i, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            Self.writeString(member.key.string, into: &out)
+            out.append(UInt8(ascii: ":"))
+            if member.key == Identifier(key) { out.append(contentsOf: json) } else { member.value.write(into: &out) }
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
     /// A JSON string (RFC 8259 §7): quote, backslash and control bytes escaped, the rest as UTF-8.
     private static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))

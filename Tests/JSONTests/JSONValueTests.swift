@@ -43,6 +43,38 @@ struct JSONValueWritingTests {
     }
 }
 
+extension JSONValueWritingTests {
+    /// The fast writers give the bytes the plain ones do: keys sorted by bytes, escapes and all.
+    @Test func objectsOfOneShapeAndAnAddedMemberAreWrittenAsUsual() throws {
+        let keys = ["period", "paying_10", "paying_2", "Zoe\u{308}", "\u{00E9}", "a\"b", "n"]
+        let cells: [[JSONValue]] = (0..<4).map { i in
+            keys.indices.map { k in
+                switch (i + k) % 4 {
+                case 0: .null
+                case 1: .int(i * 1000 - k)
+                case 2: .string("v\n\(i)")
+                default: .array([.bool(true), .object(strings: ["x": .int(1), "a": .null])])
+                }
+            }
+        }
+        let plain = JSONValue.array(
+            cells.map { row in .object(strings: Dictionary(uniqueKeysWithValues: zip(keys, row))) }
+        ).jsonBytes
+        #expect(JSONValue.arrayOfObjects(keys: keys, count: cells.count) { cells[$0][$1] } == plain)
+        #expect(JSONValue.arrayOfObjects(keys: keys, count: 0) { cells[$0][$1] } == Array("[]".utf8))
+
+        let outer = JSONValue.object(strings: ["chart": .string("mrr"), "zz": .int(1), "values": .int(9)])
+        let added = outer.jsonBytes(adding: "values", json: plain)
+        var expected = outer
+        if case .object(var members) = outer {
+            members[Identifier("values")] = try JSONValue.parse(plain)
+            expected = .object(members)
+        }
+        #expect(added == expected.jsonBytes)
+        #expect(JSONValue.int(3).jsonBytes(adding: "values", json: plain) == Array("3".utf8))
+    }
+}
+
 @Suite("JSON parser")
 struct JSONParserTests {
     /// JSONDecoder through JSONValue's Decodable conformance: the reference the parser must match.
