@@ -480,6 +480,63 @@ extension RollupRow {
     }
 }
 
+extension RollupMoment {
+    /// Items as text, one a line, tab-separated fields as ``RollupRow/encode(_:)`` writes them
+    /// (notes joined by record separators): what is kept per holder, chart and day.
+    public static func encode(_ items: [ChartItem]) -> String {
+        var lines: [String] = []
+        lines.reserveCapacity(items.count)
+        func escaped(_ s: String) -> String {
+            guard s.utf8.contains(where: { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A }) else { return s }
+            var out = ""
+            for c in s {
+                switch c {
+                case "\\": out += "\\\\"
+                case "\t": out += "\\t"
+                case "\n": out += "\\n"
+                default: out.append(c)
+                }
+            }
+            return out
+        }
+        func number(_ n: Int64) -> String { n == .min ? "-" : n == .max ? "+" : String(n) }
+        for i in items {
+            let notes = i.notes.map(RollupRow.noteText).joined(separator: "\u{1E}")
+            lines.append(
+                [
+                    escaped(i.measure), i.kind.rawValue, escaped(i.bundleID), escaped(i.store.rawValue), escaped(notes),
+                    number(i.at), number(i.until), number(i.validFrom), number(i.validUntil), i.cohort.map(String.init) ?? "",
+                    String(i.value),
+                ].joined(separator: "\t"))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// ``encode(_:)``'s items back, of `appUserID`; nil when the text is not such items.
+    public static func decode(_ text: String, appUserID: String) -> [ChartItem]? {
+        func number(_ s: Substring) -> Int64? { s == "-" ? .min : s == "+" ? .max : Int64(s) }
+        var items: [ChartItem] = []
+        for line in text.split(separator: "\n") {
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard f.count == 11, let kind = ChartItem.Kind(rawValue: String(f[1])), let store = Store(rawValue: f[3].unescaped()),
+                let at = number(f[5]), let until = number(f[6]), let from = number(f[7]), let to = number(f[8]),
+                let value = Int64(f[10])
+            else { return nil }
+            let cohort: Int64? = f[9].isEmpty ? nil : Int64(f[9])
+            guard f[9].isEmpty || cohort != nil else { return nil }
+            let measure = f[0].unescaped()
+            let notes = f[4].isEmpty ? [] : f[4].unescaped().split(separator: "\u{1E}").map { RollupRow.note(String($0)) }
+            guard !notes.contains(where: { $0 == nil }) else { return nil }
+            items.append(
+                ChartItem(
+                    measure: measure, kind: kind, at: at, until: until, validFrom: from, validUntil: to, cohort: cohort,
+                    value: value, isMoney: ChartItem.isMoney(measure), appUserID: appUserID, originalTransactionID: "",
+                    transactionID: "", notes: notes.compactMap { $0 }, bundleID: f[2].unescaped(), store: store))
+        }
+        return items
+    }
+}
+
 extension Substring {
     fileprivate func unescaped() -> String {
         guard contains("\\") else { return String(self) }

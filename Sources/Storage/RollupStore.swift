@@ -2,7 +2,7 @@ import Analytics
 
 /// The chart rollups (Migrations/0019_rollups.sql): their state, each holder's last rows, the
 /// sums by day and the exact items of today's instants; and the marks drill-downs find holders by
-/// (0020_rollup_marks.sql). Synchronous: use it inside
+/// (0020_rollup_marks_and_moments.sql). Synchronous: use it inside
 /// `DatabaseQueue.write` or `read`.
 public struct RollupStore {
     private let db: Database
@@ -199,48 +199,44 @@ public struct RollupStore {
 
     // MARK: Moments
 
-    /// Replaces holders' moments (`fresh`: they have none yet, as in a rebuild).
+    /// Replaces holders' moments (`fresh`: they have none yet, as in a rebuild): a row per holder,
+    /// environment, chart and day, holding the items with an instant on that day.
     public func replaceMoments(_ byHolder: [(appUserID: String, moments: [RollupMoment])], fresh: Bool) throws {
         if !fresh {
             try many("DELETE FROM rollup_moments WHERE app_user_id IN ", width: 1, byHolder.map { [$0.appUserID] }, listed: true)
         }
+        struct Place: Hashable {
+            var day: Int64
+            var environment: String
+            var chart: Chart
+        }
         var rows: [[(any StatementValue)?]] = []
         for (user, moments) in byHolder {
+            var items: [Place: [ChartItem]] = [:]
             for moment in moments {
-                let i = moment.item
-                let notes = i.notes.map(RollupRow.noteText).joined(separator: "\n")
                 for day in moment.days {
-                    rows.append([
-                        day, moment.environment, moment.chart.rawValue, user, i.measure, i.kind.rawValue, i.bundleID,
-                        i.store.rawValue, notes, i.at, i.until, i.validFrom, i.validUntil, i.cohort, i.value,
-                    ])
+                    items[Place(day: day, environment: moment.environment, chart: moment.chart), default: []].append(moment.item)
                 }
             }
+            for (place, kept) in items {
+                rows.append([place.day, place.environment, place.chart.rawValue, user, RollupMoment.encode(kept)])
+            }
         }
-        try many(
-            "INSERT INTO rollup_moments (day, environment, chart, app_user_id, measure, kind, bundle_id, store, notes, at, "
-                + "until, valid_from, valid_until, cohort, value) VALUES ", width: 15, rows)
+        try many("INSERT INTO rollup_moments (day, environment, chart, app_user_id, items) VALUES ", width: 5, rows)
     }
 
     /// The moments of one environment's chart on `day` (of one measure, when given).
     public func moments(environment: String, chart: Chart, day: Int64, measure: String? = nil) throws -> [RollupMoment] {
-        let q = try db.cached(
-            """
-            SELECT app_user_id, measure, kind, bundle_id, store, notes, at, until, valid_from, valid_until, cohort, value
-            FROM rollup_moments WHERE day = ? AND environment = ? AND chart = ? AND (? = '' OR measure = ?)
-            """
-        ).bind([day, environment, chart.rawValue, measure ?? "", measure ?? ""])
+        let q = try db.cached("SELECT app_user_id, items FROM rollup_moments WHERE day = ? AND environment = ? AND chart = ?")
+            .bind([day, environment, chart.rawValue])
         var moments: [RollupMoment] = []
         while try q.step() {
-            guard let kind = ChartItem.Kind(rawValue: q.text(2)!) else { continue }
-            let measure = q.text(1)!
-            let item = ChartItem(
-                measure: measure, kind: kind, at: q.int(6), until: q.int(7), validFrom: q.int(8), validUntil: q.int(9),
-                cohort: q.isNull(10) ? nil : q.int(10), value: q.int(11), isMoney: ChartItem.isMoney(measure),
-                appUserID: q.text(0)!, originalTransactionID: "", transactionID: "",
-                notes: q.text(5)!.split(separator: "\n").compactMap { RollupRow.note(String($0)) }, bundleID: q.text(3)!,
-                store: .init(rawValue: q.text(4)!) ?? .appStore)
-            moments.append(RollupMoment(environment: environment, chart: chart, item: item, days: [day]))
+            guard let items = RollupMoment.decode(q.text(1)!, appUserID: q.text(0)!) else {
+                throw StorageError(db.dialect == .sqlite ? .sqlite : .postgres, "a holder's rollup moments do not read back")
+            }
+            for item in items where measure.map({ item.measure == $0 }) ?? true {
+                moments.append(RollupMoment(environment: environment, chart: chart, item: item, days: [day]))
+            }
         }
         return moments
     }

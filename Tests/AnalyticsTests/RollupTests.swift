@@ -131,4 +131,29 @@ extension RollupTests {
         #expect(RollupRow.decode(RollupRow.encode(rows)) == rows)
         #expect(RollupRow.decode("revenue\tflow\n") == nil)
     }
+
+    @Test func momentsReadBackAsWritten() {
+        let (facts, owners) = SampleBusiness.business(seed: 8)
+        var items = Self.holders(SampleBusiness.ledger(facts, owners: owners)).flatMap {
+            Rollup.holder($0, settings: Self.settings, rates: Self.rates, writtenAt: SampleBusiness.origin).moments.map(\.item)
+        }
+        items.append(
+            ChartItem(
+                measure: "a\tb\\c", kind: .stock, at: .min, until: .max, validFrom: -5, validUntil: 7, cohort: -3, value: -9,
+                isMoney: false, appUserID: "", originalTransactionID: "", transactionID: "",
+                notes: [.untaxed(storefront: "F\nR"), .missingPrice(productID: "p", storefront: nil)], bundleID: "x\ny",
+                store: .appStore))
+        #expect(items.count > 50 && items.contains { !$0.notes.isEmpty && $0.cohort != nil })
+        let back = RollupMoment.decode(RollupMoment.encode(items), appUserID: "u") ?? []
+        // What a sum needs of them: ids and details are not kept; a note's item is no amount.
+        let kept = items.map { item in
+            var i = item
+            (i.appUserID, i.originalTransactionID, i.transactionID, i.isMoney) = ("u", "", "", ChartItem.isMoney(i.measure))
+            return i
+        }
+        #expect(back.count == kept.count)
+        #expect(zip(back, kept).first { $0.0 != $0.1 }.map { "\($0.0) ≠ \($0.1)" } == nil)
+        #expect(RollupMoment.decode("mrr\tstock", appUserID: "u") == nil)
+        #expect(RollupMoment.decode("", appUserID: "u") == [])
+    }
 }
