@@ -279,27 +279,42 @@ struct Book: Sendable {
     }
 
     /// Each cohort's share still paying N periods on, and its realised LTV (revenue ÷ customers).
+    /// A cohort chart by day has 730 cohorts of up to 730 periods: the names are made once and
+    /// each cohort's figures room made for at once.
     mutating func settleCohorts() {
         measures += (0..<longest).flatMap { ["paying_\($0)", "retention_\($0)"] }
+        let names = (0...max(longest, instants.count)).map { ("paying_\($0)", "retention_\($0)") }
         for (i, differences) in paying {
+            values[i].reserveCapacity(values[i].count + 2 * differences.count)
+            // A drill-down into this cohort has added its own figures already.
+            let drilled = focus?.0 == i
             var running: Int64 = 0
             for k in 0..<(differences.count - 1) {
                 running += differences[k]
                 guard running != 0 else { continue }
-                let before: Int64 = if case .count(let n)? = values[i]["paying_\(k)"] { n } else { 0 }
-                values[i]["paying_\(k)"] = .count(before + running)
+                let before: Int64 = if drilled, case .count(let n)? = values[i][names[k].0] { n } else { 0 }
+                values[i][names[k].0] = .count(before + running)
             }
         }
-        for i in values.indices where values[i]["customers"] != nil {
-            for k in 0..<max(0, instants.count - i) {
-                if values[i]["paying_\(k)"] == nil { values[i]["paying_\(k)"] = .count(0) }
-                if case .count(let paying)? = values[i]["paying_\(k)"], case .count(let customers)? = values[i]["customers"] {
-                    values[i]["retention_\(k)"] = .ratio(paying, customers)
+        for i in values.indices {
+            guard let customers = values[i]["customers"] else { continue }
+            let periods = max(0, instants.count - i)
+            values[i].reserveCapacity(values[i].count + 2 * periods)
+            for k in 0..<periods {
+                let (payingName, retentionName) = names[k]
+                // Counts only: a cohort nobody of which pays any more has a 0.
+                let paying: Int64
+                if case .count(let n)? = values[i][payingName] {
+                    paying = n
+                } else {
+                    paying = 0
+                    values[i][payingName] = .count(0)
                 }
+                if case .count(let n) = customers { values[i][retentionName] = .ratio(paying, n) }
             }
             if values[i]["revenue"] == nil { values[i]["revenue"] = .money(0) }
-            if case .money(let revenue)? = values[i]["revenue"], case .count(let customers)? = values[i]["customers"] {
-                values[i]["ltv"] = .money(Money.scale(revenue, by: 1, over: Int128(customers)))
+            if case .money(let revenue)? = values[i]["revenue"], case .count(let n) = customers {
+                values[i]["ltv"] = .money(Money.scale(revenue, by: 1, over: Int128(n)))
             }
         }
     }
