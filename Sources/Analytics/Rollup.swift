@@ -512,28 +512,98 @@ extension RollupMoment {
         return lines.joined(separator: "\n")
     }
 
-    /// ``encode(_:)``'s items back, of `appUserID`; nil when the text is not such items.
+    /// ``encode(_:)``'s items back, of `appUserID`; nil when the text is not such items. Read
+    /// straight from the bytes (a chart reads today's items of every holder whose figures change
+    /// today: tens of thousands at a million subscribers), the app's name made once per run of
+    /// items that share it.
     public static func decode(_ text: String, appUserID: String) -> [ChartItem]? {
-        func number(_ s: Substring) -> Int64? { s == "-" ? .min : s == "+" ? .max : Int64(s) }
-        var items: [ChartItem] = []
-        for line in text.split(separator: "\n") {
-            let f = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard f.count == 11, let kind = ChartItem.Kind(rawValue: String(f[1])), let store = Store(rawValue: f[3].unescaped()),
-                let at = number(f[5]), let until = number(f[6]), let from = number(f[7]), let to = number(f[8]),
-                let value = Int64(f[10])
-            else { return nil }
-            let cohort: Int64? = f[9].isEmpty ? nil : Int64(f[9])
-            guard f[9].isEmpty || cohort != nil else { return nil }
-            let measure = f[0].unescaped()
-            let notes = f[4].isEmpty ? [] : f[4].unescaped().split(separator: "\u{1E}").map { RollupRow.note(String($0)) }
-            guard !notes.contains(where: { $0 == nil }) else { return nil }
-            items.append(
-                ChartItem(
+        var text = text
+        return text.withUTF8 { bytes -> [ChartItem]? in
+            var items: [ChartItem] = []
+            var fields: [Range<Int>] = []
+            fields.reserveCapacity(11)
+            var lastBundle: (Range<Int>, String)?
+            func string(_ r: Range<Int>) -> String {
+                let slice = UnsafeBufferPointer(rebasing: bytes[r])
+                let plain = String(decoding: slice, as: UTF8.self)
+                return slice.contains(0x5C) ? Substring(plain).unescaped() : plain
+            }
+            func number(_ r: Range<Int>) -> Int64? {
+                if r.count == 1, bytes[r.lowerBound] == 0x2D { return .min }
+                if r.count == 1, bytes[r.lowerBound] == 0x2B { return .max }
+                var i = r.lowerBound
+                let negative = i < r.upperBound && bytes[i] == 0x2D
+                if negative { i += 1 }
+                guard i < r.upperBound, r.upperBound - i <= 19 else { return nil }
+                var n: Int64 = 0
+                while i < r.upperBound {
+                    let d = bytes[i] &- 0x30
+                    guard d < 10 else { return nil }
+                    let (times, o1) = n.multipliedReportingOverflow(by: 10)
+                    let (sum, o2) = times.addingReportingOverflow(Int64(d))
+                    guard !o1, !o2 else { return nil }
+                    n = sum
+                    i += 1
+                }
+                return negative ? -n : n
+            }
+            func same(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
+                a.count == b.count && zip(a, b).allSatisfy { bytes[$0] == bytes[$1] }
+            }
+            func equals(_ r: Range<Int>, _ s: String) -> Bool {
+                r.count == s.utf8.count && zip(r, s.utf8).allSatisfy { bytes[$0] == $1 }
+            }
+            func item(_ f: [Range<Int>]) -> ChartItem? {
+                guard f.count == 11 else { return nil }
+                guard let kind = ChartItem.Kind.allCases.first(where: { equals(f[1], $0.rawValue) }),
+                    let store = Store.allCases.first(where: { equals(f[3], $0.rawValue) }), let at = number(f[5]),
+                    let until = number(f[6]), let from = number(f[7]),
+                    let to = number(f[8]), let value = number(f[10]), value != .min, value != .max
+                else { return nil }
+                let cohort: Int64?
+                if f[9].isEmpty {
+                    cohort = nil
+                } else {
+                    guard let c = number(f[9]), c != .min, c != .max else { return nil }
+                    cohort = c
+                }
+                var notes: [ItemNote] = []
+                if !f[4].isEmpty {
+                    for text in string(f[4]).split(separator: "\u{1E}") {
+                        guard let note = RollupRow.note(String(text)) else { return nil }
+                        notes.append(note)
+                    }
+                }
+                let bundle: String
+                if let (r, name) = lastBundle, same(r, f[2]) {
+                    bundle = name
+                } else {
+                    bundle = string(f[2])
+                    lastBundle = (f[2], bundle)
+                }
+                let measure = string(f[0])
+                return ChartItem(
                     measure: measure, kind: kind, at: at, until: until, validFrom: from, validUntil: to, cohort: cohort,
                     value: value, isMoney: ChartItem.isMoney(measure), appUserID: appUserID, originalTransactionID: "",
-                    transactionID: "", notes: notes.compactMap { $0 }, bundleID: f[2].unescaped(), store: store))
+                    transactionID: "", notes: notes, bundleID: bundle, store: store)
+            }
+            var start = 0
+            for i in 0...bytes.count {
+                let end = i == bytes.count
+                let b: UInt8 = end ? 0x0A : bytes[i]
+                guard b == 0x09 || b == 0x0A else { continue }
+                fields.append(start..<i)
+                start = i + 1
+                if b == 0x0A {
+                    if !(fields.count == 1 && fields[0].isEmpty) {
+                        guard let next = item(fields) else { return nil }
+                        items.append(next)
+                    }
+                    fields.removeAll(keepingCapacity: true)
+                }
+            }
+            return items
         }
-        return items
     }
 }
 

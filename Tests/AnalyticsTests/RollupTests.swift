@@ -1,4 +1,5 @@
 import Entitlements
+import Foundation
 import ReceiptTesting
 import Testing
 
@@ -154,6 +155,17 @@ extension RollupTests {
         #expect(back.count == kept.count)
         #expect(zip(back, kept).first { $0.0 != $0.1 }.map { "\($0.0) ≠ \($0.1)" } == nil)
         #expect(RollupMoment.decode("mrr\tstock", appUserID: "u") == nil)
+        let line = "mrr\tstock\tcom.x\tapp_store\t\t1\t+\t-\t+\t\t5"
+        #expect(RollupMoment.decode(line + "\n" + line, appUserID: "u")?.count == 2)
+        for bad in [
+            line.replacingOccurrences(of: "\tstock\t", with: "\tstocks\t"),
+            line.replacingOccurrences(of: "app_store", with: "play"),
+            line.replacingOccurrences(of: "\t1\t", with: "\t1a\t"),
+            line.replacingOccurrences(of: "\t5", with: "\t99999999999999999999"),
+            line + "\t", line.replacingOccurrences(of: "\t\t5", with: "\tx\t5"),
+        ] {
+            #expect(RollupMoment.decode(bad, appUserID: "u") == nil, "\(bad)")
+        }
         #expect(RollupMoment.decode("", appUserID: "u") == [])
     }
 }
