@@ -368,13 +368,20 @@
     holder.lastChild.id = "drill-table";
     const body = holder.querySelector("#drill-table tbody");
     let next = first.next_cursor;
+    // A page reads a bounded number of marked customers, so it can bring none: go on until one does.
     const more = el("button", { type: "button", class: "secondary", id: "drill-more", hidden: !next, onclick: async () => {
-      const page = await api("GET", `${path}&cursor=${enc(next)}`).catch((e) => { say(e.message); return null; });
-      if (!page) return;
-      if (body.querySelector("td.muted")) clear(body);
-      for (const r of rows(page)) body.appendChild(el("tr", {}, r.map((c, i) => el("td", { class: i === 3 ? "num" : null }, c))));
-      next = page.next_cursor;
+      more.disabled = true;
+      let added = 0;
+      while (next && added === 0) {
+        const page = await api("GET", `${path}&cursor=${enc(next)}`).catch((e) => { say(e.message); return null; });
+        if (!page) break;
+        if (page.contributions.length && body.querySelector("td.muted")) clear(body);
+        for (const r of rows(page)) body.appendChild(el("tr", {}, r.map((c, i) => el("td", { class: i === 3 ? "num" : null }, c))));
+        added += page.contributions.length;
+        next = page.next_cursor;
+      }
       more.hidden = !next;
+      more.disabled = false;
     } }, "More");
     holder.appendChild(more);
     holder.appendChild(el("button", { type: "button", class: "secondary",
