@@ -13,6 +13,8 @@ import Entitlements
 /// instant on or after the day it was written) are summed instead; a row whose items had begun
 /// when it was written is settled, its start never in doubt.
 ///
+/// ARR, twelve times MRR item by item, is not kept: MRR's sums are multiplied when read.
+///
 /// Stocks are kept as their two changes (+value from the start, −value from the end) and
 /// renewals at one value as one span, so a stock chart has a row per day something changes.
 ///
@@ -43,7 +45,8 @@ public enum Rollup {
             let charts = ItemRecorder.recordAll(
                 ledger, filters: filters, currency: settings.reportingCurrency, rates: rates, settings: settings)
             for (chart, items) in charts {
-                for item in merged(items) {
+                // ARR is twelve times MRR item by item: kept as MRR alone, and multiplied when read.
+                for item in merged(chart == .mrr ? items.filter { $0.measure != "arr" } : items) {
                     for piece in pieces(of: item) {
                         for (key, value) in RollupRow.keys(
                             of: piece, chart: chart, environment: environment, writtenAt: writtenAt)
@@ -154,8 +157,19 @@ public enum Rollup {
         }
         running.add(batch)
         var answer = running.answer()
+        if q.chart == .mrr {
+            for i in answer.values.indices {
+                if case .money(let mrr)? = answer.values[i]["mrr"] { answer.values[i]["arr"] = .money(12 * mrr) }
+            }
+        }
         answer.fromRollups = true
         return answer
+    }
+
+    /// The measure whose rows a figure of `measure` is summed from: `paying` for `paying_N`,
+    /// `mrr` for `arr` (kept as MRR alone), else itself.
+    public static func keptMeasure(of measure: String) -> String {
+        measure.hasPrefix("paying_") ? "paying" : measure == "arr" ? "mrr" : measure
     }
 
     /// Rows as differences: what `new` adds to the sums once `old` is taken away (rows whose value

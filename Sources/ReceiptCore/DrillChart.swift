@@ -111,7 +111,7 @@ extension ReadChart {
             query, rates: rates, sum: sum, target: target, period: period, measure: measure, page: page)
         drill.value = nil
         if page.after == nil, !page.everything, Rollup.answers(query, reportingCurrency: settings.reportingCurrency),
-            let answer = try await fromRollups(query, measure: measure.hasPrefix("paying_") ? "paying" : measure),
+            let answer = try await fromRollups(query, measure: Rollup.keptMeasure(of: measure)),
             let index = answer.periods.firstIndex(where: { $0.label == period })
         {
             drill.value = answer.values[index][measure]
