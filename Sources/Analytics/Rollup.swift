@@ -430,45 +430,21 @@ extension RollupRow {
     /// Rows as text, one a line, tab-separated fields (tabs, newlines and backslashes escaped;
     /// `-` and `+` for the unbounded days, an empty field for no cohort): what is kept per holder.
     public static func encode(_ rows: [RollupRow]) -> String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(rows.count * 64)
-        func text(_ s: String) {
-            for b in s.utf8 {
-                switch b {
-                case 0x5C: bytes += [0x5C, 0x5C]
-                case 0x09: bytes += [0x5C, 0x74]
-                case 0x0A: bytes += [0x5C, 0x6E]
-                default: bytes.append(b)
-                }
-            }
-            bytes.append(0x09)
-        }
-        func number(_ n: Int64) {
-            if n == .min || n == .max {
-                bytes.append(n == .min ? 0x2D : 0x2B)
-            } else {
-                bytes += String(n).utf8
-            }
-        }
+        var out = Fields(capacity: rows.count * 64)
         for row in rows {
             let k = row.key
             for field in [
                 k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, k.settled ? "s" : "", k.bundleID, k.store, k.note,
             ] {
-                text(field)
+                out.text(field)
             }
-            for day in [k.atDay, k.untilDay, k.validFromDay, k.validUntilDay] {
-                number(day)
-                bytes.append(0x09)
-            }
-            if k.cohortDay != noCohort { bytes += String(k.cohortDay).utf8 }
-            bytes.append(0x09)
-            bytes += String(row.value).utf8
-            bytes.append(0x09)
-            bytes += String(row.items).utf8
-            bytes.append(0x0A)
+            for day in [k.atDay, k.untilDay, k.validFromDay, k.validUntilDay] { out.day(day) }
+            out.optional(k.cohortDay == noCohort ? nil : k.cohortDay)
+            out.int(row.value)
+            out.int(row.items)
+            out.endRecord()
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return out.string
     }
 
     /// ``encode(_:)``'s rows back; nil when the text is not such rows.
@@ -498,32 +474,20 @@ extension RollupMoment {
     /// Items as text, one a line, tab-separated fields as ``RollupRow/encode(_:)`` writes them
     /// (notes joined by record separators): what is kept per holder, chart and day.
     public static func encode(_ items: [ChartItem]) -> String {
-        var lines: [String] = []
-        lines.reserveCapacity(items.count)
-        func escaped(_ s: String) -> String {
-            guard s.utf8.contains(where: { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A }) else { return s }
-            var out = ""
-            for c in s {
-                switch c {
-                case "\\": out += "\\\\"
-                case "\t": out += "\\t"
-                case "\n": out += "\\n"
-                default: out.append(c)
-                }
-            }
-            return out
-        }
-        func number(_ n: Int64) -> String { n == .min ? "-" : n == .max ? "+" : String(n) }
+        var out = Fields(capacity: items.count * 64)
         for i in items {
-            let notes = i.notes.map(RollupRow.noteText).joined(separator: "\u{1E}")
-            lines.append(
-                [
-                    escaped(i.measure), i.kind.rawValue, escaped(i.bundleID), escaped(i.store.rawValue), escaped(notes),
-                    number(i.at), number(i.until), number(i.validFrom), number(i.validUntil), i.cohort.map(String.init) ?? "",
-                    String(i.value),
-                ].joined(separator: "\t"))
+            for field in [
+                i.measure, i.kind.rawValue, i.bundleID, i.store.rawValue,
+                i.notes.map(RollupRow.noteText).joined(separator: "\u{1E}"),
+            ] {
+                out.text(field)
+            }
+            for instant in [i.at, i.until, i.validFrom, i.validUntil] { out.day(instant) }
+            out.optional(i.cohort)
+            out.int(i.value)
+            out.endRecord()
         }
-        return lines.joined(separator: "\n")
+        return out.string
     }
 
     /// ``encode(_:)``'s items back, of `appUserID`; nil when the text is not such items. Read
@@ -619,6 +583,51 @@ extension RollupMoment {
             return items
         }
     }
+}
+
+/// What the rollups keep as text: tab-separated fields, a record a line; text with its backslashes,
+/// tabs and newlines escaped, the unbounded as `-` and `+`, no value as an empty field.
+private struct Fields {
+    private var bytes: [UInt8] = []
+
+    init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+    mutating func text(_ s: String) {
+        for b in s.utf8 {
+            switch b {
+            case 0x5C: bytes += [0x5C, 0x5C]
+            case 0x09: bytes += [0x5C, 0x74]
+            case 0x0A: bytes += [0x5C, 0x6E]
+            default: bytes.append(b)
+            }
+        }
+        bytes.append(0x09)
+    }
+
+    /// A day or an instant: `-` and `+` for the unbounded.
+    mutating func day(_ n: Int64) {
+        if n == .min || n == .max {
+            bytes.append(n == .min ? 0x2D : 0x2B)
+            bytes.append(0x09)
+        } else {
+            int(n)
+        }
+    }
+
+    mutating func optional(_ n: Int64?) {
+        if let n { bytes += String(n).utf8 }
+        bytes.append(0x09)
+    }
+
+    mutating func int(_ n: Int64) {
+        bytes += String(n).utf8
+        bytes.append(0x09)
+    }
+
+    /// Ends the record: its last field's tab becomes the newline.
+    mutating func endRecord() { bytes[bytes.count - 1] = 0x0A }
+
+    var string: String { String(decoding: bytes, as: UTF8.self) }
 }
 
 extension Substring {

@@ -1,4 +1,4 @@
-/// Where a drill-down finds who makes a figure (Docs/analytics.md#drill-downs). A holder is
+/// Where a drill-down finds who makes a figure (Docs/analytics.md#every-number-explains-itself). A holder is
 /// marked on the UTC days their flows happen, the UTC months their stocks run through and the
 /// days of their cohorts, so that the holders of one figure are read from an index, a page at a
 /// time, rather than found by reading every transaction.

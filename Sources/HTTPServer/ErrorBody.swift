@@ -27,8 +27,13 @@ public enum ErrorBody {
 extension HTTPResponse {
     /// `value` as a JSON body (canonical bytes: sorted members) with `Content-Type: application/json`.
     public static func json(_ value: JSONValue, status: HTTPStatus = .ok, headers: HTTPHeaders = [:]) -> HTTPResponse {
+        json(bytes: value.jsonBytes, status: status, headers: headers)
+    }
+
+    /// JSON already written (by `JSONValue`'s writers) as the body, with `Content-Type: application/json`.
+    public static func json(bytes: [UInt8], status: HTTPStatus = .ok, headers: HTTPHeaders = [:]) -> HTTPResponse {
         var h = headers
         h.replaceOrAdd(name: "Content-Type", value: "application/json")
-        return HTTPResponse(status: status, headers: h, body: value.jsonBytes)
+        return HTTPResponse(status: status, headers: h, body: bytes)
     }
 }

@@ -110,14 +110,15 @@ public enum JSONValue: Sendable, Equatable, Decodable {
     /// ``arrayOfObjects(keys:count:value:)``, say); in place of a member of that name, if any.
     public func jsonBytes(adding key: String, json: [UInt8]) -> [UInt8] {
         guard case .object(var members) = self else { return jsonBytes }
-        members[Identifier(key)] = .null
+        let added = Identifier(key)
+        members[added] = .null
         var out: [UInt8] = [UInt8(ascii: "{")]
         out.reserveCapacity(json.count + 256)
         for (i, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             Self.writeString(member.key.string, into: &out)
             out.append(UInt8(ascii: ":"))
-            if member.key == Identifier(key) { out.append(contentsOf: json) } else { member.value.write(into: &out) }
+            if member.key == added { out.append(contentsOf: json) } else { member.value.write(into: &out) }
         }
         out.append(UInt8(ascii: "}"))
         return out

@@ -58,7 +58,7 @@ extension ReadChart {
         package var limit: Int
         package var everything: Bool
 
-        package init(after: DrillCursor? = nil, limit: Int = 100, everything: Bool = false) {
+        package init(after: DrillCursor? = nil, limit: Int = 50, everything: Bool = false) {
             self.after = after
             self.limit = limit
             self.everything = everything
@@ -69,7 +69,7 @@ extension ReadChart {
     /// figure's contributors are among those marked (it may then hold fewer than `limit`).
     static let marksPerPage = 500
 
-    /// The contributions to one figure (Docs/analytics.md#drill-downs). While the rollups are
+    /// The contributions to one figure (Docs/analytics.md#every-number-explains-itself). While the rollups are
     /// ready, the holders marked where the figure's items can be (``RollupMark``) are read a page
     /// at a time and only their ledgers summed; the figure itself comes with the first page when
     /// the rollups answer the query. Otherwise every transaction is read and every contribution
@@ -91,11 +91,7 @@ extension ReadChart {
         do {
             ready = try await database.read { db -> Int64? in
                 let store = RollupStore(db)
-                let state = try store.state()
-                guard state.phase == .ready,
-                    state.fingerprint == KeepRollups.fingerprint(settings, ratesRevision: state.ratesRevision)
-                else { return nil }
-                return try store.pendingChanges(after: state.changesThrough)
+                return try KeepRollups.ready(store, for: settings).map { try store.pendingChanges(after: $0.changesThrough) }
             }
         } catch {
             logger.error("the chart rollups could not be read", metadata: ["error": "\(error)"])
@@ -103,7 +99,7 @@ extension ReadChart {
         }
         guard let pending = ready else {
             guard page.after == nil else {
-                throw .invalidRequest("The chart rollups are being rebuilt: start the drill-down again without `after`.")
+                throw .invalidRequest("The chart rollups are being rebuilt: start the drill-down again without `cursor`.")
             }
             return try await drillEveryHolder(query, rates: rates, sum: sum, period: period, measure: measure)
         }

@@ -66,6 +66,16 @@ package struct KeepRollups: Sendable {
         ].joined(separator: "; ")
     }
 
+    /// The rollups' state when they are built and built for these settings and the loaded rates:
+    /// what a chart or a drill-down may read them by. Nil while they are (to be) rebuilt.
+    static func ready(_ store: RollupStore, for settings: AnalyticsSettings) throws -> RollupStore.State? {
+        let state = try store.state()
+        guard state.phase == .ready, state.fingerprint == fingerprint(settings, ratesRevision: state.ratesRevision) else {
+            return nil
+        }
+        return state
+    }
+
     /// Steps until there is nothing to do: what a test or `receiptd build-rollups` waits for.
     @discardableResult
     package func catchUp() async throws(ReceiptError) -> (holders: Int, changes: Int) {

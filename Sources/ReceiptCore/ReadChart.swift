@@ -71,10 +71,7 @@ package struct ReadChart: Sendable {
         do {
             kept = try await database.read { db in
                 let store = RollupStore(db)
-                let state = try store.state()
-                guard state.phase == .ready,
-                    state.fingerprint == KeepRollups.fingerprint(settings, ratesRevision: state.ratesRevision)
-                else { return nil }
+                guard let state = try KeepRollups.ready(store, for: settings) else { return nil }
                 let environment = query.filters.environment
                 return (
                     try store.rows(environment: environment, chart: query.chart, measure: measure),

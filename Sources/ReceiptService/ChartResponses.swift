@@ -41,8 +41,7 @@ extension Responses {
             "untaxed_storefronts": .array(a.untaxedStorefronts.map(JSONValue.string)),
             "source": .string(a.fromRollups ? "rollups" : "transactions"), "pending_changes": .int(a.pendingChanges),
         ])
-        return HTTPResponse(
-            status: .ok, headers: ["Content-Type": "application/json"], body: body.jsonBytes(adding: "values", json: values))
+        return .json(bytes: body.jsonBytes(adding: "values", json: values))
     }
 
     /// `{"chart", "period", "measure", "value", "contributions": [{app_user_id, original_transaction_id,

@@ -75,8 +75,7 @@ public struct AnalyticsStore {
     /// what the chart rollups recompute changed holders from, and what a drill-down sums. A
     /// hundred holders a statement (a shorter list repeats its last), so one round trip each.
     public func holdings(of users: [String]) throws -> (purchases: [HeldPurchase], renewals: [RenewalRow]) {
-        let width = 100
-        let list = "(" + Array(repeating: "?", count: width).joined(separator: ", ") + ")"
+        let list = Self.inList
         let transactions = try db.cached(
             """
             SELECT \(ReceiptStore.transactionColumns("t", rawJSON: false)), o.app_user_id
@@ -91,16 +90,25 @@ public struct AnalyticsStore {
             """)
         var held: [HeldPurchase] = []
         var renewed: [RenewalRow] = []
-        var start = 0
-        while start < users.count {
-            var chunk: [(any StatementValue)?] = Array(users[start..<min(start + width, users.count)])
-            chunk += Array(repeating: chunk.last!, count: width - chunk.count)
+        for chunk in Self.inListChunks(users) {
             held += try self.held(transactions.bind(chunk))
             let q = try renewals.bind(chunk)
             while try q.step() { renewed.append(Self.renewal(q)) }
-            start += width
         }
         return (held, renewed)
+    }
+
+    /// `(?, ?, …)` of ``inListWidth`` placeholders: one statement, prepared once, for any list.
+    static let inList = "(" + Array(repeating: "?", count: inListWidth).joined(separator: ", ") + ")"
+    static let inListWidth = 100
+
+    /// `values` as ``inList``'s bindings: a hundred at a time, the last chunk filled out with its
+    /// last value (a repeat changes nothing an `IN` finds), so one round trip per hundred.
+    static func inListChunks(_ values: [String]) -> [[(any StatementValue)?]] {
+        stride(from: 0, to: values.count, by: inListWidth).map { start in
+            let chunk: [(any StatementValue)?] = Array(values[start..<min(start + inListWidth, values.count)])
+            return chunk + Array(repeating: chunk.last!, count: inListWidth - chunk.count)
+        }
     }
 
     private func held(_ q: Statement) throws -> [HeldPurchase] {

@@ -71,21 +71,13 @@ public struct RollupStore {
 
     // MARK: Holders
 
-    /// Holders' rows as last kept (encoded), of those with any: a hundred a statement (a shorter
-    /// list repeats its last).
+    /// Holders' rows as last kept (encoded), of those with any: a hundred a statement.
     public func holderRows(_ users: [String]) throws -> [String: String] {
-        let width = 100
-        let q = try db.cached(
-            "SELECT app_user_id, rows FROM rollup_holders WHERE app_user_id IN ("
-                + Array(repeating: "?", count: width).joined(separator: ", ") + ")")
+        let q = try db.cached("SELECT app_user_id, rows FROM rollup_holders WHERE app_user_id IN \(AnalyticsStore.inList)")
         var rows: [String: String] = [:]
-        var start = 0
-        while start < users.count {
-            var chunk: [(any StatementValue)?] = Array(users[start..<min(start + width, users.count)])
-            chunk += Array(repeating: chunk.last!, count: width - chunk.count)
+        for chunk in AnalyticsStore.inListChunks(users) {
             try q.bind(chunk)
             while try q.step() { rows[q.text(0)!] = q.text(1)! }
-            start += width
         }
         return rows
     }
@@ -167,21 +159,12 @@ public struct RollupStore {
     /// The sums of one environment's chart (of one measure and its per-grain copies, when given:
     /// all one figure needs).
     public func rows(environment: String, chart: Chart, measure: String? = nil) throws -> [RollupRow] {
-        let q =
-            try measure.map { m in
-                try db.cached(
-                    """
-                    SELECT measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day,
-                    value, items, settled FROM rollup_days WHERE environment = ? AND chart = ? AND measure IN (?, ?, ?)
-                    """
-                ).bind([environment, chart.rawValue, m, m + "/week", m + "/month"])
-            }
-            ?? db.cached(
-                """
-                SELECT measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day,
-                value, items, settled FROM rollup_days WHERE environment = ? AND chart = ?
-                """
-            ).bind([environment, chart.rawValue])
+        let q = try db.cached(
+            """
+            SELECT measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day, value,
+            items, settled FROM rollup_days WHERE environment = ? AND chart = ?
+            """ + (measure == nil ? "" : " AND measure IN (?, ?, ?)")
+        ).bind([environment, chart.rawValue] + (measure.map { [$0, $0 + "/week", $0 + "/month"] } ?? []))
         var rows: [RollupRow] = []
         while try q.step() {
             guard let kind = ChartItem.Kind(rawValue: q.text(1)!) else { continue }

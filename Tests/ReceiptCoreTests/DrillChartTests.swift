@@ -21,12 +21,8 @@ struct DrillChartTests {
     func pagesOfMarkedHoldersAreTheEnginesContributions(dialect: Database.Dialect) async throws {
         try await withScratchDirectory("drill") { dir in
             let queue = try await migratedQueue(dialect, in: dir)
-            var (facts, owners) = SampleBusiness.business(seed: 41)
             let clock = TestClock(SampleBusiness.origin + 150 * day + 3_600_000)
-            try await KeepRollupsTests.save(facts, owners, into: queue, now: clock.now)
-            _ = try await queue.write { db in
-                try ImportRates.run(csv: KeepRollupsTests.csv(SampleBusiness.rates), into: db)
-            }
+            var (facts, owners) = try await KeepRollupsTests.stocked(queue, now: clock.now)
             let settings = SampleBusiness.settings
             let keeper = KeepRollups(
                 database: queue, settings: settings, logger: Logger(label: "test"), clock: clock.wall,
@@ -48,19 +44,8 @@ struct DrillChartTests {
 
             // A refund, a renewal and a purchase moving to another holder.
             clock.advance(by: 20 * day)
-            let refunded = facts.purchases.firstIndex { $0.fact.cancellationDate == nil && $0.fact.expiresDate! < clock.now }!
-            facts.purchases[refunded].fact.cancellationDate = clock.now - day
-            facts.purchases[refunded].fact.commerce.revocationType = "REFUND_FULL"
-            facts.purchases[refunded].rawJSON = #"{"refunded":true}"#
-            var renewal = facts.purchases.last { $0.fact.originalTransactionID == "o3" }!
-            renewal.fact.transactionID += "-renewed"
-            renewal.fact.purchaseDate = clock.now - 1000
-            renewal.fact.expiresDate = clock.now + 30 * day
-            facts.purchases.append(renewal)
-            let moved = facts.purchases[refunded].fact.originalTransactionID
-            let to = owners[moved] == "u0" ? "u1" : "u0"
-            owners[moved] = to
-            facts.statedAt = clock.now
+            let moved = KeepRollupsTests.change(&facts, &owners, at: clock.now)
+            let to = owners[moved]!
             try await KeepRollupsTests.save(facts, owners, only: [moved, "o3"], into: queue, now: clock.now)
             try await keeper.catchUp()
             try await Self.expectEngine(read, facts, owners, queue, at: clock.now, "after changes")

@@ -23,10 +23,8 @@ struct KeepRollupsTests {
     func rollupsFollowTheFacts(dialect: Database.Dialect) async throws {
         try await withScratchDirectory("rollups") { dir in
             let queue = try await migratedQueue(dialect, in: dir)
-            var (facts, owners) = SampleBusiness.business(seed: 41)
             let clock = TestClock(SampleBusiness.origin + 150 * day + 3_600_000)
-            try await Self.save(facts, owners, into: queue, now: clock.now)
-            _ = try await queue.write { db in try ImportRates.run(csv: Self.csv(SampleBusiness.rates), into: db) }
+            var (facts, owners) = try await Self.stocked(queue, now: clock.now)
             let keeper = KeepRollups(
                 database: queue, settings: Self.settings, logger: Logger(label: "test"), clock: clock.wall,
                 monotonic: ManualMonotonicClock(), holdersPerPage: 7, changesPerStep: 5)
@@ -51,18 +49,7 @@ struct KeepRollupsTests {
             }
 
             // A refund, a renewal and a purchase moving to another holder, applied from the change log.
-            let refunded = facts.purchases.firstIndex { $0.fact.cancellationDate == nil && $0.fact.expiresDate! < clock.now }!
-            facts.purchases[refunded].fact.cancellationDate = clock.now - day
-            facts.purchases[refunded].fact.commerce.revocationType = "REFUND_FULL"
-            facts.purchases[refunded].rawJSON = #"{"refunded":true}"#  // the store rewrites what its source changed
-            var renewal = facts.purchases.last { $0.fact.originalTransactionID == "o3" }!
-            renewal.fact.transactionID += "-renewed"
-            renewal.fact.purchaseDate = clock.now - 1000
-            renewal.fact.expiresDate = clock.now + 30 * day
-            facts.purchases.append(renewal)
-            let moved = facts.purchases[refunded].fact.originalTransactionID
-            owners[moved] = owners[moved] == "u0" ? "u1" : "u0"
-            facts.statedAt = clock.now
+            let moved = Self.change(&facts, &owners, at: clock.now)
             try await Self.save(facts, owners, only: [moved, "o3"], into: queue, now: clock.now)
             let applied = try await keeper.catchUp()
             #expect(applied.holders == 0 && applied.changes >= 3)
@@ -113,6 +100,33 @@ struct KeepRollupsTests {
                 #expect(answer.untaxedStorefronts == expected.untaxedStorefronts, "\(context): \(chart)")
             }
         }
+    }
+
+    /// The sample business (seed 41) saved for its owners and the sample rates imported: what the
+    /// rollup suites start from.
+    static func stocked(_ queue: DatabaseQueue, now: Int64) async throws -> (VerifiedFacts, [String: String]) {
+        let (facts, owners) = SampleBusiness.business(seed: 41)
+        try await save(facts, owners, into: queue, now: now)
+        _ = try await queue.write { db in try ImportRates.run(csv: csv(SampleBusiness.rates), into: db) }
+        return (facts, owners)
+    }
+
+    /// As of `now`: a lapsed purchase refunded and moved to another holder, and subscription o3
+    /// renewed. The moved purchase's original transaction id (save it and o3's again).
+    static func change(_ facts: inout VerifiedFacts, _ owners: inout [String: String], at now: Int64) -> String {
+        let refunded = facts.purchases.firstIndex { $0.fact.cancellationDate == nil && $0.fact.expiresDate! < now }!
+        facts.purchases[refunded].fact.cancellationDate = now - day
+        facts.purchases[refunded].fact.commerce.revocationType = "REFUND_FULL"
+        facts.purchases[refunded].rawJSON = #"{"refunded":true}"#  // the store rewrites what its source changed
+        var renewal = facts.purchases.last { $0.fact.originalTransactionID == "o3" }!
+        renewal.fact.transactionID += "-renewed"
+        renewal.fact.purchaseDate = now - 1000
+        renewal.fact.expiresDate = now + 30 * day
+        facts.purchases.append(renewal)
+        let moved = facts.purchases[refunded].fact.originalTransactionID
+        owners[moved] = owners[moved] == "u0" ? "u1" : "u0"
+        facts.statedAt = now
+        return moved
     }
 
     /// Saves each subscription's facts for its owner (only those of `only` when given).
