@@ -87,7 +87,7 @@ public struct ChartSum {
                 throw .unknownMeasure(measure)
             }
             return Drill(
-                period: book.grid.periods[index], measure: measure, value: answer.values[index][measure],
+                period: book.grid.periods[index], measure: measure, value: answer.figures[index, measure],
                 contributions: answer.contributions)
         }
     }
@@ -116,7 +116,7 @@ struct Book: Sendable {
     /// Each begun period's first instant, ascending.
     let starts: [Int64]
     var measures: [String]
-    var values: [[String: Measure]]
+    var values: Figures
     var contributions: [Contribution] = []
     var missingRateCounts: [String: Int] = [:]
     var missingPrices: [String: (String, String?, Int)] = [:]
@@ -136,7 +136,7 @@ struct Book: Sendable {
         instants = grid.periods.compactMap { $0.start > q.now ? nil : min($0.end, q.now + 1) - 1 }
         starts = grid.periods.map(\.start).filter { $0 <= q.now }
         measures = q.chart.measures
-        values = Array(repeating: [:], count: grid.periods.count)
+        values = Figures(periods: grid.periods.count)
     }
 
     static let moneyMeasures: Set<String> = [
@@ -214,7 +214,8 @@ struct Book: Sendable {
     mutating func add(_ period: Int, _ measure: String, _ item: ChartItem) {
         guard !measure.isEmpty else { return }
         let value: Measure = item.isMoney ? .money(item.value) : .count(item.value)
-        values[period][measure] = values[period][measure].map { $0 + value } ?? value
+        let c = values.ensureColumn(measure)
+        values[period, c] = values[period, c].map { $0 + value } ?? value
         if let focus, focus.0 == period, focus.1 == measure { contribute(period, measure, item) }
     }
 
@@ -254,67 +255,71 @@ struct Book: Sendable {
         for name in names {
             var running: Int64 = 0
             let differences = held[name] ?? Array(repeating: 0, count: list.count + 1)
+            let (c, money) = (values.ensureColumn(name), Self.moneyMeasures.contains(name))
             for i in list.indices {
                 running += differences[i]
-                values[i][name] = Self.moneyMeasures.contains(name) ? .money(running) : .count(running)
+                values[i, c] = money ? .money(running) : .count(running)
             }
         }
     }
 
     /// Sets a measure to zero where nothing contributed, for the periods that have begun.
     mutating func zero(_ names: [String]) {
-        for i in grid.periods.indices where grid.periods[i].start <= q.now {
-            for name in names where values[i][name] == nil {
-                values[i][name] = Self.moneyMeasures.contains(name) ? .money(0) : .count(0)
-            }
+        for name in names {
+            let (c, zero): (Int, Measure) = (values.ensureColumn(name), Self.moneyMeasures.contains(name) ? .money(0) : .count(0))
+            for i in grid.periods.indices where grid.periods[i].start <= q.now && values[i, c] == nil { values[i, c] = zero }
         }
     }
 
     mutating func ratio(_ name: String, _ numerator: String, _ denominator: String, minus: String? = nil) {
-        for i in values.indices {
-            guard case .count(let d)? = values[i][denominator], case .count(var n)? = values[i][numerator] else { continue }
-            if let minus, case .count(let m)? = values[i][minus] { n -= m }
-            values[i][name] = .ratio(n, d)
+        let (c, nc, dc) = (values.ensureColumn(name), values.ensureColumn(numerator), values.ensureColumn(denominator))
+        let mc = minus.map { values.ensureColumn($0) }
+        for i in 0..<values.periods {
+            guard case .count(let d)? = values[i, dc], case .count(var n)? = values[i, nc] else { continue }
+            if let mc, case .count(let m)? = values[i, mc] { n -= m }
+            values[i, c] = .ratio(n, d)
         }
     }
 
     /// Each cohort's share still paying N periods on, and its realised LTV (revenue ÷ customers).
-    /// A cohort chart by day has 730 cohorts of up to 730 periods: the names are made once and
-    /// each cohort's figures room made for at once.
+    /// A cohort chart by day has 730 cohorts of up to 730 periods: each name is made and found
+    /// once, its column written by index.
     mutating func settleCohorts() {
         measures += (0..<longest).flatMap { ["paying_\($0)", "retention_\($0)"] }
-        let names = (0...max(longest, instants.count)).map { ("paying_\($0)", "retention_\($0)") }
+        let count = max(longest, instants.count) + 1
+        values.reserve(columns: 2 * count)
+        let columns = (0..<count).map {
+            (paying: values.ensureColumn("paying_\($0)"), retention: values.ensureColumn("retention_\($0)"))
+        }
         for (i, differences) in paying {
-            values[i].reserveCapacity(values[i].count + 2 * differences.count)
             // A drill-down into this cohort has added its own figures already.
             let drilled = focus?.0 == i
             var running: Int64 = 0
             for k in 0..<(differences.count - 1) {
                 running += differences[k]
                 guard running != 0 else { continue }
-                let before: Int64 = if drilled, case .count(let n)? = values[i][names[k].0] { n } else { 0 }
-                values[i][names[k].0] = .count(before + running)
+                let before: Int64 = if drilled, case .count(let n)? = values[i, columns[k].paying] { n } else { 0 }
+                values[i, columns[k].paying] = .count(before + running)
             }
         }
-        for i in values.indices {
-            guard let customers = values[i]["customers"] else { continue }
-            let periods = max(0, instants.count - i)
-            values[i].reserveCapacity(values[i].count + 2 * periods)
-            for k in 0..<periods {
-                let (payingName, retentionName) = names[k]
+        let (customersColumn, revenueColumn, ltvColumn) =
+            (values.ensureColumn("customers"), values.ensureColumn("revenue"), values.ensureColumn("ltv"))
+        for i in 0..<values.periods {
+            guard let customers = values[i, customersColumn] else { continue }
+            for k in 0..<max(0, instants.count - i) {
                 // Counts only: a cohort nobody of which pays any more has a 0.
                 let paying: Int64
-                if case .count(let n)? = values[i][payingName] {
+                if case .count(let n)? = values[i, columns[k].paying] {
                     paying = n
                 } else {
                     paying = 0
-                    values[i][payingName] = .count(0)
+                    values[i, columns[k].paying] = .count(0)
                 }
-                if case .count(let n) = customers { values[i][retentionName] = .ratio(paying, n) }
+                if case .count(let n) = customers { values[i, columns[k].retention] = .ratio(paying, n) }
             }
-            if values[i]["revenue"] == nil { values[i]["revenue"] = .money(0) }
-            if case .money(let revenue)? = values[i]["revenue"], case .count(let n) = customers {
-                values[i]["ltv"] = .money(Money.scale(revenue, by: 1, over: Int128(n)))
+            if values[i, revenueColumn] == nil { values[i, revenueColumn] = .money(0) }
+            if case .money(let revenue)? = values[i, revenueColumn], case .count(let n) = customers {
+                values[i, ltvColumn] = .money(Money.scale(revenue, by: 1, over: Int128(n)))
             }
         }
     }
@@ -332,7 +337,7 @@ struct Book: Sendable {
         }
         return ChartAnswer(
             chart: q.chart, currency: currency, resolution: grid.resolution, zone: q.zone.name, periods: grid.periods,
-            measures: measures, values: values, contributions: contributions, missingRates: rates, missingPrices: prices,
+            measures: measures, figures: values, contributions: contributions, missingRates: rates, missingPrices: prices,
             untaxedStorefronts: q.chart == .revenue ? untaxed.sorted() : [])
     }
 }

@@ -111,8 +111,9 @@ public struct ChartAnswer: Sendable {
     public var periods: [Period]
     /// Column order.
     public var measures: [String]
-    /// One per period; a measure absent from a period has no value yet (the period is in the future).
-    public var values: [[String: Measure]]
+    /// Per period and measure; a measure absent from a period has no value yet (the period is in
+    /// the future).
+    public var figures: Figures
     /// Only for the measure and period asked to drill into.
     public var contributions: [Contribution]
     public var missingRates: [MissingRate]
@@ -124,6 +125,9 @@ public struct ChartAnswer: Sendable {
     /// From rollups: how many changes to subscribers they did not include yet (their keeper is
     /// that far behind the change log).
     public var pendingChanges: Int64 = 0
+
+    /// Each period's figures by name: ``figures`` row by row, to read, not for speed.
+    public var values: [[String: Measure]] { (0..<figures.periods).map(figures.row) }
 }
 
 /// Drill-down: the figure and its contributions.

@@ -15,12 +15,7 @@ public enum Money {
     }
 
     /// Milliunits as decimal text with three places: 9990 → `9.990`, -5 → `-0.005`.
-    public static func text(_ milliunits: Int64) -> String {
-        let magnitude = milliunits.magnitude
-        let units = magnitude / 1000
-        let fraction = String(magnitude % 1000)
-        return (milliunits < 0 ? "-" : "") + "\(units)." + String(repeating: "0", count: 3 - fraction.count) + fraction
-    }
+    public static func text(_ milliunits: Int64) -> String { fixed(milliunits, places: 3) }
 
     /// A non-negative decimal (`1.0823`, `158`, `0.85138`) as an integer of `places` decimal
     /// places (1082300 for 6); nil for anything else or a value with more places.
@@ -42,9 +37,32 @@ public enum Money {
     public static func ratio(_ numerator: Int64, _ denominator: Int64) -> String? {
         guard denominator != 0 else { return nil }
         let tenThousandths = scale(numerator, by: 10_000, over: Int128(denominator.magnitude)) * (denominator < 0 ? -1 : 1)
-        let magnitude = tenThousandths.magnitude
-        let fraction = String(magnitude % 10_000)
-        return (tenThousandths < 0 ? "-" : "") + "\(magnitude / 10_000)." + String(repeating: "0", count: 4 - fraction.count)
-            + fraction
+        return fixed(tenThousandths, places: 4)
+    }
+
+    /// An integer of `places` decimal places as decimal text, every place written (`fixed(-5, 3)`
+    /// is `-0.005`). Made on the stack, a short result never touching the heap: a cohort chart by
+    /// day writes half a million of these.
+    static func fixed(_ scaled: Int64, places: Int) -> String {
+        // A sign, 19 digits, a point and up to 19 places of leading zeros at most.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 40) { buffer in
+            var magnitude = scaled.magnitude
+            var i = 40
+            func put(_ byte: UInt8) {
+                i -= 1
+                buffer[i] = byte
+            }
+            for _ in 0..<places {
+                put(UInt8(ascii: "0") + UInt8(magnitude % 10))
+                magnitude /= 10
+            }
+            put(UInt8(ascii: "."))
+            repeat {
+                put(UInt8(ascii: "0") + UInt8(magnitude % 10))
+                magnitude /= 10
+            } while magnitude > 0
+            if scaled < 0 { put(UInt8(ascii: "-")) }
+            return String(decoding: UnsafeBufferPointer(rebasing: buffer[i...]), as: UTF8.self)
+        }
     }
 }

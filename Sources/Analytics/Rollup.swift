@@ -157,9 +157,10 @@ public enum Rollup {
         }
         running.add(batch)
         var answer = running.answer()
-        if q.chart == .mrr {
-            for i in answer.values.indices {
-                if case .money(let mrr)? = answer.values[i]["mrr"] { answer.values[i]["arr"] = .money(12 * mrr) }
+        if q.chart == .mrr, let mrr = answer.figures.column("mrr") {
+            let arr = answer.figures.ensureColumn("arr")
+            for i in 0..<answer.figures.periods {
+                if case .money(let m)? = answer.figures[i, mrr] { answer.figures[i, arr] = .money(12 * m) }
             }
         }
         answer.fromRollups = true

@@ -53,7 +53,7 @@ public enum JSONValue: Sendable, Equatable, Decodable {
         return out
     }
 
-    private func write(into out: inout [UInt8]) {
+    fileprivate func write(into out: inout [UInt8]) {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
@@ -84,26 +84,34 @@ public enum JSONValue: Sendable, Equatable, Decodable {
     /// gives, but with the keys sorted once instead of per object (a chart's periods: 730 objects
     /// of up to 1,463 members). `value(i, k)` is object `i`'s member `keys[k]`.
     public static func arrayOfObjects(keys: [String], count: Int, value: (_ object: Int, _ key: Int) -> JSONValue) -> [UInt8] {
+        arrayOfObjects(keys: keys, count: count) { i, k, out in out.value(value(i, k)) }
+    }
+
+    /// ``arrayOfObjects(keys:count:value:)`` with each member's value written straight into the
+    /// bytes by `write(i, k, &out)`, no ``JSONValue`` made for it.
+    public static func arrayOfObjects(
+        keys: [String], count: Int, write: (_ object: Int, _ key: Int, _ out: inout JSONOutput) -> Void
+    ) -> [UInt8] {
         let order = keys.indices.sorted { Identifier(keys[$0]) < Identifier(keys[$1]) }
         let names: [[UInt8]] = order.map { k in
             var name: [UInt8] = []
             writeString(keys[k], into: &name)
             return name + [UInt8(ascii: ":")]
         }
-        var out: [UInt8] = [UInt8(ascii: "[")]
-        out.reserveCapacity(count * keys.count * 12)
+        var out = JSONOutput(capacity: count * names.reduce(names.count * 8) { $0 + $1.count } + 2)
+        out.bytes.append(UInt8(ascii: "["))
         for i in 0..<count {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(UInt8(ascii: "{"))
+            if i > 0 { out.bytes.append(UInt8(ascii: ",")) }
+            out.bytes.append(UInt8(ascii: "{"))
             for (n, k) in order.enumerated() {
-                if n > 0 { out.append(UInt8(ascii: ",")) }
-                out.append(contentsOf: names[n])
-                value(i, k).write(into: &out)
+                if n > 0 { out.bytes.append(UInt8(ascii: ",")) }
+                out.bytes.append(contentsOf: names[n])
+                write(i, k, &out)
             }
-            out.append(UInt8(ascii: "}"))
+            out.bytes.append(UInt8(ascii: "}"))
         }
-        out.append(UInt8(ascii: "]"))
-        return out
+        out.bytes.append(UInt8(ascii: "]"))
+        return out.bytes
     }
 
     /// An object's bytes with one more member, `key`, whose value is already JSON (from
@@ -125,7 +133,7 @@ public enum JSONValue: Sendable, Equatable, Decodable {
     }
 
     /// A JSON string (RFC 8259 §7): quote, backslash and control bytes escaped, the rest as UTF-8.
-    private static func writeString(_ s: String, into out: inout [UInt8]) {
+    fileprivate static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         // Most strings (ids, dates, names) need no escape: copied whole.
         if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
@@ -207,5 +215,35 @@ extension String {
         while s.first?.isWhitespace == true { s = s.dropFirst() }
         while s.last?.isWhitespace == true { s = s.dropLast() }
         return s
+    }
+}
+
+/// JSON being written, a value at a time (``JSONValue/arrayOfObjects(keys:count:write:)``).
+public struct JSONOutput {
+    public fileprivate(set) var bytes: [UInt8] = []
+
+    init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+    public mutating func value(_ v: JSONValue) { v.write(into: &bytes) }
+
+    public mutating func string(_ s: String) { JSONValue.writeString(s, into: &bytes) }
+
+    public mutating func null() { bytes.append(contentsOf: "null".utf8) }
+
+    /// An integer's decimal digits, as `.int(n)` writes them.
+    public mutating func int(_ n: Int64) {
+        if n < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = n.magnitude  // at most 9,223,372,036,854,775,808: 19 digits
+        var (width, power): (Int, UInt64) = (1, 10)
+        while width < 19, magnitude >= power {
+            width += 1
+            power *= 10
+        }
+        let end = bytes.count + width
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width))
+        for i in stride(from: end - 1, through: end - width, by: -1) {
+            bytes[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+        }
     }
 }

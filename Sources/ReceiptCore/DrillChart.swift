@@ -110,7 +110,7 @@ extension ReadChart {
             let answer = try await fromRollups(query, measure: Rollup.keptMeasure(of: measure)),
             let index = answer.periods.firstIndex(where: { $0.label == period })
         {
-            drill.value = answer.values[index][measure]
+            drill.value = answer.figures[index, measure]
         }
         return DrillPage(drill: drill, next: next, fromRollups: true, pendingChanges: pending)
     }

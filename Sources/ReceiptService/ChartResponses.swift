@@ -10,16 +10,24 @@ extension Responses {
     /// one CSV row per period.
     static func chart(_ a: ChartAnswer, csv: Bool) -> HTTPResponse {
         if csv {
+            let columns = a.measures.map(a.figures.column)
             var lines = [(["period"] + a.measures).joined(separator: ",")]
             for (i, p) in a.periods.enumerated() {
-                lines.append(([p.label] + a.measures.map { a.values[i][$0].map(csvText) ?? "" }).joined(separator: ","))
+                lines.append(([p.label] + columns.map { c in c.flatMap { a.figures[i, $0] }.map(csvText) ?? "" }).joined(separator: ","))
             }
             return Self.csv(lines, name: "\(a.chart.rawValue).csv")
         }
-        // A period's measures written straight from the answer, their names sorted once: a cohort
-        // chart by day is 730 periods of 1,463 measures.
-        let values = JSONValue.arrayOfObjects(keys: ["period"] + a.measures, count: a.periods.count) { i, k in
-            k == 0 ? .string(a.periods[i].label) : a.values[i][a.measures[k - 1]].map(json) ?? .null
+        // A period's measures written straight from the answer, their names sorted and their
+        // columns found once: a cohort chart by day is 730 periods of 1,463 measures.
+        let columns = a.measures.map(a.figures.column)
+        let values = JSONValue.arrayOfObjects(keys: ["period"] + a.measures, count: a.periods.count) { i, k, out in
+            guard k > 0 else { return out.string(a.periods[i].label) }
+            switch columns[k - 1].flatMap({ a.figures[i, $0] }) {
+            case .count(let n)?: out.int(n)
+            case .money(let milliunits)?: out.string(Money.text(milliunits))
+            case .ratio(let n, let d)?: if let text = Money.ratio(n, d) { out.string(text) } else { out.null() }
+            case nil: out.null()
+            }
         }
         let body = JSONValue.object([
             "chart": .string(a.chart.rawValue), "currency": .string(a.currency), "resolution": .string(a.resolution.rawValue),

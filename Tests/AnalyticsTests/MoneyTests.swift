@@ -17,6 +17,9 @@ import Testing
         #expect(Money.text(-5) == "-0.005")
         #expect(Money.text(0) == "0.000")
         #expect(Money.text(120_000) == "120.000")
+        #expect(Money.text(-1_000) == "-1.000")
+        #expect(Money.text(.max) == "9223372036854775.807")
+        #expect(Money.text(.min) == "-9223372036854775.808")
     }
 
     @Test func decimalsAreReadExactly() {
@@ -31,5 +34,8 @@ import Testing
         #expect(Money.ratio(2, 3) == "0.6667")
         #expect(Money.ratio(-1, 2) == "-0.5000")
         #expect(Money.ratio(3, 0) == nil)
+        #expect(Money.ratio(7, 7) == "1.0000")
+        #expect(Money.ratio(1, -8) == "-0.1250")
+        #expect(Money.ratio(123_456, 1) == "123456.0000")
     }
 }

@@ -73,6 +73,30 @@ extension JSONValueWritingTests {
         #expect(added == expected.jsonBytes)
         #expect(JSONValue.int(3).jsonBytes(adding: "values", json: plain) == Array("3".utf8))
     }
+
+    /// Values written straight into the bytes are the values' own bytes: integers at every width
+    /// and both ends, strings with escapes, null.
+    @Test func valuesWrittenStraightAreTheValuesBytes() {
+        var numbers: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, .max, .min, .max - 1, .min + 1]
+        var power: Int64 = 1
+        for _ in 0..<18 {
+            power *= 10
+            numbers += [power - 1, power, power + 1, -power]
+        }
+        let strings = ["", "plain", "a\"b\\c\n\u{0007}", "\u{00E9}"]
+        let cells: [JSONValue] = numbers.map { .int($0) } + strings.map(JSONValue.string) + [.null]
+        let written = JSONValue.arrayOfObjects(keys: ["v"], count: cells.count) { i, _, out in
+            if i < numbers.count {
+                out.int(numbers[i])
+            } else if i < numbers.count + strings.count {
+                out.string(strings[i - numbers.count])
+            } else {
+                out.null()
+            }
+        }
+        #expect(written == JSONValue.arrayOfObjects(keys: ["v"], count: cells.count) { i, _ in cells[i] })
+        #expect(String(decoding: written, as: UTF8.self).contains(#"{"v":-9223372036854775808}"#))
+    }
 }
 
 @Suite("JSON parser")
