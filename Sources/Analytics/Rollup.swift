@@ -173,6 +173,19 @@ public enum Rollup {
         measure.hasPrefix("paying_") ? "paying" : measure == "arr" ? "mrr" : measure
     }
 
+    /// The measures whose rows a query's figures are summed from; nil for every row of its chart.
+    /// A figure of `measure` alone (a drill-down's): its kept measure's rows, per grain of cohort.
+    /// A cohort chart: its notes, customers, revenue and the paying spans kept by its own grain of
+    /// cohort (by day, a third of its rows; by month, a fifth).
+    public static func keptMeasures(for q: ChartQuery, measure: String? = nil) -> [String]? {
+        if let measure {
+            let kept = keptMeasure(of: measure)
+            return [kept, kept + "/week", kept + "/month"]
+        }
+        guard q.chart == .cohorts else { return nil }
+        return ["", "customers", "revenue", q.resolution == .day ? "paying" : "paying/" + q.resolution.rawValue]
+    }
+
     /// Rows as differences: what `new` adds to the sums once `old` is taken away (rows whose value
     /// and items both net to zero left out), in no particular order.
     public static func difference(from old: [RollupRow], to new: [RollupRow]) -> [RollupRow] {

@@ -74,7 +74,8 @@ package struct ReadChart: Sendable {
                 guard let state = try KeepRollups.ready(store, for: settings) else { return nil }
                 let environment = query.filters.environment
                 return (
-                    try store.rows(environment: environment, chart: query.chart, measure: measure),
+                    try store.rows(
+                        environment: environment, chart: query.chart, measures: Rollup.keptMeasures(for: query, measure: measure)),
                     try store.moments(
                         environment: environment, chart: query.chart, day: CivilTime.split(query.now).0, measure: measure),
                     try store.pendingChanges(after: state.changesThrough)

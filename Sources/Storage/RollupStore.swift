@@ -156,15 +156,15 @@ public struct RollupStore {
         }
     }
 
-    /// The sums of one environment's chart (of one measure and its per-grain copies, when given:
-    /// all one figure needs).
-    public func rows(environment: String, chart: Chart, measure: String? = nil) throws -> [RollupRow] {
+    /// The sums of one environment's chart (of those measures alone, when given: what a query
+    /// needs, ``Rollup/keptMeasures(for:measure:)``).
+    public func rows(environment: String, chart: Chart, measures: [String]? = nil) throws -> [RollupRow] {
         let q = try db.cached(
             """
             SELECT measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day, value,
             items, settled FROM rollup_days WHERE environment = ? AND chart = ?
-            """ + (measure == nil ? "" : " AND measure IN (?, ?, ?)")
-        ).bind([environment, chart.rawValue] + (measure.map { [$0, $0 + "/week", $0 + "/month"] } ?? []))
+            """ + (measures.map { " AND measure IN (" + Array(repeating: "?", count: $0.count).joined(separator: ", ") + ")" } ?? "")
+        ).bind([environment, chart.rawValue] + (measures ?? []))
         var rows: [RollupRow] = []
         while try q.step() {
             guard let kind = ChartItem.Kind(rawValue: q.text(1)!) else { continue }
