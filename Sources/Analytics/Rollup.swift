@@ -56,6 +56,10 @@ public enum Rollup {
                         }
                         let days = RollupMoment.days(of: piece, onOrAfter: today, writtenAt: writtenAt)
                         if !days.isEmpty, Rollup.floorDay(piece.validUntil) >= today {
+                            // As with rows, untaxed storefronts only for revenue: then a note's piece may say nothing.
+                            var piece = piece
+                            if chart != .revenue { piece.notes.removeAll(where: \.isUntaxed) }
+                            guard !piece.measure.isEmpty || !piece.notes.isEmpty else { continue }
                             moments.append(RollupMoment(environment: environment, chart: chart, item: piece, days: days))
                         }
                     }

@@ -77,7 +77,7 @@ extension ReadChart {
     package func drill(_ input: Input, period: String, measure: String, page: DrillRequest = DrillRequest())
         async throws(ReceiptError) -> DrillPage
     {
-        let (query, rates) = try await prepare(input)
+        let (query, rates) = (try prepare(input), try await rates())
         let sum: ChartSum
         let target: DrillTarget?
         do {

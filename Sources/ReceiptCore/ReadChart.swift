@@ -53,13 +53,13 @@ package struct ReadChart: Sendable {
     }
 
     package func callAsFunction(_ input: Input) async throws(ReceiptError) -> ChartAnswer {
-        let (query, rates) = try await prepare(input)
+        let query = try prepare(input)
         if Rollup.answers(query, reportingCurrency: settings.reportingCurrency), let answer = try await fromRollups(query) {
             return answer
         }
         let sum: ChartSum
         do { sum = try ChartSum(query, currency: query.currency ?? settings.reportingCurrency) } catch { throw Self.error(error) }
-        return try await sumEveryHolder(query, rates: rates, into: sum.running()).answer()
+        return try await sumEveryHolder(query, rates: try await rates(), into: sum.running()).answer()
     }
 
     /// The query's chart from the rollups (``KeepRollups``), when they are built for the current
@@ -137,22 +137,25 @@ package struct ReadChart: Sendable {
         return running
     }
 
-    func prepare(_ input: Input) async throws(ReceiptError) -> (ChartQuery, ExchangeRates) {
+    /// The query asked, at the clock's now.
+    func prepare(_ input: Input) throws(ReceiptError) -> ChartQuery {
         let now = clock.now()
         let to = input.to ?? now + 1
         let from = input.from ?? to - 30 * 86_400_000
         guard from < to else { throw .invalidRequest("`from` must be before `to`.") }
-        let rates: ExchangeRates
+        return ChartQuery(
+            chart: input.chart, from: from, to: to, resolution: input.resolution, zone: input.zone, currency: input.currency,
+            filters: input.filters, now: now)
+    }
+
+    /// The loaded exchange rates: what summing ledgers needs (the rollups were summed with them).
+    func rates() async throws(ReceiptError) -> ExchangeRates {
         do {
-            rates = try await database.read { db in ExchangeRates(Self.rows(try AnalyticsStore(db).rates())) }
+            return try await database.read { db in ExchangeRates(Self.rows(try AnalyticsStore(db).rates())) }
         } catch {
             logger.error("the exchange rates could not be read", metadata: ["error": "\(error)"])
             throw .internalFault
         }
-        let query = ChartQuery(
-            chart: input.chart, from: from, to: to, resolution: input.resolution, zone: input.zone, currency: input.currency,
-            filters: input.filters, now: now)
-        return (query, rates)
     }
 
     /// Each holder's ledger from rows read together.
