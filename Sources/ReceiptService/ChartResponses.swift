@@ -13,7 +13,8 @@ extension Responses {
             let columns = a.measures.map(a.figures.column)
             var lines = [(["period"] + a.measures).joined(separator: ",")]
             for (i, p) in a.periods.enumerated() {
-                lines.append(([p.label] + columns.map { c in c.flatMap { a.figures[i, $0] }.map(csvText) ?? "" }).joined(separator: ","))
+                lines.append(
+                    ([p.label] + columns.map { c in c.flatMap { a.figures[i, $0] }.map(csvText) ?? "" }).joined(separator: ","))
             }
             return Self.csv(lines, name: "\(a.chart.rawValue).csv")
         }

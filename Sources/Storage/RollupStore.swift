@@ -159,11 +159,12 @@ public struct RollupStore {
     /// The sums of one environment's chart (of those measures alone, when given: what a query
     /// needs, ``Rollup/keptMeasures(for:measure:)``).
     public func rows(environment: String, chart: Chart, measures: [String]? = nil) throws -> [RollupRow] {
+        let measureClause = measures.map { " AND measure IN (\(Array(repeating: "?", count: $0.count).joined(separator: ", ")))" }
         let q = try db.cached(
             """
             SELECT measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day, value,
             items, settled FROM rollup_days WHERE environment = ? AND chart = ?
-            """ + (measures.map { " AND measure IN (" + Array(repeating: "?", count: $0.count).joined(separator: ", ") + ")" } ?? "")
+            """ + (measureClause ?? "")
         ).bind([environment, chart.rawValue] + (measures ?? []))
         var rows: [RollupRow] = []
         while try q.step() {
