@@ -126,7 +126,8 @@ public struct ChartAnswer: Sendable {
     /// that far behind the change log).
     public var pendingChanges: Int64 = 0
 
-    /// Each period's figures by name: ``figures`` row by row, to read, not for speed.
+    /// Each period's figures by name: ``figures`` row by row, all of them made at each use (to
+    /// read, not for speed).
     public var values: [[String: Measure]] { (0..<figures.periods).map(figures.row) }
 }
 

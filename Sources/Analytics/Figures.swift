@@ -55,6 +55,18 @@ public struct Figures: Sendable, Equatable {
 
     /// Equal when every period has the same figures by name, whatever the columns' order.
     public static func == (a: Figures, b: Figures) -> Bool {
-        a.periods == b.periods && (0..<a.periods).allSatisfy { a.row($0) == b.row($0) }
+        a.periods == b.periods && a.isWithin(b) && b.isWithin(a)
+    }
+
+    /// Whether `other` has every figure this has.
+    private func isWithin(_ other: Figures) -> Bool {
+        for (c, name) in columns.enumerated() {
+            let theirs = other.index[name]
+            for p in 0..<periods {
+                guard let m = self[p, c] else { continue }
+                guard let theirs, other[p, theirs] == m else { return false }
+            }
+        }
+        return true
     }
 }

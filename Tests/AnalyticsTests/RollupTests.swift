@@ -78,7 +78,7 @@ struct RollupTests {
                             q, currency: "EUR",
                             rows: rows.filter { $0.key.chart == chart && needed?.contains($0.key.measure) ?? true },
                             moments: moments.filter { $0.chart == chart })
-                        #expect(answer.values == expected.values, "\(chart) by \(resolution), \(filters), now \(now)")
+                        #expect(answer.figures == expected.figures, "\(chart) by \(resolution), \(filters), now \(now)")
                         #expect(answer.measures == expected.measures, "\(chart)")
                         #expect(answer.missingRates == expected.missingRates, "\(chart)")
                         #expect(answer.missingPrices == expected.missingPrices, "\(chart)")
