@@ -15,7 +15,8 @@
 #      the difference) and how long the keeper took to include the last POST;
 #   5. the same rows loaded into a throwaway PostgreSQL cluster (COPY), and 2. to 4. again on it.
 # Needs: apt-get install -y wrk curl python3 postgresql libsqlite3-dev libpq-dev libcurl4-openssl-dev zlib1g-dev
-# Usage: [SUBSCRIBERS=N] [RUNS=5] [TIMEOUT=600] [SQLITE_ONLY=1] Benchmarks/analytics.sh [seconds of POSTs, default 10]
+# Usage: [SUBSCRIBERS=N] [RUNS=5] [TIMEOUT=600] [SQLITE_ONLY=1 | POSTGRESQL_ONLY=1] Benchmarks/analytics.sh [seconds of POSTs, default 10]
+#   (POSTGRESQL_ONLY still writes the SQLite file it loads from, but measures nothing on it)
 source "$(dirname "$0")/lib.sh"
 subscribers=${SUBSCRIBERS:-1000000}
 runs=${RUNS:-5}
@@ -113,7 +114,7 @@ measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then
   stop
 }
 
-measure SQLite
+[ -z "${POSTGRESQL_ONLY:-}" ] && measure SQLite
 [ -n "${SQLITE_ONLY:-}" ] && exit 0
 
 pgbin=/usr/lib/postgresql/$(ls /usr/lib/postgresql | sort -n | tail -1)/bin
