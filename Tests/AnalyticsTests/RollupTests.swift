@@ -136,6 +136,19 @@ extension RollupTests {
         #expect(RollupRow.decode("revenue\tflow\n") == nil)
     }
 
+    /// Today's items keep the notes their chart reports, as its rows do (untaxed storefronts for
+    /// revenue alone), and a note's piece left with nothing to say is not kept.
+    @Test func todaysItemsKeepOnlyTheNotesTheirChartReports() {
+        let (facts, owners) = SampleBusiness.business(seed: 8)
+        let moments = Self.holders(SampleBusiness.ledger(facts, owners: owners)).flatMap {
+            Rollup.holder($0, settings: Self.settings, rates: Self.rates, writtenAt: SampleBusiness.origin).moments
+        }
+        #expect(moments.contains { $0.chart == .mrr } && moments.contains { $0.chart == .actives })
+        #expect(moments.contains { $0.chart == .revenue && $0.item.notes.contains(where: \.isUntaxed) })
+        #expect(!moments.contains { $0.chart != .revenue && $0.item.notes.contains(where: \.isUntaxed) })
+        #expect(!moments.contains { $0.item.measure.isEmpty && $0.item.notes.isEmpty })
+    }
+
     @Test func momentsReadBackAsWritten() {
         let (facts, owners) = SampleBusiness.business(seed: 8)
         var items = Self.holders(SampleBusiness.ledger(facts, owners: owners)).flatMap {
