@@ -82,13 +82,8 @@ public enum JSONValue: Sendable, Equatable, Decodable {
 
     /// Objects that all have the same keys, as a JSON array: the bytes `.array(objects).jsonBytes`
     /// gives, but with the keys sorted once instead of per object (a chart's periods: 730 objects
-    /// of up to 1,463 members). `value(i, k)` is object `i`'s member `keys[k]`.
-    public static func arrayOfObjects(keys: [String], count: Int, value: (_ object: Int, _ key: Int) -> JSONValue) -> [UInt8] {
-        arrayOfObjects(keys: keys, count: count) { i, k, out in out.value(value(i, k)) }
-    }
-
-    /// ``arrayOfObjects(keys:count:value:)`` with each member's value written straight into the
-    /// bytes by `write(i, k, &out)`, no ``JSONValue`` made for it.
+    /// of up to 1,463 members), and each member's value written straight into the bytes:
+    /// `write(i, k, &out)` writes object `i`'s member `keys[k]`.
     public static func arrayOfObjects(
         keys: [String], count: Int, write: (_ object: Int, _ key: Int, _ out: inout JSONOutput) -> Void
     ) -> [UInt8] {
@@ -115,7 +110,7 @@ public enum JSONValue: Sendable, Equatable, Decodable {
     }
 
     /// An object's bytes with one more member, `key`, whose value is already JSON (from
-    /// ``arrayOfObjects(keys:count:value:)``, say); in place of a member of that name, if any.
+    /// ``arrayOfObjects(keys:count:write:)``, say); in place of a member of that name, if any.
     public func jsonBytes(adding key: String, json: [UInt8]) -> [UInt8] {
         guard case .object(var members) = self else { return jsonBytes }
         let added = Identifier(key)

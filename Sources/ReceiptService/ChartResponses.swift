@@ -23,11 +23,10 @@ extension Responses {
         let columns = a.measures.map(a.figures.column)
         let values = JSONValue.arrayOfObjects(keys: ["period"] + a.measures, count: a.periods.count) { i, k, out in
             guard k > 0 else { return out.string(a.periods[i].label) }
-            switch columns[k - 1].flatMap({ a.figures[i, $0] }) {
-            case .count(let n)?: out.int(n)
-            case .money(let milliunits)?: out.string(Money.text(milliunits))
-            case .ratio(let n, let d)?: if let text = Money.ratio(n, d) { out.string(text) } else { out.null() }
-            case nil: out.null()
+            switch columns[k - 1].flatMap({ a.figures[i, $0] }).map(figure) {
+            case .integer(let n)?: out.int(n)
+            case .text(let text)?: out.string(text)
+            case .null?, nil: out.null()
             }
         }
         let body = JSONValue.object([
@@ -85,21 +84,35 @@ extension Responses {
             ]))
     }
 
-    /// A count as an integer; money as exact decimal text (`"12.990"`); a ratio as decimal text
-    /// of four places, null when its denominator is 0.
-    static func json(_ m: Measure) -> JSONValue {
+    /// A figure as the API writes it: a count as an integer; money as exact decimal text
+    /// (`"12.990"`); a ratio as decimal text of four places, null when its denominator is 0.
+    enum Figure {
+        case integer(Int64)
+        case text(String)
+        case null
+    }
+
+    static func figure(_ m: Measure) -> Figure {
         switch m {
-        case .count(let n): .int(n)
-        case .money(let milliunits): .string(Money.text(milliunits))
-        case .ratio(let n, let d): Money.ratio(n, d).map(JSONValue.string) ?? .null
+        case .count(let n): .integer(n)
+        case .money(let milliunits): .text(Money.text(milliunits))
+        case .ratio(let n, let d): Money.ratio(n, d).map(Figure.text) ?? .null
+        }
+    }
+
+    static func json(_ m: Measure) -> JSONValue {
+        switch figure(m) {
+        case .integer(let n): .int(n)
+        case .text(let text): .string(text)
+        case .null: .null
         }
     }
 
     static func csvText(_ m: Measure) -> String {
-        switch m {
-        case .count(let n): String(n)
-        case .money(let milliunits): Money.text(milliunits)
-        case .ratio(let n, let d): Money.ratio(n, d) ?? ""
+        switch figure(m) {
+        case .integer(let n): String(n)
+        case .text(let text): text
+        case .null: ""
         }
     }
 
