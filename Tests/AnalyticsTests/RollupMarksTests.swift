@@ -8,15 +8,23 @@ private let day: Int64 = 86_400_000
 
 /// A drill-down that reads only the holders marked for a figure, mark by mark, finds exactly the
 /// contributions the engine finds in the whole ledger, each once: every chart and drillable
-/// measure, every begun period by day, week and month, in UTC and an offset zone, with filters,
-/// the marks written up to forty days before the clock.
-@Suite("Rollup marks", .serialized)  // one seed at a time: each keeps a thread busy for seconds
+/// measure, every begun period by week and month and a fifth of them by day, in UTC and offset
+/// zones, with filters, the marks written up to forty days before the clock.
+@Suite("Rollup marks")
 struct RollupMarksTests {
     static let berlin = ZoneOffset(name: "Europe/Berlin") { _ in 3_600_000 }
     static let apia = ZoneOffset(name: "Pacific/Apia") { _ in 13 * 3_600_000 }
 
     @Test(arguments: [39, 40, 41] as [UInt64])
-    func markedHoldersMakeEveryFigure(seed: UInt64) throws {
+    func markedHoldersMakeEveryFigure(seed: UInt64) async throws {
+        let (mismatches, figures, contributions) = try await onTheHeavyLane { try Self.compare(seed: seed) }
+        for mismatch in mismatches { Issue.record(Comment(rawValue: mismatch)) }
+        #expect(figures > 1_000 && contributions > 3_000, "\(figures) figures, \(contributions) contributions")
+    }
+
+    /// Every mismatch found (a chart's figures or a drill-down's contributions), with how many
+    /// figures and contributions were compared.
+    static func compare(seed: UInt64) throws -> (mismatches: [String], figures: Int, contributions: Int) {
         let (facts, owners) = SampleBusiness.business(seed: seed)
         let ledger = SampleBusiness.ledger(facts, owners: owners)
         let (settings, rates) = (RollupTests.settings, RollupTests.rates)
@@ -24,9 +32,8 @@ struct RollupMarksTests {
         let holders = RollupTests.holders(ledger)
         var rng = SeededGenerator(seed: seed)
         let origin = SampleBusiness.origin
-        var figures = 0
-        var contributions = 0
-        for round in 0..<4 {
+        var (mismatches, figures, contributions) = ([String](), 0, 0)
+        for round in 0..<3 {
             let now = origin + Int64.random(in: 30..<250, using: &rng) * day + Int64.random(in: 0..<day, using: &rng)
             let written = now - Int64.random(in: 0...(40 * day), using: &rng)
             // Each holder's marks, as the keeper keeps them from their rows.
@@ -38,10 +45,10 @@ struct RollupMarksTests {
                 }
             }
             marked.sort { ($0.day, $0.user) < ($1.day, $1.user) }
-            let zone = [ZoneOffset.utc, Self.berlin, Self.apia][round % 3]
+            let zone = [ZoneOffset.utc, Self.berlin, Self.apia][(round + Int(seed)) % 3]
             for chart in Chart.allCases {
                 for resolution in Resolution.allCases {
-                    let filters = round == 3 ? ChartFilters(app: "com.y") : ChartFilters()
+                    let filters = round == 2 ? ChartFilters(app: "com.y") : ChartFilters()
                     let q = ChartQuery(
                         chart: chart, from: origin - 3 * day, to: now + 20 * day, resolution: resolution, zone: zone,
                         filters: filters, now: now)
@@ -52,12 +59,14 @@ struct RollupMarksTests {
                         })
                     let everyone = items.keys.sorted().flatMap { items[$0]! }
                     let answer = sum.answer(everyone)
-                    #expect(answer.figures == (try engine.answer(q)).figures)
+                    if answer.figures != (try engine.answer(q)).figures {
+                        mismatches.append("\(chart) by \(resolution): figures")
+                    }
                     var measures = chart.measures.filter { Chart.parts(of: $0) == nil }
                     if chart == .cohorts { measures += (0..<4).map { "paying_\($0)" } }
-                    // By day, every third period (and all by week and month): each drill-down sums everyone.
+                    // By day, every fifth period (and all by week and month): each drill-down sums everyone.
                     for (n, period) in answer.periods.enumerated()
-                    where period.start <= now && (resolution != .day || n % 3 == round % 3) {
+                    where period.start <= now && (resolution != .day || n % 5 == (round + Int(seed)) % 5) {
                         for measure in measures {
                             let expected = try sum.drill(everyone, period: period.label, measure: measure).contributions
                             var running = try sum.drilling(period: period.label, measure: measure)
@@ -68,9 +77,9 @@ struct RollupMarksTests {
                                 }
                             }
                             let found = try running.drill().contributions
-                            #expect(
-                                found.map(Self.key).sorted() == expected.map(Self.key).sorted(),
-                                "\(chart) \(measure) of \(period.label) by \(resolution)")
+                            if found.map(Self.key).sorted() != expected.map(Self.key).sorted() {
+                                mismatches.append("\(chart) \(measure) of \(period.label) by \(resolution)")
+                            }
                             figures += 1
                             contributions += expected.count
                         }
@@ -78,7 +87,7 @@ struct RollupMarksTests {
                 }
             }
         }
-        #expect(figures > 1_500 && contributions > 5_000, "\(figures) figures, \(contributions) contributions")
+        return (mismatches, figures, contributions)
     }
 
     static func key(_ c: Contribution) -> String {
