@@ -80,51 +80,23 @@ public enum JSONValue: Sendable, Equatable, Decodable {
         }
     }
 
-    /// Objects that all have the same keys, as a JSON array: the bytes `.array(objects).jsonBytes`
-    /// gives, but with the keys sorted once instead of per object (a chart's periods: 730 objects
-    /// of up to 1,463 members), and each member's value written straight into the bytes:
-    /// `write(i, k, &out)` writes object `i`'s member `keys[k]`.
-    public static func arrayOfObjects(
-        keys: [String], count: Int, write: (_ object: Int, _ key: Int, _ out: inout JSONOutput) -> Void
-    ) -> [UInt8] {
-        let order = keys.indices.sorted { Identifier(keys[$0]) < Identifier(keys[$1]) }
-        let names: [[UInt8]] = order.map { k in
-            var name: [UInt8] = []
-            writeString(keys[k], into: &name)
-            return name + [UInt8(ascii: ":")]
-        }
-        var out = JSONOutput(capacity: count * names.reduce(names.count * 8) { $0 + $1.count } + 2)
-        out.bytes.append(UInt8(ascii: "["))
-        for i in 0..<count {
-            if i > 0 { out.bytes.append(UInt8(ascii: ",")) }
-            out.bytes.append(UInt8(ascii: "{"))
-            for (n, k) in order.enumerated() {
-                if n > 0 { out.bytes.append(UInt8(ascii: ",")) }
-                out.bytes.append(contentsOf: names[n])
-                write(i, k, &out)
-            }
-            out.bytes.append(UInt8(ascii: "}"))
-        }
-        out.bytes.append(UInt8(ascii: "]"))
-        return out.bytes
-    }
-
-    /// An object's bytes with one more member, `key`, whose value is already JSON (from
-    /// ``arrayOfObjects(keys:count:write:)``, say); in place of a member of that name, if any.
-    public func jsonBytes(adding key: String, json: [UInt8]) -> [UInt8] {
+    /// This object's bytes with one more member, `key`, whose value `write` writes straight into
+    /// them (in place of a member of that name, if any), in one buffer of about `capacity` bytes:
+    /// a chart's twenty megabytes of periods are written once, not written and then copied in.
+    public func jsonBytes(adding key: String, capacity: Int, write: (inout JSONOutput) -> Void) -> [UInt8] {
         guard case .object(var members) = self else { return jsonBytes }
         let added = Identifier(key)
         members[added] = .null
-        var out: [UInt8] = [UInt8(ascii: "{")]
-        out.reserveCapacity(json.count + 256)
+        var out = JSONOutput(capacity: capacity + 256)
+        out.bytes.append(UInt8(ascii: "{"))
         for (i, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            Self.writeString(member.key.string, into: &out)
-            out.append(UInt8(ascii: ":"))
-            if member.key == added { out.append(contentsOf: json) } else { member.value.write(into: &out) }
+            if i > 0 { out.bytes.append(UInt8(ascii: ",")) }
+            Self.writeString(member.key.string, into: &out.bytes)
+            out.bytes.append(UInt8(ascii: ":"))
+            if member.key == added { write(&out) } else { member.value.write(into: &out.bytes) }
         }
-        out.append(UInt8(ascii: "}"))
-        return out
+        out.bytes.append(UInt8(ascii: "}"))
+        return out.bytes
     }
 
     /// A JSON string (RFC 8259 §7): quote, backslash and control bytes escaped, the rest as UTF-8.
@@ -213,11 +185,44 @@ extension String {
     }
 }
 
-/// JSON being written, a value at a time (``JSONValue/arrayOfObjects(keys:count:write:)``).
+/// JSON being written, a value at a time (``JSONValue/jsonBytes(adding:capacity:write:)``).
 public struct JSONOutput {
     public fileprivate(set) var bytes: [UInt8] = []
 
     init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+    /// Objects that all have the same keys, as a JSON array: the bytes `.array(objects)` writes,
+    /// but with the keys sorted and written out once instead of per object (a chart's periods:
+    /// 730 objects of up to 1,463 members), and each member's value written straight in:
+    /// `write(i, k, &out)` writes object `i`'s member `keys[k]`.
+    public mutating func arrayOfObjects(
+        keys: [String], count: Int, write: (_ object: Int, _ key: Int, _ out: inout JSONOutput) -> Void
+    ) {
+        let order = keys.indices.sorted { Identifier(keys[$0]) < Identifier(keys[$1]) }
+        let names: [[UInt8]] = order.map { k in
+            var name: [UInt8] = []
+            JSONValue.writeString(keys[k], into: &name)
+            return name + [UInt8(ascii: ":")]
+        }
+        bytes.append(UInt8(ascii: "["))
+        for i in 0..<count {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(UInt8(ascii: "{"))
+            for (n, k) in order.enumerated() {
+                if n > 0 { bytes.append(UInt8(ascii: ",")) }
+                bytes.append(contentsOf: names[n])
+                write(i, k, &self)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// What ``arrayOfObjects(keys:count:write:)`` of `count` objects with `keys` takes, with
+    /// each value about `valueBytes` long: room to reserve (a key of a quote or two included).
+    public static func arrayOfObjectsSize(keys: [String], count: Int, valueBytes: Int) -> Int {
+        count * keys.reduce(2) { $0 + $1.utf8.count + 6 + valueBytes } + 2
+    }
 
     public mutating func value(_ v: JSONValue) { v.write(into: &bytes) }
 

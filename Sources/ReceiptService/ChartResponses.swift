@@ -18,17 +18,6 @@ extension Responses {
             }
             return Self.csv(lines, name: "\(a.chart.rawValue).csv")
         }
-        // A period's measures written straight from the answer, their names sorted and their
-        // columns found once: a cohort chart by day is 730 periods of 1,463 measures.
-        let columns = a.measures.map(a.figures.column)
-        let values = JSONValue.arrayOfObjects(keys: ["period"] + a.measures, count: a.periods.count) { i, k, out in
-            guard k > 0 else { return out.string(a.periods[i].label) }
-            switch columns[k - 1].flatMap({ a.figures[i, $0] }).map(figure) {
-            case .integer(let n)?: out.int(n)
-            case .text(let text)?: out.string(text)
-            case .null?, nil: out.null()
-            }
-        }
         let body = JSONValue.object([
             "chart": .string(a.chart.rawValue), "currency": .string(a.currency), "resolution": .string(a.resolution.rawValue),
             "time_zone": .string(a.zone), "measures": .array(a.measures.map(JSONValue.string)),
@@ -49,7 +38,21 @@ extension Responses {
             "untaxed_storefronts": .array(a.untaxedStorefronts.map(JSONValue.string)),
             "source": .string(a.fromRollups ? "rollups" : "transactions"), "pending_changes": .int(a.pendingChanges),
         ])
-        return .json(bytes: body.jsonBytes(adding: "values", json: values))
+        // A period's measures written straight from the answer into the body, their names sorted
+        // and their columns found once: a cohort chart by day is 730 periods of 1,463 measures.
+        let (keys, columns) = (["period"] + a.measures, a.measures.map(a.figures.column))
+        let size = JSONOutput.arrayOfObjectsSize(keys: keys, count: a.periods.count, valueBytes: 6)
+        return .json(
+            bytes: body.jsonBytes(adding: "values", capacity: size) { out in
+                out.arrayOfObjects(keys: keys, count: a.periods.count) { i, k, out in
+                    guard k > 0 else { return out.string(a.periods[i].label) }
+                    switch columns[k - 1].flatMap({ a.figures[i, $0] }).map(figure) {
+                    case .integer(let n)?: out.int(n)
+                    case .text(let text)?: out.string(text)
+                    case .null?, nil: out.null()
+                    }
+                }
+            })
     }
 
     /// `{"chart", "period", "measure", "value", "contributions": [{app_user_id, original_transaction_id,

@@ -60,18 +60,32 @@ extension JSONValueWritingTests {
         let plain = JSONValue.array(
             cells.map { row in .object(strings: Dictionary(uniqueKeysWithValues: zip(keys, row))) }
         ).jsonBytes
-        #expect(JSONValue.arrayOfObjects(keys: keys, count: cells.count) { i, k, out in out.value(cells[i][k]) } == plain)
-        #expect(JSONValue.arrayOfObjects(keys: keys, count: 0) { i, k, out in out.value(cells[i][k]) } == Array("[]".utf8))
+        #expect(
+            Self.written { $0.arrayOfObjects(keys: keys, count: cells.count) { i, k, out in out.value(cells[i][k]) } } == plain)
+        #expect(
+            Self.written { $0.arrayOfObjects(keys: keys, count: 0) { i, k, out in out.value(cells[i][k]) } } == Array("[]".utf8))
 
+        // The member added in its place among the others', over one of the same name.
         let outer = JSONValue.object(strings: ["chart": .string("mrr"), "zz": .int(1), "values": .int(9)])
-        let added = outer.jsonBytes(adding: "values", json: plain)
+        let added = outer.jsonBytes(adding: "values", capacity: 0) { out in
+            out.arrayOfObjects(keys: keys, count: cells.count) { i, k, out in out.value(cells[i][k]) }
+        }
         var expected = outer
         if case .object(var members) = outer {
             members[Identifier("values")] = try JSONValue.parse(plain)
             expected = .object(members)
         }
         #expect(added == expected.jsonBytes)
-        #expect(JSONValue.int(3).jsonBytes(adding: "values", json: plain) == Array("3".utf8))
+        #expect(JSONValue.int(3).jsonBytes(adding: "values", capacity: 0) { $0.int(4) } == Array("3".utf8))
+        // The size to reserve is enough for values of the length said.
+        let size = JSONOutput.arrayOfObjectsSize(keys: keys, count: 3, valueBytes: 4)
+        #expect(size >= Self.written { $0.arrayOfObjects(keys: keys, count: 3) { _, _, out in out.int(1234) } }.count)
+    }
+
+    /// What `write` writes, alone: the value of the one member added to an empty object.
+    static func written(_ write: (inout JSONOutput) -> Void) -> [UInt8] {
+        let bytes = JSONValue.object([:]).jsonBytes(adding: "x", capacity: 0, write: write)
+        return Array(bytes.dropFirst(#"{"x":"#.utf8.count).dropLast())
     }
 
     /// Values written straight into the bytes are the values' own bytes: integers at every width
@@ -85,13 +99,15 @@ extension JSONValueWritingTests {
         }
         let strings = ["", "plain", "a\"b\\c\n\u{0007}", "\u{00E9}"]
         let cells: [JSONValue] = numbers.map { .int($0) } + strings.map(JSONValue.string) + [.null]
-        let written = JSONValue.arrayOfObjects(keys: ["v"], count: cells.count) { i, _, out in
-            if i < numbers.count {
-                out.int(numbers[i])
-            } else if i < numbers.count + strings.count {
-                out.string(strings[i - numbers.count])
-            } else {
-                out.null()
+        let written = Self.written {
+            $0.arrayOfObjects(keys: ["v"], count: cells.count) { i, _, out in
+                if i < numbers.count {
+                    out.int(numbers[i])
+                } else if i < numbers.count + strings.count {
+                    out.string(strings[i - numbers.count])
+                } else {
+                    out.null()
+                }
             }
         }
         #expect(written == JSONValue.array(cells.map { .object(strings: ["v": $0]) }).jsonBytes)
