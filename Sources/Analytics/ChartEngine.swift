@@ -94,6 +94,16 @@ public struct ChartSum {
 
     public func running() -> Running { Running(Book(q: q, grid: grid, currency: currency, focus: nil)) }
 
+    /// The query of the period labelled `period` alone, which has the same figures for it: a
+    /// period's figures are the items counting at its own instants. Not a cohort chart's, whose
+    /// `paying_N` reach N periods on: nil for those, and for a label not of this chart.
+    public func query(ofPeriod period: String) -> ChartQuery? {
+        guard q.chart != .cohorts, let p = grid.periods.first(where: { $0.label == period }) else { return nil }
+        var one = q
+        (one.from, one.to) = (p.start, p.end)
+        return one
+    }
+
     /// A sum that also keeps the contributions to one figure.
     public func drilling(period: String, measure: String) throws(ChartError) -> Running {
         if let parts = Chart.parts(of: measure) { throw .derivedMeasure(measure, parts: parts) }

@@ -171,6 +171,20 @@ public enum Rollup {
         return answer
     }
 
+    /// The last day whose rows can count in the query: every item counts only at or after its
+    /// start, and the query's last instant is its last period's end or now, whichever is first.
+    /// A query of a past range reads none of the rows since.
+    public static func lastDay(of q: ChartQuery) throws(ChartError) -> Int64 {
+        let grid: PeriodGrid
+        do throws(PeriodGrid.TooMany) {
+            grid = try PeriodGrid(from: q.from, to: max(q.to, q.from + 1), resolution: q.resolution, zone: q.zone)
+        } catch {
+            throw .tooManyPeriods
+        }
+        let end = min(grid.periods.last?.end ?? q.to, q.now + 1)
+        return floorDay(end - 1)
+    }
+
     /// The measure whose rows a figure of `measure` is summed from: `paying` for `paying_N`,
     /// `mrr` for `arr` (kept as MRR alone), else itself.
     public static func keptMeasure(of measure: String) -> String {

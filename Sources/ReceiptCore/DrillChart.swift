@@ -103,16 +103,27 @@ extension ReadChart {
             }
             return try await drillEveryHolder(query, rates: rates, sum: sum, period: period, measure: measure)
         }
+        // The figure, on the first page, is read from the rollups beside the marked holders.
+        let wanted = page.after == nil && !page.everything && Rollup.answers(query, reportingCurrency: settings.reportingCurrency)
+        let one = sum.query(ofPeriod: period) ?? query
+        async let figure = wanted ? self.figure(one, period: period, measure: measure) : .success(nil)
         var (drill, next) = try await drillMarked(
             query, rates: rates, sum: sum, target: target, period: period, measure: measure, page: page)
-        drill.value = nil
-        if page.after == nil, !page.everything, Rollup.answers(query, reportingCurrency: settings.reportingCurrency),
-            let answer = try await fromRollups(query, measure: Rollup.keptMeasure(of: measure)),
-            let index = answer.periods.firstIndex(where: { $0.label == period })
-        {
-            drill.value = answer.figures[index, measure]
-        }
+        drill.value = try await figure.get()
         return DrillPage(drill: drill, next: next, fromRollups: true, pendingChanges: pending)
+    }
+
+    /// One figure from the rollups, of `query` (its period's alone where the chart allows:
+    /// ``ChartSum/query(ofPeriod:)``): its measure's rows alone. Nil while they are being rebuilt.
+    private func figure(_ query: ChartQuery, period: String, measure: String) async -> Result<Measure?, ReceiptError> {
+        do throws(ReceiptError) {
+            guard let answer = try await fromRollups(query, measure: Rollup.keptMeasure(of: measure)),
+                let index = answer.periods.firstIndex(where: { $0.label == period })
+            else { return .success(nil) }
+            return .success(answer.figures[index, measure])
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// A page of contributions from the holders marked for the figure, in the order of their

@@ -67,6 +67,8 @@ package struct ReadChart: Sendable {
     /// figures right when given. Nil while they are being rebuilt.
     func fromRollups(_ query: ChartQuery, measure: String? = nil) async throws(ReceiptError) -> ChartAnswer? {
         let settings = settings
+        let lastDay: Int64
+        do { lastDay = try Rollup.lastDay(of: query) } catch { throw Self.error(error) }
         let kept: ([RollupRow], [RollupMoment], Int64)?
         do {
             kept = try await database.read { db in
@@ -75,7 +77,8 @@ package struct ReadChart: Sendable {
                 let environment = query.filters.environment
                 return (
                     try store.rows(
-                        environment: environment, chart: query.chart, measures: Rollup.keptMeasures(for: query, measure: measure)),
+                        environment: environment, chart: query.chart, measures: Rollup.keptMeasures(for: query, measure: measure),
+                        throughDay: lastDay),
                     try store.moments(
                         environment: environment, chart: query.chart, day: CivilTime.split(query.now).0, measure: measure),
                     try store.pendingChanges(after: state.changesThrough)

@@ -157,15 +157,18 @@ public struct RollupStore {
     }
 
     /// The sums of one environment's chart (of those measures alone, when given: what a query
-    /// needs, ``Rollup/keptMeasures(for:measure:)``).
-    public func rows(environment: String, chart: Chart, measures: [String]? = nil) throws -> [RollupRow] {
+    /// needs, ``Rollup/keptMeasures(for:measure:)``), starting on `throughDay` or before
+    /// (``Rollup/lastDay(of:)``).
+    public func rows(environment: String, chart: Chart, measures: [String]? = nil, throughDay: Int64 = .max) throws
+        -> [RollupRow]
+    {
         let measureClause = measures.map { " AND measure IN (\(Array(repeating: "?", count: $0.count).joined(separator: ", ")))" }
         let q = try db.cached(
             """
             SELECT measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day, value,
-            items, settled FROM rollup_days WHERE environment = ? AND chart = ?
+            items, settled FROM rollup_days WHERE environment = ? AND chart = ? AND at_day <= ?
             """ + (measureClause ?? "")
-        ).bind([environment, chart.rawValue] + (measures ?? []))
+        ).bind([environment, chart.rawValue, throughDay] + (measures ?? []))
         var rows: [RollupRow] = []
         while try q.step() {
             guard let kind = ChartItem.Kind(rawValue: q.text(1)!) else { continue }

@@ -91,6 +91,21 @@ struct RollupTests {
         #expect(compared == 10 * (7 * 9 + 3))
     }
 
+    /// A query reads rows up to its last instant's day: its last period's end (a month's, past
+    /// `to`), or now's day when that is first.
+    @Test func rowsAreReadUpToTheQuerysLastInstant() throws {
+        let march1: Int64 = 20_513  // 2026-03-01
+        let now = (march1 + 100) * day + 5
+        func last(_ from: Int64, _ to: Int64, _ resolution: Resolution) throws -> Int64 {
+            try Rollup.lastDay(of: ChartQuery(chart: .mrr, from: from * day, to: to, resolution: resolution, now: now))
+        }
+        #expect(try last(march1, (march1 + 10) * day, .day) == march1 + 9)
+        #expect(try last(march1, (march1 + 10) * day + 1, .day) == march1 + 10)
+        #expect(try last(march1, (march1 + 10) * day, .month) == march1 + 30)
+        #expect(try last(march1, (march1 + 400) * day, .day) == march1 + 100)
+        #expect(try last(march1, now, .day) == march1 + 100)
+    }
+
     @Test func aChangedHolderIsADifference() {
         let (facts, owners) = SampleBusiness.business(seed: 7)
         let holder = Self.holders(SampleBusiness.ledger(facts, owners: owners)).max { $0.entries.count < $1.entries.count }!
