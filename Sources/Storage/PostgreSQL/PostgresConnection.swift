@@ -211,11 +211,35 @@ public final class PostgresStatement {
         column >= PQnfields(result) || PQgetisnull(result, Int32(row), column) == 1
     }
     /// The column as an integer; a boolean is 1 or 0, as SQLite gives a comparison.
+    /// Read from libpq's text straight (a chart reads hundreds of thousands): 0 for text that is
+    /// not an integer, as `Int64(text) ?? 0` would give.
     public func int(_ column: Int32) -> Int64 {
         guard column < PQnfields(result), let value = PQgetvalue(result, Int32(row), column) else { return 0 }
-        let text = String(cString: value)
-        if PQftype(result, column) == Self.booleanType { return text == "t" ? 1 : 0 }
-        return Int64(text) ?? 0
+        if PQftype(result, column) == Self.booleanType { return value[0] == CChar(UInt8(ascii: "t")) && value[1] == 0 ? 1 : 0 }
+        return Self.integer(value) ?? 0
+    }
+
+    /// A NUL-terminated decimal integer (an optional sign, then digits) within Int64's range; nil
+    /// for anything else.
+    static func integer(_ text: UnsafePointer<CChar>) -> Int64? {
+        var i = 0
+        let sign = UInt8(bitPattern: text[0])
+        let negative = sign == UInt8(ascii: "-")
+        if negative || sign == UInt8(ascii: "+") { i = 1 }
+        var magnitude: UInt64 = 0
+        let first = i
+        while text[i] != 0 {
+            let digit = UInt8(bitPattern: text[i]) &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            let (times, o1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times.addingReportingOverflow(UInt64(digit))
+            guard !o1, !o2 else { return nil }
+            magnitude = sum
+            i += 1
+        }
+        guard i > first else { return nil }
+        if negative { return magnitude <= UInt64(Int64.max) + 1 ? Int64(truncatingIfNeeded: 0 &- magnitude) : nil }
+        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
     }
 
     /// PostgreSQL's `bool` type (its OID, pg_type.dat).

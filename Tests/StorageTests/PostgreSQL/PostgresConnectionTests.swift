@@ -22,6 +22,29 @@ struct PostgresConnectionTests {
         #expect(try db.cached("INSERT INTO t (id, name, note) VALUES (?, ?, ?)") === insert)  // prepared once
     }
 
+    /// Integers are read from libpq's text directly: what `Int64(text) ?? 0` reads, at both ends,
+    /// past them, signed, from text that is no integer, and booleans as 1 and 0.
+    @Test func integersReadAsTheirTextSays() async throws {
+        let db = try PostgresConnection(url: try await PostgresTestServer.freshDatabase())
+        let texts = [
+            "0", "-0", "7", "+7", "-1", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+            "-9223372036854775809", "99999999999999999999", "00000000000000000000012", "", "-", "+", "1a", " 1", "1.5",
+            "١",
+        ]
+        let select = try db.cached("SELECT ?::text, true, false")
+        for text in texts {
+            try select.bind([text])
+            #expect(try select.step())
+            #expect(select.int(0) == Int64(text) ?? 0, "\(text)")
+            #expect(select.int(1) == 1 && select.int(2) == 0)
+            select.reset()
+        }
+        let typed = try db.cached("SELECT 9223372036854775807::bigint, (-9223372036854775807 - 1)::bigint, -5::int2")
+        try typed.bind([])
+        #expect(try typed.step())
+        #expect(typed.int(0) == .max && typed.int(1) == .min && typed.int(2) == -5)
+    }
+
     @Test func changesCountsTheRowsAStatementTouched() async throws {
         let db = try PostgresConnection(url: try await PostgresTestServer.freshDatabase())
         try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); INSERT INTO t VALUES (1, 0), (2, 0), (3, 5)")
