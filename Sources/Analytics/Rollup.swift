@@ -134,9 +134,10 @@ public enum Rollup {
         return pieces
     }
 
-    /// The query's chart from the rows of its environment and chart, and the moments of today
-    /// (the day holding `q.now`) of the same. The caller checked ``answers(_:reportingCurrency:)``.
-    public static func answer(_ q: ChartQuery, currency: String, rows: [RollupRow], moments: [RollupMoment])
+    /// The query's chart from the rows of its environment and chart, and the items of its moments
+    /// of today (the day holding `q.now`) of the same. The caller checked
+    /// ``answers(_:reportingCurrency:)``.
+    public static func answer(_ q: ChartQuery, currency: String, rows: [RollupRow], today todays: [ChartItem])
         throws(ChartError) -> ChartAnswer
     {
         var running = try ChartSum(q, currency: currency).running()
@@ -156,10 +157,12 @@ public enum Rollup {
                 batch.removeAll(keepingCapacity: true)
             }
         }
-        for moment in moments where moment.days.contains(today) && moment.admitted(by: q.filters) {
-            batch.append(moment.item)
-        }
         running.add(batch)
+        if q.filters.app == nil && q.filters.store == nil {
+            running.add(todays)
+        } else {
+            running.add(todays.filter { $0.admitted(by: q.filters) })
+        }
         var answer = running.answer()
         if q.chart == .mrr, let mrr = answer.figures.column("mrr") {
             let arr = answer.figures.ensureColumn("arr")
@@ -449,8 +452,11 @@ public struct RollupMoment: Sendable, Equatable {
         return Set(instants.map(Rollup.floorDay).filter { $0 >= today && $0 != .max }).sorted()
     }
 
+}
+
+extension ChartItem {
     func admitted(by filters: ChartFilters) -> Bool {
-        (filters.app.map { $0 == item.bundleID } ?? true) && (filters.store.map { $0 == item.store } ?? true)
+        (filters.app.map { $0 == bundleID } ?? true) && (filters.store.map { $0 == store } ?? true)
     }
 }
 
@@ -527,9 +533,18 @@ extension RollupMoment {
     /// today: tens of thousands at a million subscribers), the app's name made once per run of
     /// items that share it.
     public static func decode(_ text: String, appUserID: String) -> [ChartItem]? {
+        var items: [ChartItem] = []
+        return decode(text, appUserID: appUserID, into: &items) ? items : nil
+    }
+
+    /// ``decode(_:appUserID:)`` appending to `items` (of `measure` alone, when given): a chart
+    /// reads tens of thousands into one array. False when the text is not such items (then some
+    /// may have been appended).
+    public static func decode(_ text: String, appUserID: String, measure: String? = nil, into items: inout [ChartItem])
+        -> Bool
+    {
         var text = text
-        return text.withUTF8 { bytes -> [ChartItem]? in
-            var items: [ChartItem] = []
+        return text.withUTF8 { bytes -> Bool in
             var fields: [Range<Int>] = []
             fields.reserveCapacity(11)
             var lastBundle: (Range<Int>, String)?
@@ -606,13 +621,16 @@ extension RollupMoment {
                 start = i + 1
                 if b == 0x0A {
                     if !(fields.count == 1 && fields[0].isEmpty) {
-                        guard let next = item(fields) else { return nil }
-                        items.append(next)
+                        guard fields.count == 11 else { return false }
+                        if measure == nil || equals(fields[0], measure!) {
+                            guard let next = item(fields) else { return false }
+                            items.append(next)
+                        }
                     }
                     fields.removeAll(keepingCapacity: true)
                 }
             }
-            return items
+            return true
         }
     }
 }

@@ -69,7 +69,7 @@ package struct ReadChart: Sendable {
         let settings = settings
         let lastDay: Int64
         do { lastDay = try Rollup.lastDay(of: query) } catch { throw Self.error(error) }
-        let kept: ([RollupRow], [RollupMoment], Int64)?
+        let kept: ([RollupRow], [ChartItem], Int64)?
         do {
             kept = try await database.read { db in
                 let store = RollupStore(db)
@@ -88,9 +88,9 @@ package struct ReadChart: Sendable {
             logger.error("the chart rollups could not be read", metadata: ["error": "\(error)"])
             throw .internalFault
         }
-        guard let (rows, moments, pending) = kept else { return nil }
+        guard let (rows, today, pending) = kept else { return nil }
         do {
-            var answer = try Rollup.answer(query, currency: settings.reportingCurrency, rows: rows, moments: moments)
+            var answer = try Rollup.answer(query, currency: settings.reportingCurrency, rows: rows, today: today)
             answer.pendingChanges = pending
             return answer
         } catch {

@@ -212,20 +212,17 @@ public struct RollupStore {
         try many("INSERT INTO rollup_moments (day, environment, chart, app_user_id, items) VALUES ", width: 5, rows)
     }
 
-    /// The moments of one environment's chart on `day` (of one measure, when given).
-    public func moments(environment: String, chart: Chart, day: Int64, measure: String? = nil) throws -> [RollupMoment] {
+    /// The items of the moments of one environment's chart on `day` (of one measure, when given).
+    public func moments(environment: String, chart: Chart, day: Int64, measure: String? = nil) throws -> [ChartItem] {
         let q = try db.cached("SELECT app_user_id, items FROM rollup_moments WHERE day = ? AND environment = ? AND chart = ?")
             .bind([day, environment, chart.rawValue])
-        var moments: [RollupMoment] = []
+        var items: [ChartItem] = []
         while try q.step() {
-            guard let items = RollupMoment.decode(q.text(1)!, appUserID: q.text(0)!) else {
+            guard RollupMoment.decode(q.text(1)!, appUserID: q.text(0)!, measure: measure, into: &items) else {
                 throw StorageError(db.dialect == .sqlite ? .sqlite : .postgres, "a holder's rollup moments do not read back")
             }
-            for item in items where measure.map({ item.measure == $0 }) ?? true {
-                moments.append(RollupMoment(environment: environment, chart: chart, item: item, days: [day]))
-            }
         }
-        return moments
+        return items
     }
 
     /// Forgets the moments of days before `day`: no query asks about them any more.

@@ -77,7 +77,7 @@ struct RollupTests {
                         let answer = try Rollup.answer(
                             q, currency: "EUR",
                             rows: rows.filter { $0.key.chart == chart && needed?.contains($0.key.measure) ?? true },
-                            moments: moments.filter { $0.chart == chart })
+                            today: moments.filter { $0.chart == chart && $0.days.contains(Rollup.floorDay(now)) }.map(\.item))
                         #expect(answer.figures == expected.figures, "\(chart) by \(resolution), \(filters), now \(now)")
                         #expect(answer.measures == expected.measures, "\(chart)")
                         #expect(answer.missingRates == expected.missingRates, "\(chart)")
@@ -198,5 +198,10 @@ extension RollupTests {
             #expect(RollupMoment.decode(bad, appUserID: "u") == nil, "\(bad)")
         }
         #expect(RollupMoment.decode("", appUserID: "u") == [])
+        // Appended to what is there, of one measure when asked: a chart's whole day in one array.
+        var some = [kept[0]]
+        #expect(RollupMoment.decode(RollupMoment.encode(items), appUserID: "u", measure: "mrr", into: &some))
+        #expect(some == [kept[0]] + kept.filter { $0.measure == "mrr" } && some.count > 2)
+        #expect(!RollupMoment.decode(line + "\n" + "mrr\tstock", appUserID: "u", measure: "arr", into: &some))
     }
 }
