@@ -197,7 +197,7 @@ public struct RollupStore {
             var environment: String
             var chart: Chart
         }
-        var rows: [[(any StatementValue)?]] = []
+        var placed: [(place: Place, user: String, items: [ChartItem])] = []
         for (user, moments) in byHolder {
             var items: [Place: [ChartItem]] = [:]
             for moment in moments {
@@ -205,9 +205,17 @@ public struct RollupStore {
                     items[Place(day: day, environment: moment.environment, chart: moment.chart), default: []].append(moment.item)
                 }
             }
-            for (place, kept) in items {
-                rows.append([place.day, place.environment, place.chart.rawValue, user, RollupMoment.encode(kept)])
-            }
+            placed += items.map { (place: $0.key, user: user, items: $0.value) }
+        }
+        // In the order a chart reads them (a day's chart, holder after holder): PostgreSQL keeps
+        // rows where they are inserted, and a chart of a rebuild's rows written holder by holder
+        // read a page of the table per row.
+        placed.sort { a, b in
+            (a.place.day, a.place.environment, a.place.chart.rawValue, a.user)
+                < (b.place.day, b.place.environment, b.place.chart.rawValue, b.user)
+        }
+        let rows: [[(any StatementValue)?]] = placed.map { p in
+            [p.place.day, p.place.environment, p.place.chart.rawValue, p.user, RollupMoment.encode(p.items)]
         }
         try many("INSERT INTO rollup_moments (day, environment, chart, app_user_id, items) VALUES ", width: 5, rows)
     }
