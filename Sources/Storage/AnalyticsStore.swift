@@ -149,7 +149,8 @@ public struct AnalyticsStore {
     }
 
     /// Loads rates, a later load of a day and currency replacing the earlier (the ECB corrects
-    /// rarely, but does). The number of rows new or changed.
+    /// rarely, but does), and moves the rates' revision when any changed (the rollups are then
+    /// rebuilt, and parsed rates read again). The number of rows new or changed.
     public func importRates(_ rows: [RateRow]) throws -> Int {
         let upsert = try db.cached(
             """
@@ -162,6 +163,14 @@ public struct AnalyticsStore {
             try upsert.bind([row.day, row.currency, row.perEuro]).run()
             changed += db.changes
         }
+        if changed > 0 { try RollupStore(db).ratesChanged() }
         return changed
+    }
+
+    /// The rates' revision: it moves with every import that changes a rate.
+    public func ratesRevision() throws -> Int64 {
+        let q = try db.cached("SELECT rates_revision FROM rollup_state WHERE id = 1")
+        defer { q.reset() }
+        return try q.step() ? q.int(0) : 0
     }
 }

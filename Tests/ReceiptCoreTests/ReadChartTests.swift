@@ -21,6 +21,29 @@ struct ReadChartTests {
     static let origin = SampleBusiness.origin
     static let now = origin + 200 * day
 
+    /// The rates are parsed once per revision, and read again after any import that changes one.
+    @Test(arguments: await testDialects())
+    func ratesAreReadAgainOnceAnImportChangesOne(dialect: Database.Dialect) async throws {
+        try await withScratchDirectory("rates") { dir in
+            let queue = try await migratedQueue(dialect, in: dir)
+            let read = ReadChart(
+                database: queue, settings: SampleBusiness.settings, logger: Logger(label: "test"), clock: WallClock { Self.now })
+            func load(_ perEuro: String) async throws -> Int {
+                try await queue.write { db in
+                    try AnalyticsStore(db).importRates([.init(day: "2026-02-02", currency: "USD", perEuro: perEuro)])
+                }
+            }
+            let february2: Int64 = 20_486
+            #expect(try await read.rates().perEuro("USD", day: february2) == nil)
+            #expect(try await load("1.0823") == 1)
+            #expect(try await read.rates().perEuro("USD", day: february2) == 1_082_300)
+            #expect(try await load("1.0823") == 0)
+            #expect(try await read.rates().perEuro("USD", day: february2) == 1_082_300)
+            #expect(try await load("1.1") == 1)
+            #expect(try await read.rates().perEuro("USD", day: february2) == 1_100_000)
+        }
+    }
+
     @Test(arguments: await testDialects())
     func everyChartThroughStorageIsTheEnginesAnswer(dialect: Database.Dialect) async throws {
         let settings = SampleBusiness.settings
