@@ -139,12 +139,13 @@ extension ReadChart {
         var examined = 0
         let (settings, environment) = (settings, query.filters.environment)
         while true {
-            // Marks a batch: about twice the contributions still wanted (most marked holders add
-            // one), up to what the page may still read.
+            // Marks a batch: a quarter more than the contributions still wanted (most marked
+            // holders add one; each read is a holder's whole ledger), up to what the page may
+            // still read.
             let want =
                 page.everything
                 ? Self.marksPerPage
-                : min(Self.marksPerPage - examined, max(2 * (page.limit - running.contributionCount), 20))
+                : min(Self.marksPerPage - examined, max((page.limit - running.contributionCount) * 5 / 4 + 10, 20))
             let read: ([(day: Int64, appUserID: String)], [String: Ledger])
             do {
                 let after = cursor
