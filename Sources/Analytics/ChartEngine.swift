@@ -42,11 +42,7 @@ public struct ChartSum {
     public init(_ q: ChartQuery, currency: String) throws(ChartError) {
         self.q = q
         self.currency = currency
-        do throws(PeriodGrid.TooMany) {
-            grid = try PeriodGrid(from: q.from, to: max(q.to, q.from + 1), resolution: q.resolution, zone: q.zone)
-        } catch {
-            throw .tooManyPeriods
-        }
+        grid = try PeriodGrid(q)
     }
 
     public func answer(_ items: [ChartItem]) -> ChartAnswer {
@@ -349,5 +345,17 @@ struct Book: Sendable {
             chart: q.chart, currency: currency, resolution: grid.resolution, zone: q.zone.name, periods: grid.periods,
             measures: measures, figures: values, contributions: contributions, missingRates: rates, missingPrices: prices,
             untaxedStorefronts: q.chart == .revenue ? untaxed.sorted() : [])
+    }
+}
+
+extension PeriodGrid {
+    /// The periods a query asks about: from `from` to `to` (at least one), by its resolution in
+    /// its zone.
+    init(_ q: ChartQuery) throws(ChartError) {
+        do throws(PeriodGrid.TooMany) {
+            try self.init(from: q.from, to: max(q.to, q.from + 1), resolution: q.resolution, zone: q.zone)
+        } catch {
+            throw .tooManyPeriods
+        }
     }
 }

@@ -178,12 +178,7 @@ public enum Rollup {
     /// start, and the query's last instant is its last period's end or now, whichever is first.
     /// A query of a past range reads none of the rows since.
     public static func lastDay(of q: ChartQuery) throws(ChartError) -> Int64 {
-        let grid: PeriodGrid
-        do throws(PeriodGrid.TooMany) {
-            grid = try PeriodGrid(from: q.from, to: max(q.to, q.from + 1), resolution: q.resolution, zone: q.zone)
-        } catch {
-            throw .tooManyPeriods
-        }
+        let grid = try PeriodGrid(q)
         let end = min(grid.periods.last?.end ?? q.to, q.now + 1)
         return floorDay(end - 1)
     }
@@ -451,7 +446,6 @@ public struct RollupMoment: Sendable, Equatable {
         if let cohort = item.cohort { instants.append(cohort) }
         return Set(instants.map(Rollup.floorDay).filter { $0 >= today && $0 != .max }).sorted()
     }
-
 }
 
 extension ChartItem {
@@ -578,8 +572,8 @@ extension RollupMoment {
             func equals(_ r: Range<Int>, _ s: String) -> Bool {
                 r.count == s.utf8.count && zip(r, s.utf8).allSatisfy { bytes[$0] == $1 }
             }
+            // Of a record's eleven fields, checked by the caller.
             func item(_ f: [Range<Int>]) -> ChartItem? {
-                guard f.count == 11 else { return nil }
                 guard let kind = ChartItem.Kind.allCases.first(where: { equals(f[1], $0.rawValue) }),
                     let store = Store.allCases.first(where: { equals(f[3], $0.rawValue) }), let at = number(f[5]),
                     let until = number(f[6]), let from = number(f[7]),
@@ -622,7 +616,7 @@ extension RollupMoment {
                 if b == 0x0A {
                     if !(fields.count == 1 && fields[0].isEmpty) {
                         guard fields.count == 11 else { return false }
-                        if measure == nil || equals(fields[0], measure!) {
+                        if measure.map({ equals(fields[0], $0) }) ?? true {
                             guard let next = item(fields) else { return false }
                             items.append(next)
                         }
