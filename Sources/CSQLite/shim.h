@@ -13,4 +13,10 @@ static inline int receiptd_sqlite3_bind_text_transient(sqlite3_stmt *s, int i, c
 static inline int receiptd_sqlite3_bind_blob_transient(sqlite3_stmt *s, int i, const void *v, int n) {
     return sqlite3_bind_blob(s, i, v, n, SQLITE_TRANSIENT);
 }
+/// Sets the size past which a statement's or a savepoint's journal spills from memory into a
+/// temporary file (SQLITE_CONFIG_STMTJRNL_SPILL); only before SQLite initializes.
+/// https://www.sqlite.org/c3ref/c_config_covering_index_scan.html#sqliteconfigstmtjrnlspill
+static inline int receiptd_sqlite3_config_stmtjrnl_spill(int bytes) {
+    return sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, bytes);
+}
 #endif

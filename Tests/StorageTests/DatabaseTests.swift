@@ -1,6 +1,6 @@
 import Foundation
 import ReceiptTesting
-import Storage
+@testable import Storage
 import Testing
 
 /// The connection: SQLite's own settings, and the calls and SQL both backends share, on SQLite
@@ -14,6 +14,13 @@ struct DatabaseTests {
         #expect(try db.scalarText("PRAGMA journal_mode") == "wal")
         #expect(try db.scalarInt("PRAGMA foreign_keys") == 1)
         #expect(try db.scalarInt("PRAGMA busy_timeout") == 5000)
+    }
+
+    @Test func savepointJournalsStayInMemoryUpToTheirBound() throws {
+        _ = try Database(path: ":memory:")
+        // Set before SQLite initialized (SQLITE_OK), not refused as too late (SQLITE_MISUSE).
+        #expect(Database.configureSQLite == 0)
+        #expect(Database.statementJournalInMemory == 4 << 20)
     }
 
     @Test func transactionRollsBackOnError() throws {
