@@ -22,6 +22,7 @@ package struct KeepRollups: Sendable {
     let intervalMs: Int64
     let holdersPerPage: Int
     let changesPerStep: Int
+    private let parsedRates = ParsedRates()
 
     package init(
         database: DatabaseQueue, settings: AnalyticsSettings, logger: Logger, clock: WallClock,
@@ -139,7 +140,7 @@ package struct KeepRollups: Sendable {
     package func step() async throws(ReceiptError) -> Step {
         let now = clock.now()
         let today = CivilTime.split(now).0
-        let (settings, holdersPerPage, changesPerStep) = (settings, holdersPerPage, changesPerStep)
+        let (settings, holdersPerPage, changesPerStep, parsedRates) = (settings, holdersPerPage, changesPerStep, parsedRates)
         do {
             let plan = try await database.read { db -> Plan in
                 let store = RollupStore(db)
@@ -149,7 +150,7 @@ package struct KeepRollups: Sendable {
                     let from = try ChangeLog(db).followFrom(since: now - Self.commitWindowMs)
                     return .restart(state, fingerprint: fingerprint, followFrom: from)
                 }
-                let rates = try Self.rates(db)
+                let rates = try parsedRates.rates(revision: state.ratesRevision) { try Self.rates(db) }
                 if state.phase == .building {
                     let page = try AnalyticsStore(db).holders(environment: nil, after: state.rebuildAfter, limit: holdersPerPage)
                     return .page(state, rates, ReadChart.ledgers(page.purchases, page.renewals), last: page.last)
@@ -214,8 +215,10 @@ package struct KeepRollups: Sendable {
 
     /// Writes under the keepers' lock, unless the rollups' state is no longer `read` (another
     /// keeper moved them since: its work stands, and the next step starts from it).
+    /// In a transaction of its own: grouped with POSTs' saves, in a savepoint, SQLite would
+    /// journal every page each of its statements touches until the group's commit.
     private func write(unless read: RollupStore.State, _ body: @escaping @Sendable (RollupStore) throws -> Void) async throws {
-        try await database.write { db in
+        try await database.write(alone: true) { db in
             try db.lock(["receiptd rollups"])
             let store = RollupStore(db)
             guard try store.state() == read else { return }

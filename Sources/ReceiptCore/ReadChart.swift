@@ -157,16 +157,11 @@ package struct ReadChart: Sendable {
 
     /// The loaded exchange rates: what summing ledgers needs (the rollups were summed with them).
     func rates() async throws(ReceiptError) -> ExchangeRates {
-        let parsed = parsedRates.last.withLock { $0 }
         do {
-            let read = try await database.read { db -> (revision: Int64, rates: ExchangeRates) in
+            return try await database.read { [parsedRates] db in
                 let store = AnalyticsStore(db)
-                let revision = try store.ratesRevision()
-                if let parsed, parsed.revision == revision { return parsed }
-                return (revision, ExchangeRates(Self.rows(try store.rates())))
+                return try parsedRates.rates(revision: try store.ratesRevision()) { ExchangeRates(Self.rows(try store.rates())) }
             }
-            parsedRates.last.withLock { $0 = read }
-            return read.rates
         } catch {
             logger.error("the exchange rates could not be read", metadata: ["error": "\(error)"])
             throw .internalFault
@@ -210,11 +205,6 @@ package struct ReadChart: Sendable {
             .invalidRequest("`\(m)` is computed from \(parts.joined(separator: " and ")): drill into those.")
         }
     }
-}
-
-/// Rates parsed once per revision, shared by the requests of one ``ReadChart``.
-private final class ParsedRates: Sendable {
-    let last = Mutex<(revision: Int64, rates: ExchangeRates)?>(nil)
 }
 
 /// `receiptd rates import`: the ECB's reference-rate CSV into storage, in one transaction.

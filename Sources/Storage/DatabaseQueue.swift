@@ -155,10 +155,13 @@ public final class DatabaseQueue: Sendable {
     /// its own, so a save that throws is rolled back alone and gets its own error. Returns once the
     /// commit holding the save is done: what it wrote is committed (and on disk, when `durable`:
     /// a group with one durable save commits with `synchronous = FULL`), or it throws.
-    public func write<T: Sendable>(durable: Bool = false, _ body: @escaping @Sendable (Database) throws -> T) async throws
-        -> T
-    {
-        if feed != nil {
+    ///
+    /// `alone`: in a transaction of its own, never grouped: for a large write (the rollup
+    /// keeper's), whose savepoint would journal every page it touches, statement by statement.
+    public func write<T: Sendable>(
+        durable: Bool = false, alone: Bool = false, _ body: @escaping @Sendable (Database) throws -> T
+    ) async throws -> T {
+        if feed != nil || alone {
             return try await withCheckedThrowingContinuation { continuation in
                 writeLine.submit(
                     .exclusive { worker in

@@ -152,6 +152,41 @@ struct DatabaseQueueTests {
         }
     }
 
+    @Test func aWriteAloneCommitsByItselfBetweenTheGroupsAroundIt() async throws {
+        let metrics = TestMetrics()
+        try await withQueue(metrics: metrics) { queue in
+            let release = DispatchSemaphore(value: 0)
+            let blocker = await holdWriter(queue, until: release)
+            var writes: [Task<Int64, any Error>] = []
+            for i in 0..<7 {
+                writes.append(
+                    Task {
+                        try await queue.write(alone: i == 3) { db -> Int64 in
+                            try db.execute("INSERT INTO t VALUES (\(i))")
+                            if i == 3 { throw Refused() }
+                            return Int64(i)
+                        }
+                    })
+                while queue.writerBacklog < i + 2 { try await Task.sleep(for: .milliseconds(1)) }
+            }
+            release.signal()
+            try await blocker.value
+            for (i, write) in writes.enumerated() {
+                if i == 3 {
+                    await #expect(throws: Refused.self) { try await write.value }
+                } else {
+                    #expect(try await write.value == Int64(i))
+                }
+            }
+            #expect(try await queue.read(count) == 6)
+            // Three saves, the one alone (rolled back), three saves: two groups and one transaction of its own.
+            #expect(try metrics.expectRecorder("database_group_commit_saves").values == [3, 3])
+            #expect(
+                try metrics.expectTimer("database_write_duration_seconds", [("durability", "normal"), ("outcome", "rolled_back")])
+                    .values.count == 1)
+        }
+    }
+
     @Test func oneDurableSaveMakesItsGroupCommitDurable() async throws {
         let metrics = TestMetrics()
         try await withQueue(metrics: metrics) { queue in
