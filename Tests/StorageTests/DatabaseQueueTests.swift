@@ -182,8 +182,10 @@ struct DatabaseQueueTests {
             // Three saves, the one alone (rolled back), three saves: two groups and one transaction of its own.
             #expect(try metrics.expectRecorder("database_group_commit_saves").values == [3, 3])
             #expect(
-                try metrics.expectTimer("database_write_duration_seconds", [("durability", "normal"), ("outcome", "rolled_back")])
-                    .values.count == 1)
+                try metrics.expectTimer(
+                    "database_write_duration_seconds", [("durability", "normal"), ("outcome", "rolled_back")]
+                )
+                .values.count == 1)
         }
     }
 

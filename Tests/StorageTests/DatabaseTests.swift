@@ -1,7 +1,8 @@
 import Foundation
 import ReceiptTesting
-@testable import Storage
 import Testing
+
+@testable import Storage
 
 /// The connection: SQLite's own settings, and the calls and SQL both backends share, on SQLite
 /// and on PostgreSQL.
