@@ -9,17 +9,21 @@
 #      contributions and the figure) and the second of one day's gross revenue and of MRR at the
 #      end of a day, and one day's gross revenue as CSV (every contribution) once;
 #   4. POST /v1/receipts at 64 connections for the run's seconds, every request a new user, on
-#      that database: without the rollup keeper (analytics.keepRollups=false), then with it (once
-#      it has taken in the first run's POSTs); the
-#      rates, their ratio, the CPU the process spent per POST in each run (the keeper's share is
-#      the difference) and how long the keeper took to include the last POST;
+#      that database, PAIRS times (default 3) in turn: without the rollup keeper
+#      (analytics.keepRollups=false), then with it (once it has taken in the run before); each
+#      run's rate, CPU per POST of receiptd and of PostgreSQL's processes (the keeper's share is
+#      the difference), the ratio of all runs with to all runs without, and how long the keeper
+#      took to include a run's last POST. The refresher is off in these runs (its sweep of every
+#      purchase when the process starts would land in one run and not the other), and PostgreSQL
+#      writes its dirty pages (CHECKPOINT) before each run, so that no run pays for another's;
 #   5. the same rows loaded into a throwaway PostgreSQL cluster (COPY), and 2. to 4. again on it.
 # Needs: apt-get install -y wrk curl python3 postgresql libsqlite3-dev libpq-dev libcurl4-openssl-dev zlib1g-dev
-# Usage: [SUBSCRIBERS=N] [RUNS=5] [TIMEOUT=600] [SQLITE_ONLY=1 | POSTGRESQL_ONLY=1] Benchmarks/analytics.sh [seconds of POSTs, default 10]
+# Usage: [SUBSCRIBERS=N] [RUNS=5] [TIMEOUT=600] [PAIRS=3] [SQLITE_ONLY=1 | POSTGRESQL_ONLY=1] Benchmarks/analytics.sh [seconds of POSTs, default 10]
 #   (POSTGRESQL_ONLY still writes the SQLite file it loads from, but measures nothing on it)
 source "$(dirname "$0")/lib.sh"
 subscribers=${SUBSCRIBERS:-1000000}
 runs=${RUNS:-5}
+pairs=${PAIRS:-3}
 timeout=${TIMEOUT:-600}
 
 bin=$("$root/Scripts/release-bin.sh")
@@ -49,21 +53,34 @@ next_cursor() { # next_cursor PATH: the drill-down page's next_cursor
     python3 -c 'import json,sys; print(json.load(sys.stdin)["next_cursor"] or "")'
 }
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # clock ticks (1/100 s) of CPU: cpu PID
+server_cpu() { # clock ticks of PostgreSQL's processes (0 on SQLite)
+  [ -f "$out/pg/postmaster.pid" ] || { echo 0; return; }
+  local pm ticks=0 p
+  pm=$(head -1 "$out/pg/postmaster.pid")
+  for p in "$pm" $(pgrep -P "$pm"); do ticks=$(( ticks + $(cpu "$p" 2>/dev/null || echo 0) )); done
+  echo "$ticks"
+}
+settle() { # PostgreSQL writes its dirty pages now rather than in the next run
+  [ -f "$out/pg/postmaster.pid" ] && psql -q "$pg/receiptd" -c CHECKPOINT || true
+}
 serve() { # serve [ENV=VALUE ...]: receiptd in the background until ready; sets pid
   env "${receiptd_env[@]}" "$@" "$bin/receiptd" serve --config-dir "$root/Config" >>"$out/receiptd.log" 2>&1 &
   pid=$!
   for _ in $(seq 600); do curl -sf -o /dev/null http://127.0.0.1:18095/readyz && break; sleep 0.1; done
 }
 stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; }
-posts() { # posts TAG: the POST load; sets rate and per_post (ms of CPU per POST)
-  local before
+posts() { # posts TAG: the POST load; sets rate, posts_done and the ms of CPU per POST of receiptd (per_post) and PostgreSQL (server_per_post)
+  local before server_before
+  settle
   before=$(cpu "$pid")
+  server_before=$(server_cpu)
   UNIQUE_USERS="analytics-$1" wrk -t2 -c64 -d"${secs}s" --latency --timeout 10s -s "$here/post.lua" \
     http://127.0.0.1:18095/v1/receipts >"$out/wrk.txt"
   rate=$(rps)
   posts_done=$(awk '/requests in/{print $1}' "$out/wrk.txt")
-  cpu_ticks=$(( $(cpu "$pid") - before ))
-  echo "  $1: $rate req/s, p99 $(field 99%), errors $(errors)"
+  per_post=$(echo "scale=3; ($(cpu "$pid") - before) * 10 / $posts_done" | bc)
+  server_per_post=$(echo "scale=3; ($(server_cpu) - server_before) * 10 / $posts_done" | bc)
+  echo "  $1: $rate req/s, p99 $(field 99%), errors $(errors); CPU per POST: receiptd $per_post ms, PostgreSQL $server_per_post ms"
 }
 pending() { # changes not in the rollups yet, as a chart says
   curl -s -H "Authorization: Bearer bench-secret" "http://127.0.0.1:18095/v1/admin/charts/trials?from=$day" |
@@ -94,24 +111,27 @@ measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then
   printf '%-18s %s\n' "drill CSV" "$(runs=1 timed "/v1/admin/charts/revenue/drill?from=$from&resolution=day&period=$day&measure=gross&format=csv")"
   echo "receiptd resident after the charts: $(rss "$pid") MB; charts from: $(pending) changes pending"
   stop
-  echo "POST /v1/receipts beside $subscribers subscribers:"
-  serve "$@" RECEIPTD_ANALYTICS_KEEP_ROLLUPS=false
-  posts "$name-without"
-  local without=$rate without_cpu
-  without_cpu=$(echo "scale=3; $cpu_ticks * 10 / $posts_done" | bc)
-  stop
-  serve "$@"
-  # First the keeper takes in the POSTs of the run without it, so that the load meets it idle.
-  local backlog=0
-  while [ "$(pending)" != 0 ] && [ "$backlog" -lt 600 ]; do sleep 1; backlog=$((backlog + 1)); done
-  echo "  (the keeper took in the run without it in ${backlog} s)"
-  posts "$name-with"
-  local with_cpu caught=0
-  with_cpu=$(echo "scale=3; $cpu_ticks * 10 / $posts_done" | bc)
-  while [ "$(pending)" != 0 ] && [ "$caught" -lt 600 ]; do sleep 1; caught=$((caught + 1)); done
-  echo "  with rollups at $(( 100 * rate / without )) % of without; CPU per POST ${without_cpu} ms without, ${with_cpu} ms with;" \
-    "the keeper included the last POST ${caught} s after the load ended"
-  stop
+  echo "POST /v1/receipts beside $subscribers subscribers, $pairs pairs of runs:"
+  local pair without=0 with=0 caught ratios=()
+  for pair in $(seq "$pairs"); do
+    serve "$@" RECEIPTD_REFRESHER_ENABLED=false RECEIPTD_ANALYTICS_KEEP_ROLLUPS=false
+    posts "$name-without-$pair"
+    local one_without=$rate
+    without=$(( without + rate ))
+    stop
+    serve "$@" RECEIPTD_REFRESHER_ENABLED=false
+    # First the keeper takes in the POSTs of the run without it, so that the load meets it idle.
+    caught=0
+    while [ "$(pending)" != 0 ] && [ "$caught" -lt 600 ]; do sleep 1; caught=$((caught + 1)); done
+    posts "$name-with-$pair"
+    with=$(( with + rate ))
+    ratios+=("$(( 100 * rate / one_without )) %")
+    caught=0
+    while [ "$(pending)" != 0 ] && [ "$caught" -lt 600 ]; do sleep 1; caught=$((caught + 1)); done
+    echo "    the keeper included the last POST ${caught} s after the load ended"
+    stop
+  done
+  echo "  with rollups at $(( 100 * with / without )) % of without (pair by pair: ${ratios[*]})"
 }
 
 [ -z "${POSTGRESQL_ONLY:-}" ] && measure SQLite
