@@ -244,17 +244,19 @@ package struct KeepRollups: Sendable {
     }
 
     /// What recomputed holders change: the sums' differences, each holder's rows (encoded; nil
-    /// to forget a holder who holds nothing), moments, and the marks they gained and lost.
+    /// to forget a holder who holds nothing), moments (as the rows that replace theirs), and the
+    /// marks they gained and lost. All of it worked out before the write, which runs SQL alone
+    /// (on SQLite, on the one writer every POST waits for).
     struct Update: Sendable {
         var differences: [RollupRow] = []
         var rows: [String: String?] = [:]
-        var moments: [String: [RollupMoment]] = [:]
+        var moments: [RollupStore.MomentRow] = []
         var marked: [(appUserID: String, mark: RollupMark)] = []
         var unmarked: [(appUserID: String, mark: RollupMark)] = []
 
         func write(_ store: RollupStore, fresh: Bool) throws {
             try store.saveHolderRows(rows.map { ($0.key, $0.value) })
-            try store.replaceMoments(moments.map { ($0.key, $0.value) }, fresh: fresh)
+            try store.replaceMoments(of: Array(rows.keys), with: moments, fresh: fresh)
             try store.add(differences)
             try store.removeMarks(unmarked)
             try store.addMarks(marked)
@@ -268,6 +270,7 @@ package struct KeepRollups: Sendable {
         writtenAt: Int64
     ) throws -> Update {
         var update = Update()
+        var moments: [(appUserID: String, moments: [RollupMoment])] = []
         var differences: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
         for (user, ledger) in ledgers {
             let now = Rollup.holder(ledger, settings: settings, rates: rates, writtenAt: writtenAt)
@@ -279,15 +282,15 @@ package struct KeepRollups: Sendable {
                 old = rows
             }
             for row in Rollup.difference(from: old, to: now.rows) {
-                differences[row.key, default: (0, 0)].value += row.value
-                differences[row.key, default: (0, 0)].items += row.items
+                Rollup.add(row.value, items: row.items, to: &differences[row.key, default: (0, 0)])
             }
             let (before, after) = (RollupMark.marks(of: old), RollupMark.marks(of: now.rows))
             update.marked += after.subtracting(before).sorted().map { (user, $0) }
             update.unmarked += before.subtracting(after).sorted().map { (user, $0) }
             update.rows[user] = now.rows.isEmpty ? String?.none : Deflated.pack(RollupRow.encode(now.rows))
-            update.moments[user] = now.moments
+            moments.append((user, now.moments))
         }
+        update.moments = RollupStore.momentRows(moments)
         update.differences = differences.compactMap { key, sum in
             sum == (0, 0) ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
         }

@@ -186,12 +186,21 @@ public struct RollupStore {
 
     // MARK: Moments
 
-    /// Replaces holders' moments (`fresh`: they have none yet, as in a rebuild): a row per holder,
-    /// environment, chart and day, holding the items with an instant on that day.
-    public func replaceMoments(_ byHolder: [(appUserID: String, moments: [RollupMoment])], fresh: Bool) throws {
-        if !fresh {
-            try many("DELETE FROM rollup_moments WHERE app_user_id IN ", width: 1, byHolder.map { [$0.appUserID] }, listed: true)
-        }
+    /// A row of `rollup_moments`: one holder's items of one environment's chart with an instant
+    /// on `day`, encoded (``RollupMoment/encode(_:)``).
+    public struct MomentRow: Sendable, Equatable {
+        public var day: Int64
+        public var environment: String
+        public var chart: Chart
+        public var appUserID: String
+        public var items: String
+    }
+
+    /// Holders' moments as the rows that keep them, in the order a chart reads them (a day's
+    /// chart, holder after holder): PostgreSQL keeps rows where they are inserted, and a chart of
+    /// a rebuild's rows written holder by holder read a page of the table per row. Pure, so that
+    /// it runs before the write transaction, not in it.
+    public static func momentRows(_ byHolder: [(appUserID: String, moments: [RollupMoment])]) -> [MomentRow] {
         struct Place: Hashable {
             var day: Int64
             var environment: String
@@ -207,17 +216,26 @@ public struct RollupStore {
             }
             placed += items.map { (place: $0.key, user: user, items: $0.value) }
         }
-        // In the order a chart reads them (a day's chart, holder after holder): PostgreSQL keeps
-        // rows where they are inserted, and a chart of a rebuild's rows written holder by holder
-        // read a page of the table per row.
         placed.sort { a, b in
             (a.place.day, a.place.environment, a.place.chart.rawValue, a.user)
                 < (b.place.day, b.place.environment, b.place.chart.rawValue, b.user)
         }
-        let rows: [[(any StatementValue)?]] = placed.map { p in
-            [p.place.day, p.place.environment, p.place.chart.rawValue, p.user, RollupMoment.encode(p.items)]
+        return placed.map { p in
+            MomentRow(
+                day: p.place.day, environment: p.place.environment, chart: p.place.chart, appUserID: p.user,
+                items: RollupMoment.encode(p.items))
         }
-        try many("INSERT INTO rollup_moments (day, environment, chart, app_user_id, items) VALUES ", width: 5, rows)
+    }
+
+    /// Replaces the moments of `holders` with `rows` (``momentRows(_:)``); `fresh`: they have
+    /// none yet, as in a rebuild.
+    public func replaceMoments(of holders: [String], with rows: [MomentRow], fresh: Bool) throws {
+        if !fresh {
+            try many("DELETE FROM rollup_moments WHERE app_user_id IN ", width: 1, holders.map { [$0] }, listed: true)
+        }
+        try many(
+            "INSERT INTO rollup_moments (day, environment, chart, app_user_id, items) VALUES ", width: 5,
+            rows.map { [$0.day, $0.environment, $0.chart.rawValue, $0.appUserID, $0.items] })
     }
 
     /// The items of the moments of one environment's chart on `day` (of one measure, when given).
