@@ -1,5 +1,6 @@
 import Analytics
 import Clocks
+import CoreMetrics
 import Entitlements
 import Logging
 import ServiceLifecycle
@@ -22,13 +23,15 @@ package struct KeepRollups: Sendable {
     let intervalMs: Int64
     let holdersPerPage: Int
     let changesPerStep: Int
+    let metrics: any MetricsFactory
     private let parsedRates = ParsedRates()
 
     package init(
         database: DatabaseQueue, settings: AnalyticsSettings, logger: Logger, clock: WallClock,
         monotonic: any MonotonicClock = SystemMonotonicClock(), intervalMs: Int64 = 1_000, holdersPerPage: Int = 1_000,
-        changesPerStep: Int = 5_000
+        changesPerStep: Int = 5_000, metrics: any MetricsFactory = NOOPMetricsHandler.instance
     ) {
+        self.metrics = metrics
         self.database = database
         self.settings = settings
         self.logger = logger
@@ -141,6 +144,17 @@ package struct KeepRollups: Sendable {
         let now = clock.now()
         let today = CivilTime.split(now).0
         let (settings, holdersPerPage, changesPerStep, parsedRates) = (settings, holdersPerPage, changesPerStep, parsedRates)
+        var phase = (name: "read", started: ContinuousClock.now)
+        /// Times the phase that ends now (read, compute or write) and starts `next`.
+        func next(_ name: String) {
+            let (seconds, attoseconds) = (ContinuousClock.now - phase.started).components
+            Timer(label: "rollup_keeper_step_duration_seconds", dimensions: [("phase", phase.name)], factory: metrics)
+                .recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+            phase = (name, ContinuousClock.now)
+        }
+        func holders(_ n: Int, _ kind: String) {
+            Counter(label: "rollup_keeper_holders_total", dimensions: [("kind", kind)], factory: metrics).increment(by: n)
+        }
         do {
             let plan = try await database.read { db -> Plan in
                 let store = RollupStore(db)
@@ -185,7 +199,9 @@ package struct KeepRollups: Sendable {
                 try await write(unless: state) { [after] store in try store.save(after) }
                 return .applied(changes: changes, holders: 0)
             case .page(let state, let rates, let ledgers, let last):
+                next("compute")
                 let update = try Self.update(ledgers, kept: [:], settings: settings, rates: rates, writtenAt: now)
+                next("write")
                 var after = state
                 after.rebuildAfter = last
                 if last == nil { after.phase = .ready }
@@ -193,9 +209,13 @@ package struct KeepRollups: Sendable {
                     try update.write(store, fresh: true)
                     try store.save(after)
                 }
+                next("")
+                holders(ledgers.count, "rebuilt")
                 return .rebuilt(holders: ledgers.count, done: last == nil)
             case .changes(let state, let rates, let changes, let ledgers, let kept):
+                next("compute")
                 let update = try Self.update(ledgers, kept: kept, settings: settings, rates: rates, writtenAt: now)
+                next("write")
                 var after = state
                 // Changes after a gap still committing are read again next step: applying one twice is harmless.
                 after.changesThrough = Self.through(
@@ -205,6 +225,8 @@ package struct KeepRollups: Sendable {
                     try update.write(store, fresh: false)
                     try store.save(after)
                 }
+                next("")
+                holders(ledgers.count, "changed")
                 return .applied(changes: changes.count, holders: ledgers.count)
             }
         } catch {

@@ -3,6 +3,7 @@ import Clocks
 import Entitlements
 import Foundation
 import Logging
+import MetricsTestKit
 import ReceiptTesting
 import Storage
 import Testing
@@ -25,9 +26,10 @@ struct KeepRollupsTests {
             let queue = try await migratedQueue(dialect, in: dir)
             let clock = TestClock(SampleBusiness.origin + 150 * day + 3_600_000)
             var (facts, owners) = try await Self.stocked(queue, now: clock.now)
+            let metrics = TestMetrics()
             let keeper = KeepRollups(
                 database: queue, settings: Self.settings, logger: Logger(label: "test"), clock: clock.wall,
-                monotonic: ManualMonotonicClock(), holdersPerPage: 7, changesPerStep: 5)
+                monotonic: ManualMonotonicClock(), holdersPerPage: 7, changesPerStep: 5, metrics: metrics)
             let read = ReadChart(database: queue, settings: Self.settings, logger: Logger(label: "test"), clock: clock.wall)
 
             // Before a build, charts read the ledger.
@@ -35,6 +37,16 @@ struct KeepRollupsTests {
             #expect(!before.fromRollups)
             let built = try await keeper.catchUp()
             #expect(built.holders == 30)
+            // Thirty holders in pages of seven (and an empty last one that ends the rebuild), then the
+            // changes written meanwhile; each step read, computed and written once.
+            let pages = try metrics.expectCounter("rollup_keeper_holders_total", [("kind", "rebuilt")]).values
+            #expect(pages == [7, 7, 7, 7, 2, 0])
+            let changed = try metrics.expectCounter("rollup_keeper_holders_total", [("kind", "changed")]).values
+            #expect(!changed.isEmpty)
+            for phase in ["read", "compute", "write"] {
+                let timed = try metrics.expectTimer("rollup_keeper_step_duration_seconds", [("phase", phase)]).values.count
+                #expect(timed == pages.count + changed.count)
+            }
             try await Self.expectEngine(read, facts, owners, queue, at: clock.now, "built")
 
             // A day later, at the instant a subscription lapses, and a millisecond after it.

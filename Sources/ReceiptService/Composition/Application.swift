@@ -197,7 +197,8 @@ public final class Application: Sendable {
             listings: listings, support: support,
             backfillPrices: BackfillPrices(serverAPI: serverAPI, database: database, logger: logger, clock: clock),
             rollups: KeepRollups(
-                database: database, settings: configuration.analytics, logger: logger, clock: clock, monotonic: monotonic),
+                database: database, settings: configuration.analytics, logger: logger, clock: clock, monotonic: monotonic,
+                metrics: telemetry.factory),
             logger: logger
         )
     }
