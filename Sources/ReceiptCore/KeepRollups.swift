@@ -144,13 +144,13 @@ package struct KeepRollups: Sendable {
         let now = clock.now()
         let today = CivilTime.split(now).0
         let (settings, holdersPerPage, changesPerStep, parsedRates) = (settings, holdersPerPage, changesPerStep, parsedRates)
-        var phase = (name: "read", started: ContinuousClock.now)
-        /// Times the phase that ends now (read, compute or write) and starts `next`.
-        func next(_ name: String) {
-            let (seconds, attoseconds) = (ContinuousClock.now - phase.started).components
-            Timer(label: "rollup_keeper_step_duration_seconds", dimensions: [("phase", phase.name)], factory: metrics)
+        var lapStarted = ContinuousClock.now
+        /// Records the time since the last lap as `phase`'s (read, compute or write).
+        func lap(_ phase: String) {
+            let (seconds, attoseconds) = (ContinuousClock.now - lapStarted).components
+            Timer(label: "rollup_keeper_step_duration_seconds", dimensions: [("phase", phase)], factory: metrics)
                 .recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-            phase = (name, ContinuousClock.now)
+            lapStarted = ContinuousClock.now
         }
         func holders(_ n: Int, _ kind: String) {
             Counter(label: "rollup_keeper_holders_total", dimensions: [("kind", kind)], factory: metrics).increment(by: n)
@@ -199,9 +199,9 @@ package struct KeepRollups: Sendable {
                 try await write(unless: state) { [after] store in try store.save(after) }
                 return .applied(changes: changes, holders: 0)
             case .page(let state, let rates, let ledgers, let last):
-                next("compute")
+                lap("read")
                 let update = try Self.update(ledgers, kept: [:], settings: settings, rates: rates, writtenAt: now)
-                next("write")
+                lap("compute")
                 var after = state
                 after.rebuildAfter = last
                 if last == nil { after.phase = .ready }
@@ -209,13 +209,13 @@ package struct KeepRollups: Sendable {
                     try update.write(store, fresh: true)
                     try store.save(after)
                 }
-                next("")
+                lap("write")
                 holders(ledgers.count, "rebuilt")
                 return .rebuilt(holders: ledgers.count, done: last == nil)
             case .changes(let state, let rates, let changes, let ledgers, let kept):
-                next("compute")
+                lap("read")
                 let update = try Self.update(ledgers, kept: kept, settings: settings, rates: rates, writtenAt: now)
-                next("write")
+                lap("compute")
                 var after = state
                 // Changes after a gap still committing are read again next step: applying one twice is harmless.
                 after.changesThrough = Self.through(
@@ -225,7 +225,7 @@ package struct KeepRollups: Sendable {
                     try update.write(store, fresh: false)
                     try store.save(after)
                 }
-                next("")
+                lap("write")
                 holders(ledgers.count, "changed")
                 return .applied(changes: changes.count, holders: ledgers.count)
             }

@@ -4,7 +4,6 @@ import Clocks
 import Entitlements
 import Logging
 import Storage
-import Synchronization
 
 /// The subscription metrics (`GET /v1/admin/charts/{chart}`; its drill-down in DrillChart.swift):
 /// the rollups, or the ledger of one environment read from storage, the loaded exchange rates, and
