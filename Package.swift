@@ -108,7 +108,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "CSQLite", "CPostgreSQL", "Identifiers", "Entitlements", "Analytics", "JSON",
+                "CSQLite", "CPostgreSQL", "CLinux", "Identifiers", "Entitlements", "Analytics", "JSON",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

@@ -123,40 +123,43 @@ package struct KeepRollups: Sendable {
         }
     }
 
-    /// What a step read, to compute from and then write.
+    /// What a step read and computed, to write.
     private enum Plan: Sendable {
         case idle
         /// The rollups are not built for these settings, rates and format: start over.
         case restart(RollupStore.State, fingerprint: String, followFrom: Int64)
-        /// A page of a rebuild: the holders' ledgers, and where the next page starts (nil: done).
-        case page(RollupStore.State, ExchangeRates, [String: Ledger], last: String?)
-        /// Changes to apply: each changed holder's ledger and rows as kept (encoded).
-        case changes(RollupStore.State, ExchangeRates, [ChangeLog.Change], [String: Ledger], [String: String])
+        /// A page of a rebuild: its holders' update, and where the next page starts (nil: done).
+        case page(RollupStore.State, Update, holders: Int, last: String?)
+        /// Changes applied to each changed holder.
+        case changes(RollupStore.State, Update, changes: [ChangeLog.Change], holders: Int)
         /// A change naming everyone (an erasure): start over.
         case everyone(RollupStore.State, changes: Int)
     }
 
-    /// One step: what to do is read in a read transaction, the rows are computed outside any,
-    /// and the result written in one short write transaction, which first checks under the lock
-    /// that no keeper moved the rollups since the read (else it does nothing: the next step
-    /// reads again). Writers of facts are never held up by the computing.
+    /// One step: what to do is read and the rows computed on the database's background reader (a
+    /// thread of lower CPU priority, so that under a burst of requests they are served first and
+    /// the keeper catches up after), and the result written in one short write transaction, which
+    /// first checks under the lock that no keeper moved the rollups since the read (else it does
+    /// nothing: the next step reads again). Writers of facts are never held up by the computing.
     package func step() async throws(ReceiptError) -> Step {
         let now = clock.now()
         let today = CivilTime.split(now).0
         let (settings, holdersPerPage, changesPerStep, parsedRates) = (settings, holdersPerPage, changesPerStep, parsedRates)
-        var lapStarted = ContinuousClock.now
-        /// Records the time since the last lap as `phase`'s (read, compute or write).
-        func lap(_ phase: String) {
-            let (seconds, attoseconds) = (ContinuousClock.now - lapStarted).components
+        let metrics = metrics
+        /// Records `phase`'s time (read, compute or write) since `started`; returns now.
+        @Sendable func lap(_ phase: String, since started: ContinuousClock.Instant) -> ContinuousClock.Instant {
+            let now = ContinuousClock.now
+            let (seconds, attoseconds) = (now - started).components
             Timer(label: "rollup_keeper_step_duration_seconds", dimensions: [("phase", phase)], factory: metrics)
                 .recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-            lapStarted = ContinuousClock.now
+            return now
         }
         func holders(_ n: Int, _ kind: String) {
             Counter(label: "rollup_keeper_holders_total", dimensions: [("kind", kind)], factory: metrics).increment(by: n)
         }
         do {
-            let plan = try await database.read { db -> Plan in
+            let plan = try await database.read(background: true) { db -> Plan in
+                let started = ContinuousClock.now
                 let store = RollupStore(db)
                 let state = try store.state()
                 let fingerprint = Self.fingerprint(settings, ratesRevision: state.ratesRevision)
@@ -167,7 +170,11 @@ package struct KeepRollups: Sendable {
                 let rates = try parsedRates.rates(revision: state.ratesRevision) { try Self.rates(db) }
                 if state.phase == .building {
                     let page = try AnalyticsStore(db).holders(environment: nil, after: state.rebuildAfter, limit: holdersPerPage)
-                    return .page(state, rates, ReadChart.ledgers(page.purchases, page.renewals), last: page.last)
+                    let ledgers = ReadChart.ledgers(page.purchases, page.renewals)
+                    let read = lap("read", since: started)
+                    let update = try Self.update(ledgers, kept: [:], settings: settings, rates: rates, writtenAt: now)
+                    _ = lap("compute", since: read)
+                    return .page(state, update, holders: ledgers.count, last: page.last)
                 }
                 let changes = try ChangeLog(db).since(state.changesThrough, limit: changesPerStep)
                 guard !changes.isEmpty else { return .idle }
@@ -179,7 +186,10 @@ package struct KeepRollups: Sendable {
                 var ledgers = ReadChart.ledgers(held.purchases, held.renewals)
                 for user in users where ledgers[user] == nil { ledgers[user] = Ledger(entries: []) }
                 let kept = try store.holderRows(users)
-                return .changes(state, rates, changes, ledgers, kept)
+                let read = lap("read", since: started)
+                let update = try Self.update(ledgers, kept: kept, settings: settings, rates: rates, writtenAt: now)
+                _ = lap("compute", since: read)
+                return .changes(state, update, changes: changes, holders: ledgers.count)
             }
             switch plan {
             case .idle:
@@ -198,10 +208,8 @@ package struct KeepRollups: Sendable {
                 after.fingerprint = ""  // an erasure may have taken anyone's purchases: rebuild
                 try await write(unless: state) { [after] store in try store.save(after) }
                 return .applied(changes: changes, holders: 0)
-            case .page(let state, let rates, let ledgers, let last):
-                lap("read")
-                let update = try Self.update(ledgers, kept: [:], settings: settings, rates: rates, writtenAt: now)
-                lap("compute")
+            case .page(let state, let update, let count, let last):
+                let started = ContinuousClock.now
                 var after = state
                 after.rebuildAfter = last
                 if last == nil { after.phase = .ready }
@@ -209,13 +217,11 @@ package struct KeepRollups: Sendable {
                     try update.write(store, fresh: true)
                     try store.save(after)
                 }
-                lap("write")
-                holders(ledgers.count, "rebuilt")
-                return .rebuilt(holders: ledgers.count, done: last == nil)
-            case .changes(let state, let rates, let changes, let ledgers, let kept):
-                lap("read")
-                let update = try Self.update(ledgers, kept: kept, settings: settings, rates: rates, writtenAt: now)
-                lap("compute")
+                _ = lap("write", since: started)
+                holders(count, "rebuilt")
+                return .rebuilt(holders: count, done: last == nil)
+            case .changes(let state, let update, let changes, let count):
+                let started = ContinuousClock.now
                 var after = state
                 // Changes after a gap still committing are read again next step: applying one twice is harmless.
                 after.changesThrough = Self.through(
@@ -225,9 +231,9 @@ package struct KeepRollups: Sendable {
                     try update.write(store, fresh: false)
                     try store.save(after)
                 }
-                lap("write")
-                holders(ledgers.count, "changed")
-                return .applied(changes: changes.count, holders: ledgers.count)
+                _ = lap("write", since: started)
+                holders(count, "changed")
+                return .applied(changes: changes.count, holders: count)
             }
         } catch {
             logger.error("the chart rollups could not be kept", metadata: ["error": "\(error)"])

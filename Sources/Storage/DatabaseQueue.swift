@@ -1,3 +1,4 @@
+import CLinux
 import CoreMetrics
 import Dispatch
 import Glibc
@@ -29,6 +30,10 @@ public final class DatabaseQueue: Sendable {
     private let writeLine: JobLine
     /// How many workers take from `readLine`.
     public let readerCount: Int
+    /// Where background reads wait (``read(background:_:)``), and how to open the connection of
+    /// the one worker that takes them, at a lower CPU priority, on the first such read.
+    private let backgroundLine: JobLine
+    private let backgroundReader: Mutex<(open: (@Sendable () throws(StorageError) -> Database)?, started: Bool)>
     /// PostgreSQL only: the changes this process hears of, and who hears other processes'.
     private let feed: ChangeFeed?
     private let listener: ChangeListener?
@@ -55,6 +60,14 @@ public final class DatabaseQueue: Sendable {
         }
         readLine = opened.isEmpty ? writeLine : readersLine
         readerCount = opened.count
+        backgroundLine = path == ":memory:" ? readLine : JobLine(groupsSaves: false)
+        var openReader: (@Sendable () throws(StorageError) -> Database)?
+        if path != ":memory:" {
+            openReader = { () throws(StorageError) -> Database in
+                try Database(path: path, busyTimeout: busyTimeout, readOnly: true)
+            }
+        }
+        backgroundReader = Mutex((openReader, false))
         feed = nil
         listener = nil
         for worker in [worker] + opened { worker.start() }
@@ -72,12 +85,17 @@ public final class DatabaseQueue: Sendable {
         let (writing, reading) = (JobLine(groupsSaves: false), JobLine(groupsSaves: false))
         let (writers, readers) = (max(1, connections), max(0, readers))
         var opened: [Worker] = []
-        for i in 0..<(writers + readers) {
+        let open: @Sendable () throws(StorageError) -> Database = { () throws(StorageError) -> Database in
             let database = try Database(postgresURL: url)
             database.metrics = metrics
             database.changeFeed = feed
-            opened.append(Worker(database, line: i < writers ? writing : reading, pollsOtherWriters: false))
+            return database
         }
+        for i in 0..<(writers + readers) {
+            opened.append(Worker(try open(), line: i < writers ? writing : reading, pollsOtherWriters: false))
+        }
+        backgroundLine = JobLine(groupsSaves: false)
+        backgroundReader = Mutex((open, false))
         listener = try ChangeListener(url: url, feed: feed, ignoring: Set(opened.map(\.database.backendPID)))
         self.feed = feed
         worker = opened[0]
@@ -91,6 +109,7 @@ public final class DatabaseQueue: Sendable {
         listener?.stop()
         readLine.stop()
         writeLine.stop()
+        backgroundLine.stop()
     }
 
     /// The SQL dialect of the queue's connections.
@@ -99,9 +118,18 @@ public final class DatabaseQueue: Sendable {
     /// Runs `body` in one read transaction (a consistent snapshot) on the first reader to come
     /// free; it may not write (read-only). It sees every commit made before it was called, this
     /// queue's included, and waits for no write in progress.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            readLine.submit(
+    ///
+    /// `background`: on the background reader instead, a connection of its own (opened on the
+    /// first such read) whose thread runs at a lower CPU priority (nice ``backgroundNice``), for
+    /// work that can wait and may take long, such as the rollup keeper's: it never holds up a
+    /// request's read, and when the machine is saturated requests are served first. (On SQLite
+    /// in memory, a background read is an ordinary one.)
+    public func read<T: Sendable>(
+        background: Bool = false, _ body: @escaping @Sendable (Database) throws -> T
+    ) async throws -> T {
+        let line = background ? try backgroundStarted() : readLine
+        return try await withCheckedThrowingContinuation { continuation in
+            line.submit(
                 .exclusive { worker in
                     let database = worker.database
                     continuation.resume(with: Result { try database.readTransaction { try body(database) } })
@@ -112,6 +140,21 @@ public final class DatabaseQueue: Sendable {
     /// Jobs submitted for the writer (or the writing pool) and not finished, saves waiting for
     /// their group included.
     public var writerBacklog: Int { writeLine.pending.load(ordering: .relaxed) }
+
+    /// The nice value of the background reader's thread: ten steps below the rest, which makes
+    /// Linux's scheduler give it about a tenth of the CPU time of each busy thread at 0.
+    public static let backgroundNice: Int32 = 10
+
+    /// The background reader's line, its worker started on the first call.
+    private func backgroundStarted() throws -> JobLine {
+        try backgroundReader.withLock { reader in
+            guard !reader.started, let open = reader.open else { return }
+            let worker = Worker(try open(), line: backgroundLine, pollsOtherWriters: false, nice: Self.backgroundNice)
+            worker.start()
+            reader.started = true
+        }
+        return backgroundLine
+    }
 
     /// The database file's path.
     public var path: String { worker.database.path }
@@ -325,7 +368,11 @@ public final class DatabaseQueue: Sendable {
         /// `database_group_commit_saves`: how many saves each group commit held.
         private let groupSize: Recorder
 
-        init(_ database: Database, line: JobLine, pollsOtherWriters: Bool) {
+        /// The thread's nice value: above 0 for background work.
+        private let nice: Int32
+
+        init(_ database: Database, line: JobLine, pollsOtherWriters: Bool, nice: Int32 = 0) {
+            self.nice = nice
             self.database = database
             self.line = line
             self.pollsOtherWriters = pollsOtherWriters
@@ -402,6 +449,7 @@ public final class DatabaseQueue: Sendable {
         }
 
         private func loop() {
+            if nice != 0 { _ = receiptd_set_thread_nice(nice) }
             let (seconds, attoseconds) = DatabaseQueue.externalPoll.components
             let pollNs = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
             var lastPoll = DispatchTime.now().uptimeNanoseconds

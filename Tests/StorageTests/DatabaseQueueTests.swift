@@ -30,6 +30,31 @@ private func signalled(_ semaphore: DispatchSemaphore) async {
 
 private func count(_ db: Database) throws -> Int64 { try db.scalarInt("SELECT count(*) FROM t") ?? -1 }
 
+/// The calling thread's nice value, as Linux reports it (proc(5): the 19th field of its stat).
+private func threadNice() throws -> Int {
+    let stat = try String(contentsOfFile: "/proc/thread-self/stat", encoding: .utf8)
+    let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+    return Int(fields[16])!  // fields from the 3rd (state) on
+}
+
+/// Holds every one of `queue`'s `readers` readers in a read until `release` is signalled; returns
+/// once all are held.
+private func holdReaders(
+    _ queue: DatabaseQueue, _ readers: Int, until release: DispatchSemaphore
+) async -> [Task<Void, any Error>] {
+    let held = DispatchSemaphore(value: 0)
+    let tasks = (0..<readers).map { _ in
+        Task {
+            try await queue.read { _ in
+                held.signal()
+                _ = release.wait(timeout: .now() + 10)
+            }
+        }
+    }
+    for _ in 0..<readers { await signalled(held) }
+    return tasks
+}
+
 @Suite("Database queue: readers beside the writer")
 struct DatabaseQueueTests {
     @Test func aReadDoesNotWaitForAWriteInProgress() async throws {
@@ -91,6 +116,26 @@ struct DatabaseQueueTests {
         let memory = try DatabaseQueue(path: ":memory:")
         #expect(memory.readerCount == 0)  // no other connection sees a private in-memory database
         #expect(try await memory.read { db in try db.scalarInt("SELECT 41 + 1") } == 42)
+    }
+
+    @Test func aBackgroundReadHasAReaderOfItsOwnAtALowerPriority() async throws {
+        try await withQueue { queue in
+            try await queue.run { db in try db.execute("INSERT INTO t VALUES (1)") }
+            #expect(try await queue.read { _ in try threadNice() } == 0)
+            // Both readers held: a background read does not wait for them (it would wait 10 s).
+            let release = DispatchSemaphore(value: 0)
+            let held = await holdReaders(queue, 2, until: release)
+            let started = ContinuousClock.now
+            let (rows, nice) = try await queue.read(background: true) { db in (try count(db), try threadNice()) }
+            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(rows == 1 && nice == Int(DatabaseQueue.backgroundNice))
+            await #expect(throws: StorageError.self) {
+                try await queue.read(background: true) { db in try db.execute("INSERT INTO t VALUES (2)") }
+            }
+            for _ in held { release.signal() }
+            for task in held { try await task.value }
+            #expect(try await queue.read { _ in try threadNice() } == 0)  // the readers' threads keep their priority
+        }
     }
 
     @Test func aCachedStatementLeftPartWayHoldsNoSnapshot() async throws {
@@ -367,6 +412,20 @@ extension PostgresQueueTests {
         for _ in 0..<4 { release.signal() }
         for save in saves { try await save.value }
         #expect(try await queue.read { db in try db.scalarInt("SELECT count(*) FROM changes") } == 4)
+    }
+
+    @Test func aBackgroundReadHasAConnectionOfItsOwnAtALowerPriority() async throws {
+        let url = try await PostgresTestServer.freshDatabase(migrated: true)
+        let queue = try DatabaseQueue(postgresURL: url, connections: 1, readers: 1)
+        try await queue.write { db in try ChangeLog(db).append("u", at: 1) }
+        let release = DispatchSemaphore(value: 0)
+        let held = await holdReaders(queue, 1, until: release)
+        let started = ContinuousClock.now
+        let (changes, nice) = try await queue.read(background: true) { db in (try ChangeLog(db).last(), try threadNice()) }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(changes == 1 && nice == Int(DatabaseQueue.backgroundNice))
+        release.signal()
+        try await held[0].value
     }
 }
 
