@@ -101,11 +101,13 @@ public final class Database {
     /// SQLite's default is 64 KiB, past which it goes to a temporary file. Each save of a group
     /// commit runs in a savepoint, and those journals' writes to temporary files were two thirds
     /// of the bytes a POST wrote (`strace` at 200,000 subscribers). Bounded: a migration's
-    /// statement over a large table still spills. Nothing durable lives there (the WAL is).
+    /// statement over a large table still spills, through the shim VFS of CSQLite/shim.h (SQLite
+    /// 3.40's unix VFS cannot write a spilled journal of this size in one piece, and said
+    /// "database or disk is full"). Nothing durable lives there (the WAL is).
     static let statementJournalInMemory: Int32 = 4 << 20
-    /// SQLite's answer to that setting (SQLITE_OK, or SQLITE_MISUSE had anything initialized
-    /// SQLite before the first connection).
-    static let configureSQLite: Int32 = receiptd_sqlite3_config_stmtjrnl_spill(statementJournalInMemory)
+    /// SQLite's answer to that setting and to the shim VFS's registration (SQLITE_OK, or
+    /// SQLITE_MISUSE had anything initialized SQLite before the first connection).
+    static let configureSQLite: Int32 = receiptd_sqlite3_configure(statementJournalInMemory)
 
     deinit {
         statements = [:]  // finalized before the connection closes
