@@ -25,7 +25,7 @@ package struct EraseSubscriber: Sendable {
         let outcome: Erasure.Outcome
         do {
             outcome = try await database.write(durable: true) { db in
-                let outcome = try Erasure(db).erase(appUserID, by: asker, at: now)
+                let outcome = try Erasure(db).erase(appUserID, by: asker, at: now, rollupMarks: KeepRollups.marks(ofKept:))
                 guard outcome.found else { throw NotStored() }
                 return outcome
             }

@@ -271,6 +271,12 @@ package struct KeepRollups: Sendable {
         ExchangeRates(ReadChart.rows(try AnalyticsStore(db).rates()))
     }
 
+    /// The marks of a holder's rows as kept (`rollup_holders.rows`), nil when they do not read
+    /// back: what an erasure deletes from `rollup_marks` (``Storage/Erasure``).
+    package static func marks(ofKept text: String) -> Set<RollupMark>? {
+        Deflated.unpack(text).flatMap(RollupRow.decode).map(RollupMark.marks(of:))
+    }
+
     /// What recomputed holders change: the sums' differences, each holder's rows (encoded; nil
     /// to forget a holder who holds nothing), moments (as the rows that replace theirs), and the
     /// marks they gained and lost. All of it worked out before the write, which runs SQL alone

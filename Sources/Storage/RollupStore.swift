@@ -2,7 +2,7 @@ import Analytics
 
 /// The chart rollups (Migrations/0019_rollups.sql): their state, each holder's last rows, the
 /// sums by day and the exact items of today's instants; and the marks drill-downs find holders by
-/// (0020_rollup_marks_and_moments.sql). Synchronous: use it inside
+/// (0020_rollup_marks_and_moments.sql, 0021). Synchronous: use it inside
 /// `DatabaseQueue.write` or `read`.
 public struct RollupStore {
     private let db: Database
@@ -266,10 +266,17 @@ public struct RollupStore {
             tail: " ON CONFLICT (environment, family, day, app_user_id) DO NOTHING")
     }
 
-    public func removeMarks(_ marks: [(appUserID: String, mark: RollupMark)]) throws {
+    /// Removes marks; returns how many there were.
+    @discardableResult
+    public func removeMarks(_ marks: [(appUserID: String, mark: RollupMark)]) throws -> Int {
         let delete = try db.cached(
             "DELETE FROM rollup_marks WHERE environment = ? AND family = ? AND day = ? AND app_user_id = ?")
-        for (user, mark) in marks { try delete.bind([mark.environment, mark.family.rawValue, mark.day, user]).run() }
+        var removed = 0
+        for (user, mark) in marks {
+            try delete.bind([mark.environment, mark.family.rawValue, mark.day, user]).run()
+            removed += db.changes
+        }
+        return removed
     }
 
     /// Up to `limit` marks of a family on `days`, in order of day and holder, after `after`

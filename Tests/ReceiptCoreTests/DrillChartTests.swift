@@ -60,7 +60,9 @@ struct DrillChartTests {
             }
             #expect(try await marks(to) > 0)
             let now = clock.now
-            _ = try await queue.write { db in try Erasure(db).erase(to, by: "test", at: now) }
+            _ = try await queue.write { db in
+                try Erasure(db).erase(to, by: "test", at: now, rollupMarks: KeepRollups.marks(ofKept:))
+            }
             let (left, kept) = (try await marks(to), try await marks(owners["o3"]!))
             #expect(left == 0 && kept > 0)
         }

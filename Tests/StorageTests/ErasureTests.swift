@@ -1,3 +1,4 @@
+import Analytics
 import Entitlements
 import Foundation
 import Identifiers
@@ -47,6 +48,15 @@ struct ErasureTests {
                         originalTransactionID: "o\(n)", transactionID: "t\(n)", factsJSON: #"{"user":"user\#(n)"}"#)
                 ], for: "user\(n)", originals: [Identifier("o\(n)")], now: 7)
         }
+        // Rollup rows and marks: user1's and user2's rows read back (``marks(ofRows:)``), user3's do not.
+        let rollups = RollupStore(db)
+        try rollups.saveHolderRows([
+            ("user1", "marks f 10, s 20"), ("user2", "marks f 10"), ("user3", "unreadable"),
+        ])
+        try rollups.addMarks(
+            [("user1", "f", 10), ("user1", "s", 20), ("user2", "f", 10), ("user3", "c", 30)].map { user, family, day in
+                (user, RollupMark(environment: "sandbox", family: .init(rawValue: family)!, day: day))
+            })
         _ = try receipts.save(facts(3), for: "thief", now: 99)
         _ = try EventStore(db).replace(
             [
@@ -69,18 +79,41 @@ struct ErasureTests {
 
     private func mentions(of needle: String, in db: Database) throws -> [String] { try rowsMentioning(needle, in: db) }
 
+    /// A stand-in for ReceiptCore's reading of kept rollup rows: "marks f 10, s 20" (sandbox).
+    private static func marks(ofRows text: String) -> Set<RollupMark>? {
+        guard text.hasPrefix("marks ") else { return nil }
+        return Set(
+            text.dropFirst(6).split(separator: ", ").map { mark in
+                let parts = mark.split(separator: " ")
+                return RollupMark(
+                    environment: "sandbox", family: .init(rawValue: String(parts[0]))!, day: Int64(parts[1])!)
+            })
+    }
+
+    private func rollupMarks(_ db: Database) throws -> [String] {
+        let q = try db.cached("SELECT app_user_id, family, day FROM rollup_marks ORDER BY app_user_id, family, day").bind([])
+        var marks: [String] = []
+        while try q.step() { marks.append("\(q.text(0)!) \(q.text(1)!) \(q.int(2))") }
+        return marks
+    }
+
     @Test(arguments: await testDialects())
     func everyRowNamingThePersonOrTheirPurchasesGoesOrIsBlanked(_ dialect: Database.Dialect) async throws {
         let db = try await seeded(dialect)
         #expect(try !mentions(of: "user1", in: db).isEmpty)
         let before = try ReceiptStore(db).subscriber("user2")
-        let outcome = try db.transaction { try Erasure(db).erase("user1", by: "key:abc", at: 500) }
+        let outcome = try db.transaction {
+            try Erasure(db).erase("user1", by: "key:abc", at: 500, rollupMarks: Self.marks(ofRows:))
+        }
         #expect(outcome.found)
         #expect(try mentions(of: "user1", in: db) == [])
         // Its purchase with everything about it: the receipt string too.
         #expect(try mentions(of: "RECEIPT-OF-1", in: db) == [])
         #expect(try mentions(of: "o1", in: db) == [])
         #expect(outcome.rows["transactions"] == 1 && outcome.rows["subscribers"] == 1 && outcome.rows["webhook_deliveries"] == 1)
+        // Their rollup marks, found from their kept rows (no index finds marks by holder); others' stay.
+        #expect(outcome.rows["rollup_marks"] == 2 && outcome.rows["rollup_holders"] == 1)
+        #expect(try rollupMarks(db) == ["user2 f 10", "user3 c 30"])
         // The notification is a tombstone: its dedupe key still known, nothing of its content left.
         let tombstone = try NotificationStore(db).find(dedupeKey: "k1")
         #expect(tombstone?.outcome == "erased" && tombstone?.body == "" && tombstone?.appUserID == nil)
@@ -95,9 +128,12 @@ struct ErasureTests {
     func anotherUsersHistoryOfAPurchaseTheyTookKeepsItsShapeWithoutTheName(_ dialect: Database.Dialect) async throws {
         let db = try await seeded(dialect)
         let thiefEvents = try EventStore(db).page(for: "thief", limit: 10, before: nil).count
-        let outcome = try db.transaction { try Erasure(db).erase("user3", by: "cli", at: 500) }
+        let outcome = try db.transaction { try Erasure(db).erase("user3", by: "cli", at: 500, rollupMarks: Self.marks(ofRows:)) }
         #expect(try mentions(of: "user3", in: db) == [])
         #expect(outcome.othersChanged == ["thief"])
+        // Rows that do not read back: their holder's marks are looked for among all.
+        #expect(outcome.rows["rollup_marks"] == 1)
+        #expect(try rollupMarks(db) == ["user1 f 10", "user1 s 20", "user2 f 10"])
         // thief still holds o3; its transfer reads as from an erased user, in the rows and the events.
         #expect(try ReceiptStore(db).owner(of: "o3") == "thief")
         #expect(try db.scalarInt("SELECT count(*) FROM ownership_transfers WHERE from_app_user_id = '(erased)'") == 1)
@@ -127,7 +163,7 @@ struct ErasureTests {
             to: ["crm"], now: 99)
         #expect(try mentions(of: "thief", in: db).count >= 5)
 
-        let outcome = try db.transaction { try Erasure(db).erase("thief", by: "cli", at: 500) }
+        let outcome = try db.transaction { try Erasure(db).erase("thief", by: "cli", at: 500, rollupMarks: Self.marks(ofRows:)) }
         #expect(try mentions(of: "thief", in: db) == [])
         #expect(outcome.othersChanged == ["user3"] && outcome.rows["transactions"] == 1)
         // user3's event about the move: renamed in its facts and its key, as derivation now names it.
@@ -150,7 +186,7 @@ struct ErasureTests {
     @Test(arguments: await testDialects())
     func anIdNeverStoredErasesNothing(_ dialect: Database.Dialect) async throws {
         let db = try await seeded(dialect)
-        let outcome = try db.transaction { try Erasure(db).erase("nobody", by: "cli", at: 500) }
+        let outcome = try db.transaction { try Erasure(db).erase("nobody", by: "cli", at: 500, rollupMarks: Self.marks(ofRows:)) }
         #expect(!outcome.found && outcome.total == 0)
     }
 
@@ -182,7 +218,7 @@ struct ErasureTests {
                 let raw = { (file: String) in (try? Data(contentsOf: URL(fileURLWithPath: file))) ?? Data() }
                 #expect(
                     raw(path).range(of: Data("user17".utf8)) != nil || raw(path + "-wal").range(of: Data("user17".utf8)) != nil)
-                _ = try db.transaction { try Erasure(db).erase("user17", by: "cli", at: 100) }
+                _ = try db.transaction { try Erasure(db).erase("user17", by: "cli", at: 100, rollupMarks: Self.marks(ofRows:)) }
                 try db.scrubAfterErasure()
                 for file in [path, path + "-wal"] {
                     let bytes = raw(file)
