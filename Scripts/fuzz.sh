@@ -31,9 +31,9 @@ build() {
 mkdir -p "$scratch"
 for target in "${targets[@]}"; do
   # The Fuzz package compiles ../Sources by path: SwiftPM keeps a stale build plan when a file
-  # there is renamed ("missing inputs"); plan again once. Any other failure stops here, never
-  # running a binary left from an earlier build.
-  if ! build "$target" && ! { grep -q "missing inputs" "$scratch/$target.build.log" \
+  # there is renamed ("missing inputs") or a target there gains a dependency ("no such module");
+  # plan again once. Any other failure stops here, never running a binary left from an earlier build.
+  if ! build "$target" && ! { grep -qE "missing inputs|no such module" "$scratch/$target.build.log" \
     && rm -f "$scratch/release.yaml" "$scratch"/*/release/description.json && build "$target"; }; then
     grep -E "error" "$scratch/$target.build.log" >&2
     echo "fuzz.sh: $target does not build" >&2
