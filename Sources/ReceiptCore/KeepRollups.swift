@@ -160,6 +160,12 @@ package struct KeepRollups: Sendable {
         do {
             let plan = try await database.read(background: true) { db -> Plan in
                 let started = ContinuousClock.now
+                /// The holders' update, with the time read since `started` and the time computing it.
+                func computed(_ ledgers: [String: Ledger], kept: [String: String], rates: ExchangeRates) throws -> Update {
+                    let read = lap("read", since: started)
+                    defer { _ = lap("compute", since: read) }
+                    return try Self.update(ledgers, kept: kept, settings: settings, rates: rates, writtenAt: now)
+                }
                 let store = RollupStore(db)
                 let state = try store.state()
                 let fingerprint = Self.fingerprint(settings, ratesRevision: state.ratesRevision)
@@ -171,9 +177,7 @@ package struct KeepRollups: Sendable {
                 if state.phase == .building {
                     let page = try AnalyticsStore(db).holders(environment: nil, after: state.rebuildAfter, limit: holdersPerPage)
                     let ledgers = ReadChart.ledgers(page.purchases, page.renewals)
-                    let read = lap("read", since: started)
-                    let update = try Self.update(ledgers, kept: [:], settings: settings, rates: rates, writtenAt: now)
-                    _ = lap("compute", since: read)
+                    let update = try computed(ledgers, kept: [:], rates: rates)
                     return .page(state, update, holders: ledgers.count, last: page.last)
                 }
                 let changes = try ChangeLog(db).since(state.changesThrough, limit: changesPerStep)
@@ -185,10 +189,7 @@ package struct KeepRollups: Sendable {
                 let held = try AnalyticsStore(db).holdings(of: users)
                 var ledgers = ReadChart.ledgers(held.purchases, held.renewals)
                 for user in users where ledgers[user] == nil { ledgers[user] = Ledger(entries: []) }
-                let kept = try store.holderRows(users)
-                let read = lap("read", since: started)
-                let update = try Self.update(ledgers, kept: kept, settings: settings, rates: rates, writtenAt: now)
-                _ = lap("compute", since: read)
+                let update = try computed(ledgers, kept: try store.holderRows(users), rates: rates)
                 return .changes(state, update, changes: changes, holders: ledgers.count)
             }
             switch plan {
@@ -274,8 +275,14 @@ package struct KeepRollups: Sendable {
     /// The marks of a holder's rows as kept (`rollup_holders.rows`), nil when they do not read
     /// back: what an erasure deletes from `rollup_marks` (``Storage/Erasure``).
     package static func marks(ofKept text: String) -> Set<RollupMark>? {
-        Deflated.unpack(text).flatMap(RollupRow.decode).map(RollupMark.marks(of:))
+        rows(ofKept: text).map(RollupMark.marks(of:))
     }
+
+    /// A holder's rows as kept in `rollup_holders.rows`: encoded, zlib-compressed.
+    static func kept(_ rows: [RollupRow]) -> String { Deflated.pack(RollupRow.encode(rows)) }
+
+    /// ``kept(_:)``'s rows back; nil when the text is not such rows.
+    static func rows(ofKept text: String) -> [RollupRow]? { Deflated.unpack(text).flatMap(RollupRow.decode) }
 
     /// What recomputed holders change: the sums' differences, each holder's rows (encoded; nil
     /// to forget a holder who holds nothing), moments (as the rows that replace theirs), and the
@@ -310,7 +317,7 @@ package struct KeepRollups: Sendable {
             let now = Rollup.holder(ledger, settings: settings, rates: rates, writtenAt: writtenAt)
             var old: [RollupRow] = []
             if let text = kept[user] {
-                guard let rows = Deflated.unpack(text).flatMap(RollupRow.decode) else {
+                guard let rows = Self.rows(ofKept: text) else {
                     throw KeepRollupsFailure("the rollup rows kept for a holder do not read back")
                 }
                 old = rows
@@ -321,7 +328,7 @@ package struct KeepRollups: Sendable {
             let (before, after) = (RollupMark.marks(of: old), RollupMark.marks(of: now.rows))
             update.marked += after.subtracting(before).sorted().map { (user, $0) }
             update.unmarked += before.subtracting(after).sorted().map { (user, $0) }
-            update.rows[user] = now.rows.isEmpty ? String?.none : Deflated.pack(RollupRow.encode(now.rows))
+            update.rows[user] = now.rows.isEmpty ? String?.none : Self.kept(now.rows)
             moments.append((user, now.moments))
         }
         update.moments = RollupStore.momentRows(moments)
