@@ -91,7 +91,7 @@ extension ReadChart {
         do {
             ready = try await database.read { db -> Int64? in
                 let store = RollupStore(db)
-                return try KeepRollups.ready(store, for: settings).map { try store.pendingChanges(after: $0.changesThrough) }
+                return try KeepRollups.ready(db, for: settings).map { try store.pendingChanges(after: $0.changesThrough) }
             }
         } catch {
             logger.error("the chart rollups could not be read", metadata: ["error": "\(error)"])

@@ -4,9 +4,14 @@ import Logging
 import Storage
 
 /// Erase a person (GDPR art. 17, CCPA): everything stored under their app user id, in one
-/// transaction (``Erasure``), then the database file scrubbed of the pages as they were
-/// (``Database/scrubAfterErasure()``); caches forget through the change log. The
-/// `DELETE /v1/subscribers/{id}` route and `receiptd erase` call it.
+/// transaction (``Erasure``), then their rows of the chart rollups in another (on SQLite those
+/// are a file of their own: ``RollupStore/forget(_:marksOf:)``), then both files scrubbed of the
+/// pages as they were (``Database/scrubAfterErasure()``); caches forget through the change log.
+/// The `DELETE /v1/subscribers/{id}` route and `receiptd erase` call it.
+///
+/// Should the second transaction fail after the first, the answer is an error and the log says
+/// so; the rollups still forget them, since the erasure's change has the keeper rebuild them
+/// from nothing.
 package struct EraseSubscriber: Sendable {
     let database: DatabaseQueue
     let logger: Logger
@@ -22,10 +27,10 @@ package struct EraseSubscriber: Sendable {
     /// Throws ``ReceiptError/subscriberNotFound`` (and records nothing) for an id never stored.
     package func callAsFunction(_ appUserID: String, by asker: String) async throws(ReceiptError) -> Erasure.Outcome {
         let now = clock.now()
-        let outcome: Erasure.Outcome
+        var outcome: Erasure.Outcome
         do {
             outcome = try await database.write(durable: true) { db in
-                let outcome = try Erasure(db).erase(appUserID, by: asker, at: now, rollupMarks: KeepRollups.marks(ofKept:))
+                let outcome = try Erasure(db).erase(appUserID, by: asker, at: now)
                 guard outcome.found else { throw NotStored() }
                 return outcome
             }
@@ -36,7 +41,21 @@ package struct EraseSubscriber: Sendable {
             throw .internalFault
         }
         do {
+            let ids = outcome.ids
+            let forgotten = try await database.write(durable: true, rollups: true) { db in
+                try db.lock(["receiptd rollups"])
+                return try RollupStore(db).forget(ids, marksOf: KeepRollups.marks(ofKept:))
+            }
+            outcome.rows.merge(forgotten, uniquingKeysWith: +)
+        } catch {
+            logger.error(
+                "an erasure's rows of the chart rollups were not erased; the rollups' rebuild will",
+                metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+        do {
             try await database.run { db in try db.scrubAfterErasure() }
+            try await database.run(rollups: true) { db in try db.scrubAfterErasure() }
         } catch {
             // The rows are gone; old copies of their pages may linger in the WAL until the next
             // full checkpoint. Said, not hidden: the audit row stands, the caller learns it.

@@ -72,9 +72,10 @@ package struct KeepRollups: Sendable {
 
     /// The rollups' state when they are built and built for these settings and the loaded rates:
     /// what a chart or a drill-down may read them by. Nil while they are (to be) rebuilt.
-    static func ready(_ store: RollupStore, for settings: AnalyticsSettings) throws -> RollupStore.State? {
-        let state = try store.state()
-        guard state.phase == .ready, state.fingerprint == fingerprint(settings, ratesRevision: state.ratesRevision) else {
+    static func ready(_ db: Database, for settings: AnalyticsSettings) throws -> RollupStore.State? {
+        let state = try RollupStore(db).state()
+        let revision = try AnalyticsStore(db).ratesRevision()
+        guard state.phase == .ready, state.fingerprint == fingerprint(settings, ratesRevision: revision) else {
             return nil
         }
         return state
@@ -168,12 +169,13 @@ package struct KeepRollups: Sendable {
                 }
                 let store = RollupStore(db)
                 let state = try store.state()
-                let fingerprint = Self.fingerprint(settings, ratesRevision: state.ratesRevision)
+                let revision = try AnalyticsStore(db).ratesRevision()
+                let fingerprint = Self.fingerprint(settings, ratesRevision: revision)
                 if state.fingerprint != fingerprint {
                     let from = try ChangeLog(db).followFrom(since: now - Self.commitWindowMs)
                     return .restart(state, fingerprint: fingerprint, followFrom: from)
                 }
-                let rates = try parsedRates.rates(revision: state.ratesRevision) { try Self.rates(db) }
+                let rates = try parsedRates.rates(revision: revision) { try Self.rates(db) }
                 if state.phase == .building {
                     let page = try AnalyticsStore(db).holders(environment: nil, after: state.rebuildAfter, limit: holdersPerPage)
                     let ledgers = ReadChart.ledgers(page.purchases, page.renewals)
@@ -198,10 +200,7 @@ package struct KeepRollups: Sendable {
             case .restart(let state, let fingerprint, let from):
                 try await write(unless: state) { store in
                     try store.clear()
-                    try store.save(
-                        .init(
-                            fingerprint: fingerprint, phase: .building, rebuildAfter: nil, changesThrough: from,
-                            ratesRevision: state.ratesRevision))
+                    try store.save(.init(fingerprint: fingerprint, phase: .building, rebuildAfter: nil, changesThrough: from))
                 }
                 return .startedRebuild
             case .everyone(let state, let changes):
@@ -243,11 +242,10 @@ package struct KeepRollups: Sendable {
     }
 
     /// Writes under the keepers' lock, unless the rollups' state is no longer `read` (another
-    /// keeper moved them since: its work stands, and the next step starts from it).
-    /// In a transaction of its own: grouped with POSTs' saves, in a savepoint, SQLite would
-    /// journal every page each of its statements touches until the group's commit.
+    /// keeper moved them since: its work stands, and the next step starts from it). By the
+    /// rollups' writer: on SQLite, that of their own file, so saves never wait for it.
     private func write(unless read: RollupStore.State, _ body: @escaping @Sendable (RollupStore) throws -> Void) async throws {
-        try await database.write(alone: true) { db in
+        try await database.write(rollups: true) { db in
             try db.lock(["receiptd rollups"])
             let store = RollupStore(db)
             guard try store.state() == read else { return }

@@ -2,7 +2,7 @@ import Analytics
 import Synchronization
 
 /// The loaded exchange rates as last parsed, with the revision they were read at
-/// (`rollup_state.rates_revision`, which every import that changes a rate moves): reading and
+/// (`rates_revision`, which every import that changes a rate moves): reading and
 /// parsing every rate was a fifth of a drill-down page's time, and a rollup keeper's step read
 /// them all each second.
 final class ParsedRates: Sendable {

@@ -76,7 +76,7 @@ package struct ReadChart: Sendable {
         do {
             kept = try await database.read { db in
                 let store = RollupStore(db)
-                guard let state = try KeepRollups.ready(store, for: settings) else { return nil }
+                guard let state = try KeepRollups.ready(db, for: settings) else { return nil }
                 let environment = query.filters.environment
                 return (
                     try store.rows(

@@ -2,10 +2,12 @@ import Foundation
 import ReceiptService
 import Storage
 
-/// A private in-memory SQLite database with the repository's migrations applied.
+/// A private in-memory SQLite database with the repository's migrations applied, and the chart
+/// rollups' file (private, in memory too) attached, as a `DatabaseQueue` on `:memory:` has it.
 package func migratedDatabase() throws -> Database {
     let db = try Database(path: ":memory:")
     _ = try Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(db)
+    try RollupStore.attachFile(":memory:", to: db)
     return db
 }
 

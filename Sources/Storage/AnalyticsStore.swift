@@ -163,13 +163,13 @@ public struct AnalyticsStore {
             try upsert.bind([row.day, row.currency, row.perEuro]).run()
             changed += db.changes
         }
-        if changed > 0 { try RollupStore(db).ratesChanged() }
+        if changed > 0 { try db.cached("UPDATE rates_revision SET revision = revision + 1 WHERE id = 1").run() }
         return changed
     }
 
-    /// The rates' revision: it moves with every import that changes a rate.
+    /// The rates' revision (Migrations/0022): it moves with every import that changes a rate.
     public func ratesRevision() throws -> Int64 {
-        let q = try db.cached("SELECT rates_revision FROM rollup_state WHERE id = 1")
+        let q = try db.cached("SELECT revision FROM rates_revision WHERE id = 1")
         defer { q.reset() }
         return try q.step() ? q.int(0) : 0
     }

@@ -21,6 +21,11 @@ import Synchronization
 /// groups itself), run again when the server picks it as the loser of a deadlock or serialization
 /// failure; stores lock what they read before they write (``Database/lock(_:)``). Changes are
 /// heard through a ``ChangeFeed``.
+///
+/// On SQLite the chart rollups (``RollupStore``) live in a file of their own beside the
+/// database's (``rollupsPath(for:)``), attached to the readers as `rollups`, with a writer of its
+/// own (``write(durable:alone:rollups:_:)``): the rollup keeper's writes, tens of milliseconds a
+/// second under load, never hold up saves, whose one writer is the service's narrowest point.
 public final class DatabaseQueue: Sendable {
     /// The writer on SQLite, the first writing connection on PostgreSQL.
     private let worker: Worker
@@ -28,6 +33,9 @@ public final class DatabaseQueue: Sendable {
     private let readLine: JobLine
     /// Where saves and `run` jobs wait: the writer's line, or the writing pool's on PostgreSQL.
     private let writeLine: JobLine
+    /// Where the rollups' writes wait: their own writer's line on SQLite (the writer's for
+    /// `:memory:`), the writing pool's on PostgreSQL.
+    private let rollupsLine: JobLine
     /// How many workers take from `readLine`.
     public let readerCount: Int
     /// Where background reads wait (``read(background:_:)``), and how to open the connection of
@@ -39,8 +47,10 @@ public final class DatabaseQueue: Sendable {
     private let listener: ChangeListener?
 
     /// Opens the database at `path` (see ``Database/init(path:busyTimeout:readOnly:)``) and starts
-    /// its thread, then `readers` read-only connections with a thread each (none for `:memory:`,
-    /// whose data no other connection sees: reads then run on the writer's thread).
+    /// its thread, then the rollups' file (``rollupsPath(for:)``, made or made again as
+    /// ``RollupStore`` needs it) and its writer's thread, then `readers` read-only connections
+    /// with a thread each, the rollups attached (none for `:memory:`, whose data no other
+    /// connection sees: reads then run on the writer's thread, which has the rollups in memory too).
     /// - Parameter metrics: where write transactions are timed (see ``Database/metrics``).
     public init(
         path: String, busyTimeout: Duration = .seconds(5), metrics: any MetricsFactory = NOOPMetricsHandler.instance,
@@ -50,24 +60,38 @@ public final class DatabaseQueue: Sendable {
         database.metrics = metrics
         writeLine = JobLine(groupsSaves: true)
         worker = Worker(database, line: writeLine, pollsOtherWriters: true)
-        let readersLine = JobLine(groupsSaves: false)
         var opened: [Worker] = []
+        let rollups = path == ":memory:" ? path : Self.rollupsPath(for: path)
+        do {
+            if path == ":memory:" {
+                try RollupStore.attachFile(rollups, to: database)
+                rollupsLine = writeLine
+            } else {
+                let writer = try Database(path: rollups, busyTimeout: busyTimeout)
+                try RollupStore.prepareFile(writer)
+                writer.metrics = metrics
+                rollupsLine = JobLine(groupsSaves: false)
+                opened.append(Worker(writer, line: rollupsLine, pollsOtherWriters: false))
+            }
+        } catch {
+            throw error as? StorageError ?? StorageError(.open, "cannot open the rollups' file \(rollups): \(error)")
+        }
+        let readersLine = JobLine(groupsSaves: false)
+        /// A read-only connection to the database with the rollups attached.
+        let openReader = { @Sendable () throws(StorageError) -> Database in
+            let reader = try Database(path: path, busyTimeout: busyTimeout, readOnly: true)
+            try reader.attach(rollups: rollups)
+            return reader
+        }
         if path != ":memory:" {
             for _ in 0..<max(0, readers) {
-                let reader = try Database(path: path, busyTimeout: busyTimeout, readOnly: true)
-                opened.append(Worker(reader, line: readersLine, pollsOtherWriters: false))
+                opened.append(Worker(try openReader(), line: readersLine, pollsOtherWriters: false))
             }
         }
-        readLine = opened.isEmpty ? writeLine : readersLine
-        readerCount = opened.count
+        readerCount = path == ":memory:" ? 0 : max(0, readers)
+        readLine = readerCount == 0 ? writeLine : readersLine
         backgroundLine = path == ":memory:" ? readLine : JobLine(groupsSaves: false)
-        var openReader: (@Sendable () throws(StorageError) -> Database)?
-        if path != ":memory:" {
-            openReader = { () throws(StorageError) -> Database in
-                try Database(path: path, busyTimeout: busyTimeout, readOnly: true)
-            }
-        }
-        backgroundReader = Mutex((openReader, false))
+        backgroundReader = Mutex((path == ":memory:" ? nil : openReader, false))
         feed = nil
         listener = nil
         for worker in [worker] + opened { worker.start() }
@@ -100,6 +124,7 @@ public final class DatabaseQueue: Sendable {
         self.feed = feed
         worker = opened[0]
         writeLine = writing
+        rollupsLine = writing
         readLine = readers > 0 ? reading : writing
         readerCount = readers
         for worker in opened { worker.start() }
@@ -109,6 +134,7 @@ public final class DatabaseQueue: Sendable {
         listener?.stop()
         readLine.stop()
         writeLine.stop()
+        rollupsLine.stop()
         backgroundLine.stop()
     }
 
@@ -159,6 +185,16 @@ public final class DatabaseQueue: Sendable {
     /// The database file's path.
     public var path: String { worker.database.path }
 
+    /// The file SQLite's chart rollups live in, beside the database at `path`: its name with
+    /// `-rollups` before the extension (`data/receiptd.sqlite`: `data/receiptd-rollups.sqlite`).
+    /// It holds only what the rollup keeper derives: a backup need not hold it, and a lost one
+    /// is made again and rebuilt.
+    public static func rollupsPath(for path: String) -> String {
+        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
+        guard let dot = path[slash...].lastIndex(of: "."), dot != slash else { return path + "-rollups" }
+        return path[..<dot] + "-rollups" + path[dot...]
+    }
+
     /// Calls `observer` on the writer's thread with each change appended to the ``ChangeLog``
     /// after this call, oldest first: those of this queue's writes before their callers resume,
     /// other connections' and processes' within ``externalPoll`` of their commit. Replaces any
@@ -181,10 +217,11 @@ public final class DatabaseQueue: Sendable {
     /// How often an idle queue looks for commits by other connections (`PRAGMA data_version`).
     public static let externalPoll: Duration = .milliseconds(100)
 
-    /// Runs `body` with exclusive use of the connection, on the database's thread.
-    public func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    /// Runs `body` with exclusive use of the connection, on the database's thread; `rollups`: of
+    /// the rollups' writer (on SQLite, a connection to their file alone).
+    public func run<T: Sendable>(rollups: Bool = false, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            writeLine.submit(
+            (rollups ? rollupsLine : writeLine).submit(
                 .exclusive { worker in
                     let result = Result { try body(worker.database) }
                     worker.publishChanges()
@@ -199,14 +236,17 @@ public final class DatabaseQueue: Sendable {
     /// commit holding the save is done: what it wrote is committed (and on disk, when `durable`:
     /// a group with one durable save commits with `synchronous = FULL`), or it throws.
     ///
-    /// `alone`: in a transaction of its own, never grouped: for a large write (the rollup
-    /// keeper's), whose savepoint would journal every page it touches, statement by statement.
+    /// `alone`: in a transaction of its own, never grouped: for a large write, whose savepoint
+    /// would journal every page it touches, statement by statement.
+    ///
+    /// `rollups`: a write of the chart rollups (``RollupStore``), alone, by the rollups' writer:
+    /// on SQLite, a connection to their file alone, which waits for no save and holds none up.
     public func write<T: Sendable>(
-        durable: Bool = false, alone: Bool = false, _ body: @escaping @Sendable (Database) throws -> T
+        durable: Bool = false, alone: Bool = false, rollups: Bool = false, _ body: @escaping @Sendable (Database) throws -> T
     ) async throws -> T {
-        if feed != nil || alone {
+        if feed != nil || alone || rollups {
             return try await withCheckedThrowingContinuation { continuation in
-                writeLine.submit(
+                (rollups ? rollupsLine : writeLine).submit(
                     .exclusive { worker in
                         let database = worker.database
                         // Every PostgreSQL commit is durable (synchronous_commit): `durable` only labels it.

@@ -38,6 +38,8 @@ public struct Erasure {
         public var total: Int { rows.values.reduce(0, +) }
         /// Whether any of the ids was stored at all.
         public var found: Bool
+        /// The ids erased: the person's canonical id and aliases.
+        public var ids: [String] = []
         /// Other users whose history named an erased id (now ``Erasure/erasedID``): their events
         /// changed, so their cached views must go.
         public var othersChanged: [String] = []
@@ -49,12 +51,10 @@ public struct Erasure {
 
     /// Erases the person `appUserID` names (their canonical id and every alias, whichever of them
     /// is given) in the caller's transaction and records it, `by` naming the asker (see
-    /// Migrations/0011_erasures.sql). `rollupMarks` reads the marks a holder's kept rollup rows
-    /// (`rollup_holders.rows`) put in `rollup_marks`, nil when they do not read back (then the
-    /// holder's marks are looked for in every mark): ReceiptCore's reading of those rows.
-    public func erase(
-        _ appUserID: String, by asker: String, at now: Int64, rollupMarks: (String) -> Set<RollupMark>?
-    ) throws -> Outcome {
+    /// Migrations/0011_erasures.sql). The chart rollups' rows of the ids are not here (on SQLite
+    /// they are another file's): ``RollupStore/forget(_:marksOf:)`` takes them after, `ids` of
+    /// the outcome.
+    public func erase(_ appUserID: String, by asker: String, at now: Int64) throws -> Outcome {
         let store = ReceiptStore(db)
         let canonical = try store.canonical(appUserID)
         let ids = Array(Set([canonical] + (try store.aliases(of: canonical).map(\.appUserID)))).sorted()
@@ -68,7 +68,7 @@ public struct Erasure {
         let others = try parties(of: touched, except: ids)
         try store.lock(purchases: touched, subscriber: nil)
         try db.lock(ids.map { "subscriber:" + $0 })
-        var outcome = Outcome(found: try count("SELECT count(*) FROM subscribers WHERE app_user_id IN", ids) > 0)
+        var outcome = Outcome(found: try count("SELECT count(*) FROM subscribers WHERE app_user_id IN", ids) > 0, ids: ids)
 
         func note(_ table: String, _ changed: Int) { if changed > 0 { outcome.rows[table, default: 0] += changed } }
         func run(_ table: String, _ sql: String, _ values: [String]) throws {
@@ -109,12 +109,10 @@ public struct Erasure {
         ] {
             try run(table, "DELETE FROM \(table) WHERE original_transaction_id IN", originals)
         }
-        // The rows keyed by the ids (deliveries before their messages, the subscriber last); their
-        // rollup marks by key, found from their rollup rows before those go.
-        note("rollup_marks", try eraseRollupMarks(of: ids, rollupMarks))
+        // The rows keyed by the ids (deliveries before their messages, the subscriber last).
         for table in [
             "events", "verifications", "shadow_diffs", "changes", "webhook_deliveries", "webhook_messages", "aliases",
-            "promotions", "product_states", "rollup_holders", "rollup_moments", "subscribers",
+            "promotions", "product_states", "subscribers",
         ] {
             try run(table, "DELETE FROM \(table) WHERE app_user_id IN", ids)
         }
@@ -136,27 +134,6 @@ public struct Erasure {
         try db.cached("INSERT INTO erasures (at, by_key, rows) VALUES (?, ?, ?)")
             .bind([now, asker, Int64(outcome.total)]).run()
         return outcome
-    }
-
-    /// Deletes the ids' rollup marks: those their kept rows say they have, by key (no index finds
-    /// marks by holder, 0021), or for rows that do not read back, whichever marks name them.
-    /// Returns how many went.
-    private func eraseRollupMarks(of ids: [String], _ rollupMarks: (String) -> Set<RollupMark>?) throws -> Int {
-        let rollups = RollupStore(db)
-        var (marks, unread): ([(appUserID: String, mark: RollupMark)], [String]) = ([], [])
-        for (id, rows) in try rollups.holderRows(ids).sorted(by: { $0.key < $1.key }) {
-            guard let theirs = rollupMarks(rows) else {
-                unread.append(id)
-                continue
-            }
-            marks += theirs.sorted().map { (id, $0) }
-        }
-        var erased = try rollups.removeMarks(marks)
-        for id in unread {
-            try db.cached("DELETE FROM rollup_marks WHERE app_user_id = ?").bind([id]).run()
-            erased += db.changes
-        }
-        return erased
     }
 
     /// The purchases the ids hold.

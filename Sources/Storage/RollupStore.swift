@@ -1,13 +1,102 @@
 import Analytics
 
-/// The chart rollups (Migrations/0019_rollups.sql): their state, each holder's last rows, the
-/// sums by day and the exact items of today's instants; and the marks drill-downs find holders by
-/// (0020_rollup_marks_and_moments.sql, 0021). Synchronous: use it inside
-/// `DatabaseQueue.write` or `read`.
+/// The chart rollups: their state, each holder's last rows, the sums by day and the exact items
+/// of today's instants; and the marks drill-downs find holders by. On PostgreSQL, tables of the
+/// database (Migrations/postgresql/0019 to 0022); on SQLite, of a file of their own beside the
+/// database's, with a writer of its own (``DatabaseQueue``), whose schema is ``fileSchema(in:)``.
+/// Synchronous: use it inside `DatabaseQueue.write(rollups: true)` or `read`.
 public struct RollupStore {
     private let db: Database
 
     public init(_ database: Database) { db = database }
+
+    // MARK: SQLite's rollups file
+
+    /// The schema of SQLite's rollups file (the tables Migrations/0019 to 0021 made in the
+    /// database, and 0022 moved here). The file holds nothing but what the rollup keeper derives
+    /// from the database, so it has no migrations: a file of another ``fileVersion`` (or none) is
+    /// emptied and made again, and the keeper rebuilds the rollups (they say `building` again).
+    /// Its statements make the tables in `schema` (`main`, or the name the file is attached as).
+    static func fileSchema(in schema: String) -> String {
+        """
+        CREATE TABLE \(schema).rollup_state (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            fingerprint TEXT NOT NULL,
+            phase TEXT NOT NULL CHECK (phase IN ('building', 'ready')),
+            rebuild_after TEXT,
+            changes_through INTEGER NOT NULL
+        ) STRICT;
+        INSERT INTO \(schema).rollup_state (id, fingerprint, phase, rebuild_after, changes_through) VALUES (1, '', 'building', NULL, 0);
+        CREATE TABLE \(schema).rollup_holders (
+            app_user_id TEXT PRIMARY KEY,
+            rows TEXT NOT NULL
+        ) STRICT, WITHOUT ROWID;
+        CREATE TABLE \(schema).rollup_days (
+            environment TEXT NOT NULL,
+            chart TEXT NOT NULL,
+            measure TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            settled INTEGER NOT NULL,
+            bundle_id TEXT NOT NULL,
+            store TEXT NOT NULL,
+            note TEXT NOT NULL,
+            at_day INTEGER NOT NULL,
+            until_day INTEGER NOT NULL,
+            valid_from_day INTEGER NOT NULL,
+            valid_until_day INTEGER NOT NULL,
+            cohort_day INTEGER NOT NULL,
+            value INTEGER NOT NULL,
+            items INTEGER NOT NULL,
+            PRIMARY KEY (
+                environment, chart, measure, kind, settled, bundle_id, store, note, at_day, until_day, valid_from_day,
+                valid_until_day, cohort_day
+            )
+        ) STRICT, WITHOUT ROWID;
+        CREATE TABLE \(schema).rollup_moments (
+            day INTEGER NOT NULL,
+            environment TEXT NOT NULL,
+            chart TEXT NOT NULL,
+            app_user_id TEXT NOT NULL,
+            items TEXT NOT NULL,
+            PRIMARY KEY (day, environment, chart, app_user_id)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX \(schema).rollup_moments_by_holder ON rollup_moments (app_user_id);
+        CREATE TABLE \(schema).rollup_marks (
+            environment TEXT NOT NULL,
+            family TEXT NOT NULL CHECK (family IN ('f', 's', 'c')),
+            day INTEGER NOT NULL,
+            app_user_id TEXT NOT NULL,
+            PRIMARY KEY (environment, family, day, app_user_id)
+        ) STRICT, WITHOUT ROWID;
+        """
+    }
+
+    /// ``fileSchema(in:)``'s version, kept as the file's `user_version`: moves with every change to it.
+    static let fileVersion: Int64 = 1
+
+    /// Attaches SQLite's rollups file at `path` (`:memory:`: a private one) to `db` as `rollups`,
+    /// made (again) as ``prepareFile(_:schema:)`` says: one connection that writes both the
+    /// database and the rollups, as a ``DatabaseQueue`` on `:memory:` has (and tests).
+    public static func attachFile(_ path: String, to db: Database) throws {
+        try db.attach(rollups: path)
+        try prepareFile(db, schema: "rollups")
+    }
+
+    /// Makes the rollups file `db` (a connection to it alone, or to a database with it attached
+    /// as `rollups`, in `schema`) hold ``fileSchema(in:)``: as it is when it does already, else emptied
+    /// and made again. One write transaction, so processes opening it at once agree.
+    static func prepareFile(_ db: Database, schema: String = "main") throws {
+        try db.transaction {
+            guard try db.scalarInt("PRAGMA \(schema).user_version") != fileVersion else { return }
+            var tables: [String] = []
+            let q = try db.prepare("SELECT name FROM \(schema).sqlite_schema WHERE type = 'table'")
+            while try q.step() { tables.append(q.text(0)!) }
+            q.reset()
+            for table in tables where !table.hasPrefix("sqlite_") { try db.execute("DROP TABLE \(schema).\(table)") }
+            try db.execute(fileSchema(in: schema))
+            try db.execute("PRAGMA \(schema).user_version = \(fileVersion)")
+        }
+    }
 
     /// What the rollups were built for and how far they are.
     public struct State: Sendable, Equatable {
@@ -18,31 +107,27 @@ public struct RollupStore {
         public var rebuildAfter: String?
         /// The last change of the change log the rollups include.
         public var changesThrough: Int64
-        /// Grows with every rates import that changed a rate.
-        public var ratesRevision: Int64
 
-        public init(fingerprint: String, phase: Phase, rebuildAfter: String?, changesThrough: Int64, ratesRevision: Int64) {
+        public init(fingerprint: String, phase: Phase, rebuildAfter: String?, changesThrough: Int64) {
             self.fingerprint = fingerprint
             self.phase = phase
             self.rebuildAfter = rebuildAfter
             self.changesThrough = changesThrough
-            self.ratesRevision = ratesRevision
         }
     }
 
     public func state() throws -> State {
         let q = try db.cached(
-            "SELECT fingerprint, phase, rebuild_after, changes_through, rates_revision FROM rollup_state WHERE id = 1")
+            "SELECT fingerprint, phase, rebuild_after, changes_through FROM rollup_state WHERE id = 1")
         defer { q.reset() }
         guard try q.step() else {
-            throw StorageError(db.dialect == .sqlite ? .sqlite : .postgres, "rollup_state has no row: migration 0019 is missing")
+            throw StorageError(db.dialect == .sqlite ? .sqlite : .postgres, "rollup_state has no row")
         }
         return State(
             fingerprint: q.text(0)!, phase: State.Phase(rawValue: q.text(1)!) ?? .building, rebuildAfter: q.text(2),
-            changesThrough: q.int(3), ratesRevision: q.int(4))
+            changesThrough: q.int(3))
     }
 
-    /// Saves all but the rates revision, which only ``ratesChanged()`` moves.
     public func save(_ state: State) throws {
         try db.cached(
             "UPDATE rollup_state SET fingerprint = ?, phase = ?, rebuild_after = ?, changes_through = ? WHERE id = 1"
@@ -57,16 +142,42 @@ public struct RollupStore {
         return try q.step() ? q.int(0) : 0
     }
 
-    /// A rates import changed a rate: every figure in another currency may have moved.
-    public func ratesChanged() throws {
-        try db.cached("UPDATE rollup_state SET rates_revision = rates_revision + 1 WHERE id = 1").run()
-    }
-
     /// Forgets every holder's rows, the sums and the moments (a rebuild starts from nothing).
     public func clear() throws {
         for table in ["rollup_holders", "rollup_days", "rollup_moments", "rollup_marks"] {
             try db.execute("DELETE FROM \(table)")
         }
+    }
+
+    /// Forgets the holders `ids` (an erasure, ``Erasure``): their kept rows, their moments and
+    /// their marks. Their marks are found from their kept rows (`marksOf`, ReceiptCore's reading of
+    /// them: no index finds marks by holder, 0021), or for rows that do not read back (nil), in
+    /// every mark. The sums stay: totals, no one's; the erasure's change has the keeper rebuild
+    /// them. Returns the rows each table lost (tables that lost none absent).
+    public func forget(_ ids: [String], marksOf: (String) -> Set<RollupMark>?) throws -> [String: Int] {
+        var lost: [String: Int] = [:]
+        func note(_ table: String, _ n: Int) { if n > 0 { lost[table, default: 0] += n } }
+        var (marks, unread): ([(appUserID: String, mark: RollupMark)], [String]) = ([], [])
+        for (id, rows) in try holderRows(ids).sorted(by: { $0.key < $1.key }) {
+            guard let theirs = marksOf(rows) else {
+                unread.append(id)
+                continue
+            }
+            marks += theirs.sorted().map { (id, $0) }
+        }
+        note("rollup_marks", try removeMarks(marks))
+        for id in unread {
+            try db.cached("DELETE FROM rollup_marks WHERE app_user_id = ?").bind([id]).run()
+            note("rollup_marks", db.changes)
+        }
+        for table in ["rollup_holders", "rollup_moments"] {
+            let delete = try db.cached("DELETE FROM \(table) WHERE app_user_id = ?")
+            for id in ids {
+                try delete.bind([id]).run()
+                note(table, db.changes)
+            }
+        }
+        return lost
     }
 
     // MARK: Holders

@@ -59,10 +59,7 @@ struct DrillChartTests {
                 }
             }
             #expect(try await marks(to) > 0)
-            let now = clock.now
-            _ = try await queue.write { db in
-                try Erasure(db).erase(to, by: "test", at: now, rollupMarks: KeepRollups.marks(ofKept:))
-            }
+            _ = try await EraseSubscriber(database: queue, logger: Logger(label: "test"), clock: clock.wall)(to, by: "test")
             let (left, kept) = (try await marks(to), try await marks(owners["o3"]!))
             #expect(left == 0 && kept > 0)
         }

@@ -118,6 +118,82 @@ struct DatabaseQueueTests {
         #expect(try await memory.read { db in try db.scalarInt("SELECT 41 + 1") } == 42)
     }
 
+    @Test func theRollupsHaveAFileAndAWriterOfTheirOwnThatNoSaveWaitsFor() async throws {
+        try await withScratchDirectory("receiptd-queue") { dir in
+            let queue = try DatabaseQueue(path: dir + "/db.sqlite")
+            #expect(FileManager.default.fileExists(atPath: dir + "/db-rollups.sqlite"))
+            try await queue.run { db in try db.execute("CREATE TABLE t (x INTEGER)") }
+            // The writer held in a transaction: a write of the rollups does not wait for it
+            // (it would wait 10 s), and a save does not wait for a write of the rollups.
+            let (started, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+            let write = Task {
+                try await queue.run { db in
+                    try db.transaction {
+                        try db.execute("INSERT INTO t VALUES (1)")
+                        started.signal()
+                        _ = release.wait(timeout: .now() + 10)
+                    }
+                }
+            }
+            await signalled(started)
+            let before = ContinuousClock.now
+            try await queue.write(rollups: true) { db in
+                try RollupStore(db).saveHolderRows([("u1", "rows")])
+            }
+            #expect(ContinuousClock.now - before < .seconds(5))
+            release.signal()
+            try await write.value
+            let (rollupsStarted, rollupsRelease) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+            let rollupsWrite = Task {
+                try await queue.write(rollups: true) { db in
+                    try RollupStore(db).saveHolderRows([("u2", "rows")])
+                    rollupsStarted.signal()
+                    _ = rollupsRelease.wait(timeout: .now() + 10)
+                }
+            }
+            await signalled(rollupsStarted)
+            try await queue.write { db in try db.execute("INSERT INTO t VALUES (2)") }
+            #expect(ContinuousClock.now - before < .seconds(5))
+            rollupsRelease.signal()
+            try await rollupsWrite.value
+            // Readers see both files, as one snapshot each; the database's writer has no rollups.
+            let seen = try await queue.read { db in (try count(db), try RollupStore(db).holderRows(["u1", "u2"]).count) }
+            #expect(seen == (2, 2))
+            await #expect(throws: StorageError.self) { try await queue.run { db in try RollupStore(db).state() } }
+        }
+    }
+
+    @Test func aRollupsFileOfAnotherVersionOrNoneIsMadeAgain() async throws {
+        try await withScratchDirectory("receiptd-queue") { dir in
+            let rollups = DatabaseQueue.rollupsPath(for: dir + "/db.sqlite")
+            let built = RollupStore.State(fingerprint: "f", phase: .ready, rebuildAfter: nil, changesThrough: 7)
+            func opened() async throws -> (RollupStore.State, Int) {
+                let queue = try DatabaseQueue(path: dir + "/db.sqlite")
+                return try await queue.read { db in (try RollupStore(db).state(), try RollupStore(db).holderRows(["u1"]).count) }
+            }
+            do {
+                let queue = try DatabaseQueue(path: dir + "/db.sqlite")
+                try await queue.write(rollups: true) { db in
+                    try RollupStore(db).saveHolderRows([("u1", "rows")])
+                    try RollupStore(db).save(built)
+                }
+            }
+            #expect(try await opened() == (built, 1))  // kept as it is
+            try Database(path: rollups).execute("PRAGMA user_version = 0")
+            let fresh = RollupStore.State(fingerprint: "", phase: .building, rebuildAfter: nil, changesThrough: 0)
+            #expect(try await opened() == (fresh, 0))  // emptied and made again: the keeper rebuilds
+            for file in [rollups, rollups + "-wal", rollups + "-shm"] { try? FileManager.default.removeItem(atPath: file) }
+            #expect(try await opened() == (fresh, 0))  // made when missing
+        }
+    }
+
+    @Test func theRollupsFileIsNamedAfterTheDatabases() {
+        #expect(DatabaseQueue.rollupsPath(for: "data/receiptd.sqlite") == "data/receiptd-rollups.sqlite")
+        #expect(DatabaseQueue.rollupsPath(for: "/var/lib/receiptd/db") == "/var/lib/receiptd/db-rollups")
+        #expect(DatabaseQueue.rollupsPath(for: "./a.b/c") == "./a.b/c-rollups")
+        #expect(DatabaseQueue.rollupsPath(for: ".hidden") == ".hidden-rollups")
+    }
+
     @Test func aBackgroundReadHasAReaderOfItsOwnAtALowerPriority() async throws {
         try await withQueue { queue in
             try await queue.run { db in try db.execute("INSERT INTO t VALUES (1)") }

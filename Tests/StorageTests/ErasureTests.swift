@@ -90,6 +90,15 @@ struct ErasureTests {
             })
     }
 
+    /// Erases as `EraseSubscriber` does: the person's rows, then their rows of the rollups.
+    private func erase(_ id: String, by asker: String = "cli", at now: Int64 = 500, in db: Database) throws -> Erasure.Outcome {
+        try db.transaction {
+            var outcome = try Erasure(db).erase(id, by: asker, at: now)
+            outcome.rows.merge(try RollupStore(db).forget(outcome.ids, marksOf: Self.marks(ofRows:)), uniquingKeysWith: +)
+            return outcome
+        }
+    }
+
     private func rollupMarks(_ db: Database) throws -> [String] {
         let q = try db.cached("SELECT app_user_id, family, day FROM rollup_marks ORDER BY app_user_id, family, day").bind([])
         var marks: [String] = []
@@ -102,9 +111,7 @@ struct ErasureTests {
         let db = try await seeded(dialect)
         #expect(try !mentions(of: "user1", in: db).isEmpty)
         let before = try ReceiptStore(db).subscriber("user2")
-        let outcome = try db.transaction {
-            try Erasure(db).erase("user1", by: "key:abc", at: 500, rollupMarks: Self.marks(ofRows:))
-        }
+        let outcome = try erase("user1", by: "key:abc", in: db)
         #expect(outcome.found)
         #expect(try mentions(of: "user1", in: db) == [])
         // Its purchase with everything about it: the receipt string too.
@@ -121,14 +128,18 @@ struct ErasureTests {
         // Other users are untouched; the audit row says how many rows, not whose.
         #expect(try ReceiptStore(db).subscriber("user2") == before)
         #expect(try mentions(of: "user2", in: db).count > 3)
-        #expect(try db.scalarInt("SELECT rows FROM erasures WHERE by_key = 'key:abc' AND at = 500") == Int64(outcome.total))
+        // The audit row counts the database's rows (the rollups' go in a transaction of their own).
+        let rollupRows = outcome.rows.filter { $0.key.hasPrefix("rollup_") }.values.reduce(0, +)
+        #expect(
+            try db.scalarInt("SELECT rows FROM erasures WHERE by_key = 'key:abc' AND at = 500")
+                == Int64(outcome.total - rollupRows))
     }
 
     @Test(arguments: await testDialects())
     func anotherUsersHistoryOfAPurchaseTheyTookKeepsItsShapeWithoutTheName(_ dialect: Database.Dialect) async throws {
         let db = try await seeded(dialect)
         let thiefEvents = try EventStore(db).page(for: "thief", limit: 10, before: nil).count
-        let outcome = try db.transaction { try Erasure(db).erase("user3", by: "cli", at: 500, rollupMarks: Self.marks(ofRows:)) }
+        let outcome = try erase("user3", at: 500, in: db)
         #expect(try mentions(of: "user3", in: db) == [])
         #expect(outcome.othersChanged == ["thief"])
         // Rows that do not read back: their holder's marks are looked for among all.
@@ -163,7 +174,7 @@ struct ErasureTests {
             to: ["crm"], now: 99)
         #expect(try mentions(of: "thief", in: db).count >= 5)
 
-        let outcome = try db.transaction { try Erasure(db).erase("thief", by: "cli", at: 500, rollupMarks: Self.marks(ofRows:)) }
+        let outcome = try erase("thief", at: 500, in: db)
         #expect(try mentions(of: "thief", in: db) == [])
         #expect(outcome.othersChanged == ["user3"] && outcome.rows["transactions"] == 1)
         // user3's event about the move: renamed in its facts and its key, as derivation now names it.
@@ -186,16 +197,18 @@ struct ErasureTests {
     @Test(arguments: await testDialects())
     func anIdNeverStoredErasesNothing(_ dialect: Database.Dialect) async throws {
         let db = try await seeded(dialect)
-        let outcome = try db.transaction { try Erasure(db).erase("nobody", by: "cli", at: 500, rollupMarks: Self.marks(ofRows:)) }
+        let outcome = try erase("nobody", at: 500, in: db)
         #expect(!outcome.found && outcome.total == 0)
     }
 
-    @Test func onSQLiteThePersonsBytesAreGoneFromTheFileAndItsWAL() async throws {
+    @Test func onSQLiteThePersonsBytesAreGoneFromTheFilesAndTheirWALs() async throws {
         try await withScratchDirectory("receiptd-erasure") { dir in
             let path = dir + "/db.sqlite"
+            let rollups = DatabaseQueue.rollupsPath(for: path)
             do {
                 let db = try Database(path: path)
                 _ = try Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(db)
+                try RollupStore.attachFile(rollups, to: db)
                 let receipts = ReceiptStore(db)
                 // Written, rewritten and partly deleted over time, as a live database is, with
                 // others' rows around it, before and after.
@@ -213,14 +226,28 @@ struct ErasureTests {
                         }
                     }
                     try db.execute("DELETE FROM verifications WHERE at < \(round - 2)")
+                    try db.transaction {
+                        // Each holder's rows say every mark they have (so far: a day a round).
+                        try RollupStore(db).saveHolderRows(
+                            (0..<40).map { n in ("user\(n)", "marks " + (0...round).map { "f \(n + $0)" }.joined(separator: ", "))
+                            })
+                        try RollupStore(db).addMarks(
+                            (0..<40).map { n in
+                                ("user\(n)", RollupMark(environment: "sandbox", family: .flow, day: Int64(round + n)))
+                            })
+                    }
                     if round % 5 == 0 { _ = try db.scalarText("PRAGMA wal_checkpoint(PASSIVE)") }
                 }
                 let raw = { (file: String) in (try? Data(contentsOf: URL(fileURLWithPath: file))) ?? Data() }
-                #expect(
-                    raw(path).range(of: Data("user17".utf8)) != nil || raw(path + "-wal").range(of: Data("user17".utf8)) != nil)
-                _ = try db.transaction { try Erasure(db).erase("user17", by: "cli", at: 100, rollupMarks: Self.marks(ofRows:)) }
-                try db.scrubAfterErasure()
-                for file in [path, path + "-wal"] {
+                for file in [path, rollups] {
+                    #expect(
+                        raw(file).range(of: Data("user17".utf8)) != nil
+                            || raw(file + "-wal").range(of: Data("user17".utf8)) != nil)
+                }
+                let outcome = try erase("user17", at: 100, in: db)
+                #expect(outcome.rows["rollup_holders"] == 1 && outcome.rows["rollup_marks"] == 20)
+                try db.scrubAfterErasure()  // every attached file's WAL too
+                for file in [path, path + "-wal", rollups, rollups + "-wal"] {
                     let bytes = raw(file)
                     #expect(bytes.range(of: Data("user17".utf8)) == nil, "\(file)")
                     #expect(bytes.range(of: Data("RECEIPT-OF-17".utf8)) == nil, "\(file)")

@@ -101,6 +101,26 @@ struct MigratorTests {
         #expect(try Migrator(migrations: migrations).status(of: db).pending.isEmpty)
     }
 
+    /// 0022: the rates' revision keeps its value in a table of its own; on SQLite the rollups'
+    /// tables leave the database (their file is the queue's), on PostgreSQL they stay.
+    @Test(arguments: await testDialects())
+    func theRatesRevisionOutlivesTheRollupsMove(dialect: Database.Dialect) async throws {
+        let migrations = try Migration.load(from: Migration.directory(for: dialect, under: migrationsDirectory))
+        let before = Array(migrations.prefix { !$0.name.hasPrefix("0022") })
+        let db = try await emptyDatabase(dialect)
+        _ = try Migrator(migrations: before).migrate(db)
+        try db.execute("UPDATE rollup_state SET rates_revision = 3, fingerprint = 'built for rates 3'")
+        _ = try Migrator(migrations: migrations).migrate(db)
+        #expect(try AnalyticsStore(db).ratesRevision() == 3)
+        _ = try AnalyticsStore(db).importRates([.init(day: "2026-01-02", currency: "USD", perEuro: "1.1")])
+        #expect(try AnalyticsStore(db).ratesRevision() == 4)
+        if dialect == .sqlite {
+            #expect(try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'rollup%'") == 0)
+        } else {
+            #expect(try RollupStore(db).state().fingerprint == "built for rates 3")
+        }
+    }
+
     @Test func bothDialectsHaveTheSameMigrations() throws {
         let sqlite = try Migration.load(from: Migration.directory(for: .sqlite, under: migrationsDirectory))
         let postgres = try Migration.load(from: Migration.directory(for: .postgresql, under: migrationsDirectory))
