@@ -2,7 +2,8 @@
 # What the subscription charts cost (Docs/analytics.md), on SQLite, release build, loopback:
 #   1. SUBSCRIBERS customers (default 1,000,000; about ten transactions each) over the two years
 #      before now, written straight into a migrated database (Benchmarks/analytics_data.py);
-#   2. `receiptd build-rollups`: the rollups built from nothing, its time and the database's growth;
+#   2. `receiptd build-rollups`: the rollups built from nothing, its time and the files' sizes (on
+#      SQLite the rollups have a file of their own, bench-rollups.sqlite);
 #   3. each chart for the two years at day resolution (cohorts: by month), RUNS times one after
 #      another, from the rollups: the median and the slowest answer (curl's total time), or
 #      "timed out" past TIMEOUT seconds; then drill-downs, RUNS times: the first page (50
@@ -94,7 +95,8 @@ measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then
   started=$(date +%s.%N)
   env "${receiptd_env[@]}" "$@" "$bin/receiptd" build-rollups --config-dir "$root/Config" >"$out/build.json"
   printf 'rollups built in %.0f s: %s' "$(echo "$(date +%s.%N) - $started" | bc)" "$(cat "$out/build.json")"
-  [ -n "$size" ] && printf '; SQLite file %s MB -> %s MB' "$size" "$(du -sm "$out/bench.sqlite" | cut -f1)"
+  [ -n "$size" ] && printf '; SQLite file %s MB -> %s MB, and the rollups file %s MB' "$size" \
+    "$(du -sm "$out/bench.sqlite" | cut -f1)" "$(du -sm "$out/bench-rollups.sqlite" | cut -f1)"
   echo
   serve "$@"
   for chart in revenue mrr actives trials trial_conversion churn refund_rate; do

@@ -121,6 +121,25 @@ struct MigratorTests {
         }
     }
 
+    /// 0023: however ANALYZE samples a bulk load (a purchase's transactions together), PostgreSQL's
+    /// planner takes a purchase to have about ten transactions, not the sample's guess.
+    @Test(.enabled("PostgreSQL is not installed here") { await PostgresTestServer.isAvailable() })
+    func postgreSQLsEstimateOfAPurchasesTransactionsOutlivesAnalyze() async throws {
+        let db = try await migratedDatabase(.postgresql)
+        try db.execute(
+            """
+            INSERT INTO transactions (transaction_id, original_transaction_id, product_id, bundle_id, environment,
+                is_trial_period, is_in_intro_offer_period, is_upgraded, raw_json, first_seen_at, updated_at)
+            SELECT 't' || n, 'o' || (n / 50), 'monthly', 'com.x', 'sandbox', 0, 0, 0, '{}', 0, 0
+            FROM generate_series(1, 5000) AS n;
+            ANALYZE transactions;
+            """)
+        // 101 purchases of 5,000 transactions: ANALYZE alone would say 101.
+        let estimate = try db.scalarText(
+            "SELECT n_distinct::text FROM pg_stats WHERE tablename = 'transactions' AND attname = 'original_transaction_id'")
+        #expect(estimate == "-0.1")
+    }
+
     @Test func bothDialectsHaveTheSameMigrations() throws {
         let sqlite = try Migration.load(from: Migration.directory(for: .sqlite, under: migrationsDirectory))
         let postgres = try Migration.load(from: Migration.directory(for: .postgresql, under: migrationsDirectory))

@@ -1,0 +1,3 @@
+-- Nothing to do on SQLite: see Migrations/postgresql/0023_transactions_per_purchase.sql. SQLite's
+-- planner takes an index's equality lookup as a few rows without statistics, and receiptd runs no
+-- ANALYZE on it, so a bulk load cannot mislead it as it did PostgreSQL's.
