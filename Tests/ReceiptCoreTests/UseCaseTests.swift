@@ -19,6 +19,12 @@ struct UseCaseTests {
             let clock = TestClock()
             var configuration = testConfiguration(path: dir + "/db.sqlite", policy: policy)
             configuration.database.readers = readers
+            // These tests are about the use cases, not Apple's timeouts (other suites hold those):
+            // the simulator's answers may take seconds while every suite starts at once on two
+            // cores, and a 2 s attempt failed them as `appStoreUnavailable` (twice in ten runs).
+            configuration.appStore.connectTimeout = .seconds(20)
+            configuration.appStore.attemptTimeout = .seconds(20)
+            configuration.appStore.deadline = .seconds(60)
             let app = try TestApp.open(configuration, clock: clock)
             try await body(app, clock)
             await app.stop()
