@@ -94,6 +94,11 @@ let package = Package(
         // Money and the subscription metrics: prices, proceeds, exchange rates, the charts and
         // their drill-downs, computed from a ledger of facts. Pure: no I/O, the clock passed in.
         .target(name: "Analytics", dependencies: ["Entitlements"]),
+        // Google Play (issue 40, in progress): the service account's sign-in so far. Pure: no I/O,
+        // the clock passed in.
+        .target(
+            name: "GooglePlay",
+            dependencies: ["JSON", .product(name: "CryptoExtras", package: "swift-crypto")]),
         // A loopback App Store (verifyReceipt and the Server API) with scripted purchases, on our HTTP
         // server, signing with Apple's public test PKI: tests and offline runs.
         .target(
@@ -222,6 +227,9 @@ let package = Package(
             ]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "ReceiptTesting"]),
         .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "Entitlements", "ReceiptTesting"]),
+        .testTarget(
+            name: "GooglePlayTests",
+            dependencies: ["GooglePlay", "JSON", .product(name: "CryptoExtras", package: "swift-crypto")]),
         .testTarget(
             name: "AppStoreSimulatorTests",
             dependencies: [
