@@ -115,13 +115,3 @@ public struct AccessToken: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "access token (expires at \(expiresAt))" }
 }
-
-/// Base64url without padding (RFC 7515 §2), as JWTs are written.
-enum Base64URL {
-    static func encode(_ bytes: [UInt8]) -> String {
-        String(
-            Data(bytes).base64EncodedString().compactMap { c -> Character? in
-                c == "+" ? "-" : c == "/" ? "_" : c == "=" ? nil : c
-            })
-    }
-}

@@ -43,7 +43,7 @@ package struct EraseSubscriber: Sendable {
         do {
             let ids = outcome.ids
             let forgotten = try await database.write(durable: true, rollups: true) { db in
-                try db.lock(["receiptd rollups"])
+                try db.lock([KeepRollups.lockKey])
                 return try RollupStore(db).forget(ids, marksOf: KeepRollups.marks(ofKept:))
             }
             outcome.rows.merge(forgotten, uniquingKeysWith: +)

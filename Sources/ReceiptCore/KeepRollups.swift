@@ -42,6 +42,10 @@ package struct KeepRollups: Sendable {
         self.changesPerStep = changesPerStep
     }
 
+    /// The lock every write of the rollups takes (on PostgreSQL: its keepers', and an erasure's
+    /// forgetting a holder, ``EraseSubscriber``), so that no two write them at once.
+    static let lockKey = "receiptd rollups"
+
     /// A change on PostgreSQL numbered below one already read may still be committing for this
     /// long; after it, a gap in the numbers is a write that rolled back.
     static let commitWindowMs: Int64 = 10_000
@@ -246,7 +250,7 @@ package struct KeepRollups: Sendable {
     /// rollups' writer: on SQLite, that of their own file, so saves never wait for it.
     private func write(unless read: RollupStore.State, _ body: @escaping @Sendable (RollupStore) throws -> Void) async throws {
         try await database.write(rollups: true) { db in
-            try db.lock(["receiptd rollups"])
+            try db.lock([Self.lockKey])
             let store = RollupStore(db)
             guard try store.state() == read else { return }
             try body(store)

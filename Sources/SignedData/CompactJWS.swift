@@ -27,20 +27,6 @@ struct CompactJWS: Sendable {
         signingInput = Array(parts[0]) + [UInt8(ascii: ".")] + Array(parts[1])
     }
 
-    /// Base64url without padding (RFC 7515 §2); nil on any character outside the alphabet.
-    static func base64URLDecode(_ part: some Collection<UInt8>) -> [UInt8]? {
-        var text = [UInt8]()
-        text.reserveCapacity(part.count + 3)
-        for c in part {
-            switch c {
-            case UInt8(ascii: "-"): text.append(UInt8(ascii: "+"))
-            case UInt8(ascii: "_"): text.append(UInt8(ascii: "/"))
-            case UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="): return nil
-            default: text.append(c)
-            }
-        }
-        guard text.count % 4 != 1 else { return nil }
-        while text.count % 4 != 0 { text.append(UInt8(ascii: "=")) }
-        return Data(base64Encoded: Data(text)).map { Array($0) }
-    }
+    /// Base64url without padding (``JSON/Base64URL``); nil on any character outside the alphabet.
+    static func base64URLDecode(_ part: some Collection<UInt8>) -> [UInt8]? { Base64URL.decode(part) }
 }

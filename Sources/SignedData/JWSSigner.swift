@@ -41,9 +41,6 @@ public struct JWSSigner: Sendable {
     /// Base64url without padding decoded; nil when it is not that.
     public static func base64URLDecoded(_ text: String) -> [UInt8]? { CompactJWS.base64URLDecode(text.utf8) }
 
-    public static func base64URL(_ bytes: [UInt8]) -> String {
-        var text = Data(bytes).base64EncodedString()
-        while text.last == "=" { text.removeLast() }
-        return String(text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
-    }
+    /// Base64url without padding (``JSON/Base64URL``).
+    public static func base64URL(_ bytes: [UInt8]) -> String { Base64URL.encode(bytes) }
 }

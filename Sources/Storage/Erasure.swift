@@ -1,4 +1,3 @@
-import Analytics
 import Entitlements
 import JSON
 

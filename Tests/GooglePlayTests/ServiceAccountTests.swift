@@ -23,11 +23,7 @@ struct ServiceAccountTests {
         return JSONValue.object(strings: members).jsonBytes
     }
 
-    private static func decoded(_ part: Substring) throws -> [UInt8] {
-        var text = String(part.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
-        while text.count % 4 != 0 { text += "=" }
-        return Array(try #require(Data(base64Encoded: text)))
-    }
+    private static func decoded(_ part: Substring) throws -> [UInt8] { try #require(Base64URL.decode(part.utf8)) }
 
     @Test func theAssertionIsGooglesJWTSignedWithTheKey() throws {
         let account = try ServiceAccountKey(json: Self.keyFile())

@@ -271,14 +271,6 @@ import X509
             Self.transactionPayload, header: ["x5c": .array([.string("not base64!"), .string("AAAA"), .string("AAAA")])])
         #expect(await Self.refusal { _ = try await v.transaction(junk) }?.code == "invalid_certificate")
     }
-
-    @Test func base64URLDecoding() {
-        #expect(CompactJWS.base64URLDecode(Array("-_8".utf8)) == [0xFB, 0xFF])
-        #expect(CompactJWS.base64URLDecode(Array("+_8".utf8)) == nil)
-        #expect(CompactJWS.base64URLDecode(Array("AAA=".utf8)) == nil)
-        #expect(CompactJWS.base64URLDecode(Array("A".utf8)) == nil)
-        #expect(JWSSigner.base64URL([0xFB, 0xFF]) == "-_8")
-    }
 }
 
 /// A root, intermediate and leaf shaped like Apple's (markers included) but from nobody Apple knows.

@@ -55,27 +55,42 @@ private func holdReaders(
     return tasks
 }
 
+/// Starts `job`, which calls `holding()` once it holds what it holds (a transaction, a
+/// connection); `holding()` returns when `release` is signalled (10 s at most). Returns once the
+/// job holds, with the task to await after the release.
+private func held(
+    until release: DispatchSemaphore = DispatchSemaphore(value: 0),
+    _ job: @escaping @Sendable (_ holding: @escaping @Sendable () -> Void) async throws -> Void
+) async -> (release: DispatchSemaphore, task: Task<Void, any Error>) {
+    let started = DispatchSemaphore(value: 0)
+    let task = Task {
+        try await job {
+            started.signal()
+            _ = release.wait(timeout: .now() + 10)
+        }
+    }
+    await signalled(started)
+    return (release, task)
+}
+
 @Suite("Database queue: readers beside the writer")
 struct DatabaseQueueTests {
     @Test func aReadDoesNotWaitForAWriteInProgress() async throws {
         try await withQueue { queue in
             #expect(queue.readerCount == 2)
-            let (started, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
-            let write = Task {
+            // Held open until the read below is done; a read queued behind this write would only
+            // run after the timeout, and then see the row.
+            let write = await held { holding in
                 try await queue.run { db in
                     try db.transaction {
                         try db.execute("INSERT INTO t VALUES (1)")
-                        started.signal()
-                        // Held open until the read below is done; a read queued behind this write
-                        // would only run after the timeout, and then see the row.
-                        _ = release.wait(timeout: .now() + 5)
+                        holding()
                     }
                 }
             }
-            await signalled(started)
             #expect(try await queue.read(count) == 0)  // the uncommitted row is not seen, and nothing waited
-            release.signal()
-            try await write.value
+            write.release.signal()
+            try await write.task.value
             #expect(try await queue.read(count) == 1)  // every commit before the read is seen
         }
     }
@@ -125,37 +140,32 @@ struct DatabaseQueueTests {
             try await queue.run { db in try db.execute("CREATE TABLE t (x INTEGER)") }
             // The writer held in a transaction: a write of the rollups does not wait for it
             // (it would wait 10 s), and a save does not wait for a write of the rollups.
-            let (started, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
-            let write = Task {
+            let write = await held { holding in
                 try await queue.run { db in
                     try db.transaction {
                         try db.execute("INSERT INTO t VALUES (1)")
-                        started.signal()
-                        _ = release.wait(timeout: .now() + 10)
+                        holding()
                     }
                 }
             }
-            await signalled(started)
-            let before = ContinuousClock.now
+            var before = ContinuousClock.now
             try await queue.write(rollups: true) { db in
                 try RollupStore(db).saveHolderRows([("u1", "rows")])
             }
             #expect(ContinuousClock.now - before < .seconds(5))
-            release.signal()
-            try await write.value
-            let (rollupsStarted, rollupsRelease) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
-            let rollupsWrite = Task {
+            write.release.signal()
+            try await write.task.value
+            let rollupsWrite = await held { holding in
                 try await queue.write(rollups: true) { db in
                     try RollupStore(db).saveHolderRows([("u2", "rows")])
-                    rollupsStarted.signal()
-                    _ = rollupsRelease.wait(timeout: .now() + 10)
+                    holding()
                 }
             }
-            await signalled(rollupsStarted)
+            before = ContinuousClock.now
             try await queue.write { db in try db.execute("INSERT INTO t VALUES (2)") }
             #expect(ContinuousClock.now - before < .seconds(5))
-            rollupsRelease.signal()
-            try await rollupsWrite.value
+            rollupsWrite.release.signal()
+            try await rollupsWrite.task.value
             // Readers see both files, as one snapshot each; the database's writer has no rollups.
             let seen = try await queue.read { db in (try count(db), try RollupStore(db).holderRows(["u1", "u2"]).count) }
             #expect(seen == (2, 2))
@@ -226,15 +236,7 @@ struct DatabaseQueueTests {
 
     /// Holds the writer with a job that waits for `release`, returns once it runs.
     private func holdWriter(_ queue: DatabaseQueue, until release: DispatchSemaphore) async -> Task<Void, any Error> {
-        let held = DispatchSemaphore(value: 0)
-        let blocker = Task {
-            try await queue.run { _ in
-                held.signal()
-                _ = release.wait(timeout: .now() + 10)
-            }
-        }
-        await signalled(held)
-        return blocker
+        await held(until: release) { holding in try await queue.run { _ in holding() } }.task
     }
 
     private struct Refused: Error {}
