@@ -29,12 +29,17 @@ build() {
     --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing >"$scratch/$1.build.log" 2>&1
 }
 mkdir -p "$scratch"
+# The Fuzz package compiles ../Sources by path, and SwiftPM keeps its build plan when a file there
+# is added, renamed or removed ("cannot find … in scope", "missing inputs") or a target gains a
+# dependency ("no such module"). So the plan is made again whenever the list of Swift files or a
+# manifest differs from what the last plan was made from.
+plan=$(cd "$root" && { find Sources Fuzz/Sources -name '*.swift' | sort; cat Package.swift Fuzz/Package.swift; } | sha256sum)
+if [ "$(cat "$scratch/plan.sha256" 2>/dev/null)" != "$plan" ]; then
+  rm -f "$scratch/release.yaml" "$scratch"/*/release/description.json "$scratch/plan.sha256"
+fi
 for target in "${targets[@]}"; do
-  # The Fuzz package compiles ../Sources by path: SwiftPM keeps a stale build plan when a file
-  # there is renamed ("missing inputs") or a target there gains a dependency ("no such module");
-  # plan again once. Any other failure stops here, never running a binary left from an earlier build.
-  if ! build "$target" && ! { grep -qE "missing inputs|no such module" "$scratch/$target.build.log" \
-    && rm -f "$scratch/release.yaml" "$scratch"/*/release/description.json && build "$target"; }; then
+  # Any failure stops here, never running a binary left from an earlier build.
+  if ! build "$target"; then
     grep -E "error" "$scratch/$target.build.log" >&2
     echo "fuzz.sh: $target does not build" >&2
     exit 2
@@ -42,6 +47,7 @@ for target in "${targets[@]}"; do
   grep -E "warning: " "$scratch/$target.build.log" || true
   test -x "$scratch/release/$target"
 done
+echo "$plan" >"$scratch/plan.sha256"
 
 pids=()
 for target in "${targets[@]}"; do
