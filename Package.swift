@@ -94,11 +94,14 @@ let package = Package(
         // Money and the subscription metrics: prices, proceeds, exchange rates, the charts and
         // their drill-downs, computed from a ledger of facts. Pure: no I/O, the clock passed in.
         .target(name: "Analytics", dependencies: ["Entitlements"]),
-        // Google Play (issue 40, in progress): the service account's sign-in so far. Pure: no I/O,
-        // the clock passed in.
+        // Google Play (issue 40, in progress): the service account's sign-in, the Play Developer
+        // API's purchase resources read, and what they state as facts. Pure: no I/O, the clock passed in.
         .target(
             name: "GooglePlay",
-            dependencies: ["JSON", .product(name: "CryptoExtras", package: "swift-crypto")]),
+            dependencies: [
+                "JSON", "Entitlements", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]),
         // A loopback App Store (verifyReceipt and the Server API) with scripted purchases, on our HTTP
         // server, signing with Apple's public test PKI: tests and offline runs.
         .target(
@@ -229,7 +232,7 @@ let package = Package(
         .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "Entitlements", "ReceiptTesting"]),
         .testTarget(
             name: "GooglePlayTests",
-            dependencies: ["GooglePlay", "JSON", .product(name: "CryptoExtras", package: "swift-crypto")]),
+            dependencies: ["GooglePlay", "JSON", "Entitlements", .product(name: "CryptoExtras", package: "swift-crypto")]),
         .testTarget(
             name: "AppStoreSimulatorTests",
             dependencies: [

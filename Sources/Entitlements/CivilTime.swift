@@ -18,6 +18,54 @@ public enum CivilTime {
             + "\(pad(t / 1000 % 60, 2)).\(pad(t % 1000, 3))Z"
     }
 
+    /// The instant an RFC 3339 date-time names (`2026-11-22T06:01:48.618Z`, `…T06:01:48Z`,
+    /// `…T07:01:48.618123456+01:00`), in epoch milliseconds; digits past the millisecond are
+    /// dropped (toward the past). Nil for anything else, or a time outside years 0001–9999.
+    public static func instant(rfc3339 text: String) -> Int64? {
+        let b = Array(text.utf8)
+        func digits(_ at: Int, _ count: Int) -> Int64? {
+            guard at + count <= b.count else { return nil }
+            var n: Int64 = 0
+            for c in b[at..<(at + count)] {
+                guard c >= 0x30 && c <= 0x39 else { return nil }
+                n = n * 10 + Int64(c - 0x30)
+            }
+            return n
+        }
+        func byte(_ at: Int, _ allowed: String) -> Bool { at < b.count && allowed.utf8.contains(b[at]) }
+        guard let year = digits(0, 4), byte(4, "-"), let month = digits(5, 2), byte(7, "-"), let day = digits(8, 2),
+            byte(10, "Tt"), let hour = digits(11, 2), byte(13, ":"), let minute = digits(14, 2), byte(16, ":"),
+            let second = digits(17, 2), year >= 1, (1...12).contains(month), day >= 1,
+            day <= daysInMonth(year: year, month: month), hour < 24, minute < 60, second < 60
+        else { return nil }
+        var i = 19
+        var millis: Int64 = 0
+        if byte(i, ".") {
+            i += 1
+            let start = i
+            while i < b.count, b[i] >= 0x30 && b[i] <= 0x39 {
+                if i - start < 3 { millis = millis * 10 + Int64(b[i] - 0x30) }
+                i += 1
+            }
+            guard i > start else { return nil }
+            for _ in 0..<max(0, 3 - (i - start)) { millis *= 10 }
+        }
+        var offset: Int64 = 0
+        if byte(i, "Zz") {
+            i += 1
+        } else if byte(i, "+-"), let h = digits(i + 1, 2), byte(i + 3, ":"), let m = digits(i + 4, 2), h < 24, m < 60 {
+            offset = (h * 60 + m) * 60_000 * (b[i] == 0x2D ? -1 : 1)
+            i += 6
+        } else {
+            return nil
+        }
+        guard i == b.count else { return nil }
+        let ms =
+            days(year: year, month: month, day: day) * 86_400_000 + ((hour * 60 + minute) * 60 + second) * 1_000 + millis
+            - offset
+        return ms <= latest ? ms : nil
+    }
+
     /// (days since 1970-01-01, milliseconds into that day), the latter never negative.
     public static func split(_ ms: Int64) -> (Int64, Int64) {
         let (days, msOfDay) = ms.quotientAndRemainder(dividingBy: 86_400_000)

@@ -183,8 +183,14 @@ public enum Derivation {
             } else {
                 (state, entitled, rule) = (.refunded, false, "refunded_current_period")
                 decision =
-                    "Not entitled: Apple refunded the current period (transaction \(current.transactionID)) at \(t(cancelled))."
+                    "Not entitled: \(current.store.displayName) refunded the current period (transaction \(current.transactionID)) at \(t(cancelled))."
             }
+        } else if current.store == .playStore, let stated = billingValid ? renewal?.storeState : nil,
+            let decided = playDecision(stated, expires: expires, resumes: renewal?.autoResumeDate, now: now)
+        {
+            facts.append(.text("subscription_state", stated))
+            if let resumes = renewal?.autoResumeDate { facts.append(.time("auto_resume_time", resumes)) }
+            (state, entitled, rule, decision) = decided
         } else if expires > now {
             (state, entitled, rule) = (.active, true, "active_period")
             decision =
@@ -192,14 +198,15 @@ public enum Derivation {
         } else if let grace, grace > now {
             facts.append(.time("grace_period_expires_date", grace))
             (state, entitled, rule) = (.gracePeriod, true, "grace_period")
-            decision = "Entitled: the period expired at \(t(expires)), but Apple's billing grace period lasts until \(t(grace))."
+            decision =
+                "Entitled: the period expired at \(t(expires)), but \(current.store.displayName)'s billing grace period lasts until \(t(grace))."
         } else if retrying {
             facts.append(.flag("is_in_billing_retry_period", true))
             state = .billingRetry
             entitled = policy.billingRetryEntitles
             rule = entitled ? "billing_retry_entitled_by_policy" : "billing_retry"
             decision =
-                "\(entitled ? "Entitled by policy (entitlements.billingRetryEntitles)" : "Not entitled"): the period expired at \(t(expires)) and Apple is still retrying the payment."
+                "\(entitled ? "Entitled by policy (entitlements.billingRetryEntitles)" : "Not entitled"): the period expired at \(t(expires)) and \(current.store.displayName) is still retrying the payment."
         } else {
             (state, entitled, rule) = (.expired, false, "expired")
             decision = "Not entitled: the newest period expired at \(t(expires)), before \(t(now))."
@@ -219,11 +226,11 @@ public enum Derivation {
         }
         if current.isFamilyShared { facts.append(.text("ownership", current.ownership)) }
 
-        let ongoing = state == .active || state == .gracePeriod || state == .billingRetry
+        let ongoing = state == .active || state == .gracePeriod || state == .billingRetry || state == .accountHold
         let autoRenew = renewal?.autoRenewStatus
         let reason: ExpirationReason? =
             switch state {
-            case .expired, .billingRetry: ExpirationReason(intent: renewal?.expirationIntent)
+            case .expired, .billingRetry, .accountHold: ExpirationReason(intent: renewal?.expirationIntent)
             case .refunded, .revoked: .refunded
             default: nil
             }
@@ -240,12 +247,46 @@ public enum Derivation {
             expirationReason: reason, priceIncrease: ongoing ? priceIncrease(renewal) : nil,
             unsubscribeDetectedAt: ongoing && autoRenew == false
                 ? firstOfRun(observations, endingAt: chosen) { $0.autoRenewStatus == false } : nil,
-            billingIssueDetectedAt: state == .gracePeriod || state == .billingRetry
+            billingIssueDetectedAt: state == .gracePeriod || state == .billingRetry || state == .accountHold
                 ? firstOfRun(observations, endingAt: chosen) {
                     $0.isInBillingRetryPeriod == true || $0.gracePeriodExpiresDate != nil
                 }
                 .map { max($0, current.purchaseDate ?? $0) } : nil,
+            resumesAt: state == .paused ? renewal?.autoResumeDate : nil,
             explanation: Explanation(rule: rule, decision: decision, facts: facts.compactMap { $0 }))
+    }
+
+    /// What Google Play's own state decides, where it decides more than the period's times: a
+    /// pending payment, a pause, an account hold, a grace period (Google moves `expiryTime` to its
+    /// end). Nil where the times decide as for Apple (active, canceled but not expired, expired).
+    static func playDecision(_ stated: String, expires: Int64, resumes: Int64?, now: Int64) -> (
+        SubscriptionState, Bool, String, String
+    )? {
+        let t = CivilTime.rfc3339
+        switch stated {
+        case "SUBSCRIPTION_STATE_PENDING":
+            return (.pending, false, "pending_payment", "Not entitled: Google Play says the first payment has not completed yet.")
+        case "SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED":
+            return (
+                .expired, false, "pending_purchase_canceled",
+                "Not entitled: the purchase was canceled before its payment completed."
+            )
+        case "SUBSCRIPTION_STATE_PAUSED":
+            let when = resumes.map { $0 > now ? " until \(t($0))" : "; it was to resume at \(t($0))" } ?? ""
+            return (.paused, false, "paused", "Not entitled: the customer paused the subscription\(when).")
+        case "SUBSCRIPTION_STATE_ON_HOLD":
+            return (
+                .accountHold, false, "account_hold",
+                "Not entitled: the period ended at \(t(expires)) and Google Play holds the subscription (account hold) until the payment is fixed."
+            )
+        case "SUBSCRIPTION_STATE_IN_GRACE_PERIOD" where expires > now:
+            return (
+                .gracePeriod, true, "grace_period",
+                "Entitled: a renewal payment failed, but Google Play's grace period lasts until \(t(expires)), after \(t(now))."
+            )
+        default:
+            return nil
+        }
     }
 
     /// A product the subscription moved away from: never entitling.

@@ -48,6 +48,15 @@ public struct Alias: Sendable, Equatable {
 /// store adds its case and the mapping from its answers to these facts.
 public enum Store: String, Sendable, Equatable, CaseIterable {
     case appStore = "app_store"
+    case playStore = "play_store"
+
+    /// How explanations name it.
+    public var displayName: String {
+        switch self {
+        case .appStore: "Apple"
+        case .playStore: "Google Play"
+        }
+    }
 }
 
 /// One purchase, renewal or restore.
@@ -130,7 +139,8 @@ public struct Purchase: Sendable, Equatable {
     }
 }
 
-/// Apple's pending renewal info for one subscription (§1.7).
+/// What a store says of one subscription's next renewal: Apple's pending renewal info (§1.7), or
+/// what Google Play's subscription resource says of it (its state, auto-renewal, a pause).
 public struct Renewal: Sendable, Equatable {
     public var originalTransactionID: String
     public var productID: String?
@@ -149,12 +159,18 @@ public struct Renewal: Sendable, Equatable {
     public var promotionalOfferID: String?
     /// `production` or `sandbox`.
     public var environment: String
+    /// Google Play's `subscriptionState` (`SUBSCRIPTION_STATE_ACTIVE`, `…_ON_HOLD`, `…_PAUSED`, …) as
+    /// stated; nil for Apple, whose state follows from the fields above.
+    public var storeState: String?
+    /// When a paused Google Play subscription resumes.
+    public var autoResumeDate: Int64?
 
     public init(
         originalTransactionID: String, productID: String? = nil, autoRenewProductID: String? = nil,
         autoRenewStatus: Bool? = nil, expirationIntent: Int64? = nil, gracePeriodExpiresDate: Int64? = nil,
         isInBillingRetryPeriod: Bool? = nil, priceConsentStatus: String? = nil, priceIncreaseStatus: String? = nil,
-        offerCodeRefName: String? = nil, promotionalOfferID: String? = nil, environment: String = "production"
+        offerCodeRefName: String? = nil, promotionalOfferID: String? = nil, environment: String = "production",
+        storeState: String? = nil, autoResumeDate: Int64? = nil
     ) {
         self.originalTransactionID = originalTransactionID
         self.productID = productID
@@ -168,6 +184,8 @@ public struct Renewal: Sendable, Equatable {
         self.offerCodeRefName = offerCodeRefName
         self.promotionalOfferID = promotionalOfferID
         self.environment = environment
+        self.storeState = storeState
+        self.autoResumeDate = autoResumeDate
     }
 }
 
@@ -218,6 +236,7 @@ extension Facts {
         for r in renewals {
             all.append(r.observedAt)
             if let grace = r.renewal.gracePeriodExpiresDate { all.append(grace) }
+            if let resumes = r.renewal.autoResumeDate { all.append(resumes) }
         }
         for t in transfers { all.append(t.at) }
         for a in aliases { all.append(a.at) }
@@ -241,6 +260,7 @@ extension Facts {
         for i in facts.renewals.indices {
             facts.renewals[i].observedAt = pin(renewals[i].observedAt)
             facts.renewals[i].renewal.gracePeriodExpiresDate = pin(renewals[i].renewal.gracePeriodExpiresDate)
+            facts.renewals[i].renewal.autoResumeDate = pin(renewals[i].renewal.autoResumeDate)
         }
         for i in facts.transfers.indices { facts.transfers[i].at = pin(transfers[i].at) }
         for i in facts.aliases.indices { facts.aliases[i].at = pin(aliases[i].at) }

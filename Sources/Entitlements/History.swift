@@ -13,6 +13,8 @@ public struct LifecycleEvent: Sendable, Equatable {
         case uncancellation
         case billingIssue = "billing_issue"
         case gracePeriodStarted = "grace_period_started"
+        /// Google Play: the customer paused the subscription.
+        case paused = "subscription_paused"
         case expiration
         case refund
         case transfer
@@ -167,6 +169,7 @@ public enum History {
         for o in observations {
             moments.insert(o.observedAt)
             if let grace = o.renewal.gracePeriodExpiresDate { moments.insert(grace) }
+            if let resumes = o.renewal.autoResumeDate { moments.insert(resumes) }
         }
         var events: [LifecycleEvent] = []
         var previous: SubscriptionStatus?
@@ -182,6 +185,8 @@ public enum History {
             // `known` keeps `ordered`'s order (a view drops no purchase out of turn and moves none).
             let status = Derivation.chainStatuses(
                 ordered: known, observations: observations, policy: policy, at: t, final: final, peekUntil: peekUntil)[0]
+            // A payment still pending (Google Play) is no purchase yet: its events wait for the payment.
+            if status.state == .pending && (previous == nil || previous?.state == .pending) { continue }
             events += changes(from: previous, to: status, current: current, known: known, at: t)
             events += renewalChanges(from: previousObservation, to: observation, status: status, previous: previous)
             previous = status
@@ -248,7 +253,8 @@ public enum History {
         }
     }
 
-    private static let ongoing: Set<SubscriptionState> = [.active, .gracePeriod, .billingRetry]
+    private static let ongoing: Set<SubscriptionState> = [.active, .gracePeriod, .billingRetry, .accountHold]
+    private static let billing: Set<SubscriptionState> = [.gracePeriod, .billingRetry, .accountHold]
 
     /// Events from one state of a subscription to the next.
     static func changes(
@@ -278,7 +284,7 @@ public enum History {
                 } else {
                     kind = .renewal
                     if !ongoing.contains(previous.state) { facts.append(.flag("after_lapse", true)) }
-                    if previous.state == .billingRetry || previous.state == .gracePeriod {
+                    if billing.contains(previous.state) {
                         facts.append(.flag("billing_recovered", true))
                     }
                 }
@@ -290,7 +296,7 @@ public enum History {
             if let offer = status.offer { facts += [.text("offer_type", offer.type), .text("offer_id", offer.id)] }
             events.append(event(status.periodType == "trial" ? .trialStarted : .initialPurchase, original, at: bought, facts))
         }
-        let wasBilling = previous.map { $0.state == .gracePeriod || $0.state == .billingRetry } ?? false
+        let wasBilling = previous.map { billing.contains($0.state) } ?? false
         let expires = status.expiresAt ?? 0
         if status.state == .gracePeriod && previous?.state != .gracePeriod {
             events.append(
@@ -298,8 +304,14 @@ public enum History {
                     .gracePeriodStarted, "\(original):\(expires)", at: t,
                     [.time("grace_period_expires_date", status.gracePeriodExpiresAt)]))
         }
-        if (status.state == .gracePeriod || status.state == .billingRetry) && !wasBilling {
+        if billing.contains(status.state) && !wasBilling {
             events.append(event(.billingIssue, "\(original):\(expires)", at: t, [.time("expires_date", status.expiresAt)]))
+        }
+        if status.state == .paused && previous?.state != .paused {
+            events.append(
+                event(
+                    .paused, "\(original):\(expires)", at: t,
+                    [.time("expires_date", status.expiresAt), .time("resumes_at", status.resumesAt)]))
         }
         if status.state == .expired, let previous, ongoing.contains(previous.state) {
             events.append(

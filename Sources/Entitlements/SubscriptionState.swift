@@ -1,4 +1,5 @@
-/// The state of one auto-renewable subscription at a moment (Docs/apple-protocols.md §1.8).
+/// The state of one auto-renewable subscription at a moment (Docs/apple-protocols.md §1.8, and
+/// Google Play's `subscriptionState`, Docs/google-play.md).
 public enum SubscriptionState: String, Sendable, Equatable, CaseIterable {
     /// The current period has not expired and was not refunded.
     case active
@@ -14,6 +15,13 @@ public enum SubscriptionState: String, Sendable, Equatable, CaseIterable {
     /// Superseded by another product of the same subscription group (an upgrade or crossgrade):
     /// the entitlement comes from the product that replaced it.
     case upgraded
+    /// Google Play: the payment failed and any grace period ended; Google holds the subscription
+    /// while it retries, and access stops until the customer fixes the payment.
+    case accountHold = "account_hold"
+    /// Google Play: the customer paused the subscription; no access until it resumes.
+    case paused
+    /// Google Play: bought, but the payment has not completed; no access yet.
+    case pending
 }
 
 /// Why a subscription ended (`expiration_intent`, §1.7), or `refunded`.
@@ -80,8 +88,10 @@ public struct SubscriptionStatus: Sendable, Equatable {
     public var priceIncrease: String?
     /// When auto-renew was first seen off in the current run of "off" snapshots.
     public var unsubscribeDetectedAt: Int64?
-    /// When the current billing problem (grace period or billing retry) was first seen.
+    /// When the current billing problem (grace period, billing retry, account hold) was first seen.
     public var billingIssueDetectedAt: Int64?
+    /// While paused (Google Play): when the subscription resumes.
+    public var resumesAt: Int64? = nil
     public var explanation: Explanation
 }
 

@@ -71,6 +71,25 @@ struct Timeline: CustomTestStringConvertible {
     }
 }
 
+/// A Google Play period: its order, its chain (the linked tokens), Google's `expiryTime`.
+func playPeriod(_ id: String, original: String = "GPT.root", product: String = "monthly", from: Double, to: Double) -> Purchase {
+    Purchase(
+        transactionID: id, originalTransactionID: original, productID: product, purchaseDate: d(from), originalPurchaseDate: t0,
+        expiresDate: d(to), ownershipType: "PURCHASED", environment: "production", store: .playStore)
+}
+
+/// What Google Play's subscription resource says of the chain's renewal.
+func playRenewal(
+    _ state: String, original: String = "GPT.root", product: String = "monthly", autoRenew: Bool = true, intent: Int64? = nil,
+    grace: Double? = nil, resumes: Double? = nil
+) -> Renewal {
+    Renewal(
+        originalTransactionID: original, productID: product, autoRenewProductID: product, autoRenewStatus: autoRenew,
+        expirationIntent: intent, gracePeriodExpiresDate: grace.map(d),
+        isInBillingRetryPeriod: state == "SUBSCRIPTION_STATE_ON_HOLD",
+        storeState: state, autoResumeDate: resumes.map(d))
+}
+
 let timelines: [Timeline] = [
     Timeline(
         name: "renewals chain by original id and order by date, not array order",
@@ -290,6 +309,85 @@ let timelines: [Timeline] = [
                 ], pro: .some(.none))
         ],
         events: ["initial_purchase"], catalog: Catalog(["coins": .consumable])),
+    Timeline(
+        name: "Google Play: canceled but not expired keeps access until the period ends",
+        steps: [
+            Step(
+                at: 1, transactions: [playPeriod("GPA.1", from: 0, to: 30)], renewals: [playRenewal("SUBSCRIPTION_STATE_ACTIVE")],
+                states: ["monthly": .active], pro: true),
+            Step(
+                at: 10, renewals: [playRenewal("SUBSCRIPTION_STATE_CANCELED", autoRenew: false, intent: 1)],
+                states: ["monthly": .active], pro: true),
+            Step(
+                at: 31, renewals: [playRenewal("SUBSCRIPTION_STATE_EXPIRED", autoRenew: false, intent: 1)],
+                states: ["monthly": .expired], pro: false),
+        ],
+        events: ["initial_purchase", "cancellation", "expiration"]),
+    Timeline(
+        name: "Google Play: a grace period (expiryTime moved to its end), an account hold, then recovered",
+        steps: [
+            Step(
+                at: 1, transactions: [playPeriod("GPA.1", from: 0, to: 30)], renewals: [playRenewal("SUBSCRIPTION_STATE_ACTIVE")]),
+            Step(
+                at: 31, transactions: [playPeriod("GPA.1", from: 0, to: 37)],
+                renewals: [playRenewal("SUBSCRIPTION_STATE_IN_GRACE_PERIOD", grace: 37)], states: ["monthly": .gracePeriod],
+                pro: true),
+            Step(at: 38, renewals: [playRenewal("SUBSCRIPTION_STATE_ON_HOLD")], states: ["monthly": .accountHold], pro: false),
+            Step(
+                at: 40, transactions: [playPeriod("GPA.1..0", from: 40, to: 70)],
+                renewals: [playRenewal("SUBSCRIPTION_STATE_ACTIVE")],
+                states: ["monthly": .active], pro: true),
+        ],
+        events: ["initial_purchase", "billing_issue", "grace_period_started", "renewal"]),
+    Timeline(
+        name: "Google Play: an account hold entitles nothing, whatever the billing-retry policy",
+        steps: [
+            Step(
+                at: 35, transactions: [playPeriod("GPA.1", from: 0, to: 30)],
+                renewals: [playRenewal("SUBSCRIPTION_STATE_ON_HOLD")],
+                states: ["monthly": .accountHold], pro: false)
+        ],
+        events: ["initial_purchase", "billing_issue"], policy: DerivationPolicy(billingRetryEntitles: true)),
+    Timeline(
+        name: "Google Play: a pause stops access until the subscription resumes",
+        steps: [
+            Step(
+                at: 1, transactions: [playPeriod("GPA.1", from: 0, to: 30)], renewals: [playRenewal("SUBSCRIPTION_STATE_ACTIVE")]),
+            Step(
+                at: 31, renewals: [playRenewal("SUBSCRIPTION_STATE_PAUSED", resumes: 61)], states: ["monthly": .paused],
+                pro: false),
+            Step(
+                at: 62, transactions: [playPeriod("GPA.1..0", from: 61, to: 91)],
+                renewals: [playRenewal("SUBSCRIPTION_STATE_ACTIVE")],
+                states: ["monthly": .active], pro: true),
+        ],
+        events: ["initial_purchase", "subscription_paused", "renewal"]),
+    Timeline(
+        name: "Google Play: a pending payment grants nothing and is no purchase until paid",
+        steps: [
+            Step(
+                at: 0, transactions: [playPeriod("GPT.token", from: 0, to: 0)],
+                renewals: [playRenewal("SUBSCRIPTION_STATE_PENDING")],
+                states: ["monthly": .pending], pro: false),
+            Step(
+                at: 1, transactions: [playPeriod("GPA.1", from: 0.5, to: 30.5)],
+                renewals: [playRenewal("SUBSCRIPTION_STATE_ACTIVE")],
+                states: ["monthly": .active], pro: true),
+        ],
+        events: ["initial_purchase"]),
+    Timeline(
+        name: "Google Play: a linked token's upgrade continues the subscription as the new product",
+        steps: [
+            Step(
+                at: 5, transactions: [playPeriod("GPA.1", from: 0, to: 30)], renewals: [playRenewal("SUBSCRIPTION_STATE_ACTIVE")],
+                states: ["monthly": .active]),
+            Step(
+                at: 11, transactions: [playPeriod("GPA.2", product: "premium", from: 10, to: 40)],
+                renewals: [playRenewal("SUBSCRIPTION_STATE_ACTIVE", product: "premium")],
+                states: ["premium": .active, "monthly": .upgraded], pro: true),
+            Step(at: 35, states: ["premium": .active, "monthly": .expired], pro: true),
+        ],
+        events: ["initial_purchase", "product_change"]),
 ]
 
 @Suite("Subscription state derivation")
@@ -328,6 +426,41 @@ struct DerivationTests {
         #expect(s.explanation.facts.contains(Fact("compared_at", .time(d(2)))))
         #expect(s.explanation.facts.contains(Fact("auto_renew_status", .flag(true))))
         #expect(s.explanation.decision.contains(CivilTime.rfc3339(d(30))))
+    }
+
+    @Test func googlePlaysDecisionsAreExplainedInItsWords() {
+        func status(_ renewal: Renewal, _ period: Purchase = playPeriod("GPA.1", from: 0, to: 30), at day: Double)
+            -> SubscriptionStatus
+        {
+            Derivation.subscriptions(
+                Facts(purchases: [period], renewals: [RenewalObservation(observedAt: d(day - 0.5), renewal: renewal)]),
+                now: d(day))[0]
+        }
+        let hold = status(playRenewal("SUBSCRIPTION_STATE_ON_HOLD", intent: nil), at: 35)
+        #expect(hold.explanation.rule == "account_hold" && hold.willRenew && hold.billingIssueDetectedAt == d(34.5))
+        #expect(hold.explanation.decision.contains("Google Play holds the subscription (account hold)"))
+        #expect(hold.explanation.facts.contains(Fact("subscription_state", .text("SUBSCRIPTION_STATE_ON_HOLD"))))
+        let paused = status(playRenewal("SUBSCRIPTION_STATE_PAUSED", resumes: 61), at: 35)
+        #expect(paused.state == .paused && paused.resumesAt == d(61) && !paused.isEntitled)
+        #expect(
+            paused.explanation.decision == "Not entitled: the customer paused the subscription until \(CivilTime.rfc3339(d(61)))."
+        )
+        let grace = status(
+            playRenewal("SUBSCRIPTION_STATE_IN_GRACE_PERIOD", grace: 37), playPeriod("GPA.1", from: 0, to: 37), at: 31)
+        #expect(grace.state == .gracePeriod && grace.gracePeriodExpiresAt == d(37))
+        #expect(grace.explanation.decision.contains("Google Play's grace period lasts until"))
+        // Past the grace period's end with nothing newer heard: the times decide, as for Apple.
+        let lapsed = status(
+            playRenewal("SUBSCRIPTION_STATE_IN_GRACE_PERIOD", grace: 37), playPeriod("GPA.1", from: 0, to: 37), at: 38)
+        #expect(lapsed.state == .expired && !lapsed.isEntitled)
+        var refunded = playPeriod("GPA.1", from: 0, to: 30)
+        refunded.cancellationDate = d(5)
+        let voided = status(playRenewal("SUBSCRIPTION_STATE_ACTIVE"), refunded, at: 6)
+        #expect(voided.state == .refunded && voided.explanation.decision.hasPrefix("Not entitled: Google Play refunded"))
+        // Google's state names no Apple subscription's fate.
+        var apple = period("t1", from: 0, to: 30)
+        apple.store = .appStore
+        #expect(status(playRenewal("SUBSCRIPTION_STATE_ON_HOLD"), apple, at: 10).state == .active)
     }
 
     @Test func voluntaryCancellationIsDatedAndStillEntitled() {

@@ -1,0 +1,87 @@
+import Crypto
+import Entitlements
+import JSON
+
+/// A purchase token's stand-in wherever receiptd names a Play purchase: a token is long, and
+/// with the service account's access it reads the purchase, so it is kept once (to ask Google
+/// again) and named everywhere else by its digest: `GPT.` and the first 128 bits of its SHA-256
+/// in hex.
+public enum PurchaseTokenReference {
+    public static func of(_ token: String) -> String {
+        "GPT."
+            + SHA256.hash(data: Array(token.utf8)).prefix(16).map { byte in
+                let hex = Array("0123456789abcdef".utf8)
+                return String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]], as: UTF8.self)
+            }.joined()
+    }
+}
+
+/// One answer of Google's about a purchase token, with what receiptd knew when it read it and
+/// the resource does not say: which app, which token, which subscription it continues, when it
+/// was read, and when its current period began. Stored as the raw JSON of the facts it states, so
+/// `receiptd rederive` maps them again from exactly what Google sent.
+public struct PlayRecord: Sendable, Equatable {
+    public enum Resource: Sendable, Equatable {
+        case subscription(SubscriptionPurchase)
+        case product(ProductPurchase)
+    }
+
+    public var packageName: String
+    /// ``PurchaseTokenReference`` of the token.
+    public var tokenReference: String
+    /// The subscription this token continues: the reference of the oldest token its
+    /// `linkedPurchaseToken` chain reaches that receiptd knows of; the token's own for a product.
+    public var chain: String
+    /// When receiptd read the answer (epoch ms).
+    public var observedAt: Int64
+    /// When the current period began, when known from the period before it (a renewal's order
+    /// names no time of its own).
+    public var periodStart: Int64?
+    public var resource: Resource
+
+    public init(
+        packageName: String, tokenReference: String, chain: String, observedAt: Int64, periodStart: Int64? = nil,
+        resource: Resource
+    ) {
+        self.packageName = packageName
+        self.tokenReference = tokenReference
+        self.chain = chain
+        self.observedAt = observedAt
+        self.periodStart = periodStart
+        self.resource = resource
+    }
+
+    /// The envelope: `{"google_play": {package_name, token, chain, observed_at, period_start?},
+    /// "subscriptionPurchaseV2" | "productPurchaseV2": <Google's resource as it came>}`.
+    public var json: JSONValue {
+        var context: [String: JSONValue] = [
+            "package_name": .string(packageName), "token": .string(tokenReference), "chain": .string(chain),
+            "observed_at": .int(observedAt),
+        ]
+        if let periodStart { context["period_start"] = .int(periodStart) }
+        switch resource {
+        case .subscription(let s):
+            return .object(strings: ["google_play": .object(strings: context), "subscriptionPurchaseV2": s.raw])
+        case .product(let p): return .object(strings: ["google_play": .object(strings: context), "productPurchaseV2": p.raw])
+        }
+    }
+
+    /// Reads an envelope back; nil when the JSON is not one (an App Store row's).
+    public init?(json: JSONValue) {
+        guard let context = json["google_play"], let packageName = context["package_name"]?.string,
+            let token = context["token"]?.string, let chain = context["chain"]?.string,
+            let observedAt = context["observed_at"]?.int64
+        else { return nil }
+        let resource: Resource
+        if let s = json["subscriptionPurchaseV2"], let read = try? SubscriptionPurchase(s) {
+            resource = .subscription(read)
+        } else if let p = json["productPurchaseV2"], let read = try? ProductPurchase(p) {
+            resource = .product(read)
+        } else {
+            return nil
+        }
+        self.init(
+            packageName: packageName, tokenReference: token, chain: chain, observedAt: observedAt,
+            periodStart: context["period_start"]?.int64, resource: resource)
+    }
+}
