@@ -1,9 +1,10 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// receiptd: a self-hosted App Store receipt validator.
+// receiptd: a self-hosted validator of App Store and Google Play purchases.
 // Dependencies point one way: receiptd → ReceiptService (the HTTP edge) → ReceiptCore (use cases)
-// → {AppStore, SignedData, Storage → Entitlements, Analytics → Entitlements} → {JSON, Clocks, Identifiers}. HTTPServer knows
+// → {AppStore → CurlTransport, SignedData, GooglePlay → Entitlements, Storage → Entitlements,
+// Analytics → Entitlements} → {JSON, Clocks, Identifiers}. HTTPServer knows
 // nothing of Apple or receipts; only the edge, the simulator and http-inspect import it. C lives
 // only in the C* system-library targets. Docs/architecture.md "Architecture" says each target's one job.
 let package = Package(
@@ -63,13 +64,17 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Outbound HTTPS over libcurl: one thread drives every exchange in flight (Apple's, Google's,
+        // the webhooks'). Knows nothing of what it carries.
+        .target(
+            name: "CurlTransport",
+            dependencies: ["CCurl", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
         // Apple's verifyReceipt: wire models read tolerantly, the retry and fallback rules, the client.
         .target(
             name: "AppStore",
             dependencies: [
-                "CCurl", "Clocks", "JSON", .product(name: "Logging", package: "swift-log"),
+                "CurlTransport", "Clocks", "JSON", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         // Apple's signed data (JWS): the x5c chain to a configured root, ES256, the decoded payloads.
         .target(
@@ -85,7 +90,8 @@ let package = Package(
         .target(
             name: "AppStoreServerAPI",
             dependencies: [
-                "AppStore", "SignedData", "JSON", "Clocks", "Identifiers", .product(name: "Crypto", package: "swift-crypto"),
+                "AppStore", "CurlTransport", "SignedData", "JSON", "Clocks", "Identifiers",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]),
@@ -127,7 +133,8 @@ let package = Package(
         .target(
             name: "ReceiptCore",
             dependencies: [
-                "Analytics", "AppStore", "AppStoreServerAPI", "SignedData", "Entitlements", "Storage", "JSON", "Identifiers",
+                "Analytics", "AppStore", "CurlTransport", "AppStoreServerAPI", "SignedData", "Entitlements", "Storage", "JSON",
+                "Identifiers",
                 "Clocks", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -147,7 +154,8 @@ let package = Package(
         .target(
             name: "ReceiptService",
             dependencies: [
-                "Analytics", "ReceiptCore", "HTTPServer", "Storage", "AppStore", "AppStoreServerAPI", "SignedData",
+                "Analytics", "ReceiptCore", "HTTPServer", "Storage", "AppStore", "CurlTransport", "AppStoreServerAPI",
+                "SignedData",
                 "Entitlements", "JSON",
                 "Identifiers", "Clocks",
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -237,18 +245,22 @@ let package = Package(
             name: "AppStoreSimulatorTests",
             dependencies: [
                 "AppStoreSimulator", "AppStore", "AppStoreServerAPI", "SignedData", "Entitlements", "HTTPServer", "Clocks",
-                "JSON",
+                "CurlTransport", "JSON",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
+            name: "CurlTransportTests",
+            dependencies: ["CurlTransport", "HTTPServer", "JSON", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(
             name: "AppStoreTests",
             dependencies: [
-                "AppStore", "HTTPServer", "ReceiptTesting", .product(name: "MetricsTestKit", package: "swift-metrics"),
+                "AppStore", "CurlTransport", "HTTPServer", "ReceiptTesting",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]),
         .testTarget(
             name: "AppStoreServerAPITests",
             dependencies: [
-                "AppStoreServerAPI", "SignedData", "JSON", "Clocks", "ReceiptTesting",
+                "AppStoreServerAPI", "CurlTransport", "SignedData", "JSON", "Clocks", "ReceiptTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(

@@ -1,4 +1,5 @@
 import Clocks
+import CurlTransport
 import FoundationEssentials
 import JSON
 

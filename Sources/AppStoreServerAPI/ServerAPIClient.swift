@@ -1,6 +1,7 @@
 import AppStore
 import Clocks
 import CoreMetrics
+import CurlTransport
 import JSON
 import SignedData
 

@@ -1,4 +1,5 @@
 import AppStore
+import CurlTransport
 
 /// The App Store Server API endpoints receiptd calls (Docs/apple-protocols.md §4.3), each with its
 /// method, path and Apple's published rate limit (§4.4).

@@ -1,5 +1,6 @@
 import AppStore
 import Clocks
+import CurlTransport
 import JSON
 import ReceiptTesting
 import SignedData

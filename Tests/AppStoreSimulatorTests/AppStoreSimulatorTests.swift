@@ -1,4 +1,5 @@
 import AppStore
+import CurlTransport
 import Entitlements
 import Foundation
 import HTTPServer

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import Clocks
 import Crypto
+import CurlTransport
 import JSON
 import Logging
 import SignedData

@@ -1,4 +1,5 @@
 import Clocks
+import CurlTransport
 import Foundation
 import Synchronization
 import Testing

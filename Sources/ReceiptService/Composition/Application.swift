@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreServerAPI
 import Clocks
+import CurlTransport
 import Entitlements
 import FoundationEssentials
 import HTTPServer

@@ -1,4 +1,4 @@
-/// One outbound HTTP request to Apple: what `HTTPTransport` sends.
+/// One outbound HTTP request (to Apple, Google, a webhook endpoint): what `HTTPTransport` sends.
 public struct OutboundRequest: Sendable, Equatable {
     public enum Method: String, Sendable {
         case get = "GET"
@@ -9,23 +9,29 @@ public struct OutboundRequest: Sendable, Equatable {
     public var method: Method
     public var url: String
     /// `Name: value` lines beside the transport's own (`Accept: application/json`, and
-    /// `Content-Type: application/json` when there is a body). May hold a bearer token: never logged.
+    /// `Content-Type` when there is a body). May hold a bearer token: never logged.
     public var headers: [String]
-    /// A JSON body, or nil for none.
+    /// A body, or nil for none.
     public var body: [UInt8]?
+    /// The body's media type (`Content-Type`).
+    public var contentType: String
     /// The whole exchange ends within this.
     public var timeout: Duration
 
-    public init(method: Method, url: String, headers: [String] = [], body: [UInt8]? = nil, timeout: Duration) {
+    public init(
+        method: Method, url: String, headers: [String] = [], body: [UInt8]? = nil, contentType: String = "application/json",
+        timeout: Duration
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.contentType = contentType
         self.timeout = timeout
     }
 }
 
-/// One HTTP exchange's result, as the verification logic needs it.
+/// One HTTP exchange's result, as the store clients need it.
 public enum TransportResult: Sendable, Equatable {
     /// An HTTP response: its status, its body, and its `Retry-After` header when it has one.
     case response(status: Int, body: [UInt8], retryAfter: String? = nil)

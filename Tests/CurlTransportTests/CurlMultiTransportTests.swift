@@ -3,7 +3,7 @@ import JSON
 import Logging
 import Testing
 
-@testable import AppStore
+@testable import CurlTransport
 
 /// Holds each request until `expected` have arrived, then lets them all go at once: without
 /// polling, so a loaded machine spends nothing on the waiting ones. Gives up 30 s after the first

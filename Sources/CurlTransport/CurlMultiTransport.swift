@@ -3,7 +3,7 @@ import Glibc
 import Synchronization
 
 /// HTTP requests over libcurl's multi interface (https://curl.se/libcurl/c/libcurl-multi.html): one
-/// thread drives every transfer in flight, so thousands of slow exchanges with Apple cost a socket
+/// thread drives every transfer in flight, so thousands of slow exchanges with a store cost a socket
 /// and a small buffer each, not a thread. Callers `await`; nothing blocks Swift's cooperative pool.
 ///
 /// Each transfer: TLS peer and host verification on, only https (http only when `allowHTTP`),
@@ -189,7 +189,7 @@ private final class Transfer: @unchecked Sendable {
                         UnsafeMutableRawPointer(mutating: $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
                 } == CURLE_OK
             // No body: no Content-Type (curl would otherwise say a form follows).
-            headers = curl_slist_append(headers, request.body != nil ? "Content-Type: application/json" : "Content-Type:")
+            headers = curl_slist_append(headers, request.body != nil ? "Content-Type: \(request.contentType)" : "Content-Type:")
         } else {
             set(CURLOPT_HTTPGET, 1)
         }
