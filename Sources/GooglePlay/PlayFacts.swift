@@ -8,13 +8,13 @@ import Entitlements
 ///   paid for it (`latestSuccessfulOrderId`, `GPA.…`, renewals `GPA.…..N`); a period no order paid
 ///   for yet (a pending payment) is named by the token's reference.
 /// - A period begins at `startTime` for the token's first order, else where the period before it
-///   ended (``PlayRecord/periodStart``), else when receiptd first read it; it ends at the line
+///   ended (``PlayRecord/periodStart``), else when receiptd first saw it; it ends at the line
 ///   item's `expiryTime`.
 /// - Google's `subscriptionState`, auto-renewal, a pause, a grace period's end and an account
 ///   hold are the subscription's renewal facts, from which the derivation decides.
 /// - An add-on (a second line item) is a subscription of its own, `<chain>/<product>`.
 /// - A one-time product's purchase is one transaction per line item, named by its order; a
-///   pending one states nothing yet, and a cancelled one is refunded from when receiptd learnt it.
+///   pending one states nothing yet, and a cancelled one is refunded from when receiptd first saw it so.
 /// - `testPurchase` is the `sandbox` environment; `obfuscatedExternalAccountId` is the purchase's
 ///   account token, which the ownership policy matches to an app user as it does Apple's.
 extension PlayRecord {
@@ -35,7 +35,7 @@ extension PlayRecord {
             let id = (order ?? tokenReference) + (index == 0 ? "" : "/" + item.productID)
             let isFirstOrder = order.map { !$0.contains("..") } ?? true
             let start: Int64? =
-                isFirstOrder ? (s.startTime ?? observedAt) : (periodStart ?? min(observedAt, item.expiryTime ?? observedAt))
+                isFirstOrder ? (s.startTime ?? seenAt) : (periodStart ?? min(seenAt, item.expiryTime ?? seenAt))
             purchases.append(
                 Purchase(
                     transactionID: id, originalTransactionID: original, productID: item.productID, purchaseDate: start,
@@ -71,10 +71,10 @@ extension PlayRecord {
             let id = (p.orderID ?? tokenReference) + (index == 0 ? "" : "/" + item.productID)
             // A cancelled purchase was never paid (its payment failed or was declined) or was
             // voided: either way it grants nothing from when receiptd learnt it.
-            let cancelled = p.state == .cancelled ? observedAt : nil
+            let cancelled = p.state == .cancelled ? (cancelledAt ?? seenAt) : nil
             return Purchase(
                 transactionID: id, originalTransactionID: id, productID: item.productID,
-                purchaseDate: p.completionTime ?? observedAt, originalPurchaseDate: p.completionTime,
+                purchaseDate: p.completionTime ?? seenAt, originalPurchaseDate: p.completionTime,
                 cancellationDate: cancelled, cancellationReason: cancelled == nil ? nil : "0", ownershipType: "PURCHASED",
                 environment: environment, promotionalOfferID: item.offerID, quantity: item.quantity,
                 appAccountToken: p.obfuscatedAccountID, store: .playStore,

@@ -17,9 +17,11 @@ public enum PurchaseTokenReference {
 }
 
 /// One answer of Google's about a purchase token, with what receiptd knew when it read it and
-/// the resource does not say: which app, which token, which subscription it continues, when it
-/// was read, and when its current period began. Stored as the raw JSON of the facts it states, so
-/// `receiptd rederive` maps them again from exactly what Google sent.
+/// the resource does not say: which app, which token, which subscription it continues, and the
+/// times only receiptd can date. Stored as the raw JSON of the facts it states, so `receiptd
+/// rederive` maps them again from exactly what Google sent. Reading an unchanged answer again
+/// gives the same envelope (the times are those first known, never the time of reading), so it
+/// rewrites nothing.
 public struct PlayRecord: Sendable, Equatable {
     public enum Resource: Sendable, Equatable {
         case subscription(SubscriptionPurchase)
@@ -32,37 +34,43 @@ public struct PlayRecord: Sendable, Equatable {
     /// The subscription this token continues: the reference of the oldest token its
     /// `linkedPurchaseToken` chain reaches that receiptd knows of; the token's own for a product.
     public var chain: String
-    /// When receiptd read the answer (epoch ms).
-    public var observedAt: Int64
+    /// When receiptd first saw the purchase's current order (epoch ms): a pending payment's date,
+    /// and a renewal's start when the period before it is unknown.
+    public var seenAt: Int64
     /// When the current period began, when known from the period before it (a renewal's order
     /// names no time of its own).
     public var periodStart: Int64?
+    /// When receiptd first saw a one-time purchase cancelled.
+    public var cancelledAt: Int64?
     public var resource: Resource
 
     public init(
-        packageName: String, tokenReference: String, chain: String, observedAt: Int64, periodStart: Int64? = nil,
-        resource: Resource
+        packageName: String, tokenReference: String, chain: String, seenAt: Int64, periodStart: Int64? = nil,
+        cancelledAt: Int64? = nil, resource: Resource
     ) {
         self.packageName = packageName
         self.tokenReference = tokenReference
         self.chain = chain
-        self.observedAt = observedAt
+        self.seenAt = seenAt
         self.periodStart = periodStart
+        self.cancelledAt = cancelledAt
         self.resource = resource
     }
 
-    /// The envelope: `{"google_play": {package_name, token, chain, observed_at, period_start?},
-    /// "subscriptionPurchaseV2" | "productPurchaseV2": <Google's resource as it came>}`.
+    /// The envelope: `{"google_play": {package_name, token, chain, seen_at, period_start?,
+    /// cancelled_at?}, "subscriptionPurchaseV2" | "productPurchaseV2": <Google's resource as it came>}`.
     public var json: JSONValue {
         var context: [String: JSONValue] = [
             "package_name": .string(packageName), "token": .string(tokenReference), "chain": .string(chain),
-            "observed_at": .int(observedAt),
+            "seen_at": .int(seenAt),
         ]
         if let periodStart { context["period_start"] = .int(periodStart) }
+        if let cancelledAt { context["cancelled_at"] = .int(cancelledAt) }
         switch resource {
         case .subscription(let s):
             return .object(strings: ["google_play": .object(strings: context), "subscriptionPurchaseV2": s.raw])
-        case .product(let p): return .object(strings: ["google_play": .object(strings: context), "productPurchaseV2": p.raw])
+        case .product(let p):
+            return .object(strings: ["google_play": .object(strings: context), "productPurchaseV2": p.raw])
         }
     }
 
@@ -70,7 +78,7 @@ public struct PlayRecord: Sendable, Equatable {
     public init?(json: JSONValue) {
         guard let context = json["google_play"], let packageName = context["package_name"]?.string,
             let token = context["token"]?.string, let chain = context["chain"]?.string,
-            let observedAt = context["observed_at"]?.int64
+            let seenAt = context["seen_at"]?.int64
         else { return nil }
         let resource: Resource
         if let s = json["subscriptionPurchaseV2"], let read = try? SubscriptionPurchase(s) {
@@ -81,7 +89,7 @@ public struct PlayRecord: Sendable, Equatable {
             return nil
         }
         self.init(
-            packageName: packageName, tokenReference: token, chain: chain, observedAt: observedAt,
-            periodStart: context["period_start"]?.int64, resource: resource)
+            packageName: packageName, tokenReference: token, chain: chain, seenAt: seenAt,
+            periodStart: context["period_start"]?.int64, cancelledAt: context["cancelled_at"]?.int64, resource: resource)
     }
 }

@@ -371,23 +371,18 @@ public struct ReceiptStore {
 
     /// Rewrites a renewal snapshot's derived columns, and the current row's when it is the newest.
     public func updateColumns(of snapshot: Stated<RenewalObservation>) throws {
-        let values = Array(Self.renewalValues(snapshot.fact.renewal).dropFirst().dropLast())
-        try db.cached(
+        // Every column but the subscription's id and its environment, which a snapshot never changes.
+        var values = Self.renewalValues(snapshot.fact.renewal)
+        values.remove(at: 11)
+        values.removeFirst()
+        let columns = """
+            product_id = ?, auto_renew_product_id = ?, auto_renew_status = ?, expiration_intent = ?,
+            grace_period_expires_date = ?, is_in_billing_retry_period = ?, price_consent_status = ?,
+            price_increase_status = ?, offer_code_ref_name = ?, promotional_offer_id = ?, store_state = ?, auto_resume_date = ?
             """
-            UPDATE renewal_history SET product_id = ?, auto_renew_product_id = ?, auto_renew_status = ?,
-                expiration_intent = ?, grace_period_expires_date = ?, is_in_billing_retry_period = ?,
-                price_consent_status = ?, price_increase_status = ?, offer_code_ref_name = ?, promotional_offer_id = ?
-            WHERE id = ?
-            """
-        ).bind(values + [snapshot.fact.sequence]).run()
-        try db.cached(
-            """
-            UPDATE pending_renewal_info SET product_id = ?, auto_renew_product_id = ?, auto_renew_status = ?,
-                expiration_intent = ?, grace_period_expires_date = ?, is_in_billing_retry_period = ?,
-                price_consent_status = ?, price_increase_status = ?, offer_code_ref_name = ?, promotional_offer_id = ?
-            WHERE original_transaction_id = ? AND raw_json = ?
-            """
-        ).bind(values + [snapshot.fact.renewal.originalTransactionID, snapshot.rawJSON]).run()
+        try db.cached("UPDATE renewal_history SET \(columns) WHERE id = ?").bind(values + [snapshot.fact.sequence]).run()
+        try db.cached("UPDATE pending_renewal_info SET \(columns) WHERE original_transaction_id = ? AND raw_json = ?")
+            .bind(values + [snapshot.fact.renewal.originalTransactionID, snapshot.rawJSON]).run()
     }
 
     /// When Apple last vouched for `appUserID`'s facts: their newest valid verification (a
@@ -499,7 +494,7 @@ public struct ReceiptStore {
         [
             "original_transaction_id", "product_id", "auto_renew_product_id", "auto_renew_status", "expiration_intent",
             "grace_period_expires_date", "is_in_billing_retry_period", "price_consent_status", "price_increase_status",
-            "offer_code_ref_name", "promotional_offer_id", "environment", "raw_json",
+            "offer_code_ref_name", "promotional_offer_id", "environment", "store_state", "auto_resume_date", "raw_json",
         ].map { "\(r).\($0)" }.joined(separator: ", ")
     }
 
@@ -510,24 +505,26 @@ public struct ReceiptStore {
                 autoRenewStatus: s.optionalInt(c + 3).map { $0 == 1 }, expirationIntent: s.optionalInt(c + 4),
                 gracePeriodExpiresDate: s.optionalInt(c + 5), isInBillingRetryPeriod: s.optionalInt(c + 6).map { $0 == 1 },
                 priceConsentStatus: s.text(c + 7), priceIncreaseStatus: s.text(c + 8), offerCodeRefName: s.text(c + 9),
-                promotionalOfferID: s.text(c + 10), environment: s.text(c + 11)!),
-            rawJSON: s.text(c + 12)!)
+                promotionalOfferID: s.text(c + 10), environment: s.text(c + 11)!, storeState: s.text(c + 12),
+                autoResumeDate: s.optionalInt(c + 13)),
+            rawJSON: s.text(c + 14)!)
     }
 
-    /// original_transaction_id … environment, in the column order of both renewal tables.
+    /// original_transaction_id … auto_resume_date, in the column order of both renewal tables.
     static func renewalValues(_ r: Renewal) -> [(any StatementValue)?] {
         [
             r.originalTransactionID, r.productID, r.autoRenewProductID, r.autoRenewStatus.map { $0 ? 1 : 0 },
             r.expirationIntent, r.gracePeriodExpiresDate, r.isInBillingRetryPeriod.map { $0 ? 1 : 0 }, r.priceConsentStatus,
-            r.priceIncreaseStatus, r.offerCodeRefName, r.promotionalOfferID, r.environment,
+            r.priceIncreaseStatus, r.offerCodeRefName, r.promotionalOfferID, r.environment, r.storeState, r.autoResumeDate,
         ]
     }
 
     static let insertHistorySQL = """
         INSERT INTO renewal_history (original_transaction_id, product_id, auto_renew_product_id, auto_renew_status,
             expiration_intent, grace_period_expires_date, is_in_billing_retry_period, price_consent_status,
-            price_increase_status, offer_code_ref_name, promotional_offer_id, environment, raw_json, observed_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            price_increase_status, offer_code_ref_name, promotional_offer_id, environment, store_state, auto_resume_date,
+            raw_json, observed_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     // An unchanged row is not rewritten (the WHERE of the upsert), so re-posting changes nothing.
@@ -581,15 +578,17 @@ public struct ReceiptStore {
     static let upsertRenewalSQL = """
         INSERT INTO pending_renewal_info (original_transaction_id, product_id, auto_renew_product_id, auto_renew_status,
             expiration_intent, grace_period_expires_date, is_in_billing_retry_period, price_consent_status,
-            price_increase_status, offer_code_ref_name, promotional_offer_id, environment, raw_json, updated_at, stated_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            price_increase_status, offer_code_ref_name, promotional_offer_id, environment, store_state, auto_resume_date,
+            raw_json, updated_at, stated_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (original_transaction_id) DO UPDATE SET product_id = excluded.product_id,
             auto_renew_product_id = excluded.auto_renew_product_id, auto_renew_status = excluded.auto_renew_status,
             expiration_intent = excluded.expiration_intent, grace_period_expires_date = excluded.grace_period_expires_date,
             is_in_billing_retry_period = excluded.is_in_billing_retry_period,
             price_consent_status = excluded.price_consent_status, price_increase_status = excluded.price_increase_status,
             offer_code_ref_name = excluded.offer_code_ref_name, promotional_offer_id = excluded.promotional_offer_id,
-            environment = excluded.environment, raw_json = excluded.raw_json, updated_at = excluded.updated_at,
+            environment = excluded.environment, store_state = excluded.store_state,
+            auto_resume_date = excluded.auto_resume_date, raw_json = excluded.raw_json, updated_at = excluded.updated_at,
             stated_at = excluded.stated_at
         WHERE (pending_renewal_info.raw_json IS DISTINCT FROM excluded.raw_json
             OR pending_renewal_info.environment IS DISTINCT FROM excluded.environment)

@@ -10,7 +10,7 @@ struct PlayFactsTests {
 
     static func record(_ value: JSONValue, chain: String = "GPT.root", periodStart: Int64? = nil) throws -> PlayRecord {
         PlayRecord(
-            packageName: "com.example.app", tokenReference: "GPT.token", chain: chain, observedAt: read,
+            packageName: "com.example.app", tokenReference: "GPT.token", chain: chain, seenAt: read,
             periodStart: periodStart, resource: .subscription(try SubscriptionPurchase(value)))
     }
 
@@ -164,7 +164,7 @@ struct PlayFactsTests {
 
     @Test func aOneTimePurchaseIsATransactionPerItem() throws {
         let record = PlayRecord(
-            packageName: "com.example.app", tokenReference: "GPT.p", chain: "GPT.p", observedAt: Self.read,
+            packageName: "com.example.app", tokenReference: "GPT.p", chain: "GPT.p", seenAt: Self.read,
             resource: .product(try ProductPurchase(PlaySamples.product)))
         let (purchases, renewals) = record.facts
         #expect(renewals.isEmpty)
@@ -177,15 +177,18 @@ struct PlayFactsTests {
                     store: .playStore, commerce: Commerce(storefront: "US", transactionReason: "PURCHASE"))
             ])
         let cancelled = PlayRecord(
-            packageName: "com.example.app", tokenReference: "GPT.p", chain: "GPT.p", observedAt: Self.read,
+            packageName: "com.example.app", tokenReference: "GPT.p", chain: "GPT.p", seenAt: Self.read,
             resource: .product(
                 try ProductPurchase(
                     PlaySamples.json(
                         #"{"purchaseStateContext":{"purchaseState":"CANCELLED"},"productLineItem":[{"productId":"gems"}]}"#))))
         #expect(cancelled.facts.purchases[0].cancellationDate == Self.read)
+        var dated = cancelled
+        dated.cancelledAt = Self.read + 5
+        #expect(dated.facts.purchases[0].cancellationDate == Self.read + 5)
         #expect(cancelled.facts.purchases[0].transactionID == "GPT.p")
         let pending = PlayRecord(
-            packageName: "com.example.app", tokenReference: "GPT.p", chain: "GPT.p", observedAt: Self.read,
+            packageName: "com.example.app", tokenReference: "GPT.p", chain: "GPT.p", seenAt: Self.read,
             resource: .product(
                 try ProductPurchase(
                     PlaySamples.json(

@@ -18,11 +18,11 @@ struct PlayRecordTests {
 
     @Test func theEnvelopeReadsBackAsWritten() throws {
         let subscription = PlayRecord(
-            packageName: "com.example.app", tokenReference: "GPT.1", chain: "GPT.0", observedAt: 1_795_000_000_000,
+            packageName: "com.example.app", tokenReference: "GPT.1", chain: "GPT.0", seenAt: 1_795_000_000_000,
             periodStart: 1_794_000_000_000, resource: .subscription(try SubscriptionPurchase(PlaySamples.active)))
         let product = PlayRecord(
-            packageName: "com.example.app", tokenReference: "GPT.2", chain: "GPT.2", observedAt: 1_795_000_000_001,
-            resource: .product(try ProductPurchase(PlaySamples.product)))
+            packageName: "com.example.app", tokenReference: "GPT.2", chain: "GPT.2", seenAt: 1_795_000_000_001,
+            cancelledAt: 1_795_000_000_002, resource: .product(try ProductPurchase(PlaySamples.product)))
         for record in [subscription, product] {
             let bytes = record.json.jsonBytes
             #expect(PlayRecord(json: try JSONValue.parse(bytes)) == record)
@@ -31,14 +31,15 @@ struct PlayRecordTests {
         #expect(subscription.json["subscriptionPurchaseV2"] == PlaySamples.active)
         #expect(subscription.json["google_play"]?["period_start"]?.int64 == 1_794_000_000_000)
         #expect(product.json["google_play"]?["period_start"] == nil)
+        #expect(product.json["google_play"]?["cancelled_at"]?.int64 == 1_795_000_000_002)
     }
 
     @Test func anAppStoreRowOrABrokenEnvelopeIsNotARecord() {
         for text in [
             #"{"transactionId":"1","productId":"p"}"#,
             #"{"google_play":{"package_name":"a","token":"t","chain":"c"},"subscriptionPurchaseV2":{}}"#,
-            #"{"google_play":{"package_name":"a","token":"t","chain":"c","observed_at":1},"subscriptionPurchaseV2":{}}"#,
-            #"{"google_play":{"package_name":"a","token":"t","chain":"c","observed_at":1}}"#,
+            #"{"google_play":{"package_name":"a","token":"t","chain":"c","seen_at":1},"subscriptionPurchaseV2":{}}"#,
+            #"{"google_play":{"package_name":"a","token":"t","chain":"c","seen_at":1}}"#,
         ] {
             #expect(PlayRecord(json: PlaySamples.json(text)) == nil, "\(text)")
         }

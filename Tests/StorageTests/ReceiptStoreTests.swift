@@ -122,6 +122,34 @@ struct ReceiptStoreTests {
     }
 
     @Test(arguments: await testDialects())
+    func aGooglePlaySubscriptionsStateAndPauseAreKeptAndRewritten(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        let store = ReceiptStore(db)
+        let period = Purchase(
+            transactionID: "GPA.1", originalTransactionID: "GPT.a", productID: "pro", purchaseDate: 1, expiresDate: 100,
+            store: .playStore)
+        var renewal = Renewal(
+            originalTransactionID: "GPT.a", productID: "pro", autoRenewStatus: true,
+            storeState: "SUBSCRIPTION_STATE_PAUSED", autoResumeDate: 500)
+        _ = try store.save(
+            VerifiedFacts(
+                environment: "production", purchases: [Stated(period, bundleID: "com.example.app", rawJSON: "{}")],
+                renewals: [Stated(renewal, rawJSON: #"{"a":1}"#)]), for: "alice", now: 10)
+        let read = try #require(try store.subscriber("alice"))
+        #expect(read.purchases.map(\.fact.store) == [.playStore])
+        #expect(read.renewals.map(\.fact.renewal) == [renewal])
+        // Rederivation rewrites them, in the history and the current row.
+        var snapshot = read.renewals[0]
+        renewal.storeState = "SUBSCRIPTION_STATE_ACTIVE"
+        renewal.autoResumeDate = nil
+        snapshot.fact.renewal = renewal
+        try store.updateColumns(of: snapshot)
+        #expect(try store.subscriber("alice")?.renewals.map(\.fact.renewal) == [renewal])
+        #expect(
+            try db.scalarInt("SELECT count(*) FROM pending_renewal_info WHERE store_state = 'SUBSCRIPTION_STATE_ACTIVE'") == 1)
+    }
+
+    @Test(arguments: await testDialects())
     func savesAndReadsBackEveryField(dialect: Database.Dialect) async throws {
         let db = try await migratedDatabase(dialect)
         let store = ReceiptStore(db)

@@ -1,0 +1,190 @@
+/// A Google Play purchase token as receiptd keeps it (`play_tokens`).
+public struct PlayToken: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        case subscription
+        case product
+    }
+
+    /// `GPT.…`: how facts, logs and the console name it.
+    public var reference: String
+    /// The token itself: only to ask Google again. Never logged.
+    public var purchaseToken: String
+    public var packageName: String
+    public var kind: Kind
+    /// The product of its first line item (the acknowledge and consume calls name it).
+    public var productID: String
+    /// The original transaction id of its facts.
+    public var chain: String
+    public var linkedReference: String?
+
+    public init(
+        reference: String, purchaseToken: String, packageName: String, kind: Kind, productID: String, chain: String,
+        linkedReference: String? = nil
+    ) {
+        self.reference = reference
+        self.purchaseToken = purchaseToken
+        self.packageName = packageName
+        self.kind = kind
+        self.productID = productID
+        self.chain = chain
+        self.linkedReference = linkedReference
+    }
+}
+
+/// One call Google is owed for a token: an acknowledgement, or a consumption.
+public struct PlayChore: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case acknowledge
+        case consume
+    }
+
+    public var kind: Kind
+    public var token: PlayToken
+    /// Attempts made before this one.
+    public var attempts: Int
+
+    public init(kind: Kind, token: PlayToken, attempts: Int) {
+        self.kind = kind
+        self.token = token
+        self.attempts = attempts
+    }
+}
+
+/// Google Play's purchase tokens (`play_tokens`): which subscription each continues, and the
+/// calls Google is owed for them (Migrations/0024_google_play.sql), as durable queues.
+public struct PlayStore {
+    let db: Database
+
+    public init(_ db: Database) { self.db = db }
+
+    static let columns = "reference, purchase_token, package_name, kind, product_id, chain, linked_reference"
+
+    static func token(_ s: Statement, from c: Int32 = 0) -> PlayToken {
+        PlayToken(
+            reference: s.text(c)!, purchaseToken: s.text(c + 1)!, packageName: s.text(c + 2)!,
+            kind: PlayToken.Kind(rawValue: s.text(c + 3)!) ?? .subscription, productID: s.text(c + 4)!, chain: s.text(c + 5)!,
+            linkedReference: s.text(c + 6))
+    }
+
+    public func token(_ reference: String) throws -> PlayToken? {
+        let q = try db.cached("SELECT \(Self.columns) FROM play_tokens WHERE reference = ?").bind([reference])
+        return try q.step() ? Self.token(q) : nil
+    }
+
+    /// The subscription a token continues: its own when known; else that of the token it
+    /// replaced (`linked`); else that of a newer token which replaced it (seen first); else the
+    /// replaced token's reference, or its own. So every token of a `linkedPurchaseToken` chain
+    /// lands in one subscription whichever of them receiptd sees first, once each link is seen.
+    public func chain(of reference: String, linkedTo linked: String?) throws -> String {
+        if let known = try token(reference) { return known.chain }
+        if let linked, let earlier = try token(linked) { return earlier.chain }
+        let newer = try db.cached("SELECT chain FROM play_tokens WHERE linked_reference = ? LIMIT 1").bind([reference])
+        if try newer.step(), let chain = newer.text(0) { return chain }
+        return linked ?? reference
+    }
+
+    /// Records a token (or its newest read), with the calls Google is owed: an acknowledgement
+    /// unless Google says it has one (or receiptd made it), a consumption when `consume` and none
+    /// was made. A call already queued keeps its place.
+    public func remember(_ t: PlayToken, acknowledged: Bool, consume: Bool, now: Int64) throws {
+        try db.cached(
+            """
+            INSERT INTO play_tokens (reference, purchase_token, package_name, kind, product_id, chain, linked_reference,
+                first_seen_at, updated_at, ack_due_at, acknowledged_at, consume_due_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (reference) DO UPDATE SET updated_at = excluded.updated_at,
+                linked_reference = coalesce(play_tokens.linked_reference, excluded.linked_reference),
+                ack_due_at = CASE WHEN excluded.ack_due_at IS NULL OR play_tokens.acknowledged_at IS NOT NULL THEN NULL
+                                  ELSE coalesce(play_tokens.ack_due_at, excluded.ack_due_at) END,
+                acknowledged_at = coalesce(play_tokens.acknowledged_at, excluded.acknowledged_at),
+                consume_due_at = CASE WHEN play_tokens.consumed_at IS NOT NULL THEN NULL
+                                      ELSE coalesce(play_tokens.consume_due_at, excluded.consume_due_at) END
+            """
+        ).bind([
+            t.reference, t.purchaseToken, t.packageName, t.kind.rawValue, t.productID, t.chain, t.linkedReference, now, now,
+            acknowledged ? nil : now, acknowledged ? now : nil, consume ? now : nil,
+        ]).run()
+    }
+
+    /// Claims up to `limit` calls due at `now` until `now + leaseMs`: none another worker holds,
+    /// the longest due first. A claim left by a process that died simply runs out.
+    public func claim(now: Int64, leaseMs: Int64, limit: Int) throws -> [PlayChore] {
+        var chores: [PlayChore] = []
+        for kind in PlayChore.Kind.allCases {
+            let (due, attempts) = kind == .acknowledge ? ("ack_due_at", "ack_attempts") : ("consume_due_at", "consume_attempts")
+            let q = try db.cached(
+                """
+                SELECT \(Self.columns), \(attempts) FROM play_tokens
+                WHERE \(due) <= ? AND (lease_until IS NULL OR lease_until <= ?) ORDER BY \(due) LIMIT ?
+                """
+            ).bind([now, now, Int64(limit)])
+            var found: [PlayChore] = []
+            while try q.step() { found.append(PlayChore(kind: kind, token: Self.token(q), attempts: Int(q.int(7)))) }
+            let take = try db.cached(
+                "UPDATE play_tokens SET lease_until = ? WHERE reference = ? AND (lease_until IS NULL OR lease_until <= ?)")
+            for chore in found where chores.count < limit {
+                try take.bind([now + leaseMs, chore.token.reference, now]).run()
+                if db.changes == 1 { chores.append(chore) }
+            }
+        }
+        return chores
+    }
+
+    /// Google has it: the call is done, the lease let go.
+    public func done(_ chore: PlayChore, at now: Int64) throws {
+        let sql =
+            switch chore.kind {
+            case .acknowledge:
+                "UPDATE play_tokens SET ack_due_at = NULL, acknowledged_at = ?, ack_last_error = NULL, lease_until = NULL WHERE reference = ?"
+            case .consume:
+                """
+                UPDATE play_tokens SET consume_due_at = NULL, consumed_at = ?, consume_last_error = NULL,
+                    ack_due_at = NULL, acknowledged_at = coalesce(acknowledged_at, ?1), lease_until = NULL
+                WHERE reference = ?2
+                """
+            }
+        try db.cached(sql).bind([now, chore.token.reference]).run()
+    }
+
+    /// The call failed: tried again at `retryAt`, or never when nil (Google refuses it for good).
+    public func failed(_ chore: PlayChore, error: String, retryAt: Int64?) throws {
+        let (due, attempts, last) =
+            chore.kind == .acknowledge
+            ? ("ack_due_at", "ack_attempts", "ack_last_error") : ("consume_due_at", "consume_attempts", "consume_last_error")
+        try db.cached(
+            "UPDATE play_tokens SET \(due) = ?, \(attempts) = \(attempts) + 1, \(last) = ?, lease_until = NULL WHERE reference = ?"
+        ).bind([retryAt, String(error.prefix(200)), chore.token.reference]).run()
+    }
+
+    /// The queue's depth, for metrics and the console.
+    public struct Backlog: Sendable, Equatable {
+        /// Purchases waiting for their acknowledgement.
+        public var unacknowledged: Int
+        /// The longest waiting, since it was stored (epoch ms); nil when none waits.
+        public var oldestUnacknowledgedSince: Int64?
+        /// Acknowledgements that failed at least once.
+        public var retrying: Int
+        public var unconsumed: Int
+
+        public init(unacknowledged: Int, oldestUnacknowledgedSince: Int64?, retrying: Int, unconsumed: Int) {
+            self.unacknowledged = unacknowledged
+            self.oldestUnacknowledgedSince = oldestUnacknowledgedSince
+            self.retrying = retrying
+            self.unconsumed = unconsumed
+        }
+    }
+
+    public func backlog() throws -> Backlog {
+        let q = try db.cached(
+            """
+            SELECT count(ack_due_at), min(CASE WHEN ack_due_at IS NOT NULL THEN first_seen_at END),
+                   count(CASE WHEN ack_due_at IS NOT NULL AND ack_attempts > 0 THEN 1 END), count(consume_due_at)
+            FROM play_tokens
+            """
+        ).bind([])
+        _ = try q.step()
+        return Backlog(
+            unacknowledged: Int(q.int(0)), oldestUnacknowledgedSince: q.optionalInt(1), retrying: Int(q.int(2)),
+            unconsumed: Int(q.int(3)))
+    }
+}
