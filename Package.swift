@@ -101,12 +101,20 @@ let package = Package(
         // their drill-downs, computed from a ledger of facts. Pure: no I/O, the clock passed in.
         .target(name: "Analytics", dependencies: ["Entitlements"]),
         // Google Play (issue 40, in progress): the service account's sign-in, the Play Developer
-        // API's purchase resources read, and what they state as facts. Pure: no I/O, the clock passed in.
+        // API's purchase resources read and what they state as facts (pure), and its client.
         .target(
             name: "GooglePlay",
             dependencies: [
-                "JSON", "Entitlements", .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "CryptoExtras", package: "swift-crypto"),
+                "JSON", "Entitlements", "Clocks", "CurlTransport", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]),
+        // A loopback Google Play (its OAuth token endpoint and the Play Developer API's purchases) with
+        // scripted purchases, on our HTTP server: tests and offline runs.
+        .target(
+            name: "GooglePlaySimulator",
+            dependencies: [
+                "HTTPServer", "GooglePlay", "Entitlements", "JSON", "Clocks", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // A loopback App Store (verifyReceipt and the Server API) with scripted purchases, on our HTTP
         // server, signing with Apple's public test PKI: tests and offline runs.
@@ -240,7 +248,16 @@ let package = Package(
         .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "Entitlements", "ReceiptTesting"]),
         .testTarget(
             name: "GooglePlayTests",
-            dependencies: ["GooglePlay", "JSON", "Entitlements", .product(name: "CryptoExtras", package: "swift-crypto")]),
+            dependencies: [
+                "GooglePlay", "GooglePlaySimulator", "CurlTransport", "Clocks", "JSON", "Entitlements", "ReceiptTesting",
+                .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "GooglePlaySimulatorTests",
+            dependencies: [
+                "GooglePlaySimulator", "GooglePlay", "HTTPServer", "JSON", "ReceiptTesting",
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]),
         .testTarget(
             name: "AppStoreSimulatorTests",
             dependencies: [

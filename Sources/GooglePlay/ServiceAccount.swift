@@ -49,6 +49,22 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
 
     public var description: String { "service account \(clientEmail) (key \(privateKeyID))" }
 
+    /// The key's public half: what Google (or the simulator) checks an assertion with.
+    public var publicKey: _RSA.Signing.PublicKey { privateKey.publicKey }
+
+    /// A key file as the Cloud console writes one, for `privateKey` (the simulator's own account
+    /// when none is configured, and the tests').
+    public static func keyFile(
+        clientEmail: String, privateKeyID: String, privateKey: _RSA.Signing.PrivateKey, tokenURI: String,
+        projectID: String = "receiptd-simulator"
+    ) -> [UInt8] {
+        JSONValue.object(strings: [
+            "type": .string("service_account"), "project_id": .string(projectID), "private_key_id": .string(privateKeyID),
+            "private_key": .string(privateKey.pemRepresentation), "client_email": .string(clientEmail),
+            "token_uri": .string(tokenURI),
+        ]).jsonBytes
+    }
+
     /// The signed JWT (RS256) that asks `tokenURI` for an access token with `scope`, issued at `now`
     /// (Unix milliseconds; the JWT counts seconds) and good for `lifetimeSeconds` (at most an hour).
     public func assertion(

@@ -1,0 +1,348 @@
+import Clocks
+import CryptoExtras
+import GooglePlay
+import HTTPServer
+import JSON
+import Logging
+import Synchronization
+
+/// A loopback stand-in for Google Play, for tests and offline development (Docs/google-play.md
+/// "The simulator"), from Google's documented contract:
+///
+/// - `POST /token`: OAuth 2.0 for service accounts. The assertion must be an RS256 JWT signed by
+///   the configured service account's key, issued by its address, for this endpoint, with the
+///   Play Developer API's scope, issued within the last hour and not expired; anything else is
+///   `400 invalid_grant`. The access token it grants lasts `tokenLifetime`.
+/// - `/androidpublisher/v3/applications/{package}/purchases/…`: `subscriptionsv2/tokens/{t}`,
+///   `productsv2/tokens/{t}`, `subscriptions|products/{product}/tokens/{t}:acknowledge`,
+///   `products/{product}/tokens/{t}:consume`, each only with a granted, unexpired bearer token
+///   (else 401) for a configured package (else 404). Tokens are scripted (``PlayScenario``).
+/// - `/control/google/…`: drills for the tests: a purchase's token, a refund (void), an outage.
+public final class GooglePlaySimulator: HTTPResponder, Sendable {
+    public struct Configuration: Sendable {
+        public var packageNames: [String]
+        /// The service account whose assertions `/token` accepts.
+        public var clientEmail: String
+        public var publicKey: _RSA.Signing.PublicKey
+        /// How long a granted access token lasts.
+        public var tokenLifetimeSeconds: Int64
+        /// The token endpoint's own URL: an assertion's `aud` must name it.
+        public var tokenURI: String
+
+        public init(
+            packageNames: [String], clientEmail: String, publicKey: _RSA.Signing.PublicKey, tokenURI: String,
+            tokenLifetimeSeconds: Int64 = 3_600
+        ) {
+            self.packageNames = packageNames
+            self.clientEmail = clientEmail
+            self.publicKey = publicKey
+            self.tokenURI = tokenURI
+            self.tokenLifetimeSeconds = tokenLifetimeSeconds
+        }
+    }
+
+    /// What the simulator remembers of a token.
+    struct Purchase {
+        var anchor: Int64
+        var acknowledged = false
+        var consumed = false
+        var voidedAt: Int64?
+    }
+
+    struct State {
+        var configuration: Configuration
+        var purchases: [String: Purchase] = [:]
+        /// Access tokens granted, with their expiry.
+        var granted: [String: Int64] = [:]
+        var grants = 0
+        /// Google down (HTTP 503 to every API call) until this instant of the simulator's clock.
+        var outageUntil: Int64?
+        var calls: [String: Int] = [:]
+    }
+
+    private let state: Mutex<State>
+    private let clock: WallClock
+
+    public init(configuration: Configuration, clock: WallClock = .system) {
+        state = Mutex(State(configuration: configuration))
+        self.clock = clock
+    }
+
+    /// The token endpoint must know its own URL, which exists once the server listens.
+    public func setTokenURI(_ uri: String) { state.withLock { $0.configuration.tokenURI = uri } }
+
+    /// A purchase of `scenario` tagged `tag`: its token, known from now on.
+    public func purchase(_ scenario: PlayScenario, tag: String) -> String {
+        let token = scenario.token(tag: tag)
+        let now = clock.now()
+        state.withLock { s in
+            _ = s.remember(token, now: now)
+            if scenario == .upgraded { _ = s.remember(PlayScenario.replaced.token(tag: tag), now: now) }
+        }
+        return token
+    }
+
+    /// Google voids the purchase now (a refund or chargeback): it is revoked, and listed by the
+    /// Voided Purchases API.
+    public func void(_ token: String) {
+        let now = clock.now()
+        state.withLock { s in
+            guard PlayScenario.parse(token) != nil else { return }
+            _ = s.remember(token, now: now)
+            s.purchases[token]?.voidedAt = now
+        }
+    }
+
+    /// Google down for `milliseconds` of the simulator's clock (0 ends it): every API call 503.
+    public func setOutage(milliseconds: Int64) {
+        let now = clock.now()
+        state.withLock { $0.outageUntil = milliseconds > 0 ? now + milliseconds : nil }
+    }
+
+    /// Whether Google has the purchase's acknowledgement, and its consumption.
+    public func acknowledgement(of token: String) -> (acknowledged: Bool, consumed: Bool)? {
+        state.withLock { s in s.purchases[token].map { ($0.acknowledged, $0.consumed) } }
+    }
+
+    /// Calls so far by kind (`token`, `subscriptionsv2`, `productsv2`, `acknowledge`, `consume`, `unauthorized`).
+    public var calls: [String: Int] { state.withLock { $0.calls } }
+
+    /// Every access token granted so far is refused from now on (Google revoking them).
+    public func revokeAccessTokens() { state.withLock { $0.granted.removeAll() } }
+
+    // MARK: HTTP
+
+    public func handler(for request: HTTPRequest) -> HTTPHandler {
+        .immediate { [self] request, _ in respond(request) }
+    }
+
+    func respond(_ request: HTTPRequest) -> HTTPResponse {
+        let path = String(request.path)
+        let now = clock.now()
+        if request.method == .post && path == "/token" { return token(request.body, now: now) }
+        if path.hasPrefix("/control/google/") { return control(request, path: path, now: now) }
+        let prefix = "/androidpublisher/v3/applications/"
+        guard path.hasPrefix(prefix) else { return Self.error(404, "NOT_FOUND", "no such endpoint") }
+        return state.withLock { s in
+            if let until = s.outageUntil, now < until { return Self.error(503, "UNAVAILABLE", "outage drill") }
+            guard let bearer = request.headers[first: "Authorization"], bearer.hasPrefix("Bearer "),
+                let expires = s.granted[String(bearer.dropFirst(7))], now < expires
+            else {
+                s.calls["unauthorized", default: 0] += 1
+                return Self.error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+            }
+            let segments = path.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            guard segments.count >= 5, s.configuration.packageNames.contains(segments[0]), segments[1] == "purchases" else {
+                return Self.error(
+                    404, "NOT_FOUND", "No application was found for the given package name.", reason: "applicationNotFound")
+            }
+            return s.api(request.method, Array(segments[2...]), now: now)
+        }
+    }
+
+    /// `POST /token`: an access token for a good assertion.
+    func token(_ body: [UInt8], now: Int64) -> HTTPResponse {
+        var form: [String: String] = [:]
+        for pair in String(decoding: body, as: UTF8.self).split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1)
+            if kv.count == 2 { form[String(kv[0])] = Self.percentDecoded(kv[1]) }
+        }
+        return state.withLock { s in
+            s.calls["token", default: 0] += 1
+            guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer", let assertion = form["assertion"] else {
+                return Self.oauthError("unsupported_grant_type")
+            }
+            guard let problem = s.configuration.problem(with: assertion, now: now) else {
+                s.grants += 1
+                let token = "ya29.simulated-\(s.grants)-\(now)"
+                s.granted[token] = now + s.configuration.tokenLifetimeSeconds * 1_000
+                return HTTPResponse(
+                    status: .ok, headers: ["Content-Type": "application/json"],
+                    body: JSONValue.object(strings: [
+                        "access_token": .string(token), "expires_in": .int(s.configuration.tokenLifetimeSeconds),
+                        "token_type": .string("Bearer"),
+                    ]).jsonBytes)
+            }
+            return Self.oauthError("invalid_grant", description: problem)
+        }
+    }
+
+    func control(_ request: HTTPRequest, path: String, now: Int64) -> HTTPResponse {
+        let body = (try? JSONValue.parse(request.body)) ?? .null
+        switch (request.method, path) {
+        case (.post, "/control/google/purchase"):
+            // `{"scenario": "active", "tag": "u1"}` → `{"purchase_token": …}`.
+            guard let name = body["scenario"]?.string, let scenario = PlayScenario(rawValue: name),
+                let tag = body["tag"]?.string ?? Optional("0"), PlayIdentifier.isValid(tag, as: .productID)
+            else { return Self.error(400, "INVALID_ARGUMENT", "send {\"scenario\": NAME, \"tag\": TEXT}") }
+            return HTTPResponse(
+                status: .ok, headers: ["Content-Type": "application/json"],
+                body: JSONValue.object(strings: ["purchase_token": .string(purchase(scenario, tag: tag))]).jsonBytes)
+        case (.post, "/control/google/void"):
+            guard let token = body["purchase_token"]?.string, PlayScenario.parse(token) != nil else {
+                return Self.error(400, "INVALID_ARGUMENT", "send {\"purchase_token\": TOKEN}")
+            }
+            void(token)
+            return HTTPResponse(status: .noContent)
+        case (.post, "/control/google/outage"):
+            guard let seconds = body["seconds"]?.int64, (0...86_400).contains(seconds) else {
+                return Self.error(400, "INVALID_ARGUMENT", "send {\"seconds\": N}, 0 to 86400")
+            }
+            setOutage(milliseconds: seconds * 1_000)
+            return HTTPResponse(status: .noContent)
+        default:
+            return Self.error(404, "NOT_FOUND", "no such control")
+        }
+    }
+
+    /// A form value's bytes, `%XX` and `+` decoded (application/x-www-form-urlencoded); nil when malformed.
+    static func percentDecoded(_ text: Substring) -> String? {
+        var out: [UInt8] = []
+        var bytes = text.utf8.makeIterator()
+        while let b = bytes.next() {
+            switch b {
+            case UInt8(ascii: "+"): out.append(0x20)
+            case UInt8(ascii: "%"):
+                guard let h = bytes.next(), let l = bytes.next(),
+                    let v = UInt8(String(decoding: [h, l], as: UTF8.self), radix: 16)
+                else { return nil }
+                out.append(v)
+            default: out.append(b)
+            }
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
+    static func error(_ code: Int, _ status: String, _ message: String, reason: String? = nil) -> HTTPResponse {
+        var error: [String: JSONValue] = ["code": .int(code), "message": .string(message), "status": .string(status)]
+        if let reason {
+            error["errors"] = .array([.object(strings: ["reason": .string(reason), "message": .string(message)])])
+        }
+        return HTTPResponse(
+            status: HTTPStatus(code: code), headers: ["Content-Type": "application/json"],
+            body: JSONValue.object(strings: ["error": .object(strings: error)]).jsonBytes)
+    }
+
+    static func oauthError(_ code: String, description: String? = nil) -> HTTPResponse {
+        var body: [String: JSONValue] = ["error": .string(code)]
+        if let description { body["error_description"] = .string(description) }
+        return HTTPResponse(
+            status: .badRequest, headers: ["Content-Type": "application/json"], body: JSONValue.object(strings: body).jsonBytes)
+    }
+
+    // MARK: Serving
+
+    /// A simulator being served, and the URLs to point receiptd at.
+    public struct Served: Sendable {
+        public let server: HTTPServer
+        public let port: Int
+        public let simulator: GooglePlaySimulator
+        public var apiBase: String { "http://127.0.0.1:\(port)" }
+        public var tokenURI: String { "http://127.0.0.1:\(port)/token" }
+
+        public func stop() async {
+            server.shutdown()
+            await server.waitUntilStopped()
+        }
+    }
+
+    /// Starts a simulator on a free loopback port; its token URI is set to its own.
+    public static func serve(configuration: Configuration, clock: WallClock = .system, logger: Logger) throws -> Served {
+        let simulator = GooglePlaySimulator(configuration: configuration, clock: clock)
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
+            responder: simulator, logger: logger)
+        let served = Served(server: server, port: try server.start(), simulator: simulator)
+        simulator.setTokenURI(served.tokenURI)
+        return served
+    }
+}
+
+extension GooglePlaySimulator.State {
+    /// Registers a scripted token; false for one the simulator does not know.
+    mutating func remember(_ token: String, now: Int64) -> Bool {
+        guard PlayScenario.parse(token) != nil else { return false }
+        if purchases[token] == nil { purchases[token] = .init(anchor: now) }
+        return true
+    }
+
+    /// One API call under `/purchases/`: `segments` after it.
+    mutating func api(_ method: HTTPMethod, _ segments: [String], now: Int64) -> HTTPResponse {
+        func notFound() -> HTTPResponse {
+            GooglePlaySimulator.error(404, "NOT_FOUND", "The purchase token was not found.", reason: "purchaseTokenNotFound")
+        }
+        switch (method, segments.count, segments[0]) {
+        case (.get, 3, "subscriptionsv2") where segments[1] == "tokens", (.get, 3, "productsv2") where segments[1] == "tokens":
+            let token = segments[2]
+            calls[segments[0], default: 0] += 1
+            guard let (scenario, tag) = PlayScenario.parse(token), scenario.isSubscription == (segments[0] == "subscriptionsv2"),
+                remember(token, now: now), let p = purchases[token]
+            else { return notFound() }
+            let script = PlayScript(
+                scenario: scenario, tag: tag, anchor: p.anchor, now: now, acknowledged: p.acknowledged, voidedAt: p.voidedAt)
+            let body = scenario.isSubscription ? script.subscription : script.product(consumed: p.consumed)
+            return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: body.jsonBytes)
+        case (.post, 4, "subscriptions"), (.post, 4, "products"):
+            // {product}/tokens/{token}:acknowledge | :consume
+            guard segments[2] == "tokens", let colon = segments[3].lastIndex(of: ":") else { return notFound() }
+            let token = String(segments[3][..<colon])
+            let verb = String(segments[3][segments[3].index(after: colon)...])
+            guard verb == "acknowledge" || (verb == "consume" && segments[0] == "products") else {
+                return GooglePlaySimulator.error(404, "NOT_FOUND", "no such method")
+            }
+            calls[verb, default: 0] += 1
+            guard let (scenario, _) = PlayScenario.parse(token), scenario.isSubscription == (segments[0] == "subscriptions"),
+                purchases[token] != nil
+            else { return notFound() }
+            guard scenario.productID == segments[1] else {
+                return GooglePlaySimulator.error(
+                    400, "INVALID_ARGUMENT", "The product id does not match the purchase token.", reason: "productNotOwnedByUser")
+            }
+            guard scenario != .pending && scenario != .productPending else {
+                return GooglePlaySimulator.error(
+                    400, "FAILED_PRECONDITION", "The purchase is not in a valid state to perform the desired operation.",
+                    reason: "invalidPurchaseState")
+            }
+            if verb == "consume" {
+                purchases[token]?.consumed = true
+                purchases[token]?.acknowledged = true
+            } else {
+                purchases[token]?.acknowledged = true
+            }
+            return HTTPResponse(status: .noContent)
+        default:
+            return GooglePlaySimulator.error(404, "NOT_FOUND", "no such method")
+        }
+    }
+}
+
+extension GooglePlaySimulator.Configuration {
+    /// What is wrong with an assertion, or nil when `/token` grants it.
+    func problem(with assertion: String, now: Int64) -> String? {
+        let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0].utf8),
+            let claimBytes = Base64URL.decode(parts[1].utf8),
+            let signature = Base64URL.decode(parts[2].utf8), let header = try? JSONValue.parse(headerBytes),
+            let claims = try? JSONValue.parse(claimBytes)
+        else { return "the assertion is not a JWT" }
+        guard header["alg"]?.string == "RS256" else { return "the assertion is not signed with RS256" }
+        let input = Array((parts[0] + "." + parts[1]).utf8)
+        guard
+            publicKey.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: input),
+                padding: .insecurePKCS1v1_5)
+        else { return "Invalid JWT Signature." }
+        guard claims["iss"]?.string == clientEmail else { return "the assertion's issuer is not the service account" }
+        guard claims["aud"]?.string == tokenURI else { return "the assertion's audience is not this token endpoint" }
+        guard (claims["scope"]?.string ?? "").split(separator: " ").contains(Substring(ServiceAccountKey.androidPublisherScope))
+        else { return "the assertion does not ask for the androidpublisher scope" }
+        guard let iat = claims["iat"]?.int64, let exp = claims["exp"]?.int64, exp > iat, exp - iat <= 3_600 else {
+            return "the assertion's iat and exp are missing or more than an hour apart"
+        }
+        let seconds = now / 1_000
+        guard iat <= seconds + 60, exp > seconds else {
+            return "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe"
+        }
+        return nil
+    }
+}
