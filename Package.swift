@@ -141,7 +141,8 @@ let package = Package(
         .target(
             name: "ReceiptCore",
             dependencies: [
-                "Analytics", "AppStore", "CurlTransport", "AppStoreServerAPI", "SignedData", "Entitlements", "Storage", "JSON",
+                "Analytics", "AppStore", "CurlTransport", "GooglePlay", "AppStoreServerAPI", "SignedData", "Entitlements",
+                "Storage", "JSON",
                 "Identifiers",
                 "Clocks", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
@@ -162,7 +163,8 @@ let package = Package(
         .target(
             name: "ReceiptService",
             dependencies: [
-                "Analytics", "ReceiptCore", "HTTPServer", "Storage", "AppStore", "CurlTransport", "AppStoreServerAPI",
+                "Analytics", "ReceiptCore", "HTTPServer", "Storage", "AppStore", "CurlTransport", "GooglePlay",
+                "AppStoreServerAPI",
                 "SignedData",
                 "Entitlements", "JSON",
                 "Identifiers", "Clocks",
@@ -185,8 +187,9 @@ let package = Package(
             name: "receiptd",
             dependencies: [
                 "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStoreServerAPI", "HTTPServer", "Storage", "Clocks",
-                "WebhookSink", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                "WebhookSink", "GooglePlaySimulator", "GooglePlay",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -218,8 +221,9 @@ let package = Package(
             name: "ReceiptTesting",
             dependencies: [
                 "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStoreServerAPI", "AppStore", "SignedData", "HTTPServer",
-                "Storage", "Clocks", "WebhookSink", "Analytics", .product(name: "Logging", package: "swift-log"),
-                .product(name: "X509", package: "swift-certificates"),
+                "Storage", "Clocks", "WebhookSink", "Analytics", "GooglePlaySimulator", "GooglePlay",
+                .product(name: "Logging", package: "swift-log"), .product(name: "X509", package: "swift-certificates"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             resources: [.copy("Fixtures")]
         ),

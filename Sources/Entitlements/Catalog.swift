@@ -34,6 +34,10 @@ public struct Catalog: Sendable, Equatable {
         byID = Dictionary(products.map { (Identifier($0.key), $0.value) }, uniquingKeysWith: { a, _ in a })
     }
 
+    /// What the operator declared `productID` to be; nil when undeclared (an auto-renewable
+    /// subscription by default, as Google Play's products are unless Config/products.json says otherwise).
+    public func declared(_ productID: String) -> Kind? { byID[Identifier(productID)] }
+
     public func kind(of p: Purchase) -> Kind {
         if p.expiresDate != nil { return .autoRenewable }
         return byID[Identifier(p.productID)] ?? .nonConsumable

@@ -314,6 +314,12 @@ public enum Derivation {
     }
 
     static func offer(of p: Purchase) -> Offer? {
+        if p.store == .playStore {
+            // Google names the offer of any phase: a trial's, an introductory price's, a developer's.
+            if p.isTrialPeriod { return Offer(type: "free_trial", id: p.promotionalOfferID) }
+            if p.isInIntroOfferPeriod { return Offer(type: "introductory", id: p.promotionalOfferID) }
+            return p.promotionalOfferID.map { Offer(type: "promotional", id: $0) }
+        }
         if let code = p.offerCodeRefName { return Offer(type: "offer_code", id: code) }
         if let promo = p.promotionalOfferID { return Offer(type: "promotional", id: promo) }
         if p.isTrialPeriod { return Offer(type: "free_trial", id: nil) }

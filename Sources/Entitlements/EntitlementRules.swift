@@ -55,11 +55,12 @@ public struct EntitlementRules: Sendable, Equatable {
     }
 
     private static func explain(_ source: Grant.Source, candidates: Int, products: [String], now: Int64) -> Explanation {
-        let (active, product, id, inner): (Bool, String, String, Explanation)
+        let (active, product, id, inner, store): (Bool, String, String, Explanation, Store)
         switch source {
         case .subscription(let s):
-            (active, product, id, inner) = (s.isEntitled, s.productID, s.originalTransactionID, s.explanation)
-        case .purchase(let p): (active, product, id, inner) = (p.isEntitled, p.productID, p.transactionID, p.explanation)
+            (active, product, id, inner, store) = (s.isEntitled, s.productID, s.originalTransactionID, s.explanation, s.store)
+        case .purchase(let p):
+            (active, product, id, inner, store) = (p.isEntitled, p.productID, p.transactionID, p.explanation, p.store)
         case .promotional(let p, let active):
             let inner = p.explanation(at: now)
             return Explanation(
@@ -70,14 +71,16 @@ public struct EntitlementRules: Sendable, Equatable {
                 facts: [Fact("source_rule", .text(inner.rule)), Fact("candidates", .number(Int64(candidates)))] + inner.facts)
         }
         let kind = if case .subscription = source { "subscription" } else { "purchase" }
+        // Which store: the same person may hold purchases from both.
+        let named = "\(store == .playStore ? "Google Play" : "App Store") \(kind)"
         let decision =
             active
-            ? "Granted by the \(kind) of \(product) (\(id)). \(inner.decision)"
-            : "Not granted: none of the \(candidates) purchase(s) of \(products.joined(separator: ", ")) entitles now; the best is the \(kind) of \(product) (\(id)). \(inner.decision)"
+            ? "Granted by the \(named) of \(product) (\(id)). \(inner.decision)"
+            : "Not granted: none of the \(candidates) purchase(s) of \(products.joined(separator: ", ")) entitles now; the best is the \(named) of \(product) (\(id)). \(inner.decision)"
         return Explanation(
             rule: active ? "granted_by_\(kind)" : "no_entitling_purchase", decision: decision,
             facts: [
-                Fact("product_id", .text(product)),
+                Fact("product_id", .text(product)), Fact("store", .text(store.rawValue)),
                 Fact(kind == "subscription" ? "original_transaction_id" : "transaction_id", .text(id)),
                 Fact("source_rule", .text(inner.rule)), Fact("candidates", .number(Int64(candidates))),
                 Fact("products", .text(products.joined(separator: ","))),

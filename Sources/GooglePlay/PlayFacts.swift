@@ -39,9 +39,9 @@ extension PlayRecord {
             purchases.append(
                 Purchase(
                     transactionID: id, originalTransactionID: original, productID: item.productID, purchaseDate: start,
-                    // A pending payment's period has not begun: it ends where it starts, still an
-                    // auto-renewable's (a purchase with no end is a lasting one).
-                    originalPurchaseDate: s.startTime, expiresDate: s.state == .pending ? start : item.expiryTime,
+                    // A pending payment's period has not begun: it ends where it starts. Never without
+                    // an end, which would make it a lasting (non-consumable) purchase.
+                    originalPurchaseDate: s.startTime, expiresDate: s.state == .pending ? start : (item.expiryTime ?? start),
                     isTrialPeriod: item.offerPhase == .freeTrial, isInIntroOfferPeriod: item.offerPhase == .introductoryPrice,
                     ownershipType: "PURCHASED", environment: environment, promotionalOfferID: item.offerID,
                     appAccountToken: s.obfuscatedAccountID, store: .playStore, commerce: commerce(s, item)))

@@ -237,8 +237,9 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
         public let server: HTTPServer
         public let port: Int
         public let simulator: GooglePlaySimulator
-        public var apiBase: String { "http://127.0.0.1:\(port)" }
-        public var tokenURI: String { "http://127.0.0.1:\(port)/token" }
+        public let host: String
+        public var apiBase: String { "http://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+        public var tokenURI: String { apiBase + "/token" }
 
         public func stop() async {
             server.shutdown()
@@ -246,13 +247,33 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
         }
     }
 
-    /// Starts a simulator on a free loopback port; its token URI is set to its own.
-    public static func serve(configuration: Configuration, clock: WallClock = .system, logger: Logger) throws -> Served {
+    /// The service account the simulator stands for when receiptd runs it (`googlePlay.simulator`).
+    public static let serviceAccount = "receiptd@simulator.iam.gserviceaccount.com"
+
+    /// Starts a simulator for receiptd's `packages` that accepts `key`'s assertions, and the
+    /// service account key receiptd signs in with (pointing at the simulator's token endpoint).
+    public static func serve(
+        packages: [String], key: _RSA.Signing.PrivateKey, clock: WallClock = .system, logger: Logger
+    ) throws -> (Served, ServiceAccountKey) {
+        let served = try serve(
+            configuration: .init(packageNames: packages, clientEmail: serviceAccount, publicKey: key.publicKey, tokenURI: ""),
+            clock: clock, logger: logger)
+        let account = try ServiceAccountKey(
+            json: ServiceAccountKey.keyFile(
+                clientEmail: serviceAccount, privateKeyID: "simulator", privateKey: key, tokenURI: served.tokenURI))
+        return (served, account)
+    }
+
+    /// Starts a simulator on `host`:`port` (a loopback address; port 0 picks a free one); its
+    /// token URI is set to its own.
+    public static func serve(
+        configuration: Configuration, host: String = "127.0.0.1", port: Int = 0, clock: WallClock = .system, logger: Logger
+    ) throws -> Served {
         let simulator = GooglePlaySimulator(configuration: configuration, clock: clock)
         let server = HTTPServer(
-            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
+            configuration: HTTPServerConfiguration(host: host, port: port, eventLoops: 1, accessLog: false),
             responder: simulator, logger: logger)
-        let served = Served(server: server, port: try server.start(), simulator: simulator)
+        let served = Served(server: server, port: try server.start(), simulator: simulator, host: host)
         simulator.setTokenURI(served.tokenURI)
         return served
     }

@@ -50,6 +50,14 @@ package enum ReceiptError: Error, Sendable {
     case purchaseNotFound
     /// No promotion of that entitlement is running for the subscriber.
     case promotionNotFound
+    /// A Google Play purchase was posted but no service account is configured (`googlePlay.*`).
+    case googlePlayNotConfigured
+    /// Google Play knows no purchase with that token for that app (or no longer: 60 days after it ended).
+    case invalidPurchaseToken
+    /// Google Play refused receiptd's service account (its key, or its Play Console permissions).
+    case googlePlayMisconfigured
+    /// Google Play could not answer now; what the user had is unchanged (`lastKnown`).
+    case googlePlayUnavailable(retryAfterSeconds: Int, lastKnown: LastKnown?)
     case internalFault
 
     /// The stable, machine-readable name.
@@ -78,6 +86,10 @@ package enum ReceiptError: Error, Sendable {
         case .mergeConflict: "merge_conflict"
         case .promotionNotFound: "promotion_not_found"
         case .purchaseNotFound: "purchase_not_found"
+        case .googlePlayNotConfigured: "google_play_not_configured"
+        case .invalidPurchaseToken: "invalid_purchase_token"
+        case .googlePlayMisconfigured: "google_play_misconfigured"
+        case .googlePlayUnavailable: "google_play_unavailable"
         case .internalFault: "internal_error"
         }
     }
@@ -110,6 +122,11 @@ package enum ReceiptError: Error, Sendable {
             "Both ids hold purchases and the ownership policy (ownership.policy) keeps one user's purchases from another."
         case .purchaseNotFound: "No stored purchase has that transaction id."
         case .promotionNotFound: "The subscriber has no running promotion of that entitlement."
+        case .googlePlayNotConfigured:
+            "Google Play purchases need a service account: configure googlePlay.packages and RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY."
+        case .invalidPurchaseToken: "Google Play knows no purchase with that token for that app."
+        case .googlePlayMisconfigured: "Google Play refused receiptd's service account; see the server's log."
+        case .googlePlayUnavailable: "Google Play could not answer now; retry later."
         case .internalFault: "An internal error occurred."
         }
     }

@@ -89,6 +89,8 @@ package struct SubscriberDocument: Sendable {
             fields["price_increase"] = s.priceIncrease.map(JSONValue.string) ?? .null
             fields["offer"] =
                 s.offer.map { .object(["type": .string($0.type), "id": $0.id.map(JSONValue.string) ?? .null]) } ?? .null
+            // Only while paused (Google Play): other documents read as they did.
+            if let resumes = s.resumesAt { fields["resumes_at"] = Self.time(resumes) }
             subscriptions[product] = .object(fields)
             explanations.subscriptions[product] = s.explanation
         }
@@ -99,7 +101,7 @@ package struct SubscriberDocument: Sendable {
                 "purchased_at": Self.time(p.purchasedAt), "expires_at": Self.time(p.expiresAt),
                 "refunded_at": Self.time(p.refundedAt),
                 "quantity": p.quantity.map { .int($0) } ?? .null, "ownership": .string(p.ownership),
-                "price": Self.price(p.price),
+                "price": Self.price(p.price), "store": .string(p.store.rawValue),
             ]
             nonSubscriptions[Identifier(p.productID), default: []].append(.object(fields))
             explanations.nonSubscriptions[Identifier(p.productID), default: []].append(p.explanation)

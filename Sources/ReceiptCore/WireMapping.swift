@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreServerAPI
 import Entitlements
+import GooglePlay
 import Identifiers
 import JSON
 import SignedData
@@ -136,6 +137,13 @@ package enum WireMapping {
     /// JSON no longer parses as a transaction.
     static func remapped(_ stored: Stated<Purchase>) -> Stated<Purchase>? {
         guard let json = try? JSONValue.parse(Array(stored.rawJSON.utf8)) else { return nil }
+        if let play = PlayRecord(json: json) {
+            // Google Play's envelope: mapped by GooglePlay's one mapping, found by its transaction id.
+            guard let fact = play.facts.purchases.first(where: { $0.transactionID.isExactly(stored.fact.transactionID) }) else {
+                return nil
+            }
+            return Stated(fact, bundleID: stored.bundleID, rawJSON: stored.rawJSON)
+        }
         var again: Stated<Purchase>
         if let parsed = try? Transaction(json) {
             again = purchase(parsed, bundleID: stored.bundleID ?? "", environment: stored.fact.environment)
@@ -162,6 +170,15 @@ package enum WireMapping {
     /// A stored renewal snapshot mapped again from its raw JSON.
     static func remapped(_ stored: Stated<RenewalObservation>) -> Stated<RenewalObservation>? {
         guard let json = try? JSONValue.parse(Array(stored.rawJSON.utf8)) else { return nil }
+        if let play = PlayRecord(json: json) {
+            let original = stored.fact.renewal.originalTransactionID
+            guard let renewal = play.facts.renewals.first(where: { $0.originalTransactionID.isExactly(original) }) else {
+                return nil
+            }
+            var observation = stored.fact
+            observation.renewal = renewal
+            return Stated(observation, bundleID: stored.bundleID, rawJSON: stored.rawJSON)
+        }
         let again: Stated<Renewal>
         if let parsed = try? PendingRenewalInfo(json) {
             again = renewal(parsed, environment: stored.fact.renewal.environment)

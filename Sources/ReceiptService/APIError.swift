@@ -39,7 +39,13 @@ struct APIError: Error, Sendable {
             .purchaseNotFound:
             status = .notFound
         case .webhookDeliveryInFlight, .aliasTaken, .mergeConflict: status = .conflict
-        case .appStoreRefused: status = .unprocessableContent
+        case .appStoreRefused, .invalidPurchaseToken: status = .unprocessableContent
+        case .googlePlayNotConfigured: status = HTTPStatus(code: 501)
+        case .googlePlayMisconfigured: status = .internalServerError
+        case .googlePlayUnavailable(let seconds, let lastKnown):
+            status = .serviceUnavailable
+            retryAfter = seconds
+            if let lastKnown { members["subscriber"] = Responses.stale(lastKnown, explain: explain) }
         }
         self.status = status
         code = error.code

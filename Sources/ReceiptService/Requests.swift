@@ -9,8 +9,15 @@ import ReceiptCore
 /// naming its field (held to ``FieldRules``, as the use cases hold their inputs), found before
 /// anything is asked of Apple or storage.
 enum Requests {
-    /// The body of POST /v1/receipts.
-    static func purchase(_ body: [UInt8]) throws(ReceiptError) -> VerifyPurchase.Input {
+    /// What POST /v1/receipts asks: an App Store purchase verified, or a Google Play one.
+    enum Purchase: Sendable, Equatable {
+        case appStore(VerifyPurchase.Input)
+        case playStore(VerifyPlayPurchase.Input)
+    }
+
+    /// The body of POST /v1/receipts: `store` (`app_store` when absent, or `play_store`) picks the
+    /// fields that prove the purchase.
+    static func purchase(_ body: [UInt8]) throws(ReceiptError) -> Purchase {
         guard let json = try? JSONValue.parse(body), case .object = json else {
             throw .invalidRequest("The body must be a JSON object.")
         }
@@ -18,6 +25,41 @@ enum Requests {
             throw .invalidRequest("`app_user_id` is required and must be a string.")
         }
         _ = try FieldRules.appUserID(user)
+        switch json["store"] {
+        case nil, .null?, .string("app_store")?: return .appStore(try appStorePurchase(json, user: user))
+        case .string("play_store")?: return .playStore(try playStorePurchase(json, user: user))
+        default: throw .invalidRequest("`store` must be `app_store` (the default) or `play_store`.")
+        }
+    }
+
+    /// A Google Play purchase: `package_name`, `purchase_token`, `product_id` when the app knows it.
+    static func playStorePurchase(_ json: JSONValue, user: String) throws(ReceiptError) -> VerifyPlayPurchase.Input {
+        let stray = ["receipt_data", "signed_transaction", "transaction_id", "bundle_id"].filter { (json[$0] ?? .null) != .null }
+        guard stray.isEmpty else {
+            throw .invalidRequest("`\(stray[0])` is an App Store field; a `play_store` purchase sends `purchase_token`.")
+        }
+        guard case .string(let package)? = json["package_name"] else {
+            throw .invalidRequest("`package_name` is required for a `play_store` purchase and must be a string.")
+        }
+        guard case .string(let token)? = json["purchase_token"] else {
+            throw .invalidRequest("`purchase_token` is required for a `play_store` purchase and must be a string.")
+        }
+        var product: String?
+        switch json["product_id"] {
+        case nil, .null?: break
+        case .string(let id)?: product = id
+        default: throw .invalidRequest("`product_id` must be a string.")
+        }
+        let input = VerifyPlayPurchase.Input(appUserID: user, packageName: package, purchaseToken: token, productID: product)
+        _ = try VerifyPlayPurchase.validate(input)
+        return input
+    }
+
+    /// An App Store purchase: one of `receipt_data`, `signed_transaction`, `transaction_id`.
+    static func appStorePurchase(_ json: JSONValue, user: String) throws(ReceiptError) -> VerifyPurchase.Input {
+        for field in ["package_name", "purchase_token"] where (json[field] ?? .null) != .null {
+            throw .invalidRequest("`\(field)` is a Google Play field: send `\"store\": \"play_store\"` with it.")
+        }
         let proof: VerifyPurchase.Proof
         let given = ["receipt_data", "signed_transaction", "transaction_id"].filter { (json[$0] ?? .null) != .null }
         guard given.count <= 1 else {

@@ -13,6 +13,7 @@ struct Routes: Sendable {
     let checkReadiness: CheckReadiness
     let auth: APIAuth
     let verifyPurchase: VerifyPurchase
+    let verifyPlayPurchase: VerifyPlayPurchase
     let readSubscriber: ReadSubscriber
     let eraseSubscriber: EraseSubscriber
     let addAlias: AddAlias
@@ -66,15 +67,21 @@ struct Routes: Sendable {
             return HTTPResponse(status: .ok, headers: ["Content-Type": "application/yaml"], body: openAPI)
         }
         // A mobile app posts its receipt or signed transaction: verify, store, answer the document.
-        api.on(.post, "/v1/receipts", access: .publicKey) { [verifyPurchase, limiter, clock] request, context in
+        api.on(.post, "/v1/receipts", access: .publicKey) {
+            [verifyPurchase, verifyPlayPurchase, limiter, clock] request, context in
             let key = APIAuth.bearerKey(request).map { String(decoding: $0, as: UTF8.self) } ?? ""
             if let wait = limiter.check(key: key, address: context.request.remoteAddress, now: clock.now()) {
                 throw APIError.rateLimited(retryAfterSeconds: wait)
             }
-            let input = try Requests.purchase(request.body)
+            let purchase = try Requests.purchase(request.body)
             let explain = try Requests.explain(request)
             do throws(ReceiptError) {
-                return Responses.document(try await verifyPurchase(input), explain: explain, request: request)
+                let snapshot =
+                    switch purchase {
+                    case .appStore(let input): try await verifyPurchase(input)
+                    case .playStore(let input): try await verifyPlayPurchase(input)
+                    }
+                return Responses.document(snapshot, explain: explain, request: request)
             } catch {
                 throw APIError(error, explain: explain)
             }

@@ -1,4 +1,5 @@
 import AppStoreServerAPI
+import CryptoExtras
 import Logging
 import Synchronization
 import Testing
@@ -14,7 +15,12 @@ package enum TestSecrets {
         keyID: "TESTKEY123", issuerID: "00000000-0000-4000-8000-0000000000aa", p8: serverAPIKey)
     /// A line of the key's base64: what a leak of the key would show.
     package static let serverAPIKeyLine = String(serverAPIKey.split(separator: "\n")[1])
-    package static let all = [publicKey, secretKey, sharedSecret, serverAPIKeyLine]
+    /// The Google Play simulator's service account key (made once per test process).
+    package static let googlePlayKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+    /// A line of its PEM, and the access tokens the simulator grants: what a leak would show.
+    package static let googlePlayKeyLine = String(googlePlayKey.pemRepresentation.split(separator: "\n")[1])
+    package static let googleAccessTokenPrefix = "ya29.simulated"
+    package static let all = [publicKey, secretKey, sharedSecret, serverAPIKeyLine, googlePlayKeyLine, googleAccessTokenPrefix]
 }
 
 /// Every log line of every test service and every response the tests receive (through

@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import AppStoreSimulator
 import Clocks
 import Foundation
+import GooglePlaySimulator
 import HTTPServer
 import Logging
 import ReceiptCore
@@ -28,7 +29,7 @@ package func testConfiguration(
     path: String, policy: String = "transfer", bundleIDs: [String] = ["com.example.app"],
     entitlements: [String: [String]] = ["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]],
     signedData: ServiceConfiguration.SignedDataSettings = .init(), breaker: CircuitBreaker.Policy = .init(),
-    limits: RateLimiter.Settings = .init(), refresher: Refresher.Settings = .init()
+    limits: RateLimiter.Settings = .init(), refresher: Refresher.Settings = .init(), googlePlay: Bool = false
 ) -> ServiceConfiguration {
     var appStore = ServiceConfiguration.AppStoreSettings.simulated
     appStore.bundleIDs = bundleIDs
@@ -42,6 +43,11 @@ package func testConfiguration(
         entitlements: entitlements)
     configuration.limits = limits
     configuration.refresher = refresher
+    if googlePlay {
+        // The Google Play simulator for one app (TestApp starts it with the test process's key).
+        configuration.googlePlay.packages = ["com.example.app"]
+        configuration.googlePlay.simulator = true
+    }
     return configuration
 }
 
@@ -53,17 +59,21 @@ package final class TestApp: Sendable {
     package let simulator: HTTPServer?
     /// The simulator itself (its purchases, notifications and Server API), when one runs.
     package let appStore: AppStoreSimulator?
+    /// The Google Play simulator, when `googlePlay.simulator` is on.
+    package let googlePlayServed: GooglePlaySimulator.Served?
+    package var googlePlay: GooglePlaySimulator? { googlePlayServed?.simulator }
     /// How it was opened, for ``restarted(logger:monotonic:)``.
     private let wired: ServiceConfiguration
     private let wall: WallClock
 
     private init(
-        application: Application, simulator: HTTPServer?, appStore: AppStoreSimulator?, wired: ServiceConfiguration,
-        wall: WallClock
+        application: Application, simulator: HTTPServer?, appStore: AppStoreSimulator?,
+        googlePlay: GooglePlaySimulator.Served?, wired: ServiceConfiguration, wall: WallClock
     ) {
         self.application = application
         self.simulator = simulator
         self.appStore = appStore
+        self.googlePlayServed = googlePlay
         self.wired = wired
         self.wall = wall
     }
@@ -76,7 +86,7 @@ package final class TestApp: Sendable {
         await application.stop()
         return TestApp(
             application: try Application.open(configuration: wired, logger: logger, clock: wall, monotonic: monotonic),
-            simulator: simulator, appStore: appStore, wired: wired, wall: wall)
+            simulator: simulator, appStore: appStore, googlePlay: googlePlayServed, wired: wired, wall: wall)
     }
 
     /// Starts the simulator (on `clock`) when configured, then opens the application (migrating).
@@ -104,13 +114,25 @@ package final class TestApp: Sendable {
             )
             simulator = served
         }
+        var google: GooglePlaySimulator.Served?
+        if configuration.googlePlay.simulator {
+            // As the executable wires it (SimulatorWiring), with the test process's key.
+            let (served, account) = try GooglePlaySimulator.serve(
+                packages: configuration.googlePlay.packages, key: TestSecrets.googlePlayKey, clock: wall, logger: logger)
+            configuration.googlePlay.serviceAccountKey = account
+            configuration.googlePlay.apiURL = served.apiBase
+            configuration.googlePlay.allowHTTP = true
+            google = served
+        }
         do {
             return TestApp(
                 application: try Application.open(
                     configuration: configuration, logger: logger, clock: wall, monotonic: monotonic),
-                simulator: simulator?.server, appStore: simulator?.simulator, wired: configuration, wall: wall)
+                simulator: simulator?.server, appStore: simulator?.simulator, googlePlay: google, wired: configuration,
+                wall: wall)
         } catch {
             simulator?.server.shutdown()
+            google?.server.shutdown()
             throw error
         }
     }
@@ -127,6 +149,7 @@ package final class TestApp: Sendable {
             simulator.shutdown()
             await simulator.waitUntilStopped()
         }
+        await googlePlayServed?.stop()
     }
 }
 
@@ -144,13 +167,13 @@ package func withService(
     policy: String = "transfer", bundleIDs: [String] = ["com.example.app"],
     entitlements: [String: [String]] = ["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]],
     signedData: ServiceConfiguration.SignedDataSettings = .init(), breaker: CircuitBreaker.Policy = .init(),
-    limits: RateLimiter.Settings = .init(), monotonic: any MonotonicClock = SystemMonotonicClock(),
+    limits: RateLimiter.Settings = .init(), monotonic: any MonotonicClock = SystemMonotonicClock(), googlePlay: Bool = false,
     _ body: (Int, String) async throws -> Void
 ) async throws {
     try await withScratchDirectory("receiptd-api") { dir in
         var configuration = testConfiguration(
             path: dir + "/db.sqlite", policy: policy, bundleIDs: bundleIDs, entitlements: entitlements,
-            signedData: signedData, breaker: breaker, limits: limits)
+            signedData: signedData, breaker: breaker, limits: limits, googlePlay: googlePlay)
         let database = try await TestDatabase.place(&configuration, path: dir + "/db.sqlite")
         let app = try TestApp.open(configuration, monotonic: monotonic)
         let port = try app.start()

@@ -108,6 +108,8 @@ public struct Erasure {
         ] {
             try run(table, "DELETE FROM \(table) WHERE original_transaction_id IN", originals)
         }
+        // Google Play's purchase tokens of those purchases (a token reads the purchase at Google).
+        try run("play_tokens", "DELETE FROM play_tokens WHERE chain IN", originals)
         // The rows keyed by the ids (deliveries before their messages, the subscriber last).
         for table in [
             "events", "verifications", "shadow_diffs", "changes", "webhook_deliveries", "webhook_messages", "aliases",

@@ -65,6 +65,7 @@ public struct PersonalData {
             section("renewal_history", key: "id", [("original_transaction_id", originals)]),
             section("latest_receipts", key: "original_transaction_id", [("original_transaction_id", originals)]),
             section("refresh_checks", key: "original_transaction_id", [("original_transaction_id", originals)]),
+            section("play_tokens", key: "reference", [("chain", originals)]),
             section("notifications", key: "id", [("app_user_id", ids), ("original_transaction_id", originals)]),
             section("verifications", key: "id", [("app_user_id", ids)]),
             section("events", key: "id", [("app_user_id", ids)]),

@@ -83,16 +83,26 @@ public struct PlayStore {
         return linked ?? reference
     }
 
-    /// Records a token (or its newest read), with the calls Google is owed: an acknowledgement
-    /// unless Google says it has one (or receiptd made it), a consumption when `consume` and none
-    /// was made. A call already queued keeps its place.
-    public func remember(_ t: PlayToken, acknowledged: Bool, consume: Bool, now: Int64) throws {
+    /// What Google says of a purchase's acknowledgement when it is read.
+    public enum Acknowledgement: Sendable {
+        /// Google has it.
+        case done
+        /// Google waits for it: queued unless receiptd already made it.
+        case owed
+        /// Nothing to acknowledge yet (a payment still pending): Google refuses it until paid.
+        case notYet
+    }
+
+    /// Records a token (or its newest read) with the calls Google is owed: the acknowledgement as
+    /// `acknowledgement` says, a consumption when `consume` and none was made. A call already
+    /// queued keeps its place.
+    public func remember(_ t: PlayToken, acknowledgement: Acknowledgement, consume: Bool, now: Int64) throws {
         try db.cached(
             """
             INSERT INTO play_tokens (reference, purchase_token, package_name, kind, product_id, chain, linked_reference,
                 first_seen_at, updated_at, ack_due_at, acknowledged_at, consume_due_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (reference) DO UPDATE SET updated_at = excluded.updated_at,
+            ON CONFLICT (reference) DO UPDATE SET updated_at = excluded.updated_at, product_id = excluded.product_id,
                 linked_reference = coalesce(play_tokens.linked_reference, excluded.linked_reference),
                 ack_due_at = CASE WHEN excluded.ack_due_at IS NULL OR play_tokens.acknowledged_at IS NOT NULL THEN NULL
                                   ELSE coalesce(play_tokens.ack_due_at, excluded.ack_due_at) END,
@@ -102,7 +112,7 @@ public struct PlayStore {
             """
         ).bind([
             t.reference, t.purchaseToken, t.packageName, t.kind.rawValue, t.productID, t.chain, t.linkedReference, now, now,
-            acknowledged ? nil : now, acknowledged ? now : nil, consume ? now : nil,
+            acknowledgement == .owed ? now : nil, acknowledgement == .done ? now : nil, consume ? now : nil,
         ]).run()
     }
 
@@ -110,7 +120,8 @@ public struct PlayStore {
     /// the longest due first. A claim left by a process that died simply runs out.
     public func claim(now: Int64, leaseMs: Int64, limit: Int) throws -> [PlayChore] {
         var chores: [PlayChore] = []
-        for kind in PlayChore.Kind.allCases {
+        // A consumption first: it acknowledges too, so a consumable needs no other call.
+        for kind in [PlayChore.Kind.consume, .acknowledge] {
             let (due, attempts) = kind == .acknowledge ? ("ack_due_at", "ack_attempts") : ("consume_due_at", "consume_attempts")
             let q = try db.cached(
                 """

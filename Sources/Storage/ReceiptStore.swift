@@ -123,6 +123,27 @@ public struct ReceiptStore {
         return try q.step() ? Self.purchase(q) : nil
     }
 
+    /// The latest expiry among a subscription's stored periods that end no later than `before`
+    /// (nil: any): where the period after them began, when its store names no start.
+    public func latestExpiry(of originalTransactionID: String, before: Int64?) throws -> Int64? {
+        try db.cached(
+            "SELECT max(expires_date) FROM transactions WHERE original_transaction_id = ? AND expires_date <= ?"
+        ).bind([originalTransactionID, before ?? .max]).firstInt()
+    }
+
+    /// Removes a Google Play token's placeholder periods (named by its reference while its
+    /// payment was pending: `GPT.…`, and `GPT.…/<product>` for an add-on) that its newest read no
+    /// longer states, once an order paid for them.
+    public func forgetPlaceholders(of reference: String, keeping: [String]) throws {
+        guard !keeping.contains(reference) else { return }
+        try db.cached(
+            """
+            DELETE FROM transactions WHERE store = 'play_store'
+                AND (transaction_id = ?1 OR substr(transaction_id, 1, length(?1) + 1) = ?1 || '/')
+            """
+        ).bind([reference]).run()
+    }
+
     /// The app of an original transaction's purchases; nil when none is stored.
     public func bundleID(ofOriginal originalTransactionID: String) throws -> String? {
         let q = try db.cached("SELECT bundle_id FROM transactions WHERE original_transaction_id = ? LIMIT 1")

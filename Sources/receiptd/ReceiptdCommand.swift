@@ -62,8 +62,9 @@ struct Serve: AsyncParsableCommand {
         let logger = Logging.bootstrap(config)
         do {
             let simulator = try SimulatorWiring.start(&config, logger: logger)
+            let googlePlay = try SimulatorWiring.startGooglePlay(&config, logger: logger)
             let app = try Application.open(configuration: config, logger: logger)
-            try await app.run(before: simulator.map { [$0.server] } ?? [])
+            try await app.run(before: (simulator.map { [$0.server] } ?? []) + (googlePlay.map { [$0.server] } ?? []))
         } catch {
             logger.critical("receiptd cannot start", metadata: ["error": "\(error)"])
             throw ExitCode.failure

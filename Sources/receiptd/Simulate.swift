@@ -4,6 +4,8 @@ import ArgumentParser
 import Dispatch
 import FoundationEssentials
 import Glibc
+import GooglePlay
+import GooglePlaySimulator
 import HTTPServer
 import Logging
 
@@ -13,6 +15,11 @@ import Logging
 /// App Store Server API (`/serverapi/production`, `/serverapi/sandbox`) accepts the JWTs of the
 /// In-App Purchase key receiptd is configured with, read from the same variables
 /// (`RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY` or `…_FILE`, `…_KEY_ID`, `…_ISSUER_ID`).
+///
+/// With `--google-play-port`, a Google Play stand-in too (GooglePlaySimulator): its token
+/// endpoint accepts the assertions of receiptd's service account (`RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY`
+/// or `…_FILE`), its Play Developer API answers scripted tokens (`gp1.<scenario>.<tag>`) of the
+/// `--package` apps. Point `googlePlay.apiUrl` and `googlePlay.tokenUrl` at the printed URLs.
 struct Simulate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Serve a fake App Store verifyReceipt with scripted receipts.")
 
@@ -26,12 +33,42 @@ struct Simulate: AsyncParsableCommand {
     var latencyMs = 0
     @Option(name: .customLong("server-api-requests-per-second"), help: "Server API requests a second above which it answers 429.")
     var serverAPIRequestsPerSecond = 10_000
+    @Option(
+        name: .customLong("google-play-port"),
+        help: "Also serve a Google Play stand-in on this port (0 picks a free one); off when absent.")
+    var googlePlayPort: Int?
+    @Option(name: .customLong("package"), help: "An Android package the Google Play stand-in answers for (repeatable).")
+    var packages: [String] = ["com.example.app"]
 
     func validate() throws {
         guard host == "127.0.0.1" || host == "::1" else { throw ValidationError("--host must be 127.0.0.1 or ::1") }
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         guard (0...60_000).contains(latencyMs) else { throw ValidationError("--latency-ms must be in 0...60000") }
         guard serverAPIRequestsPerSecond > 0 else { throw ValidationError("--server-api-requests-per-second must be positive") }
+        if let googlePlayPort, !(0...65_535).contains(googlePlayPort) {
+            throw ValidationError("--google-play-port must be in 0...65535")
+        }
+        for package in packages where !PlayIdentifier.isValid(package, as: .packageName) {
+            throw ValidationError("--package \(package) is not an Android package name")
+        }
+    }
+
+    /// The service account whose assertions the Google Play stand-in accepts: receiptd's own.
+    static func googlePlayAccount(_ environment: [String: String]) throws -> ServiceAccountKey {
+        var json = environment["RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY"]
+        if json == nil, let file = environment["RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY_FILE"] {
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw ValidationError("cannot read RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY_FILE")
+            }
+            json = String(decoding: data, as: UTF8.self)
+        }
+        guard let json else {
+            throw ValidationError(
+                "--google-play-port needs the service account key receiptd uses (RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY_FILE)")
+        }
+        do { return try ServiceAccountKey(json: Array(json.utf8)) } catch {
+            throw ValidationError("RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY: \(error)")
+        }
     }
 
     /// The key whose JWTs the simulated Server API accepts: receiptd's own, from the environment;
@@ -67,10 +104,22 @@ struct Simulate: AsyncParsableCommand {
                 serverAPIRequestsPerSecond: serverAPIRequestsPerSecond),
             host: host, port: port, eventLoops: max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))), logger: logger)
         let server = served.server
-        let signals = shutDownOnSignals(server)
+        var google: GooglePlaySimulator.Served?
+        if let googlePlayPort {
+            let account = try Self.googlePlayAccount(ProcessInfo.processInfo.environment)
+            google = try GooglePlaySimulator.serve(
+                configuration: .init(
+                    packageNames: packages, clientEmail: account.clientEmail, publicKey: account.publicKey, tokenURI: ""),
+                host: host, port: googlePlayPort, logger: logger)
+        }
+        let signals = shutDownOnSignals(server) + (google.map { shutDownOnSignals($0.server) } ?? [])
         print("App Store simulator on http://\(host):\(served.port)/production/verifyReceipt and /sandbox/verifyReceipt")
+        if let google {
+            print("Google Play simulator: googlePlay.apiUrl=\(google.apiBase) googlePlay.tokenUrl=\(google.tokenURI)")
+        }
         fflushStandardOutput()
         await server.waitUntilStopped()
+        await google?.server.waitUntilStopped()
         withExtendedLifetime(signals) {}
     }
 }

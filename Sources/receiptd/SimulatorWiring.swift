@@ -2,6 +2,8 @@ import AppStoreServerAPI
 import AppStoreSimulator
 import Clocks
 import Crypto
+import CryptoExtras
+import GooglePlaySimulator
 import Logging
 import ReceiptService
 
@@ -24,6 +26,23 @@ enum SimulatorWiring {
         configuration.appStore.allowHTTP = true
         logger.notice("App Store simulator in use; receipts are verified offline", metadata: ["port": "\(simulator.port)"])
         return simulator
+    }
+
+    /// Starts the built-in Google Play simulator when `googlePlay.simulator` is on, and points
+    /// `configuration` at it: receiptd signs in with a service account key made for this run
+    /// (unless one is configured, whose assertions the simulator then checks).
+    static func startGooglePlay(_ configuration: inout ServiceConfiguration, logger: Logger, clock: WallClock = .system)
+        throws -> GooglePlaySimulator.Served?
+    {
+        guard configuration.googlePlay.simulator, configuration.googlePlay.isEnabled else { return nil }
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let (served, account) = try GooglePlaySimulator.serve(
+            packages: configuration.googlePlay.packages, key: key, clock: clock, logger: logger)
+        configuration.googlePlay.serviceAccountKey = account
+        configuration.googlePlay.apiURL = served.apiBase
+        configuration.googlePlay.allowHTTP = true
+        logger.notice("Google Play simulator in use; purchase tokens are verified offline", metadata: ["port": "\(served.port)"])
+        return served
     }
 
     /// The simulator's settings for `configuration`, and `configuration` made to trust it: the

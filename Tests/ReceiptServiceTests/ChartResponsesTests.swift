@@ -169,7 +169,10 @@ struct ChartResponsesTests {
 
     @Test func aClientsPriceIsExactDecimalTextOrRefused() throws {
         let body = #"{"app_user_id":"a","receipt_data":"QUJDRA==","price":"9.99","currency":"EUR","product_id":"monthly"}"#
-        let input = try Requests.purchase(Array(body.utf8))
+        guard case .appStore(let input) = try Requests.purchase(Array(body.utf8)) else {
+            Issue.record("an App Store purchase")
+            return
+        }
         #expect(input.clientPrice == VerifyPurchase.ClientPrice(productID: "monthly", milliunits: 9990, currency: "EUR"))
         for bad in [
             #""price":9.99,"currency":"EUR","product_id":"m""#, #""price":"9.9999","currency":"EUR","product_id":"m""#,

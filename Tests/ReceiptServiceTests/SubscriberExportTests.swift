@@ -42,6 +42,12 @@ struct SubscriberExportTests {
             try db.cached(
                 "INSERT INTO refresh_checks (original_transaction_id, checked_at, outcome, failures) VALUES (?, 1, 'valid', 0)"
             ).bind([original]).run()
+            // A Google Play token kept for one of the purchases (as a Play purchase would be).
+            try PlayStore(db).remember(
+                PlayToken(
+                    reference: "GPT.exp", purchaseToken: "gp1.active.exp", packageName: "com.example.app", kind: .subscription,
+                    productID: "monthly", chain: original),
+                acknowledgement: .owed, consume: false, now: 1)
 
             let promoted = try await post(
                 port, "/v1/subscribers/exp-anon/entitlements/premium/promotional", #"{"duration":"P1D","reason":"export"}"#,
@@ -69,7 +75,7 @@ struct SubscriberExportTests {
                 "pending_renewal_info": "original_transaction_id IN \(held)",
                 "renewal_history": "original_transaction_id IN \(held)",
                 "latest_receipts": "original_transaction_id IN \(held)",
-                "refresh_checks": "original_transaction_id IN \(held)",
+                "refresh_checks": "original_transaction_id IN \(held)", "play_tokens": "chain IN \(held)",
                 "notifications": "app_user_id IN \(ids) OR original_transaction_id IN \(held)",
                 "verifications": "app_user_id IN \(ids)", "events": "app_user_id IN \(ids)",
                 "shadow_diffs": "app_user_id IN \(ids)", "changes": "app_user_id IN \(ids)",

@@ -1,9 +1,11 @@
 import AppStore
 import AppStoreServerAPI
 import Clocks
+import CoreMetrics
 import CurlTransport
 import Entitlements
 import FoundationEssentials
+import GooglePlay
 import HTTPServer
 import Logging
 import ReceiptCore
@@ -32,6 +34,9 @@ public final class Application: Sendable {
     let documentCache: SubscriberCache
     /// The use cases, for the CLI and for tests that call them without HTTP.
     package let verifyPurchase: VerifyPurchase
+    package let verifyPlayPurchase: VerifyPlayPurchase
+    /// Makes the acknowledgements Google Play is owed; nil when Google Play is off.
+    package let playAcknowledgements: AcknowledgePlayPurchases?
     package let readSubscriber: ReadSubscriber
     package let eraseSubscriber: EraseSubscriber
     package let ingestNotification: IngestNotification
@@ -46,10 +51,11 @@ public final class Application: Sendable {
         configuration: ServiceConfiguration, database: DatabaseQueue, migrator: Migrator, server: HTTPServer,
         transport: CurlMultiTransport, refresher: Refresher, catchUp: NotificationCatchUp, webhooks: WebhookDispatcher,
         webhookTransport: CurlMultiTransport, documentCache: SubscriberCache,
-        verifyPurchase: VerifyPurchase, readSubscriber: ReadSubscriber, eraseSubscriber: EraseSubscriber,
-        ingestNotification: IngestNotification,
+        verifyPurchase: VerifyPurchase, play: (VerifyPlayPurchase, AcknowledgePlayPurchases?), readSubscriber: ReadSubscriber,
+        eraseSubscriber: EraseSubscriber, ingestNotification: IngestNotification,
         listings: Listings, support: AppStoreSupport, backfillPrices: BackfillPrices, rollups: KeepRollups, logger: Logger
     ) {
+        (verifyPlayPurchase, playAcknowledgements) = play
         self.catchUp = catchUp
         self.backfillPrices = backfillPrices
         self.rollups = rollups
@@ -88,10 +94,11 @@ public final class Application: Sendable {
             logger.info("migration applied", metadata: ["migration": "\(migration.name)"])
         }
         let settings = configuration.appStore
+        // One curl thread for both stores; each store's URLs are held to https by its own allowHttp.
         let transport = CurlMultiTransport(
             configuration: .init(
                 connectTimeout: settings.connectTimeout, maxResponseBytes: settings.maxResponseBytes,
-                allowHTTP: settings.allowHTTP))
+                allowHTTP: settings.allowHTTP || configuration.googlePlay.allowHTTP))
         let client = VerifyReceiptClient(
             configuration: .init(
                 productionURL: settings.productionURL, sandboxURL: settings.sandboxURL, sharedSecret: settings.sharedSecret,
@@ -135,6 +142,9 @@ public final class Application: Sendable {
             client: client, serverAPI: serverAPI, mode: settings.verifier, shadow: shadow, verifier: verifier,
             database: database, bundleIDs: settings.bundleIDs, state: state, policy: policy, logger: logger, clock: clock,
             monotonic: monotonic)
+        let play = googlePlay(
+            configuration, transport: transport, database: database, state: state, policy: policy, logger: logger,
+            clock: clock, monotonic: monotonic, metrics: telemetry.factory)
         let readSubscriber = ReadSubscriber(
             database: database, state: state, cache: documentCache, logger: logger, clock: clock)
         let eraseSubscriber = EraseSubscriber(database: database, logger: logger, clock: clock)
@@ -174,8 +184,9 @@ public final class Application: Sendable {
             logger: logger, clock: clock, monotonic: monotonic, metrics: telemetry.factory)
         let routes = Routes(
             checkReadiness: CheckReadiness(database: database, migrator: migrator), auth: apiAuth(configuration, logger: logger),
-            verifyPurchase: verifyPurchase, readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber,
-            addAlias: addAlias, exportSubscriber: exportSubscriber, ingestNotification: ingestNotification, listings: listings,
+            verifyPurchase: verifyPurchase, verifyPlayPurchase: play.0, readSubscriber: readSubscriber,
+            eraseSubscriber: eraseSubscriber, addAlias: addAlias, exportSubscriber: exportSubscriber,
+            ingestNotification: ingestNotification, listings: listings,
             support: support,
             webhooks: webhookOperations,
             promote: PromoteSubscriber(database: database, read: readSubscriber, logger: logger, clock: clock),
@@ -193,7 +204,7 @@ public final class Application: Sendable {
         return Application(
             configuration: configuration, database: database, migrator: migrator, server: server, transport: transport,
             refresher: refresher, catchUp: catchUp, webhooks: webhooks, webhookTransport: webhookTransport,
-            documentCache: documentCache, verifyPurchase: verifyPurchase,
+            documentCache: documentCache, verifyPurchase: verifyPurchase, play: play,
             readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber, ingestNotification: ingestNotification,
             listings: listings, support: support,
             backfillPrices: BackfillPrices(serverAPI: serverAPI, database: database, logger: logger, clock: clock),
@@ -202,6 +213,31 @@ public final class Application: Sendable {
                 metrics: telemetry.factory),
             logger: logger
         )
+    }
+
+    /// Google Play's use case, and the acknowledgement worker when Google Play is on.
+    private static func googlePlay(
+        _ configuration: ServiceConfiguration, transport: CurlMultiTransport, database: DatabaseQueue, state: SubscriberState,
+        policy: OwnershipPolicy, logger: Logger, clock: WallClock, monotonic: any MonotonicClock, metrics: any MetricsFactory
+    ) -> (VerifyPlayPurchase, AcknowledgePlayPurchases?) {
+        let settings = configuration.googlePlay
+        let api = settings.serviceAccountKey.map { key in
+            PlayDeveloperAPI(
+                key: key, transport: transport, configuration: .init(apiBase: settings.apiURL, timeout: settings.timeout),
+                clock: clock, metrics: metrics)
+        }
+        let doorbell = Doorbell()
+        let verify = VerifyPlayPurchase(
+            api: settings.isEnabled ? api : nil,
+            settings: .init(packages: settings.packages, consumeConsumables: settings.consumeConsumables),
+            catalog: configuration.catalog, database: database, state: state, policy: policy, doorbell: doorbell,
+            logger: logger, clock: clock, monotonic: monotonic)
+        let acknowledgements = api.map {
+            AcknowledgePlayPurchases(
+                api: $0, settings: settings.acknowledgements, database: database, doorbell: doorbell, logger: logger,
+                clock: clock, metrics: metrics)
+        }
+        return (verify, settings.isEnabled ? acknowledgements : nil)
     }
 
     private static func breaker(_ policy: CircuitBreaker.Policy, logger: Logger) -> SharedCircuitBreaker {
@@ -240,7 +276,8 @@ public final class Application: Sendable {
     /// first, then the webhook dispatcher lets its attempts end, then the notification catch-up
     /// and the refresher stop, then the rollup keeper, then the curl threads.
     public var services: [any Service] {
-        [transport, webhookTransport] + (configuration.keepRollups ? [rollups] : []) + [refresher, catchUp, webhooks, server]
+        [transport, webhookTransport] + (configuration.keepRollups ? [rollups] : [])
+            + [refresher, catchUp, webhooks] + (playAcknowledgements.map { [$0] } ?? []) + [server]
     }
 
     /// Serves until SIGTERM or SIGINT, then shuts down gracefully and returns. `before` are

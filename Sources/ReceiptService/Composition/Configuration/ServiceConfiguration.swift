@@ -27,6 +27,8 @@ public struct ServiceConfiguration: Sendable {
     public var openAPIFile = "openapi.yaml"
     /// Apple's verifyReceipt: URLs, the app(s), the shared secret, timeouts, retries.
     public var appStore: AppStoreSettings
+    /// Google Play: the apps, the service account, the acknowledgement queue (`googlePlay.*`).
+    public var googlePlay = GooglePlaySettings()
     /// API keys by role and the ownership policy.
     public var api: APISettings
     /// Entitlement name → product ids, from `entitlements.file`.
@@ -99,6 +101,7 @@ public struct ServiceConfiguration: Sendable {
         var configuration = ServiceConfiguration(
             environment: name, http: http, database: database, logLevel: Logger.Level(rawValue: level)!,
             appStore: appStore, api: api, entitlements: entitlements, catalog: catalog, policy: policy)
+        configuration.googlePlay = try GooglePlaySettings.read(c)
         configuration.limits = try RateLimiter.Settings.read(c)
         configuration.refresher = try Refresher.Settings.read(c)
         configuration.webhooks = try WebhookSettings.read(c, bundleIDs: appStore.bundleIDs)

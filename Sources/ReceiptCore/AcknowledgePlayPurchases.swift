@@ -1,0 +1,174 @@
+import Clocks
+import CoreMetrics
+import GooglePlay
+import Logging
+import ServiceLifecycle
+import Storage
+import Synchronization
+
+/// Makes the calls Google is owed for stored Play purchases: each acknowledgement (Google refunds
+/// a purchase not acknowledged within three days) and, when configured, each consumption. The
+/// queue is durable (`play_tokens`, ``PlayStore``): a call is claimed under a lease, made, and
+/// marked done; one that fails is tried again with exponential backoff (`retry` — a restart, or
+/// another instance, picks it up where it stood); one Google refuses for good (the token unknown,
+/// the purchase not in a state to take it) is dropped and logged. Records
+/// `google_play_acknowledgements_total{call, outcome}` and, each pass, the backlog gauges
+/// (Docs/operations.md).
+package final class AcknowledgePlayPurchases: Sendable {
+    package struct Settings: Sendable, Equatable {
+        /// How long after a failure the first retry waits; each further failure doubles it.
+        package var retryBaseMs: Int64
+        package var retryMaxMs: Int64
+        /// How often the queue is looked at when nothing rings.
+        package var pollMs: Int64
+        /// How long a claim holds a call: past it, another worker may make it.
+        package var leaseMs: Int64
+        /// Calls made at once.
+        package var batch: Int
+
+        package init(
+            retryBaseMs: Int64 = 30_000, retryMaxMs: Int64 = 3_600_000, pollMs: Int64 = 10_000, leaseMs: Int64 = 120_000,
+            batch: Int = 20
+        ) {
+            self.retryBaseMs = retryBaseMs
+            self.retryMaxMs = retryMaxMs
+            self.pollMs = pollMs
+            self.leaseMs = leaseMs
+            self.batch = batch
+        }
+    }
+
+    let api: PlayDeveloperAPI
+    let settings: Settings
+    let database: DatabaseQueue
+    let doorbell: Doorbell
+    let logger: Logger
+    let clock: WallClock
+    let metrics: any MetricsFactory
+
+    package init(
+        api: PlayDeveloperAPI, settings: Settings = Settings(), database: DatabaseQueue, doorbell: Doorbell, logger: Logger,
+        clock: WallClock, metrics: any MetricsFactory = NOOPMetricsHandler.instance
+    ) {
+        self.api = api
+        self.settings = settings
+        self.database = database
+        self.doorbell = doorbell
+        self.logger = logger
+        self.clock = clock
+        self.metrics = metrics
+    }
+
+    package func run() async {
+        let stopping = Atomic<Bool>(false)
+        await withGracefulShutdownHandler {
+            while !stopping.load(ordering: .acquiring) && !Task.isCancelled {
+                let made = await pass()
+                // A full batch: more may be due now.
+                if made < settings.batch { await doorbell.wait(atMost: .milliseconds(settings.pollMs)) }
+            }
+        } onGracefulShutdown: { [doorbell] in
+            stopping.store(true, ordering: .releasing)
+            doorbell.ring()
+        }
+    }
+
+    /// Claims what is due, makes each call (at once), records each outcome. The number claimed.
+    @discardableResult
+    package func pass() async -> Int {
+        let now = clock.now()
+        let chores: [PlayChore]
+        do {
+            chores = try await database.write { [settings] db in
+                try PlayStore(db).claim(now: now, leaseMs: settings.leaseMs, limit: settings.batch)
+            }
+        } catch {
+            logger.error("the Google Play acknowledgement queue could not be read", metadata: ["error": "\(error)"])
+            return 0
+        }
+        await withDiscardingTaskGroup { group in
+            for chore in chores { group.addTask { [self] in await make(chore) } }
+        }
+        await recordBacklog()
+        return chores.count
+    }
+
+    /// One call and its outcome, stored.
+    func make(_ chore: PlayChore) async {
+        let failure: PlayCallFailure?
+        do {
+            try await call(chore)
+            failure = nil
+        } catch {
+            failure = error
+        }
+        let now = clock.now()
+        let retryAt: Int64? =
+            switch failure {
+            case nil: nil
+            // Google will never take it: the token is gone, or the purchase cannot be acknowledged.
+            case .notFound, .refused: nil
+            default: now + Self.backoff(attempts: chore.attempts, settings)
+            }
+        Counter(
+            label: "google_play_acknowledgements_total",
+            dimensions: [
+                ("call", chore.kind.rawValue), ("outcome", failure == nil ? "done" : retryAt == nil ? "dropped" : "retry"),
+            ],
+            factory: metrics
+        ).increment()
+        if let failure {
+            let level: Logger.Level = retryAt == nil ? .error : .warning
+            logger.log(
+                level: level, "a Google Play \(chore.kind.rawValue) failed",
+                metadata: [
+                    "token": "\(chore.token.reference)", "reason": "\(failure)", "attempts": "\(chore.attempts + 1)",
+                    "retry_at": "\(retryAt.map(String.init) ?? "never")",
+                ])
+        }
+        do {
+            try await database.write { db in
+                let store = PlayStore(db)
+                if let failure {
+                    try store.failed(chore, error: failure.description, retryAt: retryAt)
+                } else {
+                    try store.done(chore, at: now)
+                }
+            }
+        } catch {
+            // The lease runs out and the call is made again: Google takes a second acknowledgement.
+            logger.error("a Google Play call's outcome could not be stored", metadata: ["error": "\(error)"])
+        }
+    }
+
+    func call(_ chore: PlayChore) async throws(PlayCallFailure) {
+        guard let package = PlayIdentifier(chore.token.packageName, .packageName),
+            let product = PlayIdentifier(chore.token.productID, .productID),
+            let token = PlayIdentifier(chore.token.purchaseToken, .purchaseToken)
+        else { throw .refused(status: 0, reason: "malformed_stored_token") }
+        switch chore.kind {
+        case .acknowledge:
+            try await api.acknowledge(
+                subscription: chore.token.kind == .subscription, package: package, product: product, token: token)
+        case .consume:
+            try await api.consume(package: package, product: product, token: token)
+        }
+    }
+
+    /// `base · 2^attempts`, at most `max`.
+    static func backoff(attempts: Int, _ settings: Settings) -> Int64 {
+        let shift = min(attempts, 30)
+        let (scaled, overflow) = settings.retryBaseMs.multipliedReportingOverflow(by: Int64(1) << shift)
+        return overflow ? settings.retryMaxMs : min(scaled, settings.retryMaxMs)
+    }
+
+    private func recordBacklog() async {
+        guard let backlog = try? await database.read({ db in try PlayStore(db).backlog() }) else { return }
+        let now = clock.now()
+        Gauge(label: "google_play_unacknowledged_purchases", factory: metrics).record(backlog.unacknowledged)
+        Gauge(label: "google_play_unacknowledged_oldest_seconds", factory: metrics)
+            .record(backlog.oldestUnacknowledgedSince.map { max(0, now - $0) / 1_000 } ?? 0)
+    }
+}
+
+extension AcknowledgePlayPurchases: Service {}

@@ -1,0 +1,277 @@
+import Clocks
+import Entitlements
+import GooglePlay
+import JSON
+import Logging
+import Storage
+
+/// Verify a Google Play purchase for an app user and store what it proves (Docs/google-play.md):
+/// the token's subscription (`subscriptionsv2`) or one-time purchase (`productsv2`) asked of the
+/// Play Developer API, stated as facts beside the App Store's (``PlayRecord``, ``PlayFacts``),
+/// saved through the same save as every other source, the token kept to ask Google again, and
+/// the acknowledgement Google requires queued (``AcknowledgePlayPurchases`` makes it). The answer
+/// is the user's document; a refusal is a ``ReceiptError``.
+package struct VerifyPlayPurchase: Sendable {
+    package struct Input: Sendable, Equatable {
+        package var appUserID: String
+        package var packageName: String
+        package var purchaseToken: String
+        /// The product the app bought, when it says: it picks the API to ask first, and must match.
+        package var productID: String?
+
+        package init(appUserID: String, packageName: String, purchaseToken: String, productID: String? = nil) {
+            self.appUserID = appUserID
+            self.packageName = packageName
+            self.purchaseToken = purchaseToken
+            self.productID = productID
+        }
+    }
+
+    /// `googlePlay.*` as this use case needs it.
+    package struct Settings: Sendable {
+        /// The apps whose purchases are accepted.
+        package var packages: [String]
+        /// Consume consumables (Config/products.json) once stored, so they can be bought again.
+        package var consumeConsumables: Bool
+
+        package init(packages: [String], consumeConsumables: Bool = false) {
+            self.packages = packages
+            self.consumeConsumables = consumeConsumables
+        }
+    }
+
+    let api: PlayDeveloperAPI?
+    let settings: Settings
+    let catalog: Catalog
+    let database: DatabaseQueue
+    let state: SubscriberState
+    let policy: OwnershipPolicy
+    /// Rung when a call to Google is queued (the acknowledgement worker wakes).
+    let doorbell: Doorbell?
+    let logger: Logger
+    let clock: WallClock
+    let monotonic: any MonotonicClock
+
+    package init(
+        api: PlayDeveloperAPI?, settings: Settings, catalog: Catalog, database: DatabaseQueue, state: SubscriberState,
+        policy: OwnershipPolicy, doorbell: Doorbell? = nil, logger: Logger, clock: WallClock,
+        monotonic: any MonotonicClock = SystemMonotonicClock()
+    ) {
+        self.api = api
+        self.settings = settings
+        self.catalog = catalog
+        self.database = database
+        self.state = state
+        self.policy = policy
+        self.doorbell = doorbell
+        self.logger = logger
+        self.clock = clock
+        self.monotonic = monotonic
+    }
+
+    /// Holds the input to ``FieldRules`` and Google's id formats.
+    package static func validate(_ input: Input) throws(ReceiptError) -> (PlayIdentifier, PlayIdentifier, PlayIdentifier?) {
+        _ = try FieldRules.appUserID(input.appUserID)
+        guard let package = PlayIdentifier(input.packageName, .packageName) else {
+            throw .invalidRequest("`package_name` must be an Android package name: letters, digits, `_` and `.`.")
+        }
+        guard let token = PlayIdentifier(input.purchaseToken, .purchaseToken) else {
+            throw .invalidRequest(
+                "`purchase_token` must be a Google Play purchase token: 1 to 1024 letters, digits, `-`, `_` and `.`.")
+        }
+        var product: PlayIdentifier?
+        if let id = input.productID {
+            guard let valid = PlayIdentifier(id, .productID) else {
+                throw .invalidRequest("`product_id` must be a Google Play product id: letters, digits, `_`, `-` and `.`.")
+            }
+            product = valid
+        }
+        return (package, token, product)
+    }
+
+    package func callAsFunction(_ input: Input) async throws(ReceiptError) -> SubscriberSnapshot {
+        let (package, token, product) = try Self.validate(input)
+        guard let api else {
+            logger.critical("a Google Play purchase was posted but no service account is configured (googlePlay.*)")
+            throw .googlePlayNotConfigured
+        }
+        guard settings.packages.contains(input.packageName) else {
+            throw .wrongApp("`package_name` is not a configured app (googlePlay.packages).")
+        }
+        do {
+            let started = monotonic.now
+            let resource: PlayRecord.Resource
+            do {
+                resource = try await read(api, package: package, token: token, product: input.productID)
+            } catch {
+                let log = VerificationLogEntry(
+                    appUserID: input.appUserID, environment: nil, appleStatus: nil, outcome: "google_play_" + error.metricName,
+                    attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
+                let at = clock.now()
+                try await database.write { db in try ReceiptStore(db).log(log, at: at) }
+                throw await refusal(error, user: input.appUserID)
+            }
+            if let product, !Self.products(of: resource).contains(product.text) {
+                throw ReceiptError.wrongApp("The purchase token is for another product than `product_id`.")
+            }
+            let log = VerificationLogEntry(
+                appUserID: input.appUserID, environment: Self.isTest(resource) ? "sandbox" : "production", appleStatus: nil,
+                outcome: "google_play", attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
+            return try await store(resource, token: token.text, package: package.text, for: input.appUserID, log: log)
+        } catch let error as ReceiptError {
+            throw error
+        } catch {
+            logger.error("verifying a Google Play purchase failed", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+    }
+
+    /// The token's resource: as a one-time product first when the operator declared `productID`
+    /// one, else as a subscription first; the other API when the first does not know the token.
+    func read(_ api: PlayDeveloperAPI, package: PlayIdentifier, token: PlayIdentifier, product: String?)
+        async throws(PlayCallFailure) -> PlayRecord.Resource
+    {
+        let declared = product.flatMap { catalog.declared($0) }
+        let productFirst = declared != nil && declared != .autoRenewable
+        for asProduct in productFirst ? [true, false] : [false, true] {
+            do {
+                return asProduct
+                    ? .product(try await api.product(package: package, token: token))
+                    : .subscription(try await api.subscription(package: package, token: token))
+            } catch .notFound(let status) where asProduct == productFirst {
+                logger.debug(
+                    "the token is not a \(asProduct ? "one-time purchase" : "subscription")", metadata: ["status": "\(status)"])
+                continue
+            }
+        }
+        throw .notFound(status: 404)
+    }
+
+    /// What a failed read comes to; transient failures answer what the user had.
+    private func refusal(_ failure: PlayCallFailure, user: String) async -> ReceiptError {
+        switch failure {
+        case .notFound, .refused:
+            return .invalidPurchaseToken
+        case .forbidden, .credentials:
+            logger.critical(
+                "Google Play refused receiptd's service account: check the key and its Play Console permissions",
+                metadata: ["reason": "\(failure)"])
+            return .googlePlayMisconfigured
+        case .unavailable(let why, let seconds):
+            logger.warning("Google Play unavailable", metadata: ["reason": "\(why)"])
+            return .googlePlayUnavailable(retryAfterSeconds: max(1, seconds ?? 30), lastKnown: await lastKnown(user))
+        case .unexpected(let why):
+            logger.error("Google Play answered something its API does not document", metadata: ["reason": "\(why)"])
+            return .googlePlayUnavailable(retryAfterSeconds: 30, lastKnown: await lastKnown(user))
+        }
+    }
+
+    private func lastKnown(_ appUserID: String) async -> ReceiptError.LastKnown? {
+        let at = clock.now()
+        guard let read = try? await state.current(appUserID, database: database, now: at) else { return nil }
+        let verifiedAt = (try? await database.read { db in try ReceiptStore(db).lastVerifiedAt(appUserID) }) ?? nil
+        return .init(
+            snapshot: SubscriberSnapshot(document: read.document, version: read.version, now: at), verifiedAt: verifiedAt)
+    }
+
+    /// One write: the token's chain and the times only receiptd can date read from what is
+    /// stored, the facts saved for the user (the ownership policy deciding), the token and the
+    /// calls Google is owed recorded; then the document derived as for every source.
+    func store(_ resource: PlayRecord.Resource, token: String, package: String, for user: String, log: VerificationLogEntry)
+        async throws -> SubscriberSnapshot
+    {
+        let at = clock.now()
+        let reference = PurchaseTokenReference.of(token)
+        let linked = Self.linkedToken(resource).map(PurchaseTokenReference.of)
+        let consume = settings.consumeConsumables && Self.isConsumable(resource, catalog)
+        let stored = try await database.write { [policy, state] db -> SubscriberState.Stored in
+            let record = try Self.record(resource, reference: reference, linked: linked, package: package, in: db, now: at)
+            let (purchases, renewals) = record.facts
+            let raw = String(decoding: record.json.jsonBytes, as: UTF8.self)
+            let facts = VerifiedFacts(
+                environment: Self.isTest(resource) ? "sandbox" : "production",
+                purchases: purchases.map { Stated($0, bundleID: package, rawJSON: raw) },
+                renewals: renewals.map { Stated($0, rawJSON: raw) })
+            try ReceiptStore(db).forgetPlaceholders(of: reference, keeping: purchases.map(\.transactionID))
+            let outcome = try state.store(facts, for: user, policy: policy, in: db, now: at, log: log)
+            if case .stored = outcome {
+                try PlayStore(db).remember(
+                    PlayToken(
+                        reference: reference, purchaseToken: token, packageName: package, kind: Self.kind(resource),
+                        productID: Self.products(of: resource).first ?? "", chain: record.chain, linkedReference: linked),
+                    acknowledgement: Self.acknowledgement(resource), consume: consume, now: at)
+            }
+            return outcome
+        }
+        guard case .stored(_, let changed) = stored else { throw ReceiptError.receiptInUse }
+        doorbell?.ring()
+        try await state.settle(Array(changed.dropFirst()), database: database, now: at)
+        guard let current = try await state.current(user, database: database, now: at) else { throw ReceiptError.internalFault }
+        return SubscriberSnapshot(document: current.document, version: current.version, now: at)
+    }
+
+    /// The envelope for `resource`: its chain, and its periods' dates as first stored (so reading
+    /// an unchanged answer again rewrites nothing).
+    static func record(
+        _ resource: PlayRecord.Resource, reference: String, linked: String?, package: String, in db: Database, now: Int64
+    ) throws -> PlayRecord {
+        let chain = try PlayStore(db).chain(of: reference, linkedTo: linked)
+        var record = PlayRecord(packageName: package, tokenReference: reference, chain: chain, seenAt: now, resource: resource)
+        let receipts = ReceiptStore(db)
+        guard let current = record.facts.purchases.first else { return record }
+        let stored = try receipts.purchase(current.transactionID)
+        record.seenAt = stored?.fact.purchaseDate ?? now
+        switch resource {
+        case .subscription:
+            record.periodStart =
+                try stored?.fact.purchaseDate
+                ?? receipts.latestExpiry(of: current.originalTransactionID, before: current.expiresDate)
+        case .product(let p):
+            record.cancelledAt = p.state == .cancelled ? (stored?.fact.cancellationDate ?? now) : nil
+        }
+        return record
+    }
+
+    static func products(of resource: PlayRecord.Resource) -> [String] {
+        switch resource {
+        case .subscription(let s): s.lineItems.map(\.productID)
+        case .product(let p): p.lineItems.map(\.productID)
+        }
+    }
+
+    static func isTest(_ resource: PlayRecord.Resource) -> Bool {
+        switch resource {
+        case .subscription(let s): s.isTest
+        case .product(let p): p.isTest
+        }
+    }
+
+    static func kind(_ resource: PlayRecord.Resource) -> PlayToken.Kind {
+        if case .product = resource { return .product }
+        return .subscription
+    }
+
+    static func linkedToken(_ resource: PlayRecord.Resource) -> String? {
+        if case .subscription(let s) = resource { return s.linkedPurchaseToken }
+        return nil
+    }
+
+    /// Google waits for an acknowledgement of a paid purchase; a pending or cancelled one has none to take.
+    static func acknowledgement(_ resource: PlayRecord.Resource) -> PlayStore.Acknowledgement {
+        switch resource {
+        case .subscription(let s):
+            if s.isAcknowledged { return .done }
+            return [.active, .canceled, .inGracePeriod, .onHold, .paused].contains(s.state) ? .owed : .notYet
+        case .product(let p):
+            if p.isAcknowledged { return .done }
+            return p.state == .purchased ? .owed : .notYet
+        }
+    }
+
+    static func isConsumable(_ resource: PlayRecord.Resource, _ catalog: Catalog) -> Bool {
+        guard case .product(let p) = resource, p.state == .purchased, !p.lineItems.contains(where: \.isConsumed) else {
+            return false
+        }
+        return p.lineItems.allSatisfy { catalog.declared($0.productID) == .consumable }
+    }
+}

@@ -1,0 +1,83 @@
+import GooglePlay
+import ReceiptCore
+
+extension ServiceConfiguration {
+    /// How receiptd reaches Google Play (`googlePlay.*`, Docs/google-play.md). Off until
+    /// `googlePlay.packages` names an app; then the service account's key is required (the
+    /// simulator makes its own).
+    public struct GooglePlaySettings: Sendable {
+        /// The Android apps whose purchases are accepted.
+        public var packages: [String] = []
+        /// Run the built-in Google Play simulator and send every call to it.
+        public var simulator = false
+        /// Plain-http URLs allowed (the simulator, tests).
+        public var allowHTTP = false
+        /// The Play Developer API's base URL.
+        public var apiURL = "https://androidpublisher.googleapis.com"
+        /// Replaces the key file's `token_uri` (the simulator's, tests); nil: the key's own.
+        public var tokenURL: String?
+        /// The service account's JSON key; from the environment or a secret file only.
+        public var serviceAccountKey: ServiceAccountKey?
+        public var timeout: Duration = .seconds(15)
+        /// The use case's settings (the packages, consuming consumables).
+        package var consumeConsumables = false
+        /// The acknowledgement queue's retries and pace.
+        package var acknowledgements = AcknowledgePlayPurchases.Settings()
+
+        public init() {}
+
+        public var isEnabled: Bool { !packages.isEmpty }
+
+        /// `googlePlay.*`.
+        static func read(_ c: ConfigLoader) throws(ConfigurationError) -> GooglePlaySettings {
+            var settings = GooglePlaySettings()
+            // Package names of the Android apps whose purchases are accepted; none: Google Play off.
+            settings.packages = try c.strings("googlePlay.packages", default: [])
+            // Serve Google Play calls from the built-in simulator (offline development).
+            settings.simulator = try c.bool("googlePlay.simulator", default: false)
+            // Allow http:// URLs (loopback simulators only).
+            settings.allowHTTP = try c.bool("googlePlay.allowHttp", default: false)
+            // The Google Play Developer API.
+            settings.apiURL = try c.string("googlePlay.apiUrl", default: settings.apiURL)
+            // Where the service account signs in; empty: the key file's token_uri.
+            let tokenURL = try c.string("googlePlay.tokenUrl", default: "")
+            settings.tokenURL = tokenURL.isEmpty ? nil : tokenURL
+            settings.timeout = try c.milliseconds("googlePlay.timeoutMs", default: 15_000)
+            // Consume consumables (products.json) once stored, so the customer can buy them again.
+            settings.consumeConsumables = try c.bool("googlePlay.consumeConsumables", default: false)
+            settings.acknowledgements = AcknowledgePlayPurchases.Settings(
+                // After a failed acknowledgement: the first wait, doubled per failure up to the maximum.
+                retryBaseMs: Int64(try c.int("googlePlay.acknowledge.retryBaseMs", default: 30_000, range: 1000...86_400_000)),
+                retryMaxMs: Int64(try c.int("googlePlay.acknowledge.retryMaxMs", default: 3_600_000, range: 1000...86_400_000)),
+                // How often the queue is looked at when no purchase rings.
+                pollMs: Int64(try c.int("googlePlay.acknowledge.pollMs", default: 10_000, range: 100...3_600_000)))
+            // The service account's JSON key (RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY or …_FILE).
+            if let json = try c.secret("googlePlay.serviceAccountKey") {
+                do {
+                    settings.serviceAccountKey = try ServiceAccountKey(json: Array(json.utf8), tokenURI: settings.tokenURL)
+                } catch {
+                    throw ConfigurationError(key: "googlePlay.serviceAccountKey", message: error.description)
+                }
+            }
+            for package in settings.packages where !PlayIdentifier.isValid(package, as: .packageName) {
+                throw ConfigurationError(key: "googlePlay.packages", message: "\"\(package)\" is not an Android package name")
+            }
+            if settings.isEnabled && settings.serviceAccountKey == nil && !settings.simulator {
+                throw ConfigurationError(
+                    key: "googlePlay.serviceAccountKey",
+                    message: "googlePlay.packages needs the service account's key (RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY_FILE)"
+                )
+            }
+            if !settings.isEnabled && settings.serviceAccountKey != nil {
+                throw ConfigurationError(key: "googlePlay.packages", message: "a service account key is set: name its apps here")
+            }
+            for (key, url) in [("googlePlay.apiUrl", settings.apiURL), ("googlePlay.tokenUrl", settings.tokenURL ?? "https://")] {
+                guard url.hasPrefix("https://") || (settings.allowHTTP && url.hasPrefix("http://")) else {
+                    throw ConfigurationError(
+                        key: key, message: "must be an https:// URL (http:// only with googlePlay.allowHttp)")
+                }
+            }
+            return settings
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import ReceiptTesting
+import Testing
+
+/// POST /v1/receipts with `"store": "play_store"`: the route, its refusals, and one person holding
+/// purchases from both stores.
+@Suite("Receipts API: Google Play purchases")
+struct GooglePlayPurchaseTests {
+    static func playBody(user: String, token: String, extra: String = "") -> String {
+        #"{"app_user_id":"\#(user)","store":"play_store","package_name":"com.example.app","purchase_token":"\#(token)"\#(extra)}"#
+    }
+
+    static func errorCode(_ reply: Reply) -> String? { (reply.json["error"] as? [String: Any])?["code"] as? String }
+
+    @Test func aPlayPurchaseIsPostedLikeAReceipt() async throws {
+        try await withService(googlePlay: true) { port, db in
+            let r = try await postReceipts(port, Self.playBody(user: "alice", token: "gp1.active.a"))
+            #expect(r.status == 200, "\(r.body)")
+            let premium = entitlement(r.json, "premium")
+            #expect(premium?["active"] as? Bool == true && premium?["store"] as? String == "play_store")
+            // Refusals: each with its code, nothing stored.
+            let before = try tableSnapshot(db)
+            for (body, status, code) in [
+                (Self.playBody(user: "alice", token: "gp1.nothing.a"), 422, "invalid_purchase_token"),
+                (Self.playBody(user: "alice", token: "a/b"), 400, "invalid_request"),
+                (Self.playBody(user: "alice", token: "gp1.active.a", extra: #","receipt_data":"QUJD""#), 400, "invalid_request"),
+                (#"{"app_user_id":"alice","store":"play_store","purchase_token":"gp1.active.a"}"#, 400, "invalid_request"),
+                (#"{"app_user_id":"alice","store":"amazon","purchase_token":"x"}"#, 400, "invalid_request"),
+                (
+                    #"{"app_user_id":"alice","purchase_token":"gp1.active.a","package_name":"com.example.app"}"#, 400,
+                    "invalid_request"
+                ),
+                (
+                    #"{"app_user_id":"alice","store":"play_store","package_name":"com.other.app","purchase_token":"gp1.active.a"}"#,
+                    422, "wrong_app"
+                ),
+            ] {
+                let refused = try await postReceipts(port, body)
+                #expect(refused.status == status && Self.errorCode(refused) == code, "\(body): \(refused.body)")
+            }
+            #expect(try tableSnapshot(db) == before)
+        }
+    }
+
+    @Test func withoutGooglePlayConfiguredAPlayPurchaseIsRefusedAsSuch() async throws {
+        try await withService { port, _ in
+            let r = try await postReceipts(port, Self.playBody(user: "alice", token: "gp1.active.a"))
+            #expect(r.status == 501 && Self.errorCode(r) == "google_play_not_configured")
+        }
+    }
+
+    @Test func onePersonHoldsBothStoresAndTheLongestActiveWins() async throws {
+        try await withService(googlePlay: true) { port, _ in
+            // An App Store monthly (25 days left), then a Google Play yearly (365 days).
+            #expect(try await postReceipt(port, user: "carol", "active_monthly:c").status == 200)
+            let both = try await postReceipts(port, Self.playBody(user: "carol", token: "gp1.upgraded.c"))
+            let premium = entitlement(both.json, "premium")
+            #expect(premium?["store"] as? String == "play_store" && premium?["product_id"] as? String == "yearly")
+            let subscriptions = both.json["subscriptions"] as? [String: Any] ?? [:]
+            #expect((subscriptions["monthly"] as? [String: Any])?["store"] as? String == "app_store")
+            #expect((subscriptions["yearly"] as? [String: Any])?["store"] as? String == "play_store")
+            let explained = try await post(
+                port, "/v1/receipts?explain=true", Self.playBody(user: "carol", token: "gp1.upgraded.c"),
+                key: TestSecrets.publicKey)
+            let decision = ((entitlement(explained.json, "premium")?["explanation"]) as? [String: Any])?["decision"] as? String
+            #expect(decision?.hasPrefix("Granted by the Google Play subscription of yearly") == true, "\(decision ?? "")")
+        }
+    }
+}
