@@ -43,3 +43,21 @@ CREATE INDEX play_tokens_by_chain ON play_tokens (chain);
 CREATE INDEX play_tokens_by_linked ON play_tokens (linked_reference) WHERE linked_reference IS NOT NULL;
 CREATE INDEX play_tokens_ack_due ON play_tokens (ack_due_at) WHERE ack_due_at IS NOT NULL;
 CREATE INDEX play_tokens_consume_due ON play_tokens (consume_due_at) WHERE consume_due_at IS NOT NULL;
+
+-- Real-time developer notifications as Pub/Sub pushed them: one row per message, so a message
+-- pushed again (Pub/Sub delivers at least once) is applied once. The token is named by its
+-- reference only; the purchase's state is asked of Google again, never read from the message.
+CREATE TABLE play_notifications (
+    message_id TEXT PRIMARY KEY,
+    package_name TEXT NOT NULL,
+    -- SUBSCRIPTION_RENEWED, ONE_TIME_PRODUCT_PURCHASED, VOIDED_PURCHASE, TEST, …
+    type TEXT NOT NULL,
+    token_reference TEXT,
+    event_time INTEGER NOT NULL,
+    received_at INTEGER NOT NULL,
+    -- applied, unchanged, pending_owner, owner_conflict, unknown_token, test.
+    outcome TEXT NOT NULL,
+    app_user_id TEXT
+) STRICT;
+CREATE INDEX play_notifications_by_user ON play_notifications (app_user_id) WHERE app_user_id IS NOT NULL;
+CREATE INDEX play_notifications_by_time ON play_notifications (received_at);

@@ -30,3 +30,16 @@ CREATE INDEX play_tokens_by_chain ON play_tokens (chain);
 CREATE INDEX play_tokens_by_linked ON play_tokens (linked_reference) WHERE linked_reference IS NOT NULL;
 CREATE INDEX play_tokens_ack_due ON play_tokens (ack_due_at) WHERE ack_due_at IS NOT NULL;
 CREATE INDEX play_tokens_consume_due ON play_tokens (consume_due_at) WHERE consume_due_at IS NOT NULL;
+
+CREATE TABLE play_notifications (
+    message_id TEXT PRIMARY KEY,
+    package_name TEXT NOT NULL,
+    type TEXT NOT NULL,
+    token_reference TEXT,
+    event_time BIGINT NOT NULL,
+    received_at BIGINT NOT NULL,
+    outcome TEXT NOT NULL,
+    app_user_id TEXT
+);
+CREATE INDEX play_notifications_by_user ON play_notifications (app_user_id) WHERE app_user_id IS NOT NULL;
+CREATE INDEX play_notifications_by_time ON play_notifications (received_at);

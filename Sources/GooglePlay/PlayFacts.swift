@@ -15,14 +15,25 @@ import Entitlements
 /// - An add-on (a second line item) is a subscription of its own, `<chain>/<product>`.
 /// - A one-time product's purchase is one transaction per line item, named by its order; a
 ///   pending one states nothing yet, and a cancelled one is refunded from when receiptd first saw it so.
+/// - An order Google voided (``PlayRecord/voidedAt``) is refunded from then.
 /// - `testPurchase` is the `sandbox` environment; `obfuscatedExternalAccountId` is the purchase's
 ///   account token, which the ownership policy matches to an app user as it does Apple's.
 extension PlayRecord {
     public var facts: (purchases: [Purchase], renewals: [Renewal]) {
-        switch resource {
-        case .subscription(let s): subscriptionFacts(s)
-        case .product(let p): (productFacts(p), [])
+        var (purchases, renewals): ([Purchase], [Renewal]) =
+            switch resource {
+            case .subscription(let s): subscriptionFacts(s)
+            case .product(let p): (productFacts(p), [])
+            }
+        if let voidedAt {
+            // Google took the money back: the order is refunded from then, whatever it states since.
+            for i in purchases.indices {
+                purchases[i].cancellationDate = purchases[i].cancellationDate.map { min($0, voidedAt) } ?? voidedAt
+                purchases[i].cancellationReason = "0"
+                purchases[i].commerce.revocationType = "REFUND_FULL"
+            }
         }
+        return (purchases, renewals)
     }
 
     private func subscriptionFacts(_ s: SubscriptionPurchase) -> ([Purchase], [Renewal]) {

@@ -42,11 +42,14 @@ public struct PlayRecord: Sendable, Equatable {
     public var periodStart: Int64?
     /// When receiptd first saw a one-time purchase cancelled.
     public var cancelledAt: Int64?
+    /// When Google voided the order this record states (a refund, a chargeback, a revocation),
+    /// as its voided-purchase notification or the Voided Purchases API said.
+    public var voidedAt: Int64?
     public var resource: Resource
 
     public init(
         packageName: String, tokenReference: String, chain: String, seenAt: Int64, periodStart: Int64? = nil,
-        cancelledAt: Int64? = nil, resource: Resource
+        cancelledAt: Int64? = nil, voidedAt: Int64? = nil, resource: Resource
     ) {
         self.packageName = packageName
         self.tokenReference = tokenReference
@@ -54,11 +57,12 @@ public struct PlayRecord: Sendable, Equatable {
         self.seenAt = seenAt
         self.periodStart = periodStart
         self.cancelledAt = cancelledAt
+        self.voidedAt = voidedAt
         self.resource = resource
     }
 
     /// The envelope: `{"google_play": {package_name, token, chain, seen_at, period_start?,
-    /// cancelled_at?}, "subscriptionPurchaseV2" | "productPurchaseV2": <Google's resource as it came>}`.
+    /// cancelled_at?, voided_at?}, "subscriptionPurchaseV2" | "productPurchaseV2": <Google's resource as it came>}`.
     public var json: JSONValue {
         var context: [String: JSONValue] = [
             "package_name": .string(packageName), "token": .string(tokenReference), "chain": .string(chain),
@@ -66,6 +70,7 @@ public struct PlayRecord: Sendable, Equatable {
         ]
         if let periodStart { context["period_start"] = .int(periodStart) }
         if let cancelledAt { context["cancelled_at"] = .int(cancelledAt) }
+        if let voidedAt { context["voided_at"] = .int(voidedAt) }
         switch resource {
         case .subscription(let s):
             return .object(strings: ["google_play": .object(strings: context), "subscriptionPurchaseV2": s.raw])
@@ -90,6 +95,7 @@ public struct PlayRecord: Sendable, Equatable {
         }
         self.init(
             packageName: packageName, tokenReference: token, chain: chain, seenAt: seenAt,
-            periodStart: context["period_start"]?.int64, cancelledAt: context["cancelled_at"]?.int64, resource: resource)
+            periodStart: context["period_start"]?.int64, cancelledAt: context["cancelled_at"]?.int64,
+            voidedAt: context["voided_at"]?.int64, resource: resource)
     }
 }

@@ -1,5 +1,7 @@
 import Clocks
 import CryptoExtras
+import Entitlements
+import FoundationEssentials
 import GooglePlay
 import HTTPServer
 import JSON
@@ -17,7 +19,9 @@ import Synchronization
 ///   `productsv2/tokens/{t}`, `subscriptions|products/{product}/tokens/{t}:acknowledge`,
 ///   `products/{product}/tokens/{t}:consume`, each only with a granted, unexpired bearer token
 ///   (else 401) for a configured package (else 404). Tokens are scripted (``PlayScenario``).
-/// - `/control/google/…`: drills for the tests: a purchase's token, a refund (void), an outage.
+/// - `GET /oauth2/v3/certs`: the simulated Pub/Sub's key, as Google serves its ID-token keys.
+/// - `/control/google/…`: drills for the tests: a purchase's token, a refund (void), a signed
+///   push of a notification, an outage.
 public final class GooglePlaySimulator: HTTPResponder, Sendable {
     public struct Configuration: Sendable {
         public var packageNames: [String]
@@ -28,16 +32,24 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
         public var tokenLifetimeSeconds: Int64
         /// The token endpoint's own URL: an assertion's `aud` must name it.
         public var tokenURI: String
+        /// The key the simulated Pub/Sub signs its pushes' OIDC tokens with (served as a JWKS at
+        /// `/oauth2/v3/certs`); nil: the simulator pushes nothing.
+        public var pushKey: _RSA.Signing.PrivateKey?
+        /// The audience its pushes' tokens name.
+        public var pushAudience: String
 
         public init(
             packageNames: [String], clientEmail: String, publicKey: _RSA.Signing.PublicKey, tokenURI: String,
-            tokenLifetimeSeconds: Int64 = 3_600
+            tokenLifetimeSeconds: Int64 = 3_600, pushKey: _RSA.Signing.PrivateKey? = nil,
+            pushAudience: String = GooglePlaySimulator.pushAudience
         ) {
             self.packageNames = packageNames
             self.clientEmail = clientEmail
             self.publicKey = publicKey
             self.tokenURI = tokenURI
             self.tokenLifetimeSeconds = tokenLifetimeSeconds
+            self.pushKey = pushKey
+            self.pushAudience = pushAudience
         }
     }
 
@@ -58,6 +70,7 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
         /// Google down (HTTP 503 to every API call) until this instant of the simulator's clock.
         var outageUntil: Int64?
         var calls: [String: Int] = [:]
+        var pushes = 0
     }
 
     private let state: Mutex<State>
@@ -104,6 +117,65 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
         state.withLock { s in s.purchases[token].map { ($0.acknowledged, $0.consumed) } }
     }
 
+    /// A push of the real-time developer notification Google sends about `token`, as Cloud
+    /// Pub/Sub delivers it: the `Authorization` header's value (an OIDC token signed with the push
+    /// key for `audience`, or a stranger's / expired one when asked) and the body. `type`: a
+    /// subscription's `notificationType` (default 4 PURCHASED), a one-time product's (default 1),
+    /// or nil for a voided purchase when `voided`.
+    public func push(
+        _ token: String, type: Int64? = nil, voided: Bool = false, messageID: String? = nil, audience: String? = nil,
+        signedBy stranger: _RSA.Signing.PrivateKey? = nil, issuedAt: Int64? = nil
+    ) -> (authorization: String, body: [UInt8])? {
+        let now = clock.now()
+        return state.withLock { s -> (String, [UInt8])? in
+            guard let key = stranger ?? s.configuration.pushKey, let (scenario, _) = PlayScenario.parse(token),
+                let package = s.configuration.packageNames.first
+            else { return nil }
+            s.pushes += 1
+            _ = s.remember(token, now: now)
+            var notification: [String: JSONValue] = [
+                "version": .string("1.0"), "packageName": .string(package), "eventTimeMillis": .string(String(now)),
+            ]
+            if voided {
+                notification["voidedPurchaseNotification"] = .object(strings: [
+                    "purchaseToken": .string(token), "orderId": .string(s.orderID(of: token) ?? ""),
+                    "productType": .int(scenario.isSubscription ? 1 : 2), "refundType": .int(1),
+                ])
+            } else if scenario.isSubscription {
+                notification["subscriptionNotification"] = .object(strings: [
+                    "version": .string("1.0"), "notificationType": .int(type ?? 4), "purchaseToken": .string(token),
+                ])
+            } else {
+                notification["oneTimeProductNotification"] = .object(strings: [
+                    "version": .string("1.0"), "notificationType": .int(type ?? 1), "purchaseToken": .string(token),
+                    "sku": .string(scenario.productID),
+                ])
+            }
+            // Pub/Sub's `data` is standard base64.
+            let data = Data(JSONValue.object(strings: notification).jsonBytes).base64EncodedString()
+            let body = JSONValue.object(strings: [
+                "message": .object(strings: [
+                    "data": .string(data), "messageId": .string(messageID ?? "sim-\(s.pushes)-\(now)"),
+                    "publishTime": .string(CivilTime.rfc3339(now)),
+                ]),
+                "subscription": .string("projects/simulator/subscriptions/play-rtdn"),
+            ]).jsonBytes
+            let iat = (issuedAt ?? now) / 1_000
+            let claims = JSONValue.object(strings: [
+                "iss": .string("https://accounts.google.com"), "aud": .string(audience ?? s.configuration.pushAudience),
+                "email": .string(Self.pushAccount), "email_verified": .bool(true), "iat": .int(iat), "exp": .int(iat + 3_600),
+                "sub": .string("1234567890"),
+            ])
+            let header = JSONValue.object(strings: [
+                "alg": .string("RS256"), "kid": .string(Self.pushKeyID), "typ": .string("JWT"),
+            ])
+            let input = Base64URL.encode(header.jsonBytes) + "." + Base64URL.encode(claims.jsonBytes)
+            guard let signature = try? key.signature(for: SHA256.hash(data: Array(input.utf8)), padding: .insecurePKCS1v1_5)
+            else { return nil }
+            return ("Bearer " + input + "." + Base64URL.encode(Array(signature.rawRepresentation)), body)
+        }
+    }
+
     /// Calls so far by kind (`token`, `subscriptionsv2`, `productsv2`, `acknowledge`, `consume`, `unauthorized`).
     public var calls: [String: Int] { state.withLock { $0.calls } }
 
@@ -120,6 +192,14 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
         let path = String(request.path)
         let now = clock.now()
         if request.method == .post && path == "/token" { return token(request.body, now: now) }
+        if request.method == .get && path == "/oauth2/v3/certs" {
+            guard let key = state.withLock({ $0.configuration.pushKey }) else {
+                return Self.error(404, "NOT_FOUND", "no push key")
+            }
+            return HTTPResponse(
+                status: .ok, headers: ["Content-Type": "application/json"],
+                body: SigningKeys.jwks([Self.pushKeyID: key.publicKey]))
+        }
         if path.hasPrefix("/control/google/") { return control(request, path: path, now: now) }
         let prefix = "/androidpublisher/v3/applications/"
         guard path.hasPrefix(prefix) else { return Self.error(404, "NOT_FOUND", "no such endpoint") }
@@ -184,6 +264,18 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
             }
             void(token)
             return HTTPResponse(status: .noContent)
+        case (.post, "/control/google/push"):
+            // `{"purchase_token", "notification_type"?, "voided"?}` → what Pub/Sub would push to
+            // receiptd: `{"authorization", "body"}`, to send on to POST /v1/notifications/google.
+            guard let token = body["purchase_token"]?.string, PlayScenario.parse(token) != nil,
+                let push = push(token, type: body["notification_type"]?.int64, voided: body["voided"]?.bool ?? false),
+                let pushed = try? JSONValue.parse(push.body)
+            else {
+                return Self.error(400, "INVALID_ARGUMENT", "send {\"purchase_token\": TOKEN} (the simulator pushes with its key)")
+            }
+            return HTTPResponse(
+                status: .ok, headers: ["Content-Type": "application/json"],
+                body: JSONValue.object(strings: ["authorization": .string(push.authorization), "body": pushed]).jsonBytes)
         case (.post, "/control/google/outage"):
             guard let seconds = body["seconds"]?.int64, (0...86_400).contains(seconds) else {
                 return Self.error(400, "INVALID_ARGUMENT", "send {\"seconds\": N}, 0 to 86400")
@@ -249,14 +341,20 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
 
     /// The service account the simulator stands for when receiptd runs it (`googlePlay.simulator`).
     public static let serviceAccount = "receiptd@simulator.iam.gserviceaccount.com"
+    /// The account its simulated Pub/Sub pushes as, and the audience and key id of their tokens.
+    public static let pushAccount = "pubsub-push@simulator.iam.gserviceaccount.com"
+    public static let pushAudience = "receiptd-simulator"
+    public static let pushKeyID = "simulator-push"
 
     /// Starts a simulator for receiptd's `packages` that accepts `key`'s assertions, and the
     /// service account key receiptd signs in with (pointing at the simulator's token endpoint).
     public static func serve(
-        packages: [String], key: _RSA.Signing.PrivateKey, clock: WallClock = .system, logger: Logger
+        packages: [String], key: _RSA.Signing.PrivateKey, pushKey: _RSA.Signing.PrivateKey? = nil, clock: WallClock = .system,
+        logger: Logger
     ) throws -> (Served, ServiceAccountKey) {
         let served = try serve(
-            configuration: .init(packageNames: packages, clientEmail: serviceAccount, publicKey: key.publicKey, tokenURI: ""),
+            configuration: .init(
+                packageNames: packages, clientEmail: serviceAccount, publicKey: key.publicKey, tokenURI: "", pushKey: pushKey),
             clock: clock, logger: logger)
         let account = try ServiceAccountKey(
             json: ServiceAccountKey.keyFile(
@@ -280,6 +378,13 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
 }
 
 extension GooglePlaySimulator.State {
+    /// The order a scripted token's purchase is paid by now (its latest).
+    func orderID(of token: String) -> String? {
+        guard let (scenario, tag) = PlayScenario.parse(token), let p = purchases[token] else { return nil }
+        let script = PlayScript(scenario: scenario, tag: tag, anchor: p.anchor, now: p.anchor, acknowledged: false, voidedAt: nil)
+        return script.orderID
+    }
+
     /// Registers a scripted token; false for one the simulator does not know.
     mutating func remember(_ token: String, now: Int64) -> Bool {
         guard PlayScenario.parse(token) != nil else { return false }

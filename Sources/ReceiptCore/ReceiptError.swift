@@ -56,6 +56,8 @@ package enum ReceiptError: Error, Sendable {
     case invalidPurchaseToken
     /// Google Play refused receiptd's service account (its key, or its Play Console permissions).
     case googlePlayMisconfigured
+    /// A Pub/Sub push without a valid OIDC token (Google's keys, the audience, the service account).
+    case unauthenticatedPush(String)
     /// Google Play could not answer now; what the user had is unchanged (`lastKnown`).
     case googlePlayUnavailable(retryAfterSeconds: Int, lastKnown: LastKnown?)
     case internalFault
@@ -90,6 +92,7 @@ package enum ReceiptError: Error, Sendable {
         case .invalidPurchaseToken: "invalid_purchase_token"
         case .googlePlayMisconfigured: "google_play_misconfigured"
         case .googlePlayUnavailable: "google_play_unavailable"
+        case .unauthenticatedPush: "unauthenticated_push"
         case .internalFault: "internal_error"
         }
     }
@@ -127,6 +130,7 @@ package enum ReceiptError: Error, Sendable {
         case .invalidPurchaseToken: "Google Play knows no purchase with that token for that app."
         case .googlePlayMisconfigured: "Google Play refused receiptd's service account; see the server's log."
         case .googlePlayUnavailable: "Google Play could not answer now; retry later."
+        case .unauthenticatedPush(let message): message
         case .internalFault: "An internal error occurred."
         }
     }

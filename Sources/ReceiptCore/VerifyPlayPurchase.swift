@@ -111,11 +111,11 @@ package struct VerifyPlayPurchase: Sendable {
                 try await database.write { db in try ReceiptStore(db).log(log, at: at) }
                 throw await refusal(error, user: input.appUserID)
             }
-            if let product, !Self.products(of: resource).contains(product.text) {
+            if let product, !PlaySave.products(of: resource).contains(product.text) {
                 throw ReceiptError.wrongApp("The purchase token is for another product than `product_id`.")
             }
             let log = VerificationLogEntry(
-                appUserID: input.appUserID, environment: Self.isTest(resource) ? "sandbox" : "production", appleStatus: nil,
+                appUserID: input.appUserID, environment: PlaySave.isTest(resource) ? "sandbox" : "production", appleStatus: nil,
                 outcome: "google_play", attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
             return try await store(resource, token: token.text, package: package.text, for: input.appUserID, log: log)
         } catch let error as ReceiptError {
@@ -174,104 +174,20 @@ package struct VerifyPlayPurchase: Sendable {
             snapshot: SubscriberSnapshot(document: read.document, version: read.version, now: at), verifiedAt: verifiedAt)
     }
 
-    /// One write: the token's chain and the times only receiptd can date read from what is
-    /// stored, the facts saved for the user (the ownership policy deciding), the token and the
-    /// calls Google is owed recorded; then the document derived as for every source.
+    /// One write (``PlaySave``), then the document derived as for every source.
     func store(_ resource: PlayRecord.Resource, token: String, package: String, for user: String, log: VerificationLogEntry)
         async throws -> SubscriberSnapshot
     {
         let at = clock.now()
-        let reference = PurchaseTokenReference.of(token)
-        let linked = Self.linkedToken(resource).map(PurchaseTokenReference.of)
-        let consume = settings.consumeConsumables && Self.isConsumable(resource, catalog)
-        let stored = try await database.write { [policy, state] db -> SubscriberState.Stored in
-            let record = try Self.record(resource, reference: reference, linked: linked, package: package, in: db, now: at)
-            let (purchases, renewals) = record.facts
-            let raw = String(decoding: record.json.jsonBytes, as: UTF8.self)
-            let facts = VerifiedFacts(
-                environment: Self.isTest(resource) ? "sandbox" : "production",
-                purchases: purchases.map { Stated($0, bundleID: package, rawJSON: raw) },
-                renewals: renewals.map { Stated($0, rawJSON: raw) })
-            try ReceiptStore(db).forgetPlaceholders(of: reference, keeping: purchases.map(\.transactionID))
-            let outcome = try state.store(facts, for: user, policy: policy, in: db, now: at, log: log)
-            if case .stored = outcome {
-                try PlayStore(db).remember(
-                    PlayToken(
-                        reference: reference, purchaseToken: token, packageName: package, kind: Self.kind(resource),
-                        productID: Self.products(of: resource).first ?? "", chain: record.chain, linkedReference: linked),
-                    acknowledgement: Self.acknowledgement(resource), consume: consume, now: at)
-            }
-            return outcome
+        let consume = settings.consumeConsumables && PlaySave.isConsumable(resource, catalog)
+        let stored = try await database.write { [policy, state] db in
+            try PlaySave(state: state, policy: policy).save(
+                resource, token: token, package: package, for: user, consume: consume, in: db, now: at, log: log)
         }
         guard case .stored(_, let changed) = stored else { throw ReceiptError.receiptInUse }
         doorbell?.ring()
         try await state.settle(Array(changed.dropFirst()), database: database, now: at)
         guard let current = try await state.current(user, database: database, now: at) else { throw ReceiptError.internalFault }
         return SubscriberSnapshot(document: current.document, version: current.version, now: at)
-    }
-
-    /// The envelope for `resource`: its chain, and its periods' dates as first stored (so reading
-    /// an unchanged answer again rewrites nothing).
-    static func record(
-        _ resource: PlayRecord.Resource, reference: String, linked: String?, package: String, in db: Database, now: Int64
-    ) throws -> PlayRecord {
-        let chain = try PlayStore(db).chain(of: reference, linkedTo: linked)
-        var record = PlayRecord(packageName: package, tokenReference: reference, chain: chain, seenAt: now, resource: resource)
-        let receipts = ReceiptStore(db)
-        guard let current = record.facts.purchases.first else { return record }
-        let stored = try receipts.purchase(current.transactionID)
-        record.seenAt = stored?.fact.purchaseDate ?? now
-        switch resource {
-        case .subscription:
-            record.periodStart =
-                try stored?.fact.purchaseDate
-                ?? receipts.latestExpiry(of: current.originalTransactionID, before: current.expiresDate)
-        case .product(let p):
-            record.cancelledAt = p.state == .cancelled ? (stored?.fact.cancellationDate ?? now) : nil
-        }
-        return record
-    }
-
-    static func products(of resource: PlayRecord.Resource) -> [String] {
-        switch resource {
-        case .subscription(let s): s.lineItems.map(\.productID)
-        case .product(let p): p.lineItems.map(\.productID)
-        }
-    }
-
-    static func isTest(_ resource: PlayRecord.Resource) -> Bool {
-        switch resource {
-        case .subscription(let s): s.isTest
-        case .product(let p): p.isTest
-        }
-    }
-
-    static func kind(_ resource: PlayRecord.Resource) -> PlayToken.Kind {
-        if case .product = resource { return .product }
-        return .subscription
-    }
-
-    static func linkedToken(_ resource: PlayRecord.Resource) -> String? {
-        if case .subscription(let s) = resource { return s.linkedPurchaseToken }
-        return nil
-    }
-
-    /// Google waits for an acknowledgement of a paid purchase; a pending or cancelled one has none to take.
-    static func acknowledgement(_ resource: PlayRecord.Resource) -> PlayStore.Acknowledgement {
-        switch resource {
-        case .subscription(let s):
-            if s.isAcknowledged { return .done }
-            return [.active, .canceled, .inGracePeriod, .onHold, .paused].contains(s.state) ? .owed : .notYet
-        case .product(let p):
-            if p.isAcknowledged { return .done }
-            return p.state == .purchased ? .owed : .notYet
-        }
-    }
-
-    static func isConsumable(_ resource: PlayRecord.Resource, _ catalog: Catalog) -> Bool {
-        guard case .product(let p) = resource, p.state == .purchased, !p.lineItems.contains(where: \.isConsumed) else {
-            return false
-        }
-        return p.lineItems.allSatisfy { catalog.declared($0.productID) == .consumable }
     }
 }

@@ -42,6 +42,7 @@ struct APIError: Error, Sendable {
         case .appStoreRefused, .invalidPurchaseToken: status = .unprocessableContent
         case .googlePlayNotConfigured: status = HTTPStatus(code: 501)
         case .googlePlayMisconfigured: status = .internalServerError
+        case .unauthenticatedPush: status = .unauthorized
         case .googlePlayUnavailable(let seconds, let lastKnown):
             status = .serviceUnavailable
             retryAfter = seconds

@@ -69,6 +69,11 @@ enum Responses {
             ]))
     }
 
+    /// POST /v1/notifications/google: a 200 is Pub/Sub's acknowledgement of the message.
+    static func receivedPush(_ outcome: IngestPlayNotification.Outcome) -> HTTPResponse {
+        .json(.object(["status": .string("ok"), "outcome": .string(outcome.outcome)]))
+    }
+
     /// GET /v1/notifications.
     static func notifications(_ page: Listings.Page<NotificationRecord, Int64>) -> HTTPResponse {
         .json(

@@ -14,6 +14,7 @@ struct Routes: Sendable {
     let auth: APIAuth
     let verifyPurchase: VerifyPurchase
     let verifyPlayPurchase: VerifyPlayPurchase
+    let ingestPlayNotification: IngestPlayNotification
     let readSubscriber: ReadSubscriber
     let eraseSubscriber: EraseSubscriber
     let addAlias: AddAlias
@@ -140,6 +141,17 @@ struct Routes: Sendable {
             } catch {
                 notifications.refused(error, requestID: context.requestID)
                 throw error
+            }
+        }
+        // Google Play's real-time developer notifications, as Cloud Pub/Sub pushes them (no API key:
+        // the push proves itself with its OIDC token, checked by the use case).
+        api.on(.post, "/v1/notifications/google", access: .anyone) { [ingestPlayNotification] request, _ in
+            do throws(ReceiptError) {
+                let outcome = try await ingestPlayNotification(
+                    authorization: request.headers[first: "Authorization"], body: request.body)
+                return Responses.receivedPush(outcome)
+            } catch {
+                throw APIError(error)
             }
         }
         // The latest notifications with their outcome, by type, outcome and subscriber.

@@ -17,6 +17,8 @@ package enum TestSecrets {
     package static let serverAPIKeyLine = String(serverAPIKey.split(separator: "\n")[1])
     /// The Google Play simulator's service account key (made once per test process).
     package static let googlePlayKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+    /// The simulated Pub/Sub's key for its pushes' OIDC tokens.
+    package static let googlePushKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
     /// A line of its PEM, and the access tokens the simulator grants: what a leak would show.
     package static let googlePlayKeyLine = String(googlePlayKey.pemRepresentation.split(separator: "\n")[1])
     package static let googleAccessTokenPrefix = "ya29.simulated"

@@ -118,10 +118,11 @@ package final class TestApp: Sendable {
         if configuration.googlePlay.simulator {
             // As the executable wires it (SimulatorWiring), with the test process's key.
             let (served, account) = try GooglePlaySimulator.serve(
-                packages: configuration.googlePlay.packages, key: TestSecrets.googlePlayKey, clock: wall, logger: logger)
-            configuration.googlePlay.serviceAccountKey = account
-            configuration.googlePlay.apiURL = served.apiBase
-            configuration.googlePlay.allowHTTP = true
+                packages: configuration.googlePlay.packages, key: TestSecrets.googlePlayKey, pushKey: TestSecrets.googlePushKey,
+                clock: wall, logger: logger)
+            configuration.googlePlay.useSimulator(
+                apiBase: served.apiBase, account: account, pushAudience: GooglePlaySimulator.pushAudience,
+                pushAccount: GooglePlaySimulator.pushAccount)
             google = served
         }
         do {

@@ -198,4 +198,37 @@ public struct PlayStore {
             unacknowledged: Int(q.int(0)), oldestUnacknowledgedSince: q.optionalInt(1), retrying: Int(q.int(2)),
             unconsumed: Int(q.int(3)))
     }
+
+    // MARK: Notifications
+
+    /// Whether a push message was already applied.
+    public func notificationSeen(_ messageID: String) throws -> Bool {
+        try db.cached("SELECT 1 FROM play_notifications WHERE message_id = ?").bind([messageID]).step()
+    }
+
+    /// Records a push message once; false when it already was (then nothing is written).
+    public func recordNotification(
+        messageID: String, packageName: String, type: String, tokenReference: String?, eventTime: Int64, receivedAt: Int64,
+        outcome: String, appUserID: String?
+    ) throws -> Bool {
+        try db.cached(
+            """
+            INSERT INTO play_notifications (message_id, package_name, type, token_reference, event_time, received_at, outcome,
+                app_user_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING
+            """
+        ).bind([messageID, packageName, type, tokenReference, eventTime, receivedAt, outcome, appUserID]).run()
+        return db.changes == 1
+    }
+
+    /// Who holds the purchase a token belongs to, when receiptd knows.
+    public func holder(of reference: String) throws -> String? {
+        let q = try db.cached(
+            """
+            SELECT o.app_user_id FROM play_tokens p JOIN ownership o ON o.original_transaction_id = p.chain
+            WHERE p.reference = ?
+            """
+        ).bind([reference])
+        return try q.step() ? q.text(0) : nil
+    }
 }

@@ -131,6 +131,19 @@ public struct ReceiptStore {
         ).bind([originalTransactionID, before ?? .max]).firstInt()
     }
 
+    /// A Google Play order's stored periods: the order's own and its add-ons' (`<order>/<product>`).
+    public func playOrder(_ orderID: String) throws -> [Stated<Purchase>] {
+        let q = try db.cached(
+            """
+            SELECT \(Self.transactionColumns("t")) FROM transactions t WHERE t.store = 'play_store'
+                AND (t.transaction_id = ?1 OR substr(t.transaction_id, 1, length(?1) + 1) = ?1 || '/')
+            """
+        ).bind([orderID])
+        var found: [Stated<Purchase>] = []
+        while try q.step() { found.append(Self.purchase(q)) }
+        return found
+    }
+
     /// Removes a Google Play token's placeholder periods (named by its reference while its
     /// payment was pending: `GPT.…`, and `GPT.…/<product>` for an add-on) that its newest read no
     /// longer states, once an order paid for them.

@@ -37,10 +37,11 @@ enum SimulatorWiring {
         guard configuration.googlePlay.simulator, configuration.googlePlay.isEnabled else { return nil }
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let (served, account) = try GooglePlaySimulator.serve(
-            packages: configuration.googlePlay.packages, key: key, clock: clock, logger: logger)
-        configuration.googlePlay.serviceAccountKey = account
-        configuration.googlePlay.apiURL = served.apiBase
-        configuration.googlePlay.allowHTTP = true
+            packages: configuration.googlePlay.packages, key: key, pushKey: try _RSA.Signing.PrivateKey(keySize: .bits2048),
+            clock: clock, logger: logger)
+        configuration.googlePlay.useSimulator(
+            apiBase: served.apiBase, account: account, pushAudience: GooglePlaySimulator.pushAudience,
+            pushAccount: GooglePlaySimulator.pushAccount)
         logger.notice("Google Play simulator in use; purchase tokens are verified offline", metadata: ["port": "\(served.port)"])
         return served
     }

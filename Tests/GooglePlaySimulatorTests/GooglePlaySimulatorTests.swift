@@ -111,3 +111,35 @@ struct GooglePlaySimulatorTests {
         #expect(GooglePlaySimulator.percentDecoded("bad%4") == nil)
     }
 }
+
+@Suite("Google Play simulator: Pub/Sub's pushes")
+struct GooglePlaySimulatorPushTests {
+    @Test func aPushIsSignedWithTheKeyItServesAndNamesTheToken() throws {
+        let clock = TestClock()
+        let pushKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let sim = GooglePlaySimulator(
+            configuration: .init(
+                packageNames: ["com.example.app"], clientEmail: GooglePlaySimulatorTests.email,
+                publicKey: GooglePlaySimulatorTests.key.publicKey, tokenURI: GooglePlaySimulatorTests.tokenURI, pushKey: pushKey),
+            clock: clock.wall)
+        let certs = sim.respond(GooglePlaySimulatorTests.request(.get, "/oauth2/v3/certs"))
+        let keys = try SigningKeys(jwks: certs.body)
+        let answer = sim.respond(
+            GooglePlaySimulatorTests.request(
+                .post, "/control/google/push", body: Array(#"{"purchase_token":"gp1.active.p","notification_type":2}"#.utf8)))
+        let pushed = try JSONValue.parse(answer.body)
+        let authorization = try #require(pushed["authorization"]?.string)
+        try PushTokenPolicy(audience: GooglePlaySimulator.pushAudience, email: GooglePlaySimulator.pushAccount)
+            .verify(String(authorization.dropFirst(7)), keys: keys, now: clock.now)
+        let push = try PlayPush(body: pushed["body"]!.jsonBytes)
+        #expect(push.notification.kind == .subscription(type: 2, purchaseToken: "gp1.active.p"))
+        #expect(push.notification.packageName == "com.example.app")
+        let voided = try #require(sim.push("gp1.coins.p", voided: true))
+        let voidedPush = try PlayPush(body: voided.body)
+        guard case .voidedPurchase(_, let order?, let type, _) = voidedPush.notification.kind else {
+            Issue.record("a voided purchase")
+            return
+        }
+        #expect(order.hasPrefix("GPA.") && type == 2)
+    }
+}

@@ -67,8 +67,10 @@ struct VerifyPlayPurchaseTests {
                 try Rederivation(settings: app.configuration.entitlementSettings).run(db, now: clock.now, dryRun: true)
             }
             #expect(report.changed == 0 && report.unreadable == 0)
-            // Posted again: nothing new.
+            // Posted again: nothing new, not a byte rewritten.
+            let before = try tableSnapshot(app.database.runBlocking { $0 })
             #expect(try await Self.post(app, "alice", token)["version"] == document["version"])
+            #expect(try tableSnapshot(app.database.runBlocking { $0 }) == before)
             // Erased: the token goes with her purchases, and nothing Google could be asked with is left.
             _ = try await app.eraseSubscriber("alice", by: "test")
             #expect(try await app.database.read { db in try PlayStore(db).token(PurchaseTokenReference.of(token)) } == nil)

@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptService
 import ReceiptTesting
 import Testing
 
@@ -64,6 +65,26 @@ struct GooglePlayPurchaseTests {
                 key: TestSecrets.publicKey)
             let decision = ((entitlement(explained.json, "premium")?["explanation"]) as? [String: Any])?["decision"] as? String
             #expect(decision?.hasPrefix("Granted by the Google Play subscription of yearly") == true, "\(decision ?? "")")
+        }
+    }
+
+    @Test func aPubSubPushIsAcknowledgedWith200AndAnUnauthenticatedOneRefused() async throws {
+        let configuration: (String) -> ServiceConfiguration = { testConfiguration(path: $0, googlePlay: true) }
+        try await withClockedService(configuration: configuration) { app, port, _, _ in
+            let google = try #require(app.googlePlay)
+            let token = google.purchase(.active, tag: "h")
+            #expect(try await postReceipts(port, Self.playBody(user: "hana", token: token)).status == 200)
+            let push = try #require(google.push(token, type: 2))
+            let body = String(decoding: push.body, as: UTF8.self)
+            let refused = try await post(port, "/v1/notifications/google", body)
+            #expect(refused.status == 401 && Self.errorCode(refused) == "unauthenticated_push", "\(refused.body)")
+            let oidc = String(push.authorization.dropFirst("Bearer ".count))
+            let accepted = try await post(port, "/v1/notifications/google", body, key: oidc)
+            #expect(accepted.status == 200 && accepted.json["outcome"] as? String == "unchanged", "\(accepted.body)")
+            let again = try await post(port, "/v1/notifications/google", body, key: oidc)
+            #expect(again.status == 200 && again.json["outcome"] as? String == "duplicate")
+            let malformed = try await post(port, "/v1/notifications/google", #"{"message":{}}"#, key: oidc)
+            #expect(malformed.status == 400 && Self.errorCode(malformed) == "invalid_request")
         }
     }
 }

@@ -35,6 +35,7 @@ public final class Application: Sendable {
     /// The use cases, for the CLI and for tests that call them without HTTP.
     package let verifyPurchase: VerifyPurchase
     package let verifyPlayPurchase: VerifyPlayPurchase
+    package let ingestPlayNotification: IngestPlayNotification
     /// Makes the acknowledgements Google Play is owed; nil when Google Play is off.
     package let playAcknowledgements: AcknowledgePlayPurchases?
     package let readSubscriber: ReadSubscriber
@@ -51,11 +52,11 @@ public final class Application: Sendable {
         configuration: ServiceConfiguration, database: DatabaseQueue, migrator: Migrator, server: HTTPServer,
         transport: CurlMultiTransport, refresher: Refresher, catchUp: NotificationCatchUp, webhooks: WebhookDispatcher,
         webhookTransport: CurlMultiTransport, documentCache: SubscriberCache,
-        verifyPurchase: VerifyPurchase, play: (VerifyPlayPurchase, AcknowledgePlayPurchases?), readSubscriber: ReadSubscriber,
+        verifyPurchase: VerifyPurchase, play: PlayWiring, readSubscriber: ReadSubscriber,
         eraseSubscriber: EraseSubscriber, ingestNotification: IngestNotification,
         listings: Listings, support: AppStoreSupport, backfillPrices: BackfillPrices, rollups: KeepRollups, logger: Logger
     ) {
-        (verifyPlayPurchase, playAcknowledgements) = play
+        (verifyPlayPurchase, ingestPlayNotification, playAcknowledgements) = (play.verify, play.ingest, play.acknowledgements)
         self.catchUp = catchUp
         self.backfillPrices = backfillPrices
         self.rollups = rollups
@@ -142,7 +143,7 @@ public final class Application: Sendable {
             client: client, serverAPI: serverAPI, mode: settings.verifier, shadow: shadow, verifier: verifier,
             database: database, bundleIDs: settings.bundleIDs, state: state, policy: policy, logger: logger, clock: clock,
             monotonic: monotonic)
-        let play = googlePlay(
+        let play = try googlePlay(
             configuration, transport: transport, database: database, state: state, policy: policy, logger: logger,
             clock: clock, monotonic: monotonic, metrics: telemetry.factory)
         let readSubscriber = ReadSubscriber(
@@ -184,7 +185,8 @@ public final class Application: Sendable {
             logger: logger, clock: clock, monotonic: monotonic, metrics: telemetry.factory)
         let routes = Routes(
             checkReadiness: CheckReadiness(database: database, migrator: migrator), auth: apiAuth(configuration, logger: logger),
-            verifyPurchase: verifyPurchase, verifyPlayPurchase: play.0, readSubscriber: readSubscriber,
+            verifyPurchase: verifyPurchase, verifyPlayPurchase: play.verify, ingestPlayNotification: play.ingest,
+            readSubscriber: readSubscriber,
             eraseSubscriber: eraseSubscriber, addAlias: addAlias, exportSubscriber: exportSubscriber,
             ingestNotification: ingestNotification, listings: listings,
             support: support,
@@ -215,29 +217,56 @@ public final class Application: Sendable {
         )
     }
 
-    /// Google Play's use case, and the acknowledgement worker when Google Play is on.
+    /// Google Play's use cases, and the acknowledgement worker when Google Play is on.
+    struct PlayWiring {
+        let verify: VerifyPlayPurchase
+        let ingest: IngestPlayNotification
+        let acknowledgements: AcknowledgePlayPurchases?
+    }
+
     private static func googlePlay(
         _ configuration: ServiceConfiguration, transport: CurlMultiTransport, database: DatabaseQueue, state: SubscriberState,
         policy: OwnershipPolicy, logger: Logger, clock: WallClock, monotonic: any MonotonicClock, metrics: any MetricsFactory
-    ) -> (VerifyPlayPurchase, AcknowledgePlayPurchases?) {
+    ) throws -> PlayWiring {
         let settings = configuration.googlePlay
-        let api = settings.serviceAccountKey.map { key in
-            PlayDeveloperAPI(
-                key: key, transport: transport, configuration: .init(apiBase: settings.apiURL, timeout: settings.timeout),
-                clock: clock, metrics: metrics)
-        }
+        let api =
+            settings.isEnabled
+            ? settings.serviceAccountKey.map { key in
+                PlayDeveloperAPI(
+                    key: key, transport: transport, configuration: .init(apiBase: settings.apiURL, timeout: settings.timeout),
+                    clock: clock, metrics: metrics)
+            } : nil
         let doorbell = Doorbell()
         let verify = VerifyPlayPurchase(
-            api: settings.isEnabled ? api : nil,
-            settings: .init(packages: settings.packages, consumeConsumables: settings.consumeConsumables),
+            api: api, settings: .init(packages: settings.packages, consumeConsumables: settings.consumeConsumables),
             catalog: configuration.catalog, database: database, state: state, policy: policy, doorbell: doorbell,
             logger: logger, clock: clock, monotonic: monotonic)
+        var keys: SigningKeyCache?
+        if !settings.jwksFile.isEmpty {
+            guard let data = FileManager.default.contents(atPath: settings.jwksFile) else {
+                throw ConfigurationError(key: "googlePlay.notifications.jwksFile", message: "cannot read \(settings.jwksFile)")
+            }
+            do { keys = SigningKeyCache(fixed: try SigningKeys(jwks: Array(data))) } catch {
+                throw ConfigurationError(key: "googlePlay.notifications.jwksFile", message: error.description)
+            }
+        } else {
+            keys = SigningKeyCache(url: settings.certsURL, transport: transport, clock: clock)
+        }
+        let audience = settings.notificationAudience
+        let ingest = IngestPlayNotification(
+            api: api,
+            settings: .init(
+                policy: audience.isEmpty ? nil : PushTokenPolicy(audience: audience, email: settings.notificationAccount),
+                allowUnauthenticated: settings.allowUnauthenticatedNotifications),
+            keys: keys, packages: settings.packages, catalog: configuration.catalog,
+            consumeConsumables: settings.consumeConsumables, database: database, state: state, policy: policy,
+            doorbell: doorbell, logger: logger, clock: clock, metrics: metrics)
         let acknowledgements = api.map {
             AcknowledgePlayPurchases(
                 api: $0, settings: settings.acknowledgements, database: database, doorbell: doorbell, logger: logger,
                 clock: clock, metrics: metrics)
         }
-        return (verify, settings.isEnabled ? acknowledgements : nil)
+        return PlayWiring(verify: verify, ingest: ingest, acknowledgements: acknowledgements)
     }
 
     private static func breaker(_ policy: CircuitBreaker.Policy, logger: Logger) -> SharedCircuitBreaker {

@@ -23,10 +23,31 @@ extension ServiceConfiguration {
         package var consumeConsumables = false
         /// The acknowledgement queue's retries and pace.
         package var acknowledgements = AcknowledgePlayPurchases.Settings()
+        /// Real-time developer notifications: the push subscription's audience and service account.
+        public var notificationAudience = ""
+        public var notificationAccount = ""
+        /// Where Google's ID-token keys are fetched from; a JWKS file replaces fetching.
+        public var certsURL = "https://www.googleapis.com/oauth2/v3/certs"
+        public var jwksFile = ""
+        /// Accept pushes without an OIDC token (a push subscription without authentication).
+        public var allowUnauthenticatedNotifications = false
 
         public init() {}
 
         public var isEnabled: Bool { !packages.isEmpty }
+
+        /// Points every call at a loopback stand-in (`googlePlay.simulator`, the tests): its API and
+        /// token endpoint, the service account it accepts, the keys and audience of its pushes.
+        public mutating func useSimulator(
+            apiBase: String, account: ServiceAccountKey, pushAudience: String, pushAccount: String
+        ) {
+            serviceAccountKey = account
+            apiURL = apiBase
+            certsURL = apiBase + "/oauth2/v3/certs"
+            notificationAudience = pushAudience
+            notificationAccount = pushAccount
+            allowHTTP = true
+        }
 
         /// `googlePlay.*`.
         static func read(_ c: ConfigLoader) throws(ConfigurationError) -> GooglePlaySettings {
@@ -51,6 +72,21 @@ extension ServiceConfiguration {
                 retryMaxMs: Int64(try c.int("googlePlay.acknowledge.retryMaxMs", default: 3_600_000, range: 1000...86_400_000)),
                 // How often the queue is looked at when no purchase rings.
                 pollMs: Int64(try c.int("googlePlay.acknowledge.pollMs", default: 10_000, range: 100...3_600_000)))
+            // The push subscription's audience (its endpoint URL unless set otherwise in Pub/Sub).
+            settings.notificationAudience = try c.string("googlePlay.notifications.audience", default: "")
+            // The service account the push subscription authenticates as.
+            settings.notificationAccount = try c.string("googlePlay.notifications.serviceAccountEmail", default: "")
+            // Google's ID-token signing keys (a JWKS), fetched and kept an hour.
+            settings.certsURL = try c.string("googlePlay.notifications.certsUrl", default: settings.certsURL)
+            // A JWKS file instead (no fetching).
+            settings.jwksFile = try c.string("googlePlay.notifications.jwksFile", default: "")
+            // Accept unauthenticated pushes (never in production).
+            settings.allowUnauthenticatedNotifications = try c.bool(
+                "googlePlay.notifications.allowUnauthenticated", default: false)
+            if settings.notificationAudience.isEmpty != settings.notificationAccount.isEmpty {
+                throw ConfigurationError(
+                    key: "googlePlay.notifications", message: "audience and serviceAccountEmail go together: set both or neither")
+            }
             // The service account's JSON key (RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY or …_FILE).
             if let json = try c.secret("googlePlay.serviceAccountKey") {
                 do {
@@ -71,7 +107,10 @@ extension ServiceConfiguration {
             if !settings.isEnabled && settings.serviceAccountKey != nil {
                 throw ConfigurationError(key: "googlePlay.packages", message: "a service account key is set: name its apps here")
             }
-            for (key, url) in [("googlePlay.apiUrl", settings.apiURL), ("googlePlay.tokenUrl", settings.tokenURL ?? "https://")] {
+            for (key, url) in [
+                ("googlePlay.apiUrl", settings.apiURL), ("googlePlay.tokenUrl", settings.tokenURL ?? "https://"),
+                ("googlePlay.notifications.certsUrl", settings.certsURL),
+            ] {
                 guard url.hasPrefix("https://") || (settings.allowHTTP && url.hasPrefix("http://")) else {
                     throw ConfigurationError(
                         key: key, message: "must be an https:// URL (http:// only with googlePlay.allowHttp)")

@@ -1,0 +1,137 @@
+import CryptoExtras
+import Entitlements
+import GooglePlay
+import GooglePlaySimulator
+import JSON
+import ReceiptService
+import ReceiptTesting
+import Storage
+import Testing
+
+@testable import ReceiptCore
+
+/// Real-time developer notifications pushed as Pub/Sub pushes them, signed by the simulated
+/// Pub/Sub's key (whose JWKS receiptd fetches from the simulator, as it would from Google).
+@Suite("Google Play notifications applied")
+struct IngestPlayNotificationTests {
+    static func deliver(_ app: TestApp, _ push: (authorization: String, body: [UInt8])?) async throws(ReceiptError)
+        -> IngestPlayNotification.Outcome
+    {
+        guard let push else { throw .internalFault }
+        return try await app.ingestPlayNotification(authorization: push.authorization, body: push.body)
+    }
+
+    static func monthly(_ app: TestApp, _ user: String) async throws -> JSONValue? {
+        let read = try await app.readSubscriber.document(user)
+        return read.document.rendered(version: read.version, now: read.now, explain: false)["subscriptions"]?["monthly"]
+    }
+
+    @Test func aRenewalPushIsAppliedOnceAndAskedOfGoogle() async throws {
+        try await VerifyPlayPurchaseTests.withPlay { app, clock in
+            let google = app.googlePlay!
+            let token = google.purchase(.renewing, tag: "r")
+            let first = try await VerifyPlayPurchaseTests.post(app, "u", token)["subscriptions"]?["monthly"]
+            clock.advance(by: 26 * VerifyPlayPurchaseTests.day)
+            let push = google.push(token, type: 2, messageID: "m-1")
+            #expect(try await Self.deliver(app, push).outcome == "applied")
+            let renewed = try await Self.monthly(app, "u")
+            #expect(renewed?["store_transaction_id"]?.string == (first?["store_transaction_id"]?.string ?? "") + "..0")
+            // Pub/Sub delivers at least once: the same message again changes nothing.
+            #expect(try await Self.deliver(app, push).outcome == "duplicate")
+            #expect(google.calls["subscriptionsv2"] == 2)
+            let kinds = try await app.readSubscriber.events("u", limit: 10, before: nil).events.map(\.type)
+            #expect(kinds.sorted() == ["initial_purchase", "renewal"])
+        }
+    }
+
+    @Test func aPushWithoutAGoodTokenIsRefusedAndRecordsNothing() async throws {
+        try await VerifyPlayPurchaseTests.withPlay { app, clock in
+            let google = app.googlePlay!
+            let token = google.purchase(.active, tag: "a")
+            let good = try #require(google.push(token))
+            let stranger = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+            var tampered = good.authorization.split(separator: ".").map(String.init)
+            tampered[1] = Base64URL.encode(
+                Array(
+                    #"{"aud":"receiptd-simulator","email":"x@y","email_verified":true,"exp":9999999999,"iss":"https://accounts.google.com"}"#
+                        .utf8))
+            let refusals: [String?] = [
+                nil, "Basic abc", "Bearer not.a.jwt", tampered.joined(separator: "."),
+                google.push(token, signedBy: stranger)?.authorization,  // a key Google does not list
+                google.push(token, audience: "https://other.example/push")?.authorization,
+                google.push(token, issuedAt: clock.now - 7_300_000)?.authorization,  // expired an hour ago
+            ]
+            for authorization in refusals {
+                do {
+                    _ = try await app.ingestPlayNotification(authorization: authorization, body: good.body)
+                    Issue.record("accepted: \(authorization ?? "none")")
+                } catch {
+                    #expect((error as? ReceiptError)?.code == "unauthenticated_push")
+                }
+            }
+            #expect(try await app.database.read { db in try PlayStore(db).notificationSeen("m-1") } == false)
+            #expect(google.calls["subscriptionsv2"] == nil)
+            #expect(try await Self.deliver(app, good).outcome == "pending_owner")
+        }
+    }
+
+    @Test func aPurchaseNoOnePostedFindsItsUserByTheAccountIdOrWaits() async throws {
+        try await VerifyPlayPurchaseTests.withPlay { app, _ in
+            let google = app.googlePlay!
+            // The app set obfuscatedAccountId to its user id, `acct-x`, who exists already.
+            _ = try await VerifyPlayPurchaseTests.post(app, "acct-x", google.purchase(.lifetime, tag: "other"))
+            let outcome = try await Self.deliver(app, google.push(google.purchase(.active, tag: "x")))
+            #expect(outcome == .init(outcome: "applied", appUserID: "acct-x"))
+            #expect(try await Self.monthly(app, "acct-x")?["active"] == .bool(true))
+            // Nobody known: kept, and the user who posts the token gets it.
+            let orphan = google.purchase(.active, tag: "nobody")
+            #expect(try await Self.deliver(app, google.push(orphan)).outcome == "pending_owner")
+            let posted = try await VerifyPlayPurchaseTests.post(app, "zoe", orphan)
+            #expect(posted["subscriptions"]?["monthly"]?["active"] == .bool(true))
+        }
+    }
+
+    @Test func aVoidedPurchaseIsRefundedAndStaysSo() async throws {
+        try await VerifyPlayPurchaseTests.withPlay { app, clock in
+            let google = app.googlePlay!
+            let token = google.purchase(.active, tag: "v")
+            _ = try await VerifyPlayPurchaseTests.post(app, "u", token)
+            clock.advance(by: 60_000)
+            google.void(token)
+            #expect(try await Self.deliver(app, google.push(token, voided: true)).outcome == "applied")
+            let monthly = try await Self.monthly(app, "u")
+            #expect(monthly?["state"]?.string == "refunded" && monthly?["active"] == .bool(false))
+            // Read again, and rederived: still refunded.
+            _ = try await VerifyPlayPurchaseTests.post(app, "u", token)
+            let report = try await app.database.write { db in
+                try Rederivation(settings: app.configuration.entitlementSettings).run(db, now: clock.now, dryRun: true)
+            }
+            #expect(report.changed == 0 && report.unreadable == 0)
+            #expect(try await Self.monthly(app, "u")?["state"]?.string == "refunded")
+            let kinds = try await app.readSubscriber.events("u", limit: 10, before: nil).events.map(\.type)
+            #expect(kinds.contains("refund"))
+        }
+    }
+
+    @Test func googleDownIsRetriedByPubSubAndATestIsRecorded() async throws {
+        try await VerifyPlayPurchaseTests.withPlay { app, _ in
+            let google = app.googlePlay!
+            let token = google.purchase(.canceled, tag: "d")
+            _ = try await VerifyPlayPurchaseTests.post(app, "u", token)
+            let push = google.push(token, type: 3, messageID: "m-down")
+            google.setOutage(milliseconds: 60_000)
+            do {
+                _ = try await Self.deliver(app, push)
+                Issue.record("Google was down")
+            } catch {
+                #expect((error as? ReceiptError)?.code == "google_play_unavailable")
+            }
+            #expect(try await app.database.read { db in try PlayStore(db).notificationSeen("m-down") } == false)
+            google.setOutage(milliseconds: 0)
+            let again = try await Self.deliver(app, push)
+            #expect(again.outcome == "unchanged", "\(again)")
+            // Unknown tokens and Play Console's test notifications are recorded and acknowledged.
+            #expect(try await Self.deliver(app, google.push("gp1.active.never-bought")).outcome != "applied")
+        }
+    }
+}
