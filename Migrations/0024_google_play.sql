@@ -61,3 +61,10 @@ CREATE TABLE play_notifications (
 ) STRICT;
 CREATE INDEX play_notifications_by_user ON play_notifications (app_user_id) WHERE app_user_id IS NOT NULL;
 CREATE INDEX play_notifications_by_time ON play_notifications (received_at);
+
+-- The Voided Purchases API's catch-up: per app, until when it has been read (the next read starts
+-- a little before, and never more than 30 days back, which is all Google keeps).
+CREATE TABLE play_catch_up (
+    package_name TEXT PRIMARY KEY,
+    voided_until INTEGER NOT NULL
+) STRICT;

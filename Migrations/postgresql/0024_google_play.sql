@@ -43,3 +43,8 @@ CREATE TABLE play_notifications (
 );
 CREATE INDEX play_notifications_by_user ON play_notifications (app_user_id) WHERE app_user_id IS NOT NULL;
 CREATE INDEX play_notifications_by_time ON play_notifications (received_at);
+
+CREATE TABLE play_catch_up (
+    package_name TEXT PRIMARY KEY,
+    voided_until BIGINT NOT NULL
+);

@@ -130,6 +130,37 @@ public final class PlayDeveloperAPI: Sendable {
             "\(Self.applications(package))/purchases/products/\(product.pathSegment)/tokens/\(token.pathSegment):consume")
     }
 
+    /// One page of `purchases.voidedpurchases.list`: orders voided between `start` and `end`
+    /// (epoch ms), subscriptions included (`type=1`), and the next page's token when there is one.
+    public func voidedPurchases(package: PlayIdentifier, start: Int64, end: Int64, pageToken: String? = nil)
+        async throws(PlayCallFailure) -> (purchases: [VoidedPurchase], next: String?)
+    {
+        var query = "?startTime=\(start)&endTime=\(end)&type=1&maxResults=1000"
+        if let pageToken { query += "&token=" + Self.queryEscaped(pageToken) }
+        let body = try await call(.voided, .get, "\(Self.applications(package))/purchases/voidedpurchases", query: query)
+        return try Self.read(body) { v throws(GooglePlayError) in
+            let list = try (v["voidedPurchases"]?.array ?? []).map { item throws(GooglePlayError) in try VoidedPurchase(item) }
+            return (list, v["tokenPagination"]?["nextPageToken"]?.string)
+        }
+    }
+
+    /// Every byte outside RFC 3986's unreserved set percent-encoded (a page token is Google's opaque text).
+    static func queryEscaped(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".utf8)
+                out += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
+            }
+        }
+        return out
+    }
+
     static func applications(_ package: PlayIdentifier) -> String { "/androidpublisher/v3/applications/\(package.pathSegment)" }
 
     static func read<T>(_ body: [UInt8], _ parse: (JSONValue) throws(GooglePlayError) -> T) throws(PlayCallFailure) -> T {

@@ -37,6 +37,8 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
         public var pushKey: _RSA.Signing.PrivateKey?
         /// The audience its pushes' tokens name.
         public var pushAudience: String
+        /// Entries per page of the Voided Purchases API, at most (Google's own cap is 1,000).
+        public var voidedPageSize = 1_000
 
         public init(
             packageNames: [String], clientEmail: String, publicKey: _RSA.Signing.PublicKey, tokenURI: String,
@@ -80,6 +82,9 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
         state = Mutex(State(configuration: configuration))
         self.clock = clock
     }
+
+    /// Entries per page of the Voided Purchases API from now on (to drive clients through pages).
+    public func setVoidedPageSize(_ size: Int) { state.withLock { $0.configuration.voidedPageSize = max(1, size) } }
 
     /// The token endpoint must know its own URL, which exists once the server listens.
     public func setTokenURI(_ uri: String) { state.withLock { $0.configuration.tokenURI = uri } }
@@ -212,9 +217,12 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
                 return Self.error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
             }
             let segments = path.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-            guard segments.count >= 5, s.configuration.packageNames.contains(segments[0]), segments[1] == "purchases" else {
+            guard segments.count >= 3, s.configuration.packageNames.contains(segments[0]), segments[1] == "purchases" else {
                 return Self.error(
                     404, "NOT_FOUND", "No application was found for the given package name.", reason: "applicationNotFound")
+            }
+            if request.method == .get && segments.count == 3 && segments[2] == "voidedpurchases" {
+                return s.voided(query: request.query.map(String.init) ?? "", package: segments[0])
             }
             return s.api(request.method, Array(segments[2...]), now: now)
         }
@@ -383,6 +391,40 @@ extension GooglePlaySimulator.State {
         guard let (scenario, tag) = PlayScenario.parse(token), let p = purchases[token] else { return nil }
         let script = PlayScript(scenario: scenario, tag: tag, anchor: p.anchor, now: p.anchor, acknowledged: false, voidedAt: nil)
         return script.orderID
+    }
+
+    /// `purchases.voidedpurchases.list`: the purchases voided in [`startTime`, `endTime`], oldest
+    /// first, a page at a time (`token` is the next entry's index).
+    mutating func voided(query: String, package: String) -> HTTPResponse {
+        calls["voidedpurchases", default: 0] += 1
+        var params: [String: String] = [:]
+        for pair in query.split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1)
+            if kv.count == 2 { params[String(kv[0])] = GooglePlaySimulator.percentDecoded(kv[1]) }
+        }
+        guard let start = params["startTime"].flatMap({ Int64($0) }), let end = params["endTime"].flatMap({ Int64($0) }),
+            start <= end
+        else { return GooglePlaySimulator.error(400, "INVALID_ARGUMENT", "startTime and endTime are required") }
+        let all = purchases.filter { _, p in p.voidedAt.map { $0 >= start && $0 <= end } ?? false }
+            .sorted { ($0.value.voidedAt!, $0.key) < ($1.value.voidedAt!, $1.key) }
+        let from = params["token"].flatMap { Int($0) } ?? 0
+        let size = min(configuration.voidedPageSize, Int(params["maxResults"] ?? "1000") ?? 1_000)
+        let page = all.dropFirst(from).prefix(size)
+        var body: [String: JSONValue] = [
+            "voidedPurchases": .array(
+                page.map { token, p in
+                    .object(strings: [
+                        "kind": .string("androidpublisher#voidedPurchase"), "purchaseToken": .string(token),
+                        "orderId": .string(orderID(of: token) ?? ""), "purchaseTimeMillis": .string(String(p.anchor)),
+                        "voidedTimeMillis": .string(String(p.voidedAt!)), "voidedSource": .int(0), "voidedReason": .int(1),
+                    ])
+                })
+        ]
+        if from + page.count < all.count {
+            body["tokenPagination"] = .object(strings: ["nextPageToken": .string(String(from + page.count))])
+        }
+        return HTTPResponse(
+            status: .ok, headers: ["Content-Type": "application/json"], body: JSONValue.object(strings: body).jsonBytes)
     }
 
     /// Registers a scripted token; false for one the simulator does not know.

@@ -231,4 +231,20 @@ public struct PlayStore {
         ).bind([reference])
         return try q.step() ? q.text(0) : nil
     }
+
+    // MARK: Catch-up
+
+    /// Until when the Voided Purchases API has been read for `package`; nil: never.
+    public func voidedUntil(_ package: String) throws -> Int64? {
+        try db.cached("SELECT voided_until FROM play_catch_up WHERE package_name = ?").bind([package]).firstInt()
+    }
+
+    public func setVoidedUntil(_ package: String, _ until: Int64) throws {
+        try db.cached(
+            """
+            INSERT INTO play_catch_up (package_name, voided_until) VALUES (?, ?)
+            ON CONFLICT (package_name) DO UPDATE SET voided_until = excluded.voided_until
+            """
+        ).bind([package, until]).run()
+    }
 }

@@ -38,6 +38,8 @@ public final class Application: Sendable {
     package let ingestPlayNotification: IngestPlayNotification
     /// Makes the acknowledgements Google Play is owed; nil when Google Play is off.
     package let playAcknowledgements: AcknowledgePlayPurchases?
+    /// Reads the Voided Purchases API at start and on an interval (a no-op service when Google Play is off).
+    package let voidedPurchases: CatchUpVoidedPurchases
     package let readSubscriber: ReadSubscriber
     package let eraseSubscriber: EraseSubscriber
     package let ingestNotification: IngestNotification
@@ -56,7 +58,9 @@ public final class Application: Sendable {
         eraseSubscriber: EraseSubscriber, ingestNotification: IngestNotification,
         listings: Listings, support: AppStoreSupport, backfillPrices: BackfillPrices, rollups: KeepRollups, logger: Logger
     ) {
-        (verifyPlayPurchase, ingestPlayNotification, playAcknowledgements) = (play.verify, play.ingest, play.acknowledgements)
+        (verifyPlayPurchase, ingestPlayNotification, playAcknowledgements, voidedPurchases) = (
+            play.verify, play.ingest, play.acknowledgements, play.voided
+        )
         self.catchUp = catchUp
         self.backfillPrices = backfillPrices
         self.rollups = rollups
@@ -222,6 +226,7 @@ public final class Application: Sendable {
         let verify: VerifyPlayPurchase
         let ingest: IngestPlayNotification
         let acknowledgements: AcknowledgePlayPurchases?
+        let voided: CatchUpVoidedPurchases
     }
 
     private static func googlePlay(
@@ -266,7 +271,10 @@ public final class Application: Sendable {
                 api: $0, settings: settings.acknowledgements, database: database, doorbell: doorbell, logger: logger,
                 clock: clock, metrics: metrics)
         }
-        return PlayWiring(verify: verify, ingest: ingest, acknowledgements: acknowledgements)
+        let voided = CatchUpVoidedPurchases(
+            api: api, settings: settings.voidedPurchases, packages: settings.packages, database: database, state: state,
+            policy: policy, logger: logger, clock: clock, monotonic: monotonic, metrics: metrics)
+        return PlayWiring(verify: verify, ingest: ingest, acknowledgements: acknowledgements, voided: voided)
     }
 
     private static func breaker(_ policy: CircuitBreaker.Policy, logger: Logger) -> SharedCircuitBreaker {
@@ -306,7 +314,7 @@ public final class Application: Sendable {
     /// and the refresher stop, then the rollup keeper, then the curl threads.
     public var services: [any Service] {
         [transport, webhookTransport] + (configuration.keepRollups ? [rollups] : [])
-            + [refresher, catchUp, webhooks] + (playAcknowledgements.map { [$0] } ?? []) + [server]
+            + [refresher, catchUp, voidedPurchases, webhooks] + (playAcknowledgements.map { [$0] } ?? []) + [server]
     }
 
     /// Serves until SIGTERM or SIGINT, then shuts down gracefully and returns. `before` are

@@ -23,6 +23,8 @@ extension ServiceConfiguration {
         package var consumeConsumables = false
         /// The acknowledgement queue's retries and pace.
         package var acknowledgements = AcknowledgePlayPurchases.Settings()
+        /// The Voided Purchases API's catch-up (`googlePlay.voidedPurchases.*`).
+        package var voidedPurchases = CatchUpVoidedPurchases.Settings()
         /// Real-time developer notifications: the push subscription's audience and service account.
         public var notificationAudience = ""
         public var notificationAccount = ""
@@ -72,6 +74,15 @@ extension ServiceConfiguration {
                 retryMaxMs: Int64(try c.int("googlePlay.acknowledge.retryMaxMs", default: 3_600_000, range: 1000...86_400_000)),
                 // How often the queue is looked at when no purchase rings.
                 pollMs: Int64(try c.int("googlePlay.acknowledge.pollMs", default: 10_000, range: 100...3_600_000)))
+            settings.voidedPurchases = CatchUpVoidedPurchases.Settings(
+                // Read the Voided Purchases API at start and every intervalMs (refunds missed while down).
+                enabled: try c.bool("googlePlay.voidedPurchases.enabled", default: true),
+                intervalMs: Int64(
+                    try c.int("googlePlay.voidedPurchases.intervalMs", default: 3_600_000, range: 1000...86_400_000)),
+                // Each read starts this long before where the last one ended.
+                overlapMs: Int64(try c.int("googlePlay.voidedPurchases.overlapMs", default: 3_600_000, range: 0...86_400_000)),
+                // The first read looks back this many days (Google keeps 30).
+                lookbackMs: Int64(try c.int("googlePlay.voidedPurchases.lookbackDays", default: 30, range: 1...30)) * 86_400_000)
             // The push subscription's audience (its endpoint URL unless set otherwise in Pub/Sub).
             settings.notificationAudience = try c.string("googlePlay.notifications.audience", default: "")
             // The service account the push subscription authenticates as.
