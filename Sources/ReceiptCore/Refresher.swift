@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import Clocks
 import CoreMetrics
+import GooglePlay
 import Identifiers
 import Logging
 import ServiceLifecycle
@@ -131,6 +132,8 @@ package final class Refresher: Sendable {
     private let client: VerifyReceiptClient
     /// The App Store Server API: nil when no key is configured (then only receipts are refreshed).
     private let serverAPI: ServerAPIClient?
+    /// Google Play: nil when it is off (then Play subscriptions are not refreshed).
+    private let play: PlayDeveloperAPI?
     /// Every subscription through the Server API, receipts or not (`appStore.verifier` = `server_api`).
     private let preferServerAPI: Bool
     private let database: DatabaseQueue
@@ -148,9 +151,11 @@ package final class Refresher: Sendable {
 
     package init(
         settings: Settings, client: VerifyReceiptClient, serverAPI: ServerAPIClient? = nil, preferServerAPI: Bool = false,
-        database: DatabaseQueue, state: SubscriberState, bundleIDs: [String], logger: Logger, clock: WallClock,
-        monotonic: any MonotonicClock = SystemMonotonicClock(), metrics: any MetricsFactory = NOOPMetricsHandler.instance
+        play: PlayDeveloperAPI? = nil, database: DatabaseQueue, state: SubscriberState, bundleIDs: [String], logger: Logger,
+        clock: WallClock, monotonic: any MonotonicClock = SystemMonotonicClock(),
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance
     ) {
+        self.play = play
         self.serverAPI = serverAPI
         self.preferServerAPI = preferServerAPI && serverAPI != nil
         self.clock = clock
@@ -313,6 +318,8 @@ package final class Refresher: Sendable {
     private struct Claimed {
         var receipt: (receiptData: String, environment: String)?
         var app: (bundleID: String, environment: String)?
+        /// A Google Play subscription's newest token.
+        var playToken: PlayToken?
     }
 
     /// Claims `candidate`, asks Apple about it (its latest receipt, or the Server API), stores what
@@ -333,7 +340,9 @@ package final class Refresher: Sendable {
             claimed = try await database.write { db in
                 let store = RefreshStore(db)
                 guard try store.claim(original, now: at, until: at + lease) else { return nil }
-                return Claimed(receipt: try store.latestReceipt(original), app: try store.app(of: original))
+                return Claimed(
+                    receipt: try store.latestReceipt(original), app: try store.app(of: original),
+                    playToken: try PlayStore(db).newestToken(ofChain: original))
             }
         } catch {
             logger.error("refresher: cannot claim", metadata: ["original_transaction_id": "\(original)", "error": "\(error)"])
@@ -341,6 +350,13 @@ package final class Refresher: Sendable {
         }
         guard let claimed else { return .claimedElsewhere }
         do {
+            if let token = claimed.playToken {
+                guard let play else {
+                    try await database.write { db in try RefreshStore(db).release(original) }
+                    return .claimedElsewhere
+                }
+                return try await refresh(candidate, token: token, play: play)
+            }
             if let serverAPI, preferServerAPI || claimed.receipt == nil, let app = claimed.app {
                 return try await refresh(candidate, bundleID: app.bundleID, serverAPI: serverAPI)
             }
@@ -389,6 +405,65 @@ package final class Refresher: Sendable {
             return .invalid
         }
         return try await store(Self.holderOnly(facts, holder: candidate.holder, original: original), candidate, entry, at: done)
+    }
+
+    /// A Google Play subscription: its newest token asked of the Play Developer API, saved through
+    /// the one Play save for its holder.
+    private func refresh(_ candidate: RefreshCandidate, token: PlayToken, play: PlayDeveloperAPI) async throws -> Outcome {
+        let original = candidate.originalTransactionID
+        let started = monotonic.now
+        guard let package = PlayIdentifier(token.packageName, .packageName),
+            let id = PlayIdentifier(token.purchaseToken, .purchaseToken)
+        else {
+            let entry = VerificationLogEntry(
+                appUserID: candidate.holder, environment: nil, appleStatus: nil, outcome: "google_play_refused", attempts: 0,
+                latencyMs: 0)
+            try await answered(original, entry.outcome, at: clock.now(), log: entry)
+            return .invalid
+        }
+        let resource: PlayRecord.Resource
+        do {
+            resource =
+                token.kind == .subscription
+                ? .subscription(try await play.subscription(package: package, token: id))
+                : .product(try await play.product(package: package, token: id))
+        } catch {
+            let done = clock.now()
+            let entry = VerificationLogEntry(
+                appUserID: candidate.holder, environment: nil, appleStatus: nil, outcome: "google_play_" + error.metricName,
+                attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
+            switch error {
+            case .notFound, .refused:
+                // Google no longer knows it (60 days after it ended): nothing learned, nothing revoked.
+                try await answered(original, entry.outcome, at: done, log: entry)
+                return .invalid
+            case .forbidden, .credentials, .unavailable, .unexpected:
+                try await failed(candidate, entry, at: done)
+                return .unavailable
+            }
+        }
+        let done = clock.now()
+        let entry = VerificationLogEntry(
+            appUserID: candidate.holder, environment: PlaySave.isTest(resource) ? "sandbox" : "production", appleStatus: nil,
+            outcome: "google_play", attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
+        let (changes, changed) = try await database.write { [state] db throws -> (Int, [String]) in
+            guard try ReceiptStore(db).owner(of: original)?.isExactly(candidate.holder) == true else {
+                try RefreshStore(db).answered(original, outcome: "no_owner", now: done)
+                return (0, [])
+            }
+            let saved = try PlaySave(state: state, policy: .keep).save(
+                resource, token: token.purchaseToken, package: token.packageName, for: candidate.holder, consume: false,
+                in: db, now: done, log: entry)
+            try RefreshStore(db).answered(original, outcome: entry.outcome, now: done)
+            guard case .stored(let changes, let changed) = saved else { return (0, []) }
+            return (changes, changed)
+        }
+        do {
+            try await state.settle(changed, database: database, now: done)
+        } catch {
+            logger.warning("refresher: stored, not yet derived", metadata: ["error": "\(error)"])
+        }
+        return .refreshed(changes: changes)
     }
 
     /// A subscription with a stored latest receipt: verifyReceipt.

@@ -247,4 +247,29 @@ public struct PlayStore {
             """
         ).bind([package, until]).run()
     }
+
+    /// A subscription's newest token: the one no other token of the chain replaced.
+    public func newestToken(ofChain chain: String) throws -> PlayToken? {
+        let q = try db.cached(
+            """
+            SELECT \(Self.columns) FROM play_tokens t WHERE t.chain = ?1
+                AND NOT EXISTS (SELECT 1 FROM play_tokens n WHERE n.chain = ?1 AND n.linked_reference = t.reference)
+            ORDER BY t.first_seen_at DESC, t.reference LIMIT 1
+            """
+        ).bind([chain])
+        return try q.step() ? Self.token(q) : nil
+    }
+
+    /// Pushes received in [from, to), by type and outcome (the console's overview).
+    public func notificationCounts(from: Int64, to: Int64) throws -> [(type: String, outcome: String, count: Int)] {
+        let q = try db.cached(
+            """
+            SELECT type, outcome, count(*) FROM play_notifications WHERE received_at >= ? AND received_at < ?
+            GROUP BY type, outcome ORDER BY type, outcome
+            """
+        ).bind([from, to])
+        var rows: [(String, String, Int)] = []
+        while try q.step() { rows.append((q.text(0)!, q.text(1)!, Int(q.int(2)))) }
+        return rows
+    }
 }

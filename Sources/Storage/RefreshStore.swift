@@ -65,7 +65,8 @@ public struct RefreshStore {
                            coalesce(r.is_in_billing_retry_period, 0) AS retry, r.grace_period_expires_date AS grace,
                            coalesce(c.checked_at, 0) AS checked_here,
                            coalesce((SELECT max(v.at) FROM verifications v
-                                     WHERE v.app_user_id = o.app_user_id AND v.outcome IN ('valid', 'server_api')), 0) AS verified,
+                                     WHERE v.app_user_id = o.app_user_id
+                                       AND v.outcome IN ('valid', 'server_api', 'google_play')), 0) AS verified,
                            coalesce(c.failures, 0) AS failures, c.next_attempt_at, c.lease_until
                     FROM ownership o
                     LEFT JOIN latest_receipts l ON l.original_transaction_id = o.original_transaction_id
@@ -73,7 +74,8 @@ public struct RefreshStore {
                     LEFT JOIN refresh_checks c ON c.original_transaction_id = o.original_transaction_id
                     WHERE (CAST(?4 AS TEXT) IS NULL OR o.original_transaction_id > ?4)
                       AND (CAST(?5 AS TEXT) IS NULL OR o.original_transaction_id <= ?5)
-                      AND (l.original_transaction_id IS NOT NULL OR ?6 = 1)
+                      AND (l.original_transaction_id IS NOT NULL OR ?6 = 1
+                           OR EXISTS (SELECT 1 FROM play_tokens p WHERE p.chain = o.original_transaction_id))
                 ) AS candidate
             ) AS judged
             WHERE expires IS NOT NULL AND expires <= ?1 AND expires >= ?2

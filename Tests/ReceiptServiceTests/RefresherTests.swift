@@ -231,3 +231,30 @@ struct RefresherPoisonedRowTests {
         }
     }
 }
+
+@Suite("Refresher: Google Play subscriptions")
+struct PlayRefresherTests {
+    @Test func aRenewalWhoseNotificationWasLostIsFoundAfterTheExpiry() async throws {
+        var settings = Refresher.Settings()
+        settings.maxPerSecond = 1000
+        let configuration = { (path: String) in testConfiguration(path: path, refresher: settings, googlePlay: true) }
+        try await withClockedService(configuration: configuration) { app, port, _, clock in
+            let google = try #require(app.googlePlay)
+            let token = google.purchase(.renewing, tag: "lost")
+            let body =
+                #"{"app_user_id":"rita","store":"play_store","package_name":"com.example.app","purchase_token":"\#(token)"}"#
+            #expect(try await postReceipts(port, body).status == 200)
+            #expect(await app.refresher.runPass() == .init())  // not expired: nothing to ask
+            // Google renews it; no notification comes. Past the expiry (and its jitter) the refresher asks.
+            clock.advance(by: 26 * day)
+            let pass = await app.refresher.runPass()
+            #expect(pass == .init(due: 1, refreshed: 1, changed: 1), "\(pass)")
+            #expect(google.calls["subscriptionsv2"] == 2)
+            let stored = try await subscriber(port, "rita")
+            let premium = entitlement(stored.json, "premium")
+            #expect(premium?["active"] as? Bool == true && premium?["store"] as? String == "play_store")
+            #expect(try await eventTypes(port, "rita").contains("renewal"))
+            #expect(await app.refresher.runPass() == .init())  // checked since it expired
+        }
+    }
+}
