@@ -43,7 +43,7 @@ public struct AnalyticsSettings: Sendable, Equatable {
     }
 }
 
-/// Apple's commission on a sale (https://developer.apple.com/app-store/subscriptions/ "Days of
+/// The store's commission on a sale. Apple's (https://developer.apple.com/app-store/subscriptions/ "Days of
 /// paid service"; https://developer.apple.com/app-store/small-business-program/): 30 %; 15 % in
 /// the Small Business Program; 15 % on a subscription once its subscriber has a year of paid
 /// service in the subscription group. Paid days accumulate across upgrades, downgrades and
@@ -76,6 +76,14 @@ struct Commission {
 
     /// 15 or 30.
     func percent(_ e: Ledger.Entry) -> Int64 {
+        if e.purchase.store == .playStore {
+            // Google Play's service fee (https://support.google.com/googleplay/android-developer/answer/112622):
+            // 15 % on auto-renewing subscriptions from their first day; on other sales 15 % for the
+            // first USD 1M a year of a developer enrolled in the 15 % tier (its apps listed in
+            // `smallBusinessApps`), else 30 %. The yearly USD 1M threshold is not counted here.
+            if e.purchase.expiresDate != nil { return 15 }
+            return smallBusinessApps.contains(e.bundleID) ? 15 : 30
+        }
         if smallBusinessApps.contains(e.bundleID) { return 15 }
         guard e.purchase.expiresDate != nil, let at = e.purchase.purchaseDate else { return 30 }
         return Self.paidService(service[Self.key(e)] ?? [], before: at) >= Self.year ? 15 : 30

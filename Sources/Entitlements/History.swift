@@ -125,6 +125,13 @@ public enum History {
                     transactionID: nil, facts: [Fact("alias_app_user_id", .text(alias.appUserID))]))
         }
         for p in facts.promotions { events += promotionEvents(p, asOf: asOf) }
+        // Events of another store's purchases say which (the App Store's, the default, say nothing).
+        let play = Set(facts.purchases.filter { $0.store == .playStore }.map { Identifier($0.originalTransactionID) })
+        if !play.isEmpty {
+            for i in events.indices where play.contains(Identifier(events[i].originalTransactionID)) {
+                events[i].facts.append(Fact("store", .text(Store.playStore.rawValue)))
+            }
+        }
         // A state can come back (snapshots disagreeing over time); its event happened the first time.
         var seen: Set<Identifier> = []
         return events.filter { seen.insert(Identifier($0.key)).inserted }.sorted { ($0.at, $0.key) < ($1.at, $1.key) }

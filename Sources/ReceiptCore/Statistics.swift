@@ -55,6 +55,9 @@ package struct Statistics: Sendable {
         package var stale: Int
         package var notifications: [(type: String, outcome: String, count: Int)]
         package var verifications: [(outcome: String, count: Int)]
+        /// Google Play's pushes in the range, by type and outcome, and the calls Google is owed now.
+        package var playNotifications: [(type: String, outcome: String, count: Int)] = []
+        package var playBacklog = PlayStore.Backlog(unacknowledged: 0, oldestUnacknowledgedSince: nil, retrying: 0, unconsumed: 0)
     }
 
     /// The report for [from, to) in buckets of `interval` (from is rounded down to a bucket's
@@ -88,7 +91,9 @@ package struct Statistics: Sendable {
                     subscribers: try products.subscriberCount(), products: try products.counts(at: now),
                     stale: try products.staleCount(at: now),
                     notifications: try NotificationStore(db).counts(from: start, to: end),
-                    verifications: try ReceiptStore(db).verificationCounts(from: start, to: end))
+                    verifications: try ReceiptStore(db).verificationCounts(from: start, to: end),
+                    playNotifications: try PlayStore(db).notificationCounts(from: start, to: end),
+                    playBacklog: try PlayStore(db).backlog())
             }
         } catch {
             logger.error("the statistics could not be read", metadata: ["error": "\(error)"])

@@ -297,6 +297,17 @@ extension Responses {
                 "circuit": appStore?.json ?? .null,
             ]),
         ]
+        let backlog = r.playBacklog
+        members["google_play"] = .object([
+            "notifications": .array(
+                r.playNotifications.map {
+                    .object(["type": .string($0.type), "outcome": .string($0.outcome), "count": .int($0.count)])
+                }),
+            "unacknowledged": .int(backlog.unacknowledged), "retrying": .int(backlog.retrying),
+            "unconsumed": .int(backlog.unconsumed),
+            "oldest_unacknowledged_seconds": backlog.oldestUnacknowledgedSince.map { .int(max(0, r.generatedAt - $0) / 1_000) }
+                ?? .null,
+        ])
         members["webhooks"] = .array(
             (webhooks ?? []).map {
                 .object([

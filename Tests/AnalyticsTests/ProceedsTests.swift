@@ -39,6 +39,16 @@ func sale(
         #expect(Commission(entries, smallBusinessApps: ["com.example.app"]).percent(entries[0]) == 15)
     }
 
+    @Test func googlePlaysServiceFeeIsFifteenPercentOnSubscriptionsFromTheFirstDay() {
+        var monthly = sale("GPA.1", user: "u", from: at(2026, 1, 1), to: at(2026, 2, 1), price: 9_990)
+        var coins = sale("GPA.2", user: "u", product: "coins", from: at(2026, 1, 1), to: nil, price: 1_990)
+        monthly.purchase.store = .playStore
+        coins.purchase.store = .playStore
+        let commission = Commission([monthly, coins], smallBusinessApps: [])
+        #expect(commission.percent(monthly) == 15 && commission.percent(coins) == 30)
+        #expect(Commission([coins], smallBusinessApps: ["com.example.app"]).percent(coins) == 15)
+    }
+
     @Test func aLapseOfMoreThanSixtyDaysStartsTheCountAgain() {
         let year = sale("a", user: "u", original: "o", product: "annual", from: at(2025, 1, 1), to: at(2026, 1, 1), price: 50_000)
         let within = sale("b", user: "u", original: "o", from: at(2026, 3, 2), to: at(2026, 4, 2), price: 5_000)  // 60 days later

@@ -149,8 +149,10 @@ struct VerifyPlayPurchaseTests {
             let second = try #require(try await Self.post(app, "u", token)["subscriptions"]?["monthly"])
             #expect(second["purchased_at"] == first?["expires_at"])
             #expect(second["store_transaction_id"]?.string == (first?["store_transaction_id"]?.string ?? "") + "..0")
-            let kinds = try await app.readSubscriber.events("u", limit: 10, before: nil).events.map(\.type)
-            #expect(kinds.sorted() == ["initial_purchase", "renewal"])
+            let events = try await app.readSubscriber.events("u", limit: 10, before: nil).events
+            #expect(events.map(\.type).sorted() == ["initial_purchase", "renewal"])
+            // Google Play's events say so in their facts (and so in every webhook's `event`).
+            #expect(events.allSatisfy { $0.factsJSON.contains(#""store":"play_store""#) })
         }
     }
 

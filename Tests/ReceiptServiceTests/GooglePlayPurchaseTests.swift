@@ -40,6 +40,11 @@ struct GooglePlayPurchaseTests {
                 #expect(refused.status == status && Self.errorCode(refused) == code, "\(body): \(refused.body)")
             }
             #expect(try tableSnapshot(db) == before)
+            // The console's overview shows the acknowledgement Google waits for (no worker runs here).
+            let stats = try await request(port, "GET", "/v1/admin/stats", key: TestSecrets.secretKey)
+            let play = stats.json["google_play"] as? [String: Any]
+            #expect(
+                play?["unacknowledged"] as? Int == 1 && play?["oldest_unacknowledged_seconds"] as? Int != nil, "\(stats.body)")
         }
     }
 

@@ -185,7 +185,8 @@ public final class Application: Sendable {
             settings: hooks, database: database, doorbell: doorbell, logger: logger, clock: clock)
         let refresher = Refresher(
             settings: configuration.refresher, client: client, serverAPI: serverAPI,
-            preferServerAPI: settings.verifier == .serverAPI, database: database, state: state, bundleIDs: settings.bundleIDs,
+            preferServerAPI: settings.verifier == .serverAPI, play: play.api, database: database, state: state,
+            bundleIDs: settings.bundleIDs,
             logger: logger, clock: clock, monotonic: monotonic, metrics: telemetry.factory)
         let routes = Routes(
             checkReadiness: CheckReadiness(database: database, migrator: migrator), auth: apiAuth(configuration, logger: logger),
@@ -227,6 +228,7 @@ public final class Application: Sendable {
         let ingest: IngestPlayNotification
         let acknowledgements: AcknowledgePlayPurchases?
         let voided: CatchUpVoidedPurchases
+        let api: PlayDeveloperAPI?
     }
 
     private static func googlePlay(
@@ -274,7 +276,7 @@ public final class Application: Sendable {
         let voided = CatchUpVoidedPurchases(
             api: api, settings: settings.voidedPurchases, packages: settings.packages, database: database, state: state,
             policy: policy, logger: logger, clock: clock, monotonic: monotonic, metrics: metrics)
-        return PlayWiring(verify: verify, ingest: ingest, acknowledgements: acknowledgements, voided: voided)
+        return PlayWiring(verify: verify, ingest: ingest, acknowledgements: acknowledgements, voided: voided, api: api)
     }
 
     private static func breaker(_ policy: CircuitBreaker.Policy, logger: Logger) -> SharedCircuitBreaker {

@@ -274,6 +274,12 @@
     page.appendChild(el("p", {}, "Circuit breaker: ", el("strong", {}, circuit ? circuit.circuit : "not configured"),
       circuit && circuit.retry_in_seconds ? ` (next probe in ${circuit.retry_in_seconds} s)` : ""));
     page.appendChild(table(["Exchange outcome", "Count"], stats.apple.verifications.map((v) => [v.outcome, String(v.count)]), [1]));
+    const play = stats.google_play;
+    page.appendChild(el("h2", {}, "Google Play"));
+    page.appendChild(el("p", {}, "Acknowledgements owed to Google: ", el("strong", { id: "play-unacknowledged" }, String(play.unacknowledged)),
+      play.oldest_unacknowledged_seconds === null ? "" : ` (oldest ${play.oldest_unacknowledged_seconds} s; Google refunds after three days)`,
+      play.retrying ? `, ${play.retrying} failed at least once` : "", play.unconsumed ? `; consumptions owed: ${play.unconsumed}` : ""));
+    page.appendChild(table(["Notification", "Outcome", "Count"], play.notifications.map((n) => [n.type, n.outcome, String(n.count)]), [2]));
     page.appendChild(el("h2", {}, "Webhook backlog"));
     page.appendChild(table(["Endpoint", "Pending", "Oldest pending (s)"],
       stats.webhooks.map((w) => [w.endpoint, String(w.pending), String(w.oldest_pending_seconds)]), [1, 2]));
