@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import ReceiptService
 import ReceiptTesting
@@ -90,6 +91,28 @@ struct GooglePlayPurchaseTests {
             #expect(again.status == 200 && again.json["outcome"] as? String == "duplicate")
             let malformed = try await post(port, "/v1/notifications/google", #"{"message":{}}"#, key: oidc)
             #expect(malformed.status == 400 && Self.errorCode(malformed) == "invalid_request")
+        }
+    }
+
+    @Test func playPricesReachTheChartsWithGooglesFee() async throws {
+        try await withService(googlePlay: true) { port, _ in
+            #expect(try await postReceipts(port, Self.playBody(user: "ivy", token: "gp1.active.chart")).status == 200)
+            let today = String(CivilTime.rfc3339(Int64(Date().timeIntervalSince1970 * 1000) - 40 * 86_400_000).prefix(10))
+            let query = "resolution=month&from=\(today)&currency=EUR"
+            func values(_ chart: String, _ extra: String = "") async throws -> [[String: Any]] {
+                let r = try await request(port, "GET", "/v1/admin/charts/\(chart)?\(query)\(extra)", key: TestSecrets.secretKey)
+                #expect(r.status == 200, "\(r.body)")
+                return r.json["values"] as? [[String: Any]] ?? []
+            }
+            // The simulator's monthly plan: 9.99 EUR (`recurringPrice` 9 units, 990000000 nanos).
+            let revenue = try await values("revenue", "&store=play_store").filter { ($0["transactions"] as? Int ?? 0) > 0 }
+            #expect(revenue.count == 1 && revenue.first?["gross"] as? String == "9.990", "\(revenue)")
+            // Google's 15 % on a subscription from its first day: 9.990 × 0.85 = 8.4915.
+            #expect(revenue.first?["proceeds"] as? String == "8.492", "\(revenue)")  // rounded half to even
+            let apple = try await values("revenue", "&store=app_store")
+            #expect(apple.allSatisfy { ($0["transactions"] as? Int ?? 0) == 0 })
+            let mrr = try await values("mrr", "&store=play_store")
+            #expect(mrr.last?["mrr"] as? String == "9.990", "\(mrr)")
         }
     }
 }
