@@ -298,7 +298,7 @@ def main():
         shot("customer")
         unready()
         driver.find_element(By.ID, "refresh").click()
-        check(status_text() == "Asked Apple again.", "Refresh from Apple is answered")
+        check(status_text() == "Asked the store again.", "Refresh from the store is answered")
         ready("customer")
 
         # Find bob by his purchase's transaction id; grant and revoke a promotional entitlement.

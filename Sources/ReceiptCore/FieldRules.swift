@@ -90,6 +90,24 @@ package enum FieldRules {
         }
     }
 
+    /// A transaction id as stored: Apple's (decimal digits), or Google Play's order id (`GPA.…`)
+    /// or purchase reference (`GPT.…`): letters, digits, `.`, `-` and `_`, at most 164 bytes. Looked
+    /// up in storage only, never sent anywhere.
+    package static func storedTransactionID(_ id: String, field: String = "transaction_id") throws(ReceiptError) {
+        if AppleIdentifier.isValid(id, as: .transaction) { return }
+        let play =
+            (id.hasPrefix("GPA.") || id.hasPrefix("GPT.")) && (5...164).contains(id.utf8.count)
+            && id.utf8.allSatisfy { b in
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E || b == 0x2D
+                    || b == 0x5F
+            }
+        guard play else {
+            throw .invalidRequest(
+                "`\(field)` must be an Apple transaction id (decimal digits) or a Google Play order id (`GPA.…`) or reference (`GPT.…`)."
+            )
+        }
+    }
+
     /// The order id on a customer's Apple invoice: letters and digits (e.g. `MQ3ZY1C2XV`).
     package static func orderID(_ id: String) throws(ReceiptError) {
         guard AppleIdentifier.isValid(id, as: .order) else {

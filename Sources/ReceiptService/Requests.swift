@@ -381,7 +381,7 @@ enum Requests {
     /// The `{transaction_id}` path parameter: any transaction of a purchase, or its original.
     static func transactionID(in context: RouteContext) throws(ReceiptError) -> String {
         let id = context.parameters["transaction_id"] ?? ""
-        try FieldRules.transactionID(id)
+        try FieldRules.storedTransactionID(id)
         return id
     }
 

@@ -248,8 +248,10 @@ public struct PlayStore {
         ).bind([package, until]).run()
     }
 
-    /// A subscription's newest token: the one no other token of the chain replaced.
-    public func newestToken(ofChain chain: String) throws -> PlayToken? {
+    /// A subscription's newest token: the one no other token of the chain replaced. An add-on's
+    /// subscription (`<chain>/<product>`) is its base's token's.
+    public func newestToken(ofChain subscription: String) throws -> PlayToken? {
+        let chain = subscription.firstIndex(of: "/").map { String(subscription[..<$0]) } ?? subscription
         let q = try db.cached(
             """
             SELECT \(Self.columns) FROM play_tokens t WHERE t.chain = ?1

@@ -5,6 +5,7 @@ public struct RefreshCandidate: Sendable, Equatable {
     /// The latest expiry of its transactions.
     public var expiresAt: Int64
     public var inBillingRetry: Bool
+    /// When a grace period ends, or a paused Google Play subscription resumes: asked about again then.
     public var gracePeriodExpiresAt: Int64?
     /// The last time Apple answered about it: a refresh, or a valid verification of its holder's receipt.
     public var lastCheckedAt: Int64?
@@ -62,7 +63,10 @@ public struct RefreshStore {
                     SELECT o.original_transaction_id, o.app_user_id,
                            (SELECT max(t.expires_date) FROM transactions t
                             WHERE t.original_transaction_id = o.original_transaction_id) AS expires,
-                           coalesce(r.is_in_billing_retry_period, 0) AS retry, r.grace_period_expires_date AS grace,
+                           coalesce(r.is_in_billing_retry_period, 0) AS retry,
+                           -- When to look again: a grace period's end, or a paused Play subscription's resumption.
+                           CASE WHEN r.store_state = 'SUBSCRIPTION_STATE_PAUSED' THEN r.auto_resume_date
+                                ELSE r.grace_period_expires_date END AS grace,
                            coalesce(c.checked_at, 0) AS checked_here,
                            coalesce((SELECT max(v.at) FROM verifications v
                                      WHERE v.app_user_id = o.app_user_id

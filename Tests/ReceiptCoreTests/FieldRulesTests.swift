@@ -29,4 +29,15 @@ struct FieldRulesTests {
             #expect(!FieldRules.isValidBundleID(bad), "\(bad)")
         }
     }
+
+    @Test func aStoredTransactionIdIsApplesOrGooglePlays() throws {
+        for id in [
+            "1000000123456789", "GPA.3312-3456-7890-12345", "GPA.3312-3456-7890-12345..3", "GPT.ba7816bf8f01cfea414140de5dae2223",
+        ] {
+            try FieldRules.storedTransactionID(id)
+        }
+        for id in ["", "GPA.", "GPX.1", "gpa.1", "GPA.1/2", "GPA.1 2", "12a", "GPA." + String(repeating: "1", count: 200)] {
+            #expect(throws: ReceiptError.self, "\(id)") { try FieldRules.storedTransactionID(id) }
+        }
+    }
 }

@@ -41,6 +41,12 @@ struct GooglePlayPurchaseTests {
                 #expect(refused.status == status && Self.errorCode(refused) == code, "\(body): \(refused.body)")
             }
             #expect(try tableSnapshot(db) == before)
+            // Support finds the purchase by its Google order id, as by an Apple transaction id.
+            let order = try #require(
+                ((r.json["subscriptions"] as? [String: Any])?["monthly"] as? [String: Any])?["store_transaction_id"] as? String)
+            let holding = try await request(port, "GET", "/v1/admin/transactions/\(order)", key: TestSecrets.secretKey)
+            #expect(holding.status == 200 && holding.json["app_user_id"] as? String == "alice", "\(holding.body)")
+            #expect(try await request(port, "GET", "/v1/admin/transactions/GPX.1", key: TestSecrets.secretKey).status == 400)
             // The console's overview shows the acknowledgement Google waits for (no worker runs here).
             let stats = try await request(port, "GET", "/v1/admin/stats", key: TestSecrets.secretKey)
             let play = stats.json["google_play"] as? [String: Any]

@@ -257,4 +257,22 @@ struct PlayRefresherTests {
             #expect(await app.refresher.runPass() == .init())  // checked since it expired
         }
     }
+
+    @Test func aPausedSubscriptionIsAskedAboutAgainWhenItResumes() async throws {
+        var settings = Refresher.Settings()
+        settings.maxPerSecond = 1000
+        let configuration = { (path: String) in testConfiguration(path: path, refresher: settings, googlePlay: true) }
+        try await withClockedService(configuration: configuration) { app, port, _, clock in
+            let google = try #require(app.googlePlay)
+            let token = google.purchase(.paused, tag: "p")  // ended ten days ago; resumes in twenty
+            let body =
+                #"{"app_user_id":"pia","store":"play_store","package_name":"com.example.app","purchase_token":"\#(token)"}"#
+            #expect(try await postReceipts(port, body).status == 200)
+            #expect(await app.refresher.runPass() == .init())  // asked when posted, after the period ended
+            clock.advance(by: 21 * day)
+            let pass = await app.refresher.runPass()
+            #expect(pass.due == 1 && pass.refreshed == 1, "\(pass)")
+            #expect(google.calls["subscriptionsv2"] == 2)
+        }
+    }
 }

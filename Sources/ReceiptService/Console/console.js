@@ -565,7 +565,7 @@
     });
     return el("section", { class: "card", "aria-label": "Actions" },
       el("div", { class: "row" },
-        el("button", { type: "button", id: "refresh", onclick: () => act(() => api("POST", `/v1/subscribers/${enc(user)}/refresh`), "Asked Apple again.") }, "Refresh from Apple")),
+        el("button", { type: "button", id: "refresh", onclick: () => act(() => api("POST", `/v1/subscribers/${enc(user)}/refresh`), "Asked the store again.") }, "Refresh from the store")),
       grant, extend);
   }
 
