@@ -48,6 +48,9 @@ public struct DeveloperNotification: Sendable, Equatable {
         case voidedPurchase(purchaseToken: String, orderID: String?, productType: Int64?, refundType: Int64?)
         /// `testNotification`, sent from Play Console.
         case test
+        /// A kind receiptd does not know yet (Google adds them: `pendingRefundReviewNotification`…),
+        /// by its member's name: recorded and acknowledged, so Pub/Sub does not push it forever.
+        case other(String)
     }
 
     public var packageName: String
@@ -91,6 +94,10 @@ public struct DeveloperNotification: Sendable, Equatable {
                 refundType: v["refundType"]?.int64)
         } else if let t = value["testNotification"], t != .null {
             kind = .test
+        } else if case .object(let members) = value,
+            let name = members.keys.map(\.string).sorted().first(where: { $0.hasSuffix("Notification") && $0.utf8.count <= 64 })
+        {
+            kind = .other(name)
         } else {
             throw .unexpectedAnswer("the notification names no subscription, one-time product, voided purchase or test")
         }
@@ -102,7 +109,7 @@ public struct DeveloperNotification: Sendable, Equatable {
     public var purchaseToken: String? {
         switch kind {
         case .subscription(_, let t), .oneTimeProduct(_, let t, _), .voidedPurchase(let t, _, _, _): t
-        case .test: nil
+        case .test, .other: nil
         }
     }
 
@@ -115,6 +122,7 @@ public struct DeveloperNotification: Sendable, Equatable {
             type == 1 ? "ONE_TIME_PRODUCT_PURCHASED" : type == 2 ? "ONE_TIME_PRODUCT_CANCELED" : "ONE_TIME_PRODUCT_\(type)"
         case .voidedPurchase: "VOIDED_PURCHASE"
         case .test: "TEST"
+        case .other(let name): "OTHER_" + String(name.prefix(64))
         }
     }
 
@@ -124,7 +132,7 @@ public struct DeveloperNotification: Sendable, Equatable {
         case .subscription: true
         case .oneTimeProduct: false
         case .voidedPurchase(_, _, let productType, _): productType.map { $0 == 1 }
-        case .test: nil
+        case .test, .other: nil
         }
     }
 

@@ -126,9 +126,10 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
     /// Pub/Sub delivers it: the `Authorization` header's value (an OIDC token signed with the push
     /// key for `audience`, or a stranger's / expired one when asked) and the body. `type`: a
     /// subscription's `notificationType` (default 4 PURCHASED), a one-time product's (default 1),
-    /// or nil for a voided purchase when `voided`.
+    /// or nil for a voided purchase when `voided`; Play Console's test notification when `test`.
     public func push(
-        _ token: String, type: Int64? = nil, voided: Bool = false, messageID: String? = nil, audience: String? = nil,
+        _ token: String, type: Int64? = nil, voided: Bool = false, test: Bool = false, messageID: String? = nil,
+        audience: String? = nil,
         signedBy stranger: _RSA.Signing.PrivateKey? = nil, issuedAt: Int64? = nil
     ) -> (authorization: String, body: [UInt8])? {
         let now = clock.now()
@@ -141,7 +142,9 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
             var notification: [String: JSONValue] = [
                 "version": .string("1.0"), "packageName": .string(package), "eventTimeMillis": .string(String(now)),
             ]
-            if voided {
+            if test {
+                notification["testNotification"] = .object(strings: ["version": .string("1.0")])
+            } else if voided {
                 notification["voidedPurchaseNotification"] = .object(strings: [
                     "purchaseToken": .string(token), "orderId": .string(s.orderID(of: token) ?? ""),
                     "productType": .int(scenario.isSubscription ? 1 : 2), "refundType": .int(1),

@@ -29,7 +29,7 @@ package struct IngestPlayNotification: Sendable {
 
     /// What became of a message.
     package struct Outcome: Sendable, Equatable {
-        /// `applied`, `unchanged`, `pending_owner`, `owner_conflict`, `unknown_token`, `test`, `duplicate`.
+        /// `applied`, `unchanged`, `pending_owner`, `owner_conflict`, `unknown_token`, `test`, `ignored`, `duplicate`.
         package var outcome: String
         package var appUserID: String?
     }
@@ -138,7 +138,10 @@ package struct IngestPlayNotification: Sendable {
             }
             return Outcome(outcome: inserted ? outcome : "duplicate", appUserID: user)
         }
-        guard let tokenText = notification.purchaseToken else { return try await record("test", user: nil) }
+        guard let tokenText = notification.purchaseToken else {
+            if case .other = notification.kind { return try await record("ignored", user: nil) }
+            return try await record("test", user: nil)
+        }
         guard let package = PlayIdentifier(notification.packageName, .packageName),
             let token = PlayIdentifier(tokenText, .purchaseToken)
         else { throw ReceiptError.invalidRequest("The notification's package name or purchase token is malformed.") }

@@ -47,6 +47,12 @@ struct DeveloperNotificationTests {
                 #"{"packageName":"a","eventTimeMillis":"4","subscriptionNotification":{"notificationType":99,"purchaseToken":"t"}}"#
             ))
         #expect(future.notification.typeName == "SUBSCRIPTION_99")
+        let newKind = try PlayPush(
+            body: Self.push(#"{"packageName":"a","eventTimeMillis":"5","pendingRefundReviewNotification":{"purchaseToken":"t"}}"#)
+        )
+        #expect(
+            newKind.notification.kind == .other("pendingRefundReviewNotification") && newKind.notification.purchaseToken == nil)
+        #expect(newKind.notification.typeName == "OTHER_pendingRefundReviewNotification")
     }
 
     @Test func whatIsNotAPushIsRefused() {

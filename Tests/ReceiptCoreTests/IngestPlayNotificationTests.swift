@@ -130,8 +130,10 @@ struct IngestPlayNotificationTests {
             google.setOutage(milliseconds: 0)
             let again = try await Self.deliver(app, push)
             #expect(again.outcome == "unchanged", "\(again)")
-            // Unknown tokens and Play Console's test notifications are recorded and acknowledged.
-            #expect(try await Self.deliver(app, google.push("gp1.active.never-bought")).outcome != "applied")
+            // A purchase nobody posted yet, and Play Console's test notification: recorded and acknowledged.
+            #expect(try await Self.deliver(app, google.push("gp1.active.never-bought")).outcome == "pending_owner")
+            #expect(try await Self.deliver(app, google.push(token, test: true, messageID: "m-test")).outcome == "test")
+            #expect(try await app.database.read { db in try PlayStore(db).notificationSeen("m-test") })
         }
     }
 }
