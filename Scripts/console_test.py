@@ -284,7 +284,7 @@ def main():
         check("Active" in card.find_element(By.CLASS_NAME, "badge").text, "alice's premium card says Active")
         check(card.find_element(By.CLASS_NAME, "state").text == "active", "alice's premium state is active")
         explanation = card.find_element(By.CLASS_NAME, "explanation").text
-        check(explanation.startswith("Granted by the subscription of monthly"), f"alice's explanation: {explanation[:70]}…")
+        check(explanation.startswith("Granted by the App Store subscription of monthly"), f"alice's explanation: {explanation[:70]}…")
         timeline = driver.find_elements(By.CSS_SELECTOR, "#timeline > li")
         check(len(timeline) >= 2, f"alice's timeline lists {len(timeline)} events")
         first = timeline[0].find_element(By.TAG_NAME, "summary")
