@@ -110,7 +110,7 @@ let package = Package(
             ]),
         // Offers decided on the server (issue 41, being built): the signatures StoreKit asks for before
         // it shows a promotional offer or an introductory price. Pure: the nonce and the time given.
-        .target(name: "Offers", dependencies: ["JSON", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "Offers", dependencies: ["JSON", "Entitlements", .product(name: "Crypto", package: "swift-crypto")]),
         // A loopback Google Play (its OAuth token endpoint and the Play Developer API's purchases) with
         // scripted purchases, on our HTTP server: tests and offline runs.
         .target(
@@ -259,7 +259,9 @@ let package = Package(
                 "GooglePlay", "GooglePlaySimulator", "CurlTransport", "Clocks", "JSON", "Entitlements", "ReceiptTesting",
                 .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "OffersTests", dependencies: ["Offers", "JSON", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(
+            name: "OffersTests",
+            dependencies: ["Offers", "JSON", "Entitlements", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "GooglePlaySimulatorTests",
             dependencies: [
