@@ -144,7 +144,8 @@ let package = Package(
         .target(
             name: "ReceiptCore",
             dependencies: [
-                "Analytics", "AppStore", "CurlTransport", "GooglePlay", "AppStoreServerAPI", "SignedData", "Entitlements",
+                "Analytics", "AppStore", "CurlTransport", "GooglePlay", "Offers", "AppStoreServerAPI", "SignedData",
+                "Entitlements",
                 "Storage", "JSON",
                 "Identifiers",
                 "Clocks", "CZlib",
@@ -166,7 +167,7 @@ let package = Package(
         .target(
             name: "ReceiptService",
             dependencies: [
-                "Analytics", "ReceiptCore", "HTTPServer", "Storage", "AppStore", "CurlTransport", "GooglePlay",
+                "Analytics", "ReceiptCore", "HTTPServer", "Storage", "AppStore", "CurlTransport", "GooglePlay", "Offers",
                 "AppStoreServerAPI",
                 "SignedData",
                 "Entitlements", "JSON",

@@ -56,6 +56,10 @@ package enum ReceiptError: Error, Sendable {
     case invalidPurchaseToken
     /// Google Play refused receiptd's service account (its key, or its Play Console permissions).
     case googlePlayMisconfigured
+    /// The rules do not allow the customer this offer: the rule that said no, and why.
+    case offerNotEligible(String, String)
+    /// Offers need a signing key (the In-App Purchase key, or `appStore.offers.*`).
+    case offersNotConfigured
     /// A Pub/Sub push without a valid OIDC token (Google's keys, the audience, the service account).
     case unauthenticatedPush(String)
     /// Google Play could not answer now; what the user had is unchanged (`lastKnown`).
@@ -93,6 +97,8 @@ package enum ReceiptError: Error, Sendable {
         case .googlePlayMisconfigured: "google_play_misconfigured"
         case .googlePlayUnavailable: "google_play_unavailable"
         case .unauthenticatedPush: "unauthenticated_push"
+        case .offerNotEligible: "offer_not_eligible"
+        case .offersNotConfigured: "offers_not_configured"
         case .internalFault: "internal_error"
         }
     }
@@ -131,6 +137,9 @@ package enum ReceiptError: Error, Sendable {
         case .googlePlayMisconfigured: "Google Play refused receiptd's service account; see the server's log."
         case .googlePlayUnavailable: "Google Play could not answer now; retry later."
         case .unauthenticatedPush(let message): message
+        case .offerNotEligible(_, let decision): decision
+        case .offersNotConfigured:
+            "Offers are signed with the In-App Purchase key: configure appStore.serverApi (or appStore.offers) keyId, issuerId and the key."
         case .internalFault: "An internal error occurred."
         }
     }

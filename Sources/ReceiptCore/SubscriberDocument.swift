@@ -242,7 +242,7 @@ package struct SubscriberDocument: Sendable {
     }
 
     /// `{"rule", "decision", "facts": {…}}`.
-    static func json(_ e: Explanation) -> JSONValue {
+    package static func json(_ e: Explanation) -> JSONValue {
         .object(["rule": .string(e.rule), "decision": .string(e.decision), "facts": WireMapping.json(e.facts)])
     }
 

@@ -43,6 +43,10 @@ struct APIError: Error, Sendable {
         case .googlePlayNotConfigured: status = HTTPStatus(code: 501)
         case .googlePlayMisconfigured: status = .internalServerError
         case .unauthenticatedPush: status = .unauthorized
+        case .offerNotEligible(let rule, _):
+            status = .forbidden
+            members["rule"] = .string(rule)
+        case .offersNotConfigured: status = HTTPStatus(code: 501)
         case .googlePlayUnavailable(let seconds, let lastKnown):
             status = .serviceUnavailable
             retryAfter = seconds

@@ -32,6 +32,71 @@ enum Requests {
         }
     }
 
+    /// The body of POST /v1/subscribers/{id}/offers/signatures: `product_id`, `offer_id`,
+    /// `application_username`?, `format`? (`v1`, the default, or `jws`), `transaction_id`?, `bundle_id`?.
+    static func offerSignature(_ body: [UInt8], user: String) throws(ReceiptError) -> SignOffer.Promotional {
+        guard let json = try? JSONValue.parse(body), case .object = json else {
+            throw .invalidRequest("The body must be a JSON object.")
+        }
+        func text(_ name: String, required: Bool) throws(ReceiptError) -> String? {
+            switch json[name] {
+            case nil, .null?:
+                if required { throw .invalidRequest("`\(name)` is required and must be a string.") }
+                return nil
+            case .string(let s)?: return s
+            default: throw .invalidRequest("`\(name)` must be a string.")
+            }
+        }
+        let format: SignOffer.Format
+        switch try text("format", required: false) {
+        case nil, "v1"?: format = .v1
+        case "jws"?: format = .jws
+        default:
+            throw .invalidRequest("`format` must be `v1` (the original API's signature) or `jws` (StoreKit's signed request).")
+        }
+        let username = try text("application_username", required: false)
+        if let username,
+            username.utf8.count > 256 || username.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        {
+            throw .invalidRequest(
+                "`application_username` must be at most 256 bytes without control characters (an app account token).")
+        }
+        let transaction = try text("transaction_id", required: false)
+        if let transaction { try FieldRules.transactionID(transaction) }
+        return SignOffer.Promotional(
+            appUserID: user, productID: try text("product_id", required: true)!, offerID: try text("offer_id", required: true)!,
+            applicationUsername: username, format: format, transactionID: transaction,
+            bundleID: try text("bundle_id", required: false))
+    }
+
+    /// The body of POST /v1/subscribers/{id}/offers/introductory-eligibility: `product_id`,
+    /// `transaction_id`?, `bundle_id`?.
+    static func introductoryEligibility(_ body: [UInt8]) throws(ReceiptError) -> (
+        productID: String, transactionID: String?, bundleID: String?
+    ) {
+        guard let json = try? JSONValue.parse(body), case .object = json else {
+            throw .invalidRequest("The body must be a JSON object.")
+        }
+        guard case .string(let product)? = json["product_id"] else {
+            throw .invalidRequest("`product_id` is required and must be a string.")
+        }
+        var transaction: String?
+        switch json["transaction_id"] {
+        case nil, .null?: break
+        case .string(let id)?:
+            try FieldRules.transactionID(id)
+            transaction = id
+        default: throw .invalidRequest("`transaction_id` must be a string.")
+        }
+        var bundle: String?
+        switch json["bundle_id"] {
+        case nil, .null?: break
+        case .string(let b)?: bundle = b
+        default: throw .invalidRequest("`bundle_id` must be a string.")
+        }
+        return (product, transaction, bundle)
+    }
+
     /// A Google Play purchase: `package_name`, `purchase_token`, `product_id` when the app knows it.
     static func playStorePurchase(_ json: JSONValue, user: String) throws(ReceiptError) -> VerifyPlayPurchase.Input {
         let stray = ["receipt_data", "signed_transaction", "transaction_id", "bundle_id"].filter { (json[$0] ?? .null) != .null }

@@ -74,6 +74,17 @@ enum Responses {
         .json(.object(["status": .string("ok"), "outcome": .string(outcome.outcome)]))
     }
 
+    /// An offer's signature, as StoreKit takes it, with why it was allowed.
+    static func offerSigned(_ s: SignOffer.Signed) -> HTTPResponse {
+        var members: [Identifier: JSONValue] = [
+            "format": .string(s.format.rawValue), "key_id": .string(s.keyID), "nonce": .string(s.nonce),
+            "timestamp": .int(s.timestamp), "signature": .string(s.signature),
+            "explanation": SubscriberDocument.json(s.explanation),
+        ]
+        members["allowed"] = .bool(s.allowed)
+        return .json(.object(members))
+    }
+
     /// GET /v1/notifications.
     static func notifications(_ page: Listings.Page<NotificationRecord, Int64>) -> HTTPResponse {
         .json(

@@ -15,6 +15,7 @@ struct Routes: Sendable {
     let verifyPurchase: VerifyPurchase
     let verifyPlayPurchase: VerifyPlayPurchase
     let ingestPlayNotification: IngestPlayNotification
+    let signOffer: SignOffer
     let readSubscriber: ReadSubscriber
     let eraseSubscriber: EraseSubscriber
     let addAlias: AddAlias
@@ -159,6 +160,21 @@ struct Routes: Sendable {
             let (limit, before) = (try Requests.limit(request), try Requests.idCursor(request))
             let filter = try Requests.notificationFilter(request)
             return Responses.notifications(try await listings.notifications(limit: limit, before: before, filter: filter))
+        }
+        // An app asks, before showing an offer, for the signature StoreKit needs: given only when
+        // the rules allow the customer the offer (Docs/offers.md).
+        api.on(.post, "/v1/subscribers/{app_user_id}/offers/signatures", access: .publicKey) { [signOffer] request, context in
+            let input = try Requests.offerSignature(request.body, user: try Requests.appUserID(in: context))
+            return Responses.offerSigned(try await signOffer.promotional(input, requestedBy: APIAuth.fingerprint(request)))
+        }
+        api.on(.post, "/v1/subscribers/{app_user_id}/offers/introductory-eligibility", access: .publicKey) {
+            [signOffer] request, context in
+            let user = try Requests.appUserID(in: context)
+            let asked = try Requests.introductoryEligibility(request.body)
+            return Responses.offerSigned(
+                try await signOffer.introductory(
+                    appUserID: user, productID: asked.productID, transactionID: asked.transactionID, bundleID: asked.bundleID,
+                    requestedBy: APIAuth.fingerprint(request)))
         }
         // Support gives an entitlement for a while (after an outage, a complaint), or takes it back.
         api.on(.post, "/v1/subscribers/{app_user_id}/entitlements/{name}/promotional", access: .secretKey) {

@@ -67,6 +67,7 @@ public struct PersonalData {
             section("refresh_checks", key: "original_transaction_id", [("original_transaction_id", originals)]),
             section("play_tokens", key: "reference", [("chain", originals)]),
             section("play_notifications", key: "message_id", [("app_user_id", ids)]),
+            section("offer_signatures", key: "id", [("app_user_id", ids)]),
             section("notifications", key: "id", [("app_user_id", ids), ("original_transaction_id", originals)]),
             section("verifications", key: "id", [("app_user_id", ids)]),
             section("events", key: "id", [("app_user_id", ids)]),

@@ -48,6 +48,10 @@ struct SubscriberExportTests {
                     reference: "GPT.exp", purchaseToken: "gp1.active.exp", packageName: "com.example.app", kind: .subscription,
                     productID: "monthly", chain: original),
                 acknowledgement: .owed, consume: false, now: 1)
+            try OfferStore(db).record(
+                OfferSignatureRecord(
+                    appUserID: "exp-a", kind: "promotional", productID: "monthly", offerID: "WINBACK50", format: "v1",
+                    keyID: "K", nonce: "n", allowed: true, requestedBy: "key:000000000000", issuedAt: 1))
             _ = try PlayStore(db).recordNotification(
                 messageID: "exp-push", packageName: "com.example.app", type: "SUBSCRIPTION_RENEWED",
                 tokenReference: "GPT.exp", eventTime: 1, receivedAt: 1, outcome: "applied", appUserID: "exp-a")
@@ -79,7 +83,7 @@ struct SubscriberExportTests {
                 "renewal_history": "original_transaction_id IN \(held)",
                 "latest_receipts": "original_transaction_id IN \(held)",
                 "refresh_checks": "original_transaction_id IN \(held)", "play_tokens": "chain IN \(held)",
-                "play_notifications": "app_user_id IN \(ids)",
+                "play_notifications": "app_user_id IN \(ids)", "offer_signatures": "app_user_id IN \(ids)",
                 "notifications": "app_user_id IN \(ids) OR original_transaction_id IN \(held)",
                 "verifications": "app_user_id IN \(ids)", "events": "app_user_id IN \(ids)",
                 "shadow_diffs": "app_user_id IN \(ids)", "changes": "app_user_id IN \(ids)",

@@ -191,6 +191,9 @@ public final class Application: Sendable {
         let routes = Routes(
             checkReadiness: CheckReadiness(database: database, migrator: migrator), auth: apiAuth(configuration, logger: logger),
             verifyPurchase: verifyPurchase, verifyPlayPurchase: play.verify, ingestPlayNotification: play.ingest,
+            signOffer: SignOffer(
+                key: configuration.offers.key, rules: configuration.offers.rules, bundleIDs: settings.bundleIDs,
+                policy: configuration.policy, database: database, logger: logger, clock: clock),
             readSubscriber: readSubscriber,
             eraseSubscriber: eraseSubscriber, addAlias: addAlias, exportSubscriber: exportSubscriber,
             ingestNotification: ingestNotification, listings: listings,

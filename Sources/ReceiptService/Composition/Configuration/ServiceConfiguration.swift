@@ -27,6 +27,8 @@ public struct ServiceConfiguration: Sendable {
     public var openAPIFile = "openapi.yaml"
     /// Apple's verifyReceipt: URLs, the app(s), the shared secret, timeouts, retries.
     public var appStore: AppStoreSettings
+    /// Offers: the rules (`offers.file`) and the key they are signed with (`appStore.offers.*`).
+    package var offers = OfferSettings()
     /// Google Play: the apps, the service account, the acknowledgement queue (`googlePlay.*`).
     public var googlePlay = GooglePlaySettings()
     /// API keys by role and the ownership policy.
@@ -102,6 +104,11 @@ public struct ServiceConfiguration: Sendable {
             environment: name, http: http, database: database, logLevel: Logger.Level(rawValue: level)!,
             appStore: appStore, api: api, entitlements: entitlements, catalog: catalog, policy: policy)
         configuration.googlePlay = try GooglePlaySettings.read(c)
+        configuration.offers = try OfferSettings.read(
+            c, configDirectory: configDirectory,
+            serverAPI: appStore.serverAPI.credentials.map {
+                SignOffer.Key(keyID: $0.keyID, issuerID: $0.issuerID, key: $0.key)
+            })
         configuration.limits = try RateLimiter.Settings.read(c)
         configuration.refresher = try Refresher.Settings.read(c)
         configuration.webhooks = try WebhookSettings.read(c, bundleIDs: appStore.bundleIDs)

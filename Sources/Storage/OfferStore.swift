@@ -1,0 +1,91 @@
+/// One signature receiptd issued for a customer's offer (`offer_signatures`): the audit of who got
+/// which offer, when, by which key, at whose request.
+public struct OfferSignatureRecord: Sendable, Equatable {
+    public var id: Int64
+    public var appUserID: String
+    /// `promotional` or `introductory`.
+    public var kind: String
+    public var productID: String
+    public var offerID: String?
+    /// `v1` or `jws`.
+    public var format: String
+    public var keyID: String
+    public var nonce: String
+    /// For an introductory decision: whether it allowed the offer (a promotional one: always true).
+    public var allowed: Bool
+    public var requestedBy: String
+    public var issuedAt: Int64
+
+    public init(
+        id: Int64 = 0, appUserID: String, kind: String, productID: String, offerID: String?, format: String, keyID: String,
+        nonce: String, allowed: Bool, requestedBy: String, issuedAt: Int64
+    ) {
+        self.id = id
+        self.appUserID = appUserID
+        self.kind = kind
+        self.productID = productID
+        self.offerID = offerID
+        self.format = format
+        self.keyID = keyID
+        self.nonce = nonce
+        self.allowed = allowed
+        self.requestedBy = requestedBy
+        self.issuedAt = issuedAt
+    }
+}
+
+/// The offers' audit (`offer_signatures`, Migrations/0025_offers.sql).
+public struct OfferStore {
+    let db: Database
+
+    public init(_ db: Database) { self.db = db }
+
+    public func record(_ r: OfferSignatureRecord) throws {
+        try db.cached(
+            """
+            INSERT INTO offer_signatures (app_user_id, kind, product_id, offer_id, format, key_id, nonce, allowed, requested_by,
+                issued_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """
+        ).bind([
+            r.appUserID, r.kind, r.productID, r.offerID, r.format, r.keyID, r.nonce, Int64(r.allowed ? 1 : 0), r.requestedBy,
+            r.issuedAt,
+        ]).run()
+    }
+
+    /// When `offerID` was given to any of `ids` (a person's canonical id and aliases).
+    public func issued(_ offerID: String, to ids: [String]) throws -> [Int64] {
+        guard !ids.isEmpty else { return [] }
+        let q = try db.cached(
+            """
+            SELECT issued_at FROM offer_signatures WHERE offer_id = ? AND kind = 'promotional'
+                AND app_user_id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))
+            ORDER BY issued_at
+            """
+        ).bind([offerID] + ids)
+        var times: [Int64] = []
+        while try q.step() { times.append(q.int(0)) }
+        return times
+    }
+
+    /// A person's signatures, newest first.
+    public func signatures(of ids: [String], limit: Int) throws -> [OfferSignatureRecord] {
+        guard !ids.isEmpty else { return [] }
+        let q = try db.cached(
+            """
+            SELECT id, app_user_id, kind, product_id, offer_id, format, key_id, nonce, allowed, requested_by, issued_at
+            FROM offer_signatures WHERE app_user_id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))
+            ORDER BY issued_at DESC, id DESC LIMIT ?
+            """
+        ).bind(ids + [Int64(limit)])
+        var rows: [OfferSignatureRecord] = []
+        while try q.step() {
+            rows.append(
+                OfferSignatureRecord(
+                    id: q.int(0), appUserID: q.text(1)!, kind: q.text(2)!, productID: q.text(3)!, offerID: q.text(4),
+                    format: q.text(5)!, keyID: q.text(6)!, nonce: q.text(7)!, allowed: q.int(8) == 1, requestedBy: q.text(9)!,
+                    issuedAt: q.int(10)))
+        }
+        return rows
+    }
+}

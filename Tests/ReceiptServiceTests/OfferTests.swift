@@ -1,0 +1,119 @@
+import Crypto
+import Foundation
+import JSON
+import Offers
+import ReceiptCore
+import ReceiptService
+import ReceiptTesting
+import Storage
+import Testing
+
+/// The offers routes over HTTP: decided from the stored history, signed, audited.
+@Suite("Offers API", .serialized)
+struct OfferTests {
+    static let rules = OfferRules(
+        groups: ["premium": ["monthly", "yearly"]],
+        offers: ["WINBACK50": OfferRule(audience: .lapsed, minDaysSinceExpiry: 7, maxPerCustomer: 1, perDays: 365)])
+    static let credentials = TestSecrets.serverAPICredentials
+
+    static func withOffers(key: Bool = true, _ body: (TestApp, Int, String) async throws -> Void) async throws {
+        let configuration = { (path: String) -> ServiceConfiguration in
+            var c = testConfiguration(path: path)
+            c.offers = .init(
+                rules: rules,
+                key: key ? SignOffer.Key(keyID: credentials.keyID, issuerID: credentials.issuerID, key: credentials.key) : nil)
+            return c
+        }
+        try await withClockedService(configuration: configuration) { app, port, db, _ in try await body(app, port, db) }
+    }
+
+    static func ask(_ port: Int, _ user: String, _ path: String, _ body: String) async throws -> Reply {
+        try await post(port, "/v1/subscribers/\(user)/offers/\(path)", body, key: TestSecrets.publicKey)
+    }
+
+    static func code(_ r: Reply) -> String? { (r.json["error"] as? [String: Any])?["code"] as? String }
+
+    @Test func aLapsedSubscriberGetsTheWinBackOfferOnceAndItVerifies() async throws {
+        try await Self.withOffers { _, port, db in
+            #expect(try await postReceipt(port, user: "lena", "expired_voluntary:lena").status == 200)
+            let r = try await Self.ask(
+                port, "lena", "signatures", #"{"product_id":"monthly","offer_id":"WINBACK50","application_username":"ABC-def"}"#)
+            #expect(r.status == 200, "\(r.body)")
+            let nonce = try #require(r.json["nonce"] as? String)
+            let timestamp = try #require(r.json["timestamp"] as? Int)
+            #expect(r.json["key_id"] as? String == Self.credentials.keyID && r.json["format"] as? String == "v1")
+            let text64 = try #require(r.json["signature"] as? String)
+            let der = try #require(Data(base64Encoded: text64))
+            let signed = PromotionalOfferSignature.payload(
+                bundleID: "com.example.app", keyID: Self.credentials.keyID, productID: "monthly", offerID: "WINBACK50",
+                applicationUsername: "abc-def", nonce: nonce, timestamp: Int64(timestamp))
+            #expect(
+                Self.credentials.key.publicKey.isValidSignature(
+                    try P256.Signing.ECDSASignature(derRepresentation: der), for: Array(signed.utf8)))
+            #expect((r.json["explanation"] as? [String: Any])?["rule"] as? String == "offer_eligible")
+            // Once a year: the second ask is refused with the rule that said no.
+            let again = try await Self.ask(port, "lena", "signatures", #"{"product_id":"monthly","offer_id":"WINBACK50"}"#)
+            #expect(again.status == 403 && Self.code(again) == "offer_not_eligible", "\(again.body)")
+            #expect(again.json["rule"] as? String == "offer_limit_reached")
+            // Audited: one row, by which key, at whose request (the key's fingerprint, never the key).
+            let rows = try TestDatabase.open(db).scalarInt("SELECT count(*) FROM offer_signatures WHERE app_user_id = 'lena'")
+            #expect(rows == 1)
+            let by = try TestDatabase.open(db).scalarText("SELECT requested_by FROM offer_signatures")
+            #expect(by?.hasPrefix("key:") == true && by?.contains(TestSecrets.publicKey) == false)
+        }
+    }
+
+    @Test func theJWSFormAndRefusals() async throws {
+        try await Self.withOffers { _, port, _ in
+            #expect(try await postReceipt(port, user: "mo", "expired_voluntary:mo").status == 200)
+            let r = try await Self.ask(
+                port, "mo", "signatures", #"{"product_id":"monthly","offer_id":"WINBACK50","format":"jws"}"#)
+            #expect(r.status == 200, "\(r.body)")
+            let jws = try #require(r.json["signature"] as? String)
+            let parts = jws.split(separator: ".")
+            let part = try #require(Base64URL.decode(parts[1].utf8))
+            let claims = try JSONValue.parse(part)
+            #expect(claims["aud"]?.string == "promotional-offer" && claims["offerIdentifier"]?.string == "WINBACK50")
+            #expect(claims["transactionId"]?.string?.allSatisfy(\.isNumber) == true && claims["bid"]?.string == "com.example.app")
+            // A subscriber now, an unknown offer, a malformed body.
+            #expect(try await postReceipt(port, user: "al", "active_monthly:al").status == 200)
+            let active = try await Self.ask(port, "al", "signatures", #"{"product_id":"monthly","offer_id":"WINBACK50"}"#)
+            #expect(active.status == 403 && active.json["rule"] as? String == "still_subscribed")
+            let unknown = try await Self.ask(port, "mo", "signatures", #"{"product_id":"monthly","offer_id":"NOPE"}"#)
+            #expect(unknown.status == 403 && unknown.json["rule"] as? String == "unknown_offer")
+            for body in [
+                #"{"offer_id":"WINBACK50"}"#, #"{"product_id":"m o","offer_id":"X"}"#,
+                #"{"product_id":"monthly","offer_id":"X","format":"v3"}"#,
+            ] {
+                #expect(try await Self.ask(port, "mo", "signatures", body).status == 400, "\(body)")
+            }
+        }
+    }
+
+    @Test func introductoryEligibilityIsSignedEitherWay() async throws {
+        try await Self.withOffers { _, port, _ in
+            // A new customer: eligible (with a transaction id to name them, here their appTransactionId).
+            let nova = try await Self.ask(
+                port, "nova", "introductory-eligibility", #"{"product_id":"yearly","transaction_id":"704289572311"}"#)
+            #expect(nova.status == 200 && nova.json["allowed"] as? Bool == true, "\(nova.body)")
+            let novaJWS = nova.json["signature"] as? String ?? ".."
+            let payload = try #require(Base64URL.decode(novaJWS.split(separator: ".", omittingEmptySubsequences: false)[1].utf8))
+            let claims = try JSONValue.parse(payload)
+            #expect(claims["allowIntroductoryOffer"] == .bool(true) && claims["transactionId"]?.string == "704289572311")
+            // One who had the trial: signed, saying no.
+            #expect(try await postReceipt(port, user: "tia", "trial:tia").status == 200)
+            let tia = try await Self.ask(port, "tia", "introductory-eligibility", #"{"product_id":"yearly"}"#)
+            #expect(tia.status == 200 && tia.json["allowed"] as? Bool == false, "\(tia.body)")
+            #expect((tia.json["explanation"] as? [String: Any])?["rule"] as? String == "introductory_offer_used")
+            // No purchase and no transaction id: nothing to name the customer by.
+            #expect(try await Self.ask(port, "zed", "introductory-eligibility", #"{"product_id":"yearly"}"#).status == 400)
+        }
+    }
+
+    @Test func withoutAKeyOffersAreRefusedAsNotConfigured() async throws {
+        try await Self.withOffers(key: false) { _, port, _ in
+            let r = try await Self.ask(port, "x", "signatures", #"{"product_id":"monthly","offer_id":"WINBACK50"}"#)
+            #expect(r.status == 501 && Self.code(r) == "offers_not_configured")
+        }
+    }
+}
