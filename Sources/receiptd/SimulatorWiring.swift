@@ -5,6 +5,7 @@ import Crypto
 import CryptoExtras
 import GooglePlaySimulator
 import Logging
+import ReceiptCore
 import ReceiptService
 
 /// The built-in App Store simulator, when `appStore.simulator` is on: offline development, where
@@ -56,6 +57,10 @@ enum SimulatorWiring {
             ?? ServerAPIToken.Credentials(
                 keyID: "SIMULATOR0", issuerID: "00000000-0000-4000-8000-00000000000a", key: P256.Signing.PrivateKey())
         configuration.appStore.serverAPI.credentials = credentials
+        // Offers are signed with the In-App Purchase key unless they have their own.
+        if configuration.offers.key == nil {
+            configuration.offers.key = SignOffer.Key(keyID: credentials.keyID, issuerID: credentials.issuerID, key: credentials.key)
+        }
         configuration.appStore.signedData.roots.append(SimulatorPKI.root)
         return AppStoreSimulator.Configuration(
             bundleID: settings.bundleIDs[0], sharedSecret: settings.sharedSecret,

@@ -1,0 +1,175 @@
+"""receiptd's offer signatures checked against Apple's own App Store Server Library (PyPI
+`app-store-server-library`) as the oracle. receiptd (BIN_DIR/receiptd, its built-in App Store
+simulator, a scratch database) signs offers with Apple's published test key; this script:
+
+- builds the text Apple's `PromotionalOfferSignatureCreator` signs for the same inputs (the
+  creator itself, its signing step replaced by one that records the text) and verifies receiptd's
+  original-API signature over it with the key's public half;
+- signs the same promotional offer and introductory-eligibility requests with Apple's
+  `PromotionalOfferV2SignatureCreator` and `IntroductoryOfferEligibilitySignatureCreator`, decodes
+  both, and compares headers and claims (all but `iat` and `nonce`, which differ by design), and
+  verifies receiptd's JWS with the key's public half;
+- checks that a tampered signature fails, so the check can fail.
+
+Usage: python3 Scripts/apple_offers_test.py BIN_DIR. Loopback only; stops by itself (60 s).
+"""
+import base64
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import jwt
+from appstoreserverlibrary.jws_signature_creator import (IntroductoryOfferEligibilitySignatureCreator,
+                                                         PromotionalOfferV2SignatureCreator)
+from appstoreserverlibrary.promotional_offer import PromotionalOfferSignatureCreator
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ec import ECDSA
+from cryptography.hazmat.primitives.hashes import SHA256
+
+BIN = sys.argv[1]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KEY_FILE = f"{ROOT}/Sources/ReceiptTesting/Fixtures/AppStoreServerAPI/testSigningKey.p8"
+KEY_ID, ISSUER, BUNDLE = "ORACLEKEY1", "00000000-0000-4000-8000-0000000000bb", "com.example.app"
+KEY_PEM = open(KEY_FILE, "rb").read()
+PUBLIC = serialization.load_pem_private_key(KEY_PEM, password=None).public_key()
+
+
+class Recorder:
+    """Stands in for the creator's key: records the text Apple's library would sign."""
+    def __init__(self):
+        self.text = None
+
+    def sign(self, data, algorithm):
+        self.text = data
+        return b""
+
+
+def apple_v1_text(product, offer, username, nonce, timestamp):
+    creator = PromotionalOfferSignatureCreator(KEY_PEM, KEY_ID, BUNDLE)
+    recorder = Recorder()
+    creator._signing_key = recorder
+    creator.create_signature(product, offer, username, uuid.UUID(nonce), timestamp)
+    return recorder.text
+
+
+def call(port, path, body):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method="POST", data=json.dumps(body).encode(),
+                                     headers={"Authorization": "Bearer ao-public", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=20) as answer:
+            return answer.status, json.loads(answer.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def compare(name, ours, theirs, failures):
+    header_ours, header_theirs = jwt.get_unverified_header(ours), jwt.get_unverified_header(theirs)
+    if header_ours != header_theirs:
+        failures.append(f"{name}: header {header_ours} differs from Apple's {header_theirs}")
+    claims_ours = jwt.decode(ours, options={"verify_signature": False})
+    claims_theirs = jwt.decode(theirs, options={"verify_signature": False})
+    for claims in (claims_ours, claims_theirs):
+        claims.pop("iat"), claims.pop("nonce")
+    if claims_ours != claims_theirs:
+        failures.append(f"{name}: claims {claims_ours} differ from Apple's {claims_theirs}")
+    try:
+        jwt.decode(ours, PUBLIC, algorithms=["ES256"], audience=claims_theirs["aud"])
+    except jwt.PyJWTError as error:
+        failures.append(f"{name}: receiptd's JWS does not verify: {error}")
+
+
+def main():
+    port = random.randint(20000, 29999)
+    scratch = tempfile.mkdtemp(prefix="receiptd-offers-")
+    offers = f"{scratch}/offers.json"
+    with open(offers, "w") as f:
+        json.dump({"groups": {"premium": ["monthly", "yearly"]},
+                   "offers": {"WINBACK50": {"audience": "lapsed", "min_days_since_expiry": 7}}}, f)
+    env = dict(os.environ, RECEIPTD_ENVIRONMENT="development", RECEIPTD_HTTP_PORT=str(port),
+               RECEIPTD_DATABASE_PATH=f"{scratch}/db.sqlite", RECEIPTD_LOG_LEVEL="warning", RECEIPTD_HTTP_ACCESS_LOG="false",
+               RECEIPTD_API_PUBLIC_KEYS="ao-public", RECEIPTD_API_SECRET_KEYS="ao-secret",
+               RECEIPTD_REFRESHER_ENABLED="false", RECEIPTD_OFFERS_FILE=offers, RECEIPTD_APP_STORE_OFFERS_KEY_ID=KEY_ID,
+               RECEIPTD_APP_STORE_OFFERS_ISSUER_ID=ISSUER, RECEIPTD_APP_STORE_OFFERS_PRIVATE_KEY_FILE=KEY_FILE)
+    log = open(f"{scratch}/receiptd.log", "w")
+    service = subprocess.Popen([f"{BIN}/receiptd", "serve", "--config-dir", f"{ROOT}/Config"], env=env,
+                               stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    failures, checks = [], 0
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        receipt = base64.b64encode(b"expired_voluntary:oracle").decode()
+        status, _ = call(port, "/v1/receipts", {"app_user_id": "ora", "receipt_data": receipt})
+        if status != 200:
+            failures.append(f"the receipt was not stored: {status}")
+        # The original API's signature, over the text Apple's creator signs.
+        status, v1 = call(port, "/v1/subscribers/ora/offers/signatures",
+                          {"product_id": "monthly", "offer_id": "WINBACK50", "application_username": "ORACLE-User"})
+        checks += 1
+        if status != 200:
+            failures.append(f"v1: {status} {v1}")
+        else:
+            text = apple_v1_text("monthly", "WINBACK50", "ORACLE-User", v1["nonce"], v1["timestamp"])
+            signature = base64.b64decode(v1["signature"])
+            try:
+                PUBLIC.verify(signature, text, ECDSA(SHA256()))
+            except InvalidSignature:
+                failures.append("v1: receiptd's signature does not verify over Apple's text")
+            checks += 1
+            try:  # the oracle can say no
+                PUBLIC.verify(signature, text + b"x", ECDSA(SHA256()))
+                failures.append("v1: a signature verified over other text")
+            except InvalidSignature:
+                pass
+        # StoreKit's signed requests, beside Apple's for the same inputs.
+        status, v2 = call(port, "/v1/subscribers/ora/offers/signatures",
+                          {"product_id": "monthly", "offer_id": "WINBACK50", "format": "jws", "transaction_id": "2000000000000042"})
+        checks += 1
+        if status != 200:
+            failures.append(f"jws (it was asked once already, and the rule allows any number): {status} {v2}")
+        else:
+            theirs = PromotionalOfferV2SignatureCreator(KEY_PEM, KEY_ID, ISSUER, BUNDLE).create_signature(
+                "monthly", "WINBACK50", "2000000000000042")
+            compare("promotional offer", v2["signature"], theirs, failures)
+        status, intro = call(port, "/v1/subscribers/ora/offers/introductory-eligibility",
+                             {"product_id": "yearly", "transaction_id": "2000000000000042"})
+        checks += 1
+        if status != 200:
+            failures.append(f"introductory eligibility: {status} {intro}")
+        else:
+            theirs = IntroductoryOfferEligibilitySignatureCreator(KEY_PEM, KEY_ID, ISSUER, BUNDLE).create_signature(
+                "yearly", intro["allowed"], "2000000000000042")
+            compare("introductory eligibility", intro["signature"], theirs, failures)
+            checks += 1
+            tampered = intro["signature"][:-4] + ("AAAA" if not intro["signature"].endswith("AAAA") else "BBBB")
+            try:
+                jwt.decode(tampered, PUBLIC, algorithms=["ES256"], audience="introductory-offer-eligibility")
+                failures.append("a tampered JWS verified")
+            except jwt.PyJWTError:
+                pass
+    finally:
+        service.terminate()
+        service.wait(timeout=20)
+    for line in failures:
+        print("FAIL:", line)
+    print(f"apple offers: {max(0, checks - len(failures))} passed, {len(failures)} failed")
+    if failures:
+        print(open(f"{scratch}/receiptd.log").read()[-4000:])
+    shutil.rmtree(scratch, ignore_errors=True)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
