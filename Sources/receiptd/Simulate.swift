@@ -112,7 +112,7 @@ struct Simulate: AsyncParsableCommand {
                     packageNames: packages, clientEmail: account.clientEmail, publicKey: account.publicKey, tokenURI: ""),
                 host: host, port: googlePlayPort, logger: logger)
         }
-        let signals = shutDownOnSignals(server) + (google.map { shutDownOnSignals($0.server) } ?? [])
+        let signals = shutDownOnSignals([server] + (google.map { [$0.server] } ?? []))
         print("App Store simulator on http://\(host):\(served.port)/production/verifyReceipt and /sandbox/verifyReceipt")
         if let google {
             print("Google Play simulator: googlePlay.apiUrl=\(google.apiBase) googlePlay.tokenUrl=\(google.tokenURI)")
@@ -124,12 +124,16 @@ struct Simulate: AsyncParsableCommand {
     }
 }
 
-/// SIGTERM and SIGINT shut `server` down gracefully while the returned sources live.
-func shutDownOnSignals(_ server: HTTPServer) -> [any DispatchSourceSignal] {
+/// SIGTERM and SIGINT shut `servers` down gracefully while the returned sources live. One
+/// source per signal for all of them: setting a signal's disposition again once a source
+/// watches it would take it away from the source (a second SIGTERM source made SIGTERM ignored).
+func shutDownOnSignals(_ servers: [HTTPServer]) -> [any DispatchSourceSignal] {
     [SIGTERM, SIGINT].map { number in
         signal(number, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler { @Sendable in server.shutdown() }
+        source.setEventHandler { @Sendable in
+            for server in servers { server.shutdown() }
+        }
         source.resume()
         return source
     }

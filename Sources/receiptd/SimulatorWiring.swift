@@ -59,7 +59,8 @@ enum SimulatorWiring {
         configuration.appStore.serverAPI.credentials = credentials
         // Offers are signed with the In-App Purchase key unless they have their own.
         if configuration.offers.key == nil {
-            configuration.offers.key = SignOffer.Key(keyID: credentials.keyID, issuerID: credentials.issuerID, key: credentials.key)
+            configuration.offers.key = SignOffer.Key(
+                keyID: credentials.keyID, issuerID: credentials.issuerID, key: credentials.key)
         }
         configuration.appStore.signedData.roots.append(SimulatorPKI.root)
         return AppStoreSimulator.Configuration(

@@ -48,7 +48,7 @@ struct WebhookSinkCommand: AsyncParsableCommand {
         if let delayMs { sink.behaviour = .hang(.milliseconds(delayMs)) }
         let served = try WebhookSink.serve(sink, host: host, port: port, logger: logger)
         let server = served.server
-        let signals = shutDownOnSignals(server)
+        let signals = shutDownOnSignals([server])
         printError("webhook sink on http://\(host):\(served.port)/hooks")
         await server.waitUntilStopped()
         withExtendedLifetime(signals) {}

@@ -61,6 +61,8 @@ struct SimulateTests {
                 environment: .custom(["RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY_FILE": file]), input: .none,
                 output: .sequence, error: .discarded
             ) { execution in
+                // Whatever the checks find, the simulator is stopped: the test never waits on it forever.
+                defer { try? execution.send(signal: .terminate) }
                 var lines: [String] = []
                 for try await text in execution.standardOutput.strings() {
                     lines += text.split(separator: "\n").map(String.init)
@@ -82,7 +84,6 @@ struct SimulateTests {
                 control.httpBody = Data(#"{"scenario":"paused","tag":"cli"}"#.utf8)
                 let (bought, _) = try await URLSession.shared.data(for: control)
                 #expect(String(decoding: bought, as: UTF8.self).contains("gp1.paused.cli"))
-                try execution.send(signal: .terminate)
             }
             #expect(outcome.terminationStatus == .exited(0))
         }
