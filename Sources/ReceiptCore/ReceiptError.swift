@@ -58,6 +58,8 @@ package enum ReceiptError: Error, Sendable {
     case googlePlayMisconfigured
     /// The rules do not allow the customer this offer: the rule that said no, and why.
     case offerNotEligible(String, String)
+    /// A customer asked for more offer signatures a minute than allowed.
+    case offerRateLimited(retryAfterSeconds: Int)
     /// Offers need a signing key (the In-App Purchase key, or `appStore.offers.*`).
     case offersNotConfigured
     /// A Pub/Sub push without a valid OIDC token (Google's keys, the audience, the service account).
@@ -99,6 +101,7 @@ package enum ReceiptError: Error, Sendable {
         case .unauthenticatedPush: "unauthenticated_push"
         case .offerNotEligible: "offer_not_eligible"
         case .offersNotConfigured: "offers_not_configured"
+        case .offerRateLimited: "rate_limited"
         case .internalFault: "internal_error"
         }
     }
@@ -138,6 +141,7 @@ package enum ReceiptError: Error, Sendable {
         case .googlePlayUnavailable: "Google Play could not answer now; retry later."
         case .unauthenticatedPush(let message): message
         case .offerNotEligible(_, let decision): decision
+        case .offerRateLimited: "Too many offer signatures for this customer; slow down."
         case .offersNotConfigured:
             "Offers are signed with the In-App Purchase key: configure appStore.serverApi (or appStore.offers) keyId, issuerId and the key."
         case .internalFault: "An internal error occurred."

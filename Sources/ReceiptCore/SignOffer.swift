@@ -1,4 +1,5 @@
 import Clocks
+import CoreMetrics
 import Crypto
 import Entitlements
 import FoundationEssentials
@@ -76,11 +77,17 @@ package struct SignOffer: Sendable {
     let logger: Logger
     let clock: WallClock
     let nonce: @Sendable () -> UUID
+    let metrics: any MetricsFactory
+    /// Signatures one customer may be given a minute (their app may not ask faster).
+    let perCustomerPerMinute: Int
 
     package init(
         key: Key?, rules: OfferRules, bundleIDs: [String], policy: DerivationPolicy, database: DatabaseQueue, logger: Logger,
-        clock: WallClock, nonce: @escaping @Sendable () -> UUID = { UUID() }
+        clock: WallClock, nonce: @escaping @Sendable () -> UUID = { UUID() },
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance, perCustomerPerMinute: Int = 10
     ) {
+        self.metrics = metrics
+        self.perCustomerPerMinute = perCustomerPerMinute
         self.key = key
         self.rules = rules
         self.bundleIDs = bundleIDs
@@ -100,12 +107,16 @@ package struct SignOffer: Sendable {
         let bundle = try self.bundle(input.bundleID)
         let now = clock.now()
         let (facts, ids) = try await history(input.appUserID)
+        try await pace(ids, now: now)
         let issued = try await read { db in try OfferStore(db).issued(input.offerID, to: ids) }
         let storefront = facts.purchases.max { ($0.purchaseDate ?? 0) < ($1.purchaseDate ?? 0) }?.commerce.storefront
         let decision = Eligibility.promotional(
             offerID: input.offerID, productID: input.productID, rules: rules, facts: facts, storefront: storefront,
             issued: issued, policy: policy, now: now)
-        guard decision.rule == "offer_eligible" else { throw .offerNotEligible(decision.rule, decision.decision) }
+        guard decision.rule == "offer_eligible" else {
+            count("promotional", input.format, outcome: decision.rule)
+            throw .offerNotEligible(decision.rule, decision.decision)
+        }
         let uuid = nonce()
         let signed: Signed
         do {
@@ -147,6 +158,7 @@ package struct SignOffer: Sendable {
         let bundle = try self.bundle(bundleID)
         let now = clock.now()
         let (facts, ids) = try await history(appUserID)
+        try await pace(ids, now: now)
         let decision = Eligibility.introductory(productID: productID, rules: rules, facts: facts, now: now)
         guard
             let transaction = transactionID ?? newestTransaction(of: productID, facts: facts)
@@ -174,6 +186,23 @@ package struct SignOffer: Sendable {
             signed, user: ids.first ?? appUserID, kind: "introductory", product: productID, offer: nil,
             requestedBy: requestedBy, at: now)
         return signed
+    }
+
+    /// At most ``perCustomerPerMinute`` signatures a minute for one customer, whatever key asks.
+    private func pace(_ ids: [String], now: Int64) async throws(ReceiptError) {
+        let recent = try await read { db in try OfferStore(db).count(of: ids, since: now - 60_000) }
+        guard recent < perCustomerPerMinute else {
+            count("any", nil, outcome: "rate_limited")
+            throw .offerRateLimited(retryAfterSeconds: 60)
+        }
+    }
+
+    /// `offers_signatures_total{kind, format, outcome}`: `signed`, a refusing rule, `rate_limited`.
+    private func count(_ kind: String, _ format: Format?, outcome: String) {
+        Counter(
+            label: "offers_signatures_total",
+            dimensions: [("kind", kind), ("format", format?.rawValue ?? "any"), ("outcome", outcome)], factory: metrics
+        ).increment()
     }
 
     private func configured() throws(ReceiptError) -> Key {
@@ -224,6 +253,7 @@ package struct SignOffer: Sendable {
     private func audit(
         _ s: Signed, user: String, kind: String, product: String, offer: String?, requestedBy: String, at now: Int64
     ) async throws(ReceiptError) {
+        count(kind, s.format, outcome: kind == "introductory" && !s.allowed ? "signed_not_allowed" : "signed")
         let record = OfferSignatureRecord(
             appUserID: user, kind: kind, productID: product, offerID: offer, format: s.format.rawValue, keyID: s.keyID,
             nonce: s.nonce, allowed: s.allowed, requestedBy: requestedBy, issuedAt: now)

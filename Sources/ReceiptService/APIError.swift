@@ -47,6 +47,9 @@ struct APIError: Error, Sendable {
             status = .forbidden
             members["rule"] = .string(rule)
         case .offersNotConfigured: status = HTTPStatus(code: 501)
+        case .offerRateLimited(let seconds):
+            status = .tooManyRequests
+            retryAfter = seconds
         case .googlePlayUnavailable(let seconds, let lastKnown):
             status = .serviceUnavailable
             retryAfter = seconds

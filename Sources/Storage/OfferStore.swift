@@ -88,4 +88,16 @@ public struct OfferStore {
         }
         return rows
     }
+
+    /// How many signatures any of `ids` was given since `since` (the per-customer pace).
+    public func count(of ids: [String], since: Int64) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        let q = try db.cached(
+            """
+            SELECT count(*) FROM offer_signatures
+            WHERE issued_at >= ? AND app_user_id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))
+            """
+        ).bind([since] + ids)
+        return Int(try q.firstInt() ?? 0)
+    }
 }

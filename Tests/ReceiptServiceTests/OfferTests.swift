@@ -116,4 +116,22 @@ struct OfferTests {
             #expect(r.status == 501 && Self.code(r) == "offers_not_configured")
         }
     }
+
+    @Test func aCustomerIsGivenAtMostTenSignaturesAMinuteAndEachIsCounted() async throws {
+        try await Self.withOffers { _, port, _ in
+            let body = #"{"product_id":"yearly","transaction_id":"704289572311"}"#
+            for n in 0..<10 {
+                #expect(try await Self.ask(port, "rex", "introductory-eligibility", body).status == 200, "ask \(n)")
+            }
+            let limited = try await Self.ask(port, "rex", "introductory-eligibility", body)
+            #expect(limited.status == 429 && Self.code(limited) == "rate_limited", "\(limited.body)")
+            #expect(limited.head.lowercased().contains("retry-after: 60"))
+            // Another customer is not held back by rex.
+            #expect(try await Self.ask(port, "sam", "introductory-eligibility", body).status == 200)
+            let metrics = try await request(port, "GET", "/metrics", key: TestSecrets.secretKey).body
+            #expect(
+                metrics.contains(#"offers_signatures_total{kind="introductory",format="jws",outcome="signed"} 11"#), "\(metrics)")
+            #expect(metrics.contains(#"outcome="rate_limited""#))
+        }
+    }
 }

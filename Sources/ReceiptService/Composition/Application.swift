@@ -193,7 +193,7 @@ public final class Application: Sendable {
             verifyPurchase: verifyPurchase, verifyPlayPurchase: play.verify, ingestPlayNotification: play.ingest,
             signOffer: SignOffer(
                 key: configuration.offers.key, rules: configuration.offers.rules, bundleIDs: settings.bundleIDs,
-                policy: configuration.policy, database: database, logger: logger, clock: clock),
+                policy: configuration.policy, database: database, logger: logger, clock: clock, metrics: telemetry.factory),
             readSubscriber: readSubscriber,
             eraseSubscriber: eraseSubscriber, addAlias: addAlias, exportSubscriber: exportSubscriber,
             ingestNotification: ingestNotification, listings: listings,
