@@ -188,6 +188,41 @@ package struct SignOffer: Sendable {
         return signed
     }
 
+    /// A customer's offers as support sees them: each configured promotional offer and each
+    /// subscription group's introductory offer, with the decision for this customer now and why,
+    /// and the signatures given, newest first.
+    package struct Overview: Sendable {
+        package var promotional: [(offerID: String, productID: String, decision: Explanation)]
+        package var introductory: [(group: String, productID: String, decision: Explanation)]
+        package var given: [OfferSignatureRecord]
+    }
+
+    package func overview(_ appUserID: String, limit: Int = 50) async throws(ReceiptError) -> Overview {
+        _ = try FieldRules.appUserID(appUserID)
+        let now = clock.now()
+        let (facts, ids) = try await history(appUserID)
+        let given = try await read { db in try OfferStore(db).signatures(of: ids, limit: limit) }
+        var promotional: [(String, String, Explanation)] = []
+        for (offer, rule) in rules.offers.sorted(by: { $0.key < $1.key }) {
+            let product = rule.products.first ?? rules.groups.sorted(by: { $0.key < $1.key }).first?.value.first ?? ""
+            let issued = given.filter { $0.kind == "promotional" && $0.offerID == offer }.map(\.issuedAt)
+            let storefront = facts.purchases.max { ($0.purchaseDate ?? 0) < ($1.purchaseDate ?? 0) }?.commerce.storefront
+            promotional.append(
+                (
+                    offer, product,
+                    Eligibility.promotional(
+                        offerID: offer, productID: product, rules: rules, facts: facts, storefront: storefront, issued: issued,
+                        policy: policy, now: now)
+                ))
+        }
+        let introductory = rules.groups.sorted(by: { $0.key < $1.key }).compactMap {
+            group, products -> (String, String, Explanation)? in
+            guard let product = products.first else { return nil }
+            return (group, product, Eligibility.introductory(productID: product, rules: rules, facts: facts, now: now))
+        }
+        return Overview(promotional: promotional, introductory: introductory, given: given)
+    }
+
     /// At most ``perCustomerPerMinute`` signatures a minute for one customer, whatever key asks.
     private func pace(_ ids: [String], now: Int64) async throws(ReceiptError) {
         let recent = try await read { db in try OfferStore(db).count(of: ids, since: now - 60_000) }

@@ -85,6 +85,38 @@ enum Responses {
         return .json(.object(members))
     }
 
+    /// GET /v1/subscribers/{id}/offers.
+    static func offers(_ o: SignOffer.Overview) -> HTTPResponse {
+        func decision(_ e: Explanation) -> JSONValue { SubscriberDocument.json(e) }
+        return .json(
+            .object([
+                "promotional": .array(
+                    o.promotional.map {
+                        .object([
+                            "offer_id": .string($0.offerID), "product_id": .string($0.productID),
+                            "eligible": .bool($0.decision.rule == "offer_eligible"), "explanation": decision($0.decision),
+                        ])
+                    }),
+                "introductory": .array(
+                    o.introductory.map {
+                        .object([
+                            "subscription_group": .string($0.group), "product_id": .string($0.productID),
+                            "eligible": .bool($0.decision.rule == "introductory_offer_eligible"),
+                            "explanation": decision($0.decision),
+                        ])
+                    }),
+                "given": .array(
+                    o.given.map { r in
+                        .object([
+                            "id": .string(String(r.id)), "kind": .string(r.kind), "product_id": .string(r.productID),
+                            "offer_id": r.offerID.map(JSONValue.string) ?? .null, "format": .string(r.format),
+                            "key_id": .string(r.keyID), "allowed": .bool(r.allowed), "requested_by": .string(r.requestedBy),
+                            "issued_at": SubscriberDocument.time(r.issuedAt),
+                        ])
+                    }),
+            ]))
+    }
+
     /// GET /v1/notifications.
     static func notifications(_ page: Listings.Page<NotificationRecord, Int64>) -> HTTPResponse {
         .json(

@@ -176,6 +176,10 @@ struct Routes: Sendable {
                     appUserID: user, productID: asked.productID, transactionID: asked.transactionID, bundleID: asked.bundleID,
                     requestedBy: APIAuth.fingerprint(request)))
         }
+        // Support sees a customer's offers: what they may have now and why, and what they were given.
+        api.on(.get, "/v1/subscribers/{app_user_id}/offers", access: .secretKey) { [signOffer] _, context in
+            Responses.offers(try await signOffer.overview(try Requests.appUserID(in: context)))
+        }
         // Support gives an entitlement for a while (after an outage, a complaint), or takes it back.
         api.on(.post, "/v1/subscribers/{app_user_id}/entitlements/{name}/promotional", access: .secretKey) {
             [promote] request, context in

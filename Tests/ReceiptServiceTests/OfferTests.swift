@@ -55,6 +55,19 @@ struct OfferTests {
             let again = try await Self.ask(port, "lena", "signatures", #"{"product_id":"monthly","offer_id":"WINBACK50"}"#)
             #expect(again.status == 403 && Self.code(again) == "offer_not_eligible", "\(again.body)")
             #expect(again.json["rule"] as? String == "offer_limit_reached")
+            // Support sees it: what lena may have now, and what she was given.
+            let overview = try await request(port, "GET", "/v1/subscribers/lena/offers", key: TestSecrets.secretKey)
+            #expect(overview.status == 200, "\(overview.body)")
+            let promotional = overview.json["promotional"] as? [[String: Any]] ?? []
+            #expect(promotional.first?["offer_id"] as? String == "WINBACK50" && promotional.first?["eligible"] as? Bool == false)
+            #expect(((promotional.first?["explanation"]) as? [String: Any])?["rule"] as? String == "offer_limit_reached")
+            let given = overview.json["given"] as? [[String: Any]] ?? []
+            #expect(
+                given.count == 1 && given.first?["offer_id"] as? String == "WINBACK50"
+                    && given.first?["format"] as? String == "v1")
+            let introductory = overview.json["introductory"] as? [[String: Any]] ?? []
+            #expect(introductory.first?["subscription_group"] as? String == "premium")
+            #expect(try await request(port, "GET", "/v1/subscribers/lena/offers", key: TestSecrets.publicKey).status == 403)
             // Audited: one row, by which key, at whose request (the key's fingerprint, never the key).
             let rows = try TestDatabase.open(db).scalarInt("SELECT count(*) FROM offer_signatures WHERE app_user_id = 'lena'")
             #expect(rows == 1)

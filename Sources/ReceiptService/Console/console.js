@@ -482,6 +482,7 @@
     const environment = Object.values(doc.subscriptions).concat(...Object.values(doc.non_subscriptions))
       .map((p) => p.environment).find((e) => e === "sandbox" || e === "production") || "production";
     page.appendChild(await moneySection(user, environment));
+    page.appendChild(await offersSection(user));
 
     const timeline = el("section", { id: "timeline-section" }, el("h2", {}, "Events"));
     page.appendChild(timeline);
@@ -506,6 +507,22 @@
         raw.appendChild(el("pre", { id: "raw", tabindex: 0 }, pretty));
       } }, "Show raw data"));
     page.appendChild(raw);
+  }
+
+  /** Their offers: which they may have now and why (Config/offers.json, Apple's once-per-group rule), and what they were given. */
+  async function offersSection(user) {
+    const o = await api("GET", `/v1/subscribers/${enc(user)}/offers`);
+    const section = el("section", { id: "offers" }, el("h2", {}, "Offers"));
+    const may = table(["Offer", "Product", "Eligible", "Why"],
+      o.promotional.map((p) => [p.offer_id, p.product_id, show(p.eligible), p.explanation.decision])
+        .concat(o.introductory.map((i) => [`introductory (${i.subscription_group})`, i.product_id, show(i.eligible), i.explanation.decision])));
+    may.id = "offers-eligibility";
+    section.appendChild(may);
+    const given = table(["When", "Kind", "Offer", "Product", "Form", "Allowed", "Asked by"],
+      o.given.map((g) => [when(g.issued_at), g.kind, show(g.offer_id), g.product_id, g.format, show(g.allowed), g.requested_by]));
+    given.id = "offers-given";
+    section.appendChild(el("details", { class: "card" }, el("summary", {}, `Signatures given (${o.given.length})`), given));
+    return section;
   }
 
   /** What they paid: each transaction's price, refund, tax, commission and proceeds; totals per currency. */
