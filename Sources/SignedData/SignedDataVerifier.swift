@@ -114,6 +114,25 @@ public struct SignedDataVerifier: Sendable {
         return renewal
     }
 
+    /// StoreKit's AppTransaction: verified, then its app (the bundle id, and in production the
+    /// app's Apple id when any is configured) and environment (`receiptType`) checked.
+    public func appTransaction(_ jws: String) async throws(SignedDataError) -> SignedAppTransaction {
+        let payload = try await verify(jws)
+        guard let app = try mapped(SignedAppTransaction.init, payload) else {
+            throw .malformed("the payload is not an app transaction (bundleId)")
+        }
+        guard configuration.bundleIDs.contains(app.bundleID) else {
+            throw .wrongApp("bundleId \(app.bundleID) is not configured")
+        }
+        let environment = try accepted(app.environment)
+        if environment == .production, !configuration.appAppleIDs.isEmpty {
+            guard let id = app.appAppleID, configuration.appAppleIDs.contains(id) else {
+                throw .wrongApp("appAppleId \(app.appAppleID.map(String.init) ?? "absent") is not configured")
+            }
+        }
+        return app
+    }
+
     /// §3.7 step 9 for a transaction: the bundle id and the environment.
     func checkTransactionClaims(_ payload: JSONValue) throws(SignedDataError) {
         let bundle = payload["bundleId"]?.string

@@ -207,3 +207,42 @@ public struct SignedRenewalInfo: Sendable, Equatable {
         raw = v
     }
 }
+
+/// StoreKit's `AppTransaction`: Apple's signed statement that an Apple Account got the app
+/// (`JWSAppTransactionDecodedPayload`, https://developer.apple.com/documentation/appstoreserverapi/jwsapptransactiondecodedpayload),
+/// whether or not it ever bought anything in it. `appTransactionId` names that Apple Account and
+/// app for good (https://developer.apple.com/documentation/storekit/apptransaction/apptransactionid).
+public struct SignedAppTransaction: Sendable, Equatable {
+    /// Unique per Apple Account and app; usable as a promotional offer's `transactionId`.
+    public var appTransactionID: String?
+    public var bundleID: String
+    public var appAppleID: Int64?
+    /// `receiptType`: `Production`, `Sandbox`, `Xcode`.
+    public var environment: String?
+    public var applicationVersion: String?
+    /// The version the Apple Account first got: what grandfathering rules compare.
+    public var originalApplicationVersion: String?
+    public var originalPurchaseDate: Int64?
+    public var receiptCreationDate: Int64?
+    public var preorderDate: Int64?
+    /// `iOS`, `macOS`, `tvOS`, `visionOS`.
+    public var originalPlatform: String?
+    public var signedDate: Int64?
+    public var raw: JSONValue
+
+    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
+        guard let bundle = v["bundleId"]?.string else { return nil }
+        bundleID = bundle
+        appTransactionID = v["appTransactionId"]?.string
+        appAppleID = v["appAppleId"]?.int64
+        environment = v["receiptType"]?.string
+        applicationVersion = v["applicationVersion"]?.string
+        originalApplicationVersion = v["originalApplicationVersion"]?.string
+        originalPurchaseDate = try v.date("originalPurchaseDate")
+        receiptCreationDate = try v.date("receiptCreationDate")
+        preorderDate = try v.date("preorderDate")
+        originalPlatform = v["originalPlatform"]?.string
+        signedDate = try v.date("signedDate")
+        raw = v
+    }
+}

@@ -114,6 +114,38 @@ import X509
         #expect(t.expiresDate == 1_737_600_000_000 && t.inAppOwnershipType == "PURCHASED" && t.isUpgraded == false)
     }
 
+    @Test func anAppTransactionIsVerifiedAndItsAppAndEnvironmentChecked() async throws {
+        func payload(bundle: String = "com.example", type: String = "Production", appleID: Int64 = 1234) -> JSONValue {
+            .object(strings: [
+                "bundleId": .string(bundle), "receiptType": .string(type), "appAppleId": .int(appleID),
+                "appTransactionId": .string("704289572311"), "applicationVersion": .string("3.2"),
+                "originalApplicationVersion": .string("2.0"), "originalPurchaseDate": .int(1_600_000_000_000),
+                "receiptCreationDate": .int(1_735_600_000_000), "originalPlatform": .string("iOS"),
+                "signedDate": .int(1_735_689_000_000),
+            ])
+        }
+        let app = try await Self.verifier().appTransaction(try Self.signer().sign(payload()))
+        #expect(app.appTransactionID == "704289572311" && app.bundleID == "com.example" && app.appAppleID == 1234)
+        #expect(app.originalApplicationVersion == "2.0" && app.originalPurchaseDate == 1_600_000_000_000)
+        #expect(app.environment == "Production" && app.originalPlatform == "iOS")
+        #expect(
+            await Self.refusal {
+                _ = try await Self.verifier().appTransaction(try Self.signer().sign(payload(bundle: "com.other")))
+            }
+                == .wrongApp("bundleId com.other is not configured"))
+        #expect(
+            await Self.refusal { _ = try await Self.verifier().appTransaction(try Self.signer().sign(payload(appleID: 99))) }
+                == .wrongApp("appAppleId 99 is not configured"))
+        #expect(
+            await Self.refusal {
+                _ = try await Self.verifier(environments: [.production]).appTransaction(
+                    try Self.signer().sign(payload(type: "Sandbox")))
+            } == .wrongEnvironment("Sandbox"))
+        // Sandbox needs no app Apple id.
+        let sandbox = try await Self.verifier().appTransaction(try Self.signer().sign(payload(type: "Sandbox", appleID: 99)))
+        #expect(sandbox.environment == "Sandbox")
+    }
+
     @Test func tamperedPayloadOrSignatureIsRefused() async throws {
         let jws = try Self.signer().sign(Self.transactionPayload)
         let parts = jws.split(separator: ".").map(String.init)
