@@ -106,7 +106,7 @@ package struct SignOffer: Sendable {
         try Self.identifier(input.offerID, "offer_id")
         let bundle = try self.bundle(input.bundleID)
         let now = clock.now()
-        let (facts, ids) = try await history(input.appUserID)
+        let (facts, ids, appTransactionID) = try await history(input.appUserID)
         try await pace(ids, now: now)
         let issued = try await read { db in try OfferStore(db).issued(input.offerID, to: ids) }
         let storefront = facts.purchases.max { ($0.purchaseDate ?? 0) < ($1.purchaseDate ?? 0) }?.commerce.storefront
@@ -129,7 +129,8 @@ package struct SignOffer: Sendable {
                     format: .v1, keyID: key.keyID, nonce: s.nonce, timestamp: now, signature: s.signature, allowed: true,
                     explanation: decision)
             case .jws:
-                let transaction = input.transactionID ?? newestTransaction(of: input.productID, facts: facts)
+                // Any transaction of theirs names them; a customer who bought nothing, their appTransactionId.
+                let transaction = input.transactionID ?? newestTransaction(of: input.productID, facts: facts) ?? appTransactionID
                 let jws = try OfferJWS.sign(
                     .promotionalOffer(productID: input.productID, offerID: input.offerID, transactionID: transaction),
                     bundleID: bundle, keyID: key.keyID, issuerID: key.issuerID, key: key.key, nonce: uuid, issuedAt: now / 1_000)
@@ -157,15 +158,15 @@ package struct SignOffer: Sendable {
         try Self.identifier(productID, "product_id")
         let bundle = try self.bundle(bundleID)
         let now = clock.now()
-        let (facts, ids) = try await history(appUserID)
+        let (facts, ids, appTransactionID) = try await history(appUserID)
         try await pace(ids, now: now)
         let decision = Eligibility.introductory(productID: productID, rules: rules, facts: facts, now: now)
         guard
             let transaction = transactionID ?? newestTransaction(of: productID, facts: facts)
-                ?? facts.purchases.last?.transactionID
+                ?? facts.purchases.last?.transactionID ?? appTransactionID
         else {
             throw .invalidRequest(
-                "`transaction_id` is required for a customer with no purchase: any transaction of theirs, or their appTransactionId."
+                "`transaction_id` is required for a customer with no purchase and no AppTransaction posted: any transaction of theirs, or their appTransactionId."
             )
         }
         let allowed = decision.rule == "introductory_offer_eligible"
@@ -200,7 +201,7 @@ package struct SignOffer: Sendable {
     package func overview(_ appUserID: String, limit: Int = 50) async throws(ReceiptError) -> Overview {
         _ = try FieldRules.appUserID(appUserID)
         let now = clock.now()
-        let (facts, ids) = try await history(appUserID)
+        let (facts, ids, _) = try await history(appUserID)
         let given = try await read { db in try OfferStore(db).signatures(of: ids, limit: limit) }
         var promotional: [(String, String, Explanation)] = []
         for (offer, rule) in rules.offers.sorted(by: { $0.key < $1.key }) {
@@ -266,11 +267,12 @@ package struct SignOffer: Sendable {
     }
 
     /// The customer's facts under every id (nothing for a customer receiptd does not know yet),
-    /// and their ids, the canonical first.
-    private func history(_ appUserID: String) async throws(ReceiptError) -> (Facts, [String]) {
+    /// their ids, the canonical first, and their AppTransaction's id when the app posted one.
+    private func history(_ appUserID: String) async throws(ReceiptError) -> (Facts, [String], String?) {
         try await read { db in
-            guard let record = try ReceiptStore(db).subscriber(appUserID) else { return (Facts(purchases: []), [appUserID]) }
-            return (record.pinnedFacts, record.ids)
+            let ids = try ReceiptStore(db).subscriber(appUserID).map(\.ids) ?? [try ReceiptStore(db).canonical(appUserID)]
+            let facts = try ReceiptStore(db).subscriber(appUserID)?.pinnedFacts ?? Facts(purchases: [])
+            return (facts, ids, try AppTransactionStore(db).newest(of: ids)?.appTransactionID)
         }
     }
 

@@ -32,6 +32,22 @@ enum Requests {
         }
     }
 
+    /// The body of POST /v1/app-transactions: `app_user_id`, `signed_app_transaction` (a JWS).
+    static func appTransaction(_ body: [UInt8]) throws(ReceiptError) -> (String, String) {
+        guard let json = try? JSONValue.parse(body), case .object = json else {
+            throw .invalidRequest("The body must be a JSON object.")
+        }
+        guard case .string(let user)? = json["app_user_id"] else {
+            throw .invalidRequest("`app_user_id` is required and must be a string.")
+        }
+        guard case .string(let jws)? = json["signed_app_transaction"] else {
+            throw .invalidRequest(
+                "`signed_app_transaction` is required: StoreKit's AppTransaction JWS (`AppTransaction.shared`'s jwsRepresentation)."
+            )
+        }
+        return (user, jws)
+    }
+
     /// The body of POST /v1/subscribers/{id}/offers/signatures: `product_id`, `offer_id`,
     /// `application_username`?, `format`? (`v1`, the default, or `jws`), `transaction_id`?, `bundle_id`?.
     static func offerSignature(_ body: [UInt8], user: String) throws(ReceiptError) -> SignOffer.Promotional {

@@ -85,6 +85,18 @@ enum Responses {
         return .json(.object(members))
     }
 
+    /// POST /v1/app-transactions: what was kept (never the other ids of a shared Apple Account).
+    static func appTransaction(_ r: RecordAppTransaction.Recorded) -> HTTPResponse {
+        .json(
+            .object([
+                "app_user_id": .string(r.record.appUserID), "app_transaction_id": .string(r.record.appTransactionID),
+                "environment": .string(r.record.environment),
+                "original_application_version": r.record.originalApplicationVersion.map(JSONValue.string) ?? .null,
+                "original_purchase_date": SubscriberDocument.time(r.record.originalPurchaseDate),
+                "original_platform": r.record.originalPlatform.map(JSONValue.string) ?? .null,
+            ]))
+    }
+
     /// GET /v1/subscribers/{id}/offers.
     static func offers(_ o: SignOffer.Overview) -> HTTPResponse {
         func decision(_ e: Explanation) -> JSONValue { SubscriberDocument.json(e) }

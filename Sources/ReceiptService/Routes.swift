@@ -16,6 +16,7 @@ struct Routes: Sendable {
     let verifyPlayPurchase: VerifyPlayPurchase
     let ingestPlayNotification: IngestPlayNotification
     let signOffer: SignOffer
+    let recordAppTransaction: RecordAppTransaction
     let readSubscriber: ReadSubscriber
     let eraseSubscriber: EraseSubscriber
     let addAlias: AddAlias
@@ -175,6 +176,11 @@ struct Routes: Sendable {
                 try await signOffer.introductory(
                     appUserID: user, productID: asked.productID, transactionID: asked.transactionID, bundleID: asked.bundleID,
                     requestedBy: APIAuth.fingerprint(request)))
+        }
+        // An app posts StoreKit's AppTransaction for its user: verified and kept (Docs/offers.md).
+        api.on(.post, "/v1/app-transactions", access: .publicKey) { [recordAppTransaction] request, _ in
+            let (user, jws) = try Requests.appTransaction(request.body)
+            return Responses.appTransaction(try await recordAppTransaction(appUserID: user, signedAppTransaction: jws))
         }
         // Support sees a customer's offers: what they may have now and why, and what they were given.
         api.on(.get, "/v1/subscribers/{app_user_id}/offers", access: .secretKey) { [signOffer] _, context in

@@ -113,7 +113,7 @@ public struct Erasure {
         // The rows keyed by the ids (deliveries before their messages, the subscriber last).
         for table in [
             "events", "verifications", "shadow_diffs", "changes", "webhook_deliveries", "webhook_messages", "aliases",
-            "promotions", "product_states", "play_notifications", "offer_signatures", "subscribers",
+            "promotions", "product_states", "play_notifications", "offer_signatures", "app_transactions", "subscribers",
         ] {
             try run(table, "DELETE FROM \(table) WHERE app_user_id IN", ids)
         }

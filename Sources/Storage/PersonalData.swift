@@ -68,6 +68,7 @@ public struct PersonalData {
             section("play_tokens", key: "reference", [("chain", originals)]),
             section("play_notifications", key: "message_id", [("app_user_id", ids)]),
             section("offer_signatures", key: "id", [("app_user_id", ids)]),
+            section("app_transactions", key: "app_transaction_id", [("app_user_id", ids)]),
             section("notifications", key: "id", [("app_user_id", ids), ("original_transaction_id", originals)]),
             section("verifications", key: "id", [("app_user_id", ids)]),
             section("events", key: "id", [("app_user_id", ids)]),

@@ -18,7 +18,7 @@ struct OfferTests {
 
     static func withOffers(key: Bool = true, _ body: (TestApp, Int, String) async throws -> Void) async throws {
         let configuration = { (path: String) -> ServiceConfiguration in
-            var c = testConfiguration(path: path)
+            var c = testConfiguration(path: path, signedData: .init(roots: [TestPKI.root], appAppleIDs: [1234]))
             c.offers = .init(
                 rules: rules,
                 key: key ? SignOffer.Key(keyID: credentials.keyID, issuerID: credentials.issuerID, key: credentials.key) : nil)
@@ -145,6 +145,59 @@ struct OfferTests {
             #expect(
                 metrics.contains(#"offers_signatures_total{kind="introductory",format="jws",outcome="signed"} 11"#), "\(metrics)")
             #expect(metrics.contains(#"outcome="rate_limited""#))
+        }
+    }
+
+    static func appTransaction(_ id: String = "704289572311", bundle: String = "com.example.app") throws -> String {
+        try TestPKI.signer.sign(
+            .object(strings: [
+                "bundleId": .string(bundle), "receiptType": .string("Production"), "appAppleId": .int(1234),
+                "appTransactionId": .string(id), "originalApplicationVersion": .string("2.0"),
+                "originalPurchaseDate": .int(1_600_000_000_000), "originalPlatform": .string("iOS"),
+                "signedDate": .int(Int64(Date().timeIntervalSince1970 * 1000)),
+            ]))
+    }
+
+    @Test func anAppTransactionNamesACustomerWhoBoughtNothing() async throws {
+        try await Self.withOffers { _, port, db in
+            let body = #"{"app_user_id":"newbie","signed_app_transaction":"\#(try Self.appTransaction())"}"#
+            let kept = try await post(port, "/v1/app-transactions", body, key: TestSecrets.publicKey)
+            #expect(kept.status == 200 && kept.json["app_transaction_id"] as? String == "704289572311", "\(kept.body)")
+            #expect(
+                kept.json["original_application_version"] as? String == "2.0"
+                    && kept.json["environment"] as? String == "production")
+            // No transaction id sent, no purchase: the AppTransaction names them.
+            let intro = try await Self.ask(port, "newbie", "introductory-eligibility", #"{"product_id":"yearly"}"#)
+            #expect(intro.status == 200 && intro.json["allowed"] as? Bool == true, "\(intro.body)")
+            let jws = intro.json["signature"] as? String ?? ".."
+            let claims = try JSONValue.parse(
+                try #require(Base64URL.decode(jws.split(separator: ".", omittingEmptySubsequences: false)[1].utf8)))
+            #expect(claims["transactionId"]?.string == "704289572311")
+            // The same Apple Account under another id: kept, and the answer names nobody else.
+            let other = try await post(
+                port, "/v1/app-transactions",
+                #"{"app_user_id":"second","signed_app_transaction":"\#(try Self.appTransaction())"}"#,
+                key: TestSecrets.publicKey)
+            #expect(other.status == 200 && !other.body.contains("newbie"))
+            #expect(
+                try TestDatabase.open(db).scalarInt(
+                    "SELECT count(*) FROM app_transactions WHERE app_transaction_id = '704289572311'") == 2)
+            // Another app's, and a forged one, are refused.
+            let foreign = try await post(
+                port, "/v1/app-transactions",
+                #"{"app_user_id":"x","signed_app_transaction":"\#(try Self.appTransaction(bundle: "com.other"))"}"#,
+                key: TestSecrets.publicKey)
+            #expect(foreign.status == 422 && Self.code(foreign) == "wrong_app", "\(foreign.body)")
+            var parts = try Self.appTransaction().split(separator: ".").map(String.init)
+            parts[1] = Base64URL.encode(Array(#"{"bundleId":"com.example.app","appTransactionId":"1"}"#.utf8))
+            let forged = try await post(
+                port, "/v1/app-transactions", #"{"app_user_id":"x","signed_app_transaction":"\#(parts.joined(separator: "."))"}"#,
+                key: TestSecrets.publicKey)
+            #expect(forged.status == 422, "\(forged.body)")
+            // Erased with the person.
+            #expect(try await request(port, "DELETE", "/v1/subscribers/newbie", key: TestSecrets.secretKey).status < 300)
+            #expect(
+                try TestDatabase.open(db).scalarInt("SELECT count(*) FROM app_transactions WHERE app_user_id = 'newbie'") == 0)
         }
     }
 }

@@ -52,6 +52,11 @@ struct SubscriberExportTests {
                 OfferSignatureRecord(
                     appUserID: "exp-a", kind: "promotional", productID: "monthly", offerID: "WINBACK50", format: "v1",
                     keyID: "K", nonce: "n", allowed: true, requestedBy: "key:000000000000", issuedAt: 1))
+            try AppTransactionStore(db).save(
+                AppTransactionRecord(
+                    appUserID: "exp-a", appTransactionID: "704289572311", bundleID: "com.example.app", environment: "production",
+                    originalApplicationVersion: "2.0", originalPurchaseDate: 1, originalPlatform: "iOS", rawJSON: "{}"),
+                now: 1)
             _ = try PlayStore(db).recordNotification(
                 messageID: "exp-push", packageName: "com.example.app", type: "SUBSCRIPTION_RENEWED",
                 tokenReference: "GPT.exp", eventTime: 1, receivedAt: 1, outcome: "applied", appUserID: "exp-a")
@@ -84,6 +89,7 @@ struct SubscriberExportTests {
                 "latest_receipts": "original_transaction_id IN \(held)",
                 "refresh_checks": "original_transaction_id IN \(held)", "play_tokens": "chain IN \(held)",
                 "play_notifications": "app_user_id IN \(ids)", "offer_signatures": "app_user_id IN \(ids)",
+                "app_transactions": "app_user_id IN \(ids)",
                 "notifications": "app_user_id IN \(ids) OR original_transaction_id IN \(held)",
                 "verifications": "app_user_id IN \(ids)", "events": "app_user_id IN \(ids)",
                 "shadow_diffs": "app_user_id IN \(ids)", "changes": "app_user_id IN \(ids)",

@@ -194,6 +194,7 @@ public final class Application: Sendable {
             signOffer: SignOffer(
                 key: configuration.offers.key, rules: configuration.offers.rules, bundleIDs: settings.bundleIDs,
                 policy: configuration.policy, database: database, logger: logger, clock: clock, metrics: telemetry.factory),
+            recordAppTransaction: RecordAppTransaction(verifier: verifier, database: database, logger: logger, clock: clock),
             readSubscriber: readSubscriber,
             eraseSubscriber: eraseSubscriber, addAlias: addAlias, exportSubscriber: exportSubscriber,
             ingestNotification: ingestNotification, listings: listings,

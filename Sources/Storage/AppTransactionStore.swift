@@ -1,0 +1,81 @@
+/// One Apple Account's AppTransaction as stored for a person (`app_transactions`).
+public struct AppTransactionRecord: Sendable, Equatable {
+    public var appUserID: String
+    public var appTransactionID: String
+    public var bundleID: String
+    /// `production`, `sandbox` or `xcode`.
+    public var environment: String
+    public var originalApplicationVersion: String?
+    public var originalPurchaseDate: Int64?
+    public var originalPlatform: String?
+    public var rawJSON: String
+
+    public init(
+        appUserID: String, appTransactionID: String, bundleID: String, environment: String, originalApplicationVersion: String?,
+        originalPurchaseDate: Int64?, originalPlatform: String?, rawJSON: String
+    ) {
+        self.appUserID = appUserID
+        self.appTransactionID = appTransactionID
+        self.bundleID = bundleID
+        self.environment = environment
+        self.originalApplicationVersion = originalApplicationVersion
+        self.originalPurchaseDate = originalPurchaseDate
+        self.originalPlatform = originalPlatform
+        self.rawJSON = rawJSON
+    }
+}
+
+/// AppTransactions per person (Migrations/0026_app_transactions.sql).
+public struct AppTransactionStore {
+    let db: Database
+
+    public init(_ db: Database) { self.db = db }
+
+    /// Stores it for the person (again: updated); the other ids holding the same Apple Account.
+    @discardableResult
+    public func save(_ r: AppTransactionRecord, now: Int64) throws -> [String] {
+        try db.cached(
+            """
+            INSERT INTO app_transactions (app_user_id, app_transaction_id, bundle_id, environment, original_application_version,
+                original_purchase_date, original_platform, raw_json, first_seen_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (app_user_id, app_transaction_id) DO UPDATE SET bundle_id = excluded.bundle_id,
+                environment = excluded.environment, original_application_version = excluded.original_application_version,
+                original_purchase_date = excluded.original_purchase_date, original_platform = excluded.original_platform,
+                raw_json = excluded.raw_json, updated_at = excluded.updated_at
+            """
+        ).bind([
+            r.appUserID, r.appTransactionID, r.bundleID, r.environment, r.originalApplicationVersion, r.originalPurchaseDate,
+            r.originalPlatform, r.rawJSON, now, now,
+        ]).run()
+        return try sharing(r.appTransactionID, except: r.appUserID)
+    }
+
+    /// The other app user ids the same AppTransaction was posted for.
+    public func sharing(_ appTransactionID: String, except appUserID: String) throws -> [String] {
+        let q = try db.cached(
+            "SELECT app_user_id FROM app_transactions WHERE app_transaction_id = ? AND app_user_id <> ? ORDER BY app_user_id"
+        ).bind([appTransactionID, appUserID])
+        var ids: [String] = []
+        while try q.step() { ids.append(q.text(0)!) }
+        return ids
+    }
+
+    /// The person's newest AppTransaction among `ids` (their canonical id and aliases).
+    public func newest(of ids: [String]) throws -> AppTransactionRecord? {
+        guard !ids.isEmpty else { return nil }
+        let q = try db.cached(
+            """
+            SELECT app_user_id, app_transaction_id, bundle_id, environment, original_application_version, original_purchase_date,
+                original_platform, raw_json
+            FROM app_transactions WHERE app_user_id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))
+            ORDER BY updated_at DESC LIMIT 1
+            """
+        ).bind(ids)
+        guard try q.step() else { return nil }
+        return AppTransactionRecord(
+            appUserID: q.text(0)!, appTransactionID: q.text(1)!, bundleID: q.text(2)!, environment: q.text(3)!,
+            originalApplicationVersion: q.text(4), originalPurchaseDate: q.optionalInt(5), originalPlatform: q.text(6),
+            rawJSON: q.text(7)!)
+    }
+}
