@@ -111,6 +111,9 @@ let package = Package(
         // Offers decided on the server (issue 41, being built): the signatures StoreKit asks for before
         // it shows a promotional offer or an introductory price. Pure: the nonce and the time given.
         .target(name: "Offers", dependencies: ["JSON", "Entitlements", .product(name: "Crypto", package: "swift-crypto")]),
+        // Apple's Retention Messaging (issue 41): which message, switch-plan or promotional offer to
+        // answer a customer about to cancel, chosen by Config/retention.json's rules. Pure.
+        .target(name: "Retention", dependencies: ["JSON", "Entitlements", "Analytics"]),
         // A loopback Google Play (its OAuth token endpoint and the Play Developer API's purchases) with
         // scripted purchases, on our HTTP server: tests and offline runs.
         .target(
@@ -144,7 +147,7 @@ let package = Package(
         .target(
             name: "ReceiptCore",
             dependencies: [
-                "Analytics", "AppStore", "CurlTransport", "GooglePlay", "Offers", "AppStoreServerAPI", "SignedData",
+                "Analytics", "AppStore", "CurlTransport", "GooglePlay", "Offers", "Retention", "AppStoreServerAPI", "SignedData",
                 "Entitlements",
                 "Storage", "JSON",
                 "Identifiers",
@@ -168,7 +171,7 @@ let package = Package(
             name: "ReceiptService",
             dependencies: [
                 "Analytics", "ReceiptCore", "HTTPServer", "Storage", "AppStore", "CurlTransport", "GooglePlay", "Offers",
-                "AppStoreServerAPI",
+                "Retention", "AppStoreServerAPI",
                 "SignedData",
                 "Entitlements", "JSON",
                 "Identifiers", "Clocks",
@@ -263,6 +266,7 @@ let package = Package(
         .testTarget(
             name: "OffersTests",
             dependencies: ["Offers", "JSON", "Entitlements", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "RetentionTests", dependencies: ["Retention", "JSON", "Entitlements"]),
         .testTarget(
             name: "GooglePlaySimulatorTests",
             dependencies: [
