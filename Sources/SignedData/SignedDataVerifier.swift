@@ -133,6 +133,21 @@ public struct SignedDataVerifier: Sendable {
         return app
     }
 
+    /// A Retention Messaging real-time request: verified, then its environment and, in production,
+    /// the app's Apple id checked (it names no bundle id).
+    public func realtimeRequest(_ jws: String) async throws(SignedDataError) -> SignedRealtimeRequest {
+        let payload = try await verify(jws)
+        guard let request = try mapped(SignedRealtimeRequest.init, payload) else {
+            throw .malformed("the payload is not a real-time request (originalTransactionId, productId, requestIdentifier)")
+        }
+        if try accepted(request.environment) == .production {
+            guard let id = request.appAppleID, configuration.appAppleIDs.contains(id) else {
+                throw .wrongApp("appAppleId \(request.appAppleID.map(String.init) ?? "absent") is not configured")
+            }
+        }
+        return request
+    }
+
     /// §3.7 step 9 for a transaction: the bundle id and the environment.
     func checkTransactionClaims(_ payload: JSONValue) throws(SignedDataError) {
         let bundle = payload["bundleId"]?.string

@@ -246,3 +246,30 @@ public struct SignedAppTransaction: Sendable, Equatable {
         raw = v
     }
 }
+
+/// Apple's Retention Messaging real-time request (`DecodedRealtimeRequestBody`): a customer is
+/// viewing the subscription `originalTransactionID` and may cancel it.
+public struct SignedRealtimeRequest: Sendable, Equatable {
+    public var originalTransactionID: String
+    public var appAppleID: Int64?
+    public var productID: String
+    public var userLocale: String
+    /// Unique per request: Apple's retries of one request carry the same.
+    public var requestIdentifier: String
+    public var signedDate: Int64?
+    /// `Production` or `Sandbox`.
+    public var environment: String?
+
+    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
+        guard let original = v["originalTransactionId"]?.string, let product = v["productId"]?.string,
+            let request = v["requestIdentifier"]?.string
+        else { return nil }
+        originalTransactionID = original
+        productID = product
+        requestIdentifier = request
+        userLocale = v["userLocale"]?.string ?? ""
+        appAppleID = v["appAppleId"]?.int64
+        signedDate = try v.date("signedDate")
+        environment = v["environment"]?.string
+    }
+}

@@ -146,6 +146,39 @@ import X509
         #expect(sandbox.environment == "Sandbox")
     }
 
+    @Test func aRealtimeRequestIsVerifiedAndItsAppAndEnvironmentChecked() async throws {
+        func payload(environment: String = "Production", appleID: Int64 = 1234, product: String = "monthly") -> JSONValue {
+            .object(strings: [
+                "originalTransactionId": .string("2000000000000001"), "appAppleId": .int(appleID),
+                "productId": .string(product), "userLocale": .string("en-US"),
+                "requestIdentifier": .string("6f1c1c0e-1a2b-4c3d-8e9f-0a1b2c3d4e5f"), "signedDate": .int(1_735_689_000_000),
+                "environment": .string(environment),
+            ])
+        }
+        let request = try await Self.verifier().realtimeRequest(try Self.signer().sign(payload()))
+        #expect(request.originalTransactionID == "2000000000000001" && request.productID == "monthly")
+        #expect(request.userLocale == "en-US" && request.requestIdentifier == "6f1c1c0e-1a2b-4c3d-8e9f-0a1b2c3d4e5f")
+        #expect(request.signedDate == 1_735_689_000_000 && request.environment == "Production" && request.appAppleID == 1234)
+        #expect(
+            await Self.refusal { _ = try await Self.verifier().realtimeRequest(try Self.signer().sign(payload(appleID: 99))) }
+                == .wrongApp("appAppleId 99 is not configured"))
+        #expect(
+            await Self.refusal {
+                _ = try await Self.verifier(environments: [.production]).realtimeRequest(
+                    try Self.signer().sign(payload(environment: "Sandbox")))
+            } == .wrongEnvironment("Sandbox"))
+        // A body that is not a request, or whose signature does not cover it, is refused.
+        #expect(
+            await Self.refusal {
+                _ = try await Self.verifier().realtimeRequest(try Self.signer().sign(.object(strings: ["productId": .string("x")])))
+            }?.code == "invalid_jws")
+        let parts = try Self.signer().sign(payload()).split(separator: ".")
+        let forged = try Self.signer().sign(payload(product: "yearly")).split(separator: ".")
+        #expect(
+            await Self.refusal { _ = try await Self.verifier().realtimeRequest("\(parts[0]).\(forged[1]).\(parts[2])") }
+                == .invalidSignature)
+    }
+
     @Test func tamperedPayloadOrSignatureIsRefused() async throws {
         let jws = try Self.signer().sign(Self.transactionPayload)
         let parts = jws.split(separator: ".").map(String.init)
