@@ -371,6 +371,15 @@ def main():
 
         # Revenue: the client-priced sales add up, a figure drills down to them, CSV downloads.
         priced = counts["active_monthly"] + dave_holds  # carol's purchase is dave's now: one sale
+        # The charts answer from rollups the keeper writes behind the saves; on a busy machine it can
+        # still be catching up with the seeding, so wait until it says nothing is pending.
+        deadline = time.time() + 180
+        while True:
+            chart = json.loads(request("GET", PORT, "/v1/admin/charts/revenue?resolution=month", key=KEY)[1])
+            if chart.get("pending_changes", 0) == 0 or time.time() > deadline:
+                break
+            time.sleep(0.5)
+        check(chart.get("pending_changes", 0) == 0, f"the chart rollups caught up ({chart.get('pending_changes')} pending)")
         downloads = tempfile.mkdtemp(prefix="receiptd-console-downloads-")
         driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
         driver.get(base + "#/revenue/" + quote("days=90&resolution=month"))

@@ -95,6 +95,24 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
             now: now)
     }
 
+    /// The body Apple's Retention Messaging posts to the "Get Retention Message" endpoint while
+    /// the customer holding `transactionID` views the subscription (`{"signedPayload"}`, a
+    /// `DecodedRealtimeRequestBody` signed with the test PKI); nil when the id is unknown.
+    public func realtimeRequest(transactionID: String, userLocale: String = "en-US", requestIdentifier: UUID = UUID())
+        -> [UInt8]?
+    {
+        guard let content = purchases.withLock({ $0[transactionID] }) else { return nil }
+        let environment = content.hasPrefix(Scenario.sandboxOnly.rawValue + ":") ? "Sandbox" : "Production"
+        guard let body = script(content: content, environment: environment) else { return nil }
+        let s = ServerAPIScript(receipt: body, bundleID: configuration.bundleID, environment: environment, signedDate: clock())
+        guard let t = s.transactions.first(where: { $0["transactionId"]?.string == transactionID }) ?? s.transactions.last,
+            let original = t["originalTransactionId"]?.string, let product = t["productId"]?.string
+        else { return nil }
+        return serverAPI.realtimeRequest(
+            originalTransactionID: original, productID: product, userLocale: userLocale, requestIdentifier: requestIdentifier,
+            environment: environment, now: clock())
+    }
+
     /// The scripted answer (status 0) for a receipt's content in `environment`, its transaction
     /// ids registered; nil for scenarios that answer only an error status there.
     func script(content: String, environment: String) -> JSONValue? {
@@ -222,6 +240,20 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
                     body: JSONValue.object([
                         "transaction_id": .string(bought.transactionID), "receipt_data": .string(bought.receiptData),
                     ]).jsonBytes)
+            }
+        case (.post, "/control/retention-request"):
+            // `{"transaction_id": ID, "user_locale"?: "en-US"}` → the signed body Apple's Retention
+            // Messaging would post to receiptd's POST /v1/retention-messages/apple.
+            return .immediate { [self] request, _ in
+                guard let body = try? JSONValue.parse(request.body), let id = body["transaction_id"]?.string,
+                    let signed = realtimeRequest(transactionID: id, userLocale: body["user_locale"]?.string ?? "en-US")
+                else {
+                    return HTTPResponse(
+                        status: .badRequest, headers: ["Content-Type": "application/json"],
+                        body: Array(
+                            #"{"error":{"code":"invalid_request","message":"send {\"transaction_id\": a purchased id}"}}"#.utf8))
+                }
+                return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: signed)
             }
         case (.post, "/control/outage"):
             // Drills: `{"seconds": N}` takes Apple down for N seconds (0 brings it back).

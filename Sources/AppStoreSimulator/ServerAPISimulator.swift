@@ -15,6 +15,9 @@ import Synchronization
 /// a time, answers 429 with `Retry-After` when driven harder than its limit, and keeps the V2
 /// notifications it has "sent" for Get Notification History.
 public final class ServerAPISimulator: Sendable {
+    /// The App Store id of the simulator's app: production data it signs names it.
+    public static let appAppleID: Int64 = 1_234_567_890
+
     /// The public half of the In-App Purchase key receiptd signs with, and its ids.
     public struct Key: Sendable {
         public var keyID: String
@@ -121,7 +124,7 @@ public final class ServerAPISimulator: Sendable {
             if !refunds {
                 body["bundleId"] = .string(bundleID)
                 body["environment"] = .string(environment)
-                body["appAppleId"] = .int(1_234_567_890)
+                body["appAppleId"] = .int(Self.appAppleID)
             }
             return Self.json(.object(body))
         case (.get, ["v1", "subscriptions"]):
@@ -148,7 +151,7 @@ public final class ServerAPISimulator: Sendable {
             }
             return Self.json(
                 .object([
-                    "environment": .string(environment), "bundleId": .string(bundleID), "appAppleId": .int(1_234_567_890),
+                    "environment": .string(environment), "bundleId": .string(bundleID), "appAppleId": .int(Self.appAppleID),
                     "data": .array(
                         order.map {
                             .object(["subscriptionGroupIdentifier": .string($0), "lastTransactions": .array(groups[$0]!)])
@@ -254,7 +257,7 @@ public final class ServerAPISimulator: Sendable {
         var body = data
         body["bundleId"] = .string(bundleID)
         body["environment"] = .string(environment)
-        if environment == "Production" { body["appAppleId"] = .int(1_234_567_890) }
+        if environment == "Production" { body["appAppleId"] = .int(Self.appAppleID) }
         var payload: [Identifier: JSONValue] = [
             "notificationType": .string(type), "notificationUUID": .string(UUID().uuidString.lowercased()),
             "version": .string("2.0"), "signedDate": .int(now), "data": .object(body),
@@ -263,6 +266,20 @@ public final class ServerAPISimulator: Sendable {
         let signed = try! SimulatorPKI.signer.sign(.object(payload))
         if type != "TEST" { sent.withLock { $0.append((now, environment, signed)) } }
         return signed
+    }
+
+    /// Apple's Retention Messaging real-time request body about a purchase, signed with the test PKI.
+    func realtimeRequest(
+        originalTransactionID: String, productID: String, userLocale: String, requestIdentifier: UUID, environment: String,
+        now: Int64
+    ) -> [UInt8] {
+        var payload: [Identifier: JSONValue] = [
+            "originalTransactionId": .string(originalTransactionID), "productId": .string(productID),
+            "userLocale": .string(userLocale), "requestIdentifier": .string(requestIdentifier.uuidString.lowercased()),
+            "signedDate": .int(now), "environment": .string(environment),
+        ]
+        if environment == "Production" { payload["appAppleId"] = .int(Self.appAppleID) }
+        return JSONValue.object(["signedPayload": .string(try! SimulatorPKI.signer.sign(.object(payload)))]).jsonBytes
     }
 
     /// Signs the transaction and renewal of `script` into a notification's `data`.

@@ -69,8 +69,8 @@ package struct SignOffer: Sendable {
         package var explanation: Explanation
     }
 
-    let key: Key?
-    let rules: OfferRules
+    package let key: Key?
+    package let rules: OfferRules
     let bundleIDs: [String]
     let policy: DerivationPolicy
     let database: DatabaseQueue
@@ -117,24 +117,35 @@ package struct SignOffer: Sendable {
             count("promotional", input.format, outcome: decision.rule)
             throw .offerNotEligible(decision.rule, decision.decision)
         }
+        // Any transaction of theirs names them; a customer who bought nothing, their appTransactionId.
+        let signed = try sign(
+            input, key: key, bundle: bundle,
+            transactionID: input.transactionID ?? newestTransaction(of: input.productID, facts: facts) ?? appTransactionID,
+            decision: decision, now: now)
+        count("promotional", input.format, outcome: "signed")
+        try await write(record(signed, user: ids.first ?? input.appUserID, input, requestedBy: requestedBy, at: now))
+        return signed
+    }
+
+    /// A promotional offer signed with `key`, the rules already having allowed it.
+    package func sign(
+        _ input: Promotional, key: Key, bundle: String, transactionID: String?, decision: Explanation, now: Int64
+    ) throws(ReceiptError) -> Signed {
         let uuid = nonce()
-        let signed: Signed
         do {
             switch input.format {
             case .v1:
                 let s = try PromotionalOfferSignature.sign(
                     bundleID: bundle, keyID: key.keyID, key: key.key, productID: input.productID, offerID: input.offerID,
                     applicationUsername: input.applicationUsername ?? "", nonce: uuid, timestamp: now)
-                signed = Signed(
+                return Signed(
                     format: .v1, keyID: key.keyID, nonce: s.nonce, timestamp: now, signature: s.signature, allowed: true,
                     explanation: decision)
             case .jws:
-                // Any transaction of theirs names them; a customer who bought nothing, their appTransactionId.
-                let transaction = input.transactionID ?? newestTransaction(of: input.productID, facts: facts) ?? appTransactionID
                 let jws = try OfferJWS.sign(
-                    .promotionalOffer(productID: input.productID, offerID: input.offerID, transactionID: transaction),
+                    .promotionalOffer(productID: input.productID, offerID: input.offerID, transactionID: transactionID),
                     bundleID: bundle, keyID: key.keyID, issuerID: key.issuerID, key: key.key, nonce: uuid, issuedAt: now / 1_000)
-                signed = Signed(
+                return Signed(
                     format: .jws, keyID: key.keyID, nonce: uuid.uuidString.lowercased(), timestamp: now, signature: jws,
                     allowed: true, explanation: decision)
             }
@@ -142,10 +153,15 @@ package struct SignOffer: Sendable {
             logger.error("an offer could not be signed", metadata: ["error": "\(error)"])
             throw .internalFault
         }
-        try await audit(
-            signed, user: ids.first ?? input.appUserID, kind: "promotional", product: input.productID,
-            offer: input.offerID, requestedBy: requestedBy, at: now)
-        return signed
+    }
+
+    /// The audit row of a promotional signature.
+    package func record(_ s: Signed, user: String, _ input: Promotional, requestedBy: String, at now: Int64)
+        -> OfferSignatureRecord
+    {
+        OfferSignatureRecord(
+            appUserID: user, kind: "promotional", productID: input.productID, offerID: input.offerID, format: s.format.rawValue,
+            keyID: s.keyID, nonce: s.nonce, allowed: true, requestedBy: requestedBy, issuedAt: now)
     }
 
     /// StoreKit's introductory-offer eligibility for `productID`: decided by Apple's once-per-group
@@ -183,9 +199,11 @@ package struct SignOffer: Sendable {
         let signed = Signed(
             format: .jws, keyID: key.keyID, nonce: uuid.uuidString.lowercased(), timestamp: now, signature: jws, allowed: allowed,
             explanation: decision)
-        try await audit(
-            signed, user: ids.first ?? appUserID, kind: "introductory", product: productID, offer: nil,
-            requestedBy: requestedBy, at: now)
+        count("introductory", .jws, outcome: allowed ? "signed" : "signed_not_allowed")
+        try await write(
+            OfferSignatureRecord(
+                appUserID: ids.first ?? appUserID, kind: "introductory", productID: productID, offerID: nil, format: "jws",
+                keyID: key.keyID, nonce: signed.nonce, allowed: allowed, requestedBy: requestedBy, issuedAt: now))
         return signed
     }
 
@@ -234,7 +252,7 @@ package struct SignOffer: Sendable {
     }
 
     /// `offers_signatures_total{kind, format, outcome}`: `signed`, a refusing rule, `rate_limited`.
-    private func count(_ kind: String, _ format: Format?, outcome: String) {
+    package func count(_ kind: String, _ format: Format?, outcome: String) {
         Counter(
             label: "offers_signatures_total",
             dimensions: [("kind", kind), ("format", format?.rawValue ?? "any"), ("outcome", outcome)], factory: metrics
@@ -246,7 +264,7 @@ package struct SignOffer: Sendable {
         return key
     }
 
-    private func bundle(_ given: String?) throws(ReceiptError) -> String {
+    package func bundle(_ given: String?) throws(ReceiptError) -> String {
         if let given {
             try FieldRules.bundleID(given)
             guard bundleIDs.contains(given) else { throw .bundleMismatch("`bundle_id` is not a configured app.") }
@@ -287,13 +305,7 @@ package struct SignOffer: Sendable {
             .transactionID
     }
 
-    private func audit(
-        _ s: Signed, user: String, kind: String, product: String, offer: String?, requestedBy: String, at now: Int64
-    ) async throws(ReceiptError) {
-        count(kind, s.format, outcome: kind == "introductory" && !s.allowed ? "signed_not_allowed" : "signed")
-        let record = OfferSignatureRecord(
-            appUserID: user, kind: kind, productID: product, offerID: offer, format: s.format.rawValue, keyID: s.keyID,
-            nonce: s.nonce, allowed: s.allowed, requestedBy: requestedBy, issuedAt: now)
+    private func write(_ record: OfferSignatureRecord) async throws(ReceiptError) {
         do {
             try await database.write { db in try OfferStore(db).record(record) }
         } catch {

@@ -376,6 +376,15 @@ enum Requests {
         return since
     }
 
+    /// `?since=`: an RFC 3339 time or a date (YYYY-MM-DD); nil when absent.
+    static func since(_ request: HTTPRequest) throws(ReceiptError) -> Int64? {
+        guard let text = request.queryValue("since") else { return nil }
+        guard let t = FieldRules.instant(text) else {
+            throw .invalidRequest("`since` must be an RFC 3339 time or a date (YYYY-MM-DD).")
+        }
+        return t
+    }
+
     /// GET /v1/notifications' filters: `?type=`, `?outcome=`, `?app_user_id=`.
     static func notificationFilter(_ request: HTTPRequest) throws(ReceiptError) -> NotificationFilter {
         func word(_ name: String) throws(ReceiptError) -> String? {

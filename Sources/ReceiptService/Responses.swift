@@ -4,6 +4,7 @@ import HTTPServer
 import JSON
 import ReceiptCore
 import SignedData
+import Storage
 
 /// Use-case results as the API's JSON bodies.
 enum Responses {
@@ -98,7 +99,7 @@ enum Responses {
     }
 
     /// GET /v1/subscribers/{id}/offers.
-    static func offers(_ o: SignOffer.Overview) -> HTTPResponse {
+    static func offers(_ o: SignOffer.Overview, retention: [RetentionAnswerRecord]) -> HTTPResponse {
         func decision(_ e: Explanation) -> JSONValue { SubscriberDocument.json(e) }
         return .json(
             .object([
@@ -126,7 +127,42 @@ enum Responses {
                             "issued_at": SubscriberDocument.time(r.issuedAt),
                         ])
                     }),
+                "retention_answers": .array(retention.map(retentionAnswer)),
             ]))
+    }
+
+    static func retentionAnswer(_ a: RetentionAnswerRecord) -> JSONValue {
+        func text(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+        var o: [Identifier: JSONValue] = [
+            "request_identifier": .string(a.requestIdentifier), "original_transaction_id": .string(a.originalTransactionID),
+            "product_id": .string(a.productID), "decision": .string(a.decision), "user_locale": .string(a.userLocale),
+            "environment": .string(a.environment), "answered_at": SubscriberDocument.time(a.answeredAt),
+        ]
+        o["rule"] = text(a.rule)
+        o["kind"] = text(a.kind)
+        o["message_identifier"] = text(a.messageIdentifier)
+        o["offer_id"] = text(a.offerID)
+        o["period_end"] = a.periodEnd.map(SubscriberDocument.time) ?? .null
+        return .object(o)
+    }
+
+    /// GET /v1/retention-messages/outcomes.
+    static func retentionOutcomes(_ outcomes: [RetentionOutcome], since: Int64) -> HTTPResponse {
+        .json(
+            .object([
+                "since": SubscriberDocument.time(since),
+                "answers": .array(outcomes.map(retentionOutcome)),
+            ]))
+    }
+
+    static func retentionOutcome(_ o: RetentionOutcome) -> JSONValue {
+        var fields: [Identifier: JSONValue] = [
+            "answered": .int(o.answered), "pending": .int(o.pending), "stayed": .int(o.stayed), "left": .int(o.left),
+        ]
+        fields["rule"] = o.rule.map(JSONValue.string) ?? .null
+        fields["kind"] = o.kind.map(JSONValue.string) ?? .null
+        fields["message_identifier"] = o.messageIdentifier.map(JSONValue.string) ?? .null
+        return .object(fields)
     }
 
     /// GET /v1/notifications.

@@ -16,6 +16,7 @@ struct Routes: Sendable {
     let verifyPlayPurchase: VerifyPlayPurchase
     let ingestPlayNotification: IngestPlayNotification
     let signOffer: SignOffer
+    let answerRetention: AnswerRetentionRequest
     let recordAppTransaction: RecordAppTransaction
     let readSubscriber: ReadSubscriber
     let eraseSubscriber: EraseSubscriber
@@ -182,9 +183,22 @@ struct Routes: Sendable {
             let (user, jws) = try Requests.appTransaction(request.body)
             return Responses.appTransaction(try await recordAppTransaction(appUserID: user, signedAppTransaction: jws))
         }
-        // Support sees a customer's offers: what they may have now and why, and what they were given.
-        api.on(.get, "/v1/subscribers/{app_user_id}/offers", access: .secretKey) { [signOffer] _, context in
-            Responses.offers(try await signOffer.overview(try Requests.appUserID(in: context)))
+        // Support sees a customer's offers: what they may have now and why, what they were given,
+        // and what Apple was answered when they looked at cancelling.
+        api.on(.get, "/v1/subscribers/{app_user_id}/offers", access: .secretKey) {
+            [signOffer, answerRetention] _, context in
+            let user = try Requests.appUserID(in: context)
+            return Responses.offers(try await signOffer.overview(user), retention: try await answerRetention.answers(of: user))
+        }
+        // Apple's Retention Messaging asks which message to show a customer who may cancel (no API
+        // key: Apple cannot send one; the request proves itself with Apple's signature).
+        api.on(.post, "/v1/retention-messages/apple", access: .anyone) { [answerRetention] request, _ in
+            .json(try await answerRetention(request.body).body)
+        }
+        // Whether customers shown each retention answer stayed (`?since=`, the last 90 days by default).
+        api.on(.get, "/v1/retention-messages/outcomes", access: .secretKey) { [answerRetention, clock] request, _ in
+            let since = try Requests.since(request) ?? clock.now() - 90 * 86_400_000
+            return Responses.retentionOutcomes(try await answerRetention.outcomes(since: since), since: since)
         }
         // Support gives an entitlement for a while (after an outage, a complaint), or takes it back.
         api.on(.post, "/v1/subscribers/{app_user_id}/entitlements/{name}/promotional", access: .secretKey) {

@@ -31,7 +31,7 @@ public struct DataCopy {
         "subscribers", "transactions", "pending_renewal_info", "latest_receipts", "ownership", "ownership_transfers",
         "verifications", "renewal_history", "events", "notifications", "refresh_checks", "changes", "shadow_diffs",
         "webhook_messages", "webhook_deliveries", "erasures", "aliases", "promotions", "product_states", "exchange_rates",
-        "play_tokens", "play_notifications", "play_catch_up", "offer_signatures", "app_transactions",
+        "play_tokens", "play_notifications", "play_catch_up", "offer_signatures", "app_transactions", "retention_answers",
     ]
 
     private let source: Database

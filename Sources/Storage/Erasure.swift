@@ -108,12 +108,15 @@ public struct Erasure {
         ] {
             try run(table, "DELETE FROM \(table) WHERE original_transaction_id IN", originals)
         }
+        // Apple's retention requests about those purchases (by anyone's id, or before any owner).
+        try run("retention_answers", "DELETE FROM retention_answers WHERE original_transaction_id IN", originals)
         // Google Play's purchase tokens of those purchases (a token reads the purchase at Google).
         try run("play_tokens", "DELETE FROM play_tokens WHERE chain IN", originals)
         // The rows keyed by the ids (deliveries before their messages, the subscriber last).
         for table in [
             "events", "verifications", "shadow_diffs", "changes", "webhook_deliveries", "webhook_messages", "aliases",
-            "promotions", "product_states", "play_notifications", "offer_signatures", "app_transactions", "subscribers",
+            "promotions", "product_states", "play_notifications", "offer_signatures", "app_transactions", "retention_answers",
+            "subscribers",
         ] {
             try run(table, "DELETE FROM \(table) WHERE app_user_id IN", ids)
         }

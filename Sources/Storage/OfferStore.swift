@@ -90,6 +90,18 @@ public struct OfferStore {
     }
 
     /// How many signatures any of `ids` was given since `since` (the per-customer pace).
+    /// Promotional offers ever signed for the person under `ids`.
+    public func promotionalCount(of ids: [String]) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        let q = try db.cached(
+            """
+            SELECT count(*) FROM offer_signatures
+            WHERE kind = 'promotional' AND app_user_id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))
+            """
+        ).bind(ids)
+        return Int(try q.firstInt() ?? 0)
+    }
+
     public func count(of ids: [String], since: Int64) throws -> Int {
         guard !ids.isEmpty else { return 0 }
         let q = try db.cached(

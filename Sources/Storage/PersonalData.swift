@@ -69,6 +69,9 @@ public struct PersonalData {
             section("play_notifications", key: "message_id", [("app_user_id", ids)]),
             section("offer_signatures", key: "id", [("app_user_id", ids)]),
             section("app_transactions", key: "app_transaction_id", [("app_user_id", ids)]),
+            section(
+                "retention_answers", key: "request_identifier",
+                [("app_user_id", ids), ("original_transaction_id", originals)]),
             section("notifications", key: "id", [("app_user_id", ids), ("original_transaction_id", originals)]),
             section("verifications", key: "id", [("app_user_id", ids)]),
             section("events", key: "id", [("app_user_id", ids)]),

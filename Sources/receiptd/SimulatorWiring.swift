@@ -63,6 +63,10 @@ enum SimulatorWiring {
                 keyID: credentials.keyID, issuerID: credentials.issuerID, key: credentials.key)
         }
         configuration.appStore.signedData.roots.append(SimulatorPKI.root)
+        // Its production data names its app's Apple id.
+        if !configuration.appStore.signedData.appAppleIDs.contains(ServerAPISimulator.appAppleID) {
+            configuration.appStore.signedData.appAppleIDs.append(ServerAPISimulator.appAppleID)
+        }
         return AppStoreSimulator.Configuration(
             bundleID: settings.bundleIDs[0], sharedSecret: settings.sharedSecret,
             serverAPIKey: .init(credentials))

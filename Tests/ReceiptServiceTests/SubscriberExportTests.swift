@@ -57,6 +57,12 @@ struct SubscriberExportTests {
                     appUserID: "exp-a", appTransactionID: "704289572311", bundleID: "com.example.app", environment: "production",
                     originalApplicationVersion: "2.0", originalPurchaseDate: 1, originalPlatform: "iOS", rawJSON: "{}"),
                 now: 1)
+            try RetentionStore(db).record(
+                RetentionAnswerRecord(
+                    requestIdentifier: "exp-rq", appUserID: "exp-a", originalTransactionID: original, productID: "monthly",
+                    environment: "production", userLocale: "en-US", rule: "everyone", kind: "message",
+                    messageIdentifier: "6b1f0d4e-2a57-4c1e-9d3b-8f0a7e5c2b10", offerID: nil, decision: "retention_rule_matched",
+                    periodEnd: 1, responseJSON: "{}", answeredAt: 1))
             _ = try PlayStore(db).recordNotification(
                 messageID: "exp-push", packageName: "com.example.app", type: "SUBSCRIPTION_RENEWED",
                 tokenReference: "GPT.exp", eventTime: 1, receivedAt: 1, outcome: "applied", appUserID: "exp-a")
@@ -90,6 +96,7 @@ struct SubscriberExportTests {
                 "refresh_checks": "original_transaction_id IN \(held)", "play_tokens": "chain IN \(held)",
                 "play_notifications": "app_user_id IN \(ids)", "offer_signatures": "app_user_id IN \(ids)",
                 "app_transactions": "app_user_id IN \(ids)",
+                "retention_answers": "app_user_id IN \(ids) OR original_transaction_id IN \(held)",
                 "notifications": "app_user_id IN \(ids) OR original_transaction_id IN \(held)",
                 "verifications": "app_user_id IN \(ids)", "events": "app_user_id IN \(ids)",
                 "shadow_diffs": "app_user_id IN \(ids)", "changes": "app_user_id IN \(ids)",

@@ -170,7 +170,8 @@ import X509
         // A body that is not a request, or whose signature does not cover it, is refused.
         #expect(
             await Self.refusal {
-                _ = try await Self.verifier().realtimeRequest(try Self.signer().sign(.object(strings: ["productId": .string("x")])))
+                _ = try await Self.verifier().realtimeRequest(
+                    try Self.signer().sign(.object(strings: ["productId": .string("x")])))
             }?.code == "invalid_jws")
         let parts = try Self.signer().sign(payload()).split(separator: ".")
         let forged = try Self.signer().sign(payload(product: "yearly")).split(separator: ".")

@@ -188,12 +188,16 @@ public final class Application: Sendable {
             preferServerAPI: settings.verifier == .serverAPI, play: play.api, database: database, state: state,
             bundleIDs: settings.bundleIDs,
             logger: logger, clock: clock, monotonic: monotonic, metrics: telemetry.factory)
+        let signOffer = SignOffer(
+            key: configuration.offers.key, rules: configuration.offers.rules, bundleIDs: settings.bundleIDs,
+            policy: configuration.policy, database: database, logger: logger, clock: clock, metrics: telemetry.factory)
         let routes = Routes(
             checkReadiness: CheckReadiness(database: database, migrator: migrator), auth: apiAuth(configuration, logger: logger),
             verifyPurchase: verifyPurchase, verifyPlayPurchase: play.verify, ingestPlayNotification: play.ingest,
-            signOffer: SignOffer(
-                key: configuration.offers.key, rules: configuration.offers.rules, bundleIDs: settings.bundleIDs,
-                policy: configuration.policy, database: database, logger: logger, clock: clock, metrics: telemetry.factory),
+            signOffer: signOffer,
+            answerRetention: AnswerRetentionRequest(
+                verifier: verifier, rules: configuration.offers.retention, offers: signOffer, policy: configuration.policy,
+                database: database, logger: logger, clock: clock, metrics: telemetry.factory),
             recordAppTransaction: RecordAppTransaction(verifier: verifier, database: database, logger: logger, clock: clock),
             readSubscriber: readSubscriber,
             eraseSubscriber: eraseSubscriber, addAlias: addAlias, exportSubscriber: exportSubscriber,

@@ -2,11 +2,14 @@ import Crypto
 import FoundationEssentials
 import Offers
 import ReceiptCore
+import Retention
 
 extension ServiceConfiguration {
-    /// `offers.file` and `appStore.offers.*` (Docs/offers.md).
+    /// `offers.file`, `appStore.offers.*` (Docs/offers.md) and `retention.file` (Docs/retention.md).
     package struct OfferSettings: Sendable {
         package var rules = OfferRules()
+        /// What Apple's Retention Messaging requests are answered (none: always Apple's default message).
+        package var retention = RetentionRules()
         /// nil: offers are refused `501 offers_not_configured`.
         package var key: SignOffer.Key?
 
@@ -24,6 +27,13 @@ extension ServiceConfiguration {
             if let data = FileManager.default.contents(atPath: path) {
                 do { settings.rules = try OfferRules(json: Array(data)) } catch {
                     throw ConfigurationError(key: "offers.file", message: "\(path): \(error.description)")
+                }
+            }
+            // Which retention answer for which customer (a JSON file).
+            let retentionPath = try c.string("retention.file", default: configDirectory + "/retention.json")
+            if let data = FileManager.default.contents(atPath: retentionPath) {
+                do { settings.retention = try RetentionRules(json: Array(data)) } catch {
+                    throw ConfigurationError(key: "retention.file", message: "\(retentionPath): \(error.description)")
                 }
             }
             // A key of its own for offers; by default the In-App Purchase key (appStore.serverApi).
