@@ -4,7 +4,6 @@ import HTTPServer
 import JSON
 import ReceiptCore
 import SignedData
-import Storage
 
 /// Use-case results as the API's JSON bodies.
 enum Responses {
@@ -99,7 +98,7 @@ enum Responses {
     }
 
     /// GET /v1/subscribers/{id}/offers.
-    static func offers(_ o: SignOffer.Overview, retention: [RetentionAnswerRecord]) -> HTTPResponse {
+    static func offers(_ o: SignOffer.Overview, retention: [AnswerRetentionRequest.Record]) -> HTTPResponse {
         func decision(_ e: Explanation) -> JSONValue { SubscriberDocument.json(e) }
         return .json(
             .object([
@@ -131,7 +130,7 @@ enum Responses {
             ]))
     }
 
-    static func retentionAnswer(_ a: RetentionAnswerRecord) -> JSONValue {
+    static func retentionAnswer(_ a: AnswerRetentionRequest.Record) -> JSONValue {
         func text(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         var o: [Identifier: JSONValue] = [
             "request_identifier": .string(a.requestIdentifier), "original_transaction_id": .string(a.originalTransactionID),
@@ -147,7 +146,7 @@ enum Responses {
     }
 
     /// GET /v1/retention-messages/outcomes.
-    static func retentionOutcomes(_ outcomes: [RetentionOutcome], since: Int64) -> HTTPResponse {
+    static func retentionOutcomes(_ outcomes: [AnswerRetentionRequest.Outcome], since: Int64) -> HTTPResponse {
         .json(
             .object([
                 "since": SubscriberDocument.time(since),
@@ -155,7 +154,7 @@ enum Responses {
             ]))
     }
 
-    static func retentionOutcome(_ o: RetentionOutcome) -> JSONValue {
+    static func retentionOutcome(_ o: AnswerRetentionRequest.Outcome) -> JSONValue {
         var fields: [Identifier: JSONValue] = [
             "answered": .int(o.answered), "pending": .int(o.pending), "stayed": .int(o.stayed), "left": .int(o.left),
         ]

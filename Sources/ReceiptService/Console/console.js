@@ -509,7 +509,8 @@
     page.appendChild(raw);
   }
 
-  /** Their offers: which they may have now and why (Config/offers.json, Apple's once-per-group rule), and what they were given. */
+  /** Their offers: which they may have now and why (Config/offers.json, Apple's once-per-group rule), what they were given,
+   *  and what Apple's Retention Messaging was answered about them (Config/retention.json). */
   async function offersSection(user) {
     const o = await api("GET", `/v1/subscribers/${enc(user)}/offers`);
     const section = el("section", { id: "offers" }, el("h2", {}, "Offers"));
@@ -522,6 +523,13 @@
       o.given.map((g) => [when(g.issued_at), g.kind, show(g.offer_id), g.product_id, g.format, show(g.allowed), g.requested_by]));
     given.id = "offers-given";
     section.appendChild(el("details", { class: "card" }, el("summary", {}, `Signatures given (${o.given.length})`), given));
+    const answers = o.retention_answers || [];
+    const answered = table(["When", "Product", "Rule", "Answer", "Message", "Offer"],
+      answers.map((a) => [when(a.answered_at), a.product_id, show(a.rule), a.kind ? a.kind.replace("_", " ") : "Apple's default",
+        show(a.message_identifier), show(a.offer_id)]));
+    answered.id = "offers-retention";
+    section.appendChild(el("details", { class: "card" },
+      el("summary", {}, `Answered when they looked at cancelling (${answers.length})`), answered));
     return section;
   }
 
