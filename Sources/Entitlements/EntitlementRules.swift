@@ -4,8 +4,13 @@ import Identifiers
 /// `{"premium": ["monthly", "yearly", "lifetime"]}`.
 public struct EntitlementRules: Sendable, Equatable {
     public let products: [String: [String]]
+    /// Entitlement → who keeps it for life for having got the app before a version.
+    public let grandfathering: [String: Grandfathering]
 
-    public init(_ products: [String: [String]]) { self.products = products }
+    public init(_ products: [String: [String]], grandfathering: [String: Grandfathering] = [:]) {
+        self.products = products
+        self.grandfathering = grandfathering
+    }
 
     /// What grants one entitlement now, and why.
     public struct Grant: Sendable, Equatable {
@@ -14,6 +19,8 @@ public struct EntitlementRules: Sendable, Equatable {
             case purchase(NonSubscriptionPurchase)
             /// Given by support (``Promotion``), as of the `now` of the grant.
             case promotional(Promotion, active: Bool)
+            /// Kept for life: the app was first got before a version (``Grandfathering``).
+            case grandfathered(AppTransaction, Grandfathering)
         }
         public var source: Source
         public var explanation: Explanation
@@ -22,6 +29,7 @@ public struct EntitlementRules: Sendable, Equatable {
             case .subscription(let s): s.isEntitled
             case .purchase(let p): p.isEntitled
             case .promotional(_, let active): active
+            case .grandfathered: true
             }
         }
     }
@@ -33,11 +41,18 @@ public struct EntitlementRules: Sendable, Equatable {
     ///
     /// A promotion grants the entitlement it names, configured or not; one that has not started
     /// yet is left out. A purchase that entitles wins over a promotion only by a later end.
+    ///
+    /// A grandfathered entitlement is granted for life by an AppTransaction from before its
+    /// version, like a lasting purchase; an AppTransaction that does not qualify is no candidate.
     public func grants(
-        subscriptions: [SubscriptionStatus], purchases: [NonSubscriptionPurchase], promotions: [Promotion] = [], now: Int64 = 0
+        subscriptions: [SubscriptionStatus], purchases: [NonSubscriptionPurchase], promotions: [Promotion] = [],
+        appTransactions: [AppTransaction] = [], now: Int64 = 0
     ) -> [String: Grant] {
         var result: [String: Grant] = [:]
         var names = Set(products.keys)
+        for (name, rule) in grandfathering where appTransactions.contains(where: { rule.holds(for: $0).0 }) {
+            names.insert(name)
+        }
         for p in promotions where p.startsAt <= now { names.insert(p.entitlement) }
         for name in names {
             let productIDs = products[name] ?? []
@@ -47,6 +62,9 @@ public struct EntitlementRules: Sendable, Equatable {
                 .map { .purchase($0) }
             candidates += promotions.filter { $0.startsAt <= now && $0.entitlement.isExactly(name) }
                 .map { .promotional($0, active: $0.isActive(at: now)) }
+            if let rule = grandfathering[name] {
+                candidates += appTransactions.filter { rule.holds(for: $0).0 }.map { .grandfathered($0, rule) }
+            }
             guard let best = candidates.max(by: { Self.rank($0) < Self.rank($1) }) else { continue }
             result[name] = Grant(
                 source: best, explanation: Self.explain(best, candidates: candidates.count, products: productIDs, now: now))
@@ -69,6 +87,19 @@ public struct EntitlementRules: Sendable, Equatable {
                     ? "Granted by promotion \(p.id). \(inner.decision)"
                     : "Not granted: none of the \(candidates) purchase(s) or promotion(s) entitles now; the best is promotion \(p.id). \(inner.decision)",
                 facts: [Fact("source_rule", .text(inner.rule)), Fact("candidates", .number(Int64(candidates)))] + inner.facts)
+        case .grandfathered(let app, let rule):
+            var facts = [
+                Fact("app_transaction_id", .text(app.appTransactionID)), Fact("before_version", .text(rule.beforeVersion)),
+                Fact("candidates", .number(Int64(candidates))),
+            ]
+            if let version = app.originalApplicationVersion { facts.append(Fact("original_application_version", .text(version))) }
+            if let platform = app.originalPlatform { facts.append(Fact("original_platform", .text(platform))) }
+            if let date = app.originalPurchaseDate { facts.append(Fact("original_purchase_date", .time(date))) }
+            return Explanation(
+                rule: "grandfathered",
+                decision:
+                    "Granted for life: \(rule.holds(for: app).1) (AppTransaction \(app.appTransactionID); Config/entitlements.json grandfathers customers who got the app before \(rule.beforeVersion)).",
+                facts: facts)
         }
         let kind = if case .subscription = source { "subscription" } else { "purchase" }
         // Which store: the same person may hold purchases from both.
@@ -105,6 +136,9 @@ public struct EntitlementRules: Sendable, Equatable {
             // Among ended ones, the one that ended last; ids compare as numbers of equal width.
             let id = String(p.id)
             return (active ? 1 : 0, 0, p.endsAt, "promotion:" + String(repeating: "0", count: max(0, 20 - id.count)) + id)
+        case .grandfathered(let app, _):
+            // Lasting, like a non-consumable; after one (a purchase names its product).
+            return (1, 1, app.originalPurchaseDate ?? 0, "app:" + app.appTransactionID)
         }
     }
 }

@@ -14,16 +14,19 @@ public struct Facts: Sendable, Equatable {
     public var aliases: [Alias]
     /// Entitlements given by support rather than bought, revoked or not.
     public var promotions: [Promotion]
+    /// StoreKit's AppTransactions their app posted: which version of the app they first got.
+    public var appTransactions: [AppTransaction]
 
     public init(
         purchases: [Purchase], renewals: [RenewalObservation] = [], transfers: [Transfer] = [], aliases: [Alias] = [],
-        promotions: [Promotion] = []
+        promotions: [Promotion] = [], appTransactions: [AppTransaction] = []
     ) {
         self.purchases = purchases
         self.renewals = renewals
         self.transfers = transfers
         self.aliases = aliases
         self.promotions = promotions
+        self.appTransactions = appTransactions
     }
 
     /// Whether `appUserID` is the user (`canonical`) or one of their aliases, by exact bytes.
@@ -268,6 +271,9 @@ extension Facts {
             facts.promotions[i].startsAt = pin(promotions[i].startsAt)
             facts.promotions[i].expiresAt = pin(promotions[i].expiresAt)
             facts.promotions[i].revokedAt = pin(promotions[i].revokedAt)
+        }
+        for i in facts.appTransactions.indices {
+            facts.appTransactions[i].originalPurchaseDate = pin(appTransactions[i].originalPurchaseDate)
         }
         return facts
     }

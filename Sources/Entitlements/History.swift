@@ -26,6 +26,9 @@ public struct LifecycleEvent: Sendable, Equatable {
         case promotionalRevocation = "promotional_revocation"
         /// A promotional entitlement reached its end.
         case promotionalExpiration = "promotional_expiration"
+        /// The app posted StoreKit's AppTransaction: which version the person first got (what
+        /// grandfathering reads); no product, dated when they first got the app.
+        case appTransaction = "app_transaction"
     }
 
     public var key: String
@@ -125,6 +128,17 @@ public enum History {
                     transactionID: nil, facts: [Fact("alias_app_user_id", .text(alias.appUserID))]))
         }
         for p in facts.promotions { events += promotionEvents(p, asOf: asOf) }
+        for app in facts.appTransactions {
+            events.append(
+                LifecycleEvent(
+                    key: "app_transaction:\(app.appTransactionID)", kind: .appTransaction, at: app.originalPurchaseDate ?? 0,
+                    productID: "", originalTransactionID: "", transactionID: nil,
+                    facts: [
+                        Fact("app_transaction_id", .text(app.appTransactionID)), Fact("environment", .text(app.environment)),
+                        Fact.text("original_application_version", app.originalApplicationVersion),
+                        Fact.text("original_platform", app.originalPlatform),
+                    ].compactMap { $0 }))
+        }
         // Events of another store's purchases say which (the App Store's, the default, say nothing).
         let play = Set(facts.purchases.filter { $0.store == .playStore }.map { Identifier($0.originalTransactionID) })
         if !play.isEmpty {

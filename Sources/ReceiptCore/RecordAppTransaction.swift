@@ -17,10 +17,16 @@ package struct RecordAppTransaction: Sendable {
 
     let verifier: SignedDataVerifier
     let database: DatabaseQueue
+    /// The document after the AppTransaction is kept (a grandfathered entitlement appears, with
+    /// its event), read as a GET reads it; nil: left to the next read.
+    let read: ReadSubscriber?
     let logger: Logger
     let clock: WallClock
 
-    package init(verifier: SignedDataVerifier, database: DatabaseQueue, logger: Logger, clock: WallClock) {
+    package init(
+        verifier: SignedDataVerifier, database: DatabaseQueue, read: ReadSubscriber? = nil, logger: Logger, clock: WallClock
+    ) {
+        self.read = read
         self.verifier = verifier
         self.database = database
         self.logger = logger
@@ -40,8 +46,9 @@ package struct RecordAppTransaction: Sendable {
         }
         let environment = (app.environment ?? "production").lowercased()
         let now = clock.now()
+        let recorded: Recorded
         do {
-            return try await database.write { db in
+            recorded = try await database.write { db in
                 let canonical = try ReceiptStore(db).canonical(appUserID)
                 // A subscriber from now on, if not yet: what is kept of them can be exported and erased.
                 try ReceiptStore(db).addSubscriber(canonical, now: now)
@@ -61,5 +68,8 @@ package struct RecordAppTransaction: Sendable {
             logger.error("an app transaction could not be stored", metadata: ["error": "\(error)"])
             throw .internalFault
         }
+        // Derived now, so a grandfathered entitlement is granted (event, webhook) when it is kept.
+        if let read { _ = try await read.document(recorded.record.appUserID) }
+        return recorded
     }
 }

@@ -49,13 +49,15 @@ package struct SubscriberDocument: Sendable {
         var explanations = Explanations()
         var promotional: [ProductStateStore.Entry] = []
         for (name, grant) in settings.rules.grants(
-            subscriptions: subs, purchases: others, promotions: facts.promotions, now: now)
+            subscriptions: subs, purchases: others, promotions: facts.promotions, appTransactions: facts.appTransactions,
+            now: now)
         {
             let fields =
                 switch grant.source {
                 case .subscription(let s): Self.common(s)
                 case .purchase(let p): Self.common(p)
                 case .promotional(let p, _): Self.common(p, at: now)
+                case .grandfathered(let app, _): Self.common(app)
                 }
             if case .promotional(let p, _) = grant.source {
                 promotional.append(ProductStateStore.Entry(kind: "promotional", productID: name, state: p.state(at: now)))
@@ -228,6 +230,16 @@ package struct SubscriberDocument: Sendable {
             "period_type": .string("promotional"), "ownership": .string("promotional"),
             "original_transaction_id": .null, "environment": .null, "store": .string("promotional"),
             "promotion_id": .string(String(p.id)),
+        ]
+    }
+
+    /// A grandfathered grant: for life, from the AppTransaction `app_transaction_id` names.
+    private static func common(_ app: AppTransaction) -> [Identifier: JSONValue] {
+        [
+            "active": .bool(true), "state": .string("active"), "product_id": .null, "expires_at": .null,
+            "grace_period_expires_at": .null, "will_renew": .bool(false), "period_type": .string("grandfathered"),
+            "ownership": .string("purchased"), "original_transaction_id": .null, "environment": .string(app.environment),
+            "store": .string("app_store"), "app_transaction_id": .string(app.appTransactionID),
         ]
     }
 

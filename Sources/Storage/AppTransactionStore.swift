@@ -1,3 +1,5 @@
+import Entitlements
+
 /// One Apple Account's AppTransaction as stored for a person (`app_transactions`).
 public struct AppTransactionRecord: Sendable, Equatable {
     public var appUserID: String
@@ -31,7 +33,8 @@ public struct AppTransactionStore {
 
     public init(_ db: Database) { self.db = db }
 
-    /// Stores it for the person (again: updated); the other ids holding the same Apple Account.
+    /// Stores it for the person (again: updated), whose facts then changed (grandfathering reads
+    /// it); the other ids holding the same Apple Account.
     @discardableResult
     public func save(_ r: AppTransactionRecord, now: Int64) throws -> [String] {
         try db.cached(
@@ -48,6 +51,7 @@ public struct AppTransactionStore {
             r.appUserID, r.appTransactionID, r.bundleID, r.environment, r.originalApplicationVersion, r.originalPurchaseDate,
             r.originalPlatform, r.rawJSON, now, now,
         ]).run()
+        try ReceiptStore(db).factsChanged([r.appUserID], at: now)
         return try sharing(r.appTransactionID, except: r.appUserID)
     }
 
@@ -59,6 +63,30 @@ public struct AppTransactionStore {
         var ids: [String] = []
         while try q.step() { ids.append(q.text(0)!) }
         return ids
+    }
+
+    /// The AppTransactions posted under `ids` (a person's canonical id and aliases), as facts,
+    /// oldest first.
+    public func facts(of ids: [String]) throws -> [AppTransaction] {
+        let q = try db.cached(
+            """
+            SELECT app_transaction_id, original_application_version, original_purchase_date, original_platform, environment
+            FROM app_transactions WHERE app_user_id = ?
+            """)
+        var out: [(Int64, AppTransaction)] = []
+        for id in ids {
+            _ = try q.bind([id])
+            while try q.step() {
+                out.append(
+                    (
+                        q.optionalInt(2) ?? 0,
+                        AppTransaction(
+                            appTransactionID: q.text(0)!, originalApplicationVersion: q.text(1),
+                            originalPurchaseDate: q.optionalInt(2), originalPlatform: q.text(3), environment: q.text(4)!)
+                    ))
+            }
+        }
+        return out.sorted { ($0.0, $0.1.appTransactionID) < ($1.0, $1.1.appTransactionID) }.map(\.1)
     }
 
     /// The person's newest AppTransaction among `ids` (their canonical id and aliases).

@@ -82,6 +82,8 @@ public struct SubscriberRecord: Sendable, Equatable {
     public var aliases: [Alias]
     /// Entitlements support gave them, oldest first (``Promotion``).
     public var promotions: [Promotion]
+    /// The AppTransactions their app posted (``AppTransaction``): what grandfathering reads.
+    public var appTransactions: [AppTransaction]
     /// Until when their stored product states (`product_states`) hold; 0: never written, or
     /// their facts changed since.
     public var summaryUntil: Int64
@@ -89,8 +91,9 @@ public struct SubscriberRecord: Sendable, Equatable {
     public init(
         appUserID: String, version: Int64, stateHash: String?, factsRevision: Int64 = 0, derivedRevision: Int64 = 0,
         purchases: [Stated<Purchase>], renewals: [Stated<RenewalObservation>], transfers: [Transfer], aliases: [Alias] = [],
-        promotions: [Promotion] = [], summaryUntil: Int64 = 0
+        promotions: [Promotion] = [], appTransactions: [AppTransaction] = [], summaryUntil: Int64 = 0
     ) {
+        self.appTransactions = appTransactions
         self.appUserID = appUserID
         self.version = version
         self.stateHash = stateHash
@@ -108,7 +111,7 @@ public struct SubscriberRecord: Sendable, Equatable {
     public var facts: Facts {
         Facts(
             purchases: purchases.map(\.fact), renewals: renewals.map(\.fact), transfers: transfers, aliases: aliases,
-            promotions: promotions)
+            promotions: promotions, appTransactions: appTransactions)
     }
 
     /// The canonical id and the aliases: every id the subscriber is known by.

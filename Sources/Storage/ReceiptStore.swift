@@ -315,7 +315,9 @@ public struct ReceiptStore {
         return SubscriberRecord(
             appUserID: appUserID, version: version, stateHash: stateHash, factsRevision: factsRevision,
             derivedRevision: derivedRevision, purchases: purchases, renewals: renewals, transfers: transfers, aliases: aliases,
-            promotions: try PromotionStore(db).promotions(of: appUserID), summaryUntil: summaryUntil)
+            promotions: try PromotionStore(db).promotions(of: appUserID),
+            appTransactions: try AppTransactionStore(db).facts(of: [appUserID] + aliases.map(\.appUserID)),
+            summaryUntil: summaryUntil)
     }
 
     /// The subscriber `appUserID` names: the one it is an alias of, else itself (known or not).

@@ -1,4 +1,5 @@
 import Crypto
+import Entitlements
 import Foundation
 import JSON
 import Offers
@@ -156,6 +157,43 @@ struct OfferTests {
                 "originalPurchaseDate": .int(1_600_000_000_000), "originalPlatform": .string("iOS"),
                 "signedDate": .int(Int64(Date().timeIntervalSince1970 * 1000)),
             ]))
+    }
+
+    @Test func anAppGotBeforeVersionThreeKeepsProForLife() async throws {
+        let configuration = { (path: String) -> ServiceConfiguration in
+            var c = testConfiguration(path: path, signedData: .init(roots: [TestPKI.root], appAppleIDs: [1234]))
+            c.grandfathering = ["pro": Grandfathering(beforeVersion: "3.0")]
+            return c
+        }
+        try await withClockedService(configuration: configuration) { _, port, db, _ in
+            let body = #"{"app_user_id":"olga","signed_app_transaction":"\#(try Self.appTransaction("11"))"}"#
+            #expect(try await post(port, "/v1/app-transactions", body, key: TestSecrets.publicKey).status == 200)
+            let doc = try await request(port, "GET", "/v1/subscribers/olga?explain=true", key: TestSecrets.secretKey)
+            let pro = (doc.json["entitlements"] as? [String: Any])?["pro"] as? [String: Any]
+            #expect(pro?["active"] as? Bool == true && pro?["period_type"] as? String == "grandfathered", "\(doc.body)")
+            #expect(pro?["expires_at"] is NSNull && pro?["app_transaction_id"] as? String == "11")
+            let why = pro?["explanation"] as? [String: Any]
+            #expect(why?["rule"] as? String == "grandfathered", "\(doc.body)")
+            #expect((why?["decision"] as? String)?.contains("first got at version 2.0, before 3.0") == true)
+            // Evented when kept, without anyone reading first.
+            #expect(
+                try TestDatabase.open(db).scalarText("SELECT type FROM events WHERE app_user_id = 'olga'") == "app_transaction")
+            // A customer who got the app at 3.0 or later is not grandfathered.
+            let version3 = try TestPKI.signer.sign(
+                .object(strings: [
+                    "bundleId": .string("com.example.app"), "receiptType": .string("Production"), "appAppleId": .int(1234),
+                    "appTransactionId": .string("12"), "originalApplicationVersion": .string("3.0"),
+                    "originalPurchaseDate": .int(1_600_000_000_000), "originalPlatform": .string("iOS"),
+                    "signedDate": .int(Int64(Date().timeIntervalSince1970 * 1000)),
+                ]))
+            #expect(
+                try await post(
+                    port, "/v1/app-transactions", #"{"app_user_id":"nick","signed_app_transaction":"\#(version3)"}"#,
+                    key: TestSecrets.publicKey
+                ).status == 200)
+            let nick = try await request(port, "GET", "/v1/subscribers/nick", key: TestSecrets.secretKey)
+            #expect((nick.json["entitlements"] as? [String: Any])?["pro"] == nil, "\(nick.body)")
+        }
     }
 
     @Test func anAppTransactionNamesACustomerWhoBoughtNothing() async throws {

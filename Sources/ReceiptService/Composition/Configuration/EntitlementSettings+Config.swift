@@ -6,11 +6,14 @@ extension ServiceConfiguration {
     /// `entitlements.*` and `products.file`: entitlement name → product ids, each product's kind, and
     /// the derivation's policy.
     static func readEntitlements(_ c: ConfigLoader, configDirectory: String) throws(ConfigurationError)
-        -> (entitlements: [String: [String]], catalog: Catalog, policy: DerivationPolicy)
+        -> (
+            entitlements: [String: [String]], grandfathering: [String: Grandfathering], catalog: Catalog,
+            policy: DerivationPolicy
+        )
     {
-        // Entitlement name → product ids, a JSON object in its own file.
+        // Entitlement name → product ids (and who is grandfathered), a JSON object in its own file.
         let entitlementsFile = try c.string("entitlements.file", default: configDirectory + "/entitlements.json")
-        let entitlements = try loadEntitlements(entitlementsFile)
+        let (entitlements, grandfathering) = try loadEntitlements(entitlementsFile)
         // Product id → kind, a JSON object in its own file (undeclared products: by their expiry).
         let catalog = try loadCatalog(try c.string("products.file", default: configDirectory + "/products.json"))
         for (name, products) in entitlements {
@@ -25,23 +28,60 @@ extension ServiceConfiguration {
             billingRetryEntitles: try c.bool("entitlements.billingRetryEntitles", default: false),
             // Whether purchases shared through Family Sharing entitle family members.
             familySharedCounts: try c.bool("entitlements.familySharedCounts", default: true))
-        return (entitlements, catalog, policy)
+        return (entitlements, grandfathering, catalog, policy)
     }
 
-    /// `{"premium": ["monthly", "yearly"]}`; a missing file means no entitlements.
-    private static func loadEntitlements(_ path: String) throws(ConfigurationError) -> [String: [String]] {
-        guard let data = FileManager.default.contents(atPath: path) else { return [:] }
-        let refused = ConfigurationError(key: "entitlements.file", message: "\(path) is not a JSON object of product-id arrays")
-        guard case .object(let members)? = try? JSONValue.parse(Array(data)) else { throw refused }
-        var entitlements: [String: [String]] = [:]
-        for (name, value) in members {
-            guard case .array(let items) = value else { throw refused }
-            entitlements[name.string] = try items.map { item throws(ConfigurationError) in
-                guard case .string(let product) = item else { throw refused }
-                return product
+    /// `{"premium": ["monthly", "yearly"]}`, or per entitlement `{"products": [...],
+    /// "grandfathered": {"before_version": "3.0", "platforms"?: ["iOS"]}}`; a missing file means
+    /// no entitlements.
+    private static func loadEntitlements(_ path: String) throws(ConfigurationError)
+        -> ([String: [String]], [String: Grandfathering])
+    {
+        guard let data = FileManager.default.contents(atPath: path) else { return ([:], [:]) }
+        func refused(_ why: String) -> ConfigurationError {
+            ConfigurationError(key: "entitlements.file", message: "\(path): \(why)")
+        }
+        guard case .object(let members)? = try? JSONValue.parse(Array(data)) else {
+            throw refused("not a JSON object of entitlements")
+        }
+        func strings(_ value: JSONValue?, _ at: String) throws(ConfigurationError) -> [String] {
+            guard case .array(let items)? = value else { throw refused("\(at) must be an array of strings") }
+            return try items.map { item throws(ConfigurationError) in
+                guard case .string(let text) = item else { throw refused("\(at) must be an array of strings") }
+                return text
             }
         }
-        return entitlements
+        var entitlements: [String: [String]] = [:]
+        var grandfathering: [String: Grandfathering] = [:]
+        for (name, value) in members {
+            switch value {
+            case .array:
+                entitlements[name.string] = try strings(value, name.string)
+            case .object(let fields):
+                for key in fields.keys where !["products", "grandfathered"].contains(key.string) {
+                    throw refused("\(name.string): unknown member \"\(key.string)\"")
+                }
+                entitlements[name.string] =
+                    try fields["products"].map { v throws(ConfigurationError) in
+                        try strings(v, "\(name.string).products")
+                    } ?? []
+                guard let rule = fields["grandfathered"] else { continue }
+                let at = "\(name.string).grandfathered"
+                guard case .object(let spec) = rule else { throw refused("\(at) must be an object") }
+                for key in spec.keys where !["before_version", "platforms"].contains(key.string) {
+                    throw refused("\(at): unknown member \"\(key.string)\"")
+                }
+                guard case .string(let version)? = spec["before_version"], AppVersion.isValid(version) else {
+                    throw refused("\(at).before_version must be a version of dotted numbers, e.g. \"3.0\" or \"412\"")
+                }
+                grandfathering[name.string] = Grandfathering(
+                    beforeVersion: version,
+                    platforms: try spec["platforms"].map { v throws(ConfigurationError) in try strings(v, "\(at).platforms") })
+            default:
+                throw refused("\(name.string) must be an array of product ids or an object")
+            }
+        }
+        return (entitlements, grandfathering)
     }
 
     /// `{"lifetime": {"type": "non_consumable"}, "pass": {"type": "non_renewing", "duration": "P1M"}}`;

@@ -35,6 +35,9 @@ public struct ServiceConfiguration: Sendable {
     public var api: APISettings
     /// Entitlement name → product ids, from `entitlements.file`.
     public var entitlements: [String: [String]]
+    /// Entitlement name → who keeps it for life for having got the app before a version, from
+    /// `entitlements.file` (Docs/offers.md "Grandfathering").
+    public var grandfathering: [String: Grandfathering] = [:]
     /// What kind each product is, from `products.file`.
     public var catalog = Catalog()
     /// Limits on POST /v1/receipts (`limits.*`); off unless configured (the loader's defaults are on).
@@ -69,7 +72,8 @@ public struct ServiceConfiguration: Sendable {
 
     /// Rules, product kinds and policy together, as the derivation takes them.
     package var entitlementSettings: EntitlementSettings {
-        EntitlementSettings(rules: EntitlementRules(entitlements), catalog: catalog, policy: policy)
+        EntitlementSettings(
+            rules: EntitlementRules(entitlements, grandfathering: grandfathering), catalog: catalog, policy: policy)
     }
 
     /// The environments with a meaning.
@@ -99,10 +103,11 @@ public struct ServiceConfiguration: Sendable {
         if name == "production" && api.secretKeys.isEmpty {
             throw ConfigurationError(key: "api.secretKeys", message: "must be set in production")
         }
-        let (entitlements, catalog, policy) = try readEntitlements(c, configDirectory: configDirectory)
+        let (entitlements, grandfathering, catalog, policy) = try readEntitlements(c, configDirectory: configDirectory)
         var configuration = ServiceConfiguration(
             environment: name, http: http, database: database, logLevel: Logger.Level(rawValue: level)!,
             appStore: appStore, api: api, entitlements: entitlements, catalog: catalog, policy: policy)
+        configuration.grandfathering = grandfathering
         configuration.googlePlay = try GooglePlaySettings.read(c)
         configuration.offers = try OfferSettings.read(
             c, configDirectory: configDirectory,
