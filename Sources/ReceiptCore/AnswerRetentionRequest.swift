@@ -21,10 +21,6 @@ import Storage
 /// record is bookkeeping, not access. A crash in those milliseconds loses that answer's record
 /// and its offer signature's audit row (Docs/retention.md "What is recorded").
 package struct AnswerRetentionRequest: Sendable {
-    /// One answer as recorded, and the outcomes by rule and message (the edge names them so).
-    package typealias Record = RetentionAnswerRecord
-    package typealias Outcome = RetentionOutcome
-
     package struct Answered: Sendable {
         /// Apple's `RealtimeResponseBody`.
         package var body: JSONValue

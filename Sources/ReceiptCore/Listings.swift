@@ -58,6 +58,20 @@ package struct Listings: Sendable {
         return Page(rows: page, next: next)
     }
 
+    /// Apple Accounts whose AppTransaction was posted under more than `moreThan` app user ids, most
+    /// ids first (`SharedCursor.original` is the `appTransactionId`).
+    package func sharedAppAccounts(moreThan: Int, limit: Int, after: SharedCursor?) async throws(ReceiptError)
+        -> Page<SharedAppAccount, SharedCursor>
+    {
+        let rows = try await read { db in
+            try AppTransactionStore(db).shared(
+                moreThan: moreThan, limit: limit + 1, after: after.map { ($0.users, $0.original) })
+        }
+        let page = Array(rows.prefix(limit))
+        let next = rows.count > limit ? page.last.map { SharedCursor(users: $0.users, original: $0.appTransactionID) } : nil
+        return Page(rows: page, next: next)
+    }
+
     /// A stored purchase found by any of its transaction ids (or its original's), and who holds it.
     package struct Holding: Sendable, Equatable {
         package var originalTransactionID: String

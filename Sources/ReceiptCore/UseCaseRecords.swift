@@ -12,6 +12,12 @@ package typealias NotificationFilter = Storage.NotificationStore.Filter
 package typealias ShadowDiffRecord = Storage.ShadowDiffRecord
 /// A purchase that moved between app users, listed by ``Listings/sharedReceipts(moreThan:limit:after:)``.
 package typealias SharedReceipt = Storage.SharedReceipt
+/// An Apple Account posted under several app user ids, listed by ``Listings/sharedAppAccounts(moreThan:limit:after:)``.
+package typealias SharedAppAccount = Storage.SharedAppAccount
+/// A Retention Messaging answer as recorded, listed by ``AnswerRetentionRequest/answers(of:limit:)``.
+package typealias RetentionAnswerRecord = Storage.RetentionAnswerRecord
+/// Retention answers' outcomes by rule and message (``AnswerRetentionRequest/outcomes(since:)``).
+package typealias RetentionOutcome = Storage.RetentionOutcome
 /// A webhook delivery, listed by ``WebhookOperations``.
 package typealias WebhookDelivery = Storage.WebhookDelivery
 /// What ``EraseSubscriber`` removed or blanked, table by table.

@@ -98,7 +98,7 @@ enum Responses {
     }
 
     /// GET /v1/subscribers/{id}/offers.
-    static func offers(_ o: SignOffer.Overview, retention: [AnswerRetentionRequest.Record]) -> HTTPResponse {
+    static func offers(_ o: SignOffer.Overview, retention: [RetentionAnswerRecord]) -> HTTPResponse {
         func decision(_ e: Explanation) -> JSONValue { SubscriberDocument.json(e) }
         return .json(
             .object([
@@ -130,7 +130,7 @@ enum Responses {
             ]))
     }
 
-    static func retentionAnswer(_ a: AnswerRetentionRequest.Record) -> JSONValue {
+    static func retentionAnswer(_ a: RetentionAnswerRecord) -> JSONValue {
         func text(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         var o: [Identifier: JSONValue] = [
             "request_identifier": .string(a.requestIdentifier), "original_transaction_id": .string(a.originalTransactionID),
@@ -146,7 +146,7 @@ enum Responses {
     }
 
     /// GET /v1/retention-messages/outcomes.
-    static func retentionOutcomes(_ outcomes: [AnswerRetentionRequest.Outcome], since: Int64) -> HTTPResponse {
+    static func retentionOutcomes(_ outcomes: [RetentionOutcome], since: Int64) -> HTTPResponse {
         .json(
             .object([
                 "since": SubscriberDocument.time(since),
@@ -154,7 +154,7 @@ enum Responses {
             ]))
     }
 
-    static func retentionOutcome(_ o: AnswerRetentionRequest.Outcome) -> JSONValue {
+    static func retentionOutcome(_ o: RetentionOutcome) -> JSONValue {
         var fields: [Identifier: JSONValue] = [
             "answered": .int(o.answered), "pending": .int(o.pending), "stayed": .int(o.stayed), "left": .int(o.left),
         ]
@@ -206,6 +206,24 @@ enum Responses {
                     .object(["from": text(t.from), "to": .string(t.to), "at": SubscriberDocument.time(t.at)])
                 }),
         ])
+    }
+
+    /// GET /v1/admin/shared-app-accounts.
+    static func sharedAppAccounts(_ page: Listings.Page<SharedAppAccount, Listings.SharedCursor>, moreThan: Int)
+        -> HTTPResponse
+    {
+        .json(
+            .object([
+                "more_than": .int(moreThan),
+                "shared_app_accounts": .array(
+                    page.rows.map { a in
+                        .object([
+                            "app_transaction_id": .string(a.appTransactionID), "users": .int(a.users),
+                            "app_user_ids": .array(a.appUserIDs.map(JSONValue.string)),
+                        ])
+                    }),
+                "next_cursor": page.next.map { .string("\($0.users).\($0.original)") } ?? .null,
+            ]))
     }
 
     /// GET /v1/admin/shadow-diffs.

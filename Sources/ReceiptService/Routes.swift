@@ -255,6 +255,14 @@ struct Routes: Sendable {
             return Responses.sharedReceipts(
                 try await listings.sharedReceipts(moreThan: moreThan, limit: limit, after: after), moreThan: moreThan)
         }
+        // Apple Accounts whose AppTransaction was posted under several app user ids.
+        api.on(.get, "/v1/admin/shared-app-accounts", access: .secretKey) { [listings] request, _ in
+            let limit = try Requests.limit(request)
+            let moreThan = try Requests.moreThan(request)
+            let after = try Requests.sharedCursor(request)
+            return Responses.sharedAppAccounts(
+                try await listings.sharedAppAccounts(moreThan: moreThan, limit: limit, after: after), moreThan: moreThan)
+        }
         // Shadow mode's findings: receipts whose verifyReceipt and Server API answers differ.
         api.on(.get, "/v1/admin/shadow-diffs", access: .secretKey) { [listings] request, _ in
             let (limit, before) = (try Requests.limit(request), try Requests.idCursor(request))

@@ -27,6 +27,15 @@ public struct AppTransactionRecord: Sendable, Equatable {
     }
 }
 
+/// One Apple Account (an `appTransactionId`) whose AppTransaction was posted under several app
+/// user ids: people sharing an Apple Account, or one person under several ids.
+public struct SharedAppAccount: Sendable, Equatable {
+    public var appTransactionID: String
+    public var users: Int
+    /// The app user ids it was posted under, in byte order.
+    public var appUserIDs: [String]
+}
+
 /// AppTransactions per person (Migrations/0026_app_transactions.sql).
 public struct AppTransactionStore {
     let db: Database
@@ -105,5 +114,25 @@ public struct AppTransactionStore {
             appUserID: q.text(0)!, appTransactionID: q.text(1)!, bundleID: q.text(2)!, environment: q.text(3)!,
             originalApplicationVersion: q.text(4), originalPurchaseDate: q.optionalInt(5), originalPlatform: q.text(6),
             rawJSON: q.text(7)!)
+    }
+
+    /// Apple Accounts posted under more than `moreThan` app user ids, most ids first, then by
+    /// `appTransactionId`; after `after` (a page's last row) when given.
+    public func shared(moreThan: Int, limit: Int, after: (users: Int, id: String)?) throws -> [SharedAppAccount] {
+        var sql = "SELECT app_transaction_id, count(*) FROM app_transactions GROUP BY app_transaction_id HAVING count(*) > ?"
+        var values: [(any StatementValue)?] = [Int64(moreThan)]
+        if let after {
+            sql += " AND (count(*) < ? OR (count(*) = ? AND app_transaction_id > ?))"
+            values += [Int64(after.users), Int64(after.users), after.id]
+        }
+        let q = try db.prepare(sql + " ORDER BY count(*) DESC, app_transaction_id LIMIT ?").bind(values + [Int64(limit)])
+        var rows: [SharedAppAccount] = []
+        while try q.step() { rows.append(SharedAppAccount(appTransactionID: q.text(0)!, users: Int(q.int(1)), appUserIDs: [])) }
+        let ids = try db.cached("SELECT app_user_id FROM app_transactions WHERE app_transaction_id = ? ORDER BY app_user_id")
+        for i in rows.indices {
+            _ = try ids.bind([rows[i].appTransactionID])
+            while try ids.step() { rows[i].appUserIDs.append(ids.text(0)!) }
+        }
+        return rows
     }
 }

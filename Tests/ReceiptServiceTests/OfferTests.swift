@@ -220,6 +220,17 @@ struct OfferTests {
             #expect(
                 try TestDatabase.open(db).scalarInt(
                     "SELECT count(*) FROM app_transactions WHERE app_transaction_id = '704289572311'") == 2)
+            // Support lists Apple Accounts under several ids.
+            let shared = try await request(port, "GET", "/v1/admin/shared-app-accounts", key: TestSecrets.secretKey)
+            let accounts = shared.json["shared_app_accounts"] as? [[String: Any]] ?? []
+            #expect(accounts.count == 1 && accounts.first?["users"] as? Int == 2, "\(shared.body)")
+            #expect(accounts.first?["app_user_ids"] as? [String] == ["newbie", "second"])
+            #expect(accounts.first?["app_transaction_id"] as? String == "704289572311")
+            let none = try await request(
+                port, "GET", "/v1/admin/shared-app-accounts?more_than=2", key: TestSecrets.secretKey)
+            #expect((none.json["shared_app_accounts"] as? [Any])?.isEmpty == true, "\(none.body)")
+            #expect(
+                try await request(port, "GET", "/v1/admin/shared-app-accounts", key: TestSecrets.publicKey).status == 403)
             // Another app's, and a forged one, are refused.
             let foreign = try await post(
                 port, "/v1/app-transactions",
