@@ -145,6 +145,18 @@ public struct ServerAPIClient: Sendable {
         return try await transaction(jws)
     }
 
+    /// Get App Transaction Info: the customer's AppTransaction, found by any transaction id of
+    /// theirs; verified like any of Apple's signed data.
+    public func appTransactionInfo(_ transactionID: String, bundleID: String) async throws(ServerAPIFailure)
+        -> SignedAppTransaction
+    {
+        let answer = try await call(.appTransactionInfo, id: transactionID, bundleID: bundleID)
+        guard let jws = try ServerAPIResponses.json(answer.body)["signedAppTransactionInfo"]?.string else {
+            throw .badAnswer("no signedAppTransactionInfo")
+        }
+        do { return try await verifier.appTransaction(jws) } catch { throw .signedData(error) }
+    }
+
     /// Get Refund History v2, every page: the customer's refunded and revoked transactions.
     public func refundHistory(of transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> [SignedTransaction] {
         try await pages(of: .refundHistory, id: transactionID, bundleID: bundleID).transactions

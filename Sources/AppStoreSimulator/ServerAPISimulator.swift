@@ -157,6 +157,21 @@ public final class ServerAPISimulator: Sendable {
                             .object(["subscriptionGroupIdentifier": .string($0), "lastTransactions": .array(groups[$0]!)])
                         }),
                 ]))
+        case (.get, ["v1", "transactions"]) where parts.count == 5 && parts[3] == "appTransactions":
+            // The customer's AppTransaction: first got at version 2.0 when their first purchase is
+            // over a year old, else 3.1 (the sandbox's always 1.0, as Apple's).
+            guard let id = parts.last, let s = script(id), let first = s.transactions.first else { return Self.notFound }
+            let firstPurchase = first["originalPurchaseDate"]?.int64 ?? first["purchaseDate"]?.int64 ?? now
+            let original = first["originalTransactionId"]?.string ?? id
+            var app: [Identifier: JSONValue] = [
+                "bundleId": .string(bundleID), "receiptType": .string(environment), "appTransactionId": .string("7" + original),
+                "applicationVersion": .string("3.4"), "originalPurchaseDate": .int(firstPurchase),
+                "originalApplicationVersion": .string(
+                    environment == "Sandbox" ? "1.0" : now - firstPurchase > 365 * 86_400_000 ? "2.0" : "3.1"),
+                "originalPlatform": .string("iOS"), "receiptCreationDate": .int(now), "signedDate": .int(now),
+            ]
+            if environment == "Production" { app["appAppleId"] = .int(Self.appAppleID) }
+            return Self.json(.object(["signedAppTransactionInfo": sign(.object(app))]))
         case (.get, ["v1", "transactions"]):
             guard let id = parts.last, let s = script(id),
                 let t = s.transactions.first(where: { $0["transactionId"]?.string == id }) ?? s.transactions.last

@@ -1,4 +1,6 @@
+import AppStoreServerAPI
 import Clocks
+import Entitlements
 import JSON
 import Logging
 import SignedData
@@ -20,13 +22,19 @@ package struct RecordAppTransaction: Sendable {
     /// The document after the AppTransaction is kept (a grandfathered entitlement appears, with
     /// its event), read as a GET reads it; nil: left to the next read.
     let read: ReadSubscriber?
+    /// Asks Apple for a customer's AppTransaction (Get App Transaction Info); nil: not configured.
+    let serverAPI: ServerAPIClient?
+    let bundleIDs: [String]
     let logger: Logger
     let clock: WallClock
 
     package init(
-        verifier: SignedDataVerifier, database: DatabaseQueue, read: ReadSubscriber? = nil, logger: Logger, clock: WallClock
+        verifier: SignedDataVerifier, database: DatabaseQueue, read: ReadSubscriber? = nil, serverAPI: ServerAPIClient? = nil,
+        bundleIDs: [String] = [], logger: Logger, clock: WallClock
     ) {
         self.read = read
+        self.serverAPI = serverAPI
+        self.bundleIDs = bundleIDs
         self.verifier = verifier
         self.database = database
         self.logger = logger
@@ -41,6 +49,46 @@ package struct RecordAppTransaction: Sendable {
             logger.notice("app transaction refused", metadata: ["reason": "\(error.code)"])
             throw .signedData(error)
         }
+        return try await keep(app, for: appUserID)
+    }
+
+    /// Asks Apple for the AppTransaction of a customer known only by their purchases (Get App
+    /// Transaction Info, by their newest App Store transaction) and keeps it as if their app had
+    /// posted it.
+    package func fetch(appUserID: String) async throws(ReceiptError) -> Recorded {
+        _ = try FieldRules.appUserID(appUserID)
+        guard let serverAPI else { throw .serverAPINotConfigured }
+        let held: (String, String?)?
+        do {
+            held = try await database.read { db -> (String, String?)? in
+                guard let subscriber = try ReceiptStore(db).subscriber(appUserID) else { return nil }
+                guard
+                    let newest = subscriber.purchases.filter({ $0.fact.store == .appStore }).max(by: {
+                        ($0.fact.purchaseDate ?? 0, $0.fact.transactionID) < ($1.fact.purchaseDate ?? 0, $1.fact.transactionID)
+                    })
+                else { return ("", nil) }
+                return (newest.fact.transactionID, newest.bundleID)
+            }
+        } catch {
+            logger.error("app transaction: the purchases could not be read", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+        guard let held else { throw .subscriberNotFound }
+        guard !held.0.isEmpty else {
+            throw .invalidRequest("They hold no App Store purchase: Apple finds an AppTransaction by a transaction of theirs.")
+        }
+        guard let bundle = held.1 ?? (bundleIDs.count == 1 ? bundleIDs.first : nil) else {
+            throw .invalidRequest("The purchase names no app and several are configured.")
+        }
+        let app: SignedAppTransaction
+        do { app = try await serverAPI.appTransactionInfo(held.0, bundleID: bundle) } catch {
+            throw ReceiptError(error, logger: logger)
+        }
+        return try await keep(app, for: appUserID)
+    }
+
+    /// Keeps a verified AppTransaction for the person, then derives their document.
+    private func keep(_ app: SignedAppTransaction, for appUserID: String) async throws(ReceiptError) -> Recorded {
         guard let id = app.appTransactionID else {
             throw .invalidRequest("The AppTransaction has no appTransactionId (StoreKit sends it from iOS 18.4 on).")
         }

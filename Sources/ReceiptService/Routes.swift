@@ -183,6 +183,12 @@ struct Routes: Sendable {
             let (user, jws) = try Requests.appTransaction(request.body)
             return Responses.appTransaction(try await recordAppTransaction(appUserID: user, signedAppTransaction: jws))
         }
+        // Support has receiptd ask Apple for a customer's AppTransaction (Get App Transaction Info),
+        // when their app never posted it.
+        api.on(.post, "/v1/subscribers/{app_user_id}/app-transaction", access: .secretKey) {
+            [recordAppTransaction] _, context in
+            Responses.appTransaction(try await recordAppTransaction.fetch(appUserID: try Requests.appUserID(in: context)))
+        }
         // Support sees a customer's offers: what they may have now and why, what they were given,
         // and what Apple was answered when they looked at cancelling.
         api.on(.get, "/v1/subscribers/{app_user_id}/offers", access: .secretKey) {

@@ -40,13 +40,15 @@ struct AppleIdentifierTests {
         #expect(ServerAPIEndpoint.refundHistory.path(transaction) == "/inApps/v2/refund/lookup/2000000335310644")
         #expect(ServerAPIEndpoint.extendRenewalDate.path(transaction) == "/inApps/v1/subscriptions/extend/2000000335310644")
         #expect(ServerAPIEndpoint.sendConsumption.path(transaction) == "/inApps/v2/transactions/consumption/2000000335310644")
+        #expect(
+            ServerAPIEndpoint.appTransactionInfo.path(transaction) == "/inApps/v1/transactions/appTransactions/2000000335310644")
         let order = try #require(AppleIdentifier("MK5TTTVWJH", .order))
         #expect(ServerAPIEndpoint.lookUpOrderID.path(order) == "/inApps/v1/lookup/MK5TTTVWJH")
         #expect(ServerAPIEndpoint.notificationHistory.path() == "/inApps/v1/notifications/history")
         for endpoint in ServerAPIEndpoint.allCases {
             let takesAnID = [
                 .transactionInfo, .transactionHistory, .subscriptionStatuses, .refundHistory, .extendRenewalDate,
-                .sendConsumption, .lookUpOrderID, .testNotificationStatus,
+                .sendConsumption, .lookUpOrderID, .testNotificationStatus, .appTransactionInfo,
             ].contains(endpoint)
             #expect((endpoint.idKind != nil) == takesAnID, "\(endpoint)")
         }

@@ -1,4 +1,5 @@
 import AppStoreSimulator
+import Entitlements
 import Foundation
 import ReceiptTesting
 import Storage
@@ -42,6 +43,46 @@ struct ServerAPIPurchaseTests {
             let log = try TestDatabase.open(db).scalarText(
                 "SELECT outcome FROM verifications WHERE app_user_id = 'id-active_monthly'")
             #expect(log == "server_api")
+        }
+    }
+
+    @Test func appleIsAskedForTheAppTransactionOfACustomerWhoseAppNeverPostedIt() async throws {
+        let configuration = { (path: String) -> ServiceConfiguration in
+            var c = Self.configuration(.verifyReceipt)(path)
+            c.grandfathering = ["pro": Grandfathering(beforeVersion: "3.0")]
+            return c
+        }
+        try await withClockedService(configuration: configuration) { app, port, _, _ in
+            let simulator = try #require(app.appStore)
+            // A first purchase years ago: the simulator's AppTransaction says version 2.0.
+            let old = simulator.purchase(.longHistory, tag: "gary")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"gary","transaction_id":"\#(old.transactionID)"}"#).status == 200)
+            let fetched = try await post(port, "/v1/subscribers/gary/app-transaction", "", key: TestSecrets.secretKey)
+            #expect(fetched.status == 200, "\(fetched.body)")
+            #expect(
+                fetched.json["original_application_version"] as? String == "2.0"
+                    && fetched.json["environment"] as? String == "production")
+            #expect(simulator.serverAPI.requestTargets.contains { $0.contains("/inApps/v1/transactions/appTransactions/") })
+            let gary = try await request(port, "GET", "/v1/subscribers/gary", key: TestSecrets.secretKey)
+            let pro = (gary.json["entitlements"] as? [String: Any])?["pro"] as? [String: Any]
+            #expect(pro?["period_type"] as? String == "grandfathered", "\(gary.body)")
+            // A recent first purchase: version 3.1, not grandfathered.
+            let new = simulator.purchase(.activeMonthly, tag: "hana")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"hana","transaction_id":"\#(new.transactionID)"}"#).status == 200)
+            let hana = try await post(port, "/v1/subscribers/hana/app-transaction", "", key: TestSecrets.secretKey)
+            #expect(hana.json["original_application_version"] as? String == "3.1", "\(hana.body)")
+            let doc = try await request(port, "GET", "/v1/subscribers/hana", key: TestSecrets.secretKey)
+            #expect((doc.json["entitlements"] as? [String: Any])?["pro"] == nil)
+            // Nobody, or nobody with an App Store purchase to ask by; and support's key only.
+            #expect(try await post(port, "/v1/subscribers/nobody/app-transaction", "", key: TestSecrets.secretKey).status == 404)
+            _ = try await post(
+                port, "/v1/subscribers/ivo/entitlements/premium/promotional", #"{"duration":"P1D","reason":"test"}"#,
+                key: TestSecrets.secretKey)
+            let none = try await post(port, "/v1/subscribers/ivo/app-transaction", "", key: TestSecrets.secretKey)
+            #expect(none.status == 400 && none.body.contains("no App Store purchase"), "\(none.body)")
+            #expect(try await post(port, "/v1/subscribers/gary/app-transaction", "", key: TestSecrets.publicKey).status == 403)
         }
     }
 

@@ -199,7 +199,8 @@ public final class Application: Sendable {
                 verifier: verifier, rules: configuration.offers.retention, offers: signOffer, policy: configuration.policy,
                 database: database, logger: logger, clock: clock, metrics: telemetry.factory),
             recordAppTransaction: RecordAppTransaction(
-                verifier: verifier, database: database, read: readSubscriber, logger: logger, clock: clock),
+                verifier: verifier, database: database, read: readSubscriber, serverAPI: serverAPI,
+                bundleIDs: settings.bundleIDs, logger: logger, clock: clock),
             readSubscriber: readSubscriber,
             eraseSubscriber: eraseSubscriber, addAlias: addAlias, exportSubscriber: exportSubscriber,
             ingestNotification: ingestNotification, listings: listings,
