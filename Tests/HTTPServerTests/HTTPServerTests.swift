@@ -328,14 +328,17 @@ struct HTTPServerTests {
         let server = try makeServer { $0.writeTimeout = .milliseconds(200) }
         let client = try TestClient(port: server.port)
         client.send("GET /big/50000000 HTTP/1.1\r\nHost: t\r\n\r\n")
-        // 50 MB is far more than loopback socket buffers hold. Not reading for three write timeouts: the server gives up on its own (its sweep runs on
-        // its loop threads, so this does not depend on when this task is scheduled). Draining
-        // afterwards then ends in EOF long before the 50 MB body is through.
+        // 50 MB is far more than loopback socket buffers hold. Not reading: the server gives up on
+        // its own once a write has waited the timeout (its sweep runs on its loop threads). Waited
+        // for rather than slept on, so a loaded machine that runs the sweep late cannot make the
+        // drain below read the whole body instead. Draining then ends in EOF long before 50 MB.
         try await Task.sleep(for: .milliseconds(600))
+        let deadline = ContinuousClock.now + .seconds(20)
+        while server.connectionCount > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(server.connectionCount == 0)
         let received = await client.drainToEOF()
         #expect(received != nil)
         #expect((received ?? .max) < 50_000_000)
-        #expect(server.connectionCount == 0)
         await stop(server)
     }
 
