@@ -4,7 +4,7 @@ import PackageDescription
 // receiptd: a self-hosted validator of App Store and Google Play purchases.
 // Dependencies point one way: receiptd → ReceiptService (the HTTP edge) → ReceiptCore (use cases)
 // → {AppStore → CurlTransport, SignedData, GooglePlay → Entitlements, Storage → Entitlements,
-// Analytics → Entitlements} → {JSON, Clocks, Identifiers}. HTTPServer knows
+// Analytics → Entitlements, Offers → Entitlements, Retention → Analytics} → {JSON, Clocks, Identifiers}. HTTPServer knows
 // nothing of Apple or receipts; only the edge, the simulator and http-inspect import it. C lives
 // only in the C* system-library targets. Docs/architecture.md "Architecture" says each target's one job.
 let package = Package(
@@ -100,18 +100,19 @@ let package = Package(
         // Money and the subscription metrics: prices, proceeds, exchange rates, the charts and
         // their drill-downs, computed from a ledger of facts. Pure: no I/O, the clock passed in.
         .target(name: "Analytics", dependencies: ["Entitlements"]),
-        // Google Play (issue 40, in progress): the service account's sign-in, the Play Developer
-        // API's purchase resources read and what they state as facts (pure), and its client.
+        // Google Play: the service account's sign-in, the Play Developer API's purchase resources
+        // read and what they state as facts (pure), and its client.
         .target(
             name: "GooglePlay",
             dependencies: [
                 "JSON", "Entitlements", "Clocks", "CurlTransport", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
-        // Offers decided on the server (issue 41, being built): the signatures StoreKit asks for before
-        // it shows a promotional offer or an introductory price. Pure: the nonce and the time given.
+        // Offers decided on the server: the signatures StoreKit asks for before it shows a
+        // promotional offer or an introductory price, and who may have which. Pure: the nonce and
+        // the time given.
         .target(name: "Offers", dependencies: ["JSON", "Entitlements", .product(name: "Crypto", package: "swift-crypto")]),
-        // Apple's Retention Messaging (issue 41): which message, switch-plan or promotional offer to
+        // Apple's Retention Messaging: which message, switch-plan or promotional offer to
         // answer a customer about to cancel, chosen by Config/retention.json's rules. Pure.
         .target(name: "Retention", dependencies: ["JSON", "Entitlements", "Analytics"]),
         // A loopback Google Play (its OAuth token endpoint and the Play Developer API's purchases) with
