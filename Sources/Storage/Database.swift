@@ -98,8 +98,9 @@ public final class Database {
 
     /// Connects to PostgreSQL at `url` (libpq's syntax; the URL, which may hold a password, is never
     /// repeated in an error or kept).
-    public init(postgresURL url: String) throws(StorageError) {
-        backend = .postgres(try PostgresConnection(url: url))
+    /// - Parameter traffic: where the connection counts its statements and round trips.
+    public init(postgresURL url: String, traffic: PostgresTraffic = PostgresTraffic()) throws(StorageError) {
+        backend = .postgres(try PostgresConnection(url: url, traffic: traffic))
         path = "postgresql"
     }
 
@@ -212,6 +213,36 @@ public final class Database {
     /// A transaction-control statement, compiled once (every read and save runs a few).
     private func control(_ sql: String) throws(StorageError) { try cached(sql).bind([]).run() }
 
+    // Transaction control. On PostgreSQL the connection holds `BEGIN`, `SAVEPOINT` and `RELEASE`
+    // back and sends them with the next statement, in one round trip (``PostgresConnection``).
+
+    private func begin(_ sql: String) throws(StorageError) {
+        if case .postgres(let connection) = backend { return connection.begin(sql) }
+        try control(sql)
+    }
+
+    private func commit() throws(StorageError) {
+        if case .postgres(let connection) = backend { return try connection.commit() }
+        try control("COMMIT")
+    }
+
+    private func rollback() throws(StorageError) {
+        if case .postgres(let connection) = backend { return try connection.rollback() }
+        try execute("ROLLBACK")
+    }
+
+    /// Runs the bound `statements` now: on PostgreSQL, in one round trip (with what is held back),
+    /// each then stepping through its rows as if its first step had run it, even when bound again
+    /// with the same values first (by the store function that reads it); on SQLite, in-process,
+    /// nothing: each runs at its first step. For reads that do not depend on each other. A
+    /// statement at most once in `statements`.
+    public func prefetch(_ statements: [Statement]) throws(StorageError) {
+        guard case .postgres(let connection) = backend else { return }
+        let postgres = statements.compactMap(\.postgres)
+        let results = try connection.runAll(postgres.map(\.request))
+        for (statement, result) in zip(postgres, results) { statement.adopt(result) }
+    }
+
     /// Resets every cached statement, ending any read it had begun.
     func resetCachedStatements() {
         for statement in statements.values { statement.reset() }
@@ -223,15 +254,15 @@ public final class Database {
     public func readTransaction<T>(_ body: () throws -> T) throws -> T {
         guard !inTransaction else { return try body() }
         snapshotMark = changeFeed?.mark ?? 0
-        try control(dialect == .sqlite ? "BEGIN DEFERRED" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try begin(dialect == .sqlite ? "BEGIN DEFERRED" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         do {
             let value = try body()
             resetCachedStatements()
-            try control("COMMIT")
+            try commit()
             return value
         } catch {
             resetCachedStatements()
-            try? execute("ROLLBACK")
+            try? rollback()
             throw error
         }
     }
@@ -244,9 +275,11 @@ public final class Database {
     /// in the WAL's page cache. For writes acknowledged to a sender who will not send again (Apple's
     /// notifications); a power cut can undo a `NORMAL` commit, never a `FULL` one.
     ///
-    /// On PostgreSQL every commit is durable (`synchronous_commit` on) and the transaction is a
-    /// plain `BEGIN` (READ COMMITTED): reads take no locks, so a save that reads and then writes
-    /// must guard the write itself (a compare-and-set such as the subscriber's version).
+    /// On PostgreSQL a commit is as durable as the server's `synchronous_commit` says (on, its
+    /// default: on disk), and a `durable` one is on disk whatever it says (`SET LOCAL
+    /// synchronous_commit = on`). The transaction is a plain `BEGIN` (READ COMMITTED): reads take
+    /// no locks, so a save that reads and then writes must guard the write itself (a
+    /// compare-and-set such as the subscriber's version).
     public func transaction<T>(durable: Bool = false, _ body: () throws -> T) throws -> T {
         if inTransaction { return try savepoint(body) }
         let sqlite = dialect == .sqlite
@@ -262,17 +295,18 @@ public final class Database {
             ).recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         }
         snapshotMark = changeFeed?.mark ?? 0
-        try control(sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
+        try begin(sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
+        if durable, case .postgres(let connection) = backend { connection.hold("SET LOCAL synchronous_commit = on") }
         do {
             let value = try body()
             resetCachedStatements()
             heldLocks = []
-            try control("COMMIT")
+            try commit()
             outcome = "committed"
             return value
         } catch {
             resetCachedStatements()
-            try? execute("ROLLBACK")
+            try? rollback()
             notedChanges = []
             heldLocks = []
             throw error
@@ -289,13 +323,17 @@ public final class Database {
 
     private func savepoint<T>(_ body: () throws -> T) throws -> T {
         let (noted, held) = (notedChanges.count, heldLocks.count)
-        try control("SAVEPOINT nested")
+        if case .postgres(let connection) = backend { connection.savepoint() } else { try control("SAVEPOINT nested") }
         do {
             let value = try body()
-            try control("RELEASE nested")
+            if case .postgres(let connection) = backend { connection.releaseSavepoint() } else { try control("RELEASE nested") }
             return value
         } catch {
-            try? execute("ROLLBACK TO nested; RELEASE nested")
+            if case .postgres(let connection) = backend {
+                try? connection.rollbackToSavepoint()
+            } else {
+                try? execute("ROLLBACK TO nested; RELEASE nested")
+            }
             notedChanges.removeSubrange(noted...)
             heldLocks.removeSubrange(held...)  // released with the savepoint
             throw error
@@ -335,13 +373,21 @@ public final class Database {
     /// locked again.
     public func lock(_ keys: [String]) throws(StorageError) {
         guard dialect == .postgresql, !keys.isEmpty else { return }
-        let statement = try cached("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")
         // By their bytes, as identifiers are compared (two spellings of one name are two keys).
+        var wanted: [[UInt8]] = []
         for key in keys.map({ Array($0.utf8) }).sorted(by: { $0.lexicographicallyPrecedes($1) })
-        where !heldLocks.contains(key) {
-            try statement.bind([String(decoding: key, as: UTF8.self)]).run()
-            if inTransaction { heldLocks.append(key) }  // outside one, the lock ended with the statement
+        where !heldLocks.contains(key) && wanted.last != key {
+            wanted.append(key)
         }
+        guard !wanted.isEmpty else { return }
+        // One statement for them all, in one round trip: a projection's expressions are
+        // evaluated in order, so the locks are taken in the sorted order.
+        let statement = try cached(
+            "SELECT "
+                + Array(repeating: "pg_advisory_xact_lock(hashtextextended(?, 0))", count: wanted.count)
+                .joined(separator: ", "))
+        try statement.bind(wanted.map { String(decoding: $0, as: UTF8.self) }).run()
+        if inTransaction { heldLocks += wanted }  // outside one, the locks ended with the statement
     }
 
     /// Copies the whole database to a new file at `path`, online, with SQLite's backup API

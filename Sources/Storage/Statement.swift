@@ -83,9 +83,24 @@ public final class Statement {
         }
     }
 
+    /// The PostgreSQL statement, for a pipeline (nil on SQLite).
+    var postgres: PostgresStatement? {
+        if case .postgres(let statement) = handle { statement } else { nil }
+    }
+
     /// Runs the statement to completion, discarding rows.
     public func run() throws(StorageError) {
         if case .postgres(let statement) = handle { return try statement.run() }
+        while try step() {}
+    }
+
+    /// ``run()``, but on PostgreSQL, in a transaction, sent with the next statement whose answer
+    /// is awaited (or the commit), in one round trip: for a write whose answer nobody reads
+    /// (rows changed included), that can fail only when its whole transaction does (a lost
+    /// connection, a deadlock: the transaction is run again), since its error is thrown there.
+    /// On SQLite, in-process, it is ``run()``.
+    public func runLater() throws(StorageError) {
+        if case .postgres(let statement) = handle { return try statement.runLater() }
         while try step() {}
     }
 

@@ -1,5 +1,26 @@
 import CPostgreSQL
 import Glibc
+import Synchronization
+
+/// What a pool's PostgreSQL connections asked of the server: statements run (transaction control
+/// included) and round trips (requests sent, then their answers waited for). Preparing a statement,
+/// once per connection, is counted in neither. Shared by a ``DatabaseQueue``'s connections, read by
+/// the test that keeps a POST's count from creeping back up.
+public final class PostgresTraffic: Sendable {
+    private let counts = Mutex<(statements: Int, roundTrips: Int)>((0, 0))
+
+    public init() {}
+
+    /// Statements and round trips so far.
+    public var current: (statements: Int, roundTrips: Int) { counts.withLock { $0 } }
+
+    func add(statements: Int, roundTrips: Int) {
+        counts.withLock {
+            $0.statements += statements
+            $0.roundTrips += roundTrips
+        }
+    }
+}
 
 /// One PostgreSQL connection through libpq; the only owner of its `PGconn*`, closed in `deinit`.
 ///
@@ -15,10 +36,13 @@ public final class PostgresConnection {
     public internal(set) var changes = 0
     /// Rows every statement run on this connection inserted, updated or deleted.
     public internal(set) var totalChanges: Int64 = 0
+    /// Where this connection counts what it asks of the server (a pool's, shared).
+    let traffic: PostgresTraffic
 
     /// Connects to `url` (`postgresql://user@host:port/db?…`, libpq's syntax). The error never
     /// repeats the URL: it may hold a password.
-    public init(url: String) throws(StorageError) {
+    public init(url: String, traffic: PostgresTraffic = PostgresTraffic()) throws(StorageError) {
+        self.traffic = traffic
         guard let connection = PQconnectdb(url) else { throw StorageError(.open, "cannot connect to PostgreSQL: out of memory") }
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = Self.message(PQerrorMessage(connection))
@@ -34,11 +58,85 @@ public final class PostgresConnection {
         PQfinish(handle)
     }
 
-    /// Runs one or more statements that take no parameters.
+    /// Runs one or more statements that take no parameters (after what is held back).
     public func execute(_ sql: String) throws(StorageError) {
+        if !held.isEmpty { try send([]) }
+        traffic.add(statements: 1, roundTrips: 1)
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         try check(result)
+    }
+
+    // MARK: Held back for the next round trip
+
+    /// What answers nothing but success, held back until a statement whose answer is awaited and
+    /// sent with it in one pipeline (postgresql.org/docs/15/libpq-pipeline-mode.html): one round
+    /// trip instead of one each. Transaction control (`BEGIN`, `SAVEPOINT`, `RELEASE`): a
+    /// transaction that ran nothing costs none, a savepoint in which nothing ran is never sent.
+    /// And writes whose answer nobody reads (``PostgresStatement/runLater()``).
+    private var held: [Held] = []
+    private enum Held: Equatable {
+        case control(String)
+        /// A prepared statement's name and values.
+        case write(String, [String?])
+    }
+    /// Whether `BEGIN` is among `held`: the caller's transaction has begun, the server's not yet.
+    private var beginHeld = false
+    private static let savepoint = Held.control("SAVEPOINT nested")
+
+    /// Begins a transaction with `sql` (`BEGIN …`), sent with the next statement.
+    func begin(_ sql: String) {
+        held.append(.control(sql))
+        beginHeld = true
+    }
+
+    /// Holds `sql`, a statement that answers nothing but success (`SET LOCAL …`), back for the next
+    /// round trip.
+    func hold(_ sql: String) { held.append(.control(sql)) }
+
+    /// Opens a savepoint (named `nested`: the innermost one is always the one meant).
+    func savepoint() { held.append(Self.savepoint) }
+
+    /// Releases the innermost savepoint: nothing to send when it was never sent.
+    func releaseSavepoint() {
+        if held.last == Self.savepoint { held.removeLast() } else { held.append(.control("RELEASE nested")) }
+    }
+
+    /// Commits, with what is held back, in one round trip; nothing to send for a transaction that
+    /// ran nothing.
+    func commit() throws(StorageError) {
+        if beginHeld && !held.contains(where: { if case .write = $0 { true } else { false } }) {
+            (held, beginHeld) = ([], false)
+            return
+        }
+        held.append(.control("COMMIT"))
+        try send([])
+    }
+
+    /// Rolls the transaction back (nothing to send when it never reached the server).
+    func rollback() throws(StorageError) {
+        let sent = !beginHeld
+        (held, beginHeld) = ([], false)
+        if sent { try execute("ROLLBACK") }
+    }
+
+    /// Rolls back to the innermost savepoint and releases it (nothing to send when it was never
+    /// sent). What is held back goes first, in a round trip of its own (a savepoint's `RELEASE`:
+    /// the innermost one is then the one meant), whose error is moot: the rollback follows.
+    func rollbackToSavepoint() throws(StorageError) {
+        if held.last == Self.savepoint {
+            held.removeLast()
+            return
+        }
+        if !held.isEmpty { _ = try? send([]) }
+        try execute("ROLLBACK TO nested; RELEASE nested")
+    }
+
+    /// Holds the prepared statement `name` with `values` back, to be sent with the next request
+    /// whose answer is awaited (or the commit); outside a transaction, runs it now.
+    func runLater(_ name: String, _ values: [SQLValue?]) throws(StorageError) {
+        guard inTransaction else { return PQclear(try run(name, values)) }
+        held.append(.write(name, Self.texts(values)))
     }
 
     /// The statement for `sql`, prepared on first use and kept.
@@ -54,8 +152,8 @@ public final class PostgresConnection {
         return statement
     }
 
-    /// Whether a transaction is open on this connection.
-    public var inTransaction: Bool { PQtransactionStatus(handle) != PQTRANS_IDLE }
+    /// Whether a transaction is open on this connection (begun, even if not yet sent).
+    public var inTransaction: Bool { beginHeld || PQtransactionStatus(handle) != PQTRANS_IDLE }
 
     /// The process id of the server backend serving this connection (what a notification it sent
     /// carries).
@@ -91,13 +189,9 @@ public final class PostgresConnection {
     /// Runs a prepared statement with `values` (text format) and returns its result, which the
     /// caller clears.
     func run(_ name: String, _ values: [SQLValue?]) throws(StorageError) -> OpaquePointer {
-        let texts: [String?] = values.map {
-            switch $0 {
-            case .int(let v)?: String(v)
-            case .text(let v)?: v
-            case nil: nil
-            }
-        }
+        let texts = Self.texts(values)
+        if !held.isEmpty { return try send([(name, texts)])[0] }
+        traffic.add(statements: 1, roundTrips: 1)
         let result = withCStrings(texts) { pointers in
             PQexecPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
         }
@@ -106,14 +200,97 @@ public final class PostgresConnection {
             PQclear(result)
             throw error
         }
-        // As SQLite counts: rows inserted, updated or deleted (a SELECT leaves the count alone).
+        count(result)
+        return result
+    }
+
+    /// Values as libpq's text format takes them.
+    private static func texts(_ values: [SQLValue?]) -> [String?] {
+        values.map {
+            switch $0 {
+            case .int(let v)?: String(v)
+            case .text(let v)?: v
+            case nil: nil
+            }
+        }
+    }
+
+    /// Runs the prepared statements `requests` (names and values) after what is held back, in
+    /// one pipeline and one round trip; returns their results in order, which the caller clears.
+    func runAll(_ requests: [(name: String, values: [SQLValue?])]) throws(StorageError) -> [OpaquePointer] {
+        try send(requests.map { ($0.name, Self.texts($0.values)) })
+    }
+
+    /// Sends what is held back, then `awaited` (prepared statements' names and values), in one
+    /// pipeline and one round trip; returns the results of `awaited`, which the caller clears.
+    /// The first error is thrown (what followed it in the pipeline was not run), whichever request
+    /// it was; `held` is emptied either way.
+    @discardableResult
+    private func send(_ awaited: [(name: String, values: [String?])]) throws(StorageError) -> [OpaquePointer] {
+        var requests = held
+        (held, beginHeld) = ([], false)
+        let firstAwaited = requests.count
+        requests += awaited.map { .write($0.name, $0.values) }
+        traffic.add(statements: requests.count, roundTrips: 1)
+        guard PQenterPipelineMode(handle) == 1 else { throw lost("cannot enter pipeline mode") }
+        defer { PQexitPipelineMode(handle) }
+        var queued = 0
+        for request in requests {
+            let sent: Int32
+            switch request {
+            case .control(let sql): sent = PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0)
+            case .write(let name, let values):
+                sent = withCStrings(values) { pointers in
+                    PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
+                }
+            }
+            guard sent == 1 else { break }
+            queued += 1
+        }
+        guard PQpipelineSync(handle) == 1 else { throw lost("cannot send a pipeline") }
+        var failure: StorageError? = queued < requests.count ? lost("cannot queue a statement in a pipeline") : nil
+        var results: [OpaquePointer] = []
+        results.reserveCapacity(awaited.count)
+        for index in 0..<queued {
+            // Each request's result, then a null that ends it.
+            guard let result = PQgetResult(handle) else {
+                for result in results { PQclear(result) }
+                throw lost("a pipeline ended early")
+            }
+            while let extra = PQgetResult(handle) { PQclear(extra) }
+            if failure == nil && PQresultStatus(result) != PGRES_PIPELINE_ABORTED {
+                do { try check(result) } catch { failure = error }
+            }
+            if failure == nil, case .write = requests[index] { count(result) }
+            if failure == nil && index >= firstAwaited { results.append(result) } else { PQclear(result) }
+        }
+        // The sync's own result ends the pipeline.
+        while let result = PQgetResult(handle) {
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+        }
+        if let failure {
+            for result in results { PQclear(result) }
+            throw failure
+        }
+        return results
+    }
+
+    /// The connection's error, for a pipeline that could not be sent or read.
+    private func lost(_ what: String) -> StorageError {
+        StorageError(.postgres, "\(what): \(Self.message(PQerrorMessage(handle)))")
+    }
+
+    /// Counts a statement's changed rows, as SQLite counts: rows inserted, updated or deleted (a
+    /// SELECT leaves the count alone).
+    private func count(_ result: OpaquePointer) {
         let command = String(cString: PQcmdStatus(result))
         if command.hasPrefix("INSERT") || command.hasPrefix("UPDATE") || command.hasPrefix("DELETE") || command.hasPrefix("MERGE")
         {
             changes = Int(String(cString: PQcmdTuples(result))) ?? 0
             totalChanges += Int64(changes)
         }
-        return result
     }
 
     private func check(_ result: OpaquePointer?) throws(StorageError) {
@@ -155,6 +332,8 @@ public final class PostgresStatement {
     private var result: OpaquePointer?
     private var row = -1
     private var rows = 0
+    /// Whether `result` came from a pipeline (``adopt(_:)``) rather than the statement's own step.
+    private var prefetched = false
 
     init(name: String, parameters: Int, connection: PostgresConnection) {
         self.name = name
@@ -164,15 +343,31 @@ public final class PostgresStatement {
 
     deinit { reset() }
 
-    /// Binds values to parameters 1...n in order; nil binds NULL. Resets a result begun.
+    /// Binds values to parameters 1...n in order; nil binds NULL. Resets a result begun, but for
+    /// a prefetched one not yet stepped into, bound again with the same values (a store's reader
+    /// binding what ``Database/prefetch(_:)`` ran for it): that one stays, to be stepped through.
     @discardableResult
     public func bind(_ values: [(any StatementValue)?]) throws(StorageError) -> PostgresStatement {
-        reset()
         guard values.count == parameters else {
+            reset()
             throw StorageError(.postgres, "\(values.count) values for \(parameters) parameters")
         }
-        self.values = values.map { $0?.sqlValue }
+        let bound = values.map { $0?.sqlValue }
+        if prefetched && row == -1 && bound == self.values { return self }
+        reset()
+        self.values = bound
         return self
+    }
+
+    /// The statement's name and bound values, for a pipeline.
+    var request: (name: String, values: [SQLValue?]) { (name, values) }
+
+    /// Takes `result`, the statement's run in a pipeline, as if its next step had run it.
+    func adopt(_ result: OpaquePointer) {
+        reset()
+        self.result = result
+        rows = Int(PQntuples(result))
+        prefetched = true
     }
 
     /// Drops the result (bindings stay).
@@ -181,6 +376,7 @@ public final class PostgresStatement {
         result = nil
         row = -1
         rows = 0
+        prefetched = false
     }
 
     /// Advances to the next row; false when done. The first step runs the statement; a step after
@@ -203,6 +399,15 @@ public final class PostgresStatement {
     public func run() throws(StorageError) {
         reset()
         PQclear(try connection.run(name, values))
+    }
+
+    /// Runs the statement with the next one whose answer is awaited, or the commit, in the same
+    /// round trip (in a transaction; outside one, now). Its error, if any, is thrown there, and
+    /// ``PostgresConnection/changes`` counts it only then: for writes whose answer nobody reads,
+    /// that fail only when the whole transaction does.
+    public func runLater() throws(StorageError) {
+        reset()
+        try connection.runLater(name, values)
     }
 
     /// Whether the column is NULL; a column past the last is (as SQLite reads it), without

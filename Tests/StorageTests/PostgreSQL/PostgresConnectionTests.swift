@@ -76,6 +76,72 @@ struct PostgresConnectionTests {
         #expect(!db.inTransaction)
     }
 
+    /// `BEGIN`, `SAVEPOINT` and `RELEASE` go out with the next statement, `COMMIT` with what is
+    /// still held: one round trip each for what waits for an answer, none for what ran nothing.
+    @Test func transactionControlTravelsWithTheNextStatement() async throws {
+        let traffic = PostgresTraffic()
+        let db = try Database(postgresURL: try await PostgresTestServer.freshDatabase(), traffic: traffic)
+        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
+        let insert = try db.cached("INSERT INTO t (id) VALUES (?)")
+        let count = try db.cached("SELECT count(*) FROM t")
+        func cost(_ body: () throws -> Void) rethrows -> [Int] {
+            let before = traffic.current
+            try body()
+            let after = traffic.current
+            return [after.statements - before.statements, after.roundTrips - before.roundTrips]
+        }
+        #expect(try cost { try db.transaction {} } == [0, 0])
+        #expect(try cost { try db.readTransaction {} } == [0, 0])
+        #expect(try cost { try db.transaction { try insert.bind([1]).run() } } == [3, 2])
+        #expect(try cost { try db.transaction { try db.transaction {} } } == [0, 0])
+        // BEGIN + INSERT, SAVEPOINT + INSERT, RELEASE + COMMIT.
+        #expect(
+            try cost {
+                try db.transaction {
+                    try insert.bind([2]).run()
+                    try db.transaction { try insert.bind([3]).run() }
+                }
+            } == [6, 3])
+        var counted: Int64 = 0
+        let read = try cost {
+            try db.readTransaction {
+                try count.bind([])
+                if try count.step() { counted = count.int(0) }
+                count.reset()
+            }
+        }
+        #expect(read == [3, 2] && counted == 3)
+        #expect(!db.inTransaction)
+    }
+
+    /// Held-back control changes no outcome: a failing statement rolls back its savepoint alone,
+    /// a Swift error thrown after an inner savepoint was released rolls back the outer one whole,
+    /// and a failure in the transaction's first statement leaves no transaction behind.
+    @Test func heldBackControlKeepsEverySavepointsOutcome() async throws {
+        let db = try Database(postgresURL: try await PostgresTestServer.freshDatabase())
+        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
+        let insert = try db.cached("INSERT INTO t (id) VALUES (?)")
+        struct Refused: Error {}
+        try db.transaction {
+            try insert.bind([1]).run()
+            let duplicate = #expect(throws: StorageError.self) { try db.transaction { try insert.bind([1]).run() } }
+            #expect(duplicate?.sqlState == "23505")
+            #expect(throws: Refused.self) {
+                try db.transaction {
+                    try insert.bind([2]).run()
+                    try db.transaction { try insert.bind([3]).run() }
+                    throw Refused()
+                }
+            }
+            try insert.bind([4]).run()
+        }
+        let first = #expect(throws: StorageError.self) { try db.transaction { try insert.bind([4]).run() } }
+        #expect(first?.sqlState == "23505")
+        #expect(!db.inTransaction)
+        let ids = try db.prepare("SELECT string_agg(id::text, ',' ORDER BY id) FROM t")
+        #expect(try ids.step() && ids.text(0) == "1,4")
+    }
+
     @Test func aConnectionFailureNeverRepeatsTheURL() throws {
         let error = failure { () throws(StorageError) in
             _ = try PostgresConnection(url: "postgresql://someone:hunter2-secret@127.0.0.1:1/none?connect_timeout=2")
