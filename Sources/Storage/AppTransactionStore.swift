@@ -74,14 +74,16 @@ public struct AppTransactionStore {
         return ids
     }
 
+    /// One id's AppTransactions (``facts(of:)``; ``ReceiptStore/subscriber(_:)`` prefetches it).
+    static let factsSQL = """
+        SELECT app_transaction_id, original_application_version, original_purchase_date, original_platform, environment
+        FROM app_transactions WHERE app_user_id = ?
+        """
+
     /// The AppTransactions posted under `ids` (a person's canonical id and aliases), as facts,
     /// oldest first.
     public func facts(of ids: [String]) throws -> [AppTransaction] {
-        let q = try db.cached(
-            """
-            SELECT app_transaction_id, original_application_version, original_purchase_date, original_platform, environment
-            FROM app_transactions WHERE app_user_id = ?
-            """)
+        let q = try db.cached(Self.factsSQL)
         var out: [(Int64, AppTransaction)] = []
         for id in ids {
             _ = try q.bind([id])

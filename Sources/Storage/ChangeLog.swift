@@ -22,9 +22,13 @@ public struct ChangeLog {
     /// PostgreSQL it is also noted for this process's ``ChangeFeed`` and notified on
     /// ``notifyChannel`` for the others' (sent at commit, in commit order; none on rollback).
     public func append(_ appUserID: String, at now: Int64) throws {
-        try db.cached("INSERT INTO changes (app_user_id, at) VALUES (?, ?)").bind([appUserID, now]).run()
-        guard db.dialect == .postgresql else { return }
-        try db.cached("SELECT pg_notify('\(Self.notifyChannel)', ?)").bind([appUserID]).run()
+        guard db.dialect == .postgresql else {
+            return try db.cached("INSERT INTO changes (app_user_id, at) VALUES (?, ?)").bind([appUserID, now]).run()
+        }
+        // One statement, one round trip: a WITH's INSERT runs whether or not the query reads it.
+        try db.cached(
+            "WITH logged AS (INSERT INTO changes (app_user_id, at) VALUES (?1, ?2)) SELECT pg_notify('\(Self.notifyChannel)', ?1)"
+        ).bind([appUserID, now]).runLater()
         db.noteChange(appUserID)
     }
 

@@ -48,7 +48,8 @@ public struct EventStore {
         for e in events {
             if let old = stored.removeValue(forKey: Identifier(e.key)) {
                 guard !old.sameContent(as: e) else { continue }
-                try update.bind([e.type, e.at, e.productID, e.originalTransactionID, e.transactionID, e.factsJSON, old.id]).run()
+                try update.bind([e.type, e.at, e.productID, e.originalTransactionID, e.transactionID, e.factsJSON, old.id])
+                    .runLater()
                 changes.changed += 1
             } else {
                 _ = try insert.bind([
@@ -63,7 +64,7 @@ public struct EventStore {
         }
         let delete = try db.cached("DELETE FROM events WHERE id = ?")
         for old in stored.values {
-            try delete.bind([old.id]).run()
+            try delete.bind([old.id]).runLater()
             changes.removed += 1
         }
         return changes

@@ -41,7 +41,7 @@ public struct NotificationStore {
             UPDATE notifications SET app_user_id = ?, outcome = 'attached'
             WHERE outcome = 'pending_owner' AND original_transaction_id = ?
             """
-        ).bind([appUserID, original]).run()
+        ).bind([appUserID, original]).runLater()
     }
 
     /// Apple's `signedDate` of the newest V2 notification stored for an app in an environment

@@ -7,14 +7,15 @@ public struct PromotionStore {
 
     public init(_ database: Database) { db = database }
 
+    /// A subscriber's promotions (``promotions(of:)``; ``ReceiptStore/subscriber(_:)`` prefetches it).
+    static let promotionsSQL = """
+        SELECT id, entitlement, starts_at, expires_at, granted_by, reason, revoked_at, revoked_by, revoke_reason
+        FROM promotions WHERE app_user_id = ?
+        """
+
     /// `appUserID`'s promotions, oldest first.
     public func promotions(of appUserID: String) throws -> [Promotion] {
-        let q = try db.cached(
-            """
-            SELECT id, entitlement, starts_at, expires_at, granted_by, reason, revoked_at, revoked_by, revoke_reason
-            FROM promotions WHERE app_user_id = ?
-            """
-        ).bind([appUserID])
+        let q = try db.cached(Self.promotionsSQL).bind([appUserID])
         var all: [Promotion] = []
         while try q.step() {
             all.append(

@@ -47,10 +47,10 @@ public struct ReceiptStore {
                     INSERT INTO ownership (original_transaction_id, app_user_id, since) VALUES (?, ?, ?)
                     ON CONFLICT (original_transaction_id) DO UPDATE SET app_user_id = excluded.app_user_id, since = excluded.since
                     """
-                ).bind([original, appUserID, now]).run()
+                ).bind([original, appUserID, now]).runLater()
                 try db.cached(
                     "INSERT INTO ownership_transfers (original_transaction_id, from_app_user_id, to_app_user_id, at) VALUES (?, ?, ?, ?)"
-                ).bind([original, holder, appUserID, now]).run()
+                ).bind([original, holder, appUserID, now]).runLater()
                 acquired.append(original)
             }
             let changes = acquired.count + (try writeFacts(facts, now: now))
@@ -94,7 +94,7 @@ public struct ReceiptStore {
     /// Adds the subscriber row of `appUserID` unless it exists, in the caller's transaction.
     public func addSubscriber(_ appUserID: String, now: Int64) throws {
         try db.cached("INSERT INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
-            .bind([appUserID, now, now]).run()
+            .bind([appUserID, now, now]).runLater()
     }
 
     /// Whether `appUserID` has a subscriber row (an alias never has one).
@@ -111,7 +111,7 @@ public struct ReceiptStore {
             "UPDATE subscribers SET facts_revision = facts_revision + 1, summary_until = 0 WHERE app_user_id = ?")
         let log = ChangeLog(db)
         for user in appUserIDs {
-            try bump.bind([user]).run()
+            try bump.bind([user]).runLater()
             try log.append(user, at: now)
         }
     }
@@ -237,7 +237,42 @@ public struct ReceiptStore {
         let head = try db.cached(
             "SELECT version, state_hash, facts_revision, derived_revision, summary_until FROM subscribers WHERE app_user_id = ?"
         ).bind([requestedID])
-        // An alias has no subscriber row: the aliases table is read only when the id has none.
+        // No ORDER BY, no IN (SELECT …): each would open a temporary B-tree per statement, which was
+        // a third of an uncached read. The rows are few; they are ordered here, as SQLite would.
+        let transactions = try db.cached(
+            """
+            SELECT \(Self.transactionColumns("t"))
+            FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id = ?
+            """)
+        let history = try db.cached(
+            """
+            SELECT h.id, h.observed_at, \(Self.renewalColumns("h"))
+            FROM ownership o JOIN renewal_history h ON h.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id = ?
+            """)
+        // The moves of the purchases they hold, then those to or from them (a purchase taken away).
+        let held = try db.cached(
+            """
+            SELECT m.id, m.original_transaction_id, m.from_app_user_id, m.to_app_user_id, m.at, m.product_id
+            FROM ownership o JOIN ownership_transfers m ON m.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id = ?
+            """)
+        let theirs = try db.cached(
+            """
+            SELECT id, original_transaction_id, from_app_user_id, to_app_user_id, at, product_id FROM ownership_transfers
+            WHERE from_app_user_id = ?1 OR to_app_user_id = ?1
+            """)
+        // On PostgreSQL every read of the id as given (a subscriber's own id, mostly) goes out at
+        // once, in one round trip; each is then stepped through below, or by the store that reads it.
+        // What is not read (an unknown id, an alias) is dropped on return: a later read in the
+        // same transaction, after a write, must not find it.
+        let prefetched =
+            [head, transactions, history, held, theirs]
+            + (try [Self.aliasesSQL, PromotionStore.promotionsSQL, AppTransactionStore.factsSQL].map { try db.cached($0) })
+        defer { for statement in prefetched { statement.reset() } }
+        try db.prefetch(try prefetched.map { try $0.bind([requestedID]) })
+        // An alias has no subscriber row: its rows are read again for the id it names.
         var appUserID = requestedID
         if try !head.step() {
             appUserID = try canonical(requestedID)
@@ -246,27 +281,13 @@ public struct ReceiptStore {
         let (version, stateHash, factsRevision, derivedRevision) = (head.int(0), head.text(1), head.int(2), head.int(3))
         let summaryUntil = head.int(4)
         head.reset()
-        // No ORDER BY, no IN (SELECT …): each would open a temporary B-tree per statement, which was
-        // a third of an uncached read. The rows are few; they are ordered here, as SQLite would.
-        let transactions = try db.cached(
-            """
-            SELECT \(Self.transactionColumns("t"))
-            FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
-            WHERE o.app_user_id = ?
-            """
-        ).bind([appUserID])
+        try transactions.bind([appUserID])
         var purchases: [Stated<Purchase>] = []
         while try transactions.step() { purchases.append(Self.purchase(transactions)) }
         purchases.sort {
             Self.precedes(($0.fact.purchaseDate, $0.fact.transactionID), ($1.fact.purchaseDate, $1.fact.transactionID))
         }
-        let history = try db.cached(
-            """
-            SELECT h.id, h.observed_at, \(Self.renewalColumns("h"))
-            FROM ownership o JOIN renewal_history h ON h.original_transaction_id = o.original_transaction_id
-            WHERE o.app_user_id = ?
-            """
-        ).bind([appUserID])
+        try history.bind([appUserID])
         var renewals: [Stated<RenewalObservation>] = []
         while try history.step() {
             let stated = Self.renewal(history, from: 2)
@@ -276,14 +297,7 @@ public struct ReceiptStore {
                     rawJSON: stated.rawJSON))
         }
         renewals.sort { ($0.fact.observedAt, $0.fact.sequence) < ($1.fact.observedAt, $1.fact.sequence) }
-        // The moves of the purchases they hold, then those to or from them (a purchase taken away).
-        let held = try db.cached(
-            """
-            SELECT m.id, m.original_transaction_id, m.from_app_user_id, m.to_app_user_id, m.at, m.product_id
-            FROM ownership o JOIN ownership_transfers m ON m.original_transaction_id = o.original_transaction_id
-            WHERE o.app_user_id = ?
-            """
-        ).bind([appUserID])
+        try held.bind([appUserID])
         var moves: [Int64: Transfer] = [:]
         func collect(_ q: Statement) throws {
             while try q.step() {
@@ -293,12 +307,6 @@ public struct ReceiptStore {
         }
         try collect(held)
         let aliases = try self.aliases(of: appUserID)
-        let theirs = try db.cached(
-            """
-            SELECT id, original_transaction_id, from_app_user_id, to_app_user_id, at, product_id FROM ownership_transfers
-            WHERE from_app_user_id = ?1 OR to_app_user_id = ?1
-            """
-        )
         for id in [appUserID] + aliases.map(\.appUserID) { try collect(theirs.bind([id])) }
         // Named by the product of the purchase's newest transaction.
         var products: [Identifier: String] = [:]
@@ -327,9 +335,12 @@ public struct ReceiptStore {
         return try q.step() ? q.text(0)! : appUserID
     }
 
+    /// A subscriber's aliases (``aliases(of:)``, prefetched by ``subscriber(_:)``).
+    static let aliasesSQL = "SELECT alias, at FROM aliases WHERE app_user_id = ?"
+
     /// `appUserID`'s aliases, oldest first (then by bytes).
     public func aliases(of appUserID: String) throws -> [Alias] {
-        let q = try db.cached("SELECT alias, at FROM aliases WHERE app_user_id = ?").bind([appUserID])
+        let q = try db.cached(Self.aliasesSQL).bind([appUserID])
         var aliases: [Alias] = []
         while try q.step() { aliases.append(Alias(appUserID: q.text(0)!, at: q.int(1))) }
         return aliases.sorted { $0.at != $1.at ? $0.at < $1.at : $0.appUserID.utf8.lexicographicallyPrecedes($1.appUserID.utf8) }
@@ -450,7 +461,8 @@ public struct ReceiptStore {
     public func log(_ entry: VerificationLogEntry, at now: Int64) throws {
         try db.cached(
             "INSERT INTO verifications (app_user_id, environment, apple_status, outcome, attempts, latency_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-        ).bind([entry.appUserID, entry.environment, entry.appleStatus, entry.outcome, entry.attempts, entry.latencyMs, now]).run()
+        ).bind([entry.appUserID, entry.environment, entry.appleStatus, entry.outcome, entry.attempts, entry.latencyMs, now])
+            .runLater()
     }
 
     /// `rawJSON: false` reads an empty text in place of the raw payload, for readers that never
