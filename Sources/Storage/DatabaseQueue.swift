@@ -17,10 +17,12 @@ import Synchronization
 /// On PostgreSQL (``init(postgresURL:connections:readers:metrics:)``) the queue is two small pools
 /// of the same shape: a few connections for saves and a few for reads, each on a thread of its
 /// own, taking the next job of its pool's line when it comes free, so a read never waits behind
-/// saves there either. A save is a transaction of its own (no group commit: the server commits
-/// groups itself), run again when the server picks it as the loser of a deadlock or serialization
-/// failure; stores lock what they read before they write (``Database/lock(_:)``). Changes are
-/// heard through a ``ChangeFeed``.
+/// saves there either. Saves are group-committed there too, each connection taking its share of
+/// the saves waiting: one transaction, one commit, one WAL flush for the group. A save the server
+/// picks as the loser of a deadlock (another group holds a lock it needs until that group's
+/// commit) is rolled back to its savepoint and run again alone after its group's commit, and a
+/// transaction of its own is run again when it loses one; stores lock what they read before they
+/// write (``Database/lock(_:)``). Changes are heard through a ``ChangeFeed``.
 ///
 /// On SQLite the chart rollups (``RollupStore``) live in a file of their own beside the
 /// database's (``rollupsPath(for:)``), attached to the readers as `rollups`, with a writer of its
@@ -45,6 +47,8 @@ public final class DatabaseQueue: Sendable {
     /// PostgreSQL only: the changes this process hears of, and who hears other processes'.
     private let feed: ChangeFeed?
     private let listener: ChangeListener?
+    /// PostgreSQL only: what the queue's connections (the listener's aside) asked of the server.
+    public let postgresTraffic: PostgresTraffic?
 
     /// Opens the database at `path` (see ``Database/init(path:busyTimeout:readOnly:)``) and starts
     /// its thread, then the rollups' file (``rollupsPath(for:)``, made or made again as
@@ -94,6 +98,7 @@ public final class DatabaseQueue: Sendable {
         backgroundReader = Mutex((path == ":memory:" ? nil : openReader, false))
         feed = nil
         listener = nil
+        postgresTraffic = nil
         for worker in [worker] + opened { worker.start() }
     }
 
@@ -106,11 +111,12 @@ public final class DatabaseQueue: Sendable {
         metrics: any MetricsFactory = NOOPMetricsHandler.instance
     ) throws(StorageError) {
         let feed = ChangeFeed()
-        let (writing, reading) = (JobLine(groupsSaves: false), JobLine(groupsSaves: false))
+        let traffic = PostgresTraffic()
         let (writers, readers) = (max(1, connections), max(0, readers))
+        let (writing, reading) = (JobLine(groupsSaves: true, workers: writers), JobLine(groupsSaves: false))
         var opened: [Worker] = []
         let open: @Sendable () throws(StorageError) -> Database = { () throws(StorageError) -> Database in
-            let database = try Database(postgresURL: url)
+            let database = try Database(postgresURL: url, traffic: traffic)
             database.metrics = metrics
             database.changeFeed = feed
             return database
@@ -122,6 +128,7 @@ public final class DatabaseQueue: Sendable {
         backgroundReader = Mutex((open, false))
         listener = try ChangeListener(url: url, feed: feed, ignoring: Set(opened.map(\.database.backendPID)))
         self.feed = feed
+        postgresTraffic = traffic
         worker = opened[0]
         writeLine = writing
         rollupsLine = writing
@@ -244,12 +251,11 @@ public final class DatabaseQueue: Sendable {
     public func write<T: Sendable>(
         durable: Bool = false, alone: Bool = false, rollups: Bool = false, _ body: @escaping @Sendable (Database) throws -> T
     ) async throws -> T {
-        if feed != nil || alone || rollups {
+        if alone || rollups {
             return try await withCheckedThrowingContinuation { continuation in
                 (rollups ? rollupsLine : writeLine).submit(
                     .exclusive { worker in
                         let database = worker.database
-                        // Every PostgreSQL commit is durable (synchronous_commit): `durable` only labels it.
                         let result = Result {
                             try Self.retryingConflicts { try database.transaction(durable: durable) { try body(database) } }
                         }
@@ -264,7 +270,12 @@ public final class DatabaseQueue: Sendable {
                 .save(
                     Save(
                         durable: durable,
-                        run: { database in outcome.result = Result { try database.transaction { try body(database) } } },
+                        run: { database in
+                            let result = Result { try database.transaction { try body(database) } }
+                            outcome.result = result
+                            if case .failure(let error) = result { return error }
+                            return nil
+                        },
                         finish: { commitError in
                             // Its own error first; else the group's (a failed commit undid it too).
                             switch (outcome.result, commitError) {
@@ -292,7 +303,7 @@ public final class DatabaseQueue: Sendable {
         while true {
             do {
                 return try body()
-            } catch let error as StorageError where error.sqlState == "40P01" || error.sqlState == "40001" {
+            } catch let error where isConflict(error) {
                 guard attempt < conflictAttempts else { throw error }
                 attempt += 1
             }
@@ -321,11 +332,19 @@ public final class DatabaseQueue: Sendable {
     }
 
     /// One save of a group commit: `run` inside the group's transaction (in a savepoint of its
-    /// own), `finish` after the commit with the group's error, if any.
+    /// own), returning the save's own error, if any; `finish` after the commit with the group's
+    /// error, if any.
     private struct Save {
         var durable: Bool
-        var run: @Sendable (Database) -> Void
+        var run: @Sendable (Database) -> (any Error)?
         var finish: @Sendable (Error?) -> Void
+    }
+
+    /// Whether `error` is PostgreSQL's SQLSTATE 40P01 (deadlock detected) or 40001 (serialization
+    /// failure): the server gave up on the statement so that another transaction could go on.
+    static func isConflict(_ error: any Error) -> Bool {
+        guard let error = error as? StorageError else { return false }
+        return error.sqlState == "40P01" || error.sqlState == "40001"
     }
 
     /// A save's result, set by `run` on the database's thread and read by `finish` after it there.
@@ -352,8 +371,14 @@ public final class DatabaseQueue: Sendable {
         let pending = Atomic<Int>(0)
         /// Whether saves waiting together are handed out together, for one group commit.
         private let groupsSaves: Bool
+        /// How many workers take from the line: each takes its share of the saves waiting, so a
+        /// PostgreSQL pool's connections commit groups side by side rather than one all of them.
+        private let workers: Int
 
-        init(groupsSaves: Bool) { self.groupsSaves = groupsSaves }
+        init(groupsSaves: Bool, workers: Int = 1) {
+            self.groupsSaves = groupsSaves
+            self.workers = max(1, workers)
+        }
 
         func submit(_ job: Job) {
             pending.add(1, ordering: .relaxed)
@@ -361,14 +386,17 @@ public final class DatabaseQueue: Sendable {
             wake.signal()
         }
 
-        /// The next job, or (`groupsSaves`) every save waiting at the head of the line, in order
-        /// (``DatabaseQueue/maxGroup`` at most).
+        /// The next job, or (`groupsSaves`) the saves waiting at the head of the line, in order:
+        /// all of them with one worker, a worker's share with several (``DatabaseQueue/maxGroup``
+        /// at most).
         func next() -> ArraySlice<Job> {
             state.withLock { s -> ArraySlice<Job> in
                 guard s.head < s.jobs.count else { return [] }
                 var end = s.head + 1
                 if groupsSaves, case .save = s.jobs[s.head] {
-                    while end < s.jobs.count, end - s.head < DatabaseQueue.maxGroup, case .save = s.jobs[end] { end += 1 }
+                    let share = workers == 1 ? DatabaseQueue.maxGroup : (s.jobs.count - s.head + workers - 1) / workers
+                    let most = min(DatabaseQueue.maxGroup, max(1, share))
+                    while end < s.jobs.count, end - s.head < most, case .save = s.jobs[end] { end += 1 }
                 }
                 let taken = s.jobs[s.head..<end]
                 s.head = end
@@ -463,15 +491,30 @@ public final class DatabaseQueue: Sendable {
             saves.reserveCapacity(jobs.count)
             for case .save(let save) in jobs { saves.append(save) }
             var commitError: Error?
+            // PostgreSQL: saves whose statement the server gave up on (a deadlock with another
+            // connection's group, which holds its saves' locks until its commit).
+            var lost: [Save] = []
             do {
                 try database.transaction(durable: saves.contains { $0.durable }) {
-                    for save in saves { save.run(database) }
+                    for save in saves {
+                        if let error = save.run(database), DatabaseQueue.isConflict(error) { lost.append(save) }
+                        database.resetCachedStatements()  // the next save starts as if alone: no read left part-way
+                    }
                 }
             } catch {
                 commitError = error
             }
             groupSize.record(saves.count)
             publishChanges()
+            // Each runs again alone, once this group's locks are gone, as a save alone would have.
+            if commitError == nil {
+                for save in lost {
+                    _ = try? DatabaseQueue.retryingConflicts {
+                        try database.transaction(durable: save.durable) { if let error = save.run(database) { throw error } }
+                    }
+                    publishChanges()
+                }
+            }
             for save in saves { save.finish(commitError) }
         }
 

@@ -217,6 +217,59 @@ struct ReceiptProcessorTests {
     }
 }
 
+/// What a POST costs on PostgreSQL, counted by the service's own connections: each statement is
+/// a round trip on loopback, and the round trips were where PostgreSQL's writes went (issue 42).
+/// The ceilings are today's counts: a change that adds one fails here and says so.
+@Suite("PostgreSQL round trips per POST", .serialized, .enabled(if: TestDatabase.isPostgreSQL))
+struct PostgresRoundTripTests {
+    /// The fewest statements and round trips one of `tries` calls of `body` cost: background work
+    /// (the webhook dispatcher, the rollup keeper) can only add to a count, never take away.
+    private func cost(_ app: TestApp, tries: Int = 3, _ body: (Int) async throws -> Void) async throws -> (
+        statements: Int, roundTrips: Int
+    ) {
+        let traffic = try #require(app.database.postgresTraffic)
+        var fewest = (statements: Int.max, roundTrips: Int.max)
+        for i in 0..<tries {
+            let before = traffic.current
+            try await body(i)
+            let after = traffic.current
+            fewest.statements = min(fewest.statements, after.statements - before.statements)
+            fewest.roundTrips = min(fewest.roundTrips, after.roundTrips - before.roundTrips)
+        }
+        return fewest
+    }
+
+    @Test func aPostCostsAtMostItsCountedRoundTrips() async throws {
+        try await withClockedService { app, port, _, _ in
+            let new = try await cost(app) { (i: Int) async throws in
+                let reply = try await postReceipts(port, receiptBody(user: "new-\(i)", "active_monthly:n\(i)"))
+                #expect(reply.status == 200)
+            }
+            let again = try await cost(app) { (i: Int) async throws in
+                let reply = try await postReceipts(port, receiptBody(user: "new-\(i)", "active_monthly:n\(i)"))
+                #expect(reply.status == 200)
+            }
+            let added = try await cost(app) { (i: Int) async throws in
+                let reply = try await postReceipts(port, receiptBody(user: "new-\(i)", "non_consumable:n\(i)"))
+                #expect(reply.status == 200)
+            }
+            #expect(new.statements <= PostgresRoundTripTests.newSubscriber.statements, "a new subscriber: \(new)")
+            #expect(new.roundTrips <= PostgresRoundTripTests.newSubscriber.roundTrips, "a new subscriber: \(new)")
+            #expect(again.statements <= PostgresRoundTripTests.unchanged.statements, "the same receipt again: \(again)")
+            #expect(again.roundTrips <= PostgresRoundTripTests.unchanged.roundTrips, "the same receipt again: \(again)")
+            #expect(added.statements <= PostgresRoundTripTests.added.statements, "a second purchase: \(added)")
+            #expect(added.roundTrips <= PostgresRoundTripTests.added.roundTrips, "a second purchase: \(added)")
+        }
+    }
+
+    /// Today's counts: a new subscriber's first receipt; the same receipt posted again (nothing
+    /// changes); a receipt adding a purchase to a stored subscriber. Before issue 42 every
+    /// statement was a round trip: 46, 26 and 42 of them.
+    static let newSubscriber = (statements: 47, roundTrips: 16)
+    static let unchanged = (statements: 27, roundTrips: 10)
+    static let added = (statements: 43, roundTrips: 11)
+}
+
 private func eventTypes(_ port: Int, _ user: String) async throws -> [String] {
     let r = try await get(port, "/v1/subscribers/\(user)/events", key: TestSecrets.secretKey)
     return ((r.json["events"] as? [[String: Any]]) ?? []).reversed().map { $0["type"] as? String ?? "?" }

@@ -492,6 +492,99 @@ extension PostgresQueueTests {
         #expect(try await queue.read { db in try db.scalarInt("SELECT count(*) FROM changes") } == 4)
     }
 
+    private struct Refused: Error {}
+
+    /// A queue with one writing connection on a new database with a table `t (x BIGINT)`.
+    private func oneWriter(metrics: TestMetrics = TestMetrics()) async throws -> (DatabaseQueue, String) {
+        let url = try await PostgresTestServer.freshDatabase(migrated: true)
+        let queue = try DatabaseQueue(postgresURL: url, connections: 1, readers: 1, metrics: metrics)
+        try await queue.run { db in try db.execute("CREATE TABLE t (x BIGINT)") }
+        return (queue, url)
+    }
+
+    @Test func savesThatWaitTogetherShareOneCommitAndFailAlone() async throws {
+        let metrics = TestMetrics()
+        let (queue, _) = try await oneWriter(metrics: metrics)
+        let blocker = await held { holding in try await queue.run { _ in holding() } }
+        let saves = (0..<10).map { i in
+            Task {
+                try await queue.write { db -> Int in
+                    try db.cached("INSERT INTO t VALUES (?)").bind([i]).run()
+                    if i == 3 { throw Refused() }
+                    if i == 6 { try db.execute("INSERT INTO nowhere VALUES (1)") }  // a failing statement
+                    return i
+                }
+            }
+        }
+        while queue.writerBacklog < 11 { try await Task.sleep(for: .milliseconds(1)) }
+        blocker.release.signal()
+        try await blocker.task.value
+        for (i, save) in saves.enumerated() {
+            if i == 3 {
+                await #expect(throws: Refused.self) { try await save.value }
+            } else if i == 6 {
+                await #expect(throws: StorageError.self) { try await save.value }
+            } else {
+                #expect(try await save.value == i)
+            }
+        }
+        let rows = try await queue.read { db in try db.scalarText("SELECT string_agg(x::text, ',' ORDER BY x) FROM t") }
+        #expect(rows == "0,1,2,4,5,7,8,9")
+        #expect(try metrics.expectRecorder("database_group_commit_saves").values == [10])
+        #expect(
+            try metrics.expectTimer("database_write_duration_seconds", [("durability", "normal"), ("outcome", "committed")])
+                .values.count == 1)
+    }
+
+    /// Another connection holds `y` and then waits for `x`, which a save of the group holds while
+    /// the next save waits for `y`: PostgreSQL's deadlock check (after `deadlock_timeout`) gives up
+    /// on the save that waited first. It is rolled back to its savepoint, the group commits (so
+    /// the other connection goes on), and it runs again alone and succeeds.
+    @Test func aSaveThatLosesADeadlockRunsAgainAloneAfterItsGroup() async throws {
+        let (queue, url) = try await oneWriter()
+        let other = try Database(postgresURL: url)
+        try other.execute("BEGIN")
+        try other.lock(["y"])
+        let blocker = await held { holding in try await queue.run { _ in holding() } }
+        let first = Task { try await queue.write { db in try db.lock(["x"]) } }
+        while queue.writerBacklog < 2 { try await Task.sleep(for: .milliseconds(1)) }
+        let second = Task {
+            try await queue.write { db in
+                try db.lock(["y"])
+                try db.cached("INSERT INTO t VALUES (?)").bind([2]).run()
+            }
+        }
+        while queue.writerBacklog < 3 { try await Task.sleep(for: .milliseconds(1)) }
+        blocker.release.signal()
+        try await blocker.task.value
+        try await Task.sleep(for: .milliseconds(300))  // the second save waits for `y` first
+        let otherDone = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) let blocked = other  // used by that thread alone from here on
+        Thread {
+            try? blocked.lock(["x"])  // waits for the group's commit
+            try? blocked.execute("COMMIT")
+            otherDone.signal()
+        }.start()
+        try await first.value
+        try await second.value
+        await signalled(otherDone)
+        #expect(try await queue.read { db in try db.scalarInt("SELECT count(*) FROM t") } == 1)
+    }
+
+    @Test func aDurableSaveCommitsToDiskWhateverTheServerSays() async throws {
+        let url = try await PostgresTestServer.freshDatabase(migrated: true)
+        let admin = try Database(postgresURL: url)
+        let name = try #require(try admin.scalarText("SELECT current_database()"))
+        try admin.execute("ALTER DATABASE \"\(name)\" SET synchronous_commit = off")
+        let queue = try DatabaseQueue(postgresURL: url, connections: 1, readers: 0)
+        let setting = { @Sendable (db: Database) throws -> String? in
+            try db.scalarText("SELECT current_setting('synchronous_commit')")
+        }
+        #expect(try await queue.write(setting) == "off")
+        #expect(try await queue.write(durable: true, setting) == "on")
+        #expect(try await queue.write(setting) == "off")
+    }
+
     @Test func aBackgroundReadHasAConnectionOfItsOwnAtALowerPriority() async throws {
         let url = try await PostgresTestServer.freshDatabase(migrated: true)
         let queue = try DatabaseQueue(postgresURL: url, connections: 1, readers: 1)
