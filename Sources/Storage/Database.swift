@@ -296,8 +296,8 @@ public final class Database {
         }
         snapshotMark = changeFeed?.mark ?? 0
         try begin(sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
-        if durable, case .postgres(let connection) = backend { connection.hold("SET LOCAL synchronous_commit = on") }
         do {
+            if durable { try setLocal("synchronous_commit", "on") }
             let value = try body()
             resetCachedStatements()
             heldLocks = []
@@ -338,6 +338,16 @@ public final class Database {
             heldLocks.removeSubrange(held...)  // released with the savepoint
             throw error
         }
+    }
+
+    /// On PostgreSQL, sets the server setting `name` to `value` until the current transaction ends
+    /// (`SET LOCAL`, sent with the next statement); nothing on SQLite.
+    public func setLocal(_ name: String, _ value: String) throws(StorageError) {
+        guard case .postgres(let connection) = backend else { return }
+        guard inTransaction, name.allSatisfy({ $0.isLetter || $0 == "_" }), !value.contains("'") else {
+            throw StorageError(.postgres, "SET LOCAL \(name) needs a transaction, a plain name and a value")
+        }
+        connection.hold("SET LOCAL \(name) = '\(value)'")
     }
 
     /// Notes that `appUserID` changed in the current transaction (PostgreSQL; see ``ChangeLog``).

@@ -238,10 +238,11 @@ public final class DatabaseQueue: Sendable {
     }
 
     /// Runs `body` as one save of a group commit: the saves waiting for the writer when it comes
-    /// free (at most ``maxGroup``) share one transaction and one commit, each in a savepoint of
-    /// its own, so a save that throws is rolled back alone and gets its own error. Returns once the
-    /// commit holding the save is done: what it wrote is committed (and on disk, when `durable`:
-    /// a group with one durable save commits with `synchronous = FULL`), or it throws.
+    /// free (at most ``maxGroup``; on PostgreSQL, a connection's share of them) share one
+    /// transaction and one commit, each in a savepoint of its own, so a save that throws is rolled
+    /// back alone and gets its own error. Returns once the commit holding the save is done: what
+    /// it wrote is committed (and on disk, when `durable`: a group with one durable save commits
+    /// with `synchronous = FULL`, or `synchronous_commit = on`), or it throws.
     ///
     /// `alone`: in a transaction of its own, never grouped: for a large write, whose savepoint
     /// would journal every page it touches, statement by statement.
@@ -339,6 +340,16 @@ public final class DatabaseQueue: Sendable {
         var run: @Sendable (Database) -> (any Error)?
         var finish: @Sendable (Error?) -> Void
     }
+
+    /// How long a save of a PostgreSQL group waits for a lock (`lock_timeout`) before it is rolled
+    /// back to its savepoint and run again alone after its group's commit. Two groups that each
+    /// hold a lock the other wants would otherwise wait for the server's deadlock check, a second
+    /// later (`deadlock_timeout`, which only a superuser may lower); a group commits in a few
+    /// milliseconds, so a longer wait is most likely such a cycle.
+    static let groupLockTimeout = "100ms"
+
+    /// Whether `error` is PostgreSQL's SQLSTATE 55P03 (lock not available: `lock_timeout` passed).
+    static func isLockTimeout(_ error: any Error) -> Bool { (error as? StorageError)?.sqlState == "55P03" }
 
     /// Whether `error` is PostgreSQL's SQLSTATE 40P01 (deadlock detected) or 40001 (serialization
     /// failure): the server gave up on the statement so that another transaction could go on.
@@ -491,13 +502,16 @@ public final class DatabaseQueue: Sendable {
             saves.reserveCapacity(jobs.count)
             for case .save(let save) in jobs { saves.append(save) }
             var commitError: Error?
-            // PostgreSQL: saves whose statement the server gave up on (a deadlock with another
-            // connection's group, which holds its saves' locks until its commit).
+            // PostgreSQL: saves that waited too long for a lock another connection's group holds
+            // until its commit (``groupLockTimeout``), or lost a deadlock with it.
             var lost: [Save] = []
             do {
                 try database.transaction(durable: saves.contains { $0.durable }) {
+                    if saves.count > 1 { try database.setLocal("lock_timeout", DatabaseQueue.groupLockTimeout) }
                     for save in saves {
-                        if let error = save.run(database), DatabaseQueue.isConflict(error) { lost.append(save) }
+                        if let error = save.run(database), DatabaseQueue.isConflict(error) || DatabaseQueue.isLockTimeout(error) {
+                            lost.append(save)
+                        }
                         database.resetCachedStatements()  // the next save starts as if alone: no read left part-way
                     }
                 }

@@ -537,10 +537,11 @@ extension PostgresQueueTests {
     }
 
     /// Another connection holds `y` and then waits for `x`, which a save of the group holds while
-    /// the next save waits for `y`: PostgreSQL's deadlock check (after `deadlock_timeout`) gives up
-    /// on the save that waited first. It is rolled back to its savepoint, the group commits (so
-    /// the other connection goes on), and it runs again alone and succeeds.
-    @Test func aSaveThatLosesADeadlockRunsAgainAloneAfterItsGroup() async throws {
+    /// the next save waits for `y`: a cycle, which the server's deadlock check would break only
+    /// after `deadlock_timeout` (a second). The waiting save gives up after the group's lock
+    /// timeout instead, is rolled back to its savepoint, the group commits (so the other
+    /// connection goes on), and it runs again alone and succeeds.
+    @Test func aSaveCaughtInALockCycleRunsAgainAloneAfterItsGroup() async throws {
         let (queue, url) = try await oneWriter()
         let other = try Database(postgresURL: url)
         try other.execute("BEGIN")
