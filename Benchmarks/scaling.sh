@@ -5,17 +5,26 @@
 #      (what autovacuum does within its first minute, or copy-data at its end: without statistics
 #      the planner reads whole tables for the document's joins);
 #   2. POST /v1/receipts at 64 connections (post.lua: 10,000 users, 14 scripted scenarios) against
-#      `receiptd simulate` answering at once, so the figure is receiptd and its database;
+#      `receiptd simulate` answering at once, so the figure is receiptd and its database; the CPU
+#      time every process of the setup spent meanwhile (receiptd, and PostgreSQL's postmaster,
+#      backends and writers, and HAProxy; from /proc/PID/stat), per POST answered;
 #   3. GET /v1/subscribers/{id} at 64 connections over the 1,000 users.
-# Setups: SQLite (the default); PostgreSQL with one instance (database.connections 4 for saves,
-# database.readers 2); PostgreSQL with three instances (3 and 2 each) behind HAProxy (round robin,
-# /readyz checks).
+# Setups, each with the durability of its commits said:
+#   - SQLite (the default): WAL with `synchronous = NORMAL`: a commit survives a crash of the
+#     process, a power cut can undo the last ones (sqlite.org/pragma.html#pragma_synchronous);
+#   - PostgreSQL, one instance (database.connections 4 for saves, database.readers 2), with its
+#     defaults (`synchronous_commit = on`: a commit waits for its WAL to be flushed to disk), then
+#     with `synchronous_commit = off` (a crash of the server, not only a power cut, can undo the
+#     last commits, never corrupt: the class of SQLite's NORMAL; postgresql.org/docs/15/wal-async-commit.html);
+#   - PostgreSQL, three instances (3 and 2 each) behind HAProxy (round robin, /readyz checks),
+#     both ways.
 # Everything shares this machine's cores: wrk, the simulator, PostgreSQL, HAProxy and the instances.
 # Needs: apt-get install -y nginx wrk bc postgresql haproxy libsqlite3-dev libcurl4-openssl-dev libpq-dev
 # Usage: Benchmarks/scaling.sh [seconds per run, default 10]
+#   RECEIPTD_BIN=DIR: the receiptd in DIR instead of this checkout's release build (to compare two).
 source "$(dirname "$0")/lib.sh"
 
-bin=$("$root/Scripts/release-bin.sh")
+bin=${RECEIPTD_BIN:-$("$root/Scripts/release-bin.sh")}
 "$bench/start-peers.sh" >&2
 cd "$out"
 chmod 777 "$out"
@@ -63,32 +72,66 @@ seed() { # seed PORT: g1…g1000, each with an active subscription
     [ "$code" = 200 ] || { echo "seeding g{} answered $code" >&2; exit 255; }'
 }
 load() { wrk -t2 -c64 -d"${secs}s" --latency --timeout 10s -s "$2" "$1" >"$out/wrk.txt"; }
+# CPU time (utime + stime, in clock ticks) of the processes given, and of PostgreSQL's (the
+# postmaster and its children) when the setup uses it.
+ticks() { # ticks PID...
+  local total=0 pid
+  for pid in "$@"; do
+    [ -r "/proc/$pid/stat" ] || continue
+    total=$((total + $(sed 's/.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}')))
+  done
+  echo "$total"
+}
+postgres_pids() { local main; main=$(head -1 "$out/pg/postmaster.pid"); echo "$main" $(pgrep -P "$main"); }
+hz=$(getconf CLK_TCK)
+requests() { awk '/requests in/{print $1}' "$out/wrk.txt"; }
+per_post() { echo "scale=3; $1 * 1000 / $hz / $2" | bc -l | sed 's/^\./0./'; } # per_post TICKS REQUESTS: ms
+
 rows=()
-measure() { # measure LABEL PORT [POSTGRESQL-URL]
-  seed "$2"
-  [ -z "${3:-}" ] || as_postgres psql "$3" -qc ANALYZE
-  load "http://127.0.0.1:$2/v1/receipts" "$here/post.lua"
+declare -A post_rps cpu_total
+measure() { # measure LABEL DURABILITY PORT [POSTGRESQL-URL]: the instances are "${pids[@]}"
+  seed "$3"
+  [ -z "${4:-}" ] || as_postgres psql "$4" -qc ANALYZE
+  local own=("${pids[@]}") db=()
+  [ -z "${4:-}" ] || db=($(postgres_pids))
+  local before_own before_db
+  before_own=$(ticks "${own[@]}")
+  before_db=$( ((${#db[@]})) && ticks "${db[@]}" || echo 0)
+  load "http://127.0.0.1:$3/v1/receipts" "$here/post.lua"
+  # Backends that came and went meanwhile are missed; the pools' connections stay for the run.
+  [ -z "${4:-}" ] || db=($(postgres_pids))
+  local spent_own spent_db n
+  spent_own=$(($(ticks "${own[@]}") - before_own))
+  spent_db=$(( ( ${#db[@]} ? $(ticks "${db[@]}") : 0 ) - before_db))
+  n=$(requests)
   local post=("$(rps)" "$(field 99%)" "$(errors)")
-  load "http://127.0.0.1:$2/" "$out/get.lua"
-  rows+=("$(printf '| %s | %s | %s | %s | %s | %s |' "$1" "${post[0]}" "${post[1]}" "$(rps)" "$(field 99%)" \
-    "$((post[2] + $(errors)))")")
+  local cpu_own cpu_db cpu_all
+  cpu_own=$(per_post "$spent_own" "$n")
+  cpu_db=$( ((${#db[@]})) && per_post "$spent_db" "$n" || echo "")
+  cpu_all=$(per_post "$((spent_own + spent_db))" "$n")
+  load "http://127.0.0.1:$3/" "$out/get.lua"
+  rows+=("$(printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' "$1" "$2" "${post[0]}" "${post[1]}" \
+    "$cpu_own" "$cpu_db" "$cpu_all" "$(rps)" "$(field 99%)" "$((post[2] + $(errors)))")")
   get_rps[${#rows[@]}]=$(rps)
+  post_rps[$1]=${post[0]}
+  cpu_total[$1]=$cpu_all
 }
 declare -A get_rps
 
 # SQLite.
 instance 18095
-measure "SQLite, 1 instance" 18095
+measure "SQLite, 1 instance" "synchronous=NORMAL" 18095
 stop_all
 
-# PostgreSQL, one instance.
-as_postgres psql "$pg/postgres" -qc "CREATE DATABASE one" >/dev/null
-instance 18095 RECEIPTD_DATABASE_URL="$pg/one" RECEIPTD_DATABASE_CONNECTIONS=4
-measure "PostgreSQL, 1 instance" 18095 "$pg/one"
-stop_all
+# PostgreSQL, one instance, its defaults, then commits not waiting for the disk.
+for sync in on off; do
+  as_postgres psql "$pg/postgres" -qc "CREATE DATABASE one_$sync" -c "ALTER DATABASE one_$sync SET synchronous_commit = $sync" >/dev/null
+  instance 18095 RECEIPTD_DATABASE_URL="$pg/one_$sync" RECEIPTD_DATABASE_CONNECTIONS=4
+  measure "PostgreSQL, 1 instance, synchronous_commit=$sync" "synchronous_commit=$sync" 18095 "$pg/one_$sync"
+  stop_all
+done
 
 # PostgreSQL, three instances behind HAProxy.
-as_postgres psql "$pg/postgres" -qc "CREATE DATABASE three" >/dev/null
 cat >"$out/haproxy.cfg" <<CFG
 global
     maxconn 4096
@@ -107,14 +150,17 @@ backend receiptd
     server r2 127.0.0.1:18302 check
     server r3 127.0.0.1:18303 check
 CFG
-for port in 18301 18302 18303; do
-  instance "$port" RECEIPTD_DATABASE_URL="$pg/three" RECEIPTD_DATABASE_CONNECTIONS=3
+for sync in on off; do
+  as_postgres psql "$pg/postgres" -qc "CREATE DATABASE three_$sync" -c "ALTER DATABASE three_$sync SET synchronous_commit = $sync" >/dev/null
+  for port in 18301 18302 18303; do
+    instance "$port" RECEIPTD_DATABASE_URL="$pg/three_$sync" RECEIPTD_DATABASE_CONNECTIONS=3
+  done
+  haproxy -f "$out/haproxy.cfg" >/dev/null 2>"$out/haproxy.log" &
+  pids+=($!)
+  for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:18300/readyz && break; sleep 0.1; done
+  measure "PostgreSQL, 3 instances + HAProxy, synchronous_commit=$sync" "synchronous_commit=$sync" 18300 "$pg/three_$sync"
+  stop_all
 done
-haproxy -f "$out/haproxy.cfg" >/dev/null 2>"$out/haproxy.log" &
-pids+=($!)
-for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:18300/readyz && break; sleep 0.1; done
-measure "PostgreSQL, 3 instances + HAProxy" 18300 "$pg/three"
-stop_all
 
 # The peer: Hummingbird's one-row GET (random users), same connections.
 wrk -t2 -c64 -d"${secs}s" --latency --timeout 10s -s "$bench/wrk/random-user.lua" \
@@ -122,10 +168,20 @@ wrk -t2 -c64 -d"${secs}s" --latency --timeout 10s -s "$bench/wrk/random-user.lua
 peer=$(rps)
 
 echo "$(nproc) cores; ${secs} s per run; 64 connections; Apple answering at once"
-echo "| setup | POST req/s | POST p99 | GET req/s | GET p99 | errors |"
-echo "|---|---|---|---|---|---|"
+echo "CPU: ms of CPU time per POST answered, receiptd (and HAProxy), PostgreSQL (postmaster, backends, writers)"
+echo "| setup | durability | POST req/s | POST p99 | CPU receiptd | CPU PostgreSQL | CPU all | GET req/s | GET p99 | errors |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
-echo "| Hummingbird one-row GET (peer) | | | $peer | $(field 99%) | $(errors) |"
-for i in 1 2 3; do
-  printf 'GET of setup %d / peer: %.2f\n' "$i" "$(echo "${get_rps[$i]} / $peer" | bc -l)"
+echo "| Hummingbird one-row GET (peer) | | | | | | | $peer | $(field 99%) | $(errors) |"
+ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
+sqlite="SQLite, 1 instance"
+for sync in on off; do
+  one="PostgreSQL, 1 instance, synchronous_commit=$sync"
+  three="PostgreSQL, 3 instances + HAProxy, synchronous_commit=$sync"
+  echo "synchronous_commit=$sync: POST, 1 instance / SQLite $(ratio "${post_rps[$one]}" "${post_rps[$sqlite]}");" \
+    "CPU per POST, 1 instance / SQLite $(ratio "${cpu_total[$one]}" "${cpu_total[$sqlite]}");" \
+    "POST, 3 instances / 1 $(ratio "${post_rps[$three]}" "${post_rps[$one]}")"
 done
+for i in "${!get_rps[@]}"; do
+  printf 'GET of setup %d / peer: %.2f\n' "$i" "$(echo "${get_rps[$i]} / $peer" | bc -l)"
+done | sort
