@@ -194,8 +194,13 @@ def main():
             """Before an action that draws the page again: `ready` then waits for the new drawing."""
             driver.execute_script("document.body.dataset.ready = ''")
 
-        def status_text():
-            return wait.until(lambda d: d.find_element(By.ID, "status").text or None)
+        def status_text(other_than=""):
+            """The status line's text once it says something other than `other_than` (what it said
+            before the click that is to change it: an earlier action's words stay until then)."""
+            return wait.until(lambda d: (t := d.find_element(By.ID, "status").text) != other_than and t or None)
+
+        def status_now():
+            return driver.find_element(By.ID, "status").text
 
         def text(css):
             return driver.find_element(By.CSS_SELECTOR, css).text
@@ -297,8 +302,9 @@ def main():
         check(alice_original in raw and SECRET not in raw, "the raw data shows her purchase, and no shared secret")
         shot("customer")
         unready()
+        before = status_now()
         driver.find_element(By.ID, "refresh").click()
-        check(status_text() == "Asked the store again.", "Refresh from the store is answered")
+        check(status_text(before) == "Asked the store again.", "Refresh from the store is answered")
         ready("customer")
 
         # Find bob by his purchase's transaction id; grant and revoke a promotional entitlement.
@@ -311,8 +317,9 @@ def main():
         driver.find_element(By.ID, "grant-name").send_keys("premium")
         driver.find_element(By.ID, "grant-reason").send_keys("Apologies for the outage")
         unready()
+        before = status_now()
         driver.find_element(By.CSS_SELECTOR, "#grant button[type=submit]").click()
-        check(status_text().startswith("Promotional entitlement granted"), "the grant is confirmed")
+        check(status_text(before).startswith("Promotional entitlement granted"), "the grant is confirmed")
         ready("customer")
         card = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "article[data-entitlement='premium'] [data-revoke]")
                           and d.find_element(By.CSS_SELECTOR, "article[data-entitlement='premium']"))
@@ -364,8 +371,9 @@ def main():
         ready("webhooks")
         retry = wait.until(lambda d: d.find_elements(By.XPATH, "//button[text()='Retry']"))
         check(len(retry) >= 1, f"the webhook list shows {len(retry)} undelivered deliveries with Retry")
+        before = status_now()
         retry[0].click()
-        said = status_text()
+        said = status_text(before)
         check(said.startswith("Queued again") or "in flight" in said, f"a retry is answered: {said}")
         shot("webhooks")
 
