@@ -15,7 +15,8 @@
 #   - PostgreSQL, one instance (database.connections 4 for saves, database.readers 2), with its
 #     defaults (`synchronous_commit = on`: a commit waits for its WAL to be flushed to disk), then
 #     with `synchronous_commit = off` (a crash of the server, not only a power cut, can undo the
-#     last commits, never corrupt: the class of SQLite's NORMAL; postgresql.org/docs/15/wal-async-commit.html);
+#     last commits, never corrupt: the class of SQLite's NORMAL; postgresql.org/docs/15/wal-async-commit.html),
+#     over TCP on loopback and then over the server's Unix socket;
 #   - PostgreSQL, three instances (3 and 2 each) behind HAProxy (round robin, /readyz checks),
 #     both ways.
 # Everything shares this machine's cores: wrk, the simulator, PostgreSQL, HAProxy and the instances.
@@ -130,6 +131,12 @@ for sync in on off; do
   measure "PostgreSQL, 1 instance, synchronous_commit=$sync" "synchronous_commit=$sync" 18095 "$pg/one_$sync"
   stop_all
 done
+# The same over the server's Unix socket (libpq's host= a directory), as a database on the same
+# machine as its one instance can be reached: no TCP on loopback for each round trip.
+as_postgres psql "$pg/postgres" -qc "CREATE DATABASE one_unix" -c "ALTER DATABASE one_unix SET synchronous_commit = off" >/dev/null
+instance 18095 RECEIPTD_DATABASE_URL="postgresql:///one_unix?host=$out&port=18320&user=postgres" RECEIPTD_DATABASE_CONNECTIONS=4
+measure "PostgreSQL, 1 instance, Unix socket, synchronous_commit=off" "synchronous_commit=off" 18095 "$pg/one_unix"
+stop_all
 
 # PostgreSQL, three instances behind HAProxy.
 cat >"$out/haproxy.cfg" <<CFG
