@@ -16,6 +16,13 @@ package struct Listings: Sendable {
     package struct Page<Row: Sendable, Cursor: Sendable>: Sendable {
         package var rows: [Row]
         package var next: Cursor?
+
+        /// The first `limit` of `rows`, read with one more than `limit` so that one past the last
+        /// says there are more: then `next` is the last row's cursor.
+        init(of rows: [Row], limit: Int, cursor: (Row) -> Cursor) {
+            self.rows = Array(rows.prefix(limit))
+            next = rows.count > limit ? self.rows.last.map(cursor) : nil
+        }
     }
 
     /// `limit` deliveries with ids below `before` that match `filter`, newest first.
@@ -23,15 +30,13 @@ package struct Listings: Sendable {
         -> Page<NotificationRecord, Int64>
     {
         let rows = try await read { db in try NotificationStore(db).latest(limit: limit + 1, before: before, filter: filter) }
-        let page = Array(rows.prefix(limit))
-        return Page(rows: page, next: rows.count > limit ? page.last?.id : nil)
+        return Page(of: rows, limit: limit, cursor: \.id)
     }
 
     /// `limit` shadow-mode differences with ids below `before`, newest first.
     package func shadowDiffs(limit: Int, before: Int64?) async throws(ReceiptError) -> Page<ShadowDiffRecord, Int64> {
         let rows = try await read { db in try ShadowDiffStore(db).latest(limit: limit + 1, before: before) }
-        let page = Array(rows.prefix(limit))
-        return Page(rows: page, next: rows.count > limit ? page.last?.id : nil)
+        return Page(of: rows, limit: limit, cursor: \.id)
     }
 
     /// Where a page of shared receipts starts: after `users` holders and `original`.
@@ -53,9 +58,7 @@ package struct Listings: Sendable {
             try ReceiptStore(db).sharedReceipts(
                 moreThan: moreThan, limit: limit + 1, after: after.map { ($0.users, $0.original) })
         }
-        let page = Array(rows.prefix(limit))
-        let next = rows.count > limit ? page.last.map { SharedCursor(users: $0.users, original: $0.originalTransactionID) } : nil
-        return Page(rows: page, next: next)
+        return Page(of: rows, limit: limit) { SharedCursor(users: $0.users, original: $0.originalTransactionID) }
     }
 
     /// Apple Accounts whose AppTransaction was posted under more than `moreThan` app user ids, most
@@ -67,9 +70,7 @@ package struct Listings: Sendable {
             try AppTransactionStore(db).shared(
                 moreThan: moreThan, limit: limit + 1, after: after.map { ($0.users, $0.original) })
         }
-        let page = Array(rows.prefix(limit))
-        let next = rows.count > limit ? page.last.map { SharedCursor(users: $0.users, original: $0.appTransactionID) } : nil
-        return Page(rows: page, next: next)
+        return Page(of: rows, limit: limit) { SharedCursor(users: $0.users, original: $0.appTransactionID) }
     }
 
     /// A stored purchase found by any of its transaction ids (or its original's), and who holds it.

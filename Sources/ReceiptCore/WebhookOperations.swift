@@ -27,8 +27,7 @@ package struct WebhookOperations: Sendable {
             try WebhookStore(db).deliveries(
                 status: status, endpoint: endpoint, appUserID: appUserID, limit: limit + 1, before: before)
         }
-        let page = Array(rows.prefix(limit))
-        return Listings.Page(rows: page, next: rows.count > limit ? page.last?.id : nil)
+        return Listings.Page(of: rows, limit: limit, cursor: \.id)
     }
 
     /// Queues a delivery again now (behind what its subscriber's queue is sending), with a fresh
