@@ -2,7 +2,9 @@
 """Scale-out drill: three receiptd instances on one PostgreSQL database behind HAProxy, SIGKILLed.
 
 Starts a throwaway PostgreSQL cluster (Debian's `postgresql`, as the `postgres` user when run as
-root), `receiptd simulate`, a slow `receiptd webhook-sink`, three `receiptd serve` on the
+root) and a streaming replica of it (`pg_basebackup` + a hot standby) the instances read from
+(`RECEIPTD_DATABASE_REPLICA_URLS`), killed a third of the way through and started again two
+thirds of the way (the reads' checks below hold throughout), `receiptd simulate`, a slow `receiptd webhook-sink`, three `receiptd serve` on the
 cluster's database and HAProxy in front (round robin, `/readyz` checks, a request whose instance
 died before answering retried on another). Receipt posters and V1 notification senders go through
 HAProxy while one instance after another is killed with SIGKILL and started again, KILLS times.
@@ -17,8 +19,8 @@ read as active from each of the three instances directly, with the same document
 each (their caches agree) and the same version and events for every user (the same receipt for
 each: a write applied twice would show), every acknowledged notification must be stored once, and once the outbox has
 drained every stored event must have reached the sink at least once, each subscriber's in version
-order, every delivery `delivered` (the crash harness's webhook checks). Prints the figures; exits 1
-on any loss. Loopback only; stops by itself.
+order, every delivery `delivered` (the crash harness's webhook checks), and the replica must have served
+reads. Prints the figures; exits 1 on any loss. Loopback only; stops by itself.
 
 Usage: Scripts/scale_drill.py BIN_DIR [KILLS=12] [SEED]
 """
@@ -40,7 +42,7 @@ BIN = sys.argv[1]
 KILLS = int(sys.argv[2]) if len(sys.argv) > 2 else 12
 SEED = int(sys.argv[3]) if len(sys.argv) > 3 else random.randrange(1 << 30)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROXY, PG_PORT, SIM_PORT, SINK_PORT = 18300, 18310, 18311, 18312
+PROXY, PG_PORT, SIM_PORT, SINK_PORT, REPLICA_PORT = 18300, 18310, 18311, 18312, 18313
 PORTS = [18301, 18302, 18303]
 SECRET = "drill-shared-" + os.urandom(6).hex()
 HOOK_SECRET = "drill-hook-" + os.urandom(12).hex()
@@ -90,6 +92,18 @@ def main():
     url = f"postgresql://postgres@127.0.0.1:{PG_PORT}/receiptd"
     subprocess.run(["psql", f"postgresql://postgres@127.0.0.1:{PG_PORT}/postgres", "-qc", "CREATE DATABASE receiptd"],
                    check=True)
+    run_pg("pg_basebackup", "-D", f"{work}/replica", "-R", "-X", "stream", "--no-sync", "--checkpoint=fast", "-h", "127.0.0.1", "-p",
+           str(PG_PORT), "-U", "postgres")
+
+    def start_replica():
+        run_pg("pg_ctl", "-D", f"{work}/replica", "-l", f"{work}/replica.log", "-w", "-o",
+               f"-p {REPLICA_PORT} -k {work} -c listen_addresses=127.0.0.1 -c hot_standby=on", "start")
+
+    def kill_replica():
+        run_pg("pg_ctl", "-D", f"{work}/replica", "-m", "immediate", "-w", "stop")
+
+    start_replica()
+    replica_url = f"postgresql://postgres@127.0.0.1:{REPLICA_PORT}/receiptd"
     processes = []
     sim = subprocess.Popen([f"{BIN}/receiptd", "simulate", "--port", str(SIM_PORT)],
                            env=dict(os.environ, RECEIPTD_APP_STORE_SHARED_SECRET=SECRET),
@@ -124,6 +138,7 @@ backend receiptd
     processes.append(proxy)
     base_env = dict(os.environ, RECEIPTD_ENVIRONMENT="production", RECEIPTD_LOG_LEVEL="warning",
                     RECEIPTD_HTTP_ACCESS_LOG="false", RECEIPTD_DATABASE_URL=url, RECEIPTD_DATABASE_CONNECTIONS="3",
+                    RECEIPTD_DATABASE_REPLICA_URLS=replica_url,
                     RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY=f"{ROOT}/Migrations", RECEIPTD_APP_STORE_ALLOW_HTTP="true",
                     RECEIPTD_APP_STORE_PRODUCTION_URL=f"http://127.0.0.1:{SIM_PORT}/production/verifyReceipt",
                     RECEIPTD_APP_STORE_SANDBOX_URL=f"http://127.0.0.1:{SIM_PORT}/sandbox/verifyReceipt",
@@ -273,6 +288,12 @@ backend receiptd
             start(port)
             print(f"kill {k + 1:2}/{KILLS}: instance :{port}; acknowledged so far {len(acked_receipts)} receipts, "
                   f"{len(acked_notifications)} notifications", flush=True)
+            if k == KILLS // 3:
+                kill_replica()
+                print("the replica killed", flush=True)
+            elif k == 2 * KILLS // 3:
+                start_replica()
+                print("the replica started again", flush=True)
         stop.set()
         for t in threads:
             t.join()
@@ -316,6 +337,12 @@ backend receiptd
             if len(by_shape) > 1:
                 twice += [(receipts, shape, users[:3]) for shape, users in by_shape.items()]
         webhook_problems = harness.check_webhooks(conn, arrivals, acked_receipts, drained)
+        routed = {"replica": 0, "primary": 0}  # reads a replica may serve, since each instance last started
+        for port in PORTS:
+            for line in harness.request("GET", port, "/metrics", key="crash-secret")[1].decode().splitlines():
+                for to in routed:
+                    if line.startswith(f'database_replica_reads{{to="{to}"}}'):
+                        routed[to] += int(float(line.split()[-1]))
         for p in instances.values():
             p.send_signal(signal.SIGTERM)
             p.wait(timeout=30)
@@ -325,7 +352,11 @@ backend receiptd
                 p.terminate()
                 p.wait(timeout=30)
         sink_reader.join()
-        run_pg("pg_ctl", "-D", f"{work}/pg", "-m", "immediate", "-w", "stop")
+        for data in ("replica", "pg"):
+            try:
+                run_pg("pg_ctl", "-D", f"{work}/{data}", "-m", "immediate", "-w", "stop")
+            except subprocess.CalledProcessError:
+                pass  # not running
     print(f"seed {SEED}; {KILLS} SIGKILLs over {elapsed:.1f} s across {len(PORTS)} instances behind HAProxy; "
           f"sent {sent['receipts']} receipts, {sent['notifications']} notifications; {sent['errors']} cut off, "
           f"{sent['refused']} answered with an error")
@@ -337,8 +368,10 @@ backend receiptd
           f"({freshness['changed']} of them changing a document every instance had read), "
           f"{freshness['reads']} reads across the instances and HAProxy (median {late[len(late) // 2] * 1000:.0f} ms, "
           f"max {late[-1] * 1000:.0f} ms after the answer), stale: {len(freshness['stale'])}")
+    print(f"reads a replica may serve (since each instance's last start): {routed['replica']} served by the replica, "
+          f"{routed['primary']} by the primary")
     if lost or lost_notifications or disagree or webhook_problems or twice or freshness["stale"] \
-            or freshness["changed"] == 0:
+            or freshness["changed"] == 0 or routed["replica"] == 0:
         print(f"FAILED: {lost[:5]} {lost_notifications[:5]} {disagree[:5]} {webhook_problems[:5]} {twice[:5]} "
               f"{freshness['stale'][:5]}; kept {work}")
         sys.exit(1)

@@ -50,7 +50,9 @@ package struct ExportSubscriber: Sendable {
         let person: PersonalData.Person
         let current: SubscriberState.Current
         do {
-            guard let found = try await database.read({ db in try PersonalData(db).person(appUserID) }),
+            guard
+                let found = try await database.read(
+                    replicaSeeing: [appUserID], { db in try PersonalData(db).person(appUserID) }, dependents: { $0?.ids ?? [] }),
                 let read = try await state.current(found.appUserID, database: database, now: now)
             else { throw ReceiptError.subscriberNotFound }
             (person, current) = (found, read)
@@ -109,7 +111,9 @@ package struct ExportSubscriber: Sendable {
             }
             let section = sections[at.section]
             let (after, limit) = (at.after, pageSize)
-            let page = try await database.read { db in try PersonalData(db).page(section, after: after, limit: limit) }
+            let page = try await database.read(replicaSeeing: ids.map(\.string)) { db in
+                try PersonalData(db).page(section, after: after, limit: limit)
+            }
             var out: [UInt8] = []
             if !at.opened {
                 if at.section > 0 { out.append(UInt8(ascii: ",")) }

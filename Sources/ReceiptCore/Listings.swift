@@ -97,7 +97,8 @@ package struct Listings: Sendable {
 
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(ReceiptError) -> T {
         do {
-            return try await database.read(body)
+            // A list need see no one subscriber's changes: any replica within the lag bound.
+            return try await database.read(replicaSeeing: [], body)
         } catch {
             logger.error("a listing failed", metadata: ["error": "\(error)"])
             throw .internalFault

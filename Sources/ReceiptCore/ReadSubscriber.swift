@@ -68,7 +68,9 @@ package struct ReadSubscriber: Sendable {
             }
             let before = cursor.map { ($0.at, $0.id) }
             let canonical = current.document.appUserID  // an alias lists its subscriber's events
-            let rows = try await database.read { db in try EventStore(db).page(for: canonical, limit: limit + 1, before: before) }
+            let rows = try await database.read(replicaSeeing: [canonical]) { db in
+                try EventStore(db).page(for: canonical, limit: limit + 1, before: before)
+            }
             let page = Array(rows.prefix(limit))
             let next = rows.count > limit ? page.last.map { EventCursor(at: $0.at, id: $0.id) } : nil
             return EventPage(events: page, next: next)

@@ -179,10 +179,16 @@ package struct SubscriberState: Sendable {
 
     /// Reads a subscriber, bringing their version and events up to date first when their facts,
     /// time or configuration changed their document since it was stored. Nil when unknown.
+    ///
+    /// The first read may go to a streaming replica that has replayed every change heard of them
+    /// (and of the subscriber an alias reads as); a read again after a lost compare-and-set goes
+    /// to the primary, where the write is decided.
     func current(_ appUserID: String, database: DatabaseQueue, now: Int64) async throws -> Current? {
-        for _ in 0..<Self.maxAttempts {
-            let read = try await database.read { db in
+        for attempt in 0..<Self.maxAttempts {
+            let read = try await database.read(replicaSeeing: attempt == 0 ? [appUserID] : nil) { db in
                 try ReceiptStore(db).subscriber(appUserID).map { ($0, try ChangeLog(db).last()) }
+            } dependents: { read in
+                read.map { [$0.0.appUserID] } ?? []
             }
             guard let (subscriber, sequence) = read else { return nil }
             let facts = subscriber.pinnedFacts

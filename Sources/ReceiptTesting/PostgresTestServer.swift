@@ -10,7 +10,7 @@ import Synchronization
 /// Where PostgreSQL is not installed the tests that need it are disabled, and the reason is
 /// printed once: ``unavailableReason()``.
 package enum PostgresTestServer {
-    private struct Running: Sendable {
+    struct Running: Sendable {
         var directory: String
         var port: Int
         var binaries: String
@@ -98,11 +98,7 @@ package enum PostgresTestServer {
     }
 
     private static func start() throws(SetupError) -> Running {
-        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
-        guard let version = versions.compactMap(Int.init).max() else {
-            throw SetupError(description: "no PostgreSQL server under /usr/lib/postgresql (apt-get install -y postgresql)")
-        }
-        let binaries = "/usr/lib/postgresql/\(version)/bin"
+        let binaries = try binaries()
         let asPostgres = getuid() == 0
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("receiptd-pg-\(getpid())").path
         try? FileManager.default.removeItem(atPath: directory)
@@ -137,6 +133,15 @@ package enum PostgresTestServer {
         return running
     }
 
+    /// The newest installed PostgreSQL's programs.
+    static func binaries() throws(SetupError) -> String {
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        guard let version = versions.compactMap(Int.init).max() else {
+            throw SetupError(description: "no PostgreSQL server under /usr/lib/postgresql (apt-get install -y postgresql)")
+        }
+        return "/usr/lib/postgresql/\(version)/bin"
+    }
+
     /// Stops the server and deletes its files (at exit).
     static func stop() {
         guard case .done(.success(let running)) = state.withLock({ $0 }) else { return }
@@ -146,7 +151,7 @@ package enum PostgresTestServer {
 
     /// Runs a PostgreSQL tool to its end (posix_spawn and waitpid: Foundation's Process can miss the
     /// exit of a child whose own child, the server, lives on). Output goes to a file beside the data.
-    private static func run(_ running: Running, _ tool: String, _ arguments: [String]) throws(SetupError) {
+    static func run(_ running: Running, _ tool: String, _ arguments: [String]) throws(SetupError) {
         let path = "\(running.binaries)/\(tool)"
         let argv = running.asPostgres ? ["/usr/sbin/runuser", "-u", "postgres", "--", path] + arguments : [path] + arguments
         let outputPath = "\(running.directory)/\(tool).out"
@@ -172,7 +177,7 @@ package enum PostgresTestServer {
     }
 
     /// A TCP port on 127.0.0.1 no one listens on now.
-    private static func freePort() -> Int {
+    static func freePort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

@@ -18,8 +18,11 @@ public final class ChangeFeed: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The replicas, told of every change before it is numbered: a read routed after the mark
+    /// taken past it is routed knowing of it (``ReplicaRouter``).
+    private let replicas: ReplicaSet?
 
-    public init() {}
+    init(replicas: ReplicaSet? = nil) { self.replicas = replicas }
 
     /// The number of the last change heard: a snapshot begun after this call sees every change up
     /// to it, and any change it does not see will be numbered higher.
@@ -38,6 +41,7 @@ public final class ChangeFeed: Sendable {
     /// number, so every snapshot begun before now is older than it, and hands it to `lostTrack`.
     func lostTrack() {
         state.withLock { state in
+            replicas?.lostTrack()
             state.heard += 1
             state.lostTrack?(state.heard)
         }
@@ -48,6 +52,7 @@ public final class ChangeFeed: Sendable {
     func publish(_ appUserIDs: [String], at now: Int64) {
         guard !appUserIDs.isEmpty else { return }
         state.withLock { state in
+            replicas?.heard(appUserIDs)
             var changes: [ChangeLog.Change] = []
             changes.reserveCapacity(appUserIDs.count)
             for user in appUserIDs {

@@ -122,6 +122,13 @@ public final class Database {
         if case .sqlite(let handle) = backend { sqlite3_close_v2(handle) }
     }
 
+    /// Whether the connection to the server is still good (always on SQLite): a PostgreSQL
+    /// connection whose server went away answers no more and must be opened again.
+    var isConnected: Bool {
+        guard case .postgres(let connection) = backend else { return true }
+        return connection.isConnected
+    }
+
     /// On PostgreSQL, the server process serving this connection (0 on SQLite).
     var backendPID: Int32 {
         guard case .postgres(let connection) = backend else { return 0 }
@@ -251,9 +258,13 @@ public final class Database {
     /// Runs `body` in one read transaction (`BEGIN DEFERRED`): every query in it sees the same
     /// committed snapshot, whatever the writer commits meanwhile. Inside a transaction, just `body`.
     /// On PostgreSQL, a `REPEATABLE READ, READ ONLY` transaction: the same one snapshot.
-    public func readTransaction<T>(_ body: () throws -> T) throws -> T {
+    ///
+    /// `mark`: the ``ChangeFeed`` mark the snapshot is given (``snapshotMark``) instead of the
+    /// feed's mark now: a replica's read takes it before it is routed, and the routing makes sure
+    /// every change heard up to it is in the snapshot (``ReplicaSet``).
+    public func readTransaction<T>(mark: Int64? = nil, _ body: () throws -> T) throws -> T {
         guard !inTransaction else { return try body() }
-        snapshotMark = changeFeed?.mark ?? 0
+        snapshotMark = mark ?? changeFeed?.mark ?? 0
         try begin(dialect == .sqlite ? "BEGIN DEFERRED" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         do {
             let value = try body()

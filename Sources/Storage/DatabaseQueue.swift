@@ -49,6 +49,8 @@ public final class DatabaseQueue: Sendable {
     private let listener: ChangeListener?
     /// PostgreSQL only: what the queue's connections (the listener's aside) asked of the server.
     public let postgresTraffic: PostgresTraffic?
+    /// PostgreSQL only: the streaming replicas reads may go to (``read(replicaSeeing:_:dependents:)``).
+    private let replicas: ReplicaSet?
 
     /// Opens the database at `path` (see ``Database/init(path:busyTimeout:readOnly:)``) and starts
     /// its thread, then the rollups' file (``rollupsPath(for:)``, made or made again as
@@ -99,6 +101,7 @@ public final class DatabaseQueue: Sendable {
         feed = nil
         listener = nil
         postgresTraffic = nil
+        replicas = nil
         for worker in [worker] + opened { worker.start() }
     }
 
@@ -106,11 +109,19 @@ public final class DatabaseQueue: Sendable {
     /// `run`, and `readers` more for reads (none: reads share the others' line), each with a thread
     /// of its own that takes the next job of its pool's line when it comes free; and one more
     /// connection that listens for other processes' changes.
+    ///
+    /// `replicaURLs`: streaming replicas of that primary, `readers` connections to each, for the
+    /// reads that may go to one (``read(replicaSeeing:_:dependents:)``) while it lags by at most
+    /// `maxReplicaLag`. A replica need not be up when the queue opens.
     public init(
-        postgresURL url: String, connections: Int = 4, readers: Int = 2,
-        metrics: any MetricsFactory = NOOPMetricsHandler.instance
+        postgresURL url: String, connections: Int = 4, readers: Int = 2, replicaURLs: [String] = [],
+        maxReplicaLag: Duration = .seconds(1), metrics: any MetricsFactory = NOOPMetricsHandler.instance
     ) throws(StorageError) {
-        let feed = ChangeFeed()
+        let replicas =
+            replicaURLs.isEmpty
+            ? nil
+            : ReplicaSet(primary: url, replicas: replicaURLs, readers: readers, maxLag: maxReplicaLag, metrics: metrics)
+        let feed = ChangeFeed(replicas: replicas)
         let traffic = PostgresTraffic()
         let (writers, readers) = (max(1, connections), max(0, readers))
         let (writing, reading) = (JobLine(groupsSaves: true, workers: writers), JobLine(groupsSaves: false))
@@ -128,6 +139,7 @@ public final class DatabaseQueue: Sendable {
         backgroundReader = Mutex((open, false))
         listener = try ChangeListener(url: url, feed: feed, ignoring: Set(opened.map(\.database.backendPID)))
         self.feed = feed
+        self.replicas = replicas
         postgresTraffic = traffic
         worker = opened[0]
         writeLine = writing
@@ -139,6 +151,7 @@ public final class DatabaseQueue: Sendable {
 
     deinit {
         listener?.stop()
+        replicas?.stop()
         readLine.stop()
         writeLine.stop()
         rollupsLine.stop()
@@ -168,6 +181,27 @@ public final class DatabaseQueue: Sendable {
                     continuation.resume(with: Result { try database.readTransaction { try body(database) } })
                 })
         }
+    }
+
+    /// Runs `body` as ``read(background:_:)`` does, on a streaming replica when one may serve it:
+    /// one that is up, lags the primary by at most the queue's bound, and has replayed every change
+    /// this process heard of `subscribers` (an empty list: any such replica, for a list, which is
+    /// then at most that bound stale). When the result turns out to depend on other subscribers
+    /// (`dependents`: an alias's subscriber, say) whose changes that replica had not replayed, or
+    /// the replica fails the read, it runs again on the primary; without replicas it runs there
+    /// first. A change made by another process is seen once this process has heard of it (within
+    /// milliseconds), the promise the change feed makes to caches.
+    /// `subscribers` nil: the primary, as ``read(background:_:)``.
+    public func read<T: Sendable>(
+        replicaSeeing subscribers: [String]?, _ body: @escaping @Sendable (Database) throws -> T,
+        dependents: @escaping @Sendable (T) -> [String] = { _ in [] }
+    ) async throws -> T {
+        if let subscribers, let replicas, let feed,
+            let value = await replicas.read(seeing: subscribers, mark: feed.mark, dependents: dependents, body)
+        {
+            return value
+        }
+        return try await read(body)
     }
 
     /// Jobs submitted for the writer (or the writing pool) and not finished, saves waiting for

@@ -19,6 +19,11 @@ public struct DatabaseSettings: Sendable {
     public var url: String?
     /// How many connections each instance opens to PostgreSQL for saves (``readers`` more serve reads).
     public var connections: Int = 4
+    /// `database.replicaUrls`, secrets: PostgreSQL streaming replicas of ``url``'s primary, for
+    /// the reads that may go to one (see `DatabaseQueue.read(replicaSeeing:_:dependents:)`).
+    public var replicaURLs: [String] = []
+    /// How far behind the primary a replica may be and still serve reads.
+    public var maxReplicaLag: Duration = .seconds(1)
 
     public init(
         path: String, busyTimeout: Duration, migrationsDirectory: String, documentCache: Int = 10_000, readers: Int = 2,
@@ -48,6 +53,8 @@ public struct DatabaseSettings: Sendable {
                 return nil
             }
         }
+
+        public var isPostgreSQL: Bool { if case .postgresql = self { true } else { false } }
 
         /// One connection to it.
         public func connect(busyTimeout: Duration = .seconds(5)) throws -> Database {
@@ -87,7 +94,9 @@ public struct DatabaseSettings: Sendable {
         case .sqlite(let path)?:
             try DatabaseQueue(path: path, busyTimeout: busyTimeout, metrics: metrics, readers: readers)
         case .postgresql(let url)?:
-            try DatabaseQueue(postgresURL: url, connections: connections, readers: readers, metrics: metrics)
+            try DatabaseQueue(
+                postgresURL: url, connections: connections, readers: readers, replicaURLs: replicaURLs,
+                maxReplicaLag: maxReplicaLag, metrics: metrics)
         case nil:
             throw StorageError(.open, "database.url " + Self.urlForms)
         }

@@ -250,6 +250,33 @@ struct ServiceConfigurationTests {
         }
     }
 
+    /// Streaming replicas: PostgreSQL URLs beside a PostgreSQL primary, secrets like it, with a lag bound.
+    @Test func replicaURLsAreSecretsBesideAPostgresPrimary() async throws {
+        let dir = try makeConfigDirectory(["default.json": #"{"database": {"replicaMaxLagMs": 250}}"#])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func load(_ environment: [String: String]) async throws -> (DatabaseSettings, String) {
+            let (configuration, report) = try await ServiceConfiguration.load(configDirectory: dir, environment: environment)
+            return (configuration.database, "\(report)")
+        }
+        let primary = "postgresql://receiptd:pa55-word@primary:5432/receiptd"
+        let replicas = ["postgresql://receiptd:r3plica-word@replica1/receiptd", "postgres://replica2/receiptd?sslmode=require"]
+        let (database, report) = try await load([
+            "RECEIPTD_DATABASE_URL": primary, "RECEIPTD_DATABASE_REPLICA_URLS": replicas.joined(separator: ", "),
+        ])
+        #expect(database.replicaURLs == replicas && database.maxReplicaLag == .milliseconds(250))
+        #expect(report.contains("database.replicaUrls") && !report.contains("r3plica-word"))
+        #expect(try await load(["RECEIPTD_DATABASE_URL": primary]).0.replicaURLs.isEmpty)
+        // Beside SQLite, or not a PostgreSQL URL: refused, without repeating it.
+        await #expect { try await load(["RECEIPTD_DATABASE_REPLICA_URLS": replicas[0]]) } throws: { error in
+            "\(error)".contains("database.replicaUrls") && !"\(error)".contains("r3plica-word")
+        }
+        await #expect {
+            try await load(["RECEIPTD_DATABASE_URL": primary, "RECEIPTD_DATABASE_REPLICA_URLS": "mysql://u:hunter2@h/db"])
+        } throws: { error in
+            "\(error)".contains("database.replicaUrls") && !"\(error)".contains("hunter2")
+        }
+    }
+
     @Test func aSecretInAConfigFileIsRefused() async throws {
         let dir = try makeConfigDirectory(["default.json": #"{"demo": {"token": "committed-by-mistake"}}"#])
         defer { try? FileManager.default.removeItem(atPath: dir) }

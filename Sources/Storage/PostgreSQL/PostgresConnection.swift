@@ -159,6 +159,9 @@ public final class PostgresConnection {
     /// carries).
     public var backendPID: Int32 { PQbackendPID(handle) }
 
+    /// Whether the connection is still good (libpq's `CONNECTION_OK`).
+    var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
+
     /// The connection's socket, to wait on for notifications (-1 when closed).
     var socket: Int32 { PQsocket(handle) }
 
