@@ -193,12 +193,13 @@ public struct ReceiptStore {
     private func writeFacts(_ facts: VerifiedFacts, now: Int64) throws -> Int {
         let stated = facts.statedAt ?? now
         var changes = 0
-        let upsertTransaction = try db.cached(Self.upsertTransactionSQL)
-        for p in facts.purchases {
-            try upsertTransaction.bind(
+        // Several rows a statement: one round trip on PostgreSQL for what took one each.
+        for batch in Self.batches(of: facts.purchases, by: \.fact.transactionID) {
+            let values = batch.flatMap { p in
                 Self.purchaseValues(p) + [p.rawJSON, now, now, p.fact.appAccountToken, stated, p.fact.store.rawValue]
                     + Self.commerceValues(p.fact.commerce)
-            ).run()
+            }
+            try db.cached(Self.upsertTransactionSQL(rows: batch.count)).bind(values).run()
             changes += db.changes
         }
         let upsertRenewal = try db.cached(Self.upsertRenewalSQL)
@@ -575,15 +576,45 @@ public struct ReceiptStore {
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
+    /// The most rows one statement upserts; each row count up to it is a statement prepared once
+    /// per connection.
+    static let rowsPerStatement = 16
+
+    /// `rows` in order, cut into runs of at most ``rowsPerStatement`` in which no key comes twice
+    /// (PostgreSQL refuses an upsert that would touch one row twice; a key again starts the next
+    /// run, so the later row is still written after the earlier, as one at a time).
+    static func batches<Row, Key: Hashable>(of rows: [Row], by key: (Row) -> Key) -> [ArraySlice<Row>] {
+        var batches: [ArraySlice<Row>] = []
+        var start = rows.startIndex
+        var keys = Set<Key>()
+        for index in rows.indices {
+            if index - start == rowsPerStatement || !keys.insert(key(rows[index])).inserted {
+                batches.append(rows[start..<index])
+                (start, keys) = (index, [key(rows[index])])
+            }
+        }
+        if start < rows.endIndex { batches.append(rows[start...]) }
+        return batches
+    }
+
+    /// The columns of a transaction's upsert.
+    static let upsertedTransactionColumns = 25 + commerceColumns.count
+
     // An unchanged row is not rewritten (the WHERE of the upsert), so re-posting changes nothing.
-    static let upsertTransactionSQL = """
-        INSERT INTO transactions (transaction_id, original_transaction_id, product_id, bundle_id, environment, purchase_date,
-            original_purchase_date, expires_date, cancellation_date, cancellation_reason, quantity, is_trial_period,
-            is_in_intro_offer_period, is_upgraded, ownership_type, subscription_group_id, web_order_line_item_id,
-            promotional_offer_id, offer_code_ref_name, raw_json, first_seen_at, updated_at, app_account_token, stated_at, store,
-            \(commerceColumns.joined(separator: ", ")))
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-            ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    static func upsertTransactionSQL(rows: Int) -> String {
+        let row = "(" + Array(repeating: "?", count: upsertedTransactionColumns).joined(separator: ", ") + ")"
+        return """
+            INSERT INTO transactions (transaction_id, original_transaction_id, product_id, bundle_id, environment, purchase_date,
+                original_purchase_date, expires_date, cancellation_date, cancellation_reason, quantity, is_trial_period,
+                is_in_intro_offer_period, is_upgraded, ownership_type, subscription_group_id, web_order_line_item_id,
+                promotional_offer_id, offer_code_ref_name, raw_json, first_seen_at, updated_at, app_account_token, stated_at, store,
+                \(commerceColumns.joined(separator: ", ")))
+            VALUES \(Array(repeating: row, count: rows).joined(separator: ",\n    "))
+            \(upsertTransactionConflict)
+            """
+    }
+
+    static let upsertTransactionConflict = """
         ON CONFLICT (transaction_id) DO UPDATE SET original_transaction_id = excluded.original_transaction_id,
             product_id = excluded.product_id, bundle_id = excluded.bundle_id, environment = excluded.environment,
             purchase_date = excluded.purchase_date, original_purchase_date = excluded.original_purchase_date,

@@ -40,6 +40,44 @@ private func receipt(cancelled: Int64? = nil) -> VerifiedFacts {
 
 @Suite("Receipt store")
 struct ReceiptStoreTests {
+    /// Runs of at most ``ReceiptStore/rowsPerStatement`` rows, in order, a key again starting the next.
+    @Test func rowsAreUpsertedInRunsWithoutAKeyTwice() {
+        let most = ReceiptStore.rowsPerStatement
+        #expect(ReceiptStore.batches(of: [Int](), by: { $0 }).isEmpty)
+        #expect(ReceiptStore.batches(of: [1, 2, 3], by: { $0 }).map(Array.init) == [[1, 2, 3]])
+        #expect(ReceiptStore.batches(of: [1, 2, 1, 3, 3], by: { $0 }).map(Array.init) == [[1, 2], [1, 3], [3]])
+        let many = Array(0..<(2 * most + 1))
+        #expect(ReceiptStore.batches(of: many, by: { $0 }).map(\.count) == [most, most, 1])
+        #expect(ReceiptStore.batches(of: many, by: { $0 }).flatMap { $0 } == many)
+    }
+
+    /// More transactions than one statement holds, one of them twice (the later wins, as when
+    /// they were written one at a time), then the same again: nothing else changes.
+    @Test(arguments: await testDialects())
+    func manyTransactionsAreSavedAndTheLaterOfTwiceWins(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        let store = ReceiptStore(db)
+        func renewal(_ n: Int, raw: String? = nil) -> Stated<Purchase> {
+            Stated(
+                Purchase(
+                    transactionID: "t\(n)", originalTransactionID: "t0", productID: "monthly", purchaseDate: Int64(n) * 1000,
+                    expiresDate: Int64(n + 1) * 1000, environment: "sandbox"),
+                bundleID: "com.x", rawJSON: raw ?? #"{"n":\#(n)}"#)
+        }
+        let count = ReceiptStore.rowsPerStatement * 2 + 3
+        let purchases = (0..<count).map { renewal($0) } + [renewal(5, raw: #"{"n":5,"again":true}"#)]
+        let facts = VerifiedFacts(environment: "sandbox", purchases: purchases, renewals: [])
+        // Every row written (t5 twice) and the purchase acquired.
+        #expect(try store.save(facts, for: "alice", now: 10).changes == count + 1 + 1)
+        #expect(try store.purchase("t5")?.rawJSON == #"{"n":5,"again":true}"#)
+        #expect(try store.purchase("t\(count - 1)")?.fact.purchaseDate == Int64(count - 1) * 1000)
+        let subscriber = try #require(try store.subscriber("alice"))
+        #expect(subscriber.purchases.count == count)
+        // Only t5's two rows, each rewriting the other's: as when they were written one at a time.
+        #expect(try store.save(facts, for: "alice", now: 11).changes == 2)
+        #expect(try store.purchase("t5")?.rawJSON == #"{"n":5,"again":true}"#)
+    }
+
     @Test(arguments: await testDialects())
     func keepsMoneyAndImprovesAPriceNeverForgetsIt(dialect: Database.Dialect) async throws {
         let db = try await migratedDatabase(dialect)
