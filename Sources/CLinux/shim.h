@@ -27,4 +27,9 @@ static const int receiptd_EFD_CLOEXEC = EFD_CLOEXEC;
 static inline int receiptd_set_thread_nice(int nice) {
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
 }
+
+// The calling thread's nice value.
+static inline int receiptd_thread_nice(void) {
+    return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+}
 #endif

@@ -175,7 +175,8 @@ final class Connection: EventHandler, @unchecked Sendable {
             handle = task
         }
         let loop = self.loop
-        Task {
+        // A read's handler on Swift's shared threads; a write's on the lower-priority ones, if any.
+        Task(executorPreference: request.method.isSafe ? nil : core.writeExecutor) {
             let response = await handle(request, context)
             loop.execute { [self] in
                 complete(response, version: version, keepAlive: keepAlive, includeBody: includeBody)

@@ -17,6 +17,9 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// it 405 with `Allow` like any method it does not serve (RFC 9110 §15.5.6); nothing echoes it.
     public static let implemented: Set<HTTPMethod> = [.get, .head, .post, .put, .patch, .delete, .options, .trace]
 
+    /// Safe (RFC 9110 §9.2.1): a read, which asks the server to change nothing.
+    public var isSafe: Bool { self == .get || self == .head || self == .options || self == .trace }
+
     public var description: String { rawValue }
 }
 

@@ -28,6 +28,10 @@ public struct HTTPServerConfiguration: Sendable {
     public var backlog: Int32
     /// Whether to log one line per request (method, path, status, bytes, duration, request id).
     public var accessLog: Bool
+    /// The nice value of the threads that run the handlers of requests that may write (every
+    /// method not ``HTTPMethod/isSafe``), one per core: above 0, a saturated machine serves
+    /// reads first (see `WriteExecutor`); 0: those handlers run on Swift's shared threads with the rest.
+    public var writeHandlersNice: Int32 = 10
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, eventLoops: Int = HTTPServerConfiguration.coreCount,

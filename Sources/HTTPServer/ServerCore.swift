@@ -21,6 +21,8 @@ final class ServerCore: Sendable {
 
     /// Where requests refused before routing are counted (unparseable, or over the connection limit).
     let metrics: HTTPMetrics?
+    /// Where the handlers of requests that may write run (nil: with the rest).
+    let writeExecutor: WriteExecutor?
 
     init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger, metrics: HTTPMetrics?) {
         self.metrics = metrics
@@ -33,7 +35,12 @@ final class ServerCore: Sendable {
         writeTimeout = configuration.writeTimeout.nanoseconds
         let l = configuration.limits
         pipelineBufferLimit = l.maxRequestLineBytes + l.maxHeaderBytes + l.maxBodyBytes + 64 * 1024
+        writeExecutor =
+            configuration.writeHandlersNice > 0
+            ? WriteExecutor(threads: HTTPServerConfiguration.coreCount, nice: configuration.writeHandlersNice) : nil
     }
+
+    deinit { writeExecutor?.stop() }
 
     var isDraining: Bool { draining.load(ordering: .relaxed) }
     func beginDraining() -> Bool { !draining.exchange(true, ordering: .acquiringAndReleasing) }

@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import Logging
 import Synchronization
@@ -12,6 +13,14 @@ private func makeServer(_ configure: (inout HTTPServerConfiguration) -> Void = {
     var router = Router()
     router.immediate(.get, "/hello") { _, _ in .text("hello") }
     router.on(.post, "/echo") { request, _ in HTTPResponse(body: request.body) }
+    // The nice value of the thread a handler runs on, before and after an await.
+    for method in [HTTPMethod.get, .post, .delete] {
+        router.on(method, "/nice") { _, _ in
+            let before = receiptd_thread_nice()
+            try? await Task.sleep(for: .milliseconds(1))
+            return .text("\(before) \(receiptd_thread_nice())")
+        }
+    }
     router.on(.get, "/slow/{ms}") { _, context in
         let ms = Int(context.parameters["ms"] ?? "0") ?? 0
         try? await Task.sleep(for: .milliseconds(ms))
@@ -80,6 +89,25 @@ private func dechunk(_ raw: [UInt8]) -> (head: String, body: [UInt8], rest: [UIn
 
 @Suite("HTTP server, live on loopback", .serialized)
 struct HTTPServerTests {
+    /// A write's handler runs at the configured lower priority, after an await too; a read's
+    /// handler does not; with 0 neither does.
+    @Test func writesHandlersRunAtALowerPriorityThanReads() async throws {
+        func nice(_ method: String, _ server: HTTPServer) async throws -> String {
+            let client = try TestClient(port: server.port)
+            client.send("\(method) /nice HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n")
+            return try #require(await client.readResponse()).text
+        }
+        let base = receiptd_thread_nice()
+        let server = try makeServer { $0.writeHandlersNice = 7 }
+        #expect(try await nice("POST", server) == "7 7")
+        #expect(try await nice("DELETE", server) == "7 7")
+        #expect(try await nice("GET", server) == "\(base) \(base)")
+        await stop(server)
+        let plain = try makeServer { $0.writeHandlersNice = 0 }
+        #expect(try await nice("POST", plain) == "\(base) \(base)")
+        await stop(plain)
+    }
+
     @Test func aStreamedBodyArrivesInChunksAndTheConnectionGoesOn() async throws {
         let server = try makeServer()
         StreamCounter.shared.reset()

@@ -13,7 +13,7 @@ extension HTTPServerConfiguration {
             maxHeaderCount: try c.int("http.maxHeaderCount", default: 100, range: 1...10_000),
             // Largest request body before 413.
             maxBodyBytes: try c.int("http.maxBodyBytes", default: 1_048_576, range: 0...1_073_741_824))
-        let http = HTTPServerConfiguration(
+        var http = HTTPServerConfiguration(
             // Address to bind: an IPv4 or IPv6 literal.
             host: try c.string("http.host", default: "127.0.0.1"),
             // Port to bind; 0 picks a free one.
@@ -35,6 +35,8 @@ extension HTTPServerConfiguration {
             shutdownGracePeriod: try c.milliseconds("http.shutdownGraceMs", default: 10_000),
             // One log line per request.
             accessLog: try c.bool("http.accessLog", default: true))
+        // Nice of the threads running the handlers of requests that may write: reads go first.
+        http.writeHandlersNice = Int32(try c.int("http.writeHandlersNice", default: 10, range: 0...19))
         guard isIPLiteral(http.host) else {
             throw ConfigurationError(key: "http.host", message: "must be an IPv4 or IPv6 address literal, got \"\(http.host)\"")
         }
