@@ -30,8 +30,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var accessLog: Bool
     /// The nice value of the threads that run the handlers of requests that may write (every
     /// method not ``HTTPMethod/isSafe``), one per core: above 0, a saturated machine serves
-    /// reads first (see `WriteExecutor`); 0: those handlers run on Swift's shared threads with the rest.
-    public var writeHandlersNice: Int32 = 10
+    /// reads first (see `WriteExecutor`), and writes lose CPU to every other process too; 0 (the
+    /// default): those handlers run on Swift's shared threads with the rest.
+    public var writeHandlersNice: Int32 = 0
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, eventLoops: Int = HTTPServerConfiguration.coreCount,

@@ -7,7 +7,9 @@ import Synchronization
 /// one per core. When the machine is saturated, Linux's scheduler then gives the event loops
 /// (which parse every request and answer what is answered at once, a cached document) and the
 /// reads' handlers their turn first: a write storm slows writes, not reads. When it is not, the
-/// threads take what CPU is idle and writes run as fast as before.
+/// threads take what CPU is idle and writes run as fast as before. The nice value is the same for
+/// every process, not only receiptd's threads: other busy processes on the machine (a database,
+/// a load generator) win over the writes too, which is why it is opt-in.
 ///
 /// A task that prefers this executor (`Task(executorPreference:)`) runs every part of itself
 /// here, after each `await` too; what it awaits (a database's thread, libcurl's) runs where it runs.

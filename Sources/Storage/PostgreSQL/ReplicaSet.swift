@@ -90,34 +90,46 @@ final class ReplicaSet: Sendable {
     /// Reads the primary's WAL insert position every ``probeInterval`` for the subscribers pending
     /// before it, and forgets those every usable replica replayed.
     private func probePrimary(url: String) {
-        var connection: Database?
-        var lastAttempt: UInt64 = 0
-        while !stopped.load(ordering: .relaxed) {
-            Thread.sleep(forTimeInterval: Self.seconds(Self.probeInterval))
-            if connection == nil, Self.now() - lastAttempt >= Self.nanoseconds(Self.reconnectInterval) {
-                lastAttempt = Self.now()
-                connection = try? Database(postgresURL: url)
-            }
-            guard let database = connection else { continue }
+        probing(url) { database in
+            guard let database else { return true }
             let claim = routing.withLock { $0.claimPending() }
             guard let text = try? Self.scalar("SELECT pg_current_wal_insert_lsn()::text", on: database),
                 let lsn = ReplicaRouter.lsn(text)
             else {
                 routing.withLock { $0.unclaim(claim) }
-                if !database.isConnected { connection = nil }
-                continue
+                return database.isConnected
             }
             let now = Self.now()
             routing.withLock { router in
                 router.primary(at: lsn, now: now, claim: claim)
                 router.prune(now: now)
             }
+            return true
         }
     }
 
     /// Reads replica `index`'s replay position every ``probeInterval``: none (down, or not a
     /// standby: `pg_last_wal_replay_lsn()` is null on a primary) keeps it from serving reads.
     private func probeReplica(_ index: Int, url: String) {
+        probing(url) { database in
+            var (replayed, kept): (ReplicaRouter.LSN?, Bool) = (nil, true)
+            if let database {
+                if let text = try? Self.scalar("SELECT pg_last_wal_replay_lsn()::text", on: database) {
+                    replayed = ReplicaRouter.lsn(text)
+                } else {
+                    kept = database.isConnected
+                }
+            }
+            let now = Self.now()
+            routing.withLock { $0.replica(index, replayed: replayed, now: now) }
+            return kept
+        }
+    }
+
+    /// Calls `probe` every ``probeInterval`` until the set stops, on the calling thread, with a
+    /// connection to `url`: nil while none could be opened (tried again every
+    /// ``reconnectInterval``), dropped when `probe` returns false (lost).
+    private func probing(_ url: String, _ probe: (Database?) -> Bool) {
         var connection: Database?
         var lastAttempt: UInt64 = 0
         while !stopped.load(ordering: .relaxed) {
@@ -126,16 +138,7 @@ final class ReplicaSet: Sendable {
                 lastAttempt = Self.now()
                 connection = try? Database(postgresURL: url)
             }
-            var replayed: ReplicaRouter.LSN?
-            if let database = connection {
-                if let text = try? Self.scalar("SELECT pg_last_wal_replay_lsn()::text", on: database) {
-                    replayed = ReplicaRouter.lsn(text)
-                } else if !database.isConnected {
-                    connection = nil
-                }
-            }
-            let now = Self.now()
-            routing.withLock { $0.replica(index, replayed: replayed, now: now) }
+            if !probe(connection) { connection = nil }
         }
     }
 

@@ -35,8 +35,8 @@ extension HTTPServerConfiguration {
             shutdownGracePeriod: try c.milliseconds("http.shutdownGraceMs", default: 10_000),
             // One log line per request.
             accessLog: try c.bool("http.accessLog", default: true))
-        // Nice of the threads running the handlers of requests that may write: reads go first.
-        http.writeHandlersNice = Int32(try c.int("http.writeHandlersNice", default: 10, range: 0...19))
+        // Nice of the threads running the handlers of requests that may write (0: none of their own).
+        http.writeHandlersNice = Int32(try c.int("http.writeHandlersNice", default: 0, range: 0...19))
         guard isIPLiteral(http.host) else {
             throw ConfigurationError(key: "http.host", message: "must be an IPv4 or IPv6 address literal, got \"\(http.host)\"")
         }
