@@ -4,8 +4,9 @@
 ///
 /// Read-your-write by LSN. A subscriber heard to change (``heard(_:)``: this process's own commit,
 /// or another process's through `LISTEN`, both after the commit) is *pending* until the primary's
-/// WAL insert position is next read (``claimPending()``, then ``primary(at:now:claim:)``): that
+/// WAL insert position is next read (``claimPending()``, then ``primary(at:now:)``): that
 /// position, read after the commit, is at or past its commit record, and becomes the subscriber's.
+/// While it is being read the claimed subscribers are still pending.
 /// A read that must see a subscriber's changes goes to a replica whose replay position is at or
 /// past the subscriber's, never while the subscriber is pending. Subscribers whose position every
 /// usable replica has replayed are forgotten (``prune(now:)``), raising ``floor``, the position
@@ -28,12 +29,6 @@ struct ReplicaRouter: Sendable {
         var probedAt: UInt64?
     }
 
-    /// The subscribers pending when the primary's position was about to be read: they get it.
-    struct Claim: Sendable, Equatable {
-        var subscribers: Set<String>
-        var everyone: Bool
-    }
-
     let maxLag: UInt64
     private(set) var replicas: [Replica]
     /// Heard to change, their position not yet read.
@@ -41,6 +36,9 @@ struct ReplicaRouter: Sendable {
     /// Every subscriber is pending: at the start (changes made before this process heard any),
     /// after a lost track, after a change to everyone.
     private(set) var everyonePending = true
+    /// Pending and claimed by a read of the primary's position under way: they get that position.
+    private(set) var claimed: Set<String> = []
+    private(set) var everyoneClaimed = false
     /// Subscribers' positions: each at or past their last change's commit.
     private(set) var changed: [String: LSN] = [:]
     /// At or past the commit of every change heard of a subscriber not in ``changed``.
@@ -70,26 +68,31 @@ struct ReplicaRouter: Sendable {
     /// Changes may have gone unheard: every subscriber is pending.
     mutating func lostTrack() { everyonePending = true }
 
-    /// Takes the pending subscribers, just before the primary's position is read for them.
-    mutating func claimPending() -> Claim {
-        defer { (pending, everyonePending) = ([], false) }
-        return Claim(subscribers: pending, everyone: everyonePending)
+    /// Claims the pending subscribers, just before the primary's position is read for them; a
+    /// change heard from now on waits for the next read.
+    mutating func claimPending() {
+        claimed.formUnion(pending)
+        everyoneClaimed = everyoneClaimed || everyonePending
+        (pending, everyonePending) = ([], false)
     }
 
     /// The position could not be read: the claimed are pending again.
-    mutating func unclaim(_ claim: Claim) {
-        pending.formUnion(claim.subscribers)
-        everyonePending = everyonePending || claim.everyone
+    mutating func unclaim() {
+        pending.formUnion(claimed)
+        everyonePending = everyonePending || everyoneClaimed
+        (claimed, everyoneClaimed) = ([], false)
     }
 
-    /// The primary's WAL insert position `insert`, read at `now` after `claim` was taken.
-    mutating func primary(at insert: LSN, now: UInt64, claim: Claim) {
+    /// The primary's WAL insert position `insert`, read at `now` after the pending were claimed:
+    /// theirs now.
+    mutating func primary(at insert: LSN, now: UInt64) {
         let lsn = Self.recordEnd(insert)
-        if claim.everyone {
+        if everyoneClaimed {
             floor = max(floor, lsn)
             changed = [:]
         }
-        for subscriber in claim.subscribers { changed[subscriber] = lsn }
+        for subscriber in claimed { changed[subscriber] = lsn }
+        (claimed, everyoneClaimed) = ([], false)
         if changed.count > Self.maxTracked {
             floor = max(floor, lsn)
             changed = [:]
@@ -125,10 +128,10 @@ struct ReplicaRouter: Sendable {
     /// The position a replica must have replayed to serve a read that sees `subscribers`' changes;
     /// nil when one of them is pending (the primary alone can serve it).
     func needed(seeing subscribers: [String]) -> LSN? {
-        if everyonePending { return nil }
+        if everyonePending || everyoneClaimed { return nil }
         var needed = floor
         for subscriber in subscribers {
-            if pending.contains(subscriber) { return nil }
+            if pending.contains(subscriber) || claimed.contains(subscriber) { return nil }
             if let at = changed[subscriber] { needed = max(needed, at) }
         }
         return needed

@@ -92,16 +92,16 @@ final class ReplicaSet: Sendable {
     private func probePrimary(url: String) {
         probing(url) { database in
             guard let database else { return true }
-            let claim = routing.withLock { $0.claimPending() }
+            routing.withLock { $0.claimPending() }
             guard let text = try? Self.scalar("SELECT pg_current_wal_insert_lsn()::text", on: database),
                 let lsn = ReplicaRouter.lsn(text)
             else {
-                routing.withLock { $0.unclaim(claim) }
+                routing.withLock { $0.unclaim() }
                 return database.isConnected
             }
             let now = Self.now()
             routing.withLock { router in
-                router.primary(at: lsn, now: now, claim: claim)
+                router.primary(at: lsn, now: now)
                 router.prune(now: now)
             }
             return true

@@ -2,6 +2,14 @@ import Testing
 
 @testable import Storage
 
+extension ReplicaRouter {
+    /// Claims the pending and gives them the primary's position `lsn`, read at `now`.
+    fileprivate mutating func sample(_ lsn: LSN, now: UInt64) {
+        claimPending()
+        primary(at: lsn, now: now)
+    }
+}
+
 /// The routing of reads to replicas, decided from positions and times given by the test.
 @Suite("Replica router")
 struct ReplicaRouterTests {
@@ -11,7 +19,7 @@ struct ReplicaRouterTests {
     /// A router whose first primary position (100) was read at 1 s and whose replicas had replayed it.
     private func started(replicas: Int = 2) -> ReplicaRouter {
         var router = ReplicaRouter(replicas: replicas, maxLag: lag)
-        router.primary(at: 100, now: 1_000 * ms, claim: router.claimPending())
+        router.sample(100, now: 1_000 * ms)
         for index in 0..<replicas { router.replica(index, replayed: 100, now: 1_000 * ms) }
         return router
     }
@@ -33,7 +41,7 @@ struct ReplicaRouterTests {
         #expect(ReplicaRouter.recordEnd(0x300_2020) == 0x300_2020)
         #expect(ReplicaRouter.recordEnd(0x300_0000) == 0x300_0000)
         var router = ReplicaRouter(replicas: 1, maxLag: lag)
-        router.primary(at: 0x300_0028, now: 10 * ms, claim: router.claimPending())
+        router.sample(0x300_0028, now: 10 * ms)
         router.replica(0, replayed: 0x300_0000, now: 10 * ms)
         #expect(router.route(seeing: ["ann"], now: 10 * ms, start: 0)?.index == 0)
     }
@@ -43,7 +51,7 @@ struct ReplicaRouterTests {
         router.replica(0, replayed: 100, now: 10 * ms)
         #expect(router.route(seeing: [], now: 10 * ms, start: 0) == nil)
         #expect(router.route(seeing: ["ann"], now: 10 * ms, start: 0) == nil)
-        router.primary(at: 100, now: 20 * ms, claim: router.claimPending())
+        router.sample(100, now: 20 * ms)
         #expect(router.route(seeing: ["ann"], now: 20 * ms, start: 0)?.index == 0)
     }
 
@@ -55,7 +63,7 @@ struct ReplicaRouterTests {
         #expect(router.route(seeing: ["ann"], now: 1_010 * ms, start: 0) == nil)
         #expect(router.route(seeing: ["bob"], now: 1_010 * ms, start: 0)?.index == 0)  // others are not held up
         #expect(router.route(seeing: [], now: 1_010 * ms, start: 1)?.index == 1)
-        router.primary(at: 200, now: 1_050 * ms, claim: router.claimPending())
+        router.sample(200, now: 1_050 * ms)
         #expect(router.route(seeing: ["ann"], now: 1_050 * ms, start: 0) == nil)  // no replica has replayed 200
         router.replica(1, replayed: 200, now: 1_060 * ms)
         #expect(router.route(seeing: ["ann"], now: 1_060 * ms, start: 0)! == (1, 200))
@@ -67,26 +75,44 @@ struct ReplicaRouterTests {
     /// position read may be older than its commit.
     @Test func aChangeHeardDuringAProbeWaitsForTheNext() {
         var router = started()
-        let claim = router.claimPending()
+        router.claimPending()
         router.heard(["ann"])
-        router.primary(at: 150, now: 1_050 * ms, claim: claim)
+        router.primary(at: 150, now: 1_050 * ms)
         router.replica(0, replayed: 150, now: 1_050 * ms)
         #expect(router.route(seeing: ["ann"], now: 1_050 * ms, start: 0) == nil)
-        router.primary(at: 160, now: 1_100 * ms, claim: router.claimPending())
+        router.sample(160, now: 1_100 * ms)
         #expect(router.route(seeing: ["ann"], now: 1_100 * ms, start: 0) == nil)
         router.replica(0, replayed: 160, now: 1_100 * ms)
         #expect(router.route(seeing: ["ann"], now: 1_100 * ms, start: 0)?.index == 0)
     }
 
+    /// While the primary's position is being read for them, the claimed are still pending: no
+    /// replica serves them in that window (the scale of it: one probe's round trip).
+    @Test func aSubscriberClaimedIsPendingUntilItsPositionIsRead() {
+        var router = started()
+        router.heard(["ann"])
+        router.claimPending()
+        #expect(router.pending.isEmpty && router.claimed == ["ann"])
+        #expect(router.route(seeing: ["ann"], now: 1_010 * ms, start: 0) == nil)
+        #expect(!router.sees(["ann"], replayed: 100))
+        #expect(router.route(seeing: ["bob"], now: 1_010 * ms, start: 0)?.index == 0)
+        router.lostTrack()
+        router.claimPending()
+        #expect(router.route(seeing: ["bob"], now: 1_010 * ms, start: 0) == nil)
+        router.primary(at: 300, now: 1_020 * ms)
+        #expect(router.claimed.isEmpty && router.changed["ann"] == 300 && router.floor == 300)
+    }
+
     @Test func aFailedProbeGivesTheClaimBack() {
         var router = started()
         router.heard(["ann"])
-        let claim = router.claimPending()
-        router.unclaim(claim)
-        #expect(router.pending == ["ann"])
+        router.claimPending()
+        router.unclaim()
+        #expect(router.pending == ["ann"] && router.claimed.isEmpty)
         router.lostTrack()
-        router.unclaim(router.claimPending())
-        #expect(router.everyonePending && router.pending == ["ann"])
+        router.claimPending()
+        router.unclaim()
+        #expect(router.everyonePending && router.pending == ["ann"] && !router.everyoneClaimed)
     }
 
     /// A lag measured from when the primary was at the replay position; past the bound a replica
@@ -95,7 +121,7 @@ struct ReplicaRouterTests {
         var router = started(replicas: 1)
         // The primary moves on every 100 ms; the replica stays at 100.
         for step in 1...20 {
-            router.primary(at: 100 + UInt64(step), now: (1_000 + 100 * UInt64(step)) * ms, claim: router.claimPending())
+            router.sample(100 + UInt64(step), now: (1_000 + 100 * UInt64(step)) * ms)
         }
         router.replica(0, replayed: 100, now: 3_000 * ms)
         #expect(router.lag(of: 100, now: 3_000 * ms) == 2_000 * ms)
@@ -126,9 +152,9 @@ struct ReplicaRouterTests {
     @Test func pruningRaisesTheFloorAReturningReplicaMustReach() {
         var router = started()
         router.heard(["ann", "bob"])
-        router.primary(at: 200, now: 1_050 * ms, claim: router.claimPending())
+        router.sample(200, now: 1_050 * ms)
         router.heard(["cat"])
-        router.primary(at: 300, now: 1_100 * ms, claim: router.claimPending())
+        router.sample(300, now: 1_100 * ms)
         router.replica(0, replayed: 250, now: 1_100 * ms)
         router.replica(1, replayed: nil, now: 1_100 * ms)
         router.prune(now: 1_100 * ms)
@@ -145,7 +171,7 @@ struct ReplicaRouterTests {
         router.heard([ChangeLog.everyone])
         #expect(router.route(seeing: [], now: 1_010 * ms, start: 0) == nil)
         #expect(router.route(seeing: ["zed"], now: 1_010 * ms, start: 0) == nil)
-        router.primary(at: 400, now: 1_050 * ms, claim: router.claimPending())
+        router.sample(400, now: 1_050 * ms)
         #expect(router.floor == 400)
         #expect(router.route(seeing: [], now: 1_050 * ms, start: 0) == nil)
         router.replica(0, replayed: 400, now: 1_060 * ms)
@@ -158,7 +184,7 @@ struct ReplicaRouterTests {
         var router = started()
         router.heard(["canonical"])
         #expect(!router.sees(["canonical"], replayed: 100))
-        router.primary(at: 200, now: 1_050 * ms, claim: router.claimPending())
+        router.sample(200, now: 1_050 * ms)
         #expect(!router.sees(["canonical"], replayed: 100))
         #expect(router.sees(["canonical"], replayed: 200))
         #expect(router.sees([], replayed: 100))
@@ -168,7 +194,7 @@ struct ReplicaRouterTests {
     @Test func samplesKeepTwoLagsAndOneMore() {
         var router = started(replicas: 1)
         for step in 1...100 {
-            router.primary(at: 100 + UInt64(step), now: (1_000 + 50 * UInt64(step)) * ms, claim: router.claimPending())
+            router.sample(100 + UInt64(step), now: (1_000 + 50 * UInt64(step)) * ms)
         }
         // Now 6 s: samples from 4 s on stay, and the one just before.
         #expect(router.samples.count == 42)
