@@ -147,6 +147,7 @@ public final class DatabaseQueue: Sendable {
         readLine = readers > 0 ? reading : writing
         readerCount = readers
         for worker in opened { worker.start() }
+        replicas?.start()
     }
 
     deinit {

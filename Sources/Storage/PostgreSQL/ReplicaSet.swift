@@ -26,17 +26,29 @@ final class ReplicaSet: Sendable {
     /// How long a probe waits before it connects again to a server it lost.
     static let reconnectInterval: Duration = .seconds(1)
 
-    /// Starts the probes and the replicas' threads; a replica down now is skipped until it is up.
+    private let primary: String
+    private let replicas: [String]
+    private let readers: Int
+    private let metrics: any MetricsFactory
+
+    /// A set that reads nothing and probes nothing until ``start()``.
     init(primary: String, replicas: [String], readers: Int, maxLag: Duration, metrics: any MetricsFactory) {
         routing = Mutex(ReplicaRouter(replicas: replicas.count, maxLag: Self.nanoseconds(maxLag)))
         lines = replicas.map { _ in ReadLine() }
         toReplica = Counter(label: "database_replica_reads", dimensions: [("to", "replica")], factory: metrics)
         toPrimary = Counter(label: "database_replica_reads", dimensions: [("to", "primary")], factory: metrics)
+        (self.primary, self.replicas, self.readers, self.metrics) = (primary, replicas, readers, metrics)
+    }
+
+    /// Starts the probes and the replicas' threads (once the queue has opened its own
+    /// connections: a queue that failed to open starts none); a replica down now is skipped
+    /// until it is up.
+    func start() {
         for (index, url) in replicas.enumerated() {
             for _ in 0..<max(1, readers) { lines[index].startReader(url: url, metrics: metrics) }
             Thread { [self] in probeReplica(index, url: url) }.start()
         }
-        Thread { [self] in probePrimary(url: primary) }.start()
+        Thread { [self, primary] in probePrimary(url: primary) }.start()
     }
 
     func stop() {
@@ -66,14 +78,19 @@ final class ReplicaSet: Sendable {
             toPrimary.increment()
             return nil
         }
-        let result: Result<T, any Error> = await withCheckedContinuation { continuation in
+        // The read's outcome, and whether the replica went away (a read that failed on a good
+        // connection, say cancelled by a conflict with recovery, leaves the replica in use).
+        let (result, lost): (Result<T, any Error>, Bool) = await withCheckedContinuation { continuation in
             lines[index].submit { database in
-                guard let database else { return continuation.resume(returning: .failure(StorageError(.open, "replica down"))) }
-                continuation.resume(returning: Result { try database.readTransaction(mark: mark) { try body(database) } })
+                guard let database else {
+                    return continuation.resume(returning: (.failure(StorageError(.open, "replica down")), true))
+                }
+                let result = Result { try database.readTransaction(mark: mark) { try body(database) } }
+                continuation.resume(returning: (result, !database.isConnected))
             }
         }
         guard case .success(let value) = result else {
-            routing.withLock { $0.failed(index) }
+            if lost { routing.withLock { $0.failed(index) } }
             toPrimary.increment()
             return nil
         }
