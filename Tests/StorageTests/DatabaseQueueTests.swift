@@ -192,9 +192,24 @@ struct DatabaseQueueTests {
             try Database(path: rollups).execute("PRAGMA user_version = 0")
             let fresh = RollupStore.State(fingerprint: "", phase: .building, rebuildAfter: nil, changesThrough: 0)
             #expect(try await opened() == (fresh, 0))  // emptied and made again: the keeper rebuilds
-            for file in [rollups, rollups + "-wal", rollups + "-shm"] { try? FileManager.default.removeItem(atPath: file) }
+            // The last queue's threads close their connections after it is gone; the last to close
+            // the rollups' file removes its `-wal` by name, which would be the new file's.
+            let files = [rollups, rollups + "-wal", rollups + "-shm"]
+            #expect(try await closed(files))
+            for file in files { try? FileManager.default.removeItem(atPath: file) }
             #expect(try await opened() == (fresh, 0))  // made when missing
         }
+    }
+
+    /// Waits (5 s at most) until this process holds none of `paths` open (`/proc/self/fd`).
+    private func closed(_ paths: [String]) async throws -> Bool {
+        for _ in 0..<100 {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            let open = fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0) }
+            if !open.contains(where: paths.contains) { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
     }
 
     @Test func theRollupsFileIsNamedAfterTheDatabases() {
