@@ -14,11 +14,20 @@ public final class CurlMultiTransport: HTTPTransport, Sendable {
         public var maxResponseBytes: Int
         /// Plain-HTTP URLs (loopback simulator, tests); off for production.
         public var allowHTTP: Bool
+        /// Idle connections kept open for the next transfers (`CURLMOPT_MAXCONNECTS`). libcurl's
+        /// own default is 4 × the transfers in flight at the moment one ends, so after a burst it
+        /// closes what the next burst opens again (a TCP and TLS handshake each): set it to the
+        /// transfers expected in flight at once.
+        public var keptConnections: Int
 
-        public init(connectTimeout: Duration = .seconds(5), maxResponseBytes: Int = 4 << 20, allowHTTP: Bool = false) {
+        public init(
+            connectTimeout: Duration = .seconds(5), maxResponseBytes: Int = 4 << 20, allowHTTP: Bool = false,
+            keptConnections: Int = 64
+        ) {
             self.connectTimeout = connectTimeout
             self.maxResponseBytes = maxResponseBytes
             self.allowHTTP = allowHTTP
+            self.keptConnections = keptConnections
         }
     }
 
@@ -35,6 +44,7 @@ public final class CurlMultiTransport: HTTPTransport, Sendable {
         _ = Self.globalInit
         self.configuration = configuration
         multi = Multi()
+        receiptd_curl_multi_setopt_long(multi.handle, CURLMOPT_MAXCONNECTS, max(1, configuration.keptConnections))
     }
 
     /// Starts the driver thread, once.

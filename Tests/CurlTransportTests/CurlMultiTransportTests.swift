@@ -1,3 +1,4 @@
+import Foundation
 import HTTPServer
 import JSON
 import Logging
@@ -78,6 +79,20 @@ private func withServer(gathering: Int = 0, _ body: (Int) async throws -> Void) 
     try await body(port)
 }
 
+/// Established TCP connections from this machine to `port` on loopback (/proc/net/tcp: the client
+/// sides, whose remote port it is).
+private func openConnections(to port: Int) throws -> Int {
+    // Read to the end: /proc says its size is 0, and one read returns only its first page.
+    guard let file = FileHandle(forReadingAtPath: "/proc/net/tcp") else { throw CocoaError(.fileReadNoSuchFile) }
+    defer { try? file.close() }
+    let table = String(decoding: try file.readToEnd() ?? Data(), as: UTF8.self)
+    let remote = "0100007F:" + String(format: "%04X", port)
+    return table.split(separator: "\n").dropFirst().filter { line in
+        let fields = line.split(separator: " ")
+        return fields.count > 3 && fields[2] == remote && fields[3] == "01"
+    }.count
+}
+
 private let loopback = CurlMultiTransport.Configuration(connectTimeout: .seconds(2), maxResponseBytes: 16 * 1024, allowHTTP: true)
 
 @Suite("libcurl multi transport")
@@ -152,6 +167,28 @@ struct CurlMultiTransportTests {
             }
             #expect(results.count == 300)
             #expect(results.allSatisfy { if case .response(200, _, _) = $0 { true } else { false } })
+        }
+    }
+
+    /// A burst's connections stay open for the next burst (`keptConnections`): libcurl's own cache
+    /// shrinks with the transfers in flight as they end, closing all but a few, and each one the
+    /// next burst opens again costs a TCP (and, to Apple, a TLS) handshake.
+    @Test func aBurstsConnectionsAreKeptForTheNext() async throws {
+        let transport = CurlMultiTransport(configuration: loopback)  // keptConnections 64
+        defer { transport.shutdown() }
+        try await withServer(gathering: 40) { port in
+            // All 40 in flight at once (the server answers none before the 40th arrives): 40 connections.
+            let results = await withTaskGroup(of: TransportResult.self) { group in
+                for _ in 0..<40 {
+                    group.addTask {
+                        await transport.post(url: "http://127.0.0.1:\(port)/gather", json: [], timeout: .seconds(40))
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(results.allSatisfy { if case .response(200, _, _) = $0 { true } else { false } })
+            let kept = try openConnections(to: port)
+            #expect(kept == 40)
         }
     }
 

@@ -103,7 +103,8 @@ public final class Application: Sendable {
         let transport = CurlMultiTransport(
             configuration: .init(
                 connectTimeout: settings.connectTimeout, maxResponseBytes: settings.maxResponseBytes,
-                allowHTTP: settings.allowHTTP || configuration.googlePlay.allowHTTP))
+                allowHTTP: settings.allowHTTP || configuration.googlePlay.allowHTTP,
+                keptConnections: settings.maxConcurrentCalls))
         let client = VerifyReceiptClient(
             configuration: .init(
                 productionURL: settings.productionURL, sandboxURL: settings.sandboxURL, sharedSecret: settings.sharedSecret,
