@@ -25,6 +25,18 @@ struct ServerAPIScript {
             .map(transaction)
     }
 
+    /// The customer's `appTransactionId`, on each of their signed transactions: "7" and their first
+    /// purchase's original transaction id, as the simulator's Get App Transaction Info answers.
+    var appTransactionID: String? {
+        let all = (receipt["latest_receipt_info"]?.array ?? []) + (receipt["receipt"]?["in_app"]?.array ?? [])
+        let first = all.min {
+            ($0["purchase_date_ms"]?.int64 ?? 0, $0["transaction_id"]?.string ?? "") < (
+                $1["purchase_date_ms"]?.int64 ?? 0, $1["transaction_id"]?.string ?? ""
+            )
+        }
+        return first?["original_transaction_id"]?.string.map { "7" + $0 }
+    }
+
     /// Each subscription's pending renewal as a renewal-info payload.
     var renewals: [JSONValue] { (receipt["pending_renewal_info"]?.array ?? []).map(renewal) }
 
@@ -46,6 +58,7 @@ struct ServerAPIScript {
         ]
         for (from, to) in dates { if let v = t[from.string]?.int64 { o[to] = .int(v) } }
         o["quantity"] = .int(t["quantity"]?.int64 ?? 1)
+        if let app = appTransactionID { o["appTransactionId"] = .string(app) }
         if let reason = t["cancellation_reason"]?.int64 { o["revocationReason"] = .int(reason) }
         o["isUpgraded"] = .bool(t["is_upgraded"]?.string == "true")
         o["type"] = .string(Self.type(product: t["product_id"]?.string ?? "", subscription: t["expires_date_ms"] != nil))

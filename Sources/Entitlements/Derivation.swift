@@ -79,7 +79,7 @@ public enum Derivation {
                     productID: p.productID, transactionID: p.transactionID, kind: kind, purchasedAt: p.purchaseDate,
                     expiresAt: expires, refundedAt: p.cancellationDate, environment: p.environment, store: p.store,
                     price: p.commerce.price, ownership: p.ownership,
-                    quantity: p.quantity, isEntitled: entitled,
+                    quantity: p.quantity, isEntitled: entitled, appTransactionID: p.appTransactionID,
                     explanation: Explanation(rule: rule, decision: decision, facts: facts.compactMap { $0 })))
         }
         return result.reversed()
@@ -253,6 +253,7 @@ public enum Derivation {
                 }
                 .map { max($0, current.purchaseDate ?? $0) } : nil,
             resumesAt: state == .paused ? renewal?.autoResumeDate : nil,
+            appTransactionID: current.appTransactionID ?? chain.lazy.compactMap(\.appTransactionID).first,
             explanation: Explanation(rule: rule, decision: decision, facts: facts.compactMap { $0 }))
     }
 
@@ -303,7 +304,7 @@ public enum Derivation {
             ownership: p.ownership, environment: p.environment, store: p.store, storeTransactionID: p.transactionID,
             price: p.commerce.price, purchasedAt: p.purchaseDate,
             originalPurchasedAt: p.originalPurchaseDate, refundedAt: nil, expirationReason: nil, priceIncrease: nil,
-            unsubscribeDetectedAt: nil, billingIssueDetectedAt: nil,
+            unsubscribeDetectedAt: nil, billingIssueDetectedAt: nil, appTransactionID: p.appTransactionID,
             explanation: Explanation(
                 rule: "superseded_by_product", decision: decision,
                 facts: [

@@ -91,6 +91,9 @@ public struct Purchase: Sendable, Equatable {
     public var webOrderLineItemID: String?
     /// StoreKit's `appAccountToken`: a UUID the app chose for its user at purchase.
     public var appAccountToken: String?
+    /// Apple's `appTransactionId`: the Apple Account that got the app, the same on every purchase
+    /// it makes in the app (signed transactions since 2025; verifyReceipt never states it).
+    public var appTransactionID: String?
     /// Who stated it.
     public var store: Store
     /// Its money and terms.
@@ -102,8 +105,8 @@ public struct Purchase: Sendable, Equatable {
         cancellationReason: String? = nil, isTrialPeriod: Bool = false, isInIntroOfferPeriod: Bool = false,
         isUpgraded: Bool = false, ownershipType: String? = nil, environment: String = "production",
         subscriptionGroupID: String? = nil, promotionalOfferID: String? = nil, offerCodeRefName: String? = nil,
-        quantity: Int64? = nil, webOrderLineItemID: String? = nil, appAccountToken: String? = nil, store: Store = .appStore,
-        commerce: Commerce = Commerce()
+        quantity: Int64? = nil, webOrderLineItemID: String? = nil, appAccountToken: String? = nil,
+        appTransactionID: String? = nil, store: Store = .appStore, commerce: Commerce = Commerce()
     ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -124,6 +127,7 @@ public struct Purchase: Sendable, Equatable {
         self.quantity = quantity
         self.webOrderLineItemID = webOrderLineItemID
         self.appAccountToken = appAccountToken
+        self.appTransactionID = appTransactionID
         self.store = store
         self.commerce = commerce
     }

@@ -92,6 +92,9 @@ public struct SubscriptionStatus: Sendable, Equatable {
     public var billingIssueDetectedAt: Int64?
     /// While paused (Google Play): when the subscription resumes.
     public var resumesAt: Int64? = nil
+    /// Apple's `appTransactionId` of the Apple Account that bought it, when a signed transaction of
+    /// the subscription stated it.
+    public var appTransactionID: String? = nil
     public var explanation: Explanation
 }
 
@@ -111,5 +114,7 @@ public struct NonSubscriptionPurchase: Sendable, Equatable {
     public var ownership: String
     public var quantity: Int64?
     public var isEntitled: Bool
+    /// Apple's `appTransactionId` of the Apple Account that bought it, when stated.
+    public var appTransactionID: String? = nil
     public var explanation: Explanation
 }

@@ -121,7 +121,8 @@ package final class ShadowComparison: Sendable {
     }
 
     /// The document `facts` alone derive to at `now` (its content: no version, no request date).
-    /// Money is left out of both sides: verifyReceipt states none, so only access is compared.
+    /// Money, terms and the `appTransactionId` are left out of both sides: verifyReceipt states
+    /// none of them, so only access is compared.
     func document(_ facts: VerifiedFacts, appUserID: String, now: Int64) -> JSONValue {
         let renewals = facts.renewals.enumerated().map {
             RenewalObservation(observedAt: now, sequence: Int64($0.offset), renewal: $0.element.fact)
@@ -129,6 +130,7 @@ package final class ShadowComparison: Sendable {
         let purchases = facts.purchases.map { stated in
             var p = stated.fact
             p.commerce = Commerce()
+            p.appTransactionID = nil
             return p
         }
         let derived = Facts(purchases: purchases, renewals: renewals).clamped(to: AppleDate.range)

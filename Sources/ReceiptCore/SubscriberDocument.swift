@@ -93,18 +93,21 @@ package struct SubscriberDocument: Sendable {
                 s.offer.map { .object(["type": .string($0.type), "id": $0.id.map(JSONValue.string) ?? .null]) } ?? .null
             // Only while paused (Google Play): other documents read as they did.
             if let resumes = s.resumesAt { fields["resumes_at"] = Self.time(resumes) }
+            // Only where Apple stated it (signed transactions, 2025 on): other documents read as they did.
+            if let app = s.appTransactionID { fields["app_transaction_id"] = .string(app) }
             subscriptions[product] = .object(fields)
             explanations.subscriptions[product] = s.explanation
         }
         var nonSubscriptions: [Identifier: [JSONValue]] = [:]
         for p in others {
-            let fields: [Identifier: JSONValue] = [
+            var fields: [Identifier: JSONValue] = [
                 "transaction_id": .string(p.transactionID), "product_type": .string(p.kind.name), "active": .bool(p.isEntitled),
                 "purchased_at": Self.time(p.purchasedAt), "expires_at": Self.time(p.expiresAt),
                 "refunded_at": Self.time(p.refundedAt),
                 "quantity": p.quantity.map { .int($0) } ?? .null, "ownership": .string(p.ownership),
                 "price": Self.price(p.price), "store": .string(p.store.rawValue),
             ]
+            if let app = p.appTransactionID { fields["app_transaction_id"] = .string(app) }
             nonSubscriptions[Identifier(p.productID), default: []].append(.object(fields))
             explanations.nonSubscriptions[Identifier(p.productID), default: []].append(p.explanation)
         }

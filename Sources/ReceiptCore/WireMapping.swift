@@ -75,7 +75,8 @@ package enum WireMapping {
                 subscriptionGroupID: t.subscriptionGroupID,
                 promotionalOfferID: t.offerType == 2 || t.offerType == 4 ? t.offerIdentifier : nil,
                 offerCodeRefName: t.offerType == 3 ? t.offerIdentifier : nil, quantity: t.quantity,
-                webOrderLineItemID: t.webOrderLineItemID, appAccountToken: t.appAccountToken, commerce: commerce(t)),
+                webOrderLineItemID: t.webOrderLineItemID, appAccountToken: t.appAccountToken,
+                appTransactionID: t.appTransactionID, commerce: commerce(t)),
             bundleID: t.bundleID, rawJSON: unsigned(t.raw))
     }
 
@@ -156,6 +157,7 @@ package enum WireMapping {
         // verifyReceipt does not state stay as learned, and a price from elsewhere (history, the
         // client) stays until the raw JSON states a better one.
         again.fact.appAccountToken = again.fact.appAccountToken ?? stored.fact.appAccountToken
+        again.fact.appTransactionID = again.fact.appTransactionID ?? stored.fact.appTransactionID
         if !again.fact.commerce.statesTerms {
             let price = again.fact.commerce.price
             again.fact.commerce = stored.fact.commerce

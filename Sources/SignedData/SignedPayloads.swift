@@ -93,6 +93,8 @@ public struct SignedTransaction: Sendable, Equatable {
     /// `Auto-Renewable Subscription`, `Non-Consumable`, `Consumable`, `Non-Renewing Subscription`.
     public var type: String?
     public var appAccountToken: String?
+    /// The Apple Account's download of the app this purchase was made in (2025 on).
+    public var appTransactionID: String?
     /// `PURCHASED` or `FAMILY_SHARED`.
     public var inAppOwnershipType: String?
     public var signedDate: Int64?
@@ -141,6 +143,7 @@ public struct SignedTransaction: Sendable, Equatable {
         quantity = v["quantity"]?.int64
         type = v["type"]?.string
         appAccountToken = v["appAccountToken"]?.string
+        appTransactionID = v["appTransactionId"]?.string
         inAppOwnershipType = v["inAppOwnershipType"]?.string
         signedDate = try v.date("signedDate")
         revocationDate = try v.date("revocationDate")

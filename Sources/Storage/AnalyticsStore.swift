@@ -112,7 +112,7 @@ public struct AnalyticsStore {
     }
 
     private func held(_ q: Statement) throws -> [HeldPurchase] {
-        let userColumn = Int32(22 + ReceiptStore.commerceColumns.count)
+        let userColumn = ReceiptStore.transactionCommerceColumn + Int32(ReceiptStore.commerceColumns.count)
         var rows: [HeldPurchase] = []
         while try q.step() {
             let stated = ReceiptStore.purchase(q)

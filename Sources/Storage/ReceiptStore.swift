@@ -196,8 +196,9 @@ public struct ReceiptStore {
         // Several rows a statement: one round trip on PostgreSQL for what took one each.
         for batch in Self.batches(of: facts.purchases, by: \.fact.transactionID) {
             let values = batch.flatMap { p in
-                Self.purchaseValues(p) + [p.rawJSON, now, now, p.fact.appAccountToken, stated, p.fact.store.rawValue]
-                    + Self.commerceValues(p.fact.commerce)
+                Self.purchaseValues(p) + [
+                    p.rawJSON, now, now, p.fact.appAccountToken, stated, p.fact.store.rawValue, p.fact.appTransactionID,
+                ] + Self.commerceValues(p.fact.commerce)
             }
             try db.cached(Self.upsertTransactionSQL(rows: batch.count)).bind(values).run()
             changes += db.changes
@@ -411,10 +412,13 @@ public struct ReceiptStore {
                 environment = ?, purchase_date = ?, original_purchase_date = ?, expires_date = ?, cancellation_date = ?,
                 cancellation_reason = ?, quantity = ?, is_trial_period = ?, is_in_intro_offer_period = ?, is_upgraded = ?,
                 ownership_type = ?, subscription_group_id = ?, web_order_line_item_id = ?, promotional_offer_id = ?,
-                offer_code_ref_name = ?, \(Self.commerceColumns.map { "\($0) = ?" }.joined(separator: ", "))
+                offer_code_ref_name = ?, app_transaction_id = coalesce(?, app_transaction_id),
+                \(Self.commerceColumns.map { "\($0) = ?" }.joined(separator: ", "))
             WHERE transaction_id = ?
             """
-        ).bind(Self.purchaseValues(p) + Self.commerceValues(p.fact.commerce) + [p.fact.transactionID]).run()
+        ).bind(
+            Self.purchaseValues(p) + [p.fact.appTransactionID] + Self.commerceValues(p.fact.commerce) + [p.fact.transactionID]
+        ).run()
     }
 
     /// Rewrites a renewal snapshot's derived columns, and the current row's when it is the newest.
@@ -473,10 +477,14 @@ public struct ReceiptStore {
             "transaction_id", "original_transaction_id", "product_id", "bundle_id", "environment", "purchase_date",
             "original_purchase_date", "expires_date", "cancellation_date", "cancellation_reason", "quantity", "is_trial_period",
             "is_in_intro_offer_period", "is_upgraded", "ownership_type", "subscription_group_id", "web_order_line_item_id",
-            "promotional_offer_id", "offer_code_ref_name", "raw_json", "app_account_token", "store",
+            "promotional_offer_id", "offer_code_ref_name", "raw_json", "app_account_token", "store", "app_transaction_id",
         ].map { $0 == "raw_json" && !rawJSON ? "''" : "\(t).\($0)" }.joined(separator: ", ") + ", "
             + commerceColumns.map { "\(t).\($0)" }.joined(separator: ", ")
     }
+
+    /// Where ``transactionColumns(_:rawJSON:)``'s commerce columns begin; the columns a caller
+    /// selects after them begin at `transactionCommerceColumn + commerceColumns.count`.
+    static let transactionCommerceColumn: Int32 = 23
 
     /// A transaction's money and terms (Migrations/0016_money.sql), after its other columns.
     static let commerceColumns = [
@@ -523,8 +531,9 @@ public struct ReceiptStore {
                 isInIntroOfferPeriod: s.int(12) == 1, isUpgraded: s.int(13) == 1, ownershipType: s.text(14),
                 environment: s.text(4)!, subscriptionGroupID: s.text(15), promotionalOfferID: s.text(17),
                 offerCodeRefName: s.text(18), quantity: s.optionalInt(10), webOrderLineItemID: s.text(16),
-                appAccountToken: s.text(20), store: s.text(21).flatMap(Store.init(rawValue:)) ?? .appStore,
-                commerce: commerce(s, from: 22)),
+                appAccountToken: s.text(20), appTransactionID: s.text(22),
+                store: s.text(21).flatMap(Store.init(rawValue:)) ?? .appStore,
+                commerce: commerce(s, from: transactionCommerceColumn)),
             bundleID: s.text(3)!, rawJSON: s.text(19)!)
     }
 
@@ -598,7 +607,7 @@ public struct ReceiptStore {
     }
 
     /// The columns of a transaction's upsert.
-    static let upsertedTransactionColumns = 25 + commerceColumns.count
+    static let upsertedTransactionColumns = 26 + commerceColumns.count
 
     // An unchanged row is not rewritten (the WHERE of the upsert), so re-posting changes nothing.
     static func upsertTransactionSQL(rows: Int) -> String {
@@ -608,7 +617,7 @@ public struct ReceiptStore {
                 original_purchase_date, expires_date, cancellation_date, cancellation_reason, quantity, is_trial_period,
                 is_in_intro_offer_period, is_upgraded, ownership_type, subscription_group_id, web_order_line_item_id,
                 promotional_offer_id, offer_code_ref_name, raw_json, first_seen_at, updated_at, app_account_token, stated_at, store,
-                \(commerceColumns.joined(separator: ", ")))
+                app_transaction_id, \(commerceColumns.joined(separator: ", ")))
             VALUES \(Array(repeating: row, count: rows).joined(separator: ",\n    "))
             \(upsertTransactionConflict)
             """
@@ -626,7 +635,8 @@ public struct ReceiptStore {
             promotional_offer_id = excluded.promotional_offer_id, offer_code_ref_name = excluded.offer_code_ref_name,
             raw_json = excluded.raw_json, updated_at = excluded.updated_at,
             app_account_token = coalesce(excluded.app_account_token, transactions.app_account_token), stated_at = excluded.stated_at,
-            store = excluded.store, \(keptTerms),
+            store = excluded.store,
+            app_transaction_id = coalesce(excluded.app_transaction_id, transactions.app_transaction_id), \(keptTerms),
             price = CASE WHEN \(betterPrice) THEN excluded.price ELSE transactions.price END,
             currency = CASE WHEN \(betterPrice) THEN excluded.currency ELSE transactions.currency END,
             price_source = CASE WHEN \(betterPrice) THEN excluded.price_source ELSE transactions.price_source END

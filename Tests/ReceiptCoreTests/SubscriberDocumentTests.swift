@@ -73,3 +73,41 @@ extension SubscriberDocumentTests {
         #expect(SubscriberDocument.fnv1a64([Array("ab".utf8)]) == SubscriberDocument.fnv1a64([[0x61], [], [0x62]]))
     }
 }
+
+/// `app_transaction_id`: where a signed transaction stated it, the subscription (from any of its
+/// periods when the current one came from verifyReceipt) and the purchase name it; elsewhere the
+/// key is absent, so documents without it read (and fingerprint) as before.
+extension SubscriberDocumentTests {
+    @Test func theAppTransactionIDIsShownWhereStated() {
+        let day: Int64 = 86_400_000
+        let now: Int64 = 1_735_689_600_000
+        let facts = Facts(purchases: [
+            Purchase(
+                transactionID: "1", originalTransactionID: "1", productID: "monthly", purchaseDate: now - 40 * day,
+                expiresDate: now - 10 * day, appTransactionID: "7001"),
+            Purchase(
+                transactionID: "2", originalTransactionID: "1", productID: "monthly", purchaseDate: now - 10 * day,
+                expiresDate: now + 20 * day),
+            Purchase(transactionID: "3", originalTransactionID: "3", productID: "lifetime", purchaseDate: now - day),
+            Purchase(
+                transactionID: "4", originalTransactionID: "4", productID: "coins", purchaseDate: now - day,
+                appTransactionID: "7001"),
+        ])
+        let settings = EntitlementSettings(rules: EntitlementRules([:]), catalog: Catalog(), policy: DerivationPolicy())
+        let document = SubscriberDocument(appUserID: "u", facts: facts, settings: settings, now: now)
+        let rendered = document.rendered(version: 1, now: now, explain: false)
+        #expect(rendered["subscriptions"]?["monthly"]?["app_transaction_id"] == .string("7001"))
+        #expect(rendered["non_subscriptions"]?["coins"]?.array?.first?["app_transaction_id"] == .string("7001"))
+        guard case .object(let lifetime)? = rendered["non_subscriptions"]?["lifetime"]?.array?.first else {
+            Issue.record("no lifetime purchase")
+            return
+        }
+        #expect(lifetime["app_transaction_id"] == nil)
+        // Without any: no key at all, and the fingerprint tells the two apart.
+        var stripped = facts
+        for i in stripped.purchases.indices { stripped.purchases[i].appTransactionID = nil }
+        let before = SubscriberDocument(appUserID: "u", facts: stripped, settings: settings, now: now)
+        #expect(before.fingerprint != document.fingerprint)
+        #expect(before.rendered(version: 1, now: now, explain: false)["subscriptions"]?["monthly"]?["app_transaction_id"] == nil)
+    }
+}

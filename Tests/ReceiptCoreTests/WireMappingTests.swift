@@ -3,6 +3,7 @@ import Entitlements
 import Foundation
 import JSON
 import ReceiptTesting
+import SignedData
 import Storage
 import Testing
 
@@ -91,6 +92,22 @@ struct WireMappingTests {
             let stored = Stated(RenewalObservation(observedAt: 5, sequence: 1, renewal: r.fact), rawJSON: r.rawJSON)
             #expect(WireMapping.remapped(stored) == stored)
         }
+        // A signed transaction's appTransactionId comes back from its raw JSON; a verifyReceipt
+        // row keeps the one stored (it states none).
+        let signed = try #require(
+            try SignedTransaction(
+                .object([
+                    "transactionId": .string("9"), "originalTransactionId": .string("9"), "productId": .string("lifetime"),
+                    "bundleId": .string("com.x"), "appTransactionId": .string("7009"), "storefront": .string("USA"),
+                ])))
+        let stored = WireMapping.purchase(signed)
+        #expect(stored.fact.appTransactionID == "7009")
+        var lost = stored
+        lost.fact.appTransactionID = nil
+        #expect(WireMapping.remapped(lost)?.fact.appTransactionID == "7009")
+        var learned = verified.purchases[0]
+        learned.fact.appTransactionID = "7010"
+        #expect(WireMapping.remapped(learned)?.fact.appTransactionID == "7010")
         var broken = verified.purchases[0]
         broken.rawJSON = "[]"
         #expect(WireMapping.remapped(broken) == nil)

@@ -78,6 +78,51 @@ struct ReceiptStoreTests {
         #expect(try store.purchase("t5")?.rawJSON == #"{"n":5,"again":true}"#)
     }
 
+    /// A signed transaction's `appTransactionId` is kept; verifyReceipt, which never states it,
+    /// restating the purchase later does not erase it.
+    @Test(arguments: await testDialects())
+    func keepsTheAppTransactionIDThroughARestatementWithoutIt(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        let store = ReceiptStore(db)
+        func facts(_ app: String?, raw: String, statedAt: Int64) -> VerifiedFacts {
+            VerifiedFacts(
+                environment: "production",
+                purchases: [
+                    Stated(
+                        Purchase(
+                            transactionID: "t1", originalTransactionID: "t1", productID: "monthly", purchaseDate: 1000,
+                            expiresDate: 2000, appTransactionID: app),
+                        bundleID: "com.x", rawJSON: raw)
+                ], statedAt: statedAt)
+        }
+        _ = try store.save(facts("704", raw: #"{"appTransactionId":"704"}"#, statedAt: 10), for: "alice", now: 10)
+        #expect(try store.purchase("t1")?.fact.appTransactionID == "704")
+        _ = try store.save(facts(nil, raw: #"{"transaction_id":"t1","x":1}"#, statedAt: 11), for: "alice", now: 11)
+        #expect(try store.purchase("t1")?.rawJSON == #"{"transaction_id":"t1","x":1}"#)
+        #expect(try store.purchase("t1")?.fact.appTransactionID == "704")
+        #expect(try store.subscriber("alice")?.purchases.first?.fact.appTransactionID == "704")
+    }
+
+    /// Migration 0028 fills the column of rows stored before it from their payloads.
+    @Test(arguments: await testDialects())
+    func theMigrationFillsAppTransactionIDsFromStoredPayloads(dialect: Database.Dialect) async throws {
+        let db = try await emptyDatabase(dialect)
+        let all = try Migration.load(from: Migration.directory(for: dialect, under: migrationsDirectory))
+        _ = try Migrator(migrations: all.filter { $0.version < 28 }).migrate(db)
+        for (id, raw) in [("t1", #"{"transactionId":"t1","appTransactionId":"705"}"#), ("t2", #"{"transaction_id":"t2"}"#)] {
+            try db.prepare(
+                """
+                INSERT INTO transactions (transaction_id, original_transaction_id, product_id, bundle_id, environment,
+                    is_trial_period, is_in_intro_offer_period, is_upgraded, raw_json, first_seen_at, updated_at)
+                VALUES (?, ?, 'monthly', 'com.x', 'production', 0, 0, 0, ?, 1, 1)
+                """
+            ).bind([id, id, raw]).run()
+        }
+        _ = try Migrator(migrations: all).migrate(db)
+        #expect(try ReceiptStore(db).purchase("t1")?.fact.appTransactionID == "705")
+        #expect(try ReceiptStore(db).purchase("t2")?.fact.appTransactionID == nil)
+    }
+
     @Test(arguments: await testDialects())
     func keepsMoneyAndImprovesAPriceNeverForgetsIt(dialect: Database.Dialect) async throws {
         let db = try await migratedDatabase(dialect)
