@@ -1,6 +1,7 @@
 /// What a store says about a transaction's money and terms: the price and who stated it, the
-/// storefront, the offer, a refund's kind and share, a commitment plan's terms. Derivation of
-/// access never reads it; Analytics does. Amounts are integer milliunits of `currency` (Apple's
+/// storefront, the offer, a refund's kind and share, a commitment plan's terms. Access never
+/// depends on it: Derivation reads a refund's kind and share (``Refund``) and a commitment's terms
+/// to explain them; Analytics reads all of it. Amounts are integer milliunits of `currency` (Apple's
 /// unit: 9.99 is 9990), never binary floating point.
 public struct Commerce: Sendable, Equatable {
     public var price: Price?

@@ -46,19 +46,25 @@ public enum Derivation {
                 expires = end
                 facts += [.text("duration", duration.description), .time("period_start", start), .time("expires_date", end)]
             }
+            let refund = Refund(p)
+            let refundedUnits = refund?.refundedUnits(of: p.quantity)
             facts += [
                 .time("cancellation_date", p.cancellationDate), .text("ownership", p.ownership), .time("compared_at", now),
             ]
+            facts += (refund?.facts ?? []) + [.number("refunded_quantity", refundedUnits)]
             let (entitled, rule, decision): (Bool, String, String) =
                 if kind == .consumable {
                     (false, "consumable", "Listed only: a consumable never grants an entitlement.")
-                } else if let cancelled = p.cancellationDate {
-                    p.isFamilyShared
+                } else if let refund {
+                    refund.isFamilyRevocation
                         ? (
                             false, "revoked_family_sharing",
-                            "Not entitled: Family Sharing access was revoked at \(CivilTime.rfc3339(cancelled))."
+                            "Not entitled: Family Sharing access was revoked at \(CivilTime.rfc3339(refund.at))."
                         )
-                        : (false, "refunded", "Not entitled: Apple refunded this purchase at \(CivilTime.rfc3339(cancelled)).")
+                        : (
+                            false, refund.kind == .prorated ? "refunded_prorated" : "refunded",
+                            "Not entitled: \(p.store.displayName) \(refund.refundedWords) this purchase\(refundedUnits.map { " (\($0) of its \(p.quantity ?? 1) units)" } ?? "") at \(CivilTime.rfc3339(refund.at)); a refund ends access from its date, whatever its share."
+                        )
                 } else if p.isFamilyShared && !policy.familySharedCounts {
                     (
                         false, "family_shared_not_counted",
@@ -79,7 +85,8 @@ public enum Derivation {
                     productID: p.productID, transactionID: p.transactionID, kind: kind, purchasedAt: p.purchaseDate,
                     expiresAt: expires, refundedAt: p.cancellationDate, environment: p.environment, store: p.store,
                     price: p.commerce.price, ownership: p.ownership,
-                    quantity: p.quantity, isEntitled: entitled, appTransactionID: p.appTransactionID,
+                    quantity: p.quantity, isEntitled: entitled, refund: refund, refundedQuantity: refundedUnits,
+                    appTransactionID: p.appTransactionID,
                     explanation: Explanation(rule: rule, decision: decision, facts: facts.compactMap { $0 })))
         }
         return result.reversed()
@@ -177,9 +184,15 @@ public enum Derivation {
                 "Not entitled here: transaction \(current.transactionID) was upgraded (is_upgraded); the product it was upgraded to grants access."
         } else if let cancelled = current.cancellationDate {
             facts += [.time("cancellation_date", cancelled), .text("cancellation_reason", current.cancellationReason)]
-            if current.isFamilyShared {
+            let refund = Refund(current)
+            facts += refund?.facts ?? []
+            if refund?.isFamilyRevocation ?? current.isFamilyShared {
                 (state, entitled, rule) = (.revoked, false, "revoked_current_period")
                 decision = "Not entitled: Family Sharing access to the current period was revoked at \(t(cancelled))."
+            } else if let refund, refund.kind == .prorated {
+                (state, entitled, rule) = (.refunded, false, "refunded_current_period_prorated")
+                decision =
+                    "Not entitled: \(current.store.displayName) \(refund.refundedWords) the current period (transaction \(current.transactionID)), prorated for the time left in it, at \(t(cancelled)); a refund ends access from its date, whatever its share."
             } else {
                 (state, entitled, rule) = (.refunded, false, "refunded_current_period")
                 decision =
@@ -253,6 +266,7 @@ public enum Derivation {
                 }
                 .map { max($0, current.purchaseDate ?? $0) } : nil,
             resumesAt: state == .paused ? renewal?.autoResumeDate : nil,
+            refund: state == .refunded || state == .revoked ? Refund(current) : nil,
             appTransactionID: current.appTransactionID ?? chain.lazy.compactMap(\.appTransactionID).first,
             explanation: Explanation(rule: rule, decision: decision, facts: facts.compactMap { $0 }))
     }

@@ -88,19 +88,20 @@ public enum History {
                 )
             }
             // A refund of any period, current or past; an upgrade's cancellation is not a refund.
-            if let cancelled = p.cancellationDate, !p.isUpgraded {
+            if let refund = Refund(p) {
                 events.append(
                     LifecycleEvent(
-                        key: "refund:\(p.transactionID)", kind: .refund, at: cancelled, productID: p.productID,
+                        key: "refund:\(p.transactionID)", kind: .refund, at: refund.at, productID: p.productID,
                         originalTransactionID: p.originalTransactionID, transactionID: p.transactionID,
                         facts: [
-                            Fact("revocation", .text(p.isFamilyShared ? "family_revoke" : "refund")),
+                            Fact("revocation", .text(refund.isFamilyRevocation ? "family_revoke" : "refund")),
                             Fact("product_type", .text(kind.name)),
                         ]
                             + [
                                 Fact.text("cancellation_reason", p.cancellationReason),
                                 Fact.time("period_expires_at", p.expiresDate),
-                            ].compactMap { $0 }))
+                            ].compactMap { $0 } + refund.facts
+                            + [Fact.number("refunded_quantity", refund.refundedUnits(of: p.quantity))].compactMap { $0 }))
             }
         }
         // A move between two of the user's own ids (a merge) is not a transfer: the merge event tells it.

@@ -92,6 +92,8 @@ public struct SubscriptionStatus: Sendable, Equatable {
     public var billingIssueDetectedAt: Int64?
     /// While paused (Google Play): when the subscription resumes.
     public var resumesAt: Int64? = nil
+    /// While refunded or revoked: how (its kind and share, when the store said).
+    public var refund: Refund? = nil
     /// Apple's `appTransactionId` of the Apple Account that bought it, when a signed transaction of
     /// the subscription stated it.
     public var appTransactionID: String? = nil
@@ -114,6 +116,10 @@ public struct NonSubscriptionPurchase: Sendable, Equatable {
     public var ownership: String
     public var quantity: Int64?
     public var isEntitled: Bool
+    /// Refunded or revoked: how (its kind and share, when the store said).
+    public var refund: Refund? = nil
+    /// Of several units bought at once, how many the refund took back (``Refund/refundedUnits(of:)``).
+    public var refundedQuantity: Int64? = nil
     /// Apple's `appTransactionId` of the Apple Account that bought it, when stated.
     public var appTransactionID: String? = nil
     public var explanation: Explanation

@@ -95,6 +95,7 @@ package struct SubscriberDocument: Sendable {
             if let resumes = s.resumesAt { fields["resumes_at"] = Self.time(resumes) }
             // Only where Apple stated it (signed transactions, 2025 on): other documents read as they did.
             if let app = s.appTransactionID { fields["app_transaction_id"] = .string(app) }
+            if let refund = s.refund { Self.add(refund, to: &fields) }
             subscriptions[product] = .object(fields)
             explanations.subscriptions[product] = s.explanation
         }
@@ -108,6 +109,10 @@ package struct SubscriberDocument: Sendable {
                 "price": Self.price(p.price), "store": .string(p.store.rawValue),
             ]
             if let app = p.appTransactionID { fields["app_transaction_id"] = .string(app) }
+            if let refund = p.refund {
+                Self.add(refund, to: &fields)
+                if let units = p.refundedQuantity { fields["refunded_quantity"] = .int(units) }
+            }
             nonSubscriptions[Identifier(p.productID), default: []].append(.object(fields))
             explanations.nonSubscriptions[Identifier(p.productID), default: []].append(p.explanation)
         }
@@ -222,7 +227,14 @@ package struct SubscriberDocument: Sendable {
     }
 
     private static func state(_ p: NonSubscriptionPurchase) -> String {
-        p.isEntitled ? "active" : p.refundedAt != nil ? (p.ownership == "family_shared" ? "revoked" : "refunded") : "expired"
+        p.isEntitled ? "active" : p.refund.map { $0.isFamilyRevocation ? "revoked" : "refunded" } ?? "expired"
+    }
+
+    /// A refunded entry's `refund_type` (Apple's `revocationType`, lowercased; null when the store
+    /// did not say) and `refund_percentage` (decimal text of three places, or null).
+    private static func add(_ refund: Refund, to fields: inout [Identifier: JSONValue]) {
+        fields["refund_type"] = refund.kind.map { .string($0.rawValue) } ?? .null
+        fields["refund_percentage"] = refund.percentage.map { .string(Refund.percentText($0)) } ?? .null
     }
 
     /// A promotional grant: no product, no purchase; `promotion_id` names it.

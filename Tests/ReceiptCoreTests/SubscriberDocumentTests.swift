@@ -111,3 +111,42 @@ extension SubscriberDocumentTests {
         #expect(before.rendered(version: 1, now: now, explain: false)["subscriptions"]?["monthly"]?["app_transaction_id"] == nil)
     }
 }
+
+/// A refunded entry says how: `refund_type` and `refund_percentage` (null when the store did not
+/// say), and of several units bought at once how many went back; entries not refunded have none.
+extension SubscriberDocumentTests {
+    @Test func aRefundedEntrySaysHowItWasRefunded() {
+        let day: Int64 = 86_400_000
+        let now: Int64 = 1_735_689_600_000
+        var monthly = Purchase(
+            transactionID: "1", originalTransactionID: "1", productID: "monthly", purchaseDate: now - 10 * day,
+            expiresDate: now + 20 * day, cancellationDate: now - day)
+        monthly.commerce.revocationType = "REFUND_PRORATED"
+        monthly.commerce.revocationPercentage = 66_667
+        var coins = Purchase(
+            transactionID: "2", originalTransactionID: "2", productID: "coins_100", purchaseDate: now - 2 * day,
+            cancellationDate: now - day, quantity: 3)
+        coins.commerce.revocationType = "REFUND_PRORATED"
+        coins.commerce.revocationPercentage = 33_333
+        let old = Purchase(
+            transactionID: "3", originalTransactionID: "3", productID: "lifetime", purchaseDate: now - 2 * day,
+            cancellationDate: now - day)
+        let settings = EntitlementSettings(
+            rules: EntitlementRules([:]), catalog: Catalog(["coins_100": .consumable]), policy: DerivationPolicy())
+        let rendered = SubscriberDocument(
+            appUserID: "u", facts: Facts(purchases: [monthly, coins, old]), settings: settings, now: now
+        ).rendered(version: 1, now: now, explain: false)
+        let subscription = rendered["subscriptions"]?["monthly"]
+        #expect(subscription?["state"] == .string("refunded"))
+        #expect(subscription?["refund_type"] == .string("refund_prorated"))
+        #expect(subscription?["refund_percentage"] == .string("66.667"))
+        let units = rendered["non_subscriptions"]?["coins_100"]?.array?.first
+        #expect(units?["refunded_quantity"] == .int(1) && units?["quantity"] == .int(3))
+        // verifyReceipt's refund: the date alone.
+        let lifetime = rendered["non_subscriptions"]?["lifetime"]?.array?.first
+        #expect(
+            lifetime?["active"] == .bool(false) && lifetime?["refund_type"] == .null && lifetime?["refund_percentage"] == .null)
+        guard case .object(let fields)? = lifetime else { return }
+        #expect(fields["refunded_quantity"] == nil)
+    }
+}
