@@ -51,7 +51,7 @@ public enum Derivation {
             facts += [
                 .time("cancellation_date", p.cancellationDate), .text("ownership", p.ownership), .time("compared_at", now),
             ]
-            facts += (refund?.facts ?? []) + [.number("refunded_quantity", refundedUnits)]
+            facts += (refund?.facts ?? []) + [.number("refunded_quantity", refundedUnits)] + reversalFacts(p)
             let (entitled, rule, decision): (Bool, String, String) =
                 if kind == .consumable {
                     (false, "consumable", "Listed only: a consumable never grants an entitlement.")
@@ -90,6 +90,13 @@ public enum Derivation {
                     explanation: Explanation(rule: rule, decision: decision, facts: facts.compactMap { $0 })))
         }
         return result.reversed()
+    }
+
+    /// A reversed refund of `p`, while no newer one stands: when it had taken effect and when the
+    /// store reversed it (what it took is back).
+    static func reversalFacts(_ p: Purchase) -> [Fact?] {
+        guard p.cancellationDate == nil, let reversal = p.refundReversal else { return [] }
+        return [.time("reversed_refund_date", reversal.refundedAt), .time("refund_reversed_at", reversal.reversedAt)]
     }
 
     /// Auto-renewable purchases grouped by original transaction id, in a stable order.
@@ -238,6 +245,7 @@ public enum Derivation {
             ]
         }
         if current.isFamilyShared { facts.append(.text("ownership", current.ownership)) }
+        facts += reversalFacts(current)
 
         let ongoing = state == .active || state == .gracePeriod || state == .billingRetry || state == .accountHold
         let autoRenew = renewal?.autoRenewStatus

@@ -94,6 +94,8 @@ public struct Purchase: Sendable, Equatable {
     /// Apple's `appTransactionId`: the Apple Account that got the app, the same on every purchase
     /// it makes in the app (signed transactions since 2025; verifyReceipt never states it).
     public var appTransactionID: String?
+    /// The last refund of it the store reversed, if any (the current ``cancellationDate`` is another).
+    public var refundReversal: RefundReversal?
     /// Who stated it.
     public var store: Store
     /// Its money and terms.
@@ -106,7 +108,8 @@ public struct Purchase: Sendable, Equatable {
         isUpgraded: Bool = false, ownershipType: String? = nil, environment: String = "production",
         subscriptionGroupID: String? = nil, promotionalOfferID: String? = nil, offerCodeRefName: String? = nil,
         quantity: Int64? = nil, webOrderLineItemID: String? = nil, appAccountToken: String? = nil,
-        appTransactionID: String? = nil, store: Store = .appStore, commerce: Commerce = Commerce()
+        appTransactionID: String? = nil, refundReversal: RefundReversal? = nil, store: Store = .appStore,
+        commerce: Commerce = Commerce()
     ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -128,6 +131,7 @@ public struct Purchase: Sendable, Equatable {
         self.webOrderLineItemID = webOrderLineItemID
         self.appAccountToken = appAccountToken
         self.appTransactionID = appTransactionID
+        self.refundReversal = refundReversal
         self.store = store
         self.commerce = commerce
     }

@@ -17,6 +17,8 @@ public struct LifecycleEvent: Sendable, Equatable {
         case paused = "subscription_paused"
         case expiration
         case refund
+        /// The store reversed a refund (Apple's `REFUND_REVERSED`): what it took is back.
+        case refundReversed = "refund_reversed"
         case transfer
         /// Another id joined the user (an alias): the facts name `alias_app_user_id`; no product.
         case merge
@@ -88,6 +90,22 @@ public enum History {
                 )
             }
             // A refund of any period, current or past; an upgrade's cancellation is not a refund.
+            if let reversal = p.refundReversal {
+                // The refund that was (keyed as when it was current, unless a newer one is), then its reversal.
+                let key =
+                    p.cancellationDate == nil ? "refund:\(p.transactionID)" : "refund:\(p.transactionID):\(reversal.refundedAt)"
+                let about = [Fact("product_type", .text(kind.name)), Fact("refunded_at", .time(reversal.refundedAt))]
+                events.append(
+                    LifecycleEvent(
+                        key: key, kind: .refund, at: reversal.refundedAt, productID: p.productID,
+                        originalTransactionID: p.originalTransactionID, transactionID: p.transactionID,
+                        facts: [Fact("revocation", .text("refund")), Fact("reversed_at", .time(reversal.reversedAt))] + about))
+                events.append(
+                    LifecycleEvent(
+                        key: "refund_reversed:\(p.transactionID):\(reversal.refundedAt)", kind: .refundReversed,
+                        at: reversal.reversedAt, productID: p.productID, originalTransactionID: p.originalTransactionID,
+                        transactionID: p.transactionID, facts: about))
+            }
             if let refund = Refund(p) {
                 events.append(
                     LifecycleEvent(

@@ -69,3 +69,18 @@ public struct Refund: Sendable, Equatable {
         return "refunded"
     }
 }
+
+/// A refund the store reversed (Apple's `REFUND_REVERSED`: "reinstate the content"): the
+/// transaction was stated again without its revocation. Its access is back as if never refunded;
+/// the history keeps both the refund and its reversal.
+public struct RefundReversal: Sendable, Equatable {
+    /// When the refund had taken effect.
+    public var refundedAt: Int64
+    /// When the store stated the transaction without it.
+    public var reversedAt: Int64
+
+    public init(refundedAt: Int64, reversedAt: Int64) {
+        self.refundedAt = refundedAt
+        self.reversedAt = reversedAt
+    }
+}

@@ -158,6 +158,7 @@ package enum WireMapping {
         // client) stays until the raw JSON states a better one.
         again.fact.appAccountToken = again.fact.appAccountToken ?? stored.fact.appAccountToken
         again.fact.appTransactionID = again.fact.appTransactionID ?? stored.fact.appTransactionID
+        again.fact.refundReversal = stored.fact.refundReversal  // history storage kept, not in any payload
         if !again.fact.commerce.statesTerms {
             let price = again.fact.commerce.price
             again.fact.commerce = stored.fact.commerce

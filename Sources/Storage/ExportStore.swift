@@ -65,7 +65,8 @@ public struct ExportStore {
             integer("offer_type"), text("offer_discount_type"), text("offer_period"), text("transaction_reason"),
             text("revocation_type"), integer("revocation_percentage"), text("billing_plan_type"),
             integer("commitment_period_number"), integer("commitment_total_periods"), integer("commitment_price"),
-            integer("commitment_expires_date"), text("app_transaction_id"), integer("first_seen_at"), integer("updated_at"),
+            integer("commitment_expires_date"), text("app_transaction_id"),
+            integer("reversed_refund_date"), integer("refund_reversed_at"), integer("first_seen_at"), integer("updated_at"),
         ])
 
     public static let events = Table(

@@ -478,13 +478,14 @@ public struct ReceiptStore {
             "original_purchase_date", "expires_date", "cancellation_date", "cancellation_reason", "quantity", "is_trial_period",
             "is_in_intro_offer_period", "is_upgraded", "ownership_type", "subscription_group_id", "web_order_line_item_id",
             "promotional_offer_id", "offer_code_ref_name", "raw_json", "app_account_token", "store", "app_transaction_id",
+            "reversed_refund_date", "refund_reversed_at",
         ].map { $0 == "raw_json" && !rawJSON ? "''" : "\(t).\($0)" }.joined(separator: ", ") + ", "
             + commerceColumns.map { "\(t).\($0)" }.joined(separator: ", ")
     }
 
     /// Where ``transactionColumns(_:rawJSON:)``'s commerce columns begin; the columns a caller
     /// selects after them begin at `transactionCommerceColumn + commerceColumns.count`.
-    static let transactionCommerceColumn: Int32 = 23
+    static let transactionCommerceColumn: Int32 = 25
 
     /// A transaction's money and terms (Migrations/0016_money.sql), after its other columns.
     static let commerceColumns = [
@@ -532,6 +533,9 @@ public struct ReceiptStore {
                 environment: s.text(4)!, subscriptionGroupID: s.text(15), promotionalOfferID: s.text(17),
                 offerCodeRefName: s.text(18), quantity: s.optionalInt(10), webOrderLineItemID: s.text(16),
                 appAccountToken: s.text(20), appTransactionID: s.text(22),
+                refundReversal: s.optionalInt(23).flatMap { refunded in
+                    s.optionalInt(24).map { RefundReversal(refundedAt: refunded, reversedAt: $0) }
+                },
                 store: s.text(21).flatMap(Store.init(rawValue:)) ?? .appStore,
                 commerce: commerce(s, from: transactionCommerceColumn)),
             bundleID: s.text(3)!, rawJSON: s.text(19)!)
@@ -623,6 +627,12 @@ public struct ReceiptStore {
             """
     }
 
+    /// The statement drops a refund the stored row had: the store reversed it (an upgrade's
+    /// cancellation, which is no refund, excepted).
+    static let refundReversed = """
+        transactions.cancellation_date IS NOT NULL AND excluded.cancellation_date IS NULL AND transactions.is_upgraded = 0
+        """
+
     static let upsertTransactionConflict = """
         ON CONFLICT (transaction_id) DO UPDATE SET original_transaction_id = excluded.original_transaction_id,
             product_id = excluded.product_id, bundle_id = excluded.bundle_id, environment = excluded.environment,
@@ -636,7 +646,11 @@ public struct ReceiptStore {
             raw_json = excluded.raw_json, updated_at = excluded.updated_at,
             app_account_token = coalesce(excluded.app_account_token, transactions.app_account_token), stated_at = excluded.stated_at,
             store = excluded.store,
-            app_transaction_id = coalesce(excluded.app_transaction_id, transactions.app_transaction_id), \(keptTerms),
+            app_transaction_id = coalesce(excluded.app_transaction_id, transactions.app_transaction_id),
+            reversed_refund_date = CASE WHEN \(refundReversed) THEN transactions.cancellation_date
+                ELSE transactions.reversed_refund_date END,
+            refund_reversed_at = CASE WHEN \(refundReversed) THEN excluded.stated_at ELSE transactions.refund_reversed_at END,
+            \(keptTerms),
             price = CASE WHEN \(betterPrice) THEN excluded.price ELSE transactions.price END,
             currency = CASE WHEN \(betterPrice) THEN excluded.currency ELSE transactions.currency END,
             price_source = CASE WHEN \(betterPrice) THEN excluded.price_source ELSE transactions.price_source END

@@ -89,3 +89,26 @@ struct RefundTests {
         #expect(kept.explanation.decision.contains("refunded 25.000% of this purchase"))
     }
 }
+
+/// A reversed refund: access as if never refunded, explained; the history keeps the refund (dated
+/// when it took effect) and adds its reversal.
+extension RefundTests {
+    @Test func aReversedRefundRestoresAccessAndStaysInTheHistory() throws {
+        var p = period("t1", from: 0, to: 30)
+        p.refundReversal = RefundReversal(refundedAt: d(10), reversedAt: d(12))
+        let status = try #require(Derivation.subscriptions(Facts(purchases: [p]), now: d(13)).first)
+        #expect(status.state == .active && status.isEntitled && status.refund == nil)
+        #expect(status.explanation.facts.contains(Fact("refund_reversed_at", .time(d(12)))))
+        let events = History.events(Facts(purchases: [p]), appUserID: "u", asOf: d(13))
+        let refund = try #require(events.first { $0.kind == .refund })
+        #expect(refund.key == "refund:t1" && refund.at == d(10))
+        #expect(refund.facts.contains(Fact("reversed_at", .time(d(12)))))
+        let reversal = try #require(events.first { $0.kind == .refundReversed })
+        #expect(reversal.at == d(12) && reversal.key == "refund_reversed:t1:\(d(10))")
+        // Refunded again later: the current refund keeps the plain key; the reversed one is keyed by its date.
+        p.cancellationDate = d(20)
+        let again = History.events(Facts(purchases: [p]), appUserID: "u", asOf: d(21)).filter { $0.kind == .refund }
+        #expect(Set(again.map(\.key)) == ["refund:t1", "refund:t1:\(d(10))"])
+        #expect(Derivation.subscriptions(Facts(purchases: [p]), now: d(21)).first?.state == .refunded)
+    }
+}

@@ -311,10 +311,18 @@ struct NotificationProcessorTests {
                 name: "REFUND",
                 before: [subscribed("o21")],
                 notification: V2(
-                    type: "REFUND", transaction: active("o21", ["revocationDate": now - 60_000, "revocationReason": 1]), status: 5
-                ),
-                check: { d in state("monthly", "refunded", false)(d) && (d["entitlements"] as? [String: Any])?["premium"] != nil }
-            ),
+                    type: "REFUND",
+                    transaction: active(
+                        "o21",
+                        [
+                            "revocationDate": now - 60_000, "revocationReason": 1, "revocationType": "REFUND_PRORATED",
+                            "revocationPercentage": 40_000, "storefront": "USA",
+                        ]), status: 5),
+                check: { d in
+                    state("monthly", "refunded", false)(d) && (d["entitlements"] as? [String: Any])?["premium"] != nil
+                        && subscription(d, "monthly")?["refund_type"] as? String == "refund_prorated"
+                        && subscription(d, "monthly")?["refund_percentage"] as? String == "40.000"
+                }),
             Row(
                 name: "REFUND_REVERSED",
                 before: [subscribed("o22"), V2(type: "REFUND", transaction: active("o22", ["revocationDate": now - 60_000]))],
@@ -396,6 +404,13 @@ struct NotificationProcessorTests {
                 }
                 let document = try await request(port, "GET", "/v1/subscribers/\(user)", key: TestSecrets.secretKey)
                 #expect(row.check(document.json), "\(row.name): \(document.body)")
+                if row.name == "REFUND_REVERSED" {
+                    // What the refund took is back, and the history tells both: the refund, then its reversal.
+                    let events = try await request(
+                        port, "GET", "/v1/subscribers/\(user)/events?limit=20", key: TestSecrets.secretKey)
+                    let types = (events.json["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
+                    #expect(types.contains("refund_reversed") && types.contains("refund"), "\(events.body)")
+                }
             }
             // Rows stored from signed payloads re-map from their raw JSON to exactly what is stored.
             let rederivation = Rederivation(

@@ -103,6 +103,42 @@ struct ReceiptStoreTests {
         #expect(try store.subscriber("alice")?.purchases.first?.fact.appTransactionID == "704")
     }
 
+    /// A statement dropping a refund the stored row had is the store reversing it: when the refund
+    /// had taken effect and when it was reversed are kept; an upgrade's cancellation dropped is not.
+    @Test(arguments: await testDialects())
+    func aRefundStatedAwayIsKeptAsItsReversal(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        let store = ReceiptStore(db)
+        func facts(_ id: String, cancelled: Int64?, upgraded: Bool = false, statedAt: Int64) -> VerifiedFacts {
+            VerifiedFacts(
+                environment: "production",
+                purchases: [
+                    Stated(
+                        Purchase(
+                            transactionID: id, originalTransactionID: id, productID: "monthly", purchaseDate: 1000,
+                            expiresDate: 9000, cancellationDate: cancelled, isUpgraded: upgraded),
+                        bundleID: "com.x", rawJSON: #"{"id":"\#(id)","c":\#(cancelled ?? 0)}"#)
+                ], statedAt: statedAt)
+        }
+        _ = try store.save(facts("t1", cancelled: nil, statedAt: 10), for: "alice", now: 10)
+        #expect(try store.purchase("t1")?.fact.refundReversal == nil)
+        _ = try store.save(facts("t1", cancelled: 5000, statedAt: 20), for: "alice", now: 20)
+        #expect(try store.purchase("t1")?.fact.refundReversal == nil)
+        _ = try store.save(facts("t1", cancelled: nil, statedAt: 30), for: "alice", now: 30)
+        let reversed = RefundReversal(refundedAt: 5000, reversedAt: 30)
+        #expect(try store.purchase("t1")?.fact.refundReversal == reversed)
+        #expect(try store.subscriber("alice")?.purchases.first?.fact.refundReversal == reversed)
+        // Refunded again, then an older statement: neither touches the reversal kept.
+        _ = try store.save(facts("t1", cancelled: 7000, statedAt: 40), for: "alice", now: 40)
+        _ = try store.save(facts("t1", cancelled: nil, statedAt: 35), for: "alice", now: 41)
+        #expect(try store.purchase("t1")?.fact.refundReversal == reversed)
+        #expect(try store.purchase("t1")?.fact.cancellationDate == 7000)
+        // An upgrade's cancellation stated away is no reversal of a refund.
+        _ = try store.save(facts("t2", cancelled: 6000, upgraded: true, statedAt: 50), for: "alice", now: 50)
+        _ = try store.save(facts("t2", cancelled: nil, upgraded: true, statedAt: 60), for: "alice", now: 60)
+        #expect(try store.purchase("t2")?.fact.refundReversal == nil)
+    }
+
     /// Migration 0028 fills the column of rows stored before it from their payloads.
     @Test(arguments: await testDialects())
     func theMigrationFillsAppTransactionIDsFromStoredPayloads(dialect: Database.Dialect) async throws {
