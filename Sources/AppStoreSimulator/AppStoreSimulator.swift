@@ -89,10 +89,12 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         guard let body = script(content: content, environment: environment) else { return nil }
         let now = clock()
         let s = ServerAPIScript(receipt: body, bundleID: configuration.bundleID, environment: environment, signedDate: now)
-        return serverAPI.notification(
-            type: type, subtype: subtype, environment: environment,
-            data: serverAPI.notificationData(s, transactionID: transactionID),
-            now: now)
+        // RESCIND_CONSENT names the customer by their signed AppTransaction, not a purchase.
+        let data =
+            type == "RESCIND_CONSENT"
+            ? ["signedAppTransactionInfo": .string(try! SimulatorPKI.signer.sign(serverAPI.appTransaction(s, now: now) ?? .null))]
+            : serverAPI.notificationData(s, transactionID: transactionID)
+        return serverAPI.notification(type: type, subtype: subtype, environment: environment, data: data, now: now)
     }
 
     /// The body Apple's Retention Messaging posts to the "Get Retention Message" endpoint while

@@ -160,18 +160,8 @@ public final class ServerAPISimulator: Sendable {
         case (.get, ["v1", "transactions"]) where parts.count == 5 && parts[3] == "appTransactions":
             // The customer's AppTransaction: first got at version 2.0 when their first purchase is
             // over a year old, else 3.1 (the sandbox's always 1.0, as Apple's).
-            guard let id = parts.last, let s = script(id), let first = s.transactions.first else { return Self.notFound }
-            let firstPurchase = first["originalPurchaseDate"]?.int64 ?? first["purchaseDate"]?.int64 ?? now
-            let original = first["originalTransactionId"]?.string ?? id
-            var app: [Identifier: JSONValue] = [
-                "bundleId": .string(bundleID), "receiptType": .string(environment), "appTransactionId": .string("7" + original),
-                "applicationVersion": .string("3.4"), "originalPurchaseDate": .int(firstPurchase),
-                "originalApplicationVersion": .string(
-                    environment == "Sandbox" ? "1.0" : now - firstPurchase > 365 * 86_400_000 ? "2.0" : "3.1"),
-                "originalPlatform": .string("iOS"), "receiptCreationDate": .int(now), "signedDate": .int(now),
-            ]
-            if environment == "Production" { app["appAppleId"] = .int(Self.appAppleID) }
-            return Self.json(.object(["signedAppTransactionInfo": sign(.object(app))]))
+            guard let id = parts.last, let s = script(id), let app = appTransaction(s, now: now) else { return Self.notFound }
+            return Self.json(.object(["signedAppTransactionInfo": sign(app)]))
         case (.get, ["v1", "transactions"]):
             guard let id = parts.last, let s = script(id),
                 let t = s.transactions.first(where: { $0["transactionId"]?.string == id }) ?? s.transactions.last
@@ -266,6 +256,24 @@ public final class ServerAPISimulator: Sendable {
 
     /// Signs a V2 notification about a scripted purchase and keeps it in the history; the signed
     /// payload is returned (post it to receiptd, or don't: a missed notification).
+    /// The customer's AppTransaction (unsigned): first got at version 2.0 when their first
+    /// purchase is over a year old, else 3.1 (the sandbox's always 1.0, as Apple's); its
+    /// `appTransactionId` is their signed transactions' (``ServerAPIScript/appTransactionID``).
+    func appTransaction(_ s: ServerAPIScript, now: Int64) -> JSONValue? {
+        guard let first = s.transactions.first, let appTransactionID = s.appTransactionID else { return nil }
+        let firstPurchase = first["originalPurchaseDate"]?.int64 ?? first["purchaseDate"]?.int64 ?? now
+        var app: [Identifier: JSONValue] = [
+            "bundleId": .string(bundleID), "receiptType": .string(s.environment), "appTransactionId": .string(appTransactionID),
+            "applicationVersion": .string("3.4"), "originalPurchaseDate": .int(firstPurchase),
+            "originalApplicationVersion": .string(
+                s.environment == "Sandbox" ? "1.0" : now - firstPurchase > 365 * 86_400_000 ? "2.0" : "3.1"),
+            "originalPlatform": .string("iOS"), "receiptCreationDate": .int(now), "signedDate": .int(now),
+        ]
+        if s.environment == "Production" { app["appAppleId"] = .int(Self.appAppleID) }
+        return .object(app)
+    }
+
+    /// A signed V2 notification; `data` goes under `appData` for `RESCIND_CONSENT`, as Apple sends it.
     func notification(
         type: String, subtype: String?, environment: String, data: [Identifier: JSONValue], now: Int64
     ) -> String {
@@ -275,7 +283,8 @@ public final class ServerAPISimulator: Sendable {
         if environment == "Production" { body["appAppleId"] = .int(Self.appAppleID) }
         var payload: [Identifier: JSONValue] = [
             "notificationType": .string(type), "notificationUUID": .string(UUID().uuidString.lowercased()),
-            "version": .string("2.0"), "signedDate": .int(now), "data": .object(body),
+            "version": .string("2.0"), "signedDate": .int(now),
+            type == "RESCIND_CONSENT" ? "appData" : "data": .object(body),
         ]
         if let subtype { payload["subtype"] = .string(subtype) }
         let signed = try! SimulatorPKI.signer.sign(.object(payload))

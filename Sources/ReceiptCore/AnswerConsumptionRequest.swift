@@ -13,7 +13,8 @@ import Storage
 /// with (Docs/app-store.md "Consumption requests" lists each):
 ///
 /// - `customerConsented`: true. Turning the feature on states that the app's customers consented
-///   to share consumption data (Apple refuses the request otherwise).
+///   to share consumption data (Apple refuses the request otherwise). A customer who withdrew
+///   their consent (Apple's `RESCIND_CONSENT`, ``ConsentStore``) gets no answer at all.
 /// - `sampleContentProvided`: `appStore.consumption.sampleContentProvided` (a property of the app).
 /// - `deliveryStatus`: `DELIVERED` when the transaction is stored and an app user holds it (receiptd
 ///   granted it to them); `UNDELIVERED_OTHER` when no app user holds it.
@@ -73,7 +74,7 @@ package struct AnswerConsumptionRequest: Sendable {
         ]
         if let purchase, let start = purchase.purchaseDate, let end = purchase.expiresDate, end > start {
             let elapsed = min(max(requestedAt - start, 0), end - start)
-            body["consumptionPercentage"] = .int(Int((Double(elapsed) / Double(end - start) * 100_000).rounded(.down)))
+            body["consumptionPercentage"] = .int(Int(elapsed * 100_000 / (end - start)))  // exact, rounded down
         }
         if let preference = settings.refundPreference { body["refundPreference"] = .string(preference) }
         return .object(body)
@@ -86,6 +87,15 @@ package struct AnswerConsumptionRequest: Sendable {
     ) async {
         let outcome: String
         do {
+            if let rescinded = try await database.read({ db in try ConsentStore(db).rescinded(forTransaction: transactionID) }) {
+                // The customer withdrew their consent to share consumption data (RESCIND_CONSENT): nothing is sent.
+                Counter(label: "consumption_answers_total", dimensions: [("outcome", "consent_rescinded")], factory: metrics)
+                    .increment()
+                logger.info(
+                    "consumption information not sent: the customer withdrew their consent",
+                    metadata: ["transaction_id": "\(transactionID)", "rescinded_at": "\(rescinded)"])
+                return
+            }
             let body = try await body(transactionID: transactionID, requestedAt: requestedAt)
             try await serverAPI.sendConsumption(
                 transactionID: transactionID, bundleID: bundleID, environment: environment, body)

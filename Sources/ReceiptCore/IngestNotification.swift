@@ -46,12 +46,16 @@ package struct IngestNotification: Sendable {
         var facts: VerifiedFacts
         /// StoreKit's appAccountToken, to find the user when nobody holds the purchase yet.
         var accountToken: String?
+        /// `RESCIND_CONSENT`: the Apple Account (its verified AppTransaction) that withdrew its
+        /// consent to share consumption data.
+        var rescinding: SignedAppTransaction? = nil
     }
 
     /// How a delivery ended.
     package struct Outcome: Sendable, Equatable {
         package var id: Int64
-        /// `applied`, `unchanged`, `recorded`, `pending_owner`, `owner_conflict` (or a duplicate's).
+        /// `applied`, `unchanged`, `recorded`, `pending_owner`, `owner_conflict`, `consent_rescinded`
+        /// (or a duplicate's).
         package var outcome: String
         package var duplicate: Bool
         package var appUserID: String?
@@ -109,7 +113,10 @@ package struct IngestNotification: Sendable {
                 transactionID: n.transaction?.transactionID, appleStatus: n.status, outcome: "received", signedAt: n.signedDate,
                 receivedAt: received, body: String(decoding: body, as: UTF8.self))
             let facts = WireMapping.facts(transaction: n.transaction, renewal: n.renewal, statedAt: n.signedDate)
-            return Incoming(row: row, facts: facts, accountToken: n.transaction?.appAccountToken ?? n.renewal?.appAccountToken)
+            return Incoming(
+                row: row, facts: facts, accountToken: n.transaction?.appAccountToken ?? n.renewal?.appAccountToken,
+                rescinding: n.notificationType == "RESCIND_CONSENT" && n.appTransaction?.appTransactionID != nil
+                    ? n.appTransaction : nil)
         }
         guard fields["notification_type"]?.string != nil else {
             throw .invalidRequest("Neither a V2 notification (signedPayload) nor a V1 one (notification_type).")
@@ -164,6 +171,16 @@ package struct IngestNotification: Sendable {
                         id: stored?.id ?? 0, outcome: stored?.outcome ?? "unknown", duplicate: true, appUserID: stored?.appUserID),
                     []
                 )
+            }
+            if let app = incoming.rescinding, let appTransactionID = app.appTransactionID {
+                // Consumption requests about this customer's purchases go unanswered from now on.
+                let consent = ConsentStore(db)
+                try consent.rescind(
+                    appTransactionID: appTransactionID, bundleID: app.bundleID, environment: incoming.row.environment ?? "",
+                    at: incoming.row.signedAt ?? at, notificationID: id)
+                let person = try consent.person(of: appTransactionID)
+                try notifications.finish(id, outcome: "consent_rescinded", appUserID: person)
+                return (Outcome(id: id, outcome: "consent_rescinded", duplicate: false, appUserID: person), [])
             }
             let facts = incoming.facts
             guard !facts.isEmpty else {

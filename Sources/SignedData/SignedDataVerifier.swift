@@ -75,7 +75,7 @@ public struct SignedDataVerifier: Sendable {
         }
         if let bundle = notification.bundleID {
             guard configuration.bundleIDs.contains(bundle) else { throw .wrongApp("bundleId \(bundle) is not configured") }
-        } else if notification.transactionJWS != nil || notification.renewalJWS != nil {
+        } else if notification.transactionJWS != nil || notification.renewalJWS != nil || notification.appTransactionJWS != nil {
             throw .wrongApp("the notification names no bundleId")
         }
         let environment = try accepted(notification.environment)
@@ -91,6 +91,11 @@ public struct SignedDataVerifier: Sendable {
             result.transaction = transaction
         }
         if let inner = notification.renewalJWS { result.renewal = try await renewalInfo(inner) }
+        if let inner = notification.appTransactionJWS {
+            let app = try await appTransaction(inner)
+            guard app.bundleID == notification.bundleID else { throw .wrongApp("the app transaction is for another app") }
+            result.appTransaction = app
+        }
         return result
     }
 

@@ -24,9 +24,12 @@ public struct SignedNotification: Sendable, Equatable {
     /// The nested JWS, not yet verified.
     public var transactionJWS: String?
     public var renewalJWS: String?
+    /// `appData.signedAppTransactionInfo` (`RESCIND_CONSENT`), not yet verified.
+    public var appTransactionJWS: String?
     /// Filled by ``SignedDataVerifier/notification(_:)`` once each nested JWS verified.
     public var transaction: SignedTransaction?
     public var renewal: SignedRenewalInfo?
+    public var appTransaction: SignedAppTransaction?
     public var raw: JSONValue
 
     public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
@@ -50,6 +53,7 @@ public struct SignedNotification: Sendable, Equatable {
         consumptionRequestReason = data?["consumptionRequestReason"]?.string
         transactionJWS = data?["signedTransactionInfo"]?.string
         renewalJWS = data?["signedRenewalInfo"]?.string
+        appTransactionJWS = data == nil ? v["appData"]?["signedAppTransactionInfo"]?.string : nil
         raw = v
     }
 

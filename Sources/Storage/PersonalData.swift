@@ -4,7 +4,8 @@
 /// A person is a subscriber's canonical id and their aliases. Their rows are those keyed by one
 /// of those ids, those about the purchases they hold, the transfers of purchases that passed
 /// through them, and the notifications that named them or their purchases. ``Erasure`` removes
-/// the same rows.
+/// the same rows but one table: a withdrawal of consent to share consumption data
+/// (``ConsentStore``) outlives the person, as a suppression list does.
 public struct PersonalData {
     /// Whom an export is about.
     public struct Person: Sendable, Equatable {
@@ -53,6 +54,19 @@ public struct PersonalData {
                 values: used.flatMap(\.1))
         }
         let (ids, originals) = (person.ids, person.originals)
+        // Their withdrawal of consent, by the Apple Accounts of their AppTransactions and purchases
+        // (exported; kept through an erasure, which removes those two).
+        var consent: Section?
+        if let byApp = among("app_user_id", ids) {
+            let byPurchase = among("original_transaction_id", originals)
+            consent = Section(
+                table: "consumption_consent_rescinded", key: "app_transaction_id",
+                condition: "(app_transaction_id IN (SELECT app_transaction_id FROM app_transactions WHERE \(byApp))"
+                    + (byPurchase.map { " OR app_transaction_id IN (SELECT app_transaction_id FROM transactions WHERE \($0))" }
+                        ?? "")
+                    + ")",
+                values: ids + originals)
+        }
         return [
             section("subscribers", key: "app_user_id", [("app_user_id", ids)]),
             section("aliases", key: "alias", [("app_user_id", ids)]),
@@ -81,6 +95,7 @@ public struct PersonalData {
             section("webhook_deliveries", key: "id", [("app_user_id", ids)]),
             section("promotions", key: "id", [("app_user_id", ids)]),
             section("product_states", key: "slot", [("app_user_id", ids)]),
+            consent,
         ].compactMap { $0 }
     }
 

@@ -261,6 +261,41 @@ struct ServerAPIOperationsTests {
         }
     }
 
+    /// RESCIND_CONSENT (its signed AppTransaction verified) withdraws the customer's consent to
+    /// share consumption data: their purchases' consumption requests go unanswered from then on.
+    @Test func aCustomerWhoRescindedConsentGetsNoConsumptionAnswer() async throws {
+        try await withClockedService(configuration: configuration(consumption: true)) { app, port, db, _ in
+            let simulator = try #require(app.appStore)
+            let bought = simulator.purchase(.activeMonthly, tag: "rescind")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"rita","transaction_id":"\#(bought.transactionID)"}"#).status == 200
+            )
+            let rescind = try #require(simulator.notification("RESCIND_CONSENT", transactionID: bought.transactionID))
+            let r = try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(rescind)"}"#)
+            #expect(r.status == 200 && r.json["outcome"] as? String == "consent_rescinded", "\(r.body)")
+            // Stored with the person it is about: the holder of the purchases that Apple Account made.
+            let named = try TestDatabase.open(db).scalarText(
+                "SELECT app_user_id FROM notifications WHERE type = 'RESCIND_CONSENT'")
+            #expect(named == "rita")
+            let request = try #require(simulator.notification("CONSUMPTION_REQUEST", transactionID: bought.transactionID))
+            #expect(try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(request)"}"#).status == 200)
+            let metrics = try await eventually {
+                try await get(port, "/metrics", key: TestSecrets.secretKey).body.contains(
+                    #"consumption_answers_total{outcome="consent_rescinded"} 1"#)
+            }
+            #expect(metrics)
+            #expect(simulator.serverAPI.consumptionAnswers.isEmpty)
+            // Another customer's request is still answered.
+            let other = simulator.purchase(.activeMonthly, tag: "consents")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"cora","transaction_id":"\#(other.transactionID)"}"#).status == 200)
+            let asked = try #require(simulator.notification("CONSUMPTION_REQUEST", transactionID: other.transactionID))
+            #expect(try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(asked)"}"#).status == 200)
+            #expect(try await eventually { simulator.serverAPI.consumptionAnswers.count == 1 })
+            #expect(simulator.serverAPI.consumptionAnswers.first?.transactionID == other.transactionID)
+        }
+    }
+
     @Test func consumptionRequestsAreOnlyStoredWhenDisabled() async throws {
         try await withClockedService(configuration: configuration()) { app, port, _, _ in
             let simulator = try #require(app.appStore)

@@ -323,6 +323,39 @@ import X509
         #expect(refusal?.code == "wrong_app")
     }
 
+    /// RESCIND_CONSENT carries `appData` with a signed AppTransaction: verified on its own, and of
+    /// the notification's app.
+    @Test func aRescindConsentsAppTransactionIsVerifiedOnItsOwn() async throws {
+        let signer = try Self.signer()
+        func app(_ bundle: String) throws -> String {
+            try signer.sign(
+                .object([
+                    "bundleId": .string(bundle), "receiptType": .string("Sandbox"), "appTransactionId": .string("704"),
+                ]))
+        }
+        func outer(_ inner: String) throws -> String {
+            try signer.sign(
+                .object([
+                    "notificationType": .string("RESCIND_CONSENT"), "notificationUUID": .string("n-2"),
+                    "signedDate": .number(0, text: "1735000000000"),
+                    "appData": .object([
+                        "bundleId": .string("com.example"), "environment": .string("Sandbox"),
+                        "signedAppTransactionInfo": .string(inner),
+                    ]),
+                ]))
+        }
+        let verifier = Self.verifier(bundles: ["com.example", "com.example.two"])
+        let ok = try await verifier.notification(outer(app("com.example")))
+        #expect(ok.appTransaction?.appTransactionID == "704" && ok.bundleID == "com.example")
+        #expect(await Self.refusal { _ = try await verifier.notification(outer(app("com.example.two"))) }?.code == "wrong_app")
+        let good = try app("com.example")
+        let parts = good.split(separator: ".").map(String.init)
+        var signature = Array(CompactJWS.base64URLDecode(Array(parts[2].utf8))!)
+        signature[0] ^= 0x80
+        let forged = [parts[0], parts[1], JWSSigner.base64URL(signature)].joined(separator: ".")
+        #expect(await Self.refusal { _ = try await verifier.notification(outer(forged)) } == .invalidSignature)
+    }
+
     @Test func malformedInputIsRefusedAsFormat() async throws {
         let signer = try Self.signer()
         let v = Self.verifier()
