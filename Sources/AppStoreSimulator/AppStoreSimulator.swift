@@ -333,6 +333,7 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         }
         // Extensions granted through the Server API show in verifyReceipt's answers too, as at Apple.
         return serverAPI.extended(
-            scripted(scenario, content: content, environment: environment, receiptData: receiptData), skewed: false)
+            ReceiptScript.verifyReceiptAnswer(
+                scripted(scenario, content: content, environment: environment, receiptData: receiptData)), skewed: false)
     }
 }

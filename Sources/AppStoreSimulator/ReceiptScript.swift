@@ -13,6 +13,31 @@ struct ReceiptScript {
     var asOf: Int64? = nil
 
     static let day: Int64 = 86_400_000
+    /// Where a script keeps what only the App Store Server API states (a commitment's terms):
+    /// ``ServerAPIScript`` maps it, verifyReceipt's answers leave it out (``verifyReceiptAnswer(_:)``).
+    static let commitmentKey: Identifier = "simulator_commitment"
+
+    /// `body` as verifyReceipt answers it: without what only the Server API states.
+    static func verifyReceiptAnswer(_ body: JSONValue) -> JSONValue {
+        guard case .object(var fields) = body else { return body }
+        func strip(_ list: JSONValue?) -> JSONValue? {
+            guard case .array(let items)? = list else { return list }
+            return .array(
+                items.map { item in
+                    guard case .object(var o) = item else { return item }
+                    o[commitmentKey] = nil
+                    return .object(o)
+                })
+        }
+        for key: Identifier in ["latest_receipt_info", "pending_renewal_info"] where fields[key] != nil {
+            fields[key] = strip(fields[key])
+        }
+        if case .object(var receipt)? = fields["receipt"] {
+            receipt["in_app"] = strip(receipt["in_app"])
+            fields["receipt"] = .object(receipt)
+        }
+        return .object(fields)
+    }
 
     func response(environment: String, receiptData: String) -> JSONValue {
         let d = Self.day
@@ -78,6 +103,33 @@ struct ReceiptScript {
             }
             latest = inApp.reversed()
             renewals = [renewal(original: original, product: "weekly", autoRenew: true)]
+        case .commitment:
+            // Month k (from 0) of 14: commitments of 12 months each, at 119.880 a commitment.
+            let start = now - 13 * 30 * d - 5 * d
+            inApp = (0..<14).map { k in
+                let commitmentStart = start + Int64(k / 12 * 12) * 30 * d
+                return transaction(
+                    id: id(k + 1), original: original, product: "monthly", purchased: start + Int64(k) * 30 * d,
+                    expires: start + Int64(k + 1) * 30 * d, originalPurchased: start,
+                    extra: [
+                        Self.commitmentKey: .object([
+                            "billingPeriodNumber": .int(Int64(k % 12 + 1)), "totalBillingPeriods": .int(12),
+                            "commitmentExpiresDate": .int(commitmentStart + 12 * 30 * d), "commitmentPrice": .int(119_880),
+                        ])
+                    ])
+            }
+            latest = inApp.reversed()
+            renewals = [
+                renewal(
+                    original: original, product: "monthly", autoRenew: true,
+                    extra: [
+                        Self.commitmentKey: .object([
+                            "commitmentAutoRenewStatus": .int(0), "commitmentAutoRenewProductId": .string("monthly"),
+                            "commitmentRenewalDate": .int(start + 24 * 30 * d), "commitmentRenewalPrice": .int(119_880),
+                            "commitmentRenewalBillingPlanType": .string("MONTHLY"),
+                        ])
+                    ])
+            ]
         case .billingRetryRecovers where (asOf ?? now) >= now + 2 * d:
             let lapsed = transaction(
                 id: id(1), original: original, product: "monthly", purchased: now - 35 * d, expires: now - 5 * d)

@@ -58,6 +58,10 @@ public enum Scenario: String, Sendable, CaseIterable {
     /// A long-lived subscriber: 1,000 weekly periods of `weekly` in one receipt, the last one
     /// running (the benchmarks' large ingest).
     case longHistory = "long_history"
+    /// A monthly plan with a 12-month commitment (App Store Server API only: verifyReceipt states
+    /// none of it): 14 monthly periods, so the first commitment's 12 and months 1–2 of the second,
+    /// whose renewal the customer cancelled (billing goes on through its month 12).
+    case commitment
 
     /// The `expiration_intent` of the expired scenarios (Docs/apple-protocols.md §1.7).
     var expirationIntent: Int? {

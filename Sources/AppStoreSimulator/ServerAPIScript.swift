@@ -59,6 +59,10 @@ struct ServerAPIScript {
         for (from, to) in dates { if let v = t[from.string]?.int64 { o[to] = .int(v) } }
         o["quantity"] = .int(t["quantity"]?.int64 ?? 1)
         if let app = appTransactionID { o["appTransactionId"] = .string(app) }
+        if let commitment = t[ReceiptScript.commitmentKey.string] {
+            o["billingPlanType"] = .string("MONTHLY")
+            o["commitmentInfo"] = commitment
+        }
         if let reason = t["cancellation_reason"]?.int64 { o["revocationReason"] = .int(reason) }
         o["isUpgraded"] = .bool(t["is_upgraded"]?.string == "true")
         o["type"] = .string(Self.type(product: t["product_id"]?.string ?? "", subscription: t["expires_date_ms"] != nil))
@@ -92,6 +96,10 @@ struct ServerAPIScript {
         if let v = r["grace_period_expires_date_ms"]?.int64 { o["gracePeriodExpiresDate"] = .int(v) }
         if let v = r["is_in_billing_retry_period"]?.int64 { o["isInBillingRetryPeriod"] = .bool(v == 1) }
         if let v = r["price_increase_status"]?.int64 { o["priceIncreaseStatus"] = .int(v) }
+        if let commitment = r[ReceiptScript.commitmentKey.string] {
+            o["renewalBillingPlanType"] = .string("MONTHLY")
+            o["commitmentInfo"] = commitment
+        }
         return .object(o)
     }
 

@@ -246,6 +246,11 @@ public enum Derivation {
         }
         if current.isFamilyShared { facts.append(.text("ownership", current.ownership)) }
         facts += reversalFacts(current)
+        let commitment = Commitments.status(of: current, renewal: renewal)
+        if let commitment {
+            facts += commitment.facts
+            if entitled { decision += " " + commitment.sentence(t) }
+        }
 
         let ongoing = state == .active || state == .gracePeriod || state == .billingRetry || state == .accountHold
         let autoRenew = renewal?.autoRenewStatus
@@ -274,7 +279,7 @@ public enum Derivation {
                 }
                 .map { max($0, current.purchaseDate ?? $0) } : nil,
             resumesAt: state == .paused ? renewal?.autoResumeDate : nil,
-            refund: state == .refunded || state == .revoked ? Refund(current) : nil,
+            refund: state == .refunded || state == .revoked ? Refund(current) : nil, commitment: commitment,
             appTransactionID: current.appTransactionID ?? chain.lazy.compactMap(\.appTransactionID).first,
             explanation: Explanation(rule: rule, decision: decision, facts: facts.compactMap { $0 }))
     }

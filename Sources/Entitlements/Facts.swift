@@ -175,13 +175,15 @@ public struct Renewal: Sendable, Equatable {
     public var storeState: String?
     /// When a paused Google Play subscription resumes.
     public var autoResumeDate: Int64?
+    /// A monthly plan with a 12-month commitment: the next renewal's plan and the commitment's end.
+    public var commitment: RenewalCommitment?
 
     public init(
         originalTransactionID: String, productID: String? = nil, autoRenewProductID: String? = nil,
         autoRenewStatus: Bool? = nil, expirationIntent: Int64? = nil, gracePeriodExpiresDate: Int64? = nil,
         isInBillingRetryPeriod: Bool? = nil, priceConsentStatus: String? = nil, priceIncreaseStatus: String? = nil,
         offerCodeRefName: String? = nil, promotionalOfferID: String? = nil, environment: String = "production",
-        storeState: String? = nil, autoResumeDate: Int64? = nil
+        storeState: String? = nil, autoResumeDate: Int64? = nil, commitment: RenewalCommitment? = nil
     ) {
         self.originalTransactionID = originalTransactionID
         self.productID = productID
@@ -197,6 +199,35 @@ public struct Renewal: Sendable, Equatable {
         self.environment = environment
         self.storeState = storeState
         self.autoResumeDate = autoResumeDate
+        self.commitment = commitment
+    }
+}
+
+/// Apple's renewal info about a monthly plan with a 12-month commitment (`renewalBillingPlanType`
+/// and `RenewalCommitmentInfo`, App Store Server API 1.21): the renewal status above is the next
+/// month's; this is the commitment's own, whether it renews into another when its 12 months end.
+public struct RenewalCommitment: Sendable, Equatable {
+    /// `renewalBillingPlanType`: `MONTHLY` when the next renewal is a commitment plan's month.
+    public var renewalBillingPlanType: String?
+    /// Whether the commitment renews when it ends; false: the customer cancelled it, and billing
+    /// still runs through its last month.
+    public var autoRenewStatus: Bool?
+    public var autoRenewProductID: String?
+    public var renewalDate: Int64?
+    /// Milliunits of the subscription's currency.
+    public var renewalPrice: Int64?
+    public var renewalPlanType: String?
+
+    public init(
+        renewalBillingPlanType: String? = nil, autoRenewStatus: Bool? = nil, autoRenewProductID: String? = nil,
+        renewalDate: Int64? = nil, renewalPrice: Int64? = nil, renewalPlanType: String? = nil
+    ) {
+        self.renewalBillingPlanType = renewalBillingPlanType
+        self.autoRenewStatus = autoRenewStatus
+        self.autoRenewProductID = autoRenewProductID
+        self.renewalDate = renewalDate
+        self.renewalPrice = renewalPrice
+        self.renewalPlanType = renewalPlanType
     }
 }
 

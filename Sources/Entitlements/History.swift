@@ -19,6 +19,8 @@ public struct LifecycleEvent: Sendable, Equatable {
         case refund
         /// The store reversed a refund (Apple's `REFUND_REVERSED`): what it took is back.
         case refundReversed = "refund_reversed"
+        /// A monthly plan's 12-month commitment ended and another began (``Commitments``).
+        case commitmentRenewal = "commitment_renewal"
         case transfer
         /// Another id joined the user (an alias): the facts name `alias_app_user_id`; no product.
         case merge
@@ -78,6 +80,7 @@ public enum History {
         for (original, chain) in Derivation.chains(facts.purchases, catalog: catalog) {
             events += replay(
                 chain, original: original, observations: observations[Identifier(original)] ?? [], policy: policy, asOf: asOf)
+            events += Commitments.renewalEvents(chain).filter { $0.at <= asOf }
         }
         for p in facts.purchases.sorted(by: Purchase.chronological) {
             let kind = catalog.kind(of: p)

@@ -94,6 +94,8 @@ public struct SubscriptionStatus: Sendable, Equatable {
     public var resumesAt: Int64? = nil
     /// While refunded or revoked: how (its kind and share, when the store said).
     public var refund: Refund? = nil
+    /// A monthly plan with a 12-month commitment: where in it the current period is.
+    public var commitment: Commitments.Status? = nil
     /// Apple's `appTransactionId` of the Apple Account that bought it, when a signed transaction of
     /// the subscription stated it.
     public var appTransactionID: String? = nil

@@ -96,6 +96,7 @@ package struct SubscriberDocument: Sendable {
             // Only where Apple stated it (signed transactions, 2025 on): other documents read as they did.
             if let app = s.appTransactionID { fields["app_transaction_id"] = .string(app) }
             if let refund = s.refund { Self.add(refund, to: &fields) }
+            if let commitment = s.commitment { fields["commitment"] = Self.json(commitment) }
             subscriptions[product] = .object(fields)
             explanations.subscriptions[product] = s.explanation
         }
@@ -228,6 +229,17 @@ package struct SubscriberDocument: Sendable {
 
     private static func state(_ p: NonSubscriptionPurchase) -> String {
         p.isEntitled ? "active" : p.refund.map { $0.isFamilyRevocation ? "revoked" : "refunded" } ?? "expired"
+    }
+
+    /// `{"billing_period", "billing_periods", "expires_at", "price", "will_renew"}` of a commitment plan.
+    static func json(_ c: Commitments.Status) -> JSONValue {
+        .object([
+            "billing_period": c.billingPeriod.map { .int($0) } ?? .null,
+            "billing_periods": c.billingPeriods.map { .int($0) } ?? .null, "expires_at": time(c.expiresAt),
+            "price": c.price.flatMap { p in c.currency.map { price(Price(milliunits: p, currency: $0, source: .store)) } }
+                ?? .null,
+            "will_renew": c.willRenew.map(JSONValue.bool) ?? .null,
+        ])
     }
 
     /// A refunded entry's `refund_type` (Apple's `revocationType`, lowercased; null when the store

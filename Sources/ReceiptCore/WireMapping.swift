@@ -80,6 +80,15 @@ package enum WireMapping {
             bundleID: t.bundleID, rawJSON: unsigned(t.raw))
     }
 
+    /// A commitment plan's renewal info; nil when Apple stated none of it.
+    static func commitment(_ r: SignedRenewalInfo) -> RenewalCommitment? {
+        let c = RenewalCommitment(
+            renewalBillingPlanType: r.renewalBillingPlanType, autoRenewStatus: r.commitmentAutoRenewStatus,
+            autoRenewProductID: r.commitmentAutoRenewProductID, renewalDate: r.commitmentRenewalDate,
+            renewalPrice: r.commitmentRenewalPrice, renewalPlanType: r.commitmentRenewalBillingPlanType)
+        return c == RenewalCommitment() ? nil : c
+    }
+
     /// §3.5's money and terms. A price is kept only with a currency code it can be converted
     /// from (three capital letters) and when not negative.
     static func commerce(_ t: SignedTransaction) -> Commerce {
@@ -122,7 +131,8 @@ package enum WireMapping {
                 isInBillingRetryPeriod: r.isInBillingRetryPeriod, priceIncreaseStatus: r.priceIncreaseStatus.map(String.init),
                 offerCodeRefName: r.offerType == 3 ? r.offerIdentifier : nil,
                 promotionalOfferID: r.offerType == 2 || r.offerType == 4 ? r.offerIdentifier : nil,
-                environment: (r.environment.flatMap(AppStoreEnvironment.init(appleName:)) ?? .production).rawValue),
+                environment: (r.environment.flatMap(AppStoreEnvironment.init(appleName:)) ?? .production).rawValue,
+                commitment: commitment(r)),
             rawJSON: unsigned(r.raw))
     }
 

@@ -193,6 +193,15 @@ public struct SignedRenewalInfo: Sendable, Equatable {
     public var environment: String?
     public var renewalDate: Int64?
     public var appAccountToken: String?
+    /// `MONTHLY` when the next renewal is of a monthly plan with a 12-month commitment.
+    public var renewalBillingPlanType: String?
+    /// `commitmentInfo` (`RenewalCommitmentInfo`, API 1.21): what happens when the commitment ends.
+    public var commitmentAutoRenewStatus: Bool?
+    public var commitmentAutoRenewProductID: String?
+    public var commitmentRenewalDate: Int64?
+    /// Milliunits of the renewal's currency.
+    public var commitmentRenewalPrice: Int64?
+    public var commitmentRenewalBillingPlanType: String?
     public var raw: JSONValue
 
     public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
@@ -211,6 +220,13 @@ public struct SignedRenewalInfo: Sendable, Equatable {
         environment = v["environment"]?.string
         renewalDate = try v.date("renewalDate")
         appAccountToken = v["appAccountToken"]?.string
+        renewalBillingPlanType = v["renewalBillingPlanType"]?.string
+        let commitment = v["commitmentInfo"]
+        commitmentAutoRenewStatus = commitment?["commitmentAutoRenewStatus"]?.bool
+        commitmentAutoRenewProductID = commitment?["commitmentAutoRenewProductId"]?.string
+        commitmentRenewalDate = try commitment?.date("commitmentRenewalDate")
+        commitmentRenewalPrice = commitment?["commitmentRenewalPrice"]?.int64
+        commitmentRenewalBillingPlanType = commitment?["commitmentRenewalBillingPlanType"]?.string
         raw = v
     }
 }

@@ -207,7 +207,8 @@ public struct ReceiptStore {
         let appendHistory = try db.cached(Self.insertHistorySQL)
         let lastObserved = try db.cached("SELECT max(observed_at) FROM renewal_history WHERE original_transaction_id = ?")
         for r in facts.renewals {
-            try upsertRenewal.bind(Self.renewalValues(r.fact) + [r.rawJSON, now, stated]).run()
+            try upsertRenewal.bind(Self.renewalValues(r.fact) + [r.rawJSON, now, stated] + Self.renewalCommitmentValues(r.fact))
+                .run()
             guard db.changes > 0 else { continue }
             changes += 1
             var observed = now
@@ -216,7 +217,8 @@ public struct ReceiptStore {
                 let previous = try lastObserved.bind([r.fact.originalTransactionID]).firstInt() ?? .min
                 observed = min(now, max(changed, previous))
             }
-            try appendHistory.bind(Self.renewalValues(r.fact) + [r.rawJSON, observed]).run()
+            try appendHistory.bind(Self.renewalValues(r.fact) + [r.rawJSON, observed] + Self.renewalCommitmentValues(r.fact))
+                .run()
         }
         if let latest = facts.latestReceipt {
             let upsertLatest = try db.cached(
@@ -427,10 +429,12 @@ public struct ReceiptStore {
         var values = Self.renewalValues(snapshot.fact.renewal)
         values.remove(at: 11)
         values.removeFirst()
+        values += Self.renewalCommitmentValues(snapshot.fact.renewal)
         let columns = """
             product_id = ?, auto_renew_product_id = ?, auto_renew_status = ?, expiration_intent = ?,
             grace_period_expires_date = ?, is_in_billing_retry_period = ?, price_consent_status = ?,
-            price_increase_status = ?, offer_code_ref_name = ?, promotional_offer_id = ?, store_state = ?, auto_resume_date = ?
+            price_increase_status = ?, offer_code_ref_name = ?, promotional_offer_id = ?, store_state = ?, auto_resume_date = ?,
+            \(Self.renewalCommitmentColumns.map { "\($0) = ?" }.joined(separator: ", "))
             """
         try db.cached("UPDATE renewal_history SET \(columns) WHERE id = ?").bind(values + [snapshot.fact.sequence]).run()
         try db.cached("UPDATE pending_renewal_info SET \(columns) WHERE original_transaction_id = ? AND raw_json = ?")
@@ -557,7 +561,22 @@ public struct ReceiptStore {
             "original_transaction_id", "product_id", "auto_renew_product_id", "auto_renew_status", "expiration_intent",
             "grace_period_expires_date", "is_in_billing_retry_period", "price_consent_status", "price_increase_status",
             "offer_code_ref_name", "promotional_offer_id", "environment", "store_state", "auto_resume_date", "raw_json",
-        ].map { "\(r).\($0)" }.joined(separator: ", ")
+        ].map { "\(r).\($0)" }.joined(separator: ", ") + ", "
+            + renewalCommitmentColumns.map { "\(r).\($0)" }.joined(separator: ", ")
+    }
+
+    /// A commitment plan's renewal info (Migrations/0031), after the raw JSON in both renewal tables' reads.
+    static let renewalCommitmentColumns = [
+        "renewal_billing_plan_type", "commitment_auto_renew_status", "commitment_auto_renew_product_id",
+        "commitment_renewal_date", "commitment_renewal_price", "commitment_renewal_billing_plan_type",
+    ]
+
+    static func renewalCommitmentValues(_ r: Renewal) -> [(any StatementValue)?] {
+        let c = r.commitment
+        return [
+            c?.renewalBillingPlanType, c?.autoRenewStatus.map { $0 ? 1 : 0 }, c?.autoRenewProductID, c?.renewalDate,
+            c?.renewalPrice, c?.renewalPlanType,
+        ]
     }
 
     static func renewal(_ s: Statement, from c: Int32) -> Stated<Renewal> {
@@ -568,8 +587,16 @@ public struct ReceiptStore {
                 gracePeriodExpiresDate: s.optionalInt(c + 5), isInBillingRetryPeriod: s.optionalInt(c + 6).map { $0 == 1 },
                 priceConsentStatus: s.text(c + 7), priceIncreaseStatus: s.text(c + 8), offerCodeRefName: s.text(c + 9),
                 promotionalOfferID: s.text(c + 10), environment: s.text(c + 11)!, storeState: s.text(c + 12),
-                autoResumeDate: s.optionalInt(c + 13)),
+                autoResumeDate: s.optionalInt(c + 13), commitment: renewalCommitment(s, from: c + 15)),
             rawJSON: s.text(c + 14)!)
+    }
+
+    static func renewalCommitment(_ s: Statement, from c: Int32) -> RenewalCommitment? {
+        let commitment = RenewalCommitment(
+            renewalBillingPlanType: s.text(c), autoRenewStatus: s.optionalInt(c + 1).map { $0 == 1 },
+            autoRenewProductID: s.text(c + 2), renewalDate: s.optionalInt(c + 3), renewalPrice: s.optionalInt(c + 4),
+            renewalPlanType: s.text(c + 5))
+        return commitment == RenewalCommitment() ? nil : commitment
     }
 
     /// original_transaction_id … auto_resume_date, in the column order of both renewal tables.
@@ -585,8 +612,8 @@ public struct ReceiptStore {
         INSERT INTO renewal_history (original_transaction_id, product_id, auto_renew_product_id, auto_renew_status,
             expiration_intent, grace_period_expires_date, is_in_billing_retry_period, price_consent_status,
             price_increase_status, offer_code_ref_name, promotional_offer_id, environment, store_state, auto_resume_date,
-            raw_json, observed_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            raw_json, observed_at, \(renewalCommitmentColumns.joined(separator: ", ")))
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     /// The most rows one statement upserts; each row count up to it is a statement prepared once
@@ -682,8 +709,8 @@ public struct ReceiptStore {
         INSERT INTO pending_renewal_info (original_transaction_id, product_id, auto_renew_product_id, auto_renew_status,
             expiration_intent, grace_period_expires_date, is_in_billing_retry_period, price_consent_status,
             price_increase_status, offer_code_ref_name, promotional_offer_id, environment, store_state, auto_resume_date,
-            raw_json, updated_at, stated_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            raw_json, updated_at, stated_at, \(renewalCommitmentColumns.joined(separator: ", ")))
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (original_transaction_id) DO UPDATE SET product_id = excluded.product_id,
             auto_renew_product_id = excluded.auto_renew_product_id, auto_renew_status = excluded.auto_renew_status,
             expiration_intent = excluded.expiration_intent, grace_period_expires_date = excluded.grace_period_expires_date,
@@ -692,7 +719,8 @@ public struct ReceiptStore {
             offer_code_ref_name = excluded.offer_code_ref_name, promotional_offer_id = excluded.promotional_offer_id,
             environment = excluded.environment, store_state = excluded.store_state,
             auto_resume_date = excluded.auto_resume_date, raw_json = excluded.raw_json, updated_at = excluded.updated_at,
-            stated_at = excluded.stated_at
+            stated_at = excluded.stated_at,
+            \(renewalCommitmentColumns.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
         WHERE (pending_renewal_info.raw_json IS DISTINCT FROM excluded.raw_json
             OR pending_renewal_info.environment IS DISTINCT FROM excluded.environment)
             AND excluded.stated_at >= pending_renewal_info.stated_at

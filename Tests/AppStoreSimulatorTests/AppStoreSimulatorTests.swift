@@ -204,6 +204,18 @@ struct AppStoreSimulatorTests {
         #expect(statuses(response).subs.map(\.state) == [.active])
     }
 
+    /// A commitment plan through verifyReceipt: 14 monthly periods, the last running, and none of
+    /// the commitment's terms (only the App Store Server API states them).
+    @Test func aCommitmentPlanThroughVerifyReceiptIsPlainMonths() throws {
+        let simulator = AppStoreSimulator(configuration: .init())
+        let body = Array(#"{"receipt-data":"\#(Scenario.receiptData("commitment:x"))"}"#.utf8)
+        let answer = simulator.answer(requestBody: body, environment: "Production")
+        #expect(!String(decoding: answer.jsonBytes, as: UTF8.self).contains("commitment"))
+        let response = try VerifyReceiptResponse(json: answer.jsonBytes)
+        #expect(response.transactions.count == 14)
+        #expect(statuses(response).subs.map(\.state) == [.active])
+    }
+
     @Test func aWrongSharedSecretIs21004() async throws {
         try await withSimulator(secret: "wrong") { client in
             #expect(

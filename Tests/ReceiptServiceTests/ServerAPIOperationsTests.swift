@@ -234,6 +234,32 @@ struct ServerAPIOperationsTests {
         }
     }
 
+    // MARK: Commitment plans
+
+    /// The simulator's commitment plan, asked of the Server API: month 2 of the second 12-month
+    /// commitment, its renewal cancelled. The document says so; the first commitment's end is an event.
+    @Test func aCommitmentPlanIsShownWithItsMonthAndRenewal() async throws {
+        try await withClockedService(configuration: configuration()) { app, port, _, _ in
+            let simulator = try #require(app.appStore)
+            let bought = simulator.purchase(.commitment, tag: "committed")
+            let posted = try await postReceipts(port, #"{"app_user_id":"cami","transaction_id":"\#(bought.transactionID)"}"#)
+            #expect(posted.status == 200, "\(posted.body)")
+            let document = try await get(port, "/v1/subscribers/cami?explain=true", key: TestSecrets.secretKey)
+            let monthly = (document.json["subscriptions"] as? [String: Any])?["monthly"] as? [String: Any]
+            #expect(monthly?["active"] as? Bool == true, "\(document.body)")
+            let commitment = monthly?["commitment"] as? [String: Any]
+            #expect(
+                commitment?["billing_period"] as? Int == 2 && commitment?["billing_periods"] as? Int == 12, "\(document.body)")
+            #expect(commitment?["will_renew"] as? Bool == false)
+            #expect((commitment?["price"] as? [String: Any])?["amount"] as? String == "119.880")
+            let decision = ((monthly?["explanation"] as? [String: Any])?["decision"] as? String) ?? ""
+            #expect(decision.contains("month 2 of 12") && decision.contains("cancelled the commitment's renewal"), "\(decision)")
+            let events = try await get(port, "/v1/subscribers/cami/events?limit=50", key: TestSecrets.secretKey)
+            let types = (events.json["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
+            #expect(types.filter { $0 == "commitment_renewal" }.count == 1, "\(events.body)")
+        }
+    }
+
     // MARK: Consumption requests
 
     @Test func aConsumptionRequestIsAnsweredFromStoredFactsWhenEnabled() async throws {

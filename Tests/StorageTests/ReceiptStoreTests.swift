@@ -139,6 +139,45 @@ struct ReceiptStoreTests {
         #expect(try store.purchase("t2")?.fact.refundReversal == nil)
     }
 
+    /// A commitment plan's renewal info is kept in both renewal tables and read back with the
+    /// subscriber; migration 0031 fills rows stored before it from their payloads.
+    @Test(arguments: await testDialects())
+    func aCommitmentsRenewalInfoIsKeptAndFilledFromPayloads(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        let store = ReceiptStore(db)
+        let commitment = RenewalCommitment(
+            renewalBillingPlanType: "MONTHLY", autoRenewStatus: false, autoRenewProductID: "monthly", renewalDate: 9000,
+            renewalPrice: 119_880, renewalPlanType: "MONTHLY")
+        let facts = VerifiedFacts(
+            environment: "production",
+            purchases: [
+                Stated(
+                    Purchase(transactionID: "t1", originalTransactionID: "t1", productID: "monthly", purchaseDate: 1000),
+                    bundleID: "com.x", rawJSON: "{}")
+            ],
+            renewals: [
+                Stated(
+                    Renewal(originalTransactionID: "t1", productID: "monthly", autoRenewStatus: true, commitment: commitment),
+                    rawJSON: #"{"c":1}"#)
+            ], statedAt: 5)
+        _ = try store.save(facts, for: "cami", now: 10)
+        #expect(try store.subscriber("cami")?.renewals.last?.fact.renewal.commitment == commitment)
+        #expect(try db.scalarInt("SELECT commitment_auto_renew_status FROM pending_renewal_info") == 0)
+
+        let old = try await emptyDatabase(dialect)
+        let all = try Migration.load(from: Migration.directory(for: dialect, under: migrationsDirectory))
+        _ = try Migrator(migrations: all.filter { $0.version < 31 }).migrate(old)
+        let raw =
+            #"{"originalTransactionId":"t1","renewalBillingPlanType":"MONTHLY","commitmentInfo":{"commitmentAutoRenewStatus":1,"commitmentRenewalDate":9000,"commitmentRenewalPrice":119880}}"#
+        try old.prepare(
+            "INSERT INTO renewal_history (original_transaction_id, environment, raw_json, observed_at) VALUES ('t1', 'production', ?, 1)"
+        ).bind([raw]).run()
+        _ = try Migrator(migrations: all).migrate(old)
+        #expect(try old.scalarText("SELECT renewal_billing_plan_type FROM renewal_history") == "MONTHLY")
+        #expect(try old.scalarInt("SELECT commitment_auto_renew_status FROM renewal_history") == 1)
+        #expect(try old.scalarInt("SELECT commitment_renewal_price FROM renewal_history") == 119_880)
+    }
+
     /// Migration 0028 fills the column of rows stored before it from their payloads.
     @Test(arguments: await testDialects())
     func theMigrationFillsAppTransactionIDsFromStoredPayloads(dialect: Database.Dialect) async throws {
