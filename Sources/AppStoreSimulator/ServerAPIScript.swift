@@ -22,7 +22,7 @@ struct ServerAPIScript {
                     $1["purchase_date_ms"]?.int64 ?? 0, $1["transaction_id"]?.string ?? ""
                 )
             }
-            .map(transaction)
+            .map { [app = appTransactionID] in transaction($0, appTransactionID: app) }
     }
 
     /// The customer's `appTransactionId`, on each of their signed transactions: "7" and their first
@@ -40,7 +40,8 @@ struct ServerAPIScript {
     /// Each subscription's pending renewal as a renewal-info payload.
     var renewals: [JSONValue] { (receipt["pending_renewal_info"]?.array ?? []).map(renewal) }
 
-    func transaction(_ t: JSONValue) -> JSONValue {
+    /// One transaction's payload; `appTransactionID` is the customer's (computed once by the caller).
+    func transaction(_ t: JSONValue, appTransactionID: String?) -> JSONValue {
         var o: [Identifier: JSONValue] = [
             "bundleId": .string(bundleID), "environment": .string(environment), "signedDate": .int(signedDate),
             "storefront": .string("USA"), "storefrontId": .string("143441"), "currency": .string("USD"), "price": .int(4_990),
