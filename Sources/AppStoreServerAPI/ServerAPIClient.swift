@@ -233,6 +233,15 @@ public struct ServerAPIClient: Sendable {
         _ = try await call(.sendConsumption, id: transactionID, bundleID: bundleID, body: body.jsonBytes, first: environment)
     }
 
+    /// Finish Transaction (API 1.20): tells Apple the transaction's content was delivered, as
+    /// StoreKit's `finish()` does from the app
+    /// (https://developer.apple.com/documentation/appstoreserverapi/finish-transaction).
+    public func finishTransaction(_ transactionID: String, bundleID: String, environment: AppStoreEnvironment)
+        async throws(ServerAPIFailure)
+    {
+        _ = try await call(.finishTransaction, id: transactionID, bundleID: bundleID, first: environment)
+    }
+
     // MARK: Exchanges
 
     /// Every page of a revision-paged endpoint (history, refund history), asked in the

@@ -15,10 +15,11 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     case extendRenewalDate = "extend_subscription_renewal_date"
     case sendConsumption = "send_consumption_information"
     case appTransactionInfo = "get_app_transaction_info"
+    case finishTransaction = "finish_transaction"
 
     public var method: OutboundRequest.Method {
         switch self {
-        case .notificationHistory, .requestTestNotification: .post
+        case .notificationHistory, .requestTestNotification, .finishTransaction: .post
         case .extendRenewalDate, .sendConsumption: .put
         default: .get
         }
@@ -28,7 +29,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     public var idKind: AppleIdentifier.Kind? {
         switch self {
         case .transactionInfo, .transactionHistory, .subscriptionStatuses, .refundHistory, .extendRenewalDate,
-            .sendConsumption, .appTransactionInfo:
+            .sendConsumption, .appTransactionInfo, .finishTransaction:
             .transaction
         case .lookUpOrderID: .order
         case .testNotificationStatus: .testNotificationToken
@@ -52,6 +53,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
         case .extendRenewalDate: "/inApps/v1/subscriptions/extend/\(id)"
         case .sendConsumption: "/inApps/v2/transactions/consumption/\(id)"
         case .appTransactionInfo: "/inApps/v1/transactions/appTransactions/\(id)"
+        case .finishTransaction: "/inApps/v1/transactions/\(id)/finish"
         }
     }
 
@@ -60,7 +62,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
         switch self {
         case .transactionInfo, .transactionHistory, .subscriptionStatuses, .sendConsumption, .notificationHistory: 50
         // Not in what we read of Apple's list: taken as Get Transaction Info's; a 429 is handled anyway.
-        case .appTransactionInfo: 50
+        case .appTransactionInfo, .finishTransaction: 50
         case .extendRenewalDate: 20
         case .lookUpOrderID, .refundHistory: 10
         case .requestTestNotification, .testNotificationStatus: 1
@@ -75,7 +77,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     var switchesToSandbox: Bool {
         switch self {
         case .transactionInfo, .transactionHistory, .subscriptionStatuses, .refundHistory, .extendRenewalDate,
-            .sendConsumption, .appTransactionInfo:
+            .sendConsumption, .appTransactionInfo, .finishTransaction:
             true
         case .notificationHistory, .requestTestNotification, .testNotificationStatus, .lookUpOrderID: false
         }

@@ -55,6 +55,7 @@ public final class ServerAPISimulator: Sendable {
     private let skews = Mutex<[String: Int64]>([:])
     /// Send Consumption Information bodies received, oldest first.
     private let consumptions = Mutex<[(transactionID: String, body: JSONValue)]>([])
+    private let finishes = Mutex<[String]>([])
     /// The latest request targets as they arrived (path and query, after the environment's prefix
     /// was routed), oldest first: what receiptd really asked. Bounded: `receiptd simulate` runs long.
     private let targets = Mutex<[String]>([])
@@ -70,6 +71,8 @@ public final class ServerAPISimulator: Sendable {
 
     /// The Send Consumption Information bodies received so far, oldest first.
     public var consumptionAnswers: [(transactionID: String, body: JSONValue)] { consumptions.withLock { $0 } }
+    /// The transactions finished through Finish Transaction, in order (once each, as Apple keeps them).
+    public var finishedTransactions: [String] { finishes.withLock { $0 } }
 
     /// The latest ``keptTargets`` request targets as they arrived, oldest first.
     public var requestTargets: [String] { targets.withLock { $0 } }
@@ -194,6 +197,11 @@ public final class ServerAPISimulator: Sendable {
             guard script(parts[4]) != nil else { return Self.notFound }
             consumptions.withLock { $0.append((parts[4], body)) }
             return HTTPResponse(status: .accepted)
+        case (.post, ["v1", "transactions"]) where parts.count == 5 && parts[4] == "finish":
+            // Finish Transaction: the transaction must be one of the scripted purchases.
+            guard script(parts[3]) != nil else { return Self.notFound }
+            finishes.withLock { if !$0.contains(parts[3]) { $0.append(parts[3]) } }
+            return HTTPResponse(status: .ok)
         case (.post, ["v1", "notifications"]) where parts.last == "history":
             guard let body = try? JSONValue.parse(request.body), let start = body["startDate"]?.int64,
                 let end = body["endDate"]?.int64

@@ -15,28 +15,8 @@ import Synchronization
 /// `google_play_acknowledgements_total{call, outcome}` and, each pass, the backlog gauges
 /// (Docs/operations.md).
 package final class AcknowledgePlayPurchases: Sendable {
-    package struct Settings: Sendable, Equatable {
-        /// How long after a failure the first retry waits; each further failure doubles it.
-        package var retryBaseMs: Int64
-        package var retryMaxMs: Int64
-        /// How often the queue is looked at when nothing rings.
-        package var pollMs: Int64
-        /// How long a claim holds a call: past it, another worker may make it.
-        package var leaseMs: Int64
-        /// Calls made at once.
-        package var batch: Int
-
-        package init(
-            retryBaseMs: Int64 = 30_000, retryMaxMs: Int64 = 3_600_000, pollMs: Int64 = 10_000, leaseMs: Int64 = 120_000,
-            batch: Int = 20
-        ) {
-            self.retryBaseMs = retryBaseMs
-            self.retryMaxMs = retryMaxMs
-            self.pollMs = pollMs
-            self.leaseMs = leaseMs
-            self.batch = batch
-        }
-    }
+    /// How the queue is worked (``CallQueueSettings``).
+    package typealias Settings = CallQueueSettings
 
     let api: PlayDeveloperAPI
     let settings: Settings
@@ -155,12 +135,8 @@ package final class AcknowledgePlayPurchases: Sendable {
         }
     }
 
-    /// `base · 2^attempts`, at most `max`.
-    static func backoff(attempts: Int, _ settings: Settings) -> Int64 {
-        let shift = min(attempts, 30)
-        let (scaled, overflow) = settings.retryBaseMs.multipliedReportingOverflow(by: Int64(1) << shift)
-        return overflow ? settings.retryMaxMs : min(scaled, settings.retryMaxMs)
-    }
+    /// `base · 2^attempts`, at most `max` (``CallQueueSettings/backoff(attempts:)``).
+    static func backoff(attempts: Int, _ settings: Settings) -> Int64 { settings.backoff(attempts: attempts) }
 
     private func recordBacklog() async {
         guard let backlog = try? await database.read({ db in try PlayStore(db).backlog() }) else { return }

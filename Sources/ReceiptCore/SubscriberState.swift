@@ -16,10 +16,14 @@ package struct SubscriberState: Sendable {
     let settings: EntitlementSettings
     /// Where the events' webhooks are queued; nil: webhooks are off.
     let outbox: WebhookOutbox?
+    /// When set, a consumable stored for an app user is queued to be finished at Apple, and this
+    /// rings the worker (``FinishTransactions``, `appStore.finishConsumables`); nil: off.
+    let finishes: Doorbell?
 
-    package init(settings: EntitlementSettings, outbox: WebhookOutbox? = nil) {
+    package init(settings: EntitlementSettings, outbox: WebhookOutbox? = nil, finishes: Doorbell? = nil) {
         self.settings = settings
         self.outbox = outbox
+        self.finishes = finishes
     }
 
     /// How often ``current(_:database:now:)`` reads again when its compare-and-set loses to
@@ -112,8 +116,29 @@ package struct SubscriberState: Sendable {
             }
             let saved = try store.save(facts, for: appUserID, now: now)
             for original in saved.acquired { try NotificationStore(db).attachPending(original, to: appUserID) }
+            if let finishes, try queueFinishes(facts, in: db, now: now) > 0 { finishes.ring() }
             return .stored(changes: saved.changes, changed: saved.changed)
         }
+    }
+
+    /// Queues Apple's Finish Transaction for each App Store consumable in `facts` not refunded, in
+    /// the save's transaction: delivered once stored for its holder. Queued once per transaction;
+    /// how many were new. (The worker rung before the commit reads after it: on SQLite its claim
+    /// queues behind this write; elsewhere it finds the row at its next poll at worst.)
+    @discardableResult
+    func queueFinishes(_ facts: VerifiedFacts, in db: Database, now: Int64) throws -> Int {
+        let finishes = FinishStore(db)
+        var queued = 0
+        for p in facts.purchases
+        where p.fact.store == .appStore && p.fact.cancellationDate == nil && settings.catalog.kind(of: p.fact) == .consumable {
+            guard let bundle = p.bundleID, ["production", "sandbox"].contains(p.fact.environment) else { continue }
+            if try finishes.enqueue(
+                transactionID: p.fact.transactionID, bundleID: bundle, environment: p.fact.environment, now: now)
+            {
+                queued += 1
+            }
+        }
+        return queued
     }
 
     /// Brings the state of every user in `appUserIDs` up to date (after ``store(_:for:policy:in:now:log:)``

@@ -102,7 +102,15 @@ public struct Erasure {
             guard let product = try store.newestProduct(of: original) else { continue }
             try keepProduct.bind([product, original]).run()
         }
-        // The purchases the ids hold, with everything else stored about them.
+        // The purchases the ids hold, with everything else stored about them (their transactions'
+        // Finish Transaction calls first, found through the transactions).
+        if !originals.isEmpty {
+            try db.cached(
+                "DELETE FROM transaction_finishes WHERE transaction_id IN (SELECT transaction_id FROM transactions "
+                    + "WHERE original_transaction_id IN \(Self.list(originals.count)))"
+            ).bind(originals).run()
+            note("transaction_finishes", db.changes)
+        }
         for table in [
             "transactions", "pending_renewal_info", "renewal_history", "latest_receipts", "refresh_checks", "ownership",
         ] {

@@ -95,6 +95,11 @@ public struct PersonalData {
             section("webhook_deliveries", key: "id", [("app_user_id", ids)]),
             section("promotions", key: "id", [("app_user_id", ids)]),
             section("product_states", key: "slot", [("app_user_id", ids)]),
+            among("original_transaction_id", originals).map {
+                Section(
+                    table: "transaction_finishes", key: "transaction_id",
+                    condition: "(transaction_id IN (SELECT transaction_id FROM transactions WHERE \($0)))", values: originals)
+            },
             consent,
         ].compactMap { $0 }
     }

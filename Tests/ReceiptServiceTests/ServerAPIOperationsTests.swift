@@ -1,4 +1,5 @@
 import AppStoreSimulator
+import Entitlements
 import Foundation
 import ReceiptTesting
 import Storage
@@ -13,7 +14,7 @@ private let hour: Int64 = 3_600_000
 /// The test configuration with the simulator's App Store Server API, trusting the test PKI, for
 /// the simulator's app (whose production notifications carry appAppleId 1234567890).
 private func configuration(
-    _ verifier: VerifyPurchase.Verifier = .verifyReceipt, consumption: Bool = false
+    _ verifier: VerifyPurchase.Verifier = .verifyReceipt, consumption: Bool = false, finishConsumables: Bool = false
 ) -> (String) -> ServiceConfiguration {
     { path in
         var refresher = Refresher.Settings()
@@ -22,6 +23,8 @@ private func configuration(
             path: path, signedData: .init(roots: [TestPKI.root], appAppleIDs: [1_234_567_890]), refresher: refresher)
         c.appStore.verifier = verifier
         c.appStore.consumption.enabled = consumption
+        c.appStore.finishConsumables = finishConsumables
+        c.catalog = Catalog(["coins_100": .consumable])
         return c
     }
 }
@@ -257,6 +260,36 @@ struct ServerAPIOperationsTests {
             let events = try await get(port, "/v1/subscribers/cami/events?limit=50", key: TestSecrets.secretKey)
             let types = (events.json["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
             #expect(types.filter { $0 == "commitment_renewal" }.count == 1, "\(events.body)")
+        }
+    }
+
+    // MARK: Finish Transaction
+
+    /// With `appStore.finishConsumables`, a consumable stored for an app user is finished at Apple
+    /// once (posted again: not twice); a subscription is not; without the setting nothing is.
+    @Test(arguments: [true, false])
+    func aStoredConsumableIsFinishedAtAppleWhenReceiptdManagesDelivery(enabled: Bool) async throws {
+        try await withClockedService(configuration: configuration(finishConsumables: enabled)) { app, port, db, _ in
+            let simulator = try #require(app.appStore)
+            let coins = simulator.purchase(.consumable, tag: "fin-\(enabled)")
+            let monthly = simulator.purchase(.activeMonthly, tag: "fin-\(enabled)")
+            for bought in [coins, monthly, coins] {
+                let r = try await postReceipts(port, #"{"app_user_id":"finn","transaction_id":"\#(bought.transactionID)"}"#)
+                #expect(r.status == 200, "\(r.body)")
+            }
+            // The worker (a service; tests make its passes): one call, then nothing more is due.
+            if enabled {
+                let worker = try #require(app.finishTransactions)
+                #expect(await worker.pass() == 1)
+                #expect(await worker.pass() == 0)
+                #expect(simulator.serverAPI.finishedTransactions == [coins.transactionID])
+                #expect(try TestDatabase.open(db).scalarText("SELECT outcome FROM transaction_finishes") == "finished")
+                #expect(try await metrics(port).contains(#"app_store_finished_transactions_total{outcome="finished"} 1"#))
+            } else {
+                #expect(app.finishTransactions == nil)
+                #expect(simulator.serverAPI.finishedTransactions.isEmpty)
+            }
+            #expect(try TestDatabase.open(db).scalarInt("SELECT count(*) FROM transaction_finishes") == (enabled ? 1 : 0))
         }
     }
 

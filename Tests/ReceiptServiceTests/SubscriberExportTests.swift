@@ -63,6 +63,19 @@ struct SubscriberExportTests {
                     environment: "production", userLocale: "en-US", rule: "everyone", kind: "message",
                     messageIdentifier: "6b1f0d4e-2a57-4c1e-9d3b-8f0a7e5c2b10", offerID: nil, decision: "retention_rule_matched",
                     periodEnd: 1, responseJSON: "{}", answeredAt: 1))
+            // Their Apple Account withdrew consent to consumption sharing; a purchase of theirs awaits Finish Transaction.
+            try ConsentStore(db).rescind(
+                appTransactionID: "704289572311", bundleID: "com.example.app", environment: "production", at: 1, notificationID: 1
+            )
+            try ConsentStore(db).rescind(
+                appTransactionID: "someone-else", bundleID: "com.example.app", environment: "production", at: 1, notificationID: 2
+            )
+            let theirs = try #require(
+                try db.scalarText("SELECT transaction_id FROM transactions WHERE original_transaction_id = '\(original)' LIMIT 1")
+            )
+            try FinishStore(db).enqueue(transactionID: theirs, bundleID: "com.example.app", environment: "production", now: 1)
+            try FinishStore(db).enqueue(
+                transactionID: "not-theirs", bundleID: "com.example.app", environment: "production", now: 1)
             _ = try PlayStore(db).recordNotification(
                 messageID: "exp-push", packageName: "com.example.app", type: "SUBSCRIPTION_RENEWED",
                 tokenReference: "GPT.exp", eventTime: 1, receivedAt: 1, outcome: "applied", appUserID: "exp-a")
@@ -102,6 +115,10 @@ struct SubscriberExportTests {
                 "shadow_diffs": "app_user_id IN \(ids)", "changes": "app_user_id IN \(ids)",
                 "webhook_messages": "app_user_id IN \(ids)", "webhook_deliveries": "app_user_id IN \(ids)",
                 "promotions": "app_user_id IN \(ids)", "product_states": "app_user_id IN \(ids)",
+                "consumption_consent_rescinded":
+                    "app_transaction_id IN (SELECT app_transaction_id FROM app_transactions WHERE app_user_id IN \(ids))",
+                "transaction_finishes":
+                    "transaction_id IN (SELECT transaction_id FROM transactions WHERE original_transaction_id IN \(held))",
             ]
             #expect(Set(tables.keys) == Set(expected.keys))
             for (table, condition) in expected {

@@ -48,6 +48,8 @@ public final class Application: Sendable {
     package let backfillPrices: BackfillPrices
     /// Keeps the chart rollups current from the change log.
     package let rollups: KeepRollups
+    /// Finishes stored consumables at Apple; nil unless `appStore.finishConsumables`.
+    package let finishTransactions: FinishTransactions?
     private let logger: Logger
 
     private init(
@@ -56,8 +58,10 @@ public final class Application: Sendable {
         webhookTransport: CurlMultiTransport, documentCache: SubscriberCache,
         verifyPurchase: VerifyPurchase, play: PlayWiring, readSubscriber: ReadSubscriber,
         eraseSubscriber: EraseSubscriber, ingestNotification: IngestNotification,
-        listings: Listings, support: AppStoreSupport, backfillPrices: BackfillPrices, rollups: KeepRollups, logger: Logger
+        listings: Listings, support: AppStoreSupport, backfillPrices: BackfillPrices, rollups: KeepRollups,
+        finishTransactions: FinishTransactions?, logger: Logger
     ) {
+        self.finishTransactions = finishTransactions
         (verifyPlayPurchase, ingestPlayNotification, playAcknowledgements, voidedPurchases) = (
             play.verify, play.ingest, play.acknowledgements, play.voided
         )
@@ -123,9 +127,11 @@ public final class Application: Sendable {
         }
         let doorbell = Doorbell()
         let hooks = configuration.webhooks
+        let finishes = settings.finishConsumables ? Doorbell() : nil
         let state = SubscriberState(
             settings: configuration.entitlementSettings,
-            outbox: hooks.endpoints.isEmpty ? nil : WebhookOutbox(endpoints: hooks.endpoints, doorbell: doorbell))
+            outbox: hooks.endpoints.isEmpty ? nil : WebhookOutbox(endpoints: hooks.endpoints, doorbell: doorbell),
+            finishes: finishes)
         let policy = OwnershipPolicy(rawValue: configuration.api.ownershipPolicy) ?? .transfer
         let documentCache = SubscriberCache(capacity: configuration.database.documentCache)
         if documentCache.capacity > 0 { documentCache.follow(database) }
@@ -229,6 +235,13 @@ public final class Application: Sendable {
             rollups: KeepRollups(
                 database: database, settings: configuration.analytics, logger: logger, clock: clock, monotonic: monotonic,
                 metrics: telemetry.factory),
+            finishTransactions: finishes.flatMap { bell in
+                serverAPI.map {
+                    FinishTransactions(
+                        serverAPI: $0, database: database, doorbell: bell, logger: logger, clock: clock,
+                        metrics: telemetry.factory)
+                }
+            },
             logger: logger
         )
     }
@@ -326,8 +339,12 @@ public final class Application: Sendable {
     /// first, then the webhook dispatcher lets its attempts end, then the notification catch-up
     /// and the refresher stop, then the rollup keeper, then the curl threads.
     public var services: [any Service] {
-        [transport, webhookTransport] + (configuration.keepRollups ? [rollups] : [])
-            + [refresher, catchUp, voidedPurchases, webhooks] + (playAcknowledgements.map { [$0] } ?? []) + [server]
+        var services: [any Service] = [transport, webhookTransport]
+        if configuration.keepRollups { services.append(rollups) }
+        services += [refresher, catchUp, voidedPurchases, webhooks] as [any Service]
+        if let playAcknowledgements { services.append(playAcknowledgements) }
+        if let finishTransactions { services.append(finishTransactions) }
+        return services + [server]
     }
 
     /// Serves until SIGTERM or SIGINT, then shuts down gracefully and returns. `before` are

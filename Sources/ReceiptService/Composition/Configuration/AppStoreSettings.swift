@@ -38,6 +38,9 @@ extension ServiceConfiguration {
         package var notificationHistory = NotificationCatchUp.Settings()
         /// Answering `CONSUMPTION_REQUEST` (`appStore.consumption.*`).
         package var consumption = AnswerConsumptionRequest.Settings()
+        /// `appStore.finishConsumables`: receiptd manages consumables' delivery and finishes each
+        /// one stored for an app user at Apple (Finish Transaction).
+        package var finishConsumables = false
 
         package init(
             productionURL: String, sandboxURL: String, simulator: Bool, allowHTTP: Bool, bundleIDs: [String],
@@ -122,6 +125,13 @@ extension ServiceConfiguration {
                     message:
                         "answering consumption requests needs the App Store Server API (appStore.serverApi.keyId, issuerId, key)"
                 )
+            }
+            // Finish each consumable stored for an app user at Apple (the app then does not call finish()).
+            appStore.finishConsumables = try c.bool("appStore.finishConsumables", default: false)
+            if appStore.finishConsumables && appStore.serverAPI.credentials == nil && !appStore.simulator {
+                throw ConfigurationError(
+                    key: "appStore.finishConsumables",
+                    message: "finishing transactions needs the App Store Server API (appStore.serverApi.keyId, issuerId, key)")
             }
             guard !appStore.bundleIDs.isEmpty else {
                 throw ConfigurationError(key: "appStore.bundleIds", message: "must name at least one app")
