@@ -242,7 +242,7 @@ struct ServerAPIOperationsTests {
     /// The simulator's commitment plan, asked of the Server API: month 2 of the second 12-month
     /// commitment, its renewal cancelled. The document says so; the first commitment's end is an event.
     @Test func aCommitmentPlanIsShownWithItsMonthAndRenewal() async throws {
-        try await withClockedService(configuration: configuration()) { app, port, _, _ in
+        try await withClockedService(configuration: configuration()) { app, port, db, clock in
             let simulator = try #require(app.appStore)
             let bought = simulator.purchase(.commitment, tag: "committed")
             let posted = try await postReceipts(port, #"{"app_user_id":"cami","transaction_id":"\#(bought.transactionID)"}"#)
@@ -260,6 +260,14 @@ struct ServerAPIOperationsTests {
             let events = try await get(port, "/v1/subscribers/cami/events?limit=50", key: TestSecrets.secretKey)
             let types = (events.json["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
             #expect(types.filter { $0 == "commitment_renewal" }.count == 1, "\(events.body)")
+            // `receiptd rederive` maps the stored payloads to exactly what is stored: terms, renewal commitment and all.
+            let rederivation = Rederivation(
+                state: SubscriberState(
+                    settings: EntitlementSettings(
+                        rules: EntitlementRules(["premium": ["monthly", "yearly", "premium_monthly", "lifetime"]]),
+                        catalog: Catalog(["coins_100": .consumable]), policy: DerivationPolicy())))
+            let report = try rederivation.run(try TestDatabase.open(db), now: clock.now, dryRun: true)
+            #expect(report.subscribers == 1 && report.changed == 0 && report.transactions == 0, "\(report)")
         }
     }
 
