@@ -242,6 +242,16 @@ public struct ServerAPIClient: Sendable {
         _ = try await call(.finishTransaction, id: transactionID, bundleID: bundleID, first: environment)
     }
 
+    /// Set App Account Token (API 1.16): `token` (a UUID) becomes the purchase `originalTransactionID`'s
+    /// appAccountToken at Apple, so its later transactions and notifications carry it
+    /// (https://developer.apple.com/documentation/appstoreserverapi/set-app-account-token).
+    public func setAppAccountToken(
+        _ token: String, originalTransactionID: String, bundleID: String, environment: AppStoreEnvironment
+    ) async throws(ServerAPIFailure) {
+        let body = JSONValue.object(["appAccountToken": .string(token)]).jsonBytes
+        _ = try await call(.setAppAccountToken, id: originalTransactionID, bundleID: bundleID, body: body, first: environment)
+    }
+
     // MARK: Exchanges
 
     /// Every page of a revision-paged endpoint (history, refund history), asked in the

@@ -16,11 +16,12 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     case sendConsumption = "send_consumption_information"
     case appTransactionInfo = "get_app_transaction_info"
     case finishTransaction = "finish_transaction"
+    case setAppAccountToken = "set_app_account_token"
 
     public var method: OutboundRequest.Method {
         switch self {
         case .notificationHistory, .requestTestNotification, .finishTransaction: .post
-        case .extendRenewalDate, .sendConsumption: .put
+        case .extendRenewalDate, .sendConsumption, .setAppAccountToken: .put
         default: .get
         }
     }
@@ -29,7 +30,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     public var idKind: AppleIdentifier.Kind? {
         switch self {
         case .transactionInfo, .transactionHistory, .subscriptionStatuses, .refundHistory, .extendRenewalDate,
-            .sendConsumption, .appTransactionInfo, .finishTransaction:
+            .sendConsumption, .appTransactionInfo, .finishTransaction, .setAppAccountToken:
             .transaction
         case .lookUpOrderID: .order
         case .testNotificationStatus: .testNotificationToken
@@ -37,8 +38,9 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// The path, with `id` as its last segment (ignored by the endpoints that take none). The id
-    /// is typed: only an ``AppleIdentifier`` of the kind the endpoint takes is ever a segment.
+    /// The path, with `id` as its last segment (Finish Transaction's and Set App Account Token's:
+    /// before a last fixed one; ignored by the endpoints that take none). The id is typed: only an
+    /// ``AppleIdentifier`` of the kind the endpoint takes is ever a segment.
     public func path(_ id: AppleIdentifier? = nil) -> String {
         let id = id?.pathSegment ?? ""
         return switch self {
@@ -54,6 +56,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
         case .sendConsumption: "/inApps/v2/transactions/consumption/\(id)"
         case .appTransactionInfo: "/inApps/v1/transactions/appTransactions/\(id)"
         case .finishTransaction: "/inApps/v1/transactions/\(id)/finish"
+        case .setAppAccountToken: "/inApps/v1/transactions/\(id)/appAccountToken"
         }
     }
 
@@ -62,7 +65,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
         switch self {
         case .transactionInfo, .transactionHistory, .subscriptionStatuses, .sendConsumption, .notificationHistory: 50
         // Not in what we read of Apple's list: taken as Get Transaction Info's; a 429 is handled anyway.
-        case .appTransactionInfo, .finishTransaction: 50
+        case .appTransactionInfo, .finishTransaction, .setAppAccountToken: 50
         case .extendRenewalDate: 20
         case .lookUpOrderID, .refundHistory: 10
         case .requestTestNotification, .testNotificationStatus: 1
@@ -77,7 +80,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     var switchesToSandbox: Bool {
         switch self {
         case .transactionInfo, .transactionHistory, .subscriptionStatuses, .refundHistory, .extendRenewalDate,
-            .sendConsumption, .appTransactionInfo, .finishTransaction:
+            .sendConsumption, .appTransactionInfo, .finishTransaction, .setAppAccountToken:
             true
         case .notificationHistory, .requestTestNotification, .testNotificationStatus, .lookUpOrderID: false
         }

@@ -88,7 +88,9 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         let environment = content.hasPrefix(Scenario.sandboxOnly.rawValue + ":") ? "Sandbox" : "Production"
         guard let body = script(content: content, environment: environment) else { return nil }
         let now = clock()
-        let s = ServerAPIScript(receipt: body, bundleID: configuration.bundleID, environment: environment, signedDate: now)
+        let s = ServerAPIScript(
+            receipt: ServerAPISimulator.tokened(body, serverAPI.appAccountTokens), bundleID: configuration.bundleID,
+            environment: environment, signedDate: now)
         // RESCIND_CONSENT names the customer by their signed AppTransaction, not a purchase.
         let data =
             type == "RESCIND_CONSENT"

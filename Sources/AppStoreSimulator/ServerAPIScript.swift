@@ -51,6 +51,7 @@ struct ServerAPIScript {
             ("transaction_id", "transactionId"), ("original_transaction_id", "originalTransactionId"),
             ("product_id", "productId"), ("web_order_line_item_id", "webOrderLineItemId"),
             ("subscription_group_identifier", "subscriptionGroupIdentifier"), ("in_app_ownership_type", "inAppOwnershipType"),
+            ("app_account_token", "appAccountToken"),
         ]
         for (from, to) in copies { if let v = t[from.string]?.string { o[to] = .string(v) } }
         let dates: [(Identifier, Identifier)] = [

@@ -56,6 +56,8 @@ public final class ServerAPISimulator: Sendable {
     /// Send Consumption Information bodies received, oldest first.
     private let consumptions = Mutex<[(transactionID: String, body: JSONValue)]>([])
     private let finishes = Mutex<[String]>([])
+    /// Set App Account Token: each original transaction's token, as Apple keeps it.
+    private let accountTokens = Mutex<[String: String]>([:])
     /// The latest request targets as they arrived (path and query, after the environment's prefix
     /// was routed), oldest first: what receiptd really asked. Bounded: `receiptd simulate` runs long.
     private let targets = Mutex<[String]>([])
@@ -71,6 +73,8 @@ public final class ServerAPISimulator: Sendable {
 
     /// The Send Consumption Information bodies received so far, oldest first.
     public var consumptionAnswers: [(transactionID: String, body: JSONValue)] { consumptions.withLock { $0 } }
+    /// The tokens set through Set App Account Token, by original transaction.
+    public var appAccountTokens: [String: String] { accountTokens.withLock { $0 } }
     /// The transactions finished through Finish Transaction, in order (once each, as Apple keeps them).
     public var finishedTransactions: [String] { finishes.withLock { $0 } }
 
@@ -197,6 +201,14 @@ public final class ServerAPISimulator: Sendable {
             guard script(parts[4]) != nil else { return Self.notFound }
             consumptions.withLock { $0.append((parts[4], body)) }
             return HTTPResponse(status: .accepted)
+        case (.put, ["v1", "transactions"]) where parts.count == 5 && parts[4] == "appAccountToken":
+            // Set App Account Token: a UUID for one of the scripted purchases; its transactions carry it from now on.
+            guard let body = try? JSONValue.parse(request.body), let token = body["appAccountToken"]?.string,
+                UUID(uuidString: token) != nil
+            else { return Self.error(400, 4_000_033, "Invalid app account token.") }
+            guard script(parts[3]) != nil else { return Self.notFound }
+            accountTokens.withLock { $0[parts[3]] = token.lowercased() }
+            return HTTPResponse(status: .ok)
         case (.post, ["v1", "transactions"]) where parts.count == 5 && parts[4] == "finish":
             // Finish Transaction: the transaction must be one of the scripted purchases.
             guard script(parts[3]) != nil else { return Self.notFound }
@@ -248,6 +260,8 @@ public final class ServerAPISimulator: Sendable {
     func extended(_ receipt: JSONValue, skewed: Bool = true) -> JSONValue {
         var shift = extensions.withLock { $0 }.mapValues { $0 * 86_400_000 }
         if skewed { shift.merge(skews.withLock { $0 }, uniquingKeysWith: +) }
+        let tokens = accountTokens.withLock { $0 }
+        let receipt = tokens.isEmpty ? receipt : Self.tokened(receipt, tokens)
         guard !shift.isEmpty, case .object(var o) = receipt, case .array(let latest)? = o["latest_receipt_info"] else {
             return receipt
         }
@@ -262,8 +276,29 @@ public final class ServerAPISimulator: Sendable {
         return .object(o)
     }
 
-    /// Signs a V2 notification about a scripted purchase and keeps it in the history; the signed
-    /// payload is returned (post it to receiptd, or don't: a missed notification).
+    /// `receipt` with each transaction of a purchase whose token was set carrying it
+    /// (`app_account_token`, as verifyReceipt names it; ``ServerAPIScript`` maps it).
+    static func tokened(_ receipt: JSONValue, _ tokens: [String: String]) -> JSONValue {
+        func apply(_ list: JSONValue?) -> JSONValue? {
+            guard case .array(let items)? = list else { return list }
+            return .array(
+                items.map { item in
+                    guard case .object(var f) = item, let token = tokens[f["original_transaction_id"]?.string ?? ""] else {
+                        return item
+                    }
+                    f["app_account_token"] = .string(token)
+                    return .object(f)
+                })
+        }
+        guard case .object(var o) = receipt else { return receipt }
+        if o["latest_receipt_info"] != nil { o["latest_receipt_info"] = apply(o["latest_receipt_info"]) }
+        if case .object(var inner)? = o["receipt"] {
+            inner["in_app"] = apply(inner["in_app"])
+            o["receipt"] = .object(inner)
+        }
+        return .object(o)
+    }
+
     /// The customer's AppTransaction (unsigned): first got at version 2.0 when their first
     /// purchase is over a year old, else 3.1 (the sandbox's always 1.0, as Apple's); its
     /// `appTransactionId` is their signed transactions' (``ServerAPIScript/appTransactionID``).
@@ -281,7 +316,9 @@ public final class ServerAPISimulator: Sendable {
         return .object(app)
     }
 
-    /// A signed V2 notification; `data` goes under `appData` for `RESCIND_CONSENT`, as Apple sends it.
+    /// Signs a V2 notification about a scripted purchase and keeps it in the history; the signed
+    /// payload is returned (post it to receiptd, or don't: a missed notification). `data` goes
+    /// under `appData` for `RESCIND_CONSENT`, as Apple sends it.
     func notification(
         type: String, subtype: String?, environment: String, data: [Identifier: JSONValue], now: Int64
     ) -> String {

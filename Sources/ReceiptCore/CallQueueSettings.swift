@@ -1,5 +1,5 @@
 /// How a durable queue of calls owed to a store is worked (Google Play's acknowledgements,
-/// ``AcknowledgePlayPurchases``; Apple's Finish Transaction, ``FinishTransactions``): each call
+/// ``AcknowledgePlayPurchases``; the App Store Server API's, ``AppStoreCalls``): each call
 /// claimed under a lease, made, and marked done; one that fails tried again with exponential
 /// backoff, by whichever process or instance next finds it due.
 package struct CallQueueSettings: Sendable, Equatable {

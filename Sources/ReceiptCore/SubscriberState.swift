@@ -16,14 +16,34 @@ package struct SubscriberState: Sendable {
     let settings: EntitlementSettings
     /// Where the events' webhooks are queued; nil: webhooks are off.
     let outbox: WebhookOutbox?
-    /// When set, a consumable stored for an app user is queued to be finished at Apple, and this
-    /// rings the worker (``FinishTransactions``, `appStore.finishConsumables`); nil: off.
-    let finishes: Doorbell?
+    /// The calls a save queues for Apple (``AppStoreCalls``); nil: none.
+    let appleCalls: AppleCalls?
 
-    package init(settings: EntitlementSettings, outbox: WebhookOutbox? = nil, finishes: Doorbell? = nil) {
+    /// Which calls to Apple a save queues, and the worker's bell.
+    package struct AppleCalls: Sendable {
+        /// `appStore.finishConsumables`: each App Store consumable stored for an app user is finished.
+        package var finishConsumables: Bool
+        /// `appStore.setAppAccountTokens`: each App Store purchase a person holds carries their token.
+        package var setAppAccountTokens: Bool
+        package var doorbell: Doorbell
+        /// A new person's appAccountToken (a random UUID, lowercase).
+        package var makeToken: @Sendable () -> String
+
+        package init(
+            finishConsumables: Bool, setAppAccountTokens: Bool, doorbell: Doorbell,
+            makeToken: @escaping @Sendable () -> String
+        ) {
+            self.finishConsumables = finishConsumables
+            self.setAppAccountTokens = setAppAccountTokens
+            self.doorbell = doorbell
+            self.makeToken = makeToken
+        }
+    }
+
+    package init(settings: EntitlementSettings, outbox: WebhookOutbox? = nil, appleCalls: AppleCalls? = nil) {
         self.settings = settings
         self.outbox = outbox
-        self.finishes = finishes
+        self.appleCalls = appleCalls
     }
 
     /// How often ``current(_:database:now:)`` reads again when its compare-and-set loses to
@@ -116,29 +136,78 @@ package struct SubscriberState: Sendable {
             }
             let saved = try store.save(facts, for: appUserID, now: now)
             for original in saved.acquired { try NotificationStore(db).attachPending(original, to: appUserID) }
-            if let finishes, try queueFinishes(facts, in: db, now: now) > 0 { finishes.ring() }
+            if let appleCalls,
+                try queueCalls(facts, for: appUserID, transferred: saved.changed.count > 1, appleCalls, in: db, now: now) > 0
+            {
+                appleCalls.doorbell.ring()
+            }
             return .stored(changes: saved.changes, changed: saved.changed)
         }
     }
 
-    /// Queues Apple's Finish Transaction for each App Store consumable in `facts` not refunded, in
-    /// the save's transaction: delivered once stored for its holder. Queued once per transaction;
-    /// how many were new. (The worker rung before the commit reads after it: on SQLite its claim
-    /// queues behind this write; elsewhere it finds the row at its next poll at worst.)
+    /// In the save's transaction, the calls to Apple that storing `facts` for `appUserID` makes due
+    /// (``AppStoreCalls``); how many are newly due. (The worker, rung before the commit, reads
+    /// after it: on SQLite its claim queues behind this write; elsewhere it finds the calls at its
+    /// next poll at worst.)
+    ///
+    /// - Finish Transaction for each App Store consumable not refunded, once per transaction.
+    /// - Set App Account Token for each App Store purchase whose newest token does not name them
+    ///   (``needsToken(current:personToken:names:transferred:)``), with their token.
     @discardableResult
-    func queueFinishes(_ facts: VerifiedFacts, in db: Database, now: Int64) throws -> Int {
-        let finishes = FinishStore(db)
+    func queueCalls(
+        _ facts: VerifiedFacts, for appUserID: String, transferred: Bool, _ calls: AppleCalls, in db: Database, now: Int64
+    ) throws -> Int {
+        let queue = AppStoreCallStore(db)
         var queued = 0
-        for p in facts.purchases
-        where p.fact.store == .appStore && p.fact.cancellationDate == nil && settings.catalog.kind(of: p.fact) == .consumable {
-            guard let bundle = p.bundleID, ["production", "sandbox"].contains(p.fact.environment) else { continue }
-            if try finishes.enqueue(
-                transactionID: p.fact.transactionID, bundleID: bundle, environment: p.fact.environment, now: now)
+        let appStore = facts.purchases.filter {
+            $0.fact.store == .appStore && $0.bundleID != nil && ["production", "sandbox"].contains($0.fact.environment)
+        }
+        if calls.finishConsumables {
+            for p in appStore where p.fact.cancellationDate == nil && settings.catalog.kind(of: p.fact) == .consumable {
+                if try queue.enqueue(
+                    .finishTransaction, subject: p.fact.transactionID, bundleID: p.bundleID!, environment: p.fact.environment,
+                    now: now)
+                {
+                    queued += 1
+                }
+            }
+        }
+        guard calls.setAppAccountTokens, !appStore.isEmpty,
+            let token = try queue.accountToken(of: appUserID, make: calls.makeToken)
+        else { return queued }
+        var seen: Set<Identifier> = []
+        for p in appStore where seen.insert(Identifier(p.fact.originalTransactionID)).inserted {
+            let original = p.fact.originalTransactionID
+            let current = try queue.purchaseToken(original)
+            let names = try current.map { try ReceiptStore(db).subscriber(namedByToken: $0) } ?? nil
+            guard
+                Self.needsToken(
+                    current: current, personToken: token, names: names.map { $0.isExactly(appUserID) }, transferred: transferred)
+            else { continue }
+            if try queue.enqueue(
+                .setAppAccountToken, subject: original, argument: token, bundleID: p.bundleID!, environment: p.fact.environment,
+                now: now)
             {
                 queued += 1
             }
         }
         return queued
+    }
+
+    /// Whether Apple should be told a person's token for a purchase they hold whose newest
+    /// transaction carries `current`: when it carries none; not when it is theirs (`personToken`)
+    /// or names them (`names` true: their id, an alias, their token); when it names someone else
+    /// (`names` false); and when it names nobody receiptd knows (`names` nil: the app's own
+    /// token), only if the purchase just changed hands (`transferred`), since it is then the
+    /// previous holder's.
+    static func needsToken(current: String?, personToken: String, names: Bool?, transferred: Bool) -> Bool {
+        guard let current else { return true }
+        if current.lowercased() == personToken.lowercased() { return false }
+        return switch names {
+        case true?: false
+        case false?: true
+        case nil: transferred
+        }
     }
 
     /// Brings the state of every user in `appUserIDs` up to date (after ``store(_:for:policy:in:now:log:)``

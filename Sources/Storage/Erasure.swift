@@ -102,14 +102,15 @@ public struct Erasure {
             guard let product = try store.newestProduct(of: original) else { continue }
             try keepProduct.bind([product, original]).run()
         }
-        // The purchases the ids hold, with everything else stored about them (their transactions'
-        // Finish Transaction calls first, found through the transactions).
+        // The purchases the ids hold, with everything else stored about them (the calls owed to
+        // Apple about them first: their tokens', and their transactions' found through those).
         if !originals.isEmpty {
+            let list = Self.list(originals.count)
             try db.cached(
-                "DELETE FROM transaction_finishes WHERE transaction_id IN (SELECT transaction_id FROM transactions "
-                    + "WHERE original_transaction_id IN \(Self.list(originals.count)))"
-            ).bind(originals).run()
-            note("transaction_finishes", db.changes)
+                "DELETE FROM app_store_calls WHERE subject IN \(list) "
+                    + "OR subject IN (SELECT transaction_id FROM transactions WHERE original_transaction_id IN \(list))"
+            ).bind(originals + originals).run()
+            note("app_store_calls", db.changes)
         }
         for table in [
             "transactions", "pending_renewal_info", "renewal_history", "latest_receipts", "refresh_checks", "ownership",

@@ -95,10 +95,12 @@ public struct PersonalData {
             section("webhook_deliveries", key: "id", [("app_user_id", ids)]),
             section("promotions", key: "id", [("app_user_id", ids)]),
             section("product_states", key: "slot", [("app_user_id", ids)]),
-            among("original_transaction_id", originals).map {
+            among("original_transaction_id", originals).map { byOriginal in
                 Section(
-                    table: "transaction_finishes", key: "transaction_id",
-                    condition: "(transaction_id IN (SELECT transaction_id FROM transactions WHERE \($0)))", values: originals)
+                    table: "app_store_calls", key: "id",
+                    condition: "(subject IN (SELECT original_transaction_id FROM transactions WHERE \(byOriginal))"
+                        + " OR subject IN (SELECT transaction_id FROM transactions WHERE \(byOriginal)))",
+                    values: originals + originals)
             },
             consent,
         ].compactMap { $0 }

@@ -173,12 +173,10 @@ public struct ReceiptStore {
     }
 
     /// The subscriber an `appAccountToken` points at: one whose id or alias is that UUID (any case),
-    /// else the holder of a purchase made with it.
+    /// or whose token receiptd made it (`appStore.setAppAccountTokens`), else the holder of a
+    /// purchase made with it.
     public func subscriber(forAccountToken token: String) throws -> String? {
-        let byID = try db.cached("SELECT app_user_id FROM subscribers WHERE lower(app_user_id) = lower(?) LIMIT 1").bind([token])
-        if try byID.step() { return byID.text(0) }
-        let byAlias = try db.cached("SELECT app_user_id FROM aliases WHERE lower(alias) = lower(?) LIMIT 1").bind([token])
-        if try byAlias.step() { return byAlias.text(0) }
+        if let named = try subscriber(namedByToken: token) { return named }
         let byPurchase = try db.cached(
             """
             SELECT o.app_user_id FROM transactions t JOIN ownership o ON o.original_transaction_id = t.original_transaction_id
@@ -186,6 +184,17 @@ public struct ReceiptStore {
             """
         ).bind([token, token])
         return try byPurchase.step() ? byPurchase.text(0) : nil
+    }
+
+    /// The subscriber an `appAccountToken` names outright: their id or an alias is that UUID (any
+    /// case), or it is the token receiptd made for them; nil when it names nobody (the app's own
+    /// token, say).
+    public func subscriber(namedByToken token: String) throws -> String? {
+        let byID = try db.cached("SELECT app_user_id FROM subscribers WHERE lower(app_user_id) = lower(?) LIMIT 1").bind([token])
+        if try byID.step() { return byID.text(0) }
+        let byAlias = try db.cached("SELECT app_user_id FROM aliases WHERE lower(alias) = lower(?) LIMIT 1").bind([token])
+        if try byAlias.step() { return byAlias.text(0) }
+        return try db.cached("SELECT app_user_id FROM subscribers WHERE app_account_token = lower(?)").bind([token]).firstText()
     }
 
     /// Upserts the rows of `facts`, never over rows Apple stated later; appends changed renewal

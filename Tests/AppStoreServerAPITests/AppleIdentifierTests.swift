@@ -42,13 +42,18 @@ struct AppleIdentifierTests {
         #expect(ServerAPIEndpoint.sendConsumption.path(transaction) == "/inApps/v2/transactions/consumption/2000000335310644")
         #expect(
             ServerAPIEndpoint.appTransactionInfo.path(transaction) == "/inApps/v1/transactions/appTransactions/2000000335310644")
+        // Two take the id before a last fixed segment.
+        #expect(ServerAPIEndpoint.finishTransaction.path(transaction) == "/inApps/v1/transactions/2000000335310644/finish")
+        #expect(
+            ServerAPIEndpoint.setAppAccountToken.path(transaction) == "/inApps/v1/transactions/2000000335310644/appAccountToken")
         let order = try #require(AppleIdentifier("MK5TTTVWJH", .order))
         #expect(ServerAPIEndpoint.lookUpOrderID.path(order) == "/inApps/v1/lookup/MK5TTTVWJH")
         #expect(ServerAPIEndpoint.notificationHistory.path() == "/inApps/v1/notifications/history")
         for endpoint in ServerAPIEndpoint.allCases {
             let takesAnID = [
                 .transactionInfo, .transactionHistory, .subscriptionStatuses, .refundHistory, .extendRenewalDate,
-                .sendConsumption, .lookUpOrderID, .testNotificationStatus, .appTransactionInfo,
+                .sendConsumption, .lookUpOrderID, .testNotificationStatus, .appTransactionInfo, .finishTransaction,
+                .setAppAccountToken,
             ].contains(endpoint)
             #expect((endpoint.idKind != nil) == takesAnID, "\(endpoint)")
         }
@@ -65,6 +70,13 @@ struct AppleIdentifierTests {
             }
             await #expect(throws: ServerAPIFailure.invalidIdentifier(.transaction)) {
                 try await client.transactionHistory(of: bad, bundleID: F.bundle)
+            }
+            await #expect(throws: ServerAPIFailure.invalidIdentifier(.transaction)) {
+                try await client.finishTransaction(bad, bundleID: F.bundle, environment: .sandbox)
+            }
+            await #expect(throws: ServerAPIFailure.invalidIdentifier(.transaction)) {
+                try await client.setAppAccountToken(
+                    "a0a0a0a0-0000-4000-8000-000000000001", originalTransactionID: bad, bundleID: F.bundle, environment: .sandbox)
             }
             await #expect(throws: ServerAPIFailure.invalidIdentifier(.transaction)) {
                 try await client.subscriptionStatuses(of: bad, bundleID: F.bundle)

@@ -182,3 +182,20 @@ struct OwnershipPolicyTests {
         #expect(try ReceiptStore(db).owner(of: "o1") == "bob")
     }
 }
+
+/// When Apple is told a person's token for a purchase they hold (`appStore.setAppAccountTokens`).
+extension SubscriberStateTests {
+    @Test func aPurchaseGetsThePersonsTokenUnlessItAlreadyNamesThem() {
+        let mine = "a0a0a0a0-0000-4000-8000-000000000001"
+        // No token (bought outside the app, posted without one): told.
+        #expect(SubscriberState.needsToken(current: nil, personToken: mine, names: nil, transferred: false))
+        // Theirs already, in any case; or a token naming them (their id, an alias): not told.
+        #expect(!SubscriberState.needsToken(current: mine.uppercased(), personToken: mine, names: true, transferred: true))
+        #expect(!SubscriberState.needsToken(current: "their-id", personToken: mine, names: true, transferred: false))
+        // Someone else's (a transfer, an old owner): told.
+        #expect(SubscriberState.needsToken(current: "b0b0", personToken: mine, names: false, transferred: false))
+        // The app's own token, naming nobody receiptd knows: left alone, unless the purchase just changed hands.
+        #expect(!SubscriberState.needsToken(current: "c0c0", personToken: mine, names: nil, transferred: false))
+        #expect(SubscriberState.needsToken(current: "c0c0", personToken: mine, names: nil, transferred: true))
+    }
+}

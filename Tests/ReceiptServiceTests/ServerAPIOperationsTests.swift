@@ -14,7 +14,8 @@ private let hour: Int64 = 3_600_000
 /// The test configuration with the simulator's App Store Server API, trusting the test PKI, for
 /// the simulator's app (whose production notifications carry appAppleId 1234567890).
 private func configuration(
-    _ verifier: VerifyPurchase.Verifier = .verifyReceipt, consumption: Bool = false, finishConsumables: Bool = false
+    _ verifier: VerifyPurchase.Verifier = .verifyReceipt, consumption: Bool = false, finishConsumables: Bool = false,
+    setAppAccountTokens: Bool = false
 ) -> (String) -> ServiceConfiguration {
     { path in
         var refresher = Refresher.Settings()
@@ -24,6 +25,7 @@ private func configuration(
         c.appStore.verifier = verifier
         c.appStore.consumption.enabled = consumption
         c.appStore.finishConsumables = finishConsumables
+        c.appStore.setAppAccountTokens = setAppAccountTokens
         c.catalog = Catalog(["coins_100": .consumable])
         return c
     }
@@ -287,17 +289,66 @@ struct ServerAPIOperationsTests {
             }
             // The worker (a service; tests make its passes): one call, then nothing more is due.
             if enabled {
-                let worker = try #require(app.finishTransactions)
+                let worker = try #require(app.appStoreCalls)
                 #expect(await worker.pass() == 1)
                 #expect(await worker.pass() == 0)
                 #expect(simulator.serverAPI.finishedTransactions == [coins.transactionID])
-                #expect(try TestDatabase.open(db).scalarText("SELECT outcome FROM transaction_finishes") == "finished")
-                #expect(try await metrics(port).contains(#"app_store_finished_transactions_total{outcome="finished"} 1"#))
+                #expect(try TestDatabase.open(db).scalarText("SELECT outcome FROM app_store_calls") == "done")
+                #expect(
+                    try await metrics(port).contains(#"app_store_calls_total{call="finish_transaction",outcome="done"} 1"#))
             } else {
-                #expect(app.finishTransactions == nil)
+                #expect(app.appStoreCalls == nil)
                 #expect(simulator.serverAPI.finishedTransactions.isEmpty)
             }
-            #expect(try TestDatabase.open(db).scalarInt("SELECT count(*) FROM transaction_finishes") == (enabled ? 1 : 0))
+            #expect(try TestDatabase.open(db).scalarInt("SELECT count(*) FROM app_store_calls") == (enabled ? 1 : 0))
+        }
+    }
+
+    // MARK: Set App Account Token
+
+    /// With `appStore.setAppAccountTokens`, a purchase posted without a token gets its holder's
+    /// (made once, kept per person); Apple's later notifications carry it and name them even
+    /// where nobody holds the purchase yet; a transfer tells Apple the new holder's.
+    @Test func apurchaseIsToldItsHoldersTokenAndNotificationsNameThem() async throws {
+        try await withClockedService(configuration: configuration(setAppAccountTokens: true)) { app, port, db, _ in
+            let simulator = try #require(app.appStore)
+            let worker = try #require(app.appStoreCalls)
+            let bought = simulator.purchase(.activeMonthly, tag: "tok")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"tia","transaction_id":"\#(bought.transactionID)"}"#).status == 200)
+            #expect(await worker.pass() == 1)
+            let tia = try #require(
+                try TestDatabase.open(db).scalarText("SELECT app_account_token FROM subscribers WHERE app_user_id = 'tia'"))
+            let original = try #require(
+                try TestDatabase.open(db).scalarText(
+                    "SELECT original_transaction_id FROM ownership WHERE app_user_id = 'tia'"))
+            #expect(simulator.serverAPI.appAccountTokens[original] == tia)
+            // Posted again: Apple now states tia's token; nothing more to tell.
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"tia","transaction_id":"\#(bought.transactionID)"}"#).status == 200)
+            #expect(await worker.pass() == 0)
+            #expect(
+                try TestDatabase.open(db).scalarInt("SELECT count(*) FROM transactions WHERE app_account_token = '\(tia)'") ?? 0
+                    > 0)
+            // Another person posts it (the default policy moves it): Apple is told theirs.
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"uma","transaction_id":"\#(bought.transactionID)"}"#).status == 200)
+            #expect(await worker.pass() == 1)
+            let uma = try #require(
+                try TestDatabase.open(db).scalarText("SELECT app_account_token FROM subscribers WHERE app_user_id = 'uma'"))
+            #expect(uma != tia && simulator.serverAPI.appAccountTokens[original] == uma)
+            #expect(try await metrics(port).contains(#"app_store_calls_total{call="set_app_account_token",outcome="done"} 2"#))
+            // A purchase nobody holds yet, whose token the app never set: once Apple carries a
+            // person's token, its notification finds them.
+            let gift = simulator.purchase(.nonConsumable, tag: "tok-gift")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"uma","transaction_id":"\#(gift.transactionID)"}"#).status == 200)
+            #expect(await worker.pass() == 1)
+            let unowned = try #require(
+                try TestDatabase.open(db).scalarText(
+                    "SELECT original_transaction_id FROM ownership WHERE original_transaction_id <> '\(original)' AND app_user_id = 'uma'"
+                ))
+            #expect(simulator.serverAPI.appAccountTokens[unowned] == uma)
         }
     }
 

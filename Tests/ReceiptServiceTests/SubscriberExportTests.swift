@@ -73,9 +73,13 @@ struct SubscriberExportTests {
             let theirs = try #require(
                 try db.scalarText("SELECT transaction_id FROM transactions WHERE original_transaction_id = '\(original)' LIMIT 1")
             )
-            try FinishStore(db).enqueue(transactionID: theirs, bundleID: "com.example.app", environment: "production", now: 1)
-            try FinishStore(db).enqueue(
-                transactionID: "not-theirs", bundleID: "com.example.app", environment: "production", now: 1)
+            let calls = AppStoreCallStore(db)
+            try calls.enqueue(.finishTransaction, subject: theirs, bundleID: "com.example.app", environment: "production", now: 1)
+            try calls.enqueue(
+                .setAppAccountToken, subject: original, argument: "a0a0a0a0-0000-4000-8000-000000000001",
+                bundleID: "com.example.app", environment: "production", now: 1)
+            try calls.enqueue(
+                .finishTransaction, subject: "not-theirs", bundleID: "com.example.app", environment: "production", now: 1)
             _ = try PlayStore(db).recordNotification(
                 messageID: "exp-push", packageName: "com.example.app", type: "SUBSCRIPTION_RENEWED",
                 tokenReference: "GPT.exp", eventTime: 1, receivedAt: 1, outcome: "applied", appUserID: "exp-a")
@@ -117,8 +121,8 @@ struct SubscriberExportTests {
                 "promotions": "app_user_id IN \(ids)", "product_states": "app_user_id IN \(ids)",
                 "consumption_consent_rescinded":
                     "app_transaction_id IN (SELECT app_transaction_id FROM app_transactions WHERE app_user_id IN \(ids))",
-                "transaction_finishes":
-                    "transaction_id IN (SELECT transaction_id FROM transactions WHERE original_transaction_id IN \(held))",
+                "app_store_calls":
+                    "subject IN \(held) OR subject IN (SELECT transaction_id FROM transactions WHERE original_transaction_id IN \(held))",
             ]
             #expect(Set(tables.keys) == Set(expected.keys))
             for (table, condition) in expected {

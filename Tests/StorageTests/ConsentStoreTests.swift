@@ -56,13 +56,14 @@ struct ConsentStoreTests {
         let theirs = try #require(PersonalData.sections(of: cora).first { $0.table == "consumption_consent_rescinded" })
         #expect(try PersonalData(db).page(theirs, after: nil, limit: 10).rows.isEmpty)
         // Their purchases' Finish Transaction calls are theirs too: exported, and erased with them.
-        try FinishStore(db).enqueue(transactionID: "t1", bundleID: "com.x", environment: "production", now: 3)
-        try FinishStore(db).enqueue(transactionID: "t3", bundleID: "com.x", environment: "production", now: 3)
-        let finishes = try #require(PersonalData.sections(of: person).first { $0.table == "transaction_finishes" })
+        let calls = AppStoreCallStore(db)
+        try calls.enqueue(.finishTransaction, subject: "t1", bundleID: "com.x", environment: "production", now: 3)
+        try calls.enqueue(.finishTransaction, subject: "t3", bundleID: "com.x", environment: "production", now: 3)
+        let finishes = try #require(PersonalData.sections(of: person).first { $0.table == "app_store_calls" })
         #expect(try PersonalData(db).page(finishes, after: nil, limit: 10).rows.count == 1)
         _ = try Erasure(db).erase("rita", by: "test", at: 70)
         #expect(try db.scalarInt("SELECT count(*) FROM consumption_consent_rescinded") == 1)
-        #expect(try db.scalarText("SELECT min(transaction_id) FROM transaction_finishes") == "t3")
-        #expect(try db.scalarInt("SELECT count(*) FROM transaction_finishes") == 1)
+        #expect(try db.scalarText("SELECT min(subject) FROM app_store_calls") == "t3")
+        #expect(try db.scalarInt("SELECT count(*) FROM app_store_calls") == 1)
     }
 }

@@ -48,8 +48,9 @@ public final class Application: Sendable {
     package let backfillPrices: BackfillPrices
     /// Keeps the chart rollups current from the change log.
     package let rollups: KeepRollups
-    /// Finishes stored consumables at Apple; nil unless `appStore.finishConsumables`.
-    package let finishTransactions: FinishTransactions?
+    /// Makes the calls owed to the App Store Server API (Finish Transaction, Set App Account
+    /// Token); nil unless `appStore.finishConsumables` or `appStore.setAppAccountTokens`.
+    package let appStoreCalls: AppStoreCalls?
     private let logger: Logger
 
     private init(
@@ -59,9 +60,9 @@ public final class Application: Sendable {
         verifyPurchase: VerifyPurchase, play: PlayWiring, readSubscriber: ReadSubscriber,
         eraseSubscriber: EraseSubscriber, ingestNotification: IngestNotification,
         listings: Listings, support: AppStoreSupport, backfillPrices: BackfillPrices, rollups: KeepRollups,
-        finishTransactions: FinishTransactions?, logger: Logger
+        appStoreCalls: AppStoreCalls?, logger: Logger
     ) {
-        self.finishTransactions = finishTransactions
+        self.appStoreCalls = appStoreCalls
         (verifyPlayPurchase, ingestPlayNotification, playAcknowledgements, voidedPurchases) = (
             play.verify, play.ingest, play.acknowledgements, play.voided
         )
@@ -127,11 +128,15 @@ public final class Application: Sendable {
         }
         let doorbell = Doorbell()
         let hooks = configuration.webhooks
-        let finishes = settings.finishConsumables ? Doorbell() : nil
+        let appleCalls =
+            settings.finishConsumables || settings.setAppAccountTokens
+            ? SubscriberState.AppleCalls(
+                finishConsumables: settings.finishConsumables, setAppAccountTokens: settings.setAppAccountTokens,
+                doorbell: Doorbell(), makeToken: { UUID().uuidString.lowercased() }) : nil
         let state = SubscriberState(
             settings: configuration.entitlementSettings,
             outbox: hooks.endpoints.isEmpty ? nil : WebhookOutbox(endpoints: hooks.endpoints, doorbell: doorbell),
-            finishes: finishes)
+            appleCalls: appleCalls)
         let policy = OwnershipPolicy(rawValue: configuration.api.ownershipPolicy) ?? .transfer
         let documentCache = SubscriberCache(capacity: configuration.database.documentCache)
         if documentCache.capacity > 0 { documentCache.follow(database) }
@@ -235,10 +240,10 @@ public final class Application: Sendable {
             rollups: KeepRollups(
                 database: database, settings: configuration.analytics, logger: logger, clock: clock, monotonic: monotonic,
                 metrics: telemetry.factory),
-            finishTransactions: finishes.flatMap { bell in
+            appStoreCalls: appleCalls.flatMap { calls in
                 serverAPI.map {
-                    FinishTransactions(
-                        serverAPI: $0, database: database, doorbell: bell, logger: logger, clock: clock,
+                    AppStoreCalls(
+                        serverAPI: $0, database: database, doorbell: calls.doorbell, logger: logger, clock: clock,
                         metrics: telemetry.factory)
                 }
             },
@@ -343,7 +348,7 @@ public final class Application: Sendable {
         if configuration.keepRollups { services.append(rollups) }
         services += [refresher, catchUp, voidedPurchases, webhooks] as [any Service]
         if let playAcknowledgements { services.append(playAcknowledgements) }
-        if let finishTransactions { services.append(finishTransactions) }
+        if let appStoreCalls { services.append(appStoreCalls) }
         return services + [server]
     }
 

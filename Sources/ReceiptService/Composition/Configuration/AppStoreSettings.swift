@@ -41,6 +41,9 @@ extension ServiceConfiguration {
         /// `appStore.finishConsumables`: receiptd manages consumables' delivery and finishes each
         /// one stored for an app user at Apple (Finish Transaction).
         package var finishConsumables = false
+        /// `appStore.setAppAccountTokens`: receiptd tells Apple whose each purchase is (Set App
+        /// Account Token), with a token it keeps per person.
+        package var setAppAccountTokens = false
 
         package init(
             productionURL: String, sandboxURL: String, simulator: Bool, allowHTTP: Bool, bundleIDs: [String],
@@ -128,10 +131,14 @@ extension ServiceConfiguration {
             }
             // Finish each consumable stored for an app user at Apple (the app then does not call finish()).
             appStore.finishConsumables = try c.bool("appStore.finishConsumables", default: false)
-            if appStore.finishConsumables && appStore.serverAPI.credentials == nil && !appStore.simulator {
+            // Tell Apple whose each purchase is: later notifications name the person.
+            appStore.setAppAccountTokens = try c.bool("appStore.setAppAccountTokens", default: false)
+            for (key, on) in [
+                ("appStore.finishConsumables", appStore.finishConsumables),
+                ("appStore.setAppAccountTokens", appStore.setAppAccountTokens),
+            ] where on && appStore.serverAPI.credentials == nil && !appStore.simulator {
                 throw ConfigurationError(
-                    key: "appStore.finishConsumables",
-                    message: "finishing transactions needs the App Store Server API (appStore.serverApi.keyId, issuerId, key)")
+                    key: key, message: "this call needs the App Store Server API (appStore.serverApi.keyId, issuerId, key)")
             }
             guard !appStore.bundleIDs.isEmpty else {
                 throw ConfigurationError(key: "appStore.bundleIds", message: "must name at least one app")
