@@ -175,6 +175,7 @@ public enum Derivation {
         let grace = billingValid ? renewal?.gracePeriodExpiresDate : nil
         let retrying = billingValid && renewal?.isInBillingRetryPeriod == true
         let t = CivilTime.rfc3339
+        let refund = Refund(current)  // nil unless refunded or revoked (an upgrade is neither)
         var facts: [Fact?] = [
             .text("transaction_id", current.transactionID), .text("product_id", current.productID),
             .time("purchase_date", current.purchaseDate), .time("expires_date", current.expiresDate),
@@ -191,7 +192,6 @@ public enum Derivation {
                 "Not entitled here: transaction \(current.transactionID) was upgraded (is_upgraded); the product it was upgraded to grants access."
         } else if let cancelled = current.cancellationDate {
             facts += [.time("cancellation_date", cancelled), .text("cancellation_reason", current.cancellationReason)]
-            let refund = Refund(current)
             facts += refund?.facts ?? []
             if refund?.isFamilyRevocation ?? current.isFamilyShared {
                 (state, entitled, rule) = (.revoked, false, "revoked_current_period")
@@ -279,7 +279,7 @@ public enum Derivation {
                 }
                 .map { max($0, current.purchaseDate ?? $0) } : nil,
             resumesAt: state == .paused ? renewal?.autoResumeDate : nil,
-            refund: state == .refunded || state == .revoked ? Refund(current) : nil, commitment: commitment,
+            refund: state == .refunded || state == .revoked ? refund : nil, commitment: commitment,
             appTransactionID: current.appTransactionID ?? chain.lazy.compactMap(\.appTransactionID).first,
             explanation: Explanation(rule: rule, decision: decision, facts: facts.compactMap { $0 }))
     }

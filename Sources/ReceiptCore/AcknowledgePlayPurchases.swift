@@ -4,7 +4,6 @@ import GooglePlay
 import Logging
 import ServiceLifecycle
 import Storage
-import Synchronization
 
 /// Makes the calls Google is owed for stored Play purchases: each acknowledgement (Google refunds
 /// a purchase not acknowledged within three days) and, when configured, each consumption. The
@@ -39,19 +38,7 @@ package final class AcknowledgePlayPurchases: Sendable {
         self.metrics = metrics
     }
 
-    package func run() async {
-        let stopping = Atomic<Bool>(false)
-        await withGracefulShutdownHandler {
-            while !stopping.load(ordering: .acquiring) && !Task.isCancelled {
-                let made = await pass()
-                // A full batch: more may be due now.
-                if made < settings.batch { await doorbell.wait(atMost: .milliseconds(settings.pollMs)) }
-            }
-        } onGracefulShutdown: { [doorbell] in
-            stopping.store(true, ordering: .releasing)
-            doorbell.ring()
-        }
-    }
+    package func run() async { await settings.work(ringing: doorbell, pass) }
 
     /// Claims what is due, makes each call (at once), records each outcome. The number claimed.
     @discardableResult

@@ -5,7 +5,6 @@ import CoreMetrics
 import Logging
 import ServiceLifecycle
 import Storage
-import Synchronization
 
 /// Makes the calls receiptd owes the App Store Server API (``AppStoreCallStore``), each queued
 /// in the transaction of the save that made it due (``SubscriberState``):
@@ -45,18 +44,7 @@ package final class AppStoreCalls: Sendable {
         self.metrics = metrics
     }
 
-    package func run() async {
-        let stopping = Atomic<Bool>(false)
-        await withGracefulShutdownHandler {
-            while !stopping.load(ordering: .acquiring) && !Task.isCancelled {
-                let made = await pass()
-                if made < settings.batch { await doorbell.wait(atMost: .milliseconds(settings.pollMs)) }
-            }
-        } onGracefulShutdown: { [doorbell] in
-            stopping.store(true, ordering: .releasing)
-            doorbell.ring()
-        }
-    }
+    package func run() async { await settings.work(ringing: doorbell, pass) }
 
     /// Claims what is due, makes each call (at once), records each outcome. The number claimed.
     @discardableResult

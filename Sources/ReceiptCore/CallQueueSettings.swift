@@ -1,3 +1,6 @@
+import ServiceLifecycle
+import Synchronization
+
 /// How a durable queue of calls owed to a store is worked (Google Play's acknowledgements,
 /// ``AcknowledgePlayPurchases``; the App Store Server API's, ``AppStoreCalls``): each call
 /// claimed under a lease, made, and marked done; one that fails tried again with exponential
@@ -29,5 +32,19 @@ package struct CallQueueSettings: Sendable, Equatable {
         let shift = min(attempts, 30)
         let (scaled, overflow) = retryBaseMs.multipliedReportingOverflow(by: Int64(1) << shift)
         return overflow ? retryMaxMs : min(scaled, retryMaxMs)
+    }
+
+    /// Works the queue until graceful shutdown: a pass, then, unless it found a full batch (more
+    /// may be due now), a wait of at most `pollMs` for `doorbell`.
+    package func work(ringing doorbell: Doorbell, _ pass: () async -> Int) async {
+        let stopping = Atomic<Bool>(false)
+        await withGracefulShutdownHandler {
+            while !stopping.load(ordering: .acquiring) && !Task.isCancelled {
+                if await pass() < batch { await doorbell.wait(atMost: .milliseconds(pollMs)) }
+            }
+        } onGracefulShutdown: {
+            stopping.store(true, ordering: .releasing)
+            doorbell.ring()
+        }
     }
 }
