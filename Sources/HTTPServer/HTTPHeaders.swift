@@ -54,18 +54,17 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
 
     /// Whether a comma-separated field `name` lists `token` (case-insensitive), e.g. `Connection: close`.
     public func containsToken(_ token: String, in name: String) -> Bool {
-        for value in self[all: name] {
-            for part in value.split(separator: ",") {
-                if Self.namesEqual(part.trimmingASCIIWhitespace(), token) { return true }
-            }
+        for value in self[all: name] where value.httpListElements().contains(where: { Self.namesEqual($0, token) }) {
+            return true
         }
         return false
     }
 
     /// Whether `Content-Type` names the media type `type` (case-insensitive, parameters ignored).
     public func hasMediaType(_ type: String) -> Bool {
-        guard let value = self[first: "Content-Type"], let media = value.split(separator: ";").first else { return false }
-        return Self.namesEqual(media.trimmingASCIIWhitespace(), type)
+        guard let value = self[first: "Content-Type"] else { return false }
+        let semicolon = value.utf8.firstIndex(of: UInt8(ascii: ";")) ?? value.endIndex
+        return Self.namesEqual(value[..<semicolon].trimmingASCIIWhitespace(), type)
     }
 
     /// ASCII case-insensitive comparison, without allocating.
@@ -83,12 +82,37 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
     }
 }
 
+// HTTP's grammar is bytes: a comma or a space followed by a combining mark is one Character to
+// Swift, but still a delimiter to every other parser (the differential fuzzer found a `Connection`
+// value whose `keep-alive,` llhttp read as the token and a Character split did not). So delimiters
+// are found in the UTF-8 view; every index found there is a scalar boundary, since the delimiters
+// are single bytes.
 extension StringProtocol {
     /// Drops leading and trailing spaces and tabs (HTTP's OWS).
     func trimmingASCIIWhitespace() -> Substring {
         let s = Substring(self)
-        guard let start = s.firstIndex(where: { $0 != " " && $0 != "\t" }) else { return "" }
-        let end = s.lastIndex(where: { $0 != " " && $0 != "\t" })!
-        return s[start...end]
+        let bytes = s.utf8
+        guard let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return s[s.endIndex...] }
+        let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 })!
+        return s[first..<bytes.index(after: last)]
+    }
+
+    /// The elements of a comma-separated field value (RFC 9110 §5.6.1), each trimmed of OWS; empty
+    /// elements included.
+    func httpListElements() -> [Substring] {
+        let s = Substring(self)
+        let bytes = s.utf8
+        var elements: [Substring] = []
+        var start = bytes.startIndex
+        var i = start
+        while i < bytes.endIndex {
+            if bytes[i] == UInt8(ascii: ",") {
+                elements.append(s[start..<i].trimmingASCIIWhitespace())
+                start = bytes.index(after: i)
+            }
+            i = bytes.index(after: i)
+        }
+        elements.append(s[start...].trimmingASCIIWhitespace())
+        return elements
     }
 }

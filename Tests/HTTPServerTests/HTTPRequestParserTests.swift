@@ -130,6 +130,10 @@ struct HTTPRequestParserTests {
         #expect(!keepAlive("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"))
         #expect(!keepAlive("GET / HTTP/1.0\r\n\r\n"))
         #expect(keepAlive("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"))
+        // A comma followed by a combining mark is one Character to Swift but a comma to HTTP (and
+        // to llhttp, whose differential found it): the token before it still counts.
+        #expect(keepAlive("GET / HTTP/1.0\r\nConnection: keep-alive,\u{1713}se\r\n\r\n"))
+        #expect(!keepAlive("GET / HTTP/1.1\r\nHost: a\r\nConnection: x, close,\u{301}\r\n\r\n"))
     }
 
     @Test func expectContinueIsReportedOnceBeforeTheBody() {

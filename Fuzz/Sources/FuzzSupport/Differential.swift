@@ -80,20 +80,16 @@ extension Differential {
         guard !ours.keepAlive, reference.keepAlive else { return false }
         var adjusted = reference
         adjusted.keepAlive = false
+        // Split as bytes, as both parsers do: a comma followed by a combining mark is still a comma.
         let listsClose = reference.headers.contains { field in
             field.name.lowercased() == "connection"
-                && field.value.lowercased().split(separator: ",").contains { $0.trimmingCharacters() == "close" }
+                && field.value.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }.split(separator: UInt8(ascii: ",")).contains
+                {
+                    $0.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
+                        .elementsEqual("close".utf8.reversed())
+                }
         }
         return listsClose && ours == adjusted
-    }
-}
-
-extension Substring {
-    func trimmingCharacters() -> Substring {
-        var s = self
-        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
-        while s.last == " " || s.last == "\t" { s = s.dropLast() }
-        return s
     }
 }
 
