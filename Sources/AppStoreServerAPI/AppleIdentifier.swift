@@ -1,10 +1,10 @@
 /// An id that names something at Apple and goes into an App Store Server API path, held only
 /// once it has the format Apple gives that kind of id (Docs/security.md "Ids in upstream URLs").
 ///
-/// Every format is a run of ASCII letters, digits, `-` or `_`: never empty, never `.` or `..`,
-/// never `/`, `%`, `?` or `#`. So an id is always exactly one path segment, whatever a proxy,
-/// libcurl or Apple's front end makes of dot segments or escapes, and a client's text can never
-/// reach another endpoint.
+/// Every format is a run of ASCII letters, digits, `-` or `_` (a product id's also `.`, though
+/// never dots alone): never empty, never `.` or `..`, never `/`, `%`, `?` or `#`. So an id is always
+/// exactly one path segment, whatever a proxy, libcurl or Apple's front end makes of dot segments
+/// or escapes, and a client's text can never reach another endpoint.
 public struct AppleIdentifier: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: String, Sendable, CaseIterable {
         /// `transactionId`, `originalTransactionId`, `appTransactionId`: decimal digits.
@@ -13,9 +13,20 @@ public struct AppleIdentifier: Sendable, Hashable, CustomStringConvertible {
         case order = "order id"
         /// `testNotificationToken`, as Request a Test Notification returns it (a UUID, `_`, a time).
         case testNotificationToken = "test notification token"
+        /// A product id from App Store Connect (`com.example.premium.monthly`): letters, digits,
+        /// `.`, `_` and `-`, not dots alone.
+        case productID = "product id"
+        /// The `requestIdentifier` receiptd gives a mass extension (a UUID): letters, digits, `-`.
+        case requestIdentifier = "request identifier"
 
-        /// Longest accepted, in bytes: Apple's are far shorter (16–20 digits, 10 characters, ~50).
-        public var maxBytes: Int { self == .testNotificationToken ? 128 : 64 }
+        /// Longest accepted, in bytes: Apple's are far shorter (16–20 digits, 10 characters, ~50),
+        /// and a UUID is 36.
+        public var maxBytes: Int {
+            switch self {
+            case .transaction, .order: 64
+            case .testNotificationToken, .productID, .requestIdentifier: 128
+            }
+        }
 
         func allows(_ byte: UInt8) -> Bool {
             let digit = byte >= 0x30 && byte <= 0x39
@@ -24,6 +35,8 @@ public struct AppleIdentifier: Sendable, Hashable, CustomStringConvertible {
             case .transaction: digit
             case .order: digit || letter
             case .testNotificationToken: digit || letter || byte == 0x2D || byte == 0x5F
+            case .productID: digit || letter || byte == 0x2D || byte == 0x5F || byte == 0x2E
+            case .requestIdentifier: digit || letter || byte == 0x2D
             }
         }
     }
@@ -40,6 +53,7 @@ public struct AppleIdentifier: Sendable, Hashable, CustomStringConvertible {
 
     public static func isValid(_ text: String, as kind: Kind) -> Bool {
         (1...kind.maxBytes).contains(text.utf8.count) && text.utf8.allSatisfy(kind.allows)
+            && !text.utf8.allSatisfy { $0 == 0x2E }
     }
 
     /// The id as one percent-encoded path segment. Every byte of a valid id is unreserved (RFC 3986

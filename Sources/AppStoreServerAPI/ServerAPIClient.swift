@@ -120,7 +120,7 @@ public struct ServerAPIClient: Sendable {
 
     /// Get All Subscription Statuses for any transaction id of the customer.
     public func subscriptionStatuses(of transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> Statuses {
-        let answer = try await call(.subscriptionStatuses, id: transactionID, bundleID: bundleID)
+        let answer = try await call(.subscriptionStatuses, ids: [transactionID], bundleID: bundleID)
         let body = try ServerAPIResponses.statuses(answer.body)
         var subscriptions: [Statuses.Subscription] = []
         for last in body.last {
@@ -138,7 +138,7 @@ public struct ServerAPIClient: Sendable {
 
     /// Get Transaction Info: one transaction, any product type.
     public func transactionInfo(_ transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> SignedTransaction {
-        let answer = try await call(.transactionInfo, id: transactionID, bundleID: bundleID)
+        let answer = try await call(.transactionInfo, ids: [transactionID], bundleID: bundleID)
         guard let jws = try ServerAPIResponses.json(answer.body)["signedTransactionInfo"]?.string else {
             throw .badAnswer("no signedTransactionInfo")
         }
@@ -150,7 +150,7 @@ public struct ServerAPIClient: Sendable {
     public func appTransactionInfo(_ transactionID: String, bundleID: String) async throws(ServerAPIFailure)
         -> SignedAppTransaction
     {
-        let answer = try await call(.appTransactionInfo, id: transactionID, bundleID: bundleID)
+        let answer = try await call(.appTransactionInfo, ids: [transactionID], bundleID: bundleID)
         guard let jws = try ServerAPIResponses.json(answer.body)["signedAppTransactionInfo"]?.string else {
             throw .badAnswer("no signedAppTransactionInfo")
         }
@@ -190,7 +190,7 @@ public struct ServerAPIClient: Sendable {
     public func testNotificationStatus(_ testToken: String, bundleID: String, environment: AppStoreEnvironment)
         async throws(ServerAPIFailure) -> TestNotificationStatus
     {
-        let answer = try await call(.testNotificationStatus, id: testToken, bundleID: bundleID, first: environment)
+        let answer = try await call(.testNotificationStatus, ids: [testToken], bundleID: bundleID, first: environment)
         let v = try ServerAPIResponses.json(answer.body)
         return TestNotificationStatus(
             signedPayload: v["signedPayload"]?.string,
@@ -201,7 +201,7 @@ public struct ServerAPIClient: Sendable {
     public func lookUpOrder(_ orderID: String, bundleID: String, environment: AppStoreEnvironment = .production)
         async throws(ServerAPIFailure) -> OrderLookup
     {
-        let answer = try await call(.lookUpOrderID, id: orderID, bundleID: bundleID, first: environment)
+        let answer = try await call(.lookUpOrderID, ids: [orderID], bundleID: bundleID, first: environment)
         let v = try ServerAPIResponses.json(answer.body)
         var transactions: [SignedTransaction] = []
         for jws in try ServerAPIResponses.strings(v["signedTransactions"] ?? .array([]), "signedTransactions") {
@@ -219,7 +219,7 @@ public struct ServerAPIClient: Sendable {
             "extendByDays": .int(Int64(days)), "extendReasonCode": .int(Int64(reasonCode)),
             "requestIdentifier": .string(requestID),
         ]).jsonBytes
-        let answer = try await call(.extendRenewalDate, id: originalTransactionID, bundleID: bundleID, body: body)
+        let answer = try await call(.extendRenewalDate, ids: [originalTransactionID], bundleID: bundleID, body: body)
         let v = try ServerAPIResponses.json(answer.body)
         return Extension(
             originalTransactionID: v["originalTransactionId"]?.string, webOrderLineItemID: v["webOrderLineItemId"]?.string,
@@ -230,7 +230,7 @@ public struct ServerAPIClient: Sendable {
     public func sendConsumption(transactionID: String, bundleID: String, environment: AppStoreEnvironment, _ body: JSONValue)
         async throws(ServerAPIFailure)
     {
-        _ = try await call(.sendConsumption, id: transactionID, bundleID: bundleID, body: body.jsonBytes, first: environment)
+        _ = try await call(.sendConsumption, ids: [transactionID], bundleID: bundleID, body: body.jsonBytes, first: environment)
     }
 
     /// Finish Transaction (API 1.20): tells Apple the transaction's content was delivered, as
@@ -239,7 +239,7 @@ public struct ServerAPIClient: Sendable {
     public func finishTransaction(_ transactionID: String, bundleID: String, environment: AppStoreEnvironment)
         async throws(ServerAPIFailure)
     {
-        _ = try await call(.finishTransaction, id: transactionID, bundleID: bundleID, first: environment)
+        _ = try await call(.finishTransaction, ids: [transactionID], bundleID: bundleID, first: environment)
     }
 
     /// Set App Account Token (API 1.16): `token` (a UUID) becomes the purchase `originalTransactionID`'s
@@ -249,7 +249,55 @@ public struct ServerAPIClient: Sendable {
         _ token: String, originalTransactionID: String, bundleID: String, environment: AppStoreEnvironment
     ) async throws(ServerAPIFailure) {
         let body = JSONValue.object(["appAccountToken": .string(token)]).jsonBytes
-        _ = try await call(.setAppAccountToken, id: originalTransactionID, bundleID: bundleID, body: body, first: environment)
+        _ = try await call(.setAppAccountToken, ids: [originalTransactionID], bundleID: bundleID, body: body, first: environment)
+    }
+
+    /// Extend Subscription Renewal Dates for All Active Subscribers (API 1.7): every active
+    /// subscription to `productID`, in `storefronts` (ISO 3166-1 alpha-3; empty: all), by `days`
+    /// (1…90). Apple works through them over hours or days; `requestID` (kept for the status)
+    /// makes a retry the same request
+    /// (https://developer.apple.com/documentation/appstoreserverapi/extend-subscription-renewal-dates-for-all-active-subscribers).
+    /// The `requestIdentifier` Apple echoes.
+    public func massExtendRenewalDates(
+        productID: String, storefronts: [String], days: Int, reasonCode: Int, requestID: String, bundleID: String,
+        environment: AppStoreEnvironment
+    ) async throws(ServerAPIFailure) -> String {
+        var body: [Identifier: JSONValue] = [
+            "productId": .string(productID), "extendByDays": .int(Int64(days)), "extendReasonCode": .int(Int64(reasonCode)),
+            "requestIdentifier": .string(requestID),
+        ]
+        if !storefronts.isEmpty { body["storefrontCountryCodes"] = .array(storefronts.map(JSONValue.string)) }
+        // The product id travels in the body, yet is held to the format it has in the status's path.
+        guard AppleIdentifier.isValid(productID, as: .productID) else { throw .invalidIdentifier(.productID) }
+        guard AppleIdentifier.isValid(requestID, as: .requestIdentifier) else { throw .invalidIdentifier(.requestIdentifier) }
+        let answer = try await call(
+            .massExtendRenewalDates, bundleID: bundleID, body: JSONValue.object(body).jsonBytes, first: environment)
+        guard let echoed = try ServerAPIResponses.json(answer.body)["requestIdentifier"]?.string else {
+            throw .badAnswer("no requestIdentifier")
+        }
+        return echoed
+    }
+
+    /// Get Status of Subscription Renewal Date Extensions's answer.
+    public struct MassExtensionStatus: Sendable, Equatable {
+        public var requestIdentifier: String?
+        public var complete: Bool
+        /// When Apple finished (epoch ms).
+        public var completeDate: Int64?
+        public var succeededCount: Int64?
+        public var failedCount: Int64?
+    }
+
+    /// Get Status of Subscription Renewal Date Extensions (API 1.7) for a mass extension of `productID`.
+    public func massExtensionStatus(
+        productID: String, requestID: String, bundleID: String, environment: AppStoreEnvironment
+    ) async throws(ServerAPIFailure) -> MassExtensionStatus {
+        let answer = try await call(.massExtensionStatus, ids: [productID, requestID], bundleID: bundleID, first: environment)
+        let v = try ServerAPIResponses.json(answer.body)
+        return MassExtensionStatus(
+            requestIdentifier: v["requestIdentifier"]?.string, complete: v["complete"]?.bool ?? false,
+            completeDate: v["completeDate"]?.int64, succeededCount: v["succeededCount"]?.int64,
+            failedCount: v["failedCount"]?.int64)
     }
 
     // MARK: Exchanges
@@ -263,7 +311,7 @@ public struct ServerAPIClient: Sendable {
         var pages = 0
         repeat {
             let answer = try await call(
-                endpoint, id: id, bundleID: bundleID, query: revision.map { [("revision", $0)] } ?? [], first: environment)
+                endpoint, ids: [id], bundleID: bundleID, query: revision.map { [("revision", $0)] } ?? [], first: environment)
             environment = answer.environment
             let page = try ServerAPIResponses.transactionPage(answer.body)
             signed += page.signedTransactions
@@ -288,18 +336,18 @@ public struct ServerAPIClient: Sendable {
     /// One call: the machine's exchanges, each after the rate limiter's wait, until it finishes.
     /// `first` nil: production, then sandbox for an unknown transaction id.
     func call(
-        _ endpoint: ServerAPIEndpoint, id: String = "", bundleID: String, query: [(String, String)] = [], body: [UInt8]? = nil,
-        first: AppStoreEnvironment? = nil
+        _ endpoint: ServerAPIEndpoint, ids: [String] = [], bundleID: String, query: [(String, String)] = [],
+        body: [UInt8]? = nil, first: AppStoreEnvironment? = nil
     ) async throws(ServerAPIFailure) -> ServerAPIAnswer {
-        // The id must have the format of the kind the endpoint takes, or nothing is sent.
-        var segment: AppleIdentifier?
-        if let kind = endpoint.idKind {
-            guard let valid = AppleIdentifier(id, kind) else {
+        // Each id must have the format of the kind the endpoint takes there, or nothing is sent.
+        var segments: [AppleIdentifier] = []
+        for (i, kind) in endpoint.idKinds.enumerated() {
+            guard let valid = AppleIdentifier(i < ids.count ? ids[i] : "", kind) else {
                 let failure = ServerAPIFailure.invalidIdentifier(kind)
                 record(endpoint, first ?? .production, .failure(failure))
                 throw failure
             }
-            segment = valid
+            segments.append(valid)
         }
         let bearer: String
         do { bearer = try token.token(for: bundleID) } catch { throw .unauthorized(status: 0) }
@@ -326,7 +374,7 @@ public struct ServerAPIClient: Sendable {
                 }
                 let base = environment == .production ? configuration.productionURL : configuration.sandboxURL
                 let request = OutboundRequest(
-                    method: endpoint.method, url: base + endpoint.path(segment) + Self.queryString(query),
+                    method: endpoint.method, url: base + endpoint.path(segments) + Self.queryString(query),
                     headers: ["Authorization: Bearer \(bearer)", "User-Agent: receiptd"], body: body, timeout: timeout)
                 let exchange: ServerAPICallMachine.Exchange
                 switch await transport.send(request) {

@@ -17,32 +17,38 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     case appTransactionInfo = "get_app_transaction_info"
     case finishTransaction = "finish_transaction"
     case setAppAccountToken = "set_app_account_token"
+    case massExtendRenewalDates = "extend_renewal_dates_for_all_active_subscribers"
+    case massExtensionStatus = "get_status_of_renewal_date_extensions"
 
     public var method: OutboundRequest.Method {
         switch self {
-        case .notificationHistory, .requestTestNotification, .finishTransaction: .post
+        case .notificationHistory, .requestTestNotification, .finishTransaction, .massExtendRenewalDates: .post
         case .extendRenewalDate, .sendConsumption, .setAppAccountToken: .put
         default: .get
         }
     }
 
-    /// The kind of id the endpoint's path takes; nil for the endpoints that take none.
-    public var idKind: AppleIdentifier.Kind? {
+    /// The kinds of the ids the endpoint's path takes, in order; empty for the endpoints that take none.
+    public var idKinds: [AppleIdentifier.Kind] {
         switch self {
         case .transactionInfo, .transactionHistory, .subscriptionStatuses, .refundHistory, .extendRenewalDate,
             .sendConsumption, .appTransactionInfo, .finishTransaction, .setAppAccountToken:
-            .transaction
-        case .lookUpOrderID: .order
-        case .testNotificationStatus: .testNotificationToken
-        case .notificationHistory, .requestTestNotification: nil
+            [.transaction]
+        case .lookUpOrderID: [.order]
+        case .testNotificationStatus: [.testNotificationToken]
+        case .massExtensionStatus: [.productID, .requestIdentifier]
+        case .notificationHistory, .requestTestNotification, .massExtendRenewalDates: []
         }
     }
 
-    /// The path, with `id` as its last segment (Finish Transaction's and Set App Account Token's:
-    /// before a last fixed one; ignored by the endpoints that take none). The id is typed: only an
-    /// ``AppleIdentifier`` of the kind the endpoint takes is ever a segment.
-    public func path(_ id: AppleIdentifier? = nil) -> String {
-        let id = id?.pathSegment ?? ""
+    /// The path, with the ids as its last segments (Finish Transaction's and Set App Account
+    /// Token's: before a last fixed one; none for the endpoints that take none). The ids are typed:
+    /// only ``AppleIdentifier``s of the kinds the endpoint takes, in order, are ever segments.
+    public func path(_ ids: AppleIdentifier...) -> String { path(ids) }
+
+    public func path(_ ids: [AppleIdentifier]) -> String {
+        precondition(ids.map(\.kind) == idKinds, "\(self) takes \(idKinds), not \(ids.map(\.kind))")
+        let id = ids.first?.pathSegment ?? ""
         return switch self {
         case .transactionInfo: "/inApps/v1/transactions/\(id)"
         case .transactionHistory: "/inApps/v2/history/\(id)"
@@ -57,6 +63,8 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
         case .appTransactionInfo: "/inApps/v1/transactions/appTransactions/\(id)"
         case .finishTransaction: "/inApps/v1/transactions/\(id)/finish"
         case .setAppAccountToken: "/inApps/v1/transactions/\(id)/appAccountToken"
+        case .massExtendRenewalDates: "/inApps/v1/subscriptions/extend/mass"
+        case .massExtensionStatus: "/inApps/v1/subscriptions/extend/mass/\(id)/\(ids[1].pathSegment)"
         }
     }
 
@@ -68,7 +76,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
         case .appTransactionInfo, .finishTransaction, .setAppAccountToken: 50
         case .extendRenewalDate: 20
         case .lookUpOrderID, .refundHistory: 10
-        case .requestTestNotification, .testNotificationStatus: 1
+        case .requestTestNotification, .testNotificationStatus, .massExtendRenewalDates, .massExtensionStatus: 1
         }
     }
 
@@ -82,7 +90,9 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
         case .transactionInfo, .transactionHistory, .subscriptionStatuses, .refundHistory, .extendRenewalDate,
             .sendConsumption, .appTransactionInfo, .finishTransaction, .setAppAccountToken:
             true
-        case .notificationHistory, .requestTestNotification, .testNotificationStatus, .lookUpOrderID: false
+        case .notificationHistory, .requestTestNotification, .testNotificationStatus, .lookUpOrderID,
+            .massExtendRenewalDates, .massExtensionStatus:
+            false
         }
     }
 

@@ -30,6 +30,17 @@ struct AppleIdentifierTests {
         }
         #expect(AppleIdentifier("-1", .order) == nil && AppleIdentifier("M-1", .order) == nil)
         #expect(AppleIdentifier("a.b", .testNotificationToken) == nil)
+        // Product ids take dots, never dots alone (a dot segment); request identifiers are UUIDs.
+        for good in ["com.example.premium.monthly", "premium_1", "pass-30d", "7", "a..b", ".x"] {
+            #expect(AppleIdentifier(good, .productID) != nil, "\(good)")
+        }
+        for bad in Self.hostile + ["...", "a/b", "a b"] where bad != "1.0" {
+            #expect(AppleIdentifier(bad, .productID) == nil, "\(bad.debugDescription)")
+        }
+        #expect(AppleIdentifier("ce3af791-365e-4c60-841b-1674b43c1609", .requestIdentifier) != nil)
+        for bad in Self.hostile + ["a_b", "a.b"] {
+            #expect(AppleIdentifier(bad, .requestIdentifier) == nil, "\(bad.debugDescription)")
+        }
     }
 
     @Test func everyEndpointPathEndsInExactlyTheIdItTakes() throws {
@@ -49,14 +60,21 @@ struct AppleIdentifierTests {
         let order = try #require(AppleIdentifier("MK5TTTVWJH", .order))
         #expect(ServerAPIEndpoint.lookUpOrderID.path(order) == "/inApps/v1/lookup/MK5TTTVWJH")
         #expect(ServerAPIEndpoint.notificationHistory.path() == "/inApps/v1/notifications/history")
+        #expect(ServerAPIEndpoint.massExtendRenewalDates.path() == "/inApps/v1/subscriptions/extend/mass")
+        let product = try #require(AppleIdentifier("com.example.monthly", .productID))
+        let request = try #require(AppleIdentifier("ce3af791-365e-4c60-841b-1674b43c1609", .requestIdentifier))
+        #expect(
+            ServerAPIEndpoint.massExtensionStatus.path(product, request)
+                == "/inApps/v1/subscriptions/extend/mass/com.example.monthly/ce3af791-365e-4c60-841b-1674b43c1609")
         for endpoint in ServerAPIEndpoint.allCases {
             let takesAnID = [
                 .transactionInfo, .transactionHistory, .subscriptionStatuses, .refundHistory, .extendRenewalDate,
                 .sendConsumption, .lookUpOrderID, .testNotificationStatus, .appTransactionInfo, .finishTransaction,
                 .setAppAccountToken,
             ].contains(endpoint)
-            #expect((endpoint.idKind != nil) == takesAnID, "\(endpoint)")
+            #expect((endpoint.idKinds.count == 1) == takesAnID, "\(endpoint)")
         }
+        #expect(ServerAPIEndpoint.massExtensionStatus.idKinds == [.productID, .requestIdentifier])
     }
 
     /// The finding: `..` and `.` asked `/inApps/v1/` and `/inApps/v2/history/`, and Apple's
@@ -96,6 +114,22 @@ struct AppleIdentifierTests {
             }
             await #expect(throws: ServerAPIFailure.invalidIdentifier(.order)) {
                 try await client.lookUpOrder(bad, bundleID: F.bundle)
+            }
+            let uuid = "ce3af791-365e-4c60-841b-1674b43c1609"
+            if bad != "1.0" {
+                await #expect(throws: ServerAPIFailure.invalidIdentifier(.productID)) {
+                    try await client.massExtensionStatus(
+                        productID: bad, requestID: uuid, bundleID: F.bundle, environment: .production)
+                }
+                await #expect(throws: ServerAPIFailure.invalidIdentifier(.productID)) {
+                    try await client.massExtendRenewalDates(
+                        productID: bad, storefronts: [], days: 1, reasonCode: 3, requestID: uuid, bundleID: F.bundle,
+                        environment: .production)
+                }
+            }
+            await #expect(throws: ServerAPIFailure.invalidIdentifier(.requestIdentifier)) {
+                try await client.massExtensionStatus(
+                    productID: "com.example.monthly", requestID: bad, bundleID: F.bundle, environment: .production)
             }
         }
         #expect(transport.sent.isEmpty, "\(transport.sent.map(\.url))")

@@ -129,6 +129,44 @@ struct ServerAPIClientTests {
         }
     }
 
+    @Test func aMassExtensionIsPostedInTheEnvironmentAskedAndItsStatusReadByProductAndRequest() async throws {
+        let id = "ce3af791-365e-4c60-841b-1674b43c1609"
+        let transport = ScriptedServerAPI([
+            (
+                "sandbox.test/inApps/v1/subscriptions/extend/mass",
+                .response(status: 200, body: Array(#"{"requestIdentifier":"\#(id)"}"#.utf8))
+            ),
+            (
+                "sandbox.test/inApps/v1/subscriptions/extend/mass/com.example.monthly/\(id)",
+                .response(
+                    status: 200,
+                    body: Array(
+                        #"{"requestIdentifier":"\#(id)","complete":true,"completeDate":1790000000000,"succeededCount":30,"failedCount":2}"#
+                            .utf8))
+            ),
+        ])
+        let client = try F.client(transport)
+        let echoed = try await client.massExtendRenewalDates(
+            productID: "com.example.monthly", storefronts: ["USA", "CAN"], days: 7, reasonCode: 3, requestID: id,
+            bundleID: F.bundle, environment: .sandbox)
+        #expect(echoed == id)
+        let posted = try JSONValue.parse(try #require(transport.sent.first?.body))
+        #expect(
+            posted
+                == .object([
+                    "productId": .string("com.example.monthly"), "extendByDays": .int(7), "extendReasonCode": .int(3),
+                    "requestIdentifier": .string(id), "storefrontCountryCodes": .array([.string("USA"), .string("CAN")]),
+                ]))
+        #expect(transport.sent.first?.method == .post)
+        let status = try await client.massExtensionStatus(
+            productID: "com.example.monthly", requestID: id, bundleID: F.bundle, environment: .sandbox)
+        #expect(
+            status
+                == .init(
+                    requestIdentifier: id, complete: true, completeDate: 1_790_000_000_000, succeededCount: 30, failedCount: 2))
+        #expect(transport.sent.count == 2)
+    }
+
     @Test func a429IsHonouredUntilRetryAfterAndTheLimiterHoldsTheEndpoint() async throws {
         let clock = ManualMonotonicClock()
         let info = JSONValue.object(["signedTransactionInfo": .string(F.signed(F.transaction("5")))]).jsonBytes
