@@ -32,6 +32,13 @@ public struct DataCopy {
         "verifications", "renewal_history", "events", "notifications", "refresh_checks", "changes", "shadow_diffs",
         "webhook_messages", "webhook_deliveries", "erasures", "aliases", "promotions", "product_states", "exchange_rates",
         "play_tokens", "play_notifications", "play_catch_up", "offer_signatures", "app_transactions", "retention_answers",
+        "consumption_consent_rescinded", "app_store_calls", "mass_extensions",
+    ]
+
+    /// The tables not copied: the rollups and what they were built from, rebuilt by the keeper from
+    /// the copied rows (`rates_revision` included, so it rebuilds with the target's rates).
+    public static let rebuilt = [
+        "rollup_state", "rollup_holders", "rollup_days", "rollup_moments", "rollup_marks", "rates_revision",
     ]
 
     private let source: Database

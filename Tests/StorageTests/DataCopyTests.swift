@@ -92,3 +92,18 @@ struct DataCopyTests {
         #expect(compared.filter { !$0.matches }.map(\.name) == ["transactions"])
     }
 }
+
+@Suite("What copy-data copies")
+struct DataCopyTablesTests {
+    /// A table a migration adds is copied, or said to be rebuilt: never silently left behind (the
+    /// consent and call-queue tables of issue 43 were, until this test).
+    @Test func everyTableIsCopiedOrRebuilt() throws {
+        let db = try migratedDatabase()
+        let q = try db.prepare(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'schema_migrations'")
+        var tables: Set<String> = []
+        while try q.step() { tables.insert(q.text(0)!) }
+        #expect(tables.subtracting(DataCopy.rebuilt) == Set(DataCopy.tables))
+        #expect(DataCopy.tables.count == Set(DataCopy.tables).count)
+    }
+}
