@@ -67,12 +67,17 @@ struct ReplicaSetTests {
         defer { pair.stop() }
         let queue = try queue(pair)
         #expect(try await eventually { try await changes(of: "alias", seeing: ["alias"], on: queue).1 })
+        // Replay paused, so the replica has certainly not seen the change (a fast replica could
+        // replay it before the read, and then serving it there would be right).
+        let standby = try Database(postgresURL: pair.replicaURL)
+        try standby.execute("SELECT pg_wal_replay_pause()")
         try await change("canonical", on: queue)
         let (seen, replica) = try await queue.read(replicaSeeing: ["alias"]) { db in
             try ReplicaSetTests.count("canonical", db)
         } dependents: { _ in
             ["canonical"]
         }
+        try standby.execute("SELECT pg_wal_replay_resume()")
         #expect(seen == 1 && !replica)
     }
 
