@@ -48,6 +48,11 @@ OUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "Benchmarks/resul
 SUBSCRIBERS = int(sys.argv[3]) if len(sys.argv) > 3 else 10_000
 SIM_PORT, PORT = 18396, 18395
 SECRET = "console-shared-" + os.urandom(6).hex()
+# Apple's published test key, for the App Store Server API between receiptd and the simulator.
+SERVER_API = {"RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY_FILE":
+              os.path.join(ROOT, "Sources/ReceiptTesting/Fixtures/AppStoreServerAPI/testSigningKey.p8"),
+              "RECEIPTD_APP_STORE_SERVER_API_KEY_ID": "CONSOLE001",
+              "RECEIPTD_APP_STORE_SERVER_API_ISSUER_ID": "00000000-0000-4000-8000-00000000c0de"}
 PUBLIC, KEY = "console-public", "console-secret-" + os.urandom(6).hex()
 # The seeded mix: scenario → share of SUBSCRIBERS. Docs/app-store.md "App Store simulator" says what each is.
 MIX = {"trial": 0.2, "active_monthly": 0.4, "downgrade_pending": 0.15, "non_consumable": 0.15, "expired_voluntary": 0.1}
@@ -130,7 +135,8 @@ def main():
     work = tempfile.mkdtemp(prefix="receiptd-console-")
     log = open(os.path.join(work, "receiptd.log"), "w")
     sim = subprocess.Popen([f"{BIN}/receiptd", "simulate", "--port", str(SIM_PORT)],
-                           env=dict(os.environ, RECEIPTD_APP_STORE_SHARED_SECRET=SECRET), stdout=log, stderr=log)
+                           env=dict(os.environ, RECEIPTD_APP_STORE_SHARED_SECRET=SECRET, **SERVER_API), stdout=log,
+                           stderr=log)
     env = dict(os.environ, RECEIPTD_ENVIRONMENT="production", RECEIPTD_HTTP_PORT=str(PORT), RECEIPTD_LOG_LEVEL="warning",
                RECEIPTD_HTTP_ACCESS_LOG="false", RECEIPTD_DATABASE_PATH=os.path.join(work, "receiptd.sqlite"),
                RECEIPTD_DATABASE_MIGRATIONS_DIRECTORY=f"{ROOT}/Migrations", RECEIPTD_APP_STORE_ALLOW_HTTP="true",
@@ -141,7 +147,10 @@ def main():
                RECEIPTD_REFRESHER_ENABLED="false", RECEIPTD_WEBHOOKS_ENDPOINTS="backend",
                RECEIPTD_WEBHOOKS_ALLOW_HTTP="true", RECEIPTD_WEBHOOKS_BACKEND_URL="http://127.0.0.1:9/hooks",
                RECEIPTD_WEBHOOKS_BACKEND_SECRET="console-hook-" + os.urandom(8).hex(),
-               RECEIPTD_WEBHOOKS_BACKEND_EVENTS="promotional_grant,promotional_revocation")
+               RECEIPTD_WEBHOOKS_BACKEND_EVENTS="promotional_grant,promotional_revocation",
+               RECEIPTD_APP_STORE_SERVER_API_PRODUCTION_URL=f"http://127.0.0.1:{SIM_PORT}/serverapi/production",
+               RECEIPTD_APP_STORE_SERVER_API_SANDBOX_URL=f"http://127.0.0.1:{SIM_PORT}/serverapi/sandbox",
+               RECEIPTD_APP_STORE_NOTIFICATION_HISTORY_ENABLED="false", **SERVER_API)
     service = subprocess.Popen([f"{BIN}/receiptd", "serve", "--config-dir", f"{ROOT}/Config"], env=env, stdout=log,
                                stderr=log)
     driver = None
@@ -376,6 +385,26 @@ def main():
         said = status_text(before)
         check(said.startswith("Queued again") or "in flight" in said, f"a retry is answered: {said}")
         shot("webhooks")
+
+        # A mass extension asked from the console: sent to Apple (the simulator), listed with who asked.
+        driver.get(base + "#/extensions")
+        ready("extensions")
+        driver.find_element(By.ID, "mass-product").send_keys("monthly")
+        driver.find_element(By.ID, "mass-days").clear()
+        driver.find_element(By.ID, "mass-days").send_keys("3")
+        driver.find_element(By.ID, "mass-storefronts").send_keys("usa")
+        unready()
+        before = status_now()
+        driver.find_element(By.CSS_SELECTOR, "#mass-extension button[type=submit]").click()
+        said = status_text(before)
+        check(said.startswith("Asked Apple"), f"the mass extension is confirmed: {said}")
+        ready("extensions")
+        rows = driver.find_elements(By.CSS_SELECTOR, "#page tbody tr")
+        check(len(rows) == 1 and "monthly" in rows[0].text and "USA" in rows[0].text, "the mass extension is listed")
+        check(rows[0].find_element(By.CSS_SELECTOR, "[data-status]").text == "in_progress", "Apple took it: in progress")
+        listed = json.loads(request("GET", PORT, "/v1/admin/mass-extensions", key=KEY)[1])["mass_extensions"]
+        check(listed[0]["requested_by"].startswith("key:") and listed[0]["days"] == 3, "who asked is kept")
+        shot("extensions")
 
         # Revenue: the client-priced sales add up, a figure drills down to them, CSV downloads.
         priced = counts["active_monthly"] + dave_holds  # carol's purchase is dave's now: one sale

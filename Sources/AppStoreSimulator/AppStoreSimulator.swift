@@ -28,11 +28,15 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         public var serverAPIRequestsPerSecond: Int
         /// Transactions per page of history.
         public var serverAPIPageSize: Int
+        /// How long a mass renewal-date extension takes to complete (Apple: hours or days).
+        public var massExtensionDuration: Duration
 
         public init(
             bundleID: String = "com.example.app", sharedSecret: String? = nil, latency: Duration = .zero,
-            serverAPIKey: ServerAPISimulator.Key? = nil, serverAPIRequestsPerSecond: Int = 10_000, serverAPIPageSize: Int = 20
+            serverAPIKey: ServerAPISimulator.Key? = nil, serverAPIRequestsPerSecond: Int = 10_000, serverAPIPageSize: Int = 20,
+            massExtensionDuration: Duration = .seconds(30)
         ) {
+            self.massExtensionDuration = massExtensionDuration
             self.bundleID = bundleID
             self.sharedSecret = sharedSecret
             self.latency = latency
@@ -60,7 +64,8 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         self.clock = now
         serverAPI = ServerAPISimulator(
             bundleID: configuration.bundleID, key: configuration.serverAPIKey,
-            requestsPerSecond: configuration.serverAPIRequestsPerSecond, pageSize: configuration.serverAPIPageSize, clock: now)
+            requestsPerSecond: configuration.serverAPIRequestsPerSecond, pageSize: configuration.serverAPIPageSize,
+            massExtensionMs: configuration.massExtensionDuration.milliseconds, clock: now)
     }
 
     /// A purchase of `scenario` as a StoreKit 2 app has it after buying: its newest transaction id
@@ -220,10 +225,17 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
                     return HTTPResponse(
                         status: .serviceUnavailable, headers: ["Content-Type": "text/plain"], body: Array("outage drill".utf8))
                 }
-                return serverAPI.answer(request, path: path, environment: name) { id, environment in
-                    guard let content = purchases.withLock({ $0[id] }) else { return nil }
-                    return script(content: content, environment: environment)
-                }
+                return serverAPI.answer(
+                    request, path: path, environment: name,
+                    purchases: { id, environment in
+                        guard let content = purchases.withLock({ $0[id] }) else { return nil }
+                        return script(content: content, environment: environment)
+                    },
+                    everyPurchase: { environment in
+                        Set(purchases.withLock { $0.values }).sorted().compactMap {
+                            script(content: $0, environment: environment)
+                        }
+                    })
             }
         }
         switch (request.method, request.path) {

@@ -51,6 +51,9 @@ public final class ServerAPISimulator: Sendable {
     /// Days added to a subscription's expiry by Extend a Subscription Renewal Date, per original id
     /// (verifyReceipt's answers carry them too).
     private let extensions = Mutex<[String: Int64]>([:])
+    /// Extend Renewal Dates for All Active Subscribers requests, by request identifier.
+    private let massExtensions = Mutex<[String: MassExtension]>([:])
+    let massExtensionMs: Int64
     /// Milliseconds added to a subscription's expiry in this API's answers only (``skew(originalTransactionID:byMs:)``).
     private let skews = Mutex<[String: Int64]>([:])
     /// Send Consumption Information bodies received, oldest first.
@@ -84,7 +87,11 @@ public final class ServerAPISimulator: Sendable {
     /// Requests answered 429 so far.
     public var throttledCount: Int { refusedForRate.load(ordering: .relaxed) }
 
-    init(bundleID: String, key: Key?, requestsPerSecond: Int, pageSize: Int, clock: @escaping @Sendable () -> Int64) {
+    init(
+        bundleID: String, key: Key?, requestsPerSecond: Int, pageSize: Int, massExtensionMs: Int64 = 0,
+        clock: @escaping @Sendable () -> Int64
+    ) {
+        self.massExtensionMs = massExtensionMs
         self.bundleID = bundleID
         self.key = key
         self.requestsPerSecond = requestsPerSecond
@@ -93,9 +100,11 @@ public final class ServerAPISimulator: Sendable {
     }
 
     /// A request's answer. `purchases` finds the scripted receipt answer holding a transaction id
-    /// (original or not) in an environment; nil when the id is unknown there.
+    /// (original or not) in an environment; nil when the id is unknown there. `everyPurchase`
+    /// gives every scripted receipt answer handed out, in an environment (for mass extensions).
     func answer(
-        _ request: HTTPRequest, path: Substring, environment: String, purchases: (String, String) -> JSONValue?
+        _ request: HTTPRequest, path: Substring, environment: String, purchases: (String, String) -> JSONValue?,
+        everyPurchase: (String) -> [JSONValue] = { _ in [] }
     ) -> HTTPResponse {
         targets.withLock {
             $0.append(request.target)
@@ -132,6 +141,18 @@ public final class ServerAPISimulator: Sendable {
                 body["bundleId"] = .string(bundleID)
                 body["environment"] = .string(environment)
                 body["appAppleId"] = .int(Self.appAppleID)
+            }
+            return Self.json(.object(body))
+        case (.get, ["v1", "subscriptions"]) where parts.count == 7 && parts[3] == "extend" && parts[4] == "mass":
+            guard let mass = massExtensions.withLock({ $0[parts[6]] }), mass.productID == parts[5],
+                mass.environment == environment
+            else { return Self.error(404, 4_040_000, "Not found.") }
+            let complete = now >= mass.completeAt
+            var body: [Identifier: JSONValue] = ["requestIdentifier": .string(parts[6]), "complete": .bool(complete)]
+            if complete {
+                body["completeDate"] = .int(mass.completeAt)
+                body["succeededCount"] = .int(Int64(mass.extended.count))
+                body["failedCount"] = .int(0)
             }
             return Self.json(.object(body))
         case (.get, ["v1", "subscriptions"]):
@@ -180,6 +201,8 @@ public final class ServerAPISimulator: Sendable {
                 return Self.json(.object(["status": .int(1), "signedTransactions": .array([])]))
             }
             return Self.json(.object(["status": .int(0), "signedTransactions": .array(s.transactions.map(sign))]))
+        case (.post, ["v1", "subscriptions"]) where parts.count == 5 && parts[3] == "extend" && parts[4] == "mass":
+            return massExtend(request.body, environment: environment, now: now, everyPurchase: everyPurchase)
         case (.put, ["v1", "subscriptions"]) where parts.count == 5 && parts[3] == "extend":
             guard let body = try? JSONValue.parse(request.body), let days = body["extendByDays"]?.int64, (1...90).contains(days),
                 body["extendReasonCode"]?.int64 != nil, body["requestIdentifier"]?.string != nil
@@ -255,6 +278,83 @@ public final class ServerAPISimulator: Sendable {
         }
     }
 
+    /// One mass extension as Apple holds it: what was asked, and which subscriptions it extended.
+    struct MassExtension: Sendable {
+        var productID: String
+        var environment: String
+        var days: Int64
+        var storefronts: [String]
+        var completeAt: Int64
+        var extended: [String]
+    }
+
+    /// Extend Renewal Dates for All Active Subscribers: every scripted subscription to the product
+    /// active now (in one of the storefronts, when named; the simulator's are all `USA`) is
+    /// extended at once, and the request reports complete `massExtensionMs` later. The same
+    /// `requestIdentifier` again is the same request: nothing is extended twice.
+    func massExtend(_ raw: [UInt8], environment: String, now: Int64, everyPurchase: (String) -> [JSONValue]) -> HTTPResponse {
+        guard let body = try? JSONValue.parse(raw), let product = body["productId"]?.string,
+            let days = body["extendByDays"]?.int64, (1...90).contains(days),
+            let reason = body["extendReasonCode"]?.int64, (0...3).contains(reason),
+            let id = body["requestIdentifier"]?.string, (1...128).contains(id.utf8.count)
+        else { return Self.error(400, 4_000_000, "Invalid request.") }
+        var storefronts: [String] = []
+        switch body["storefrontCountryCodes"] {
+        case nil: break
+        case .array(let codes)?:
+            storefronts = codes.compactMap(\.string)
+            guard storefronts.count == codes.count else { return Self.error(400, 4_000_000, "Invalid request.") }
+        default: return Self.error(400, 4_000_000, "Invalid request.")
+        }
+        if let known = massExtensions.withLock({ $0[id] }) {
+            guard known.productID == product, known.environment == environment else {
+                return Self.error(400, 4_000_000, "Invalid request.")
+            }
+            return Self.json(.object(["requestIdentifier": .string(id)]))
+        }
+        // Each subscription as its newest transaction states it: of the product, running, not upgraded away.
+        var reached: [String] = []
+        for receipt in everyPurchase(environment) {
+            let s = ServerAPIScript(receipt: extended(receipt), bundleID: bundleID, environment: environment, signedDate: now)
+            var newest: [String: JSONValue] = [:]
+            for t in s.transactions where t["expiresDate"] != nil {
+                guard let original = t["originalTransactionId"]?.string else { continue }
+                if (t["purchaseDate"]?.int64 ?? 0) >= (newest[original]?["purchaseDate"]?.int64 ?? .min) { newest[original] = t }
+            }
+            for (original, t) in newest.sorted(by: { $0.key < $1.key })
+            where t["productId"]?.string == product && (t["expiresDate"]?.int64 ?? 0) > now && t["revocationDate"] == nil
+                && (storefronts.isEmpty || storefronts.contains(t["storefront"]?.string ?? "")) && !reached.contains(original)
+            {
+                reached.append(original)
+            }
+        }
+        extensions.withLock { for original in reached { $0[original, default: 0] += days } }
+        massExtensions.withLock {
+            $0[id] = MassExtension(
+                productID: product, environment: environment, days: days, storefronts: storefronts,
+                completeAt: now + massExtensionMs, extended: reached)
+        }
+        return Self.json(.object(["requestIdentifier": .string(id)]))
+    }
+
+    /// The `RENEWAL_EXTENSION`/`SUMMARY` notification of a mass extension, signed and kept in the
+    /// history as Apple sends it once the request completes; nil when the request is unknown.
+    public func massExtensionSummary(requestID: String) -> String? {
+        guard let mass = massExtensions.withLock({ $0[requestID] }) else { return nil }
+        var summary: [Identifier: JSONValue] = [
+            "requestIdentifier": .string(requestID), "productId": .string(mass.productID),
+            "storefrontCountryCodes": .array(mass.storefronts.map(JSONValue.string)),
+            "succeededCount": .int(Int64(mass.extended.count)), "failedCount": .int(0),
+        ]
+        summary["bundleId"] = .string(bundleID)
+        return notification(
+            type: "RENEWAL_EXTENSION", subtype: "SUMMARY", environment: mass.environment, data: summary,
+            now: max(clock(), mass.completeAt))
+    }
+
+    /// The subscriptions a mass extension extended, by original transaction id.
+    public func massExtended(requestID: String) -> [String]? { massExtensions.withLock { $0[requestID]?.extended } }
+
     /// A receipt answer with the extensions granted so far added to its subscriptions' expiries,
     /// and with `skewed`, this API's planted skews.
     func extended(_ receipt: JSONValue, skewed: Bool = true) -> JSONValue {
@@ -329,7 +429,7 @@ public final class ServerAPISimulator: Sendable {
         var payload: [Identifier: JSONValue] = [
             "notificationType": .string(type), "notificationUUID": .string(UUID().uuidString.lowercased()),
             "version": .string("2.0"), "signedDate": .int(now),
-            type == "RESCIND_CONSENT" ? "appData" : "data": .object(body),
+            type == "RESCIND_CONSENT" ? "appData" : subtype == "SUMMARY" ? "summary" : "data": .object(body),
         ]
         if let subtype { payload["subtype"] = .string(subtype) }
         let signed = try! SimulatorPKI.signer.sign(.object(payload))

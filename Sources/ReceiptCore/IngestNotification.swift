@@ -49,6 +49,26 @@ package struct IngestNotification: Sendable {
         /// `RESCIND_CONSENT`: the Apple Account (its verified AppTransaction) that withdrew its
         /// consent to share consumption data.
         var rescinding: SignedAppTransaction? = nil
+        /// `RENEWAL_EXTENSION`/`SUMMARY`: a mass extension finished at Apple (``MassExtensions``).
+        var extensionSummary: ExtensionSummary? = nil
+    }
+
+    /// The `summary` of a `RENEWAL_EXTENSION`/`SUMMARY` notification.
+    struct ExtensionSummary: Sendable, Equatable {
+        var requestID: String
+        var productID: String
+        var succeeded: Int64?
+        var failed: Int64?
+
+        init?(_ n: SignedNotification) {
+            guard n.notificationType == "RENEWAL_EXTENSION", n.subtype == "SUMMARY", let summary = n.raw["summary"],
+                let requestID = summary["requestIdentifier"]?.string, let productID = summary["productId"]?.string
+            else { return nil }
+            self.requestID = requestID.lowercased()
+            self.productID = productID
+            succeeded = summary["succeededCount"]?.int64
+            failed = summary["failedCount"]?.int64
+        }
     }
 
     /// How a delivery ended.
@@ -116,7 +136,7 @@ package struct IngestNotification: Sendable {
             return Incoming(
                 row: row, facts: facts, accountToken: n.transaction?.appAccountToken ?? n.renewal?.appAccountToken,
                 rescinding: n.notificationType == "RESCIND_CONSENT" && n.appTransaction?.appTransactionID != nil
-                    ? n.appTransaction : nil)
+                    ? n.appTransaction : nil, extensionSummary: ExtensionSummary(n))
         }
         guard fields["notification_type"]?.string != nil else {
             throw .invalidRequest("Neither a V2 notification (signedPayload) nor a V1 one (notification_type).")
@@ -181,6 +201,12 @@ package struct IngestNotification: Sendable {
                 let person = try consent.person(of: appTransactionID)
                 try notifications.finish(id, outcome: "consent_rescinded", appUserID: person)
                 return (Outcome(id: id, outcome: "consent_rescinded", duplicate: false, appUserID: person), [])
+            }
+            if let summary = incoming.extensionSummary {
+                // Apple finished a mass extension: its new expiries are fetched from now on.
+                _ = try MassExtensionStore(db).summarized(
+                    summary.requestID, productID: summary.productID, succeeded: summary.succeeded, failed: summary.failed,
+                    at: incoming.row.signedAt ?? at, now: at)
             }
             let facts = incoming.facts
             guard !facts.isEmpty else {

@@ -45,6 +45,10 @@ package enum ReceiptError: Error, Sendable {
     case aliasTaken
     /// Both ids hold purchases and the ownership policy keeps them apart (``AddAlias``).
     case mergeConflict
+    /// No mass extension has that request id.
+    case massExtensionNotFound
+    /// A request id already names another request (a retry must ask the same).
+    case requestIDReused(String)
     /// An unexpected fault (storage, an impossible state); details are logged, never answered.
     /// No stored transaction has that id.
     case purchaseNotFound
@@ -93,6 +97,8 @@ package enum ReceiptError: Error, Sendable {
         case .aliasTaken: "alias_taken"
         case .mergeConflict: "merge_conflict"
         case .promotionNotFound: "promotion_not_found"
+        case .massExtensionNotFound: "mass_extension_not_found"
+        case .requestIDReused: "request_id_reused"
         case .purchaseNotFound: "purchase_not_found"
         case .googlePlayNotConfigured: "google_play_not_configured"
         case .invalidPurchaseToken: "invalid_purchase_token"
@@ -134,6 +140,8 @@ package enum ReceiptError: Error, Sendable {
             "Both ids hold purchases and the ownership policy (ownership.policy) keeps one user's purchases from another."
         case .purchaseNotFound: "No stored purchase has that transaction id."
         case .promotionNotFound: "The subscriber has no running promotion of that entitlement."
+        case .massExtensionNotFound: "No mass extension has that request id."
+        case .requestIDReused(let message): message
         case .googlePlayNotConfigured:
             "Google Play purchases need a service account: configure googlePlay.packages and RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY."
         case .invalidPurchaseToken: "Google Play knows no purchase with that token for that app."

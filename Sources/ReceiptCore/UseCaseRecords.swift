@@ -22,3 +22,5 @@ package typealias RetentionOutcome = Storage.RetentionOutcome
 package typealias WebhookDelivery = Storage.WebhookDelivery
 /// What ``EraseSubscriber`` removed or blanked, table by table.
 package typealias ErasureOutcome = Storage.Erasure.Outcome
+/// A mass renewal-date extension and how far it has come (``MassExtensions``).
+package typealias MassExtensionRecord = Storage.MassExtensionRecord

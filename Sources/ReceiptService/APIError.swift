@@ -36,9 +36,10 @@ struct APIError: Error, Sendable {
             retryAfter = 5
         case .serverAPINotConfigured: status = HTTPStatus(code: 501)
         case .orderNotFound, .subscriptionNotFound, .webhookEndpointNotFound, .webhookDeliveryNotFound, .promotionNotFound,
+            .massExtensionNotFound,
             .purchaseNotFound:
             status = .notFound
-        case .webhookDeliveryInFlight, .aliasTaken, .mergeConflict: status = .conflict
+        case .webhookDeliveryInFlight, .aliasTaken, .mergeConflict, .requestIDReused: status = .conflict
         case .appStoreRefused, .invalidPurchaseToken: status = .unprocessableContent
         case .googlePlayNotConfigured: status = HTTPStatus(code: 501)
         case .googlePlayMisconfigured: status = .internalServerError

@@ -266,6 +266,67 @@ enum Requests {
         return .init(users: users, original: String(text[text.index(after: dot)...]))
     }
 
+    /// The body of POST /v1/admin/mass-extensions: `{"product_id", "days", "reason", "request_id",
+    /// "storefronts"?, "bundle_id"?, "environment"?}`. `request_id` (a UUID) is required: sent
+    /// again, the same request is answered, never a second extension of everyone.
+    static func massExtension(_ body: [UInt8]) throws(ReceiptError) -> MassExtensions.Request {
+        guard let json = try? JSONValue.parse(body), case .object = json else {
+            throw .invalidRequest("The body must be a JSON object.")
+        }
+        guard case .string(let product)? = json["product_id"] else { throw .invalidRequest("`product_id` is required.") }
+        guard case .number(let n, _)? = json["days"], n == n.rounded(), (1...90).contains(n) else {
+            throw .invalidRequest("`days` is required: an integer from 1 to 90.")
+        }
+        let reasons = AppStoreSupport.ExtendReason.allCases.map(\.rawValue)
+        guard case .string(let name)? = json["reason"], let reason = AppStoreSupport.ExtendReason(rawValue: name) else {
+            throw .invalidRequest("`reason` is required: one of \(reasons.joined(separator: ", ")).")
+        }
+        guard case .string(let requestID)? = json["request_id"], UUID(uuidString: requestID) != nil else {
+            throw .invalidRequest("`request_id` is required: a UUID, the same when the request is sent again.")
+        }
+        var storefronts: [String] = []
+        switch json["storefronts"] {
+        case nil, .null?: break
+        case .array(let items)?:
+            storefronts = items.compactMap(\.string)
+            guard storefronts.count == items.count else { throw .invalidRequest("`storefronts` must be an array of strings.") }
+        default: throw .invalidRequest("`storefronts` must be an array of strings.")
+        }
+        var bundleID: String?
+        switch json["bundle_id"] {
+        case nil, .null?: break
+        case .string(let id)?: bundleID = id
+        default: throw .invalidRequest("`bundle_id` must be a string.")
+        }
+        var environment: AppStoreEnvironment?
+        switch json["environment"] {
+        case nil, .null?: break
+        case .string(let name)?:
+            guard let named = AppStoreEnvironment(rawValue: name) else {
+                throw .invalidRequest("`environment` must be production or sandbox.")
+            }
+            environment = named
+        default: throw .invalidRequest("`environment` must be production or sandbox.")
+        }
+        return MassExtensions.Request(
+            bundleID: bundleID, environment: environment, productID: product, storefronts: storefronts, days: Int(n),
+            reason: reason, requestID: requestID)
+    }
+
+    /// Mass extensions' `?cursor=<requested_at>.<request_id>` from `next_cursor`.
+    static func massExtensionCursor(_ request: HTTPRequest) throws(ReceiptError) -> (requestedAt: Int64, requestID: String)? {
+        guard let text = request.queryValue("cursor") else { return nil }
+        guard let dot = text.firstIndex(of: "."), let at = Int64(text[..<dot]),
+            UUID(uuidString: String(text[text.index(after: dot)...])) != nil
+        else { throw .invalidRequest("`cursor` must be a `next_cursor` from an earlier page.") }
+        return (at, String(text[text.index(after: dot)...]).lowercased())
+    }
+
+    /// The `{request_id}` in the path: a mass extension's.
+    static func requestID(in context: RouteContext) throws(ReceiptError) -> String {
+        context.parameters["request_id"] ?? ""
+    }
+
     /// The body of POST /v1/subscribers/{id}/extend: `{"days", "reason", "original_transaction_id"?,
     /// "request_id"?}`. `request_id` (a UUID) makes a retried call the same request at Apple; one is
     /// made when absent.

@@ -314,6 +314,32 @@ enum Responses {
             ]))
     }
 
+    /// A mass extension as stored: what was asked, by whom, and how far it has come.
+    static func massExtension(_ r: MassExtensionRecord) -> JSONValue {
+        let int = { (n: Int64?) in n.map(JSONValue.int) ?? .null }
+        return .object([
+            "request_id": .string(r.requestID), "bundle_id": .string(r.bundleID), "environment": .string(r.environment),
+            "product_id": .string(r.productID), "storefronts": .array(r.storefronts.map(JSONValue.string)),
+            "days": .int(Int64(r.days)), "reason": .string(r.reason), "requested_by": .string(r.requestedBy),
+            "requested_at": SubscriberDocument.time(r.requestedAt), "status": .string(r.status.rawValue),
+            "submitted_at": SubscriberDocument.time(r.submittedAt),
+            "apple_completed_at": SubscriberDocument.time(r.appleCompletedAt), "succeeded_count": int(r.succeededCount),
+            "failed_count": int(r.failedCount), "subscriptions_refreshed": .int(Int64(r.refreshed)),
+            "finished_at": SubscriberDocument.time(r.finishedAt),
+            "next_step_at": SubscriberDocument.time(r.dueAt), "attempts": .int(Int64(r.attempts)),
+            "last_error": r.lastError.map(JSONValue.string) ?? .null,
+        ])
+    }
+
+    /// GET /v1/admin/mass-extensions.
+    static func massExtensions(_ rows: [MassExtensionRecord], more: Bool) -> HTTPResponse {
+        .json(
+            .object([
+                "mass_extensions": .array(rows.map(massExtension)),
+                "next_cursor": more ? rows.last.map { .string("\($0.requestedAt).\($0.requestID)") } ?? .null : .null,
+            ]))
+    }
+
     /// POST /v1/admin/test-notification.
     static func testNotification(token: String, environment: AppStoreEnvironment) -> HTTPResponse {
         .json(

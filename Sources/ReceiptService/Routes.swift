@@ -25,6 +25,7 @@ struct Routes: Sendable {
     let ingestNotification: IngestNotification
     let listings: Listings
     let support: AppStoreSupport
+    let massExtensions: MassExtensions
     let webhooks: WebhookOperations
     let promote: PromoteSubscriber
     let statistics: Statistics
@@ -284,6 +285,21 @@ struct Routes: Sendable {
             let user = try Requests.appUserID(in: context)
             let extension_ = try Requests.extensionRequest(request.body, appUserID: user)
             return Responses.extended(try await support.extend(extension_))
+        }
+        // Support: extend every active subscription to a product at Apple (an outage's compensation).
+        api.on(.post, "/v1/admin/mass-extensions", access: .secretKey) { [massExtensions] request, _ in
+            let asked = try Requests.massExtension(request.body)
+            let (record, created) = try await massExtensions.request(asked, by: APIAuth.fingerprint(request))
+            return .json(Responses.massExtension(record), status: created ? .accepted : .ok)
+        }
+        api.on(.get, "/v1/admin/mass-extensions", access: .secretKey) { [massExtensions] request, _ in
+            let limit = try Requests.limit(request)
+            let before = try Requests.massExtensionCursor(request)
+            let found = try await massExtensions.list(limit: limit + 1, before: before)
+            return Responses.massExtensions(Array(found.prefix(limit)), more: found.count > limit)
+        }
+        api.on(.get, "/v1/admin/mass-extensions/{request_id}", access: .secretKey) { [massExtensions] _, context in
+            .json(Responses.massExtension(try await massExtensions.find(try Requests.requestID(in: context))))
         }
         // Ops: webhook deliveries, newest first, by status, endpoint and subscriber.
         api.on(.get, "/v1/admin/webhooks/deliveries", access: .secretKey) { [webhooks] request, _ in

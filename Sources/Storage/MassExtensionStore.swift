@@ -89,18 +89,19 @@ public struct MassExtensionStore {
         attempts, last_error
         """
 
-    /// Stores a new request; false (nothing written) when one with its id is stored already.
-    public func insert(_ r: MassExtensionRecord) throws -> Bool {
+    /// Stores a new request, claimed until `leaseUntil` when given (its asker makes the first
+    /// call); false (nothing written) when one with its id is stored already.
+    public func insert(_ r: MassExtensionRecord, leaseUntil: Int64? = nil) throws -> Bool {
         try db.cached(
             """
-            INSERT INTO mass_extensions (\(Self.columns))
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO mass_extensions (\(Self.columns), lease_until)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (request_id) DO NOTHING
             """
         ).bind([
             r.requestID, r.bundleID, r.environment, r.productID, r.storefronts.joined(separator: ","), Int64(r.days), r.reason,
             r.requestedBy, r.requestedAt, r.status.rawValue, r.submittedAt, r.appleCompletedAt, r.succeededCount, r.failedCount,
-            Int64(r.refreshed), r.refreshAfter, r.finishedAt, r.dueAt, Int64(r.attempts), r.lastError,
+            Int64(r.refreshed), r.refreshAfter, r.finishedAt, r.dueAt, Int64(r.attempts), r.lastError, leaseUntil,
         ]).run()
         return db.changes > 0
     }
@@ -149,24 +150,29 @@ public struct MassExtensionStore {
     }
 
     /// Stores how far a claimed request came (its status, Apple's counts, the refresh's progress,
-    /// the next step's time) and gives the claim back. Only from `claimedStatus`: a SUMMARY
+    /// the next step's time) and gives the claim back, or with `keepingLeaseUntil` holds it on (a
+    /// refresh saving its progress slice by slice). Only from `claimedStatus`: a SUMMARY
     /// notification that moved it on meanwhile is kept, and the next pass takes it from there.
-    public func save(_ r: MassExtensionRecord, claimedStatus: MassExtensionRecord.Status) throws {
+    /// Whether it was saved.
+    @discardableResult
+    public func save(_ r: MassExtensionRecord, claimedStatus: MassExtensionRecord.Status, keepingLeaseUntil: Int64? = nil)
+        throws -> Bool
+    {
         try db.cached(
             """
             UPDATE mass_extensions SET status = ?, submitted_at = ?, apple_completed_at = ?, succeeded_count = ?,
                 failed_count = ?, refreshed = ?, refresh_after = ?, finished_at = ?, due_at = ?, attempts = ?,
-                last_error = ?, lease_until = NULL
+                last_error = ?, lease_until = ?
             WHERE request_id = ? AND status = ?
             """
         ).bind([
             r.status.rawValue, r.submittedAt, r.appleCompletedAt, r.succeededCount, r.failedCount, Int64(r.refreshed),
             r.refreshAfter, r.finishedAt, r.dueAt, Int64(r.attempts), r.lastError.map { String($0.prefix(300)) },
-            r.requestID, claimedStatus.rawValue,
+            keepingLeaseUntil, r.requestID, claimedStatus.rawValue,
         ]).run()
-        if db.changes == 0 {
-            try db.cached("UPDATE mass_extensions SET lease_until = NULL WHERE request_id = ?").bind([r.requestID]).run()
-        }
+        if db.changes > 0 { return true }
+        try db.cached("UPDATE mass_extensions SET lease_until = NULL WHERE request_id = ?").bind([r.requestID]).run()
+        return false
     }
 
     /// Apple's SUMMARY notification for `requestID` (of `productID`): finished with these counts.
@@ -184,10 +190,17 @@ public struct MassExtensionStore {
         return db.changes > 0
     }
 
+    /// Requests not yet complete or refused.
+    public func running() throws -> Int {
+        let q = try db.cached("SELECT count(*) FROM mass_extensions WHERE due_at IS NOT NULL").bind([])
+        _ = try q.step()
+        return Int(q.int(0))
+    }
+
     /// One slice of the stored subscriptions a finished request reached: held purchases with ids
-    /// in (`after`, `through`] (nil: unbounded) with a transaction of its product, app and
-    /// environment running at or after `requestedAt` (in one of its storefronts, when it names
-    /// some). Each with its holder and its latest expiry; in id order.
+    /// in (`after`, `through`] (nil: unbounded) whose newest transaction is of its product, app and
+    /// environment, not upgraded away, and running at or after `requestedAt` (in one of its
+    /// storefronts, when it names some). Each with its holder and its latest expiry; in id order.
     public func reached(by r: MassExtensionRecord, after: String?, through: String?) throws -> [(
         original: String, holder: String, expiresAt: Int64
     )] {
@@ -201,8 +214,12 @@ public struct MassExtensionStore {
               AND EXISTS (
                   SELECT 1 FROM transactions t
                   WHERE t.original_transaction_id = o.original_transaction_id AND t.product_id = ?3 AND t.bundle_id = ?4
-                    AND t.environment = ?5 AND t.expires_date >= ?6
-                    AND (?7 = '' OR (',' || ?7 || ',') LIKE ('%,' || t.storefront || ',%')))
+                    AND t.environment = ?5 AND t.expires_date >= ?6 AND t.is_upgraded = 0
+                    AND (?7 = '' OR (',' || ?7 || ',') LIKE ('%,' || t.storefront || ',%'))
+                    AND NOT EXISTS (
+                        SELECT 1 FROM transactions n
+                        WHERE n.original_transaction_id = t.original_transaction_id AND n.expires_date IS NOT NULL
+                          AND n.purchase_date > t.purchase_date))
             ORDER BY o.original_transaction_id
             """
         ).bind([

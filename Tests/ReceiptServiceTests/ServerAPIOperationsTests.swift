@@ -1,10 +1,10 @@
-import AppStoreSimulator
 import Entitlements
 import Foundation
 import ReceiptTesting
 import Storage
 import Testing
 
+@testable import AppStoreSimulator
 @testable import ReceiptCore
 @testable import ReceiptService
 
@@ -223,6 +223,167 @@ struct ServerAPIOperationsTests {
             #expect(
                 try await post(port, "/v1/subscribers/ext/extend", #"{"days":5,"reason":"other"}"#, key: TestSecrets.publicKey)
                     .status == 403)
+        }
+    }
+
+    /// Outage compensation for everyone: stored and sent once per request id, polled until Apple
+    /// completes it, then every stored subscription it reached refetched: its document moves by
+    /// the days; another product's and a lapsed one's do not.
+    @Test func aMassExtensionIsSentPolledUntilCompleteAndItsNewExpiriesStored() async throws {
+        try await withClockedService(configuration: configuration()) { app, port, db, clock in
+            let simulator = try #require(app.appStore)
+            var before: [String: String] = [:]
+            for (user, scenario) in [
+                ("m1", Scenario.activeMonthly), ("m2", .activeMonthly), ("y1", .upgraded), ("gone", .expiredVoluntary),
+            ] {
+                let bought = simulator.purchase(scenario, tag: user)
+                let posted = try await postReceipts(
+                    port, #"{"app_user_id":"\#(user)","transaction_id":"\#(bought.transactionID)"}"#)
+                #expect(posted.status == 200, "\(posted.body)")
+                before[user] = premium(posted.json)?["expires_at"] as? String
+            }
+            let id = "0f6f2b8e-3c4a-4d8e-9a61-7c2d1e5b9a10"
+            let body = #"{"product_id":"monthly","days":5,"reason":"service_issue","request_id":"\#(id)","storefronts":["USA"]}"#
+            let asked = try await post(port, "/v1/admin/mass-extensions", body, key: TestSecrets.secretKey)
+            #expect(asked.status == 202, "\(asked.body)")
+            #expect(asked.json["status"] as? String == "in_progress" && asked.json["request_id"] as? String == id)
+            #expect((asked.json["requested_by"] as? String)?.hasPrefix("key:") == true)
+            // Apple extended the two active monthly subscriptions (y1's is premium_monthly now).
+            #expect(Set(simulator.serverAPI.massExtended(requestID: id) ?? []).count == 2)
+            // The same request again is the same request; the same id for another is refused.
+            let again = try await post(port, "/v1/admin/mass-extensions", body, key: TestSecrets.secretKey)
+            #expect(again.status == 200 && again.json["status"] as? String == "in_progress", "\(again.body)")
+            #expect(Set(simulator.serverAPI.massExtended(requestID: id) ?? []).count == 2)
+            let reused = try await post(
+                port, "/v1/admin/mass-extensions", body.replacingOccurrences(of: #""days":5"#, with: #""days":6"#),
+                key: TestSecrets.secretKey)
+            #expect(reused.status == 409 && reused.errorCode == "request_id_reused", "\(reused.body)")
+            // Not due before the poll interval; Apple still working at the first poll, complete at the next.
+            #expect(await app.massExtensions.pass() == 0)
+            clock.advance(by: 20_000)
+            #expect(await app.massExtensions.pass() == 0)
+            clock.advance(by: 300_000)
+            #expect(await app.massExtensions.pass() == 1)
+            let polled = try await get(port, "/v1/admin/mass-extensions/\(id)", key: TestSecrets.secretKey)
+            #expect(
+                polled.json["status"] as? String == "refreshing" && polled.json["succeeded_count"] as? Int == 2, "\(polled.body)")
+            #expect(await app.massExtensions.pass() == 1)
+            let done = try await get(port, "/v1/admin/mass-extensions/\(id)", key: TestSecrets.secretKey)
+            #expect(done.json["status"] as? String == "complete", "\(done.body)")
+            #expect(done.json["subscriptions_refreshed"] as? Int == 2 && done.json["next_step_at"] is NSNull, "\(done.body)")
+            #expect(await app.massExtensions.pass() == 0)
+            let iso = ISO8601DateFormatter()
+            iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            func date(_ s: String?) -> Date? { s.flatMap { iso.date(from: $0) ?? ISO8601DateFormatter().date(from: $0) } }
+            for user in ["m1", "m2"] {
+                let now = premium(try await subscriber(port, user).json)?["expires_at"] as? String
+                let moved = try #require(date(now)).timeIntervalSince(try #require(date(before[user])))
+                #expect(moved == 5 * 86_400, "\(user): \(before[user] ?? "") → \(now ?? "")")
+            }
+            for user in ["y1", "gone"] {
+                #expect(premium(try await subscriber(port, user).json)?["expires_at"] as? String == before[user], "\(user)")
+            }
+            let listed = try await get(port, "/v1/admin/mass-extensions", key: TestSecrets.secretKey)
+            #expect((listed.json["mass_extensions"] as? [[String: Any]])?.map { $0["request_id"] as? String } == [id])
+            #expect(try TestDatabase.open(db).scalarInt("SELECT refreshed FROM mass_extensions") == 2)
+        }
+    }
+
+    /// Apple's SUMMARY notification ends the wait for a poll; a refusal is said and kept; bad
+    /// input is refused before anything is stored or sent; an unknown id is 404.
+    @Test func aMassExtensionsSummaryEndsTheWaitAndBadRequestsAreRefused() async throws {
+        try await withClockedService(configuration: configuration()) { app, port, db, clock in
+            let simulator = try #require(app.appStore)
+            let bought = simulator.purchase(.activeMonthly, tag: "sum")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"sum","transaction_id":"\#(bought.transactionID)"}"#).status == 200)
+            let id = "5b0d7c0e-8f9e-4c1b-a8a7-2f1e0d9c8b7a"
+            let asked = try await post(
+                port, "/v1/admin/mass-extensions", #"{"product_id":"monthly","days":3,"reason":"other","request_id":"\#(id)"}"#,
+                key: TestSecrets.secretKey)
+            #expect(asked.status == 202, "\(asked.body)")
+            clock.advance(by: 31_000)
+            let summary = try #require(simulator.serverAPI.massExtensionSummary(requestID: id))
+            let delivered = try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(summary)"}"#)
+            #expect(delivered.status == 200 && delivered.json["outcome"] as? String == "recorded", "\(delivered.body)")
+            let summarized = try await get(port, "/v1/admin/mass-extensions/\(id)", key: TestSecrets.secretKey)
+            #expect(summarized.json["status"] as? String == "refreshing", "\(summarized.body)")
+            #expect(summarized.json["succeeded_count"] as? Int == 1 && summarized.json["failed_count"] as? Int == 0)
+            #expect(await app.massExtensions.pass() == 1)
+            #expect(
+                try await get(port, "/v1/admin/mass-extensions/\(id)", key: TestSecrets.secretKey).json["status"] as? String
+                    == "complete")
+
+            // Apple down: the request waits, `submitting`, and is sent again once due.
+            simulator.setOutage(.seconds(3600))
+            let waiting = "2c1e1a9b-6d0f-4f5e-8b3a-9e8d7c6b5a40"
+            let outage = try await post(
+                port, "/v1/admin/mass-extensions",
+                #"{"product_id":"monthly","days":2,"reason":"other","request_id":"\#(waiting)"}"#, key: TestSecrets.secretKey)
+            #expect(outage.status == 202 && outage.json["status"] as? String == "submitting", "\(outage.body)")
+            #expect(outage.json["last_error"] is String && outage.json["attempts"] as? Int == 1)
+            simulator.setOutage(.zero)
+            #expect(await app.massExtensions.pass() == 0)
+            clock.advance(by: 30_000)
+            #expect(await app.massExtensions.pass() == 1)
+            let sent = try await get(port, "/v1/admin/mass-extensions/\(waiting)", key: TestSecrets.secretKey)
+            #expect(sent.json["status"] as? String == "in_progress" && sent.json["last_error"] is NSNull, "\(sent.body)")
+
+            // Apple refuses for good (its request identifier names another request there): said, and kept.
+            let taken = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+            _ = simulator.serverAPI.massExtend(
+                Array(#"{"productId":"yearly","extendByDays":1,"extendReasonCode":0,"requestIdentifier":"\#(taken)"}"#.utf8),
+                environment: "Production", now: clock.wall.now(), everyPurchase: { _ in [] })
+            let body = #"{"product_id":"monthly","days":2,"reason":"other","request_id":"\#(taken)"}"#
+            let refusedByApple = try await post(port, "/v1/admin/mass-extensions", body, key: TestSecrets.secretKey)
+            #expect(refusedByApple.status == 422 && refusedByApple.errorCode == "app_store_refused", "\(refusedByApple.body)")
+            let kept = try await post(port, "/v1/admin/mass-extensions", body, key: TestSecrets.secretKey)
+            #expect(kept.status == 200 && kept.json["status"] as? String == "refused", "\(kept.body)")
+            #expect(kept.json["next_step_at"] is NSNull && kept.json["finished_at"] is String)
+
+            let before = try TestDatabase.open(db).scalarInt("SELECT count(*) FROM mass_extensions")
+            let uuid = "7d9f7a52-1111-4e2b-9c3d-000000000001"
+            for (body, status, code) in [
+                (#"{"product_id":"monthly","days":3,"reason":"other"}"#, 400, "invalid_request"),
+                (#"{"product_id":"monthly","days":3,"reason":"other","request_id":"nope"}"#, 400, "invalid_request"),
+                (#"{"product_id":"..","days":3,"reason":"other","request_id":"\#(uuid)"}"#, 400, "invalid_request"),
+                (#"{"product_id":"a/b","days":3,"reason":"other","request_id":"\#(uuid)"}"#, 400, "invalid_request"),
+                (#"{"product_id":"monthly","days":91,"reason":"other","request_id":"\#(uuid)"}"#, 400, "invalid_request"),
+                (#"{"product_id":"monthly","days":3,"reason":"why","request_id":"\#(uuid)"}"#, 400, "invalid_request"),
+                (
+                    #"{"product_id":"monthly","days":3,"reason":"other","request_id":"\#(uuid)","storefronts":["usa"]}"#, 400,
+                    "invalid_request"
+                ),
+                (
+                    #"{"product_id":"monthly","days":3,"reason":"other","request_id":"\#(uuid)","storefronts":"USA"}"#, 400,
+                    "invalid_request"
+                ),
+                (
+                    #"{"product_id":"monthly","days":3,"reason":"other","request_id":"\#(uuid)","environment":"beta"}"#, 400,
+                    "invalid_request"
+                ),
+                (
+                    #"{"product_id":"monthly","days":3,"reason":"other","request_id":"\#(uuid)","bundle_id":"com.other.app"}"#,
+                    422, "bundle_mismatch"
+                ),
+                ("[]", 400, "invalid_request"),
+            ] {
+                let refused = try await post(port, "/v1/admin/mass-extensions", body, key: TestSecrets.secretKey)
+                #expect(refused.status == status && refused.errorCode == code, "\(body): \(refused.body)")
+            }
+            #expect(try TestDatabase.open(db).scalarInt("SELECT count(*) FROM mass_extensions") == before)
+            #expect(
+                try await post(
+                    port, "/v1/admin/mass-extensions",
+                    #"{"product_id":"monthly","days":3,"reason":"other","request_id":"\#(uuid)"}"#,
+                    key: TestSecrets.publicKey
+                ).status == 403)
+            let unknown = try await get(port, "/v1/admin/mass-extensions/\(uuid)", key: TestSecrets.secretKey)
+            #expect(unknown.status == 404 && unknown.errorCode == "mass_extension_not_found")
+            let malformed = try await get(port, "/v1/admin/mass-extensions/..", key: TestSecrets.secretKey)
+            #expect(malformed.status == 404, "\(malformed.body)")
+            let cursor = try await get(port, "/v1/admin/mass-extensions?cursor=x", key: TestSecrets.secretKey)
+            #expect(cursor.status == 400 && cursor.errorCode == "invalid_request")
         }
     }
 

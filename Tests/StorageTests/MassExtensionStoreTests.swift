@@ -78,6 +78,15 @@ struct MassExtensionStoreTests {
         try save("o5", expires: 2_000, environment: "sandbox")
         try save("o6", expires: 2_000, holder: nil)  // nobody holds it here
         try save("o7", expires: 1_000, storefront: nil)
+        // o8 moved on to another product (an upgrade): its newest transaction is not the product's.
+        try save("o8", expires: 2_000)
+        var upgrade = Purchase(
+            transactionID: "to8b", originalTransactionID: "o8", productID: "premium", purchaseDate: 10, expiresDate: 3_000,
+            environment: "production", subscriptionGroupID: "g")
+        upgrade.commerce.storefront = "USA"
+        _ = try receipts.save(
+            VerifiedFacts(environment: "production", purchases: [Stated(upgrade, bundleID: "com.x", rawJSON: "{}")]), for: "uo8",
+            now: 2)
         let store = MassExtensionStore(db)
         let all = try store.reached(by: Self.request(at: 1_000), after: nil, through: nil)
         #expect(all.map(\.original) == ["o1", "o4", "o7"])

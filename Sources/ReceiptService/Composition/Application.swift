@@ -51,6 +51,8 @@ public final class Application: Sendable {
     /// Makes the calls owed to the App Store Server API (Finish Transaction, Set App Account
     /// Token); nil unless `appStore.finishConsumables` or `appStore.setAppAccountTokens`.
     package let appStoreCalls: AppStoreCalls?
+    /// Mass renewal-date extensions and the worker that takes them to completion.
+    package let massExtensions: MassExtensions
     private let logger: Logger
 
     private init(
@@ -60,9 +62,10 @@ public final class Application: Sendable {
         verifyPurchase: VerifyPurchase, play: PlayWiring, readSubscriber: ReadSubscriber,
         eraseSubscriber: EraseSubscriber, ingestNotification: IngestNotification,
         listings: Listings, support: AppStoreSupport, backfillPrices: BackfillPrices, rollups: KeepRollups,
-        appStoreCalls: AppStoreCalls?, logger: Logger
+        appStoreCalls: AppStoreCalls?, massExtensions: MassExtensions, logger: Logger
     ) {
         self.appStoreCalls = appStoreCalls
+        self.massExtensions = massExtensions
         (verifyPlayPurchase, ingestPlayNotification, playAcknowledgements, voidedPurchases) = (
             play.verify, play.ingest, play.acknowledgements, play.voided
         )
@@ -200,6 +203,9 @@ public final class Application: Sendable {
             preferServerAPI: settings.verifier == .serverAPI, play: play.api, database: database, state: state,
             bundleIDs: settings.bundleIDs,
             logger: logger, clock: clock, monotonic: monotonic, metrics: telemetry.factory)
+        let massExtensions = MassExtensions(
+            serverAPI: serverAPI, refresher: refresher, settings: settings.massExtensions, database: database,
+            bundleIDs: settings.bundleIDs, environments: environments, logger: logger, clock: clock, metrics: telemetry.factory)
         let signOffer = SignOffer(
             key: configuration.offers.key, rules: configuration.offers.rules, bundleIDs: settings.bundleIDs,
             policy: configuration.policy, database: database, logger: logger, clock: clock, metrics: telemetry.factory)
@@ -216,7 +222,7 @@ public final class Application: Sendable {
             readSubscriber: readSubscriber,
             eraseSubscriber: eraseSubscriber, addAlias: addAlias, exportSubscriber: exportSubscriber,
             ingestNotification: ingestNotification, listings: listings,
-            support: support,
+            support: support, massExtensions: massExtensions,
             webhooks: webhookOperations,
             promote: PromoteSubscriber(database: database, read: readSubscriber, logger: logger, clock: clock),
             statistics: Statistics(database: database, state: state, logger: logger, clock: clock),
@@ -247,6 +253,7 @@ public final class Application: Sendable {
                         metrics: telemetry.factory)
                 }
             },
+            massExtensions: massExtensions,
             logger: logger
         )
     }
@@ -349,6 +356,7 @@ public final class Application: Sendable {
         services += [refresher, catchUp, voidedPurchases, webhooks] as [any Service]
         if let playAcknowledgements { services.append(playAcknowledgements) }
         if let appStoreCalls { services.append(appStoreCalls) }
+        if massExtensions.isEnabled { services.append(massExtensions) }
         return services + [server]
     }
 

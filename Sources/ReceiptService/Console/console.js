@@ -121,7 +121,7 @@
     route();
   }
 
-  const pages = { overview, revenue, customer, notifications, shared, webhooks };
+  const pages = { overview, revenue, customer, notifications, shared, webhooks, extensions };
 
   function route() {
     if (!sessionStorage.getItem(KEY)) return logout();
@@ -678,6 +678,59 @@
           next: r.next_cursor,
         };
       });
+  }
+
+  // ---- Mass extensions -----------------------------------------------------------------------
+
+  /** A random UUID (v4) from the browser's CSPRNG: the request's id, kept until Apple has it. */
+  function uuid() {
+    const b = crypto.getRandomValues(new Uint8Array(16));
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  }
+
+  /** Extend every active subscription to a product at Apple (an outage's compensation), and the list. */
+  async function extensions(page, argument) {
+    page.appendChild(el("h1", {}, "Mass extensions"));
+    // One id per form: sent again after a failure, it is the same request, never a second one.
+    const requestID = uuid();
+    const form = el("form", { class: "card row", id: "mass-extension", "aria-label": "Extend every active subscription" },
+      el("div", {}, el("label", { for: "mass-product" }, "Product id"), el("input", { id: "mass-product", required: true })),
+      el("div", {}, el("label", { for: "mass-days" }, "Days (1–90)"), el("input", { id: "mass-days", type: "number", min: 1, max: 90, value: 3, required: true })),
+      el("div", {}, el("label", { for: "mass-reason" }, "Reason code"),
+        el("select", { id: "mass-reason" }, [["service_issue", "service issue or outage"], ["customer_satisfaction", "customer satisfaction"], ["other", "other"], ["undeclared", "undeclared"]]
+          .map(([v, t]) => el("option", { value: v }, t)))),
+      el("div", {}, el("label", { for: "mass-storefronts" }, "Storefronts (e.g. USA CAN; empty: all)"), el("input", { id: "mass-storefronts" })),
+      el("div", {}, el("label", { for: "mass-environment" }, "Environment"),
+        el("select", { id: "mass-environment" }, ["production", "sandbox"].map((v) => el("option", { value: v }, v)))),
+      el("button", { type: "submit" }, "Extend at Apple"));
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const storefronts = $("mass-storefronts").value.split(/[\s,]+/).filter(Boolean).map((c) => c.toUpperCase());
+      await act(() => api("POST", "/v1/admin/mass-extensions", {
+        product_id: $("mass-product").value.trim(), days: Number($("mass-days").value), reason: $("mass-reason").value,
+        storefronts, environment: $("mass-environment").value, request_id: requestID,
+      }), "Asked Apple to extend every active subscription.");
+    });
+    page.appendChild(form);
+    const holder = el("div", {});
+    page.appendChild(holder);
+    let cursor = null;
+    const more = el("button", { type: "button", class: "secondary", onclick: () => next().catch((e) => say(e.message)) }, "More");
+    async function next() {
+      const r = await api("GET", "/v1/admin/mass-extensions?limit=50" + (cursor ? "&cursor=" + enc(cursor) : ""));
+      holder.appendChild(table(["Requested", "Product", "Days", "Storefronts", "Status", "Apple: extended · failed", "Refreshed here", "By", "Last error"],
+        r.mass_extensions.map((m) => [when(m.requested_at), m.product_id, String(m.days),
+          m.storefronts.length ? m.storefronts.join(" ") : "all", el("span", { "data-status": m.status }, m.status),
+          `${show(m.succeeded_count)} · ${show(m.failed_count)}`, String(m.subscriptions_refreshed), m.requested_by,
+          show(m.last_error)]), [2, 6]));
+      cursor = r.next_cursor;
+      more.hidden = !cursor;
+    }
+    page.appendChild(more);
+    await next();
   }
 
   // ---- Start ---------------------------------------------------------------------------------

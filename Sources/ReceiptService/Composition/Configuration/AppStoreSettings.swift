@@ -44,6 +44,8 @@ extension ServiceConfiguration {
         /// `appStore.setAppAccountTokens`: receiptd tells Apple whose each purchase is (Set App
         /// Account Token), with a token it keeps per person.
         package var setAppAccountTokens = false
+        /// Mass renewal-date extensions (`appStore.massExtensions.*`).
+        package var massExtensions = MassExtensions.Settings()
 
         package init(
             productionURL: String, sandboxURL: String, simulator: Bool, allowHTTP: Bool, bundleIDs: [String],
@@ -140,6 +142,10 @@ extension ServiceConfiguration {
                 throw ConfigurationError(
                     key: key, message: "this call needs the App Store Server API (appStore.serverApi.keyId, issuerId, key)")
             }
+            // How often Apple is asked whether a mass extension is complete (it takes hours or days).
+            appStore.massExtensions.pollMs =
+                Int64(
+                    try c.int("appStore.massExtensions.pollSeconds", default: 300, range: 1...86_400)) * 1000
             guard !appStore.bundleIDs.isEmpty else {
                 throw ConfigurationError(key: "appStore.bundleIds", message: "must name at least one app")
             }
