@@ -242,8 +242,8 @@ let package = Package(
             name: "ReceiptCoreTests",
             dependencies: [
                 "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
-                "Analytics", "Clocks", .product(name: "Logging", package: "swift-log"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                "Analytics", "Clocks", "AppStoreServerAPI", .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(

@@ -9,18 +9,31 @@ public struct VerifyReceiptClient: Sendable {
     public struct Configuration: Sendable {
         public var productionURL: String
         public var sandboxURL: String
-        /// The app's shared secret (`password`); never logged.
-        public var sharedSecret: String?
+        /// The `password` sent with a receipt: the shared secret of the App Store Connect account
+        /// its app belongs to (nil: none sent); never logged.
+        public var sharedSecret: @Sendable (_ receiptData: String) -> String?
         public var policy: VerifyReceiptPolicy
 
+        /// One shared secret for every receipt (one App Store Connect account).
         public init(
             productionURL: String = "https://buy.itunes.apple.com/verifyReceipt",
             sandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt", sharedSecret: String?,
             policy: VerifyReceiptPolicy = VerifyReceiptPolicy()
         ) {
+            self.init(
+                productionURL: productionURL, sandboxURL: sandboxURL, sharedSecretFor: { _ in sharedSecret }, policy: policy)
+        }
+
+        /// The shared secret chosen per receipt (several accounts: by the app the receipt names).
+        public init(
+            productionURL: String = "https://buy.itunes.apple.com/verifyReceipt",
+            sandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt",
+            sharedSecretFor: @escaping @Sendable (_ receiptData: String) -> String?,
+            policy: VerifyReceiptPolicy = VerifyReceiptPolicy()
+        ) {
             self.productionURL = productionURL
             self.sandboxURL = sandboxURL
-            self.sharedSecret = sharedSecret
+            self.sharedSecret = sharedSecretFor
             self.policy = policy
         }
     }
@@ -84,7 +97,8 @@ public struct VerifyReceiptClient: Sendable {
 
     private func verifyOnce(receiptData: String, excludeOldTransactions: Bool) async -> Verification {
         let body = Self.requestBody(
-            receiptData: receiptData, password: configuration.sharedSecret, excludeOldTransactions: excludeOldTransactions)
+            receiptData: receiptData, password: configuration.sharedSecret(receiptData),
+            excludeOldTransactions: excludeOldTransactions)
         let started = clock.now
         var policy = configuration.policy
         switch breaker?.decide(now: started) {

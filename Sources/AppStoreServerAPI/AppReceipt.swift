@@ -14,6 +14,7 @@ public enum AppReceipt {
         public var description: String
     }
 
+    static let bundleIdentifier: Int64 = 2
     static let inAppPurchase: Int64 = 17
     static let transactionID: Int64 = 1703
     static let originalTransactionID: Int64 = 1705
@@ -39,6 +40,25 @@ public enum AppReceipt {
                 }
             }
             return found
+        } catch let error as Unreadable {
+            throw error
+        } catch {
+            throw Unreadable(description: "the receipt is not a PKCS#7 app receipt (\(error))")
+        }
+    }
+
+    /// The app the receipt names (attribute 2, `bundle_id`): which App Store Connect account's
+    /// shared secret goes with it. Nothing is verified: Apple's answer states the app again.
+    public static func bundleID(base64 receipt: String) throws(Unreadable) -> String? {
+        guard let bytes = Data(base64Encoded: receipt, options: .ignoreUnknownCharacters), !bytes.isEmpty else {
+            throw Unreadable(description: "the receipt is not base64")
+        }
+        do {
+            let payload = try content(of: BER.parse(Array(bytes)))
+            for attribute in try attributes(BER.parse(payload)) where attribute.type == bundleIdentifier {
+                return String(try ASN1UTF8String(berEncoded: BER.parse(attribute.value)))
+            }
+            return nil
         } catch let error as Unreadable {
             throw error
         } catch {

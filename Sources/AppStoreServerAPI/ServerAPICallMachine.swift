@@ -48,6 +48,7 @@ public enum ServerAPIFailure: Error, Sendable, Equatable, CustomStringConvertibl
         case .notFound: "transaction id not found (4040010)"
         case .invalidTransactionID: "invalid transaction id (4000006)"
         case .invalidIdentifier(let kind): "not an Apple \(kind.rawValue); not sent"
+        case .unauthorized(0): "not sent: no In-App Purchase key for the app's account"
         case .unauthorized(let status): "HTTP \(status): the In-App Purchase key, key id or issuer id is wrong"
         case .rejected(let status, let error):
             "HTTP \(status)" + (error.map { ": \($0.code) \($0.message)" } ?? "")

@@ -350,6 +350,7 @@ public struct ServerAPIClient: Sendable {
             segments.append(valid)
         }
         let bearer: String
+        // No key for the app's account (status 0: nothing was sent), or signing failed.
         do { bearer = try token.token(for: bundleID) } catch { throw .unauthorized(status: 0) }
         var machine = ServerAPICallMachine(
             policy: configuration.policy, now: clock.now, first: first ?? .production,

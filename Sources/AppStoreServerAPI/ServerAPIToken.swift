@@ -46,18 +46,32 @@ public final class ServerAPIToken: Sendable {
     /// Apple's audience for the App Store Server API.
     public static let audience = "appstoreconnect-v1"
 
-    private let credentials: Credentials
+    /// Each app's In-App Purchase key: its App Store Connect account's.
+    private let credentials: @Sendable (_ bundleID: String) -> Credentials?
     private let clock: WallClock
     /// By bundle id: the token and its `iat`.
     private let signed = Mutex<[Identifier: (token: String, issuedAt: Int64)]>([:])
 
-    public init(credentials: Credentials, clock: WallClock = .system) {
-        self.credentials = credentials
+    /// One key for every app (one App Store Connect account).
+    public convenience init(credentials: Credentials, clock: WallClock = .system) {
+        self.init(credentialsFor: { _ in credentials }, clock: clock)
+    }
+
+    /// Each app's key, chosen by its bundle id; an app with none gets no token (``NoKey``).
+    public init(credentialsFor: @escaping @Sendable (_ bundleID: String) -> Credentials?, clock: WallClock = .system) {
+        self.credentials = credentialsFor
         self.clock = clock
     }
 
-    /// A token for `bundleID`'s requests, valid for at least `lifetime − reuse` seconds from now.
-    /// Throws only if signing fails (CryptoKit's error, which never holds the key).
+    /// No In-App Purchase key is configured for the app's account.
+    public struct NoKey: Error, CustomStringConvertible {
+        public var bundleID: String
+        public var description: String { "no In-App Purchase key is configured for \(bundleID)'s account" }
+    }
+
+    /// A token for `bundleID`'s requests, signed with its account's key, valid for at least
+    /// `lifetime − reuse` seconds from now. Throws ``NoKey`` for an app whose account has no key,
+    /// or if signing fails (CryptoKit's error, which never holds the key).
     public func token(for bundleID: String) throws -> String {
         let now = clock.now() / 1000
         let key = Identifier(bundleID)
@@ -71,6 +85,7 @@ public final class ServerAPIToken: Sendable {
 
     /// The compact JWT for `bundleID` issued at `issuedAt` (UNIX seconds).
     func sign(bundleID: String, issuedAt: Int64) throws -> String {
+        guard let credentials = credentials(bundleID) else { throw NoKey(bundleID: bundleID) }
         let header: JSONValue = .object([
             "alg": .string("ES256"), "kid": .string(credentials.keyID), "typ": .string("JWT"),
         ])

@@ -30,6 +30,28 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         public var serverAPIPageSize: Int
         /// How long a mass renewal-date extension takes to complete (Apple: hours or days).
         public var massExtensionDuration: Duration
+        /// Apps of other App Store Connect accounts, each with its own shared secret and key:
+        /// their receipts (``AppStoreSimulator/purchase(_:tag:bundleID:)``) need their secret, and
+        /// a Server API token for them their key. The Server API answers about the main app's
+        /// purchases only.
+        public var otherApps: [OtherApp] = []
+
+        public struct OtherApp: Sendable {
+            public var bundleID: String
+            public var sharedSecret: String?
+            public var serverAPIKey: ServerAPISimulator.Key?
+
+            public init(bundleID: String, sharedSecret: String?, serverAPIKey: ServerAPISimulator.Key?) {
+                self.bundleID = bundleID
+                self.sharedSecret = sharedSecret
+                self.serverAPIKey = serverAPIKey
+            }
+        }
+
+        /// The shared secret `bundleID`'s receipts need (nil: any is accepted).
+        func sharedSecret(of bundleID: String) -> String? {
+            bundleID == self.bundleID ? sharedSecret : otherApps.first { $0.bundleID == bundleID }?.sharedSecret
+        }
 
         public init(
             bundleID: String = "com.example.app", sharedSecret: String? = nil, latency: Duration = .zero,
@@ -56,6 +78,8 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
     private let firstSeen = Mutex<[String: Int64]>([:])
     /// Every transaction id (and original id) the simulator has handed out → its receipt's content.
     private let purchases = Mutex<[String: String]>([:])
+    /// The receipts of other apps than the main one: content → bundle id.
+    private let contentApps = Mutex<[String: String]>([:])
     public let serverAPI: ServerAPISimulator
 
     /// `now` gives epoch milliseconds; injectable for tests.
@@ -64,6 +88,9 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         self.clock = now
         serverAPI = ServerAPISimulator(
             bundleID: configuration.bundleID, key: configuration.serverAPIKey,
+            otherKeys: Dictionary(
+                configuration.otherApps.compactMap { app in app.serverAPIKey.map { (app.bundleID, $0) } },
+                uniquingKeysWith: { a, _ in a }),
             requestsPerSecond: configuration.serverAPIRequestsPerSecond, pageSize: configuration.serverAPIPageSize,
             massExtensionMs: configuration.massExtensionDuration.milliseconds, clock: now)
     }
@@ -71,20 +98,25 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
     /// A purchase of `scenario` as a StoreKit 2 app has it after buying: its newest transaction id
     /// (what `POST /v1/receipts {"transaction_id"}` sends) and a PKCS#7 app receipt holding its
     /// transaction ids (what `receipt_data` sends in `server_api` mode). Known to both APIs from now on.
-    public func purchase(_ scenario: Scenario, tag: String) -> (transactionID: String, receiptData: String) {
+    /// `bundleID` names one of ``Configuration/otherApps`` (nil: the main app): its receipt then
+    /// needs that app's shared secret, and verifyReceipt's answer names that app.
+    public func purchase(_ scenario: Scenario, tag: String, bundleID: String? = nil) -> (
+        transactionID: String, receiptData: String
+    ) {
         let content = "\(scenario.rawValue):\(tag)"
+        let app = bundleID ?? configuration.bundleID
+        if app != configuration.bundleID { contentApps.withLock { $0[content] = app } }
         let environment = scenario == .sandboxOnly ? "Sandbox" : "Production"
         guard let body = script(content: content, environment: environment) else { return ("", "") }
-        let transactions = ServerAPIScript(
-            receipt: body, bundleID: configuration.bundleID, environment: environment, signedDate: 0
-        )
-        .transactions
+        let transactions = ServerAPIScript(receipt: body, bundleID: app, environment: environment, signedDate: 0).transactions
         let ids = transactions.map { ($0["transactionId"]?.string ?? "", $0["originalTransactionId"]?.string ?? "") }
         return (
-            ids.last?.0 ?? "",
-            ServerAPISimulator.appReceipt(bundleID: configuration.bundleID, transactions: ids.map { (id: $0.0, original: $0.1) })
+            ids.last?.0 ?? "", ServerAPISimulator.appReceipt(bundleID: app, transactions: ids.map { (id: $0.0, original: $0.1) })
         )
     }
+
+    /// The app a receipt's content was bought in.
+    private func app(of content: String) -> String { contentApps.withLock { $0[content] } ?? configuration.bundleID }
 
     /// A V2 notification about the purchase holding `transactionID`, signed with the test PKI and
     /// kept in the Server API's notification history; nil when the id is unknown.
@@ -147,7 +179,7 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
             seen[content] = now
             return now
         }
-        let body = ReceiptScript(scenario: scenario, tag: tag, bundleID: configuration.bundleID, now: anchor, asOf: now)
+        let body = ReceiptScript(scenario: scenario, tag: tag, bundleID: app(of: content), now: anchor, asOf: now)
             .response(environment: environment, receiptData: receiptData)
         register(body, content: content)
         return body
@@ -329,7 +361,7 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         guard let content = text else { return .status(21002) }
         let parts = content.split(separator: ":", maxSplits: 1)
         guard let name = parts.first, let scenario = Scenario(rawValue: String(name)) else { return .status(21002) }
-        if let secret = configuration.sharedSecret, password != secret { return .status(21004) }
+        if let secret = configuration.sharedSecret(of: app(of: content)), password != secret { return .status(21004) }
         let callNumber = calls.withLock { counts -> Int in
             counts[content + environment, default: 0] += 1
             return counts[content + environment]!

@@ -39,6 +39,8 @@ public final class ServerAPISimulator: Sendable {
     let bundleID: String
     /// nil: every call is refused with 401 (no key configured).
     let key: Key?
+    /// Other apps' keys (other App Store Connect accounts), by bundle id.
+    let otherKeys: [String: Key]
     /// Requests a second above which the answer is 429.
     let requestsPerSecond: Int
     let pageSize: Int
@@ -88,9 +90,10 @@ public final class ServerAPISimulator: Sendable {
     public var throttledCount: Int { refusedForRate.load(ordering: .relaxed) }
 
     init(
-        bundleID: String, key: Key?, requestsPerSecond: Int, pageSize: Int, massExtensionMs: Int64 = 0,
-        clock: @escaping @Sendable () -> Int64
+        bundleID: String, key: Key?, otherKeys: [String: Key] = [:], requestsPerSecond: Int, pageSize: Int,
+        massExtensionMs: Int64 = 0, clock: @escaping @Sendable () -> Int64
     ) {
+        self.otherKeys = otherKeys
         self.massExtensionMs = massExtensionMs
         self.bundleID = bundleID
         self.key = key
@@ -469,20 +472,21 @@ public final class ServerAPISimulator: Sendable {
 
     // MARK: The JWT, the rate limit, the answers' shapes
 
-    /// The bearer JWT, checked as Apple would: ES256 by the configured key, `kid`, `typ`, and every
-    /// claim (`iss`, `aud`, `bid`, `iat` not in the future, `exp` after now and at most 60 minutes
-    /// after `iat`).
+    /// The bearer JWT, checked as Apple would: ES256 by the key of the app its `bid` names (the
+    /// main app's, or another account's app's), `kid`, `typ`, and every claim (`iss`, `aud`, `bid`,
+    /// `iat` not in the future, `exp` after now and at most 60 minutes after `iat`).
     func authorized(_ header: String?, now: Int64) -> Bool {
-        guard let key, let header, header.hasPrefix("Bearer ") else { return false }
+        guard let header, header.hasPrefix("Bearer ") else { return false }
         let parts = header.dropFirst(7).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 3, let h = JWSSigner.base64URLDecoded(parts[0]).flatMap({ try? JSONValue.parse($0) }),
             let c = JWSSigner.base64URLDecoded(parts[1]).flatMap({ try? JSONValue.parse($0) }),
             let raw = JWSSigner.base64URLDecoded(parts[2]),
-            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: raw)
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: raw),
+            let bid = c["bid"]?.string, let key = bid == bundleID ? key : otherKeys[bid]
         else { return false }
         guard h["alg"]?.string == "ES256", h["typ"]?.string == "JWT", h["kid"]?.string == key.keyID else { return false }
         let seconds = now / 1000
-        guard c["iss"]?.string == key.issuerID, c["aud"]?.string == "appstoreconnect-v1", c["bid"]?.string == bundleID,
+        guard c["iss"]?.string == key.issuerID, c["aud"]?.string == "appstoreconnect-v1",
             let iat = c["iat"]?.int64, let exp = c["exp"]?.int64, iat <= seconds + 60, exp > seconds, exp - iat <= 3_600
         else { return false }
         return key.publicKey.isValidSignature(signature, for: Array((parts[0] + "." + parts[1]).utf8))

@@ -94,7 +94,7 @@ package struct AnswerRetentionRequest: Sendable {
                 userLocale: request.userLocale),
             rules: rules, facts: customer.facts, priorOffers: customer.priorOffers, policy: policy, now: now
         ) { offerID, productID in
-            guard offers.key != nil else {
+            guard let bundle = customer.bundleID ?? (try? offers.bundle(nil)), offers.key(for: bundle) != nil else {
                 return Explanation(rule: "offers_not_configured", decision: "No key signs offers.", facts: [])
             }
             return Eligibility.promotional(
@@ -103,7 +103,8 @@ package struct AnswerRetentionRequest: Sendable {
         }
         var signature: RealtimeResponse.OfferSignature?
         var audit: OfferSignatureRecord?
-        if case .promotionalOffer(_, let offerID, let product, let format)? = decision.answer, let key = offers.key,
+        if case .promotionalOffer(_, let offerID, let product, let format)? = decision.answer,
+            let bundle = customer.bundleID ?? (try? offers.bundle(nil)), let key = offers.key(for: bundle),
             let user = customer.appUserID
         {
             let productID = product ?? request.productID
@@ -112,8 +113,6 @@ package struct AnswerRetentionRequest: Sendable {
             let input = SignOffer.Promotional(
                 appUserID: user, productID: productID, offerID: offerID, applicationUsername: token,
                 format: format == .v1 ? .v1 : .jws)
-            let bundle: String
-            if let known = customer.bundleID { bundle = known } else { bundle = try offers.bundle(nil) }
             let signed = try offers.sign(
                 input, key: key, bundle: bundle, transactionID: request.originalTransactionID, decision: decision.explanation,
                 now: now)

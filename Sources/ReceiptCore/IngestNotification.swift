@@ -14,8 +14,9 @@ package struct IngestNotification: Sendable {
     let verifier: SignedDataVerifier
     let database: DatabaseQueue
     let bundleIDs: [String]
-    /// V1's proof of origin; nil: V1 notifications are refused.
-    let sharedSecret: String?
+    /// V1's proof of origin: the shared secret of the app's App Store Connect account (by `bid`);
+    /// nil: that app's V1 notifications are refused.
+    let sharedSecret: @Sendable (_ bundleID: String) -> String?
     let state: SubscriberState
     let policy: OwnershipPolicy
     let logger: Logger
@@ -24,9 +25,9 @@ package struct IngestNotification: Sendable {
     let consumption: AnswerConsumptionRequest?
 
     package init(
-        verifier: SignedDataVerifier, database: DatabaseQueue, bundleIDs: [String], sharedSecret: String?,
-        state: SubscriberState, policy: OwnershipPolicy, logger: Logger, clock: WallClock,
-        consumption: AnswerConsumptionRequest? = nil
+        verifier: SignedDataVerifier, database: DatabaseQueue, bundleIDs: [String],
+        sharedSecret: @escaping @Sendable (_ bundleID: String) -> String?, state: SubscriberState, policy: OwnershipPolicy,
+        logger: Logger, clock: WallClock, consumption: AnswerConsumptionRequest? = nil
     ) {
         self.consumption = consumption
         self.verifier = verifier
@@ -141,9 +142,12 @@ package struct IngestNotification: Sendable {
         guard fields["notification_type"]?.string != nil else {
             throw .invalidRequest("Neither a V2 notification (signedPayload) nor a V1 one (notification_type).")
         }
-        // The password first: nothing else of a V1 body is read for a stranger. Constant time:
-        // SHA-256 digests compare in constant time, whatever the lengths.
-        guard let secret = sharedSecret, let password = fields["password"]?.string,
+        // The password first: nothing else of a V1 body is read for a stranger but `bid`, which
+        // names whose secret it must be (each App Store Connect account has its own; one app's
+        // never opens another's). Constant time: SHA-256 digests compare in constant time,
+        // whatever the lengths.
+        guard let app = fields["bid"]?.string, let secret = sharedSecret(app),
+            let password = fields["password"]?.string,
             SHA256.hash(data: Array(password.utf8)) == SHA256.hash(data: Array(secret.utf8))
         else { throw .wrongNotificationPassword }
         let parsed: NotificationV1?

@@ -10,6 +10,9 @@ extension ReceiptError {
         case .invalidIdentifier(.transaction): self = .invalidTransactionID
         case .invalidIdentifier(.order): self = .orderNotFound
         case .invalidIdentifier(let kind): self = .invalidRequest("That is not an Apple \(kind.rawValue).")
+        case .unauthorized(0):
+            // Nothing was sent: the app's App Store Connect account has no In-App Purchase key.
+            self = .serverAPINotConfigured
         case .unauthorized(let status):
             logger.critical(
                 "Apple refused receiptd's App Store Server API token: check the In-App Purchase key, appStore.serverApi.keyId and issuerId",

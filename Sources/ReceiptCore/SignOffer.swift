@@ -69,7 +69,8 @@ package struct SignOffer: Sendable {
         package var explanation: Explanation
     }
 
-    package let key: Key?
+    /// Each app's signing key: its App Store Connect account's (``AppStoreAccounts``).
+    let keys: @Sendable (_ bundleID: String) -> Key?
     package let rules: OfferRules
     let bundleIDs: [String]
     let policy: DerivationPolicy
@@ -81,14 +82,27 @@ package struct SignOffer: Sendable {
     /// Signatures one customer may be given a minute (their app may not ask faster).
     let perCustomerPerMinute: Int
 
+    /// One key for every app (one App Store Connect account).
     package init(
         key: Key?, rules: OfferRules, bundleIDs: [String], policy: DerivationPolicy, database: DatabaseQueue, logger: Logger,
         clock: WallClock, nonce: @escaping @Sendable () -> UUID = { UUID() },
         metrics: any MetricsFactory = NOOPMetricsHandler.instance, perCustomerPerMinute: Int = 10
     ) {
+        self.init(
+            keys: { _ in key }, rules: rules, bundleIDs: bundleIDs, policy: policy, database: database, logger: logger,
+            clock: clock, nonce: nonce, metrics: metrics, perCustomerPerMinute: perCustomerPerMinute)
+    }
+
+    /// Each app's key, by its bundle id.
+    package init(
+        keys: @escaping @Sendable (_ bundleID: String) -> Key?, rules: OfferRules, bundleIDs: [String],
+        policy: DerivationPolicy, database: DatabaseQueue, logger: Logger, clock: WallClock,
+        nonce: @escaping @Sendable () -> UUID = { UUID() }, metrics: any MetricsFactory = NOOPMetricsHandler.instance,
+        perCustomerPerMinute: Int = 10
+    ) {
         self.metrics = metrics
         self.perCustomerPerMinute = perCustomerPerMinute
-        self.key = key
+        self.keys = keys
         self.rules = rules
         self.bundleIDs = bundleIDs
         self.policy = policy
@@ -100,11 +114,11 @@ package struct SignOffer: Sendable {
 
     /// A promotional offer's signature, when the rules allow it; else ``ReceiptError/offerNotEligible(_:)``.
     package func promotional(_ input: Promotional, requestedBy: String) async throws(ReceiptError) -> Signed {
-        let key = try configured()
         _ = try FieldRules.appUserID(input.appUserID)
         try Self.identifier(input.productID, "product_id")
         try Self.identifier(input.offerID, "offer_id")
         let bundle = try self.bundle(input.bundleID)
+        let key = try configured(bundle)
         let now = clock.now()
         let (facts, ids, appTransactionID) = try await history(input.appUserID)
         try await pace(ids, now: now)
@@ -169,10 +183,10 @@ package struct SignOffer: Sendable {
     package func introductory(
         appUserID: String, productID: String, transactionID: String?, bundleID: String?, requestedBy: String
     ) async throws(ReceiptError) -> Signed {
-        let key = try configured()
         _ = try FieldRules.appUserID(appUserID)
         try Self.identifier(productID, "product_id")
         let bundle = try self.bundle(bundleID)
+        let key = try configured(bundle)
         let now = clock.now()
         let (facts, ids, appTransactionID) = try await history(appUserID)
         try await pace(ids, now: now)
@@ -259,8 +273,11 @@ package struct SignOffer: Sendable {
         ).increment()
     }
 
-    private func configured() throws(ReceiptError) -> Key {
-        guard let key else { throw .offersNotConfigured }
+    /// The key `bundleID`'s offers are signed with; nil when its account has none.
+    package func key(for bundleID: String) -> Key? { keys(bundleID) }
+
+    private func configured(_ bundleID: String) throws(ReceiptError) -> Key {
+        guard let key = keys(bundleID) else { throw .offersNotConfigured }
         return key
     }
 

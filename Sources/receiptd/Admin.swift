@@ -181,7 +181,7 @@ struct Backfill: AsyncParsableCommand {
             }
             end = parsed
         }
-        guard config.appStore.serverAPI.credentials != nil || config.appStore.simulator else {
+        guard config.appStore.hasServerAPIKey || config.appStore.simulator else {
             printError("receiptd: \(ReceiptError.serverAPINotConfigured.message)")
             throw ExitCode.failure
         }

@@ -67,8 +67,16 @@ enum SimulatorWiring {
         if !configuration.appStore.signedData.appAppleIDs.contains(ServerAPISimulator.appAppleID) {
             configuration.appStore.signedData.appAppleIDs.append(ServerAPISimulator.appAppleID)
         }
-        return AppStoreSimulator.Configuration(
-            bundleID: settings.bundleIDs[0], sharedSecret: settings.sharedSecret,
-            serverAPIKey: .init(credentials))
+        var simulated = AppStoreSimulator.Configuration(
+            bundleID: settings.appStoreAccounts(offerKey: nil).accounts.first { $0.name == "default" }?.bundleIDs.first
+                ?? settings.bundleIDs[0],
+            sharedSecret: settings.sharedSecret, serverAPIKey: .init(credentials))
+        // The other App Store Connect accounts' apps, each with its account's secret and key.
+        simulated.otherApps = settings.accounts.flatMap { account in
+            account.bundleIDs.map {
+                .init(bundleID: $0, sharedSecret: account.sharedSecret, serverAPIKey: account.serverAPI.map { .init($0) })
+            }
+        }
+        return simulated
     }
 }

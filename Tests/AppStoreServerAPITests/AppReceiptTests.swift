@@ -19,6 +19,15 @@ struct AppReceiptTests {
     @Test(arguments: ["", "not base64!", Data("active_monthly:7".utf8).base64EncodedString(), "MAA="])
     func whatIsNotAPKCS7ReceiptIsUnreadable(_ receipt: String) {
         #expect(throws: AppReceipt.Unreadable.self) { try AppReceipt.transactionID(base64: receipt) }
+        #expect(throws: AppReceipt.Unreadable.self) { try AppReceipt.bundleID(base64: receipt) }
+    }
+
+    /// The app a receipt names: which account's shared secret goes with it.
+    @Test func theBundleIDIsRead() throws {
+        for name in ["xcode-app-receipt-empty", "xcode-app-receipt-with-transaction"] {
+            let receipt = Fixtures.text("AppStoreServerAPI/" + name)
+            #expect(try AppReceipt.bundleID(base64: receipt) == "com.example.naturelab.backyardbirds.example", "\(name)")
+        }
     }
 
     @Test func everyTruncationOfTheReceiptIsRefusedWithoutACrash() throws {

@@ -135,10 +135,15 @@ struct DocsTests {
         let environment = [
             "RECEIPTD_WEBHOOKS_ENDPOINTS": "crm", "RECEIPTD_WEBHOOKS_CRM_URL": "https://crm.example/hooks",
             "RECEIPTD_WEBHOOKS_CRM_SECRET": "whsec-0123456789abcdef",
+            "RECEIPTD_APP_STORE_ACCOUNTS": "client", "RECEIPTD_APP_STORE_ACCOUNT_CLIENT_BUNDLE_IDS": "com.example.app",
         ]
         let (_, loader) = try await ServiceConfiguration.load(
             configDirectory: Self.root.appendingPathComponent("Config").path, environment: environment)
-        let printed = Set(loader.entries.map { $0.key.replacing("webhooks.crm.", with: "webhooks.<name>.") })
+        let printed = Set(
+            loader.entries.map {
+                $0.key.replacing("webhooks.crm.", with: "webhooks.<name>.").replacing(
+                    "appStore.account.client.", with: "appStore.account.<name>.")
+            })
         let documented = try Self.documentedKeys()
         #expect(printed.subtracting(documented).sorted() == [], "printed by check-config, missing from configuration.md")
         #expect(documented.subtracting(printed).sorted() == [], "in configuration.md, unknown to check-config")

@@ -1,3 +1,5 @@
+import AppStoreServerAPI
+import Crypto
 import Entitlements
 import Foundation
 import ReceiptTesting
@@ -384,6 +386,54 @@ struct ServerAPIOperationsTests {
             #expect(malformed.status == 404, "\(malformed.body)")
             let cursor = try await get(port, "/v1/admin/mass-extensions?cursor=x", key: TestSecrets.secretKey)
             #expect(cursor.status == 400 && cursor.errorCode == "invalid_request")
+        }
+    }
+
+    /// Two App Store Connect accounts in one receiptd: each app's receipts go to verifyReceipt with
+    /// its account's shared secret, its Server API tokens and offer signatures use its account's
+    /// key, and its V1 notifications must carry its account's secret. The simulator answers 21004
+    /// or 401 to any other, so a crossed secret fails the request.
+    @Test func eachAppsRequestsCarryItsOwnAccountsSecretsOnly() async throws {
+        let agency = "com.agency.app"
+        let agencySecret = "agency-shared-secret-1"
+        let agencyKey = ServerAPIToken.Credentials(
+            keyID: "AGENCY0001", issuerID: "00000000-0000-4000-8000-0000000000bb", key: P256.Signing.PrivateKey())
+        let setUp = { (path: String) -> ServiceConfiguration in
+            var c = configuration()(path)
+            c.appStore.bundleIDs = ["com.example.app", agency]
+            let home = TestSecrets.serverAPICredentials
+            c.offers.key = .init(keyID: home.keyID, issuerID: home.issuerID, key: home.key)
+            c.appStore.accounts = [
+                .init(
+                    name: "agency", bundleIDs: [agency], sharedSecret: agencySecret, serverAPI: agencyKey,
+                    offerKey: .init(keyID: agencyKey.keyID, issuerID: agencyKey.issuerID, key: agencyKey.key))
+            ]
+            return c
+        }
+        try await withClockedService(configuration: setUp) { app, port, _, _ in
+            let simulator = try #require(app.appStore)
+            for (user, bundle) in [("home", "com.example.app"), ("agent", agency)] {
+                let bought = simulator.purchase(.activeMonthly, tag: user, bundleID: bundle)
+                let posted = try await postReceipts(
+                    port, #"{"app_user_id":"\#(user)","receipt_data":"\#(bought.receiptData)","bundle_id":"\#(bundle)"}"#)
+                #expect(posted.status == 200 && premium(posted.json)?["active"] as? Bool == true, "\(bundle): \(posted.body)")
+                let asked = try await post(
+                    port, "/v1/admin/test-notification", #"{"bundle_id":"\#(bundle)"}"#, key: TestSecrets.secretKey)
+                #expect(asked.status == 202, "\(bundle): \(asked.body)")
+                let signed = try await post(
+                    port, "/v1/subscribers/\(user)/offers/introductory-eligibility",
+                    #"{"product_id":"yearly","bundle_id":"\#(bundle)"}"#, key: TestSecrets.publicKey)
+                let keyID = bundle == agency ? agencyKey.keyID : TestSecrets.serverAPICredentials.keyID
+                #expect(signed.status == 200 && signed.json["key_id"] as? String == keyID, "\(bundle): \(signed.body)")
+            }
+            // A V1 notification about the agency's app: the default account's secret does not open it.
+            for (password, status) in [(TestSecrets.sharedSecret, 401), (agencySecret, 400)] {
+                let v1 = try await post(
+                    port, "/v1/notifications/apple",
+                    #"{"notification_type":"DID_RENEW","bid":"\#(agency)","password":"\#(password)"}"#)
+                // 400: the password was right, and the body lacks its unified_receipt.
+                #expect(v1.status == status, "\(v1.body)")
+            }
         }
     }
 

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import ReceiptTesting
 import SignedData
@@ -79,6 +80,90 @@ struct ServiceConfigurationTests {
         await #expect(throws: ConfigurationError.self) {
             try await ServiceConfiguration.load(configDirectory: bare, environment: [:])
         }
+    }
+
+    /// Apps in several App Store Connect accounts: each named account's apps, secret and key; the
+    /// default account keeps the rest; every mistake names its key, no secret echoed.
+    @Test func accountsHoldTheirAppsAndSecretsAndMistakesNameTheirKey() async throws {
+        let dir = try makeConfigDirectory([
+            "default.json": #"""
+            {"appStore": {"bundleIds": ["com.example.app", "com.agency.one", "com.agency.two"],
+              "accounts": ["agency"],
+              "account": {"agency": {"bundleIds": ["com.agency.one", "com.agency.two"],
+                "serverApi": {"keyId": "AGENCY0001", "issuerId": "00000000-0000-4000-8000-0000000000bb"}}}}}
+            """#
+        ])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let agencyKey = P256.Signing.PrivateKey().pemRepresentation
+        let environment = [
+            "RECEIPTD_APP_STORE_SHARED_SECRET": "default-secret-0001",
+            "RECEIPTD_APP_STORE_ACCOUNT_AGENCY_SHARED_SECRET": "agency-secret-0002",
+            "RECEIPTD_APP_STORE_ACCOUNT_AGENCY_SERVER_API_PRIVATE_KEY": agencyKey,
+        ]
+        let c = try await ServiceConfiguration.load(configDirectory: dir, environment: environment).0
+        let accounts = c.appStore.appStoreAccounts(offerKey: c.offers.key)
+        #expect(accounts.accounts.map(\.name) == ["default", "agency"])
+        #expect(accounts.account(of: "com.example.app")?.name == "default")
+        #expect(accounts.sharedSecret(of: "com.example.app") == "default-secret-0001")
+        #expect(accounts.sharedSecret(of: "com.agency.two") == "agency-secret-0002")
+        #expect(accounts.serverAPICredentials(of: "com.agency.one")?.keyID == "AGENCY0001")
+        #expect(accounts.serverAPICredentials(of: "com.example.app") == nil)
+        #expect(accounts.offerKey(of: "com.agency.one")?.keyID == "AGENCY0001" && accounts.offerKey(of: "com.example.app") == nil)
+        #expect(c.appStore.hasServerAPIKey)
+
+        func refused(_ json: String, _ environment: [String: String] = [:]) async throws -> ConfigurationError? {
+            let dir = try makeConfigDirectory(["default.json": json])
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            do {
+                _ = try await ServiceConfiguration.load(configDirectory: dir, environment: environment)
+                return nil
+            } catch let error as ConfigurationError {
+                return error
+            }
+        }
+        let apps = #""bundleIds": ["com.a", "com.b"]"#
+        for (json, key) in [
+            (#"{"appStore": {\#(apps), "accounts": ["Agency"]}}"#, "appStore.accounts"),
+            (#"{"appStore": {\#(apps), "accounts": ["default"]}}"#, "appStore.accounts"),
+            (
+                #"{"appStore": {\#(apps), "accounts": ["x", "x"], "account": {"x": {"bundleIds": ["com.b"]}}}}"#,
+                "appStore.accounts"
+            ),
+            (#"{"appStore": {\#(apps), "accounts": ["x"]}}"#, "appStore.account.x.bundleIds"),
+            (
+                #"{"appStore": {\#(apps), "accounts": ["x"], "account": {"x": {"bundleIds": ["com.c"]}}}}"#,
+                "appStore.account.x.bundleIds"
+            ),
+            (
+                #"{"appStore": {\#(apps), "accounts": ["x", "y"], "account": {"x": {"bundleIds": ["com.b"]}, "y": {"bundleIds": ["com.b"]}}}}"#,
+                "appStore.account.y.bundleIds"
+            ),
+            (
+                #"{"appStore": {\#(apps), "accounts": ["x"], "account": {"x": {"bundleIds": ["com.b"], "serverApi": {"keyId": "K"}}}}}"#,
+                "appStore.account.x.serverApi"
+            ),
+            // server_api asks Apple about every app: the agency's too, with its own key.
+            (
+                #"{"appStore": {\#(apps), "verifier": "server_api", "serverApi": {"keyId": "K", "issuerId": "I"}, "accounts": ["x"], "account": {"x": {"bundleIds": ["com.b"]}}}}"#,
+                "appStore.account.x.serverApi"
+            ),
+        ] {
+            // The default account's key, where its ids are configured.
+            let defaultKey = json.contains(#""serverApi": {"keyId": "K", "issuerId": "I"}, "accounts""#)
+            let error = try await refused(
+                json, defaultKey ? ["RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY": TestSecrets.serverAPIKey] : [:])
+            #expect(error?.key == key, "\(json): \(String(describing: error))")
+        }
+        // A secret in a file is refused; a key that is not one is refused without being echoed.
+        let inFile = try await refused(
+            #"{"appStore": {\#(apps), "accounts": ["x"], "account": {"x": {"bundleIds": ["com.b"], "sharedSecret": "s3cr3t-in-file"}}}}"#
+        )
+        #expect(inFile?.key == "appStore.account.x.sharedSecret")
+        let badKey = try await refused(
+            #"{"appStore": {\#(apps), "accounts": ["x"], "account": {"x": {"bundleIds": ["com.b"], "serverApi": {"keyId": "K", "issuerId": "I"}}}}}"#,
+            ["RECEIPTD_APP_STORE_ACCOUNT_X_SERVER_API_PRIVATE_KEY": "not a key sk_test_77aa"])
+        #expect(
+            badKey?.key == "appStore.account.x.serverApi.privateKey" && !"\(String(describing: badKey))".contains("sk_test_77aa"))
     }
 
     @Test func shadowCatchUpAndConsumptionSettingsAreReadAndHeldToTheirRules() async throws {

@@ -113,9 +113,12 @@ public final class Application: Sendable {
                 connectTimeout: settings.connectTimeout, maxResponseBytes: settings.maxResponseBytes,
                 allowHTTP: settings.allowHTTP || configuration.googlePlay.allowHTTP,
                 keptConnections: settings.maxConcurrentCalls))
+        // Each app's secrets are its App Store Connect account's, never another's.
+        let accounts = settings.appStoreAccounts(offerKey: configuration.offers.key)
         let client = VerifyReceiptClient(
             configuration: .init(
-                productionURL: settings.productionURL, sandboxURL: settings.sandboxURL, sharedSecret: settings.sharedSecret,
+                productionURL: settings.productionURL, sandboxURL: settings.sandboxURL,
+                sharedSecretFor: { accounts.sharedSecret(forReceipt: $0) },
                 policy: VerifyReceiptPolicy(
                     maxRetries: settings.maxRetries, attemptTimeout: settings.attemptTimeout, deadline: settings.deadline)),
             transport: transport, clock: monotonic, breaker: breaker(settings.breaker, logger: logger),
@@ -143,14 +146,15 @@ public final class Application: Sendable {
         let policy = OwnershipPolicy(rawValue: configuration.api.ownershipPolicy) ?? .transfer
         let documentCache = SubscriberCache(capacity: configuration.database.documentCache)
         if documentCache.capacity > 0 { documentCache.follow(database) }
-        let serverAPI = settings.serverAPI.credentials.map { credentials in
+        let serverAPI = (accounts.hasServerAPI ? accounts : nil).map { accounts in
             ServerAPIClient(
                 configuration: .init(
                     productionURL: settings.serverAPI.productionURL, sandboxURL: settings.serverAPI.sandboxURL,
                     policy: ServerAPIRetryPolicy(
                         maxRetries: settings.maxRetries, attemptTimeout: settings.attemptTimeout, deadline: settings.deadline),
                     sandbox: signed.environments.contains(.sandbox)),
-                token: ServerAPIToken(credentials: credentials, clock: clock), transport: transport, verifier: verifier,
+                token: ServerAPIToken(credentialsFor: { accounts.serverAPICredentials(of: $0) }, clock: clock),
+                transport: transport, verifier: verifier,
                 clock: monotonic, wallClock: clock, metrics: telemetry.factory)
         }
         let shadow = (settings.verifier == .shadow ? serverAPI : nil).map {
@@ -178,8 +182,9 @@ public final class Application: Sendable {
                     metrics: telemetry.factory)
             } : nil
         let ingestNotification = IngestNotification(
-            verifier: verifier, database: database, bundleIDs: settings.bundleIDs, sharedSecret: settings.sharedSecret,
-            state: state, policy: policy, logger: logger, clock: clock, consumption: consumption)
+            verifier: verifier, database: database, bundleIDs: settings.bundleIDs,
+            sharedSecret: { accounts.sharedSecret(of: $0) }, state: state, policy: policy, logger: logger, clock: clock,
+            consumption: consumption)
         let listings = Listings(database: database, logger: logger)
         let environments = AppStoreEnvironment.allCases.filter { signed.environments.contains($0) }
         let support = AppStoreSupport(
@@ -187,7 +192,9 @@ public final class Application: Sendable {
             environments: environments, logger: logger, clock: clock, monotonic: monotonic)
         let catchUp = NotificationCatchUp(
             settings: settings.notificationHistory, serverAPI: serverAPI, ingest: ingestNotification, database: database,
-            bundleIDs: settings.bundleIDs, environments: environments, logger: logger, clock: clock, monotonic: monotonic,
+            // The apps whose account has a key: another's history cannot be asked for.
+            bundleIDs: settings.bundleIDs.filter { accounts.serverAPICredentials(of: $0) != nil }, environments: environments,
+            logger: logger, clock: clock, monotonic: monotonic,
             metrics: telemetry.factory)
         // Receivers' slowness and failures stay off the curl thread that talks to Apple.
         let webhookTransport = CurlMultiTransport(
@@ -207,7 +214,7 @@ public final class Application: Sendable {
             serverAPI: serverAPI, refresher: refresher, settings: settings.massExtensions, database: database,
             bundleIDs: settings.bundleIDs, environments: environments, logger: logger, clock: clock, metrics: telemetry.factory)
         let signOffer = SignOffer(
-            key: configuration.offers.key, rules: configuration.offers.rules, bundleIDs: settings.bundleIDs,
+            keys: { accounts.offerKey(of: $0) }, rules: configuration.offers.rules, bundleIDs: settings.bundleIDs,
             policy: configuration.policy, database: database, logger: logger, clock: clock, metrics: telemetry.factory)
         let routes = Routes(
             checkReadiness: CheckReadiness(database: database, migrator: migrator), auth: apiAuth(configuration, logger: logger),

@@ -46,6 +46,23 @@ extension ServiceConfiguration {
         package var setAppAccountTokens = false
         /// Mass renewal-date extensions (`appStore.massExtensions.*`).
         package var massExtensions = MassExtensions.Settings()
+        /// App Store Connect accounts besides the default one (`appStore.accounts`), each with its
+        /// apps and secrets; the default (`sharedSecret`, `serverAPI`) holds the apps none claims.
+        package var accounts: [AppStoreAccounts.Account] = []
+
+        /// Every app with its account's secrets; `offerKey` is the default account's offer key
+        /// (`appStore.offers.*`, which defaults to its In-App Purchase key when read).
+        package func appStoreAccounts(offerKey: SignOffer.Key?) -> AppStoreAccounts {
+            AppStoreAccounts(
+                bundleIDs: bundleIDs,
+                default: .init(
+                    name: "default", bundleIDs: [], sharedSecret: sharedSecret, serverAPI: serverAPI.credentials,
+                    offerKey: offerKey),
+                named: accounts)
+        }
+
+        /// Whether any account has an In-App Purchase key (the Server API can be called).
+        package var hasServerAPIKey: Bool { serverAPI.credentials != nil || accounts.contains { $0.serverAPI != nil } }
 
         package init(
             productionURL: String, sandboxURL: String, simulator: Bool, allowHTTP: Bool, bundleIDs: [String],
@@ -124,7 +141,23 @@ extension ServiceConfiguration {
                 // Whether the app offers a free sample or trial, or describes the content, before purchase.
                 sampleContentProvided: try c.bool("appStore.consumption.sampleContentProvided", default: false),
                 refundPreference: refundPreference == "none" ? nil : refundPreference)
-            if appStore.consumption.enabled && appStore.serverAPI.credentials == nil && !appStore.simulator {
+            appStore.accounts = try readAccounts(c, bundleIDs: appStore.bundleIDs)
+            if appStore.verifier != .verifyReceipt && !appStore.simulator {
+                // Every app is asked of the Server API: each account holding one needs its key.
+                for account in appStore.appStoreAccounts(offerKey: nil).accounts where account.serverAPI == nil {
+                    guard account.name != "default" else {
+                        throw ConfigurationError(
+                            key: "appStore.verifier",
+                            message:
+                                "\(appStore.verifier.rawValue) needs appStore.serverApi.keyId, issuerId and RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY"
+                        )
+                    }
+                    throw ConfigurationError(
+                        key: "appStore.account.\(account.name).serverApi",
+                        message: "\(appStore.verifier.rawValue) needs this account's In-App Purchase key")
+                }
+            }
+            if appStore.consumption.enabled && !appStore.hasServerAPIKey && !appStore.simulator {
                 throw ConfigurationError(
                     key: "appStore.consumption.enabled",
                     message:
@@ -138,7 +171,7 @@ extension ServiceConfiguration {
             for (key, on) in [
                 ("appStore.finishConsumables", appStore.finishConsumables),
                 ("appStore.setAppAccountTokens", appStore.setAppAccountTokens),
-            ] where on && appStore.serverAPI.credentials == nil && !appStore.simulator {
+            ] where on && !appStore.hasServerAPIKey && !appStore.simulator {
                 throw ConfigurationError(
                     key: key, message: "this call needs the App Store Server API (appStore.serverApi.keyId, issuerId, key)")
             }
@@ -159,6 +192,68 @@ extension ServiceConfiguration {
                 }
             }
             return appStore
+        }
+
+        /// `appStore.accounts` (names: lower-case letters and digits), each from
+        /// `appStore.account.<name>.*`: its `bundleIds` (configured apps, claimed by no other
+        /// account), its shared secret and In-App Purchase key from the environment
+        /// (`RECEIPTD_APP_STORE_ACCOUNT_<NAME>_SHARED_SECRET`, `…_SERVER_API_PRIVATE_KEY`, or `…_FILE`).
+        static func readAccounts(_ c: ConfigLoader, bundleIDs: [String]) throws(ConfigurationError) -> [AppStoreAccounts.Account]
+        {
+            // Names of the App Store Connect accounts besides the default one; each configured under appStore.account.<name>.
+            let names = try c.strings("appStore.accounts", default: [])
+            var accounts: [AppStoreAccounts.Account] = []
+            for name in names {
+                guard WebhookEndpoint.isValidName(name), name != "default" else {
+                    throw ConfigurationError(
+                        key: "appStore.accounts",
+                        message:
+                            "\"\(name)\" must be lower-case letters and digits, starting with a letter, at most 32, not default")
+                }
+                guard !accounts.contains(where: { $0.name == name }) else {
+                    throw ConfigurationError(key: "appStore.accounts", message: "names \"\(name)\" twice")
+                }
+                let prefix = "appStore.account.\(name)."
+                // The apps of this account (each one of appStore.bundleIds).
+                let apps = try c.strings(prefix + "bundleIds", default: [])
+                guard !apps.isEmpty else { throw ConfigurationError(key: prefix + "bundleIds", message: "must name its apps") }
+                for app in apps where !bundleIDs.contains(app) {
+                    throw ConfigurationError(key: prefix + "bundleIds", message: "\"\(app)\" is not in appStore.bundleIds")
+                }
+                for app in apps {
+                    if let other = accounts.first(where: { $0.bundleIDs.contains(app) }) {
+                        throw ConfigurationError(
+                            key: prefix + "bundleIds", message: "\"\(app)\" is account \(other.name)'s already")
+                    }
+                }
+                // Its shared secret (App Store Connect → the app → App-Specific Shared Secret, or the account's primary one).
+                let secret = try c.secret(prefix + "sharedSecret")
+                // Its In-App Purchase key: the key id, the issuer id and the .p8 (a secret); all three or none.
+                let keyID = try c.string(prefix + "serverApi.keyId", default: "")
+                let issuerID = try c.string(prefix + "serverApi.issuerId", default: "")
+                let key = try c.secret(prefix + "serverApi.privateKey")
+                var credentials: ServerAPIToken.Credentials?
+                switch (keyID.isEmpty, issuerID.isEmpty, key) {
+                case (true, true, nil): break
+                case (false, false, let key?):
+                    do {
+                        credentials = try ServerAPIToken.Credentials(keyID: keyID, issuerID: issuerID, p8: key)
+                    } catch {
+                        throw ConfigurationError(key: prefix + "serverApi.privateKey", message: error.description)
+                    }
+                default:
+                    throw ConfigurationError(
+                        key: prefix + "serverApi",
+                        message:
+                            "keyId, issuerId and the private key (\(ConfigLoader.environmentName(for: prefix + "serverApi.privateKey"))) go together: set all three or none"
+                    )
+                }
+                accounts.append(
+                    AppStoreAccounts.Account(
+                        name: name, bundleIDs: apps, sharedSecret: secret, serverAPI: credentials,
+                        offerKey: credentials.map { SignOffer.Key(keyID: $0.keyID, issuerID: $0.issuerID, key: $0.key) }))
+            }
+            return accounts
         }
     }
 
@@ -199,13 +294,7 @@ extension ServiceConfiguration {
             let key = try c.secret("appStore.serverApi.privateKey")
             switch (keyID.isEmpty, issuerID.isEmpty, key) {
             case (true, true, nil):
-                guard verifier == .verifyReceipt || simulator else {
-                    throw ConfigurationError(
-                        key: "appStore.verifier",
-                        message:
-                            "\(verifier.rawValue) needs appStore.serverApi.keyId, issuerId and RECEIPTD_APP_STORE_SERVER_API_PRIVATE_KEY"
-                    )
-                }
+                break  // `server_api` and `shadow` then need every account's apps to have another key (checked after).
             case (false, false, let key?):
                 do {
                     settings.credentials = try ServerAPIToken.Credentials(keyID: keyID, issuerID: issuerID, p8: key)
