@@ -103,7 +103,23 @@ package struct AddAlias: Sendable {
                     }
                 }
             }
-            return try merge.merge(alias, into: canonical, at: now)
+            let merged = try merge.merge(alias, into: canonical, at: now)
+            try tellApple(merged.moved, now: canonical, state: state, in: db, at: now)
+            return merged
         }
+    }
+
+    /// With `appStore.setAppAccountTokens`, the purchases the merge moved are told their new
+    /// person's token (``SubscriberState/queueCalls(_:for:transferred:_:in:now:)``, as a transfer):
+    /// the alias's own token, if receiptd had made one, went with the alias.
+    private static func tellApple(
+        _ moved: [String], now canonical: String, state: SubscriberState, in db: Database, at now: Int64
+    ) throws {
+        guard let calls = state.appleCalls, !moved.isEmpty, let record = try ReceiptStore(db).subscriber(canonical) else {
+            return
+        }
+        let purchases = record.purchases.filter { p in moved.contains { $0.isExactly(p.fact.originalTransactionID) } }
+        let facts = VerifiedFacts(environment: purchases.first?.fact.environment ?? "production", purchases: purchases)
+        if try state.queueCalls(facts, for: canonical, transferred: true, calls, in: db, now: now) > 0 { calls.doorbell.ring() }
     }
 }

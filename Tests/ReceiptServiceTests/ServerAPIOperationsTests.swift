@@ -563,6 +563,32 @@ struct ServerAPIOperationsTests {
         }
     }
 
+    /// Two ids merged: the purchases that moved carry the alias's token (made by receiptd, gone
+    /// with the alias), and Apple is told the person's.
+    @Test func aMergedAliasesPurchasesAreToldTheirPersonsToken() async throws {
+        try await withClockedService(configuration: configuration(setAppAccountTokens: true)) { app, port, db, _ in
+            let simulator = try #require(app.appStore)
+            let worker = try #require(app.appStoreCalls)
+            for (user, tag) in [("anon-1", "merge-a"), ("vera", "merge-b")] {
+                let bought = simulator.purchase(.activeMonthly, tag: tag)
+                #expect(
+                    try await postReceipts(port, #"{"app_user_id":"\#(user)","transaction_id":"\#(bought.transactionID)"}"#)
+                        .status == 200)
+            }
+            #expect(await worker.pass() == 2)
+            let database = try TestDatabase.open(db)
+            let moved = try #require(
+                try database.scalarText("SELECT original_transaction_id FROM ownership WHERE app_user_id = 'anon-1'"))
+            let merged = try await post(port, "/v1/subscribers/vera/aliases", #"{"alias":"anon-1"}"#, key: TestSecrets.secretKey)
+            #expect(merged.status == 200, "\(merged.body)")
+            #expect(await worker.pass() == 1)
+            let vera = try #require(
+                try database.scalarText("SELECT app_account_token FROM subscribers WHERE app_user_id = 'vera'"))
+            #expect(simulator.serverAPI.appAccountTokens[moved] == vera)
+            #expect(await worker.pass() == 0)
+        }
+    }
+
     // MARK: Consumption requests
 
     @Test func aConsumptionRequestIsAnsweredFromStoredFactsWhenEnabled() async throws {
