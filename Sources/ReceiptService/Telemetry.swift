@@ -28,14 +28,27 @@ final class Telemetry: Sendable {
         http = HTTPMetrics(factory: factory)
     }
 
+    // The gauges read at scrape time, with their help text.
+    static var openConnections: MetricNameDescriptor {
+        .init(metricName: "http_open_connections", unitName: "", helpText: "HTTP connections open now.")
+    }
+    static var cachedDocuments: MetricNameDescriptor {
+        .init(metricName: "subscriber_cache_entries", unitName: "", helpText: "Subscriber documents held in memory.")
+    }
+    static var circuitState: MetricNameDescriptor {
+        .init(
+            metricName: "appstore_circuit_state", unitName: "",
+            helpText: "The App Store circuit breaker: 1 for the state it is in.")
+    }
+
     /// What the moment looks like, then every family as Prometheus text (version 0.0.4).
     func scrape(breaker: CircuitBreaker.State?, cachedDocuments: Int) -> [UInt8] {
-        registry.makeGauge(name: "http_open_connections").set(Int64(connections.withLock { $0 }?() ?? 0))
-        registry.makeGauge(name: "subscriber_cache_entries").set(Int64(cachedDocuments))
+        registry.makeGauge(descriptor: Self.openConnections).set(Int64(connections.withLock { $0 }?() ?? 0))
+        registry.makeGauge(descriptor: Self.cachedDocuments).set(Int64(cachedDocuments))
         // One series per state, 1 for the current one (`closed` when there is no breaker).
         let current = breaker?.name ?? "closed"
         for state in ["closed", "half_open", "open"] {
-            registry.makeGauge(name: "appstore_circuit_state", labels: [("state", state)]).set(Int64(state == current ? 1 : 0))
+            registry.makeGauge(descriptor: Self.circuitState, labels: [("state", state)]).set(Int64(state == current ? 1 : 0))
         }
         return registry.emitToBuffer()
     }
