@@ -54,6 +54,8 @@ package struct AppStoreSupport: Sendable {
             do {
                 found = try await serverAPI.lookUpOrder(orderID, bundleID: bundle)
             } catch {
+                // Asking every app: one whose App Store Connect account has no key is not asked.
+                if bundleID == nil, case .unauthorized(0) = error { continue }
                 throw refusal(error)
             }
             guard found.valid, !found.transactions.isEmpty else { continue }

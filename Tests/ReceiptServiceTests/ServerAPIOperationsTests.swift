@@ -403,14 +403,17 @@ struct ServerAPIOperationsTests {
             c.appStore.bundleIDs = ["com.example.app", agency]
             let home = TestSecrets.serverAPICredentials
             c.offers.key = .init(keyID: home.keyID, issuerID: home.issuerID, key: home.key)
+            c.appStore.bundleIDs.insert("com.keyless.app", at: 0)  // asked first when every app is
             c.appStore.accounts = [
                 .init(
                     name: "agency", bundleIDs: [agency], sharedSecret: agencySecret, serverAPI: agencyKey,
-                    offerKey: .init(keyID: agencyKey.keyID, issuerID: agencyKey.issuerID, key: agencyKey.key))
+                    offerKey: .init(keyID: agencyKey.keyID, issuerID: agencyKey.issuerID, key: agencyKey.key)),
+                // An account with a shared secret and no In-App Purchase key.
+                .init(name: "keyless", bundleIDs: ["com.keyless.app"], sharedSecret: "keyless-secret-1"),
             ]
             return c
         }
-        try await withClockedService(configuration: setUp) { app, port, _, _ in
+        try await withClockedService(configuration: setUp) { app, port, db, _ in
             let simulator = try #require(app.appStore)
             for (user, bundle) in [("home", "com.example.app"), ("agent", agency)] {
                 let bought = simulator.purchase(.activeMonthly, tag: user, bundleID: bundle)
@@ -426,6 +429,16 @@ struct ServerAPIOperationsTests {
                 let keyID = bundle == agency ? agencyKey.keyID : TestSecrets.serverAPICredentials.keyID
                 #expect(signed.status == 200 && signed.json["key_id"] as? String == keyID, "\(bundle): \(signed.body)")
             }
+            // An app whose account has no key: what needs the Server API says so, and a lookup
+            // across every app leaves it out (nothing is sent with another account's key).
+            let keyless = try await post(
+                port, "/v1/admin/test-notification", #"{"bundle_id":"com.keyless.app"}"#, key: TestSecrets.secretKey)
+            #expect(keyless.status == 501 && keyless.errorCode == "server_api_not_configured", "\(keyless.body)")
+            let original = try #require(
+                try TestDatabase.open(db).scalarText("SELECT original_transaction_id FROM ownership WHERE app_user_id = 'home'"))
+            let order = try await get(port, "/v1/admin/orders/M\(original)", key: TestSecrets.secretKey)
+            #expect(order.status == 200, "\(order.body)")
+            #expect(!simulator.serverAPI.requestTargets.contains { $0.contains("keyless") })
             // A V1 notification about the agency's app: the default account's secret does not open it.
             for (password, status) in [(TestSecrets.sharedSecret, 401), (agencySecret, 400)] {
                 let v1 = try await post(
