@@ -25,13 +25,19 @@ package final class MassExtensions: Sendable {
         package var pollMs: Int64
         /// Backoff, lease and the loop's own pace.
         package var queue: CallQueueSettings
-        /// Held subscriptions looked at per database hop of a refresh.
+        /// Held subscriptions looked at per database hop of a refresh (the lease is renewed after each).
         package var refreshSlice: Int
+        /// Subscriptions asked of Apple at once during a refresh.
+        package var refreshConcurrency: Int
 
-        package init(pollMs: Int64 = 300_000, queue: CallQueueSettings = CallQueueSettings(), refreshSlice: Int = 500) {
+        package init(
+            pollMs: Int64 = 300_000, queue: CallQueueSettings = CallQueueSettings(), refreshSlice: Int = 200,
+            refreshConcurrency: Int = 8
+        ) {
             self.pollMs = pollMs
             self.queue = queue
             self.refreshSlice = refreshSlice
+            self.refreshConcurrency = max(1, refreshConcurrency)
         }
     }
 
@@ -328,20 +334,34 @@ package final class MassExtensions: Sendable {
                 r.attempts += 1
                 return r
             }
-            for subscription in slice.reached {
-                let candidate = RefreshCandidate(
-                    originalTransactionID: subscription.original, holder: subscription.holder,
-                    expiresAt: subscription.expiresAt, inBillingRetry: false, gracePeriodExpiresAt: nil, lastCheckedAt: nil,
-                    failures: 0, nextAttemptAt: nil)
-                if case .unavailable = await refresher.refresh(candidate) {
-                    r.lastError = "Apple could not answer about \(subscription.original); tried again later."
+            // A few at a time (Apple answers in hundreds of milliseconds; the client's rate limiter
+            // keeps to Apple's limit), the progress moved past a group only once all of it is done.
+            var start = 0
+            while start < slice.reached.count {
+                let group = Array(slice.reached[start..<min(start + settings.refreshConcurrency, slice.reached.count)])
+                let unavailable = await withTaskGroup(of: Bool.self) { tasks in
+                    for subscription in group {
+                        let candidate = RefreshCandidate(
+                            originalTransactionID: subscription.original, holder: subscription.holder,
+                            expiresAt: subscription.expiresAt, inBillingRetry: false, gracePeriodExpiresAt: nil,
+                            lastCheckedAt: nil, failures: 0, nextAttemptAt: nil)
+                        tasks.addTask { [refresher] in
+                            if case .unavailable = await refresher.refresh(candidate) { return true }
+                            return false
+                        }
+                    }
+                    return await tasks.contains(true)
+                }
+                if unavailable {
+                    r.lastError = "Apple could not answer about a subscription it reached; tried again later."
                     r.dueAt = clock.now() + settings.queue.backoff(attempts: r.attempts)
                     r.attempts += 1
                     return r
                 }
                 // Refreshed, unknown to Apple now, or being refreshed by another pass: looked at.
-                r.refreshed += 1
-                r.refreshAfter = subscription.original
+                r.refreshed += group.count
+                r.refreshAfter = group.last?.original
+                start += group.count
             }
             let now = clock.now()
             (r.attempts, r.lastError) = (0, nil)

@@ -269,6 +269,16 @@ struct ServerAPIOperationsTests {
             let polled = try await get(port, "/v1/admin/mass-extensions/\(id)", key: TestSecrets.secretKey)
             #expect(
                 polled.json["status"] as? String == "refreshing" && polled.json["succeeded_count"] as? Int == 2, "\(polled.body)")
+            // Apple down while the new expiries are fetched: nothing revoked, the walk waits for the backoff.
+            simulator.setOutage(.seconds(3600))
+            #expect(await app.massExtensions.pass() == 1)
+            let waiting = try await get(port, "/v1/admin/mass-extensions/\(id)", key: TestSecrets.secretKey)
+            #expect(waiting.json["status"] as? String == "refreshing" && waiting.json["attempts"] as? Int == 1, "\(waiting.body)")
+            #expect(waiting.json["subscriptions_refreshed"] as? Int == 0 && waiting.json["last_error"] is String)
+            #expect(premium(try await subscriber(port, "m1").json)?["active"] as? Bool == true)
+            simulator.setOutage(.zero)
+            #expect(await app.massExtensions.pass() == 0)
+            clock.advance(by: 30_000)
             #expect(await app.massExtensions.pass() == 1)
             let done = try await get(port, "/v1/admin/mass-extensions/\(id)", key: TestSecrets.secretKey)
             #expect(done.json["status"] as? String == "complete", "\(done.body)")
