@@ -32,6 +32,8 @@ package struct AppStoreAccounts: Sendable {
 
     /// The default account first (when it holds an app), then the named ones.
     package let accounts: [Account]
+    /// Every app, in the configured order.
+    private let apps: [String]
     private let byApp: [String: Int]
 
     /// `bundleIDs` are every configured app; `named` claim some (each app at most once, each one
@@ -41,6 +43,7 @@ package struct AppStoreAccounts: Sendable {
         var base = base
         base.bundleIDs = bundleIDs.filter { !claimed.contains($0) }
         accounts = (base.bundleIDs.isEmpty ? [] : [base]) + named
+        apps = bundleIDs
         var byApp: [String: Int] = [:]
         for (i, account) in accounts.enumerated() {
             for app in account.bundleIDs { byApp[app] = i }
@@ -76,15 +79,21 @@ package struct AppStoreAccounts: Sendable {
     /// Whether any account can call the App Store Server API.
     package var hasServerAPI: Bool { accounts.contains { $0.serverAPI != nil } }
 
+    /// The apps whose account has an In-App Purchase key, in the configured order: those the
+    /// Server API can be asked about when every app is (notification history, an order lookup).
+    package var serverAPIApps: [String] { apps.filter { serverAPICredentials(of: $0) != nil } }
+
     /// The shared secret to send with an app receipt to verifyReceipt: its app's account's, the
     /// app read from the receipt itself (``AppReceipt/bundleID(base64:)``). A receipt that names
     /// no app receiptd can read, or an app it does not serve, gets the secret only when a single
     /// account holds every app (as before accounts existed); with several, none rather than a guess
     /// that would hand one account's secret to another's receipt.
     package func sharedSecret(forReceipt receiptData: String) -> String? {
+        // One account: its secret, whatever the receipt names (nothing to parse on this hot path).
+        if accounts.count == 1 { return accounts[0].sharedSecret }
         if let bundle = (try? AppReceipt.bundleID(base64: receiptData)) ?? nil, let account = account(of: bundle) {
             return account.sharedSecret
         }
-        return accounts.count == 1 ? accounts[0].sharedSecret : nil
+        return nil
     }
 }

@@ -16,6 +16,8 @@ package struct AppStoreSupport: Sendable {
     let database: DatabaseQueue
     let state: SubscriberState
     let bundleIDs: [String]
+    /// The apps whose App Store Connect account has a key: those asked when every app is.
+    let serverAPIApps: [String]
     let environments: [AppStoreEnvironment]
     let logger: Logger
     let clock: WallClock
@@ -23,6 +25,7 @@ package struct AppStoreSupport: Sendable {
 
     package init(
         serverAPI: ServerAPIClient?, database: DatabaseQueue, state: SubscriberState, bundleIDs: [String],
+        serverAPIApps: [String]? = nil,
         environments: [AppStoreEnvironment], logger: Logger, clock: WallClock,
         monotonic: any MonotonicClock = SystemMonotonicClock()
     ) {
@@ -31,6 +34,7 @@ package struct AppStoreSupport: Sendable {
         self.database = database
         self.state = state
         self.bundleIDs = bundleIDs
+        self.serverAPIApps = serverAPIApps ?? bundleIDs
         self.environments = environments
         self.logger = logger
         self.clock = clock
@@ -54,8 +58,6 @@ package struct AppStoreSupport: Sendable {
             do {
                 found = try await serverAPI.lookUpOrder(orderID, bundleID: bundle)
             } catch {
-                // Asking every app: one whose App Store Connect account has no key is not asked.
-                if bundleID == nil, case .unauthorized(0) = error { continue }
                 throw refusal(error)
             }
             guard found.valid, !found.transactions.isEmpty else { continue }
@@ -240,9 +242,9 @@ package struct AppStoreSupport: Sendable {
         return serverAPI
     }
 
-    /// The app named (a configured one), or every configured app.
+    /// The app named (a configured one), or every app the Server API can be asked about.
     private func apps(_ bundleID: String?) throws(ReceiptError) -> [String] {
-        guard let bundleID else { return bundleIDs }
+        guard let bundleID else { return serverAPIApps }
         try FieldRules.bundleID(bundleID)
         guard bundleIDs.contains(bundleID) else { throw .bundleMismatch("`bundle_id` is not a configured app.") }
         return [bundleID]

@@ -211,10 +211,7 @@ package final class MassExtensions: Sendable {
     /// Whether there is a Server API to ask: without one, nothing is worked (and asking fails).
     package var isEnabled: Bool { serverAPI != nil }
 
-    package func run() async {
-        guard serverAPI != nil else { return }
-        await settings.queue.work(ringing: doorbell, pass)
-    }
+    package func run() async { await settings.queue.work(ringing: doorbell, pass) }
 
     /// Claims the requests whose next step is due and takes each one step on. The number claimed.
     @discardableResult

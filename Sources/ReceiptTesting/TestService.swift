@@ -103,15 +103,11 @@ package final class TestApp: Sendable {
             // As the executable wires it (SimulatorWiring), but the roots stay the test's own.
             let credentials = settings.serverAPI.credentials ?? TestSecrets.serverAPICredentials
             configuration.appStore.serverAPI.credentials = credentials
+            let apps = settings.simulatedApps
             var simulated = AppStoreSimulator.Configuration(
-                bundleID: settings.appStoreAccounts(offerKey: nil).accounts.first { $0.name == "default" }?.bundleIDs.first
-                    ?? settings.bundleIDs[0],
-                sharedSecret: settings.sharedSecret, serverAPIKey: .init(credentials))
-            // The other App Store Connect accounts' apps, each with its account's secret and key.
-            simulated.otherApps = settings.accounts.flatMap { account in
-                account.bundleIDs.map {
-                    .init(bundleID: $0, sharedSecret: account.sharedSecret, serverAPIKey: account.serverAPI.map { .init($0) })
-                }
+                bundleID: apps.main, sharedSecret: settings.sharedSecret, serverAPIKey: .init(credentials))
+            simulated.otherApps = apps.others.map {
+                .init(bundleID: $0.bundleID, sharedSecret: $0.sharedSecret, serverAPIKey: $0.credentials.map { .init($0) })
             }
             let served = try AppStoreSimulator.serve(configuration: simulated, now: wall, logger: logger)
             (configuration.appStore.productionURL, configuration.appStore.sandboxURL) = (served.productionURL, served.sandboxURL)

@@ -31,6 +31,11 @@ struct AppStoreAccountsTests {
         #expect(a.account(of: "com.other") == nil && a.sharedSecret(of: "com.other") == nil)
         #expect(a.serverAPICredentials(of: "com.other") == nil)
         #expect(a.hasServerAPI)
+        #expect(a.serverAPIApps == ["com.example.app", Self.xcodeApp, "com.agency.two"])
+        let keyless = AppStoreAccounts(
+            bundleIDs: ["com.a", "com.b"], default: .init(name: "default", bundleIDs: [], serverAPI: Self.agencyKey),
+            named: [.init(name: "nokey", bundleIDs: ["com.a"], sharedSecret: "s")])
+        #expect(keyless.serverAPIApps == ["com.b"])
     }
 
     @Test func aReceiptGetsTheSecretOfTheAppItNames() {

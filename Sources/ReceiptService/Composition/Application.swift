@@ -189,11 +189,12 @@ public final class Application: Sendable {
         let environments = AppStoreEnvironment.allCases.filter { signed.environments.contains($0) }
         let support = AppStoreSupport(
             serverAPI: serverAPI, database: database, state: state, bundleIDs: settings.bundleIDs,
-            environments: environments, logger: logger, clock: clock, monotonic: monotonic)
+            serverAPIApps: accounts.serverAPIApps, environments: environments, logger: logger, clock: clock,
+            monotonic: monotonic)
         let catchUp = NotificationCatchUp(
             settings: settings.notificationHistory, serverAPI: serverAPI, ingest: ingestNotification, database: database,
             // The apps whose account has a key: another's history cannot be asked for.
-            bundleIDs: settings.bundleIDs.filter { accounts.serverAPICredentials(of: $0) != nil }, environments: environments,
+            bundleIDs: accounts.serverAPIApps, environments: environments,
             logger: logger, clock: clock, monotonic: monotonic,
             metrics: telemetry.factory)
         // Receivers' slowness and failures stay off the curl thread that talks to Apple.

@@ -632,15 +632,22 @@
       location.hash = "#/" + location.hash.replace(/^#\/?/, "").split("/")[0] + "/" + enc(next.toString());
     });
     page.appendChild(form);
+    await pagedList(page, (cursor) => {
+      const query = new URLSearchParams(params);
+      query.set("limit", "50");
+      if (cursor) query.set("cursor", cursor);
+      return load(query.toString());
+    });
+  }
+
+  /** A list drawn a page at a time: `load(cursor)` gives `{node, next}`; **More** asks for the next. */
+  async function pagedList(page, load) {
     const holder = el("div", {});
     page.appendChild(holder);
     let cursor = null;
     const more = el("button", { type: "button", class: "secondary", onclick: () => next().catch((e) => say(e.message)) }, "More");
     async function next() {
-      const query = new URLSearchParams(params);
-      query.set("limit", "50");
-      if (cursor) query.set("cursor", cursor);
-      const result = await load(query.toString());
+      const result = await load(cursor);
       holder.appendChild(result.node);
       cursor = result.next;
       more.hidden = !cursor;
@@ -692,7 +699,7 @@
   }
 
   /** Extend every active subscription to a product at Apple (an outage's compensation), and the list. */
-  async function extensions(page, argument) {
+  async function extensions(page) {
     page.appendChild(el("h1", {}, "Mass extensions"));
     // One id per form: sent again after a failure, it is the same request, never a second one.
     const requestID = uuid();
@@ -715,22 +722,17 @@
       }), "Asked Apple to extend every active subscription.");
     });
     page.appendChild(form);
-    const holder = el("div", {});
-    page.appendChild(holder);
-    let cursor = null;
-    const more = el("button", { type: "button", class: "secondary", onclick: () => next().catch((e) => say(e.message)) }, "More");
-    async function next() {
+    await pagedList(page, async (cursor) => {
       const r = await api("GET", "/v1/admin/mass-extensions?limit=50" + (cursor ? "&cursor=" + enc(cursor) : ""));
-      holder.appendChild(table(["Requested", "Product", "Days", "Storefronts", "Status", "Apple: extended · failed", "Refreshed here", "By", "Last error"],
-        r.mass_extensions.map((m) => [when(m.requested_at), m.product_id, String(m.days),
-          m.storefronts.length ? m.storefronts.join(" ") : "all", el("span", { "data-status": m.status }, m.status),
-          `${show(m.succeeded_count)} · ${show(m.failed_count)}`, String(m.subscriptions_refreshed), m.requested_by,
-          show(m.last_error)]), [2, 6]));
-      cursor = r.next_cursor;
-      more.hidden = !cursor;
-    }
-    page.appendChild(more);
-    await next();
+      return {
+        node: table(["Requested", "Product", "Days", "Storefronts", "Status", "Apple: extended · failed", "Refreshed here", "By", "Last error"],
+          r.mass_extensions.map((m) => [when(m.requested_at), m.product_id, String(m.days),
+            m.storefronts.length ? m.storefronts.join(" ") : "all", el("span", { "data-status": m.status }, m.status),
+            `${show(m.succeeded_count)} · ${show(m.failed_count)}`, String(m.subscriptions_refreshed), m.requested_by,
+            show(m.last_error)]), [2, 6]),
+        next: r.next_cursor,
+      };
+    });
   }
 
   // ---- Start ---------------------------------------------------------------------------------

@@ -61,6 +61,20 @@ extension ServiceConfiguration {
                 named: accounts)
         }
 
+        /// What the built-in simulator serves: the default account's first app as its own, and
+        /// each other account's apps with that account's shared secret and key.
+        package var simulatedApps:
+            (
+                main: String, others: [(bundleID: String, sharedSecret: String?, credentials: ServerAPIToken.Credentials?)]
+            )
+        {
+            let claimed = Set(accounts.flatMap(\.bundleIDs))
+            return (
+                bundleIDs.first { !claimed.contains($0) } ?? bundleIDs[0],
+                accounts.flatMap { account in account.bundleIDs.map { ($0, account.sharedSecret, account.serverAPI) } }
+            )
+        }
+
         /// Whether any account has an In-App Purchase key (the Server API can be called).
         package var hasServerAPIKey: Bool { serverAPI.credentials != nil || accounts.contains { $0.serverAPI != nil } }
 
