@@ -307,7 +307,7 @@ let package = Package(
             name: "ReceiptServiceTests",
             dependencies: [
                 "ReceiptService", "ReceiptCore", "ReceiptTesting", "AppStoreSimulator", "Clocks", "HTTPServer", "Storage",
-                "AppStore", "Entitlements", "SignedData",
+                "AppStore", "Entitlements", "SignedData", "Analytics",
                 .product(name: "X509", package: "swift-certificates"), .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

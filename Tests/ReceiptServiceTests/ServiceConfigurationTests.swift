@@ -1,4 +1,6 @@
+import Analytics
 import Crypto
+import Entitlements
 import Foundation
 import ReceiptTesting
 import SignedData
@@ -391,6 +393,43 @@ struct ServiceConfigurationTests {
         #expect(development.appStore.simulator)
     }
 
+    /// From the configuration's text to the figure it changes: a storefront's VAT in percent
+    /// becomes the tax, commission and proceeds of a sale there (worked by hand: 11.90 EUR with
+    /// 19 % is 10.000 before tax, 1.900 tax, 30 % commission 3.000, proceeds 7.000).
+    @Test func taxRatesInPercentFromTheTextChangeEachSaleByTheirRate() async throws {
+        let dir = try makeConfigDirectory([
+            "default.json": #"{"analytics": {"taxRates": ["DEU=19", "GBR=20", "CHE=8.1", "HUN=27.0000", "DE=19"]}}"#
+        ])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let settings = try await ServiceConfiguration.load(configDirectory: dir, environment: [:]).0.analytics
+        // Apple's storefronts by alpha-3, Google Play's regions by alpha-2 (Docs/analytics.md).
+        #expect(settings.taxRates == ["DEU": 190_000, "GBR": 200_000, "CHE": 81_000, "HUN": 270_000, "DE": 190_000])
+        func sale(_ id: String, _ milliunits: Int64, _ currency: String, in storefront: String) -> Ledger.Entry {
+            Ledger.Entry(
+                appUserID: "vat", bundleID: "com.example.app",
+                purchase: Purchase(
+                    transactionID: id, originalTransactionID: id, productID: "monthly", purchaseDate: 1_767_225_600_000,
+                    expiresDate: 1_769_904_000_000, environment: "production",
+                    commerce: Commerce(
+                        price: Price(milliunits: milliunits, currency: currency, source: .store), storefront: storefront)))
+        }
+        let money = CustomerMoney(
+            [sale("d", 11_900, "EUR", in: "DEU"), sale("g", 12_000, "GBP", in: "GBR"), sale("c", 10_810, "CHF", in: "CHE")],
+            settings: settings)
+        let lines = Dictionary(uniqueKeysWithValues: money.lines.map { ($0.transactionID, $0) })
+        #expect((lines["d"]?.tax, lines["d"]?.commission, lines["d"]?.proceeds) == (1_900, 3_000, 7_000))
+        #expect((lines["g"]?.tax, lines["g"]?.commission, lines["g"]?.proceeds) == (2_000, 3_000, 7_000))
+        #expect((lines["c"]?.tax, lines["c"]?.commission, lines["c"]?.proceeds) == (810, 3_000, 7_000))
+        // A rate of 100 % or more is no VAT: refused, naming the key.
+        for bad in ["DEU=100", "de=19", "DEUT=19", "DEU=19%", "DEU=0.12345"] {
+            let wrong = try makeConfigDirectory(["default.json": #"{"analytics": {"taxRates": ["\#(bad)"]}}"#])
+            defer { try? FileManager.default.removeItem(atPath: wrong) }
+            await #expect(throws: ConfigurationError.self, "\(bad)") {
+                _ = try await ServiceConfiguration.load(configDirectory: wrong, environment: [:])
+            }
+        }
+    }
+
     @Test func productionNeedsSecretKeysAndHTTPSURLs() async throws {
         let dir = try makeConfigDirectory(["default.json": "{}"])
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -399,6 +438,12 @@ struct ServiceConfigurationTests {
             (["RECEIPTD_APP_STORE_PRODUCTION_URL": "http://apple.example/verifyReceipt"], "appStore.productionUrl"),
             (["RECEIPTD_APP_STORE_BUNDLE_IDS": " , "], "appStore.bundleIds"),
             (["RECEIPTD_OWNERSHIP_POLICY": "share"], "ownership.policy"),
+            (
+                [
+                    "RECEIPTD_ENVIRONMENT": "production", "RECEIPTD_API_SECRET_KEYS": "s3cret-production-key",
+                    "RECEIPTD_GOOGLE_PLAY_NOTIFICATIONS_ALLOW_UNAUTHENTICATED": "true",
+                ], "googlePlay.notifications.allowUnauthenticated"
+            ),
         ]
         for (environment, key) in cases {
             do {

@@ -12,17 +12,22 @@ extension AnalyticsSettings {
         }
         // Bundle ids of apps in the App Store Small Business Program: 15 % commission on every sale.
         let smallBusiness = try c.strings("analytics.smallBusinessApps", default: [])
-        // The VAT/GST each storefront's prices include, as `DEU=19` (percent, up to 4 places).
+        // The VAT/GST each storefront's prices include, as `DEU=19` (percent, up to 4 places):
+        // Apple's storefronts are ISO 3166 alpha-3, Google Play's regions alpha-2 (`DE=19`).
         var taxRates: [String: Int64] = [:]
         for item in try c.strings("analytics.taxRates", default: []) {
             let parts = item.split(separator: "=").map(String.init)
-            guard parts.count == 2, parts[0].utf8.count == 3, Price.isCurrencyCode(parts[0]),
+            guard parts.count == 2, (2...3).contains(parts[0].utf8.count),
+                parts[0].utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }),
                 let percent = Money.decimal(parts[1], places: 4), percent < 1_000_000
             else {
                 throw ConfigurationError(
-                    key: "analytics.taxRates", message: "each item must be STOREFRONT=PERCENT (e.g. DEU=19), got \"\(item)\"")
+                    key: "analytics.taxRates",
+                    message: "each item must be STOREFRONT=PERCENT (e.g. DEU=19 or DE=19), got \"\(item)\"")
             }
-            taxRates[parts[0]] = percent * 100  // ten-thousandths of a percent → parts per million
+            // Four places of a percent are ten-thousandths of a percent, which are parts per
+            // million (19 % is 190000): the figure is stored as read.
+            taxRates[parts[0]] = percent
         }
         // The last resort for sales nobody priced: `PRODUCT@STOREFRONT=9.99 EUR` (storefront `*`: any).
         var priceTable: [String: [String: TablePrice]] = [:]

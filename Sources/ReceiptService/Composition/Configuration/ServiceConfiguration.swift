@@ -109,6 +109,12 @@ public struct ServiceConfiguration: Sendable {
             appStore: appStore, api: api, entitlements: entitlements, catalog: catalog, policy: policy)
         configuration.grandfathering = grandfathering
         configuration.googlePlay = try GooglePlaySettings.read(c)
+        // Docs/google-play.md: a push without Google's token is anyone's claim; never in production.
+        if name == "production" && configuration.googlePlay.allowUnauthenticatedNotifications {
+            throw ConfigurationError(
+                key: "googlePlay.notifications.allowUnauthenticated",
+                message: "must be false in production: an unauthenticated push is anyone's claim")
+        }
         configuration.offers = try OfferSettings.read(
             c, configDirectory: configDirectory,
             serverAPI: appStore.serverAPI.credentials.map {
