@@ -100,13 +100,24 @@ public struct ChartSum {
         return one
     }
 
+    /// Whether `measure` is a cohort's `paying_N` as the chart writes it: N in decimal without a
+    /// leading zero, no more than the grid's periods. Exactly those, so what a drill echoes (a
+    /// CSV's file name among it) is always one of the chart's own names.
+    static func isPaying(_ measure: String, within periods: Int) -> Bool {
+        let digits = measure.utf8.dropFirst(7)
+        guard measure.utf8.starts(with: "paying_".utf8), (1...6).contains(digits.count),
+            digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), digits.count == 1 || digits.first != 0x30,
+            let n = Int(Substring(digits))
+        else { return false }
+        return n <= periods
+    }
+
     /// A sum that also keeps the contributions to one figure.
     public func drilling(period: String, measure: String) throws(ChartError) -> Running {
         if let parts = Chart.parts(of: measure) { throw .derivedMeasure(measure, parts: parts) }
         guard let index = grid.periods.firstIndex(where: { $0.label == period }) else { throw .unknownPeriod(period) }
-        guard q.chart.measures.contains(measure) || q.chart == .cohorts && measure.hasPrefix("paying_") else {
-            throw .unknownMeasure(measure)
-        }
+        guard q.chart.measures.contains(measure) || q.chart == .cohorts && Self.isPaying(measure, within: grid.periods.count)
+        else { throw .unknownMeasure(measure) }
         return Running(Book(q: q, grid: grid, currency: currency, focus: (index, measure)))
     }
 }
@@ -225,7 +236,11 @@ struct Book: Sendable {
         if let focus, focus.0 == period, focus.1 == measure { contribute(period, measure, item) }
     }
 
+    /// A drill lists what makes its figure: an item that adds nothing to it (a sale's refunds when
+    /// nothing was refunded) is not one of its contributions. (Untaxed sales are the figure's own
+    /// note, `untaxed`, not zeros in the tax drill.)
     mutating func contribute(_ period: Int, _ measure: String, _ item: ChartItem) {
+        guard item.value != 0 else { return }
         contributions.append(
             Contribution(
                 period: grid.periods[period].label, measure: measure, appUserID: item.appUserID,

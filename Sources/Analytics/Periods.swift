@@ -79,8 +79,9 @@ public struct PeriodGrid: Sendable {
         CivilTime.split(t + zone.offset(t)).0
     }
 
-    /// The instant local midnight of `day` begins.
-    static func instant(ofLocalDay day: Int64, zone: ZoneOffset) -> Int64 {
+    /// The instant local midnight of `day` (days since 1970-01-01) begins in `zone`: what a date
+    /// without a time means in a request that names its zone.
+    public static func instant(ofLocalDay day: Int64, zone: ZoneOffset) -> Int64 {
         let local = day * 86_400_000
         // The offset in force at that instant: guessed from local time, then checked once.
         let guess = local - zone.offset(local)

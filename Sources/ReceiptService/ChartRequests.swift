@@ -12,19 +12,22 @@ extension Requests {
         guard let chart = Chart(rawValue: name) else {
             throw .invalidRequest("`chart` must be one of \(Chart.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
+        let zone = try Self.zone(request.queryValue("tz"))
+        // A date without a time is a day in the request's zone: `to=2026-03-01&tz=Europe/Berlin`
+        // ends at Berlin's midnight, not UTC's (which would add a period after the window).
         func instant(_ key: String) throws(ReceiptError) -> Int64? {
             guard let text = request.queryValue(key) else { return nil }
             guard let t = FieldRules.instant(text) else {
                 throw .invalidRequest("`\(key)` must be an RFC 3339 time or a date (YYYY-MM-DD).")
             }
-            return t
+            guard text.utf8.count == 10 else { return t }
+            return PeriodGrid.instant(ofLocalDay: t / 86_400_000, zone: zone)
         }
         var resolution = Resolution.day
         if let text = request.queryValue("resolution") {
             guard let r = Resolution(rawValue: text) else { throw .invalidRequest("`resolution` must be day, week or month.") }
             resolution = r
         }
-        let zone = try Self.zone(request.queryValue("tz"))
         var currency: String?
         if let code = request.queryValue("currency") {
             guard Price.isCurrencyCode(code) else { throw .invalidRequest("`currency` must be an ISO 4217 code such as USD.") }

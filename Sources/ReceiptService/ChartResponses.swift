@@ -159,10 +159,17 @@ extension Responses {
         return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
+    /// A download named `name`, which reaches a header: made of the chart's own names, and held
+    /// to letters, digits, `.`, `_` and `-` all the same (anything else becomes `_`).
     static func csv(_ lines: [String], name: String) -> HTTPResponse {
-        HTTPResponse(
+        let safe = String(
+            decoding: name.utf8.map { b in
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E || b == 0x5F
+                    || b == 0x2D ? b : 0x5F
+            }, as: UTF8.self)
+        return HTTPResponse(
             status: .ok,
-            headers: ["Content-Type": "text/csv; charset=utf-8", "Content-Disposition": "attachment; filename=\"\(name)\""],
+            headers: ["Content-Type": "text/csv; charset=utf-8", "Content-Disposition": "attachment; filename=\"\(safe)\""],
             body: Array((lines.joined(separator: "\r\n") + "\r\n").utf8))
     }
 }

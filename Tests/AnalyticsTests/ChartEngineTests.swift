@@ -226,5 +226,27 @@ import Testing
         }
         #expect(throws: ChartError.unknownPeriod("2026-01-02")) { try engine.drill(q, period: "2026-01-02", measure: "gross") }
         #expect(throws: ChartError.unknownMeasure("mrr")) { try engine.drill(q, period: "2026-01-01", measure: "mrr") }
+        // A cohort's measure is `paying_N` as the chart writes it, nothing else starting so: what a
+        // drill echoes (into a CSV's file name, a header) is one of the chart's own names.
+        let cohorts = Self.months(.cohorts, now: at(2026, 3, 1))
+        #expect(throws: Never.self) { try engine.drill(cohorts, period: "2026-01-01", measure: "paying_1") }
+        for hostile in ["paying_1\r\nSet-Cookie: a=b", "paying_01", "paying_", "paying_-1", "paying_1.csv", "paying_99999999"] {
+            #expect(throws: ChartError.unknownMeasure(hostile)) {
+                try engine.drill(cohorts, period: "2026-01-01", measure: hostile)
+            }
+        }
+    }
+
+    /// A drill lists what makes its figure: the refunds of a month are its refunded sales, not
+    /// every sale at zero.
+    @Test func aDrillListsOnlyWhatMakesItsFigure() throws {
+        let engine = ChartEngine(ledger: Ledger(entries: Self.revenueLedger), rates: Self.rates, settings: Self.settings)
+        let q = Self.months(.revenue, now: at(2026, 3, 1))
+        for measure in ["transactions", "gross", "refunds", "net", "tax", "commission", "proceeds"] {
+            let drill = try engine.drill(q, period: "2026-01-01", measure: measure)
+            #expect(!drill.contributions.contains { $0.value == .money(0) }, "\(measure)")
+        }
+        let refunds = try engine.drill(q, period: "2026-01-01", measure: "refunds")
+        #expect(refunds.contributions.map(\.transactionID) == ["b1"])
     }
 }

@@ -114,6 +114,13 @@ struct ChartResponsesTests {
                 let error = r.json["error"] as? [String: Any]
                 #expect(r.status == code && error?["code"] as? String == "invalid_request", "\(target): \(r.body)")
             }
+            // A date without a time is a day in the request's zone: January and February in Berlin,
+            // not a March period that begins at 23:00 UTC on February 28th.
+            let berlin = try await request(
+                port, "GET", "/v1/admin/charts/revenue?from=2026-01-01&to=2026-03-01&resolution=month&tz=Europe/Berlin",
+                key: TestSecrets.secretKey)
+            let months = (berlin.json["values"] as? [[String: Any]])?.compactMap { $0["period"] as? String }
+            #expect(months == ["2026-01-01", "2026-02-01"], "\(berlin.body)")
             #expect(try await request(port, "GET", "/v1/admin/charts/revenue").status == 401)
             #expect(try await request(port, "GET", "/v1/admin/charts/revenue", key: TestSecrets.publicKey).status == 403)
         }
