@@ -177,19 +177,42 @@ public struct ReceiptStore {
     /// purchase made with it.
     public func subscriber(forAccountToken token: String) throws -> String? {
         if let named = try subscriber(namedByToken: token) { return named }
+        let uuid = Self.isUUID(token)
         let byPurchase = try db.cached(
             """
             SELECT o.app_user_id FROM transactions t JOIN ownership o ON o.original_transaction_id = t.original_transaction_id
-            WHERE t.app_account_token = lower(?) OR t.app_account_token = ? LIMIT 1
+            WHERE t.app_account_token = ? OR t.app_account_token = ? LIMIT 1
             """
-        ).bind([token, token])
+        ).bind([uuid ? token.lowercased() : token, token])
         return try byPurchase.step() ? byPurchase.text(0) : nil
+    }
+
+    /// Whether `token` is a UUID (8-4-4-4-12 hexadecimal digits, either case), the one format
+    /// whose spelling may be normalised: Apple's `appAccountToken` is one, and so are the tokens
+    /// receiptd makes. Any other account id (Google Play's `obfuscatedExternalAccountId`, an app
+    /// user id) is exact bytes.
+    public static func isUUID(_ token: String) -> Bool {
+        let bytes = Array(token.utf8)
+        guard bytes.count == 36 else { return false }
+        for (i, b) in bytes.enumerated() {
+            if [8, 13, 18, 23].contains(i) {
+                guard b == 0x2D else { return false }
+            } else {
+                guard (0x30...0x39).contains(b) || (0x41...0x46).contains(b) || (0x61...0x66).contains(b) else { return false }
+            }
+        }
+        return true
     }
 
     /// The subscriber an `appAccountToken` names outright: their id or an alias is that UUID (any
     /// case), or it is the token receiptd made for them; nil when it names nobody (the app's own
     /// token, say).
     public func subscriber(namedByToken token: String) throws -> String? {
+        guard Self.isUUID(token) else {
+            // Not a UUID: exact bytes only (a Play account id `Bob` never names `bob`).
+            if try isSubscriber(token) { return token }
+            return try db.cached("SELECT app_user_id FROM aliases WHERE alias = ?").bind([token]).firstText()
+        }
         let byID = try db.cached("SELECT app_user_id FROM subscribers WHERE lower(app_user_id) = lower(?) LIMIT 1").bind([token])
         if try byID.step() { return byID.text(0) }
         let byAlias = try db.cached("SELECT app_user_id FROM aliases WHERE lower(alias) = lower(?) LIMIT 1").bind([token])

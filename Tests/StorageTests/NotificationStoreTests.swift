@@ -93,8 +93,18 @@ struct NotificationStoreTests {
         let attached = try #require(try notifications.latest(limit: 1).first)
         #expect(attached.id == id && attached.outcome == "attached" && attached.appUserID == "ann")
         #expect(try receipts.subscriber(forAccountToken: "tok") == "ann")
-        #expect(try receipts.subscriber(forAccountToken: "ANN") == "ann")
         #expect(try receipts.subscriber(forAccountToken: "nobody") == nil)
+        // Identifiers are exact bytes: only a UUID (Apple's appAccountToken) may be spelt in
+        // either case. Google Play's account id `ANN` or `Tok` names nobody here.
+        #expect(try receipts.subscriber(forAccountToken: "ANN") == nil)
+        #expect(try receipts.subscriber(forAccountToken: "Tok") == nil)
+        let uuid = "6f9619ff-8b86-d011-b42d-00cf4fc964ff"
+        var theirs = purchase("t9", stated: 300)
+        theirs.purchases[0].fact.originalTransactionID = "o9"
+        theirs.renewals = []
+        _ = try receipts.save(theirs, for: uuid, now: 300)
+        #expect(try receipts.subscriber(forAccountToken: uuid.uppercased()) == uuid)
+        #expect(ReceiptStore.isUUID(uuid.uppercased()) && !ReceiptStore.isUUID("ann") && !ReceiptStore.isUUID(uuid + "0"))
     }
 
     @Test(arguments: await testDialects())
