@@ -446,9 +446,14 @@ extension GooglePlaySimulator.State {
         case (.get, 3, "subscriptionsv2") where segments[1] == "tokens", (.get, 3, "productsv2") where segments[1] == "tokens":
             let token = segments[2]
             calls[segments[0], default: 0] += 1
-            guard let (scenario, tag) = PlayScenario.parse(token), scenario.isSubscription == (segments[0] == "subscriptionsv2"),
-                remember(token, now: now), let p = purchases[token]
+            guard let (scenario, tag) = PlayScenario.parse(token), remember(token, now: now), let p = purchases[token]
             else { return notFound() }
+            // A token of the other kind: Google answers 400, not 404 (issue 57), so a client
+            // that only falls back on "not found" never finds a one-time product.
+            guard scenario.isSubscription == (segments[0] == "subscriptionsv2") else {
+                return GooglePlaySimulator.error(
+                    400, "INVALID_ARGUMENT", "The purchase token does not match the product type.", reason: "invalidValue")
+            }
             let script = PlayScript(
                 scenario: scenario, tag: tag, anchor: p.anchor, now: now, acknowledged: p.acknowledged, voidedAt: p.voidedAt)
             let body = scenario.isSubscription ? script.subscription : script.product(consumed: p.consumed)

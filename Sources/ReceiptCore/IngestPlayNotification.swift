@@ -2,6 +2,7 @@ import Clocks
 import CoreMetrics
 import Entitlements
 import GooglePlay
+import Identifiers
 import Logging
 import Storage
 
@@ -159,10 +160,28 @@ package struct IngestPlayNotification: Sendable {
             logger.warning("Google Play unavailable; Pub/Sub will push the notification again", metadata: ["reason": "\(error)"])
             throw ReceiptError.googlePlayUnavailable(retryAfterSeconds: 30, lastKnown: nil)
         }
+        // A void is a claim until Google confirms it: what the Voided Purchases API lists for the
+        // token the message names is applied, never the `orderId` in the body.
+        var voids: [VoidedPurchase] = []
+        if case .voidedPurchase = notification.kind {
+            do {
+                voids = try await confirmedVoids(api, package: package, token: tokenText, at: notification.eventTime)
+            } catch .forbidden, .credentials {
+                logger.critical("Google Play refused receiptd's service account while confirming a void")
+                throw ReceiptError.googlePlayMisconfigured
+            } catch {
+                logger.warning("Google Play unavailable; Pub/Sub will push the void again", metadata: ["reason": "\(error)"])
+                throw ReceiptError.googlePlayUnavailable(retryAfterSeconds: 30, lastKnown: nil)
+            }
+            if voids.isEmpty {
+                logger.notice("a voided-purchase notification Google does not confirm: nothing voided")
+            }
+        }
         let consume = consumeConsumables && PlaySave.isConsumable(resource, catalog)
         let at = clock.now()
         do {
-            return try await save(push, resource: resource, reference: reference, package: package.text, consume: consume, at: at)
+            return try await save(
+                push, resource: resource, reference: reference, package: package.text, consume: consume, voids: voids, at: at)
         } catch is Duplicate {
             return Outcome(outcome: "duplicate", appUserID: nil)
         }
@@ -171,7 +190,8 @@ package struct IngestPlayNotification: Sendable {
     /// One durable write: the facts for their holder, a void, and the message's row (which, if
     /// another push of it got there first, rolls it all back).
     private func save(
-        _ push: PlayPush, resource: PlayRecord.Resource, reference: String, package: String, consume: Bool, at: Int64
+        _ push: PlayPush, resource: PlayRecord.Resource, reference: String, package: String, consume: Bool,
+        voids: [VoidedPurchase], at: Int64
     ) async throws -> Outcome {
         let notification = push.notification
         let tokenText = notification.purchaseToken ?? ""
@@ -198,8 +218,9 @@ package struct IngestPlayNotification: Sendable {
             case .unowned:
                 outcome = "pending_owner"
             }
-            if case .voidedPurchase(_, let orderID?, _, _) = notification.kind {
-                let voided = try save.void(orderID: orderID, at: notification.eventTime, in: db, now: at)
+            for void in voids {
+                guard let orderID = void.orderID else { continue }
+                let voided = try save.void(orderID: orderID, at: void.voidedTime, in: db, now: at)
                 changed += voided.changed
                 if voided.found && outcome == "unchanged" { outcome = "applied" }
             }
@@ -232,6 +253,24 @@ package struct IngestPlayNotification: Sendable {
             {}
         }
         return .product(try await api.product(package: package, token: token))
+    }
+
+    /// What Google's Voided Purchases API lists as voided for `token` (exactly), from a day before
+    /// the message's event (no further back than the 30 days Google keeps) to now.
+    func confirmedVoids(_ api: PlayDeveloperAPI, package: PlayIdentifier, token: String, at eventTime: Int64)
+        async throws(PlayCallFailure) -> [VoidedPurchase]
+    {
+        let now = clock.now()
+        let start = max(min(eventTime, now) - 86_400_000, now - 30 * 86_400_000 + 60_000)
+        var confirmed: [VoidedPurchase] = []
+        var page: String?
+        for _ in 0..<20 {
+            let (listed, next) = try await api.voidedPurchases(package: package, start: start, end: now, pageToken: page)
+            confirmed += listed.filter { $0.purchaseToken.isExactly(token) }
+            guard let next else { break }
+            page = next
+        }
+        return confirmed
     }
 
     static func accountID(_ resource: PlayRecord.Resource) -> String? {

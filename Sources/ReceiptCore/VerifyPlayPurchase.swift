@@ -127,7 +127,9 @@ package struct VerifyPlayPurchase: Sendable {
     }
 
     /// The token's resource: as a one-time product first when the operator declared `productID`
-    /// one, else as a subscription first; the other API when the first does not know the token.
+    /// one, else (undeclared, or a subscription) as a subscription first; the other API when the
+    /// first says the token is not of its kind: 404 or 410, and 400, which is what
+    /// `subscriptionsv2` answers for a one-time purchase's token.
     func read(_ api: PlayDeveloperAPI, package: PlayIdentifier, token: PlayIdentifier, product: String?)
         async throws(PlayCallFailure) -> PlayRecord.Resource
     {
@@ -138,7 +140,12 @@ package struct VerifyPlayPurchase: Sendable {
                 return asProduct
                     ? .product(try await api.product(package: package, token: token))
                     : .subscription(try await api.subscription(package: package, token: token))
-            } catch .notFound(let status) where asProduct == productFirst {
+            } catch let failure where asProduct == productFirst {
+                let status: Int
+                switch failure {
+                case .notFound(let s), .refused(let s, _): status = s
+                default: throw failure
+                }
                 logger.debug(
                     "the token is not a \(asProduct ? "one-time purchase" : "subscription")", metadata: ["status": "\(status)"])
                 continue

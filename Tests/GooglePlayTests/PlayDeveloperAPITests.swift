@@ -113,7 +113,8 @@ struct PlayDeveloperAPITests {
             await #expect(throws: PlayCallFailure.notFound(status: 404)) {
                 _ = try await s.api.subscription(package: Self.package, token: Self.token("never-issued"))
             }
-            await #expect(throws: PlayCallFailure.notFound(status: 404)) {
+            // A one-time purchase's token read as a subscription: Google answers 400, not 404.
+            await #expect(throws: PlayCallFailure.refused(status: 400, reason: "invalidValue")) {
                 _ = try await s.api.subscription(package: Self.package, token: coins)
             }
             await #expect(throws: PlayCallFailure.notFound(status: 404)) {

@@ -1,5 +1,6 @@
 import CryptoExtras
 import Entitlements
+import Foundation
 import GooglePlay
 import GooglePlaySimulator
 import JSON
@@ -110,6 +111,43 @@ struct IngestPlayNotificationTests {
             #expect(try await Self.monthly(app, "u")?["state"]?.string == "refunded")
             let kinds = try await app.readSubscriber.events("u", limit: 10, before: nil).events.map(\.type)
             #expect(kinds.contains("refund"))
+        }
+    }
+
+    /// `push` with its notification's `orderId` replaced by `order`: still authenticated (the
+    /// OIDC token is Pub/Sub's, not the body's), but a claim about someone else's purchase.
+    static func naming(_ push: (authorization: String, body: [UInt8])?, order: String) throws -> (String, [UInt8]) {
+        let push = try #require(push)
+        let body = try JSONValue.parse(push.body)
+        let data = try #require(Data(base64Encoded: body["message"]?["data"]?.string ?? ""))
+        let notification = try JSONValue.parse(Array(data))
+        let claimed = try #require(notification["voidedPurchaseNotification"]?["orderId"]?.string)
+        let forged = String(decoding: Array(data), as: UTF8.self).replacingOccurrences(of: claimed, with: order)
+        let text = String(decoding: push.body, as: UTF8.self).replacingOccurrences(
+            of: data.base64EncodedString(), with: Data(forged.utf8).base64EncodedString())
+        return (push.authorization, Array(text.utf8))
+    }
+
+    /// Issue 57: nothing in a push's body is a fact. An authenticated void naming one token and
+    /// another purchase's `orderId` voids nothing of the other's: Google's Voided Purchases API
+    /// says what it voided for the token the message names.
+    @Test func aVoidIsAppliedOnlyAsGoogleConfirmsIt() async throws {
+        try await VerifyPlayPurchaseTests.withPlay { app, clock in
+            let google = app.googlePlay!
+            let victim = google.purchase(.active, tag: "victim")
+            let mine = google.purchase(.active, tag: "mine")
+            _ = try await VerifyPlayPurchaseTests.post(app, "vic", victim)
+            _ = try await VerifyPlayPurchaseTests.post(app, "mal", mine)
+            let order = try #require(try await Self.monthly(app, "vic")?["store_transaction_id"]?.string)
+            clock.advance(by: 60_000)
+            let forged = try Self.naming(google.push(mine, voided: true), order: order)
+            _ = try await app.ingestPlayNotification(authorization: forged.0, body: forged.1)
+            #expect(try await Self.monthly(app, "vic")?["active"] == .bool(true))
+            #expect(try await Self.monthly(app, "mal")?["active"] == .bool(true))
+            // Google's own void, named as it is, applies.
+            google.void(victim)
+            #expect(try await Self.deliver(app, google.push(victim, voided: true)).outcome == "applied")
+            #expect(try await Self.monthly(app, "vic")?["state"]?.string == "refunded")
         }
     }
 

@@ -55,6 +55,22 @@ struct GooglePlayPurchaseTests {
         }
     }
 
+    /// Issue 57: a one-time product posted without `product_id` (or one not declared in
+    /// products.json) is found: `subscriptionsv2` answers 400 for a token of another kind, and that
+    /// too means "ask productsv2".
+    @Test func aOneTimeProductWithoutItsProductIDIsFound() async throws {
+        try await withService(googlePlay: true) { port, _ in
+            let lifetime = try await postReceipts(port, Self.playBody(user: "lou", token: "gp1.lifetime.l"))
+            #expect(lifetime.status == 200, "\(lifetime.body)")
+            #expect(entitlement(lifetime.json, "premium")?["active"] as? Bool == true, "\(lifetime.body)")
+            let coins = try await postReceipts(port, Self.playBody(user: "cal", token: "gp1.coins.c"))
+            #expect(coins.status == 200 && coins.body.contains("coins_100"), "\(coins.body)")
+            // A token Google knows under neither kind is still refused as such.
+            let nothing = try await postReceipts(port, Self.playBody(user: "cal", token: "gp1.nothing.c"))
+            #expect(nothing.status == 422 && Self.errorCode(nothing) == "invalid_purchase_token", "\(nothing.body)")
+        }
+    }
+
     @Test func withoutGooglePlayConfiguredAPlayPurchaseIsRefusedAsSuch() async throws {
         try await withService { port, _ in
             let r = try await postReceipts(port, Self.playBody(user: "alice", token: "gp1.active.a"))
