@@ -74,9 +74,16 @@ public enum Eligibility {
     static let day: Int64 = 86_400_000
 
     /// Apple's rule for an introductory offer (a free trial or an introductory price): once per
-    /// subscription group, so only a customer who never had an introductory or trial period in
-    /// `productID`'s group, in any purchase they hold under any of their ids.
-    public static func introductory(productID: String, rules: OfferRules, facts: Facts, now: Int64) -> Explanation {
+    /// subscription group per Apple Account, so only a customer who never had an introductory or
+    /// trial period in `productID`'s group, in any purchase they hold under any of their ids, nor
+    /// under another app user of the same Apple Account (`sameAppleAccount`: their purchases, found
+    /// by a shared `appTransactionId`). `appleGroupIDs`: Apple's identifiers of the group as stated on
+    /// stored transactions of its listed products. Decisions name no transaction (the answer may go to
+    /// an app's public key); the facts do.
+    public static func introductory(
+        productID: String, rules: OfferRules, facts: Facts, sameAppleAccount: [Purchase] = [], appleGroupIDs: Set<String> = [],
+        now: Int64
+    ) -> Explanation {
         guard let group = rules.group(of: productID, facts: facts) else {
             return Explanation(
                 rule: "unknown_group",
@@ -84,29 +91,42 @@ public enum Eligibility {
                     "Not eligible: \(productID)'s subscription group is unknown (name it in Config/offers.json `groups`), so Apple's once-per-group rule cannot be checked.",
                 facts: [Fact("product_id", .text(productID)), Fact("compared_at", .time(now))])
         }
-        let inGroup = purchases(in: group, rules: rules, facts: facts)
-        let facts: [Fact] = [
+        let inGroup = purchases(in: group, rules: rules, facts: facts, appleGroupIDs: appleGroupIDs)
+        let used: [Fact] = [
             Fact("product_id", .text(productID)), Fact("subscription_group", .text(group)),
             Fact("purchases_in_group", .number(Int64(inGroup.count))), Fact("compared_at", .time(now)),
         ]
-        if let used = inGroup.first(where: { $0.isTrialPeriod || $0.isInIntroOfferPeriod }) {
+        func introductory(_ p: Purchase) -> Bool { p.isTrialPeriod || p.isInIntroOfferPeriod }
+        func what(_ p: Purchase) -> String { p.isTrialPeriod ? "a free trial" : "an introductory price" }
+        if let had = inGroup.first(where: introductory) {
             return Explanation(
                 rule: "introductory_offer_used",
+                decision: "Not eligible: a purchase of \(had.productID) already had \(what(had)) in subscription group \(group).",
+                facts: used + [Fact("transaction_id", .text(had.transactionID))])
+        }
+        let account = Facts(purchases: sameAppleAccount)
+        if let had = purchases(in: group, rules: rules, facts: account, appleGroupIDs: appleGroupIDs).first(where: introductory) {
+            return Explanation(
+                rule: "introductory_offer_used_by_apple_account",
                 decision:
-                    "Not eligible: transaction \(used.transactionID) (\(used.productID)) already had \(used.isTrialPeriod ? "a free trial" : "an introductory price") in subscription group \(group).",
-                facts: facts + [Fact("transaction_id", .text(used.transactionID))])
+                    "Not eligible: the same Apple Account, under another app user, already had \(what(had)) (\(had.productID)) in subscription group \(group); Apple allows one per group per Apple Account.",
+                facts: used + [
+                    Fact("transaction_id", .text(had.transactionID)),
+                    Fact("app_transaction_id", .text(had.appTransactionID ?? "")),
+                ])
         }
         return Explanation(
             rule: "introductory_offer_eligible",
-            decision: "Eligible: no purchase in subscription group \(group) had a free trial or an introductory price.",
-            facts: facts)
+            decision:
+                "Eligible: no purchase in subscription group \(group), of this Apple Account, had a free trial or an introductory price.",
+            facts: used)
     }
 
     /// The operator's rule for promotional or win-back offer `offerID` on `productID`.
     /// `issued`: when this customer was given this offer's signature before (epoch ms).
     public static func promotional(
         offerID: String, productID: String, rules: OfferRules, facts: Facts, storefront: String?, issued: [Int64],
-        policy: DerivationPolicy = DerivationPolicy(), now: Int64
+        policy: DerivationPolicy = DerivationPolicy(), appleGroupIDs: Set<String> = [], now: Int64
     ) -> Explanation {
         var used: [Fact] = [
             Fact("offer_id", .text(offerID)), Fact("product_id", .text(productID)), Fact("compared_at", .time(now)),
@@ -124,7 +144,7 @@ public enum Eligibility {
         if !rule.products.isEmpty && !rule.products.contains(where: { $0.isExactly(productID) }) {
             return no("product_not_offered", "offer \(offerID) is not for \(productID).")
         }
-        let inGroup = purchases(in: group, rules: rules, facts: facts)
+        let inGroup = purchases(in: group, rules: rules, facts: facts, appleGroupIDs: appleGroupIDs)
         let statuses = Derivation.subscriptions(facts, policy: policy, now: now).filter { s in
             inGroup.contains { $0.originalTransactionID.isExactly(s.originalTransactionID) }
         }
@@ -175,8 +195,8 @@ public enum Eligibility {
         }
         if !rule.allowRefunded, let refunded = facts.purchases.first(where: { $0.cancellationDate != nil && !$0.isUpgraded }) {
             return no(
-                "refunded_before",
-                "transaction \(refunded.transactionID) was refunded, and the offer excludes refunded customers.")
+                "refunded_before", "a purchase of \(refunded.productID) was refunded, and the offer excludes refunded customers.",
+                [Fact("transaction_id", .text(refunded.transactionID))])
         }
         if let allowed = rule.storefronts {
             guard let storefront, allowed.contains(where: { $0.isExactly(storefront) }) else {
@@ -199,11 +219,16 @@ public enum Eligibility {
             rule: "offer_eligible", decision: "Eligible: every rule of offer \(offerID) holds.", facts: used)
     }
 
-    /// The customer's purchases of `group`'s products.
-    static func purchases(in group: String, rules: OfferRules, facts: Facts) -> [Purchase] {
+    /// The customer's purchases in `group`: of a product it lists, or stated by Apple in the
+    /// group (its `subscriptionGroupIdentifier` is the group's name, one of `appleGroupIDs`, or one
+    /// Apple stated on a purchase of a listed product here), so a product the file does not list
+    /// is in its group all the same.
+    static func purchases(in group: String, rules: OfferRules, facts: Facts, appleGroupIDs: Set<String> = []) -> [Purchase] {
         let products = rules.groups[group] ?? []
-        return facts.purchases.filter { p in
-            (p.subscriptionGroupID.map { $0.isExactly(group) } ?? false) || products.contains { $0.isExactly(p.productID) }
-        }
+        func listed(_ p: Purchase) -> Bool { products.contains { $0.isExactly(p.productID) } }
+        var ids = appleGroupIDs
+        ids.insert(group)
+        for p in facts.purchases where listed(p) { if let id = p.subscriptionGroupID { ids.insert(id) } }
+        return facts.purchases.filter { p in listed(p) || p.subscriptionGroupID.map { ids.contains($0) } ?? false }
     }
 }

@@ -82,9 +82,34 @@ package struct AnswerRetentionRequest: Sendable {
             if case .promotionalOffer(_, let offer, _, _) = rule.answer { return offer }
             return nil
         }
-        let customer = try await read(request, offers: offerIDs)
-        if let answered = customer.answered, let body = try? JSONValue.parse(Array(answered.utf8)) {
+        // Read, decide, sign and record in one write transaction holding the customer's lock: a
+        // once-per-customer offer is given once however many of Apple's requests arrive at once,
+        // on any instance, and Apple's retry of an answered request gets the same answer.
+        let answered: Answered
+        do {
+            answered = try await database.write { [self] db in try answer(request, offers: offerIDs, in: db, now: now) }
+        } catch let refused as ReceiptError {
+            throw refused
+        } catch {
+            logger.error("a retention answer could not be decided or recorded", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+        if let decision = answered.decision {
+            count(kind: decision.answer?.kind ?? "none", outcome: decision.explanation.rule)
+        } else {
             count(kind: "any", outcome: "repeated")
+        }
+        return answered
+    }
+
+    /// ``callAsFunction(_:)``'s decision, in the write transaction `db`.
+    private func answer(_ request: SignedRealtimeRequest, offers offerIDs: [String], in db: Database, now: Int64) throws
+        -> Answered
+    {
+        let store = ReceiptStore(db)
+        try store.lock(purchases: [request.originalTransactionID], subscriber: try store.owner(of: request.originalTransactionID))
+        let customer = try Self.customer(request, offers: offerIDs, in: db)
+        if let answered = customer.answered, let body = try? JSONValue.parse(Array(answered.utf8)) {
             return Answered(body: body, decision: nil, appUserID: customer.appUserID)
         }
         let storefront = customer.facts.purchases.max { ($0.purchaseDate ?? 0) < ($1.purchaseDate ?? 0) }?.commerce.storefront
@@ -133,20 +158,8 @@ package struct AnswerRetentionRequest: Sendable {
             rule: decision.rule, kind: decision.answer?.kind, messageIdentifier: decision.answer?.message.uuidString.lowercased(),
             offerID: audit?.offerID, decision: decision.explanation.rule, periodEnd: decision.periodEnd,
             responseJSON: String(decoding: body.jsonBytes, as: UTF8.self), answeredAt: now)
-        let signatureAudit = audit
-        let (database, logger) = (database, logger)
-        Task {
-            do {
-                try await database.write { db in
-                    // Apple's retry of an answered request records nothing twice, the offer included.
-                    if try RetentionStore(db).record(record), let signatureAudit { try OfferStore(db).record(signatureAudit) }
-                }
-            } catch {
-                // The customer still gets the answer; only its count is missing.
-                logger.error("a retention answer could not be recorded", metadata: ["error": "\(error)"])
-            }
-        }
-        count(kind: decision.answer?.kind ?? "none", outcome: decision.explanation.rule)
+        // Apple's retry of an answered request records nothing twice, the offer included.
+        if try RetentionStore(db).record(record), let audit { try OfferStore(db).record(audit) }
         return Answered(body: body, decision: decision, appUserID: customer.appUserID)
     }
 
@@ -175,28 +188,20 @@ package struct AnswerRetentionRequest: Sendable {
         }
     }
 
-    private func read(_ request: SignedRealtimeRequest, offers offerIDs: [String]) async throws(ReceiptError) -> Customer {
+    /// What the customer holding the request's purchase has had, read in the caller's transaction.
+    static func customer(_ request: SignedRealtimeRequest, offers offerIDs: [String], in db: Database) throws -> Customer {
         let original = request.originalTransactionID
-        do {
-            return try await database.read { db in
-                let store = ReceiptStore(db)
-                var customer = Customer(bundleID: try store.bundleID(ofOriginal: original))
-                customer.answered = try RetentionStore(db).response(to: request.requestIdentifier)
-                guard let owner = try store.owner(of: original), let subscriber = try store.subscriber(owner) else {
-                    return customer
-                }
-                customer.appUserID = subscriber.appUserID
-                customer.ids = subscriber.ids
-                customer.facts = subscriber.pinnedFacts
-                let given = OfferStore(db)
-                customer.priorOffers = try given.promotionalCount(of: subscriber.ids)
-                for offer in Set(offerIDs) { customer.issued[offer] = try given.issued(offer, to: subscriber.ids) }
-                return customer
-            }
-        } catch {
-            logger.error("retention: the history could not be read", metadata: ["error": "\(error)"])
-            throw .internalFault
-        }
+        let store = ReceiptStore(db)
+        var customer = Customer(bundleID: try store.bundleID(ofOriginal: original))
+        customer.answered = try RetentionStore(db).response(to: request.requestIdentifier)
+        guard let owner = try store.owner(of: original), let subscriber = try store.subscriber(owner) else { return customer }
+        customer.appUserID = subscriber.appUserID
+        customer.ids = subscriber.ids
+        customer.facts = subscriber.pinnedFacts
+        let given = OfferStore(db)
+        customer.priorOffers = try given.promotionalCount(of: subscriber.ids)
+        for offer in Set(offerIDs) { customer.issued[offer] = try given.issued(offer, to: subscriber.ids) }
+        return customer
     }
 
     /// `retention_answers_total{kind, outcome}`: the answer's kind and the decision's rule, or `refused`.

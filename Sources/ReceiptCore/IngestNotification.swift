@@ -236,7 +236,7 @@ package struct IngestNotification: Sendable {
                 let outcome = changes > 0 ? "applied" : "unchanged"
                 try notifications.finish(id, outcome: outcome, appUserID: user)
                 return (Outcome(id: id, outcome: outcome, duplicate: false, appUserID: user), changed)
-            case .inUse:
+            case .inUse, .proofRequired:
                 // Under `keep`, the purchases are split between users: keep the facts, attach to nobody.
                 let saved = try store.saveUnowned(facts, now: at)
                 try notifications.finish(id, outcome: "owner_conflict", appUserID: nil)

@@ -42,7 +42,7 @@ struct PlaySave {
         if let user {
             switch try state.store(facts, for: user, policy: policy, in: db, now: now, log: log) {
             case .stored(let changes, let changed): outcome = .stored(changes: changes, changed: changed)
-            case .inUse(let holder): return .inUse(heldBy: holder)
+            case .inUse(let holder), .proofRequired(let holder): return .inUse(heldBy: holder)
             }
         } else {
             outcome = .unowned(changes: try receipts.saveUnowned(facts, now: now).changes)

@@ -8,6 +8,11 @@ package enum ReceiptError: Error, Sendable {
     case subscriberNotFound
     /// Under the ownership policy, another app user holds the receipt's purchases.
     case receiptInUse
+    /// An app posted a bare transaction id of a purchase another user holds: only the device's
+    /// proof (the signed transaction, the receipt) may move it (``Possession``).
+    case proofRequired
+    /// An offer was asked for naming a transaction the customer does not hold.
+    case transactionNotHeld
     /// Apple refused the receipt (21002, 21003, 21010, …).
     case invalidReceipt(appleStatus: Int)
     /// The App Store Server API knows no such transaction id (`4040010` in production and sandbox,
@@ -78,6 +83,8 @@ package enum ReceiptError: Error, Sendable {
         case .invalidRequest: "invalid_request"
         case .subscriberNotFound: "subscriber_not_found"
         case .receiptInUse: "receipt_in_use"
+        case .proofRequired: "proof_required"
+        case .transactionNotHeld: "transaction_not_held"
         case .invalidReceipt: "invalid_receipt"
         case .invalidTransactionID: "invalid_transaction_id"
         case .bundleMismatch: "bundle_mismatch"
@@ -118,6 +125,9 @@ package enum ReceiptError: Error, Sendable {
         case .invalidRequest(let message): message
         case .subscriberNotFound: "No subscriber has that app_user_id."
         case .receiptInUse: "The receipt's purchases belong to another app user."
+        case .proofRequired:
+            "Another app user holds this purchase; a transaction id does not prove whose it is. Post the signed transaction or the receipt."
+        case .transactionNotHeld: "`transaction_id` is not a transaction of this customer's."
         case .invalidReceipt: "Apple did not accept the receipt."
         case .invalidTransactionID: "Apple knows no purchase with that transaction id."
         case .bundleMismatch(let message, _): message

@@ -112,33 +112,48 @@ package struct SignOffer: Sendable {
         self.nonce = nonce
     }
 
-    /// A promotional offer's signature, when the rules allow it; else ``ReceiptError/offerNotEligible(_:)``.
-    package func promotional(_ input: Promotional, requestedBy: String) async throws(ReceiptError) -> Signed {
+    /// A promotional offer's signature, when the rules allow it; else ``ReceiptError/offerNotEligible(_:_:)``.
+    ///
+    /// The pace, the offer's cap and the audit row are read and written in one write transaction
+    /// locked per customer (``locked(_:now:_:)``): concurrent asks, on one instance or several,
+    /// get at most what the rules allow. An `app` caller (a public key, anyone's) gets a JWS that
+    /// names only the transaction it sent, and explanations without the customer's identifiers.
+    package func promotional(_ input: Promotional, requestedBy: String, caller: Caller = .backend) async throws(ReceiptError)
+        -> Signed
+    {
         _ = try FieldRules.appUserID(input.appUserID)
         try Self.identifier(input.productID, "product_id")
         try Self.identifier(input.offerID, "offer_id")
+        if let named = input.transactionID { try FieldRules.transactionID(named) }
         let bundle = try self.bundle(input.bundleID)
         let key = try configured(bundle)
-        let now = clock.now()
-        let (facts, ids, appTransactionID) = try await history(input.appUserID)
-        try await pace(ids, now: now)
-        let issued = try await read { db in try OfferStore(db).issued(input.offerID, to: ids) }
-        let storefront = facts.purchases.max { ($0.purchaseDate ?? 0) < ($1.purchaseDate ?? 0) }?.commerce.storefront
-        let decision = Eligibility.promotional(
-            offerID: input.offerID, productID: input.productID, rules: rules, facts: facts, storefront: storefront,
-            issued: issued, policy: policy, now: now)
-        guard decision.rule == "offer_eligible" else {
-            count("promotional", input.format, outcome: decision.rule)
-            throw .offerNotEligible(decision.rule, decision.decision)
+        return try await locked(input.appUserID, now: clock.now()) { db, customer, now throws(ReceiptError) in
+            if let named = input.transactionID { try held(named, by: customer, kind: "promotional", input.format) }
+            let issued = try storage { try OfferStore(db).issued(input.offerID, to: customer.ids) }
+            let groupIDs = try storage { try appleGroupIDs(of: input.productID, customer.facts, in: db) }
+            let storefront = customer.facts.purchases.max { ($0.purchaseDate ?? 0) < ($1.purchaseDate ?? 0) }?.commerce.storefront
+            let decision = Eligibility.promotional(
+                offerID: input.offerID, productID: input.productID, rules: rules, facts: customer.facts, storefront: storefront,
+                issued: issued, policy: policy, appleGroupIDs: groupIDs, now: now)
+            guard decision.rule == "offer_eligible" else {
+                count("promotional", input.format, outcome: decision.rule)
+                throw .offerNotEligible(decision.rule, decision.decision)
+            }
+            // The transaction the JWS names: the one sent; for a backend, else any of theirs, or
+            // their appTransactionId (Apple's claim is optional: an app's answer names none it did not send).
+            let named =
+                input.transactionID
+                ?? (caller == .backend
+                    ? newestTransaction(of: input.productID, facts: customer.facts) ?? customer.appTransactionID : nil)
+            var signed = try sign(input, key: key, bundle: bundle, transactionID: named, decision: decision, now: now)
+            try storage {
+                try OfferStore(db).record(
+                    record(signed, user: customer.ids.first ?? input.appUserID, input, requestedBy: requestedBy, at: now))
+            }
+            count("promotional", input.format, outcome: "signed")
+            signed.explanation = Self.explanation(decision, for: caller)
+            return signed
         }
-        // Any transaction of theirs names them; a customer who bought nothing, their appTransactionId.
-        let signed = try sign(
-            input, key: key, bundle: bundle,
-            transactionID: input.transactionID ?? newestTransaction(of: input.productID, facts: facts) ?? appTransactionID,
-            decision: decision, now: now)
-        count("promotional", input.format, outcome: "signed")
-        try await write(record(signed, user: ids.first ?? input.appUserID, input, requestedBy: requestedBy, at: now))
-        return signed
     }
 
     /// A promotional offer signed with `key`, the rules already having allowed it.
@@ -178,47 +193,68 @@ package struct SignOffer: Sendable {
             keyID: s.keyID, nonce: s.nonce, allowed: true, requestedBy: requestedBy, issuedAt: now)
     }
 
-    /// StoreKit's introductory-offer eligibility for `productID`: decided by Apple's once-per-group
-    /// rule and signed either way (StoreKit takes a signed "no" too).
+    /// StoreKit's introductory-offer eligibility for `productID`: decided by Apple's once per
+    /// group per Apple Account rule and signed either way (StoreKit takes a signed "no" too).
+    /// The JWS names the transaction sent, which must be the customer's; a backend may leave it
+    /// out (their newest is named), an app may not (``Caller``).
     package func introductory(
-        appUserID: String, productID: String, transactionID: String?, bundleID: String?, requestedBy: String
+        appUserID: String, productID: String, transactionID: String?, bundleID: String?, requestedBy: String,
+        caller: Caller = .backend
     ) async throws(ReceiptError) -> Signed {
         _ = try FieldRules.appUserID(appUserID)
         try Self.identifier(productID, "product_id")
+        if let named = transactionID { try FieldRules.transactionID(named) }
         let bundle = try self.bundle(bundleID)
         let key = try configured(bundle)
-        let now = clock.now()
-        let (facts, ids, appTransactionID) = try await history(appUserID)
-        try await pace(ids, now: now)
-        let decision = Eligibility.introductory(productID: productID, rules: rules, facts: facts, now: now)
-        guard
-            let transaction = transactionID ?? newestTransaction(of: productID, facts: facts)
-                ?? facts.purchases.last?.transactionID ?? appTransactionID
-        else {
+        if caller == .app && transactionID == nil {
             throw .invalidRequest(
-                "`transaction_id` is required for a customer with no purchase and no AppTransaction posted: any transaction of theirs, or their appTransactionId."
+                "`transaction_id` is required with an app's key: any transaction of the customer's, or their appTransactionId (AppTransaction.shared)."
             )
         }
-        let allowed = decision.rule == "introductory_offer_eligible"
-        let uuid = nonce()
-        let jws: String
-        do {
-            jws = try OfferJWS.sign(
-                .introductoryOfferEligibility(productID: productID, allowIntroductoryOffer: allowed, transactionID: transaction),
-                bundleID: bundle, keyID: key.keyID, issuerID: key.issuerID, key: key.key, nonce: uuid, issuedAt: now / 1_000)
-        } catch {
-            logger.error("an eligibility decision could not be signed", metadata: ["error": "\(error)"])
-            throw .internalFault
+        return try await locked(appUserID, now: clock.now()) { db, customer, now throws(ReceiptError) in
+            if let named = transactionID { try held(named, by: customer, kind: "introductory", .jws) }
+            let (groupIDs, account) = try storage {
+                (
+                    try appleGroupIDs(of: productID, customer.facts, in: db),
+                    try sameAppleAccount(customer, in: db)
+                )
+            }
+            let decision = Eligibility.introductory(
+                productID: productID, rules: rules, facts: customer.facts, sameAppleAccount: account, appleGroupIDs: groupIDs,
+                now: now)
+            guard
+                let transaction = transactionID ?? newestTransaction(of: productID, facts: customer.facts)
+                    ?? customer.facts.purchases.last?.transactionID ?? customer.appTransactionID
+            else {
+                throw .invalidRequest(
+                    "`transaction_id` is required for a customer with no purchase and no AppTransaction posted: any transaction of theirs, or their appTransactionId."
+                )
+            }
+            let allowed = decision.rule == "introductory_offer_eligible"
+            let uuid = nonce()
+            let jws: String
+            do {
+                jws = try OfferJWS.sign(
+                    .introductoryOfferEligibility(
+                        productID: productID, allowIntroductoryOffer: allowed, transactionID: transaction),
+                    bundleID: bundle, keyID: key.keyID, issuerID: key.issuerID, key: key.key, nonce: uuid, issuedAt: now / 1_000)
+            } catch {
+                logger.error("an eligibility decision could not be signed", metadata: ["error": "\(error)"])
+                throw .internalFault
+            }
+            let signed = Signed(
+                format: .jws, keyID: key.keyID, nonce: uuid.uuidString.lowercased(), timestamp: now, signature: jws,
+                allowed: allowed, explanation: Self.explanation(decision, for: caller))
+            try storage {
+                try OfferStore(db).record(
+                    OfferSignatureRecord(
+                        appUserID: customer.ids.first ?? appUserID, kind: "introductory", productID: productID, offerID: nil,
+                        format: "jws", keyID: key.keyID, nonce: signed.nonce, allowed: allowed, requestedBy: requestedBy,
+                        issuedAt: now))
+            }
+            count("introductory", .jws, outcome: allowed ? "signed" : "signed_not_allowed")
+            return signed
         }
-        let signed = Signed(
-            format: .jws, keyID: key.keyID, nonce: uuid.uuidString.lowercased(), timestamp: now, signature: jws, allowed: allowed,
-            explanation: decision)
-        count("introductory", .jws, outcome: allowed ? "signed" : "signed_not_allowed")
-        try await write(
-            OfferSignatureRecord(
-                appUserID: ids.first ?? appUserID, kind: "introductory", productID: productID, offerID: nil, format: "jws",
-                keyID: key.keyID, nonce: signed.nonce, allowed: allowed, requestedBy: requestedBy, issuedAt: now))
-        return signed
     }
 
     /// A customer's offers as support sees them: each configured promotional offer and each
@@ -233,8 +269,17 @@ package struct SignOffer: Sendable {
     package func overview(_ appUserID: String, limit: Int = 50) async throws(ReceiptError) -> Overview {
         _ = try FieldRules.appUserID(appUserID)
         let now = clock.now()
-        let (facts, ids, _) = try await history(appUserID)
-        let given = try await read { db in try OfferStore(db).signatures(of: ids, limit: limit) }
+        let groups = rules.groups.sorted(by: { $0.key < $1.key })
+        let (customer, given, account, groupIDs) = try await read { [self] db in
+            let customer = try Self.customer(appUserID, in: db)
+            var groupIDs: [String: Set<String>] = [:]
+            for (group, products) in groups { groupIDs[group] = try OfferStore(db).appleGroupIDs(of: products) }
+            return (
+                customer, try OfferStore(db).signatures(of: customer.ids, limit: limit), try sameAppleAccount(customer, in: db),
+                groupIDs
+            )
+        }
+        let facts = customer.facts
         var promotional: [(String, String, Explanation)] = []
         for (offer, rule) in rules.offers.sorted(by: { $0.key < $1.key }) {
             let product = rule.products.first ?? rules.groups.sorted(by: { $0.key < $1.key }).first?.value.first ?? ""
@@ -245,24 +290,20 @@ package struct SignOffer: Sendable {
                     offer, product,
                     Eligibility.promotional(
                         offerID: offer, productID: product, rules: rules, facts: facts, storefront: storefront, issued: issued,
-                        policy: policy, now: now)
+                        policy: policy, appleGroupIDs: rules.group(of: product, facts: facts).flatMap { groupIDs[$0] } ?? [],
+                        now: now)
                 ))
         }
-        let introductory = rules.groups.sorted(by: { $0.key < $1.key }).compactMap {
-            group, products -> (String, String, Explanation)? in
+        let introductory = groups.compactMap { group, products -> (String, String, Explanation)? in
             guard let product = products.first else { return nil }
-            return (group, product, Eligibility.introductory(productID: product, rules: rules, facts: facts, now: now))
+            return (
+                group, product,
+                Eligibility.introductory(
+                    productID: product, rules: rules, facts: facts, sameAppleAccount: account,
+                    appleGroupIDs: groupIDs[group] ?? [], now: now)
+            )
         }
         return Overview(promotional: promotional, introductory: introductory, given: given)
-    }
-
-    /// At most ``perCustomerPerMinute`` signatures a minute for one customer, whatever key asks.
-    private func pace(_ ids: [String], now: Int64) async throws(ReceiptError) {
-        let recent = try await read { db in try OfferStore(db).count(of: ids, since: now - 60_000) }
-        guard recent < perCustomerPerMinute else {
-            count("any", nil, outcome: "rate_limited")
-            throw .offerRateLimited(retryAfterSeconds: 60)
-        }
     }
 
     /// `offers_signatures_total{kind, format, outcome}`: `signed`, a refusing rule, `rate_limited`.
@@ -301,14 +342,103 @@ package struct SignOffer: Sendable {
         else { throw .invalidRequest("`\(field)` must be 1 to 100 letters, digits, `.`, `_` or `-`.") }
     }
 
-    /// The customer's facts under every id (nothing for a customer receiptd does not know yet),
-    /// their ids, the canonical first, and their AppTransaction's id when the app posted one.
-    private func history(_ appUserID: String) async throws(ReceiptError) -> (Facts, [String], String?) {
-        try await read { db in
-            let ids = try ReceiptStore(db).subscriber(appUserID).map(\.ids) ?? [try ReceiptStore(db).canonical(appUserID)]
-            let facts = try ReceiptStore(db).subscriber(appUserID)?.pinnedFacts ?? Facts(purchases: [])
-            return (facts, ids, try AppTransactionStore(db).newest(of: ids)?.appTransactionID)
+    /// One customer as the offers see them: their facts under every id (nothing for a customer
+    /// receiptd does not know yet), their ids (the canonical first), their newest AppTransaction's
+    /// id, and every `appTransactionId` known for them (their Apple Accounts).
+    struct Customer: Sendable {
+        var facts: Facts
+        var ids: [String]
+        var appTransactionID: String?
+        var appleAccounts: Set<String>
+    }
+
+    static func customer(_ appUserID: String, in db: Database) throws -> Customer {
+        let store = ReceiptStore(db)
+        let subscriber = try store.subscriber(appUserID)
+        let ids = try subscriber.map(\.ids) ?? [store.canonical(appUserID)]
+        let facts = subscriber?.pinnedFacts ?? Facts(purchases: [])
+        let posted = try AppTransactionStore(db).facts(of: ids)
+        let accounts = Set(posted.map(\.appTransactionID)).union(facts.purchases.compactMap(\.appTransactionID))
+        return Customer(
+            facts: facts, ids: ids, appTransactionID: try AppTransactionStore(db).newest(of: ids)?.appTransactionID,
+            appleAccounts: accounts)
+    }
+
+    /// Runs `body` in one write transaction holding the customer's lock (the one their saves
+    /// take: a transaction-scoped advisory lock on PostgreSQL, the one writer on SQLite), after
+    /// the pace: at most ``perCustomerPerMinute`` signatures a minute for one customer, whatever
+    /// key asks. What `body` counts and records is therefore counted by the next ask, on any
+    /// instance.
+    private func locked<T: Sendable>(
+        _ appUserID: String, now: Int64, _ body: @escaping @Sendable (Database, Customer, Int64) throws(ReceiptError) -> T
+    ) async throws(ReceiptError) -> T {
+        do {
+            return try await database.write { [perCustomerPerMinute] db in
+                let store = ReceiptStore(db)
+                try store.lock(purchases: [], subscriber: try store.canonical(appUserID))
+                let customer = try Self.customer(appUserID, in: db)
+                guard try OfferStore(db).count(of: customer.ids, since: now - 60_000) < perCustomerPerMinute else {
+                    count("any", nil, outcome: "rate_limited")
+                    throw ReceiptError.offerRateLimited(retryAfterSeconds: 60)
+                }
+                return try body(db, customer, now)
+            }
+        } catch let refused as ReceiptError {
+            throw refused
+        } catch {
+            logger.error("offers: the history could not be read or the signature recorded", metadata: ["error": "\(error)"])
+            throw .internalFault
         }
+    }
+
+    /// Storage's errors inside ``locked(_:now:_:)``'s body, as the use case's.
+    private func storage<T>(_ body: () throws -> T) throws(ReceiptError) -> T {
+        do { return try body() } catch let refused as ReceiptError { throw refused } catch {
+            logger.error("offers: storage failed", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+    }
+
+    /// A transaction an ask names must be the customer's: one of their transactions (or its
+    /// original), or one of their AppTransactions' ids. Otherwise nothing is signed.
+    private func held(_ id: String, by customer: Customer, kind: String, _ format: Format) throws(ReceiptError) {
+        let theirs =
+            customer.facts.purchases.contains { $0.transactionID.isExactly(id) || $0.originalTransactionID.isExactly(id) }
+            || customer.appleAccounts.contains { $0.isExactly(id) }
+        guard theirs else {
+            count(kind, format, outcome: "transaction_not_held")
+            throw .transactionNotHeld
+        }
+    }
+
+    /// Apple's identifiers of `productID`'s group as stated on stored transactions of its listed
+    /// products, and of the product itself.
+    private func appleGroupIDs(of productID: String, _ facts: Facts, in db: Database) throws -> Set<String> {
+        guard let group = rules.group(of: productID, facts: facts) else { return [] }
+        return try OfferStore(db).appleGroupIDs(of: (rules.groups[group] ?? []) + [productID])
+    }
+
+    /// The purchases of the other app users of the customer's Apple Accounts (a shared `appTransactionId`).
+    private func sameAppleAccount(_ customer: Customer, in db: Database) throws -> [Purchase] {
+        guard !customer.appleAccounts.isEmpty else { return [] }
+        var purchases: [Purchase] = []
+        for other in try OfferStore(db).sameAppleAccount(customer.appleAccounts, except: customer.ids) {
+            purchases += try ReceiptStore(db).subscriber(other)?.pinnedFacts.purchases ?? []
+        }
+        return purchases
+    }
+
+    /// The facts that name a person's purchases or Apple Account; an app's answer leaves them out.
+    static let identifyingFacts: Set<String> = [
+        "transaction_id", "original_transaction_id", "order_id", "purchase_token", "app_transaction_id",
+    ]
+
+    /// `decision` as `caller` may see it: an app's key is anyone's, so without identifiers.
+    static func explanation(_ decision: Explanation, for caller: Caller) -> Explanation {
+        guard caller == .app else { return decision }
+        var shown = decision
+        shown.facts.removeAll { identifyingFacts.contains($0.name) }
+        return shown
     }
 
     /// The customer's newest transaction of `productID`'s group (or of any product when no group is known).
@@ -320,15 +450,6 @@ package struct SignOffer: Sendable {
         }
         return candidates.max { ($0.purchaseDate ?? 0, $0.transactionID) < ($1.purchaseDate ?? 0, $1.transactionID) }?
             .transactionID
-    }
-
-    private func write(_ record: OfferSignatureRecord) async throws(ReceiptError) {
-        do {
-            try await database.write { db in try OfferStore(db).record(record) }
-        } catch {
-            logger.error("an offer signature could not be recorded", metadata: ["error": "\(error)"])
-            throw .internalFault
-        }
     }
 
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(ReceiptError) -> T {

@@ -104,6 +104,9 @@ package struct SubscriberState: Sendable {
         /// Under `OwnershipPolicy.keep` (or `transferIfInactive` while it entitles them), another
         /// user holds one of the purchases; nothing but `log` was written.
         case inUse(heldBy: String)
+        /// A bare transaction id (``Possession/bareID``) names a purchase another user holds and
+        /// whose `appAccountToken` does not name this one; nothing but `log` was written.
+        case proofRequired(heldBy: String)
         /// Stored: how many fact rows were new or changed, and whose facts changed (the user
         /// first, then who lost a purchase to them). Their state is behind until read with
         /// ``current(_:database:now:)`` (``settle(_:database:now:)``).
@@ -116,8 +119,8 @@ package struct SubscriberState: Sendable {
     /// waiting for a holder of those purchases. `log`, when given, is written in the same
     /// transaction, even when the save is refused. An alias stores for the subscriber it names.
     func store(
-        _ facts: VerifiedFacts, for requestedID: String, policy: OwnershipPolicy, in db: Database, now: Int64,
-        log: VerificationLogEntry? = nil
+        _ facts: VerifiedFacts, for requestedID: String, policy: OwnershipPolicy, possession: Possession = .proven,
+        in db: Database, now: Int64, log: VerificationLogEntry? = nil
     ) throws -> Stored {
         try db.transaction { () throws -> Stored in
             let store = ReceiptStore(db)
@@ -125,6 +128,9 @@ package struct SubscriberState: Sendable {
             let appUserID = try store.canonical(requestedID)
             if !appUserID.isExactly(requestedID) { try store.lock(purchases: [], subscriber: appUserID) }
             if let log { try store.log(log, at: now) }
+            if possession == .bareID, let holder = try heldElsewhere(facts, from: appUserID, in: db) {
+                return .proofRequired(heldBy: holder)
+            }
             switch policy {
             case .transfer: break
             case .keep:
@@ -208,6 +214,25 @@ package struct SubscriberState: Sendable {
         case false?: true
         case nil: transferred
         }
+    }
+
+    /// For a bare transaction id: another user who holds one of `facts`' purchases, unless Apple's
+    /// signed `appAccountToken` on its newest transaction names `appUserID` (their id, an alias, or
+    /// the token receiptd made for them). Nil when the poster may have them all.
+    func heldElsewhere(_ facts: VerifiedFacts, from appUserID: String, in db: Database) throws -> String? {
+        let store = ReceiptStore(db)
+        for original in facts.originals {
+            guard let holder = try store.owner(of: original), !holder.isExactly(appUserID) else { continue }
+            let newest = facts.purchases.filter { $0.fact.originalTransactionID.isExactly(original) }
+                .max { ($0.fact.purchaseDate ?? 0, $0.fact.transactionID) < ($1.fact.purchaseDate ?? 0, $1.fact.transactionID) }
+            if let token = newest?.fact.appAccountToken, let named = try store.subscriber(namedByToken: token),
+                try store.canonical(named).isExactly(appUserID)
+            {
+                continue
+            }
+            return holder
+        }
+        return nil
     }
 
     /// Brings the state of every user in `appUserIDs` up to date (after ``store(_:for:policy:in:now:log:)``

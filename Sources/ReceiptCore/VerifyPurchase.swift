@@ -22,11 +22,14 @@ package struct VerifyPurchase: Sendable {
         /// What a StoreKit 1 app knows of the price it showed: kept for the purchase when no
         /// store states one (``PriceSource/client``).
         package var clientPrice: ClientPrice?
+        /// Who posted it: a bare transaction id from an app moves nothing someone else holds.
+        package var caller: Caller
 
         package init(
             appUserID: String, proof: Proof, bundleID: String? = nil, excludeOldTransactions: Bool = false,
-            clientPrice: ClientPrice? = nil
+            clientPrice: ClientPrice? = nil, caller: Caller = .app
         ) {
+            self.caller = caller
             self.appUserID = appUserID
             self.proof = proof
             self.bundleID = bundleID
@@ -142,7 +145,8 @@ package struct VerifyPurchase: Sendable {
             case .receipt(let receipt) where mode == .serverAPI: return try await verifyReceiptByServerAPI(receipt, input)
             case .receipt(let receipt): return try await verifyReceipt(receipt, input)
             case .signed(let transaction, let renewal): return try await verifySigned(transaction, renewal, input)
-            case .transactionID(let id): return try await verifyTransactionID(id, input)
+            case .transactionID(let id):
+                return try await verifyTransactionID(id, input, possession: input.caller == .app ? .bareID : .proven)
             }
         } catch let error as ReceiptError {
             guard case .appStoreUnavailable(let status, let retry, nil) = error else { throw error }
@@ -181,13 +185,15 @@ package struct VerifyPurchase: Sendable {
                 VerifiedFacts(environment: AppStoreEnvironment.production.rawValue, purchases: []), for: input.appUserID, log: log
             )
         }
-        return try await verifyTransactionID(id, input)
+        return try await verifyTransactionID(id, input, possession: .proven)  // the receipt is the device's proof
     }
 
     /// A transaction id: every page of the customer's history and their subscriptions' statuses
     /// (renewal info) from the App Store Server API, each signed payload verified, stored through
     /// the same save as every other source.
-    private func verifyTransactionID(_ transactionID: String, _ input: Input) async throws -> SubscriberSnapshot {
+    private func verifyTransactionID(_ transactionID: String, _ input: Input, possession: Possession) async throws
+        -> SubscriberSnapshot
+    {
         let bundle = try expectedBundle(input)
         guard let serverAPI else {
             logger.critical("a transaction id was posted but no App Store Server API key is configured (appStore.serverApi)")
@@ -211,7 +217,8 @@ package struct VerifyPurchase: Sendable {
         let log = VerificationLogEntry(
             appUserID: input.appUserID, environment: record.environment, appleStatus: nil, outcome: "server_api",
             attempts: calls, latencyMs: (monotonic.now - started).milliseconds)
-        return try await store(Self.pricing(record, with: input.clientPrice), for: input.appUserID, log: log)
+        return try await store(
+            Self.pricing(record, with: input.clientPrice), for: input.appUserID, possession: possession, log: log)
     }
 
     private func verifyReceipt(_ receiptData: String, _ input: Input) async throws -> SubscriberSnapshot {
@@ -268,14 +275,19 @@ package struct VerifyPurchase: Sendable {
     /// Two hops to the database: the facts and the log row in one save (SQL only), then the
     /// document derived off the writer and its version and events recorded (see ``SubscriberState``).
     /// Users who lost a purchase to this one are brought up to date too.
-    private func store(_ record: VerifiedFacts, for user: String, log: VerificationLogEntry) async throws
-        -> SubscriberSnapshot
-    {
+    private func store(
+        _ record: VerifiedFacts, for user: String, possession: Possession = .proven, log: VerificationLogEntry
+    ) async throws -> SubscriberSnapshot {
         let at = clock.now()
         let stored = try await database.write { [policy, state] db in
-            try state.store(record, for: user, policy: policy, in: db, now: at, log: log)
+            try state.store(record, for: user, policy: policy, possession: possession, in: db, now: at, log: log)
         }
-        guard case .stored(_, let changed) = stored else { throw ReceiptError.receiptInUse }
+        let changed: [String]
+        switch stored {
+        case .stored(_, let users): changed = users
+        case .inUse: throw ReceiptError.receiptInUse
+        case .proofRequired: throw ReceiptError.proofRequired
+        }
         try await state.settle(Array(changed.dropFirst()), database: database, now: at)  // who lost a purchase to them
         guard let current = try await state.current(user, database: database, now: at) else { throw ReceiptError.internalFault }
         return SubscriberSnapshot(document: current.document, version: current.version, now: at)

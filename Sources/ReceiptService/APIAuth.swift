@@ -1,5 +1,6 @@
 import Crypto
 import HTTPServer
+import ReceiptCore
 
 /// Bearer-key authentication with two roles: `public` keys may only post receipts and are
 /// safe to ship inside an app; `secret` keys may do everything.
@@ -47,6 +48,13 @@ struct APIAuth: Sendable {
         guard let key = bearerKey(request) else { return "key:none" }
         let digest = SHA256.hash(data: Array(key))
         return "key:" + digest.prefix(6).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    /// Who the request's key says is asking: a backend only with a secret key; anything else
+    /// (a public key, which anyone can copy) is an app.
+    func caller(_ request: HTTPRequest) -> Caller {
+        guard let key = Self.bearerKey(request), role(of: key) == .secret else { return .app }
+        return .backend
     }
 
     /// Returns when `access` lets the request through; else throws 401 (no or an unknown key) or

@@ -73,7 +73,7 @@ struct Routes: Sendable {
         }
         // A mobile app posts its receipt or signed transaction: verify, store, answer the document.
         api.on(.post, "/v1/receipts", access: .publicKey) {
-            [verifyPurchase, verifyPlayPurchase, limiter, clock] request, context in
+            [verifyPurchase, verifyPlayPurchase, limiter, clock, auth] request, context in
             let key = APIAuth.bearerKey(request).map { String(decoding: $0, as: UTF8.self) } ?? ""
             if let wait = limiter.check(key: key, address: context.request.remoteAddress, now: clock.now()) {
                 throw APIError.rateLimited(retryAfterSeconds: wait)
@@ -81,11 +81,13 @@ struct Routes: Sendable {
             let purchase = try Requests.purchase(request.body)
             let explain = try Requests.explain(request)
             do throws(ReceiptError) {
-                let snapshot =
-                    switch purchase {
-                    case .appStore(let input): try await verifyPurchase(input)
-                    case .playStore(let input): try await verifyPlayPurchase(input)
-                    }
+                let snapshot: SubscriberSnapshot
+                switch purchase {
+                case .appStore(var input):
+                    input.caller = auth.caller(request)
+                    snapshot = try await verifyPurchase(input)
+                case .playStore(let input): snapshot = try await verifyPlayPurchase(input)
+                }
                 return Responses.document(snapshot, explain: explain, request: request)
             } catch {
                 throw APIError(error, explain: explain)
@@ -166,18 +168,20 @@ struct Routes: Sendable {
         }
         // An app asks, before showing an offer, for the signature StoreKit needs: given only when
         // the rules allow the customer the offer (Docs/offers.md).
-        api.on(.post, "/v1/subscribers/{app_user_id}/offers/signatures", access: .publicKey) { [signOffer] request, context in
+        api.on(.post, "/v1/subscribers/{app_user_id}/offers/signatures", access: .publicKey) {
+            [signOffer, auth] request, context in
             let input = try Requests.offerSignature(request.body, user: try Requests.appUserID(in: context))
-            return Responses.offerSigned(try await signOffer.promotional(input, requestedBy: APIAuth.fingerprint(request)))
+            return Responses.offerSigned(
+                try await signOffer.promotional(input, requestedBy: APIAuth.fingerprint(request), caller: auth.caller(request)))
         }
         api.on(.post, "/v1/subscribers/{app_user_id}/offers/introductory-eligibility", access: .publicKey) {
-            [signOffer] request, context in
+            [signOffer, auth] request, context in
             let user = try Requests.appUserID(in: context)
             let asked = try Requests.introductoryEligibility(request.body)
             return Responses.offerSigned(
                 try await signOffer.introductory(
                     appUserID: user, productID: asked.productID, transactionID: asked.transactionID, bundleID: asked.bundleID,
-                    requestedBy: APIAuth.fingerprint(request)))
+                    requestedBy: APIAuth.fingerprint(request), caller: auth.caller(request)))
         }
         // An app posts StoreKit's AppTransaction for its user: verified and kept (Docs/offers.md).
         api.on(.post, "/v1/app-transactions", access: .publicKey) { [recordAppTransaction] request, _ in

@@ -38,7 +38,9 @@ struct EligibilityTests {
             let had = Eligibility.introductory(
                 productID: "yearly", rules: Self.rules, facts: Facts(purchases: [used, Self.period("t1", from: -40, to: -10)]),
                 now: Self.now)
-            #expect(had.rule == "introductory_offer_used" && had.decision.contains("t0"), "\(had.decision)")
+            // The decision names no transaction (it may go to an app's public key); the facts do.
+            #expect(had.rule == "introductory_offer_used" && !had.decision.contains("t0"), "\(had.decision)")
+            #expect(had.facts.contains(Fact("transaction_id", .text("t0"))))
         }
         // Another group's trial does not count; a product of no known group cannot be decided.
         var other = Self.period("x", product: "tips", from: -5, to: 2, trial: true, original: "o9")
@@ -50,6 +52,45 @@ struct EligibilityTests {
         #expect(
             Eligibility.introductory(productID: "lifetime", rules: Self.rules, facts: Facts(purchases: []), now: Self.now).rule
                 == "unknown_group")
+    }
+
+    /// A group is Apple's `subscriptionGroupIdentifier`: a product the file does not list is in
+    /// the group Apple states, whether the customer's own listed purchase or the store's
+    /// transactions (`appleGroupIDs`) say which that is.
+    @Test func aGroupIsApplesIdentifierNotOnlyTheListedProducts() {
+        let rules = OfferRules(groups: ["premium": ["yearly"]])
+        var trial = Self.period("t0", product: "weekly", from: -50, to: -43, trial: true, original: "w0")
+        trial.subscriptionGroupID = "20667927"
+        let facts = Facts(purchases: [trial])
+        #expect(
+            Eligibility.introductory(productID: "yearly", rules: rules, facts: facts, now: Self.now).rule
+                == "introductory_offer_eligible")
+        #expect(
+            Eligibility.introductory(productID: "yearly", rules: rules, facts: facts, appleGroupIDs: ["20667927"], now: Self.now)
+                .rule == "introductory_offer_used")
+        // The customer's own purchase of a listed product tells the group's identifier too.
+        var yearly = Self.period("y1", product: "yearly", from: -10, to: 300, original: "y0")
+        yearly.subscriptionGroupID = "20667927"
+        #expect(
+            Eligibility.introductory(productID: "yearly", rules: rules, facts: Facts(purchases: [trial, yearly]), now: Self.now)
+                .rule == "introductory_offer_used")
+    }
+
+    /// Once per group per Apple Account: another app user's trial on the same account counts, and
+    /// the decision says so without naming them.
+    @Test func theTrialIsOncePerAppleAccount() {
+        var theirs = Self.period("u0", from: -50, to: -43, trial: true, original: "u0")
+        theirs.appTransactionID = "555"
+        let decision = Eligibility.introductory(
+            productID: "yearly", rules: Self.rules, facts: Facts(purchases: []), sameAppleAccount: [theirs], now: Self.now)
+        #expect(decision.rule == "introductory_offer_used_by_apple_account")
+        #expect(decision.decision.contains("same Apple Account") && !decision.decision.contains("u0"))
+        #expect(decision.facts.contains(Fact("app_transaction_id", .text("555"))))
+        #expect(
+            Eligibility.introductory(
+                productID: "yearly", rules: Self.rules, facts: Facts(purchases: []),
+                sameAppleAccount: [Self.period("p", from: -40, to: -10)], now: Self.now
+            ).rule == "introductory_offer_eligible")
     }
 
     @Test(

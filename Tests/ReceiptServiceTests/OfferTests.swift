@@ -88,7 +88,8 @@ struct OfferTests {
             let part = try #require(Base64URL.decode(parts[1].utf8))
             let claims = try JSONValue.parse(part)
             #expect(claims["aud"]?.string == "promotional-offer" && claims["offerIdentifier"]?.string == "WINBACK50")
-            #expect(claims["transactionId"]?.string?.allSatisfy(\.isNumber) == true && claims["bid"]?.string == "com.example.app")
+            // An app's key is anyone's: its JWS names no transaction it did not send (Apple's claim is optional).
+            #expect(claims["transactionId"] == nil && claims["bid"]?.string == "com.example.app")
             // A subscriber now, an unknown offer, a malformed body.
             #expect(try await postReceipt(port, user: "al", "active_monthly:al").status == 200)
             let active = try await Self.ask(port, "al", "signatures", #"{"product_id":"monthly","offer_id":"WINBACK50"}"#)
@@ -107,6 +108,8 @@ struct OfferTests {
     @Test func introductoryEligibilityIsSignedEitherWay() async throws {
         try await Self.withOffers { _, port, _ in
             // A new customer: eligible (with a transaction id to name them, here their appTransactionId).
+            let posted = #"{"app_user_id":"nova","signed_app_transaction":"\#(try Self.appTransaction())"}"#
+            #expect(try await post(port, "/v1/app-transactions", posted, key: TestSecrets.publicKey).status == 200)
             let nova = try await Self.ask(
                 port, "nova", "introductory-eligibility", #"{"product_id":"yearly","transaction_id":"704289572311"}"#)
             #expect(nova.status == 200 && nova.json["allowed"] as? Bool == true, "\(nova.body)")
@@ -116,11 +119,18 @@ struct OfferTests {
             #expect(claims["allowIntroductoryOffer"] == .bool(true) && claims["transactionId"]?.string == "704289572311")
             // One who had the trial: signed, saying no.
             #expect(try await postReceipt(port, user: "tia", "trial:tia").status == 200)
-            let tia = try await Self.ask(port, "tia", "introductory-eligibility", #"{"product_id":"yearly"}"#)
+            let tia = try await post(
+                port, "/v1/subscribers/tia/offers/introductory-eligibility", #"{"product_id":"yearly"}"#,
+                key: TestSecrets.secretKey)
             #expect(tia.status == 200 && tia.json["allowed"] as? Bool == false, "\(tia.body)")
             #expect((tia.json["explanation"] as? [String: Any])?["rule"] as? String == "introductory_offer_used")
             // No purchase and no transaction id: nothing to name the customer by.
-            #expect(try await Self.ask(port, "zed", "introductory-eligibility", #"{"product_id":"yearly"}"#).status == 400)
+            let zed = try await post(
+                port, "/v1/subscribers/zed/offers/introductory-eligibility", #"{"product_id":"yearly"}"#,
+                key: TestSecrets.secretKey)
+            #expect(zed.status == 400)
+            // An app's key must name the transaction (it is anyone's key: receiptd names none for it).
+            #expect(try await Self.ask(port, "tia", "introductory-eligibility", #"{"product_id":"yearly"}"#).status == 400)
         }
     }
 
@@ -133,7 +143,11 @@ struct OfferTests {
 
     @Test func aCustomerIsGivenAtMostTenSignaturesAMinuteAndEachIsCounted() async throws {
         try await Self.withOffers { _, port, _ in
-            let body = #"{"product_id":"yearly","transaction_id":"704289572311"}"#
+            for (user, account) in [("rex", "9001"), ("sam", "9002")] {
+                let posted = #"{"app_user_id":"\#(user)","signed_app_transaction":"\#(try Self.appTransaction(account))"}"#
+                #expect(try await post(port, "/v1/app-transactions", posted, key: TestSecrets.publicKey).status == 200)
+            }
+            let body = #"{"product_id":"yearly","transaction_id":"9001"}"#
             for n in 0..<10 {
                 #expect(try await Self.ask(port, "rex", "introductory-eligibility", body).status == 200, "ask \(n)")
             }
@@ -141,7 +155,8 @@ struct OfferTests {
             #expect(limited.status == 429 && Self.code(limited) == "rate_limited", "\(limited.body)")
             #expect(limited.head.lowercased().contains("retry-after: 60"))
             // Another customer is not held back by rex.
-            #expect(try await Self.ask(port, "sam", "introductory-eligibility", body).status == 200)
+            let sam = #"{"product_id":"yearly","transaction_id":"9002"}"#
+            #expect(try await Self.ask(port, "sam", "introductory-eligibility", sam).status == 200)
             let metrics = try await request(port, "GET", "/metrics", key: TestSecrets.secretKey).body
             #expect(
                 metrics.contains(#"offers_signatures_total{kind="introductory",format="jws",outcome="signed"} 11"#), "\(metrics)")
@@ -204,8 +219,11 @@ struct OfferTests {
             #expect(
                 kept.json["original_application_version"] as? String == "2.0"
                     && kept.json["environment"] as? String == "production")
-            // No transaction id sent, no purchase: the AppTransaction names them.
-            let intro = try await Self.ask(port, "newbie", "introductory-eligibility", #"{"product_id":"yearly"}"#)
+            // No transaction id sent, no purchase: the AppTransaction names them (to a backend; an app
+            // sends it, as it must send any transaction it wants named).
+            let intro = try await post(
+                port, "/v1/subscribers/newbie/offers/introductory-eligibility", #"{"product_id":"yearly"}"#,
+                key: TestSecrets.secretKey)
             #expect(intro.status == 200 && intro.json["allowed"] as? Bool == true, "\(intro.body)")
             let jws = intro.json["signature"] as? String ?? ".."
             let claims = try JSONValue.parse(
@@ -247,6 +265,140 @@ struct OfferTests {
             #expect(try await request(port, "DELETE", "/v1/subscribers/newbie", key: TestSecrets.secretKey).status < 300)
             #expect(
                 try TestDatabase.open(db).scalarInt("SELECT count(*) FROM app_transactions WHERE app_user_id = 'newbie'") == 0)
+        }
+    }
+
+    /// Issue 57: an app's key (anyone's) asking about someone else's user id learns none of their
+    /// purchase identifiers: not in the JWS, not in the explanation, not in a refusal.
+    @Test func anAppsKeyLearnsNoIdentifierOfTheCustomer() async throws {
+        try await Self.withOffers { _, port, db in
+            #expect(try await postReceipt(port, user: "vic", "trial:vic").status == 200)
+            #expect(try await postReceipt(port, user: "lapsed", "expired_voluntary:lapsed").status == 200)
+            let stored = try TestDatabase.open(db)
+            let q = try stored.prepare("SELECT transaction_id, original_transaction_id, app_transaction_id FROM transactions")
+            var identifiers: [String] = []
+            while try q.step() { identifiers += [q.text(0), q.text(1), q.text(2)].compactMap { $0 } }
+            #expect(!identifiers.isEmpty)
+            let answers = [
+                try await Self.ask(port, "vic", "signatures", #"{"product_id":"monthly","offer_id":"WINBACK50","format":"jws"}"#),
+                try await Self.ask(
+                    port, "lapsed", "signatures", #"{"product_id":"monthly","offer_id":"WINBACK50","format":"jws"}"#),
+                try await Self.ask(port, "vic", "introductory-eligibility", #"{"product_id":"yearly"}"#),
+            ]
+            #expect(answers.map(\.status) == [403, 200, 400], "\(answers.map(\.body))")
+            for answer in answers {
+                var text = answer.body
+                if let jws = answer.json["signature"] as? String, jws.contains(".") {
+                    text += String(decoding: Base64URL.decode(jws.split(separator: ".")[1].utf8) ?? [], as: UTF8.self)
+                }
+                for id in identifiers { #expect(!text.contains(id), "\(id) in \(text)") }
+            }
+            // The backend sees the facts, with the transaction that decided.
+            let support = try await post(
+                port, "/v1/subscribers/vic/offers/introductory-eligibility", #"{"product_id":"yearly"}"#,
+                key: TestSecrets.secretKey)
+            let facts = (support.json["explanation"] as? [String: Any])?["facts"] as? [String: Any] ?? [:]
+            #expect(identifiers.contains(facts["transaction_id"] as? String ?? "-"), "\(support.body)")
+        }
+    }
+
+    /// Issue 57: a transaction an ask names must be the customer's; otherwise nothing is signed.
+    @Test func aTransactionOfSomeoneElseIsRefusedAndNothingIsSigned() async throws {
+        try await Self.withOffers { _, port, db in
+            #expect(try await postReceipt(port, user: "tia", "trial:tia").status == 200)
+            #expect(try await postReceipt(port, user: "lapsed", "expired_voluntary:lapsed").status == 200)
+            let tias = try #require(
+                try TestDatabase.open(db).scalarText(
+                    "SELECT t.transaction_id FROM transactions t JOIN ownership o USING (original_transaction_id) WHERE o.app_user_id = 'tia'"
+                ))
+            for (path, body) in [
+                ("introductory-eligibility", #"{"product_id":"yearly","transaction_id":"\#(tias)"}"#),
+                ("signatures", #"{"product_id":"monthly","offer_id":"WINBACK50","format":"jws","transaction_id":"\#(tias)"}"#),
+            ] {
+                for key in [TestSecrets.publicKey, TestSecrets.secretKey] {
+                    let r = try await post(port, "/v1/subscribers/fresh/offers/\(path)", body, key: key)
+                    #expect(r.status == 403 && Self.code(r) == "transaction_not_held", "\(r.body)")
+                }
+            }
+            #expect(try TestDatabase.open(db).scalarInt("SELECT count(*) FROM offer_signatures") == 0)
+            // Her own transaction names her: signed, saying no.
+            let own = try await Self.ask(
+                port, "tia", "introductory-eligibility", #"{"product_id":"yearly","transaction_id":"\#(tias)"}"#)
+            #expect(own.status == 200 && own.json["allowed"] as? Bool == false, "\(own.body)")
+        }
+    }
+
+    /// Issue 57: the caps are checked and recorded in one transaction per customer, so concurrent
+    /// asks get what the rules allow and no more.
+    @Test func concurrentAsksGetNoMoreThanTheCaps() async throws {
+        try await Self.withOffers { _, port, db in
+            #expect(try await postReceipt(port, user: "lena", "expired_voluntary:lena").status == 200)
+            // `max_per_customer: 1`: twelve asks at once, one signature.
+            let once = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<12 {
+                    group.addTask {
+                        try await Self.ask(port, "lena", "signatures", #"{"product_id":"monthly","offer_id":"WINBACK50"}"#).status
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(once.filter { $0 == 200 }.count == 1, "\(once)")
+            #expect(once.allSatisfy { $0 == 200 || $0 == 403 }, "\(once)")
+            // Ten a minute: thirty asks at once, ten signatures.
+            let posted = #"{"app_user_id":"rex","signed_app_transaction":"\#(try Self.appTransaction("9001"))"}"#
+            #expect(try await post(port, "/v1/app-transactions", posted, key: TestSecrets.publicKey).status == 200)
+            let paced = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<30 {
+                    group.addTask {
+                        try await Self.ask(
+                            port, "rex", "introductory-eligibility", #"{"product_id":"yearly","transaction_id":"9001"}"#
+                        )
+                        .status
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(paced.filter { $0 == 200 }.count == 10 && paced.filter { $0 == 429 }.count == 20, "\(paced)")
+            #expect(
+                try TestDatabase.open(db).scalarInt("SELECT count(*) FROM offer_signatures WHERE app_user_id = 'rex'") == 10)
+        }
+    }
+
+    /// Issue 57: a subscription group is Apple's `subscriptionGroupIdentifier` on stored
+    /// transactions, and the introductory offer is once per group per Apple Account.
+    @Test func aGroupIsApplesAndTheTrialIsOncePerAppleAccount() async throws {
+        let configuration = { (path: String) -> ServiceConfiguration in
+            var c = testConfiguration(path: path, signedData: .init(roots: [TestPKI.root], appAppleIDs: [1234]))
+            // `monthly` is not listed: Apple's group id, stated on a stored `yearly`, finds it.
+            c.offers = .init(
+                rules: OfferRules(groups: ["premium": ["yearly"]]),
+                key: SignOffer.Key(
+                    keyID: Self.credentials.keyID, issuerID: Self.credentials.issuerID, key: Self.credentials.key))
+            return c
+        }
+        try await withClockedService(configuration: configuration) { _, port, _, _ in
+            func intro(_ user: String) async throws -> Reply {
+                try await post(
+                    port, "/v1/subscribers/\(user)/offers/introductory-eligibility", #"{"product_id":"yearly"}"#,
+                    key: TestSecrets.secretKey)
+            }
+            #expect(try await postReceipt(port, user: "ann", "downgrade_pending:ann").status == 200)
+            #expect(try await postReceipt(port, user: "tia", "trial:tia").status == 200)
+            let tia = try await intro("tia")
+            #expect(tia.json["allowed"] as? Bool == false, "\(tia.body)")
+            #expect((tia.json["explanation"] as? [String: Any])?["rule"] as? String == "introductory_offer_used")
+            // Two app users of one Apple Account: the trial under una makes ula ineligible, and says so.
+            for user in ["una", "ula"] {
+                let posted = #"{"app_user_id":"\#(user)","signed_app_transaction":"\#(try Self.appTransaction("555"))"}"#
+                #expect(try await post(port, "/v1/app-transactions", posted, key: TestSecrets.publicKey).status == 200)
+            }
+            #expect(try await intro("ula").json["allowed"] as? Bool == true)
+            #expect(try await postReceipt(port, user: "una", "trial:una").status == 200)
+            let ula = try await intro("ula")
+            #expect(ula.json["allowed"] as? Bool == false, "\(ula.body)")
+            let why = ula.json["explanation"] as? [String: Any]
+            #expect(why?["rule"] as? String == "introductory_offer_used_by_apple_account", "\(ula.body)")
+            #expect(!ula.body.contains("una"))
         }
     }
 }

@@ -55,6 +55,28 @@ struct RetentionMessagingTests {
         try await post(port, "/v1/retention-messages/apple", body, key: nil)
     }
 
+    /// Issue 57: the once-per-customer offer is decided and recorded in one transaction per
+    /// customer, so Apple's requests arriving at once get it once.
+    @Test func concurrentRequestsGiveAOncePerCustomerOfferOnce() async throws {
+        try await Self.withRetention { _, port, db, clock in
+            #expect(try await postReceipt(port, user: "rhea", "active_monthly:rhea").status == 200)
+            let original = try #require(
+                try TestDatabase.open(db).scalarText("SELECT original_transaction_id FROM ownership WHERE app_user_id = 'rhea'"))
+            let now = clock.now
+            let answers = try await withThrowingTaskGroup(of: Reply.self) { group in
+                for _ in 0..<12 {
+                    group.addTask { try await Self.ask(port, try Self.signedRequest(original, at: now)) }
+                }
+                return try await group.reduce(into: [Reply]()) { $0.append($1) }
+            }
+            #expect(answers.allSatisfy { $0.status == 200 }, "\(answers.map(\.body))")
+            #expect(answers.filter { $0.json["promotionalOffer"] != nil }.count == 1, "\(answers.map(\.body))")
+            let sql = try TestDatabase.open(db)
+            #expect(try sql.scalarInt("SELECT count(*) FROM offer_signatures WHERE requested_by = 'apple_retention'") == 1)
+            #expect(try sql.scalarInt("SELECT count(*) FROM retention_answers") == 12)
+        }
+    }
+
     @Test func aCustomerAboutToCancelIsOfferedOnceThenShownTheMessage() async throws {
         try await Self.withRetention { _, port, db, clock in
             #expect(try await postReceipt(port, user: "rita", "active_monthly:rita").status == 200)
@@ -77,7 +99,7 @@ struct RetentionMessagingTests {
             #expect(
                 Self.credentials.key.publicKey.isValidSignature(
                     try P256.Signing.ECDSASignature(derRepresentation: der), for: Array(signed.utf8)))
-            // Recorded just after the answer went out (the answer does not wait for the commit).
+            // Recorded with the decision, before the answer went out.
             let sql = try TestDatabase.open(db)
             #expect(try await eventually { try sql.scalarInt("SELECT count(*) FROM retention_answers") == 1 })
             // Apple's retry of the same request: the same answer, nothing recorded or signed twice.

@@ -46,6 +46,38 @@ struct ServerAPIPurchaseTests {
         }
     }
 
+    /// Docs/security.md "The public key is public": a bare transaction id is no proof of
+    /// possession (Apple prints it in the customer's e-mail). With an app's key it attaches what
+    /// nobody holds and never moves what someone else holds (409 `proof_required`); the device's
+    /// proof (the receipt, the signed transaction) does; a backend's secret key keeps its power.
+    @Test func aBareTransactionIDFromAnAppNeverMovesAPurchaseSomeoneElseHolds() async throws {
+        try await withClockedService(configuration: Self.configuration(.verifyReceipt)) { app, port, db, _ in
+            let simulator = try #require(app.appStore)
+            let bought = simulator.purchase(.activeMonthly, tag: "victim")
+            func owner() throws -> String? { try TestDatabase.open(db).scalarText("SELECT app_user_id FROM ownership") }
+            let byID = #"{"app_user_id":"USER","transaction_id":"\#(bought.transactionID)"}"#
+            // Nobody holds it yet: an app may attach it by its id.
+            #expect(try await postReceipts(port, byID.replacingOccurrences(of: "USER", with: "vic")).status == 200)
+            #expect(try owner() == "vic")
+            // Someone else's purchase by its id, with the public key: refused, nothing moves.
+            let taken = try await postReceipts(port, byID.replacingOccurrences(of: "USER", with: "mallory"))
+            #expect(taken.status == 409, "\(taken.body)")
+            #expect((taken.json["error"] as? [String: Any])?["code"] as? String == "proof_required")
+            #expect(try owner() == "vic")
+            let vic = try await request(port, "GET", "/v1/subscribers/vic", key: TestSecrets.secretKey)
+            #expect(((vic.json["entitlements"] as? [String: Any])?["premium"] as? [String: Any])?["active"] as? Bool == true)
+            // The device's proof moves it (the default policy, `transfer`).
+            let receipt = #"{"app_user_id":"mallory","receipt_data":"\#(bought.receiptData)"}"#
+            #expect(try await postReceipts(port, receipt).status == 200)
+            #expect(try owner() == "mallory")
+            // A backend's key keeps today's power: the id moves it back.
+            let backend = try await postReceipts(
+                port, byID.replacingOccurrences(of: "USER", with: "vic"), key: TestSecrets.secretKey)
+            #expect(backend.status == 200, "\(backend.body)")
+            #expect(try owner() == "vic")
+        }
+    }
+
     @Test func appleIsAskedForTheAppTransactionOfACustomerWhoseAppNeverPostedIt() async throws {
         let configuration = { (path: String) -> ServiceConfiguration in
             var c = Self.configuration(.verifyReceipt)(path)
