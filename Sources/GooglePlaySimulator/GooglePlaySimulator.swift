@@ -61,6 +61,8 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
         var acknowledged = false
         var consumed = false
         var voidedAt: Int64?
+        /// When a pending one-time purchase's payment completed (``completePayment(_:)``).
+        var paidAt: Int64?
     }
 
     struct State {
@@ -108,6 +110,17 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
             guard PlayScenario.parse(token) != nil else { return }
             _ = s.remember(token, now: now)
             s.purchases[token]?.voidedAt = now
+        }
+    }
+
+    /// A pending one-time purchase's payment completes now (cash paid at a shop, say): Google
+    /// answers it PURCHASED, with its order, from now on.
+    public func completePayment(_ token: String) {
+        let now = clock.now()
+        state.withLock { s in
+            guard PlayScenario.parse(token) != nil else { return }
+            _ = s.remember(token, now: now)
+            s.purchases[token]?.paidAt = now
         }
     }
 
@@ -455,7 +468,8 @@ extension GooglePlaySimulator.State {
                     400, "INVALID_ARGUMENT", "The purchase token does not match the product type.", reason: "invalidValue")
             }
             let script = PlayScript(
-                scenario: scenario, tag: tag, anchor: p.anchor, now: now, acknowledged: p.acknowledged, voidedAt: p.voidedAt)
+                scenario: scenario, tag: tag, anchor: p.anchor, now: now, acknowledged: p.acknowledged, voidedAt: p.voidedAt,
+                paidAt: p.paidAt)
             let body = scenario.isSubscription ? script.subscription : script.product(consumed: p.consumed)
             return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: body.jsonBytes)
         case (.post, 4, "subscriptions"), (.post, 4, "products"):

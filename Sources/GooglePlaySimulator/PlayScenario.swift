@@ -86,6 +86,8 @@ struct PlayScript {
     let acknowledged: Bool
     /// When Google voided the purchase (a refund, a chargeback), if it did.
     let voidedAt: Int64?
+    /// When a pending one-time purchase's payment completed, if it did.
+    var paidAt: Int64? = nil
 
     static let day: Int64 = 86_400_000
 
@@ -210,7 +212,7 @@ struct PlayScript {
     func product(consumed: Bool) -> JSONValue {
         let state =
             switch scenario {
-            case .productPending: "PENDING"
+            case .productPending where paidAt == nil: "PENDING"
             case .productCancelled: "CANCELLED"
             default: voidedAt == nil ? "PURCHASED" : "CANCELLED"
             }
@@ -232,7 +234,7 @@ struct PlayScript {
         ]
         if state != "PENDING" {
             top["orderId"] = .string(orderID)
-            top["purchaseCompletionTime"] = Self.time(anchor - 60_000)
+            top["purchaseCompletionTime"] = Self.time(paidAt ?? (anchor - 60_000))
         }
         return .object(strings: top)
     }

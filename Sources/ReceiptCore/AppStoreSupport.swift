@@ -133,6 +133,7 @@ package struct AppStoreSupport: Sendable {
         }
         let serverAPI = try configured()
         let user = request.appUserID
+        let begun = clock.now()  // before Apple is asked: an erasure since then wins
         let (original, bundleID) = try await subscription(of: user, named: request.originalTransactionID)
         let answer: ServerAPIClient.Extension
         do {
@@ -166,7 +167,7 @@ package struct AppStoreSupport: Sendable {
             latencyMs: (monotonic.now - started).milliseconds)
         do {
             let stored = try await database.write { [state] db in
-                try state.store(facts, for: user, policy: .keep, in: db, now: at, log: log)
+                try state.store(facts, for: user, policy: .keep, begun: begun, in: db, now: at, log: log)
             }
             if case .stored(_, let changed) = stored { try await state.settle(changed, database: database, now: at) }
             guard let current = try await state.current(user, database: database, now: at) else {
@@ -175,6 +176,8 @@ package struct AppStoreSupport: Sendable {
             return Extended(
                 originalTransactionID: original, effectiveDate: answer.effectiveDate,
                 snapshot: SubscriberSnapshot(document: current.document, version: current.version, now: at))
+        } catch is ErasedIDs.ErasedMeanwhile {
+            throw .erasedMeanwhile
         } catch {
             logger.error("extension: cannot store the extended subscription", metadata: ["error": "\(error)"])
             throw .internalFault

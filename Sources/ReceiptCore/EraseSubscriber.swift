@@ -24,7 +24,10 @@ package struct EraseSubscriber: Sendable {
     }
 
     /// Erases `appUserID`; `asker` is recorded in the audit row (a key's fingerprint, or "cli").
-    /// Throws ``ReceiptError/subscriberNotFound`` (and records nothing) for an id never stored.
+    /// Anyone whose id any row holds is erased, a subscriber or not (an offer asked for, a refused
+    /// verification, a retention answer); ``ReceiptError/subscriberNotFound`` (and nothing
+    /// recorded) for an id nothing stored names. A write that began before (a call to a store in
+    /// flight) cannot bring them back (``ErasedIDs``).
     package func callAsFunction(_ appUserID: String, by asker: String) async throws(ReceiptError) -> Erasure.Outcome {
         let now = clock.now()
         var outcome: Erasure.Outcome
@@ -44,7 +47,14 @@ package struct EraseSubscriber: Sendable {
             let ids = outcome.ids
             let forgotten = try await database.write(durable: true, rollups: true) { db in
                 try db.lock([KeepRollups.lockKey])
-                return try RollupStore(db).forget(ids, marksOf: KeepRollups.marks(ofKept:))
+                let store = RollupStore(db)
+                let lost = try store.forget(ids, marksOf: KeepRollups.marks(ofKept:))
+                // A keeper's step that read before the erasure writes nothing after it (it writes
+                // only while the state is what it read): the rollups are rebuilt from the facts.
+                var state = try store.state()
+                state.fingerprint = ""
+                try store.save(state)
+                return lost
             }
             outcome.rows.merge(forgotten, uniquingKeysWith: +)
         } catch {

@@ -48,14 +48,14 @@ package struct ExportSubscriber: Sendable {
     package func callAsFunction(_ appUserID: String) async throws(ReceiptError) -> Parts {
         let now = clock.now()
         let person: PersonalData.Person
-        let current: SubscriberState.Current
+        // Nil for someone known only by rows of their id (no purchase, no subscriber row).
+        let current: SubscriberState.Current?
         do {
             guard
                 let found = try await database.read(
-                    replicaSeeing: [appUserID], { db in try PersonalData(db).person(appUserID) }, dependents: { $0?.ids ?? [] }),
-                let read = try await state.current(found.appUserID, database: database, now: now)
+                    replicaSeeing: [appUserID], { db in try PersonalData(db).person(appUserID) }, dependents: { $0?.ids ?? [] })
             else { throw ReceiptError.subscriberNotFound }
-            (person, current) = (found, read)
+            (person, current) = (found, try await state.current(found.appUserID, database: database, now: now))
         } catch let error as ReceiptError {
             throw error
         } catch {
@@ -65,7 +65,7 @@ package struct ExportSubscriber: Sendable {
         let head = JSONValue.object([
             "format": .string(Self.format), "app_user_id": .string(person.appUserID),
             "aliases": .array(person.ids.dropFirst().map(JSONValue.string)), "exported_at": SubscriberDocument.time(now),
-            "subscriber": current.document.rendered(version: current.version, now: now, explain: true),
+            "subscriber": current.map { $0.document.rendered(version: $0.version, now: now, explain: true) } ?? .null,
         ]).jsonBytes.dropLast()  // `}`: the tables follow
         let cursor = Cursor(sections: PersonalData.sections(of: person), head: Array(head) + #","tables":{"#.utf8)
         let (database, pageSize, logger) = (database, pageSize, logger)

@@ -23,9 +23,13 @@ struct PlaySave {
         case unowned(changes: Int)
     }
 
+    /// `begun`: when the work began (``SubscriberState/store(_:for:policy:possession:begun:in:now:log:)``).
+    /// `posted`: `user` posted the token (an app's or a backend's post, not a notification): they
+    /// are its holder while Google names no order for it, a pending payment's included.
     func save(
-        _ resource: PlayRecord.Resource, token: String, package: String, for user: String?, consume: Bool, in db: Database,
-        now: Int64, log: VerificationLogEntry? = nil, voidedOrder: String? = nil
+        _ resource: PlayRecord.Resource, token: String, package: String, for user: String?, posted: Bool = false,
+        begun: Int64? = nil, consume: Bool, in db: Database, now: Int64, log: VerificationLogEntry? = nil,
+        voidedOrder: String? = nil
     ) throws -> Outcome {
         let reference = PurchaseTokenReference.of(token)
         let linked = Self.linkedToken(resource).map(PurchaseTokenReference.of)
@@ -40,7 +44,7 @@ struct PlaySave {
         try receipts.forgetPlaceholders(of: reference, keeping: purchases.map(\.transactionID))
         let outcome: Outcome
         if let user {
-            switch try state.store(facts, for: user, policy: policy, in: db, now: now, log: log) {
+            switch try state.store(facts, for: user, policy: policy, begun: begun, in: db, now: now, log: log) {
             case .stored(let changes, let changed): outcome = .stored(changes: changes, changed: changed)
             case .inUse(let holder), .proofRequired(let holder): return .inUse(heldBy: holder)
             }
@@ -50,7 +54,8 @@ struct PlaySave {
         try PlayStore(db).remember(
             PlayToken(
                 reference: reference, purchaseToken: token, packageName: package, kind: Self.kind(resource),
-                productID: Self.products(of: resource).first ?? "", chain: record.chain, linkedReference: linked),
+                productID: Self.products(of: resource).first ?? "", chain: record.chain, linkedReference: linked,
+                postedBy: posted ? user : nil),
             acknowledgement: Self.acknowledgement(resource), consume: consume, now: now)
         return outcome
     }

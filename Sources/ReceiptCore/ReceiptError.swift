@@ -13,6 +13,9 @@ package enum ReceiptError: Error, Sendable {
     case proofRequired
     /// An offer was asked for naming a transaction the customer does not hold.
     case transactionNotHeld
+    /// The person was erased while their request was being answered (Apple or Google asked):
+    /// nothing of theirs was written back.
+    case erasedMeanwhile
     /// Apple refused the receipt (21002, 21003, 21010, …).
     case invalidReceipt(appleStatus: Int)
     /// The App Store Server API knows no such transaction id (`4040010` in production and sandbox,
@@ -85,6 +88,7 @@ package enum ReceiptError: Error, Sendable {
         case .receiptInUse: "receipt_in_use"
         case .proofRequired: "proof_required"
         case .transactionNotHeld: "transaction_not_held"
+        case .erasedMeanwhile: "erased_meanwhile"
         case .invalidReceipt: "invalid_receipt"
         case .invalidTransactionID: "invalid_transaction_id"
         case .bundleMismatch: "bundle_mismatch"
@@ -128,6 +132,7 @@ package enum ReceiptError: Error, Sendable {
         case .proofRequired:
             "Another app user holds this purchase; a transaction id does not prove whose it is. Post the signed transaction or the receipt."
         case .transactionNotHeld: "`transaction_id` is not a transaction of this customer's."
+        case .erasedMeanwhile: "The app user was erased while this request was answered; nothing was stored."
         case .invalidReceipt: "Apple did not accept the receipt."
         case .invalidTransactionID: "Apple knows no purchase with that transaction id."
         case .bundleMismatch(let message, _): message

@@ -43,13 +43,14 @@ package struct RecordAppTransaction: Sendable {
 
     package func callAsFunction(appUserID: String, signedAppTransaction: String) async throws(ReceiptError) -> Recorded {
         _ = try FieldRules.appUserID(appUserID)
+        let begun = clock.now()
         try FieldRules.jws(signedAppTransaction, field: "signed_app_transaction")
         let app: SignedAppTransaction
         do { app = try await verifier.appTransaction(signedAppTransaction) } catch {
             logger.notice("app transaction refused", metadata: ["reason": "\(error.code)"])
             throw .signedData(error)
         }
-        return try await keep(app, for: appUserID)
+        return try await keep(app, for: appUserID, begun: begun)
     }
 
     /// Asks Apple for the AppTransaction of a customer known only by their purchases (Get App
@@ -58,6 +59,7 @@ package struct RecordAppTransaction: Sendable {
     package func fetch(appUserID: String) async throws(ReceiptError) -> Recorded {
         _ = try FieldRules.appUserID(appUserID)
         guard let serverAPI else { throw .serverAPINotConfigured }
+        let begun = clock.now()  // before Apple is asked: an erasure since then wins
         let held: (String, String?)?
         do {
             held = try await database.read { db -> (String, String?)? in
@@ -84,11 +86,13 @@ package struct RecordAppTransaction: Sendable {
         do { app = try await serverAPI.appTransactionInfo(held.0, bundleID: bundle) } catch {
             throw ReceiptError(error, logger: logger)
         }
-        return try await keep(app, for: appUserID)
+        return try await keep(app, for: appUserID, begun: begun)
     }
 
     /// Keeps a verified AppTransaction for the person, then derives their document.
-    private func keep(_ app: SignedAppTransaction, for appUserID: String) async throws(ReceiptError) -> Recorded {
+    private func keep(_ app: SignedAppTransaction, for appUserID: String, begun: Int64) async throws(ReceiptError)
+        -> Recorded
+    {
         guard let id = app.appTransactionID else {
             throw .invalidRequest("The AppTransaction has no appTransactionId (StoreKit sends it from iOS 18.4 on).")
         }
@@ -98,6 +102,7 @@ package struct RecordAppTransaction: Sendable {
         do {
             recorded = try await database.write { db in
                 let canonical = try ReceiptStore(db).canonical(appUserID)
+                try ErasedIDs(db).check([appUserID, canonical], since: begun)
                 // A subscriber from now on, if not yet: what is kept of them can be exported and erased.
                 try ReceiptStore(db).addSubscriber(canonical, now: now)
                 let record = AppTransactionRecord(
@@ -112,6 +117,8 @@ package struct RecordAppTransaction: Sendable {
                 }
                 return Recorded(record: record, shared: !others.isEmpty)
             }
+        } catch is ErasedIDs.ErasedMeanwhile {
+            throw .erasedMeanwhile
         } catch {
             logger.error("an app transaction could not be stored", metadata: ["error": "\(error)"])
             throw .internalFault

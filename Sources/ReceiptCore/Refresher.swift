@@ -522,14 +522,20 @@ package final class Refresher: Sendable {
         let retryAt = done + settings.policy.backoff(failures: candidate.failures + 1)
         let outcome = entry.outcome
         try await database.write { db in
-            try ReceiptStore(db).log(entry, at: done)
+            // Logged under the holder only while they still hold it: erased meanwhile, their id
+            // is not written back (a transfer's new holder gets their own log).
+            if let holder = entry.appUserID, try ReceiptStore(db).owner(of: original)?.isExactly(holder) == true {
+                try ReceiptStore(db).log(entry, at: done)
+            }
             try RefreshStore(db).failed(original, outcome: outcome, retryAt: retryAt)
         }
     }
 
     private func answered(_ original: String, _ outcome: String, at: Int64, log: VerificationLogEntry) async throws {
         try await database.write { db in
-            try ReceiptStore(db).log(log, at: at)
+            if let holder = log.appUserID, try ReceiptStore(db).owner(of: original)?.isExactly(holder) == true {
+                try ReceiptStore(db).log(log, at: at)
+            }
             try RefreshStore(db).answered(original, outcome: outcome, now: at)
         }
     }

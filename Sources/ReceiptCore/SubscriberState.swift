@@ -118,15 +118,19 @@ package struct SubscriberState: Sendable {
     /// refuses to move a purchase another user holds, and attaches the notifications that were
     /// waiting for a holder of those purchases. `log`, when given, is written in the same
     /// transaction, even when the save is refused. An alias stores for the subscriber it names.
+    /// `begun`: when the work that learnt `facts` began (before a store was asked); when the
+    /// person was erased since, ``ErasedIDs/ErasedMeanwhile`` is thrown and nothing is written.
     func store(
         _ facts: VerifiedFacts, for requestedID: String, policy: OwnershipPolicy, possession: Possession = .proven,
-        in db: Database, now: Int64, log: VerificationLogEntry? = nil
+        begun: Int64? = nil, in db: Database, now: Int64, log: VerificationLogEntry? = nil
     ) throws -> Stored {
         try db.transaction { () throws -> Stored in
             let store = ReceiptStore(db)
             try store.lock(facts, for: requestedID)  // before the policy reads who holds what
             let appUserID = try store.canonical(requestedID)
             if !appUserID.isExactly(requestedID) { try store.lock(purchases: [], subscriber: appUserID) }
+            // Erased since the work began (while a store was asked): nothing of theirs is written back.
+            if let begun { try ErasedIDs(db).check([requestedID, appUserID], since: begun) }
             if let log { try store.log(log, at: now) }
             if possession == .bareID, let holder = try heldElsewhere(facts, from: appUserID, in: db) {
                 return .proofRequired(heldBy: holder)

@@ -98,6 +98,7 @@ package struct VerifyPlayPurchase: Sendable {
         guard settings.packages.contains(input.packageName) else {
             throw .wrongApp("`package_name` is not a configured app (googlePlay.packages).")
         }
+        let begun = clock.now()  // before Google is asked: an erasure since then wins
         do {
             let started = monotonic.now
             let resource: PlayRecord.Resource
@@ -108,7 +109,7 @@ package struct VerifyPlayPurchase: Sendable {
                     appUserID: input.appUserID, environment: nil, appleStatus: nil, outcome: "google_play_" + error.metricName,
                     attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
                 let at = clock.now()
-                try await database.write { db in try ReceiptStore(db).log(log, at: at) }
+                try await database.write { db in try ReceiptStore(db).log(log, at: at, unlessErasedSince: begun) }
                 throw await refusal(error, user: input.appUserID)
             }
             if let product, !PlaySave.products(of: resource).contains(product.text) {
@@ -117,9 +118,12 @@ package struct VerifyPlayPurchase: Sendable {
             let log = VerificationLogEntry(
                 appUserID: input.appUserID, environment: PlaySave.isTest(resource) ? "sandbox" : "production", appleStatus: nil,
                 outcome: "google_play", attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
-            return try await store(resource, token: token.text, package: package.text, for: input.appUserID, log: log)
+            return try await store(
+                resource, token: token.text, package: package.text, for: input.appUserID, begun: begun, log: log)
         } catch let error as ReceiptError {
             throw error
+        } catch is ErasedIDs.ErasedMeanwhile {
+            throw .erasedMeanwhile
         } catch {
             logger.error("verifying a Google Play purchase failed", metadata: ["error": "\(error)"])
             throw .internalFault
@@ -182,14 +186,16 @@ package struct VerifyPlayPurchase: Sendable {
     }
 
     /// One write (``PlaySave``), then the document derived as for every source.
-    func store(_ resource: PlayRecord.Resource, token: String, package: String, for user: String, log: VerificationLogEntry)
-        async throws -> SubscriberSnapshot
-    {
+    func store(
+        _ resource: PlayRecord.Resource, token: String, package: String, for user: String, begun: Int64,
+        log: VerificationLogEntry
+    ) async throws -> SubscriberSnapshot {
         let at = clock.now()
         let consume = settings.consumeConsumables && PlaySave.isConsumable(resource, catalog)
         let stored = try await database.write { [policy, state] db in
             try PlaySave(state: state, policy: policy).save(
-                resource, token: token, package: package, for: user, consume: consume, in: db, now: at, log: log)
+                resource, token: token, package: package, for: user, posted: true, begun: begun, consume: consume, in: db,
+                now: at, log: log)
         }
         guard case .stored(_, let changed) = stored else { throw ReceiptError.receiptInUse }
         doorbell?.ring()

@@ -140,18 +140,23 @@ package struct VerifyPurchase: Sendable {
 
     package func callAsFunction(_ input: Input) async throws(ReceiptError) -> SubscriberSnapshot {
         try Self.validate(input)
+        let begun = clock.now()  // before Apple is asked: an erasure since then wins
         do {
             switch input.proof {
-            case .receipt(let receipt) where mode == .serverAPI: return try await verifyReceiptByServerAPI(receipt, input)
-            case .receipt(let receipt): return try await verifyReceipt(receipt, input)
-            case .signed(let transaction, let renewal): return try await verifySigned(transaction, renewal, input)
+            case .receipt(let receipt) where mode == .serverAPI:
+                return try await verifyReceiptByServerAPI(receipt, input, begun: begun)
+            case .receipt(let receipt): return try await verifyReceipt(receipt, input, begun: begun)
+            case .signed(let transaction, let renewal): return try await verifySigned(transaction, renewal, input, begun: begun)
             case .transactionID(let id):
-                return try await verifyTransactionID(id, input, possession: input.caller == .app ? .bareID : .proven)
+                return try await verifyTransactionID(
+                    id, input, possession: input.caller == .app ? .bareID : .proven, begun: begun)
             }
         } catch let error as ReceiptError {
             guard case .appStoreUnavailable(let status, let retry, nil) = error else { throw error }
             throw .appStoreUnavailable(
                 appleStatus: status, retryAfterSeconds: retry, lastKnown: await lastKnown(input.appUserID))
+        } catch is ErasedIDs.ErasedMeanwhile {
+            throw .erasedMeanwhile
         } catch {
             logger.error("verifying a purchase failed", metadata: ["error": "\(error)"])
             throw .internalFault
@@ -172,7 +177,9 @@ package struct VerifyPurchase: Sendable {
 
     /// `server_api` mode: the receipt is read only for a transaction id (§4.5); Apple's signed
     /// answer about it is what is stored. A receipt with no in-app purchase proves nothing to store.
-    private func verifyReceiptByServerAPI(_ receiptData: String, _ input: Input) async throws -> SubscriberSnapshot {
+    private func verifyReceiptByServerAPI(_ receiptData: String, _ input: Input, begun: Int64) async throws
+        -> SubscriberSnapshot
+    {
         let id: String?
         do { id = try AppReceipt.transactionID(base64: receiptData) } catch {
             throw ReceiptError.invalidRequest("`receipt_data` is not an app receipt (PKCS#7): \(error)")
@@ -182,16 +189,17 @@ package struct VerifyPurchase: Sendable {
                 appUserID: input.appUserID, environment: nil, appleStatus: nil, outcome: "no_transactions", attempts: 0,
                 latencyMs: 0)
             return try await store(
-                VerifiedFacts(environment: AppStoreEnvironment.production.rawValue, purchases: []), for: input.appUserID, log: log
-            )
+                VerifiedFacts(environment: AppStoreEnvironment.production.rawValue, purchases: []), for: input.appUserID,
+                begun: begun, log: log)
         }
-        return try await verifyTransactionID(id, input, possession: .proven)  // the receipt is the device's proof
+        return try await verifyTransactionID(id, input, possession: .proven, begun: begun)  // the receipt is the device's proof
     }
 
     /// A transaction id: every page of the customer's history and their subscriptions' statuses
     /// (renewal info) from the App Store Server API, each signed payload verified, stored through
     /// the same save as every other source.
-    private func verifyTransactionID(_ transactionID: String, _ input: Input, possession: Possession) async throws
+    private func verifyTransactionID(_ transactionID: String, _ input: Input, possession: Possession, begun: Int64)
+        async throws
         -> SubscriberSnapshot
     {
         let bundle = try expectedBundle(input)
@@ -208,7 +216,7 @@ package struct VerifyPurchase: Sendable {
             let entry = VerificationLogEntry(
                 appUserID: input.appUserID, environment: nil, appleStatus: nil, outcome: "server_api_" + failure.metricName,
                 attempts: 0, latencyMs: (monotonic.now - started).milliseconds)
-            try await database.write { db in try ReceiptStore(db).log(entry, at: at) }
+            try await database.write { db in try ReceiptStore(db).log(entry, at: at, unlessErasedSince: begun) }
             throw ReceiptError(failure, logger: logger)
         }
         if record.purchases.contains(where: { $0.bundleID != bundle }) {
@@ -218,10 +226,11 @@ package struct VerifyPurchase: Sendable {
             appUserID: input.appUserID, environment: record.environment, appleStatus: nil, outcome: "server_api",
             attempts: calls, latencyMs: (monotonic.now - started).milliseconds)
         return try await store(
-            Self.pricing(record, with: input.clientPrice), for: input.appUserID, possession: possession, log: log)
+            Self.pricing(record, with: input.clientPrice), for: input.appUserID, possession: possession, begun: begun,
+            log: log)
     }
 
-    private func verifyReceipt(_ receiptData: String, _ input: Input) async throws -> SubscriberSnapshot {
+    private func verifyReceipt(_ receiptData: String, _ input: Input, begun: Int64) async throws -> SubscriberSnapshot {
         let expectedBundle = try expectedBundle(input)
         let verification = await client.verify(receiptData: receiptData, excludeOldTransactions: input.excludeOldTransactions)
         let entry = Self.logEntry(verification, user: input.appUserID)
@@ -234,17 +243,18 @@ package struct VerifyPurchase: Sendable {
         } catch {
             // Nothing to store: the verification log still records the attempt.
             let at = clock.now()
-            try await database.write { db in try ReceiptStore(db).log(entry, at: at) }
+            try await database.write { db in try ReceiptStore(db).log(entry, at: at, unlessErasedSince: begun) }
             throw error
         }
         let record = WireMapping.facts(of: response, environment: environment)
-        let snapshot = try await store(Self.pricing(record, with: input.clientPrice), for: input.appUserID, log: entry)
+        let snapshot = try await store(
+            Self.pricing(record, with: input.clientPrice), for: input.appUserID, begun: begun, log: entry)
         shadow?.start(record, appUserID: input.appUserID, bundleID: expectedBundle)
         return snapshot
     }
 
     /// StoreKit 2: verified offline like a V2 notification's transaction, with no call to Apple.
-    private func verifySigned(_ signedTransaction: String, _ signedRenewal: String?, _ input: Input) async throws
+    private func verifySigned(_ signedTransaction: String, _ signedRenewal: String?, _ input: Input, begun: Int64) async throws
         -> SubscriberSnapshot
     {
         let started = monotonic.now
@@ -269,18 +279,19 @@ package struct VerifyPurchase: Sendable {
             appleStatus: nil, outcome: "signed_transaction", attempts: 0, latencyMs: (monotonic.now - started).milliseconds)
         let record = WireMapping.facts(
             transaction: transaction, renewal: renewal, statedAt: transaction.signedDate ?? renewal?.signedDate)
-        return try await store(Self.pricing(record, with: input.clientPrice), for: input.appUserID, log: log)
+        return try await store(Self.pricing(record, with: input.clientPrice), for: input.appUserID, begun: begun, log: log)
     }
 
     /// Two hops to the database: the facts and the log row in one save (SQL only), then the
     /// document derived off the writer and its version and events recorded (see ``SubscriberState``).
     /// Users who lost a purchase to this one are brought up to date too.
     private func store(
-        _ record: VerifiedFacts, for user: String, possession: Possession = .proven, log: VerificationLogEntry
+        _ record: VerifiedFacts, for user: String, possession: Possession = .proven, begun: Int64, log: VerificationLogEntry
     ) async throws -> SubscriberSnapshot {
         let at = clock.now()
         let stored = try await database.write { [policy, state] db in
-            try state.store(record, for: user, policy: policy, possession: possession, in: db, now: at, log: log)
+            try state.store(
+                record, for: user, policy: policy, possession: possession, begun: begun, in: db, now: at, log: log)
         }
         let changed: [String]
         switch stored {

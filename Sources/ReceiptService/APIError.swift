@@ -22,7 +22,7 @@ struct APIError: Error, Sendable {
         switch error {
         case .invalidRequest: status = .badRequest
         case .subscriberNotFound: status = .notFound
-        case .receiptInUse, .proofRequired: status = .conflict
+        case .receiptInUse, .proofRequired, .erasedMeanwhile: status = .conflict
         case .transactionNotHeld: status = .forbidden
         case .invalidReceipt, .invalidTransactionID, .bundleMismatch, .wrongApp: status = .unprocessableContent
         case .appStoreMisconfigured, .internalFault: status = .internalServerError

@@ -119,8 +119,18 @@ public struct Erasure {
         }
         // Apple's retention requests about those purchases (by anyone's id, or before any owner).
         try run("retention_answers", "DELETE FROM retention_answers WHERE original_transaction_id IN", originals)
-        // Google Play's purchase tokens of those purchases (a token reads the purchase at Google).
+        // Google Play's purchase tokens of those purchases (a token reads the purchase at Google),
+        // and those the person posted whose payment never completed (nobody holds them).
         try run("play_tokens", "DELETE FROM play_tokens WHERE chain IN", originals)
+        if !ids.isEmpty {
+            let list = Self.list(ids.count)
+            try db.cached(
+                "DELETE FROM play_tokens WHERE posted_by IN \(list) "
+                    + "AND NOT EXISTS (SELECT 1 FROM ownership o WHERE o.original_transaction_id = play_tokens.chain)"
+            ).bind(ids).run()
+            note("play_tokens", db.changes)
+        }
+        try run("play_tokens", "UPDATE play_tokens SET posted_by = NULL WHERE posted_by IN", ids)
         // The rows keyed by the ids (deliveries before their messages, the subscriber last).
         for table in [
             "events", "verifications", "shadow_diffs", "changes", "webhook_deliveries", "webhook_messages", "aliases",
@@ -144,6 +154,12 @@ public struct Erasure {
         // history. The chart rollups' sums (no one's rows, only totals) are rebuilt on hearing it.
         try store.factsChanged(others, at: now)
         try ChangeLog(db).append(ChangeLog.everyone, at: now)
+        // Someone known only by rows of their id (an offer signature, a refused verification, a
+        // retention answer, a queue row) is found too: erased all the same.
+        outcome.found = outcome.found || outcome.total > 0
+        guard outcome.found else { return outcome }
+        // A write that began before now (a call to a store in flight) must not bring them back.
+        try ErasedIDs(db).record(ids, at: now)
         try db.cached("INSERT INTO erasures (at, by_key, rows) VALUES (?, ?, ?)")
             .bind([now, asker, Int64(outcome.total)]).run()
         return outcome

@@ -31,11 +31,30 @@ public struct PersonalData {
 
     public init(_ database: Database) { db = database }
 
-    /// The person `appUserID` (an id or an alias) names; nil when no subscriber has it.
+    /// The tables whose rows may name a person who is no subscriber (nothing bought, a refused
+    /// verification, an offer asked for, …), with the column that does.
+    static let namedBy: [(table: String, column: String)] = [
+        ("verifications", "app_user_id"), ("offer_signatures", "app_user_id"), ("retention_answers", "app_user_id"),
+        ("app_transactions", "app_user_id"), ("play_notifications", "app_user_id"), ("play_tokens", "posted_by"),
+        ("events", "app_user_id"), ("notifications", "app_user_id"), ("promotions", "app_user_id"),
+        ("product_states", "app_user_id"), ("webhook_messages", "app_user_id"), ("webhook_deliveries", "app_user_id"),
+        ("shadow_diffs", "app_user_id"), ("changes", "app_user_id"), ("ownership_transfers", "from_app_user_id"),
+        ("ownership_transfers", "to_app_user_id"),
+    ]
+
+    /// The person `appUserID` (an id or an alias) names: a subscriber, or anyone whose id some
+    /// row holds (``namedBy``); nil when nothing stored names it.
     public func person(_ appUserID: String) throws -> Person? {
         let store = ReceiptStore(db)
         let canonical = try store.canonical(appUserID)
-        guard try store.isSubscriber(canonical) else { return nil }
+        guard try store.isSubscriber(canonical) else {
+            for (table, column) in Self.namedBy {
+                let q = try db.cached("SELECT 1 FROM \(table) WHERE \(column) = ? LIMIT 1").bind([canonical])
+                defer { q.reset() }
+                if try q.step() { return Person(appUserID: canonical, ids: [canonical], originals: []) }
+            }
+            return nil
+        }
         return Person(
             appUserID: canonical, ids: [canonical] + (try store.aliases(of: canonical).map(\.appUserID)),
             originals: try Merge(db).held(by: canonical))
@@ -79,7 +98,7 @@ public struct PersonalData {
             section("renewal_history", key: "id", [("original_transaction_id", originals)]),
             section("latest_receipts", key: "original_transaction_id", [("original_transaction_id", originals)]),
             section("refresh_checks", key: "original_transaction_id", [("original_transaction_id", originals)]),
-            section("play_tokens", key: "reference", [("chain", originals)]),
+            section("play_tokens", key: "reference", [("chain", originals), ("posted_by", ids)]),
             section("play_notifications", key: "message_id", [("app_user_id", ids)]),
             section("offer_signatures", key: "id", [("app_user_id", ids)]),
             section("app_transactions", key: "app_transaction_id", [("app_user_id", ids)]),

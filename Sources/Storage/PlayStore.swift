@@ -16,11 +16,15 @@ public struct PlayToken: Sendable, Equatable {
     /// The original transaction id of its facts.
     public var chain: String
     public var linkedReference: String?
+    /// The app user who posted the token, when it was posted (not learnt from a notification):
+    /// its holder while Google names no order for it (``PlayStore/holder(of:)``).
+    public var postedBy: String?
 
     public init(
         reference: String, purchaseToken: String, packageName: String, kind: Kind, productID: String, chain: String,
-        linkedReference: String? = nil
+        linkedReference: String? = nil, postedBy: String? = nil
     ) {
+        self.postedBy = postedBy
         self.reference = reference
         self.purchaseToken = purchaseToken
         self.packageName = packageName
@@ -100,9 +104,10 @@ public struct PlayStore {
         try db.cached(
             """
             INSERT INTO play_tokens (reference, purchase_token, package_name, kind, product_id, chain, linked_reference,
-                first_seen_at, updated_at, ack_due_at, acknowledged_at, consume_due_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                first_seen_at, updated_at, ack_due_at, acknowledged_at, consume_due_at, posted_by)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (reference) DO UPDATE SET updated_at = excluded.updated_at, product_id = excluded.product_id,
+                posted_by = coalesce(excluded.posted_by, play_tokens.posted_by),
                 linked_reference = coalesce(play_tokens.linked_reference, excluded.linked_reference),
                 ack_due_at = CASE WHEN excluded.ack_due_at IS NULL OR play_tokens.acknowledged_at IS NOT NULL THEN NULL
                                   ELSE coalesce(play_tokens.ack_due_at, excluded.ack_due_at) END,
@@ -112,7 +117,7 @@ public struct PlayStore {
             """
         ).bind([
             t.reference, t.purchaseToken, t.packageName, t.kind.rawValue, t.productID, t.chain, t.linkedReference, now, now,
-            acknowledgement == .owed ? now : nil, acknowledgement == .done ? now : nil, consume ? now : nil,
+            acknowledgement == .owed ? now : nil, acknowledgement == .done ? now : nil, consume ? now : nil, t.postedBy,
         ]).run()
     }
 
@@ -229,7 +234,14 @@ public struct PlayStore {
             WHERE p.reference = ?
             """
         ).bind([reference])
-        return try q.step() ? q.text(0) : nil
+        if try q.step(), let held = q.text(0) {
+            q.reset()
+            return held
+        }
+        // Nobody holds what it states (a payment still pending when it was posted): who posted it.
+        guard let poster = try db.cached("SELECT posted_by FROM play_tokens WHERE reference = ?").bind([reference]).firstText()
+        else { return nil }
+        return try ReceiptStore(db).canonical(poster)
     }
 
     // MARK: Catch-up

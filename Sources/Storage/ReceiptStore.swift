@@ -499,6 +499,13 @@ public struct ReceiptStore {
         return rows
     }
 
+    /// ``log(_:at:)`` for work that began at `begun` (before a store was asked): nothing when the
+    /// person was erased since (``ErasedIDs``).
+    public func log(_ entry: VerificationLogEntry, at now: Int64, unlessErasedSince begun: Int64) throws {
+        if let user = entry.appUserID, try !ErasedIDs(db).erased(among: [user], since: begun).isEmpty { return }
+        try log(entry, at: now)
+    }
+
     public func log(_ entry: VerificationLogEntry, at now: Int64) throws {
         try db.cached(
             "INSERT INTO verifications (app_user_id, environment, apple_status, outcome, attempts, latency_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?)"

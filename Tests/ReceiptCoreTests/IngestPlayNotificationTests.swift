@@ -151,6 +151,29 @@ struct IngestPlayNotificationTests {
         }
     }
 
+    /// Issue 57: a pending one-time purchase paid later is its poster's. Google says PURCHASED in
+    /// a notification; the user who posted the pending token holds it (and receiptd, which
+    /// acknowledges it so Google keeps the money, gives them what they paid for).
+    @Test func aPendingPurchasePaidLaterIsItsPostersOwn() async throws {
+        try await VerifyPlayPurchaseTests.withPlay { app, clock in
+            let google = app.googlePlay!
+            let token = google.purchase(.productPending, tag: "p")
+            let pending = try await VerifyPlayPurchaseTests.post(app, "pia", token)
+            #expect(pending["entitlements"] == .object([:]))
+            clock.advance(by: 3_600_000)
+            google.completePayment(token)
+            let outcome = try await Self.deliver(app, google.push(token, type: 1))
+            #expect(outcome.outcome == "applied" && outcome.appUserID == "pia", "\(outcome)")
+            let read = try await app.readSubscriber.document("pia")
+            let document = read.document.rendered(version: read.version, now: read.now, explain: false)
+            #expect(document["entitlements"]?["premium"]?["active"] == .bool(true), "\(document)")
+            #expect(document["non_subscriptions"]?["lifetime"]?.array?.first?["active"] == .bool(true))
+            // Erased with her: the token she posted goes too.
+            _ = try await app.eraseSubscriber("pia", by: "test")
+            #expect(try await app.database.read { db in try PlayStore(db).holder(of: PurchaseTokenReference.of(token)) } == nil)
+        }
+    }
+
     @Test func googleDownIsRetriedByPubSubAndATestIsRecorded() async throws {
         try await VerifyPlayPurchaseTests.withPlay { app, _ in
             let google = app.googlePlay!

@@ -199,3 +199,41 @@ extension SubscriberStateTests {
         #expect(SubscriberState.needsToken(current: "c0c0", personToken: mine, names: nil, transferred: true))
     }
 }
+
+/// Issue 57: a write that began before its person was erased (Apple or Google being asked
+/// meanwhile) writes nothing of theirs back; one that began after is a new start.
+@Suite("Erased while in flight")
+struct ErasedWhileInFlightTests {
+    @Test(arguments: await testDialects())
+    func aSaveBegunBeforeTheErasureWritesNothingBack(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        _ = try state.store(monthly(), for: "eve", policy: .transfer, in: db, now: t0, log: logEntry)
+        // A refresh of eve begins at t0 + 1; eve is erased at t0 + 2; the refresh's answer arrives.
+        _ = try db.transaction { try Erasure(db).erase("eve", by: "test", at: t0 + 2) }
+        #expect(try ReceiptStore(db).subscriber("eve") == nil)
+        let before = try rowsMentioning("eve", in: db)
+        #expect(throws: ErasedIDs.ErasedMeanwhile()) {
+            _ = try state.store(monthly(), for: "eve", policy: .transfer, begun: t0 + 1, in: db, now: t0 + 3, log: logEntry)
+        }
+        #expect(try rowsMentioning("eve", in: db) == before)
+        #expect(try ReceiptStore(db).owner(of: "o1") == nil && ReceiptStore(db).subscriber("eve") == nil)
+        // The log of a refusal that began before it is not written either.
+        try ReceiptStore(db).log(
+            VerificationLogEntry(
+                appUserID: "eve", environment: nil, appleStatus: 21002, outcome: "invalid_receipt", attempts: 1, latencyMs: 1),
+            at: t0 + 3, unlessErasedSince: t0 + 1)
+        #expect(try db.scalarInt("SELECT count(*) FROM verifications WHERE app_user_id = 'eve'") == 0)
+        // Work begun after the erasure is the person coming back: stored.
+        guard case .stored = try state.store(monthly(), for: "eve", policy: .transfer, begun: t0 + 4, in: db, now: t0 + 5)
+        else {
+            Issue.record("a save begun after the erasure was refused")
+            return
+        }
+        #expect(try ReceiptStore(db).owner(of: "o1") == "eve")
+        // The digests are kept a day, and only digests: the id itself is in no row of theirs.
+        #expect(try db.scalarInt("SELECT count(*) FROM erased_ids") == 1)
+        #expect(try db.scalarText("SELECT digest FROM erased_ids") == ErasedIDs.digest("eve"))
+        _ = try db.transaction { try Erasure(db).erase("eve", by: "test", at: t0 + 2 + ErasedIDs.window + 10) }
+        #expect(try db.scalarInt("SELECT count(*) FROM erased_ids WHERE erased_at < \(t0 + 10)") == 0)
+    }
+}

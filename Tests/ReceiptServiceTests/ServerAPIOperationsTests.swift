@@ -433,9 +433,10 @@ struct ServerAPIOperationsTests {
                 let asked = try await post(
                     port, "/v1/admin/test-notification", #"{"bundle_id":"\#(bundle)"}"#, key: TestSecrets.secretKey)
                 #expect(asked.status == 202, "\(bundle): \(asked.body)")
+                // (A backend's key: receiptd names the customer's transaction; an app would send it.)
                 let signed = try await post(
                     port, "/v1/subscribers/\(user)/offers/introductory-eligibility",
-                    #"{"product_id":"yearly","bundle_id":"\#(bundle)"}"#, key: TestSecrets.publicKey)
+                    #"{"product_id":"yearly","bundle_id":"\#(bundle)"}"#, key: TestSecrets.secretKey)
                 let keyID = bundle == agency ? agencyKey.keyID : TestSecrets.serverAPICredentials.keyID
                 #expect(signed.status == 200 && signed.json["key_id"] as? String == keyID, "\(bundle): \(signed.body)")
             }
@@ -564,9 +565,12 @@ struct ServerAPIOperationsTests {
             #expect(
                 try TestDatabase.open(db).scalarInt("SELECT count(*) FROM transactions WHERE app_account_token = '\(tia)'") ?? 0
                     > 0)
-            // Another person posts it (the default policy moves it): Apple is told theirs.
+            // Another person's backend posts it (the default policy moves it; an app's bare id would
+            // not): Apple is told theirs.
             #expect(
-                try await postReceipts(port, #"{"app_user_id":"uma","transaction_id":"\#(bought.transactionID)"}"#).status == 200)
+                try await postReceipts(
+                    port, #"{"app_user_id":"uma","transaction_id":"\#(bought.transactionID)"}"#, key: TestSecrets.secretKey
+                ).status == 200)
             #expect(await worker.pass() == 1)
             let uma = try #require(
                 try TestDatabase.open(db).scalarText("SELECT app_account_token FROM subscribers WHERE app_user_id = 'uma'"))

@@ -1,0 +1,56 @@
+import Crypto
+
+/// The people erased lately, by the SHA-256 of each of their ids (never the id), so that a
+/// write which began before an erasure (a refresh, a verification waiting on Apple or Google,
+/// the rollups' keeper) cannot write their id back: every such write calls ``check(_:since:)``
+/// in its transaction. Kept for ``window``, longer than any call to a store takes
+/// (Migrations/0036_erased_ids.sql).
+public struct ErasedIDs {
+    /// How long an erased id's digest is kept: a day.
+    public static let window: Int64 = 86_400_000
+
+    /// A write began before one of its people was erased; nothing of it may be written.
+    public struct ErasedMeanwhile: Error, Equatable {
+        public init() {}
+    }
+
+    let db: Database
+
+    public init(_ db: Database) { self.db = db }
+
+    /// The digest an id is kept by: SHA-256 of its UTF-8 bytes, in hex.
+    public static func digest(_ id: String) -> String {
+        SHA256.hash(data: Array(id.utf8)).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    /// Records `ids` erased at `now`, in the erasure's transaction, and forgets digests older than
+    /// ``window``.
+    public func record(_ ids: [String], at now: Int64) throws {
+        try db.cached("DELETE FROM erased_ids WHERE erased_at < ?").bind([now - Self.window]).run()
+        let insert = try db.cached(
+            """
+            INSERT INTO erased_ids (digest, erased_at) VALUES (?, ?)
+            ON CONFLICT (digest) DO UPDATE SET erased_at = excluded.erased_at
+            """)
+        for id in ids { try insert.bind([Self.digest(id), now]).run() }
+    }
+
+    /// Throws ``ErasedMeanwhile`` when one of `ids` was erased at or after `began` (when the
+    /// write's work started: before it asked a store, or read what it computes from).
+    public func check(_ ids: [String], since began: Int64) throws {
+        guard try erased(among: ids, since: began).isEmpty else { throw ErasedMeanwhile() }
+    }
+
+    /// Which of `ids` were erased at or after `began`.
+    public func erased(among ids: [String], since began: Int64) throws -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        let q = try db.cached("SELECT 1 FROM erased_ids WHERE digest = ? AND erased_at >= ?")
+        var found: Set<String> = []
+        for id in ids {
+            _ = try q.bind([Self.digest(id), began])
+            if try q.step() { found.insert(id) }
+            q.reset()
+        }
+        return found
+    }
+}
