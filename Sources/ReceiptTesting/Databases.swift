@@ -62,6 +62,13 @@ package enum TestDatabase {
         return url
     }
 
+    /// After a service stopped: its PostgreSQL database goes, with every connection still open to
+    /// it (nothing to do for a SQLite file, which its scratch directory takes).
+    package static func release(_ location: String) async {
+        guard isPostgreSQL else { return }
+        await PostgresTestServer.drop(location)
+    }
+
     /// A connection to the service's database beside it (a file path or a PostgreSQL URL).
     package static func open(_ location: String) throws -> Database {
         try (DatabaseSettings.Location(url: location) ?? .sqlite(path: location)).connect()

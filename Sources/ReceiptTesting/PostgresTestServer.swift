@@ -55,6 +55,20 @@ package enum PostgresTestServer {
         return url(running, database: name)
     }
 
+    /// Drops a database ``freshDatabase(migrated:)`` made, ending whatever is still connected to
+    /// it (a stopped service's pools, a test's own connections): the server's connections are
+    /// finite (`max_connections`), and a suite of services that each left theirs open used them up.
+    package static func drop(_ databaseURL: String) async {
+        guard case .success(let running) = await server(),
+            let name = databaseURL.split(separator: "/").last?.split(separator: "?").first.map(String.init),
+            name.hasPrefix("t\(getpid())_")
+        else { return }
+        try? await onItsOwnThread {
+            let admin = try PostgresConnection(url: url(running, database: "postgres"))
+            try admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
+    }
+
     /// The database every migrated one is copied from (no one stays connected to it: PostgreSQL
     /// copies only a template nobody uses).
     private static let migratedTemplate = "migrated_template"

@@ -182,6 +182,7 @@ package func withService(
         let port = try app.start()
         try await body(port, database)
         await app.stop()
+        await TestDatabase.release(database)
         expectNoSecretLeaked()
     }
 }
@@ -200,6 +201,7 @@ package func withClockedService(
         let port = try app.start()
         try await body(app, port, database, clock)
         await app.stop()
+        await TestDatabase.release(database)
         expectNoSecretLeaked()
     }
 }

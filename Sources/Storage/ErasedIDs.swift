@@ -37,8 +37,17 @@ public struct ErasedIDs {
 
     /// Throws ``ErasedMeanwhile`` when one of `ids` was erased at or after `began` (when the
     /// write's work started: before it asked a store, or read what it computes from).
+    /// One statement, one round trip: it is on every save's path.
     public func check(_ ids: [String], since began: Int64) throws {
-        guard try erased(among: ids, since: began).isEmpty else { throw ErasedMeanwhile() }
+        var digests: [String] = []
+        for id in ids where !digests.contains(Self.digest(id)) { digests.append(Self.digest(id)) }
+        guard !digests.isEmpty else { return }
+        let q = try db.cached(
+            "SELECT count(*) FROM erased_ids WHERE erased_at >= ? AND digest IN "
+                + "(" + Array(repeating: "?", count: digests.count).joined(separator: ", ") + ")"
+        ).bind([began] + digests.map { $0 as any StatementValue })
+        defer { q.reset() }
+        guard try q.firstInt() ?? 0 == 0 else { throw ErasedMeanwhile() }
     }
 
     /// Which of `ids` were erased at or after `began`.
