@@ -194,6 +194,10 @@ package struct SubscriberSnapshot: Sendable {
     package var document: SubscriberDocument
     package var version: Int64
     package var now: Int64
+    /// The purchase identifiers the posted proof states; nil: a backend asked, and the answer may
+    /// name every purchase. An app's answer names only the purchases these name
+    /// (``SubscriberDocument/visible(provenBy:)``).
+    package var proven: Set<String>?
 
     package init(document: SubscriberDocument, version: Int64, now: Int64) {
         self.document = document

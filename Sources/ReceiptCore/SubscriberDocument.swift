@@ -209,6 +209,14 @@ package struct SubscriberDocument: Sendable {
         return explained
     }
 
+    /// Every purchase identifier the document names (``PurchaseIdentifiers``).
+    package var identifiers: Set<String> { PurchaseIdentifiers.all(in: .object(content)) }
+
+    /// What an answer may name when `proof` was posted: the purchases it names, whole.
+    package func visible(provenBy proof: Set<String>) -> Set<String> {
+        PurchaseIdentifiers.widened(proof, in: .object(content))
+    }
+
     /// The document as sent: the content (explained or not) with `request_date` and `version`.
     package func rendered(version: Int64, now: Int64, explain: Bool) -> JSONValue {
         var fields = explain ? explained : content

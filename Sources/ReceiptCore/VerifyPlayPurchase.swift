@@ -18,8 +18,13 @@ package struct VerifyPlayPurchase: Sendable {
         package var purchaseToken: String
         /// The product the app bought, when it says: it picks the API to ask first, and must match.
         package var productID: String?
+        /// Who posted it: an app's answer names only the purchase its token proves.
+        package var caller: Caller
 
-        package init(appUserID: String, packageName: String, purchaseToken: String, productID: String? = nil) {
+        package init(
+            appUserID: String, packageName: String, purchaseToken: String, productID: String? = nil, caller: Caller = .app
+        ) {
+            self.caller = caller
             self.appUserID = appUserID
             self.packageName = packageName
             self.purchaseToken = purchaseToken
@@ -110,7 +115,13 @@ package struct VerifyPlayPurchase: Sendable {
                     attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
                 let at = clock.now()
                 try await database.write { db in try ReceiptStore(db).log(log, at: at, unlessErasedSince: begun) }
-                throw await refusal(error, user: input.appUserID)
+                var refused = await refusal(error, user: input.appUserID)
+                // While Google is down an app is shown no purchase: its token proved nothing yet.
+                if input.caller == .app, case .googlePlayUnavailable(let seconds, var known?) = refused {
+                    known.snapshot.proven = []
+                    refused = .googlePlayUnavailable(retryAfterSeconds: seconds, lastKnown: known)
+                }
+                throw refused
             }
             if let product, !PlaySave.products(of: resource).contains(product.text) {
                 throw ReceiptError.wrongApp("The purchase token is for another product than `product_id`.")
@@ -118,8 +129,11 @@ package struct VerifyPlayPurchase: Sendable {
             let log = VerificationLogEntry(
                 appUserID: input.appUserID, environment: PlaySave.isTest(resource) ? "sandbox" : "production", appleStatus: nil,
                 outcome: "google_play", attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
-            return try await store(
+            var snapshot = try await store(
                 resource, token: token.text, package: package.text, for: input.appUserID, begun: begun, log: log)
+            // A backend sees every purchase; an app, the one its token just proved.
+            if input.caller == .backend { snapshot.proven = nil }
+            return snapshot
         } catch let error as ReceiptError {
             throw error
         } catch is ErasedIDs.ErasedMeanwhile {
@@ -192,15 +206,25 @@ package struct VerifyPlayPurchase: Sendable {
     ) async throws -> SubscriberSnapshot {
         let at = clock.now()
         let consume = settings.consumeConsumables && PlaySave.isConsumable(resource, catalog)
-        let stored = try await database.write { [policy, state] db in
-            try PlaySave(state: state, policy: policy).save(
+        let (stored, proven) = try await database.write { [policy, state] db in
+            let outcome = try PlaySave(state: state, policy: policy).save(
                 resource, token: token, package: package, for: user, posted: true, begun: begun, consume: consume, in: db,
                 now: at, log: log)
+            // What the token states, as stored: the purchase it proves.
+            let reference = PurchaseTokenReference.of(token)
+            let record = try PlaySave.record(
+                resource, reference: reference, linked: PlaySave.linkedToken(resource).map(PurchaseTokenReference.of),
+                package: package, in: db, now: at)
+            var proven: Set<String> = [reference, record.chain]
+            for p in record.facts.purchases { proven.formUnion([p.transactionID, p.originalTransactionID]) }
+            return (outcome, proven)
         }
         guard case .stored(_, let changed) = stored else { throw ReceiptError.receiptInUse }
         doorbell?.ring()
         try await state.settle(Array(changed.dropFirst()), database: database, now: at)
         guard let current = try await state.current(user, database: database, now: at) else { throw ReceiptError.internalFault }
-        return SubscriberSnapshot(document: current.document, version: current.version, now: at)
+        var snapshot = SubscriberSnapshot(document: current.document, version: current.version, now: at)
+        snapshot.proven = proven
+        return snapshot
     }
 }

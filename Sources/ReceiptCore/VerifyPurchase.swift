@@ -142,19 +142,25 @@ package struct VerifyPurchase: Sendable {
         try Self.validate(input)
         let begun = clock.now()  // before Apple is asked: an erasure since then wins
         do {
+            var snapshot: SubscriberSnapshot
             switch input.proof {
             case .receipt(let receipt) where mode == .serverAPI:
-                return try await verifyReceiptByServerAPI(receipt, input, begun: begun)
-            case .receipt(let receipt): return try await verifyReceipt(receipt, input, begun: begun)
-            case .signed(let transaction, let renewal): return try await verifySigned(transaction, renewal, input, begun: begun)
+                snapshot = try await verifyReceiptByServerAPI(receipt, input, begun: begun)
+            case .receipt(let receipt): snapshot = try await verifyReceipt(receipt, input, begun: begun)
+            case .signed(let transaction, let renewal):
+                snapshot = try await verifySigned(transaction, renewal, input, begun: begun)
             case .transactionID(let id):
-                return try await verifyTransactionID(
+                snapshot = try await verifyTransactionID(
                     id, input, possession: input.caller == .app ? .bareID : .proven, begun: begun)
             }
+            // A backend sees every purchase; an app, those it just proved it holds.
+            if input.caller == .backend { snapshot.proven = nil }
+            return snapshot
         } catch let error as ReceiptError {
             guard case .appStoreUnavailable(let status, let retry, nil) = error else { throw error }
-            throw .appStoreUnavailable(
-                appleStatus: status, retryAfterSeconds: retry, lastKnown: await lastKnown(input.appUserID))
+            var known = await lastKnown(input.appUserID)
+            if input.caller == .app { known?.snapshot.proven = [] }  // nothing proved: no purchase named
+            throw .appStoreUnavailable(appleStatus: status, retryAfterSeconds: retry, lastKnown: known)
         } catch is ErasedIDs.ErasedMeanwhile {
             throw .erasedMeanwhile
         } catch {
@@ -301,7 +307,9 @@ package struct VerifyPurchase: Sendable {
         }
         try await state.settle(Array(changed.dropFirst()), database: database, now: at)  // who lost a purchase to them
         guard let current = try await state.current(user, database: database, now: at) else { throw ReceiptError.internalFault }
-        return SubscriberSnapshot(document: current.document, version: current.version, now: at)
+        var snapshot = SubscriberSnapshot(document: current.document, version: current.version, now: at)
+        snapshot.proven = PurchaseIdentifiers.of(record)
+        return snapshot
     }
 
     /// What the user had while Apple is down: nothing stored changes.

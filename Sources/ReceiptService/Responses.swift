@@ -10,6 +10,18 @@ enum Responses {
     /// The subscriber document with its `ETag` (`W/"<version>"`, `W/"<version>-explained"`), or 304
     /// when `If-None-Match` names it. `explain` adds the explanations.
     static func document(_ snapshot: SubscriberSnapshot, explain: Bool, request: HTTPRequest) -> HTTPResponse {
+        if let proof = snapshot.proven, case let named = snapshot.document.identifiers, !named.isSubset(of: proof),
+            case let visible = snapshot.document.visible(provenBy: proof), !named.isSubset(of: visible)
+        {
+            // An app's answer naming purchases it did not prove it holds: those ids are null, and
+            // "(hidden)" where an explanation's words quote one. Docs/security.md.
+            let tag = "W/\"\(snapshot.version)\(explain ? "-explained" : "")-partial\""
+            if let unchanged = notModified(tag, request) { return unchanged }
+            let shown = PurchaseIdentifiers.redacted(
+                snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: explain), keeping: visible)
+            return HTTPResponse(
+                status: .ok, headers: ["Content-Type": "application/json", "ETag": tag], body: shown.jsonBytes)
+        }
         let tag = entityTag(version: snapshot.version, explain: explain)
         if let unchanged = notModified(tag, request) { return unchanged }
         return HTTPResponse(
@@ -41,9 +53,11 @@ enum Responses {
     /// (`stale_seconds` since `verified_at`, Apple's last word on the user).
     static func stale(_ lastKnown: ReceiptError.LastKnown, explain: Bool) -> JSONValue {
         let snapshot = lastKnown.snapshot
-        guard
-            case .object(var fields) = snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: explain)
-        else { return .null }
+        var document = snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: explain)
+        if let proof = snapshot.proven {
+            document = PurchaseIdentifiers.redacted(document, keeping: PurchaseIdentifiers.widened(proof, in: document))
+        }
+        guard case .object(var fields) = document else { return .null }
         fields["stale"] = .bool(true)
         fields["verified_at"] = SubscriberDocument.time(lastKnown.verifiedAt)
         let age = lastKnown.verifiedAt.map { max(0, snapshot.now - $0) / 1000 }

@@ -86,7 +86,9 @@ struct Routes: Sendable {
                 case .appStore(var input):
                     input.caller = auth.caller(request)
                     snapshot = try await verifyPurchase(input)
-                case .playStore(let input): snapshot = try await verifyPlayPurchase(input)
+                case .playStore(var input):
+                    input.caller = auth.caller(request)
+                    snapshot = try await verifyPlayPurchase(input)
                 }
                 return Responses.document(snapshot, explain: explain, request: request)
             } catch {

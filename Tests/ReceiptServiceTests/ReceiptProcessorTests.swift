@@ -67,6 +67,34 @@ struct ReceiptProcessorTests {
         }
     }
 
+    /// Issue 57: an app's key is anyone's. A receipt posted for someone else's user id is
+    /// answered with that id's document, but it names only the purchases the receipt proves:
+    /// the others' identifiers are null, and "(hidden)" where an explanation quotes one.
+    @Test func anAppsAnswerNamesOnlyThePurchasesItProved() async throws {
+        try await withService(policy: "transfer") { port, _ in
+            let own = try await postReceipts(port, receiptBody(user: "vic", "active_monthly:vic"))
+            let monthly = (own.json["subscriptions"] as? [String: [String: Any]])?["monthly"]
+            let victims = try #require(monthly?["original_transaction_id"] as? String)
+            #expect(monthly?["store_transaction_id"] is String)  // her own receipt: everything is hers to see
+            let probe = try await postReceipts(port, receiptBody(user: "vic", "non_consumable:mallory"))
+            #expect(probe.status == 200, "\(probe.body)")
+            #expect(!probe.body.contains(victims), "\(probe.body)")
+            let seen = (probe.json["subscriptions"] as? [String: [String: Any]])?["monthly"]
+            #expect(seen?["original_transaction_id"] is NSNull && seen?["store_transaction_id"] is NSNull)
+            #expect(entitlement(probe.json, "premium")?["active"] as? Bool == true)  // the state, not the ids
+            #expect(probe.head.contains("-partial"))
+            let explained = try await post(
+                port, "/v1/receipts?explain=true", receiptBody(user: "vic", "non_consumable:mallory"), key: TestSecrets.publicKey)
+            #expect(!explained.body.contains(victims) && explained.body.contains("\"explanation\""), "\(explained.body)")
+            // What the receipt proves is named; a backend sees everything.
+            let lifetime = (probe.json["non_subscriptions"] as? [String: [[String: Any]]])?.values.first?.first
+            #expect(lifetime?["transaction_id"] is String, "\(probe.body)")
+            let backend = try await postReceipts(
+                port, receiptBody(user: "vic", "non_consumable:mallory"), key: TestSecrets.secretKey)
+            #expect(backend.body.contains(victims))
+        }
+    }
+
     @Test func keepRefusesASecondUserWith409() async throws {
         try await withService(policy: "keep") { port, db in
             _ = try await postReceipts(port, receiptBody(user: "alice", "active_monthly:shared"))

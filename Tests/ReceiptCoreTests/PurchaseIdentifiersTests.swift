@@ -1,0 +1,43 @@
+import JSON
+import Testing
+
+@testable import ReceiptCore
+
+@Suite("What an app's answer may name")
+struct PurchaseIdentifiersTests {
+    static let document = try! JSONValue.parse(
+        Array(
+            #"""
+            {"app_user_id":"vic","subscriptions":{"monthly":{"original_transaction_id":"1000000001","store_transaction_id":"1000000009",
+            "explanation":{"decision":"Entitled: the current period (transaction 1000000009) expires soon.",
+            "facts":{"transaction_id":"1000000009"}}}},
+            "non_subscriptions":{"lifetime":[{"transaction_id":"2000000001","app_transaction_id":"777"}]}}
+            """#.utf8))
+
+    @Test func everyIdentifierAtAnyDepthIsFound() {
+        #expect(
+            PurchaseIdentifiers.all(in: Self.document) == ["1000000001", "1000000009", "2000000001", "777"])
+    }
+
+    /// A proof naming one identifier of a purchase shows that purchase whole.
+    @Test func aProvenPurchaseIsShownWhole() {
+        #expect(
+            PurchaseIdentifiers.widened(["1000000009"], in: Self.document) == [
+                "1000000001", "1000000009",
+            ])
+        #expect(PurchaseIdentifiers.widened(["2000000001"], in: Self.document) == ["2000000001", "777"])
+    }
+
+    @Test func whatWasNotProvedIsNullAndHiddenInWords() {
+        let shown = PurchaseIdentifiers.redacted(Self.document, keeping: ["2000000001", "777"])
+        let monthly = shown["subscriptions"]?["monthly"]
+        #expect(monthly?["original_transaction_id"] == .null && monthly?["store_transaction_id"] == .null)
+        #expect(monthly?["explanation"]?["facts"]?["transaction_id"] == .null)
+        #expect(
+            monthly?["explanation"]?["decision"]?.string == "Entitled: the current period (transaction (hidden)) expires soon.")
+        #expect(shown["non_subscriptions"]?["lifetime"]?.array?.first?["transaction_id"]?.string == "2000000001")
+        #expect(shown["app_user_id"]?.string == "vic")
+        // Everything proved: unchanged, byte for byte.
+        #expect(PurchaseIdentifiers.redacted(Self.document, keeping: PurchaseIdentifiers.all(in: Self.document)) == Self.document)
+    }
+}
