@@ -430,6 +430,68 @@ struct ServiceConfigurationTests {
         }
     }
 
+    /// Issue 57: every setting with a unit, from the configuration's text to the figure the
+    /// service runs with: milliseconds, seconds, hours, days, bytes and rates, each set to a value
+    /// no default has, each read in its own unit (a `…Days` of 9 is 9 days of milliseconds, not 9 ms).
+    @Test func everySettingWithAUnitIsReadInItsUnit() async throws {
+        let text = """
+            {"http": {"maxRequestLineBytes": 4097, "maxHeaderBytes": 9001, "maxBodyBytes": 70001,
+                      "headerTimeoutMs": 1101, "bodyTimeoutMs": 1102, "idleTimeoutMs": 1103, "writeTimeoutMs": 1104,
+                      "shutdownGraceMs": 1105},
+             "database": {"busyTimeoutMs": 1201, "replicaMaxLagMs": 1202},
+             "appStore": {"connectTimeoutMs": 1301, "attemptTimeoutMs": 1302, "deadlineMs": 1303, "maxResponseBytes": 8193,
+                          "breakerOpenMs": 1304, "breakerMaxOpenMs": 1305,
+                          "notificationHistory": {"intervalMs": 1306, "overlapMs": 1307, "lookbackDays": 9},
+                          "massExtensions": {"pollSeconds": 11}},
+             "googlePlay": {"timeoutMs": 1401,
+                            "acknowledge": {"retryBaseMs": 1402, "retryMaxMs": 1403, "pollMs": 1404},
+                            "voidedPurchases": {"intervalMs": 1405, "overlapMs": 1406, "lookbackDays": 12}},
+             "refresher": {"intervalMs": 1501, "leaseMs": 1502, "jitterMs": 1503, "billingRetryRecheckMs": 60001,
+                           "lookbackDays": 13, "backoffMs": 1504, "maxBackoffMs": 1505, "maxPerSecond": 7},
+             "webhooks": {"leaseMs": 1601, "pollMs": 1602, "retentionDays": 14,
+                          "retry": {"firstDelayMs": 1603, "maxDelayMs": 1604, "giveUpAfterHours": 15}},
+             "limits": {"receiptsPerKeyPerSecond": 17, "receiptsKeyBurst": 18, "receiptsPerAddressPerSecond": 19,
+                        "receiptsAddressBurst": 20}}
+            """
+        let dir = try makeConfigDirectory(["default.json": text])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let c = try await ServiceConfiguration.load(configDirectory: dir, environment: [:]).0
+        let (day, hour): (Int64, Int64) = (86_400_000, 3_600_000)
+        // Bytes.
+        #expect(c.http.limits.maxRequestLineBytes == 4097 && c.http.limits.maxHeaderBytes == 9001)
+        #expect(c.http.limits.maxBodyBytes == 70001 && c.appStore.maxResponseBytes == 8193)
+        // Milliseconds as durations.
+        #expect(
+            [c.http.headerTimeout, c.http.bodyTimeout, c.http.idleTimeout, c.http.writeTimeout, c.http.shutdownGracePeriod]
+                == [1101, 1102, 1103, 1104, 1105].map(Duration.milliseconds))
+        #expect(c.database.busyTimeout == .milliseconds(1201) && c.database.maxReplicaLag == .milliseconds(1202))
+        #expect(
+            [
+                c.appStore.connectTimeout, c.appStore.attemptTimeout, c.appStore.deadline, c.appStore.breaker.openFor,
+                c.appStore.breaker.maxOpenFor,
+            ] == [1301, 1302, 1303, 1304, 1305].map(Duration.milliseconds))
+        #expect(c.googlePlay.timeout == .milliseconds(1401))
+        // Milliseconds, seconds, hours and days as milliseconds.
+        let history = c.appStore.notificationHistory
+        #expect((history.intervalMs, history.overlapMs, history.lookbackMs) == (1306, 1307, 9 * day))
+        #expect(c.appStore.massExtensions.pollMs == 11_000)
+        let acks = c.googlePlay.acknowledgements
+        #expect((acks.retryBaseMs, acks.retryMaxMs, acks.pollMs) == (1402, 1403, 1404))
+        let voided = c.googlePlay.voidedPurchases
+        #expect((voided.intervalMs, voided.overlapMs, voided.lookbackMs) == (1405, 1406, 12 * day))
+        let refresher = c.refresher
+        #expect((refresher.intervalMs, refresher.leaseMs, refresher.maxPerSecond) == (1501, 1502, 7))
+        #expect((refresher.policy.jitterMs, refresher.policy.billingRetryRecheckMs) == (1503, 60001))
+        #expect(
+            (refresher.policy.lookbackMs, refresher.policy.backoffMs, refresher.policy.maxBackoffMs) == (13 * day, 1504, 1505))
+        let webhooks = c.webhooks
+        #expect((webhooks.leaseMs, webhooks.pollMs, webhooks.retentionMs) == (1601, 1602, 14 * day))
+        #expect(
+            (webhooks.retry.firstDelayMs, webhooks.retry.maxDelayMs, webhooks.retry.giveUpAfterMs) == (1603, 1604, 15 * hour))
+        // Rates per second and bursts.
+        #expect((c.limits.perKey, c.limits.keyBurst, c.limits.perAddress, c.limits.addressBurst) == (17, 18, 19, 20))
+    }
+
     @Test func productionNeedsSecretKeysAndHTTPSURLs() async throws {
         let dir = try makeConfigDirectory(["default.json": "{}"])
         defer { try? FileManager.default.removeItem(atPath: dir) }
