@@ -104,23 +104,18 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
 
     /// Google voids the purchase now (a refund or chargeback): it is revoked, and listed by the
     /// Voided Purchases API.
-    public func void(_ token: String) {
-        let now = clock.now()
-        state.withLock { s in
-            guard PlayScenario.parse(token) != nil else { return }
-            _ = s.remember(token, now: now)
-            s.purchases[token]?.voidedAt = now
-        }
-    }
+    public func void(_ token: String) { change(token) { $0.voidedAt = $1 } }
 
     /// A pending one-time purchase's payment completes now (cash paid at a shop, say): Google
     /// answers it PURCHASED, with its order, from now on.
-    public func completePayment(_ token: String) {
+    public func completePayment(_ token: String) { change(token) { $0.paidAt = $1 } }
+
+    /// Something happens to a scripted token's purchase at the simulator's now.
+    private func change(_ token: String, _ body: (inout Purchase, Int64) -> Void) {
         let now = clock.now()
         state.withLock { s in
-            guard PlayScenario.parse(token) != nil else { return }
-            _ = s.remember(token, now: now)
-            s.purchases[token]?.paidAt = now
+            guard s.remember(token, now: now) else { return }
+            body(&s.purchases[token]!, now)
         }
     }
 

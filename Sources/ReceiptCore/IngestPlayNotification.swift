@@ -153,12 +153,8 @@ package struct IngestPlayNotification: Sendable {
             resource = try await read(api, package: package, token: token, subscription: notification.isSubscription)
         } catch .notFound, .refused {
             return try await record("unknown_token", user: nil)
-        } catch .forbidden, .credentials {
-            logger.critical("Google Play refused receiptd's service account while applying a notification")
-            throw ReceiptError.googlePlayMisconfigured
         } catch {
-            logger.warning("Google Play unavailable; Pub/Sub will push the notification again", metadata: ["reason": "\(error)"])
-            throw ReceiptError.googlePlayUnavailable(retryAfterSeconds: 30, lastKnown: nil)
+            throw failed(error, "applying a notification")
         }
         // A void is a claim until Google confirms it: what the Voided Purchases API lists for the
         // token the message names is applied, never the `orderId` in the body.
@@ -166,12 +162,8 @@ package struct IngestPlayNotification: Sendable {
         if case .voidedPurchase = notification.kind {
             do {
                 voids = try await confirmedVoids(api, package: package, token: tokenText, at: notification.eventTime)
-            } catch .forbidden, .credentials {
-                logger.critical("Google Play refused receiptd's service account while confirming a void")
-                throw ReceiptError.googlePlayMisconfigured
             } catch {
-                logger.warning("Google Play unavailable; Pub/Sub will push the void again", metadata: ["reason": "\(error)"])
-                throw ReceiptError.googlePlayUnavailable(retryAfterSeconds: 30, lastKnown: nil)
+                throw failed(error, "confirming a void")
             }
             if voids.isEmpty {
                 logger.notice("a voided-purchase notification Google does not confirm: nothing voided")
@@ -253,6 +245,21 @@ package struct IngestPlayNotification: Sendable {
             {}
         }
         return .product(try await api.product(package: package, token: token))
+    }
+
+    /// A call to Google that failed while `doing`: the service account refused (misconfigured),
+    /// or Google could not answer (Pub/Sub pushes the notification again).
+    private func failed(_ failure: PlayCallFailure, _ doing: String) -> ReceiptError {
+        switch failure {
+        case .forbidden, .credentials:
+            logger.critical("Google Play refused receiptd's service account while \(doing)")
+            return .googlePlayMisconfigured
+        default:
+            logger.warning(
+                "Google Play unavailable while \(doing); Pub/Sub will push the notification again",
+                metadata: ["reason": "\(failure)"])
+            return .googlePlayUnavailable(retryAfterSeconds: 30, lastKnown: nil)
+        }
     }
 
     /// What Google's Voided Purchases API lists as voided for `token` (exactly), from a day before
