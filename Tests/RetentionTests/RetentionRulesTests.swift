@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Testing
 
@@ -6,6 +7,29 @@ import Testing
 @Suite("Retention: Config/retention.json read strictly")
 struct RetentionRulesTests {
     static let message = "3f2a7c1e-8b4d-4e6f-9a0b-1c2d3e4f5a6b"
+
+    /// Issue 57: the file's days are days when the rule is matched: 180 days of paid service
+    /// match `min_tenure_days: 180`, a day less does not.
+    @Test func tenureDaysInTheFileAreDaysOfPaidService() throws {
+        let rules = try RetentionRules(
+            json: Array(
+                #"{"rules": [{"name": "loyal", "when": {"min_tenure_days": 180}, "message": "\#(Self.message)"}]}"#.utf8))
+        let day: Int64 = 86_400_000
+        let start: Int64 = 1_780_000_000_000
+        let facts = Facts(purchases: [
+            Purchase(
+                transactionID: "t", originalTransactionID: "o", productID: "monthly", purchaseDate: start,
+                expiresDate: start + 400 * day)
+        ])
+        func rule(at now: Int64) -> String? {
+            RetentionChooser.decide(
+                RetentionRequest(originalTransactionID: "o", productID: "monthly", userLocale: "en-US"), rules: rules,
+                facts: facts, priorOffers: 0, now: now
+            ) { _, _ in Explanation(rule: "offer_eligible", decision: "", facts: []) }.rule
+        }
+        #expect(rule(at: start + 180 * day) == "loyal")
+        #expect(rule(at: start + 180 * day - 1) == nil)
+    }
 
     @Test func theShippedFileAndEveryAnswerKindRead() throws {
         let text = """
