@@ -3,7 +3,7 @@ import PackageDescription
 
 // receiptd: a self-hosted validator of App Store and Google Play purchases.
 // Dependencies point one way: receiptd → ReceiptService (the HTTP edge) → ReceiptCore (use cases)
-// → {AppStore → CurlTransport, SignedData, GooglePlay → Entitlements, Storage → Entitlements,
+// → {AppStore → {CurlTransport, Resilience}, SignedData, GooglePlay → Entitlements, Storage → Entitlements,
 // Analytics → Entitlements, Offers → Entitlements, Retention → Analytics} → {JSON, Clocks, Identifiers}. HTTPServer knows
 // nothing of Apple or receipts; only the edge, the simulator and http-inspect import it. C lives
 // only in the C* system-library targets. Docs/architecture.md "Architecture" says each target's one job.
@@ -69,11 +69,15 @@ let package = Package(
         .target(
             name: "CurlTransport",
             dependencies: ["CCurl", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
+        // Calling anything that may be down: a circuit breaker, single flight per key, a cap on calls
+        // at once. Pure and store-neutral, so the charts and the stores share them without importing
+        // each other.
+        .target(name: "Resilience"),
         // Apple's verifyReceipt: wire models read tolerantly, the retry and fallback rules, the client.
         .target(
             name: "AppStore",
             dependencies: [
-                "CurlTransport", "Clocks", "JSON", .product(name: "Logging", package: "swift-log"),
+                "CurlTransport", "Clocks", "JSON", "Resilience", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
         // Apple's signed data (JWS): the x5c chain to a configured root, ES256, the decoded payloads.
@@ -149,6 +153,7 @@ let package = Package(
             name: "ReceiptCore",
             dependencies: [
                 "Analytics", "AppStore", "CurlTransport", "GooglePlay", "Offers", "Retention", "AppStoreServerAPI", "SignedData",
+                "Resilience",
                 "Entitlements",
                 "Storage", "JSON",
                 "Identifiers",
@@ -172,6 +177,7 @@ let package = Package(
             name: "ReceiptService",
             dependencies: [
                 "Analytics", "ReceiptCore", "HTTPServer", "Storage", "AppStore", "CurlTransport", "GooglePlay", "Offers",
+                "Resilience",
                 "Retention", "AppStoreServerAPI",
                 "SignedData",
                 "Entitlements", "JSON",
@@ -229,7 +235,7 @@ let package = Package(
             name: "ReceiptTesting",
             dependencies: [
                 "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStoreServerAPI", "AppStore", "SignedData", "HTTPServer",
-                "Storage", "Clocks", "WebhookSink", "Analytics", "GooglePlaySimulator", "GooglePlay",
+                "Storage", "Clocks", "WebhookSink", "Analytics", "GooglePlaySimulator", "GooglePlay", "Resilience",
                 .product(name: "Logging", package: "swift-log"), .product(name: "X509", package: "swift-certificates"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
@@ -284,10 +290,11 @@ let package = Package(
         .testTarget(
             name: "CurlTransportTests",
             dependencies: ["CurlTransport", "HTTPServer", "JSON", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ResilienceTests", dependencies: ["Resilience"]),
         .testTarget(
             name: "AppStoreTests",
             dependencies: [
-                "AppStore", "CurlTransport", "HTTPServer", "ReceiptTesting",
+                "AppStore", "CurlTransport", "HTTPServer", "ReceiptTesting", "Resilience",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]),
         .testTarget(
@@ -307,7 +314,7 @@ let package = Package(
             name: "ReceiptServiceTests",
             dependencies: [
                 "ReceiptService", "ReceiptCore", "ReceiptTesting", "AppStoreSimulator", "Clocks", "HTTPServer", "Storage",
-                "AppStore", "Entitlements", "SignedData", "Analytics",
+                "AppStore", "Entitlements", "SignedData", "Analytics", "Resilience",
                 .product(name: "X509", package: "swift-certificates"), .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

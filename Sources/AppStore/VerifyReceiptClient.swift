@@ -2,6 +2,7 @@ import Clocks
 import CurlTransport
 import FoundationEssentials
 import JSON
+import Resilience
 
 /// Asks Apple's verifyReceipt about one receipt: runs `VerifyReceiptStateMachine`'s actions over
 /// an `HTTPTransport` (Docs/apple-protocols.md §1.1–1.3).

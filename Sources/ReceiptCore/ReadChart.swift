@@ -1,8 +1,8 @@
 import Analytics
-import AppStore
 import Clocks
 import Entitlements
 import Logging
+import Resilience
 import Storage
 
 /// The subscription metrics (`GET /v1/admin/charts/{chart}`; its drill-down in DrillChart.swift):

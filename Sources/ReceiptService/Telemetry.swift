@@ -2,6 +2,7 @@ import AppStore
 import CoreMetrics
 import HTTPServer
 import Prometheus
+import Resilience
 import Synchronization
 
 /// The service's metrics, served as Prometheus text at GET /metrics (Docs/operations.md "Metrics"). One

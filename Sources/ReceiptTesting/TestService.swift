@@ -8,6 +8,7 @@ import HTTPServer
 import Logging
 import ReceiptCore
 import ReceiptService
+import Resilience
 import Storage
 
 /// The repository's migrations.

@@ -1,6 +1,7 @@
 import Clocks
 import CurlTransport
 import Foundation
+import Resilience
 import Synchronization
 import Testing
 

@@ -1,3 +1,4 @@
+import Resilience
 import Testing
 
 @testable import AppStore

@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import ReceiptTesting
+import Resilience
 import Storage
 import Testing
 

@@ -9,6 +9,7 @@ import GooglePlay
 import HTTPServer
 import Logging
 import ReceiptCore
+import Resilience
 import ServiceLifecycle
 import SignedData
 import Storage

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import FoundationEssentials
 import ReceiptCore
+import Resilience
 import SignedData
 import X509
 
