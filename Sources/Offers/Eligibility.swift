@@ -110,10 +110,8 @@ public enum Eligibility {
                 rule: "introductory_offer_used_by_apple_account",
                 decision:
                     "Not eligible: the same Apple Account, under another app user, already had \(what(had)) (\(had.productID)) in subscription group \(group); Apple allows one per group per Apple Account.",
-                facts: used + [
-                    Fact("transaction_id", .text(had.transactionID)),
-                    Fact("app_transaction_id", .text(had.appTransactionID ?? "")),
-                ])
+                facts: used + [Fact("transaction_id", .text(had.transactionID))]
+                    + [Fact.text("app_transaction_id", had.appTransactionID)].compactMap { $0 })
         }
         return Explanation(
             rule: "introductory_offer_eligible",

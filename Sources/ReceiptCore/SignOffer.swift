@@ -3,6 +3,7 @@ import CoreMetrics
 import Crypto
 import Entitlements
 import FoundationEssentials
+import Identifiers
 import Logging
 import Offers
 import Storage
@@ -356,9 +357,8 @@ package struct SignOffer: Sendable {
         let store = ReceiptStore(db)
         let subscriber = try store.subscriber(appUserID)
         let ids = try subscriber.map(\.ids) ?? [store.canonical(appUserID)]
-        let facts = subscriber?.pinnedFacts ?? Facts(purchases: [])
-        let posted = try AppTransactionStore(db).facts(of: ids)
-        let accounts = Set(posted.map(\.appTransactionID)).union(facts.purchases.compactMap(\.appTransactionID))
+        let facts = subscriber?.pinnedFacts ?? Facts(purchases: [])  // their AppTransactions included
+        let accounts = Set(facts.appTransactions.map(\.appTransactionID)).union(facts.purchases.compactMap(\.appTransactionID))
         return Customer(
             facts: facts, ids: ids, appTransactionID: try AppTransactionStore(db).newest(of: ids)?.appTransactionID,
             appleAccounts: accounts)
@@ -422,22 +422,18 @@ package struct SignOffer: Sendable {
     private func sameAppleAccount(_ customer: Customer, in db: Database) throws -> [Purchase] {
         guard !customer.appleAccounts.isEmpty else { return [] }
         var purchases: [Purchase] = []
-        for other in try OfferStore(db).sameAppleAccount(customer.appleAccounts, except: customer.ids) {
+        for other in try AppTransactionStore(db).users(of: customer.appleAccounts, except: customer.ids) {
             purchases += try ReceiptStore(db).subscriber(other)?.pinnedFacts.purchases ?? []
         }
         return purchases
     }
 
-    /// The facts that name a person's purchases or Apple Account; an app's answer leaves them out.
-    static let identifyingFacts: Set<String> = [
-        "transaction_id", "original_transaction_id", "order_id", "purchase_token", "app_transaction_id",
-    ]
-
-    /// `decision` as `caller` may see it: an app's key is anyone's, so without identifiers.
+    /// `decision` as `caller` may see it: an app's key is anyone's, so without the facts that name
+    /// a purchase or an Apple Account (``PurchaseIdentifiers``).
     static func explanation(_ decision: Explanation, for caller: Caller) -> Explanation {
         guard caller == .app else { return decision }
         var shown = decision
-        shown.facts.removeAll { identifyingFacts.contains($0.name) }
+        shown.facts.removeAll { PurchaseIdentifiers.members.contains(Identifier($0.name)) }
         return shown
     }
 

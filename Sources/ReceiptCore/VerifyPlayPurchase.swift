@@ -206,20 +206,17 @@ package struct VerifyPlayPurchase: Sendable {
     ) async throws -> SubscriberSnapshot {
         let at = clock.now()
         let consume = settings.consumeConsumables && PlaySave.isConsumable(resource, catalog)
-        let (stored, proven) = try await database.write { [policy, state] db in
-            let outcome = try PlaySave(state: state, policy: policy).save(
+        let stored = try await database.write { [policy, state] db in
+            try PlaySave(state: state, policy: policy).save(
                 resource, token: token, package: package, for: user, posted: true, begun: begun, consume: consume, in: db,
                 now: at, log: log)
-            // What the token states, as stored: the purchase it proves.
-            let reference = PurchaseTokenReference.of(token)
-            let record = try PlaySave.record(
-                resource, reference: reference, linked: PlaySave.linkedToken(resource).map(PurchaseTokenReference.of),
-                package: package, in: db, now: at)
-            var proven: Set<String> = [reference, record.chain]
-            for p in record.facts.purchases { proven.formUnion([p.transactionID, p.originalTransactionID]) }
-            return (outcome, proven)
         }
         guard case .stored(_, let changed) = stored else { throw ReceiptError.receiptInUse }
+        // What the token proves: its reference and its orders (which name no chain: the document
+        // shows the purchases holding them whole, ``SubscriberDocument/visible(provenBy:)``).
+        let reference = PurchaseTokenReference.of(token)
+        let stated = PlayRecord(packageName: package, tokenReference: reference, chain: reference, seenAt: at, resource: resource)
+        let proven = Set([reference] + stated.facts.purchases.map(\.transactionID))
         doorbell?.ring()
         try await state.settle(Array(changed.dropFirst()), database: database, now: at)
         guard let current = try await state.current(user, database: database, now: at) else { throw ReceiptError.internalFault }

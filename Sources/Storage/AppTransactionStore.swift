@@ -1,4 +1,5 @@
 import Entitlements
+import Identifiers
 
 /// One Apple Account's AppTransaction as stored for a person (`app_transactions`).
 public struct AppTransactionRecord: Sendable, Equatable {
@@ -72,6 +73,29 @@ public struct AppTransactionStore {
         var ids: [String] = []
         while try q.step() { ids.append(q.text(0)!) }
         return ids
+    }
+
+    /// The app user ids of one Apple Account besides `ids` (a person's canonical id and
+    /// aliases): who posted one of `appTransactionIDs`' AppTransactions, or holds a purchase Apple
+    /// stated under one of them.
+    public func users(of appTransactionIDs: Set<String>, except ids: [String]) throws -> [String] {
+        let posted = try db.cached("SELECT app_user_id FROM app_transactions WHERE app_transaction_id = ?")
+        let holding = try db.cached(
+            "SELECT DISTINCT o.app_user_id FROM transactions t JOIN ownership o "
+                + "ON o.original_transaction_id = t.original_transaction_id WHERE t.app_transaction_id = ?")
+        var found: [String] = []
+        for account in appTransactionIDs.sorted() {
+            for q in [posted, holding] {
+                _ = try q.bind([account])
+                while try q.step() {
+                    let user = q.text(0)!
+                    if !ids.contains(where: { $0.isExactly(user) }) && !found.contains(where: { $0.isExactly(user) }) {
+                        found.append(user)
+                    }
+                }
+            }
+        }
+        return found
     }
 
     /// One id's AppTransactions (``facts(of:)``; ``ReceiptStore/subscriber(_:)`` prefetches it).

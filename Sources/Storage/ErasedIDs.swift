@@ -37,29 +37,21 @@ public struct ErasedIDs {
 
     /// Throws ``ErasedMeanwhile`` when one of `ids` was erased at or after `began` (when the
     /// write's work started: before it asked a store, or read what it computes from).
-    /// One statement, one round trip: it is on every save's path.
     public func check(_ ids: [String], since began: Int64) throws {
+        if try anyErased(ids, since: began) { throw ErasedMeanwhile() }
+    }
+
+    /// Whether one of `ids` was erased at or after `began`. One statement, one round trip: it is
+    /// on every save's path.
+    public func anyErased(_ ids: [String], since began: Int64) throws -> Bool {
         var digests: [String] = []
-        for id in ids where !digests.contains(Self.digest(id)) { digests.append(Self.digest(id)) }
-        guard !digests.isEmpty else { return }
+        for digest in ids.map(Self.digest) where !digests.contains(digest) { digests.append(digest) }
+        guard !digests.isEmpty else { return false }
         let q = try db.cached(
             "SELECT count(*) FROM erased_ids WHERE erased_at >= ? AND digest IN "
                 + "(" + Array(repeating: "?", count: digests.count).joined(separator: ", ") + ")"
         ).bind([began] + digests.map { $0 as any StatementValue })
         defer { q.reset() }
-        guard try q.firstInt() ?? 0 == 0 else { throw ErasedMeanwhile() }
-    }
-
-    /// Which of `ids` were erased at or after `began`.
-    public func erased(among ids: [String], since began: Int64) throws -> Set<String> {
-        guard !ids.isEmpty else { return [] }
-        let q = try db.cached("SELECT 1 FROM erased_ids WHERE digest = ? AND erased_at >= ?")
-        var found: Set<String> = []
-        for id in ids {
-            _ = try q.bind([Self.digest(id), began])
-            if try q.step() { found.insert(id) }
-            q.reset()
-        }
-        return found
+        return try q.firstInt() ?? 0 > 0
     }
 }

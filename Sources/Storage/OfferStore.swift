@@ -1,5 +1,3 @@
-import Identifiers
-
 /// One signature receiptd issued for a customer's offer (`offer_signatures`): the audit of who got
 /// which offer, when, by which key, at whose request.
 public struct OfferSignatureRecord: Sendable, Equatable {
@@ -116,29 +114,6 @@ public struct OfferStore {
             while try q.step() { ids.insert(q.text(0)!) }
         }
         return ids
-    }
-
-    /// The app user ids of one Apple Account besides `ids` (a person's canonical id and
-    /// aliases): who posted one of `appTransactionIDs`' AppTransactions, or holds a purchase Apple
-    /// stated under one of them.
-    public func sameAppleAccount(_ appTransactionIDs: Set<String>, except ids: [String]) throws -> [String] {
-        let posted = try db.cached("SELECT app_user_id FROM app_transactions WHERE app_transaction_id = ?")
-        let holding = try db.cached(
-            "SELECT DISTINCT o.app_user_id FROM transactions t JOIN ownership o "
-                + "ON o.original_transaction_id = t.original_transaction_id WHERE t.app_transaction_id = ?")
-        var found: [String] = []
-        for account in appTransactionIDs.sorted() {
-            for q in [posted, holding] {
-                _ = try q.bind([account])
-                while try q.step() {
-                    let user = q.text(0)!
-                    if !ids.contains(where: { $0.isExactly(user) }) && !found.contains(where: { $0.isExactly(user) }) {
-                        found.append(user)
-                    }
-                }
-            }
-        }
-        return found
     }
 
     public func count(of ids: [String], since: Int64) throws -> Int {

@@ -502,7 +502,7 @@ public struct ReceiptStore {
     /// ``log(_:at:)`` for work that began at `begun` (before a store was asked): nothing when the
     /// person was erased since (``ErasedIDs``).
     public func log(_ entry: VerificationLogEntry, at now: Int64, unlessErasedSince begun: Int64) throws {
-        if let user = entry.appUserID, try !ErasedIDs(db).erased(among: [user], since: begun).isEmpty { return }
+        if let user = entry.appUserID, try ErasedIDs(db).anyErased([user], since: begun) { return }
         try log(entry, at: now)
     }
 

@@ -364,6 +364,30 @@ struct OfferTests {
         }
     }
 
+    /// Issue 57: two instances on one database hold the same caps (on PostgreSQL through the
+    /// customer's advisory lock, on SQLite through its one writer): asks spread over both get one
+    /// once-per-customer signature.
+    @Test func twoInstancesHoldTheSameCaps() async throws {
+        try await Self.withOffers { app, port, db in
+            #expect(try await postReceipt(port, user: "lena", "expired_voluntary:lena").status == 200)
+            let second = try TestApp.open(app.configuration)
+            let other = try second.start()
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for n in 0..<12 {
+                    let target = n % 2 == 0 ? port : other
+                    group.addTask {
+                        try await Self.ask(target, "lena", "signatures", #"{"product_id":"monthly","offer_id":"WINBACK50"}"#)
+                            .status
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            await second.stop()
+            #expect(statuses.filter { $0 == 200 }.count == 1 && statuses.allSatisfy { $0 == 200 || $0 == 403 }, "\(statuses)")
+            #expect(try TestDatabase.open(db).scalarInt("SELECT count(*) FROM offer_signatures WHERE app_user_id = 'lena'") == 1)
+        }
+    }
+
     /// Issue 57: a subscription group is Apple's `subscriptionGroupIdentifier` on stored
     /// transactions, and the introductory offer is once per group per Apple Account.
     @Test func aGroupIsApplesAndTheTrialIsOncePerAppleAccount() async throws {
