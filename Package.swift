@@ -251,7 +251,7 @@ let package = Package(
                 "Analytics", "Clocks", "AppStoreServerAPI", .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "ReceiptTesting"]),
         .testTarget(
             name: "WebhookSinkTests",
             dependencies: [
@@ -289,7 +289,9 @@ let package = Package(
             ]),
         .testTarget(
             name: "CurlTransportTests",
-            dependencies: ["CurlTransport", "HTTPServer", "JSON", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "CurlTransport", "HTTPServer", "JSON", "ReceiptTesting", .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(name: "ResilienceTests", dependencies: ["Resilience"]),
         .testTarget(
             name: "AppStoreTests",

@@ -96,6 +96,9 @@ public struct VerifyReceiptClient: Sendable {
     /// Verifications running now (one per distinct receipt).
     public var inFlight: Int { flights.count }
 
+    /// Callers waiting for those verifications.
+    public var callersInFlight: Int { flights.callers }
+
     private func verifyOnce(receiptData: String, excludeOldTransactions: Bool) async -> Verification {
         let body = Self.requestBody(
             receiptData: receiptData, password: configuration.sharedSecret(receiptData),

@@ -38,7 +38,10 @@ package final class AcknowledgePlayPurchases: Sendable {
         self.metrics = metrics
     }
 
-    package func run() async { await settings.work(ringing: doorbell, pass) }
+    /// Told of each pass of ``run()``.
+    package let quiescence = Quiescence()
+
+    package func run() async { await settings.work(ringing: doorbell, quiescence: quiescence, pass) }
 
     /// Claims what is due, makes each call (at once), records each outcome. The number claimed.
     @discardableResult

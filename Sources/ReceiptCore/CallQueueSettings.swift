@@ -35,12 +35,17 @@ package struct CallQueueSettings: Sendable, Equatable {
     }
 
     /// Works the queue until graceful shutdown: a pass, then, unless it found a full batch (more
-    /// may be due now), a wait of at most `pollMs` for `doorbell`.
-    package func work(ringing doorbell: Doorbell, _ pass: () async -> Int) async {
+    /// may be due now), a wait of at most `pollMs` for `doorbell`. A pass that found nothing due is
+    /// quiet (`quiescence`).
+    package func work(ringing doorbell: Doorbell, quiescence: Quiescence, _ pass: () async -> Int) async {
         let stopping = Atomic<Bool>(false)
+        defer { quiescence.stop() }
         await withGracefulShutdownHandler {
             while !stopping.load(ordering: .acquiring) && !Task.isCancelled {
-                if await pass() < batch { await doorbell.wait(atMost: .milliseconds(pollMs)) }
+                let number = quiescence.passBegins()
+                let done = await pass()
+                quiescence.passEnded(number, quiet: done == 0)
+                if done < batch { await doorbell.wait(atMost: .milliseconds(pollMs)) }
             }
         } onGracefulShutdown: {
             stopping.store(true, ordering: .releasing)

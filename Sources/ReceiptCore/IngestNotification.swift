@@ -23,12 +23,16 @@ package struct IngestNotification: Sendable {
     let clock: WallClock
     /// Answers `CONSUMPTION_REQUEST`s (`appStore.consumption.enabled`); nil: they are only stored.
     let consumption: AnswerConsumptionRequest?
+    /// Where the consumption answers run.
+    let background: BackgroundWork
 
     package init(
         verifier: SignedDataVerifier, database: DatabaseQueue, bundleIDs: [String],
         sharedSecret: @escaping @Sendable (_ bundleID: String) -> String?, state: SubscriberState, policy: OwnershipPolicy,
-        logger: Logger, clock: WallClock, consumption: AnswerConsumptionRequest? = nil
+        logger: Logger, clock: WallClock, consumption: AnswerConsumptionRequest? = nil,
+        background: BackgroundWork = BackgroundWork()
     ) {
+        self.background = background
         self.consumption = consumption
         self.verifier = verifier
         self.database = database
@@ -108,7 +112,7 @@ package struct IngestNotification: Sendable {
             let bundleID = row.bundleID, let environment = row.environment.flatMap(AppStoreEnvironment.init(rawValue:))
         else { return }
         let requestedAt = row.signedAt ?? row.receivedAt
-        Task {
+        background.start {
             await consumption(
                 transactionID: transactionID, bundleID: bundleID, environment: environment, requestedAt: requestedAt)
         }

@@ -211,7 +211,10 @@ package final class MassExtensions: Sendable {
     /// Whether there is a Server API to ask: without one, nothing is worked (and asking fails).
     package var isEnabled: Bool { serverAPI != nil }
 
-    package func run() async { await settings.queue.work(ringing: doorbell, pass) }
+    /// Told of each pass of ``run()``.
+    package let quiescence = Quiescence()
+
+    package func run() async { await settings.queue.work(ringing: doorbell, quiescence: quiescence, pass) }
 
     /// Claims the requests whose next step is due and takes each one step on. The number claimed.
     @discardableResult

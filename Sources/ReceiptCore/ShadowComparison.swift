@@ -48,11 +48,15 @@ package final class ShadowComparison: Sendable {
     /// Comparisons under way at most: the shadow never queues without bound behind a slow Apple.
     let maxInFlight: Int
     private let inFlight = Atomic<Int>(0)
+    /// Where the comparisons run.
+    let background: BackgroundWork
 
     package init(
         serverAPI: ServerAPIClient, database: DatabaseQueue, settings: EntitlementSettings, logger: Logger, clock: WallClock,
-        metrics: any MetricsFactory = NOOPMetricsHandler.instance, maxInFlight: Int = 64
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance, maxInFlight: Int = 64,
+        background: BackgroundWork = BackgroundWork()
     ) {
+        self.background = background
         self.serverAPI = serverAPI
         self.database = database
         self.settings = settings
@@ -70,7 +74,7 @@ package final class ShadowComparison: Sendable {
             count(.skipped)
             return
         }
-        Task { [self] in
+        background.start { [self] in
             _ = await compare(verifyReceipt, appUserID: appUserID, bundleID: bundleID)
             inFlight.subtract(1, ordering: .relaxed)
         }

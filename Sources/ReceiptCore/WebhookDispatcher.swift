@@ -45,6 +45,8 @@ package final class WebhookDispatcher: Sendable {
     private let ended = Mutex<[Ended]>([])
     private let lastPrune = Atomic<Int64>(0)
     private let lastBacklog = Atomic<Int64>(0)
+    /// Told of each pass: who waits for the outbox to go quiet (a test) waits on it.
+    package let quiescence = Quiescence()
 
     /// How many claims per sender of an endpoint a pass may take ahead of the senders.
     static let claimsAheadPerSender = 4
@@ -86,6 +88,7 @@ package final class WebhookDispatcher: Sendable {
     }
 
     package func run() async {
+        defer { quiescence.stop() }
         guard !settings.endpoints.isEmpty else {
             try? await gracefulShutdown()
             return
@@ -114,6 +117,7 @@ package final class WebhookDispatcher: Sendable {
     /// One pass, in one write: records the attempts that ended, then (`claiming`) claims what is
     /// due for each endpoint whose lane has room. Returns an endpoint for each sender to start.
     func pass(claiming: Bool) async -> [WebhookEndpoint] {
+        let number = quiescence.passBegins()
         let finished = ended.withLock { ended in
             defer { ended = [] }
             return ended
@@ -129,7 +133,10 @@ package final class WebhookDispatcher: Sendable {
                 rooms.append((endpoint, room, leaseUntil))
             }
         }
-        guard !finished.isEmpty || !rooms.isEmpty else { return [] }
+        guard !finished.isEmpty || !rooms.isEmpty else {
+            quiescence.passEnded(number, quiet: finished.isEmpty && isIdle())
+            return []
+        }
         let recorded: [Bool]
         let claims: [[WebhookClaim]]
         do {
@@ -159,7 +166,14 @@ package final class WebhookDispatcher: Sendable {
             }
             senders += repeatElement(endpoint, count: start)
         }
+        quiescence.passEnded(number, quiet: finished.isEmpty && claims.allSatisfy(\.isEmpty) && isIdle())
         return senders
+    }
+
+    /// Nothing claimed is waiting, being sent or waiting to be recorded. (An attempt adds its outcome
+    /// before it leaves its lane, so no outstanding claim means every outcome is in `ended`.)
+    private func isIdle() -> Bool {
+        lanes.withLock { $0.values.allSatisfy { $0.outstanding == 0 } } && ended.withLock { $0.isEmpty }
     }
 
     /// A sender: attempts the endpoint's waiting claims one after another until its lane is empty.

@@ -225,12 +225,3 @@ package func tableSnapshot(_ db: Database) throws -> [String] {
     }
     return rows
 }
-
-/// Polls `condition` (a background task's effect) every 50 ms for up to `seconds`.
-package func eventually(seconds: Int = 10, _ condition: () async throws -> Bool) async throws -> Bool {
-    for _ in 0..<(seconds * 20) {
-        if try await condition() { return true }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    return false
-}

@@ -4,17 +4,20 @@ import Synchronization
 /// same key meanwhile (the same receipt posted 100 times at once costs one Apple call).
 /// Callers arriving after it finished start a new one: nothing is cached.
 public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private let inFlight = Mutex<[Key: Task<Value, Never>]>([:])
+    private let inFlight = Mutex<[Key: (task: Task<Value, Never>, callers: Int)]>([:])
 
     public init() {}
 
     /// The value of `operation` for `key`, shared with the callers that asked while it ran; and
     /// whether this caller started it.
     public func run(_ key: Key, _ operation: @escaping @Sendable () async -> Value) async -> (value: Value, leader: Bool) {
-        let (task, leader) = inFlight.withLock { tasks -> (Task<Value, Never>, Bool) in
-            if let running = tasks[key] { return (running, false) }
+        let (task, leader) = inFlight.withLock { flights -> (Task<Value, Never>, Bool) in
+            if let running = flights[key] {
+                flights[key]?.callers += 1
+                return (running.task, false)
+            }
             let task = Task { await operation() }
-            tasks[key] = task
+            flights[key] = (task, 1)
             return (task, true)
         }
         let value = await task.value
@@ -24,6 +27,12 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
 
     /// Keys with an operation running now.
     public var count: Int { inFlight.withLock { $0.count } }
+
+    /// How many callers share the operation running for `key` (0 when none runs).
+    public func callers(of key: Key) -> Int { inFlight.withLock { $0[key]?.callers ?? 0 } }
+
+    /// How many callers wait for an operation, whatever its key.
+    public var callers: Int { inFlight.withLock { $0.values.reduce(0) { $0 + $1.callers } } }
 }
 
 /// At most `limit` operations at once; the others wait their turn, first come first served

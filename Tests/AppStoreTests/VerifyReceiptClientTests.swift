@@ -162,26 +162,34 @@ struct VerifyReceiptClientTests {
     }
 
     @Test func theSameReceiptAskedAtOnceCostsOneCallAndTheCapHolds() async {
-        /// Answers status 0 after 100 ms, counting calls and the most at once.
+        /// Answers status 0 once its gate lets it, counting calls and the most at once.
         final class SlowTransport: HTTPTransport {
             let counts = Mutex((calls: 0, running: 0, peak: 0))
+            let gate = Mutex<@Sendable () async -> Void>({})
             func send(_ request: OutboundRequest) async -> TransportResult {
                 counts.withLock {
                     $0.calls += 1
                     $0.running += 1
                     $0.peak = max($0.peak, $0.running)
                 }
-                try? await Task.sleep(for: .milliseconds(100))
+                await gate.withLock { $0 }()
                 counts.withLock { $0.running -= 1 }
                 return status(0, #","receipt":{"bundle_id":"com.x"}"#)
             }
         }
         let transport = SlowTransport()
         let client = VerifyReceiptClient(configuration: configuration, transport: transport, limit: ConcurrencyLimit(2))
+        // The one call answers once all 100 callers wait for it.
+        transport.gate.withLock { $0 = { while client.callersInFlight < 100 { await Task.yield() } } }
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<100 { group.addTask { _ = await client.verify(receiptData: "U0FNRQ==") } }
         }
         #expect(transport.counts.withLock { $0.calls } == 1)
+        // Distinct receipts: each call answers once the cap is full (or only it is left), so were
+        // the cap not held, a third would start meanwhile.
+        transport.gate.withLock {
+            $0 = { while transport.counts.withLock({ $0.running < 2 && $0.calls < 7 }) { await Task.yield() } }
+        }
         await withTaskGroup(of: Void.self) { group in
             for i in 0..<6 { group.addTask { _ = await client.verify(receiptData: "RElGRg\(i)") } }
         }

@@ -2,12 +2,13 @@ import Foundation
 import HTTPServer
 import JSON
 import Logging
+import ReceiptTesting
 import Testing
 
 @testable import CurlTransport
 
 /// Holds each request until `expected` have arrived, then lets them all go at once: without
-/// polling, so a loaded machine spends nothing on the waiting ones. Gives up 30 s after the first
+/// polling, so a loaded machine spends nothing on the waiting ones. Gives up ``hangGuard`` after the first
 /// arrives (each then answers false), so a transport that cannot have them all in flight fails
 /// the test instead of hanging it.
 private actor Gathering {
@@ -22,7 +23,7 @@ private actor Gathering {
         arrived += 1
         if arrived == 1 {
             Task {
-                try? await Task.sleep(for: .seconds(30))
+                try? await Task.sleep(for: hangGuard)
                 self.giveUp()
             }
         }

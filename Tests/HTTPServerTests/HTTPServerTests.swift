@@ -1,6 +1,7 @@
 import CLinux
 import Foundation
 import Logging
+import ReceiptTesting
 import Synchronization
 import Testing
 
@@ -17,12 +18,13 @@ private func makeServer(_ configure: (inout HTTPServerConfiguration) -> Void = {
     for method in [HTTPMethod.get, .post, .delete] {
         router.on(method, "/nice") { _, _ in
             let before = receiptd_thread_nice()
-            try? await Task.sleep(for: .milliseconds(1))
+            await Task.yield()
             return .text("\(before) \(receiptd_thread_nice())")
         }
     }
-    router.on(.get, "/slow/{ms}") { _, context in
+    router.on(.get, "/slow/{ms}") { request, context in
         let ms = Int(context.parameters["ms"] ?? "0") ?? 0
+        if let tag = request.queryValue("tag") { SlowStarted.shared.insert(tag) }
         try? await Task.sleep(for: .milliseconds(ms))
         return .text("slow \(ms)")
     }
@@ -40,8 +42,9 @@ private func makeServer(_ configure: (inout HTTPServerConfiguration) -> Void = {
                 return n < parts ? [UInt8](repeating: UInt8(ascii: "a") + UInt8(n % 26), count: size) : nil
             })
     }
-    router.immediate(.get, "/big/{bytes}") { _, context in
-        HTTPResponse(body: [UInt8](repeating: 0x61, count: Int(context.parameters["bytes"] ?? "0") ?? 0))
+    router.immediate(.get, "/big/{bytes}") { request, context in
+        if let tag = request.queryValue("tag") { SlowStarted.shared.insert(tag) }
+        return HTTPResponse(body: [UInt8](repeating: 0x61, count: Int(context.parameters["bytes"] ?? "0") ?? 0))
     }
     var logger = Logger(label: "test")
     logger.logLevel = .warning
@@ -56,6 +59,22 @@ private func stop(_ server: HTTPServer) async {
 }
 
 /// How many parts the `/stream` route has produced since the last reset (one stream at a time).
+/// The tags of the `/slow` and `/big` requests whose handlers have started (`?tag=`), so a test
+/// knows its request is in flight.
+final class SlowStarted: Sendable {
+    static let shared = SlowStarted()
+    private let tags = Mutex<Set<String>>([])
+    func insert(_ tag: String) { _ = tags.withLock { $0.insert(tag) } }
+    func contains(_ tag: String) -> Bool { tags.withLock { $0.contains(tag) } }
+
+    /// Sends `GET /slow/{ms}` on `client` and returns once its handler has started.
+    static func inFlight(_ client: TestClient, ms: Int) async throws {
+        let tag = UUID().uuidString
+        client.send("GET /slow/\(ms)?tag=\(tag) HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try await eventually { shared.contains(tag) })
+    }
+}
+
 final class StreamCounter: Sendable {
     static let shared = StreamCounter()
     private let count = Mutex(0)
@@ -140,7 +159,9 @@ struct HTTPServerTests {
         StreamCounter.shared.reset()
         let client = try TestClient(port: server.port)
         client.send("GET /stream/64/1000000 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await eventually { StreamCounter.shared.produced > 0 })
+        // Time for a producer that did not wait for the reader to run far ahead.
+        try await Task.sleep(for: .milliseconds(300))
         // Not read: only what the sockets' buffers hold has been produced, not 64 MB.
         let produced = StreamCounter.shared.produced
         #expect(produced > 0 && produced < 32, "\(produced) parts produced for a reader that reads nothing")
@@ -355,15 +376,14 @@ struct HTTPServerTests {
     @Test func slowReaderIsClosedAfterTheWriteTimeout() async throws {
         let server = try makeServer { $0.writeTimeout = .milliseconds(200) }
         let client = try TestClient(port: server.port)
-        client.send("GET /big/50000000 HTTP/1.1\r\nHost: t\r\n\r\n")
+        let tag = UUID().uuidString
+        client.send("GET /big/50000000?tag=\(tag) HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try await eventually { SlowStarted.shared.contains(tag) })
         // 50 MB is far more than loopback socket buffers hold. Not reading: the server gives up on
         // its own once a write has waited the timeout (its sweep runs on its loop threads). Waited
         // for rather than slept on, so a loaded machine that runs the sweep late cannot make the
         // drain below read the whole body instead. Draining then ends in EOF long before 50 MB.
-        try await Task.sleep(for: .milliseconds(600))
-        let deadline = ContinuousClock.now + .seconds(20)
-        while server.connectionCount > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(server.connectionCount == 0)
+        #expect(try await eventually { server.connectionCount == 0 })
         let received = await client.drainToEOF()
         #expect(received != nil)
         #expect((received ?? .max) < 50_000_000)
@@ -394,11 +414,7 @@ struct HTTPServerTests {
         client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(await client.readResponse()?.status == 200)
         // Idle connections still in the accept queue are counted once a loop accepts them.
-        let deadline = ContinuousClock.now + .seconds(5)
-        while server.connectionCount < 2001 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(server.connectionCount == 2001)
+        #expect(try await eventually { server.connectionCount == 2001 })
         idle.removeAll()
         await stop(server)
     }
@@ -408,8 +424,7 @@ struct HTTPServerTests {
         // their loops were still draining an in-flight request, and the next tick crashed.
         var server: HTTPServer? = try makeServer()
         let busy = try TestClient(port: server!.port)
-        busy.send("GET /slow/300 HTTP/1.1\r\nHost: t\r\n\r\n")
-        try await Task.sleep(for: .milliseconds(50))
+        try await SlowStarted.inFlight(busy, ms: 300)
         server!.shutdown()
         server = nil
         // The loops keep ticking through the grace period on their own and answer the request.
@@ -422,8 +437,7 @@ struct HTTPServerTests {
         let server = try makeServer()
         let busy = try TestClient(port: server.port)
         let idle = try TestClient(port: server.port)
-        busy.send("GET /slow/300 HTTP/1.1\r\nHost: t\r\n\r\n")
-        try await Task.sleep(for: .milliseconds(50))
+        try await SlowStarted.inFlight(busy, ms: 300)
         server.shutdown()
         let response = await busy.readResponse()
         #expect(response?.status == 200)
@@ -437,8 +451,7 @@ struct HTTPServerTests {
     @Test func shutdownDeadlineClosesWhatIsStillRunning() async throws {
         let server = try makeServer { $0.shutdownGracePeriod = .milliseconds(100) }
         let busy = try TestClient(port: server.port)
-        busy.send("GET /slow/6000 HTTP/1.1\r\nHost: t\r\n\r\n")
-        try await Task.sleep(for: .milliseconds(50))
+        try await SlowStarted.inFlight(busy, ms: 6000)
         let start = ContinuousClock.now
         server.shutdown()
         await server.waitUntilStopped()

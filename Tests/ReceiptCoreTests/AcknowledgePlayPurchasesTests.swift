@@ -17,8 +17,9 @@ struct AcknowledgePlayPurchasesTests {
             let worker = Task { await app.playAcknowledgements!.run() }
             let token = app.googlePlay!.purchase(.active, tag: "a")
             _ = try await VerifyPlayPurchaseTests.post(app, "alice", token)
-            #expect(try await eventually { app.googlePlay!.acknowledgement(of: token)?.acknowledged == true })
-            #expect(try await eventually { try await Self.backlog(app).unacknowledged == 0 })
+            #expect(await settled(app.playAcknowledgements!.quiescence))
+            #expect(app.googlePlay!.acknowledgement(of: token)?.acknowledged == true)
+            #expect(try await Self.backlog(app).unacknowledged == 0)
             worker.cancel()
             await worker.value
         }

@@ -101,7 +101,7 @@ struct RetentionMessagingTests {
                     try P256.Signing.ECDSASignature(derRepresentation: der), for: Array(signed.utf8)))
             // Recorded with the decision, before the answer went out.
             let sql = try TestDatabase.open(db)
-            #expect(try await eventually { try sql.scalarInt("SELECT count(*) FROM retention_answers") == 1 })
+            #expect(try sql.scalarInt("SELECT count(*) FROM retention_answers") == 1)
             // Apple's retry of the same request: the same answer, nothing recorded or signed twice.
             let retried = try await Self.ask(port, try Self.signedRequest(original, id: first, at: clock.now))
             #expect(retried.status == 200 && retried.body == offered.body)
@@ -110,7 +110,7 @@ struct RetentionMessagingTests {
                 try sql.scalarInt("SELECT count(*) FROM offer_signatures WHERE requested_by = 'apple_retention'") == 1)
             // The next time the offer's own rule (once a year) says no: the message rule answers.
             let next = try await Self.ask(port, try Self.signedRequest(original, at: clock.now))
-            #expect(try await eventually { try sql.scalarInt("SELECT count(*) FROM retention_answers") == 2 })
+            #expect(try sql.scalarInt("SELECT count(*) FROM retention_answers") == 2)
             #expect(
                 (next.json["message"] as? [String: Any])?["messageIdentifier"] as? String
                     == Self.plainMessage.uuidString.lowercased(), "\(next.body)")
@@ -145,10 +145,7 @@ struct RetentionMessagingTests {
         try await Self.withRetention { _, port, db, clock in
             let unknown = try await Self.ask(port, try Self.signedRequest("999", at: clock.now))
             #expect(unknown.status == 200 && unknown.body == "{}", "\(unknown.body)")
-            #expect(
-                try await eventually {
-                    try TestDatabase.open(db).scalarText("SELECT decision FROM retention_answers") == "subscription_unknown"
-                })
+            #expect(try TestDatabase.open(db).scalarText("SELECT decision FROM retention_answers") == "subscription_unknown")
             // Another app's request, a payload its signature does not cover, not Apple's body.
             let foreign = try await Self.ask(port, try Self.signedRequest("999", appleID: 99, at: clock.now))
             #expect(foreign.status == 422, "\(foreign.body)")

@@ -96,11 +96,9 @@ struct ServerAPIOperationsTests {
                 let r = try await postReceipt(port, user: "sh\(n)", "\(scenario):sh")
                 #expect(r.status == 200, "\(r.body)")
             }
-            let agreed = try await eventually {
-                try await metrics(port).contains(#"shadow_comparisons_total{outcome="agree"} 5"#)
-            }
+            await app.background.idle()
             let scrape = try await metrics(port)
-            #expect(agreed, "\(scrape)")
+            #expect(scrape.contains(#"shadow_comparisons_total{outcome="agree"} 5"#), "\(scrape)")
             let empty = try await get(port, "/v1/admin/shadow-diffs", key: TestSecrets.secretKey)
             #expect(empty.status == 200 && (empty.json["shadow_diffs"] as? [Any])?.isEmpty == true, "\(empty.body)")
             // The Server API now states the subscription three days longer than verifyReceipt does.
@@ -110,7 +108,8 @@ struct ServerAPIOperationsTests {
             simulator.serverAPI.skew(originalTransactionID: original, byMs: 3 * day)
             let again = try await postReceipt(port, user: "sh0", "active_monthly:sh")
             #expect(again.status == 200)
-            #expect(try await eventually { try await metrics(port).contains(#"shadow_comparisons_total{outcome="differ"} 1"#) })
+            await app.background.idle()
+            #expect(try await metrics(port).contains(#"shadow_comparisons_total{outcome="differ"} 1"#))
             let listed = try await get(port, "/v1/admin/shadow-diffs", key: TestSecrets.secretKey)
             let diffs = try #require(listed.json["shadow_diffs"] as? [[String: Any]])
             #expect(diffs.count == 1 && diffs.first?["app_user_id"] as? String == "sh0", "\(listed.body)")
@@ -627,7 +626,8 @@ struct ServerAPIOperationsTests {
             let request = try #require(simulator.notification("CONSUMPTION_REQUEST", transactionID: bought.transactionID))
             let r = try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(request)"}"#)
             #expect(r.status == 200, "\(r.body)")
-            #expect(try await eventually { simulator.serverAPI.consumptionAnswers.count == 1 })
+            await app.background.idle()
+            #expect(simulator.serverAPI.consumptionAnswers.count == 1)
             let answer = try #require(simulator.serverAPI.consumptionAnswers.first)
             #expect(answer.transactionID == bought.transactionID)
             #expect(answer.body["customerConsented"]?.bool == true && answer.body["deliveryStatus"]?.string == "DELIVERED")
@@ -638,7 +638,7 @@ struct ServerAPIOperationsTests {
             #expect(
                 try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(request)"}"#).json["duplicate"] as? Bool
                     == true)
-            try await Task.sleep(for: .milliseconds(200))
+            await app.background.idle()
             #expect(simulator.serverAPI.consumptionAnswers.count == 1)
         }
     }
@@ -661,11 +661,10 @@ struct ServerAPIOperationsTests {
             #expect(named == "rita")
             let request = try #require(simulator.notification("CONSUMPTION_REQUEST", transactionID: bought.transactionID))
             #expect(try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(request)"}"#).status == 200)
-            let metrics = try await eventually {
+            await app.background.idle()
+            #expect(
                 try await get(port, "/metrics", key: TestSecrets.secretKey).body.contains(
-                    #"consumption_answers_total{outcome="consent_rescinded"} 1"#)
-            }
-            #expect(metrics)
+                    #"consumption_answers_total{outcome="consent_rescinded"} 1"#))
             #expect(simulator.serverAPI.consumptionAnswers.isEmpty)
             // Another customer's request is still answered.
             let other = simulator.purchase(.activeMonthly, tag: "consents")
@@ -673,7 +672,8 @@ struct ServerAPIOperationsTests {
                 try await postReceipts(port, #"{"app_user_id":"cora","transaction_id":"\#(other.transactionID)"}"#).status == 200)
             let asked = try #require(simulator.notification("CONSUMPTION_REQUEST", transactionID: other.transactionID))
             #expect(try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(asked)"}"#).status == 200)
-            #expect(try await eventually { simulator.serverAPI.consumptionAnswers.count == 1 })
+            await app.background.idle()
+            #expect(simulator.serverAPI.consumptionAnswers.count == 1)
             #expect(simulator.serverAPI.consumptionAnswers.first?.transactionID == other.transactionID)
         }
     }
@@ -686,7 +686,7 @@ struct ServerAPIOperationsTests {
                 try await postReceipts(port, #"{"app_user_id":"off","transaction_id":"\#(bought.transactionID)"}"#).status == 200)
             let request = try #require(simulator.notification("CONSUMPTION_REQUEST", transactionID: bought.transactionID))
             #expect(try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(request)"}"#).status == 200)
-            try await Task.sleep(for: .milliseconds(300))
+            await app.background.idle()
             #expect(simulator.serverAPI.consumptionAnswers.isEmpty)
         }
     }

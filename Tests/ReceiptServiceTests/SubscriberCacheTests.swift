@@ -118,8 +118,7 @@ struct SubscriberCacheTests {
                 try other.execute("UPDATE transactions SET expires_date = 1000, cancellation_date = NULL")
                 try ChangeLog(other).append("other", at: 0)
             }
-            try await Task.sleep(for: DatabaseQueue.externalPoll * 3)
-            #expect(app.documentCache.entry("other", now: TestClock().now) == nil)
+            #expect(try await eventually { app.documentCache.entry("other", now: TestClock().now) == nil })
             #expect(premiumState(try await subscriber(port, "other").body) == "expired")
         }
     }

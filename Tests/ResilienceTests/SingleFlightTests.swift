@@ -13,7 +13,8 @@ struct SingleFlightTests {
                 group.addTask {
                     await flights.run("same receipt") {
                         runs.with { $0 += 1 }
-                        try? await Task.sleep(for: .milliseconds(200))  // long enough for all 100 to join
+                        // Until all 100 have joined.
+                        while flights.callers(of: "same receipt") < 100 { await Task.yield() }
                         return 42
                     }
                 }
@@ -41,7 +42,9 @@ struct SingleFlightTests {
                             $0.running += 1
                             $0.peak = max($0.peak, $0.running)
                         }
-                        try? await Task.sleep(for: .milliseconds(5))
+                        // Until the cap is reached (or too few are left to reach it): were it not
+                        // held, more would join meanwhile.
+                        while now.with({ $0.running < min(3, 40 - $0.done) }) { await Task.yield() }
                         now.with {
                             $0.running -= 1
                             $0.done += 1

@@ -19,15 +19,6 @@ private func withQueue(
 }
 
 /// Waits for `semaphore` on a thread of its own, never blocking the cooperative pool.
-private func signalled(_ semaphore: DispatchSemaphore) async {
-    await withCheckedContinuation { continuation in
-        Thread {
-            semaphore.wait()
-            continuation.resume()
-        }.start()
-    }
-}
-
 private func count(_ db: Database) throws -> Int64 { try db.scalarInt("SELECT count(*) FROM t") ?? -1 }
 
 /// The calling thread's nice value, as Linux reports it (proc(5): the 19th field of its stat).
@@ -47,7 +38,7 @@ private func holdReaders(
         Task {
             try await queue.read { _ in
                 held.signal()
-                _ = release.wait(timeout: .now() + 10)
+                release.waitGuarded()
             }
         }
     }
@@ -56,7 +47,7 @@ private func holdReaders(
 }
 
 /// Starts `job`, which calls `holding()` once it holds what it holds (a transaction, a
-/// connection); `holding()` returns when `release` is signalled (10 s at most). Returns once the
+/// connection); `holding()` returns when `release` is signalled. Returns once the
 /// job holds, with the task to await after the release.
 private func held(
     until release: DispatchSemaphore = DispatchSemaphore(value: 0),
@@ -66,7 +57,7 @@ private func held(
     let task = Task {
         try await job {
             started.signal()
-            _ = release.wait(timeout: .now() + 10)
+            release.waitGuarded()
         }
     }
     await signalled(started)
@@ -102,7 +93,7 @@ struct DatabaseQueueTests {
                 try await queue.read { db -> [Int64] in
                     let first = try count(db)
                     reading.signal()
-                    _ = committed.wait(timeout: .now() + 5)
+                    committed.waitGuarded()
                     return [first, try count(db)]
                 }
             }
@@ -201,15 +192,13 @@ struct DatabaseQueueTests {
         }
     }
 
-    /// Waits (5 s at most) until this process holds none of `paths` open (`/proc/self/fd`).
+    /// Waits until this process holds none of `paths` open (`/proc/self/fd`).
     private func closed(_ paths: [String]) async throws -> Bool {
-        for _ in 0..<100 {
+        try await eventually {
             let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
             let open = fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0) }
-            if !open.contains(where: paths.contains) { return true }
-            try await Task.sleep(for: .milliseconds(50))
+            return !open.contains(where: paths.contains)
         }
-        return false
     }
 
     @Test func theRollupsFileIsNamedAfterTheDatabases() {
@@ -270,7 +259,7 @@ struct DatabaseQueueTests {
                     }
                 }
             }
-            while queue.writerBacklog < 11 { try await Task.sleep(for: .milliseconds(1)) }
+            #expect(try await eventually { queue.writerBacklog >= 11 })
             release.signal()
             try await blocker.value
             for (i, save) in saves.enumerated() {
@@ -305,7 +294,7 @@ struct DatabaseQueueTests {
                             return Int64(i)
                         }
                     })
-                while queue.writerBacklog < i + 2 { try await Task.sleep(for: .milliseconds(1)) }
+                #expect(try await eventually { queue.writerBacklog >= i + 2 })
             }
             release.signal()
             try await blocker.value
@@ -334,7 +323,7 @@ struct DatabaseQueueTests {
             let blocker = await holdWriter(queue, until: release)
             let plain = Task { try await queue.write { db in try db.execute("INSERT INTO t VALUES (1)") } }
             let durable = Task { try await queue.write(durable: true) { db in try db.execute("INSERT INTO t VALUES (2)") } }
-            while queue.writerBacklog < 3 { try await Task.sleep(for: .milliseconds(1)) }
+            #expect(try await eventually { queue.writerBacklog >= 3 })
             release.signal()
             try await blocker.value
             try await plain.value
@@ -359,7 +348,7 @@ struct DatabaseQueueTests {
             let blocker = await holdWriter(queue, until: release)
             let saves = (0..<3).map { i in Task { try await queue.write { db in try db.execute("INSERT INTO t VALUES (\(i))") } }
             }
-            while queue.writerBacklog < 4 { try await Task.sleep(for: .milliseconds(1)) }
+            #expect(try await eventually { queue.writerBacklog >= 4 })
             release.signal()
             try await blocker.value
             for save in saves { await #expect(throws: StorageError.self) { try await save.value } }
@@ -448,12 +437,15 @@ struct PostgresQueueTests {
         // B's write (another process): heard through LISTEN.
         let started = ContinuousClock.now
         try await b.write { db in try ChangeLog(db).append("bob", at: 2) }
-        let arrived = try await eventually(seconds: 5) { heard.users.contains("bob") }
+        let arrived = try await eventually { heard.users.contains("bob") }
         let latency = ContinuousClock.now - started
         #expect(arrived)
         print("a change committed by another process was heard after \(latency)")
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(heard.users == ["alice", "bob"])
+        // Changes are heard in the order they committed: once a later one is, nothing of bob's
+        // can still be on its way.
+        try await b.write { db in try ChangeLog(db).append("carol", at: 3) }
+        #expect(try await eventually { heard.users.contains("carol") })
+        #expect(heard.users == ["alice", "bob", "carol"])
         let sequences = heard.changes.map(\.sequence)
         #expect(sequences == sequences.sorted() && Set(sequences).count == sequences.count)
     }
@@ -472,11 +464,11 @@ extension PostgresQueueTests {
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database()"
             )
         }
-        #expect(try await eventually(seconds: 5) { !lost.withLock { $0 }.isEmpty })
+        #expect(try await eventually { !lost.withLock { $0 }.isEmpty })
         #expect(lost.withLock { $0 }.first.map { $0 > heard.changes.last!.sequence } == true)
         // And it listens again.
         try await b.write { db in try ChangeLog(db).append("after", at: 2) }
-        #expect(try await eventually(seconds: 5) { heard.users.contains("after") })
+        #expect(try await eventually { heard.users.contains("after") })
     }
 }
 
@@ -492,16 +484,16 @@ extension PostgresQueueTests {
                 try await queue.write { db in
                     try ChangeLog(db).append("u\(i)", at: 1)
                     busy.signal()
-                    _ = release.wait(timeout: .now() + 10)
+                    release.waitGuarded()
                 }
             }
         }
         for _ in 0..<2 { await signalled(busy) }
-        while queue.writerBacklog < 4 { try await Task.sleep(for: .milliseconds(1)) }
-        // A read does not queue behind them (it would wait 10 s), and sees no uncommitted change.
-        let started = ContinuousClock.now
+        #expect(try await eventually { queue.writerBacklog >= 4 })
+        // A read does not queue behind them (it would wait until they are released, which comes
+        // only after it), and sees no uncommitted change.
         #expect(try await queue.read { db in try ChangeLog(db).last() } == 0)
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(queue.writerBacklog >= 4)
         for _ in 0..<4 { release.signal() }
         for save in saves { try await save.value }
         #expect(try await queue.read { db in try db.scalarInt("SELECT count(*) FROM changes") } == 4)
@@ -531,7 +523,7 @@ extension PostgresQueueTests {
                 }
             }
         }
-        while queue.writerBacklog < 11 { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(try await eventually { queue.writerBacklog >= 11 })
         blocker.release.signal()
         try await blocker.task.value
         for (i, save) in saves.enumerated() {
@@ -563,17 +555,17 @@ extension PostgresQueueTests {
         try other.lock(["y"])
         let blocker = await held { holding in try await queue.run { _ in holding() } }
         let first = Task { try await queue.write { db in try db.lock(["x"]) } }
-        while queue.writerBacklog < 2 { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(try await eventually { queue.writerBacklog >= 2 })
         let second = Task {
             try await queue.write { db in
                 try db.lock(["y"])
                 try db.cached("INSERT INTO t VALUES (?)").bind([2]).run()
             }
         }
-        while queue.writerBacklog < 3 { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(try await eventually { queue.writerBacklog >= 3 })
         blocker.release.signal()
         try await blocker.task.value
-        try await Task.sleep(for: .milliseconds(300))  // the second save waits for `y` first
+        #expect(try await waitingForALock(url))  // the second save waits for `y` first
         let otherDone = DispatchSemaphore(value: 0)
         nonisolated(unsafe) let blocked = other  // used by that thread alone from here on
         Thread {

@@ -144,17 +144,23 @@ extension WebhookStoreTests {
         nonisolated(unsafe) let (a, b) = (try Database(postgresURL: url), try Database(postgresURL: url))
         try WebhookStore(a).enqueue(message(1, user: "u", version: 1), to: ["crm"], now: 10)
         let head = try #require(try WebhookStore(a).claim(endpoint: "crm", limit: 1, token: "p", now: 10, leaseUntil: 100).first)
-        // a delivers the head and holds its transaction open; meanwhile b queues the next message.
+        // a delivers the head and holds its transaction open until b, queueing the next message,
+        // waits for it.
+        let (holding, proceed) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
         async let finished: Void = onItsOwnThread {
             try a.transaction {
                 try WebhookStore(a).finish(head, token: "p", outcome: delivered, now: 20)
-                Thread.sleep(forTimeInterval: 0.3)
+                holding.signal()
+                proceed.waitGuarded()
             }
         }
-        try await Task.sleep(for: .milliseconds(100))
-        try await onItsOwnThread {
+        await signalled(holding)
+        async let queued: Void = onItsOwnThread {
             try b.transaction { _ = try WebhookStore(b).enqueue(message(2, user: "u", version: 2), to: ["crm"], now: 21) }
         }
+        #expect(try await waitingForALock(url))
+        proceed.signal()
+        try await queued
         try await finished
         // The queue has a head: the second message is due (unserialized, it waited behind a head
         // that had just been delivered, and nothing would ever promote it).

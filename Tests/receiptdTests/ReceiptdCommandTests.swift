@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptTesting
 import Subprocess
 import SystemPackage
 import Testing
@@ -124,15 +125,13 @@ struct ReceiptdCommandTests {
         ].merging(Self.secrets) { $1 }
         var answered = false
         let result = try await run(["serve"], environment: env) { execution in
-            for _ in 0..<100 {
-                if let (data, response) = try? await URLSession.shared.data(
-                    from: URL(string: "http://127.0.0.1:\(port)/healthz")!),
-                    (response as? HTTPURLResponse)?.statusCode == 200, String(decoding: data, as: UTF8.self).contains("ok")
-                {
-                    answered = true
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(100))
+            // Another process: polled until it answers.
+            answered = try await eventually {
+                guard
+                    let (data, response) = try? await URLSession.shared.data(
+                        from: URL(string: "http://127.0.0.1:\(port)/healthz")!)
+                else { return false }
+                return (response as? HTTPURLResponse)?.statusCode == 200 && String(decoding: data, as: UTF8.self).contains("ok")
             }
             try execution.send(signal: .terminate)
         }

@@ -54,6 +54,8 @@ public final class Application: Sendable {
     package let appStoreCalls: AppStoreCalls?
     /// Mass renewal-date extensions and the worker that takes them to completion.
     package let massExtensions: MassExtensions
+    /// What requests started and did not wait for (shadow comparisons, consumption answers).
+    package let background: BackgroundWork
     private let logger: Logger
 
     private init(
@@ -63,8 +65,9 @@ public final class Application: Sendable {
         verifyPurchase: VerifyPurchase, play: PlayWiring, readSubscriber: ReadSubscriber,
         eraseSubscriber: EraseSubscriber, ingestNotification: IngestNotification,
         listings: Listings, support: AppStoreSupport, backfillPrices: BackfillPrices, rollups: KeepRollups,
-        appStoreCalls: AppStoreCalls?, massExtensions: MassExtensions, logger: Logger
+        appStoreCalls: AppStoreCalls?, massExtensions: MassExtensions, background: BackgroundWork, logger: Logger
     ) {
+        self.background = background
         self.appStoreCalls = appStoreCalls
         self.massExtensions = massExtensions
         (verifyPlayPurchase, ingestPlayNotification, playAcknowledgements, voidedPurchases) = (
@@ -102,6 +105,7 @@ public final class Application: Sendable {
     ) throws -> Application {
         let migrator = Migrator(migrations: try configuration.database.migrations())
         let telemetry = Telemetry()
+        let background = BackgroundWork()
         let database = try configuration.database.openQueue(metrics: telemetry.factory)
         let applied = try database.runBlocking { db in try migrator.migrate(db) }
         for migration in applied {
@@ -161,7 +165,7 @@ public final class Application: Sendable {
         let shadow = (settings.verifier == .shadow ? serverAPI : nil).map {
             ShadowComparison(
                 serverAPI: $0, database: database, settings: configuration.entitlementSettings, logger: logger, clock: clock,
-                metrics: telemetry.factory)
+                metrics: telemetry.factory, background: background)
         }
         let verifyPurchase = VerifyPurchase(
             client: client, serverAPI: serverAPI, mode: settings.verifier, shadow: shadow, verifier: verifier,
@@ -185,7 +189,7 @@ public final class Application: Sendable {
         let ingestNotification = IngestNotification(
             verifier: verifier, database: database, bundleIDs: settings.bundleIDs,
             sharedSecret: { accounts.sharedSecret(of: $0) }, state: state, policy: policy, logger: logger, clock: clock,
-            consumption: consumption)
+            consumption: consumption, background: background)
         let listings = Listings(database: database, logger: logger)
         let environments = AppStoreEnvironment.allCases.filter { signed.environments.contains($0) }
         let support = AppStoreSupport(
@@ -262,7 +266,7 @@ public final class Application: Sendable {
                         metrics: telemetry.factory)
                 }
             },
-            massExtensions: massExtensions,
+            massExtensions: massExtensions, background: background,
             logger: logger
         )
     }
@@ -405,6 +409,7 @@ public final class Application: Sendable {
     package func stop() async {
         server.shutdown()
         await server.waitUntilStopped()
+        await background.idle()
         transport.shutdown()
         webhookTransport.shutdown()
     }
