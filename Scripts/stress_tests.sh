@@ -32,7 +32,7 @@ for run in $(seq 1 "$runs"); do
 done
 echo "--- tests that failed, and in how many of $runs runs"
 # Swift Testing prints "✘ Test name(…) failed after …" once per failed test (cases included).
-cat "$logs"/*.log | grep -E '^✘ Test .* failed after' | sed -E 's/^✘ Test (.*) failed after.*/\1/' \
+cat "$logs"/*.log | grep -E '^✘ Test .* failed after' | grep -v '^✘ Test run with' | sed -E 's/^✘ Test (.*) failed after.*/\1/' \
   | sed -E 's/ with [0-9]+ test cases?$//' | sort | uniq -c | sort -rn || true
 echo "--- $passed of $runs runs passed with $(nproc) cores loaded (logs: $logs)"
 [ "$passed" -eq "$runs" ]

@@ -17,11 +17,13 @@ package let migrationsDirectory =
     .deletingLastPathComponent().path + "/Migrations"
 
 extension ServiceConfiguration.AppStoreSettings {
-    /// The App Store simulator, one app, quick retries: for tests (``TestApp`` starts it).
+    /// The App Store simulator, one app, two retries: for tests (``TestApp`` starts it). Its
+    /// timeouts are far beyond any loopback answer on a loaded machine: a test about a timeout
+    /// sets its own.
     package static let simulated = ServiceConfiguration.AppStoreSettings(
         productionURL: "http://127.0.0.1:1/unused", sandboxURL: "http://127.0.0.1:1/unused", simulator: true, allowHTTP: true,
-        bundleIDs: ["com.example.app"], sharedSecret: TestSecrets.sharedSecret, connectTimeout: .seconds(2),
-        maxResponseBytes: 1 << 20, maxRetries: 2, attemptTimeout: .seconds(2), deadline: .seconds(5))
+        bundleIDs: ["com.example.app"], sharedSecret: TestSecrets.sharedSecret, connectTimeout: .seconds(10),
+        maxResponseBytes: 1 << 20, maxRetries: 2, attemptTimeout: .seconds(30), deadline: .seconds(60))
 }
 
 /// The test service's configuration: the simulator, a database at `path`, test keys
@@ -38,7 +40,7 @@ package func testConfiguration(
     appStore.breaker = breaker
     var configuration = ServiceConfiguration(
         environment: "test", http: HTTPServerConfiguration(host: "127.0.0.1", port: 0, eventLoops: 1, accessLog: false),
-        database: .init(path: path, busyTimeout: .seconds(1), migrationsDirectory: migrationsDirectory), logLevel: .critical,
+        database: .init(path: path, busyTimeout: .seconds(10), migrationsDirectory: migrationsDirectory), logLevel: .critical,
         appStore: appStore,
         api: .init(publicKeys: [TestSecrets.publicKey], secretKeys: [TestSecrets.secretKey], ownershipPolicy: policy),
         entitlements: entitlements)
@@ -85,16 +87,28 @@ package final class TestApp: Sendable {
         -> TestApp
     {
         await application.stop()
+        let (wired, wall) = (wired, wall)
+        let application = try await onItsOwnThread {
+            try Application.open(configuration: wired, logger: logger, clock: wall, monotonic: monotonic)
+        }
         return TestApp(
-            application: try Application.open(configuration: wired, logger: logger, clock: wall, monotonic: monotonic),
-            simulator: simulator, appStore: appStore, googlePlay: googlePlayServed, wired: wired, wall: wall)
+            application: application, simulator: simulator, appStore: appStore, googlePlay: googlePlayServed, wired: wired,
+            wall: wall)
     }
 
     /// Starts the simulator (on `clock`) when configured, then opens the application (migrating).
-    /// `monotonic` (say a ``ManualMonotonicClock``) makes Apple's retry delays instant.
+    /// `monotonic` (say a ``ManualMonotonicClock``) makes Apple's retry delays instant. On a thread
+    /// of its own: migrating blocks for a while, and a suite of services opening at once on Swift
+    /// concurrency's two threads kept the simulators' handlers from answering for a minute.
     package static func open(
         _ configuration: ServiceConfiguration, logger: Logger = quietLogger, clock: TestClock? = nil,
         monotonic: any MonotonicClock = SystemMonotonicClock()
+    ) async throws -> TestApp {
+        try await onItsOwnThread { try openBlocking(configuration, logger: logger, clock: clock, monotonic: monotonic) }
+    }
+
+    private static func openBlocking(
+        _ configuration: ServiceConfiguration, logger: Logger, clock: TestClock?, monotonic: any MonotonicClock
     ) throws -> TestApp {
         var configuration = configuration
         let wall = clock?.wall ?? .system
@@ -179,7 +193,7 @@ package func withService(
             path: dir + "/db.sqlite", policy: policy, bundleIDs: bundleIDs, entitlements: entitlements,
             signedData: signedData, breaker: breaker, limits: limits, googlePlay: googlePlay)
         let database = try await TestDatabase.place(&configuration, path: dir + "/db.sqlite")
-        let app = try TestApp.open(configuration, monotonic: monotonic)
+        let app = try await TestApp.open(configuration, monotonic: monotonic)
         let port = try app.start()
         try await body(port, database)
         await app.stop()
@@ -198,7 +212,7 @@ package func withClockedService(
     try await withScratchDirectory("receiptd-clocked") { dir in
         var configured = configuration(dir + "/db.sqlite")
         let database = try await TestDatabase.place(&configured, path: dir + "/db.sqlite")
-        let app = try TestApp.open(configured, clock: clock, monotonic: ManualMonotonicClock())
+        let app = try await TestApp.open(configured, clock: clock, monotonic: ManualMonotonicClock())
         let port = try app.start()
         try await body(app, port, database, clock)
         await app.stop()

@@ -19,13 +19,7 @@ struct UseCaseTests {
             let clock = TestClock()
             var configuration = testConfiguration(path: dir + "/db.sqlite", policy: policy)
             configuration.database.readers = readers
-            // These tests are about the use cases, not Apple's timeouts (other suites hold those):
-            // the simulator's answers may take seconds while every suite starts at once on two
-            // cores, and a 2 s attempt failed them as `appStoreUnavailable` (twice in ten runs).
-            configuration.appStore.connectTimeout = .seconds(20)
-            configuration.appStore.attemptTimeout = .seconds(20)
-            configuration.appStore.deadline = .seconds(60)
-            let app = try TestApp.open(configuration, clock: clock)
+            let app = try await TestApp.open(configuration, clock: clock)
             try await body(app, clock)
             await app.stop()
             expectNoSecretLeaked()
@@ -118,7 +112,7 @@ struct UseCaseTests {
             }
             try await withScratchDirectory("receiptd-core-trusting") { dir in
                 configuration.database.path = dir + "/db.sqlite"
-                let trusting = try TestApp.open(configuration, clock: clock)
+                let trusting = try await TestApp.open(configuration, clock: clock)
                 let first = try await trusting.ingestNotification(body)
                 #expect(first.outcome == "recorded" && !first.duplicate && first.type == "TEST" && first.version == 2)
                 let again = try await trusting.ingestNotification(body)

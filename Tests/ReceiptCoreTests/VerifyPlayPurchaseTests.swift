@@ -28,7 +28,7 @@ struct VerifyPlayPurchaseTests {
             configuration.googlePlay.simulator = true
             configuration.googlePlay.consumeConsumables = consume
             configuration.googlePlay.timeout = .seconds(20)
-            let app = try TestApp.open(configuration, clock: clock)
+            let app = try await TestApp.open(configuration, clock: clock)
             try await body(app, clock)
             await app.stop()
             expectNoSecretLeaked()

@@ -83,7 +83,8 @@ struct ApplicationTests {
     @Test func healthAndReadinessAnswer() async throws {
         let dir = NSTemporaryDirectory() + "receiptd-app-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let app = try TestApp.open(configuration(database: dir + "/db.sqlite", migrations: migrationsDirectory), logger: logger)
+        let app = try await TestApp.open(
+            configuration(database: dir + "/db.sqlite", migrations: migrationsDirectory), logger: logger)
         let port = try app.start()
         let health = try await get(port, "/healthz")
         #expect(health.status == 200)
@@ -100,18 +101,18 @@ struct ApplicationTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let config = configuration(database: dir + "/db.sqlite", migrations: migrations)
         do {
-            let app = try TestApp.open(config, logger: logger)
+            let app = try await TestApp.open(config, logger: logger)
             let applied = try await app.database.run { db in try db.scalarInt("SELECT count(*) FROM schema_migrations") }
             #expect(applied == 1)
         }
         try "CREATE TABLE a (x TEXT);".write(toFile: migrations + "/0001_a.sql", atomically: true, encoding: .utf8)
-        #expect(throws: StorageError.self) { try TestApp.open(config, logger: logger) }
+        await #expect(throws: StorageError.self) { try await TestApp.open(config, logger: logger) }
     }
 
     @Test func readinessReportsPendingMigrations() async throws {
         let (dir, migrations) = try scratchWithMigration("CREATE TABLE a (x INTEGER);")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let app = try TestApp.open(configuration(database: dir + "/db.sqlite", migrations: migrations), logger: logger)
+        let app = try await TestApp.open(configuration(database: dir + "/db.sqlite", migrations: migrations), logger: logger)
         let port = try app.start()
         // A migration that arrived after start-up (e.g. a half-finished deploy) is not applied yet.
         let later = Migrator(migrations: app.migrator.migrations + [Migration(version: 2, name: "0002_b", sql: "SELECT 1;")])

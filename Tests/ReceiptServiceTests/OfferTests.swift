@@ -370,7 +370,7 @@ struct OfferTests {
     @Test func twoInstancesHoldTheSameCaps() async throws {
         try await Self.withOffers { app, port, db in
             #expect(try await postReceipt(port, user: "lena", "expired_voluntary:lena").status == 200)
-            let second = try TestApp.open(app.configuration)
+            let second = try await TestApp.open(app.configuration)
             let other = try second.start()
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for n in 0..<12 {

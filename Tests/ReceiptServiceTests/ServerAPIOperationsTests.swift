@@ -128,7 +128,7 @@ struct ServerAPIOperationsTests {
     @Test func aRestartAfterADayOfflineAppliesEveryMissedNotificationOnce() async throws {
         try await withScratchDirectory("receiptd-catch-up") { dir in
             let clock = TestClock()
-            var app = try TestApp.open(configuration()(dir + "/db.sqlite"), clock: clock, monotonic: ManualMonotonicClock())
+            var app = try await TestApp.open(configuration()(dir + "/db.sqlite"), clock: clock, monotonic: ManualMonotonicClock())
             var port = try app.start()
             let simulator = try #require(app.appStore)
             let bought = simulator.purchase(.activeMonthly, tag: "cu")
