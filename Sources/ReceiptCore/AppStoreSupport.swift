@@ -241,7 +241,7 @@ package struct AppStoreSupport: Sendable {
     // MARK: Helpers
 
     private func configured() throws(ReceiptError) -> ServerAPIClient {
-        guard let serverAPI else { throw .serverAPINotConfigured }
+        guard let serverAPI else { throw .notConfigured(.serverAPI) }
         return serverAPI
     }
 

@@ -45,7 +45,7 @@ package struct BackfillPrices: Sendable {
     /// Asks about every unpriced purchase not asked about yet (`again`: about every unpriced one),
     /// at most `limit` of them.
     package func callAsFunction(again: Bool = false, limit: Int = .max) async throws(ReceiptError) -> Summary {
-        guard let serverAPI else { throw .serverAPINotConfigured }
+        guard let serverAPI else { throw .notConfigured(.serverAPI) }
         if again { _ = try await store { db in try PriceBackfillStore(db).forgetAsks() } }
         var summary = Summary()
         var cursor: String?

@@ -71,7 +71,7 @@ package struct IngestPlayNotification: Sendable {
 
     /// `authorization`: the request's `Authorization` header, if any; `body`: the push.
     package func callAsFunction(authorization: String?, body: [UInt8]) async throws(ReceiptError) -> Outcome {
-        guard let api else { throw .googlePlayNotConfigured }
+        guard let api else { throw .notConfigured(.googlePlay) }
         try await authenticate(authorization)
         let push: PlayPush
         do { push = try PlayPush(body: body) } catch {
@@ -118,7 +118,7 @@ package struct IngestPlayNotification: Sendable {
         let signingKeys: SigningKeys
         do { signingKeys = try await keys.keys(for: PushTokenPolicy.keyID(of: token)) } catch {
             logger.warning("Google's signing keys are not available", metadata: ["reason": "\(error)"])
-            throw .googlePlayUnavailable(retryAfterSeconds: 30, lastKnown: nil)
+            throw .storeUnavailable(.playStore, retryAfterSeconds: 30, lastKnown: nil)
         }
         do { try policy.verify(token, keys: signingKeys, now: clock.now()) } catch {
             count("unauthenticated", type: "unknown")
@@ -253,12 +253,12 @@ package struct IngestPlayNotification: Sendable {
         switch failure {
         case .forbidden, .credentials:
             logger.critical("Google Play refused receiptd's service account while \(doing)")
-            return .googlePlayMisconfigured
+            return .storeMisconfigured(.playStore)
         default:
             logger.warning(
                 "Google Play unavailable while \(doing); Pub/Sub will push the notification again",
                 metadata: ["reason": "\(failure)"])
-            return .googlePlayUnavailable(retryAfterSeconds: 30, lastKnown: nil)
+            return .storeUnavailable(.playStore, retryAfterSeconds: 30, lastKnown: nil)
         }
     }
 

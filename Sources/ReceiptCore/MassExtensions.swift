@@ -104,7 +104,7 @@ package final class MassExtensions: Sendable {
     package func request(_ asked: Request, by asker: String) async throws(ReceiptError) -> (
         record: MassExtensionRecord, created: Bool
     ) {
-        guard let serverAPI else { throw .serverAPINotConfigured }
+        guard let serverAPI else { throw .notConfigured(.serverAPI) }
         let wanted = try Self.validated(asked, by: asker, at: clock.now(), bundleIDs: bundleIDs, environments: environments)
         let lease = wanted.requestedAt + settings.queue.leaseMs
         let stored: MassExtensionRecord?

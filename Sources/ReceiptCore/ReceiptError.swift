@@ -1,3 +1,4 @@
+import Entitlements
 import SignedData
 
 /// Why a use case refused or failed. Each case has a stable ``code``; the HTTP edge maps each to
@@ -23,10 +24,14 @@ package enum ReceiptError: Error, Sendable {
     case invalidTransactionID
     /// The receipt or signed transaction belongs to another app.
     case bundleMismatch(String, appleStatus: Int? = nil)
-    /// Apple refused receiptd's own request (shared secret, URLs).
-    case appStoreMisconfigured(appleStatus: Int?)
-    /// Apple could not answer now; `lastKnown` is what the user had (kept, never revoked).
-    case appStoreUnavailable(appleStatus: Int?, retryAfterSeconds: Int, lastKnown: LastKnown?)
+    /// The store refused receiptd's own request: Apple its shared secret, URLs or token (with
+    /// Apple's status when it gave one); Google Play its service account (key, Play Console
+    /// permissions).
+    case storeMisconfigured(Store, storeStatus: Int? = nil)
+    /// The store could not answer now; `lastKnown` is what the user had (kept, never revoked).
+    case storeUnavailable(Store, storeStatus: Int? = nil, retryAfterSeconds: Int, lastKnown: LastKnown? = nil)
+    /// What the request needs is not configured on this receiptd.
+    case notConfigured(Capability)
     /// Apple's signed data did not verify.
     case signedData(SignedDataError)
     /// A V1 notification's password is not the shared secret.
@@ -35,8 +40,6 @@ package enum ReceiptError: Error, Sendable {
     case wrongApp(String)
     /// Storage failed where the sender must retry (Apple re-delivers a notification on 5xx).
     case notStored
-    /// A route that needs the App Store Server API, on a receiptd with no In-App Purchase key.
-    case serverAPINotConfigured
     /// Look Up Order ID: Apple knows no such order.
     case orderNotFound
     /// The subscriber holds no such auto-renewable subscription (or several, and none was named).
@@ -57,28 +60,42 @@ package enum ReceiptError: Error, Sendable {
     case massExtensionNotFound
     /// A request id already names another request (a retry must ask the same).
     case requestIDReused(String)
-    /// An unexpected fault (storage, an impossible state); details are logged, never answered.
     /// No stored transaction has that id.
     case purchaseNotFound
     /// No promotion of that entitlement is running for the subscriber.
     case promotionNotFound
-    /// A Google Play purchase was posted but no service account is configured (`googlePlay.*`).
-    case googlePlayNotConfigured
     /// Google Play knows no purchase with that token for that app (or no longer: 60 days after it ended).
     case invalidPurchaseToken
-    /// Google Play refused receiptd's service account (its key, or its Play Console permissions).
-    case googlePlayMisconfigured
     /// The rules do not allow the customer this offer: the rule that said no, and why.
     case offerNotEligible(String, String)
     /// A customer asked for more offer signatures a minute than allowed.
     case offerRateLimited(retryAfterSeconds: Int)
-    /// Offers need a signing key (the In-App Purchase key, or `appStore.offers.*`).
-    case offersNotConfigured
     /// A Pub/Sub push without a valid OIDC token (Google's keys, the audience, the service account).
     case unauthenticatedPush(String)
-    /// Google Play could not answer now; what the user had is unchanged (`lastKnown`).
-    case googlePlayUnavailable(retryAfterSeconds: Int, lastKnown: LastKnown?)
+    /// An unexpected fault (storage, an impossible state); details are logged, never answered.
     case internalFault
+
+    /// What a request may need that a receiptd may lack.
+    package enum Capability: String, Sendable {
+        /// The App Store Server API: an In-App Purchase key for the app's account.
+        case serverAPI = "server_api"
+        /// Google Play: a service account and the app's package.
+        case googlePlay = "google_play"
+        /// Signing offers: the In-App Purchase key, or `appStore.offers.*`.
+        case offers
+
+        /// For people: what to configure.
+        var message: String {
+            switch self {
+            case .serverAPI:
+                "This needs the App Store Server API: configure appStore.serverApi.keyId, issuerId and the In-App Purchase key."
+            case .googlePlay:
+                "Google Play purchases need a service account: configure googlePlay.packages and RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY."
+            case .offers:
+                "Offers are signed with the In-App Purchase key: configure appStore.serverApi (or appStore.offers) keyId, issuerId and the key."
+            }
+        }
+    }
 
     /// The stable, machine-readable name.
     package var code: String {
@@ -92,13 +109,13 @@ package enum ReceiptError: Error, Sendable {
         case .invalidReceipt: "invalid_receipt"
         case .invalidTransactionID: "invalid_transaction_id"
         case .bundleMismatch: "bundle_mismatch"
-        case .appStoreMisconfigured: "app_store_misconfigured"
-        case .appStoreUnavailable: "app_store_unavailable"
+        case .storeMisconfigured(let store, _): store.errorName + "_misconfigured"
+        case .storeUnavailable(let store, _, _, _): store.errorName + "_unavailable"
+        case .notConfigured(let capability): capability.rawValue + "_not_configured"
         case .signedData(let error): error.code
         case .wrongNotificationPassword: "invalid_password"
         case .wrongApp: "wrong_app"
         case .notStored: "temporarily_unavailable"
-        case .serverAPINotConfigured: "server_api_not_configured"
         case .orderNotFound: "order_not_found"
         case .subscriptionNotFound: "subscription_not_found"
         case .appStoreRefused: "app_store_refused"
@@ -111,13 +128,9 @@ package enum ReceiptError: Error, Sendable {
         case .massExtensionNotFound: "mass_extension_not_found"
         case .requestIDReused: "request_id_reused"
         case .purchaseNotFound: "purchase_not_found"
-        case .googlePlayNotConfigured: "google_play_not_configured"
         case .invalidPurchaseToken: "invalid_purchase_token"
-        case .googlePlayMisconfigured: "google_play_misconfigured"
-        case .googlePlayUnavailable: "google_play_unavailable"
         case .unauthenticatedPush: "unauthenticated_push"
         case .offerNotEligible: "offer_not_eligible"
-        case .offersNotConfigured: "offers_not_configured"
         case .offerRateLimited: "rate_limited"
         case .internalFault: "internal_error"
         }
@@ -136,14 +149,14 @@ package enum ReceiptError: Error, Sendable {
         case .invalidReceipt: "Apple did not accept the receipt."
         case .invalidTransactionID: "Apple knows no purchase with that transaction id."
         case .bundleMismatch(let message, _): message
-        case .appStoreMisconfigured: "receiptd's App Store settings were refused by Apple."
-        case .appStoreUnavailable: "The App Store could not answer now; retry later."
+        case .storeMisconfigured(.appStore, _): "receiptd's App Store settings were refused by Apple."
+        case .storeMisconfigured(.playStore, _): "Google Play refused receiptd's service account; see the server's log."
+        case .storeUnavailable(let store, _, _, _): "\(store.nameInSentences) could not answer now; retry later."
+        case .notConfigured(let capability): capability.message
         case .signedData(let error): error.description
         case .wrongNotificationPassword: "The notification's password is not this app's shared secret."
         case .wrongApp(let message): message
         case .notStored: "receiptd could not store this now; retry."
-        case .serverAPINotConfigured:
-            "This needs the App Store Server API: configure appStore.serverApi.keyId, issuerId and the In-App Purchase key."
         case .orderNotFound: "Apple knows no order with that id."
         case .subscriptionNotFound(let message): message
         case .appStoreRefused(let message, _): message
@@ -157,16 +170,10 @@ package enum ReceiptError: Error, Sendable {
         case .promotionNotFound: "The subscriber has no running promotion of that entitlement."
         case .massExtensionNotFound: "No mass extension has that request id."
         case .requestIDReused(let message): message
-        case .googlePlayNotConfigured:
-            "Google Play purchases need a service account: configure googlePlay.packages and RECEIPTD_GOOGLE_PLAY_SERVICE_ACCOUNT_KEY."
         case .invalidPurchaseToken: "Google Play knows no purchase with that token for that app."
-        case .googlePlayMisconfigured: "Google Play refused receiptd's service account; see the server's log."
-        case .googlePlayUnavailable: "Google Play could not answer now; retry later."
         case .unauthenticatedPush(let message): message
         case .offerNotEligible(_, let decision): decision
         case .offerRateLimited: "Too many offer signatures for this customer; slow down."
-        case .offersNotConfigured:
-            "Offers are signed with the In-App Purchase key: configure appStore.serverApi (or appStore.offers) keyId, issuerId and the key."
         case .internalFault: "An internal error occurred."
         }
     }
@@ -175,13 +182,15 @@ package enum ReceiptError: Error, Sendable {
     package var appleStatus: Int? {
         switch self {
         case .invalidReceipt(let status): status
-        case .bundleMismatch(_, let status), .appStoreMisconfigured(let status), .appStoreUnavailable(let status, _, _): status
+        case .bundleMismatch(_, let status), .storeMisconfigured(.appStore, let status),
+            .storeUnavailable(.appStore, let status, _, _):
+            status
         case .appStoreRefused(_, let code): code
         default: nil
         }
     }
 
-    /// The user's last stored document while Apple is down, and when Apple last spoke of them.
+    /// The user's last stored document while the store is down, and when Apple last spoke of them.
     package struct LastKnown: Sendable {
         package var snapshot: SubscriberSnapshot
         /// Epoch ms of the last verification that reached Apple; nil when none is logged.
@@ -203,5 +212,23 @@ package struct SubscriberSnapshot: Sendable {
         self.document = document
         self.version = version
         self.now = now
+    }
+}
+
+extension Store {
+    /// How error codes name it: `app_store_unavailable`, `google_play_misconfigured`.
+    var errorName: String {
+        switch self {
+        case .appStore: "app_store"
+        case .playStore: "google_play"
+        }
+    }
+
+    /// How an error's sentence names it.
+    var nameInSentences: String {
+        switch self {
+        case .appStore: "The App Store"
+        case .playStore: "Google Play"
+        }
     }
 }

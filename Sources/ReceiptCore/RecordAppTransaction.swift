@@ -58,7 +58,7 @@ package struct RecordAppTransaction: Sendable {
     /// posted it.
     package func fetch(appUserID: String) async throws(ReceiptError) -> Recorded {
         _ = try FieldRules.appUserID(appUserID)
-        guard let serverAPI else { throw .serverAPINotConfigured }
+        guard let serverAPI else { throw .notConfigured(.serverAPI) }
         let begun = clock.now()  // before Apple is asked: an erasure since then wins
         let held: (String, String?)?
         do {

@@ -319,7 +319,7 @@ package struct SignOffer: Sendable {
     package func key(for bundleID: String) -> Key? { keys(bundleID) }
 
     private func configured(_ bundleID: String) throws(ReceiptError) -> Key {
-        guard let key = keys(bundleID) else { throw .offersNotConfigured }
+        guard let key = keys(bundleID) else { throw .notConfigured(.offers) }
         return key
     }
 

@@ -98,7 +98,7 @@ package struct VerifyPlayPurchase: Sendable {
         let (package, token, product) = try Self.validate(input)
         guard let api else {
             logger.critical("a Google Play purchase was posted but no service account is configured (googlePlay.*)")
-            throw .googlePlayNotConfigured
+            throw .notConfigured(.googlePlay)
         }
         guard settings.packages.contains(input.packageName) else {
             throw .wrongApp("`package_name` is not a configured app (googlePlay.packages).")
@@ -117,9 +117,9 @@ package struct VerifyPlayPurchase: Sendable {
                 try await database.write { db in try ReceiptStore(db).log(log, at: at, unlessErasedSince: begun) }
                 var refused = await refusal(error, user: input.appUserID)
                 // While Google is down an app is shown no purchase: its token proved nothing yet.
-                if input.caller == .app, case .googlePlayUnavailable(let seconds, var known?) = refused {
+                if input.caller == .app, case .storeUnavailable(.playStore, _, let seconds, var known?) = refused {
                     known.snapshot.proven = []
-                    refused = .googlePlayUnavailable(retryAfterSeconds: seconds, lastKnown: known)
+                    refused = .storeUnavailable(.playStore, retryAfterSeconds: seconds, lastKnown: known)
                 }
                 throw refused
             }
@@ -181,13 +181,13 @@ package struct VerifyPlayPurchase: Sendable {
             logger.critical(
                 "Google Play refused receiptd's service account: check the key and its Play Console permissions",
                 metadata: ["reason": "\(failure)"])
-            return .googlePlayMisconfigured
+            return .storeMisconfigured(.playStore)
         case .unavailable(let why, let seconds):
             logger.warning("Google Play unavailable", metadata: ["reason": "\(why)"])
-            return .googlePlayUnavailable(retryAfterSeconds: max(1, seconds ?? 30), lastKnown: await lastKnown(user))
+            return .storeUnavailable(.playStore, retryAfterSeconds: max(1, seconds ?? 30), lastKnown: await lastKnown(user))
         case .unexpected(let why):
             logger.error("Google Play answered something its API does not document", metadata: ["reason": "\(why)"])
-            return .googlePlayUnavailable(retryAfterSeconds: 30, lastKnown: await lastKnown(user))
+            return .storeUnavailable(.playStore, retryAfterSeconds: 30, lastKnown: await lastKnown(user))
         }
     }
 

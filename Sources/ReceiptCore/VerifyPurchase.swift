@@ -157,10 +157,10 @@ package struct VerifyPurchase: Sendable {
             if input.caller == .backend { snapshot.proven = nil }
             return snapshot
         } catch let error as ReceiptError {
-            guard case .appStoreUnavailable(let status, let retry, nil) = error else { throw error }
+            guard case .storeUnavailable(.appStore, let status, let retry, nil) = error else { throw error }
             var known = await lastKnown(input.appUserID)
             if input.caller == .app { known?.snapshot.proven = [] }  // nothing proved: no purchase named
-            throw .appStoreUnavailable(appleStatus: status, retryAfterSeconds: retry, lastKnown: known)
+            throw .storeUnavailable(.appStore, storeStatus: status, retryAfterSeconds: retry, lastKnown: known)
         } catch is ErasedIDs.ErasedMeanwhile {
             throw .erasedMeanwhile
         } catch {
@@ -211,7 +211,7 @@ package struct VerifyPurchase: Sendable {
         let bundle = try expectedBundle(input)
         guard let serverAPI else {
             logger.critical("a transaction id was posted but no App Store Server API key is configured (appStore.serverApi)")
-            throw ReceiptError.appStoreMisconfigured(appleStatus: nil)
+            throw ReceiptError.storeMisconfigured(.appStore, storeStatus: nil)
         }
         let started = monotonic.now
         let (record, calls): (VerifiedFacts, Int)
@@ -334,11 +334,12 @@ package struct VerifyPurchase: Sendable {
             logger.critical(
                 "Apple refused receiptd's request: check appStore.sharedSecret and the verifyReceipt URLs",
                 metadata: ["apple_status": "\(status.rawValue)"])
-            throw .appStoreMisconfigured(appleStatus: status.rawValue)
+            throw .storeMisconfigured(.appStore, storeStatus: status.rawValue)
         case .unavailable(let status, let reason):
             logger.warning("App Store unavailable", metadata: ["reason": "\(reason)", "attempts": "\(v.attempts)"])
             let seconds = v.retryAfter?.secondsRoundedUp
-            throw .appStoreUnavailable(appleStatus: status?.rawValue, retryAfterSeconds: max(1, seconds ?? 30), lastKnown: nil)
+            throw .storeUnavailable(
+                .appStore, storeStatus: status?.rawValue, retryAfterSeconds: max(1, seconds ?? 30), lastKnown: nil)
         }
     }
 

@@ -25,37 +25,30 @@ struct APIError: Error, Sendable {
         case .receiptInUse, .proofRequired, .erasedMeanwhile: status = .conflict
         case .transactionNotHeld: status = .forbidden
         case .invalidReceipt, .invalidTransactionID, .bundleMismatch, .wrongApp: status = .unprocessableContent
-        case .appStoreMisconfigured, .internalFault: status = .internalServerError
-        case .appStoreUnavailable(_, let seconds, let lastKnown):
+        case .storeMisconfigured, .internalFault: status = .internalServerError
+        case .storeUnavailable(_, _, let seconds, let lastKnown):
             status = .serviceUnavailable
             retryAfter = seconds
             if let lastKnown { members["subscriber"] = Responses.stale(lastKnown, explain: explain) }
+        case .notConfigured: status = HTTPStatus(code: 501)
         case .signedData(let reason): status = reason.code == "invalid_jws" ? .badRequest : .unprocessableContent
         case .wrongNotificationPassword: status = .unauthorized
         case .notStored:
             status = .serviceUnavailable
             retryAfter = 5
-        case .serverAPINotConfigured: status = HTTPStatus(code: 501)
         case .orderNotFound, .subscriptionNotFound, .webhookEndpointNotFound, .webhookDeliveryNotFound, .promotionNotFound,
             .massExtensionNotFound,
             .purchaseNotFound:
             status = .notFound
         case .webhookDeliveryInFlight, .aliasTaken, .mergeConflict, .requestIDReused: status = .conflict
         case .appStoreRefused, .invalidPurchaseToken: status = .unprocessableContent
-        case .googlePlayNotConfigured: status = HTTPStatus(code: 501)
-        case .googlePlayMisconfigured: status = .internalServerError
         case .unauthenticatedPush: status = .unauthorized
         case .offerNotEligible(let rule, _):
             status = .forbidden
             members["rule"] = .string(rule)
-        case .offersNotConfigured: status = HTTPStatus(code: 501)
         case .offerRateLimited(let seconds):
             status = .tooManyRequests
             retryAfter = seconds
-        case .googlePlayUnavailable(let seconds, let lastKnown):
-            status = .serviceUnavailable
-            retryAfter = seconds
-            if let lastKnown { members["subscriber"] = Responses.stale(lastKnown, explain: explain) }
         }
         self.status = status
         code = error.code

@@ -182,7 +182,7 @@ struct Backfill: AsyncParsableCommand {
             end = parsed
         }
         guard config.appStore.hasServerAPIKey || config.appStore.simulator else {
-            printError("receiptd: \(ReceiptError.serverAPINotConfigured.message)")
+            printError("receiptd: \(ReceiptError.notConfigured(.serverAPI).message)")
             throw ExitCode.failure
         }
         var failed = false

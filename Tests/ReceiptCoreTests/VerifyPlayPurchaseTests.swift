@@ -199,7 +199,7 @@ struct VerifyPlayPurchaseTests {
             do {
                 _ = try await Self.post(app, "alice", token)
                 Issue.record("Google was down")
-            } catch ReceiptError.googlePlayUnavailable(_, let lastKnown?) {
+            } catch ReceiptError.storeUnavailable(.playStore, _, _, let lastKnown?) {
                 let rendered = lastKnown.snapshot.document.rendered(version: 1, now: clock.now, explain: false)
                 #expect(rendered["entitlements"]?["premium"]?["active"] == .bool(true))
             } catch {
