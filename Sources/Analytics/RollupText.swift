@@ -1,0 +1,238 @@
+import Entitlements
+
+// What is kept per holder, as text: rows and moments one a line, tab-separated fields.
+
+extension RollupRow {
+    /// Rows as text, one a line, tab-separated fields (tabs, newlines and backslashes escaped;
+    /// `-` and `+` for the unbounded days, an empty field for no cohort): what is kept per holder.
+    public static func encode(_ rows: [RollupRow]) -> String {
+        var out = Fields(capacity: rows.count * 64)
+        for row in rows {
+            let k = row.key
+            for field in [
+                k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, k.settled ? "s" : "", k.bundleID, k.store, k.note,
+            ] {
+                out.text(field)
+            }
+            for day in [k.atDay, k.untilDay, k.validFromDay, k.validUntilDay] { out.day(day) }
+            out.optional(k.cohortDay == noCohort ? nil : k.cohortDay)
+            out.int(row.value)
+            out.int(row.items)
+            out.endRecord()
+        }
+        return out.string
+    }
+
+    /// ``encode(_:)``'s rows back; nil when the text is not such rows.
+    public static func decode(_ text: String) -> [RollupRow]? {
+        func day(_ s: Substring) -> Int64? { s == "-" ? .min : s == "+" ? .max : Int64(s) }
+        var rows: [RollupRow] = []
+        for line in text.split(separator: "\n") {
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard f.count == 15, let chart = Chart(rawValue: String(f[1])), let kind = ChartItem.Kind(rawValue: String(f[3])),
+                f[4] == "s" || f[4].isEmpty, let at = day(f[8]), let until = day(f[9]), let from = day(f[10]),
+                let to = day(f[11]), let cohort = f[12].isEmpty ? noCohort : Int64(f[12]), let value = Int64(f[13]),
+                let items = Int64(f[14])
+            else { return nil }
+            rows.append(
+                RollupRow(
+                    key: Key(
+                        environment: f[0].unescaped(), chart: chart, measure: f[2].unescaped(), kind: kind, settled: f[4] == "s",
+                        bundleID: f[5].unescaped(), store: f[6].unescaped(), note: f[7].unescaped(), atDay: at, untilDay: until,
+                        validFromDay: from, validUntilDay: to, cohortDay: cohort),
+                    value: value, items: items))
+        }
+        return rows
+    }
+}
+
+extension RollupMoment {
+    /// Items as text, one a line, tab-separated fields as ``RollupRow/encode(_:)`` writes them
+    /// (notes joined by record separators): what is kept per holder, chart and day.
+    public static func encode(_ items: [ChartItem]) -> String {
+        var out = Fields(capacity: items.count * 64)
+        for i in items {
+            for field in [
+                i.measure, i.kind.rawValue, i.bundleID, i.store.rawValue,
+                i.notes.map(RollupRow.noteText).joined(separator: "\u{1E}"),
+            ] {
+                out.text(field)
+            }
+            for instant in [i.at, i.until, i.validFrom, i.validUntil] { out.day(instant) }
+            out.optional(i.cohort)
+            out.int(i.value)
+            out.endRecord()
+        }
+        return out.string
+    }
+
+    /// ``encode(_:)``'s items back, of `appUserID`; nil when the text is not such items. Read
+    /// straight from the bytes (a chart reads today's items of every holder whose figures change
+    /// today: tens of thousands at a million subscribers), the app's name made once per run of
+    /// items that share it.
+    public static func decode(_ text: String, appUserID: String) -> [ChartItem]? {
+        var items: [ChartItem] = []
+        return decode(text, appUserID: appUserID, into: &items) ? items : nil
+    }
+
+    /// ``decode(_:appUserID:)`` appending to `items` (of `measure` alone, when given): a chart
+    /// reads tens of thousands into one array. False when the text is not such items (then some
+    /// may have been appended).
+    public static func decode(_ text: String, appUserID: String, measure: String? = nil, into items: inout [ChartItem])
+        -> Bool
+    {
+        var text = text
+        return text.withUTF8 { bytes -> Bool in
+            var fields: [Range<Int>] = []
+            fields.reserveCapacity(11)
+            var lastBundle: (Range<Int>, String)?
+            func string(_ r: Range<Int>) -> String {
+                let slice = UnsafeBufferPointer(rebasing: bytes[r])
+                let plain = String(decoding: slice, as: UTF8.self)
+                return slice.contains(0x5C) ? Substring(plain).unescaped() : plain
+            }
+            func number(_ r: Range<Int>) -> Int64? {
+                if r.count == 1, bytes[r.lowerBound] == 0x2D { return .min }
+                if r.count == 1, bytes[r.lowerBound] == 0x2B { return .max }
+                var i = r.lowerBound
+                let negative = i < r.upperBound && bytes[i] == 0x2D
+                if negative { i += 1 }
+                guard i < r.upperBound, r.upperBound - i <= 19 else { return nil }
+                var n: Int64 = 0
+                while i < r.upperBound {
+                    let d = bytes[i] &- 0x30
+                    guard d < 10 else { return nil }
+                    let (times, o1) = n.multipliedReportingOverflow(by: 10)
+                    let (sum, o2) = times.addingReportingOverflow(Int64(d))
+                    guard !o1, !o2 else { return nil }
+                    n = sum
+                    i += 1
+                }
+                return negative ? -n : n
+            }
+            func same(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
+                a.count == b.count && zip(a, b).allSatisfy { bytes[$0] == bytes[$1] }
+            }
+            func equals(_ r: Range<Int>, _ s: String) -> Bool {
+                r.count == s.utf8.count && zip(r, s.utf8).allSatisfy { bytes[$0] == $1 }
+            }
+            // Of a record's eleven fields, checked by the caller.
+            func item(_ f: [Range<Int>]) -> ChartItem? {
+                guard let kind = ChartItem.Kind.allCases.first(where: { equals(f[1], $0.rawValue) }),
+                    let store = Store.allCases.first(where: { equals(f[3], $0.rawValue) }), let at = number(f[5]),
+                    let until = number(f[6]), let from = number(f[7]),
+                    let to = number(f[8]), let value = number(f[10]), value != .min, value != .max
+                else { return nil }
+                let cohort: Int64?
+                if f[9].isEmpty {
+                    cohort = nil
+                } else {
+                    guard let c = number(f[9]), c != .min, c != .max else { return nil }
+                    cohort = c
+                }
+                var notes: [ItemNote] = []
+                if !f[4].isEmpty {
+                    for text in string(f[4]).split(separator: "\u{1E}") {
+                        guard let note = RollupRow.note(String(text)) else { return nil }
+                        notes.append(note)
+                    }
+                }
+                let bundle: String
+                if let (r, name) = lastBundle, same(r, f[2]) {
+                    bundle = name
+                } else {
+                    bundle = string(f[2])
+                    lastBundle = (f[2], bundle)
+                }
+                let measure = string(f[0])
+                return ChartItem(
+                    measure: measure, kind: kind, at: at, until: until, validFrom: from, validUntil: to, cohort: cohort,
+                    value: value, isMoney: ChartItem.isMoney(measure), appUserID: appUserID, originalTransactionID: "",
+                    transactionID: "", notes: notes, bundleID: bundle, store: store)
+            }
+            var start = 0
+            for i in 0...bytes.count {
+                let end = i == bytes.count
+                let b: UInt8 = end ? 0x0A : bytes[i]
+                guard b == 0x09 || b == 0x0A else { continue }
+                fields.append(start..<i)
+                start = i + 1
+                if b == 0x0A {
+                    if !(fields.count == 1 && fields[0].isEmpty) {
+                        guard fields.count == 11 else { return false }
+                        if measure.map({ equals(fields[0], $0) }) ?? true {
+                            guard let next = item(fields) else { return false }
+                            items.append(next)
+                        }
+                    }
+                    fields.removeAll(keepingCapacity: true)
+                }
+            }
+            return true
+        }
+    }
+}
+
+/// What the rollups keep as text: tab-separated fields, a record a line; text with its backslashes,
+/// tabs and newlines escaped, the unbounded as `-` and `+`, no value as an empty field.
+private struct Fields {
+    private var bytes: [UInt8] = []
+
+    init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+    mutating func text(_ s: String) {
+        for b in s.utf8 {
+            switch b {
+            case 0x5C: bytes += [0x5C, 0x5C]
+            case 0x09: bytes += [0x5C, 0x74]
+            case 0x0A: bytes += [0x5C, 0x6E]
+            default: bytes.append(b)
+            }
+        }
+        bytes.append(0x09)
+    }
+
+    /// A day or an instant: `-` and `+` for the unbounded.
+    mutating func day(_ n: Int64) {
+        if n == .min || n == .max {
+            bytes.append(n == .min ? 0x2D : 0x2B)
+            bytes.append(0x09)
+        } else {
+            int(n)
+        }
+    }
+
+    mutating func optional(_ n: Int64?) {
+        if let n { bytes += String(n).utf8 }
+        bytes.append(0x09)
+    }
+
+    mutating func int(_ n: Int64) {
+        bytes += String(n).utf8
+        bytes.append(0x09)
+    }
+
+    /// Ends the record: its last field's tab becomes the newline.
+    mutating func endRecord() { bytes[bytes.count - 1] = 0x0A }
+
+    var string: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+extension Substring {
+    fileprivate func unescaped() -> String {
+        guard contains("\\") else { return String(self) }
+        var out = ""
+        var escaping = false
+        for c in self {
+            if escaping {
+                out.append(c == "t" ? "\t" : c == "n" ? "\n" : c)
+                escaping = false
+            } else if c == "\\" {
+                escaping = true
+            } else {
+                out.append(c)
+            }
+        }
+        return out
+    }
+}

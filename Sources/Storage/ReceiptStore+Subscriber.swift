@@ -1,0 +1,145 @@
+import Entitlements
+import Identifiers
+
+// A subscriber read whole: their purchases' transactions and renewals, transfers and aliases.
+extension ReceiptStore {
+    /// The subscriber, every transaction and renewal snapshot of the purchases they hold, and the
+    /// transfers that concern them; nil when unknown.
+    /// An alias reads as the subscriber it names (``SubscriberRecord/appUserID`` is then the canonical id).
+    public func subscriber(_ requestedID: String) throws -> SubscriberRecord? {
+        let head = try db.cached(
+            "SELECT version, state_hash, facts_revision, derived_revision, summary_until FROM subscribers WHERE app_user_id = ?"
+        ).bind([requestedID])
+        // No ORDER BY, no IN (SELECT …): each would open a temporary B-tree per statement, which was
+        // a third of an uncached read. The rows are few; they are ordered here, as SQLite would.
+        let transactions = try db.cached(
+            """
+            SELECT \(Self.transactionColumns("t"))
+            FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id = ?
+            """)
+        let history = try db.cached(
+            """
+            SELECT h.id, h.observed_at, \(Self.renewalColumns("h"))
+            FROM ownership o JOIN renewal_history h ON h.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id = ?
+            """)
+        // The moves of the purchases they hold, then those to or from them (a purchase taken away).
+        let held = try db.cached(
+            """
+            SELECT m.id, m.original_transaction_id, m.from_app_user_id, m.to_app_user_id, m.at, m.product_id
+            FROM ownership o JOIN ownership_transfers m ON m.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id = ?
+            """)
+        let theirs = try db.cached(
+            """
+            SELECT id, original_transaction_id, from_app_user_id, to_app_user_id, at, product_id FROM ownership_transfers
+            WHERE from_app_user_id = ?1 OR to_app_user_id = ?1
+            """)
+        // On PostgreSQL every read of the id as given (a subscriber's own id, mostly) goes out at
+        // once, in one round trip; each is then stepped through below, or by the store that reads it.
+        // What is not read (an unknown id, an alias) is dropped on return: a later read in the
+        // same transaction, after a write, must not find it.
+        let prefetched =
+            [head, transactions, history, held, theirs]
+            + (try [Self.aliasesSQL, PromotionStore.promotionsSQL, AppTransactionStore.factsSQL].map { try db.cached($0) })
+        defer { for statement in prefetched { statement.reset() } }
+        try db.prefetch(try prefetched.map { try $0.bind([requestedID]) })
+        // An alias has no subscriber row: its rows are read again for the id it names.
+        var appUserID = requestedID
+        if try !head.step() {
+            appUserID = try canonical(requestedID)
+            guard !appUserID.isExactly(requestedID), try head.bind([appUserID]).step() else { return nil }
+        }
+        let (version, stateHash, factsRevision, derivedRevision) = (head.int(0), head.text(1), head.int(2), head.int(3))
+        let summaryUntil = head.int(4)
+        head.reset()
+        try transactions.bind([appUserID])
+        var purchases: [Stated<Purchase>] = []
+        while try transactions.step() { purchases.append(Self.purchase(transactions)) }
+        purchases.sort {
+            Self.precedes(($0.fact.purchaseDate, $0.fact.transactionID), ($1.fact.purchaseDate, $1.fact.transactionID))
+        }
+        try history.bind([appUserID])
+        var renewals: [Stated<RenewalObservation>] = []
+        while try history.step() {
+            let stated = Self.renewal(history, from: 2)
+            renewals.append(
+                Stated(
+                    RenewalObservation(observedAt: history.int(1), sequence: history.int(0), renewal: stated.fact),
+                    rawJSON: stated.rawJSON))
+        }
+        renewals.sort { ($0.fact.observedAt, $0.fact.sequence) < ($1.fact.observedAt, $1.fact.sequence) }
+        try held.bind([appUserID])
+        var moves: [Int64: Transfer] = [:]
+        func collect(_ q: Statement) throws {
+            while try q.step() {
+                moves[q.int(0)] = Transfer(
+                    originalTransactionID: q.text(1)!, productID: q.text(5), from: q.text(2), to: q.text(3)!, at: q.int(4))
+            }
+        }
+        try collect(held)
+        let aliases = try self.aliases(of: appUserID)
+        for id in [appUserID] + aliases.map(\.appUserID) { try collect(theirs.bind([id])) }
+        // Named by the product of the purchase's newest transaction.
+        var products: [Identifier: String] = [:]
+        for p in purchases { products[Identifier(p.fact.originalTransactionID)] = p.fact.productID }
+        var transfers: [Transfer] = []
+        for (_, move) in moves.sorted(by: { ($0.value.at, $0.key) < ($1.value.at, $1.key) }) {
+            var move = move
+            // A purchase erased with another person has no transactions left: its move kept the product.
+            move.productID =
+                try products[Identifier(move.originalTransactionID)] ?? move.productID
+                ?? newestProduct(of: move.originalTransactionID)
+            transfers.append(move)
+        }
+        return SubscriberRecord(
+            appUserID: appUserID, version: version, stateHash: stateHash, factsRevision: factsRevision,
+            derivedRevision: derivedRevision, purchases: purchases, renewals: renewals, transfers: transfers, aliases: aliases,
+            promotions: try PromotionStore(db).promotions(of: appUserID),
+            appTransactions: try AppTransactionStore(db).facts(of: [appUserID] + aliases.map(\.appUserID)),
+            summaryUntil: summaryUntil)
+    }
+
+    /// The subscriber `appUserID` names: the one it is an alias of, else itself (known or not).
+    public func canonical(_ appUserID: String) throws -> String {
+        let q = try db.cached("SELECT app_user_id FROM aliases WHERE alias = ?").bind([appUserID])
+        defer { q.reset() }
+        return try q.step() ? q.text(0)! : appUserID
+    }
+
+    /// A subscriber's aliases (``aliases(of:)``, prefetched by ``subscriber(_:)``).
+    static let aliasesSQL = "SELECT alias, at FROM aliases WHERE app_user_id = ?"
+
+    /// `appUserID`'s aliases, oldest first (then by bytes).
+    public func aliases(of appUserID: String) throws -> [Alias] {
+        let q = try db.cached(Self.aliasesSQL).bind([appUserID])
+        var aliases: [Alias] = []
+        while try q.step() { aliases.append(Alias(appUserID: q.text(0)!, at: q.int(1))) }
+        return aliases.sorted { $0.at != $1.at ? $0.at < $1.at : $0.appUserID.utf8.lexicographicallyPrecedes($1.appUserID.utf8) }
+    }
+
+    /// The product of the newest transaction of a purchase (by purchase date, then id).
+    /// The product of the newest transaction of the purchase `originalTransactionID`.
+    public func newestProduct(of originalTransactionID: String) throws -> String? {
+        let q = try db.cached(
+            """
+            SELECT product_id FROM transactions WHERE original_transaction_id = ?
+            ORDER BY purchase_date DESC, transaction_id DESC LIMIT 1
+            """
+        ).bind([originalTransactionID])
+        defer { q.reset() }
+        return try q.step() ? q.text(0) : nil
+    }
+
+    /// SQLite's ascending order of `(purchase_date, transaction_id)`: NULL first, text by bytes.
+    static func precedes(_ a: (Int64?, String), _ b: (Int64?, String)) -> Bool {
+        switch (a.0, b.0) {
+        case (nil, .some): return true
+        case (.some, nil): return false
+        case (let x?, let y?) where x != y: return x < y
+        default: break
+        }
+        return a.1.utf8.lexicographicallyPrecedes(b.1.utf8)
+    }
+}
