@@ -2,11 +2,12 @@
 import PackageDescription
 
 // receiptd: a self-hosted validator of App Store and Google Play purchases.
-// Dependencies point one way: receiptd → ReceiptService (the HTTP edge) → ReceiptCore (use cases)
-// → {AppStore → {CurlTransport, Resilience}, SignedData, GooglePlay → Entitlements, Storage → Entitlements,
-// Analytics → Entitlements, Offers → Entitlements, Retention → Analytics} → {JSON, Clocks, Identifiers}. HTTPServer knows
-// nothing of Apple or receipts; only the edge, the simulator and http-inspect import it. C lives
-// only in the C* system-library targets. Docs/architecture.md "Architecture" says each target's one job.
+// Targets come in rings: tools (receiptd, the simulators, ReceiptTesting) → the HTTP edge
+// (ReceiptService) → the use cases (ReceiptCore) → the stores (AppStore, SignedData,
+// AppStoreServerAPI; GooglePlay) and Storage → the pure domain (Entitlements, Analytics, Offers,
+// Retention) → the base (JSON, Clocks, Identifiers, Resilience, CurlTransport, HTTPServer). C lives
+// only in the C* system-library targets. The exact edges are LayeringTests.allowedImports, which
+// fails on any other; Docs/architecture.md "Targets" draws them and says each target's one job.
 let package = Package(
     name: "receiptd",
     platforms: [.macOS(.v15)],

@@ -29,3 +29,117 @@ struct LayeringTests {
         #expect(root.contains("import Storage"))
     }
 }
+
+/// The package's own edges, as Docs/architecture.md "Targets" draws them: for each target, the
+/// targets of this package its `import` lines may name. A new target, or a new edge, is declared
+/// here first; an undeclared one fails this test. (Third-party and system modules are not
+/// listed: Package.swift holds those.)
+extension LayeringTests {
+    static let allowedImports: [String: Set<String>] = [
+        // The base: no store, no storage, no HTTP.
+        "Identifiers": [], "Clocks": [], "Resilience": [], "JSON": ["Identifiers"],
+        "CCurl": [], "CLinux": [], "CPostgreSQL": [], "CSQLite": [], "CZlib": [],
+        "CurlTransport": ["CCurl"],
+        "HTTPServer": ["CLinux", "JSON"],
+        // Facts and what is computed from them: pure.
+        "Entitlements": ["Identifiers"],
+        "Analytics": ["Entitlements"],
+        "Offers": ["Entitlements", "Identifiers", "JSON"],
+        "Retention": ["Analytics", "Entitlements", "JSON"],
+        // The stores. Apple's three targets lean on AppStore for its environment names and dates
+        // (issue 58, item 1, gives Apple one target as Google has).
+        "AppStore": ["Clocks", "CurlTransport", "JSON", "Resilience"],
+        "SignedData": ["AppStore", "JSON"],
+        "AppStoreServerAPI": ["AppStore", "Clocks", "CurlTransport", "Identifiers", "JSON", "SignedData"],
+        "GooglePlay": ["Clocks", "CurlTransport", "Entitlements", "JSON"],
+        // Storage keeps facts and rollups.
+        "Storage": ["Analytics", "CLinux", "CPostgreSQL", "CSQLite", "Entitlements", "Identifiers", "JSON"],
+        // The use cases: everything below, nothing of HTTP.
+        "ReceiptCore": [
+            "Analytics", "AppStore", "AppStoreServerAPI", "CZlib", "Clocks", "CurlTransport", "Entitlements", "GooglePlay",
+            "Identifiers", "JSON", "Offers", "Resilience", "Retention", "SignedData", "Storage",
+        ],
+        // The edge (only its Composition/ sees Storage: the test above).
+        "ReceiptService": [
+            "Analytics", "AppStore", "AppStoreServerAPI", "CCurl", "Clocks", "CurlTransport", "Entitlements", "GooglePlay",
+            "HTTPServer", "Identifiers", "JSON", "Offers", "ReceiptCore", "Resilience", "Retention", "SignedData", "Storage",
+        ],
+        // Tools: the simulators, the webhook sink, the test harness, the executables.
+        "AppStoreSimulator": ["AppStore", "AppStoreServerAPI", "Clocks", "HTTPServer", "JSON", "SignedData"],
+        "GooglePlaySimulator": ["Clocks", "Entitlements", "GooglePlay", "HTTPServer", "JSON"],
+        "WebhookSink": ["Clocks", "HTTPServer", "JSON", "ReceiptCore"],
+        "ReceiptTesting": [
+            "Analytics", "AppStore", "AppStoreServerAPI", "AppStoreSimulator", "Clocks", "Entitlements", "GooglePlaySimulator",
+            "HTTPServer", "ReceiptCore", "ReceiptService", "Resilience", "SignedData", "Storage",
+        ],
+        "http-inspect": ["HTTPServer", "JSON"],
+        "receiptd": [
+            "AppStoreServerAPI", "AppStoreSimulator", "Clocks", "GooglePlay", "GooglePlaySimulator", "HTTPServer", "JSON",
+            "ReceiptCore", "ReceiptService", "Storage", "WebhookSink",
+        ],
+    ]
+
+    static let sources = edge.deletingLastPathComponent()
+
+    /// The package's targets this target's files import.
+    static func imports(of target: String, among targets: Set<String>) throws -> Set<String> {
+        let folder = sources.appendingPathComponent(target)
+        var found: Set<String> = []
+        for file in try FileManager.default.subpathsOfDirectory(atPath: folder.path) where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                guard
+                    let match = line.firstMatch(
+                        of: /^\s*(?:@\w+\s+)*(?:public |package |internal |private |fileprivate )?import\s+(?:\w+\s+)?(\w+)/)
+                else { continue }
+                let module = String(match.1)
+                if targets.contains(module) { found.insert(module) }
+            }
+        }
+        return found
+    }
+
+    @Test func everyTargetImportsOnlyWhatTheMapAllows() throws {
+        let targets = Set(
+            try FileManager.default.contentsOfDirectory(atPath: Self.sources.path).filter {
+                var folder: ObjCBool = false
+                return FileManager.default.fileExists(atPath: Self.sources.appendingPathComponent($0).path, isDirectory: &folder)
+                    && folder.boolValue
+            })
+        #expect(targets.count > 25)
+        #expect(targets == Set(Self.allowedImports.keys), "targets missing from the map, or gone")
+        for target in targets.sorted() {
+            let undeclared = try Self.imports(of: target, among: targets).subtracting(Self.allowedImports[target] ?? [])
+            #expect(undeclared.isEmpty, "\(target) imports \(undeclared.sorted()), which the map does not allow")
+        }
+        // The map is read as it is meant: a store never imports another, and nothing below the
+        // use cases imports them.
+        #expect(Self.allowedImports["GooglePlay"]?.isDisjoint(with: ["AppStore", "AppStoreServerAPI", "SignedData"]) == true)
+        #expect(Self.allowedImports["AppStore"]?.contains("GooglePlay") == false)
+        for base in ["Entitlements", "Analytics", "Storage", "AppStore", "GooglePlay", "HTTPServer"] {
+            #expect(Self.allowedImports[base]?.isDisjoint(with: ["ReceiptCore", "ReceiptService"]) == true)
+        }
+    }
+
+    @Test func theMapCatchesAnImportItDoesNotAllow() throws {
+        // The scan itself: it finds what this very file's target would see.
+        let found = try Self.imports(of: "WebhookSink", among: ["ReceiptCore", "HTTPServer", "Storage"])
+        #expect(found == ["ReceiptCore", "HTTPServer"])
+        #expect(!(Self.allowedImports["WebhookSink"] ?? []).contains("Storage"))
+    }
+}
+
+extension LayeringTests {
+    /// A file past 500 lines holds more than one thing to read at once: split it by what it does.
+    @Test func noSourceFileIsLongerThan500Lines() throws {
+        var long: [String] = []
+        let files = try FileManager.default.subpathsOfDirectory(atPath: Self.sources.path).filter { $0.hasSuffix(".swift") }
+        #expect(files.count > 200)
+        for file in files {
+            let text = try String(contentsOf: Self.sources.appendingPathComponent(file), encoding: .utf8)
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count - (text.hasSuffix("\n") ? 1 : 0)
+            if lines > 500 { long.append("\(file): \(lines)") }
+        }
+        #expect(long == [], "files over 500 lines: \(long)")
+    }
+}
