@@ -166,16 +166,10 @@ package struct AppStoreSupport: Sendable {
             appUserID: user, environment: statuses.environment.rawValue, appleStatus: nil, outcome: "server_api", attempts: 1,
             latencyMs: (monotonic.now - started).milliseconds)
         do {
-            let stored = try await database.write { [state] db in
+            let snapshot = try await state.answer(for: user, database: database, now: at) { [state] db in
                 try state.store(facts, for: user, policy: .keep, begun: begun, in: db, now: at, log: log)
             }
-            if case .stored(_, let changed) = stored { try await state.settle(changed, database: database, now: at) }
-            guard let current = try await state.current(user, database: database, now: at) else {
-                throw ReceiptError.internalFault
-            }
-            return Extended(
-                originalTransactionID: original, effectiveDate: answer.effectiveDate,
-                snapshot: SubscriberSnapshot(document: current.document, version: current.version, now: at))
+            return Extended(originalTransactionID: original, effectiveDate: answer.effectiveDate, snapshot: snapshot)
         } catch is ErasedIDs.ErasedMeanwhile {
             throw .erasedMeanwhile
         } catch {

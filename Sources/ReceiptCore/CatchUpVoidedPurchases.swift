@@ -163,7 +163,7 @@ package struct CatchUpVoidedPurchases: Sendable {
                 logger.notice("a voided purchase's state could not be read again", metadata: ["reason": "\(error)"])
             }
         }
-        try? await state.settle(Array(Set(settle)), database: database, now: at)
+        await state.settleStored(settle, database: database, now: at, logger: logger, after: "voided purchase")
         return found
     }
 }

@@ -247,11 +247,7 @@ package struct IngestNotification: Sendable {
                 return (Outcome(id: id, outcome: "owner_conflict", duplicate: false, appUserID: nil), saved.changed)
             }
         }
-        do {
-            try await state.settle(changed, database: database, now: at)
-        } catch {
-            logger.warning("notification stored; its subscribers are derived on their next read", metadata: ["error": "\(error)"])
-        }
+        await state.settleStored(changed, database: database, now: at, logger: logger, after: "notification")
         return outcome
     }
 }

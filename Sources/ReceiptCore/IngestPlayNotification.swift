@@ -225,11 +225,7 @@ package struct IngestPlayNotification: Sendable {
             return (outcome, outcome == "pending_owner" ? nil : holder, changed)
         }
         doorbell?.ring()
-        do {
-            try await state.settle(Array(Set(changed)), database: database, now: at)
-        } catch {
-            logger.warning("notification stored; its subscribers are derived on their next read", metadata: ["error": "\(error)"])
-        }
+        await state.settleStored(changed, database: database, now: at, logger: logger, after: "notification")
         return Outcome(outcome: outcome, appUserID: user)
     }
 

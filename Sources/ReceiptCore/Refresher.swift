@@ -386,11 +386,7 @@ package final class Refresher: Sendable {
             guard case .stored(let changes, let changed) = saved else { return (0, []) }
             return (changes, changed)
         }
-        do {
-            try await state.settle(changed, database: database, now: done)
-        } catch {
-            logger.warning("refresher: stored, not yet derived", metadata: ["error": "\(error)"])
-        }
+        await state.settleStored(changed, database: database, now: done, logger: logger, after: "refresh")
         return .refreshed(changes: changes)
     }
 
@@ -435,12 +431,7 @@ package final class Refresher: Sendable {
             guard case .stored(let changes, let changed) = stored else { return (0, []) }
             return (changes, changed)
         }
-        do {
-            try await state.settle(changed, database: database, now: done)
-        } catch {
-            // Stored and answered: the next read derives again.
-            logger.warning("refresher: stored, not yet derived", metadata: ["error": "\(error)"])
-        }
+        await state.settleStored(changed, database: database, now: done, logger: logger, after: "refresh")
         return .refreshed(changes: changes)
     }
 

@@ -192,11 +192,7 @@ package struct VerifyPlayPurchase: Sendable {
     }
 
     private func lastKnown(_ appUserID: String) async -> ReceiptError.LastKnown? {
-        let at = clock.now()
-        guard let read = try? await state.current(appUserID, database: database, now: at) else { return nil }
-        let verifiedAt = (try? await database.read { db in try ReceiptStore(db).lastVerifiedAt(appUserID) }) ?? nil
-        return .init(
-            snapshot: SubscriberSnapshot(document: read.document, version: read.version, now: at), verifiedAt: verifiedAt)
+        await state.lastKnown(appUserID, database: database, now: clock.now())
     }
 
     /// One write (``PlaySave``), then the document derived as for every source.
@@ -206,22 +202,23 @@ package struct VerifyPlayPurchase: Sendable {
     ) async throws -> SubscriberSnapshot {
         let at = clock.now()
         let consume = settings.consumeConsumables && PlaySave.isConsumable(resource, catalog)
-        let stored = try await database.write { [policy, state] db in
-            try PlaySave(state: state, policy: policy).save(
+        var snapshot = try await state.answer(for: user, database: database, now: at) { [policy, state] db in
+            switch try PlaySave(state: state, policy: policy).save(
                 resource, token: token, package: package, for: user, posted: true, begun: begun, consume: consume, in: db,
                 now: at, log: log)
+            {
+            case .stored(let changes, let changed): .stored(changes: changes, changed: changed)
+            // Posted by a user, so never unowned: refused as held all the same.
+            case .inUse(let holder): .inUse(heldBy: holder)
+            case .unowned: .inUse(heldBy: "")
+            }
         }
-        guard case .stored(_, let changed) = stored else { throw ReceiptError.receiptInUse }
+        doorbell?.ring()  // an acknowledgement is owed
         // What the token proves: its reference and its orders (which name no chain: the document
         // shows the purchases holding them whole, ``SubscriberDocument/visible(provenBy:)``).
         let reference = PurchaseTokenReference.of(token)
         let stated = PlayRecord(packageName: package, tokenReference: reference, chain: reference, seenAt: at, resource: resource)
-        let proven = Set([reference] + stated.facts.purchases.map(\.transactionID))
-        doorbell?.ring()
-        try await state.settle(Array(changed.dropFirst()), database: database, now: at)
-        guard let current = try await state.current(user, database: database, now: at) else { throw ReceiptError.internalFault }
-        var snapshot = SubscriberSnapshot(document: current.document, version: current.version, now: at)
-        snapshot.proven = proven
+        snapshot.proven = Set([reference] + stated.facts.purchases.map(\.transactionID))
         return snapshot
     }
 }

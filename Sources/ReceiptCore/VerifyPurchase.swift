@@ -295,30 +295,17 @@ package struct VerifyPurchase: Sendable {
         _ record: VerifiedFacts, for user: String, possession: Possession = .proven, begun: Int64, log: VerificationLogEntry
     ) async throws -> SubscriberSnapshot {
         let at = clock.now()
-        let stored = try await database.write { [policy, state] db in
+        var snapshot = try await state.answer(for: user, database: database, now: at) { [policy, state] db in
             try state.store(
                 record, for: user, policy: policy, possession: possession, begun: begun, in: db, now: at, log: log)
         }
-        let changed: [String]
-        switch stored {
-        case .stored(_, let users): changed = users
-        case .inUse: throw ReceiptError.receiptInUse
-        case .proofRequired: throw ReceiptError.proofRequired
-        }
-        try await state.settle(Array(changed.dropFirst()), database: database, now: at)  // who lost a purchase to them
-        guard let current = try await state.current(user, database: database, now: at) else { throw ReceiptError.internalFault }
-        var snapshot = SubscriberSnapshot(document: current.document, version: current.version, now: at)
         snapshot.proven = PurchaseIdentifiers.of(record)
         return snapshot
     }
 
     /// What the user had while Apple is down: nothing stored changes.
     private func lastKnown(_ appUserID: String) async -> ReceiptError.LastKnown? {
-        let at = clock.now()
-        guard let read = try? await state.current(appUserID, database: database, now: at) else { return nil }
-        let verifiedAt = (try? await database.read { db in try ReceiptStore(db).lastVerifiedAt(appUserID) }) ?? nil
-        return .init(
-            snapshot: SubscriberSnapshot(document: read.document, version: read.version, now: at), verifiedAt: verifiedAt)
+        await state.lastKnown(appUserID, database: database, now: clock.now())
     }
 
     /// The valid answer, or the error its result maps to.

@@ -1,0 +1,45 @@
+import Logging
+import Storage
+
+/// The one road verified facts take, whatever store stated them and whoever asked: one save under
+/// the ownership policy (``store(_:for:policy:possession:begun:in:now:log:)``, inside `write`),
+/// then everyone whose facts it changed settled (derived again, versioned, their events and
+/// webhooks recorded), then, for the person asking, their current document. While a store cannot
+/// be asked, ``lastKnown(_:database:now:)`` is what that person had.
+extension SubscriberState {
+    /// Runs `write` (the save, in the database's writer), refuses as the save did, settles the
+    /// others it changed and reads `user`'s document at `now`.
+    func answer(
+        for user: String, database: DatabaseQueue, now: Int64, _ write: @escaping @Sendable (Database) throws -> Stored
+    ) async throws -> SubscriberSnapshot {
+        let changed: [String]
+        switch try await database.write(write) {
+        case .stored(_, let users): changed = users
+        case .inUse: throw ReceiptError.receiptInUse
+        case .proofRequired: throw ReceiptError.proofRequired
+        }
+        // Who lost a purchase to them (the first is `user`, whose document the read below settles).
+        try await settle(Array(changed.dropFirst()), database: database, now: now)
+        guard let current = try await current(user, database: database, now: now) else { throw ReceiptError.internalFault }
+        return SubscriberSnapshot(document: current.document, version: current.version, now: now)
+    }
+
+    /// After a save no one waits on (a notification, a refresh, a void): settles who it changed.
+    /// The facts are stored either way; should this fail, each is derived again at their next read.
+    func settleStored(_ changed: [String], database: DatabaseQueue, now: Int64, logger: Logger, after what: String) async {
+        do {
+            var seen: Set<String> = []
+            try await settle(changed.filter { seen.insert($0).inserted }, database: database, now: now)
+        } catch {
+            logger.warning("\(what) stored; its subscribers are derived on their next read", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// What `user` had, while the store cannot be asked: nothing stored changes.
+    func lastKnown(_ user: String, database: DatabaseQueue, now: Int64) async -> ReceiptError.LastKnown? {
+        guard let read = try? await current(user, database: database, now: now) else { return nil }
+        let verifiedAt = (try? await database.read { db in try ReceiptStore(db).lastVerifiedAt(user) }) ?? nil
+        return .init(
+            snapshot: SubscriberSnapshot(document: read.document, version: read.version, now: now), verifiedAt: verifiedAt)
+    }
+}
