@@ -285,7 +285,7 @@ let package = Package(
             name: "AppStoreSimulatorTests",
             dependencies: [
                 "AppStoreSimulator", "AppStore", "AppStoreServerAPI", "SignedData", "Entitlements", "HTTPServer", "Clocks",
-                "CurlTransport", "JSON",
+                "CurlTransport", "JSON", "ReceiptTesting",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(

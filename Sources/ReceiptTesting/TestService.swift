@@ -18,12 +18,13 @@ package let migrationsDirectory =
 
 extension ServiceConfiguration.AppStoreSettings {
     /// The App Store simulator, one app, two retries: for tests (``TestApp`` starts it). Its
-    /// timeouts are far beyond any loopback answer on a loaded machine: a test about a timeout
-    /// sets its own.
+    /// timeouts are the hang guard: a simulator's handler waits its turn on Swift concurrency's
+    /// two threads behind every suite the run started at once, and on a loaded machine that took
+    /// over a minute. A test about a timeout sets its own.
     package static let simulated = ServiceConfiguration.AppStoreSettings(
         productionURL: "http://127.0.0.1:1/unused", sandboxURL: "http://127.0.0.1:1/unused", simulator: true, allowHTTP: true,
         bundleIDs: ["com.example.app"], sharedSecret: TestSecrets.sharedSecret, connectTimeout: .seconds(10),
-        maxResponseBytes: 1 << 20, maxRetries: 2, attemptTimeout: .seconds(30), deadline: .seconds(60))
+        maxResponseBytes: 1 << 20, maxRetries: 2, attemptTimeout: hangGuard, deadline: hangGuard * 2)
 }
 
 /// The test service's configuration: the simulator, a database at `path`, test keys
@@ -50,6 +51,7 @@ package func testConfiguration(
         // The Google Play simulator for one app (TestApp starts it with the test process's key).
         configuration.googlePlay.packages = ["com.example.app"]
         configuration.googlePlay.simulator = true
+        configuration.googlePlay.timeout = hangGuard
     }
     return configuration
 }

@@ -5,6 +5,7 @@ import Foundation
 import HTTPServer
 import JSON
 import Logging
+import ReceiptTesting
 import Synchronization
 import Testing
 
@@ -156,7 +157,7 @@ struct AppStoreSimulatorTests {
         func status(_ path: String, _ body: String) async -> Int? {
             guard
                 case .response(let status, _, _) = await transport.post(
-                    url: base + path, json: Array(body.utf8), timeout: .seconds(2))
+                    url: base + path, json: Array(body.utf8), timeout: hangGuard)
             else { return nil }
             return status
         }

@@ -5,6 +5,7 @@ import Crypto
 import CurlTransport
 import JSON
 import Logging
+import ReceiptTesting
 import SignedData
 import Testing
 
@@ -31,9 +32,9 @@ struct ServerAPISimulatorTests {
         let client = ServerAPIClient(
             configuration: .init(
                 productionURL: served.serverAPIProductionURL, sandboxURL: served.serverAPISandboxURL,
-                // Bounds, not expectations: generous, since the whole suite starting at once on two
-                // cores can keep a simulator from answering for seconds.
-                policy: .init(maxRetries: 2, baseDelay: .milliseconds(5), attemptTimeout: .seconds(30), deadline: .seconds(60))),
+                // Bounds, not expectations: the hang guard, since the whole run starting at once on
+                // two loaded cores kept the simulator's handlers from answering for over a minute.
+                policy: .init(maxRetries: 2, baseDelay: .milliseconds(5), attemptTimeout: hangGuard, deadline: hangGuard * 2)),
             token: ServerAPIToken(credentials: .init(keyID: "SIMKEY1234", issuerID: issuer, key: signWith)), transport: transport,
             verifier: SignedDataVerifier(
                 configuration: .init(roots: [SimulatorPKI.root], bundleIDs: ["com.example.app"]), now: { WallClock.system.now() }),

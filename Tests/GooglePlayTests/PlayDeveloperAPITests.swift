@@ -37,7 +37,7 @@ struct PlayDeveloperAPITests {
             json: ServiceAccountKey.keyFile(
                 clientEmail: email, privateKeyID: "k1", privateKey: signingKey, tokenURI: served.tokenURI))
         let api = PlayDeveloperAPI(
-            key: account, transport: transport, configuration: .init(apiBase: served.apiBase, timeout: .seconds(5)),
+            key: account, transport: transport, configuration: .init(apiBase: served.apiBase, timeout: hangGuard),
             clock: clock.wall)
         do {
             try await body(Setup(served: served, api: api, clock: clock, transport: transport))

@@ -9,11 +9,11 @@ import WebhookSink
 private let secret = "whsec-test-0123456789abcdef"
 private let oldSecret = "whsec-old-0123456789abcdef"
 
-/// The test service with one endpoint, `crm`, at `url`: quick polls. The attempt timeout is long
-/// enough that no answer on loopback misses it however loaded the machine is, unless the test is
-/// about a receiver that does not answer.
+/// The test service with one endpoint, `crm`, at `url`: quick polls. The attempt timeout is the
+/// hang guard (the sink answers on Swift concurrency's threads, behind every other suite), unless
+/// the test is about a receiver that does not answer.
 private func configuration(
-    _ path: String, url: String, secrets: [String] = [secret], timeout: Duration = .seconds(30)
+    _ path: String, url: String, secrets: [String] = [secret], timeout: Duration = hangGuard
 ) -> ServiceConfiguration {
     var c = testConfiguration(path: path)
     c.webhooks = WebhookSettings(endpoints: [
