@@ -3,8 +3,8 @@ import PackageDescription
 
 // receiptd: a self-hosted validator of App Store and Google Play purchases.
 // Targets come in rings: tools (receiptd, the simulators, ReceiptTesting) → the HTTP edge
-// (ReceiptService) → the use cases (ReceiptCore) → the stores (AppStore, SignedData,
-// AppStoreServerAPI; GooglePlay) and Storage → the pure domain (Entitlements, Analytics, Offers,
+// (ReceiptService) → the use cases (ReceiptCore) → the stores (AppStore, GooglePlay: one target
+// each) and Storage → the pure domain (Entitlements, Analytics, Offers,
 // Retention) → the base (JSON, Clocks, Identifiers, Resilience, CurlTransport, HTTPServer). C lives
 // only in the C* system-library targets. The exact edges are LayeringTests.allowedImports, which
 // fails on any other; Docs/architecture.md "Targets" draws them and says each target's one job.
@@ -18,7 +18,7 @@ let package = Package(
         // For Fuzz/ (fuzz-signed-data): the service's modules, built there with -enable-testing.
         .library(
             name: "ReceiptService",
-            targets: ["ReceiptService", "ReceiptCore", "SignedData", "AppStore", "Entitlements", "Storage", "JSON", "Clocks"]),
+            targets: ["ReceiptService", "ReceiptCore", "AppStore", "Entitlements", "Storage", "JSON", "Clocks"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -74,31 +74,17 @@ let package = Package(
         // at once. Pure and store-neutral, so the charts and the stores share them without importing
         // each other.
         .target(name: "Resilience"),
-        // Apple's verifyReceipt: wire models read tolerantly, the retry and fallback rules, the client.
+        // Apple, in Google Play's shape: one store, one target. verifyReceipt (wire models read
+        // tolerantly, the retry and fallback rules, its client), signed data (JWS: the x5c chain to
+        // a configured root, ES256, the decoded payloads), the App Store Server API (the JWT it
+        // takes, its client) and what their answers state as facts (Facts/AppleFacts.swift).
         .target(
             name: "AppStore",
             dependencies: [
-                "CurlTransport", "Clocks", "JSON", "Resilience", .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-            ]),
-        // Apple's signed data (JWS): the x5c chain to a configured root, ES256, the decoded payloads.
-        .target(
-            name: "SignedData",
-            dependencies: [
-                "AppStore", "JSON",
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
+                "CurlTransport", "Clocks", "Entitlements", "Identifiers", "JSON", "Resilience",
+                .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ]
-        ),
-        // Apple's App Store Server API (verifyReceipt's successor): the JWT it takes, its client.
-        .target(
-            name: "AppStoreServerAPI",
-            dependencies: [
-                "AppStore", "CurlTransport", "SignedData", "JSON", "Clocks", "Identifiers",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
             ]),
         // Pure domain: subscription state from stored facts, products → entitlements. No I/O.
         .target(name: "Entitlements", dependencies: ["Identifiers"]),
@@ -110,7 +96,8 @@ let package = Package(
         .target(
             name: "GooglePlay",
             dependencies: [
-                "JSON", "Entitlements", "Clocks", "CurlTransport", .product(name: "Crypto", package: "swift-crypto"),
+                "JSON", "Entitlements", "Identifiers", "Clocks", "CurlTransport",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
         // Offers decided on the server: the signatures StoreKit asks for before it shows a
@@ -133,8 +120,8 @@ let package = Package(
         .target(
             name: "AppStoreSimulator",
             dependencies: [
-                "HTTPServer", "AppStore", "AppStoreServerAPI", "SignedData", "JSON", "Clocks",
-                .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
+                "HTTPServer", "AppStore", "JSON", "Clocks", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
             ]),
         // SQLite: the connection owner, statements and the migrator; stores the domain's facts
@@ -153,12 +140,8 @@ let package = Package(
         .target(
             name: "ReceiptCore",
             dependencies: [
-                "Analytics", "AppStore", "CurlTransport", "GooglePlay", "Offers", "Retention", "AppStoreServerAPI", "SignedData",
-                "Resilience",
-                "Entitlements",
-                "Storage", "JSON",
-                "Identifiers",
-                "Clocks", "CZlib",
+                "Analytics", "AppStore", "CurlTransport", "GooglePlay", "Offers", "Retention", "Resilience", "Entitlements",
+                "Storage", "JSON", "Identifiers", "Clocks", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -178,11 +161,7 @@ let package = Package(
             name: "ReceiptService",
             dependencies: [
                 "Analytics", "ReceiptCore", "HTTPServer", "Storage", "AppStore", "CurlTransport", "GooglePlay", "Offers",
-                "Resilience",
-                "Retention", "AppStoreServerAPI",
-                "SignedData",
-                "Entitlements", "JSON",
-                "Identifiers", "Clocks",
+                "Resilience", "Retention", "Entitlements", "JSON", "Identifiers", "Clocks",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
@@ -201,7 +180,7 @@ let package = Package(
         .executableTarget(
             name: "receiptd",
             dependencies: [
-                "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStoreServerAPI", "HTTPServer", "Storage", "Clocks",
+                "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStore", "HTTPServer", "Storage", "Clocks",
                 "WebhookSink", "GooglePlaySimulator", "GooglePlay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -235,8 +214,9 @@ let package = Package(
         .target(
             name: "ReceiptTesting",
             dependencies: [
-                "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStoreServerAPI", "AppStore", "SignedData", "HTTPServer",
-                "Storage", "Clocks", "WebhookSink", "Analytics", "GooglePlaySimulator", "GooglePlay", "Resilience",
+                "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStore", "HTTPServer",
+                "Storage", "Clocks", "WebhookSink", "Analytics", "Entitlements", "Identifiers", "JSON", "GooglePlaySimulator",
+                "GooglePlay", "Resilience",
                 .product(name: "Logging", package: "swift-log"), .product(name: "X509", package: "swift-certificates"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
@@ -249,7 +229,7 @@ let package = Package(
             name: "ReceiptCoreTests",
             dependencies: [
                 "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
-                "Analytics", "Clocks", "AppStoreServerAPI", .product(name: "Logging", package: "swift-log"),
+                "Analytics", "Clocks", .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "ReceiptTesting"]),
@@ -284,7 +264,7 @@ let package = Package(
         .testTarget(
             name: "AppStoreSimulatorTests",
             dependencies: [
-                "AppStoreSimulator", "AppStore", "AppStoreServerAPI", "SignedData", "Entitlements", "HTTPServer", "Clocks",
+                "AppStoreSimulator", "AppStore", "Entitlements", "HTTPServer", "Clocks",
                 "CurlTransport", "JSON", "ReceiptTesting",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ]),
@@ -297,27 +277,15 @@ let package = Package(
         .testTarget(
             name: "AppStoreTests",
             dependencies: [
-                "AppStore", "CurlTransport", "HTTPServer", "ReceiptTesting", "Resilience",
+                "AppStore", "CurlTransport", "Clocks", "Entitlements", "HTTPServer", "JSON", "ReceiptTesting", "Resilience",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "X509", package: "swift-certificates"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
-        .testTarget(
-            name: "AppStoreServerAPITests",
-            dependencies: [
-                "AppStoreServerAPI", "CurlTransport", "SignedData", "JSON", "Clocks", "ReceiptTesting",
-                .product(name: "Crypto", package: "swift-crypto"),
-            ]),
-        .testTarget(
-            name: "SignedDataTests",
-            dependencies: [
-                "SignedData", "AppStore", "ReceiptTesting", .product(name: "X509", package: "swift-certificates"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ]
-        ),
         .testTarget(
             name: "ReceiptServiceTests",
             dependencies: [
                 "ReceiptService", "ReceiptCore", "ReceiptTesting", "AppStoreSimulator", "Clocks", "HTTPServer", "Storage",
-                "AppStore", "Entitlements", "SignedData", "Analytics", "Resilience",
+                "AppStore", "Entitlements", "Analytics", "Resilience",
                 .product(name: "X509", package: "swift-certificates"), .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -23,7 +23,7 @@ fi
 scratch="$root/.build-fuzz"
 # --sanitize=fuzzer for SwiftPM (C targets and the link), -sanitize=fuzzer,address for swiftc:
 # `--sanitize=fuzzer --sanitize=address` drops one of the two at random on this toolchain.
-# -enable-testing: fuzz-signed-data reaches ReceiptCore's internal fact mapping.
+# -enable-testing: fuzz-signed-data reaches AppStore's fact mapping and ReceiptCore's derivation.
 build() {
   swift build -c release --package-path "$root/Fuzz" --scratch-path "$scratch" --product "$1" \
     --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing >"$scratch/$1.build.log" 2>&1

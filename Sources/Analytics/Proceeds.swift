@@ -76,17 +76,19 @@ struct Commission {
 
     /// 15 or 30.
     func percent(_ e: Ledger.Entry) -> Int64 {
-        if e.purchase.store == .playStore {
+        switch e.purchase.store.rules.commission {
+        case .playServiceFee:
             // Google Play's service fee (https://support.google.com/googleplay/android-developer/answer/112622):
             // 15 % on auto-renewing subscriptions from their first day; on other sales 15 % for the
             // first USD 1M a year of a developer enrolled in the 15 % tier (its apps listed in
             // `smallBusinessApps`), else 30 %. The yearly USD 1M threshold is not counted here.
             if e.purchase.expiresDate != nil { return 15 }
             return smallBusinessApps.contains(e.bundleID) ? 15 : 30
+        case .appleServiceYear:
+            if smallBusinessApps.contains(e.bundleID) { return 15 }
+            guard e.purchase.expiresDate != nil, let at = e.purchase.purchaseDate else { return 30 }
+            return Self.paidService(service[Self.key(e)] ?? [], before: at) >= Self.year ? 15 : 30
         }
-        if smallBusinessApps.contains(e.bundleID) { return 15 }
-        guard e.purchase.expiresDate != nil, let at = e.purchase.purchaseDate else { return 30 }
-        return Self.paidService(service[Self.key(e)] ?? [], before: at) >= Self.year ? 15 : 30
     }
 
     /// Paid time before `t` since the last lapse of more than 60 days.

@@ -401,7 +401,7 @@ public struct RollupRow: Sendable, Equatable {
             cohort: key.cohortDay == Self.noCohort ? nil : Rollup.start(key.cohortDay), value: value,
             isMoney: Book.moneyMeasures.contains(key.measure), appUserID: "", originalTransactionID: "", transactionID: "",
             notes: key.note.isEmpty ? [] : Self.note(key.note).map { [$0] } ?? [], bundleID: key.bundleID,
-            store: Store(rawValue: key.store) ?? .appStore, count: items)
+            store: Store.named(key.store) ?? .appStore, count: items)
     }
 
     /// A note as stable text: `rate␟USD␟20454`, `price␟monthly␟USA` (`price␟monthly` without a

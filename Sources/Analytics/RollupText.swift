@@ -116,10 +116,11 @@ extension RollupMoment {
             func equals(_ r: Range<Int>, _ s: String) -> Bool {
                 r.count == s.utf8.count && zip(r, s.utf8).allSatisfy { bytes[$0] == $1 }
             }
+            let stores = Store.all
             // Of a record's eleven fields, checked by the caller.
             func item(_ f: [Range<Int>]) -> ChartItem? {
                 guard let kind = ChartItem.Kind.allCases.first(where: { equals(f[1], $0.rawValue) }),
-                    let store = Store.allCases.first(where: { equals(f[3], $0.rawValue) }), let at = number(f[5]),
+                    let store = stores.first(where: { equals(f[3], $0.rawValue) }), let at = number(f[5]),
                     let until = number(f[6]), let from = number(f[7]),
                     let to = number(f[8]), let value = number(f[10]), value != .min, value != .max
                 else { return nil }

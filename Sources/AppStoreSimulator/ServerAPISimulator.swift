@@ -1,9 +1,8 @@
-import AppStoreServerAPI
+import AppStore
 import Crypto
 import FoundationEssentials
 import HTTPServer
 import JSON
-import SignedData
 import SwiftASN1
 import Synchronization
 @_spi(CMS) import X509

@@ -205,7 +205,7 @@ public enum Derivation {
                 decision =
                     "Not entitled: \(current.store.displayName) refunded the current period (transaction \(current.transactionID)) at \(t(cancelled))."
             }
-        } else if current.store == .playStore, let stated = billingValid ? renewal?.storeState : nil,
+        } else if current.store.rules.readsStatedState, let stated = billingValid ? renewal?.storeState : nil,
             let decided = playDecision(stated, expires: expires, resumes: renewal?.autoResumeDate, now: now)
         {
             facts.append(.text("subscription_state", stated))
@@ -342,8 +342,8 @@ public enum Derivation {
     }
 
     static func offer(of p: Purchase) -> Offer? {
-        if p.store == .playStore {
-            // Google names the offer of any phase: a trial's, an introductory price's, a developer's.
+        if p.store.rules.offers == .byPhase {
+            // One offer id for any phase (Google's): a trial's, an introductory price's, a developer's.
             if p.isTrialPeriod { return Offer(type: "free_trial", id: p.promotionalOfferID) }
             if p.isInIntroOfferPeriod { return Offer(type: "introductory", id: p.promotionalOfferID) }
             return p.promotionalOfferID.map { Offer(type: "promotional", id: $0) }

@@ -103,7 +103,7 @@ public struct EntitlementRules: Sendable, Equatable {
         }
         let kind = if case .subscription = source { "subscription" } else { "purchase" }
         // Which store: the same person may hold purchases from both.
-        let named = "\(store == .playStore ? "Google Play" : "App Store") \(kind)"
+        let named = "\(store.rules.purchaseNoun) \(kind)"
         let decision =
             active
             ? "Granted by the \(named) of \(product) (\(id)). \(inner.decision)"

@@ -1,6 +1,6 @@
-/// What is known about a user's purchases: the one family of purchase types. Apple's wire models
-/// are mapped into these once (ReceiptCore's `WireMapping`); Storage stores and returns them with
-/// their provenance; the pure derivation reads them. Dates are epoch milliseconds. Nothing here
+/// What is known about a user's purchases: the one family of purchase types. Each store's wire
+/// models are mapped into these once, by the store (`AppleFacts`, `PlayFacts`); Storage stores and
+/// returns them with their provenance; the pure derivation reads them. Dates are epoch milliseconds. Nothing here
 /// does I/O.
 public struct Facts: Sendable, Equatable {
     /// Every transaction of every purchase the user holds (Docs/apple-protocols.md §1.6), any order.
@@ -43,22 +43,6 @@ public struct Alias: Sendable, Equatable {
     public init(appUserID: String, at: Int64) {
         self.appUserID = appUserID
         self.at = at
-    }
-}
-
-/// The store that stated a purchase. Facts name it rather than assume Apple's, so the derivation,
-/// events, webhooks, the console and erasure take a second store's purchases as they are; a new
-/// store adds its case and the mapping from its answers to these facts.
-public enum Store: String, Sendable, Equatable, CaseIterable {
-    case appStore = "app_store"
-    case playStore = "play_store"
-
-    /// How explanations name it.
-    public var displayName: String {
-        switch self {
-        case .appStore: "Apple"
-        case .playStore: "Google Play"
-        }
     }
 }
 

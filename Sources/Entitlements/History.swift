@@ -162,10 +162,13 @@ public enum History {
                     ].compactMap { $0 }))
         }
         // Events of another store's purchases say which (the App Store's, the default, say nothing).
-        let play = Set(facts.purchases.filter { $0.store == .playStore }.map { Identifier($0.originalTransactionID) })
-        if !play.isEmpty {
-            for i in events.indices where play.contains(Identifier(events[i].originalTransactionID)) {
-                events[i].facts.append(Fact("store", .text(Store.playStore.rawValue)))
+        var named: [Identifier: Store] = [:]
+        for p in facts.purchases where p.store.rules.namedInEvents { named[Identifier(p.originalTransactionID)] = p.store }
+        if !named.isEmpty {
+            for i in events.indices {
+                if let store = named[Identifier(events[i].originalTransactionID)] {
+                    events[i].facts.append(Fact("store", .text(store.rawValue)))
+                }
             }
         }
         // A state can come back (snapshots disagreeing over time); its event happened the first time.

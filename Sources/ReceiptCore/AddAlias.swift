@@ -1,4 +1,5 @@
 import Clocks
+import Entitlements
 import Identifiers
 import Logging
 import Storage

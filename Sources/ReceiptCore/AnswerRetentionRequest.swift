@@ -1,3 +1,4 @@
+import AppStore
 import Clocks
 import CoreMetrics
 import Entitlements
@@ -6,7 +7,6 @@ import JSON
 import Logging
 import Offers
 import Retention
-import SignedData
 import Storage
 
 /// Apple asks, while a customer views a subscription they may cancel, which retention message to

@@ -1,10 +1,8 @@
 import AppStore
-import AppStoreServerAPI
 import Clocks
 import Entitlements
 import FoundationEssentials
 import Logging
-import SignedData
 import Storage
 
 /// What support does through the App Store Server API: find a purchase by the order id on the
@@ -160,7 +158,7 @@ package struct AppStoreSupport: Sendable {
         } catch {
             throw ReceiptError(error, logger: logger)
         }
-        let facts = Refresher.holderOnly(WireMapping.facts(of: statuses, history: []), holder: user, original: original)
+        let facts = Refresher.holderOnly(AppleFacts.facts(of: statuses, history: []), holder: user, original: original)
         let at = clock.now()
         let log = VerificationLogEntry(
             appUserID: user, environment: statuses.environment.rawValue, appleStatus: nil, outcome: "server_api", attempts: 1,

@@ -1,9 +1,7 @@
 import AppStore
-import AppStoreServerAPI
 import Clocks
 import Entitlements
 import Logging
-import SignedData
 import Storage
 
 /// `receiptd backfill-prices`: prices the App Store purchases verifyReceipt told receiptd about
@@ -85,7 +83,7 @@ package struct BackfillPrices: Sendable {
                     }
                 }
                 let priced = history.compactMap { t -> (transactionID: String, commerce: Commerce)? in
-                    var commerce = WireMapping.commerce(t)
+                    var commerce = AppleFacts.commerce(t)
                     guard commerce.price != nil else { return nil }
                     commerce.price?.source = .storeHistory
                     return (t.transactionID, commerce)

@@ -1,5 +1,5 @@
 import Analytics
-import AppStoreServerAPI
+import AppStore
 import FoundationEssentials
 
 /// The bounds every identifier from a client must keep, wherever it arrives (a body, a path):

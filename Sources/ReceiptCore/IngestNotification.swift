@@ -1,10 +1,10 @@
 import AppStore
 import Clocks
 import Crypto
+import Entitlements
 import FoundationEssentials
 import JSON
 import Logging
-import SignedData
 import Storage
 
 /// An App Store Server Notification (V1 or V2, told apart by shape): verified, stored once
@@ -137,7 +137,7 @@ package struct IngestNotification: Sendable {
                 originalTransactionID: n.transaction?.originalTransactionID ?? n.renewal?.originalTransactionID,
                 transactionID: n.transaction?.transactionID, appleStatus: n.status, outcome: "received", signedAt: n.signedDate,
                 receivedAt: received, body: String(decoding: body, as: UTF8.self))
-            let facts = WireMapping.facts(transaction: n.transaction, renewal: n.renewal, statedAt: n.signedDate)
+            let facts = AppleFacts.facts(transaction: n.transaction, renewal: n.renewal, statedAt: n.signedDate)
             return Incoming(
                 row: row, facts: facts, accountToken: n.transaction?.appAccountToken ?? n.renewal?.appAccountToken,
                 rescinding: n.notificationType == "RESCIND_CONSENT" && n.appTransaction?.appTransactionID != nil
@@ -168,7 +168,7 @@ package struct IngestNotification: Sendable {
             throw .invalidRequest("`unified_receipt` is missing or its status is not 0.")
         }
         let environment = unified.environment ?? n.environment ?? .production
-        var facts = WireMapping.facts(of: unified, environment: environment, bundleID: bundle)
+        var facts = AppleFacts.facts(of: unified, environment: environment, bundleID: bundle)
         // Auto-renew switched on or off: Apple dates the switch (Docs/apple-protocols.md §2.2), so the history does too.
         if n.notificationType == "DID_CHANGE_RENEWAL_STATUS" { facts.renewalChangedAt = n.autoRenewStatusChangeDateMs }
         let redacted = n.redacted.jsonBytes

@@ -1,5 +1,4 @@
 import AppStore
-import AppStoreServerAPI
 import Clocks
 import CoreMetrics
 import FoundationEssentials

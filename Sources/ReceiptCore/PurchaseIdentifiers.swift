@@ -1,3 +1,4 @@
+import Entitlements
 import Identifiers
 import JSON
 import Storage

@@ -1,4 +1,4 @@
-import AppStoreServerAPI
+import AppStore
 import Logging
 
 extension ReceiptError {

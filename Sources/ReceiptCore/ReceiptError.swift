@@ -1,5 +1,5 @@
+import AppStore
 import Entitlements
-import SignedData
 
 /// Why a use case refused or failed. Each case has a stable ``code``; the HTTP edge maps each to
 /// one status and error body (ReceiptService's `APIError`), the CLI prints it.
@@ -109,8 +109,8 @@ package enum ReceiptError: Error, Sendable {
         case .invalidReceipt: "invalid_receipt"
         case .invalidTransactionID: "invalid_transaction_id"
         case .bundleMismatch: "bundle_mismatch"
-        case .storeMisconfigured(let store, _): store.errorName + "_misconfigured"
-        case .storeUnavailable(let store, _, _, _): store.errorName + "_unavailable"
+        case .storeMisconfigured(let store, _): store.rules.errorName + "_misconfigured"
+        case .storeUnavailable(let store, _, _, _): store.rules.errorName + "_unavailable"
         case .notConfigured(let capability): capability.rawValue + "_not_configured"
         case .signedData(let error): error.code
         case .wrongNotificationPassword: "invalid_password"
@@ -149,9 +149,8 @@ package enum ReceiptError: Error, Sendable {
         case .invalidReceipt: "Apple did not accept the receipt."
         case .invalidTransactionID: "Apple knows no purchase with that transaction id."
         case .bundleMismatch(let message, _): message
-        case .storeMisconfigured(.appStore, _): "receiptd's App Store settings were refused by Apple."
-        case .storeMisconfigured(.playStore, _): "Google Play refused receiptd's service account; see the server's log."
-        case .storeUnavailable(let store, _, _, _): "\(store.nameInSentences) could not answer now; retry later."
+        case .storeMisconfigured(let store, _): store.rules.misconfigured
+        case .storeUnavailable(let store, _, _, _): "\(store.rules.nameInSentences) could not answer now; retry later."
         case .notConfigured(let capability): capability.message
         case .signedData(let error): error.description
         case .wrongNotificationPassword: "The notification's password is not this app's shared secret."
@@ -212,23 +211,5 @@ package struct SubscriberSnapshot: Sendable {
         self.document = document
         self.version = version
         self.now = now
-    }
-}
-
-extension Store {
-    /// How error codes name it: `app_store_unavailable`, `google_play_misconfigured`.
-    var errorName: String {
-        switch self {
-        case .appStore: "app_store"
-        case .playStore: "google_play"
-        }
-    }
-
-    /// How an error's sentence names it.
-    var nameInSentences: String {
-        switch self {
-        case .appStore: "The App Store"
-        case .playStore: "Google Play"
-        }
     }
 }

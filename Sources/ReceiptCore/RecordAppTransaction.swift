@@ -1,9 +1,8 @@
-import AppStoreServerAPI
+import AppStore
 import Clocks
 import Entitlements
 import JSON
 import Logging
-import SignedData
 import Storage
 
 /// An app posts StoreKit's AppTransaction for its user (Docs/offers.md "AppTransaction"):
@@ -108,7 +107,7 @@ package struct RecordAppTransaction: Sendable {
                 let record = AppTransactionRecord(
                     appUserID: canonical, appTransactionID: id, bundleID: app.bundleID, environment: environment,
                     originalApplicationVersion: app.originalApplicationVersion, originalPurchaseDate: app.originalPurchaseDate,
-                    originalPlatform: app.originalPlatform, rawJSON: WireMapping.unsigned(app.raw))
+                    originalPlatform: app.originalPlatform, rawJSON: AppleFacts.unsigned(app.raw))
                 let others = try AppTransactionStore(db).save(record, now: now)
                 if !others.isEmpty {
                     logger.notice(

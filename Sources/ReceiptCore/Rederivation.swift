@@ -1,3 +1,5 @@
+import Entitlements
+import Identifiers
 import Storage
 
 /// `receiptd rederive`: recomputes every subscriber from the raw Apple payloads stored with their
@@ -44,12 +46,18 @@ package struct Rederivation: Sendable {
     }
 
     let state: SubscriberState
+    /// Each store's mapping of its stored raw answers: the shipped stores', and any plugged in.
+    let mappings: [Store: StoredFactsMapping]
 
-    package init(settings: EntitlementSettings) {
-        state = SubscriberState(settings: settings)
+    /// `plugged`: the mappings of stores plugged in beside the shipped ones (``PurchaseStore``).
+    package init(settings: EntitlementSettings, plugged: [Store: StoredFactsMapping] = [:]) {
+        self.init(state: SubscriberState(settings: settings), plugged: plugged)
     }
 
-    init(state: SubscriberState) { self.state = state }
+    init(state: SubscriberState, plugged: [Store: StoredFactsMapping] = [:]) {
+        self.state = state
+        mappings = StoredFactsMapping.shipped.merging(plugged) { shipped, _ in shipped }
+    }
 
     private struct DryRun: Error { let change: Change }
 
@@ -94,8 +102,13 @@ package struct Rederivation: Sendable {
         var change = Change(appUserID: appUserID)
         guard let stored = try store.subscriber(appUserID) else { return change }
         change.versionBefore = stored.version
+        // Each fact mapped again by the store that stated it, never by trying parsers in turn; a
+        // renewal belongs to the store of its subscription's purchases (the App Store's when
+        // none is stored, as a row without a store is read).
+        var storeOf: [Identifier: Store] = [:]
+        for t in stored.purchases { storeOf[Identifier(t.fact.originalTransactionID)] = t.fact.store }
         for t in stored.purchases {
-            guard let mapped = WireMapping.remapped(t) else {
+            guard let mapped = mappings[t.fact.store]?.purchase(t) else {
                 change.unreadable += 1
                 continue
             }
@@ -105,7 +118,8 @@ package struct Rederivation: Sendable {
             }
         }
         for snapshot in stored.renewals {
-            guard let mapped = WireMapping.remapped(snapshot) else {
+            let stating = storeOf[Identifier(snapshot.fact.renewal.originalTransactionID)] ?? .appStore
+            guard let mapped = mappings[stating]?.renewal(snapshot) else {
                 change.unreadable += 1
                 continue
             }

@@ -1,7 +1,7 @@
 import AppStore
-import AppStoreServerAPI
 import Clocks
 import CoreMetrics
+import Entitlements
 import GooglePlay
 import Identifiers
 import Logging
@@ -327,7 +327,7 @@ package final class Refresher: Sendable {
         let entry = VerificationLogEntry(
             appUserID: candidate.holder, environment: statuses.environment.rawValue, appleStatus: nil, outcome: "server_api",
             attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
-        let facts = WireMapping.facts(of: statuses, history: [])
+        let facts = AppleFacts.facts(of: statuses, history: [])
         guard facts.purchases.allSatisfy({ $0.bundleID == bundleID }) else {
             try await answered(original, "wrong_app", at: done, log: entry)
             return .invalid
@@ -399,7 +399,7 @@ package final class Refresher: Sendable {
         switch verification.result {
         case .valid(let response, let environment) where response.receipt.map({ bundleIDs.contains($0.bundleID) }) == true:
             let record = Self.holderOnly(
-                WireMapping.facts(of: response, environment: environment), holder: candidate.holder, original: original)
+                AppleFacts.facts(of: response, environment: environment), holder: candidate.holder, original: original)
             return try await store(record, candidate, entry, at: done)
         case .valid:
             try await answered(original, "wrong_app", at: done, log: entry)

@@ -1,4 +1,5 @@
-import AppStoreServerAPI
+import AppStore
+import Entitlements
 import Storage
 
 extension ServerAPIClient {
@@ -9,7 +10,7 @@ extension ServerAPIClient {
     func customer(of transactionID: String, bundleID: String) async throws -> (facts: VerifiedFacts, calls: Int) {
         async let statuses = subscriptionStatuses(of: transactionID, bundleID: bundleID)
         let history = try await transactionHistory(of: transactionID, bundleID: bundleID)
-        var facts = WireMapping.facts(of: try await statuses, history: history.transactions)
+        var facts = AppleFacts.facts(of: try await statuses, history: history.transactions)
         facts.environment = history.environment.rawValue
         return (facts, history.pages + 1)
     }

@@ -290,7 +290,7 @@ package struct SubscriberDocument: Sendable {
 
     /// `{"rule", "decision", "facts": {…}}`.
     package static func json(_ e: Explanation) -> JSONValue {
-        .object(["rule": .string(e.rule), "decision": .string(e.decision), "facts": WireMapping.json(e.facts)])
+        .object(["rule": .string(e.rule), "decision": .string(e.decision), "facts": FactRecords.json(e.facts)])
     }
 
     /// `{"amount": "9.990", "currency": "EUR", "source": "store"}` (amount exact, as text), or null.

@@ -63,7 +63,7 @@ package struct SubscriberState: Sendable {
 
     /// The events `facts` (a subscriber's `pinnedFacts`) come to as of `now`, as stored.
     func events(_ subscriber: SubscriberRecord, facts: Facts, now: Int64) -> [EventRecord] {
-        WireMapping.eventRecords(
+        FactRecords.eventRecords(
             History.events(facts, appUserID: subscriber.appUserID, catalog: settings.catalog, policy: settings.policy, asOf: now))
     }
 

@@ -1,10 +1,8 @@
 import AppStore
-import AppStoreServerAPI
 import Clocks
 import Entitlements
 import FoundationEssentials
 import Logging
-import SignedData
 import Storage
 
 /// Verify a purchase for an app user and store what it proves: an app receipt through Apple's
@@ -252,7 +250,7 @@ package struct VerifyPurchase: Sendable {
             try await database.write { db in try ReceiptStore(db).log(entry, at: at, unlessErasedSince: begun) }
             throw error
         }
-        let record = WireMapping.facts(of: response, environment: environment)
+        let record = AppleFacts.facts(of: response, environment: environment)
         let snapshot = try await store(
             Self.pricing(record, with: input.clientPrice), for: input.appUserID, begun: begun, log: entry)
         shadow?.start(record, appUserID: input.appUserID, bundleID: expectedBundle)
@@ -283,7 +281,7 @@ package struct VerifyPurchase: Sendable {
             appUserID: input.appUserID,
             environment: transaction.environment.flatMap(AppStoreEnvironment.init(appleName:))?.rawValue,
             appleStatus: nil, outcome: "signed_transaction", attempts: 0, latencyMs: (monotonic.now - started).milliseconds)
-        let record = WireMapping.facts(
+        let record = AppleFacts.facts(
             transaction: transaction, renewal: renewal, statedAt: transaction.signedDate ?? renewal?.signedDate)
         return try await store(Self.pricing(record, with: input.clientPrice), for: input.appUserID, begun: begun, log: log)
     }

@@ -39,8 +39,8 @@ extension Requests {
         filters.storefront = request.queryValue("storefront")
         filters.environment = try Self.environment(request)
         if let store = request.queryValue("store") {
-            guard let s = Store(rawValue: store) else {
-                throw .invalidRequest("`store` must be one of \(Store.allCases.map(\.rawValue).joined(separator: ", ")).")
+            guard let s = Store.named(store) else {
+                throw .invalidRequest("`store` must be one of \(Store.all.map(\.rawValue).joined(separator: ", ")).")
             }
             filters.store = s
         }

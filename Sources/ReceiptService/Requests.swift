@@ -9,29 +9,6 @@ import ReceiptCore
 /// naming its field (held to ``FieldRules``, as the use cases hold their inputs), found before
 /// anything is asked of Apple or storage.
 enum Requests {
-    /// What POST /v1/receipts asks: an App Store purchase verified, or a Google Play one.
-    enum Purchase: Sendable, Equatable {
-        case appStore(VerifyPurchase.Input)
-        case playStore(VerifyPlayPurchase.Input)
-    }
-
-    /// The body of POST /v1/receipts: `store` (`app_store` when absent, or `play_store`) picks the
-    /// fields that prove the purchase.
-    static func purchase(_ body: [UInt8]) throws(ReceiptError) -> Purchase {
-        guard let json = try? JSONValue.parse(body), case .object = json else {
-            throw .invalidRequest("The body must be a JSON object.")
-        }
-        guard case .string(let user)? = json["app_user_id"] else {
-            throw .invalidRequest("`app_user_id` is required and must be a string.")
-        }
-        _ = try FieldRules.appUserID(user)
-        switch json["store"] {
-        case nil, .null?, .string("app_store")?: return .appStore(try appStorePurchase(json, user: user))
-        case .string("play_store")?: return .playStore(try playStorePurchase(json, user: user))
-        default: throw .invalidRequest("`store` must be `app_store` (the default) or `play_store`.")
-        }
-    }
-
     /// The body of POST /v1/app-transactions: `app_user_id`, `signed_app_transaction` (a JWS).
     static func appTransaction(_ body: [UInt8]) throws(ReceiptError) -> (String, String) {
         guard let json = try? JSONValue.parse(body), case .object = json else {

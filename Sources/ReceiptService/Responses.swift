@@ -3,7 +3,6 @@ import Entitlements
 import HTTPServer
 import JSON
 import ReceiptCore
-import SignedData
 
 /// Use-case results as the API's JSON bodies.
 enum Responses {

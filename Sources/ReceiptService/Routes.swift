@@ -12,8 +12,8 @@ import ReceiptCore
 struct Routes: Sendable {
     let checkReadiness: CheckReadiness
     let auth: APIAuth
-    let verifyPurchase: VerifyPurchase
-    let verifyPlayPurchase: VerifyPlayPurchase
+    /// POST /v1/receipts's table of stores: a body's purchase read by its store's reader.
+    let purchases: PurchaseReaders
     let ingestPlayNotification: IngestPlayNotification
     let signOffer: SignOffer
     let answerRetention: AnswerRetentionRequest
@@ -73,23 +73,15 @@ struct Routes: Sendable {
         }
         // A mobile app posts its receipt or signed transaction: verify, store, answer the document.
         api.on(.post, "/v1/receipts", access: .publicKey) {
-            [verifyPurchase, verifyPlayPurchase, limiter, clock, auth] request, context in
+            [purchases, limiter, clock, auth] request, context in
             let key = APIAuth.bearerKey(request).map { String(decoding: $0, as: UTF8.self) } ?? ""
             if let wait = limiter.check(key: key, address: context.request.remoteAddress, now: clock.now()) {
                 throw APIError.rateLimited(retryAfterSeconds: wait)
             }
-            let purchase = try Requests.purchase(request.body)
+            let verification = try purchases.read(request.body)
             let explain = try Requests.explain(request)
             do throws(ReceiptError) {
-                let snapshot: SubscriberSnapshot
-                switch purchase {
-                case .appStore(var input):
-                    input.caller = auth.caller(request)
-                    snapshot = try await verifyPurchase(input)
-                case .playStore(var input):
-                    input.caller = auth.caller(request)
-                    snapshot = try await verifyPlayPurchase(input)
-                }
+                let snapshot = try await verification(auth.caller(request))
                 return Responses.document(snapshot, explain: explain, request: request)
             } catch {
                 throw APIError(error, explain: explain)

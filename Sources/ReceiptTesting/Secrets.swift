@@ -1,4 +1,4 @@
-import AppStoreServerAPI
+import AppStore
 import CryptoExtras
 import Logging
 import Synchronization

@@ -1,5 +1,5 @@
+import AppStore
 import AppStoreSimulator
-import SignedData
 import X509
 
 /// Apple's test PKI (Fixtures/SignedData, SOURCES.md there): its root is the trust anchor in

@@ -1,5 +1,4 @@
 import AppStore
-import AppStoreServerAPI
 import AppStoreSimulator
 import Clocks
 import Foundation
@@ -70,10 +69,11 @@ package final class TestApp: Sendable {
     /// How it was opened, for ``restarted(logger:monotonic:)``.
     private let wired: ServiceConfiguration
     private let wall: WallClock
+    private let stores: [any PurchaseStore]
 
     private init(
         application: Application, simulator: HTTPServer?, appStore: AppStoreSimulator?,
-        googlePlay: GooglePlaySimulator.Served?, wired: ServiceConfiguration, wall: WallClock
+        googlePlay: GooglePlaySimulator.Served?, wired: ServiceConfiguration, wall: WallClock, stores: [any PurchaseStore]
     ) {
         self.application = application
         self.simulator = simulator
@@ -81,6 +81,7 @@ package final class TestApp: Sendable {
         self.googlePlayServed = googlePlay
         self.wired = wired
         self.wall = wall
+        self.stores = stores
     }
 
     /// receiptd stopped and opened again on the same database, while the simulated Apple (its
@@ -89,28 +90,32 @@ package final class TestApp: Sendable {
         -> TestApp
     {
         await application.stop()
-        let (wired, wall) = (wired, wall)
+        let (wired, wall, stores) = (wired, wall, stores)
         let application = try await onItsOwnThread {
-            try Application.open(configuration: wired, logger: logger, clock: wall, monotonic: monotonic)
+            try Application.open(configuration: wired, logger: logger, clock: wall, monotonic: monotonic, stores: stores)
         }
         return TestApp(
             application: application, simulator: simulator, appStore: appStore, googlePlay: googlePlayServed, wired: wired,
-            wall: wall)
+            wall: wall, stores: stores)
     }
 
     /// Starts the simulator (on `clock`) when configured, then opens the application (migrating).
     /// `monotonic` (say a ``ManualMonotonicClock``) makes Apple's retry delays instant. On a thread
     /// of its own: migrating blocks for a while, and a suite of services opening at once on Swift
     /// concurrency's two threads kept the simulators' handlers from answering for a minute.
+    /// `stores` are plugged in beside Apple's and Google's (``PurchaseStore``).
     package static func open(
         _ configuration: ServiceConfiguration, logger: Logger = quietLogger, clock: TestClock? = nil,
-        monotonic: any MonotonicClock = SystemMonotonicClock()
+        monotonic: any MonotonicClock = SystemMonotonicClock(), stores: [any PurchaseStore] = []
     ) async throws -> TestApp {
-        try await onItsOwnThread { try openBlocking(configuration, logger: logger, clock: clock, monotonic: monotonic) }
+        try await onItsOwnThread {
+            try openBlocking(configuration, logger: logger, clock: clock, monotonic: monotonic, stores: stores)
+        }
     }
 
     private static func openBlocking(
-        _ configuration: ServiceConfiguration, logger: Logger, clock: TestClock?, monotonic: any MonotonicClock
+        _ configuration: ServiceConfiguration, logger: Logger, clock: TestClock?, monotonic: any MonotonicClock,
+        stores: [any PurchaseStore]
     ) throws -> TestApp {
         var configuration = configuration
         let wall = clock?.wall ?? .system
@@ -147,9 +152,9 @@ package final class TestApp: Sendable {
         do {
             return TestApp(
                 application: try Application.open(
-                    configuration: configuration, logger: logger, clock: wall, monotonic: monotonic),
+                    configuration: configuration, logger: logger, clock: wall, monotonic: monotonic, stores: stores),
                 simulator: simulator?.server, appStore: simulator?.simulator, googlePlay: google, wired: configuration,
-                wall: wall)
+                wall: wall, stores: stores)
         } catch {
             simulator?.server.shutdown()
             google?.server.shutdown()
@@ -209,12 +214,12 @@ package func withService(
 /// (for its cache, refresher, use cases).
 package func withClockedService(
     configuration: (String) -> ServiceConfiguration = { testConfiguration(path: $0) }, clock: TestClock = TestClock(),
-    _ body: (TestApp, Int, String, TestClock) async throws -> Void
+    stores: [any PurchaseStore] = [], _ body: (TestApp, Int, String, TestClock) async throws -> Void
 ) async throws {
     try await withScratchDirectory("receiptd-clocked") { dir in
         var configured = configuration(dir + "/db.sqlite")
         let database = try await TestDatabase.place(&configured, path: dir + "/db.sqlite")
-        let app = try await TestApp.open(configured, clock: clock, monotonic: ManualMonotonicClock())
+        let app = try await TestApp.open(configured, clock: clock, monotonic: ManualMonotonicClock(), stores: stores)
         let port = try app.start()
         try await body(app, port, database, clock)
         await app.stop()

@@ -70,7 +70,7 @@ extension ReceiptStore {
                 refundReversal: s.optionalInt(23).flatMap { refunded in
                     s.optionalInt(24).map { RefundReversal(refundedAt: refunded, reversedAt: $0) }
                 },
-                store: s.text(21).flatMap(Store.init(rawValue:)) ?? .appStore,
+                store: s.text(21).flatMap(Store.named) ?? .appStore,
                 commerce: commerce(s, from: transactionCommerceColumn)),
             bundleID: s.text(3)!, rawJSON: s.text(19)!)
     }

@@ -1,12 +1,10 @@
 import AppStore
-import AppStoreServerAPI
 import Clocks
 import Crypto
 import CurlTransport
 import JSON
 import Logging
 import ReceiptTesting
-import SignedData
 import Testing
 
 @testable import AppStoreSimulator

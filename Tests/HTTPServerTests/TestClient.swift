@@ -81,7 +81,8 @@ final class TestClient: @unchecked Sendable {
                 while true {
                     self.buffer.removeAll()
                     let n = self.fill()
-                    if n == 0 { return continuation.resume(returning: total) }
+                    // A server that gives up on a reader may reset rather than finish: an end all the same.
+                    if n == 0 || (n < 0 && self.lastError == ECONNRESET) { return continuation.resume(returning: total) }
                     if n < 0 { return continuation.resume(returning: nil) }
                     total += n
                 }
@@ -103,7 +104,7 @@ final class TestClient: @unchecked Sendable {
     }
 
     /// errno of the last failed read.
-    private var lastError: Int32 = 0
+    private(set) var lastError: Int32 = 0
 
     /// Bytes read, 0 at EOF, -1 on error or timeout (`lastError` says which).
     private func fill() -> Int {

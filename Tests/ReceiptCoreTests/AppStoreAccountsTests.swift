@@ -1,4 +1,4 @@
-import AppStoreServerAPI
+import AppStore
 import Crypto
 import ReceiptTesting
 import Testing

@@ -176,10 +176,7 @@ struct ChartResponsesTests {
 
     @Test func aClientsPriceIsExactDecimalTextOrRefused() throws {
         let body = #"{"app_user_id":"a","receipt_data":"QUJDRA==","price":"9.99","currency":"EUR","product_id":"monthly"}"#
-        guard case .appStore(let input) = try Requests.purchase(Array(body.utf8)) else {
-            Issue.record("an App Store purchase")
-            return
-        }
+        let input = try Requests.appStorePurchase(try JSONValue.parse(Array(body.utf8)), user: "a")
         #expect(input.clientPrice == VerifyPurchase.ClientPrice(productID: "monthly", milliunits: 9990, currency: "EUR"))
         for bad in [
             #""price":9.99,"currency":"EUR","product_id":"m""#, #""price":"9.9999","currency":"EUR","product_id":"m""#,
@@ -188,7 +185,9 @@ struct ChartResponsesTests {
             #""price":"9.99","currency":"EUR""#, #""price":"1234567890","currency":"EUR","product_id":"m""#,
         ] {
             let text = #"{"app_user_id":"a","receipt_data":"QUJDRA==","# + bad + "}"
-            #expect(throws: ReceiptError.self, "\(bad)") { try Requests.purchase(Array(text.utf8)) }
+            #expect(throws: ReceiptError.self, "\(bad)") {
+                try Requests.appStorePurchase(try JSONValue.parse(Array(text.utf8)), user: "a")
+            }
         }
     }
 

@@ -5,7 +5,6 @@ import HTTPServer
 import JSON
 import Logging
 import ReceiptTesting
-import SignedData
 import Storage
 import Testing
 import X509

@@ -1,9 +1,9 @@
 import Analytics
+import AppStore
 import Crypto
 import Entitlements
 import Foundation
 import ReceiptTesting
-import SignedData
 import Storage
 import Testing
 

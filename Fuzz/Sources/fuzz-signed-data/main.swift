@@ -1,13 +1,13 @@
-import AppStore
 import Dispatch
 import Entitlements
 import Foundation
 import JSON
-import SignedData
 import Storage
 import X509
 
-// Built with -enable-testing (Scripts/fuzz.sh) to reach ReceiptService's fact mapping.
+// Built with -enable-testing (Scripts/fuzz.sh) to reach Apple's fact mapping (AppleFacts) and
+// the use cases' derivation.
+@testable import AppStore
 @testable import ReceiptCore
 
 // libFuzzer entry over Apple's signed data, trusting Apple's test CA. The first byte
@@ -65,7 +65,7 @@ func mapAndDerive(_ transaction: SignedTransaction?, _ renewal: SignedRenewalInf
         check(t.revocationDate, "revocationDate")
     }
     check(renewal?.gracePeriodExpiresDate, "gracePeriodExpiresDate")
-    let verified = WireMapping.facts(transaction: transaction, renewal: renewal, statedAt: statedAt)
+    let verified = AppleFacts.facts(transaction: transaction, renewal: renewal, statedAt: statedAt)
     let subscriber = SubscriberRecord(
         appUserID: "fuzz", version: 1, stateHash: nil, purchases: verified.purchases,
         renewals: verified.renewals.enumerated().map {

@@ -1,6 +1,3 @@
-import AppStore
-import SignedData
-
 /// Bounds on one call: the same as verifyReceipt's (retries, backoff, per-attempt timeout and a
 /// deadline that includes waits for the rate limiter and a 429's `Retry-After`).
 public typealias ServerAPIRetryPolicy = VerifyReceiptPolicy

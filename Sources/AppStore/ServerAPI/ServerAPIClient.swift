@@ -1,9 +1,7 @@
-import AppStore
 import Clocks
 import CoreMetrics
 import CurlTransport
 import JSON
-import SignedData
 
 /// Asks Apple's App Store Server API (Docs/apple-protocols.md §4): each call runs
 /// ``ServerAPICallMachine``'s actions over the libcurl transport, after the app's

@@ -1,4 +1,3 @@
-import AppStore
 import CurlTransport
 
 /// The App Store Server API endpoints receiptd calls (Docs/apple-protocols.md §4.3), each with its

@@ -1,4 +1,3 @@
-import AppStore
 import Identifiers
 import Synchronization
 

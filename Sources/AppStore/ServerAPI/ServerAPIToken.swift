@@ -3,7 +3,6 @@ import Crypto
 import FoundationEssentials
 import Identifiers
 import JSON
-import SignedData
 import Synchronization
 
 /// The bearer token of App Store Server API requests (Docs/apple-protocols.md §4.1): a JWT signed

@@ -1,4 +1,3 @@
-import AppStore
 import Crypto
 import FoundationEssentials
 import JSON

@@ -1,4 +1,3 @@
-import AppStore
 import JSON
 
 /// `responseBodyV2DecodedPayload` (Docs/apple-protocols.md §3.2), read tolerantly: unknown types and

@@ -1,5 +1,4 @@
 import AppStore
-import AppStoreServerAPI
 import Clocks
 import CoreMetrics
 import CurlTransport
@@ -11,7 +10,6 @@ import Logging
 import ReceiptCore
 import Resilience
 import ServiceLifecycle
-import SignedData
 import Storage
 import UnixSignals
 
@@ -99,9 +97,11 @@ public final class Application: Sendable {
     /// `configuration.appStore`'s URLs: the executable points them at the simulator when it runs one.
     /// `clock` is the one wall clock (stored dates, documents, rate limits); `monotonic` the one
     /// clock for durations and waits (Apple's retries and deadlines, the refresher's pacing).
-    public static func open(
+    /// `stores` are stores plugged in beside Apple's and Google's (``PurchaseStore``): POST
+    /// /v1/receipts reads their purchases by their name in `store`.
+    package static func open(
         configuration: ServiceConfiguration, logger: Logger, clock: WallClock = .system,
-        monotonic: any MonotonicClock = SystemMonotonicClock()
+        monotonic: any MonotonicClock = SystemMonotonicClock(), stores: [any PurchaseStore] = []
     ) throws -> Application {
         let migrator = Migrator(migrations: try configuration.database.migrations())
         let telemetry = Telemetry()
@@ -171,6 +171,12 @@ public final class Application: Sendable {
             client: client, serverAPI: serverAPI, mode: settings.verifier, shadow: shadow, verifier: verifier,
             database: database, bundleIDs: settings.bundleIDs, state: state, policy: policy, logger: logger, clock: clock,
             monotonic: monotonic)
+        for store in stores { Store.register(store.store) }
+        let plugged = stores.map {
+            VerifyStorePurchase(
+                $0, database: database, state: state, policy: policy, logger: logger, clock: clock,
+                monotonic: monotonic)
+        }
         let play = try googlePlay(
             configuration, transport: transport, database: database, state: state, policy: policy, logger: logger,
             clock: clock, monotonic: monotonic, metrics: telemetry.factory)
@@ -224,7 +230,8 @@ public final class Application: Sendable {
             policy: configuration.policy, database: database, logger: logger, clock: clock, metrics: telemetry.factory)
         let routes = Routes(
             checkReadiness: CheckReadiness(database: database, migrator: migrator), auth: apiAuth(configuration, logger: logger),
-            verifyPurchase: verifyPurchase, verifyPlayPurchase: play.verify, ingestPlayNotification: play.ingest,
+            purchases: PurchaseReaders(verifyPurchase: verifyPurchase, verifyPlayPurchase: play.verify, plugged: plugged),
+            ingestPlayNotification: play.ingest,
             signOffer: signOffer,
             answerRetention: AnswerRetentionRequest(
                 verifier: verifier, rules: configuration.offers.retention, offers: signOffer, policy: configuration.policy,

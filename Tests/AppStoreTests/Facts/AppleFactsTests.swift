@@ -3,11 +3,7 @@ import Entitlements
 import Foundation
 import JSON
 import ReceiptTesting
-import SignedData
-import Storage
 import Testing
-
-@testable import ReceiptCore
 
 /// The realistic captures (Fixtures/AppStore, see SOURCES.md there) through the same mapping and
 /// derivation the service runs.
@@ -15,15 +11,16 @@ private func capture(_ name: String) throws -> JSONValue {
     try JSONValue.parse(Fixtures.bytes("AppStore/\(name)"))
 }
 
-/// A subscriber holding everything `response` says, its renewal info seen at `seenAt`.
-private func subscriber(_ response: VerifyReceiptResponse, seenAt: Int64) -> SubscriberRecord {
-    let verified = WireMapping.facts(of: response, environment: .sandbox)
-    return SubscriberRecord(
-        appUserID: "u", version: 0, stateHash: nil, purchases: verified.purchases,
+/// The facts of a subscriber holding everything `response` says, its renewal info seen at
+/// `seenAt`, dates pinned as storage's reads pin them.
+private func facts(_ response: VerifyReceiptResponse, seenAt: Int64) -> Facts {
+    let verified = AppleFacts.facts(of: response, environment: .sandbox)
+    return Facts(
+        purchases: verified.purchases.map(\.fact),
         renewals: verified.renewals.enumerated().map {
-            Stated(RenewalObservation(observedAt: seenAt, sequence: Int64($0), renewal: $1.fact), rawJSON: $1.rawJSON)
-        },
-        transfers: [])
+            RenewalObservation(observedAt: seenAt, sequence: Int64($0), renewal: $1.fact)
+        }
+    ).clamped(to: AppleDate.range)
 }
 
 private func ms(_ rfc3339: String) -> Int64 {
@@ -31,12 +28,12 @@ private func ms(_ rfc3339: String) -> Int64 {
 }
 
 @Suite("Real captures through the derivation")
-struct WireMappingTests {
+struct AppleFactsTests {
     @Test func theFortyTwoTransactionReceiptEndsExpiredByVoluntaryCancellation() throws {
         let json = try capture("verify-receipt-response.json")
         let response = try VerifyReceiptResponse(json: json.jsonBytes)
         let requestDate = ms("2021-08-14T15:19:43Z")
-        let facts = subscriber(response, seenAt: requestDate).pinnedFacts
+        let facts = facts(response, seenAt: requestDate)
         #expect(facts.purchases.count == 43)
         let subs = Derivation.subscriptions(facts, now: requestDate)
         let current = try #require(subs.first { $0.state != .upgraded && $0.productID == "one_month_subscription" })
@@ -63,7 +60,7 @@ struct WireMappingTests {
         let unified = try #require(try capture("v1-server-notification.json")["unified_receipt"])
         let response = try VerifyReceiptResponse(json: unified.jsonBytes)
         let changed = ms("2020-11-25T08:30:02Z")
-        let facts = subscriber(response, seenAt: changed).pinnedFacts
+        let facts = facts(response, seenAt: changed)
         #expect(facts.purchases.count == 54)
         // 19:00, with what the receipt held then: the upgraded yearly period (until 19:29) is
         // superseded; the monthly one bought at 18:58 runs.
@@ -86,11 +83,11 @@ struct WireMappingTests {
 
     @Test func remappingAStoredRowGivesTheSameRow() throws {
         let response = try VerifyReceiptResponse(json: try capture("verify-receipt-response.json").jsonBytes)
-        let verified = WireMapping.facts(of: response, environment: .sandbox)
-        for p in verified.purchases { #expect(WireMapping.remapped(p) == p) }
+        let verified = AppleFacts.facts(of: response, environment: .sandbox)
+        for p in verified.purchases { #expect(AppleFacts.remapped(p) == p) }
         for r in verified.renewals {
             let stored = Stated(RenewalObservation(observedAt: 5, sequence: 1, renewal: r.fact), rawJSON: r.rawJSON)
-            #expect(WireMapping.remapped(stored) == stored)
+            #expect(AppleFacts.remapped(stored) == stored)
         }
         // A signed transaction's appTransactionId comes back from its raw JSON; a verifyReceipt
         // row keeps the one stored (it states none).
@@ -100,16 +97,16 @@ struct WireMappingTests {
                     "transactionId": .string("9"), "originalTransactionId": .string("9"), "productId": .string("lifetime"),
                     "bundleId": .string("com.x"), "appTransactionId": .string("7009"), "storefront": .string("USA"),
                 ])))
-        let stored = WireMapping.purchase(signed)
+        let stored = AppleFacts.purchase(signed)
         #expect(stored.fact.appTransactionID == "7009")
         var lost = stored
         lost.fact.appTransactionID = nil
-        #expect(WireMapping.remapped(lost)?.fact.appTransactionID == "7009")
+        #expect(AppleFacts.remapped(lost)?.fact.appTransactionID == "7009")
         var learned = verified.purchases[0]
         learned.fact.appTransactionID = "7010"
-        #expect(WireMapping.remapped(learned)?.fact.appTransactionID == "7010")
+        #expect(AppleFacts.remapped(learned)?.fact.appTransactionID == "7010")
         var broken = verified.purchases[0]
         broken.rawJSON = "[]"
-        #expect(WireMapping.remapped(broken) == nil)
+        #expect(AppleFacts.remapped(broken) == nil)
     }
 }

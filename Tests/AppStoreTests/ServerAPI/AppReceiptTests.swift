@@ -2,7 +2,7 @@ import FoundationEssentials
 import ReceiptTesting
 import Testing
 
-@testable import AppStoreServerAPI
+@testable import AppStore
 
 @Suite("App receipt transaction id")
 struct AppReceiptTests {

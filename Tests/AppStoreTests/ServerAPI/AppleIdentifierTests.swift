@@ -1,7 +1,6 @@
-import AppStore
 import Testing
 
-@testable import AppStoreServerAPI
+@testable import AppStore
 
 @Suite("Ids in App Store Server API paths")
 struct AppleIdentifierTests {

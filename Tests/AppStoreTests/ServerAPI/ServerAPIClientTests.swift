@@ -1,13 +1,11 @@
-import AppStore
 import Clocks
 import CurlTransport
 import JSON
 import ReceiptTesting
-import SignedData
 import Synchronization
 import Testing
 
-@testable import AppStoreServerAPI
+@testable import AppStore
 
 /// Answers scripted per URL prefix, recording every request.
 final class ScriptedServerAPI: HTTPTransport {

@@ -1,7 +1,6 @@
-import AppStore
 import Testing
 
-@testable import AppStoreServerAPI
+@testable import AppStore
 
 @Suite("App Store Server API rate limiter")
 struct ServerAPIRateLimiterTests {

@@ -6,7 +6,7 @@ import ReceiptTesting
 import Synchronization
 import Testing
 
-@testable import AppStoreServerAPI
+@testable import AppStore
 
 @Suite("App Store Server API token")
 struct ServerAPITokenTests {

@@ -1,4 +1,3 @@
-import AppStore
 import Crypto
 import FoundationEssentials
 import JSON
@@ -7,7 +6,7 @@ import SwiftASN1
 import Testing
 import X509
 
-@testable import SignedData
+@testable import AppStore
 
 /// Docs/apple-protocols.md §3.7 against Apple's test PKI, Apple's own signed samples and a real
 /// Apple-signed notification: what passes, and each refusal for its own reason.

@@ -1,9 +1,7 @@
 import AppStore
-import AppStoreServerAPI
 import FoundationEssentials
 import ReceiptCore
 import Resilience
-import SignedData
 import X509
 
 extension ServiceConfiguration {
