@@ -66,7 +66,7 @@ package struct IngestNotification: Sendable {
         var failed: Int64?
 
         init?(_ n: SignedNotification) {
-            guard n.notificationType == "RENEWAL_EXTENSION", n.subtype == "SUMMARY", let summary = n.raw["summary"],
+            guard n.notificationType == .renewalExtension, n.subtype == "SUMMARY", let summary = n.raw["summary"],
                 let requestID = summary["requestIdentifier"]?.string, let productID = summary["productId"]?.string
             else { return nil }
             self.requestID = requestID.lowercased()
@@ -79,9 +79,8 @@ package struct IngestNotification: Sendable {
     /// How a delivery ended.
     package struct Outcome: Sendable, Equatable {
         package var id: Int64
-        /// `applied`, `unchanged`, `recorded`, `pending_owner`, `owner_conflict`, `consent_rescinded`
-        /// (or a duplicate's).
-        package var outcome: String
+        /// What became of it (a duplicate: what became of its first delivery).
+        package var outcome: NotificationOutcome
         package var duplicate: Bool
         package var appUserID: String?
         /// 1 or 2, the type and subtype as Apple named them (verified, so safe as metric labels).
@@ -132,15 +131,16 @@ package struct IngestNotification: Sendable {
                 throw .signedData(error)
             }
             let row = NotificationRecord(
-                dedupeKey: n.notificationUUID, version: 2, type: n.notificationType, subtype: n.subtype,
+                dedupeKey: n.notificationUUID, version: 2, type: n.notificationType.rawValue, subtype: n.subtype,
                 environment: n.environment.flatMap(AppStoreEnvironment.init(appleName:))?.rawValue, bundleID: n.bundleID,
                 originalTransactionID: n.transaction?.originalTransactionID ?? n.renewal?.originalTransactionID,
-                transactionID: n.transaction?.transactionID, appleStatus: n.status, outcome: "received", signedAt: n.signedDate,
+                transactionID: n.transaction?.transactionID, appleStatus: n.status,
+                outcome: NotificationOutcome.received.rawValue, signedAt: n.signedDate,
                 receivedAt: received, body: String(decoding: body, as: UTF8.self))
             let facts = AppleFacts.facts(transaction: n.transaction, renewal: n.renewal, statedAt: n.signedDate)
             return Incoming(
                 row: row, facts: facts, accountToken: n.transaction?.appAccountToken ?? n.renewal?.appAccountToken,
-                rescinding: n.notificationType == "RESCIND_CONSENT" && n.appTransaction?.appTransactionID != nil
+                rescinding: n.notificationType == .rescindConsent && n.appTransaction?.appTransactionID != nil
                     ? n.appTransaction : nil, extensionSummary: ExtensionSummary(n))
         }
         guard fields["notification_type"]?.string != nil else {
@@ -170,7 +170,7 @@ package struct IngestNotification: Sendable {
         let environment = unified.environment ?? n.environment ?? .production
         var facts = AppleFacts.facts(of: unified, environment: environment, bundleID: bundle)
         // Auto-renew switched on or off: Apple dates the switch (Docs/apple-protocols.md §2.2), so the history does too.
-        if n.notificationType == "DID_CHANGE_RENEWAL_STATUS" { facts.renewalChangedAt = n.autoRenewStatusChangeDateMs }
+        if n.notificationType == .didChangeRenewalStatus { facts.renewalChangedAt = n.autoRenewStatusChangeDateMs }
         let redacted = n.redacted.jsonBytes
         let newest = facts.purchases.map(\.fact).max {
             ($0.purchaseDate ?? 0, $0.transactionID) < ($1.purchaseDate ?? 0, $1.transactionID)
@@ -178,9 +178,9 @@ package struct IngestNotification: Sendable {
         let row = NotificationRecord(
             dedupeKey: "v1:" + SHA256.hash(data: redacted).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(),
             version: 1,
-            type: n.notificationType, environment: environment.rawValue, bundleID: bundle,
+            type: n.notificationType.rawValue, environment: environment.rawValue, bundleID: bundle,
             originalTransactionID: n.originalTransactionID ?? newest?.originalTransactionID, transactionID: newest?.transactionID,
-            outcome: "received", receivedAt: received, body: String(decoding: redacted, as: UTF8.self))
+            outcome: NotificationOutcome.received.rawValue, receivedAt: received, body: String(decoding: redacted, as: UTF8.self))
         return Incoming(row: row, facts: facts, accountToken: nil)
     }
 
@@ -196,7 +196,8 @@ package struct IngestNotification: Sendable {
                 let stored = try notifications.find(dedupeKey: incoming.row.dedupeKey)
                 return (
                     Outcome(
-                        id: stored?.id ?? 0, outcome: stored?.outcome ?? "unknown", duplicate: true, appUserID: stored?.appUserID),
+                        id: stored?.id ?? 0, outcome: NotificationOutcome(stored: stored?.outcome), duplicate: true,
+                        appUserID: stored?.appUserID),
                     []
                 )
             }
@@ -207,8 +208,7 @@ package struct IngestNotification: Sendable {
                     appTransactionID: appTransactionID, bundleID: app.bundleID, environment: incoming.row.environment ?? "",
                     at: incoming.row.signedAt ?? at, notificationID: id)
                 let person = try consent.person(of: appTransactionID)
-                try notifications.finish(id, outcome: "consent_rescinded", appUserID: person)
-                return (Outcome(id: id, outcome: "consent_rescinded", duplicate: false, appUserID: person), [])
+                return (try finish(id, .consentRescinded, person, in: notifications), [])
             }
             if let summary = incoming.extensionSummary {
                 // Apple finished a mass extension: its new expiries are fetched from now on.
@@ -218,8 +218,7 @@ package struct IngestNotification: Sendable {
             }
             let facts = incoming.facts
             guard !facts.isEmpty else {
-                try notifications.finish(id, outcome: "recorded", appUserID: nil)
-                return (Outcome(id: id, outcome: "recorded", duplicate: false, appUserID: nil), [])
+                return (try finish(id, .recorded, nil, in: notifications), [])
             }
             let store = ReceiptStore(db)
             // Before reading who holds the purchases (PostgreSQL: a post taking them waits, or is waited for).
@@ -232,22 +231,26 @@ package struct IngestNotification: Sendable {
             if holder == nil, let token = incoming.accountToken { holder = try store.subscriber(forAccountToken: token) }
             guard let user = holder else {
                 _ = try store.saveUnowned(facts, now: at)
-                try notifications.finish(id, outcome: "pending_owner", appUserID: nil)
-                return (Outcome(id: id, outcome: "pending_owner", duplicate: false, appUserID: nil), [])
+                return (try finish(id, .pendingOwner, nil, in: notifications), [])
             }
             switch try state.store(facts, for: user, policy: policy, in: db, now: at) {
             case .stored(let changes, let changed):
-                let outcome = changes > 0 ? "applied" : "unchanged"
-                try notifications.finish(id, outcome: outcome, appUserID: user)
-                return (Outcome(id: id, outcome: outcome, duplicate: false, appUserID: user), changed)
+                return (try finish(id, changes > 0 ? .applied : .unchanged, user, in: notifications), changed)
             case .inUse, .proofRequired:
                 // Under `keep`, the purchases are split between users: keep the facts, attach to nobody.
                 let saved = try store.saveUnowned(facts, now: at)
-                try notifications.finish(id, outcome: "owner_conflict", appUserID: nil)
-                return (Outcome(id: id, outcome: "owner_conflict", duplicate: false, appUserID: nil), saved.changed)
+                return (try finish(id, .ownerConflict, nil, in: notifications), saved.changed)
             }
         }
         await state.settleStored(changed, database: database, now: at, logger: logger, after: "notification")
         return outcome
+    }
+
+    /// Records what became of the stored notification `id`, for `user` when it has a holder.
+    private func finish(_ id: Int64, _ outcome: NotificationOutcome, _ user: String?, in notifications: NotificationStore)
+        throws -> Outcome
+    {
+        try notifications.finish(id, outcome: outcome.rawValue, appUserID: user)
+        return Outcome(id: id, outcome: outcome, duplicate: false, appUserID: user)
     }
 }

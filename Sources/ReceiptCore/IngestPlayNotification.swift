@@ -30,8 +30,8 @@ package struct IngestPlayNotification: Sendable {
 
     /// What became of a message.
     package struct Outcome: Sendable, Equatable {
-        /// `applied`, `unchanged`, `pending_owner`, `owner_conflict`, `unknown_token`, `test`, `ignored`, `duplicate`.
-        package var outcome: String
+        /// What became of it.
+        package var outcome: NotificationOutcome
         package var appUserID: String?
     }
 
@@ -87,10 +87,10 @@ package struct IngestPlayNotification: Sendable {
         do {
             if try await database.read({ db in try PlayStore(db).notificationSeen(push.messageID) }) {
                 count("duplicate", type: type)
-                return Outcome(outcome: "duplicate", appUserID: nil)
+                return Outcome(outcome: .duplicate, appUserID: nil)
             }
             let outcome = try await apply(push, api: api)
-            count(outcome.outcome, type: type)
+            count(outcome.outcome.rawValue, type: type)
             return outcome
         } catch let error as ReceiptError {
             count(error.code, type: type)
@@ -130,18 +130,18 @@ package struct IngestPlayNotification: Sendable {
     private func apply(_ push: PlayPush, api: PlayDeveloperAPI) async throws -> Outcome {
         let notification = push.notification
         let received = clock.now()
-        func record(_ outcome: String, user: String?, changed: [String] = []) async throws -> Outcome {
+        func record(_ outcome: NotificationOutcome, user: String?, changed: [String] = []) async throws -> Outcome {
             let inserted = try await database.write { db in
                 try PlayStore(db).recordNotification(
                     messageID: push.messageID, packageName: notification.packageName, type: notification.typeName,
                     tokenReference: notification.purchaseToken.map(PurchaseTokenReference.of), eventTime: notification.eventTime,
-                    receivedAt: received, outcome: outcome, appUserID: user)
+                    receivedAt: received, outcome: outcome.rawValue, appUserID: user)
             }
-            return Outcome(outcome: inserted ? outcome : "duplicate", appUserID: user)
+            return Outcome(outcome: inserted ? outcome : .duplicate, appUserID: user)
         }
         guard let tokenText = notification.purchaseToken else {
-            if case .other = notification.kind { return try await record("ignored", user: nil) }
-            return try await record("test", user: nil)
+            if case .other = notification.kind { return try await record(.ignored, user: nil) }
+            return try await record(.test, user: nil)
         }
         guard let package = PlayIdentifier(notification.packageName, .packageName),
             let token = PlayIdentifier(tokenText, .purchaseToken)
@@ -152,7 +152,7 @@ package struct IngestPlayNotification: Sendable {
         do {
             resource = try await read(api, package: package, token: token, subscription: notification.isSubscription)
         } catch .notFound, .refused {
-            return try await record("unknown_token", user: nil)
+            return try await record(.unknownToken, user: nil)
         } catch {
             throw failed(error, "applying a notification")
         }
@@ -175,7 +175,7 @@ package struct IngestPlayNotification: Sendable {
             return try await save(
                 push, resource: resource, reference: reference, package: package.text, consume: consume, voids: voids, at: at)
         } catch is Duplicate {
-            return Outcome(outcome: "duplicate", appUserID: nil)
+            return Outcome(outcome: .duplicate, appUserID: nil)
         }
     }
 
@@ -189,7 +189,7 @@ package struct IngestPlayNotification: Sendable {
         let tokenText = notification.purchaseToken ?? ""
         let received = at
         let (outcome, user, changed) = try await database.write(durable: true) {
-            [state, policy] db -> (String, String?, [String]) in
+            [state, policy] db -> (NotificationOutcome, String?, [String]) in
             let plays = PlayStore(db)
             var holder = try plays.holder(of: reference)
             if holder == nil, let linked = PlaySave.linkedToken(resource) {
@@ -199,30 +199,30 @@ package struct IngestPlayNotification: Sendable {
                 holder = try ReceiptStore(db).subscriber(forAccountToken: account)
             }
             let save = PlaySave(state: state, policy: policy)
-            var outcome: String
+            var outcome: NotificationOutcome
             var changed: [String] = []
             switch try save.save(resource, token: tokenText, package: package, for: holder, consume: consume, in: db, now: at)
             {
             case .stored(let changes, let users):
-                (outcome, changed) = (changes > 0 ? "applied" : "unchanged", users)
+                (outcome, changed) = (changes > 0 ? .applied : .unchanged, users)
             case .inUse:
-                outcome = "owner_conflict"
+                outcome = .ownerConflict
             case .unowned:
-                outcome = "pending_owner"
+                outcome = .pendingOwner
             }
             for void in voids {
                 guard let orderID = void.orderID else { continue }
                 let voided = try save.void(orderID: orderID, at: void.voidedTime, in: db, now: at)
                 changed += voided.changed
-                if voided.found && outcome == "unchanged" { outcome = "applied" }
+                if voided.found && outcome == .unchanged { outcome = .applied }
             }
             guard
                 try plays.recordNotification(
                     messageID: push.messageID, packageName: notification.packageName, type: notification.typeName,
-                    tokenReference: reference, eventTime: notification.eventTime, receivedAt: received, outcome: outcome,
-                    appUserID: outcome == "pending_owner" || outcome == "owner_conflict" ? nil : holder)
+                    tokenReference: reference, eventTime: notification.eventTime, receivedAt: received,
+                    outcome: outcome.rawValue, appUserID: outcome == .pendingOwner || outcome == .ownerConflict ? nil : holder)
             else { throw Duplicate() }
-            return (outcome, outcome == "pending_owner" ? nil : holder, changed)
+            return (outcome, outcome == .pendingOwner ? nil : holder, changed)
         }
         doorbell?.ring()
         await state.settleStored(changed, database: database, now: at, logger: logger, after: "notification")

@@ -77,14 +77,15 @@ enum Responses {
     static func received(_ outcome: IngestNotification.Outcome) -> HTTPResponse {
         .json(
             .object([
-                "status": .string("ok"), "notification_id": .string(String(outcome.id)), "outcome": .string(outcome.outcome),
+                "status": .string("ok"), "notification_id": .string(String(outcome.id)),
+                "outcome": .string(outcome.outcome.rawValue),
                 "duplicate": .bool(outcome.duplicate),
             ]))
     }
 
     /// POST /v1/notifications/google: a 200 is Pub/Sub's acknowledgement of the message.
     static func receivedPush(_ outcome: IngestPlayNotification.Outcome) -> HTTPResponse {
-        .json(.object(["status": .string("ok"), "outcome": .string(outcome.outcome)]))
+        .json(.object(["status": .string("ok"), "outcome": .string(outcome.outcome.rawValue)]))
     }
 
     /// An offer's signature, as StoreKit takes it, with why it was allowed.

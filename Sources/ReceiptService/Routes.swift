@@ -408,12 +408,12 @@ struct NotificationTelemetry: Sendable {
     let metrics: any MetricsFactory
 
     func received(_ o: IngestNotification.Outcome, requestID: String) {
-        count(version: String(o.version), type: o.type, outcome: o.duplicate ? "duplicate" : o.outcome)
+        count(version: String(o.version), type: o.type, outcome: o.duplicate ? "duplicate" : o.outcome.rawValue)
         logger.info(
             "notification",
             metadata: [
                 "request_id": "\(requestID)", "version": "\(o.version)", "type": "\(o.type)", "subtype": "\(o.subtype ?? "")",
-                "outcome": "\(o.outcome)", "duplicate": "\(o.duplicate)",
+                "outcome": "\(o.outcome.rawValue)", "duplicate": "\(o.duplicate)",
             ])
     }
 

@@ -34,11 +34,11 @@ struct IngestPlayNotificationTests {
             let first = try await VerifyPlayPurchaseTests.post(app, "u", token)["subscriptions"]?["monthly"]
             clock.advance(by: 26 * VerifyPlayPurchaseTests.day)
             let push = google.push(token, type: 2, messageID: "m-1")
-            #expect(try await Self.deliver(app, push).outcome == "applied")
+            #expect(try await Self.deliver(app, push).outcome == .applied)
             let renewed = try await Self.monthly(app, "u")
             #expect(renewed?["store_transaction_id"]?.string == (first?["store_transaction_id"]?.string ?? "") + "..0")
             // Pub/Sub delivers at least once: the same message again changes nothing.
-            #expect(try await Self.deliver(app, push).outcome == "duplicate")
+            #expect(try await Self.deliver(app, push).outcome == .duplicate)
             #expect(google.calls["subscriptionsv2"] == 2)
             let kinds = try await app.readSubscriber.events("u", limit: 10, before: nil).events.map(\.type)
             #expect(kinds.sorted() == ["initial_purchase", "renewal"])
@@ -72,7 +72,7 @@ struct IngestPlayNotificationTests {
             }
             #expect(try await app.database.read { db in try PlayStore(db).notificationSeen("m-1") } == false)
             #expect(google.calls["subscriptionsv2"] == nil)
-            #expect(try await Self.deliver(app, good).outcome == "pending_owner")
+            #expect(try await Self.deliver(app, good).outcome == .pendingOwner)
         }
     }
 
@@ -82,11 +82,11 @@ struct IngestPlayNotificationTests {
             // The app set obfuscatedAccountId to its user id, `acct-x`, who exists already.
             _ = try await VerifyPlayPurchaseTests.post(app, "acct-x", google.purchase(.lifetime, tag: "other"))
             let outcome = try await Self.deliver(app, google.push(google.purchase(.active, tag: "x")))
-            #expect(outcome == .init(outcome: "applied", appUserID: "acct-x"))
+            #expect(outcome == .init(outcome: .applied, appUserID: "acct-x"))
             #expect(try await Self.monthly(app, "acct-x")?["active"] == .bool(true))
             // Nobody known: kept, and the user who posts the token gets it.
             let orphan = google.purchase(.active, tag: "nobody")
-            #expect(try await Self.deliver(app, google.push(orphan)).outcome == "pending_owner")
+            #expect(try await Self.deliver(app, google.push(orphan)).outcome == .pendingOwner)
             let posted = try await VerifyPlayPurchaseTests.post(app, "zoe", orphan)
             #expect(posted["subscriptions"]?["monthly"]?["active"] == .bool(true))
         }
@@ -99,7 +99,7 @@ struct IngestPlayNotificationTests {
             _ = try await VerifyPlayPurchaseTests.post(app, "u", token)
             clock.advance(by: 60_000)
             google.void(token)
-            #expect(try await Self.deliver(app, google.push(token, voided: true)).outcome == "applied")
+            #expect(try await Self.deliver(app, google.push(token, voided: true)).outcome == .applied)
             let monthly = try await Self.monthly(app, "u")
             #expect(monthly?["state"]?.string == "refunded" && monthly?["active"] == .bool(false))
             // Read again, and rederived: still refunded.
@@ -146,7 +146,7 @@ struct IngestPlayNotificationTests {
             #expect(try await Self.monthly(app, "mal")?["active"] == .bool(true))
             // Google's own void, named as it is, applies.
             google.void(victim)
-            #expect(try await Self.deliver(app, google.push(victim, voided: true)).outcome == "applied")
+            #expect(try await Self.deliver(app, google.push(victim, voided: true)).outcome == .applied)
             #expect(try await Self.monthly(app, "vic")?["state"]?.string == "refunded")
         }
     }
@@ -163,7 +163,7 @@ struct IngestPlayNotificationTests {
             clock.advance(by: 3_600_000)
             google.completePayment(token)
             let outcome = try await Self.deliver(app, google.push(token, type: 1))
-            #expect(outcome.outcome == "applied" && outcome.appUserID == "pia", "\(outcome)")
+            #expect(outcome.outcome == .applied && outcome.appUserID == "pia", "\(outcome)")
             let read = try await app.readSubscriber.document("pia")
             let document = read.document.rendered(version: read.version, now: read.now, explain: false)
             #expect(document["entitlements"]?["premium"]?["active"] == .bool(true), "\(document)")
@@ -190,10 +190,10 @@ struct IngestPlayNotificationTests {
             #expect(try await app.database.read { db in try PlayStore(db).notificationSeen("m-down") } == false)
             google.setOutage(milliseconds: 0)
             let again = try await Self.deliver(app, push)
-            #expect(again.outcome == "unchanged", "\(again)")
+            #expect(again.outcome == .unchanged, "\(again)")
             // A purchase nobody posted yet, and Play Console's test notification: recorded and acknowledged.
-            #expect(try await Self.deliver(app, google.push("gp1.active.never-bought")).outcome == "pending_owner")
-            #expect(try await Self.deliver(app, google.push(token, test: true, messageID: "m-test")).outcome == "test")
+            #expect(try await Self.deliver(app, google.push("gp1.active.never-bought")).outcome == .pendingOwner)
+            #expect(try await Self.deliver(app, google.push(token, test: true, messageID: "m-test")).outcome == .test)
             #expect(try await app.database.read { db in try PlayStore(db).notificationSeen("m-test") })
         }
     }

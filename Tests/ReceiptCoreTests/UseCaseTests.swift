@@ -114,7 +114,7 @@ struct UseCaseTests {
                 configuration.database.path = dir + "/db.sqlite"
                 let trusting = try await TestApp.open(configuration, clock: clock)
                 let first = try await trusting.ingestNotification(body)
-                #expect(first.outcome == "recorded" && !first.duplicate && first.type == "TEST" && first.version == 2)
+                #expect(first.outcome == .recorded && !first.duplicate && first.type == "TEST" && first.version == 2)
                 let again = try await trusting.ingestNotification(body)
                 #expect(again.duplicate && again.id == first.id)
                 let page = try await trusting.listings.notifications(limit: 10, before: nil)

@@ -3,8 +3,8 @@ import JSON
 /// `responseBodyV2DecodedPayload` (Docs/apple-protocols.md §3.2), read tolerantly: unknown types and
 /// subtypes are kept as raw strings (§3.4, as Apple's libraries do), unknown fields in `raw`.
 public struct SignedNotification: Sendable, Equatable {
-    /// §3.3, e.g. `DID_RENEW`; kept as sent, known or not.
-    public var notificationType: String
+    /// §3.3, e.g. `.didRenew`; a type Apple added since, kept as sent.
+    public var notificationType: NotificationTypeV2
     /// §3.4, e.g. `BILLING_RECOVERY`.
     public var subtype: String?
     public var notificationUUID: String
@@ -33,7 +33,7 @@ public struct SignedNotification: Sendable, Equatable {
 
     public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let type = v["notificationType"]?.string, let uuid = v["notificationUUID"]?.string else { return nil }
-        notificationType = type
+        notificationType = NotificationTypeV2(type)
         subtype = v["subtype"]?.string
         notificationUUID = uuid
         version = v["version"]?.string
@@ -71,14 +71,6 @@ public struct SignedNotification: Sendable, Equatable {
         case nil: nil
         }
     }
-
-    /// The notification types of §3.3; any other is recorded as seen.
-    public static let knownTypes: Set<String> = [
-        "SUBSCRIBED", "DID_RENEW", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS", "OFFER_REDEEMED",
-        "DID_FAIL_TO_RENEW", "GRACE_PERIOD_EXPIRED", "EXPIRED", "PRICE_INCREASE", "REFUND", "REFUND_DECLINED",
-        "REFUND_REVERSED", "CONSUMPTION_REQUEST", "REVOKE", "RENEWAL_EXTENDED", "RENEWAL_EXTENSION", "ONE_TIME_CHARGE",
-        "TEST", "EXTERNAL_PURCHASE_TOKEN", "METADATA_UPDATE", "MIGRATION", "PRICE_CHANGE", "RESCIND_CONSENT",
-    ]
 }
 
 /// `JWSTransactionDecodedPayload` (§3.5). Dates are epoch milliseconds.

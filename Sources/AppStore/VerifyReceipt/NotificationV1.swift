@@ -3,8 +3,8 @@ import JSON
 /// An App Store Server Notification V1 body (`responseBodyV1`, Docs/apple-protocols.md §2.2), read
 /// tolerantly. Unsigned: its only proof of origin is `password`, the app's shared secret.
 public struct NotificationV1: Sendable, Equatable {
-    /// §2.3, e.g. `DID_RENEW`; kept as sent, known or not.
-    public var notificationType: String
+    /// §2.3, e.g. `.didRenew`; a type Apple added since, kept as sent.
+    public var notificationType: NotificationTypeV1
     public var password: String?
     /// The app's bundle id.
     public var bundleID: String?
@@ -21,7 +21,7 @@ public struct NotificationV1: Sendable, Equatable {
     /// (its `unified_receipt` included): such a body is refused, not stored without its facts.
     public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let type = v["notification_type"]?.string else { return nil }
-        notificationType = type
+        notificationType = NotificationTypeV1(type)
         password = v["password"]?.string
         bundleID = v["bid"]?.string
         environment = v["environment"]?.string.flatMap {
@@ -48,11 +48,4 @@ public struct NotificationV1: Sendable, Equatable {
         fields["password"] = .string("<redacted>")
         return .object(fields)
     }
-
-    /// The types of §2.3.
-    public static let knownTypes: Set<String> = [
-        "INITIAL_BUY", "DID_RENEW", "INTERACTIVE_RENEWAL", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS",
-        "DID_FAIL_TO_RENEW", "DID_RECOVER", "CANCEL", "REFUND", "REVOKE", "PRICE_INCREASE_CONSENT", "CONSUMPTION_REQUEST",
-        "RENEWAL",
-    ]
 }

@@ -65,7 +65,7 @@ import X509
     @Test func applesSignedSamplesVerifyAgainstTheTestCA() async throws {
         let v = Self.verifier()
         let notification = try await v.notification(Self.text("testNotification"))
-        #expect(notification.notificationType == "TEST")
+        #expect(notification.notificationType == .test)
         #expect(notification.notificationUUID == "9ad56bd2-0bc6-42e0-af24-fd996d87a1e6")
         #expect(
             notification.bundleID == "com.example" && notification.appAppleID == 1234 && notification.environment == "Sandbox")
@@ -93,7 +93,7 @@ import X509
         let body = try JSONValue.parse(Array(Self.text("v2-test-notification-signed-payload.json").utf8))
         let jws = try #require(body["signedPayload"]?.string)
         let notification = try await Self.verifier(roots: [Self.appleRoot], bundles: ["com.Abilities"]).notification(jws)
-        #expect(notification.notificationType == "TEST" && notification.signedDate == 1_662_122_492_884)
+        #expect(notification.notificationType == .test && notification.signedDate == 1_662_122_492_884)
         #expect(notification.notificationUUID == "5e09dcfc-205e-4ea1-9883-96676f394992")
         // Its leaf expired in 2023: at "now" it no longer verifies; and Apple's test CA is not its root.
         let atNow = await Self.refusal {
