@@ -156,9 +156,8 @@ struct Book: Sendable {
         values = Figures(periods: grid.periods.count)
     }
 
-    static let moneyMeasures: Set<String> = [
-        "gross", "refunds", "net", "tax", "commission", "proceeds", "mrr", "arr", "revenue", "ltv",
-    ]
+    /// Every chart's measures that are amounts of money.
+    static let moneyMeasures = Set(Chart.allCases.flatMap(\.definition.money))
 
     // MARK: Summing
 
@@ -168,26 +167,9 @@ struct Book: Sendable {
         }
     }
 
-    /// Once every item is in: stocks settled, zeros where nothing came, ratios.
-    mutating func close() {
-        switch q.chart {
-        case .revenue: zero(["transactions", "gross", "refunds", "net", "tax", "commission", "proceeds"])
-        case .mrr: settle(["subscriptions", "mrr", "arr"], at: instants)
-        case .actives: settle(["subscriptions", "trials"], at: instants)
-        case .trials: zero(["new_trials"])
-        case .trialConversion:
-            zero(["trials", "converted", "pending", "abandoned"])
-            ratio("conversion_rate", "converted", "trials")
-        case .churn:
-            settle(["actives_at_start"], at: starts)
-            zero(["churned", "resubscribed"])
-            ratio("churn_rate", "churned", "actives_at_start", minus: "resubscribed")
-        case .refundRate:
-            zero(["paid_transactions", "refunded_transactions"])
-            ratio("refund_rate", "refunded_transactions", "paid_transactions")
-        case .cohorts: settleCohorts()
-        }
-    }
+    /// Once every item is in: stocks settled, zeros where nothing came, ratios (the chart's
+    /// definition says which).
+    mutating func close() { q.chart.definition.close(&self) }
 
     /// Adds an item where it belongs; whether it counted anywhere.
     mutating func count(_ item: ChartItem) -> Bool {

@@ -8,31 +8,42 @@ public enum Chart: String, Sendable, CaseIterable {
     case refundRate = "refund_rate"
     case cohorts
 
-    /// Its measures in column order (cohorts add `paying_N` and `retention_N` per period on).
-    public var measures: [String] {
+    /// Its definition, whole in one file each (Charts/).
+    var definition: ChartDefinition {
         switch self {
-        case .revenue: ["transactions", "gross", "refunds", "net", "tax", "commission", "proceeds"]
-        case .mrr: ["subscriptions", "mrr", "arr"]
-        case .actives: ["subscriptions", "trials"]
-        case .trials: ["new_trials"]
-        case .trialConversion: ["trials", "converted", "pending", "abandoned", "conversion_rate"]
-        case .churn: ["actives_at_start", "churned", "resubscribed", "churn_rate"]
-        case .refundRate: ["paid_transactions", "refunded_transactions", "refund_rate"]
-        case .cohorts: ["customers", "revenue", "ltv"]
+        case .revenue: .revenue
+        case .mrr: .mrr
+        case .actives: .actives
+        case .trials: .trials
+        case .trialConversion: .trialConversion
+        case .churn: .churn
+        case .refundRate: .refundRate
+        case .cohorts: .cohorts
         }
     }
 
-    /// A measure computed from others, and those others: a drill-down lists the parts.
+    /// Its measures in column order (cohorts add `paying_N` and `retention_N` per period on).
+    public var measures: [String] { definition.measures }
+
+    /// A measure computed from others (in whichever chart defines it), and those others: a
+    /// drill-down lists the parts.
     public static func parts(of measure: String) -> [String]? {
-        switch measure {
-        case "conversion_rate": ["converted", "trials"]
-        case "churn_rate": ["churned", "resubscribed", "actives_at_start"]
-        case "refund_rate": ["refunded_transactions", "paid_transactions"]
-        case "ltv": ["revenue", "customers"]
-        case let m where m.hasPrefix("retention_"): ["paying_" + m.dropFirst("retention_".count), "customers"]
-        default: nil
-        }
+        allCases.lazy.compactMap { $0.definition.parts(measure) }.first
     }
+}
+
+/// One chart's definition in one place: its measures (in column order, and which are money),
+/// the parts of each measure computed from others, whether it follows subscriptions through
+/// time, how a ledger becomes its items (``ItemRecorder``) and how its periods are closed once
+/// every item is in (``Book``).
+struct ChartDefinition: Sendable {
+    var measures: [String]
+    var money: Set<String> = []
+    var parts: @Sendable (String) -> [String]? = { _ in nil }
+    /// Whether its items need each subscription's line through time (``SubscriptionLine``).
+    var followsSubscriptions: Bool
+    var record: @Sendable (inout ItemRecorder) -> Void
+    var close: @Sendable (inout Book) -> Void
 }
 
 /// One figure: a count, an amount in the answer's currency (milliunits), or a ratio of two counts.

@@ -1,0 +1,57 @@
+import Entitlements
+
+extension ChartDefinition {
+    /// Cohorts: customers by the period of their first paid subscription period, their net revenue
+    /// and realised LTV (revenue ÷ customers), and per period on how many still pay (`paying_N`)
+    /// and their share (`retention_N`).
+    static let cohorts = ChartDefinition(
+        measures: ["customers", "revenue", "ltv"], money: ["revenue", "ltv"],
+        parts: { measure in
+            if measure == "ltv" { return ["revenue", "customers"] }
+            guard measure.hasPrefix("retention_") else { return nil }
+            return ["paying_" + measure.dropFirst("retention_".count), "customers"]
+        },
+        followsSubscriptions: true, record: { $0.cohorts() }, close: { $0.settleCohorts() })
+}
+
+/// How a ledger becomes the cohorts chart's items.
+extension ItemRecorder {
+    /// Customers by the instant of their first paid subscription period: that instant, the time
+    /// they pay (through any of their subscriptions), and their net revenue.
+    mutating func cohorts() {
+        var linesByUser: [String: [Int]] = [:]
+        for (n, line) in lines.enumerated() { linesByUser[line.appUserID, default: []].append(n) }
+        var firstPaid: [String: Ledger.Entry] = [:]
+        for e in admitted where e.purchase.isPaidPeriod && e.purchase.purchaseDate != nil {
+            if firstPaid[e.appUserID] == nil { firstPaid[e.appUserID] = e }
+        }
+        for (user, e) in firstPaid.sorted(by: { $0.key < $1.key }) {
+            let cohort = e.purchase.purchaseDate!
+            flow("customers", at: cohort, 1, e, detail: "first paid period", cohort: cohort)
+            let userLines = (linesByUser[user] ?? []).map { lines[$0] }
+            let perLine = (linesByUser[user] ?? []).map { paying[$0] }
+            // Paying through any subscription: the first of theirs paying at each instant.
+            let pieces =
+                perLine.count == 1
+                ? perLine[0]
+                : SubscriptionLine.pieces(at: perLine.flatMap { $0.flatMap { [$0.start, $0.end] } }) { t in
+                    userLines.lazy.compactMap { $0.payingEntry(at: t) }.first
+                }
+            for piece in pieces { stock("paying", from: piece.start, to: piece.end, 1, piece.entry, cohort: cohort) }
+        }
+        for e in admitted {
+            guard let cohort = firstPaid[e.appUserID]?.purchase.purchaseDate, let at = e.purchase.purchaseDate else { continue }
+            let (charge, notes) = charge(e)
+            guard let c = charge else {
+                if !notes.isEmpty { flow("", at: at, 0, e, cohort: cohort, notes: notes) }
+                continue
+            }
+            let (gross, missing) = convert(c.gross, c)
+            guard let gross, let refunds = convert(c.refunds, c).0 else {
+                flow("", at: at, 0, e, cohort: cohort, notes: notes + missing)
+                continue
+            }
+            flow("revenue", at: at, gross - refunds, e, money: true, detail: c.refundKind, cohort: cohort, notes: notes)
+        }
+    }
+}
