@@ -8,6 +8,7 @@ import PackageDescription
 // Retention) → the base (JSON, Clocks, Identifiers, Resilience, CurlTransport, HTTPServer). C lives
 // only in the C* system-library targets. The exact edges are LayeringTests.allowedImports, which
 // fails on any other; Docs/architecture.md "Targets" draws them and says each target's one job.
+// Every Swift target builds with the same strictness (the end of this file).
 let package = Package(
     name: "receiptd",
     platforms: [.macOS(.v15)],
@@ -106,7 +107,7 @@ let package = Package(
         .target(name: "Offers", dependencies: ["JSON", "Entitlements", .product(name: "Crypto", package: "swift-crypto")]),
         // Apple's Retention Messaging: which message, switch-plan or promotional offer to
         // answer a customer about to cancel, chosen by Config/retention.json's rules. Pure.
-        .target(name: "Retention", dependencies: ["JSON", "Entitlements", "Analytics"]),
+        .target(name: "Retention", dependencies: ["JSON", "Entitlements", "Analytics", "Identifiers"]),
         // A loopback Google Play (its OAuth token endpoint and the Play Developer API's purchases) with
         // scripted purchases, on our HTTP server: tests and offline runs.
         .target(
@@ -305,3 +306,10 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// One strictness for every Swift target: an existential says `any`, a member is used only from a
+// module the file imports itself.
+let strictness: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility")]
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + strictness
+}

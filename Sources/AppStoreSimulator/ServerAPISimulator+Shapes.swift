@@ -1,5 +1,6 @@
 import AppStore
 import Crypto
+import Foundation
 import FoundationEssentials
 import HTTPServer
 import JSON

@@ -1,5 +1,6 @@
 import AppStore
 import Crypto
+import SwiftASN1
 import X509
 
 /// Apple's public test PKI (apple/app-store-server-library-java @ 2d50ade, `src/test/resources/certs/`,

@@ -1,3 +1,5 @@
+import Identifiers
+
 /// What is known about a user's purchases: the one family of purchase types. Each store's wire
 /// models are mapped into these once, by the store (`AppleFacts`, `PlayFacts`); Storage stores and
 /// returns them with their provenance; the pure derivation reads them. Dates are epoch milliseconds. Nothing here

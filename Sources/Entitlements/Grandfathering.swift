@@ -1,3 +1,5 @@
+import Identifiers
+
 /// StoreKit's AppTransaction as a fact: an Apple Account got the app, at which version, when.
 /// What grandfathering reads (a customer who bought the paid app before it became free with
 /// in-app purchases keeps what they paid for).

@@ -1,6 +1,8 @@
 import Analytics
 import Entitlements
+import Foundation
 import FoundationEssentials
+import Logging
 import Storage
 
 /// Where a drill-down's next page starts: the last mark (``RollupMark``) the page read. Opaque

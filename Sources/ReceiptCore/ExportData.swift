@@ -1,5 +1,6 @@
 import Analytics
 import Entitlements
+import Foundation
 import FoundationEssentials
 import JSON
 import Storage

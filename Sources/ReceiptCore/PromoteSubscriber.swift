@@ -1,5 +1,6 @@
 import Clocks
 import Entitlements
+import Foundation
 import Logging
 import Storage
 

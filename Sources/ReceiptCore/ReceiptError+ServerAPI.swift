@@ -1,4 +1,5 @@
 import AppStore
+import Entitlements
 import Logging
 
 extension ReceiptError {

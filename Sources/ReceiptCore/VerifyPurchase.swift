@@ -2,6 +2,7 @@ import AppStore
 import Clocks
 import Entitlements
 import FoundationEssentials
+import Identifiers
 import Logging
 import Storage
 

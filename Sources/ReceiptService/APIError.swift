@@ -1,3 +1,4 @@
+import AppStore
 import HTTPServer
 import JSON
 import ReceiptCore

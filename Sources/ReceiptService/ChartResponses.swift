@@ -1,4 +1,5 @@
 import Analytics
+import Foundation
 import HTTPServer
 import Identifiers
 import JSON

@@ -4,6 +4,7 @@ import FoundationEssentials
 import HTTPServer
 import JSON
 import ReceiptCore
+import Storage
 
 /// The operators' requests: support (extensions, mass extensions, lookups), aliases, test
 /// notifications, webhooks, notification listings, statistics and promotions.

@@ -3,6 +3,7 @@ import Entitlements
 import HTTPServer
 import JSON
 import ReceiptCore
+import Storage
 
 /// Use-case results as the API's JSON bodies.
 enum Responses {

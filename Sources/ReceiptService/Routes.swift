@@ -5,6 +5,7 @@ import HTTPServer
 import JSON
 import Logging
 import ReceiptCore
+import Resilience
 
 /// The HTTP surface of receiptd: each route declares who may call it, reads its request into a
 /// use case's input, calls the use case and writes its result. Errors become responses in one

@@ -1,5 +1,6 @@
 import Entitlements
 import FoundationEssentials
+import Identifiers
 
 /// What Apple's real-time request says, as the rules read it.
 public struct RetentionRequest: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Entitlements
+import Foundation
 
 /// What the charts read (the transactions of an environment with their holder and app, a page of
 /// holders at a time, and each subscription's current renewal info; one customer's for their

@@ -1,7 +1,9 @@
+import AppStoreSimulator
 import ArgumentParser
 import Clocks
 import FoundationEssentials
 import Glibc
+import GooglePlaySimulator
 import Logging
 import ReceiptCore
 import ReceiptService

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Dispatch
 import Glibc
+import HTTPServer
 import JSON
 import Logging
+import ReceiptCore
 import WebhookSink
 
 /// `receiptd webhook-sink`: receives receiptd's webhooks on a loopback port, checks each signature

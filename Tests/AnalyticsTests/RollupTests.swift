@@ -1,6 +1,7 @@
 import Entitlements
 import Foundation
 import ReceiptTesting
+import Storage
 import Testing
 
 @testable import Analytics

@@ -1,3 +1,4 @@
+import CryptoExtras
 import CurlTransport
 import ReceiptTesting
 import Synchronization

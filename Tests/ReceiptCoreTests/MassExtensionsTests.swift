@@ -1,4 +1,5 @@
 import AppStore
+import Storage
 import Testing
 
 @testable import ReceiptCore

@@ -1,5 +1,7 @@
 import Entitlements
 import Foundation
+import Identifiers
+import JSON
 import ReceiptTesting
 import Storage
 import Testing

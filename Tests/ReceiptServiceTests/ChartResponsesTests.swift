@@ -1,3 +1,4 @@
+import AppStore
 import Entitlements
 import Foundation
 import JSON

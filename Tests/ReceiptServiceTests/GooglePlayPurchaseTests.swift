@@ -1,5 +1,6 @@
 import Entitlements
 import Foundation
+import GooglePlaySimulator
 import ReceiptService
 import ReceiptTesting
 import Testing

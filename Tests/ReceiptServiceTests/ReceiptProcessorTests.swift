@@ -5,6 +5,7 @@ import HTTPServer
 import JSON
 import Logging
 import ReceiptTesting
+import Resilience
 import Storage
 import Testing
 

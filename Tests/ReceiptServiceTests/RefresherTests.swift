@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import GooglePlaySimulator
 import ReceiptTesting
 import Resilience
 import Storage

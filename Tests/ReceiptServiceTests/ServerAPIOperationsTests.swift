@@ -1,7 +1,9 @@
 import AppStore
+import Clocks
 import Crypto
 import Entitlements
 import Foundation
+import JSON
 import ReceiptTesting
 import Storage
 import Testing

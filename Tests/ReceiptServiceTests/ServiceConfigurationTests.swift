@@ -3,7 +3,10 @@ import AppStore
 import Crypto
 import Entitlements
 import Foundation
+import HTTPServer
+import Logging
 import ReceiptTesting
+import Resilience
 import Storage
 import Testing
 

@@ -1,3 +1,4 @@
+import AppStoreSimulator
 import Entitlements
 import Foundation
 import ReceiptCore

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import ReceiptCore
 import ReceiptService
 import ReceiptTesting

@@ -1,5 +1,6 @@
 import Entitlements
 import Foundation
+import Identifiers
 import ReceiptTesting
 import Testing
 

@@ -1,3 +1,4 @@
+import Identifiers
 import ReceiptTesting
 import Testing
 

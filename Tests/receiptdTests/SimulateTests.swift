@@ -1,3 +1,4 @@
+import CryptoExtras
 import Foundation
 import ReceiptTesting
 import Subprocess

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import SwiftASN1
 import X509
 
 /// Apple's trust anchor for App Store signed data: **Apple Root CA - G3** (P-384, 2014-04-30 →

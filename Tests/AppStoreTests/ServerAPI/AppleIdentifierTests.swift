@@ -1,3 +1,5 @@
+import CurlTransport
+import JSON
 import Testing
 
 @testable import AppStore

@@ -1,5 +1,6 @@
 import Clocks
 import Crypto
+import Foundation
 import FoundationEssentials
 import JSON
 import ReceiptTesting

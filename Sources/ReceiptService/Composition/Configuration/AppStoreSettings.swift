@@ -2,6 +2,7 @@ import AppStore
 import FoundationEssentials
 import ReceiptCore
 import Resilience
+import SwiftASN1
 import X509
 
 extension ServiceConfiguration {

@@ -1,4 +1,5 @@
 import Analytics
+import AppStore
 import Entitlements
 import FoundationEssentials
 import HTTPServer
