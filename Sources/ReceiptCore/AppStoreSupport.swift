@@ -169,6 +169,13 @@ package struct AppStoreSupport: Sendable {
                 try state.store(facts, for: user, policy: .keep, begun: begun, in: db, now: at, log: log)
             }
             return Extended(originalTransactionID: original, effectiveDate: answer.effectiveDate, snapshot: snapshot)
+        } catch ReceiptError.receiptInUse {
+            // Another user took the purchase while Apple was asked: Apple extended it all the same,
+            // its holder's next read states it, and the answer is what `user` holds now.
+            guard let current = try? await state.current(user, database: database, now: at) else { throw .internalFault }
+            return Extended(
+                originalTransactionID: original, effectiveDate: answer.effectiveDate,
+                snapshot: SubscriberSnapshot(document: current.document, version: current.version, now: at))
         } catch is ErasedIDs.ErasedMeanwhile {
             throw .erasedMeanwhile
         } catch {
