@@ -134,13 +134,8 @@ package struct VerifyPlayPurchase: Sendable {
             // A backend sees every purchase; an app, the one its token just proved.
             if input.caller == .backend { snapshot.proven = nil }
             return snapshot
-        } catch let error as ReceiptError {
-            throw error
-        } catch is ErasedIDs.ErasedMeanwhile {
-            throw .erasedMeanwhile
         } catch {
-            logger.error("verifying a Google Play purchase failed", metadata: ["error": "\(error)"])
-            throw .internalFault
+            throw ReceiptError(saving: error, logger: logger, "verifying a Google Play purchase")
         }
     }
 

@@ -19,29 +19,35 @@ struct PurchaseReaders: Sendable {
         var table: [(store: Store, read: Reader)] = [
             (
                 .appStore,
-                { body, user throws(ReceiptError) in
-                    let input = try Requests.appStorePurchase(body, user: user)
-                    return { caller throws(ReceiptError) in
-                        var input = input
-                        input.caller = caller
-                        return try await verifyPurchase(input)
-                    }
-                }
+                Self.reader(
+                    Requests.appStorePurchase, caller: { $0.caller = $1 },
+                    verify: { input throws(ReceiptError) in try await verifyPurchase(input) })
             ),
             (
                 .playStore,
-                { body, user throws(ReceiptError) in
-                    let input = try Requests.playStorePurchase(body, user: user)
-                    return { caller throws(ReceiptError) in
-                        var input = input
-                        input.caller = caller
-                        return try await verifyPlayPurchase(input)
-                    }
-                }
+                Self.reader(
+                    Requests.playStorePurchase, caller: { $0.caller = $1 },
+                    verify: { input throws(ReceiptError) in try await verifyPlayPurchase(input) })
             ),
         ]
         for store in plugged { table.append((store.store, store.claim(in:user:))) }
         self.table = table
+    }
+
+    /// A shipped store's row: its request reader, then its use case for the caller who posted.
+    private static func reader<Input: Sendable>(
+        _ read: @escaping @Sendable (JSONValue, String) throws(ReceiptError) -> Input,
+        caller: @escaping @Sendable (inout Input, Caller) -> Void,
+        verify: @escaping @Sendable (Input) async throws(ReceiptError) -> SubscriberSnapshot
+    ) -> Reader {
+        { body, user throws(ReceiptError) in
+            let input = try read(body, user)
+            return { who throws(ReceiptError) in
+                var input = input
+                caller(&input, who)
+                return try await verify(input)
+            }
+        }
     }
 
     /// The body of POST /v1/receipts: `app_user_id`, and `store` picking the fields that prove

@@ -85,13 +85,8 @@ package struct VerifyStorePurchase: Sendable {
             // A backend sees every purchase; an app, the ones its claim proved.
             snapshot.proven = caller == .backend ? nil : answer.proven
             return snapshot
-        } catch let error as ReceiptError {
-            throw error
-        } catch is ErasedIDs.ErasedMeanwhile {
-            throw .erasedMeanwhile
         } catch {
-            logger.error("verifying a \(store) purchase failed", metadata: ["error": "\(error)"])
-            throw .internalFault
+            throw ReceiptError(saving: error, logger: logger, "verifying a \(store) purchase")
         }
     }
 }
