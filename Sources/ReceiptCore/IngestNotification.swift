@@ -66,7 +66,7 @@ package struct IngestNotification: Sendable {
         var failed: Int64?
 
         init?(_ n: SignedNotification) {
-            guard n.notificationType == .renewalExtension, n.subtype == "SUMMARY", let summary = n.raw["summary"],
+            guard n.notificationType == .renewalExtension, n.subtype == .summary, let summary = n.raw["summary"],
                 let requestID = summary["requestIdentifier"]?.string, let productID = summary["productId"]?.string
             else { return nil }
             self.requestID = requestID.lowercased()
@@ -131,7 +131,7 @@ package struct IngestNotification: Sendable {
                 throw .signedData(error)
             }
             let row = NotificationRecord(
-                dedupeKey: n.notificationUUID, version: 2, type: n.notificationType.rawValue, subtype: n.subtype,
+                dedupeKey: n.notificationUUID, version: 2, type: n.notificationType.rawValue, subtype: n.subtype?.rawValue,
                 environment: n.environment.flatMap(AppStoreEnvironment.init(appleName:))?.rawValue, bundleID: n.bundleID,
                 originalTransactionID: n.transaction?.originalTransactionID ?? n.renewal?.originalTransactionID,
                 transactionID: n.transaction?.transactionID, appleStatus: n.status,

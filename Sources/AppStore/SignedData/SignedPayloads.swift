@@ -5,8 +5,8 @@ import JSON
 public struct SignedNotification: Sendable, Equatable {
     /// §3.3, e.g. `.didRenew`; a type Apple added since, kept as sent.
     public var notificationType: NotificationTypeV2
-    /// §3.4, e.g. `BILLING_RECOVERY`.
-    public var subtype: String?
+    /// §3.4, e.g. `.billingRecovery`; a subtype Apple added since, kept as sent.
+    public var subtype: NotificationSubtypeV2?
     public var notificationUUID: String
     public var version: String?
     /// Epoch ms.
@@ -34,7 +34,7 @@ public struct SignedNotification: Sendable, Equatable {
     public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let type = v["notificationType"]?.string, let uuid = v["notificationUUID"]?.string else { return nil }
         notificationType = NotificationTypeV2(type)
-        subtype = v["subtype"]?.string
+        subtype = v["subtype"]?.string.map(NotificationSubtypeV2.init)
         notificationUUID = uuid
         version = v["version"]?.string
         signedDate = try v.date("signedDate")

@@ -20,4 +20,11 @@ struct NotificationTypeV2Tests {
         #expect(NotificationTypeV2("did_renew") == .other("did_renew"))
         #expect(NotificationTypeV2("DID_RENEW ") == .other("DID_RENEW "))
     }
+
+    @Test func everyDocumentedSubtypeReadsAsItsCaseAndAnotherAsSent() {
+        #expect(NotificationSubtypeV2.known.count == 17)
+        for subtype in NotificationSubtypeV2.known { #expect(NotificationSubtypeV2(subtype.rawValue) == subtype) }
+        #expect(NotificationSubtypeV2("AUTO_RENEW_DISABLED") == .autoRenewDisabled)
+        #expect(NotificationSubtypeV2("SOMETHING_NEW") == .other("SOMETHING_NEW"))
+    }
 }
