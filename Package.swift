@@ -308,8 +308,12 @@ let package = Package(
 )
 
 // One strictness for every Swift target: an existential says `any`, a member is used only from a
-// module the file imports itself.
-let strictness: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility")]
+// module the file imports itself, and an import is internal unless the file's own `package` (or,
+// in the base libraries, `public`) declarations show the module's types.
+let strictness: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + strictness
 }

@@ -3,28 +3,28 @@ import Entitlements
 /// Computes a chart from a ledger: pure, the clock passed in. The ledger's items
 /// (``ChartItem``) are summed into the query's periods, so every figure is a sum of
 /// contributions (or a ratio of two such sums) and a drill-down lists exactly what makes it.
-public struct ChartEngine: Sendable {
-    public var ledger: Ledger
-    public var rates: ExchangeRates
-    public var settings: AnalyticsSettings
+package struct ChartEngine: Sendable {
+    package var ledger: Ledger
+    package var rates: ExchangeRates
+    package var settings: AnalyticsSettings
 
-    public init(ledger: Ledger, rates: ExchangeRates, settings: AnalyticsSettings) {
+    package init(ledger: Ledger, rates: ExchangeRates, settings: AnalyticsSettings) {
         self.ledger = ledger
         self.rates = rates
         self.settings = settings
     }
 
-    public func answer(_ q: ChartQuery) throws(ChartError) -> ChartAnswer {
+    package func answer(_ q: ChartQuery) throws(ChartError) -> ChartAnswer {
         try ChartSum(q, currency: q.currency ?? settings.reportingCurrency).answer(items(q))
     }
 
     /// The contributions to one figure: a measure of the period whose label is `period`.
-    public func drill(_ q: ChartQuery, period: String, measure: String) throws(ChartError) -> Drill {
+    package func drill(_ q: ChartQuery, period: String, measure: String) throws(ChartError) -> Drill {
         try ChartSum(q, currency: q.currency ?? settings.reportingCurrency).drill(items(q), period: period, measure: measure)
     }
 
     /// What the ledger adds to the query's chart, before periods and the clock.
-    public func items(_ q: ChartQuery) -> [ChartItem] {
+    package func items(_ q: ChartQuery) -> [ChartItem] {
         ItemRecorder.record(
             ledger, chart: q.chart, filters: q.filters, currency: q.currency ?? settings.reportingCurrency, rates: rates,
             settings: settings)
@@ -34,24 +34,24 @@ public struct ChartEngine: Sendable {
 /// Sums items into a query's periods, at the query's now: a flow in the period of its instant
 /// once it has happened, a stock at each period's last instant that has happened (or first,
 /// for churn's actives at the start), a cohort's items in the period of its first paid instant.
-public struct ChartSum {
+package struct ChartSum {
     let q: ChartQuery
     let grid: PeriodGrid
     let currency: String
 
-    public init(_ q: ChartQuery, currency: String) throws(ChartError) {
+    package init(_ q: ChartQuery, currency: String) throws(ChartError) {
         self.q = q
         self.currency = currency
         grid = try PeriodGrid(q)
     }
 
-    public func answer(_ items: [ChartItem]) -> ChartAnswer {
+    package func answer(_ items: [ChartItem]) -> ChartAnswer {
         var running = Running(Book(q: q, grid: grid, currency: currency, focus: nil))
         running.add(items)
         return running.answer()
     }
 
-    public func drill(_ items: [ChartItem], period: String, measure: String) throws(ChartError) -> Drill {
+    package func drill(_ items: [ChartItem], period: String, measure: String) throws(ChartError) -> Drill {
         var running = try drilling(period: period, measure: measure)
         running.add(items)
         return try running.drill()
@@ -59,24 +59,24 @@ public struct ChartSum {
 
     /// A sum taking its items a batch at a time (a subscriber's, say), so no more than a batch
     /// is ever held: every item adds to the figures independently of the others.
-    public struct Running: Sendable {
+    package struct Running: Sendable {
         var book: Book
 
         init(_ book: Book) { self.book = book }
 
-        public mutating func add(_ items: [ChartItem]) { book.count(items) }
+        package mutating func add(_ items: [ChartItem]) { book.count(items) }
 
         /// The contributions kept so far (a drill-down's).
-        public var contributionCount: Int { book.contributions.count }
+        package var contributionCount: Int { book.contributions.count }
 
-        public func answer() -> ChartAnswer {
+        package func answer() -> ChartAnswer {
             var book = book
             book.close()
             return book.finish()
         }
 
         /// The drill-down this sum was started for (``ChartSum/drilling(period:measure:)``).
-        public func drill() throws(ChartError) -> Drill {
+        package func drill() throws(ChartError) -> Drill {
             guard let (index, measure) = book.focus else { throw .unknownMeasure("") }
             let answer = answer()
             guard answer.measures.contains(measure) || book.q.chart == .cohorts && measure.hasPrefix("paying_") else {
@@ -88,12 +88,12 @@ public struct ChartSum {
         }
     }
 
-    public func running() -> Running { Running(Book(q: q, grid: grid, currency: currency, focus: nil)) }
+    package func running() -> Running { Running(Book(q: q, grid: grid, currency: currency, focus: nil)) }
 
     /// The query of the period labelled `period` alone, which has the same figures for it: a
     /// period's figures are the items counting at its own instants. Not a cohort chart's, whose
     /// `paying_N` reach N periods on: nil for those, and for a label not of this chart.
-    public func query(ofPeriod period: String) -> ChartQuery? {
+    package func query(ofPeriod period: String) -> ChartQuery? {
         guard q.chart != .cohorts, let p = grid.periods.first(where: { $0.label == period }) else { return nil }
         var one = q
         (one.from, one.to) = (p.start, p.end)
@@ -113,7 +113,7 @@ public struct ChartSum {
     }
 
     /// A sum that also keeps the contributions to one figure.
-    public func drilling(period: String, measure: String) throws(ChartError) -> Running {
+    package func drilling(period: String, measure: String) throws(ChartError) -> Running {
         if let parts = Chart.parts(of: measure) { throw .derivedMeasure(measure, parts: parts) }
         guard let index = grid.periods.firstIndex(where: { $0.label == period }) else { throw .unknownPeriod(period) }
         guard q.chart.measures.contains(measure) || q.chart == .cohorts && Self.isPaying(measure, within: grid.periods.count)

@@ -1,12 +1,12 @@
-import Entitlements
+package import Entitlements
 
 /// What a ledger adds to a chart, item by item, before any period grid or clock: a sale's
 /// amounts at its instant (a flow), a transaction paying or a trial running from one instant to
 /// another (a stock), an outcome that holds while the clock is within a window (a trial pending
 /// until it ends). ``ChartEngine`` sums them into a query's periods; the rollups keep each
 /// subscriber's items and sum them per day (Docs/analytics.md).
-public struct ChartItem: Sendable, Equatable {
-    public enum Kind: String, Sendable, CaseIterable {
+package struct ChartItem: Sendable, Equatable {
+    package enum Kind: String, Sendable, CaseIterable {
         /// Counted in the period holding `at`, once `at` has happened.
         case flow
         /// Counted at each period's last instant that has happened, when within [`at`, `until`).
@@ -15,32 +15,32 @@ public struct ChartItem: Sendable, Equatable {
         case stockAtStart = "stock_at_start"
     }
 
-    public var measure: String
-    public var kind: Kind
-    public var at: Int64
+    package var measure: String
+    package var kind: Kind
+    package var at: Int64
     /// A stock's end (exclusive); a flow's is `at`.
-    public var until: Int64
+    package var until: Int64
     /// Counted only while the clock's now is in [`validFrom`, `validUntil`).
-    public var validFrom: Int64 = .min
-    public var validUntil: Int64 = .max
+    package var validFrom: Int64 = .min
+    package var validUntil: Int64 = .max
     /// Cohorts: the instant of the customer's first paid period, whose period is their cohort.
-    public var cohort: Int64?
-    public var value: Int64
-    public var isMoney: Bool
-    public var appUserID: String
-    public var originalTransactionID: String
-    public var transactionID: String
-    public var detail: String?
+    package var cohort: Int64?
+    package var value: Int64
+    package var isMoney: Bool
+    package var appUserID: String
+    package var originalTransactionID: String
+    package var transactionID: String
+    package var detail: String?
     /// What the figure must report when this item counts: a missing rate or price, an untaxed
     /// storefront. An item with notes only (`measure` empty) adds nothing but them.
-    public var notes: [ItemNote] = []
+    package var notes: [ItemNote] = []
     /// For the filters rollups answer: the app and the store.
-    public var bundleID: String
-    public var store: Store
+    package var bundleID: String
+    package var store: Store
     /// How many items this one stands for (a rollup's row sums many): its notes count that often.
-    public var count: Int64 = 1
+    package var count: Int64 = 1
 
-    public init(
+    package init(
         measure: String, kind: Kind, at: Int64, until: Int64, validFrom: Int64 = .min, validUntil: Int64 = .max,
         cohort: Int64? = nil, value: Int64, isMoney: Bool, appUserID: String, originalTransactionID: String,
         transactionID: String, detail: String? = nil, notes: [ItemNote] = [], bundleID: String, store: Store, count: Int64 = 1
@@ -64,13 +64,13 @@ public struct ChartItem: Sendable, Equatable {
         self.count = count
     }
 
-    public func isValid(at now: Int64) -> Bool { validFrom <= now && now < validUntil }
+    package func isValid(at now: Int64) -> Bool { validFrom <= now && now < validUntil }
 
     /// Whether a measure's values are amounts (milliunits) rather than counts.
-    public static func isMoney(_ measure: String) -> Bool { Book.moneyMeasures.contains(measure) }
+    package static func isMoney(_ measure: String) -> Bool { Book.moneyMeasures.contains(measure) }
 }
 
-public enum ItemNote: Sendable, Hashable {
+package enum ItemNote: Sendable, Hashable {
     /// A currency without a rate on a day (days since 1970-01-01).
     case missingRate(currency: String, day: Int64)
     case missingPrice(productID: String, storefront: String?)

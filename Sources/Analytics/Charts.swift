@@ -1,7 +1,7 @@
 import Entitlements
 
 /// The charts, by RevenueCat's published definitions (Docs/analytics.md says where we differ).
-public enum Chart: String, Sendable, CaseIterable {
+package enum Chart: String, Sendable, CaseIterable {
     case revenue, mrr, actives, trials
     case trialConversion = "trial_conversion"
     case churn
@@ -23,11 +23,11 @@ public enum Chart: String, Sendable, CaseIterable {
     }
 
     /// Its measures in column order (cohorts add `paying_N` and `retention_N` per period on).
-    public var measures: [String] { definition.measures }
+    package var measures: [String] { definition.measures }
 
     /// A measure computed from others (in whichever chart defines it), and those others: a
     /// drill-down lists the parts.
-    public static func parts(of measure: String) -> [String]? {
+    package static func parts(of measure: String) -> [String]? {
         allCases.lazy.compactMap { $0.definition.parts(measure) }.first
     }
 }
@@ -47,7 +47,7 @@ struct ChartDefinition: Sendable {
 }
 
 /// One figure: a count, an amount in the answer's currency (milliunits), or a ratio of two counts.
-public enum Measure: Sendable, Equatable {
+package enum Measure: Sendable, Equatable {
     case count(Int64)
     case money(Int64)
     case ratio(Int64, Int64)
@@ -61,19 +61,19 @@ public enum Measure: Sendable, Equatable {
     }
 }
 
-public struct ChartQuery: Sendable {
-    public var chart: Chart
-    public var from: Int64
-    public var to: Int64
-    public var resolution: Resolution
-    public var zone: ZoneOffset
+package struct ChartQuery: Sendable {
+    package var chart: Chart
+    package var from: Int64
+    package var to: Int64
+    package var resolution: Resolution
+    package var zone: ZoneOffset
     /// The answer's currency; the settings' reporting currency when nil.
-    public var currency: String?
-    public var filters: ChartFilters
+    package var currency: String?
+    package var filters: ChartFilters
     /// The clock's now: nothing later is counted as having happened.
-    public var now: Int64
+    package var now: Int64
 
-    public init(
+    package init(
         chart: Chart, from: Int64, to: Int64, resolution: Resolution = .day, zone: ZoneOffset = .utc, currency: String? = nil,
         filters: ChartFilters = ChartFilters(), now: Int64
     ) {
@@ -89,68 +89,68 @@ public struct ChartQuery: Sendable {
 }
 
 /// What one subscriber's transaction or subscription adds to one figure.
-public struct Contribution: Sendable, Equatable {
-    public var period: String
-    public var measure: String
-    public var appUserID: String
-    public var originalTransactionID: String
-    public var transactionID: String?
-    public var value: Measure
+package struct Contribution: Sendable, Equatable {
+    package var period: String
+    package var measure: String
+    package var appUserID: String
+    package var originalTransactionID: String
+    package var transactionID: String?
+    package var value: Measure
     /// Why it counts, e.g. `prorated_refund`, `monthly from P1Y: 1/12`, `trial converted`.
-    public var detail: String?
+    package var detail: String?
 }
 
 /// A currency with no rate on a day a figure needed one: left out of the money, never guessed.
-public struct MissingRate: Sendable, Equatable {
-    public var currency: String
-    public var day: String
-    public var transactions: Int
+package struct MissingRate: Sendable, Equatable {
+    package var currency: String
+    package var day: String
+    package var transactions: Int
 }
 
 /// Sales no store, client or price table priced: counted, but in no amount.
-public struct MissingPrice: Sendable, Equatable {
-    public var productID: String
-    public var storefront: String?
-    public var transactions: Int
+package struct MissingPrice: Sendable, Equatable {
+    package var productID: String
+    package var storefront: String?
+    package var transactions: Int
 }
 
-public struct ChartAnswer: Sendable {
-    public var chart: Chart
-    public var currency: String
-    public var resolution: Resolution
-    public var zone: String
-    public var periods: [Period]
+package struct ChartAnswer: Sendable {
+    package var chart: Chart
+    package var currency: String
+    package var resolution: Resolution
+    package var zone: String
+    package var periods: [Period]
     /// Column order.
-    public var measures: [String]
+    package var measures: [String]
     /// Per period and measure; a measure absent from a period has no value yet (the period is in
     /// the future).
-    public var figures: Figures
+    package var figures: Figures
     /// Only for the measure and period asked to drill into.
-    public var contributions: [Contribution]
-    public var missingRates: [MissingRate]
-    public var missingPrices: [MissingPrice]
+    package var contributions: [Contribution]
+    package var missingRates: [MissingRate]
+    package var missingPrices: [MissingPrice]
     /// Storefronts of sales with no tax rate: their tax is unknown and their proceeds before tax.
-    public var untaxedStorefronts: [String]
+    package var untaxedStorefronts: [String]
     /// Summed from the rollups (``Rollup``) rather than from every transaction.
-    public var fromRollups = false
+    package var fromRollups = false
     /// From rollups: how many changes to subscribers they did not include yet (their keeper is
     /// that far behind the change log).
-    public var pendingChanges: Int64 = 0
+    package var pendingChanges: Int64 = 0
 
     /// Each period's figures by name: ``figures`` row by row, all of them made at each use (to
     /// read, not for speed).
-    public var values: [[String: Measure]] { (0..<figures.periods).map(figures.row) }
+    package var values: [[String: Measure]] { (0..<figures.periods).map(figures.row) }
 }
 
 /// Drill-down: the figure and its contributions.
-public struct Drill: Sendable {
-    public var period: Period
-    public var measure: String
-    public var value: Measure?
-    public var contributions: [Contribution]
+package struct Drill: Sendable {
+    package var period: Period
+    package var measure: String
+    package var value: Measure?
+    package var contributions: [Contribution]
 }
 
-public enum ChartError: Error, Equatable {
+package enum ChartError: Error, Equatable {
     case tooManyPeriods
     case unknownPeriod(String)
     case unknownMeasure(String)

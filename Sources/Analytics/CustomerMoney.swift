@@ -1,53 +1,53 @@
-import Entitlements
+package import Entitlements
 
 /// What one customer paid: each of their transactions with its price, refund, tax, Apple's
 /// commission and the proceeds (estimated), in the transaction's own currency, and the totals
 /// per currency. The revenue chart's rules exactly (``Charge``, ``Commission``), so a customer's
 /// lines are their contributions to it. Pure.
-public struct CustomerMoney: Sendable, Equatable {
-    public struct Line: Sendable, Equatable {
-        public var transactionID: String
-        public var originalTransactionID: String
-        public var productID: String
-        public var purchaseDate: Int64?
+package struct CustomerMoney: Sendable, Equatable {
+    package struct Line: Sendable, Equatable {
+        package var transactionID: String
+        package var originalTransactionID: String
+        package var productID: String
+        package var purchaseDate: Int64?
         /// Its price and who stated it (the price table's included); nil when nothing priced it.
-        public var price: Price?
+        package var price: Price?
         /// Why it brings nothing: `free_trial`, `family_shared`, `no_price`; nil for a sale.
-        public var unpaid: String?
-        public var gross: Int64 = 0
-        public var refunds: Int64 = 0
+        package var unpaid: String?
+        package var gross: Int64 = 0
+        package var refunds: Int64 = 0
         /// `refund`, `prorated_refund` or `upgrade_proration` when part of it went back.
-        public var refundKind: String?
+        package var refundKind: String?
         /// The VAT/GST its price included; nil without a rate for its storefront.
-        public var tax: Int64?
+        package var tax: Int64?
         /// 15 or 30 for a sale.
-        public var commissionPercent: Int64?
-        public var commission: Int64 = 0
-        public var proceeds: Int64 = 0
+        package var commissionPercent: Int64?
+        package var commission: Int64 = 0
+        package var proceeds: Int64 = 0
 
-        public var net: Int64 { gross - refunds }
+        package var net: Int64 { gross - refunds }
     }
 
     /// The sales of one currency added up (amounts in its milliunits).
-    public struct Total: Sendable, Equatable {
-        public var currency: String
-        public var transactions = 0
-        public var gross: Int64 = 0
-        public var refunds: Int64 = 0
-        public var tax: Int64 = 0
-        public var commission: Int64 = 0
-        public var proceeds: Int64 = 0
+    package struct Total: Sendable, Equatable {
+        package var currency: String
+        package var transactions = 0
+        package var gross: Int64 = 0
+        package var refunds: Int64 = 0
+        package var tax: Int64 = 0
+        package var commission: Int64 = 0
+        package var proceeds: Int64 = 0
 
-        public var net: Int64 { gross - refunds }
+        package var net: Int64 { gross - refunds }
     }
 
     /// Newest purchase first.
-    public var lines: [Line]
+    package var lines: [Line]
     /// By currency code.
-    public var totals: [Total]
+    package var totals: [Total]
 
     /// `entries` are one customer's (the commission counts their paid days in each group).
-    public init(_ entries: [Ledger.Entry], settings: AnalyticsSettings) {
+    package init(_ entries: [Ledger.Entry], settings: AnalyticsSettings) {
         let commission = Commission(entries, smallBusinessApps: settings.smallBusinessApps)
         var byCurrency: [String: Total] = [:]
         let newestFirst = entries.sorted {

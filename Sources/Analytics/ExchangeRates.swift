@@ -4,33 +4,33 @@ import Entitlements
 /// form), held as integers of six decimal places. A day the ECB published nothing for (weekends,
 /// TARGET holidays) takes the latest publication at most ``lookbackDays`` before it, as the ECB's
 /// reference rate stands until the next; further back is missing, and is reported, never guessed.
-public struct ExchangeRates: Sendable {
+package struct ExchangeRates: Sendable {
     /// Four days cover the longest TARGET closure (Good Friday to Easter Monday).
-    public static let lookbackDays: Int64 = 4
+    package static let lookbackDays: Int64 = 4
     /// Six decimal places: 1.0823 is 1,082,300.
-    public static let scale: Int64 = 1_000_000
+    package static let scale: Int64 = 1_000_000
 
     /// currency → (day number since 1970-01-01, rate) in day order.
     private var table: [String: [(day: Int64, perEuro: Int64)]] = [:]
 
-    public init(_ rows: [Row] = []) {
+    package init(_ rows: [Row] = []) {
         var table: [String: [(day: Int64, perEuro: Int64)]] = [:]
         for row in rows { table[row.currency, default: []].append((row.day, row.perEuro)) }
         for key in table.keys { table[key]!.sort { $0.day < $1.day } }
         self.table = table
     }
 
-    public var isEmpty: Bool { table.isEmpty }
+    package var isEmpty: Bool { table.isEmpty }
 
     /// One published rate.
-    public struct Row: Sendable, Equatable {
+    package struct Row: Sendable, Equatable {
         /// Days since 1970-01-01.
-        public var day: Int64
-        public var currency: String
+        package var day: Int64
+        package var currency: String
         /// Units of `currency` per euro, six decimal places.
-        public var perEuro: Int64
+        package var perEuro: Int64
 
-        public init(day: Int64, currency: String, perEuro: Int64) {
+        package init(day: Int64, currency: String, perEuro: Int64) {
             self.day = day
             self.currency = currency
             self.perEuro = perEuro
@@ -39,7 +39,7 @@ public struct ExchangeRates: Sendable {
 
     /// Units of `currency` per euro that stand on `day`; EUR is 1. Nil when none was published
     /// within ``lookbackDays``.
-    public func perEuro(_ currency: String, day: Int64) -> Int64? {
+    package func perEuro(_ currency: String, day: Int64) -> Int64? {
         if currency == "EUR" { return Self.scale }
         guard let rates = table[currency] else { return nil }
         // The last publication on or before `day`.
@@ -55,12 +55,12 @@ public struct ExchangeRates: Sendable {
 
     /// `milliunits` of `from` in `to` at `day`'s rates, rounded once (half to even); nil when
     /// either rate is missing.
-    public func convert(_ milliunits: Int64, from: String, to: String, day: Int64) -> Int64? {
+    package func convert(_ milliunits: Int64, from: String, to: String, day: Int64) -> Int64? {
         convert(milliunits, times: 1, over: 1, from: from, to: to, day: day)
     }
 
     /// `milliunits × numerator ÷ denominator` converted, with a single rounding.
-    public func convert(
+    package func convert(
         _ milliunits: Int64, times numerator: Int64, over denominator: Int64, from: String, to: String, day: Int64
     )
         -> Int64?
@@ -75,14 +75,14 @@ public struct ExchangeRates: Sendable {
 /// (`eurofxref-hist.csv`: `Date,USD,JPY,…` then `2026-11-20,1.0523,…,N/A,`) or the day's file
 /// (`eurofxref.csv`: `Date, USD, …` then `20 November 2026, 1.0523, …`).
 /// https://www.ecb.europa.eu/stats/policy_and_exchange_rates/euro_reference_exchange_rates/html/index.en.html
-public enum ECBReferenceRates {
-    public struct Malformed: Error, Equatable, CustomStringConvertible {
-        public var line: Int
-        public var reason: String
-        public var description: String { "line \(line): \(reason)" }
+package enum ECBReferenceRates {
+    package struct Malformed: Error, Equatable, CustomStringConvertible {
+        package var line: Int
+        package var reason: String
+        package var description: String { "line \(line): \(reason)" }
     }
 
-    public static func parse(_ text: String) throws(Malformed) -> [ExchangeRates.Row] {
+    package static func parse(_ text: String) throws(Malformed) -> [ExchangeRates.Row] {
         var lines = text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }).map(String.init)
         guard !lines.isEmpty else { throw Malformed(line: 1, reason: "empty: no header") }
         let header = fields(lines.removeFirst())
@@ -122,7 +122,7 @@ public enum ECBReferenceRates {
     ]
 
     /// `2026-11-20` or `20 November 2026` as days since 1970-01-01.
-    public static func day(_ text: String) -> Int64? {
+    package static func day(_ text: String) -> Int64? {
         let iso = text.split(separator: "-")
         if iso.count == 3, let y = Int64(iso[0]), let m = Int64(iso[1]), let d = Int64(iso[2]) {
             return civilDay(y, m, d)

@@ -1,28 +1,28 @@
 /// A chart's figures: a row per period, a column per measure. Kept by column, found by index: a
 /// cohort chart by day is 730 periods of 1,463 measures, and looking each figure up by its name
 /// (a dictionary a period) was most of what it cost to answer.
-public struct Figures: Sendable, Equatable {
+package struct Figures: Sendable, Equatable {
     /// The columns' measures, in the order they were added.
-    public private(set) var columns: [String] = []
+    package private(set) var columns: [String] = []
     private var index: [String: Int] = [:]
     /// Column after column, a figure per period; nil where nothing was set.
     @usableFromInline var cells: [Measure?] = []
-    public let periods: Int
+    package let periods: Int
 
-    public init(periods: Int) { self.periods = periods }
+    package init(periods: Int) { self.periods = periods }
 
     /// The column of `measure`, if it has one.
-    public func column(_ measure: String) -> Int? { index[measure] }
+    package func column(_ measure: String) -> Int? { index[measure] }
 
     /// Room for `more` columns at once (a cohort chart's thousand or so), instead of as they come.
-    public mutating func reserve(columns more: Int) {
+    package mutating func reserve(columns more: Int) {
         cells.reserveCapacity((columns.count + more) * periods)
         index.reserveCapacity(columns.count + more)
         columns.reserveCapacity(columns.count + more)
     }
 
     /// The column of `measure`, added (empty) when it has none.
-    public mutating func ensureColumn(_ measure: String) -> Int {
+    package mutating func ensureColumn(_ measure: String) -> Int {
         if let c = index[measure] { return c }
         index[measure] = columns.count
         columns.append(measure)
@@ -30,13 +30,13 @@ public struct Figures: Sendable, Equatable {
         return columns.count - 1
     }
 
-    @inlinable public subscript(period: Int, column: Int) -> Measure? {
+    @inlinable package subscript(period: Int, column: Int) -> Measure? {
         get { cells[column * periods + period] }
         set { cells[column * periods + period] = newValue }
     }
 
     /// A figure by its measure's name; setting one adds its column when needed.
-    public subscript(period: Int, measure: String) -> Measure? {
+    package subscript(period: Int, measure: String) -> Measure? {
         get { index[measure].flatMap { self[period, $0] } }
         set {
             let c = ensureColumn(measure)
@@ -45,7 +45,7 @@ public struct Figures: Sendable, Equatable {
     }
 
     /// A period's figures by name (what was set, nothing else): for reading, not for speed.
-    public func row(_ period: Int) -> [String: Measure] {
+    package func row(_ period: Int) -> [String: Measure] {
         var row: [String: Measure] = [:]
         for (c, name) in columns.enumerated() {
             if let m = self[period, c] { row[name] = m }
@@ -54,7 +54,7 @@ public struct Figures: Sendable, Equatable {
     }
 
     /// Equal when every period has the same figures by name, whatever the columns' order.
-    public static func == (a: Figures, b: Figures) -> Bool {
+    package static func == (a: Figures, b: Figures) -> Bool {
         a.periods == b.periods && a.isWithin(b) && b.isWithin(a)
     }
 

@@ -1,23 +1,23 @@
-import Entitlements
+package import Entitlements
 
 /// What the charts read: every transaction with who holds it and its app, and each
 /// subscription's latest renewal info. Built by the caller from stored facts; nothing here reads.
-public struct Ledger: Sendable {
-    public var entries: [Entry]
+package struct Ledger: Sendable {
+    package var entries: [Entry]
     /// Keyed by original transaction id.
-    public var renewals: [String: RenewalState]
+    package var renewals: [String: RenewalState]
 
-    public init(entries: [Entry], renewals: [String: RenewalState] = [:]) {
+    package init(entries: [Entry], renewals: [String: RenewalState] = [:]) {
         self.entries = entries
         self.renewals = renewals
     }
 
-    public struct Entry: Sendable, Equatable {
-        public var appUserID: String
-        public var bundleID: String
-        public var purchase: Purchase
+    package struct Entry: Sendable, Equatable {
+        package var appUserID: String
+        package var bundleID: String
+        package var purchase: Purchase
 
-        public init(appUserID: String, bundleID: String, purchase: Purchase) {
+        package init(appUserID: String, bundleID: String, purchase: Purchase) {
             self.appUserID = appUserID
             self.bundleID = bundleID
             self.purchase = purchase
@@ -25,12 +25,12 @@ public struct Ledger: Sendable {
     }
 
     /// The part of the renewal info the charts need.
-    public struct RenewalState: Sendable, Equatable {
-        public var autoRenewStatus: Bool?
-        public var isInBillingRetryPeriod: Bool?
-        public var gracePeriodExpiresDate: Int64?
+    package struct RenewalState: Sendable, Equatable {
+        package var autoRenewStatus: Bool?
+        package var isInBillingRetryPeriod: Bool?
+        package var gracePeriodExpiresDate: Int64?
 
-        public init(autoRenewStatus: Bool? = nil, isInBillingRetryPeriod: Bool? = nil, gracePeriodExpiresDate: Int64? = nil) {
+        package init(autoRenewStatus: Bool? = nil, isInBillingRetryPeriod: Bool? = nil, gracePeriodExpiresDate: Int64? = nil) {
             self.autoRenewStatus = autoRenewStatus
             self.isInBillingRetryPeriod = isInBillingRetryPeriod
             self.gracePeriodExpiresDate = gracePeriodExpiresDate
@@ -39,14 +39,14 @@ public struct Ledger: Sendable {
 }
 
 /// Which transactions a chart counts. Environment is production unless asked.
-public struct ChartFilters: Sendable, Equatable {
-    public var app: String?
-    public var product: String?
-    public var storefront: String?
-    public var environment: String
-    public var store: Store?
+package struct ChartFilters: Sendable, Equatable {
+    package var app: String?
+    package var product: String?
+    package var storefront: String?
+    package var environment: String
+    package var store: Store?
 
-    public init(
+    package init(
         app: String? = nil, product: String? = nil, storefront: String? = nil, environment: String = "production",
         store: Store? = nil
     ) {

@@ -1,9 +1,9 @@
 /// Exact arithmetic on amounts held as integer milliunits (Apple's unit: 9.99 is 9990). Every
 /// product and quotient is taken in 128 bits and rounded once, half to even; nothing here ever
 /// goes through binary floating point.
-public enum Money {
+package enum Money {
     /// `amount × numerator ÷ denominator`, rounded half to even. `denominator` is positive.
-    public static func scale(_ amount: Int64, by numerator: Int128, over denominator: Int128) -> Int64 {
+    package static func scale(_ amount: Int64, by numerator: Int128, over denominator: Int128) -> Int64 {
         precondition(denominator > 0, "a positive denominator")
         let product = Int128(amount) * numerator
         let (quotient, r) = product.quotientAndRemainder(dividingBy: denominator)
@@ -15,11 +15,11 @@ public enum Money {
     }
 
     /// Milliunits as decimal text with three places: 9990 → `9.990`, -5 → `-0.005`.
-    public static func text(_ milliunits: Int64) -> String { fixed(milliunits, places: 3) }
+    package static func text(_ milliunits: Int64) -> String { fixed(milliunits, places: 3) }
 
     /// A non-negative decimal (`1.0823`, `158`, `0.85138`) as an integer of `places` decimal
     /// places (1082300 for 6); nil for anything else or a value with more places.
-    public static func decimal(_ text: String, places: Int) -> Int64? {
+    package static func decimal(_ text: String, places: Int) -> Int64? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count), let whole = parts.first, !whole.isEmpty, whole.count <= 12,
             whole.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
@@ -34,7 +34,7 @@ public enum Money {
 
     /// `numerator ÷ denominator` as decimal text with four places (`0.2500`); nil when the
     /// denominator is 0.
-    public static func ratio(_ numerator: Int64, _ denominator: Int64) -> String? {
+    package static func ratio(_ numerator: Int64, _ denominator: Int64) -> String? {
         guard denominator != 0 else { return nil }
         let tenThousandths = scale(numerator, by: 10_000, over: Int128(denominator.magnitude)) * (denominator < 0 ? -1 : 1)
         return fixed(tenThousandths, places: 4)

@@ -1,45 +1,45 @@
 import Entitlements
 
 /// How finely a chart cuts time.
-public enum Resolution: String, Sendable, CaseIterable {
+package enum Resolution: String, Sendable, CaseIterable {
     case day, week, month
 }
 
 /// A time zone as the offset from UTC it has at each instant (milliseconds), so the grid is
 /// pure: the caller turns an IANA name into this; tests pass a constant.
-public struct ZoneOffset: Sendable {
-    public var name: String
-    public var offset: @Sendable (Int64) -> Int64
+package struct ZoneOffset: Sendable {
+    package var name: String
+    package var offset: @Sendable (Int64) -> Int64
 
-    public init(name: String, offset: @escaping @Sendable (Int64) -> Int64) {
+    package init(name: String, offset: @escaping @Sendable (Int64) -> Int64) {
         self.name = name
         self.offset = offset
     }
 
-    public static let utc = ZoneOffset(name: "UTC") { _ in 0 }
+    package static let utc = ZoneOffset(name: "UTC") { _ in 0 }
 }
 
 /// One bucket of a chart: [start, end) in epoch milliseconds, named by its first local day.
-public struct Period: Sendable, Equatable {
-    public var start: Int64
-    public var end: Int64
+package struct Period: Sendable, Equatable {
+    package var start: Int64
+    package var end: Int64
     /// `2026-11-01` for November at month resolution; a week is named by its Monday.
-    public var label: String
+    package var label: String
 }
 
 /// The periods from the one holding `from` to the one holding the instant before `to`, at a
 /// resolution, in a time zone: days start at local midnight, weeks on Monday (ISO 8601),
 /// months on the 1st.
-public struct PeriodGrid: Sendable {
-    public let periods: [Period]
-    public let resolution: Resolution
+package struct PeriodGrid: Sendable {
+    package let periods: [Period]
+    package let resolution: Resolution
 
     /// At most this many periods: ten years of days.
-    public static let maxPeriods = 3_660
+    package static let maxPeriods = 3_660
 
-    public struct TooMany: Error, Equatable {}
+    package struct TooMany: Error, Equatable {}
 
-    public init(from: Int64, to: Int64, resolution: Resolution, zone: ZoneOffset) throws(TooMany) {
+    package init(from: Int64, to: Int64, resolution: Resolution, zone: ZoneOffset) throws(TooMany) {
         self.resolution = resolution
         var periods: [Period] = []
         var day = Self.localDay(of: from, zone: zone)
@@ -58,7 +58,7 @@ public struct PeriodGrid: Sendable {
     }
 
     /// The period holding `t`, if any.
-    public func index(of t: Int64) -> Int? {
+    package func index(of t: Int64) -> Int? {
         var low = 0
         var high = periods.count
         while low < high {
@@ -69,7 +69,7 @@ public struct PeriodGrid: Sendable {
         return low - 1
     }
 
-    public static func label(_ y: Int64, _ m: Int64, _ d: Int64) -> String {
+    package static func label(_ y: Int64, _ m: Int64, _ d: Int64) -> String {
         func pad(_ n: Int64, _ w: Int) -> String { String(repeating: "0", count: max(0, w - String(n).count)) + String(n) }
         return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))"
     }
@@ -81,7 +81,7 @@ public struct PeriodGrid: Sendable {
 
     /// The instant local midnight of `day` (days since 1970-01-01) begins in `zone`: what a date
     /// without a time means in a request that names its zone.
-    public static func instant(ofLocalDay day: Int64, zone: ZoneOffset) -> Int64 {
+    package static func instant(ofLocalDay day: Int64, zone: ZoneOffset) -> Int64 {
         let local = day * 86_400_000
         // The offset in force at that instant: guessed from local time, then checked once.
         let guess = local - zone.offset(local)

@@ -1,19 +1,19 @@
 import Entitlements
 
 /// The operator's settings the money depends on (Docs/analytics.md).
-public struct AnalyticsSettings: Sendable, Equatable {
+package struct AnalyticsSettings: Sendable, Equatable {
     /// ISO 4217: every figure is also given in it.
-    public var reportingCurrency: String
+    package var reportingCurrency: String
     /// Bundle ids of apps in Apple's App Store Small Business Program: 15 % on every sale.
-    public var smallBusinessApps: Set<String>
+    package var smallBusinessApps: Set<String>
     /// Storefront → the VAT/GST its prices include, in parts per million (19 % is 190000).
     /// Without a storefront's rate, its proceeds are before tax and say so.
-    public var taxRates: [String: Int64]
+    package var taxRates: [String: Int64]
     /// The last resort for a transaction no store or client priced: product → storefront (or
     /// `*` for any) → price.
-    public var priceTable: [String: [String: TablePrice]]
+    package var priceTable: [String: [String: TablePrice]]
 
-    public init(
+    package init(
         reportingCurrency: String = "USD", smallBusinessApps: Set<String> = [], taxRates: [String: Int64] = [:],
         priceTable: [String: [String: TablePrice]] = [:]
     ) {
@@ -23,11 +23,11 @@ public struct AnalyticsSettings: Sendable, Equatable {
         self.priceTable = priceTable
     }
 
-    public struct TablePrice: Sendable, Equatable {
-        public var milliunits: Int64
-        public var currency: String
+    package struct TablePrice: Sendable, Equatable {
+        package var milliunits: Int64
+        package var currency: String
 
-        public init(milliunits: Int64, currency: String) {
+        package init(milliunits: Int64, currency: String) {
             self.milliunits = milliunits
             self.currency = currency
         }

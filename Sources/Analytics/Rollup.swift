@@ -19,14 +19,14 @@ import Entitlements
 /// renewals at one value as one span, so a stock chart has a row per day something changes.
 ///
 /// Pure: the caller stores rows and moments, and reads back those a query needs.
-public enum Rollup {
+package enum Rollup {
     /// Bumped whenever what a ledger adds to the rollups changes, so stored rollups are rebuilt.
-    public static let format = 2
+    package static let format = 2
 
     /// Whether a query can be answered from rollups: UTC days, the reporting currency, and the
     /// filters items carry (app and store, except for cohorts, whose first paid period a filter
     /// can move). Other queries read the ledger.
-    public static func answers(_ q: ChartQuery, reportingCurrency: String) -> Bool {
+    package static func answers(_ q: ChartQuery, reportingCurrency: String) -> Bool {
         q.zone.name == "UTC" && (q.currency ?? reportingCurrency) == reportingCurrency && q.filters.product == nil
             && q.filters.storefront == nil && (q.chart != .cohorts || q.filters.app == nil && q.filters.store == nil)
     }
@@ -34,7 +34,7 @@ public enum Rollup {
     /// What one holder adds to every chart of every environment they hold purchases in, computed
     /// at `writtenAt` (epoch ms, no later than any query of them): their snapped rows, and the
     /// exact items with an instant still to come on or after that day.
-    public static func holder(_ ledger: Ledger, settings: AnalyticsSettings, rates: ExchangeRates, writtenAt: Int64) -> (
+    package static func holder(_ ledger: Ledger, settings: AnalyticsSettings, rates: ExchangeRates, writtenAt: Int64) -> (
         rows: [RollupRow], moments: [RollupMoment]
     ) {
         var sums: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
@@ -75,7 +75,7 @@ public enum Rollup {
 
     /// Adds to a sum in place: through a dictionary's subscript, one lookup of its key (a row's
     /// key is seven strings to hash) where `+=` on each part would take two.
-    public static func add(_ value: Int64, items: Int64, to sum: inout (value: Int64, items: Int64)) {
+    package static func add(_ value: Int64, items: Int64, to sum: inout (value: Int64, items: Int64)) {
         sum.value += value
         sum.items += items
     }
@@ -143,7 +143,7 @@ public enum Rollup {
     /// The query's chart from the rows of its environment and chart, and the items of its moments
     /// of today (the day holding `q.now`) of the same. The caller checked
     /// ``answers(_:reportingCurrency:)``.
-    public static func answer(_ q: ChartQuery, currency: String, rows: [RollupRow], today todays: [ChartItem])
+    package static func answer(_ q: ChartQuery, currency: String, rows: [RollupRow], today todays: [ChartItem])
         throws(ChartError) -> ChartAnswer
     {
         var running = try ChartSum(q, currency: currency).running()
@@ -183,7 +183,7 @@ public enum Rollup {
     /// The last day whose rows can count in the query: every item counts only at or after its
     /// start, and the query's last instant is its last period's end or now, whichever is first.
     /// A query of a past range reads none of the rows since.
-    public static func lastDay(of q: ChartQuery) throws(ChartError) -> Int64 {
+    package static func lastDay(of q: ChartQuery) throws(ChartError) -> Int64 {
         let grid = try PeriodGrid(q)
         let end = min(grid.periods.last?.end ?? q.to, q.now + 1)
         return floorDay(end - 1)
@@ -191,7 +191,7 @@ public enum Rollup {
 
     /// The measure whose rows a figure of `measure` is summed from: `paying` for `paying_N`,
     /// `mrr` for `arr` (kept as MRR alone), else itself.
-    public static func keptMeasure(of measure: String) -> String {
+    package static func keptMeasure(of measure: String) -> String {
         measure.hasPrefix("paying_") ? "paying" : measure == "arr" ? "mrr" : measure
     }
 
@@ -199,7 +199,7 @@ public enum Rollup {
     /// A figure of `measure` alone (a drill-down's): its kept measure's rows, per grain of cohort.
     /// A cohort chart: its notes, customers, revenue and the paying spans kept by its own grain of
     /// cohort (by day, a third of its rows; by month, a fifth).
-    public static func keptMeasures(for q: ChartQuery, measure: String? = nil) -> [String]? {
+    package static func keptMeasures(for q: ChartQuery, measure: String? = nil) -> [String]? {
         if let measure {
             let kept = keptMeasure(of: measure)
             return [kept, kept + "/week", kept + "/month"]
@@ -210,7 +210,7 @@ public enum Rollup {
 
     /// Rows as differences: what `new` adds to the sums once `old` is taken away (rows whose value
     /// and items both net to zero left out), in no particular order.
-    public static func difference(from old: [RollupRow], to new: [RollupRow]) -> [RollupRow] {
+    package static func difference(from old: [RollupRow], to new: [RollupRow]) -> [RollupRow] {
         if old.isEmpty { return new }
         var sums: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
         for (rows, sign) in [(old, Int64(-1)), (new, 1)] {
@@ -243,28 +243,28 @@ public enum Rollup {
 }
 
 /// Items of one chart that have the same days, summed: what the rollups store per day.
-public struct RollupRow: Sendable, Equatable {
-    public struct Key: Sendable, Hashable, Comparable {
-        public var environment: String
-        public var chart: Chart
+package struct RollupRow: Sendable, Equatable {
+    package struct Key: Sendable, Hashable, Comparable {
+        package var environment: String
+        package var chart: Chart
         /// Empty for a note's row.
-        public var measure: String
-        public var kind: ChartItem.Kind
+        package var measure: String
+        package var kind: ChartItem.Kind
         /// Its items had begun when the row was written: `atDay` is then never in doubt.
-        public var settled: Bool
-        public var bundleID: String
-        public var store: String
+        package var settled: Bool
+        package var bundleID: String
+        package var store: String
         /// ``ItemNote`` as text (``RollupRow/noteText(_:)``), empty for none.
-        public var note: String
+        package var note: String
         /// Days since 1970-01-01: floor days, ceiling days for a start-of-period stock's ends.
-        public var atDay: Int64
-        public var untilDay: Int64
-        public var validFromDay: Int64
-        public var validUntilDay: Int64
+        package var atDay: Int64
+        package var untilDay: Int64
+        package var validFromDay: Int64
+        package var validUntilDay: Int64
         /// ``RollupRow/noCohort`` when the item has none.
-        public var cohortDay: Int64
+        package var cohortDay: Int64
 
-        public init(
+        package init(
             environment: String, chart: Chart, measure: String, kind: ChartItem.Kind, settled: Bool = false,
             bundleID: String, store: String, note: String, atDay: Int64, untilDay: Int64, validFromDay: Int64,
             validUntilDay: Int64, cohortDay: Int64
@@ -286,7 +286,7 @@ public struct RollupRow: Sendable, Equatable {
 
         /// By the fields that tell one holder's rows apart (the environment, the app, the store
         /// and the note rarely do); equality still compares every field.
-        public func hash(into hasher: inout Hasher) {
+        package func hash(into hasher: inout Hasher) {
             hasher.combine(chart)
             hasher.combine(measure)
             hasher.combine(kind)
@@ -298,7 +298,7 @@ public struct RollupRow: Sendable, Equatable {
             hasher.combine(cohortDay)
         }
 
-        public static func < (a: Key, b: Key) -> Bool {
+        package static func < (a: Key, b: Key) -> Bool {
             if a.environment != b.environment { return a.environment < b.environment }
             if a.chart != b.chart { return a.chart.rawValue < b.chart.rawValue }
             if a.measure != b.measure { return a.measure < b.measure }
@@ -324,19 +324,19 @@ public struct RollupRow: Sendable, Equatable {
         }
     }
 
-    public var key: Key
+    package var key: Key
     /// The items' values summed (milliunits for money).
-    public var value: Int64
+    package var value: Int64
     /// How many items were summed: a note is reported that many times; a row is gone at zero.
-    public var items: Int64
+    package var items: Int64
 
-    public init(key: Key, value: Int64, items: Int64) {
+    package init(key: Key, value: Int64, items: Int64) {
         self.key = key
         self.value = value
         self.items = items
     }
 
-    public static let noCohort = Int64.min
+    package static let noCohort = Int64.min
 
     /// An item's rows: its measure's, and one per note (value 0, so that the note is counted
     /// exactly when the item is). What can only have happened by any later query, the rows
@@ -406,7 +406,7 @@ public struct RollupRow: Sendable, Equatable {
 
     /// A note as stable text: `rate␟USD␟20454`, `price␟monthly␟USA` (`price␟monthly` without a
     /// storefront), `untaxed␟FRA`.
-    public static func noteText(_ note: ItemNote) -> String {
+    package static func noteText(_ note: ItemNote) -> String {
         switch note {
         case .missingRate(let currency, let day): "rate\u{1F}\(currency)\u{1F}\(day)"
         case .missingPrice(let product, let storefront): "price\u{1F}\(product)" + (storefront.map { "\u{1F}" + $0 } ?? "")
@@ -414,7 +414,7 @@ public struct RollupRow: Sendable, Equatable {
         }
     }
 
-    public static func note(_ text: String) -> ItemNote? {
+    package static func note(_ text: String) -> ItemNote? {
         let parts = text.split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init)
         switch (parts.first, parts.count) {
         case ("rate", 3): return Int64(parts[2]).map { .missingRate(currency: parts[1], day: $0) }
@@ -427,14 +427,14 @@ public struct RollupRow: Sendable, Equatable {
 }
 
 /// An item kept exactly, for the days it has an instant on: what today's figures are summed from.
-public struct RollupMoment: Sendable, Equatable {
-    public var environment: String
-    public var chart: Chart
-    public var item: ChartItem
+package struct RollupMoment: Sendable, Equatable {
+    package var environment: String
+    package var chart: Chart
+    package var item: ChartItem
     /// The days (since 1970-01-01) of its instants, from the day it was written on.
-    public var days: [Int64]
+    package var days: [Int64]
 
-    public init(environment: String, chart: Chart, item: ChartItem, days: [Int64]) {
+    package init(environment: String, chart: Chart, item: ChartItem, days: [Int64]) {
         self.environment = environment
         self.chart = chart
         self.item = item

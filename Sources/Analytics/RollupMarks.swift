@@ -6,8 +6,8 @@
 /// Marks are derived from a holder's ``RollupRow``s, so the keeper knows which to take away when
 /// the rows change. They may name a holder who adds nothing to a figure (a drill-down reads their
 /// ledger and finds so); they never miss one who adds something.
-public struct RollupMark: Sendable, Hashable, Comparable {
-    public enum Family: String, Sendable, CaseIterable {
+package struct RollupMark: Sendable, Hashable, Comparable {
+    package enum Family: String, Sendable, CaseIterable {
         /// A flow of no cohort on `day`.
         case flow = "f"
         /// A stock running at some instant of the month whose first day is `day`.
@@ -16,18 +16,18 @@ public struct RollupMark: Sendable, Hashable, Comparable {
         case cohort = "c"
     }
 
-    public var environment: String
-    public var family: Family
+    package var environment: String
+    package var family: Family
     /// Days since 1970-01-01, UTC.
-    public var day: Int64
+    package var day: Int64
 
-    public init(environment: String, family: Family, day: Int64) {
+    package init(environment: String, family: Family, day: Int64) {
         self.environment = environment
         self.family = family
         self.day = day
     }
 
-    public static func < (a: RollupMark, b: RollupMark) -> Bool {
+    package static func < (a: RollupMark, b: RollupMark) -> Bool {
         (a.environment, a.family.rawValue, a.day) < (b.environment, b.family.rawValue, b.day)
     }
 
@@ -37,7 +37,7 @@ public struct RollupMark: Sendable, Hashable, Comparable {
     /// are its items' (floor days; ceiling days for a start-of-period stock, whose instants are
     /// day starts), so any instant an item counts at lies on a marked day or in a marked month.
     /// The rows only of notes, and the per-grain copies of cohorts' paying spans, add none.
-    public static func marks(of rows: [RollupRow]) -> Set<RollupMark> {
+    package static func marks(of rows: [RollupRow]) -> Set<RollupMark> {
         var marks: Set<RollupMark> = []
         struct Line: Hashable {
             var environment: String
@@ -97,13 +97,13 @@ public struct RollupMark: Sendable, Hashable, Comparable {
 /// Which marks hold the contributors to one figure, and on which of them each contribution is
 /// found: every contribution on exactly one, so that a drill-down reading marks in order, a
 /// page at a time, lists each once.
-public struct DrillTarget: Sendable, Equatable {
-    public var family: RollupMark.Family
+package struct DrillTarget: Sendable, Equatable {
+    package var family: RollupMark.Family
     /// The UTC days whose marks to read.
-    public var days: ClosedRange<Int64>
+    package var days: ClosedRange<Int64>
 
     /// The day of the mark an item of the figure is found on.
-    public func markDay(of item: ChartItem) -> Int64 {
+    package func markDay(of item: ChartItem) -> Int64 {
         switch family {
         case .cohort: Rollup.floorDay(item.cohort ?? item.at)
         case .stock: days.lowerBound
@@ -115,7 +115,7 @@ public struct DrillTarget: Sendable, Equatable {
 extension ChartSum {
     /// Where the contributors to one figure are marked (``RollupMark``); nil when nothing can
     /// contribute yet (a stock of a period still to begin). Errors as ``drilling(period:measure:)``.
-    public func target(period: String, measure: String) throws(ChartError) -> DrillTarget? {
+    package func target(period: String, measure: String) throws(ChartError) -> DrillTarget? {
         _ = try drilling(period: period, measure: measure)
         let p = grid.periods.first { $0.label == period }!
         let days = Rollup.floorDay(p.start)...Rollup.floorDay(p.end - 1)

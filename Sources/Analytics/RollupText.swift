@@ -5,7 +5,7 @@ import Entitlements
 extension RollupRow {
     /// Rows as text, one a line, tab-separated fields (tabs, newlines and backslashes escaped;
     /// `-` and `+` for the unbounded days, an empty field for no cohort): what is kept per holder.
-    public static func encode(_ rows: [RollupRow]) -> String {
+    package static func encode(_ rows: [RollupRow]) -> String {
         var out = Fields(capacity: rows.count * 64)
         for row in rows {
             let k = row.key
@@ -24,7 +24,7 @@ extension RollupRow {
     }
 
     /// ``encode(_:)``'s rows back; nil when the text is not such rows.
-    public static func decode(_ text: String) -> [RollupRow]? {
+    package static func decode(_ text: String) -> [RollupRow]? {
         func day(_ s: Substring) -> Int64? { s == "-" ? .min : s == "+" ? .max : Int64(s) }
         var rows: [RollupRow] = []
         for line in text.split(separator: "\n") {
@@ -49,7 +49,7 @@ extension RollupRow {
 extension RollupMoment {
     /// Items as text, one a line, tab-separated fields as ``RollupRow/encode(_:)`` writes them
     /// (notes joined by record separators): what is kept per holder, chart and day.
-    public static func encode(_ items: [ChartItem]) -> String {
+    package static func encode(_ items: [ChartItem]) -> String {
         var out = Fields(capacity: items.count * 64)
         for i in items {
             for field in [
@@ -70,7 +70,7 @@ extension RollupMoment {
     /// straight from the bytes (a chart reads today's items of every holder whose figures change
     /// today: tens of thousands at a million subscribers), the app's name made once per run of
     /// items that share it.
-    public static func decode(_ text: String, appUserID: String) -> [ChartItem]? {
+    package static func decode(_ text: String, appUserID: String) -> [ChartItem]? {
         var items: [ChartItem] = []
         return decode(text, appUserID: appUserID, into: &items) ? items : nil
     }
@@ -78,7 +78,7 @@ extension RollupMoment {
     /// ``decode(_:appUserID:)`` appending to `items` (of `measure` alone, when given): a chart
     /// reads tens of thousands into one array. False when the text is not such items (then some
     /// may have been appended).
-    public static func decode(_ text: String, appUserID: String, measure: String? = nil, into items: inout [ChartItem])
+    package static func decode(_ text: String, appUserID: String, measure: String? = nil, into items: inout [ChartItem])
         -> Bool
     {
         var text = text

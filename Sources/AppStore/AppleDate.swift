@@ -5,16 +5,16 @@ import JSON
 /// stored rows) is checked against ``range`` where it enters, so no arithmetic on dates anywhere
 /// in receiptd can overflow: the largest date plus the longest period or delay stays far inside
 /// `Int64`.
-public enum AppleDate {
+package enum AppleDate {
     /// 1970-01-01T00:00:00Z through 9999-12-31T23:59:59.999Z (what RFC 3339 can print).
-    public static let range: ClosedRange<Int64> = 0...253_402_300_799_999
+    package static let range: ClosedRange<Int64> = 0...253_402_300_799_999
 
     /// A member that holds something other than a date in ``range``.
-    public struct OutOfRange: Error, Sendable, Equatable, CustomStringConvertible {
+    package struct OutOfRange: Error, Sendable, Equatable, CustomStringConvertible {
         /// The member's name, e.g. `expires_date_ms`.
-        public let field: String
-        public init(field: String) { self.field = field }
-        public var description: String {
+        package let field: String
+        package init(field: String) { self.field = field }
+        package var description: String {
             "`\(field)` is not a date between 1970 and 9999 in epoch milliseconds"
         }
     }
@@ -24,7 +24,7 @@ extension JSONValue {
     /// The date in member `key`: nil when the member is absent, null or an empty string; the
     /// epoch milliseconds when they are an integer in ``AppleDate/range``; anything else (digits
     /// past `Int64`, a negative or far-future date, text) is refused, never read as "no date".
-    public func date(_ key: String) throws(AppleDate.OutOfRange) -> Int64? {
+    package func date(_ key: String) throws(AppleDate.OutOfRange) -> Int64? {
         switch self[key] {
         case nil, .null?: return nil
         case .string(let s)? where s.isEmpty: return nil

@@ -1,22 +1,22 @@
 /// A `verifyReceipt` `status` and what receiptd does about it (Docs/apple-protocols.md §1.3).
-public struct AppleStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: Int
-    public init(rawValue: Int) { self.rawValue = rawValue }
+package struct AppleStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    package let rawValue: Int
+    package init(rawValue: Int) { self.rawValue = rawValue }
 
-    public static let valid = AppleStatus(rawValue: 0)
-    public static let notPost = AppleStatus(rawValue: 21000)
-    public static let malformedOrTemporary = AppleStatus(rawValue: 21002)
-    public static let notAuthenticated = AppleStatus(rawValue: 21003)
-    public static let sharedSecretMismatch = AppleStatus(rawValue: 21004)
-    public static let serverUnavailable = AppleStatus(rawValue: 21005)
-    public static let validButExpired = AppleStatus(rawValue: 21006)
-    public static let sandboxReceiptInProduction = AppleStatus(rawValue: 21007)
-    public static let productionReceiptInSandbox = AppleStatus(rawValue: 21008)
-    public static let internalDataAccess = AppleStatus(rawValue: 21009)
-    public static let accountNotFound = AppleStatus(rawValue: 21010)
+    package static let valid = AppleStatus(rawValue: 0)
+    package static let notPost = AppleStatus(rawValue: 21000)
+    package static let malformedOrTemporary = AppleStatus(rawValue: 21002)
+    package static let notAuthenticated = AppleStatus(rawValue: 21003)
+    package static let sharedSecretMismatch = AppleStatus(rawValue: 21004)
+    package static let serverUnavailable = AppleStatus(rawValue: 21005)
+    package static let validButExpired = AppleStatus(rawValue: 21006)
+    package static let sandboxReceiptInProduction = AppleStatus(rawValue: 21007)
+    package static let productionReceiptInSandbox = AppleStatus(rawValue: 21008)
+    package static let internalDataAccess = AppleStatus(rawValue: 21009)
+    package static let accountNotFound = AppleStatus(rawValue: 21010)
 
     /// What a status means for the caller.
-    public enum Disposition: Sendable, Equatable {
+    package enum Disposition: Sendable, Equatable {
         /// A decoded receipt came back (0, and 21006 which still carries the receipt).
         case valid
         /// Send the same body to the other environment (21007 → sandbox, 21008 → production).
@@ -33,7 +33,7 @@ public struct AppleStatus: RawRepresentable, Hashable, Sendable, CustomStringCon
         case unexpected
     }
 
-    public var disposition: Disposition {
+    package var disposition: Disposition {
         switch rawValue {
         case 0, 21006: .valid
         case 21007: .switchEnvironment(.sandbox)
@@ -46,16 +46,16 @@ public struct AppleStatus: RawRepresentable, Hashable, Sendable, CustomStringCon
         }
     }
 
-    public var description: String { String(rawValue) }
+    package var description: String { String(rawValue) }
 }
 
 /// Apple's two verifyReceipt environments.
-public enum AppStoreEnvironment: String, Sendable, Hashable, Codable, CaseIterable {
+package enum AppStoreEnvironment: String, Sendable, Hashable, Codable, CaseIterable {
     case production
     case sandbox
 
     /// Apple spells them `Production` and `Sandbox` in responses.
-    public init?(appleName: String) {
+    package init?(appleName: String) {
         switch appleName.lowercased() {
         case "production": self = .production
         case "sandbox": self = .sandbox

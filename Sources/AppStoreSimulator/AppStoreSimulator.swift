@@ -1,9 +1,9 @@
 import AppStore
-import Clocks
-import FoundationEssentials
-import HTTPServer
+package import Clocks
+package import FoundationEssentials
+package import HTTPServer
 import JSON
-import Logging
+package import Logging
 import Synchronization
 
 /// A loopback stand-in for Apple's verifyReceipt (Docs/apple-protocols.md §1) and App Store Server
@@ -13,34 +13,34 @@ import Synchronization
 /// re-posting it gets the same answer); `/serverapi/{production,sandbox}/inApps/…` answer about
 /// the same purchases by transaction id. It honours the shared secret (21004 on mismatch) and can
 /// add latency to every answer.
-public final class AppStoreSimulator: HTTPResponder, Sendable {
-    public struct Configuration: Sendable {
-        public var bundleID: String
+package final class AppStoreSimulator: HTTPResponder, Sendable {
+    package struct Configuration: Sendable {
+        package var bundleID: String
         /// The expected `password`; nil accepts any.
-        public var sharedSecret: String?
+        package var sharedSecret: String?
         /// Added before every answer (e.g. 300 ms for benchmarks).
-        public var latency: Duration
+        package var latency: Duration
         /// The key whose JWTs the Server API accepts; nil: every Server API call is refused (401).
-        public var serverAPIKey: ServerAPISimulator.Key?
+        package var serverAPIKey: ServerAPISimulator.Key?
         /// Server API requests a second above which the answer is 429 (Apple's own limit is 50
         /// per endpoint; the simulator's is one budget for all, to drive clients into it).
-        public var serverAPIRequestsPerSecond: Int
+        package var serverAPIRequestsPerSecond: Int
         /// Transactions per page of history.
-        public var serverAPIPageSize: Int
+        package var serverAPIPageSize: Int
         /// How long a mass renewal-date extension takes to complete (Apple: hours or days).
-        public var massExtensionDuration: Duration
+        package var massExtensionDuration: Duration
         /// Apps of other App Store Connect accounts, each with its own shared secret and key:
         /// their receipts (``AppStoreSimulator/purchase(_:tag:bundleID:)``) need their secret, and
         /// a Server API token for them their key. The Server API answers about the main app's
         /// purchases only.
-        public var otherApps: [OtherApp] = []
+        package var otherApps: [OtherApp] = []
 
-        public struct OtherApp: Sendable {
-            public var bundleID: String
-            public var sharedSecret: String?
-            public var serverAPIKey: ServerAPISimulator.Key?
+        package struct OtherApp: Sendable {
+            package var bundleID: String
+            package var sharedSecret: String?
+            package var serverAPIKey: ServerAPISimulator.Key?
 
-            public init(bundleID: String, sharedSecret: String?, serverAPIKey: ServerAPISimulator.Key?) {
+            package init(bundleID: String, sharedSecret: String?, serverAPIKey: ServerAPISimulator.Key?) {
                 self.bundleID = bundleID
                 self.sharedSecret = sharedSecret
                 self.serverAPIKey = serverAPIKey
@@ -52,7 +52,7 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
             bundleID == self.bundleID ? sharedSecret : otherApps.first { $0.bundleID == bundleID }?.sharedSecret
         }
 
-        public init(
+        package init(
             bundleID: String = "com.example.app", sharedSecret: String? = nil, latency: Duration = .zero,
             serverAPIKey: ServerAPISimulator.Key? = nil, serverAPIRequestsPerSecond: Int = 10_000, serverAPIPageSize: Int = 20,
             massExtensionDuration: Duration = .seconds(30)
@@ -67,7 +67,7 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         }
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let clock: @Sendable () -> Int64
     private let calls = Mutex<[String: Int]>([:])
     /// Drills: Apple down (HTTP 503 to every verifyReceipt) until this monotonic instant.
@@ -79,10 +79,10 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
     private let purchases = Mutex<[String: String]>([:])
     /// The receipts of other apps than the main one: content → bundle id.
     private let contentApps = Mutex<[String: String]>([:])
-    public let serverAPI: ServerAPISimulator
+    package let serverAPI: ServerAPISimulator
 
     /// `now` gives epoch milliseconds; injectable for tests.
-    public init(configuration: Configuration, now: @escaping @Sendable () -> Int64 = AppStoreSimulator.systemNow) {
+    package init(configuration: Configuration, now: @escaping @Sendable () -> Int64 = AppStoreSimulator.systemNow) {
         self.configuration = configuration
         self.clock = now
         serverAPI = ServerAPISimulator(
@@ -99,7 +99,7 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
     /// transaction ids (what `receipt_data` sends in `server_api` mode). Known to both APIs from now on.
     /// `bundleID` names one of ``Configuration/otherApps`` (nil: the main app): its receipt then
     /// needs that app's shared secret, and verifyReceipt's answer names that app.
-    public func purchase(_ scenario: Scenario, tag: String, bundleID: String? = nil) -> (
+    package func purchase(_ scenario: Scenario, tag: String, bundleID: String? = nil) -> (
         transactionID: String, receiptData: String
     ) {
         let content = "\(scenario.rawValue):\(tag)"
@@ -119,7 +119,7 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
 
     /// A V2 notification about the purchase holding `transactionID`, signed with the test PKI and
     /// kept in the Server API's notification history; nil when the id is unknown.
-    public func notification(_ type: String, subtype: String? = nil, transactionID: String) -> String? {
+    package func notification(_ type: String, subtype: String? = nil, transactionID: String) -> String? {
         guard let content = purchases.withLock({ $0[transactionID] }) else { return nil }
         let environment = content.hasPrefix(Scenario.sandboxOnly.rawValue + ":") ? "Sandbox" : "Production"
         guard let body = script(content: content, environment: environment) else { return nil }
@@ -138,7 +138,7 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
     /// The body Apple's Retention Messaging posts to the "Get Retention Message" endpoint while
     /// the customer holding `transactionID` views the subscription (`{"signedPayload"}`, a
     /// `DecodedRealtimeRequestBody` signed with the test PKI); nil when the id is unknown.
-    public func realtimeRequest(transactionID: String, userLocale: String = "en-US", requestIdentifier: UUID = UUID())
+    package func realtimeRequest(transactionID: String, userLocale: String = "en-US", requestIdentifier: UUID = UUID())
         -> [UInt8]?
     {
         guard let content = purchases.withLock({ $0[transactionID] }) else { return nil }
@@ -195,28 +195,28 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         }
     }
 
-    public static let systemNow: @Sendable () -> Int64 = { WallClock.system.now() }
+    package static let systemNow: @Sendable () -> Int64 = { WallClock.system.now() }
 
     /// A simulator being served: its HTTP server (a service to run in a group, or stop with
     /// ``stop()``) and the two verifyReceipt URLs to point a client at.
-    public struct Served: Sendable {
-        public let server: HTTPServer
-        public let port: Int
-        public var productionURL: String { "http://127.0.0.1:\(port)/production/verifyReceipt" }
-        public var sandboxURL: String { "http://127.0.0.1:\(port)/sandbox/verifyReceipt" }
+    package struct Served: Sendable {
+        package let server: HTTPServer
+        package let port: Int
+        package var productionURL: String { "http://127.0.0.1:\(port)/production/verifyReceipt" }
+        package var sandboxURL: String { "http://127.0.0.1:\(port)/sandbox/verifyReceipt" }
         /// The App Store Server API's two base URLs.
-        public var serverAPIProductionURL: String { "http://127.0.0.1:\(port)/serverapi/production" }
-        public var serverAPISandboxURL: String { "http://127.0.0.1:\(port)/serverapi/sandbox" }
-        public let simulator: AppStoreSimulator
+        package var serverAPIProductionURL: String { "http://127.0.0.1:\(port)/serverapi/production" }
+        package var serverAPISandboxURL: String { "http://127.0.0.1:\(port)/serverapi/sandbox" }
+        package let simulator: AppStoreSimulator
 
-        public func stop() async {
+        package func stop() async {
             server.shutdown()
             await server.waitUntilStopped()
         }
     }
 
     /// Starts a simulator on `host`:`port` (a loopback address; port 0 picks a free one).
-    public static func serve(
+    package static func serve(
         configuration: Configuration, host: String = "127.0.0.1", port: Int = 0, eventLoops: Int = 1, now: WallClock = .system,
         logger: Logger
     ) throws -> Served {
@@ -228,12 +228,12 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
     }
 
     /// Starts an outage of `duration` (zero ends one): every verifyReceipt answers HTTP 503.
-    public func setOutage(_ duration: Duration) {
+    package func setOutage(_ duration: Duration) {
         outage.withLock { $0.until = duration > .zero ? ContinuousClock.now + duration : nil }
     }
 
     /// verifyReceipt requests so far, and how many of them arrived during an outage.
-    public var callCounts: (total: Int, duringOutage: Int) { outage.withLock { ($0.calls, $0.downCalls) } }
+    package var callCounts: (total: Int, duringOutage: Int) { outage.withLock { ($0.calls, $0.downCalls) } }
 
     /// Counts the call; whether Apple is down for it.
     private func countCall() -> Bool {
@@ -245,7 +245,7 @@ public final class AppStoreSimulator: HTTPResponder, Sendable {
         }
     }
 
-    public func handler(for request: HTTPRequest) -> HTTPHandler {
+    package func handler(for request: HTTPRequest) -> HTTPHandler {
         let environment: String
         for (prefix, name) in [("/serverapi/production/", "Production"), ("/serverapi/sandbox/", "Sandbox")]
         where request.path.hasPrefix(prefix) {

@@ -3,7 +3,7 @@ import Foundation
 /// The scripted receipts the simulator knows. A receipt's content (its base64-decoded bytes) is
 /// `<scenario>` or `<scenario>:<tag>`; the tag makes transaction ids distinct per receipt, so two
 /// users can hold different purchases of the same scenario.
-public enum Scenario: String, Sendable, CaseIterable {
+package enum Scenario: String, Sendable, CaseIterable {
     case activeMonthly = "active_monthly"
     case trial
     case intro
@@ -78,5 +78,5 @@ public enum Scenario: String, Sendable, CaseIterable {
 
 extension Scenario {
     /// The receipt data (base64) whose content is `content`: `<scenario>` or `<scenario>:<tag>`.
-    public static func receiptData(_ content: String) -> String { Data(content.utf8).base64EncodedString() }
+    package static func receiptData(_ content: String) -> String { Data(content.utf8).base64EncodedString() }
 }

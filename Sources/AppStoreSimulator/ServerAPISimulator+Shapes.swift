@@ -58,7 +58,7 @@ extension ServerAPISimulator {
     /// An app receipt as devices hold one: PKCS#7 SignedData (swift-certificates' CMS, signed by the
     /// test leaf) around the receipt's attribute SET, with one in-app purchase attribute (17) per
     /// transaction id, each holding its `transaction_id` (1703) and `original_transaction_id` (1705).
-    public static func appReceipt(bundleID: String, transactions: [(id: String, original: String)]) -> String {
+    package static func appReceipt(bundleID: String, transactions: [(id: String, original: String)]) -> String {
         func attribute(_ type: Int, _ value: [UInt8], into coder: inout DER.Serializer) throws {
             try coder.appendConstructedNode(identifier: .sequence) { c in
                 try c.serialize(type)

@@ -1,8 +1,8 @@
-import AppStore
-import Crypto
+package import AppStore
+package import Crypto
 import FoundationEssentials
 import HTTPServer
-import JSON
+package import JSON
 import SwiftASN1
 import Synchronization
 @_spi(CMS) import X509
@@ -13,24 +13,24 @@ import Synchronization
 /// verifyReceipt, signs every payload with Apple's test PKI (``SimulatorPKI``), pages history 20 at
 /// a time, answers 429 with `Retry-After` when driven harder than its limit, and keeps the V2
 /// notifications it has "sent" for Get Notification History.
-public final class ServerAPISimulator: Sendable {
+package final class ServerAPISimulator: Sendable {
     /// The App Store id of the simulator's app: production data it signs names it.
-    public static let appAppleID: Int64 = 1_234_567_890
+    package static let appAppleID: Int64 = 1_234_567_890
 
     /// The public half of the In-App Purchase key receiptd signs with, and its ids.
-    public struct Key: Sendable {
-        public var keyID: String
-        public var issuerID: String
-        public var publicKey: P256.Signing.PublicKey
+    package struct Key: Sendable {
+        package var keyID: String
+        package var issuerID: String
+        package var publicKey: P256.Signing.PublicKey
 
-        public init(keyID: String, issuerID: String, publicKey: P256.Signing.PublicKey) {
+        package init(keyID: String, issuerID: String, publicKey: P256.Signing.PublicKey) {
             self.keyID = keyID
             self.issuerID = issuerID
             self.publicKey = publicKey
         }
 
         /// The public half of the key receiptd signs with.
-        public init(_ credentials: ServerAPIToken.Credentials) {
+        package init(_ credentials: ServerAPIToken.Credentials) {
             self.init(keyID: credentials.keyID, issuerID: credentials.issuerID, publicKey: credentials.key.publicKey)
         }
     }
@@ -71,22 +71,22 @@ public final class ServerAPISimulator: Sendable {
 
     /// Drills for shadow mode: from now on this API states the subscription's expiry moved by `ms`,
     /// while verifyReceipt does not: a planted difference between the two.
-    public func skew(originalTransactionID: String, byMs ms: Int64) {
+    package func skew(originalTransactionID: String, byMs ms: Int64) {
         skews.withLock { $0[originalTransactionID, default: 0] += ms }
     }
 
     /// The Send Consumption Information bodies received so far, oldest first.
-    public var consumptionAnswers: [(transactionID: String, body: JSONValue)] { consumptions.withLock { $0 } }
+    package var consumptionAnswers: [(transactionID: String, body: JSONValue)] { consumptions.withLock { $0 } }
     /// The tokens set through Set App Account Token, by original transaction.
-    public var appAccountTokens: [String: String] { accountTokens.withLock { $0 } }
+    package var appAccountTokens: [String: String] { accountTokens.withLock { $0 } }
     /// The transactions finished through Finish Transaction, in order (once each, as Apple keeps them).
-    public var finishedTransactions: [String] { finishes.withLock { $0 } }
+    package var finishedTransactions: [String] { finishes.withLock { $0 } }
 
     /// The latest ``keptTargets`` request targets as they arrived, oldest first.
-    public var requestTargets: [String] { targets.withLock { $0 } }
+    package var requestTargets: [String] { targets.withLock { $0 } }
 
     /// Requests answered 429 so far.
-    public var throttledCount: Int { refusedForRate.load(ordering: .relaxed) }
+    package var throttledCount: Int { refusedForRate.load(ordering: .relaxed) }
 
     init(
         bundleID: String, key: Key?, otherKeys: [String: Key] = [:], requestsPerSecond: Int, pageSize: Int,
@@ -341,7 +341,7 @@ public final class ServerAPISimulator: Sendable {
 
     /// The `RENEWAL_EXTENSION`/`SUMMARY` notification of a mass extension, signed and kept in the
     /// history as Apple sends it once the request completes; nil when the request is unknown.
-    public func massExtensionSummary(requestID: String) -> String? {
+    package func massExtensionSummary(requestID: String) -> String? {
         guard let mass = massExtensions.withLock({ $0[requestID] }) else { return nil }
         var summary: [Identifier: JSONValue] = [
             "requestIdentifier": .string(requestID), "productId": .string(mass.productID),
@@ -355,7 +355,7 @@ public final class ServerAPISimulator: Sendable {
     }
 
     /// The subscriptions a mass extension extended, by original transaction id.
-    public func massExtended(requestID: String) -> [String]? { massExtensions.withLock { $0[requestID]?.extended } }
+    package func massExtended(requestID: String) -> [String]? { massExtensions.withLock { $0[requestID]?.extended } }
 
     /// A receipt answer with the extensions granted so far added to its subscriptions' expiries,
     /// and with `skewed`, this API's planted skews.

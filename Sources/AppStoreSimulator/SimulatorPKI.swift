@@ -1,22 +1,22 @@
-import AppStore
-import Crypto
+package import AppStore
+package import Crypto
 import SwiftASN1
-import X509
+package import X509
 
 /// Apple's public test PKI (apple/app-store-server-library-java @ 2d50ade, `src/test/resources/certs/`,
 /// MIT; Sources/ReceiptTesting/Fixtures/SignedData/SOURCES.md): the simulator signs its App Store
 /// Server API answers and notifications with the test leaf, and receiptd trusts the test CA only
 /// when it runs the simulator. These keys are published test keys: they sign nothing Apple ever
 /// would, and a production receiptd (trusting Apple Root CA - G3) refuses everything they sign.
-public enum SimulatorPKI {
+package enum SimulatorPKI {
     /// The test CA: the trust anchor for what the simulator signs.
-    public static let root = try! Certificate(pemEncoded: caPEM)
+    package static let root = try! Certificate(pemEncoded: caPEM)
     /// Signs JWS with the test leaf, `x5c` = leaf, intermediate, CA.
-    public static let signer = try! JWSSigner(keyPEM: leafKeyPEM, chainPEM: [leafPEM, intermediatePEM, caPEM])
+    package static let signer = try! JWSSigner(keyPEM: leafKeyPEM, chainPEM: [leafPEM, intermediatePEM, caPEM])
 
     /// The test leaf and its key (the simulator's PKCS#7 app receipts).
-    public static let leaf = try! Certificate(pemEncoded: leafPEM)
-    public static let leafKey = try! P256.Signing.PrivateKey(pemRepresentation: leafKeyPEM)
+    package static let leaf = try! Certificate(pemEncoded: leafPEM)
+    package static let leafKey = try! P256.Signing.PrivateKey(pemRepresentation: leafKeyPEM)
 
     static let leafKeyPEM = """
         -----BEGIN EC PRIVATE KEY-----

@@ -8,19 +8,19 @@ import Synchronization
 ///
 /// Each transfer: TLS peer and host verification on, only https (http only when `allowHTTP`),
 /// a connect timeout, a total timeout, the response body capped at `maxResponseBytes`.
-public final class CurlMultiTransport: HTTPTransport, Sendable {
-    public struct Configuration: Sendable, Equatable {
-        public var connectTimeout: Duration
-        public var maxResponseBytes: Int
+package final class CurlMultiTransport: HTTPTransport, Sendable {
+    package struct Configuration: Sendable, Equatable {
+        package var connectTimeout: Duration
+        package var maxResponseBytes: Int
         /// Plain-HTTP URLs (loopback simulator, tests); off for production.
-        public var allowHTTP: Bool
+        package var allowHTTP: Bool
         /// Idle connections kept open for the next transfers (`CURLMOPT_MAXCONNECTS`). libcurl's
         /// own default is 4 × the transfers in flight at the moment one ends, so after a burst it
         /// closes what the next burst opens again (a TCP and TLS handshake each): set it to the
         /// transfers expected in flight at once.
-        public var keptConnections: Int
+        package var keptConnections: Int
 
-        public init(
+        package init(
             connectTimeout: Duration = .seconds(5), maxResponseBytes: Int = 4 << 20, allowHTTP: Bool = false,
             keptConnections: Int = 64
         ) {
@@ -31,7 +31,7 @@ public final class CurlMultiTransport: HTTPTransport, Sendable {
         }
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let multi: Multi
     private let submissions = Mutex<[Transfer]>([])
     private let stopped = Atomic<Bool>(false)
@@ -40,7 +40,7 @@ public final class CurlMultiTransport: HTTPTransport, Sendable {
 
     /// Allocates the multi handle only: the transfer thread starts with the first transfer, so
     /// building a transport (and the application around it) starts nothing.
-    public init(configuration: Configuration = Configuration()) {
+    package init(configuration: Configuration = Configuration()) {
         _ = Self.globalInit
         self.configuration = configuration
         multi = Multi()
@@ -66,7 +66,7 @@ public final class CurlMultiTransport: HTTPTransport, Sendable {
     /// curl_global_init must run once, before any other curl call and any thread.
     private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    public func send(_ request: OutboundRequest) async -> TransportResult {
+    package func send(_ request: OutboundRequest) async -> TransportResult {
         guard !stopped.load(ordering: .acquiring) else { return .failure("the transport is shut down") }
         startDriver()
         return await withCheckedContinuation { continuation in
@@ -87,7 +87,7 @@ public final class CurlMultiTransport: HTTPTransport, Sendable {
     }
 
     /// Fails every transfer in flight and stops the driver thread.
-    public func shutdown() {
+    package func shutdown() {
         submissions.withLock { _ in stopped.store(true, ordering: .releasing) }
         curl_multi_wakeup(multi.handle)
     }

@@ -1,24 +1,24 @@
 /// One outbound HTTP request (to Apple, Google, a webhook endpoint): what `HTTPTransport` sends.
-public struct OutboundRequest: Sendable, Equatable {
-    public enum Method: String, Sendable {
+package struct OutboundRequest: Sendable, Equatable {
+    package enum Method: String, Sendable {
         case get = "GET"
         case post = "POST"
         case put = "PUT"
     }
 
-    public var method: Method
-    public var url: String
+    package var method: Method
+    package var url: String
     /// `Name: value` lines beside the transport's own (`Accept: application/json`, and
     /// `Content-Type` when there is a body). May hold a bearer token: never logged.
-    public var headers: [String]
+    package var headers: [String]
     /// A body, or nil for none.
-    public var body: [UInt8]?
+    package var body: [UInt8]?
     /// The body's media type (`Content-Type`).
-    public var contentType: String
+    package var contentType: String
     /// The whole exchange ends within this.
-    public var timeout: Duration
+    package var timeout: Duration
 
-    public init(
+    package init(
         method: Method, url: String, headers: [String] = [], body: [UInt8]? = nil, contentType: String = "application/json",
         timeout: Duration
     ) {
@@ -32,7 +32,7 @@ public struct OutboundRequest: Sendable, Equatable {
 }
 
 /// One HTTP exchange's result, as the store clients need it.
-public enum TransportResult: Sendable, Equatable {
+package enum TransportResult: Sendable, Equatable {
     /// An HTTP response: its status, its body, and its `Retry-After` header when it has one.
     case response(status: Int, body: [UInt8], retryAfter: String? = nil)
     /// No usable response: connect or TLS failure, timeout, reset, or a body over the cap.
@@ -40,13 +40,13 @@ public enum TransportResult: Sendable, Equatable {
 }
 
 /// Sends a request and returns what came back. `CurlMultiTransport` is the real one.
-public protocol HTTPTransport: Sendable {
+package protocol HTTPTransport: Sendable {
     func send(_ request: OutboundRequest) async -> TransportResult
 }
 
 extension HTTPTransport {
     /// A JSON POST (verifyReceipt's one kind of request).
-    public func post(url: String, json body: [UInt8], timeout: Duration) async -> TransportResult {
+    package func post(url: String, json body: [UInt8], timeout: Duration) async -> TransportResult {
         await send(OutboundRequest(method: .post, url: url, body: body, timeout: timeout))
     }
 }

@@ -3,8 +3,8 @@ import Identifiers
 /// What kind each product is, and the policy knobs of the derivation. A verifyReceipt answer
 /// does not say whether a product without an expiry is consumable, lasting or a non-renewing
 /// subscription, so operators declare it (Config/products.json).
-public struct Catalog: Sendable, Equatable {
-    public enum Kind: Sendable, Equatable {
+package struct Catalog: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// Has an `expires_date`; renewals are chained by original transaction id.
         case autoRenewable
         /// Entitles from its purchase for a fixed duration; purchases stack end to end.
@@ -14,7 +14,7 @@ public struct Catalog: Sendable, Equatable {
         /// Listed, never an entitlement.
         case consumable
 
-        public var name: String {
+        package var name: String {
             switch self {
             case .autoRenewable: "auto_renewable"
             case .nonRenewing: "non_renewing"
@@ -25,34 +25,34 @@ public struct Catalog: Sendable, Equatable {
     }
 
     /// Declared products; any other product is auto-renewable when it has an expiry, else non-consumable.
-    public let products: [String: Kind]
+    package let products: [String: Kind]
     /// `products` by exact bytes: a product id matches only as spelled (``Identifier``).
     private let byID: [Identifier: Kind]
 
-    public init(_ products: [String: Kind] = [:]) {
+    package init(_ products: [String: Kind] = [:]) {
         self.products = products
         byID = Dictionary(products.map { (Identifier($0.key), $0.value) }, uniquingKeysWith: { a, _ in a })
     }
 
     /// What the operator declared `productID` to be; nil when undeclared (an auto-renewable
     /// subscription by default, as Google Play's products are unless Config/products.json says otherwise).
-    public func declared(_ productID: String) -> Kind? { byID[Identifier(productID)] }
+    package func declared(_ productID: String) -> Kind? { byID[Identifier(productID)] }
 
-    public func kind(of p: Purchase) -> Kind {
+    package func kind(of p: Purchase) -> Kind {
         if p.expiresDate != nil { return .autoRenewable }
         return byID[Identifier(p.productID)] ?? .nonConsumable
     }
 }
 
 /// Choices where Apple leaves the answer to the app.
-public struct DerivationPolicy: Sendable, Equatable {
+package struct DerivationPolicy: Sendable, Equatable {
     /// Whether a subscription in billing retry (expired, Apple still trying to charge, no grace
     /// period) still entitles. Apple: not entitled; some apps grant a courtesy period (§1.8).
-    public var billingRetryEntitles: Bool
+    package var billingRetryEntitles: Bool
     /// Whether purchases shared through Family Sharing entitle the family member.
-    public var familySharedCounts: Bool
+    package var familySharedCounts: Bool
 
-    public init(billingRetryEntitles: Bool = false, familySharedCounts: Bool = true) {
+    package init(billingRetryEntitles: Bool = false, familySharedCounts: Bool = true) {
         self.billingRetryEntitles = billingRetryEntitles
         self.familySharedCounts = familySharedCounts
     }
@@ -60,19 +60,19 @@ public struct DerivationPolicy: Sendable, Equatable {
 
 /// An ISO 8601 duration of whole years, months, weeks or days (`P1Y`, `P3M`, `P2W`, `P30D`, `P1Y6M`),
 /// added in the UTC calendar: one month from Jan 31 is Feb 28 (or 29).
-public struct CalendarDuration: Sendable, Equatable, CustomStringConvertible {
-    public var years: Int
-    public var months: Int
-    public var days: Int
+package struct CalendarDuration: Sendable, Equatable, CustomStringConvertible {
+    package var years: Int
+    package var months: Int
+    package var days: Int
 
-    public init(years: Int = 0, months: Int = 0, days: Int = 0) {
+    package init(years: Int = 0, months: Int = 0, days: Int = 0) {
         self.years = years
         self.months = months
         self.days = days
     }
 
     /// Parses `P[nY][nM][nW][nD]`; nil for anything else, time parts included, or a zero duration.
-    public init?(iso8601 text: String) {
+    package init?(iso8601 text: String) {
         var rest = Substring(text)
         guard rest.first == "P", rest.count > 1 else { return nil }
         rest = rest.dropFirst()
@@ -98,14 +98,14 @@ public struct CalendarDuration: Sendable, Equatable, CustomStringConvertible {
         self.init(years: y, months: m, days: d)
     }
 
-    public var description: String {
+    package var description: String {
         "P" + (years > 0 ? "\(years)Y" : "") + (months > 0 ? "\(months)M" : "") + (days > 0 ? "\(days)D" : "")
     }
 
     /// `ms` plus this duration: months and years move the calendar date (clamped to the month's
     /// last day), days are 24 hours; the time of day is kept. Saturates at ``CivilTime/latest``, so
     /// stacking any number of long passes never overflows.
-    public func added(to ms: Int64) -> Int64 {
+    package func added(to ms: Int64) -> Int64 {
         guard ms < CivilTime.latest else { return CivilTime.latest }
         return min(CivilTime.latest, unclampedSum(max(ms, 0)))
     }

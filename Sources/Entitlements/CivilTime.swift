@@ -1,13 +1,13 @@
 /// UTC calendar arithmetic on epoch milliseconds, without Foundation's formatters or locales
 /// (H. Hinnant's days-from-civil algorithms).
-public enum CivilTime {
+package enum CivilTime {
     /// 9999-12-31T23:59:59.999Z, the last instant RFC 3339 prints with four year digits: no date
     /// this module computes goes past it (dates entering receiptd are checked against the same
     /// bound, `AppleDate.range` in AppStore).
-    public static let latest: Int64 = 253_402_300_799_999
+    package static let latest: Int64 = 253_402_300_799_999
 
     /// RFC 3339 UTC with milliseconds: `2026-11-22T06:01:48.618Z`.
-    public static func rfc3339(_ ms: Int64) -> String {
+    package static func rfc3339(_ ms: Int64) -> String {
         let (d, t) = split(ms)
         let (year, month, day) = date(fromDays: d)
         func pad(_ n: Int64, _ width: Int) -> String {
@@ -21,7 +21,7 @@ public enum CivilTime {
     /// The instant an RFC 3339 date-time names (`2026-11-22T06:01:48.618Z`, `…T06:01:48Z`,
     /// `…T07:01:48.618123456+01:00`), in epoch milliseconds; digits past the millisecond are
     /// dropped (toward the past). Nil for anything else, or a time outside years 0001–9999.
-    public static func instant(rfc3339 text: String) -> Int64? {
+    package static func instant(rfc3339 text: String) -> Int64? {
         let b = Array(text.utf8)
         func digits(_ at: Int, _ count: Int) -> Int64? {
             guard at + count <= b.count else { return nil }
@@ -67,12 +67,12 @@ public enum CivilTime {
     }
 
     /// (days since 1970-01-01, milliseconds into that day), the latter never negative.
-    public static func split(_ ms: Int64) -> (Int64, Int64) {
+    package static func split(_ ms: Int64) -> (Int64, Int64) {
         let (days, msOfDay) = ms.quotientAndRemainder(dividingBy: 86_400_000)
         return msOfDay < 0 ? (days - 1, msOfDay + 86_400_000) : (days, msOfDay)
     }
 
-    public static func date(fromDays d: Int64) -> (year: Int64, month: Int64, day: Int64) {
+    package static func date(fromDays d: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = d + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097
@@ -84,7 +84,7 @@ public enum CivilTime {
         return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    public static func days(year: Int64, month: Int64, day: Int64) -> Int64 {
+    package static func days(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400

@@ -3,27 +3,27 @@
 /// depends on it: Derivation reads a refund's kind and share (``Refund``) and a commitment's terms
 /// to explain them; Analytics reads all of it. Amounts are integer milliunits of `currency` (Apple's
 /// unit: 9.99 is 9990), never binary floating point.
-public struct Commerce: Sendable, Equatable {
-    public var price: Price?
+package struct Commerce: Sendable, Equatable {
+    package var price: Price?
     /// Apple's three-letter storefront (country or region), e.g. `USA`.
-    public var storefront: String?
+    package var storefront: String?
     /// 1 introductory, 2 promotional, 3 offer code, 4 win-back.
-    public var offerType: Int64?
+    package var offerType: Int64?
     /// `FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`, `ONE_TIME`.
-    public var offerDiscountType: String?
+    package var offerDiscountType: String?
     /// ISO 8601 duration of the offer, e.g. `P1M`.
-    public var offerPeriod: String?
+    package var offerPeriod: String?
     /// `PURCHASE` or `RENEWAL`.
-    public var transactionReason: String?
+    package var transactionReason: String?
     /// `REFUND_FULL`, `REFUND_PRORATED` or `FAMILY_REVOKE`.
-    public var revocationType: String?
+    package var revocationType: String?
     /// The share refunded, in milliunits of a whole: 50000 is 50 %.
-    public var revocationPercentage: Int64?
+    package var revocationPercentage: Int64?
     /// `MONTHLY` for a monthly plan with a 12-month commitment; nil for an ordinary subscription.
-    public var billingPlanType: String?
-    public var commitment: Commitment?
+    package var billingPlanType: String?
+    package var commitment: Commitment?
 
-    public init(
+    package init(
         price: Price? = nil, storefront: String? = nil, offerType: Int64? = nil, offerDiscountType: String? = nil,
         offerPeriod: String? = nil, transactionReason: String? = nil, revocationType: String? = nil,
         revocationPercentage: Int64? = nil, billingPlanType: String? = nil, commitment: Commitment? = nil
@@ -40,29 +40,29 @@ public struct Commerce: Sendable, Equatable {
         self.commitment = commitment
     }
 
-    public var isFreeTrial: Bool { offerDiscountType == "FREE_TRIAL" }
+    package var isFreeTrial: Bool { offerDiscountType == "FREE_TRIAL" }
 
     /// Whether a store stated these terms: its signed data always names the storefront, and
     /// verifyReceipt states none (what Apple's history taught about such a transaction stays).
-    public var statesTerms: Bool { storefront != nil }
+    package var statesTerms: Bool { storefront != nil }
 }
 
 /// An amount a customer was charged, with who said so.
-public struct Price: Sendable, Equatable {
+package struct Price: Sendable, Equatable {
     /// Thousandths of the currency's unit: 9.99 USD is 9990.
-    public var milliunits: Int64
+    package var milliunits: Int64
     /// ISO 4217, e.g. `USD`.
-    public var currency: String
-    public var source: PriceSource
+    package var currency: String
+    package var source: PriceSource
 
-    public init(milliunits: Int64, currency: String, source: PriceSource) {
+    package init(milliunits: Int64, currency: String, source: PriceSource) {
         self.milliunits = milliunits
         self.currency = currency
         self.source = source
     }
 
     /// An ISO 4217 code's shape: three capital letters.
-    public static func isCurrencyCode(_ code: String) -> Bool {
+    package static func isCurrencyCode(_ code: String) -> Bool {
         code.utf8.count == 3 && code.utf8.allSatisfy { $0 >= 0x41 && $0 <= 0x5A }
     }
 }
@@ -70,28 +70,28 @@ public struct Price: Sendable, Equatable {
 /// Where a price came from, best first: a store's signed data, the store's transaction history
 /// asked later (`receiptd backfill-prices`), the app's own word when it posted the receipt, the
 /// operator's price table.
-public enum PriceSource: String, Sendable, Equatable, CaseIterable {
+package enum PriceSource: String, Sendable, Equatable, CaseIterable {
     case store
     case storeHistory = "store_history"
     case client
     case priceTable = "price_table"
 
     /// Whether a price from here replaces one from `other`.
-    public func outranks(_ other: PriceSource) -> Bool {
+    package func outranks(_ other: PriceSource) -> Bool {
         Self.allCases.firstIndex(of: self)! < Self.allCases.firstIndex(of: other)!
     }
 }
 
 /// The terms of a monthly plan with a 12-month commitment (App Store, 2026).
-public struct Commitment: Sendable, Equatable {
+package struct Commitment: Sendable, Equatable {
     /// This transaction's month within the commitment, from 1.
-    public var billingPeriodNumber: Int64?
-    public var totalBillingPeriods: Int64?
+    package var billingPeriodNumber: Int64?
+    package var totalBillingPeriods: Int64?
     /// The whole commitment's price, in milliunits of the transaction's currency.
-    public var price: Int64?
-    public var expiresDate: Int64?
+    package var price: Int64?
+    package var expiresDate: Int64?
 
-    public init(
+    package init(
         billingPeriodNumber: Int64? = nil, totalBillingPeriods: Int64? = nil, price: Int64? = nil, expiresDate: Int64? = nil
     ) {
         self.billingPeriodNumber = billingPeriodNumber

@@ -5,22 +5,22 @@
 /// customer cancels the commitment renewal early"
 /// (https://developer.apple.com/documentation/storekit/supporting-monthly-subscriptions-with-a-12-month-commitment).
 /// Pure.
-public enum Commitments {
+package enum Commitments {
     /// A subscription's commitment as its current period and renewal info state it.
-    public struct Status: Sendable, Equatable {
+    package struct Status: Sendable, Equatable {
         /// This period's month within the commitment, from 1.
-        public var billingPeriod: Int64?
-        public var billingPeriods: Int64?
-        public var expiresAt: Int64?
+        package var billingPeriod: Int64?
+        package var billingPeriods: Int64?
+        package var expiresAt: Int64?
         /// Apple's `commitmentPrice`, in milliunits of `currency` (the current transaction's).
-        public var price: Int64?
-        public var currency: String?
+        package var price: Int64?
+        package var currency: String?
         /// Whether the commitment renews into another when it ends; false: the customer
         /// cancelled it; nil: renewal info has not said.
-        public var willRenew: Bool?
+        package var willRenew: Bool?
 
         /// What the explanation states of it.
-        public var facts: [Fact] {
+        package var facts: [Fact] {
             [
                 Fact.number("commitment_billing_period", billingPeriod),
                 Fact.number("commitment_billing_periods", billingPeriods),
@@ -29,7 +29,7 @@ public enum Commitments {
         }
 
         /// The decision's sentence about it.
-        public func sentence(_ t: (Int64) -> String) -> String {
+        package func sentence(_ t: (Int64) -> String) -> String {
             let month = billingPeriod.map { "month \($0)" + (billingPeriods.map { " of \($0)" } ?? "") } ?? "a month"
             let ends = expiresAt.map { " ending at \(t($0))" } ?? ""
             switch willRenew {
@@ -46,7 +46,7 @@ public enum Commitments {
 
     /// `current`'s commitment, with the renewal info known (`renewal`); nil when it is no
     /// commitment plan's month.
-    public static func status(of current: Purchase, renewal: Renewal?) -> Status? {
+    package static func status(of current: Purchase, renewal: Renewal?) -> Status? {
         let commerce = current.commerce
         guard commerce.billingPlanType?.uppercased() == "MONTHLY" || commerce.commitment != nil else { return nil }
         let c = commerce.commitment

@@ -9,10 +9,10 @@ import Identifiers
 /// - A refund or revocation of the current period ends access; a refund of a past period does not.
 /// - An expired period is in grace while `grace_period_expires_date` is ahead, in billing retry while
 ///   Apple says so, else expired with the reason of `expiration_intent`.
-public enum Derivation {
+package enum Derivation {
     /// One status per product of each subscription: the current product first, ordered by product
     /// then original transaction id.
-    public static func subscriptions(
+    package static func subscriptions(
         _ facts: Facts, catalog: Catalog = Catalog(), policy: DerivationPolicy = DerivationPolicy(), now: Int64
     ) -> [SubscriptionStatus] {
         let observations = observationsByChain(facts.renewals)
@@ -26,7 +26,7 @@ public enum Derivation {
 
     /// Purchases that are not auto-renewable (consumables, non-consumables, non-renewing
     /// subscriptions), newest first.
-    public static func nonSubscriptions(
+    package static func nonSubscriptions(
         _ facts: Facts, catalog: Catalog = Catalog(), policy: DerivationPolicy = DerivationPolicy(), now: Int64
     ) -> [NonSubscriptionPurchase] {
         var result: [NonSubscriptionPurchase] = []

@@ -2,19 +2,19 @@ import Identifiers
 
 /// Which products grant which entitlement, from configuration, e.g.
 /// `{"premium": ["monthly", "yearly", "lifetime"]}`.
-public struct EntitlementRules: Sendable, Equatable {
-    public let products: [String: [String]]
+package struct EntitlementRules: Sendable, Equatable {
+    package let products: [String: [String]]
     /// Entitlement → who keeps it for life for having got the app before a version.
-    public let grandfathering: [String: Grandfathering]
+    package let grandfathering: [String: Grandfathering]
 
-    public init(_ products: [String: [String]], grandfathering: [String: Grandfathering] = [:]) {
+    package init(_ products: [String: [String]], grandfathering: [String: Grandfathering] = [:]) {
         self.products = products
         self.grandfathering = grandfathering
     }
 
     /// What grants one entitlement now, and why.
-    public struct Grant: Sendable, Equatable {
-        public enum Source: Sendable, Equatable {
+    package struct Grant: Sendable, Equatable {
+        package enum Source: Sendable, Equatable {
             case subscription(SubscriptionStatus)
             case purchase(NonSubscriptionPurchase)
             /// Given by support (``Promotion``), as of the `now` of the grant.
@@ -22,9 +22,9 @@ public struct EntitlementRules: Sendable, Equatable {
             /// Kept for life: the app was first got before a version (``Grandfathering``).
             case grandfathered(AppTransaction, Grandfathering)
         }
-        public var source: Source
-        public var explanation: Explanation
-        public var isActive: Bool {
+        package var source: Source
+        package var explanation: Explanation
+        package var isActive: Bool {
             switch source {
             case .subscription(let s): s.isEntitled
             case .purchase(let p): p.isEntitled
@@ -44,7 +44,7 @@ public struct EntitlementRules: Sendable, Equatable {
     ///
     /// A grandfathered entitlement is granted for life by an AppTransaction from before its
     /// version, like a lasting purchase; an AppTransaction that does not qualify is no candidate.
-    public func grants(
+    package func grants(
         subscriptions: [SubscriptionStatus], purchases: [NonSubscriptionPurchase], promotions: [Promotion] = [],
         appTransactions: [AppTransaction] = [], now: Int64 = 0
     ) -> [String: Grant] {

@@ -4,22 +4,22 @@ import Identifiers
 /// models are mapped into these once, by the store (`AppleFacts`, `PlayFacts`); Storage stores and
 /// returns them with their provenance; the pure derivation reads them. Dates are epoch milliseconds. Nothing here
 /// does I/O.
-public struct Facts: Sendable, Equatable {
+package struct Facts: Sendable, Equatable {
     /// Every transaction of every purchase the user holds (Docs/apple-protocols.md §1.6), any order.
-    public var purchases: [Purchase]
+    package var purchases: [Purchase]
     /// Every renewal-info snapshot ever seen for those purchases (§1.7), any order. The newest per
     /// subscription is the current one; the older ones date changes (cancellation, billing issues).
-    public var renewals: [RenewalObservation]
+    package var renewals: [RenewalObservation]
     /// Changes of holder of the user's purchases, to them or away from them.
-    public var transfers: [Transfer]
+    package var transfers: [Transfer]
     /// The user's other ids (aliases), each with when it joined them.
-    public var aliases: [Alias]
+    package var aliases: [Alias]
     /// Entitlements given by support rather than bought, revoked or not.
-    public var promotions: [Promotion]
+    package var promotions: [Promotion]
     /// StoreKit's AppTransactions their app posted: which version of the app they first got.
-    public var appTransactions: [AppTransaction]
+    package var appTransactions: [AppTransaction]
 
-    public init(
+    package init(
         purchases: [Purchase], renewals: [RenewalObservation] = [], transfers: [Transfer] = [], aliases: [Alias] = [],
         promotions: [Promotion] = [], appTransactions: [AppTransaction] = []
     ) {
@@ -32,62 +32,62 @@ public struct Facts: Sendable, Equatable {
     }
 
     /// Whether `appUserID` is the user (`canonical`) or one of their aliases, by exact bytes.
-    public func isSelf(_ appUserID: String, canonical: String) -> Bool {
+    package func isSelf(_ appUserID: String, canonical: String) -> Bool {
         appUserID.isExactly(canonical) || aliases.contains { $0.appUserID.isExactly(appUserID) }
     }
 }
 
 /// Another id of a user: since `at`, reads and writes under `appUserID` reach the user.
-public struct Alias: Sendable, Equatable {
-    public var appUserID: String
-    public var at: Int64
+package struct Alias: Sendable, Equatable {
+    package var appUserID: String
+    package var at: Int64
 
-    public init(appUserID: String, at: Int64) {
+    package init(appUserID: String, at: Int64) {
         self.appUserID = appUserID
         self.at = at
     }
 }
 
 /// One purchase, renewal or restore.
-public struct Purchase: Sendable, Equatable {
-    public var transactionID: String
-    public var originalTransactionID: String
-    public var productID: String
-    public var purchaseDate: Int64?
-    public var originalPurchaseDate: Int64?
+package struct Purchase: Sendable, Equatable {
+    package var transactionID: String
+    package var originalTransactionID: String
+    package var productID: String
+    package var purchaseDate: Int64?
+    package var originalPurchaseDate: Int64?
     /// Present for auto-renewable subscriptions only.
-    public var expiresDate: Int64?
+    package var expiresDate: Int64?
     /// A refund or a revocation (Docs/apple-protocols.md §1.6).
-    public var cancellationDate: Int64?
+    package var cancellationDate: Int64?
     /// `"1"`: a problem with the app; `"0"`: another reason.
-    public var cancellationReason: String?
-    public var isTrialPeriod: Bool
-    public var isInIntroOfferPeriod: Bool
+    package var cancellationReason: String?
+    package var isTrialPeriod: Bool
+    package var isInIntroOfferPeriod: Bool
     /// Cancelled because the user upgraded within the group (§1.8): never grants access.
-    public var isUpgraded: Bool
+    package var isUpgraded: Bool
     /// `PURCHASED` or `FAMILY_SHARED`.
-    public var ownershipType: String?
+    package var ownershipType: String?
     /// `production` or `sandbox`.
-    public var environment: String
-    public var subscriptionGroupID: String?
-    public var promotionalOfferID: String?
-    public var offerCodeRefName: String?
-    public var quantity: Int64?
+    package var environment: String
+    package var subscriptionGroupID: String?
+    package var promotionalOfferID: String?
+    package var offerCodeRefName: String?
+    package var quantity: Int64?
     /// Links a subscription's renewals across devices (§1.6).
-    public var webOrderLineItemID: String?
+    package var webOrderLineItemID: String?
     /// StoreKit's `appAccountToken`: a UUID the app chose for its user at purchase.
-    public var appAccountToken: String?
+    package var appAccountToken: String?
     /// Apple's `appTransactionId`: the Apple Account that got the app, the same on every purchase
     /// it makes in the app (signed transactions since 2025; verifyReceipt never states it).
-    public var appTransactionID: String?
+    package var appTransactionID: String?
     /// The last refund of it the store reversed, if any (the current ``cancellationDate`` is another).
-    public var refundReversal: RefundReversal?
+    package var refundReversal: RefundReversal?
     /// Who stated it.
-    public var store: Store
+    package var store: Store
     /// Its money and terms.
-    public var commerce: Commerce
+    package var commerce: Commerce
 
-    public init(
+    package init(
         transactionID: String, originalTransactionID: String, productID: String, purchaseDate: Int64? = nil,
         originalPurchaseDate: Int64? = nil, expiresDate: Int64? = nil, cancellationDate: Int64? = nil,
         cancellationReason: String? = nil, isTrialPeriod: Bool = false, isInIntroOfferPeriod: Bool = false,
@@ -122,7 +122,7 @@ public struct Purchase: Sendable, Equatable {
         self.commerce = commerce
     }
 
-    public var isFamilyShared: Bool {
+    package var isFamilyShared: Bool {
         guard let type = ownershipType else { return false }
         // Apple's spelling first: the charts ask this of every transaction, many times.
         return type == "FAMILY_SHARED" || (type != "PURCHASED" && type.uppercased() == "FAMILY_SHARED")
@@ -131,40 +131,40 @@ public struct Purchase: Sendable, Equatable {
 
     /// The total order the derivation uses for a subscription's periods: by purchase date, then
     /// expiry, then id. Never the order Apple's arrays came in.
-    public static func chronological(_ a: Purchase, _ b: Purchase) -> Bool {
+    package static func chronological(_ a: Purchase, _ b: Purchase) -> Bool {
         (a.purchaseDate ?? 0, a.expiresDate ?? 0, a.transactionID) < (b.purchaseDate ?? 0, b.expiresDate ?? 0, b.transactionID)
     }
 }
 
 /// What a store says of one subscription's next renewal: Apple's pending renewal info (§1.7), or
 /// what Google Play's subscription resource says of it (its state, auto-renewal, a pause).
-public struct Renewal: Sendable, Equatable {
-    public var originalTransactionID: String
-    public var productID: String?
+package struct Renewal: Sendable, Equatable {
+    package var originalTransactionID: String
+    package var productID: String?
     /// The product the subscription renews into; differs from `productID` after a downgrade or crossgrade.
-    public var autoRenewProductID: String?
-    public var autoRenewStatus: Bool?
+    package var autoRenewProductID: String?
+    package var autoRenewStatus: Bool?
     /// 1–5 (§1.7).
-    public var expirationIntent: Int64?
-    public var gracePeriodExpiresDate: Int64?
-    public var isInBillingRetryPeriod: Bool?
+    package var expirationIntent: Int64?
+    package var gracePeriodExpiresDate: Int64?
+    package var isInBillingRetryPeriod: Bool?
     /// `"0"` until the customer consents to a price increase, then `"1"`.
-    public var priceConsentStatus: String?
+    package var priceConsentStatus: String?
     /// `"0"`: consent requested, no answer; `"1"`: consented, or notified of an increase needing none.
-    public var priceIncreaseStatus: String?
-    public var offerCodeRefName: String?
-    public var promotionalOfferID: String?
+    package var priceIncreaseStatus: String?
+    package var offerCodeRefName: String?
+    package var promotionalOfferID: String?
     /// `production` or `sandbox`.
-    public var environment: String
+    package var environment: String
     /// Google Play's `subscriptionState` (`SUBSCRIPTION_STATE_ACTIVE`, `…_ON_HOLD`, `…_PAUSED`, …) as
     /// stated; nil for Apple, whose state follows from the fields above.
-    public var storeState: String?
+    package var storeState: String?
     /// When a paused Google Play subscription resumes.
-    public var autoResumeDate: Int64?
+    package var autoResumeDate: Int64?
     /// A monthly plan with a 12-month commitment: the next renewal's plan and the commitment's end.
-    public var commitment: RenewalCommitment?
+    package var commitment: RenewalCommitment?
 
-    public init(
+    package init(
         originalTransactionID: String, productID: String? = nil, autoRenewProductID: String? = nil,
         autoRenewStatus: Bool? = nil, expirationIntent: Int64? = nil, gracePeriodExpiresDate: Int64? = nil,
         isInBillingRetryPeriod: Bool? = nil, priceConsentStatus: String? = nil, priceIncreaseStatus: String? = nil,
@@ -192,19 +192,19 @@ public struct Renewal: Sendable, Equatable {
 /// Apple's renewal info about a monthly plan with a 12-month commitment (`renewalBillingPlanType`
 /// and `RenewalCommitmentInfo`, App Store Server API 1.21): the renewal status above is the next
 /// month's; this is the commitment's own, whether it renews into another when its 12 months end.
-public struct RenewalCommitment: Sendable, Equatable {
+package struct RenewalCommitment: Sendable, Equatable {
     /// `renewalBillingPlanType`: `MONTHLY` when the next renewal is a commitment plan's month.
-    public var renewalBillingPlanType: String?
+    package var renewalBillingPlanType: String?
     /// Whether the commitment renews when it ends; false: the customer cancelled it, and billing
     /// still runs through its last month.
-    public var autoRenewStatus: Bool?
-    public var autoRenewProductID: String?
-    public var renewalDate: Int64?
+    package var autoRenewStatus: Bool?
+    package var autoRenewProductID: String?
+    package var renewalDate: Int64?
     /// Milliunits of the subscription's currency.
-    public var renewalPrice: Int64?
-    public var renewalPlanType: String?
+    package var renewalPrice: Int64?
+    package var renewalPlanType: String?
 
-    public init(
+    package init(
         renewalBillingPlanType: String? = nil, autoRenewStatus: Bool? = nil, autoRenewProductID: String? = nil,
         renewalDate: Int64? = nil, renewalPrice: Int64? = nil, renewalPlanType: String? = nil
     ) {
@@ -219,12 +219,12 @@ public struct RenewalCommitment: Sendable, Equatable {
 
 /// A renewal-info snapshot and when receiptd saw it. `sequence` orders snapshots seen in the
 /// same millisecond (storage's row id).
-public struct RenewalObservation: Sendable, Equatable {
-    public var observedAt: Int64
-    public var sequence: Int64
-    public var renewal: Renewal
+package struct RenewalObservation: Sendable, Equatable {
+    package var observedAt: Int64
+    package var sequence: Int64
+    package var renewal: Renewal
 
-    public init(observedAt: Int64, sequence: Int64 = 0, renewal: Renewal) {
+    package init(observedAt: Int64, sequence: Int64 = 0, renewal: Renewal) {
         self.observedAt = observedAt
         self.sequence = sequence
         self.renewal = renewal
@@ -236,15 +236,15 @@ public struct RenewalObservation: Sendable, Equatable {
 }
 
 /// A purchase changing holder: `from` is nil for its first holder.
-public struct Transfer: Sendable, Equatable {
-    public var originalTransactionID: String
+package struct Transfer: Sendable, Equatable {
+    package var originalTransactionID: String
     /// The subscription's product, when known.
-    public var productID: String?
-    public var from: String?
-    public var to: String
-    public var at: Int64
+    package var productID: String?
+    package var from: String?
+    package var to: String
+    package var at: Int64
 
-    public init(originalTransactionID: String, productID: String? = nil, from: String?, to: String, at: Int64) {
+    package init(originalTransactionID: String, productID: String? = nil, from: String?, to: String, at: Int64) {
         self.originalTransactionID = originalTransactionID
         self.productID = productID
         self.from = from
@@ -256,7 +256,7 @@ public struct Transfer: Sendable, Equatable {
 extension Facts {
     /// Every instant the facts name. Derivation compares `now` only with these and with times it
     /// computes from them (which its answer shows), so its answer is constant between two of them.
-    public var instants: [Int64] {
+    package var instants: [Int64] {
         var all: [Int64] = []
         for p in purchases {
             for t in [p.purchaseDate, p.originalPurchaseDate, p.expiresDate, p.cancellationDate] { if let t { all.append(t) } }
@@ -275,7 +275,7 @@ extension Facts {
     /// The same facts with every date pinned into `range`: facts read back from storage may hold
     /// dates written before dates were checked on entry, and the derivation's arithmetic must not
     /// overflow on them.
-    public func clamped(to range: ClosedRange<Int64>) -> Facts {
+    package func clamped(to range: ClosedRange<Int64>) -> Facts {
         func pin(_ t: Int64) -> Int64 { min(max(t, range.lowerBound), range.upperBound) }
         func pin(_ t: Int64?) -> Int64? { t.map { pin($0) } }
         var facts = self

@@ -3,20 +3,20 @@ import Identifiers
 /// StoreKit's AppTransaction as a fact: an Apple Account got the app, at which version, when.
 /// What grandfathering reads (a customer who bought the paid app before it became free with
 /// in-app purchases keeps what they paid for).
-public struct AppTransaction: Sendable, Equatable {
+package struct AppTransaction: Sendable, Equatable {
     /// Unique per Apple Account and app.
-    public var appTransactionID: String
+    package var appTransactionID: String
     /// The version the account first got: `CFBundleVersion` on iOS, iPadOS, tvOS and visionOS,
     /// `CFBundleShortVersionString` on macOS; always `1.0` in the sandbox (Apple's docs,
     /// AppTransaction.originalAppVersion).
-    public var originalApplicationVersion: String?
-    public var originalPurchaseDate: Int64?
+    package var originalApplicationVersion: String?
+    package var originalPurchaseDate: Int64?
     /// `iOS`, `macOS`, `tvOS`, `visionOS`.
-    public var originalPlatform: String?
+    package var originalPlatform: String?
     /// `production`, `sandbox` or `xcode`.
-    public var environment: String
+    package var environment: String
 
-    public init(
+    package init(
         appTransactionID: String, originalApplicationVersion: String?, originalPurchaseDate: Int64?, originalPlatform: String?,
         environment: String
     ) {
@@ -31,20 +31,20 @@ public struct AppTransaction: Sendable, Equatable {
 /// An entitlement kept for life by customers who first got the app before a version
 /// (`Config/entitlements.json`: `{"pro": {"products": […], "grandfathered": {"before_version": "3.0"}}}`).
 /// Only production AppTransactions count: the sandbox's always say 1.0.
-public struct Grandfathering: Sendable, Equatable {
+package struct Grandfathering: Sendable, Equatable {
     /// Dotted numbers (`3.0`, `412`): compared part by part as numbers, missing parts 0.
-    public var beforeVersion: String
+    package var beforeVersion: String
     /// Platforms it holds for (`iOS`, `macOS`, …); nil: all. A build number means something else
     /// on macOS (the marketing version), so an app sold on several may name one.
-    public var platforms: [String]?
+    package var platforms: [String]?
 
-    public init(beforeVersion: String, platforms: [String]? = nil) {
+    package init(beforeVersion: String, platforms: [String]? = nil) {
         self.beforeVersion = beforeVersion
         self.platforms = platforms
     }
 
     /// Whether `app` first got the app before ``beforeVersion``, and why, as facts.
-    public func holds(for app: AppTransaction) -> (Bool, String) {
+    package func holds(for app: AppTransaction) -> (Bool, String) {
         guard app.environment == "production" else {
             return (false, "its AppTransaction is from \(app.environment), whose version is always 1.0")
         }
@@ -64,13 +64,13 @@ public struct Grandfathering: Sendable, Equatable {
 }
 
 /// Apple's app versions as dotted numbers.
-public enum AppVersion {
+package enum AppVersion {
     /// Whether `text` is one to five dot-separated numbers of at most nine digits.
-    public static func isValid(_ text: String) -> Bool { parts(text) != nil }
+    package static func isValid(_ text: String) -> Bool { parts(text) != nil }
 
     /// -1, 0 or 1 as `a` is before, the same as or after `b` (`2.10` after `2.9`, `3` the same as
     /// `3.0`); nil when either is not dotted numbers.
-    public static func compare(_ a: String, _ b: String) -> Int? {
+    package static func compare(_ a: String, _ b: String) -> Int? {
         guard let x = parts(a), let y = parts(b) else { return nil }
         for i in 0..<max(x.count, y.count) {
             let (p, q) = (i < x.count ? x[i] : 0, i < y.count ? y[i] : 0)

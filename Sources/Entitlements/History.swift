@@ -2,8 +2,8 @@ import Identifiers
 
 /// A lifecycle event of a subscriber's purchases, derived from stored facts. `key` identifies it:
 /// deriving again from the same facts gives the same keys, so each event is stored once.
-public struct LifecycleEvent: Sendable, Equatable {
-    public enum Kind: String, Sendable, CaseIterable {
+package struct LifecycleEvent: Sendable, Equatable {
+    package enum Kind: String, Sendable, CaseIterable {
         case initialPurchase = "initial_purchase"
         case trialStarted = "trial_started"
         case trialConverted = "trial_converted"
@@ -35,17 +35,17 @@ public struct LifecycleEvent: Sendable, Equatable {
         case appTransaction = "app_transaction"
     }
 
-    public var key: String
-    public var kind: Kind
+    package var key: String
+    package var kind: Kind
     /// When it happened, as well as the facts tell: a purchase date, an expiry, a refund date, or
     /// when receiptd first saw the renewal info that showed it.
-    public var at: Int64
-    public var productID: String
-    public var originalTransactionID: String
-    public var transactionID: String?
-    public var facts: [Fact]
+    package var at: Int64
+    package var productID: String
+    package var originalTransactionID: String
+    package var transactionID: String?
+    package var facts: [Fact]
 
-    public init(
+    package init(
         key: String, kind: Kind, at: Int64, productID: String, originalTransactionID: String, transactionID: String?,
         facts: [Fact]
     ) {
@@ -60,7 +60,7 @@ public struct LifecycleEvent: Sendable, Equatable {
 
     /// A transfer's key: the purchase, when, and to whom. ``Erasure`` renames an erased receiver
     /// here as derivation would name them afterwards, so one function says how the key is made.
-    public static func transferKey(originalTransactionID: String, at: Int64, to: String) -> String {
+    package static func transferKey(originalTransactionID: String, at: Int64, to: String) -> String {
         "transfer:\(originalTransactionID):\(at):\(to)"
     }
 }
@@ -70,8 +70,8 @@ public struct LifecycleEvent: Sendable, Equatable {
 /// a grace period's end, a renewal snapshot), from what had happened by then, and each change
 /// between consecutive moments is an event. Pure and deterministic, so `receiptd rederive` gets
 /// the same events the live service stored.
-public enum History {
-    public static func events(
+package enum History {
+    package static func events(
         _ facts: Facts, appUserID: String, catalog: Catalog = Catalog(), policy: DerivationPolicy = DerivationPolicy(),
         asOf: Int64
     ) -> [LifecycleEvent] {

@@ -1,22 +1,22 @@
 /// An entitlement given by a person rather than bought: support's answer to an outage or a
 /// complaint. It is a fact like a purchase: stored with who gave it and why, derived at `now`
 /// like any other grant, and its grant, revocation and end are lifecycle events.
-public struct Promotion: Sendable, Equatable {
+package struct Promotion: Sendable, Equatable {
     /// Storage's id: the promotion's identity in events (`promotional_grant:<id>`).
-    public var id: Int64
+    package var id: Int64
     /// The entitlement it grants (a name of the configured rules, or any other name).
-    public var entitlement: String
-    public var startsAt: Int64
-    public var expiresAt: Int64
+    package var entitlement: String
+    package var startsAt: Int64
+    package var expiresAt: Int64
     /// Who gave it (an API key's fingerprint) and why, in their words.
-    public var grantedBy: String
-    public var reason: String
+    package var grantedBy: String
+    package var reason: String
     /// Revoked before its end, by whom and why.
-    public var revokedAt: Int64?
-    public var revokedBy: String?
-    public var revokeReason: String?
+    package var revokedAt: Int64?
+    package var revokedBy: String?
+    package var revokeReason: String?
 
-    public init(
+    package init(
         id: Int64, entitlement: String, startsAt: Int64, expiresAt: Int64, grantedBy: String, reason: String,
         revokedAt: Int64? = nil, revokedBy: String? = nil, revokeReason: String? = nil
     ) {
@@ -32,20 +32,20 @@ public struct Promotion: Sendable, Equatable {
     }
 
     /// When it stops granting: its end, or its revocation if that came first.
-    public var endsAt: Int64 { min(expiresAt, revokedAt ?? .max) }
+    package var endsAt: Int64 { min(expiresAt, revokedAt ?? .max) }
 
     /// Whether it grants at `now`.
-    public func isActive(at now: Int64) -> Bool { startsAt <= now && now < endsAt }
+    package func isActive(at now: Int64) -> Bool { startsAt <= now && now < endsAt }
 
     /// `active`, `revoked`, `expired`, or `scheduled` (starts later).
-    public func state(at now: Int64) -> String {
+    package func state(at now: Int64) -> String {
         if now < startsAt { return "scheduled" }
         if let revoked = revokedAt, revoked <= now, revoked < expiresAt { return "revoked" }
         return now < expiresAt ? "active" : "expired"
     }
 
     /// Why it grants (or no longer does) at `now`, for a person.
-    public func explanation(at now: Int64) -> Explanation {
+    package func explanation(at now: Int64) -> Explanation {
         let state = state(at: now)
         let given = "given by \(grantedBy) at \(CivilTime.rfc3339(startsAt)) because: \(reason)"
         let decision =

@@ -3,8 +3,8 @@
 /// …/revocationpercentage). Whatever the kind or the share, a revoked transaction no longer
 /// entitles from its revocation date (Docs/apple-protocols.md §3.5); the kind and share say why and
 /// how much of the money went back, and for a purchase of several units how many were refunded.
-public struct Refund: Sendable, Equatable {
-    public enum Kind: String, Sendable {
+package struct Refund: Sendable, Equatable {
+    package enum Kind: String, Sendable {
         /// The whole price.
         case full = "refund_full"
         /// A share: for a subscription, the time left in the period; for other purchases, what
@@ -16,17 +16,17 @@ public struct Refund: Sendable, Equatable {
     }
 
     /// When it took effect.
-    public var at: Int64
+    package var at: Int64
     /// Nil when the store did not say (verifyReceipt; payloads before 2026).
-    public var kind: Kind?
+    package var kind: Kind?
     /// The share of the price refunded, in milliunits of a percent (67932 is 67.932 %), when stated.
-    public var percentage: Int64?
+    package var percentage: Int64?
     /// Whether it withdrew Family Sharing access rather than refunded money: Apple's kind says so,
     /// or, when it names none, the purchase was family-shared.
-    public var isFamilyRevocation: Bool
+    package var isFamilyRevocation: Bool
 
     /// `purchase`'s refund or revocation; nil when it has none (an upgrade's cancellation is none).
-    public init?(_ purchase: Purchase) {
+    package init?(_ purchase: Purchase) {
         guard let at = purchase.cancellationDate, !purchase.isUpgraded else { return nil }
         self.at = at
         kind = purchase.commerce.revocationType.flatMap { Kind(rawValue: $0.lowercased()) }
@@ -38,7 +38,7 @@ public struct Refund: Sendable, Equatable {
     /// Of `quantity` units bought at once, how many a prorated refund took back: Apple's share
     /// applies to the whole quantity ("1 of 3 items" is 33.333 %), so the nearest whole number of
     /// units. Nil unless prorated with a stated share and more than one unit; the quantity when full.
-    public func refundedUnits(of quantity: Int64?) -> Int64? {
+    package func refundedUnits(of quantity: Int64?) -> Int64? {
         guard let quantity, quantity > 1, !isFamilyRevocation else { return nil }
         switch kind {
         case .prorated?:
@@ -50,13 +50,13 @@ public struct Refund: Sendable, Equatable {
     }
 
     /// The share as decimal text of three places: `67.932`.
-    public static func percentText(_ milliunits: Int64) -> String {
+    package static func percentText(_ milliunits: Int64) -> String {
         let fraction = String(milliunits % 1000)
         return "\(milliunits / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
     }
 
     /// What the explanation states of it.
-    public var facts: [Fact] {
+    package var facts: [Fact] {
         [
             Fact.text("revocation_type", kind?.rawValue),
             Fact.text("revocation_percentage", percentage.map(Self.percentText)),
@@ -64,7 +64,7 @@ public struct Refund: Sendable, Equatable {
     }
 
     /// "refunded 40.000% of" / "refunded": how much, in words, for a decision.
-    public var refundedWords: String {
+    package var refundedWords: String {
         if kind == .prorated, let percentage { return "refunded \(Self.percentText(percentage))% of" }
         return "refunded"
     }
@@ -73,13 +73,13 @@ public struct Refund: Sendable, Equatable {
 /// A refund the store reversed (Apple's `REFUND_REVERSED`: "reinstate the content"): the
 /// transaction was stated again without its revocation. Its access is back as if never refunded;
 /// the history keeps both the refund and its reversal.
-public struct RefundReversal: Sendable, Equatable {
+package struct RefundReversal: Sendable, Equatable {
     /// When the refund had taken effect.
-    public var refundedAt: Int64
+    package var refundedAt: Int64
     /// When the store stated the transaction without it.
-    public var reversedAt: Int64
+    package var reversedAt: Int64
 
-    public init(refundedAt: Int64, reversedAt: Int64) {
+    package init(refundedAt: Int64, reversedAt: Int64) {
         self.refundedAt = refundedAt
         self.reversedAt = reversedAt
     }

@@ -2,14 +2,14 @@ import Identifiers
 
 /// A fact as Apple stated it: the domain value, and what it was read from, kept so it can be
 /// mapped again (`receiptd rederive`).
-public struct Stated<Fact: Sendable & Equatable>: Sendable, Equatable {
-    public var fact: Fact
+package struct Stated<Fact: Sendable & Equatable>: Sendable, Equatable {
+    package var fact: Fact
     /// The app a transaction belongs to; nil for renewal info, which names none.
-    public var bundleID: String?
+    package var bundleID: String?
     /// The object as Apple sent it (a signed payload without its `signedDate`).
-    public var rawJSON: String
+    package var rawJSON: String
 
-    public init(_ fact: Fact, bundleID: String? = nil, rawJSON: String) {
+    package init(_ fact: Fact, bundleID: String? = nil, rawJSON: String) {
         self.fact = fact
         self.bundleID = bundleID
         self.rawJSON = rawJSON
@@ -18,22 +18,22 @@ public struct Stated<Fact: Sendable & Equatable>: Sendable, Equatable {
 
 /// Everything one verified answer says (a receipt, a notification, a signed transaction), to
 /// be stored in one transaction.
-public struct VerifiedFacts: Sendable, Equatable {
+package struct VerifiedFacts: Sendable, Equatable {
     /// `production` or `sandbox`.
-    public var environment: String
-    public var purchases: [Stated<Purchase>]
-    public var renewals: [Stated<Renewal>]
+    package var environment: String
+    package var purchases: [Stated<Purchase>]
+    package var renewals: [Stated<Renewal>]
     /// Apple's `latest_receipt`, kept for each of the receipt's subscriptions.
-    public var latestReceipt: String?
+    package var latestReceipt: String?
     /// When Apple stated these facts (a JWS's `signedDate`); nil: when they are saved. Rows stated
     /// later are never overwritten by these.
-    public var statedAt: Int64?
+    package var statedAt: Int64?
     /// When the renewal info's change happened, when Apple says so (V1's
     /// `auto_renew_status_change_date_ms`, a V2 renewal's `signedDate`); nil: when it is saved. It
     /// dates the history row, never before the subscription's previous snapshot nor after now.
-    public var renewalChangedAt: Int64?
+    package var renewalChangedAt: Int64?
 
-    public init(
+    package init(
         environment: String, purchases: [Stated<Purchase>], renewals: [Stated<Renewal>] = [], latestReceipt: String? = nil,
         statedAt: Int64? = nil, renewalChangedAt: Int64? = nil
     ) {
@@ -46,7 +46,7 @@ public struct VerifiedFacts: Sendable, Equatable {
     }
 
     /// The original transaction ids, in first-seen order.
-    public var originals: [String] {
+    package var originals: [String] {
         var seen: Set<Identifier> = []
         return (purchases.map(\.fact.originalTransactionID) + renewals.map(\.fact.originalTransactionID)).filter {
             seen.insert(Identifier($0)).inserted
@@ -54,5 +54,5 @@ public struct VerifiedFacts: Sendable, Equatable {
     }
 
     /// Whether there is nothing to store.
-    public var isEmpty: Bool { purchases.isEmpty && renewals.isEmpty }
+    package var isEmpty: Bool { purchases.isEmpty && renewals.isEmpty }
 }

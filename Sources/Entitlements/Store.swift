@@ -9,26 +9,26 @@ import Synchronization
 ///
 /// receiptd ships ``appStore`` and ``playStore``. Another store is one more value, declared by
 /// its target and made known with ``register(_:)`` before any of its facts are read back.
-public struct Store: Sendable, Hashable, CustomStringConvertible {
+package struct Store: Sendable, Hashable, CustomStringConvertible {
     /// `app_store`, `play_store`: `store` in requests, `transactions.store`, event facts.
-    public let rawValue: String
-    public let rules: StoreRules
+    package let rawValue: String
+    package let rules: StoreRules
 
-    public init(_ rawValue: String, rules: StoreRules) {
+    package init(_ rawValue: String, rules: StoreRules) {
         self.rawValue = rawValue
         self.rules = rules
     }
 
-    public static func == (a: Store, b: Store) -> Bool { a.rawValue.isExactly(b.rawValue) }
-    public func hash(into hasher: inout Hasher) { hasher.combine(Identifier(rawValue)) }
-    public var description: String { rawValue }
+    package static func == (a: Store, b: Store) -> Bool { a.rawValue.isExactly(b.rawValue) }
+    package func hash(into hasher: inout Hasher) { hasher.combine(Identifier(rawValue)) }
+    package var description: String { rawValue }
 
     /// How explanations name it: "Apple refunded the current period".
-    public var displayName: String { rules.displayName }
+    package var displayName: String { rules.displayName }
 
     /// Apple's App Store: verifyReceipt, StoreKit 2's signed data, the App Store Server API.
     // swift-format-ignore: DontRepeatTypeInStaticProperties
-    public static let appStore = Store(
+    package static let appStore = Store(
         "app_store",
         rules: StoreRules(
             displayName: "Apple", purchaseNoun: "App Store", errorName: "app_store", nameInSentences: "The App Store",
@@ -37,7 +37,7 @@ public struct Store: Sendable, Hashable, CustomStringConvertible {
 
     /// Google Play: the Play Developer API's purchases.
     // swift-format-ignore: DontRepeatTypeInStaticProperties
-    public static let playStore = Store(
+    package static let playStore = Store(
         "play_store",
         rules: StoreRules(
             displayName: "Google Play", purchaseNoun: "Google Play", errorName: "google_play", nameInSentences: "Google Play",
@@ -47,44 +47,44 @@ public struct Store: Sendable, Hashable, CustomStringConvertible {
     private static let known = Mutex<[Store]>([.appStore, .playStore])
 
     /// Every store known, receiptd's own first.
-    public static var all: [Store] { known.withLock { $0 } }
+    package static var all: [Store] { known.withLock { $0 } }
 
     /// The store named `rawValue` (its exact bytes); nil when no store has that name.
-    public static func named(_ rawValue: String) -> Store? {
+    package static func named(_ rawValue: String) -> Store? {
         known.withLock { stores in stores.first { $0.rawValue.isExactly(rawValue) } }
     }
 
     /// Makes `store` known, so its facts read back with its rules; registering a name again
     /// keeps the first.
-    public static func register(_ store: Store) {
+    package static func register(_ store: Store) {
         known.withLock { stores in if !stores.contains(store) { stores.append(store) } }
     }
 }
 
 /// Where stores differ, as data: each store states its rules once (``Store/appStore``,
 /// ``Store/playStore``), and the code that differs reads them.
-public struct StoreRules: Sendable {
+package struct StoreRules: Sendable {
     /// How explanations name the store ("Apple", "Google Play").
-    public var displayName: String
+    package var displayName: String
     /// How explanations name its purchases: "the App Store subscription of …".
-    public var purchaseNoun: String
+    package var purchaseNoun: String
     /// How error codes name it: `app_store_unavailable`, `google_play_misconfigured`.
-    public var errorName: String
+    package var errorName: String
     /// How an error's sentence names it: "The App Store could not answer now".
-    public var nameInSentences: String
+    package var nameInSentences: String
     /// The message when the store refuses receiptd's own credentials.
-    public var misconfigured: String
+    package var misconfigured: String
     /// The service fee it keeps from a sale.
-    public var commission: CommissionSchedule
+    package var commission: CommissionSchedule
     /// Whether the store states a subscription's state itself (Google's `subscriptionState`),
     /// which the derivation then reads before computing one from dates.
-    public var readsStatedState: Bool
+    package var readsStatedState: Bool
     /// How its transactions name the offer they were bought with.
-    public var offers: OfferNaming
+    package var offers: OfferNaming
     /// Whether events of its purchases carry a `store` fact (every store's but the default's).
-    public var namedInEvents: Bool
+    package var namedInEvents: Bool
 
-    public init(
+    package init(
         displayName: String, purchaseNoun: String, errorName: String, nameInSentences: String, misconfigured: String,
         commission: CommissionSchedule, readsStatedState: Bool, offers: OfferNaming, namedInEvents: Bool
     ) {
@@ -100,7 +100,7 @@ public struct StoreRules: Sendable {
     }
 
     /// A store's service fee, by its published schedule (Analytics' `Proceeds` computes it).
-    public enum CommissionSchedule: Sendable, Equatable {
+    package enum CommissionSchedule: Sendable, Equatable {
         /// Apple's: 30 %, 15 % for a developer in the Small Business Program and for an
         /// auto-renewable subscription's sales after a year of paid service (gaps up to 60 days).
         case appleServiceYear
@@ -110,7 +110,7 @@ public struct StoreRules: Sendable {
     }
 
     /// How a transaction names its offer.
-    public enum OfferNaming: Sendable, Equatable {
+    package enum OfferNaming: Sendable, Equatable {
         /// By kind, each its own field: an offer code's name, a promotional offer's id, the
         /// trial and introductory flags without one (Apple's).
         case byKind

@@ -1,6 +1,6 @@
 /// The state of one auto-renewable subscription at a moment (Docs/apple-protocols.md §1.8, and
 /// Google Play's `subscriptionState`, Docs/google-play.md).
-public enum SubscriptionState: String, Sendable, Equatable, CaseIterable {
+package enum SubscriptionState: String, Sendable, Equatable, CaseIterable {
     /// The current period has not expired and was not refunded.
     case active
     /// Expired, but within Apple's billing grace period: entitled until it ends.
@@ -25,7 +25,7 @@ public enum SubscriptionState: String, Sendable, Equatable, CaseIterable {
 }
 
 /// Why a subscription ended (`expiration_intent`, §1.7), or `refunded`.
-public enum ExpirationReason: String, Sendable, Equatable {
+package enum ExpirationReason: String, Sendable, Equatable {
     case customerCancelled = "customer_cancelled"
     case billingError = "billing_error"
     case priceIncreaseDeclined = "price_increase_declined"
@@ -47,82 +47,82 @@ public enum ExpirationReason: String, Sendable, Equatable {
 }
 
 /// An introductory, promotional or offer-code price the current period was bought at.
-public struct Offer: Sendable, Equatable {
+package struct Offer: Sendable, Equatable {
     /// `free_trial`, `introductory`, `promotional` or `offer_code`.
-    public var type: String
+    package var type: String
     /// The promotional offer id or offer-code reference name, when Apple gives one.
-    public var id: String?
+    package var id: String?
 }
 
 /// How one product of one subscription (original transaction) stands at `now`.
-public struct SubscriptionStatus: Sendable, Equatable {
-    public var productID: String
-    public var originalTransactionID: String
-    public var state: SubscriptionState
+package struct SubscriptionStatus: Sendable, Equatable {
+    package var productID: String
+    package var originalTransactionID: String
+    package var state: SubscriptionState
     /// Whether this subscription gives access now, state and policy together.
-    public var isEntitled: Bool
-    public var expiresAt: Int64?
-    public var gracePeriodExpiresAt: Int64?
-    public var willRenew: Bool
+    package var isEntitled: Bool
+    package var expiresAt: Int64?
+    package var gracePeriodExpiresAt: Int64?
+    package var willRenew: Bool
     /// The product of the next renewal when it differs from `productID` (a downgrade or crossgrade
     /// waiting for the next renewal).
-    public var renewsInto: String?
+    package var renewsInto: String?
     /// `normal`, `trial` or `intro`.
-    public var periodType: String
-    public var offer: Offer?
+    package var periodType: String
+    package var offer: Offer?
     /// `purchased` or `family_shared`.
-    public var ownership: String
-    public var environment: String
+    package var ownership: String
+    package var environment: String
     /// The store that stated the current period.
-    public var store: Store = .appStore
+    package var store: Store = .appStore
     /// The current period's transaction.
-    public var storeTransactionID: String
+    package var storeTransactionID: String
     /// The current transaction's price, with its source.
-    public var price: Price? = nil
-    public var purchasedAt: Int64?
-    public var originalPurchasedAt: Int64?
-    public var refundedAt: Int64?
+    package var price: Price? = nil
+    package var purchasedAt: Int64?
+    package var originalPurchasedAt: Int64?
+    package var refundedAt: Int64?
     /// Set while expired (or in billing retry): why.
-    public var expirationReason: ExpirationReason?
+    package var expirationReason: ExpirationReason?
     /// `pending_consent` or `agreed`, while Apple has a price increase on record.
-    public var priceIncrease: String?
+    package var priceIncrease: String?
     /// When auto-renew was first seen off in the current run of "off" snapshots.
-    public var unsubscribeDetectedAt: Int64?
+    package var unsubscribeDetectedAt: Int64?
     /// When the current billing problem (grace period, billing retry, account hold) was first seen.
-    public var billingIssueDetectedAt: Int64?
+    package var billingIssueDetectedAt: Int64?
     /// While paused (Google Play): when the subscription resumes.
-    public var resumesAt: Int64? = nil
+    package var resumesAt: Int64? = nil
     /// While refunded or revoked: how (its kind and share, when the store said).
-    public var refund: Refund? = nil
+    package var refund: Refund? = nil
     /// A monthly plan with a 12-month commitment: where in it the current period is.
-    public var commitment: Commitments.Status? = nil
+    package var commitment: Commitments.Status? = nil
     /// Apple's `appTransactionId` of the Apple Account that bought it, when a signed transaction of
     /// the subscription stated it.
-    public var appTransactionID: String? = nil
-    public var explanation: Explanation
+    package var appTransactionID: String? = nil
+    package var explanation: Explanation
 }
 
 /// One purchase of a product that is not an auto-renewable subscription.
-public struct NonSubscriptionPurchase: Sendable, Equatable {
-    public var productID: String
-    public var transactionID: String
-    public var kind: Catalog.Kind
-    public var purchasedAt: Int64?
+package struct NonSubscriptionPurchase: Sendable, Equatable {
+    package var productID: String
+    package var transactionID: String
+    package var kind: Catalog.Kind
+    package var purchasedAt: Int64?
     /// Non-renewing subscriptions only: the end of this purchase's stacked period.
-    public var expiresAt: Int64?
-    public var refundedAt: Int64?
-    public var environment: String
+    package var expiresAt: Int64?
+    package var refundedAt: Int64?
+    package var environment: String
     /// The store that stated the purchase.
-    public var store: Store = .appStore
-    public var price: Price? = nil
-    public var ownership: String
-    public var quantity: Int64?
-    public var isEntitled: Bool
+    package var store: Store = .appStore
+    package var price: Price? = nil
+    package var ownership: String
+    package var quantity: Int64?
+    package var isEntitled: Bool
     /// Refunded or revoked: how (its kind and share, when the store said).
-    public var refund: Refund? = nil
+    package var refund: Refund? = nil
     /// Of several units bought at once, how many the refund took back (``Refund/refundedUnits(of:)``).
-    public var refundedQuantity: Int64? = nil
+    package var refundedQuantity: Int64? = nil
     /// Apple's `appTransactionId` of the Apple Account that bought it, when stated.
-    public var appTransactionID: String? = nil
-    public var explanation: Explanation
+    package var appTransactionID: String? = nil
+    package var explanation: Explanation
 }

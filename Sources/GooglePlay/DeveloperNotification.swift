@@ -6,15 +6,15 @@ import JSON
 /// (https://developer.android.com/google/play/billing/rtdn-reference): the push's envelope
 /// (`message.messageId`, `message.data` in base64) around Google Play's `DeveloperNotification`.
 /// A notification says only that something changed: receiptd asks Google for the purchase again.
-public struct PlayPush: Sendable, Equatable {
+package struct PlayPush: Sendable, Equatable {
     /// Pub/Sub's id of the message: the same message pushed again has the same id.
-    public var messageID: String
+    package var messageID: String
     /// `projects/…/subscriptions/…`, when the push names it.
-    public var subscription: String?
-    public var notification: DeveloperNotification
+    package var subscription: String?
+    package var notification: DeveloperNotification
 
     /// Reads a push body; throws ``GooglePlayError/unexpectedAnswer(_:)`` naming what is wrong.
-    public init(body: [UInt8]) throws(GooglePlayError) {
+    package init(body: [UInt8]) throws(GooglePlayError) {
         guard let envelope = try? JSONValue.parse(body), case .object = envelope, let message = envelope["message"] else {
             throw .unexpectedAnswer("the push is not a Pub/Sub push message ({\"message\": …})")
         }
@@ -38,8 +38,8 @@ public struct PlayPush: Sendable, Equatable {
 }
 
 /// Google Play's `DeveloperNotification`: which app, when, and what kind of change to which token.
-public struct DeveloperNotification: Sendable, Equatable {
-    public enum Kind: Sendable, Equatable {
+package struct DeveloperNotification: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// `subscriptionNotification`: `notificationType` (1 RECOVERED … 20 PENDING_PURCHASE_CANCELED).
         case subscription(type: Int64, purchaseToken: String)
         /// `oneTimeProductNotification`: 1 PURCHASED, 2 CANCELED.
@@ -53,18 +53,18 @@ public struct DeveloperNotification: Sendable, Equatable {
         case other(String)
     }
 
-    public var packageName: String
+    package var packageName: String
     /// `eventTimeMillis`.
-    public var eventTime: Int64
-    public var kind: Kind
+    package var eventTime: Int64
+    package var kind: Kind
 
-    public init(packageName: String, eventTime: Int64, kind: Kind) {
+    package init(packageName: String, eventTime: Int64, kind: Kind) {
         self.packageName = packageName
         self.eventTime = eventTime
         self.kind = kind
     }
 
-    public init(json bytes: [UInt8]) throws(GooglePlayError) {
+    package init(json bytes: [UInt8]) throws(GooglePlayError) {
         guard let value = try? JSONValue.parse(bytes), case .object = value else {
             throw .unexpectedAnswer("the notification is not a JSON object")
         }
@@ -106,7 +106,7 @@ public struct DeveloperNotification: Sendable, Equatable {
     }
 
     /// The token it is about; nil for a test.
-    public var purchaseToken: String? {
+    package var purchaseToken: String? {
         switch kind {
         case .subscription(_, let t), .oneTimeProduct(_, let t, _), .voidedPurchase(let t, _, _, _): t
         case .test, .other: nil
@@ -115,7 +115,7 @@ public struct DeveloperNotification: Sendable, Equatable {
 
     /// A short name for logs, storage and metrics: `SUBSCRIPTION_RENEWED`, `ONE_TIME_PRODUCT_CANCELED`,
     /// `VOIDED_PURCHASE`, `TEST`, or the number Google sent when it is one receiptd does not know.
-    public var typeName: String {
+    package var typeName: String {
         switch kind {
         case .subscription(let type, _): Self.subscriptionTypes[type].map { "SUBSCRIPTION_" + $0 } ?? "SUBSCRIPTION_\(type)"
         case .oneTimeProduct(let type, _, _):
@@ -127,7 +127,7 @@ public struct DeveloperNotification: Sendable, Equatable {
     }
 
     /// Whether it is about a subscription (else a one-time product), when it says.
-    public var isSubscription: Bool? {
+    package var isSubscription: Bool? {
         switch kind {
         case .subscription: true
         case .oneTimeProduct: false

@@ -1,16 +1,16 @@
-import JSON
+package import JSON
 
 /// Google's `Money` (google.type.Money): whole `units` and `nanos` (billionths) of a currency,
 /// as a price arrives from the Play Developer API. receiptd keeps amounts in integer milliunits,
 /// so a price is taken only when it is exact in them: 9.99 (`units` 9, `nanos` 990000000) is
 /// 9990; an amount with a digit past the thousandth is refused rather than rounded.
-public struct GoogleMoney: Sendable, Equatable {
+package struct GoogleMoney: Sendable, Equatable {
     /// ISO 4217, e.g. `EUR`.
-    public var currency: String
+    package var currency: String
     /// Thousandths of the currency's unit.
-    public var milliunits: Int64
+    package var milliunits: Int64
 
-    public init(currency: String, milliunits: Int64) {
+    package init(currency: String, milliunits: Int64) {
         self.currency = currency
         self.milliunits = milliunits
     }
@@ -18,7 +18,7 @@ public struct GoogleMoney: Sendable, Equatable {
     /// Reads `{"currencyCode", "units", "nanos"}` (units an int64 as a string or number; `nanos`
     /// of the same sign as `units`). Nil when a member is missing or wrong, or the amount is not
     /// exact in milliunits.
-    public init?(_ value: JSONValue) {
+    package init?(_ value: JSONValue) {
         guard let currency = value["currencyCode"]?.string, currency.utf8.count == 3,
             currency.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A })
         else { return nil }

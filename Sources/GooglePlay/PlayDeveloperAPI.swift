@@ -1,12 +1,12 @@
-import Clocks
-import CoreMetrics
-import CurlTransport
+package import Clocks
+package import CoreMetrics
+package import CurlTransport
 import JSON
 import Synchronization
 
 /// Why a Play Developer API call gave no answer to use, in words safe to log: Google's error
 /// `reason` or `status` at most, never a token or Google's message (which may quote the request).
-public enum PlayCallFailure: Error, Sendable, Equatable, CustomStringConvertible {
+package enum PlayCallFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// Google does not know the token for this app (404), or it is no longer valid (410: from
     /// 60 days after a subscription's expiry).
     case notFound(status: Int)
@@ -22,7 +22,7 @@ public enum PlayCallFailure: Error, Sendable, Equatable, CustomStringConvertible
     /// Google answered 200 with something the API does not document.
     case unexpected(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notFound(let status): "Google Play does not know the purchase token (HTTP \(status))"
         case .refused(let status, let reason): "Google Play refused the request (HTTP \(status)\(reason.map { ", \($0)" } ?? ""))"
@@ -35,7 +35,7 @@ public enum PlayCallFailure: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// The `outcome` label of `google_play_calls_total`.
-    public var metricName: String {
+    package var metricName: String {
         switch self {
         case .notFound: "not_found"
         case .refused: "refused"
@@ -53,20 +53,20 @@ public enum PlayCallFailure: Error, Sendable, Equatable, CustomStringConvertible
 /// token until a minute before it expires (one sign-in at a time, whoever asks); a 401 takes a
 /// new token once and tries again. Records `google_play_calls_total{call, outcome}` and
 /// `google_play_call_duration_seconds{call}` (Docs/operations.md).
-public final class PlayDeveloperAPI: Sendable {
-    public struct Configuration: Sendable {
+package final class PlayDeveloperAPI: Sendable {
+    package struct Configuration: Sendable {
         /// Where the API lives: Google's, or the simulator's.
-        public var apiBase: String
+        package var apiBase: String
         /// Each call ends within this.
-        public var timeout: Duration
+        package var timeout: Duration
 
-        public init(apiBase: String = "https://androidpublisher.googleapis.com", timeout: Duration = .seconds(15)) {
+        package init(apiBase: String = "https://androidpublisher.googleapis.com", timeout: Duration = .seconds(15)) {
             self.apiBase = apiBase.hasSuffix("/") ? String(apiBase.dropLast()) : apiBase
             self.timeout = timeout
         }
     }
 
-    public enum Call: String, Sendable, CaseIterable {
+    package enum Call: String, Sendable, CaseIterable {
         case subscription = "subscriptionsv2_get"
         case product = "productsv2_get"
         case acknowledgeSubscription = "subscriptions_acknowledge"
@@ -84,7 +84,7 @@ public final class PlayDeveloperAPI: Sendable {
     /// The cached token, and the sign-in under way.
     private let state = Mutex<(token: AccessToken?, signingIn: Task<Result<AccessToken, PlayCallFailure>, Never>?)>((nil, nil))
 
-    public init(
+    package init(
         key: ServiceAccountKey, transport: any HTTPTransport, configuration: Configuration = Configuration(),
         clock: WallClock = .system, metrics: any MetricsFactory = NOOPMetricsHandler.instance
     ) {
@@ -98,7 +98,8 @@ public final class PlayDeveloperAPI: Sendable {
     // MARK: Calls
 
     /// `purchases.subscriptionsv2.get`.
-    public func subscription(package: PlayIdentifier, token: PlayIdentifier) async throws(PlayCallFailure) -> SubscriptionPurchase
+    package func subscription(package: PlayIdentifier, token: PlayIdentifier) async throws(PlayCallFailure)
+        -> SubscriptionPurchase
     {
         let body = try await call(
             .subscription, .get, "\(Self.applications(package))/purchases/subscriptionsv2/tokens/\(token.pathSegment)")
@@ -106,14 +107,14 @@ public final class PlayDeveloperAPI: Sendable {
     }
 
     /// `purchases.productsv2.getproductpurchasev2`.
-    public func product(package: PlayIdentifier, token: PlayIdentifier) async throws(PlayCallFailure) -> ProductPurchase {
+    package func product(package: PlayIdentifier, token: PlayIdentifier) async throws(PlayCallFailure) -> ProductPurchase {
         let body = try await call(
             .product, .get, "\(Self.applications(package))/purchases/productsv2/tokens/\(token.pathSegment)")
         return try Self.read(body) { v throws(GooglePlayError) in try ProductPurchase(v) }
     }
 
     /// `purchases.subscriptions.acknowledge` or `purchases.products.acknowledge`.
-    public func acknowledge(subscription: Bool, package: PlayIdentifier, product: PlayIdentifier, token: PlayIdentifier)
+    package func acknowledge(subscription: Bool, package: PlayIdentifier, product: PlayIdentifier, token: PlayIdentifier)
         async throws(PlayCallFailure)
     {
         let kind = subscription ? "subscriptions" : "products"
@@ -124,7 +125,7 @@ public final class PlayDeveloperAPI: Sendable {
     }
 
     /// `purchases.products.consume`.
-    public func consume(package: PlayIdentifier, product: PlayIdentifier, token: PlayIdentifier) async throws(PlayCallFailure) {
+    package func consume(package: PlayIdentifier, product: PlayIdentifier, token: PlayIdentifier) async throws(PlayCallFailure) {
         _ = try await call(
             .consume, .post,
             "\(Self.applications(package))/purchases/products/\(product.pathSegment)/tokens/\(token.pathSegment):consume")
@@ -132,7 +133,7 @@ public final class PlayDeveloperAPI: Sendable {
 
     /// One page of `purchases.voidedpurchases.list`: orders voided between `start` and `end`
     /// (epoch ms), subscriptions included (`type=1`), and the next page's token when there is one.
-    public func voidedPurchases(package: PlayIdentifier, start: Int64, end: Int64, pageToken: String? = nil)
+    package func voidedPurchases(package: PlayIdentifier, start: Int64, end: Int64, pageToken: String? = nil)
         async throws(PlayCallFailure) -> (purchases: [VoidedPurchase], next: String?)
     {
         var query = "?startTime=\(start)&endTime=\(end)&type=1&maxResults=1000"

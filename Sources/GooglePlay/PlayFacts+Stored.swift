@@ -1,4 +1,4 @@
-import Entitlements
+package import Entitlements
 import Identifiers
 import JSON
 
@@ -7,7 +7,7 @@ import JSON
 /// longer states the fact.
 extension PlayRecord {
     /// A stored Play transaction, found again by its transaction id.
-    public static func remapped(_ stored: Stated<Purchase>) -> Stated<Purchase>? {
+    package static func remapped(_ stored: Stated<Purchase>) -> Stated<Purchase>? {
         guard let json = try? JSONValue.parse(Array(stored.rawJSON.utf8)), let play = PlayRecord(json: json),
             let fact = play.facts.purchases.first(where: { $0.transactionID.isExactly(stored.fact.transactionID) })
         else { return nil }
@@ -15,7 +15,7 @@ extension PlayRecord {
     }
 
     /// A stored Play renewal snapshot, found again by its subscription.
-    public static func remapped(_ stored: Stated<RenewalObservation>) -> Stated<RenewalObservation>? {
+    package static func remapped(_ stored: Stated<RenewalObservation>) -> Stated<RenewalObservation>? {
         let original = stored.fact.renewal.originalTransactionID
         guard let json = try? JSONValue.parse(Array(stored.rawJSON.utf8)), let play = PlayRecord(json: json),
             let renewal = play.facts.renewals.first(where: { $0.originalTransactionID.isExactly(original) })

@@ -1,4 +1,4 @@
-import Entitlements
+package import Entitlements
 
 /// What a Play answer states, as the facts receiptd keeps for both stores (Docs/google-play.md
 /// "From Google's answer to facts"):
@@ -19,7 +19,7 @@ import Entitlements
 /// - `testPurchase` is the `sandbox` environment; `obfuscatedExternalAccountId` is the purchase's
 ///   account token, which the ownership policy matches to an app user as it does Apple's.
 extension PlayRecord {
-    public var facts: (purchases: [Purchase], renewals: [Renewal]) {
+    package var facts: (purchases: [Purchase], renewals: [Renewal]) {
         var (purchases, renewals): ([Purchase], [Renewal]) =
             switch resource {
             case .subscription(let s): subscriptionFacts(s)

@@ -4,8 +4,8 @@
 /// Every format is a run of ASCII letters, digits and a few of `-`, `_`, `.`: never empty, never
 /// `.` or `..`, never `/`, `%`, `?`, `#` or `:`. So each is exactly one path segment, and a client's
 /// text can never reach another endpoint or method (`…:acknowledge` is spelled by receiptd only).
-public struct PlayIdentifier: Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: String, Sendable, CaseIterable {
+package struct PlayIdentifier: Sendable, Hashable, CustomStringConvertible {
+    package enum Kind: String, Sendable, CaseIterable {
         /// An app's package name (`com.example.app`): letters, digits, `_` and `.`.
         case packageName = "package name"
         /// A purchase token, as Play Billing gives the app: letters, digits, `-`, `_` and `.`.
@@ -15,7 +15,7 @@ public struct PlayIdentifier: Sendable, Hashable, CustomStringConvertible {
 
         /// Longest accepted, in bytes. Tokens are a few hundred; Google caps product ids at 139 and
         /// package names at 255.
-        public var maxBytes: Int {
+        package var maxBytes: Int {
             switch self {
             case .packageName: 255
             case .purchaseToken: 1_024
@@ -30,23 +30,23 @@ public struct PlayIdentifier: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public let kind: Kind
-    public let text: String
+    package let kind: Kind
+    package let text: String
 
     /// nil unless `text` has `kind`'s format.
-    public init?(_ text: String, _ kind: Kind) {
+    package init?(_ text: String, _ kind: Kind) {
         guard Self.isValid(text, as: kind) else { return nil }
         self.kind = kind
         self.text = text
     }
 
-    public static func isValid(_ text: String, as kind: Kind) -> Bool {
+    package static func isValid(_ text: String, as kind: Kind) -> Bool {
         (1...kind.maxBytes).contains(text.utf8.count) && text != "." && text != ".." && text.utf8.allSatisfy(kind.allows)
     }
 
     /// The id as one path segment: every byte of a valid id is unreserved (RFC 3986 §2.3).
-    public var pathSegment: String { text }
+    package var pathSegment: String { text }
 
     /// A token's description is its reference, never the token.
-    public var description: String { kind == .purchaseToken ? PurchaseTokenReference.of(text) : text }
+    package var description: String { kind == .purchaseToken ? PurchaseTokenReference.of(text) : text }
 }

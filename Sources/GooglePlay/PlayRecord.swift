@@ -1,13 +1,13 @@
 import Crypto
 import Entitlements
-import JSON
+package import JSON
 
 /// A purchase token's stand-in wherever receiptd names a Play purchase: a token is long, and
 /// with the service account's access it reads the purchase, so it is kept once (to ask Google
 /// again) and named everywhere else by its digest: `GPT.` and the first 128 bits of its SHA-256
 /// in hex.
-public enum PurchaseTokenReference {
-    public static func of(_ token: String) -> String {
+package enum PurchaseTokenReference {
+    package static func of(_ token: String) -> String {
         "GPT."
             + SHA256.hash(data: Array(token.utf8)).prefix(16).map { byte in
                 let hex = Array("0123456789abcdef".utf8)
@@ -22,32 +22,32 @@ public enum PurchaseTokenReference {
 /// rederive` maps them again from exactly what Google sent. Reading an unchanged answer again
 /// gives the same envelope (the times are those first known, never the time of reading), so it
 /// rewrites nothing.
-public struct PlayRecord: Sendable, Equatable {
-    public enum Resource: Sendable, Equatable {
+package struct PlayRecord: Sendable, Equatable {
+    package enum Resource: Sendable, Equatable {
         case subscription(SubscriptionPurchase)
         case product(ProductPurchase)
     }
 
-    public var packageName: String
+    package var packageName: String
     /// ``PurchaseTokenReference`` of the token.
-    public var tokenReference: String
+    package var tokenReference: String
     /// The subscription this token continues: the reference of the oldest token its
     /// `linkedPurchaseToken` chain reaches that receiptd knows of; the token's own for a product.
-    public var chain: String
+    package var chain: String
     /// When receiptd first saw the purchase's current order (epoch ms): a pending payment's date,
     /// and a renewal's start when the period before it is unknown.
-    public var seenAt: Int64
+    package var seenAt: Int64
     /// When the current period began, when known from the period before it (a renewal's order
     /// names no time of its own).
-    public var periodStart: Int64?
+    package var periodStart: Int64?
     /// When receiptd first saw a one-time purchase cancelled.
-    public var cancelledAt: Int64?
+    package var cancelledAt: Int64?
     /// When Google voided the order this record states (a refund, a chargeback, a revocation),
     /// as its voided-purchase notification or the Voided Purchases API said.
-    public var voidedAt: Int64?
-    public var resource: Resource
+    package var voidedAt: Int64?
+    package var resource: Resource
 
-    public init(
+    package init(
         packageName: String, tokenReference: String, chain: String, seenAt: Int64, periodStart: Int64? = nil,
         cancelledAt: Int64? = nil, voidedAt: Int64? = nil, resource: Resource
     ) {
@@ -63,7 +63,7 @@ public struct PlayRecord: Sendable, Equatable {
 
     /// The envelope: `{"google_play": {package_name, token, chain, seen_at, period_start?,
     /// cancelled_at?, voided_at?}, "subscriptionPurchaseV2" | "productPurchaseV2": <Google's resource as it came>}`.
-    public var json: JSONValue {
+    package var json: JSONValue {
         var context: [String: JSONValue] = [
             "package_name": .string(packageName), "token": .string(tokenReference), "chain": .string(chain),
             "seen_at": .int(seenAt),
@@ -80,7 +80,7 @@ public struct PlayRecord: Sendable, Equatable {
     }
 
     /// Reads an envelope back; nil when the JSON is not one (an App Store row's).
-    public init?(json: JSONValue) {
+    package init?(json: JSONValue) {
         guard let context = json["google_play"], let packageName = context["package_name"]?.string,
             let token = context["token"]?.string, let chain = context["chain"]?.string,
             let seenAt = context["seen_at"]?.int64

@@ -1,46 +1,46 @@
 import Entitlements
-import JSON
+package import JSON
 
 /// Google Play's answer about one one-time product purchase token:
 /// `purchases.productsv2.getproductpurchasev2`'s `ProductPurchaseV2`
 /// (https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.productsv2). Read
 /// tolerantly, `raw` kept for `receiptd rederive`.
-public struct ProductPurchase: Sendable, Equatable {
+package struct ProductPurchase: Sendable, Equatable {
     /// `purchaseStateContext.purchaseState`.
-    public enum State: String, Sendable, CaseIterable {
+    package enum State: String, Sendable, CaseIterable {
         case unspecified = "PURCHASE_STATE_UNSPECIFIED"
         case purchased = "PURCHASED"
         case cancelled = "CANCELLED"
         case pending = "PENDING"
     }
 
-    public struct LineItem: Sendable, Equatable {
-        public var productID: String
-        public var quantity: Int64?
+    package struct LineItem: Sendable, Equatable {
+        package var productID: String
+        package var quantity: Int64?
         /// Not yet refunded of `quantity`.
-        public var refundableQuantity: Int64?
+        package var refundableQuantity: Int64?
         /// Whether the app has consumed it (`CONSUMPTION_STATE_CONSUMED`).
-        public var isConsumed: Bool
-        public var offerID: String?
-        public var purchaseOptionID: String?
+        package var isConsumed: Bool
+        package var offerID: String?
+        package var purchaseOptionID: String?
     }
 
-    public var state: State
+    package var state: State
     /// Absent while the payment is pending, and for purchases without an order (some test purchases).
-    public var orderID: String?
+    package var orderID: String?
     /// When the purchase became PURCHASED.
-    public var completionTime: Int64?
-    public var regionCode: String?
-    public var isTest: Bool
-    public var isAcknowledged: Bool
-    public var obfuscatedAccountID: String?
-    public var obfuscatedProfileID: String?
-    public var lineItems: [LineItem]
-    public var raw: JSONValue
+    package var completionTime: Int64?
+    package var regionCode: String?
+    package var isTest: Bool
+    package var isAcknowledged: Bool
+    package var obfuscatedAccountID: String?
+    package var obfuscatedProfileID: String?
+    package var lineItems: [LineItem]
+    package var raw: JSONValue
 
-    public static let kind = "androidpublisher#productPurchaseV2"
+    package static let kind = "androidpublisher#productPurchaseV2"
 
-    public init(_ value: JSONValue) throws(GooglePlayError) {
+    package init(_ value: JSONValue) throws(GooglePlayError) {
         guard case .object = value else { throw .unexpectedAnswer("the product purchase is not a JSON object") }
         if let kind = value["kind"]?.string, kind != Self.kind {
             throw .unexpectedAnswer("the answer's kind is \(kind.prefix(64)), not a product purchase")

@@ -1,15 +1,15 @@
-import CryptoExtras
+package import CryptoExtras
 import JSON
 
 /// Google's public keys for the ID tokens it signs (a JWKS: `{"keys": [{"kid", "kty": "RSA",
 /// "alg": "RS256", "n", "e"}]}`, as https://www.googleapis.com/oauth2/v3/certs serves them).
-public struct SigningKeys: Sendable {
-    public let keys: [String: _RSA.Signing.PublicKey]
+package struct SigningKeys: Sendable {
+    package let keys: [String: _RSA.Signing.PublicKey]
 
-    public init(keys: [String: _RSA.Signing.PublicKey]) { self.keys = keys }
+    package init(keys: [String: _RSA.Signing.PublicKey]) { self.keys = keys }
 
     /// Reads a JWKS; RSA keys of 2,048 bits or more only, others left out. Throws when none is usable.
-    public init(jwks bytes: [UInt8]) throws(GooglePlayError) {
+    package init(jwks bytes: [UInt8]) throws(GooglePlayError) {
         guard let value = try? JSONValue.parse(bytes), let list = value["keys"]?.array else {
             throw .unexpectedAnswer("the signing keys are not a JWKS ({\"keys\": […]})")
         }
@@ -27,7 +27,7 @@ public struct SigningKeys: Sendable {
     }
 
     /// A JWKS of `keys` (the simulator serves its own).
-    public static func jwks(_ keys: [String: _RSA.Signing.PublicKey]) -> [UInt8] {
+    package static func jwks(_ keys: [String: _RSA.Signing.PublicKey]) -> [UInt8] {
         let list: [JSONValue] = keys.sorted { $0.key < $1.key }.compactMap { kid, key in
             guard let primitives = try? key.getKeyPrimitives() else { return nil }
             return .object(strings: [
@@ -44,24 +44,24 @@ public struct SigningKeys: Sendable {
 /// https://cloud.google.com/pubsub/docs/authenticate-push-subscriptions): an RS256 JWT signed by
 /// one of Google's keys, issued by Google, for the configured audience, naming the configured
 /// service account with a verified address, not expired. Pure: the keys and the time are given.
-public struct PushTokenPolicy: Sendable, Equatable {
+package struct PushTokenPolicy: Sendable, Equatable {
     /// The push subscription's audience (its push endpoint's URL unless set otherwise).
-    public var audience: String
+    package var audience: String
     /// The service account the push subscription authenticates as.
-    public var email: String
+    package var email: String
     /// Clock difference tolerated on `exp` and `iat`.
-    public var leewaySeconds: Int64
+    package var leewaySeconds: Int64
 
-    public static let issuers: Set<String> = ["accounts.google.com", "https://accounts.google.com"]
+    package static let issuers: Set<String> = ["accounts.google.com", "https://accounts.google.com"]
 
-    public init(audience: String, email: String, leewaySeconds: Int64 = 60) {
+    package init(audience: String, email: String, leewaySeconds: Int64 = 60) {
         self.audience = audience
         self.email = email
         self.leewaySeconds = leewaySeconds
     }
 
     /// Why a token is refused, in words safe to log (never the token).
-    public enum Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Refusal: Error, Sendable, Equatable, CustomStringConvertible {
         case malformed
         case unknownKey(String)
         case badSignature
@@ -71,7 +71,7 @@ public struct PushTokenPolicy: Sendable, Equatable {
         case expired
         case notYetValid
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .malformed: "not an RS256 JWT"
             case .unknownKey(let kid): "signed with a key Google does not list (kid \(kid.prefix(64)))"
@@ -86,7 +86,7 @@ public struct PushTokenPolicy: Sendable, Equatable {
     }
 
     /// The key id a token names (to fetch Google's keys again when it is new); nil when malformed.
-    public static func keyID(of token: String) -> String? {
+    package static func keyID(of token: String) -> String? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let bytes = Base64URL.decode(parts[0].utf8), let header = try? JSONValue.parse(bytes) else {
             return nil
@@ -95,7 +95,7 @@ public struct PushTokenPolicy: Sendable, Equatable {
     }
 
     /// Verifies `token` at `now` (epoch ms) against `keys`.
-    public func verify(_ token: String, keys: SigningKeys, now: Int64) throws(Refusal) {
+    package func verify(_ token: String, keys: SigningKeys, now: Int64) throws(Refusal) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, token.utf8.count <= 8_192, let headerBytes = Base64URL.decode(parts[0].utf8),
             let claimBytes = Base64URL.decode(parts[1].utf8), let signature = Base64URL.decode(parts[2].utf8),

@@ -1,4 +1,4 @@
-import CryptoExtras
+package import CryptoExtras
 import FoundationEssentials
 import JSON
 
@@ -7,24 +7,24 @@ import JSON
 /// https://developers.google.com/identity/protocols/oauth2/service-account#authorizingrequests).
 /// It is a secret: read from a secret file or the environment, never from `Config/`, and never
 /// repeated in an error or a log (its description names the account only).
-public struct ServiceAccountKey: Sendable, CustomStringConvertible {
+package struct ServiceAccountKey: Sendable, CustomStringConvertible {
     /// The account's address: the JWT's issuer, and the name Play Console grants access to.
-    public let clientEmail: String
+    package let clientEmail: String
     /// Which of the account's keys this is: the JWT header's `kid`.
-    public let privateKeyID: String
+    package let privateKeyID: String
     /// Where an assertion is exchanged for an access token (Google's, or the simulator's).
-    public let tokenURI: String
+    package let tokenURI: String
     private let privateKey: _RSA.Signing.PrivateKey
 
     /// The scope of the Google Play Developer API.
-    public static let androidPublisherScope = "https://www.googleapis.com/auth/androidpublisher"
+    package static let androidPublisherScope = "https://www.googleapis.com/auth/androidpublisher"
     /// The longest an assertion may live: Google refuses one whose `exp` is more than an hour after `iat`.
-    public static let maxAssertionLifetimeSeconds: Int64 = 3_600
+    package static let maxAssertionLifetimeSeconds: Int64 = 3_600
 
     /// Reads a key file's JSON. `tokenURI`, when given, replaces the file's `token_uri` (the
     /// simulator's, in tests and offline). Throws ``GooglePlayError/credentials(_:)`` saying which
     /// member is missing or wrong, never what the file holds.
-    public init(json: [UInt8], tokenURI: String? = nil) throws(GooglePlayError) {
+    package init(json: [UInt8], tokenURI: String? = nil) throws(GooglePlayError) {
         guard let value = try? JSONValue.parse(json), case .object = value else {
             throw .credentials("the service account key is not a JSON object")
         }
@@ -47,14 +47,14 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { "service account \(clientEmail) (key \(privateKeyID))" }
+    package var description: String { "service account \(clientEmail) (key \(privateKeyID))" }
 
     /// The key's public half: what Google (or the simulator) checks an assertion with.
-    public var publicKey: _RSA.Signing.PublicKey { privateKey.publicKey }
+    package var publicKey: _RSA.Signing.PublicKey { privateKey.publicKey }
 
     /// A key file as the Cloud console writes one, for `privateKey` (the simulator's own account
     /// when none is configured, and the tests').
-    public static func keyFile(
+    package static func keyFile(
         clientEmail: String, privateKeyID: String, privateKey: _RSA.Signing.PrivateKey, tokenURI: String,
         projectID: String = "receiptd-simulator"
     ) -> [UInt8] {
@@ -67,7 +67,7 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
 
     /// The signed JWT (RS256) that asks `tokenURI` for an access token with `scope`, issued at `now`
     /// (Unix milliseconds; the JWT counts seconds) and good for `lifetimeSeconds` (at most an hour).
-    public func assertion(
+    package func assertion(
         scope: String = androidPublisherScope, now: Int64, lifetimeSeconds: Int64 = maxAssertionLifetimeSeconds
     ) throws(GooglePlayError) -> String {
         let issuedAt = now / 1_000
@@ -88,33 +88,33 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
     }
 
     /// The form body that exchanges `assertion` for an access token (RFC 7523 §2.1).
-    public static func tokenRequestBody(assertion: String) -> String {
+    package static func tokenRequestBody(assertion: String) -> String {
         "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + assertion
     }
 }
 
 /// An OAuth access token for the Play Developer API and when it stops being good.
-public struct AccessToken: Sendable, Equatable, CustomStringConvertible {
-    public let value: String
+package struct AccessToken: Sendable, Equatable, CustomStringConvertible {
+    package let value: String
     /// Unix milliseconds.
-    public let expiresAt: Int64
+    package let expiresAt: Int64
 
-    public init(value: String, expiresAt: Int64) {
+    package init(value: String, expiresAt: Int64) {
         self.value = value
         self.expiresAt = expiresAt
     }
 
     /// How long before its expiry a token is taken anew: a call started just before would arrive
     /// with a token gone stale.
-    public static let refreshMarginMs: Int64 = 60_000
+    package static let refreshMarginMs: Int64 = 60_000
 
     /// Whether a call made at `now` may still use it.
-    public func isFresh(at now: Int64) -> Bool { now < expiresAt - Self.refreshMarginMs }
+    package func isFresh(at now: Int64) -> Bool { now < expiresAt - Self.refreshMarginMs }
 
     /// The token endpoint's answer, received at `now`: `access_token` and `expires_in` (seconds),
     /// `token_type` Bearer (RFC 6749 §5.1). An error answer (RFC 6749 §5.2) or anything else is
     /// ``GooglePlayError/credentials(_:)`` with Google's `error` code, never the body.
-    public static func granted(_ body: [UInt8], at now: Int64) throws(GooglePlayError) -> AccessToken {
+    package static func granted(_ body: [UInt8], at now: Int64) throws(GooglePlayError) -> AccessToken {
         guard let value = try? JSONValue.parse(body), case .object = value else {
             throw .credentials("the token endpoint's answer is not JSON")
         }
@@ -129,5 +129,5 @@ public struct AccessToken: Sendable, Equatable, CustomStringConvertible {
         return AccessToken(value: token, expiresAt: now + seconds * 1_000)
     }
 
-    public var description: String { "access token (expires at \(expiresAt))" }
+    package var description: String { "access token (expires at \(expiresAt))" }
 }

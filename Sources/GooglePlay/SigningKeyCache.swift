@@ -1,12 +1,12 @@
-import Clocks
-import CurlTransport
+package import Clocks
+package import CurlTransport
 import Synchronization
 
 /// Google's ID-token keys, fetched from their URL (https://www.googleapis.com/oauth2/v3/certs, or
 /// the simulator's) and kept for `maxAge`; fetched again sooner when a token names a key not in
 /// hand (Google rotates them), at most once every `minRefetchMs`. Configured keys, when given,
 /// are used as they are and nothing is fetched.
-public final class SigningKeyCache: Sendable {
+package final class SigningKeyCache: Sendable {
     let url: String
     let transport: (any HTTPTransport)?
     let clock: WallClock
@@ -14,7 +14,7 @@ public final class SigningKeyCache: Sendable {
     let minRefetchMs: Int64
     private let state: Mutex<(keys: SigningKeys?, fetchedAt: Int64)>
 
-    public init(
+    package init(
         url: String, transport: any HTTPTransport, clock: WallClock = .system, maxAgeMs: Int64 = 3_600_000,
         minRefetchMs: Int64 = 60_000
     ) {
@@ -27,7 +27,7 @@ public final class SigningKeyCache: Sendable {
     }
 
     /// Fixed keys (`googlePlay.notifications.jwksFile`): never fetched.
-    public init(fixed: SigningKeys) {
+    package init(fixed: SigningKeys) {
         url = ""
         transport = nil
         clock = .system
@@ -37,7 +37,7 @@ public final class SigningKeyCache: Sendable {
     }
 
     /// Keys that should include `kid`: the ones in hand when fresh and holding it, else fetched.
-    public func keys(for kid: String?) async throws(GooglePlayError) -> SigningKeys {
+    package func keys(for kid: String?) async throws(GooglePlayError) -> SigningKeys {
         let now = clock.now()
         let (held, fetchedAt) = state.withLock { ($0.keys, $0.fetchedAt) }
         if let held {

@@ -1,5 +1,5 @@
 import Entitlements
-import JSON
+package import JSON
 
 /// Google Play's answer about one subscription purchase token: `purchases.subscriptionsv2.get`'s
 /// `SubscriptionPurchaseV2`
@@ -7,9 +7,9 @@ import JSON
 /// Read tolerantly like Apple's answers: members Google adds are ignored, a missing optional
 /// member is nil, and only what receiptd cannot do without is required. `raw` keeps the resource
 /// as it came, for `receiptd rederive`.
-public struct SubscriptionPurchase: Sendable, Equatable {
+package struct SubscriptionPurchase: Sendable, Equatable {
     /// `subscriptionState`'s values.
-    public enum State: String, Sendable, CaseIterable {
+    package enum State: String, Sendable, CaseIterable {
         case unspecified = "SUBSCRIPTION_STATE_UNSPECIFIED"
         case pending = "SUBSCRIPTION_STATE_PENDING"
         case active = "SUBSCRIPTION_STATE_ACTIVE"
@@ -22,7 +22,7 @@ public struct SubscriptionPurchase: Sendable, Equatable {
     }
 
     /// Who ended the subscription's renewals (`canceledStateContext`).
-    public enum Cancellation: String, Sendable, Equatable {
+    package enum Cancellation: String, Sendable, Equatable {
         /// The customer canceled (`userInitiatedCancellation`).
         case user
         /// Google canceled it, e.g. after the account hold ended unpaid (`systemInitiatedCancellation`).
@@ -34,7 +34,7 @@ public struct SubscriptionPurchase: Sendable, Equatable {
     }
 
     /// Which phase of its offer the current period is in (`offerPhase`).
-    public enum OfferPhase: String, Sendable, Equatable {
+    package enum OfferPhase: String, Sendable, Equatable {
         case freeTrial = "free_trial"
         case introductoryPrice = "introductory_price"
         case basePrice = "base_price"
@@ -42,69 +42,69 @@ public struct SubscriptionPurchase: Sendable, Equatable {
     }
 
     /// One item of the subscription (a base subscription, or an add-on).
-    public struct LineItem: Sendable, Equatable {
-        public var productID: String
+    package struct LineItem: Sendable, Equatable {
+        package var productID: String
         /// When the item's access ends unless it renews; during a grace period, the grace period's end.
-        public var expiryTime: Int64?
+        package var expiryTime: Int64?
         /// The order that paid for the current period.
-        public var latestSuccessfulOrderID: String?
+        package var latestSuccessfulOrderID: String?
         /// Nil for a prepaid plan, which never renews by itself.
-        public var autoRenewEnabled: Bool?
-        public var isPrepaid: Bool
+        package var autoRenewEnabled: Bool?
+        package var isPrepaid: Bool
         /// What the next renewal charges (`autoRenewingPlan.recurringPrice`); nil when absent or not exact.
-        public var recurringPrice: GoogleMoney?
+        package var recurringPrice: GoogleMoney?
         /// A price change on its way (`autoRenewingPlan.priceChangeDetails`).
-        public var priceChange: PriceChange?
+        package var priceChange: PriceChange?
         /// An installment plan's commitment (`autoRenewingPlan.installmentDetails`).
-        public var installments: Installments?
-        public var basePlanID: String?
-        public var offerID: String?
-        public var offerPhase: OfferPhase?
+        package var installments: Installments?
+        package var basePlanID: String?
+        package var offerID: String?
+        package var offerPhase: OfferPhase?
         /// The product a deferred replacement turns this item into at its next renewal.
-        public var deferredReplacementProductID: String?
+        package var deferredReplacementProductID: String?
     }
 
-    public struct PriceChange: Sendable, Equatable {
-        public var newPrice: GoogleMoney?
+    package struct PriceChange: Sendable, Equatable {
+        package var newPrice: GoogleMoney?
         /// `PRICE_DECREASE`, `PRICE_INCREASE`, `OPT_OUT_PRICE_INCREASE`.
-        public var mode: String?
+        package var mode: String?
         /// `OUTSTANDING`, `CONFIRMED`, `APPLIED`.
-        public var state: String?
-        public var expectedNewPriceChargeTime: Int64?
+        package var state: String?
+        package var expectedNewPriceChargeTime: Int64?
     }
 
-    public struct Installments: Sendable, Equatable {
-        public var initialCommittedPayments: Int64?
-        public var remainingCommittedPayments: Int64?
-        public var pendingCancellation: Bool
+    package struct Installments: Sendable, Equatable {
+        package var initialCommittedPayments: Int64?
+        package var remainingCommittedPayments: Int64?
+        package var pendingCancellation: Bool
     }
 
-    public var state: State
+    package var state: State
     /// When the subscription was bought (`startTime`); absent while its payment is pending.
-    public var startTime: Int64?
+    package var startTime: Int64?
     /// ISO 3166-1 alpha-2, where the customer was billed.
-    public var regionCode: String?
+    package var regionCode: String?
     /// The token this purchase replaced (an upgrade, downgrade or resubscription).
-    public var linkedPurchaseToken: String?
+    package var linkedPurchaseToken: String?
     /// A license tester's purchase: nothing was charged (receiptd's `sandbox`).
-    public var isTest: Bool
-    public var isAcknowledged: Bool
+    package var isTest: Bool
+    package var isAcknowledged: Bool
     /// What the app set with `setObfuscatedAccountId` at purchase: its user's id, as it chose to send it.
-    public var obfuscatedAccountID: String?
-    public var obfuscatedProfileID: String?
+    package var obfuscatedAccountID: String?
+    package var obfuscatedProfileID: String?
     /// A paused subscription resumes then.
-    public var autoResumeTime: Int64?
-    public var cancellation: Cancellation?
+    package var autoResumeTime: Int64?
+    package var cancellation: Cancellation?
     /// When the customer canceled, when they did.
-    public var cancelTime: Int64?
-    public var lineItems: [LineItem]
-    public var raw: JSONValue
+    package var cancelTime: Int64?
+    package var lineItems: [LineItem]
+    package var raw: JSONValue
 
-    public static let kind = "androidpublisher#subscriptionPurchaseV2"
+    package static let kind = "androidpublisher#subscriptionPurchaseV2"
 
     /// Reads the resource. Throws ``GooglePlayError/unexpectedAnswer(_:)`` naming what is wrong
     /// when it is not a subscription purchase: another `kind`, no state, no line item with a product.
-    public init(_ value: JSONValue) throws(GooglePlayError) {
+    package init(_ value: JSONValue) throws(GooglePlayError) {
         guard case .object = value else { throw .unexpectedAnswer("the subscription purchase is not a JSON object") }
         if let kind = value["kind"]?.string, kind != Self.kind {
             throw .unexpectedAnswer("the answer's kind is \(kind.prefix(64)), not a subscription purchase")

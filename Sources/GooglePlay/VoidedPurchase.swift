@@ -1,19 +1,19 @@
-import JSON
+package import JSON
 
 /// One entry of the Voided Purchases API (`purchases.voidedpurchases.list`,
 /// https://developers.google.com/android-publisher/voided-purchases): an order Google took the
 /// money back for (a refund, a chargeback, a revocation), with when.
-public struct VoidedPurchase: Sendable, Equatable {
-    public var purchaseToken: String
-    public var orderID: String?
-    public var voidedTime: Int64
-    public var purchaseTime: Int64?
+package struct VoidedPurchase: Sendable, Equatable {
+    package var purchaseToken: String
+    package var orderID: String?
+    package var voidedTime: Int64
+    package var purchaseTime: Int64?
     /// 0 user, 1 developer, 2 Google.
-    public var voidedSource: Int64?
+    package var voidedSource: Int64?
     /// 0 other, 1 remorse, 2 not received, 3 defective, 4 accidental purchase, 5 fraud, 6 friendly fraud, 7 chargeback.
-    public var voidedReason: Int64?
+    package var voidedReason: Int64?
 
-    public init(
+    package init(
         purchaseToken: String, orderID: String?, voidedTime: Int64, purchaseTime: Int64? = nil, voidedSource: Int64? = nil,
         voidedReason: Int64? = nil
     ) {
@@ -25,7 +25,7 @@ public struct VoidedPurchase: Sendable, Equatable {
         self.voidedReason = voidedReason
     }
 
-    public init(_ value: JSONValue) throws(GooglePlayError) {
+    package init(_ value: JSONValue) throws(GooglePlayError) {
         guard let token = value["purchaseToken"]?.string else {
             throw .unexpectedAnswer("a voided purchase has no purchaseToken")
         }

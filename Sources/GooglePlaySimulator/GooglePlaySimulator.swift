@@ -1,11 +1,11 @@
-import Clocks
-import CryptoExtras
+package import Clocks
+package import CryptoExtras
 import Entitlements
 import FoundationEssentials
-import GooglePlay
-import HTTPServer
+package import GooglePlay
+package import HTTPServer
 import JSON
-import Logging
+package import Logging
 import Synchronization
 
 /// A loopback stand-in for Google Play, for tests and offline development (Docs/google-play.md
@@ -22,25 +22,25 @@ import Synchronization
 /// - `GET /oauth2/v3/certs`: the simulated Pub/Sub's key, as Google serves its ID-token keys.
 /// - `/control/google/…`: drills for the tests: a purchase's token, a refund (void), a signed
 ///   push of a notification, an outage.
-public final class GooglePlaySimulator: HTTPResponder, Sendable {
-    public struct Configuration: Sendable {
-        public var packageNames: [String]
+package final class GooglePlaySimulator: HTTPResponder, Sendable {
+    package struct Configuration: Sendable {
+        package var packageNames: [String]
         /// The service account whose assertions `/token` accepts.
-        public var clientEmail: String
-        public var publicKey: _RSA.Signing.PublicKey
+        package var clientEmail: String
+        package var publicKey: _RSA.Signing.PublicKey
         /// How long a granted access token lasts.
-        public var tokenLifetimeSeconds: Int64
+        package var tokenLifetimeSeconds: Int64
         /// The token endpoint's own URL: an assertion's `aud` must name it.
-        public var tokenURI: String
+        package var tokenURI: String
         /// The key the simulated Pub/Sub signs its pushes' OIDC tokens with (served as a JWKS at
         /// `/oauth2/v3/certs`); nil: the simulator pushes nothing.
-        public var pushKey: _RSA.Signing.PrivateKey?
+        package var pushKey: _RSA.Signing.PrivateKey?
         /// The audience its pushes' tokens name.
-        public var pushAudience: String
+        package var pushAudience: String
         /// Entries per page of the Voided Purchases API, at most (Google's own cap is 1,000).
-        public var voidedPageSize = 1_000
+        package var voidedPageSize = 1_000
 
-        public init(
+        package init(
             packageNames: [String], clientEmail: String, publicKey: _RSA.Signing.PublicKey, tokenURI: String,
             tokenLifetimeSeconds: Int64 = 3_600, pushKey: _RSA.Signing.PrivateKey? = nil,
             pushAudience: String = GooglePlaySimulator.pushAudience
@@ -80,19 +80,19 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
     private let state: Mutex<State>
     private let clock: WallClock
 
-    public init(configuration: Configuration, clock: WallClock = .system) {
+    package init(configuration: Configuration, clock: WallClock = .system) {
         state = Mutex(State(configuration: configuration))
         self.clock = clock
     }
 
     /// Entries per page of the Voided Purchases API from now on (to drive clients through pages).
-    public func setVoidedPageSize(_ size: Int) { state.withLock { $0.configuration.voidedPageSize = max(1, size) } }
+    package func setVoidedPageSize(_ size: Int) { state.withLock { $0.configuration.voidedPageSize = max(1, size) } }
 
     /// The token endpoint must know its own URL, which exists once the server listens.
-    public func setTokenURI(_ uri: String) { state.withLock { $0.configuration.tokenURI = uri } }
+    package func setTokenURI(_ uri: String) { state.withLock { $0.configuration.tokenURI = uri } }
 
     /// A purchase of `scenario` tagged `tag`: its token, known from now on.
-    public func purchase(_ scenario: PlayScenario, tag: String) -> String {
+    package func purchase(_ scenario: PlayScenario, tag: String) -> String {
         let token = scenario.token(tag: tag)
         let now = clock.now()
         state.withLock { s in
@@ -104,11 +104,11 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
 
     /// Google voids the purchase now (a refund or chargeback): it is revoked, and listed by the
     /// Voided Purchases API.
-    public func void(_ token: String) { change(token) { $0.voidedAt = $1 } }
+    package func void(_ token: String) { change(token) { $0.voidedAt = $1 } }
 
     /// A pending one-time purchase's payment completes now (cash paid at a shop, say): Google
     /// answers it PURCHASED, with its order, from now on.
-    public func completePayment(_ token: String) { change(token) { $0.paidAt = $1 } }
+    package func completePayment(_ token: String) { change(token) { $0.paidAt = $1 } }
 
     /// Something happens to a scripted token's purchase at the simulator's now.
     private func change(_ token: String, _ body: (inout Purchase, Int64) -> Void) {
@@ -120,13 +120,13 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
     }
 
     /// Google down for `milliseconds` of the simulator's clock (0 ends it): every API call 503.
-    public func setOutage(milliseconds: Int64) {
+    package func setOutage(milliseconds: Int64) {
         let now = clock.now()
         state.withLock { $0.outageUntil = milliseconds > 0 ? now + milliseconds : nil }
     }
 
     /// Whether Google has the purchase's acknowledgement, and its consumption.
-    public func acknowledgement(of token: String) -> (acknowledged: Bool, consumed: Bool)? {
+    package func acknowledgement(of token: String) -> (acknowledged: Bool, consumed: Bool)? {
         state.withLock { s in s.purchases[token].map { ($0.acknowledged, $0.consumed) } }
     }
 
@@ -135,7 +135,7 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
     /// key for `audience`, or a stranger's / expired one when asked) and the body. `type`: a
     /// subscription's `notificationType` (default 4 PURCHASED), a one-time product's (default 1),
     /// or nil for a voided purchase when `voided`; Play Console's test notification when `test`.
-    public func push(
+    package func push(
         _ token: String, type: Int64? = nil, voided: Bool = false, test: Bool = false, messageID: String? = nil,
         audience: String? = nil,
         signedBy stranger: _RSA.Signing.PrivateKey? = nil, issuedAt: Int64? = nil
@@ -193,14 +193,14 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
     }
 
     /// Calls so far by kind (`token`, `subscriptionsv2`, `productsv2`, `acknowledge`, `consume`, `unauthorized`).
-    public var calls: [String: Int] { state.withLock { $0.calls } }
+    package var calls: [String: Int] { state.withLock { $0.calls } }
 
     /// Every access token granted so far is refused from now on (Google revoking them).
-    public func revokeAccessTokens() { state.withLock { $0.granted.removeAll() } }
+    package func revokeAccessTokens() { state.withLock { $0.granted.removeAll() } }
 
     // MARK: HTTP
 
-    public func handler(for request: HTTPRequest) -> HTTPHandler {
+    package func handler(for request: HTTPRequest) -> HTTPHandler {
         .immediate { [self] request, _ in respond(request) }
     }
 
@@ -344,30 +344,30 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
     // MARK: Serving
 
     /// A simulator being served, and the URLs to point receiptd at.
-    public struct Served: Sendable {
-        public let server: HTTPServer
-        public let port: Int
-        public let simulator: GooglePlaySimulator
-        public let host: String
-        public var apiBase: String { "http://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
-        public var tokenURI: String { apiBase + "/token" }
+    package struct Served: Sendable {
+        package let server: HTTPServer
+        package let port: Int
+        package let simulator: GooglePlaySimulator
+        package let host: String
+        package var apiBase: String { "http://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+        package var tokenURI: String { apiBase + "/token" }
 
-        public func stop() async {
+        package func stop() async {
             server.shutdown()
             await server.waitUntilStopped()
         }
     }
 
     /// The service account the simulator stands for when receiptd runs it (`googlePlay.simulator`).
-    public static let serviceAccount = "receiptd@simulator.iam.gserviceaccount.com"
+    package static let serviceAccount = "receiptd@simulator.iam.gserviceaccount.com"
     /// The account its simulated Pub/Sub pushes as, and the audience and key id of their tokens.
-    public static let pushAccount = "pubsub-push@simulator.iam.gserviceaccount.com"
-    public static let pushAudience = "receiptd-simulator"
-    public static let pushKeyID = "simulator-push"
+    package static let pushAccount = "pubsub-push@simulator.iam.gserviceaccount.com"
+    package static let pushAudience = "receiptd-simulator"
+    package static let pushKeyID = "simulator-push"
 
     /// Starts a simulator for receiptd's `packages` that accepts `key`'s assertions, and the
     /// service account key receiptd signs in with (pointing at the simulator's token endpoint).
-    public static func serve(
+    package static func serve(
         packages: [String], key: _RSA.Signing.PrivateKey, pushKey: _RSA.Signing.PrivateKey? = nil, clock: WallClock = .system,
         logger: Logger
     ) throws -> (Served, ServiceAccountKey) {
@@ -383,7 +383,7 @@ public final class GooglePlaySimulator: HTTPResponder, Sendable {
 
     /// Starts a simulator on `host`:`port` (a loopback address; port 0 picks a free one); its
     /// token URI is set to its own.
-    public static func serve(
+    package static func serve(
         configuration: Configuration, host: String = "127.0.0.1", port: Int = 0, clock: WallClock = .system, logger: Logger
     ) throws -> Served {
         let simulator = GooglePlaySimulator(configuration: configuration, clock: clock)

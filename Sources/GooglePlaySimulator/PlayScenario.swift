@@ -4,7 +4,7 @@ import JSON
 /// The purchases the Google Play stand-in knows. A token is `gp1.<scenario>.<tag>`: the scenario
 /// scripts the purchase (dates relative to when the simulator first saw the token, so reading it
 /// again gets the same answer), the tag makes it a purchase of its own (its order ids).
-public enum PlayScenario: String, Sendable, CaseIterable {
+package enum PlayScenario: String, Sendable, CaseIterable {
     // Subscriptions (`monthly` unless said; 9.99 EUR a month).
     case active
     /// The first week, free (`offerPhase.freeTrial`).
@@ -47,7 +47,7 @@ public enum PlayScenario: String, Sendable, CaseIterable {
     /// A one-time purchase canceled before it completed.
     case productCancelled = "product_cancelled"
 
-    public var isSubscription: Bool {
+    package var isSubscription: Bool {
         switch self {
         case .lifetime, .coins, .productPending, .productCancelled: false
         default: true
@@ -55,7 +55,7 @@ public enum PlayScenario: String, Sendable, CaseIterable {
     }
 
     /// The product it is a purchase of.
-    public var productID: String {
+    package var productID: String {
         switch self {
         case .upgraded: "yearly"
         case .lifetime, .productPending, .productCancelled: "lifetime"
@@ -65,10 +65,10 @@ public enum PlayScenario: String, Sendable, CaseIterable {
     }
 
     /// The token of a purchase of `self` tagged `tag`.
-    public func token(tag: String) -> String { "gp1.\(rawValue).\(tag)" }
+    package func token(tag: String) -> String { "gp1.\(rawValue).\(tag)" }
 
     /// A token's scenario and tag; nil for a token the simulator did not script.
-    public static func parse(_ token: String) -> (PlayScenario, String)? {
+    package static func parse(_ token: String) -> (PlayScenario, String)? {
         let parts = token.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == "gp1", let scenario = PlayScenario(rawValue: String(parts[1])), !parts[2].isEmpty
         else { return nil }

@@ -1,4 +1,4 @@
-import JSON
+public import JSON
 
 /// The JSON error body every error response carries: `{"error": {"code", "message", "request_id"}}`.
 /// `code` is stable and machine-readable; `message` is for people and never echoes secrets or

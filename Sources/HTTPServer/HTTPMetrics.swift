@@ -1,4 +1,4 @@
-import CoreMetrics
+public import CoreMetrics
 import Synchronization
 
 /// Request metrics by route pattern (never by raw path: one series per route, however many users):

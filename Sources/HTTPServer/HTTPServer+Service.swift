@@ -1,4 +1,4 @@
-import ServiceLifecycle
+public import ServiceLifecycle
 
 extension HTTPServer: Service {
     /// Binds (unless ``start()`` already did) and serves until the service group shuts down

@@ -1,5 +1,5 @@
 import Glibc
-import Logging
+public import Logging
 import Synchronization
 
 /// An HTTP/1.1 server on non-blocking POSIX sockets and epoll.

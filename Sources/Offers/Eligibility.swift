@@ -1,29 +1,29 @@
-import Entitlements
+package import Entitlements
 import Identifiers
 
 /// Which offers an operator allows, per offer (`Config/offers.json`, Docs/offers.md).
-public struct OfferRules: Sendable, Equatable {
+package struct OfferRules: Sendable, Equatable {
     /// Subscription group → its products. Apple names the group on every purchase; a product the
     /// customer never bought is found here.
-    public var groups: [String: [String]]
+    package var groups: [String: [String]]
     /// Offer id (as set up in App Store Connect) → who may have it.
-    public var offers: [String: OfferRule]
+    package var offers: [String: OfferRule]
 
-    public init(groups: [String: [String]] = [:], offers: [String: OfferRule] = [:]) {
+    package init(groups: [String: [String]] = [:], offers: [String: OfferRule] = [:]) {
         self.groups = groups
         self.offers = offers
     }
 
     /// The group `productID` belongs to: as configured, else as the customer's purchases of it say.
-    public func group(of productID: String, facts: Facts) -> String? {
+    package func group(of productID: String, facts: Facts) -> String? {
         if let configured = groups.first(where: { $0.value.contains { $0.isExactly(productID) } })?.key { return configured }
         return facts.purchases.first { $0.productID.isExactly(productID) }?.subscriptionGroupID
     }
 }
 
 /// Who may have one promotional or win-back offer.
-public struct OfferRule: Sendable, Equatable {
-    public enum Audience: String, Sendable, Equatable {
+package struct OfferRule: Sendable, Equatable {
+    package enum Audience: String, Sendable, Equatable {
         /// Subscribed to the group now (entitled by one of its subscriptions).
         case current
         /// Subscribed once, not now.
@@ -33,24 +33,24 @@ public struct OfferRule: Sendable, Equatable {
     }
 
     /// The products it may be used with (empty: any product of its group).
-    public var products: [String]
-    public var audience: Audience
+    package var products: [String]
+    package var audience: Audience
     /// Days since the group's last subscription ended (lapsed customers).
-    public var minDaysSinceExpiry: Int64?
-    public var maxDaysSinceExpiry: Int64?
+    package var minDaysSinceExpiry: Int64?
+    package var maxDaysSinceExpiry: Int64?
     /// Days of paid service in the group, at least.
-    public var minTenureDays: Int64?
+    package var minTenureDays: Int64?
     /// Only while a payment is failing (billing retry or grace), or never then.
-    public var billingIssue: Bool?
+    package var billingIssue: Bool?
     /// Whether a customer with a refund in the past may have it (default: no).
-    public var allowRefunded: Bool
+    package var allowRefunded: Bool
     /// Storefronts (Apple's alpha-3) it is offered in; nil: all.
-    public var storefronts: [String]?
+    package var storefronts: [String]?
     /// At most this many signatures per customer within `perDays` (nil: ever).
-    public var maxPerCustomer: Int?
-    public var perDays: Int64?
+    package var maxPerCustomer: Int?
+    package var perDays: Int64?
 
-    public init(
+    package init(
         products: [String] = [], audience: Audience = .any, minDaysSinceExpiry: Int64? = nil, maxDaysSinceExpiry: Int64? = nil,
         minTenureDays: Int64? = nil, billingIssue: Bool? = nil, allowRefunded: Bool = false, storefronts: [String]? = nil,
         maxPerCustomer: Int? = nil, perDays: Int64? = nil
@@ -70,7 +70,7 @@ public struct OfferRule: Sendable, Equatable {
 
 /// Whether a customer may have an offer, decided from their stored facts and explained like an
 /// entitlement: a stable rule id, the decision in words, the facts it used. Pure: `now` given.
-public enum Eligibility {
+package enum Eligibility {
     static let day: Int64 = 86_400_000
 
     /// Apple's rule for an introductory offer (a free trial or an introductory price): once per
@@ -80,7 +80,7 @@ public enum Eligibility {
     /// by a shared `appTransactionId`). `appleGroupIDs`: Apple's identifiers of the group as stated on
     /// stored transactions of its listed products. Decisions name no transaction (the answer may go to
     /// an app's public key); the facts do.
-    public static func introductory(
+    package static func introductory(
         productID: String, rules: OfferRules, facts: Facts, sameAppleAccount: [Purchase] = [], appleGroupIDs: Set<String> = [],
         now: Int64
     ) -> Explanation {
@@ -122,7 +122,7 @@ public enum Eligibility {
 
     /// The operator's rule for promotional or win-back offer `offerID` on `productID`.
     /// `issued`: when this customer was given this offer's signature before (epoch ms).
-    public static func promotional(
+    package static func promotional(
         offerID: String, productID: String, rules: OfferRules, facts: Facts, storefront: String?, issued: [Int64],
         policy: DerivationPolicy = DerivationPolicy(), appleGroupIDs: Set<String> = [], now: Int64
     ) -> Explanation {

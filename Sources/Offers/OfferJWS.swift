@@ -1,5 +1,5 @@
-import Crypto
-import FoundationEssentials
+package import Crypto
+package import FoundationEssentials
 import JSON
 
 /// The signed requests StoreKit takes since 2025 (Apple's "Generating JWS to sign App Store
@@ -16,12 +16,12 @@ import JSON
 /// The claims are those of Apple's App Store Server Library's `PromotionalOfferV2SignatureCreator`
 /// and `IntroductoryOfferEligibilitySignatureCreator`, against which the CI's oracle compares ours.
 /// Pure: the nonce and the time are given.
-public enum OfferJWS {
-    public enum Request: Sendable, Equatable {
+package enum OfferJWS {
+    package enum Request: Sendable, Equatable {
         case promotionalOffer(productID: String, offerID: String, transactionID: String?)
         case introductoryOfferEligibility(productID: String, allowIntroductoryOffer: Bool, transactionID: String)
 
-        public var audience: String {
+        package var audience: String {
             switch self {
             case .promotionalOffer: "promotional-offer"
             case .introductoryOfferEligibility: "introductory-offer-eligibility"
@@ -43,7 +43,7 @@ public enum OfferJWS {
     }
 
     /// The compact JWS of `request` for `bundleID`, issued at `issuedAt` (UNIX seconds).
-    public static func sign(
+    package static func sign(
         _ request: Request, bundleID: String, keyID: String, issuerID: String, key: P256.Signing.PrivateKey, nonce: UUID,
         issuedAt: Int64
     ) throws -> String {

@@ -1,8 +1,8 @@
 import JSON
 
 /// `Config/offers.json` is not what Docs/offers.md describes; the message names the member.
-public struct OfferRulesError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var description: String
+package struct OfferRulesError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var description: String
 }
 
 extension OfferRules {
@@ -10,7 +10,7 @@ extension OfferRules {
     /// "audience"?, "min_days_since_expiry"?, "max_days_since_expiry"?, "min_tenure_days"?,
     /// "billing_issue"?, "allow_refunded"?, "storefronts"?, "max_per_customer"?, "per_days"?}}}`.
     /// Unknown members are refused (a misspelt rule must not silently allow an offer).
-    public init(json bytes: [UInt8]) throws(OfferRulesError) {
+    package init(json bytes: [UInt8]) throws(OfferRulesError) {
         guard let value = try? JSONValue.parse(bytes), case .object(let top) = value else {
             throw OfferRulesError(description: "not a JSON object")
         }

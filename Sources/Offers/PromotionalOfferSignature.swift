@@ -1,5 +1,5 @@
-import Crypto
-import FoundationEssentials
+package import Crypto
+package import FoundationEssentials
 
 /// The signature StoreKit asks for before it shows a promotional offer (the original API,
 /// `SKPaymentDiscount` / `Product.PurchaseOption.promotionalOffer(offerID:keyID:nonce:signature:timestamp:)`):
@@ -11,17 +11,17 @@ import FoundationEssentials
 /// (https://developer.apple.com/documentation/storekit/generating-a-signature-for-promotional-offers)
 /// and its App Store Server Library's `PromotionalOfferSignatureCreator`, whose output the CI's
 /// oracle checks ours against. Pure: the nonce and the time are given.
-public struct PromotionalOfferSignature: Sendable, Equatable {
-    public var keyID: String
+package struct PromotionalOfferSignature: Sendable, Equatable {
+    package var keyID: String
     /// Lowercase UUID.
-    public var nonce: String
+    package var nonce: String
     /// UNIX milliseconds.
-    public var timestamp: Int64
+    package var timestamp: Int64
     /// Base64 of the DER ECDSA signature.
-    public var signature: String
+    package var signature: String
 
     /// The exact text signed.
-    public static func payload(
+    package static func payload(
         bundleID: String, keyID: String, productID: String, offerID: String, applicationUsername: String, nonce: String,
         timestamp: Int64
     ) -> String {
@@ -30,7 +30,7 @@ public struct PromotionalOfferSignature: Sendable, Equatable {
     }
 
     /// Signs an offer of `offerID` on `productID` for `bundleID`'s user `applicationUsername`.
-    public static func sign(
+    package static func sign(
         bundleID: String, keyID: String, key: P256.Signing.PrivateKey, productID: String, offerID: String,
         applicationUsername: String = "", nonce: UUID, timestamp: Int64
     ) throws -> PromotionalOfferSignature {

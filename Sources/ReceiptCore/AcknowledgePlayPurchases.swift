@@ -1,9 +1,9 @@
-import Clocks
-import CoreMetrics
-import GooglePlay
-import Logging
+package import Clocks
+package import CoreMetrics
+package import GooglePlay
+package import Logging
 import ServiceLifecycle
-import Storage
+package import Storage
 
 /// Makes the calls Google is owed for stored Play purchases: each acknowledgement (Google refunds
 /// a purchase not acknowledged within three days) and, when configured, each consumption. The

@@ -1,8 +1,8 @@
-import Clocks
+package import Clocks
 import Entitlements
 import Identifiers
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// Make another app user id one with a subscriber (`POST /v1/subscribers/{id}/aliases`): the app
 /// learnt who an anonymous user is, or two accounts are one person. Afterwards every read and write

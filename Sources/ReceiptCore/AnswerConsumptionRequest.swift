@@ -1,10 +1,10 @@
-import AppStore
+package import AppStore
 import Clocks
-import CoreMetrics
+package import CoreMetrics
 import Entitlements
-import JSON
-import Logging
-import Storage
+package import JSON
+package import Logging
+package import Storage
 
 /// Answers Apple's `CONSUMPTION_REQUEST` (a customer asked for a refund) with Send Consumption
 /// Information, when `appStore.consumption.enabled`: Apple weighs the answer when deciding the

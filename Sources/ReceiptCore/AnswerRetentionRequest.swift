@@ -1,13 +1,13 @@
-import AppStore
-import Clocks
-import CoreMetrics
-import Entitlements
+package import AppStore
+package import Clocks
+package import CoreMetrics
+package import Entitlements
 import FoundationEssentials
-import JSON
-import Logging
+package import JSON
+package import Logging
 import Offers
-import Retention
-import Storage
+package import Retention
+package import Storage
 
 /// Apple asks, while a customer views a subscription they may cancel, which retention message to
 /// show (Apple's Retention Messaging API, "Get Retention Message" endpoint; Docs/retention.md).

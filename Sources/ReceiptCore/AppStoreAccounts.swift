@@ -1,4 +1,4 @@
-import AppStore
+package import AppStore
 
 /// The App Store Connect accounts whose apps receiptd serves, each with its own secrets: the
 /// shared secret verifyReceipt and V1 notifications use, the In-App Purchase key the App Store

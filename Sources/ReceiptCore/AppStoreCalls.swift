@@ -1,9 +1,9 @@
-import AppStore
-import Clocks
-import CoreMetrics
-import Logging
+package import AppStore
+package import Clocks
+package import CoreMetrics
+package import Logging
 import ServiceLifecycle
-import Storage
+package import Storage
 
 /// Makes the calls receiptd owes the App Store Server API (``AppStoreCallStore``), each queued
 /// in the transaction of the save that made it due (``SubscriberState``):

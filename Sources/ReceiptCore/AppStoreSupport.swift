@@ -1,10 +1,10 @@
-import AppStore
-import Clocks
+package import AppStore
+package import Clocks
 import Entitlements
 import FoundationEssentials
 import Identifiers
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// What support does through the App Store Server API: find a purchase by the order id on the
 /// customer's Apple invoice (and who holds it here), extend a subscription's renewal date (after

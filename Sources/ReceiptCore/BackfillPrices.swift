@@ -1,8 +1,8 @@
-import AppStore
-import Clocks
+package import AppStore
+package import Clocks
 import Entitlements
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// `receiptd backfill-prices`: prices the App Store purchases verifyReceipt told receiptd about
 /// (verifyReceipt states no money) by asking Get Transaction History once per purchase, through

@@ -1,4 +1,4 @@
-import Clocks
+package import Clocks
 import Storage
 
 /// A consistent copy of the database while receiptd serves (SQLite's online backup API), checked

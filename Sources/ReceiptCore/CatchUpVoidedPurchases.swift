@@ -1,10 +1,10 @@
-import Clocks
-import CoreMetrics
+package import Clocks
+package import CoreMetrics
 import Entitlements
-import GooglePlay
-import Logging
+package import GooglePlay
+package import Logging
 import ServiceLifecycle
-import Storage
+package import Storage
 
 /// Google Play's twin of Apple's notification catch-up: the Voided Purchases API read at start and
 /// on an interval, per app, from a little before where the last read ended (never more than 30

@@ -1,4 +1,4 @@
-import Storage
+package import Storage
 
 /// Whether this instance can serve: the database answers and every migration it knows is applied
 /// (a half-finished deploy has one pending). Asked by `/readyz` on every probe.

@@ -1,4 +1,4 @@
-import Analytics
+package import Analytics
 import Entitlements
 import Foundation
 import FoundationEssentials

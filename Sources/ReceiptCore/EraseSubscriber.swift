@@ -1,7 +1,7 @@
-import Clocks
-import JSON
-import Logging
-import Storage
+package import Clocks
+package import JSON
+package import Logging
+package import Storage
 
 /// Erase a person (GDPR art. 17, CCPA): everything stored under their app user id, in one
 /// transaction (``Erasure``), then their rows of the chart rollups in another (on SQLite those

@@ -3,7 +3,7 @@ import Entitlements
 import Foundation
 import FoundationEssentials
 import JSON
-import Storage
+package import Storage
 
 /// `receiptd export-data --since DATE DIR`: transactions (with money), events and subscribers as
 /// gzip NDJSON or CSV, one file per table and UTC day a row was last written

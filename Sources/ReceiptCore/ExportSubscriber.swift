@@ -1,8 +1,8 @@
-import Clocks
+package import Clocks
 import Identifiers
 import JSON
-import Logging
-import Storage
+package import Logging
+package import Storage
 import Synchronization
 
 /// Everything stored about a person, for their right of access (GDPR art. 15, CCPA): one JSON

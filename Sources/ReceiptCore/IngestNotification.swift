@@ -1,11 +1,11 @@
-import AppStore
-import Clocks
+package import AppStore
+package import Clocks
 import Crypto
 import Entitlements
 import FoundationEssentials
 import JSON
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// An App Store Server Notification (V1 or V2, told apart by shape): verified, stored once
 /// (deduplicated), applied to its subscriber like any verified receipt, and only then reported

@@ -1,10 +1,10 @@
-import Clocks
-import CoreMetrics
-import Entitlements
-import GooglePlay
+package import Clocks
+package import CoreMetrics
+package import Entitlements
+package import GooglePlay
 import Identifiers
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// A Google Play real-time developer notification, as Cloud Pub/Sub pushes it to
 /// `POST /v1/notifications/google` (Docs/google-play.md "Notifications"): the push's OIDC token

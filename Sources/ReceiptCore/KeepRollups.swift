@@ -1,10 +1,10 @@
-import Analytics
-import Clocks
-import CoreMetrics
+package import Analytics
+package import Clocks
+package import CoreMetrics
 import Entitlements
-import Logging
+package import Logging
 import ServiceLifecycle
-import Storage
+package import Storage
 
 /// Keeps the chart rollups current (Docs/analytics.md#rollups), off the request path: follows the
 /// change log and recomputes each changed holder's rows, adding to the sums the difference from

@@ -1,6 +1,6 @@
 import Entitlements
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// What support and backends list: the latest notifications with their outcome, and purchases
 /// passed between app users. Pages run newest (or most shared) first.

@@ -1,10 +1,10 @@
-import AppStore
-import Clocks
-import CoreMetrics
+package import AppStore
+package import Clocks
+package import CoreMetrics
 import FoundationEssentials
-import Logging
+package import Logging
 import ServiceLifecycle
-import Storage
+package import Storage
 
 /// Outage compensation for everyone at once: Apple's Extend Subscription Renewal Dates for All
 /// Active Subscribers (API 1.7), asked by product and storefronts from the API or the console.

@@ -1,10 +1,10 @@
-import AppStore
-import Clocks
-import CoreMetrics
+package import AppStore
+package import Clocks
+package import CoreMetrics
 import JSON
-import Logging
+package import Logging
 import ServiceLifecycle
-import Storage
+package import Storage
 
 /// Recovers App Store Server Notifications receiptd missed (down, unreachable, Apple gave up): at
 /// start and every `intervalMs`, Get Notification History for each configured app and environment

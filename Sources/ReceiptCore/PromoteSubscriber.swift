@@ -1,8 +1,8 @@
-import Clocks
-import Entitlements
+package import Clocks
+package import Entitlements
 import Foundation
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// Promotional entitlements (Docs/console.md "Promotional entitlements"): support gives a subscriber an
 /// entitlement for a while, or takes it back. Each is a stored fact (``PromotionStore``) with who

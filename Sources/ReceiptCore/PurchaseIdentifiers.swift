@@ -1,6 +1,6 @@
-import Entitlements
+package import Entitlements
 import Identifiers
-import JSON
+package import JSON
 import Storage
 
 /// The identifiers that name a person's purchases or Apple Account, as the subscriber document

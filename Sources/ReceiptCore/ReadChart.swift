@@ -1,9 +1,9 @@
-import Analytics
-import Clocks
+package import Analytics
+package import Clocks
 import Entitlements
-import Logging
+package import Logging
 import Resilience
-import Storage
+package import Storage
 
 /// The subscription metrics (`GET /v1/admin/charts/{chart}`; its drill-down in DrillChart.swift):
 /// the rollups, or the ledger of one environment read from storage, the loaded exchange rates, and

@@ -1,6 +1,6 @@
-import Analytics
-import Logging
-import Storage
+package import Analytics
+package import Logging
+package import Storage
 
 /// What one customer paid (`GET /v1/subscribers/{id}/money`): each of their transactions in an
 /// environment with its price, refund, tax, commission and proceeds, by the revenue chart's rules

@@ -1,7 +1,7 @@
-import Clocks
+package import Clocks
 import Entitlements
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// Read a subscriber without calling Apple: their document (from the document cache when it is
 /// current, else from storage) and their lifecycle events.

@@ -1,5 +1,5 @@
-import AppStore
-import Entitlements
+package import AppStore
+package import Entitlements
 
 /// Why a use case refused or failed. Each case has a stable ``code``; the HTTP edge maps each to
 /// one status and error body (ReceiptService's `APIError`), the CLI prints it.

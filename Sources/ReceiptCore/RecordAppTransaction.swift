@@ -1,9 +1,9 @@
-import AppStore
-import Clocks
+package import AppStore
+package import Clocks
 import Entitlements
 import JSON
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// An app posts StoreKit's AppTransaction for its user (Docs/offers.md "AppTransaction"):
 /// verified like any of Apple's signed data and kept for the person, so offers can name a customer

@@ -1,6 +1,6 @@
-import Entitlements
+package import Entitlements
 import Identifiers
-import Storage
+package import Storage
 
 /// `receiptd rederive`: recomputes every subscriber from the raw Apple payloads stored with their
 /// purchases. Each subscriber is one short write transaction, so it is safe while receiptd serves:

@@ -1,12 +1,12 @@
-import AppStore
-import Clocks
-import CoreMetrics
+package import AppStore
+package import Clocks
+package import CoreMetrics
 import Entitlements
-import GooglePlay
+package import GooglePlay
 import Identifiers
-import Logging
+package import Logging
 import ServiceLifecycle
-import Storage
+package import Storage
 import Synchronization
 
 /// Re-validates stored subscriptions in the background (Docs/app-store.md "Refresher"): those that expired,

@@ -1,10 +1,10 @@
-import AppStore
-import Clocks
-import CoreMetrics
-import Entitlements
-import JSON
-import Logging
-import Storage
+package import AppStore
+package import Clocks
+package import CoreMetrics
+package import Entitlements
+package import JSON
+package import Logging
+package import Storage
 import Synchronization
 
 /// `appStore.verifier` = `shadow`: verifyReceipt answers the client, and the same customer is

@@ -1,12 +1,12 @@
-import Clocks
-import CoreMetrics
-import Crypto
-import Entitlements
-import FoundationEssentials
+package import Clocks
+package import CoreMetrics
+package import Crypto
+package import Entitlements
+package import FoundationEssentials
 import Identifiers
-import Logging
-import Offers
-import Storage
+package import Logging
+package import Offers
+package import Storage
 
 /// Signs the offers StoreKit asks a server for (Docs/offers.md), after deciding from the stored
 /// history that the customer may have them: a promotional offer (the original API's signature,

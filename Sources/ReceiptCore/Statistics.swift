@@ -1,7 +1,7 @@
-import Clocks
+package import Clocks
 import Entitlements
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// The overview's numbers (`GET /v1/admin/stats`): subscribers by product and state now, and per
 /// bucket of a range, the lifecycle events, notifications and exchanges with Apple.

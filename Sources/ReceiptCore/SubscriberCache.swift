@@ -1,6 +1,6 @@
 import Entitlements
 import Identifiers
-import Storage
+package import Storage
 import Synchronization
 
 /// Subscriber documents kept rendered in memory, so a backend's GET /v1/subscribers/{id} is

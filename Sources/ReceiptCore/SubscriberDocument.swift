@@ -1,7 +1,7 @@
 import Analytics
 import AppStore
-import Entitlements
-import JSON
+package import Entitlements
+package import JSON
 import Storage
 
 /// How purchases become entitlements: the configured rules, product kinds and policy knobs.

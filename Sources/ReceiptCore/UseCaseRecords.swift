@@ -1,4 +1,4 @@
-import Storage
+package import Storage
 
 // Some use cases answer with stored records as they are: plain values with nothing to hide and no
 // behaviour to call. They are named here, as part of ReceiptCore's vocabulary, so the HTTP edge

@@ -1,9 +1,9 @@
-import Clocks
-import Entitlements
-import GooglePlay
+package import Clocks
+package import Entitlements
+package import GooglePlay
 import JSON
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// Verify a Google Play purchase for an app user and store what it proves (Docs/google-play.md):
 /// the token's subscription (`subscriptionsv2`) or one-time purchase (`productsv2`) asked of the

@@ -1,10 +1,10 @@
-import AppStore
-import Clocks
+package import AppStore
+package import Clocks
 import Entitlements
 import FoundationEssentials
 import Identifiers
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// Verify a purchase for an app user and store what it proves: an app receipt through Apple's
 /// verifyReceipt (or, in `server_api` mode, its transaction id through the App Store Server API),

@@ -1,10 +1,10 @@
 import AppStore
-import Clocks
-import CoreMetrics
-import CurlTransport
-import Logging
+package import Clocks
+package import CoreMetrics
+package import CurlTransport
+package import Logging
 import ServiceLifecycle
-import Storage
+package import Storage
 import Synchronization
 
 /// Sends the outbox's deliveries (a Service; idle when no endpoint is configured).

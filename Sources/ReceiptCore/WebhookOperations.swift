@@ -1,6 +1,6 @@
-import Clocks
-import Logging
-import Storage
+package import Clocks
+package import Logging
+package import Storage
 
 /// What operators do with webhooks: list deliveries, send one again, replay an endpoint's events
 /// from a time, and see each endpoint's backlog.

@@ -2,7 +2,7 @@ import Crypto
 import Entitlements
 import Identifiers
 import JSON
-import Storage
+package import Storage
 import Synchronization
 
 /// Writes the webhook messages of newly recorded events, and their deliveries to each endpoint

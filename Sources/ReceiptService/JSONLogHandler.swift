@@ -3,17 +3,17 @@ import Entitlements
 import FoundationEssentials
 import Glibc
 import JSON
-import Logging
+package import Logging
 import Synchronization
 
 /// swift-log to JSON lines, one object per line, for log collectors:
 /// `{"time":"2026-11-22T10:00:00.123Z","level":"info","message":"…","request_id":"…","logger":"receiptd","fields":{…}}`.
 /// `request_id` is lifted out of the metadata when present; every other metadata value goes under
 /// `fields` (sorted keys), so no field can collide with the five above.
-public struct JSONLogHandler: LogHandler {
-    public var logLevel: Logger.Level
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+package struct JSONLogHandler: LogHandler {
+    package var logLevel: Logger.Level
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
     private let label: String
     private let sink: @Sendable ([UInt8]) -> Void
     private let clock: @Sendable () -> Int64
@@ -21,7 +21,7 @@ public struct JSONLogHandler: LogHandler {
     /// - Parameters:
     ///   - sink: receives each line with its newline; standard error by default, in one `write`.
     ///   - clock: epoch milliseconds for `time`.
-    public init(
+    package init(
         label: String, level: Logger.Level, sink: @escaping @Sendable ([UInt8]) -> Void = JSONLogHandler.standardError,
         clock: @escaping @Sendable () -> Int64 = WallClock.system.now
     ) {
@@ -31,12 +31,12 @@ public struct JSONLogHandler: LogHandler {
         self.clock = clock
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var fields = metadata
         if let provided = metadataProvider?.get() { fields.merge(provided) { $1 } }
         if let given = event.metadata { fields.merge(given) { $1 } }
@@ -75,7 +75,7 @@ public struct JSONLogHandler: LogHandler {
     private static let writing = Mutex(())
 
     /// One `write(2)` per line under a lock, so lines from several threads never interleave.
-    public static let standardError: @Sendable ([UInt8]) -> Void = { line in
+    package static let standardError: @Sendable ([UInt8]) -> Void = { line in
         writing.withLock { _ in
             line.withUnsafeBytes { buffer in
                 var offset = 0

@@ -1,6 +1,6 @@
 import Foundation
-import ReceiptService
-import Storage
+package import ReceiptService
+package import Storage
 
 /// A private in-memory SQLite database with the repository's migrations applied, and the chart
 /// rollups' file (private, in memory too) attached, as a `DatabaseQueue` on `:memory:` has it.

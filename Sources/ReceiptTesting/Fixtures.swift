@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Test material, bundled as this target's resources: `SignedData/` (Apple's test PKI from
 /// app-store-server-library, signed samples; SOURCES.md there) and `AppStore/` (verifyReceipt and

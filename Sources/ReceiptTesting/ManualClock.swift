@@ -1,4 +1,4 @@
-import Clocks
+package import Clocks
 import Synchronization
 
 /// Wall time moved by hand (epoch ms), for the service and its simulator alike.

@@ -1,6 +1,6 @@
-import Analytics
-import Entitlements
-import Storage
+package import Analytics
+package import Entitlements
+package import Storage
 
 private let day: Int64 = 86_400_000
 

@@ -1,6 +1,6 @@
-import AppStore
-import CryptoExtras
-import Logging
+package import AppStore
+package import CryptoExtras
+package import Logging
 import Synchronization
 import Testing
 

@@ -1,6 +1,6 @@
-import AppStore
+package import AppStore
 import AppStoreSimulator
-import X509
+package import X509
 
 /// Apple's test PKI (Fixtures/SignedData, SOURCES.md there): its root is the trust anchor in
 /// tests, and its leaf key signs every V2 notification and StoreKit 2 transaction they send.

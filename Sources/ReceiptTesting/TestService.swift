@@ -1,14 +1,14 @@
 import AppStore
-import AppStoreSimulator
-import Clocks
+package import AppStoreSimulator
+package import Clocks
 import Foundation
-import GooglePlaySimulator
-import HTTPServer
-import Logging
-import ReceiptCore
-import ReceiptService
-import Resilience
-import Storage
+package import GooglePlaySimulator
+package import HTTPServer
+package import Logging
+package import ReceiptCore
+package import ReceiptService
+package import Resilience
+package import Storage
 
 /// The repository's migrations.
 package let migrationsDirectory =

@@ -1,8 +1,8 @@
-import Clocks
-import Entitlements
+package import Clocks
+package import Entitlements
 import Identifiers
-import JSON
-import ReceiptCore
+package import JSON
+package import ReceiptCore
 
 /// A third store, made up, plugged in through the seam Apple and Google use (``PurchaseStore``):
 /// POST /v1/receipts reads `{"store": "test_store", "code": "<product>.<tag>"}`, the store

@@ -1,6 +1,6 @@
-import Dispatch
+package import Dispatch
 import Foundation
-import ReceiptCore
+package import ReceiptCore
 import Storage
 
 /// How long a wait may last before the test calls it a hang. It bounds a failure, never the time

@@ -5,20 +5,20 @@ import Synchronization
 /// `openFor` has passed; then one probe goes through (half-open). A probe that Apple answers
 /// closes the breaker; one that fails opens it again for twice as long, up to `maxOpenFor`.
 /// Pure: time is a monotonic reading handed in.
-public struct CircuitBreaker: Sendable, Equatable {
-    public struct Policy: Sendable, Equatable {
-        public var failureThreshold: Int
-        public var openFor: Duration
-        public var maxOpenFor: Duration
+package struct CircuitBreaker: Sendable, Equatable {
+    package struct Policy: Sendable, Equatable {
+        package var failureThreshold: Int
+        package var openFor: Duration
+        package var maxOpenFor: Duration
 
-        public init(failureThreshold: Int = 5, openFor: Duration = .seconds(30), maxOpenFor: Duration = .seconds(300)) {
+        package init(failureThreshold: Int = 5, openFor: Duration = .seconds(30), maxOpenFor: Duration = .seconds(300)) {
             self.failureThreshold = failureThreshold
             self.openFor = openFor
             self.maxOpenFor = maxOpenFor
         }
     }
 
-    public enum State: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
         /// Calls go through; `failures` counts unavailable verifications in a row.
         case closed(failures: Int)
         /// No calls until `until`; `backoff` is how long this opening lasts.
@@ -26,7 +26,7 @@ public struct CircuitBreaker: Sendable, Equatable {
         /// One probe is out; everything else fails fast until it ends.
         case halfOpen(backoff: Duration)
 
-        public var name: String {
+        package var name: String {
             switch self {
             case .closed: "closed"
             case .open: "open"
@@ -36,7 +36,7 @@ public struct CircuitBreaker: Sendable, Equatable {
     }
 
     /// Whether a verification may call Apple.
-    public enum Decision: Sendable, Equatable {
+    package enum Decision: Sendable, Equatable {
         case allow
         /// The one call that tests whether Apple is back.
         case probe
@@ -44,12 +44,12 @@ public struct CircuitBreaker: Sendable, Equatable {
         case reject(retryAfter: Duration)
     }
 
-    public let policy: Policy
-    public private(set) var state: State = .closed(failures: 0)
+    package let policy: Policy
+    package private(set) var state: State = .closed(failures: 0)
 
-    public init(policy: Policy = Policy()) { self.policy = policy }
+    package init(policy: Policy = Policy()) { self.policy = policy }
 
-    public mutating func decide(now: Duration) -> Decision {
+    package mutating func decide(now: Duration) -> Decision {
         switch state {
         case .closed:
             return .allow
@@ -66,7 +66,7 @@ public struct CircuitBreaker: Sendable, Equatable {
     /// whole (21002 after retries, say): the failure count is left alone, so such answers can
     /// never open the breaker. A probe that ends this way did reach Apple, which answered: closed.
     @discardableResult
-    public mutating func recordInconclusive(now: Duration) -> State? {
+    package mutating func recordInconclusive(now: Duration) -> State? {
         guard case .halfOpen = state else { return nil }
         return record(available: true, now: now)
     }
@@ -75,7 +75,7 @@ public struct CircuitBreaker: Sendable, Equatable {
     /// (valid or not), false when it ended unavailable for a reason that concerns Apple as a whole
     /// (``VerifyReceiptStateMachine/failureIsAppleWide``). Returns the new state when it changed.
     @discardableResult
-    public mutating func record(available: Bool, now: Duration) -> State? {
+    package mutating func record(available: Bool, now: Duration) -> State? {
         let before = state
         switch (state, available) {
         case (_, true):
@@ -97,33 +97,33 @@ public struct CircuitBreaker: Sendable, Equatable {
 }
 
 /// A ``CircuitBreaker`` shared by every verification, reporting each change of state.
-public final class SharedCircuitBreaker: Sendable {
+package final class SharedCircuitBreaker: Sendable {
     private let breaker: Mutex<CircuitBreaker>
     private let onChange: @Sendable (CircuitBreaker.State) -> Void
 
-    public init(policy: CircuitBreaker.Policy, onChange: @escaping @Sendable (CircuitBreaker.State) -> Void = { _ in }) {
+    package init(policy: CircuitBreaker.Policy, onChange: @escaping @Sendable (CircuitBreaker.State) -> Void = { _ in }) {
         breaker = Mutex(CircuitBreaker(policy: policy))
         self.onChange = onChange
     }
 
-    public func decide(now: Duration) -> CircuitBreaker.Decision {
+    package func decide(now: Duration) -> CircuitBreaker.Decision {
         let (decision, state) = breaker.withLock { b in (b.decide(now: now), b.state) }
         if decision == .probe { onChange(state) }
         return decision
     }
 
-    public func record(available: Bool, now: Duration) {
+    package func record(available: Bool, now: Duration) {
         if let changed = breaker.withLock({ $0.record(available: available, now: now) }) { onChange(changed) }
     }
 
-    public func recordInconclusive(now: Duration) {
+    package func recordInconclusive(now: Duration) {
         if let changed = breaker.withLock({ $0.recordInconclusive(now: now) }) { onChange(changed) }
     }
 
-    public var state: CircuitBreaker.State { breaker.withLock { $0.state } }
+    package var state: CircuitBreaker.State { breaker.withLock { $0.state } }
 
     /// While open: the time until the next probe.
-    public func retryAfter(now: Duration) -> Duration? {
+    package func retryAfter(now: Duration) -> Duration? {
         guard case .open(let until, _) = state else { return nil }
         return max(.zero, until - now)
     }

@@ -3,14 +3,14 @@ import Synchronization
 /// Runs one operation per key at a time and gives its result to every caller that asked for the
 /// same key meanwhile (the same receipt posted 100 times at once costs one Apple call).
 /// Callers arriving after it finished start a new one: nothing is cached.
-public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+package final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private let inFlight = Mutex<[Key: (task: Task<Value, Never>, callers: Int)]>([:])
 
-    public init() {}
+    package init() {}
 
     /// The value of `operation` for `key`, shared with the callers that asked while it ran; and
     /// whether this caller started it.
-    public func run(_ key: Key, _ operation: @escaping @Sendable () async -> Value) async -> (value: Value, leader: Bool) {
+    package func run(_ key: Key, _ operation: @escaping @Sendable () async -> Value) async -> (value: Value, leader: Bool) {
         let (task, leader) = inFlight.withLock { flights -> (Task<Value, Never>, Bool) in
             if let running = flights[key] {
                 flights[key]?.callers += 1
@@ -26,28 +26,28 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
     }
 
     /// Keys with an operation running now.
-    public var count: Int { inFlight.withLock { $0.count } }
+    package var count: Int { inFlight.withLock { $0.count } }
 
     /// How many callers share the operation running for `key` (0 when none runs).
-    public func callers(of key: Key) -> Int { inFlight.withLock { $0[key]?.callers ?? 0 } }
+    package func callers(of key: Key) -> Int { inFlight.withLock { $0[key]?.callers ?? 0 } }
 
     /// How many callers wait for an operation, whatever its key.
-    public var callers: Int { inFlight.withLock { $0.values.reduce(0) { $0 + $1.callers } } }
+    package var callers: Int { inFlight.withLock { $0.values.reduce(0) { $0 + $1.callers } } }
 }
 
 /// At most `limit` operations at once; the others wait their turn, first come first served
 /// (a cap on concurrent Apple calls).
-public final class ConcurrencyLimit: Sendable {
+package final class ConcurrencyLimit: Sendable {
     private let state: Mutex<(running: Int, waiting: [CheckedContinuation<Void, Never>])>
-    public let limit: Int
+    package let limit: Int
 
-    public init(_ limit: Int) {
+    package init(_ limit: Int) {
         precondition(limit > 0)
         self.limit = limit
         state = Mutex((0, []))
     }
 
-    public func run<T: Sendable>(_ operation: () async -> T) async -> T {
+    package func run<T: Sendable>(_ operation: () async -> T) async -> T {
         await acquire()
         defer { release() }
         return await operation()
@@ -79,5 +79,5 @@ public final class ConcurrencyLimit: Sendable {
     }
 
     /// Operations running and waiting now.
-    public var load: (running: Int, waiting: Int) { state.withLock { ($0.running, $0.waiting.count) } }
+    package var load: (running: Int, waiting: Int) { state.withLock { ($0.running, $0.waiting.count) } }
 }

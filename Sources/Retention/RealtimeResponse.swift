@@ -1,13 +1,13 @@
 import FoundationEssentials
-import JSON
+package import JSON
 
 /// Apple's `RealtimeResponseBody` for an answer: exactly one of `message`, `alternateProduct`,
 /// `promotionalOffer`, each with its `messageIdentifier` (Apple's Retention Messaging docs,
 /// "RealtimeResponseBody"; the members as Apple's server libraries model them). No answer is
 /// `{}`: Apple shows the default message configured for the product and locale.
-public enum RealtimeResponse {
+package enum RealtimeResponse {
     /// The signed promotional offer a `promotionalOffer` answer carries.
-    public enum OfferSignature: Sendable, Equatable {
+    package enum OfferSignature: Sendable, Equatable {
         /// `promotionalOfferSignatureV1`: the original API's signature and what it signed.
         case v1(
             encodedSignature: String, productID: String, offerID: String, nonce: String, timestamp: Int64, keyID: String,
@@ -16,7 +16,7 @@ public enum RealtimeResponse {
         case jws(String)
     }
 
-    public static func body(_ answer: RetentionAnswer?, signature: OfferSignature? = nil) -> JSONValue {
+    package static func body(_ answer: RetentionAnswer?, signature: OfferSignature? = nil) -> JSONValue {
         guard let answer else { return .object([:]) }
         let message: JSONValue = .string(answer.message.uuidString.lowercased())
         switch answer {

@@ -1,15 +1,15 @@
-import Entitlements
+package import Entitlements
 import FoundationEssentials
 import Identifiers
 
 /// What Apple's real-time request says, as the rules read it.
-public struct RetentionRequest: Sendable, Equatable {
-    public var originalTransactionID: String
-    public var productID: String
+package struct RetentionRequest: Sendable, Equatable {
+    package var originalTransactionID: String
+    package var productID: String
     /// Apple's `userLocale`, e.g. `en-US`.
-    public var userLocale: String
+    package var userLocale: String
 
-    public init(originalTransactionID: String, productID: String, userLocale: String) {
+    package init(originalTransactionID: String, productID: String, userLocale: String) {
         self.originalTransactionID = originalTransactionID
         self.productID = productID
         self.userLocale = userLocale
@@ -17,23 +17,23 @@ public struct RetentionRequest: Sendable, Equatable {
 }
 
 /// The answer chosen for one request, and why: explained like an entitlement.
-public struct RetentionDecision: Sendable, Equatable {
+package struct RetentionDecision: Sendable, Equatable {
     /// The rule that chose, or nil: nothing matched (Apple then shows the default message).
-    public var rule: String?
-    public var answer: RetentionAnswer?
-    public var explanation: Explanation
+    package var rule: String?
+    package var answer: RetentionAnswer?
+    package var explanation: Explanation
     /// When the subscription's current period ends: whether the customer stayed is read after it.
-    public var periodEnd: Int64?
+    package var periodEnd: Int64?
 }
 
 /// Chooses a retention answer from the rules and the customer's stored facts. Pure: `now` given,
 /// and whether the offers' own rules allow a promotional offer is asked of `offerAllowed`
 /// (Config/offers.json, decided by `Offers.Eligibility`); a rule whose offer is not allowed is
 /// passed over, and the next rule decides.
-public enum RetentionChooser {
+package enum RetentionChooser {
     static let day: Int64 = 86_400_000
 
-    public static func decide(
+    package static func decide(
         _ request: RetentionRequest, rules: RetentionRules, facts: Facts, priorOffers: Int,
         policy: DerivationPolicy = DerivationPolicy(), now: Int64,
         offerAllowed: (_ offerID: String, _ productID: String) -> Explanation

@@ -3,8 +3,8 @@ import FoundationEssentials
 import JSON
 
 /// `Config/retention.json` is not what Docs/retention.md describes; the message names the member.
-public struct RetentionRulesError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var description: String
+package struct RetentionRulesError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var description: String
 }
 
 extension RetentionRules {
@@ -12,7 +12,7 @@ extension RetentionRules {
     /// "alternate_product": {"product_id", "message"}, "promotional_offer": {"offer_id",
     /// "message", "product_id"?, "format"?}}]}`. Unknown members are refused: a misspelt
     /// condition must not silently widen a rule.
-    public init(json bytes: [UInt8]) throws(RetentionRulesError) {
+    package init(json bytes: [UInt8]) throws(RetentionRulesError) {
         guard let value = try? JSONValue.parse(bytes), case .object(let top) = value else {
             throw Self.error("not a JSON object")
         }

@@ -1,32 +1,32 @@
-import Entitlements
+package import Entitlements
 import Foundation
 
 /// What the charts read (the transactions of an environment with their holder and app, a page of
 /// holders at a time, and each subscription's current renewal info; one customer's for their
 /// money) and the exchange rates the operator loaded
 /// (Migrations/0016_money.sql).
-public struct AnalyticsStore {
+package struct AnalyticsStore {
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// A transaction with who holds its purchase now.
-    public struct HeldPurchase: Sendable, Equatable {
-        public var appUserID: String
-        public var bundleID: String
-        public var purchase: Purchase
+    package struct HeldPurchase: Sendable, Equatable {
+        package var appUserID: String
+        package var bundleID: String
+        package var purchase: Purchase
     }
 
     /// The renewal info the charts need, per original transaction.
-    public struct RenewalRow: Sendable, Equatable {
-        public var originalTransactionID: String
-        public var autoRenewStatus: Bool?
-        public var isInBillingRetryPeriod: Bool?
-        public var gracePeriodExpiresDate: Int64?
+    package struct RenewalRow: Sendable, Equatable {
+        package var originalTransactionID: String
+        package var autoRenewStatus: Bool?
+        package var isInBillingRetryPeriod: Bool?
+        package var gracePeriodExpiresDate: Int64?
     }
 
     /// The transactions of `environment` that `appUserID` holds.
-    public func purchases(environment: String, heldBy appUserID: String) throws -> [HeldPurchase] {
+    package func purchases(environment: String, heldBy appUserID: String) throws -> [HeldPurchase] {
         try held(
             db.cached(
                 """
@@ -41,7 +41,7 @@ public struct AnalyticsStore {
     /// where the next page starts), the transactions of `environment` (nil: of every environment)
     /// they hold and those subscriptions' renewal info. Charts and rollup rebuilds read the whole
     /// database this way, a page at a time, so no more than a page of it is ever in memory.
-    public func holders(environment: String?, after: String?, limit: Int) throws -> (
+    package func holders(environment: String?, after: String?, limit: Int) throws -> (
         last: String?, purchases: [HeldPurchase], renewals: [RenewalRow]
     ) {
         let users = try db.cached(
@@ -75,7 +75,7 @@ public struct AnalyticsStore {
     /// Everything `users` hold, in every environment, with those subscriptions' renewal info:
     /// what the chart rollups recompute changed holders from, and what a drill-down sums. A
     /// hundred holders a statement (a shorter list repeats its last), so one round trip each.
-    public func holdings(of users: [String]) throws -> (purchases: [HeldPurchase], renewals: [RenewalRow]) {
+    package func holdings(of users: [String]) throws -> (purchases: [HeldPurchase], renewals: [RenewalRow]) {
         let list = Self.inList
         let transactions = try db.cached(
             """
@@ -129,12 +129,12 @@ public struct AnalyticsStore {
     }
 
     /// One published rate: units of `currency` per euro on `day` (YYYY-MM-DD), as published.
-    public struct RateRow: Sendable, Equatable {
-        public var day: String
-        public var currency: String
-        public var perEuro: String
+    package struct RateRow: Sendable, Equatable {
+        package var day: String
+        package var currency: String
+        package var perEuro: String
 
-        public init(day: String, currency: String, perEuro: String) {
+        package init(day: String, currency: String, perEuro: String) {
             self.day = day
             self.currency = currency
             self.perEuro = perEuro
@@ -142,7 +142,7 @@ public struct AnalyticsStore {
     }
 
     /// Every loaded rate.
-    public func rates() throws -> [RateRow] {
+    package func rates() throws -> [RateRow] {
         let q = try db.cached("SELECT day, currency, per_euro FROM exchange_rates")
         var rows: [RateRow] = []
         while try q.step() { rows.append(RateRow(day: q.text(0)!, currency: q.text(1)!, perEuro: q.text(2)!)) }
@@ -152,7 +152,7 @@ public struct AnalyticsStore {
     /// Loads rates, a later load of a day and currency replacing the earlier (the ECB corrects
     /// rarely, but does), and moves the rates' revision when any changed (the rollups are then
     /// rebuilt, and parsed rates read again). The number of rows new or changed.
-    public func importRates(_ rows: [RateRow]) throws -> Int {
+    package func importRates(_ rows: [RateRow]) throws -> Int {
         let upsert = try db.cached(
             """
             INSERT INTO exchange_rates (day, currency, per_euro) VALUES (?, ?, ?)
@@ -169,7 +169,7 @@ public struct AnalyticsStore {
     }
 
     /// The rates' revision (Migrations/0022): it moves with every import that changes a rate.
-    public func ratesRevision() throws -> Int64 {
+    package func ratesRevision() throws -> Int64 {
         let q = try db.cached("SELECT revision FROM rates_revision WHERE id = 1")
         defer { q.reset() }
         return try q.step() ? q.int(0) : 0

@@ -1,8 +1,8 @@
 /// Calls receiptd owes the App Store Server API (Migrations/0032_app_store_calls.sql): queued in
 /// the transaction of the save that makes them due, made once by a worker under a lease.
-public struct AppStoreCallStore {
+package struct AppStoreCallStore {
     /// Which call.
-    public enum Kind: String, Sendable, CaseIterable {
+    package enum Kind: String, Sendable, CaseIterable {
         /// Finish Transaction: the subject is the transaction id.
         case finishTransaction = "finish_transaction"
         /// Set App Account Token: the subject is the original transaction id, the argument the token.
@@ -10,33 +10,35 @@ public struct AppStoreCallStore {
     }
 
     /// One call to make: which, about what, where, and how many times it failed already.
-    public struct Call: Sendable, Equatable {
-        public var kind: Kind
-        public var subject: String
-        public var argument: String?
-        public var bundleID: String
+    package struct Call: Sendable, Equatable {
+        package var kind: Kind
+        package var subject: String
+        package var argument: String?
+        package var bundleID: String
         /// `production` or `sandbox`.
-        public var environment: String
-        public var attempts: Int
+        package var environment: String
+        package var attempts: Int
     }
 
     /// The queue's depth, for metrics.
-    public struct Backlog: Sendable, Equatable {
-        public var pending: Int
-        public var oldestQueuedAt: Int64?
-        public var retrying: Int
+    package struct Backlog: Sendable, Equatable {
+        package var pending: Int
+        package var oldestQueuedAt: Int64?
+        package var retrying: Int
     }
 
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// Queues a call, due at once. A call of the same kind about the same subject queued before
     /// stays as it is (made, refused or waiting), unless its argument differs: then it is due
     /// again with the new one (a purchase that changed hands is told its new holder). Whether
     /// anything is now due that was not.
     @discardableResult
-    public func enqueue(_ kind: Kind, subject: String, argument: String? = nil, bundleID: String, environment: String, now: Int64)
+    package func enqueue(
+        _ kind: Kind, subject: String, argument: String? = nil, bundleID: String, environment: String, now: Int64
+    )
         throws -> Bool
     {
         try db.cached(
@@ -54,7 +56,7 @@ public struct AppStoreCallStore {
 
     /// Claims up to `limit` calls due at `now` until `now + leaseMs`: none another worker holds,
     /// the longest due first. A claim left by a process that died runs out.
-    public func claim(now: Int64, leaseMs: Int64, limit: Int) throws -> [Call] {
+    package func claim(now: Int64, leaseMs: Int64, limit: Int) throws -> [Call] {
         let q = try db.cached(
             """
             SELECT kind, subject, argument, bundle_id, environment, attempts FROM app_store_calls
@@ -84,7 +86,7 @@ public struct AppStoreCallStore {
 
     /// Apple took it (`done`), or never will (`refused`, with why): nothing more is due, unless the
     /// call was queued again meanwhile with another argument (then that one stays due).
-    public func settle(_ call: Call, outcome: String, error: String? = nil, at now: Int64) throws {
+    package func settle(_ call: Call, outcome: String, error: String? = nil, at now: Int64) throws {
         try db.cached(
             """
             UPDATE app_store_calls SET due_at = NULL, lease_until = NULL, finished_at = ?, outcome = ?, last_error = ?,
@@ -98,7 +100,7 @@ public struct AppStoreCallStore {
     }
 
     /// The call failed for now: tried again at `retryAt`.
-    public func failed(_ call: Call, error: String, retryAt: Int64) throws {
+    package func failed(_ call: Call, error: String, retryAt: Int64) throws {
         try db.cached(
             """
             UPDATE app_store_calls SET due_at = ?, attempts = attempts + 1, last_error = ?, lease_until = NULL
@@ -108,13 +110,13 @@ public struct AppStoreCallStore {
     }
 
     /// Where a call stands: its outcome (nil while due) and attempts; nil when never queued.
-    public func state(_ kind: Kind, subject: String) throws -> (outcome: String?, argument: String?, attempts: Int)? {
+    package func state(_ kind: Kind, subject: String) throws -> (outcome: String?, argument: String?, attempts: Int)? {
         let q = try db.cached("SELECT outcome, argument, attempts FROM app_store_calls WHERE kind = ? AND subject = ?")
             .bind([kind.rawValue, subject])
         return try q.step() ? (q.text(0), q.text(1), Int(q.int(2))) : nil
     }
 
-    public func backlog() throws -> Backlog {
+    package func backlog() throws -> Backlog {
         let q = try db.cached(
             """
             SELECT count(due_at), min(CASE WHEN due_at IS NOT NULL THEN queued_at END),
@@ -130,7 +132,7 @@ public struct AppStoreCallStore {
 
     /// `appUserID`'s (a canonical id) appAccountToken, made with `make` and kept the first time it
     /// is asked for; nil when they are no subscriber.
-    public func accountToken(of appUserID: String, make: () -> String) throws -> String? {
+    package func accountToken(of appUserID: String, make: () -> String) throws -> String? {
         let q = try db.cached("SELECT app_account_token FROM subscribers WHERE app_user_id = ?").bind([appUserID])
         guard try q.step() else { return nil }
         if let token = q.text(0) { return token }
@@ -141,7 +143,7 @@ public struct AppStoreCallStore {
     }
 
     /// The token the newest stored transaction of the purchase `original` carries, if any.
-    public func purchaseToken(_ original: String) throws -> String? {
+    package func purchaseToken(_ original: String) throws -> String? {
         try db.cached(
             """
             SELECT app_account_token FROM transactions WHERE original_transaction_id = ? AND app_account_token IS NOT NULL

@@ -1,19 +1,19 @@
-import Entitlements
+package import Entitlements
 import Identifiers
 
 /// One Apple Account's AppTransaction as stored for a person (`app_transactions`).
-public struct AppTransactionRecord: Sendable, Equatable {
-    public var appUserID: String
-    public var appTransactionID: String
-    public var bundleID: String
+package struct AppTransactionRecord: Sendable, Equatable {
+    package var appUserID: String
+    package var appTransactionID: String
+    package var bundleID: String
     /// `production`, `sandbox` or `xcode`.
-    public var environment: String
-    public var originalApplicationVersion: String?
-    public var originalPurchaseDate: Int64?
-    public var originalPlatform: String?
-    public var rawJSON: String
+    package var environment: String
+    package var originalApplicationVersion: String?
+    package var originalPurchaseDate: Int64?
+    package var originalPlatform: String?
+    package var rawJSON: String
 
-    public init(
+    package init(
         appUserID: String, appTransactionID: String, bundleID: String, environment: String, originalApplicationVersion: String?,
         originalPurchaseDate: Int64?, originalPlatform: String?, rawJSON: String
     ) {
@@ -30,23 +30,23 @@ public struct AppTransactionRecord: Sendable, Equatable {
 
 /// One Apple Account (an `appTransactionId`) whose AppTransaction was posted under several app
 /// user ids: people sharing an Apple Account, or one person under several ids.
-public struct SharedAppAccount: Sendable, Equatable {
-    public var appTransactionID: String
-    public var users: Int
+package struct SharedAppAccount: Sendable, Equatable {
+    package var appTransactionID: String
+    package var users: Int
     /// The app user ids it was posted under, in byte order.
-    public var appUserIDs: [String]
+    package var appUserIDs: [String]
 }
 
 /// AppTransactions per person (Migrations/0026_app_transactions.sql).
-public struct AppTransactionStore {
+package struct AppTransactionStore {
     let db: Database
 
-    public init(_ db: Database) { self.db = db }
+    package init(_ db: Database) { self.db = db }
 
     /// Stores it for the person (again: updated), whose facts then changed (grandfathering reads
     /// it); the other ids holding the same Apple Account.
     @discardableResult
-    public func save(_ r: AppTransactionRecord, now: Int64) throws -> [String] {
+    package func save(_ r: AppTransactionRecord, now: Int64) throws -> [String] {
         try db.cached(
             """
             INSERT INTO app_transactions (app_user_id, app_transaction_id, bundle_id, environment, original_application_version,
@@ -66,7 +66,7 @@ public struct AppTransactionStore {
     }
 
     /// The other app user ids the same AppTransaction was posted for.
-    public func sharing(_ appTransactionID: String, except appUserID: String) throws -> [String] {
+    package func sharing(_ appTransactionID: String, except appUserID: String) throws -> [String] {
         let q = try db.cached(
             "SELECT app_user_id FROM app_transactions WHERE app_transaction_id = ? AND app_user_id <> ? ORDER BY app_user_id"
         ).bind([appTransactionID, appUserID])
@@ -78,7 +78,7 @@ public struct AppTransactionStore {
     /// The app user ids of one Apple Account besides `ids` (a person's canonical id and
     /// aliases): who posted one of `appTransactionIDs`' AppTransactions, or holds a purchase Apple
     /// stated under one of them.
-    public func users(of appTransactionIDs: Set<String>, except ids: [String]) throws -> [String] {
+    package func users(of appTransactionIDs: Set<String>, except ids: [String]) throws -> [String] {
         let posted = try db.cached("SELECT app_user_id FROM app_transactions WHERE app_transaction_id = ?")
         let holding = try db.cached(
             "SELECT DISTINCT o.app_user_id FROM transactions t JOIN ownership o "
@@ -106,7 +106,7 @@ public struct AppTransactionStore {
 
     /// The AppTransactions posted under `ids` (a person's canonical id and aliases), as facts,
     /// oldest first.
-    public func facts(of ids: [String]) throws -> [AppTransaction] {
+    package func facts(of ids: [String]) throws -> [AppTransaction] {
         let q = try db.cached(Self.factsSQL)
         var out: [(Int64, AppTransaction)] = []
         for id in ids {
@@ -125,7 +125,7 @@ public struct AppTransactionStore {
     }
 
     /// The person's newest AppTransaction among `ids` (their canonical id and aliases).
-    public func newest(of ids: [String]) throws -> AppTransactionRecord? {
+    package func newest(of ids: [String]) throws -> AppTransactionRecord? {
         guard !ids.isEmpty else { return nil }
         let q = try db.cached(
             """
@@ -144,7 +144,7 @@ public struct AppTransactionStore {
 
     /// Apple Accounts posted under more than `moreThan` app user ids, most ids first, then by
     /// `appTransactionId`; after `after` (a page's last row) when given.
-    public func shared(moreThan: Int, limit: Int, after: (users: Int, id: String)?) throws -> [SharedAppAccount] {
+    package func shared(moreThan: Int, limit: Int, after: (users: Int, id: String)?) throws -> [SharedAppAccount] {
         var sql = "SELECT app_transaction_id, count(*) FROM app_transactions GROUP BY app_transaction_id HAVING count(*) > ?"
         var values: [(any StatementValue)?] = [Int64(moreThan)]
         if let after {

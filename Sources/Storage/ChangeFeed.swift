@@ -10,7 +10,7 @@ import Synchronization
 /// began is heard after it, so its number is higher than the mark. A change committed before it
 /// may be heard after the mark too, which costs a cache entry, never a stale one. That is the
 /// promise ``ChangeLog/Change/sequence`` makes to ``DatabaseQueue/followChanges(_:)``'s observers.
-public final class ChangeFeed: Sendable {
+package final class ChangeFeed: Sendable {
     private struct State {
         var heard: Int64 = 0
         var observer: (@Sendable ([ChangeLog.Change]) -> Void)?
@@ -26,7 +26,7 @@ public final class ChangeFeed: Sendable {
 
     /// The number of the last change heard: a snapshot begun after this call sees every change up
     /// to it, and any change it does not see will be numbered higher.
-    public var mark: Int64 { state.withLock { $0.heard } }
+    package var mark: Int64 { state.withLock { $0.heard } }
 
     /// Replaces the observer and what to call when changes may have gone unheard
     /// (``DatabaseQueue/followChanges(_:lostTrack:)``).

@@ -1,13 +1,13 @@
 /// The change log (Migrations/0007_changes.sql): which subscriber changed, in commit order.
 /// Synchronous: use it inside `DatabaseQueue.write` or `read`.
-public struct ChangeLog {
+package struct ChangeLog {
     /// One write that changed a subscriber.
-    public struct Change: Sendable, Equatable {
-        public var sequence: Int64
-        public var appUserID: String
-        public var at: Int64
+    package struct Change: Sendable, Equatable {
+        package var sequence: Int64
+        package var appUserID: String
+        package var at: Int64
 
-        public init(sequence: Int64, appUserID: String, at: Int64) {
+        package init(sequence: Int64, appUserID: String, at: Int64) {
             self.sequence = sequence
             self.appUserID = appUserID
             self.at = at
@@ -16,12 +16,12 @@ public struct ChangeLog {
 
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// Records that `appUserID`'s facts or version changed, in the caller's transaction. On
     /// PostgreSQL it is also noted for this process's ``ChangeFeed`` and notified on
     /// ``notifyChannel`` for the others' (sent at commit, in commit order; none on rollback).
-    public func append(_ appUserID: String, at now: Int64) throws {
+    package func append(_ appUserID: String, at now: Int64) throws {
         guard db.dialect == .postgresql else {
             return try db.cached("INSERT INTO changes (app_user_id, at) VALUES (?, ?)").bind([appUserID, now]).run()
         }
@@ -35,13 +35,13 @@ public struct ChangeLog {
     /// The "app user id" of a change to every subscriber, which no app user id can be: followers
     /// forget everything they hold. An ``Erasure`` appends it, since its own change may not name
     /// whom it erased.
-    public static let everyone = ""
+    package static let everyone = ""
 
     /// The PostgreSQL channel changes are notified on: the payload is the app user id.
-    public static let notifyChannel = "receiptd_changes"
+    package static let notifyChannel = "receiptd_changes"
 
     /// The changes after `sequence`, oldest first, `limit` at most.
-    public func since(_ sequence: Int64, limit: Int) throws -> [Change] {
+    package func since(_ sequence: Int64, limit: Int) throws -> [Change] {
         let q = try db.cached("SELECT sequence, app_user_id, at FROM changes WHERE sequence > ? ORDER BY sequence LIMIT ?")
             .bind([sequence, Int64(limit)])
         var changes: [Change] = []
@@ -53,7 +53,7 @@ public struct ChangeLog {
     /// instant): one before the first change written since then, or the newest when none was. On
     /// PostgreSQL sequences are taken before commit, so a change numbered below the newest may
     /// still be committing; any that is was written after `since`.
-    public func followFrom(since: Int64) throws -> Int64 {
+    package func followFrom(since: Int64) throws -> Int64 {
         // Newest first along the key, a page at a time, so only the recent tail is read.
         let q = try db.cached("SELECT sequence, at FROM changes WHERE sequence < ? ORDER BY sequence DESC LIMIT 1000")
         var below = Int64.max
@@ -77,7 +77,7 @@ public struct ChangeLog {
     /// The newest change's sequence (0 when there is none): what a read in the same transaction
     /// has seen. On PostgreSQL the ``ChangeFeed``'s mark taken as the transaction began (the
     /// sequences observers hear there are the feed's).
-    public func last() throws -> Int64 {
+    package func last() throws -> Int64 {
         if db.dialect == .postgresql { return db.snapshotMark }
         let q = try db.cached("SELECT max(sequence) FROM changes")
         defer { q.reset() }

@@ -1,14 +1,14 @@
 /// Customers who withdrew their consent to share consumption data with Apple (Apple's
 /// `RESCIND_CONSENT`), by `appTransactionId` (Migrations/0030_consumption_consent.sql).
-public struct ConsentStore {
+package struct ConsentStore {
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// Records that the Apple Account `appTransactionID` withdrew its consent at `at`; the first
     /// record stays (a notification delivered again changes nothing). Whether this one was new.
     @discardableResult
-    public func rescind(appTransactionID: String, bundleID: String, environment: String, at: Int64, notificationID: Int64)
+    package func rescind(appTransactionID: String, bundleID: String, environment: String, at: Int64, notificationID: Int64)
         throws -> Bool
     {
         try db.cached(
@@ -23,7 +23,7 @@ public struct ConsentStore {
     /// When the customer behind the transaction `transactionID` withdrew their consent, nil when
     /// they have not (or nobody is known). The customer is the transaction's own
     /// `appTransactionId`, or else any of its holder's AppTransactions.
-    public func rescinded(forTransaction transactionID: String) throws -> Int64? {
+    package func rescinded(forTransaction transactionID: String) throws -> Int64? {
         try db.cached(
             """
             SELECT min(c.rescinded_at) FROM consumption_consent_rescinded c
@@ -40,7 +40,7 @@ public struct ConsentStore {
 
     /// Who the Apple Account `appTransactionID` is here: an app user with its AppTransaction, or
     /// the holder of a purchase it made; nil when nobody is known.
-    public func person(of appTransactionID: String) throws -> String? {
+    package func person(of appTransactionID: String) throws -> String? {
         let q = try db.cached(
             """
             SELECT app_user_id FROM app_transactions WHERE app_transaction_id = ?1

@@ -13,21 +13,21 @@ import Crypto
 /// document's joins would read whole tables). Copy from a stopped service or from a
 /// `receiptd backup` file: rows changed in the source after they were copied are not copied again
 /// (the comparison then reports the table).
-public struct DataCopy {
+package struct DataCopy {
     /// One table's outcome.
-    public struct Table: Sendable, Equatable {
-        public var name: String
+    package struct Table: Sendable, Equatable {
+        package var name: String
         /// Rows inserted by this run (0 when the table was already copied).
-        public var copied: Int
-        public var sourceRows: Int
-        public var targetRows: Int
-        public var sourceChecksum: String
-        public var targetChecksum: String
-        public var matches: Bool { sourceRows == targetRows && sourceChecksum == targetChecksum }
+        package var copied: Int
+        package var sourceRows: Int
+        package var targetRows: Int
+        package var sourceChecksum: String
+        package var targetChecksum: String
+        package var matches: Bool { sourceRows == targetRows && sourceChecksum == targetChecksum }
     }
 
     /// The tables in the order their foreign keys need (the migrations' order).
-    public static let tables = [
+    package static let tables = [
         "subscribers", "transactions", "pending_renewal_info", "latest_receipts", "ownership", "ownership_transfers",
         "verifications", "renewal_history", "events", "notifications", "refresh_checks", "changes", "shadow_diffs",
         "webhook_messages", "webhook_deliveries", "erasures", "aliases", "promotions", "product_states", "exchange_rates",
@@ -37,7 +37,7 @@ public struct DataCopy {
 
     /// The tables not copied: the rollups and what they were built from, rebuilt by the keeper from
     /// the copied rows (`rates_revision` included, so it rebuilds with the target's rates).
-    public static let rebuilt = [
+    package static let rebuilt = [
         "rollup_state", "rollup_holders", "rollup_days", "rollup_moments", "rollup_marks", "rates_revision",
     ]
 
@@ -47,7 +47,7 @@ public struct DataCopy {
     private let page: Int
 
     /// `source` must be SQLite and `target` PostgreSQL, both with every migration applied.
-    public init(from source: Database, to target: Database, page: Int = 1_000) throws(StorageError) {
+    package init(from source: Database, to target: Database, page: Int = 1_000) throws(StorageError) {
         guard source.dialect == .sqlite, target.dialect == .postgresql else {
             throw StorageError(.postgres, "copy-data copies an SQLite database into a PostgreSQL one")
         }
@@ -58,7 +58,7 @@ public struct DataCopy {
 
     /// Copies the tables in order (at most `limit` rows in all: a copy cut off, for the tests), then
     /// compares each.
-    public func run(limit: Int = .max, progress: (String, Int) -> Void = { _, _ in }) throws -> [Table] {
+    package func run(limit: Int = .max, progress: (String, Int) -> Void = { _, _ in }) throws -> [Table] {
         var columnsOf: [String: [String]] = [:]
         for table in Self.tables { columnsOf[table] = try columns(of: table) }
         var budget = limit

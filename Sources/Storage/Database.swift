@@ -1,5 +1,5 @@
 import CSQLite
-import CoreMetrics
+package import CoreMetrics
 import FoundationEssentials
 
 /// One database connection, SQLite (the embedded default) or PostgreSQL (``init(postgresURL:)``):
@@ -16,9 +16,9 @@ import FoundationEssentials
 /// Not `Sendable`: use it from one thread at a time, through ``DatabaseQueue``.
 /// SQLite is opened in WAL mode with a busy timeout, foreign keys on and `synchronous=NORMAL`
 /// (durable across process crashes; WAL keeps commits atomic, see sqlite.org/wal.html).
-public final class Database {
+package final class Database {
     /// The SQL dialect the connection speaks.
-    public enum Dialect: String, Sendable {
+    package enum Dialect: String, Sendable {
         case sqlite, postgresql
     }
 
@@ -29,10 +29,10 @@ public final class Database {
 
     private let backend: Backend
     /// The file this connection opened (`postgresql` for a PostgreSQL connection: never its URL).
-    public let path: String
+    package let path: String
     /// Where write transactions are timed: `database_write_duration_seconds{durability, outcome}`,
     /// from `BEGIN IMMEDIATE` to the end of `COMMIT` (or `ROLLBACK`), lock waits included.
-    public var metrics: any MetricsFactory = NOOPMetricsHandler.instance
+    package var metrics: any MetricsFactory = NOOPMetricsHandler.instance
     /// Statements compiled once per connection, by their SQL (``cached(_:)``).
     private var statements: [String: Statement] = [:]
     /// On PostgreSQL, where this connection's process hears of changes (set by ``DatabaseQueue``).
@@ -51,7 +51,7 @@ public final class Database {
     /// Opens (creating if needed) the database at `path`; `:memory:` for a private in-memory one.
     /// `readOnly` opens an existing file for reading only: it never creates, migrates or writes,
     /// and reads the WAL beside the writer without waiting for it.
-    public init(path: String, busyTimeout: Duration = .seconds(5), readOnly: Bool = false) throws(StorageError) {
+    package init(path: String, busyTimeout: Duration = .seconds(5), readOnly: Bool = false) throws(StorageError) {
         if path != ":memory:" && !readOnly {
             let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
             if !directory.isEmpty {
@@ -99,7 +99,7 @@ public final class Database {
     /// Connects to PostgreSQL at `url` (libpq's syntax; the URL, which may hold a password, is never
     /// repeated in an error or kept).
     /// - Parameter traffic: where the connection counts its statements and round trips.
-    public init(postgresURL url: String, traffic: PostgresTraffic = PostgresTraffic()) throws(StorageError) {
+    package init(postgresURL url: String, traffic: PostgresTraffic = PostgresTraffic()) throws(StorageError) {
         backend = .postgres(try PostgresConnection(url: url, traffic: traffic))
         path = "postgresql"
     }
@@ -135,7 +135,7 @@ public final class Database {
         return connection.backendPID
     }
 
-    public var dialect: Dialect {
+    package var dialect: Dialect {
         switch backend {
         case .sqlite: .sqlite
         case .postgres: .postgresql
@@ -150,7 +150,7 @@ public final class Database {
 
     /// Rows this connection has inserted, updated or deleted since it opened: grows with each of
     /// its own writes (sqlite.org/c3ref/total_changes.html).
-    public var totalChanges: Int64 {
+    package var totalChanges: Int64 {
         switch backend {
         case .sqlite(let handle): sqlite3_total_changes64(handle)
         case .postgres(let connection): connection.totalChanges
@@ -164,7 +164,7 @@ public final class Database {
     /// empties the WAL (`wal_checkpoint(TRUNCATE)`, waiting up to the busy timeout for readers of
     /// older snapshots; throws if one outlasts it), so the pages as they were before the erasure are no longer in either.
     /// Nothing to do on PostgreSQL (see Docs/privacy.md).
-    public func scrubAfterErasure() throws(StorageError) {
+    package func scrubAfterErasure() throws(StorageError) {
         guard dialect == .sqlite else { return }
         // (busy, WAL frames, frames checkpointed): busy 0 is a whole checkpoint and an empty WAL.
         // A busy one has waited for the readers as long as the busy timeout.
@@ -173,13 +173,13 @@ public final class Database {
         throw StorageError(.sqlite, "the WAL could not be emptied after an erasure: a reader held an older snapshot")
     }
 
-    public func dataVersion() throws(StorageError) -> Int64 {
+    package func dataVersion() throws(StorageError) -> Int64 {
         guard dialect == .sqlite else { throw StorageError(.postgres, "data_version is SQLite's") }
         return try scalarInt("PRAGMA data_version") ?? 0
     }
 
     /// Runs one or more statements that return no rows.
-    public func execute(_ sql: String) throws(StorageError) {
+    package func execute(_ sql: String) throws(StorageError) {
         if case .postgres(let connection) = backend { return try connection.execute(sql) }
         var error: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &error)
@@ -191,7 +191,7 @@ public final class Database {
     }
 
     /// Compiles one statement (on PostgreSQL, prepared once per connection and kept, like ``cached(_:)``).
-    public func prepare(_ sql: String) throws(StorageError) -> Statement {
+    package func prepare(_ sql: String) throws(StorageError) -> Statement {
         try prepare(sql, keepingItOpen: true)
     }
 
@@ -210,7 +210,7 @@ public final class Database {
     /// The statement for `sql`, compiled on first use and kept: for the queries every read runs.
     /// Bind before stepping (binding resets it). Cached statements are reset at the end of each
     /// transaction and of each ``DatabaseQueue`` job, so one read part-way never holds a snapshot.
-    public func cached(_ sql: String) throws(StorageError) -> Statement {
+    package func cached(_ sql: String) throws(StorageError) -> Statement {
         if let statement = statements[sql] { return statement }
         let statement = try prepare(sql, keepingItOpen: false)
         statements[sql] = statement
@@ -243,7 +243,7 @@ public final class Database {
     /// with the same values first (by the store function that reads it); on SQLite, in-process,
     /// nothing: each runs at its first step. For reads that do not depend on each other. A
     /// statement at most once in `statements`.
-    public func prefetch(_ statements: [Statement]) throws(StorageError) {
+    package func prefetch(_ statements: [Statement]) throws(StorageError) {
         guard case .postgres(let connection) = backend else { return }
         let postgres = statements.compactMap(\.postgres)
         let results = try connection.runAll(postgres.map(\.request))
@@ -262,7 +262,7 @@ public final class Database {
     /// `mark`: the ``ChangeFeed`` mark the snapshot is given (``snapshotMark``) instead of the
     /// feed's mark now: a replica's read takes it before it is routed, and the routing makes sure
     /// every change heard up to it is in the snapshot (``ReplicaSet``).
-    public func readTransaction<T>(mark: Int64? = nil, _ body: () throws -> T) throws -> T {
+    package func readTransaction<T>(mark: Int64? = nil, _ body: () throws -> T) throws -> T {
         guard !inTransaction else { return try body() }
         snapshotMark = mark ?? changeFeed?.mark ?? 0
         try begin(dialect == .sqlite ? "BEGIN DEFERRED" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -291,7 +291,7 @@ public final class Database {
     /// synchronous_commit = on`). The transaction is a plain `BEGIN` (READ COMMITTED): reads take
     /// no locks, so a save that reads and then writes must guard the write itself (a
     /// compare-and-set such as the subscriber's version).
-    public func transaction<T>(durable: Bool = false, _ body: () throws -> T) throws -> T {
+    package func transaction<T>(durable: Bool = false, _ body: () throws -> T) throws -> T {
         if inTransaction { return try savepoint(body) }
         let sqlite = dialect == .sqlite
         if durable && sqlite { try execute("PRAGMA synchronous = FULL") }
@@ -325,7 +325,7 @@ public final class Database {
     }
 
     /// Whether a transaction is open on this connection.
-    public var inTransaction: Bool {
+    package var inTransaction: Bool {
         switch backend {
         case .sqlite(let handle): sqlite3_get_autocommit(handle) == 0
         case .postgres(let connection): connection.inTransaction
@@ -353,7 +353,7 @@ public final class Database {
 
     /// On PostgreSQL, sets the server setting `name` to `value` until the current transaction ends
     /// (`SET LOCAL`, sent with the next statement); nothing on SQLite.
-    public func setLocal(_ name: String, _ value: String) throws(StorageError) {
+    package func setLocal(_ name: String, _ value: String) throws(StorageError) {
         guard case .postgres(let connection) = backend else { return }
         guard inTransaction, name.allSatisfy({ $0.isLetter || $0 == "_" }), !value.contains("'") else {
             throw StorageError(.postgres, "SET LOCAL \(name) needs a transaction, a plain name and a value")
@@ -375,7 +375,7 @@ public final class Database {
     }
 
     /// Whether the database has a table named `name` (in the connection's schema on PostgreSQL).
-    public func hasTable(_ name: String) throws(StorageError) -> Bool {
+    package func hasTable(_ name: String) throws(StorageError) -> Bool {
         let sql =
             dialect == .sqlite
             ? "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
@@ -392,7 +392,7 @@ public final class Database {
     /// locks before the first write: a save that reads and then writes (who holds a purchase,
     /// then taking it) is then what it is on SQLite. A key the transaction holds already is not
     /// locked again.
-    public func lock(_ keys: [String]) throws(StorageError) {
+    package func lock(_ keys: [String]) throws(StorageError) {
         guard dialect == .postgresql, !keys.isEmpty else { return }
         // By their bytes, as identifiers are compared (two spellings of one name are two keys).
         var wanted: [[UInt8]] = []
@@ -416,7 +416,7 @@ public final class Database {
     /// a consistent snapshot that never blocks writers (a sliced copy would restart on each write
     /// from another connection). Refuses an existing file. Returns the pages copied.
     @discardableResult
-    public func backup(to path: String, pagesPerStep: Int32 = -1) throws(StorageError) -> Int {
+    package func backup(to path: String, pagesPerStep: Int32 = -1) throws(StorageError) -> Int {
         guard dialect == .sqlite else {
             throw StorageError(.postgres, "backup copies SQLite files; back PostgreSQL up with pg_dump")
         }
@@ -448,7 +448,7 @@ public final class Database {
     }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE (an upsert whose WHERE skipped the row: 0).
-    public var changes: Int {
+    package var changes: Int {
         switch backend {
         case .sqlite(let handle): Int(sqlite3_changes(handle))
         case .postgres(let connection): connection.changes
@@ -456,14 +456,14 @@ public final class Database {
     }
 
     /// The first column of the first row as text, or nil when there is no row or it is NULL.
-    public func scalarText(_ sql: String) throws(StorageError) -> String? {
+    package func scalarText(_ sql: String) throws(StorageError) -> String? {
         let statement = try prepare(sql)
         guard try statement.step() else { return nil }
         return statement.text(0)
     }
 
     /// The first column of the first row as an integer, or nil when there is no row or it is NULL.
-    public func scalarInt(_ sql: String) throws(StorageError) -> Int64? {
+    package func scalarInt(_ sql: String) throws(StorageError) -> Int64? {
         let statement = try prepare(sql)
         guard try statement.step(), !statement.isNull(0) else { return nil }
         return statement.int(0)
@@ -476,5 +476,5 @@ public final class Database {
     }
 
     /// The SQLite library's version, e.g. `3.40.1`.
-    public static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
+    package static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
 }

@@ -13,7 +13,7 @@ extension DatabaseQueue {
     struct Save {
         var durable: Bool
         var run: @Sendable (Database) -> (any Error)?
-        var finish: @Sendable (Error?) -> Void
+        var finish: @Sendable ((any Error)?) -> Void
     }
 
     /// How long a save of a PostgreSQL group waits for a lock (`lock_timeout`) before it is rolled
@@ -176,7 +176,7 @@ extension DatabaseQueue {
             var saves: [Save] = []
             saves.reserveCapacity(jobs.count)
             for case .save(let save) in jobs { saves.append(save) }
-            var commitError: Error?
+            var commitError: (any Error)?
             // PostgreSQL: saves that waited too long for a lock another connection's group holds
             // until its commit (``groupLockTimeout``), or lost a deadlock with it.
             var lost: [Save] = []

@@ -1,5 +1,5 @@
 import CLinux
-import CoreMetrics
+package import CoreMetrics
 import Dispatch
 import Glibc
 import Synchronization
@@ -28,7 +28,7 @@ import Synchronization
 /// database's (``rollupsPath(for:)``), attached to the readers as `rollups`, with a writer of its
 /// own (``write(durable:alone:rollups:_:)``): the rollup keeper's writes, tens of milliseconds a
 /// second under load, never hold up saves, whose one writer is the service's narrowest point.
-public final class DatabaseQueue: Sendable {
+package final class DatabaseQueue: Sendable {
     /// The writer on SQLite, the first writing connection on PostgreSQL.
     private let worker: Worker
     /// Where reads wait: the readers' line (the writer's when there are no readers).
@@ -39,7 +39,7 @@ public final class DatabaseQueue: Sendable {
     /// `:memory:`), the writing pool's on PostgreSQL.
     private let rollupsLine: JobLine
     /// How many workers take from `readLine`.
-    public let readerCount: Int
+    package let readerCount: Int
     /// Where background reads wait (``read(background:_:)``), and how to open the connection of
     /// the one worker that takes them, at a lower CPU priority, on the first such read.
     private let backgroundLine: JobLine
@@ -48,7 +48,7 @@ public final class DatabaseQueue: Sendable {
     private let feed: ChangeFeed?
     private let listener: ChangeListener?
     /// PostgreSQL only: what the queue's connections (the listener's aside) asked of the server.
-    public let postgresTraffic: PostgresTraffic?
+    package let postgresTraffic: PostgresTraffic?
     /// PostgreSQL only: the streaming replicas reads may go to (``read(replicaSeeing:_:dependents:)``).
     private let replicas: ReplicaSet?
 
@@ -58,7 +58,7 @@ public final class DatabaseQueue: Sendable {
     /// with a thread each, the rollups attached (none for `:memory:`, whose data no other
     /// connection sees: reads then run on the writer's thread, which has the rollups in memory too).
     /// - Parameter metrics: where write transactions are timed (see ``Database/metrics``).
-    public init(
+    package init(
         path: String, busyTimeout: Duration = .seconds(5), metrics: any MetricsFactory = NOOPMetricsHandler.instance,
         readers: Int = 2
     ) throws(StorageError) {
@@ -113,7 +113,7 @@ public final class DatabaseQueue: Sendable {
     /// `replicaURLs`: streaming replicas of that primary, `readers` connections to each, for the
     /// reads that may go to one (``read(replicaSeeing:_:dependents:)``) while it lags by at most
     /// `maxReplicaLag`. A replica need not be up when the queue opens.
-    public init(
+    package init(
         postgresURL url: String, connections: Int = 4, readers: Int = 2, replicaURLs: [String] = [],
         maxReplicaLag: Duration = .seconds(1), metrics: any MetricsFactory = NOOPMetricsHandler.instance
     ) throws(StorageError) {
@@ -160,7 +160,7 @@ public final class DatabaseQueue: Sendable {
     }
 
     /// The SQL dialect of the queue's connections.
-    public var dialect: Database.Dialect { worker.database.dialect }
+    package var dialect: Database.Dialect { worker.database.dialect }
 
     /// Runs `body` in one read transaction (a consistent snapshot) on the first reader to come
     /// free; it may not write (read-only). It sees every commit made before it was called, this
@@ -171,7 +171,7 @@ public final class DatabaseQueue: Sendable {
     /// work that can wait and may take long, such as the rollup keeper's: it never holds up a
     /// request's read, and when the machine is saturated requests are served first. (On SQLite
     /// in memory, a background read is an ordinary one.)
-    public func read<T: Sendable>(
+    package func read<T: Sendable>(
         background: Bool = false, _ body: @escaping @Sendable (Database) throws -> T
     ) async throws -> T {
         let line = background ? try backgroundStarted() : readLine
@@ -193,7 +193,7 @@ public final class DatabaseQueue: Sendable {
     /// first. A change made by another process is seen once this process has heard of it (within
     /// milliseconds), the promise the change feed makes to caches.
     /// `subscribers` nil: the primary, as ``read(background:_:)``.
-    public func read<T: Sendable>(
+    package func read<T: Sendable>(
         replicaSeeing subscribers: [String]?, _ body: @escaping @Sendable (Database) throws -> T,
         dependents: @escaping @Sendable (T) -> [String] = { _ in [] }
     ) async throws -> T {
@@ -207,11 +207,11 @@ public final class DatabaseQueue: Sendable {
 
     /// Jobs submitted for the writer (or the writing pool) and not finished, saves waiting for
     /// their group included.
-    public var writerBacklog: Int { writeLine.pending.load(ordering: .relaxed) }
+    package var writerBacklog: Int { writeLine.pending.load(ordering: .relaxed) }
 
     /// The nice value of the background reader's thread: ten steps below the rest, which makes
     /// Linux's scheduler give it about a tenth of the CPU time of each busy thread at 0.
-    public static let backgroundNice: Int32 = 10
+    package static let backgroundNice: Int32 = 10
 
     /// The background reader's line, its worker started on the first call.
     private func backgroundStarted() throws -> JobLine {
@@ -225,13 +225,13 @@ public final class DatabaseQueue: Sendable {
     }
 
     /// The database file's path.
-    public var path: String { worker.database.path }
+    package var path: String { worker.database.path }
 
     /// The file SQLite's chart rollups live in, beside the database at `path`: its name with
     /// `-rollups` before the extension (`data/receiptd.sqlite`: `data/receiptd-rollups.sqlite`).
     /// It holds only what the rollup keeper derives: a backup need not hold it, and a lost one
     /// is made again and rebuilt.
-    public static func rollupsPath(for path: String) -> String {
+    package static func rollupsPath(for path: String) -> String {
         let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
         guard let dot = path[slash...].lastIndex(of: "."), dot != slash else { return path + "-rollups" }
         return path[..<dot] + "-rollups" + path[dot...]
@@ -246,7 +246,7 @@ public final class DatabaseQueue: Sendable {
     /// through `LISTEN` within milliseconds of their commit, and `lostTrack` is called when changes
     /// up to the sequence it is given may have gone unheard (the listening connection was lost,
     /// and is back): forget what was read before.
-    public func followChanges(
+    package func followChanges(
         _ observer: @escaping @Sendable ([ChangeLog.Change]) -> Void, lostTrack: @escaping @Sendable (Int64) -> Void = { _ in }
     ) {
         if let feed {
@@ -257,11 +257,11 @@ public final class DatabaseQueue: Sendable {
     }
 
     /// How often an idle queue looks for commits by other connections (`PRAGMA data_version`).
-    public static let externalPoll: Duration = .milliseconds(100)
+    package static let externalPoll: Duration = .milliseconds(100)
 
     /// Runs `body` with exclusive use of the connection, on the database's thread; `rollups`: of
     /// the rollups' writer (on SQLite, a connection to their file alone).
-    public func run<T: Sendable>(rollups: Bool = false, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    package func run<T: Sendable>(rollups: Bool = false, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             (rollups ? rollupsLine : writeLine).submit(
                 .exclusive { worker in
@@ -284,7 +284,7 @@ public final class DatabaseQueue: Sendable {
     ///
     /// `rollups`: a write of the chart rollups (``RollupStore``), alone, by the rollups' writer:
     /// on SQLite, a connection to their file alone, which waits for no save and holds none up.
-    public func write<T: Sendable>(
+    package func write<T: Sendable>(
         durable: Bool = false, alone: Bool = false, rollups: Bool = false, _ body: @escaping @Sendable (Database) throws -> T
     ) async throws -> T {
         if alone || rollups {
@@ -325,11 +325,11 @@ public final class DatabaseQueue: Sendable {
     }
 
     /// The most saves one group commit holds.
-    public static let maxGroup = 256
+    package static let maxGroup = 256
 
     /// How many times a PostgreSQL save runs when the server keeps picking it as a deadlock's or
     /// a serialization failure's loser.
-    public static let conflictAttempts = 5
+    package static let conflictAttempts = 5
 
     /// Runs `body` until it does not fail with SQLSTATE 40P01 (deadlock detected) or 40001
     /// (serialization failure), ``conflictAttempts`` times at most: each failure rolled the whole
@@ -349,7 +349,7 @@ public final class DatabaseQueue: Sendable {
     /// Runs `body` on the calling thread while a connection's thread (the writer's, on SQLite)
     /// waits for it, so the connection is still used by one thread at a time; for start-up and
     /// command-line tools.
-    public func runBlocking<T>(_ body: (Database) throws -> T) rethrows -> T {
+    package func runBlocking<T>(_ body: (Database) throws -> T) rethrows -> T {
         let (paused, resume) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
         let taken = Mutex<Worker?>(nil)
         writeLine.submit(

@@ -5,27 +5,27 @@ import Crypto
 /// the rollups' keeper) cannot write their id back: every such write calls ``check(_:since:)``
 /// in its transaction. Kept for ``window``, longer than any call to a store takes
 /// (Migrations/0036_erased_ids.sql).
-public struct ErasedIDs {
+package struct ErasedIDs {
     /// How long an erased id's digest is kept: a day.
-    public static let window: Int64 = 86_400_000
+    package static let window: Int64 = 86_400_000
 
     /// A write began before one of its people was erased; nothing of it may be written.
-    public struct ErasedMeanwhile: Error, Equatable {
-        public init() {}
+    package struct ErasedMeanwhile: Error, Equatable {
+        package init() {}
     }
 
     let db: Database
 
-    public init(_ db: Database) { self.db = db }
+    package init(_ db: Database) { self.db = db }
 
     /// The digest an id is kept by: SHA-256 of its UTF-8 bytes, in hex.
-    public static func digest(_ id: String) -> String {
+    package static func digest(_ id: String) -> String {
         SHA256.hash(data: Array(id.utf8)).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
     /// Records `ids` erased at `now`, in the erasure's transaction, and forgets digests older than
     /// ``window``.
-    public func record(_ ids: [String], at now: Int64) throws {
+    package func record(_ ids: [String], at now: Int64) throws {
         try db.cached("DELETE FROM erased_ids WHERE erased_at < ?").bind([now - Self.window]).run()
         let insert = try db.cached(
             """
@@ -37,13 +37,13 @@ public struct ErasedIDs {
 
     /// Throws ``ErasedMeanwhile`` when one of `ids` was erased at or after `began` (when the
     /// write's work started: before it asked a store, or read what it computes from).
-    public func check(_ ids: [String], since began: Int64) throws {
+    package func check(_ ids: [String], since began: Int64) throws {
         if try anyErased(ids, since: began) { throw ErasedMeanwhile() }
     }
 
     /// Whether one of `ids` was erased at or after `began`. One statement, one round trip: it is
     /// on every save's path.
-    public func anyErased(_ ids: [String], since began: Int64) throws -> Bool {
+    package func anyErased(_ ids: [String], since began: Int64) throws -> Bool {
         var digests: [String] = []
         for digest in ids.map(Self.digest) where !digests.contains(digest) { digests.append(digest) }
         guard !digests.isEmpty else { return false }

@@ -26,34 +26,34 @@ import JSON
 /// Docs/security.md lists every place an id is copied into another person's rows. On SQLite
 /// every connection overwrites what it deletes (`secure_delete`, set by ``Database``); see
 /// ``Database/scrubAfterErasure()`` for the file and its WAL.
-public struct Erasure {
+package struct Erasure {
     /// What an erased id reads as in another user's transfer history.
-    public static let erasedID = "(erased)"
+    package static let erasedID = "(erased)"
 
     /// How many rows each table lost (deleted) or had blanked (tombstoned, renamed).
-    public struct Outcome: Sendable, Equatable {
+    package struct Outcome: Sendable, Equatable {
         /// Per table, rows deleted or changed; tables untouched are absent.
-        public var rows: [String: Int] = [:]
-        public var total: Int { rows.values.reduce(0, +) }
+        package var rows: [String: Int] = [:]
+        package var total: Int { rows.values.reduce(0, +) }
         /// Whether any of the ids was stored at all.
-        public var found: Bool
+        package var found: Bool
         /// The ids erased: the person's canonical id and aliases.
-        public var ids: [String] = []
+        package var ids: [String] = []
         /// Other users whose history named an erased id (now ``Erasure/erasedID``): their events
         /// changed, so their cached views must go.
-        public var othersChanged: [String] = []
+        package var othersChanged: [String] = []
     }
 
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// Erases the person `appUserID` names (their canonical id and every alias, whichever of them
     /// is given) in the caller's transaction and records it, `by` naming the asker (see
     /// Migrations/0011_erasures.sql). The chart rollups' rows of the ids are not here (on SQLite
     /// they are another file's): ``RollupStore/forget(_:marksOf:)`` takes them after, `ids` of
     /// the outcome.
-    public func erase(_ appUserID: String, by asker: String, at now: Int64) throws -> Outcome {
+    package func erase(_ appUserID: String, by asker: String, at now: Int64) throws -> Outcome {
         let store = ReceiptStore(db)
         let canonical = try store.canonical(appUserID)
         let ids = Array(Set([canonical] + (try store.aliases(of: canonical).map(\.appUserID)))).sorted()

@@ -1,26 +1,26 @@
-import Identifiers
+package import Identifiers
 
 /// Reads and writes lifecycle events (Migrations/0003_history.sql). Synchronous: use it inside
 /// `DatabaseQueue.run`, in the same transaction as the facts the events were derived from.
-public struct EventStore {
+package struct EventStore {
     /// What a ``replace(_:for:originals:now:)`` changed.
-    public struct Changes: Sendable, Equatable {
-        public var added = 0
-        public var removed = 0
-        public var changed = 0
-        public var isEmpty: Bool { added == 0 && removed == 0 && changed == 0 }
-        public init() {}
+    package struct Changes: Sendable, Equatable {
+        package var added = 0
+        package var removed = 0
+        package var changed = 0
+        package var isEmpty: Bool { added == 0 && removed == 0 && changed == 0 }
+        package init() {}
     }
 
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// Makes the stored events of `appUserID` about the purchases in `originals` (and its transfers)
     /// exactly `events`: new keys are inserted, vanished ones deleted, changed ones updated. Events
     /// about purchases the subscriber no longer holds stay: they are their history. `inserted` sees
     /// each new row as stored (its id and recording time set), in the caller's transaction.
-    public func replace(
+    package func replace(
         _ events: [EventRecord], for appUserID: String, originals: Set<Identifier>, now: Int64,
         inserted: (EventRecord) throws -> Void = { _ in }
     ) throws -> Changes {
@@ -72,7 +72,7 @@ public struct EventStore {
 
     /// Events of `appUserID`, newest first (by `at`, then id), `limit` of them, strictly older than `before`.
     /// Events per bucket of `width` milliseconds from `from` (bucket 0) to `to`, per type.
-    public func counts(from: Int64, to: Int64, width: Int64) throws -> [(bucket: Int, type: String, count: Int)] {
+    package func counts(from: Int64, to: Int64, width: Int64) throws -> [(bucket: Int, type: String, count: Int)] {
         let q = try db.cached(
             """
             SELECT (at - ?1) / ?2 AS bucket, type, count(*) FROM events WHERE at >= ?1 AND at < ?3
@@ -84,7 +84,7 @@ public struct EventStore {
         return rows
     }
 
-    public func page(for appUserID: String, limit: Int, before: (at: Int64, id: Int64)?) throws -> [EventRecord] {
+    package func page(for appUserID: String, limit: Int, before: (at: Int64, id: Int64)?) throws -> [EventRecord] {
         let q: Statement
         if let before {
             q = try db.cached(

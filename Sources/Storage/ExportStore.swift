@@ -2,42 +2,42 @@
 /// events and subscribers last written in a period, a page at a time in the order of the day
 /// they were written, with the columns the documented schema names and nothing else (no raw
 /// store payloads, no app account tokens).
-public struct ExportStore {
+package struct ExportStore {
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// A column of an exported table: its name in the files, the SQL that reads it, its type.
-    public struct Column: Sendable, Equatable {
-        public enum Kind: String, Sendable { case integer, text }
-        public var name: String
-        public var sql: String
-        public var kind: Kind
+    package struct Column: Sendable, Equatable {
+        package enum Kind: String, Sendable { case integer, text }
+        package var name: String
+        package var sql: String
+        package var kind: Kind
     }
 
     /// An exported table: its columns; `written` (epoch ms) places each row in a day; `key`
     /// (unique, with `written` the order of the pages) is what a warehouse upserts by.
-    public struct Table: Sendable, Equatable {
-        public var name: String
-        public var from: String
-        public var written: String
-        public var key: Column
-        public var columns: [Column]
+    package struct Table: Sendable, Equatable {
+        package var name: String
+        package var from: String
+        package var written: String
+        package var key: Column
+        package var columns: [Column]
     }
 
     /// A row's values in its table's column order.
-    public enum Value: Sendable, Equatable {
+    package enum Value: Sendable, Equatable {
         case integer(Int64)
         case text(String)
         case null
     }
 
     /// Where the previous page ended: its last row's `written` and key.
-    public struct Cursor: Sendable, Equatable {
-        public var written: Int64
-        public var key: Value
+    package struct Cursor: Sendable, Equatable {
+        package var written: Int64
+        package var key: Value
 
-        public init(written: Int64, key: Value) {
+        package init(written: Int64, key: Value) {
             self.written = written
             self.key = key
         }
@@ -50,7 +50,7 @@ public struct ExportStore {
         Column(name: name, sql: sql ?? "t.\(name)", kind: .text)
     }
 
-    public static let transactions = Table(
+    package static let transactions = Table(
         name: "transactions",
         from: "transactions t LEFT JOIN ownership o ON o.original_transaction_id = t.original_transaction_id",
         written: "t.updated_at", key: text("transaction_id"),
@@ -69,22 +69,22 @@ public struct ExportStore {
             integer("reversed_refund_date"), integer("refund_reversed_at"), integer("first_seen_at"), integer("updated_at"),
         ])
 
-    public static let events = Table(
+    package static let events = Table(
         name: "events", from: "events t", written: "t.recorded_at", key: integer("id"),
         columns: [
             integer("id"), text("app_user_id"), text("event_key"), text("type"), integer("at"), text("product_id"),
             text("original_transaction_id"), text("transaction_id"), integer("recorded_at"),
         ])
 
-    public static let subscribers = Table(
+    package static let subscribers = Table(
         name: "subscribers", from: "subscribers t", written: "t.updated_at", key: text("app_user_id"),
         columns: [text("app_user_id"), integer("created_at"), integer("updated_at")])
 
-    public static let tables = [transactions, events, subscribers]
+    package static let tables = [transactions, events, subscribers]
 
     /// Up to `limit` rows of `table` written in [`since`, `until`), after `cursor`, in the order
     /// of `written` then the key; each with its `written`, for the day it belongs to.
-    public func page(_ table: Table, since: Int64, until: Int64, after cursor: Cursor?, limit: Int) throws -> [(
+    package func page(_ table: Table, since: Int64, until: Int64, after cursor: Cursor?, limit: Int) throws -> [(
         written: Int64, values: [Value]
     )] {
         let list = table.columns.map(\.sql).joined(separator: ", ")

@@ -1,7 +1,7 @@
 /// One request to extend every active subscription to a product (`mass_extensions`,
 /// Migrations/0033_mass_extensions.sql): what was asked, by whom, and how far it has come.
-public struct MassExtensionRecord: Sendable, Equatable {
-    public enum Status: String, Sendable, CaseIterable {
+package struct MassExtensionRecord: Sendable, Equatable {
+    package enum Status: String, Sendable, CaseIterable {
         /// Stored; Apple has not accepted it yet (the first call failed for now, or is being made).
         case submitting
         /// Apple accepted it and works through the subscriptions (hours, or days).
@@ -13,35 +13,35 @@ public struct MassExtensionRecord: Sendable, Equatable {
         case refused
     }
 
-    public var requestID: String
-    public var bundleID: String
+    package var requestID: String
+    package var bundleID: String
     /// `production` or `sandbox`.
-    public var environment: String
-    public var productID: String
+    package var environment: String
+    package var productID: String
     /// ISO 3166-1 alpha-3 codes, sorted; empty: every storefront.
-    public var storefronts: [String]
-    public var days: Int
+    package var storefronts: [String]
+    package var days: Int
     /// The reason's name (`service_issue`, …).
-    public var reason: String
-    public var requestedBy: String
-    public var requestedAt: Int64
-    public var status: Status
-    public var submittedAt: Int64?
+    package var reason: String
+    package var requestedBy: String
+    package var requestedAt: Int64
+    package var status: Status
+    package var submittedAt: Int64?
     /// When Apple says it finished (`completeDate`, or the SUMMARY notification's signing).
-    public var appleCompletedAt: Int64?
-    public var succeededCount: Int64?
-    public var failedCount: Int64?
+    package var appleCompletedAt: Int64?
+    package var succeededCount: Int64?
+    package var failedCount: Int64?
     /// Stored subscriptions whose new expiry was fetched so far.
-    public var refreshed: Int
+    package var refreshed: Int
     /// The last original transaction id the refresh looked at (held subscriptions, in id order).
-    public var refreshAfter: String?
-    public var finishedAt: Int64?
+    package var refreshAfter: String?
+    package var finishedAt: Int64?
     /// When the next step is due; nil once complete or refused.
-    public var dueAt: Int64?
-    public var attempts: Int
-    public var lastError: String?
+    package var dueAt: Int64?
+    package var attempts: Int
+    package var lastError: String?
 
-    public init(
+    package init(
         requestID: String, bundleID: String, environment: String, productID: String, storefronts: [String], days: Int,
         reason: String, requestedBy: String, requestedAt: Int64, status: Status = .submitting, submittedAt: Int64? = nil,
         appleCompletedAt: Int64? = nil, succeededCount: Int64? = nil, failedCount: Int64? = nil, refreshed: Int = 0,
@@ -70,7 +70,7 @@ public struct MassExtensionRecord: Sendable, Equatable {
     }
 
     /// Whether `other` asks for the same extension (who asked and when aside): a retry.
-    public func asksTheSame(as other: MassExtensionRecord) -> Bool {
+    package func asksTheSame(as other: MassExtensionRecord) -> Bool {
         (bundleID, environment, productID, storefronts, days, reason)
             == (other.bundleID, other.environment, other.productID, other.storefronts, other.days, other.reason)
     }
@@ -78,10 +78,10 @@ public struct MassExtensionRecord: Sendable, Equatable {
 
 /// The mass extensions (`mass_extensions`): stored once per request id, claimed under a lease by
 /// whichever instance works them, listed newest first.
-public struct MassExtensionStore {
+package struct MassExtensionStore {
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     private static let columns = """
         request_id, bundle_id, environment, product_id, storefronts, days, reason, requested_by, requested_at, status,
@@ -91,7 +91,7 @@ public struct MassExtensionStore {
 
     /// Stores a new request, claimed until `leaseUntil` when given (its asker makes the first
     /// call); false (nothing written) when one with its id is stored already.
-    public func insert(_ r: MassExtensionRecord, leaseUntil: Int64? = nil) throws -> Bool {
+    package func insert(_ r: MassExtensionRecord, leaseUntil: Int64? = nil) throws -> Bool {
         try db.cached(
             """
             INSERT INTO mass_extensions (\(Self.columns), lease_until)
@@ -106,13 +106,13 @@ public struct MassExtensionStore {
         return db.changes > 0
     }
 
-    public func find(_ requestID: String) throws -> MassExtensionRecord? {
+    package func find(_ requestID: String) throws -> MassExtensionRecord? {
         let q = try db.cached("SELECT \(Self.columns) FROM mass_extensions WHERE request_id = ?").bind([requestID])
         return try q.step() ? Self.record(q) : nil
     }
 
     /// Newest first; `before` (the last row's `requested_at` and id) pages on.
-    public func list(limit: Int, before: (requestedAt: Int64, requestID: String)? = nil) throws -> [MassExtensionRecord] {
+    package func list(limit: Int, before: (requestedAt: Int64, requestID: String)? = nil) throws -> [MassExtensionRecord] {
         let q = try db.cached(
             """
             SELECT \(Self.columns) FROM mass_extensions
@@ -127,7 +127,7 @@ public struct MassExtensionStore {
 
     /// Claims up to `limit` requests whose next step is due at `now`, until `now + leaseMs`: none
     /// another worker holds. A claim left by a process that died runs out.
-    public func claim(now: Int64, leaseMs: Int64, limit: Int) throws -> [MassExtensionRecord] {
+    package func claim(now: Int64, leaseMs: Int64, limit: Int) throws -> [MassExtensionRecord] {
         let q = try db.cached(
             """
             SELECT \(Self.columns) FROM mass_extensions
@@ -155,7 +155,7 @@ public struct MassExtensionStore {
     /// notification that moved it on meanwhile is kept, and the next pass takes it from there.
     /// Whether it was saved.
     @discardableResult
-    public func save(_ r: MassExtensionRecord, claimedStatus: MassExtensionRecord.Status, keepingLeaseUntil: Int64? = nil)
+    package func save(_ r: MassExtensionRecord, claimedStatus: MassExtensionRecord.Status, keepingLeaseUntil: Int64? = nil)
         throws -> Bool
     {
         try db.cached(
@@ -177,7 +177,7 @@ public struct MassExtensionStore {
 
     /// Apple's SUMMARY notification for `requestID` (of `productID`): finished with these counts.
     /// A request still submitting or in progress moves on to refreshing, due `now`. Whether it did.
-    public func summarized(
+    package func summarized(
         _ requestID: String, productID: String, succeeded: Int64?, failed: Int64?, at completedAt: Int64, now: Int64
     ) throws -> Bool {
         try db.cached(
@@ -191,7 +191,7 @@ public struct MassExtensionStore {
     }
 
     /// Requests not yet complete or refused.
-    public func running() throws -> Int {
+    package func running() throws -> Int {
         let q = try db.cached("SELECT count(*) FROM mass_extensions WHERE due_at IS NOT NULL").bind([])
         _ = try q.step()
         return Int(q.int(0))
@@ -201,7 +201,7 @@ public struct MassExtensionStore {
     /// in (`after`, `through`] (nil: unbounded) whose newest transaction is of its product, app and
     /// environment, not upgraded away, and running at or after `requestedAt` (in one of its
     /// storefronts, when it names some). Each with its holder and its latest expiry; in id order.
-    public func reached(by r: MassExtensionRecord, after: String?, through: String?) throws -> [(
+    package func reached(by r: MassExtensionRecord, after: String?, through: String?) throws -> [(
         original: String, holder: String, expiresAt: Int64
     )] {
         let q = try db.cached(

@@ -12,23 +12,23 @@
 /// - `alias`'s subscriber row: deleted (an alias has none); its webhook messages, notifications
 ///   and change log rows keep the name they were recorded with (history, found by the export and
 ///   erased with the person, who is known by all their ids).
-public struct Merge {
+package struct Merge {
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// What a merge changed.
-    public struct Outcome: Sendable, Equatable {
+    package struct Outcome: Sendable, Equatable {
         /// The original transactions that moved from the alias to the canonical id.
-        public var moved: [String]
+        package var moved: [String]
         /// Whether the alias was a subscriber with stored rows (else it was only a name).
-        public var aliasWasKnown: Bool
+        package var aliasWasKnown: Bool
     }
 
     /// Merges `alias` (a subscriber's canonical id, or an id never stored) into `canonical`
     /// (created when new), at `now`, in the caller's transaction. The caller has locked both ids
     /// and the purchases `alias` holds (``ReceiptStore/lock(purchases:subscriber:)``).
-    public func merge(_ alias: String, into canonical: String, at now: Int64) throws -> Outcome {
+    package func merge(_ alias: String, into canonical: String, at now: Int64) throws -> Outcome {
         try db.transaction { () throws -> Outcome in
             let store = ReceiptStore(db)
             try store.addSubscriber(canonical, now: now)
@@ -65,7 +65,7 @@ public struct Merge {
     }
 
     /// The original transactions `appUserID` holds, in byte order.
-    public func held(by appUserID: String) throws -> [String] {
+    package func held(by appUserID: String) throws -> [String] {
         let q = try db.cached("SELECT original_transaction_id FROM ownership WHERE app_user_id = ?").bind([appUserID])
         var originals: [String] = []
         while try q.step() { originals.append(q.text(0)!) }

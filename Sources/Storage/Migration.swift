@@ -3,16 +3,16 @@ import FoundationEssentials
 
 /// One numbered SQL file from `Migrations/`, e.g. `0001_subscribers.sql`. Never edited once
 /// applied: its SHA-256 is recorded and checked at every start.
-public struct Migration: Sendable, Equatable {
+package struct Migration: Sendable, Equatable {
     /// The number before the first `_`.
-    public let version: Int
+    package let version: Int
     /// The file name without `.sql`.
-    public let name: String
-    public let sql: String
+    package let name: String
+    package let sql: String
     /// Lowercase hex SHA-256 of the file's bytes.
-    public let checksum: String
+    package let checksum: String
 
-    public init(version: Int, name: String, sql: String) {
+    package init(version: Int, name: String, sql: String) {
         self.version = version
         self.name = name
         self.sql = sql
@@ -24,7 +24,7 @@ public struct Migration: Sendable, Equatable {
 
     /// Where a dialect's migrations are under the migrations folder `root`: SQLite's in `root`
     /// itself, PostgreSQL's in `root/postgresql` (the same versions and names, in its dialect).
-    public static func directory(for dialect: Database.Dialect, under root: String) -> String {
+    package static func directory(for dialect: Database.Dialect, under root: String) -> String {
         switch dialect {
         case .sqlite: root
         case .postgresql: root + "/postgresql"
@@ -33,7 +33,7 @@ public struct Migration: Sendable, Equatable {
 
     /// Reads every `NNNN_name.sql` file in `directory`, ordered by version. Other files are
     /// ignored; two files with one version, or a malformed name ending in `.sql`, are errors.
-    public static func load(from directory: String) throws(StorageError) -> [Migration] {
+    package static func load(from directory: String) throws(StorageError) -> [Migration] {
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory)

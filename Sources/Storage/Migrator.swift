@@ -1,28 +1,28 @@
-import FoundationEssentials
+package import FoundationEssentials
 
 /// Applies ``Migration``s in order, each in one transaction together with its bookkeeping row in
 /// `schema_migrations`. Refuses a database that has an applied migration it does not know, or one
 /// whose checksum changed: the schema would no longer be what the code expects.
-public struct Migrator: Sendable {
-    public let migrations: [Migration]
+package struct Migrator: Sendable {
+    package let migrations: [Migration]
 
-    public init(migrations: [Migration]) {
+    package init(migrations: [Migration]) {
         self.migrations = migrations
     }
 
     /// A row of `schema_migrations`.
-    public struct Applied: Sendable, Equatable {
-        public let version: Int
-        public let name: String
-        public let checksum: String
-        public let appliedAt: Int64
+    package struct Applied: Sendable, Equatable {
+        package let version: Int
+        package let name: String
+        package let checksum: String
+        package let appliedAt: Int64
     }
 
     /// What the database has and what it lacks.
-    public struct Status: Sendable {
-        public let applied: [Applied]
+    package struct Status: Sendable {
+        package let applied: [Applied]
         /// Known migrations not applied yet, in order.
-        public let pending: [Migration]
+        package let pending: [Migration]
     }
 
     private static func bookkeeping(_ dialect: Database.Dialect) -> String {
@@ -43,7 +43,7 @@ public struct Migrator: Sendable {
     /// Checks the database against the known migrations without changing it (so it runs in a
     /// read-only transaction too: `/readyz` asks on a reader). A database without the bookkeeping
     /// table has every migration pending.
-    public func status(of db: Database) throws(StorageError) -> Status {
+    package func status(of db: Database) throws(StorageError) -> Status {
         guard try db.hasTable("schema_migrations") else { return Status(applied: [], pending: migrations) }
         let statement = try db.prepare("SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version")
         var applied: [Applied] = []
@@ -75,7 +75,7 @@ public struct Migrator: Sendable {
     /// advisory lock), so the first migrates and the others find nothing pending. A SQLite file is
     /// migrated by the one process that serves it.
     @discardableResult
-    public func migrate(_ db: Database, dryRun: Bool = false, now: () -> Date = Date.init) throws(StorageError) -> [Migration] {
+    package func migrate(_ db: Database, dryRun: Bool = false, now: () -> Date = Date.init) throws(StorageError) -> [Migration] {
         guard db.dialect == .postgresql else { return try migrateHoldingTheLock(db, dryRun: dryRun, now: now) }
         try db.execute("SELECT pg_advisory_lock(\(Self.advisoryLock))")
         defer { try? db.execute("SELECT pg_advisory_unlock(\(Self.advisoryLock))") }

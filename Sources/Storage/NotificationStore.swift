@@ -1,13 +1,13 @@
 /// Reads and writes App Store notifications as delivered (Migrations/0004_notifications.sql).
 /// Synchronous: use it inside `DatabaseQueue.run`.
-public struct NotificationStore {
+package struct NotificationStore {
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// Stores a delivery; nil when one with the same `dedupeKey` is already stored (then nothing is
     /// written). The new row's id otherwise.
-    public func insert(_ n: NotificationRecord) throws -> Int64? {
+    package func insert(_ n: NotificationRecord) throws -> Int64? {
         let inserted = try db.cached(
             """
             INSERT INTO notifications (dedupe_key, version, type, subtype, environment, bundle_id, original_transaction_id,
@@ -23,19 +23,19 @@ public struct NotificationStore {
     }
 
     /// The stored delivery with this key.
-    public func find(dedupeKey: String) throws -> NotificationRecord? {
+    package func find(dedupeKey: String) throws -> NotificationRecord? {
         let q = try db.cached("SELECT \(Self.columns) FROM notifications WHERE dedupe_key = ?").bind([dedupeKey])
         return try q.step() ? Self.record(q) : nil
     }
 
     /// Records what processing a stored delivery did.
-    public func finish(_ id: Int64, outcome: String, appUserID: String?) throws {
+    package func finish(_ id: Int64, outcome: String, appUserID: String?) throws {
         try db.cached("UPDATE notifications SET outcome = ?, app_user_id = ? WHERE id = ?").bind([outcome, appUserID, id]).run()
     }
 
     /// Attaches to `appUserID` the deliveries that were waiting for a holder of `original`
     /// (outcome `pending_owner` → `attached`).
-    public func attachPending(_ original: String, to appUserID: String) throws {
+    package func attachPending(_ original: String, to appUserID: String) throws {
         try db.cached(
             """
             UPDATE notifications SET app_user_id = ?, outcome = 'attached'
@@ -46,7 +46,7 @@ public struct NotificationStore {
 
     /// Apple's `signedDate` of the newest V2 notification stored for an app in an environment
     /// (where Get Notification History picks up); nil when none is.
-    public func newestSigned(bundleID: String, environment: String) throws -> Int64? {
+    package func newestSigned(bundleID: String, environment: String) throws -> Int64? {
         try db.cached(
             """
             SELECT max(signed_at) FROM notifications
@@ -56,7 +56,7 @@ public struct NotificationStore {
     }
 
     /// The newest deliveries first, `limit` at a time, before the row id `before`.
-    public func latest(limit: Int, before: Int64? = nil, filter: Filter = Filter()) throws -> [NotificationRecord] {
+    package func latest(limit: Int, before: Int64? = nil, filter: Filter = Filter()) throws -> [NotificationRecord] {
         var conditions = ["id < ?"]
         var values: [(any StatementValue)?] = [before ?? Int64.max]
         for (column, value) in [("type", filter.type), ("outcome", filter.outcome), ("app_user_id", filter.appUserID)] {
@@ -74,11 +74,11 @@ public struct NotificationStore {
     }
 
     /// Which notifications a listing shows: each set field must match exactly.
-    public struct Filter: Sendable, Equatable {
-        public var type: String?
-        public var outcome: String?
-        public var appUserID: String?
-        public init(type: String? = nil, outcome: String? = nil, appUserID: String? = nil) {
+    package struct Filter: Sendable, Equatable {
+        package var type: String?
+        package var outcome: String?
+        package var appUserID: String?
+        package init(type: String? = nil, outcome: String? = nil, appUserID: String? = nil) {
             self.type = type
             self.outcome = outcome
             self.appUserID = appUserID
@@ -86,7 +86,7 @@ public struct NotificationStore {
     }
 
     /// Notifications received in [from, to) per (type, outcome).
-    public func counts(from: Int64, to: Int64) throws -> [(type: String, outcome: String, count: Int)] {
+    package func counts(from: Int64, to: Int64) throws -> [(type: String, outcome: String, count: Int)] {
         let q = try db.cached(
             """
             SELECT type, outcome, count(*) FROM notifications WHERE received_at >= ? AND received_at < ?
@@ -113,31 +113,31 @@ public struct NotificationStore {
 }
 
 /// One delivered notification (`notifications`).
-public struct NotificationRecord: Sendable, Equatable {
+package struct NotificationRecord: Sendable, Equatable {
     /// Row id; 0 before it is stored.
-    public var id: Int64
+    package var id: Int64
     /// V2's `notificationUUID`; V1: `v1:` and the SHA-256 of the redacted body.
-    public var dedupeKey: String
+    package var dedupeKey: String
     /// 1 or 2.
-    public var version: Int
-    public var type: String
-    public var subtype: String?
+    package var version: Int
+    package var type: String
+    package var subtype: String?
     /// `production` or `sandbox`.
-    public var environment: String?
-    public var bundleID: String?
-    public var originalTransactionID: String?
-    public var transactionID: String?
+    package var environment: String?
+    package var bundleID: String?
+    package var originalTransactionID: String?
+    package var transactionID: String?
     /// V2 `data.status`: 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
-    public var appleStatus: Int64?
-    public var appUserID: String?
+    package var appleStatus: Int64?
+    package var appUserID: String?
     /// `applied`, `unchanged`, `recorded`, `pending_owner` or `attached`.
-    public var outcome: String
-    public var signedAt: Int64?
-    public var receivedAt: Int64
+    package var outcome: String
+    package var signedAt: Int64?
+    package var receivedAt: Int64
     /// The body as delivered (V1's password redacted).
-    public var body: String
+    package var body: String
 
-    public init(
+    package init(
         id: Int64 = 0, dedupeKey: String, version: Int, type: String, subtype: String? = nil, environment: String? = nil,
         bundleID: String? = nil, originalTransactionID: String? = nil, transactionID: String? = nil,
         appleStatus: Int64? = nil, appUserID: String? = nil, outcome: String, signedAt: Int64? = nil, receivedAt: Int64,

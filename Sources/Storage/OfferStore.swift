@@ -1,22 +1,22 @@
 /// One signature receiptd issued for a customer's offer (`offer_signatures`): the audit of who got
 /// which offer, when, by which key, at whose request.
-public struct OfferSignatureRecord: Sendable, Equatable {
-    public var id: Int64
-    public var appUserID: String
+package struct OfferSignatureRecord: Sendable, Equatable {
+    package var id: Int64
+    package var appUserID: String
     /// `promotional` or `introductory`.
-    public var kind: String
-    public var productID: String
-    public var offerID: String?
+    package var kind: String
+    package var productID: String
+    package var offerID: String?
     /// `v1` or `jws`.
-    public var format: String
-    public var keyID: String
-    public var nonce: String
+    package var format: String
+    package var keyID: String
+    package var nonce: String
     /// For an introductory decision: whether it allowed the offer (a promotional one: always true).
-    public var allowed: Bool
-    public var requestedBy: String
-    public var issuedAt: Int64
+    package var allowed: Bool
+    package var requestedBy: String
+    package var issuedAt: Int64
 
-    public init(
+    package init(
         id: Int64 = 0, appUserID: String, kind: String, productID: String, offerID: String?, format: String, keyID: String,
         nonce: String, allowed: Bool, requestedBy: String, issuedAt: Int64
     ) {
@@ -35,12 +35,12 @@ public struct OfferSignatureRecord: Sendable, Equatable {
 }
 
 /// The offers' audit (`offer_signatures`, Migrations/0025_offers.sql).
-public struct OfferStore {
+package struct OfferStore {
     let db: Database
 
-    public init(_ db: Database) { self.db = db }
+    package init(_ db: Database) { self.db = db }
 
-    public func record(_ r: OfferSignatureRecord) throws {
+    package func record(_ r: OfferSignatureRecord) throws {
         try db.cached(
             """
             INSERT INTO offer_signatures (app_user_id, kind, product_id, offer_id, format, key_id, nonce, allowed, requested_by,
@@ -54,7 +54,7 @@ public struct OfferStore {
     }
 
     /// When `offerID` was given to any of `ids` (a person's canonical id and aliases).
-    public func issued(_ offerID: String, to ids: [String]) throws -> [Int64] {
+    package func issued(_ offerID: String, to ids: [String]) throws -> [Int64] {
         guard !ids.isEmpty else { return [] }
         let q = try db.cached(
             """
@@ -69,7 +69,7 @@ public struct OfferStore {
     }
 
     /// A person's signatures, newest first.
-    public func signatures(of ids: [String], limit: Int) throws -> [OfferSignatureRecord] {
+    package func signatures(of ids: [String], limit: Int) throws -> [OfferSignatureRecord] {
         guard !ids.isEmpty else { return [] }
         let q = try db.cached(
             """
@@ -91,7 +91,7 @@ public struct OfferStore {
 
     /// How many signatures any of `ids` was given since `since` (the per-customer pace).
     /// Promotional offers ever signed for the person under `ids`.
-    public func promotionalCount(of ids: [String]) throws -> Int {
+    package func promotionalCount(of ids: [String]) throws -> Int {
         guard !ids.isEmpty else { return 0 }
         let q = try db.cached(
             """
@@ -105,7 +105,7 @@ public struct OfferStore {
     /// Apple's `subscriptionGroupIdentifier`s stated on stored transactions of `products` (any
     /// customer's): what a group named in Config/offers.json is called on Apple's side, so a
     /// purchase of a product the file does not list is still found in its group.
-    public func appleGroupIDs(of products: [String]) throws -> Set<String> {
+    package func appleGroupIDs(of products: [String]) throws -> Set<String> {
         let q = try db.cached(
             "SELECT DISTINCT subscription_group_id FROM transactions WHERE product_id = ? AND subscription_group_id IS NOT NULL")
         var ids: Set<String> = []
@@ -116,7 +116,7 @@ public struct OfferStore {
         return ids
     }
 
-    public func count(of ids: [String], since: Int64) throws -> Int {
+    package func count(of ids: [String], since: Int64) throws -> Int {
         guard !ids.isEmpty else { return 0 }
         let q = try db.cached(
             """

@@ -6,30 +6,30 @@
 /// through them, and the notifications that named them or their purchases. ``Erasure`` removes
 /// the same rows but one table: a withdrawal of consent to share consumption data
 /// (``ConsentStore``) outlives the person, as a suppression list does.
-public struct PersonalData {
+package struct PersonalData {
     /// Whom an export is about.
-    public struct Person: Sendable, Equatable {
-        public var appUserID: String
+    package struct Person: Sendable, Equatable {
+        package var appUserID: String
         /// `appUserID` and every alias.
-        public var ids: [String]
+        package var ids: [String]
         /// The original transactions they hold.
-        public var originals: [String]
+        package var originals: [String]
     }
 
     /// One table's rows about the person: `condition` with `values` bound, in `key` order.
-    public struct Section: Sendable {
-        public var table: String
-        public var key: String
+    package struct Section: Sendable {
+        package var table: String
+        package var key: String
         var condition: String
         var values: [String]
     }
 
     /// A row as stored: each column's name and value (nil: NULL), in the table's column order.
-    public typealias Row = [(column: String, value: SQLValue?)]
+    package typealias Row = [(column: String, value: SQLValue?)]
 
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// The tables whose rows may name a person who is no subscriber (nothing bought, a refused
     /// verification, an offer asked for, …), with the column that does.
@@ -44,7 +44,7 @@ public struct PersonalData {
 
     /// The person `appUserID` (an id or an alias) names: a subscriber, or anyone whose id some
     /// row holds (``namedBy``); nil when nothing stored names it.
-    public func person(_ appUserID: String) throws -> Person? {
+    package func person(_ appUserID: String) throws -> Person? {
         let store = ReceiptStore(db)
         let canonical = try store.canonical(appUserID)
         guard try store.isSubscriber(canonical) else {
@@ -61,7 +61,7 @@ public struct PersonalData {
     }
 
     /// The tables, in the export's order, with how to find the person's rows in each.
-    public static func sections(of person: Person) -> [Section] {
+    package static func sections(of person: Person) -> [Section] {
         func among(_ column: String, _ values: [String]) -> String? {
             values.isEmpty ? nil : "\(column) IN (" + Array(repeating: "?", count: values.count).joined(separator: ", ") + ")"
         }
@@ -127,7 +127,7 @@ public struct PersonalData {
 
     /// Up to `limit` of the section's rows after the one whose key is `after` (nil: from the
     /// first), and the last row's key (nil when the page is empty).
-    public func page(_ section: Section, after: SQLValue?, limit: Int) throws -> (rows: [Row], last: SQLValue?) {
+    package func page(_ section: Section, after: SQLValue?, limit: Int) throws -> (rows: [Row], last: SQLValue?) {
         let sql =
             "SELECT * FROM \(section.table) WHERE \(section.condition)"
             + (after == nil ? "" : " AND \(section.key) > ?") + " ORDER BY \(section.key) LIMIT ?"

@@ -1,26 +1,26 @@
 /// A Google Play purchase token as receiptd keeps it (`play_tokens`).
-public struct PlayToken: Sendable, Equatable {
-    public enum Kind: String, Sendable {
+package struct PlayToken: Sendable, Equatable {
+    package enum Kind: String, Sendable {
         case subscription
         case product
     }
 
     /// `GPT.…`: how facts, logs and the console name it.
-    public var reference: String
+    package var reference: String
     /// The token itself: only to ask Google again. Never logged.
-    public var purchaseToken: String
-    public var packageName: String
-    public var kind: Kind
+    package var purchaseToken: String
+    package var packageName: String
+    package var kind: Kind
     /// The product of its first line item (the acknowledge and consume calls name it).
-    public var productID: String
+    package var productID: String
     /// The original transaction id of its facts.
-    public var chain: String
-    public var linkedReference: String?
+    package var chain: String
+    package var linkedReference: String?
     /// The app user who posted the token, when it was posted (not learnt from a notification):
     /// its holder while Google names no order for it (``PlayStore/holder(of:)``).
-    public var postedBy: String?
+    package var postedBy: String?
 
-    public init(
+    package init(
         reference: String, purchaseToken: String, packageName: String, kind: Kind, productID: String, chain: String,
         linkedReference: String? = nil, postedBy: String? = nil
     ) {
@@ -36,18 +36,18 @@ public struct PlayToken: Sendable, Equatable {
 }
 
 /// One call Google is owed for a token: an acknowledgement, or a consumption.
-public struct PlayChore: Sendable, Equatable {
-    public enum Kind: String, Sendable, CaseIterable {
+package struct PlayChore: Sendable, Equatable {
+    package enum Kind: String, Sendable, CaseIterable {
         case acknowledge
         case consume
     }
 
-    public var kind: Kind
-    public var token: PlayToken
+    package var kind: Kind
+    package var token: PlayToken
     /// Attempts made before this one.
-    public var attempts: Int
+    package var attempts: Int
 
-    public init(kind: Kind, token: PlayToken, attempts: Int) {
+    package init(kind: Kind, token: PlayToken, attempts: Int) {
         self.kind = kind
         self.token = token
         self.attempts = attempts
@@ -56,10 +56,10 @@ public struct PlayChore: Sendable, Equatable {
 
 /// Google Play's purchase tokens (`play_tokens`): which subscription each continues, and the
 /// calls Google is owed for them (Migrations/0024_google_play.sql), as durable queues.
-public struct PlayStore {
+package struct PlayStore {
     let db: Database
 
-    public init(_ db: Database) { self.db = db }
+    package init(_ db: Database) { self.db = db }
 
     static let columns = "reference, purchase_token, package_name, kind, product_id, chain, linked_reference"
 
@@ -70,7 +70,7 @@ public struct PlayStore {
             linkedReference: s.text(c + 6))
     }
 
-    public func token(_ reference: String) throws -> PlayToken? {
+    package func token(_ reference: String) throws -> PlayToken? {
         let q = try db.cached("SELECT \(Self.columns) FROM play_tokens WHERE reference = ?").bind([reference])
         return try q.step() ? Self.token(q) : nil
     }
@@ -79,7 +79,7 @@ public struct PlayStore {
     /// replaced (`linked`); else that of a newer token which replaced it (seen first); else the
     /// replaced token's reference, or its own. So every token of a `linkedPurchaseToken` chain
     /// lands in one subscription whichever of them receiptd sees first, once each link is seen.
-    public func chain(of reference: String, linkedTo linked: String?) throws -> String {
+    package func chain(of reference: String, linkedTo linked: String?) throws -> String {
         if let known = try token(reference) { return known.chain }
         if let linked, let earlier = try token(linked) { return earlier.chain }
         let newer = try db.cached("SELECT chain FROM play_tokens WHERE linked_reference = ? LIMIT 1").bind([reference])
@@ -88,7 +88,7 @@ public struct PlayStore {
     }
 
     /// What Google says of a purchase's acknowledgement when it is read.
-    public enum Acknowledgement: Sendable {
+    package enum Acknowledgement: Sendable {
         /// Google has it.
         case done
         /// Google waits for it: queued unless receiptd already made it.
@@ -100,7 +100,7 @@ public struct PlayStore {
     /// Records a token (or its newest read) with the calls Google is owed: the acknowledgement as
     /// `acknowledgement` says, a consumption when `consume` and none was made. A call already
     /// queued keeps its place.
-    public func remember(_ t: PlayToken, acknowledgement: Acknowledgement, consume: Bool, now: Int64) throws {
+    package func remember(_ t: PlayToken, acknowledgement: Acknowledgement, consume: Bool, now: Int64) throws {
         try db.cached(
             """
             INSERT INTO play_tokens (reference, purchase_token, package_name, kind, product_id, chain, linked_reference,
@@ -123,7 +123,7 @@ public struct PlayStore {
 
     /// Claims up to `limit` calls due at `now` until `now + leaseMs`: none another worker holds,
     /// the longest due first. A claim left by a process that died simply runs out.
-    public func claim(now: Int64, leaseMs: Int64, limit: Int) throws -> [PlayChore] {
+    package func claim(now: Int64, leaseMs: Int64, limit: Int) throws -> [PlayChore] {
         var chores: [PlayChore] = []
         // A consumption first: it acknowledges too, so a consumable needs no other call.
         for kind in [PlayChore.Kind.consume, .acknowledge] {
@@ -147,7 +147,7 @@ public struct PlayStore {
     }
 
     /// Google has it: the call is done, the lease let go.
-    public func done(_ chore: PlayChore, at now: Int64) throws {
+    package func done(_ chore: PlayChore, at now: Int64) throws {
         let sql =
             switch chore.kind {
             case .acknowledge:
@@ -163,7 +163,7 @@ public struct PlayStore {
     }
 
     /// The call failed: tried again at `retryAt`, or never when nil (Google refuses it for good).
-    public func failed(_ chore: PlayChore, error: String, retryAt: Int64?) throws {
+    package func failed(_ chore: PlayChore, error: String, retryAt: Int64?) throws {
         let (due, attempts, last) =
             chore.kind == .acknowledge
             ? ("ack_due_at", "ack_attempts", "ack_last_error") : ("consume_due_at", "consume_attempts", "consume_last_error")
@@ -173,16 +173,16 @@ public struct PlayStore {
     }
 
     /// The queue's depth, for metrics and the console.
-    public struct Backlog: Sendable, Equatable {
+    package struct Backlog: Sendable, Equatable {
         /// Purchases waiting for their acknowledgement.
-        public var unacknowledged: Int
+        package var unacknowledged: Int
         /// The longest waiting, since it was stored (epoch ms); nil when none waits.
-        public var oldestUnacknowledgedSince: Int64?
+        package var oldestUnacknowledgedSince: Int64?
         /// Acknowledgements that failed at least once.
-        public var retrying: Int
-        public var unconsumed: Int
+        package var retrying: Int
+        package var unconsumed: Int
 
-        public init(unacknowledged: Int, oldestUnacknowledgedSince: Int64?, retrying: Int, unconsumed: Int) {
+        package init(unacknowledged: Int, oldestUnacknowledgedSince: Int64?, retrying: Int, unconsumed: Int) {
             self.unacknowledged = unacknowledged
             self.oldestUnacknowledgedSince = oldestUnacknowledgedSince
             self.retrying = retrying
@@ -190,7 +190,7 @@ public struct PlayStore {
         }
     }
 
-    public func backlog() throws -> Backlog {
+    package func backlog() throws -> Backlog {
         let q = try db.cached(
             """
             SELECT count(ack_due_at), min(CASE WHEN ack_due_at IS NOT NULL THEN first_seen_at END),
@@ -207,12 +207,12 @@ public struct PlayStore {
     // MARK: Notifications
 
     /// Whether a push message was already applied.
-    public func notificationSeen(_ messageID: String) throws -> Bool {
+    package func notificationSeen(_ messageID: String) throws -> Bool {
         try db.cached("SELECT 1 FROM play_notifications WHERE message_id = ?").bind([messageID]).step()
     }
 
     /// Records a push message once; false when it already was (then nothing is written).
-    public func recordNotification(
+    package func recordNotification(
         messageID: String, packageName: String, type: String, tokenReference: String?, eventTime: Int64, receivedAt: Int64,
         outcome: String, appUserID: String?
     ) throws -> Bool {
@@ -227,7 +227,7 @@ public struct PlayStore {
     }
 
     /// Who holds the purchase a token belongs to, when receiptd knows.
-    public func holder(of reference: String) throws -> String? {
+    package func holder(of reference: String) throws -> String? {
         let q = try db.cached(
             """
             SELECT o.app_user_id FROM play_tokens p JOIN ownership o ON o.original_transaction_id = p.chain
@@ -247,11 +247,11 @@ public struct PlayStore {
     // MARK: Catch-up
 
     /// Until when the Voided Purchases API has been read for `package`; nil: never.
-    public func voidedUntil(_ package: String) throws -> Int64? {
+    package func voidedUntil(_ package: String) throws -> Int64? {
         try db.cached("SELECT voided_until FROM play_catch_up WHERE package_name = ?").bind([package]).firstInt()
     }
 
-    public func setVoidedUntil(_ package: String, _ until: Int64) throws {
+    package func setVoidedUntil(_ package: String, _ until: Int64) throws {
         try db.cached(
             """
             INSERT INTO play_catch_up (package_name, voided_until) VALUES (?, ?)
@@ -262,7 +262,7 @@ public struct PlayStore {
 
     /// A subscription's newest token: the one no other token of the chain replaced. An add-on's
     /// subscription (`<chain>/<product>`) is its base's token's.
-    public func newestToken(ofChain subscription: String) throws -> PlayToken? {
+    package func newestToken(ofChain subscription: String) throws -> PlayToken? {
         let chain = subscription.firstIndex(of: "/").map { String(subscription[..<$0]) } ?? subscription
         let q = try db.cached(
             """
@@ -275,7 +275,7 @@ public struct PlayStore {
     }
 
     /// Pushes received in [from, to), by type and outcome (the console's overview).
-    public func notificationCounts(from: Int64, to: Int64) throws -> [(type: String, outcome: String, count: Int)] {
+    package func notificationCounts(from: Int64, to: Int64) throws -> [(type: String, outcome: String, count: Int)] {
         let q = try db.cached(
             """
             SELECT type, outcome, count(*) FROM play_notifications WHERE received_at >= ? AND received_at < ?

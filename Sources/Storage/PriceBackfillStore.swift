@@ -1,23 +1,23 @@
-import Entitlements
+package import Entitlements
 
 /// What `receiptd backfill-prices` reads and writes (Migrations/0017_price_history.sql): the App
 /// Store purchases with a transaction no store has priced and nobody has asked Apple about yet,
 /// and the prices Apple's transaction history gives them.
-public struct PriceBackfillStore {
+package struct PriceBackfillStore {
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// A purchase to ask Get Transaction History about, by one of its unpriced transactions.
-    public struct Unpriced: Sendable, Equatable {
-        public var originalTransactionID: String
-        public var transactionID: String
-        public var bundleID: String
+    package struct Unpriced: Sendable, Equatable {
+        package var originalTransactionID: String
+        package var transactionID: String
+        package var bundleID: String
     }
 
     /// Up to `limit` purchases after `after` (by original transaction id) with an App Store
     /// transaction priced by nobody or only by the client, never asked about.
-    public func unpriced(after: String?, limit: Int) throws -> [Unpriced] {
+    package func unpriced(after: String?, limit: Int) throws -> [Unpriced] {
         let q = try db.cached(
             """
             SELECT original_transaction_id, min(transaction_id), min(bundle_id) FROM transactions
@@ -38,7 +38,7 @@ public struct PriceBackfillStore {
     /// storefront, the offer…, which verifyReceipt never states); then marks `original`'s
     /// transactions asked. Returns the holders whose facts changed (the change recorded) and how
     /// many transactions were priced.
-    public func applyHistory(
+    package func applyHistory(
         _ priced: [(transactionID: String, commerce: Commerce)], bundleID: String, original: String, now: Int64
     ) throws -> (holders: [String], priced: Int) {
         let update = try db.cached(
@@ -75,7 +75,7 @@ public struct PriceBackfillStore {
     }
 
     /// Forgets every ask, so the next backfill asks about every unpriced purchase again.
-    public func forgetAsks() throws -> Int {
+    package func forgetAsks() throws -> Int {
         try db.cached("UPDATE transactions SET price_history_asked_at = NULL WHERE price_history_asked_at IS NOT NULL").run()
         return db.changes
     }

@@ -1,19 +1,19 @@
 /// Each subscriber's products as their document last read them (Migrations/0013_console.sql),
 /// for the overview's counts: derived, rewritten whenever a subscriber's state is recorded.
-public struct ProductStateStore {
+package struct ProductStateStore {
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// One product of one kind and how it stands.
-    public struct Entry: Sendable, Equatable {
+    package struct Entry: Sendable, Equatable {
         /// `subscription`, a product type (`non_consumable`, …), or `promotional`.
-        public var kind: String
+        package var kind: String
         /// The product id, or a promotional entitlement's name.
-        public var productID: String
-        public var state: String
+        package var productID: String
+        package var state: String
 
-        public init(kind: String, productID: String, state: String) {
+        package init(kind: String, productID: String, state: String) {
             self.kind = kind
             self.productID = productID
             self.state = state
@@ -22,7 +22,7 @@ public struct ProductStateStore {
 
     /// Replaces `appUserID`'s entries, good until `until` (the document's next change in time;
     /// `Int64.max`: none ahead), in the caller's transaction.
-    public func replace(_ entries: [Entry], for appUserID: String, until: Int64) throws {
+    package func replace(_ entries: [Entry], for appUserID: String, until: Int64) throws {
         // Nothing here is read back: on PostgreSQL it all goes with the next statement (runLater).
         try db.cached("DELETE FROM product_states WHERE app_user_id = ?").bind([appUserID]).runLater()
         let insert = try db.cached(
@@ -33,7 +33,7 @@ public struct ProductStateStore {
     }
 
     /// Up to `limit` subscribers whose entries went stale by `now`, the stalest first.
-    public func stale(at now: Int64, limit: Int) throws -> [String] {
+    package func stale(at now: Int64, limit: Int) throws -> [String] {
         let q = try db.cached("SELECT app_user_id FROM subscribers WHERE summary_until <= ? ORDER BY summary_until LIMIT ?")
             .bind([now, Int64(limit)])
         var ids: [String] = []
@@ -42,21 +42,21 @@ public struct ProductStateStore {
     }
 
     /// How many subscribers there are.
-    public func subscriberCount() throws -> Int {
+    package func subscriberCount() throws -> Int {
         let q = try db.cached("SELECT count(*) FROM subscribers")
         defer { q.reset() }
         return Int(try q.firstInt() ?? 0)
     }
 
     /// How many subscribers' entries are stale at `now`.
-    public func staleCount(at now: Int64) throws -> Int {
+    package func staleCount(at now: Int64) throws -> Int {
         let q = try db.cached("SELECT count(*) FROM subscribers WHERE summary_until <= ?").bind([now])
         defer { q.reset() }
         return Int(try q.firstInt() ?? 0)
     }
 
     /// Subscribers per (kind, product, state), counting only fresh entries at `now`.
-    public func counts(at now: Int64) throws -> [(entry: Entry, subscribers: Int)] {
+    package func counts(at now: Int64) throws -> [(entry: Entry, subscribers: Int)] {
         let q = try db.cached(
             """
             SELECT p.kind, p.product_id, p.state, count(*) FROM product_states p

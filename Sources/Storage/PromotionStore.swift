@@ -1,11 +1,11 @@
-import Entitlements
+package import Entitlements
 
 /// Promotional entitlements (Migrations/0013_console.sql): given, revoked and read as facts. Each
 /// change bumps the subscriber's facts revision, so their state is derived again on the next read.
-public struct PromotionStore {
+package struct PromotionStore {
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// A subscriber's promotions (``promotions(of:)``; ``ReceiptStore/subscriber(_:)`` prefetches it).
     static let promotionsSQL = """
@@ -14,7 +14,7 @@ public struct PromotionStore {
         """
 
     /// `appUserID`'s promotions, oldest first.
-    public func promotions(of appUserID: String) throws -> [Promotion] {
+    package func promotions(of appUserID: String) throws -> [Promotion] {
         let q = try db.cached(Self.promotionsSQL).bind([appUserID])
         var all: [Promotion] = []
         while try q.step() {
@@ -28,7 +28,7 @@ public struct PromotionStore {
 
     /// Gives `appUserID` (an alias: the subscriber it names; unknown: a new subscriber)
     /// `entitlement` from `now` until `expiresAt`, in one transaction.
-    public func grant(
+    package func grant(
         _ entitlement: String, to appUserID: String, until expiresAt: Int64, by asker: String, reason: String, now: Int64
     ) throws -> (appUserID: String, promotion: Promotion) {
         try db.transaction {
@@ -56,7 +56,7 @@ public struct PromotionStore {
 
     /// Ends every promotion of `entitlement` that `appUserID` holds and that has not ended by
     /// `now`; nil when the subscriber is unknown. The promotions revoked, oldest first.
-    public func revoke(_ entitlement: String, of appUserID: String, by asker: String, reason: String?, now: Int64) throws
+    package func revoke(_ entitlement: String, of appUserID: String, by asker: String, reason: String?, now: Int64) throws
         -> (appUserID: String, revoked: [Promotion])?
     {
         try db.transaction {

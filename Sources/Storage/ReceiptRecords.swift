@@ -1,37 +1,37 @@
-import Entitlements
-import Identifiers
+package import Entitlements
+package import Identifiers
 
 // Storage stores and returns the domain's facts (Entitlements' `Purchase`, `Renewal`,
 // `Transfer`) with their provenance. It knows nothing of Apple's wire format: ReceiptCore maps
 // Apple's models into facts, once.
 
 /// A stored subscriber and everything their purchases say.
-public struct SubscriberRecord: Sendable, Equatable {
-    public var appUserID: String
+package struct SubscriberRecord: Sendable, Equatable {
+    package var appUserID: String
     /// The subscriber document's version and the fingerprint it was computed with.
-    public var version: Int64
-    public var stateHash: String?
+    package var version: Int64
+    package var stateHash: String?
     /// How many writes changed their facts, and which of those the stored version, fingerprint
     /// and events were derived from: when they differ, the derivation is behind the facts.
-    public var factsRevision: Int64
-    public var derivedRevision: Int64
+    package var factsRevision: Int64
+    package var derivedRevision: Int64
     /// Every transaction of the purchases held, by purchase date.
-    public var purchases: [Stated<Purchase>]
+    package var purchases: [Stated<Purchase>]
     /// Every renewal-info snapshot of those purchases, oldest first; `sequence` is the row id.
-    public var renewals: [Stated<RenewalObservation>]
+    package var renewals: [Stated<RenewalObservation>]
     /// Every change of holder of those purchases, and of purchases taken away from this subscriber.
-    public var transfers: [Transfer]
+    package var transfers: [Transfer]
     /// Their other ids, oldest first (``Alias``).
-    public var aliases: [Alias]
+    package var aliases: [Alias]
     /// Entitlements support gave them, oldest first (``Promotion``).
-    public var promotions: [Promotion]
+    package var promotions: [Promotion]
     /// The AppTransactions their app posted (``AppTransaction``): what grandfathering reads.
-    public var appTransactions: [AppTransaction]
+    package var appTransactions: [AppTransaction]
     /// Until when their stored product states (`product_states`) hold; 0: never written, or
     /// their facts changed since.
-    public var summaryUntil: Int64
+    package var summaryUntil: Int64
 
-    public init(
+    package init(
         appUserID: String, version: Int64, stateHash: String?, factsRevision: Int64 = 0, derivedRevision: Int64 = 0,
         purchases: [Stated<Purchase>], renewals: [Stated<RenewalObservation>], transfers: [Transfer], aliases: [Alias] = [],
         promotions: [Promotion] = [], appTransactions: [AppTransaction] = [], summaryUntil: Int64 = 0
@@ -51,34 +51,34 @@ public struct SubscriberRecord: Sendable, Equatable {
     }
 
     /// The facts without their provenance: the derivation's input.
-    public var facts: Facts {
+    package var facts: Facts {
         Facts(
             purchases: purchases.map(\.fact), renewals: renewals.map(\.fact), transfers: transfers, aliases: aliases,
             promotions: promotions, appTransactions: appTransactions)
     }
 
     /// The canonical id and the aliases: every id the subscriber is known by.
-    public var ids: [String] { [appUserID] + aliases.map(\.appUserID) }
+    package var ids: [String] { [appUserID] + aliases.map(\.appUserID) }
 
     /// The original transaction ids this subscriber holds.
-    public var originals: Set<Identifier> { Set(purchases.map { Identifier($0.fact.originalTransactionID) }) }
+    package var originals: Set<Identifier> { Set(purchases.map { Identifier($0.fact.originalTransactionID) }) }
 }
 
 /// One lifecycle event row (`events`).
-public struct EventRecord: Sendable, Equatable {
+package struct EventRecord: Sendable, Equatable {
     /// Row id; 0 for an event not stored yet.
-    public var id: Int64
-    public var key: String
-    public var type: String
-    public var at: Int64
-    public var productID: String
-    public var originalTransactionID: String
-    public var transactionID: String?
+    package var id: Int64
+    package var key: String
+    package var type: String
+    package var at: Int64
+    package var productID: String
+    package var originalTransactionID: String
+    package var transactionID: String?
     /// A JSON object of the facts behind the event.
-    public var factsJSON: String
-    public var recordedAt: Int64
+    package var factsJSON: String
+    package var recordedAt: Int64
 
-    public init(
+    package init(
         id: Int64 = 0, key: String, type: String, at: Int64, productID: String, originalTransactionID: String,
         transactionID: String?, factsJSON: String, recordedAt: Int64 = 0
     ) {
@@ -94,7 +94,7 @@ public struct EventRecord: Sendable, Equatable {
     }
 
     /// Whether two rows say the same thing (ids and recording times aside).
-    public func sameContent(as other: EventRecord) -> Bool {
+    package func sameContent(as other: EventRecord) -> Bool {
         var a = self
         var b = other
         (a.id, a.recordedAt, b.id, b.recordedAt) = (0, 0, 0, 0)
@@ -103,16 +103,16 @@ public struct EventRecord: Sendable, Equatable {
 }
 
 /// One row of the verification log.
-public struct VerificationLogEntry: Sendable, Equatable {
-    public var appUserID: String?
-    public var environment: String?
-    public var appleStatus: Int?
+package struct VerificationLogEntry: Sendable, Equatable {
+    package var appUserID: String?
+    package var environment: String?
+    package var appleStatus: Int?
     /// A short outcome name, e.g. `valid`, `invalid_receipt`, `unavailable`.
-    public var outcome: String
-    public var attempts: Int
-    public var latencyMs: Int64
+    package var outcome: String
+    package var attempts: Int
+    package var latencyMs: Int64
 
-    public init(appUserID: String?, environment: String?, appleStatus: Int?, outcome: String, attempts: Int, latencyMs: Int64) {
+    package init(appUserID: String?, environment: String?, appleStatus: Int?, outcome: String, attempts: Int, latencyMs: Int64) {
         self.appUserID = appUserID
         self.environment = environment
         self.appleStatus = appleStatus

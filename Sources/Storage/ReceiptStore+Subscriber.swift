@@ -1,4 +1,4 @@
-import Entitlements
+package import Entitlements
 import Identifiers
 
 // A subscriber read whole: their purchases' transactions and renewals, transfers and aliases.
@@ -6,7 +6,7 @@ extension ReceiptStore {
     /// The subscriber, every transaction and renewal snapshot of the purchases they hold, and the
     /// transfers that concern them; nil when unknown.
     /// An alias reads as the subscriber it names (``SubscriberRecord/appUserID`` is then the canonical id).
-    public func subscriber(_ requestedID: String) throws -> SubscriberRecord? {
+    package func subscriber(_ requestedID: String) throws -> SubscriberRecord? {
         let head = try db.cached(
             "SELECT version, state_hash, facts_revision, derived_revision, summary_until FROM subscribers WHERE app_user_id = ?"
         ).bind([requestedID])
@@ -102,7 +102,7 @@ extension ReceiptStore {
     }
 
     /// The subscriber `appUserID` names: the one it is an alias of, else itself (known or not).
-    public func canonical(_ appUserID: String) throws -> String {
+    package func canonical(_ appUserID: String) throws -> String {
         let q = try db.cached("SELECT app_user_id FROM aliases WHERE alias = ?").bind([appUserID])
         defer { q.reset() }
         return try q.step() ? q.text(0)! : appUserID
@@ -112,7 +112,7 @@ extension ReceiptStore {
     static let aliasesSQL = "SELECT alias, at FROM aliases WHERE app_user_id = ?"
 
     /// `appUserID`'s aliases, oldest first (then by bytes).
-    public func aliases(of appUserID: String) throws -> [Alias] {
+    package func aliases(of appUserID: String) throws -> [Alias] {
         let q = try db.cached(Self.aliasesSQL).bind([appUserID])
         var aliases: [Alias] = []
         while try q.step() { aliases.append(Alias(appUserID: q.text(0)!, at: q.int(1))) }
@@ -121,7 +121,7 @@ extension ReceiptStore {
 
     /// The product of the newest transaction of a purchase (by purchase date, then id).
     /// The product of the newest transaction of the purchase `originalTransactionID`.
-    public func newestProduct(of originalTransactionID: String) throws -> String? {
+    package func newestProduct(of originalTransactionID: String) throws -> String? {
         let q = try db.cached(
             """
             SELECT product_id FROM transactions WHERE original_transaction_id = ?

@@ -1,21 +1,21 @@
-import Entitlements
+package import Entitlements
 import Identifiers
 
 /// Reads and writes what Apple said about receipts (Migrations/0002_receipts.sql). Synchronous:
 /// use it inside `DatabaseQueue.run`.
-public struct ReceiptStore {
+package struct ReceiptStore {
     /// What a save did.
-    public struct Saved: Sendable, Equatable {
+    package struct Saved: Sendable, Equatable {
         /// The transaction and renewal rows that were new or different, plus the purchases that
         /// changed holder.
-        public var changes: Int
+        package var changes: Int
         /// The original transactions that changed holder, in first-seen order.
-        public var acquired: [String]
+        package var acquired: [String]
         /// The users whose facts changed (the holder first, then who lost a purchase to them);
         /// empty when nothing changed. Their derived state is behind until settled.
-        public var changed: [String]
+        package var changed: [String]
 
-        public init(changes: Int, acquired: [String], changed: [String]) {
+        package init(changes: Int, acquired: [String], changed: [String]) {
             self.changes = changes
             self.acquired = acquired
             self.changed = changed
@@ -24,7 +24,7 @@ public struct ReceiptStore {
 
     let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// Stores `facts` held by `appUserID`, in one write transaction: the subscriber row when new,
     /// `appUserID` as the holder of each of their purchases (each change of holder recorded), and
@@ -32,7 +32,7 @@ public struct ReceiptStore {
     /// changed (``factsChanged(_:at:)``). Re-saving the same facts changes no row. A renewal that
     /// changed is appended to `renewal_history`. Who may take a purchase from another user is the
     /// caller's decision. Derives nothing: see ``settle(_:hash:derivedFrom:version:now:)``.
-    public func save(_ facts: VerifiedFacts, for appUserID: String, now: Int64) throws -> Saved {
+    package func save(_ facts: VerifiedFacts, for appUserID: String, now: Int64) throws -> Saved {
         try db.transaction { () throws -> Saved in
             try lock(facts, for: appUserID)
             try addSubscriber(appUserID, now: now)
@@ -63,7 +63,7 @@ public struct ReceiptStore {
     /// Stores facts without giving their purchases a holder (a notification before the app posted
     /// a receipt): they join the subscriber's facts when a user takes the purchase. Users who hold
     /// some of them already are marked changed, as `changed`.
-    public func saveUnowned(_ facts: VerifiedFacts, now: Int64) throws -> Saved {
+    package func saveUnowned(_ facts: VerifiedFacts, now: Int64) throws -> Saved {
         try db.transaction {
             try lock(facts, for: nil)
             let changes = try writeFacts(facts, now: now)
@@ -82,23 +82,23 @@ public struct ReceiptStore {
     /// Makes other writers of the same purchases or user wait until the caller's transaction ends
     /// (``Database/lock(_:)``: nothing on SQLite). Call it before reading who holds a purchase in
     /// order to write.
-    public func lock(_ facts: VerifiedFacts, for appUserID: String?) throws {
+    package func lock(_ facts: VerifiedFacts, for appUserID: String?) throws {
         try lock(purchases: facts.originals, subscriber: appUserID)
     }
 
     /// ``lock(_:for:)`` by original transaction ids.
-    public func lock(purchases originals: [String], subscriber appUserID: String?) throws {
+    package func lock(purchases originals: [String], subscriber appUserID: String?) throws {
         try db.lock(originals.map { "purchase:" + $0 } + (appUserID.map { ["subscriber:" + $0] } ?? []))
     }
 
     /// Adds the subscriber row of `appUserID` unless it exists, in the caller's transaction.
-    public func addSubscriber(_ appUserID: String, now: Int64) throws {
+    package func addSubscriber(_ appUserID: String, now: Int64) throws {
         try db.cached("INSERT INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
             .bind([appUserID, now, now]).runLater()
     }
 
     /// Whether `appUserID` has a subscriber row (an alias never has one).
-    public func isSubscriber(_ appUserID: String) throws -> Bool {
+    package func isSubscriber(_ appUserID: String) throws -> Bool {
         let q = try db.cached("SELECT 1 FROM subscribers WHERE app_user_id = ?").bind([appUserID])
         defer { q.reset() }
         return try q.step()
@@ -106,7 +106,7 @@ public struct ReceiptStore {
 
     /// Records that the facts of `appUserIDs` changed, in the caller's transaction: their facts
     /// revision moves (their derived state is now behind) and each joins the ``ChangeLog``.
-    public func factsChanged(_ appUserIDs: [String], at now: Int64) throws {
+    package func factsChanged(_ appUserIDs: [String], at now: Int64) throws {
         let bump = try db.cached(
             "UPDATE subscribers SET facts_revision = facts_revision + 1, summary_until = 0 WHERE app_user_id = ?")
         let log = ChangeLog(db)
@@ -117,7 +117,7 @@ public struct ReceiptStore {
     }
 
     /// One stored transaction, with its app; nil when unknown.
-    public func purchase(_ transactionID: String) throws -> Stated<Purchase>? {
+    package func purchase(_ transactionID: String) throws -> Stated<Purchase>? {
         let q = try db.cached("SELECT \(Self.transactionColumns("t")) FROM transactions t WHERE t.transaction_id = ?")
             .bind([transactionID])
         return try q.step() ? Self.purchase(q) : nil
@@ -125,14 +125,14 @@ public struct ReceiptStore {
 
     /// The latest expiry among a subscription's stored periods that end no later than `before`
     /// (nil: any): where the period after them began, when its store names no start.
-    public func latestExpiry(of originalTransactionID: String, before: Int64?) throws -> Int64? {
+    package func latestExpiry(of originalTransactionID: String, before: Int64?) throws -> Int64? {
         try db.cached(
             "SELECT max(expires_date) FROM transactions WHERE original_transaction_id = ? AND expires_date <= ?"
         ).bind([originalTransactionID, before ?? .max]).firstInt()
     }
 
     /// A Google Play order's stored periods: the order's own and its add-ons' (`<order>/<product>`).
-    public func playOrder(_ orderID: String) throws -> [Stated<Purchase>] {
+    package func playOrder(_ orderID: String) throws -> [Stated<Purchase>] {
         let q = try db.cached(
             """
             SELECT \(Self.transactionColumns("t")) FROM transactions t WHERE t.store = 'play_store'
@@ -147,7 +147,7 @@ public struct ReceiptStore {
     /// Removes a Google Play token's placeholder periods (named by its reference while its
     /// payment was pending: `GPT.…`, and `GPT.…/<product>` for an add-on) that its newest read no
     /// longer states, once an order paid for them.
-    public func forgetPlaceholders(of reference: String, keeping: [String]) throws {
+    package func forgetPlaceholders(of reference: String, keeping: [String]) throws {
         guard !keeping.contains(reference) else { return }
         try db.cached(
             """
@@ -158,7 +158,7 @@ public struct ReceiptStore {
     }
 
     /// The app of an original transaction's purchases; nil when none is stored.
-    public func bundleID(ofOriginal originalTransactionID: String) throws -> String? {
+    package func bundleID(ofOriginal originalTransactionID: String) throws -> String? {
         let q = try db.cached("SELECT bundle_id FROM transactions WHERE original_transaction_id = ? LIMIT 1")
             .bind([originalTransactionID])
         defer { q.reset() }
@@ -166,7 +166,7 @@ public struct ReceiptStore {
     }
 
     /// Who holds an original transaction now.
-    public func owner(of originalTransactionID: String) throws -> String? {
+    package func owner(of originalTransactionID: String) throws -> String? {
         let q = try db.cached("SELECT app_user_id FROM ownership WHERE original_transaction_id = ?").bind([originalTransactionID]
         )
         return try q.step() ? q.text(0) : nil
@@ -175,7 +175,7 @@ public struct ReceiptStore {
     /// The subscriber an `appAccountToken` points at: one whose id or alias is that UUID (any case),
     /// or whose token receiptd made it (`appStore.setAppAccountTokens`), else the holder of a
     /// purchase made with it.
-    public func subscriber(forAccountToken token: String) throws -> String? {
+    package func subscriber(forAccountToken token: String) throws -> String? {
         if let named = try subscriber(namedByToken: token) { return named }
         let uuid = Self.isUUID(token)
         let byPurchase = try db.cached(
@@ -191,7 +191,7 @@ public struct ReceiptStore {
     /// whose spelling may be normalised: Apple's `appAccountToken` is one, and so are the tokens
     /// receiptd makes. Any other account id (Google Play's `obfuscatedExternalAccountId`, an app
     /// user id) is exact bytes.
-    public static func isUUID(_ token: String) -> Bool {
+    package static func isUUID(_ token: String) -> Bool {
         let bytes = Array(token.utf8)
         guard bytes.count == 36 else { return false }
         for (i, b) in bytes.enumerated() {
@@ -207,7 +207,7 @@ public struct ReceiptStore {
     /// The subscriber an `appAccountToken` names outright: their id or an alias is that UUID (any
     /// case), or it is the token receiptd made for them; nil when it names nobody (the app's own
     /// token, say).
-    public func subscriber(namedByToken token: String) throws -> String? {
+    package func subscriber(namedByToken token: String) throws -> String? {
         guard Self.isUUID(token) else {
             // Not a UUID: exact bytes only (a Play account id `Bob` never names `bob`).
             if try isSubscriber(token) { return token }
@@ -271,7 +271,7 @@ public struct ReceiptStore {
     /// and joins the ``ChangeLog``) and that the derivation has caught up with those facts. A
     /// compare-and-set: when the facts or the version moved since the snapshot, nothing is written
     /// and the answer is nil (read again, derive again). Else the version after the call.
-    public func settle(_ appUserID: String, hash: String, derivedFrom revision: Int64, version: Int64, now: Int64) throws
+    package func settle(_ appUserID: String, hash: String, derivedFrom revision: Int64, version: Int64, now: Int64) throws
         -> Int64?
     {
         let update = try db.cached(
@@ -290,7 +290,7 @@ public struct ReceiptStore {
     }
 
     /// Subscriber ids in order, `limit` at a time after `after`.
-    public func subscriberIDs(after: String?, limit: Int) throws -> [String] {
+    package func subscriberIDs(after: String?, limit: Int) throws -> [String] {
         let q = try db.cached("SELECT app_user_id FROM subscribers WHERE app_user_id > ? ORDER BY app_user_id LIMIT ?")
             .bind([after ?? "", Int64(limit)])
         var ids: [String] = []
@@ -299,7 +299,7 @@ public struct ReceiptStore {
     }
 
     /// Rewrites a transaction's derived columns (for re-derivation from its raw JSON).
-    public func updateColumns(of p: Stated<Purchase>) throws {
+    package func updateColumns(of p: Stated<Purchase>) throws {
         try db.cached(
             """
             UPDATE transactions SET transaction_id = ?, original_transaction_id = ?, product_id = ?, bundle_id = ?,
@@ -316,7 +316,7 @@ public struct ReceiptStore {
     }
 
     /// Rewrites a renewal snapshot's derived columns, and the current row's when it is the newest.
-    public func updateColumns(of snapshot: Stated<RenewalObservation>) throws {
+    package func updateColumns(of snapshot: Stated<RenewalObservation>) throws {
         // Every column but the subscription's id and its environment, which a snapshot never changes.
         var values = Self.renewalValues(snapshot.fact.renewal)
         values.remove(at: 11)
@@ -335,7 +335,7 @@ public struct ReceiptStore {
 
     /// When Apple last vouched for `appUserID`'s facts: their newest valid verification (a
     /// receipt, a StoreKit 2 transaction, an App Store Server API answer) or notification applied to them; nil when never.
-    public func lastVerifiedAt(_ appUserID: String) throws -> Int64? {
+    package func lastVerifiedAt(_ appUserID: String) throws -> Int64? {
         try db.cached(
             """
             SELECT max(at) FROM (
@@ -350,7 +350,7 @@ public struct ReceiptStore {
 
     /// Appends one row to the verification log.
     /// Exchanges with Apple logged in [from, to), per outcome.
-    public func verificationCounts(from: Int64, to: Int64) throws -> [(outcome: String, count: Int)] {
+    package func verificationCounts(from: Int64, to: Int64) throws -> [(outcome: String, count: Int)] {
         let q = try db.cached(
             "SELECT outcome, count(*) FROM verifications WHERE at >= ? AND at < ? GROUP BY outcome ORDER BY outcome"
         ).bind([from, to])
@@ -361,12 +361,12 @@ public struct ReceiptStore {
 
     /// ``log(_:at:)`` for work that began at `begun` (before a store was asked): nothing when the
     /// person was erased since (``ErasedIDs``).
-    public func log(_ entry: VerificationLogEntry, at now: Int64, unlessErasedSince begun: Int64) throws {
+    package func log(_ entry: VerificationLogEntry, at now: Int64, unlessErasedSince begun: Int64) throws {
         if let user = entry.appUserID, try ErasedIDs(db).anyErased([user], since: begun) { return }
         try log(entry, at: now)
     }
 
-    public func log(_ entry: VerificationLogEntry, at now: Int64) throws {
+    package func log(_ entry: VerificationLogEntry, at now: Int64) throws {
         try db.cached(
             "INSERT INTO verifications (app_user_id, environment, apple_status, outcome, attempts, latency_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
         ).bind([entry.appUserID, entry.environment, entry.appleStatus, entry.outcome, entry.attempts, entry.latencyMs, now])
@@ -376,30 +376,30 @@ public struct ReceiptStore {
 
 extension Statement {
     /// The column as an integer, nil when NULL.
-    public func optionalInt(_ column: Int32) -> Int64? { isNull(column) ? nil : int(column) }
+    package func optionalInt(_ column: Int32) -> Int64? { isNull(column) ? nil : int(column) }
 
     /// The first column of the first row as an integer; nil when there is no row or it is NULL.
-    public func firstInt() throws -> Int64? { try step() ? optionalInt(0) : nil }
+    package func firstInt() throws -> Int64? { try step() ? optionalInt(0) : nil }
 
     /// The first column of the first row as text; nil when there is no row or it is NULL.
-    public func firstText() throws -> String? { try step() ? text(0) : nil }
+    package func firstText() throws -> String? { try step() ? text(0) : nil }
 }
 
 /// A purchase that has moved between app users (`GET /v1/admin/shared-receipts`).
-public struct SharedReceipt: Sendable, Equatable {
-    public var originalTransactionID: String
+package struct SharedReceipt: Sendable, Equatable {
+    package var originalTransactionID: String
     /// How many distinct users have held it.
-    public var users: Int
+    package var users: Int
     /// Who holds it now.
-    public var holder: String?
+    package var holder: String?
     /// Every change of holder, oldest first (the first one has no `from`).
-    public var transfers: [Transfer]
+    package var transfers: [Transfer]
 }
 
 extension ReceiptStore {
     /// Purchases held by more than `moreThan` distinct users, most users first, then by id;
     /// `after` continues from the last row of the previous page.
-    public func sharedReceipts(moreThan: Int, limit: Int, after: (users: Int, original: String)? = nil) throws
+    package func sharedReceipts(moreThan: Int, limit: Int, after: (users: Int, original: String)? = nil) throws
         -> [SharedReceipt]
     {
         let groups = try db.cached(

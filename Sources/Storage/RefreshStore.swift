@@ -1,18 +1,18 @@
 /// A subscription the refresher may re-validate: its stored facts and bookkeeping.
-public struct RefreshCandidate: Sendable, Equatable {
-    public var originalTransactionID: String
-    public var holder: String
+package struct RefreshCandidate: Sendable, Equatable {
+    package var originalTransactionID: String
+    package var holder: String
     /// The latest expiry of its transactions.
-    public var expiresAt: Int64
-    public var inBillingRetry: Bool
+    package var expiresAt: Int64
+    package var inBillingRetry: Bool
     /// When a grace period ends, or a paused Google Play subscription resumes: asked about again then.
-    public var gracePeriodExpiresAt: Int64?
+    package var gracePeriodExpiresAt: Int64?
     /// The last time Apple answered about it: a refresh, or a valid verification of its holder's receipt.
-    public var lastCheckedAt: Int64?
-    public var failures: Int
-    public var nextAttemptAt: Int64?
+    package var lastCheckedAt: Int64?
+    package var failures: Int
+    package var nextAttemptAt: Int64?
 
-    public init(
+    package init(
         originalTransactionID: String, holder: String, expiresAt: Int64, inBillingRetry: Bool, gracePeriodExpiresAt: Int64?,
         lastCheckedAt: Int64?, failures: Int, nextAttemptAt: Int64?
     ) {
@@ -28,14 +28,14 @@ public struct RefreshCandidate: Sendable, Equatable {
 }
 
 /// The refresher's bookkeeping (`refresh_checks`): candidates, leases, outcomes.
-public struct RefreshStore {
+package struct RefreshStore {
     let db: Database
 
-    public init(_ db: Database) { self.db = db }
+    package init(_ db: Database) { self.db = db }
 
     /// The `count`th held purchase after `after` in id order: the upper bound of the next slice to
     /// scan; nil when fewer remain (the slice runs to the end).
-    public func sliceEnd(after: String?, count: Int) throws -> String? {
+    package func sliceEnd(after: String?, count: Int) throws -> String? {
         let q = try db.cached(
             """
             SELECT original_transaction_id FROM ownership WHERE CAST(?1 AS TEXT) IS NULL OR original_transaction_id > ?1
@@ -50,7 +50,7 @@ public struct RefreshStore {
     /// and with `withoutReceipt` (the App Store Server API is configured) StoreKit 2 ones with none.
     /// Only those with ids in (`after`, `through`] (nil: unbounded), so a large table is scanned a
     /// slice per database hop. At most `limit`, the longest expired first.
-    public func candidates(
+    package func candidates(
         now: Int64, since: Int64, after: String? = nil, through: String? = nil, limit: Int, withoutReceipt: Bool = false
     ) throws -> [RefreshCandidate] {
         let q = try db.cached(
@@ -101,7 +101,7 @@ public struct RefreshStore {
 
     /// Claims a subscription until `until` unless another claim is still running at `now`; whether
     /// this caller got it. Call inside a write transaction.
-    public func claim(_ original: String, now: Int64, until: Int64) throws -> Bool {
+    package func claim(_ original: String, now: Int64, until: Int64) throws -> Bool {
         try db.cached(
             """
             INSERT INTO refresh_checks (original_transaction_id, lease_until) VALUES (?1, ?3)
@@ -113,7 +113,7 @@ public struct RefreshStore {
     }
 
     /// The stored latest receipt of a subscription and its environment.
-    public func latestReceipt(_ original: String) throws -> (receiptData: String, environment: String)? {
+    package func latestReceipt(_ original: String) throws -> (receiptData: String, environment: String)? {
         let q = try db.cached("SELECT receipt_data, environment FROM latest_receipts WHERE original_transaction_id = ?")
             .bind([original])
         return try q.step() ? (q.text(0)!, q.text(1)!) : nil
@@ -121,7 +121,7 @@ public struct RefreshStore {
 
     /// The app and environment of a subscription's newest transaction (what the App Store Server
     /// API is asked in, for a subscription without a receipt).
-    public func app(of original: String) throws -> (bundleID: String, environment: String)? {
+    package func app(of original: String) throws -> (bundleID: String, environment: String)? {
         let q = try db.cached(
             """
             SELECT bundle_id, environment FROM transactions WHERE original_transaction_id = ?
@@ -132,7 +132,7 @@ public struct RefreshStore {
     }
 
     /// Apple answered (`outcome`): checked now, failures reset, the claim released.
-    public func answered(_ original: String, outcome: String, now: Int64) throws {
+    package func answered(_ original: String, outcome: String, now: Int64) throws {
         try db.cached(
             """
             UPDATE refresh_checks SET checked_at = ?2, outcome = ?3, failures = 0, next_attempt_at = NULL, lease_until = NULL
@@ -142,7 +142,7 @@ public struct RefreshStore {
     }
 
     /// Apple did not answer: one more failure, no attempt before `retryAt`, the claim released.
-    public func failed(_ original: String, outcome: String, retryAt: Int64) throws {
+    package func failed(_ original: String, outcome: String, retryAt: Int64) throws {
         try db.cached(
             """
             UPDATE refresh_checks SET outcome = ?2, failures = failures + 1, next_attempt_at = ?3, lease_until = NULL
@@ -152,7 +152,7 @@ public struct RefreshStore {
     }
 
     /// Gives a claim back untouched (the refresher stopped before trying it).
-    public func release(_ original: String) throws {
+    package func release(_ original: String) throws {
         try db.cached("UPDATE refresh_checks SET lease_until = NULL WHERE original_transaction_id = ?").bind([original]).run()
     }
 }

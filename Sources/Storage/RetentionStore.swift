@@ -1,24 +1,24 @@
 /// One answer receiptd gave Apple's Retention Messaging real-time request (`retention_answers`).
-public struct RetentionAnswerRecord: Sendable, Equatable {
-    public var requestIdentifier: String
-    public var appUserID: String?
-    public var originalTransactionID: String
-    public var productID: String
-    public var environment: String
-    public var userLocale: String
-    public var rule: String?
+package struct RetentionAnswerRecord: Sendable, Equatable {
+    package var requestIdentifier: String
+    package var appUserID: String?
+    package var originalTransactionID: String
+    package var productID: String
+    package var environment: String
+    package var userLocale: String
+    package var rule: String?
     /// `message`, `alternate_product`, `promotional_offer`; nil when no rule held.
-    public var kind: String?
-    public var messageIdentifier: String?
-    public var offerID: String?
+    package var kind: String?
+    package var messageIdentifier: String?
+    package var offerID: String?
     /// The explanation's rule id.
-    public var decision: String
-    public var periodEnd: Int64?
+    package var decision: String
+    package var periodEnd: Int64?
     /// The body answered.
-    public var responseJSON: String
-    public var answeredAt: Int64
+    package var responseJSON: String
+    package var answeredAt: Int64
 
-    public init(
+    package init(
         requestIdentifier: String, appUserID: String?, originalTransactionID: String, productID: String, environment: String,
         userLocale: String, rule: String?, kind: String?, messageIdentifier: String?, offerID: String?, decision: String,
         periodEnd: Int64?, responseJSON: String, answeredAt: Int64
@@ -42,25 +42,25 @@ public struct RetentionAnswerRecord: Sendable, Equatable {
 
 /// How the customers shown one answer did: answered, still in the period then current
 /// (`pending`), renewed past it (`stayed`), or not (`left`).
-public struct RetentionOutcome: Sendable, Equatable {
-    public var rule: String?
-    public var kind: String?
-    public var messageIdentifier: String?
-    public var answered: Int64
-    public var pending: Int64
-    public var stayed: Int64
-    public var left: Int64
+package struct RetentionOutcome: Sendable, Equatable {
+    package var rule: String?
+    package var kind: String?
+    package var messageIdentifier: String?
+    package var answered: Int64
+    package var pending: Int64
+    package var stayed: Int64
+    package var left: Int64
 }
 
 /// Retention Messaging answers (Migrations/0027_retention_answers.sql).
-public struct RetentionStore {
+package struct RetentionStore {
     let db: Database
 
-    public init(_ db: Database) { self.db = db }
+    package init(_ db: Database) { self.db = db }
 
     /// Records an answer; Apple's retry of a request already answered records nothing. Whether it was new.
     @discardableResult
-    public func record(_ r: RetentionAnswerRecord) throws -> Bool {
+    package func record(_ r: RetentionAnswerRecord) throws -> Bool {
         try db.cached(
             """
             INSERT INTO retention_answers (request_identifier, app_user_id, original_transaction_id, product_id, environment,
@@ -75,13 +75,13 @@ public struct RetentionStore {
     }
 
     /// The body answered to `requestIdentifier` before, if Apple asked it already.
-    public func response(to requestIdentifier: String) throws -> String? {
+    package func response(to requestIdentifier: String) throws -> String? {
         try db.cached("SELECT response_json FROM retention_answers WHERE request_identifier = ?").bind([requestIdentifier])
             .firstText()
     }
 
     /// A person's answers (under `ids`, or about the purchases they hold), newest first.
-    public func answers(of ids: [String], originals: [String], limit: Int) throws -> [RetentionAnswerRecord] {
+    package func answers(of ids: [String], originals: [String], limit: Int) throws -> [RetentionAnswerRecord] {
         guard !ids.isEmpty || !originals.isEmpty else { return [] }
         let (a, b) = (Self.marks(ids.count), Self.marks(originals.count))
         let q = try db.prepare(
@@ -106,7 +106,7 @@ public struct RetentionStore {
 
     /// Per rule and message, the answers given since `since`, and whether those customers stayed:
     /// a period of the same purchase, not refunded, ending after the one current when Apple asked.
-    public func outcomes(since: Int64, now: Int64) throws -> [RetentionOutcome] {
+    package func outcomes(since: Int64, now: Int64) throws -> [RetentionOutcome] {
         let q = try db.prepare(
             """
             SELECT a.rule, a.kind, a.message_identifier, count(*),

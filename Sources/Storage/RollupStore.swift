@@ -1,14 +1,14 @@
-import Analytics
+package import Analytics
 
 /// The chart rollups: their state, each holder's last rows, the sums by day and the exact items
 /// of today's instants; and the marks drill-downs find holders by. On PostgreSQL, tables of the
 /// database (Migrations/postgresql/0019 to 0022); on SQLite, of a file of their own beside the
 /// database's, with a writer of its own (``DatabaseQueue``), whose schema is ``fileSchema(in:)``.
 /// Synchronous: use it inside `DatabaseQueue.write(rollups: true)` or `read`.
-public struct RollupStore {
+package struct RollupStore {
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     // MARK: SQLite's rollups file
 
@@ -77,7 +77,7 @@ public struct RollupStore {
     /// Attaches SQLite's rollups file at `path` (`:memory:`: a private one) to `db` as `rollups`,
     /// made (again) as ``prepareFile(_:schema:)`` says: one connection that writes both the
     /// database and the rollups, as a ``DatabaseQueue`` on `:memory:` has (and tests).
-    public static func attachFile(_ path: String, to db: Database) throws {
+    package static func attachFile(_ path: String, to db: Database) throws {
         try db.attach(rollups: path)
         try prepareFile(db, schema: "rollups")
     }
@@ -99,16 +99,16 @@ public struct RollupStore {
     }
 
     /// What the rollups were built for and how far they are.
-    public struct State: Sendable, Equatable {
-        public enum Phase: String, Sendable { case building, ready }
-        public var fingerprint: String
-        public var phase: Phase
+    package struct State: Sendable, Equatable {
+        package enum Phase: String, Sendable { case building, ready }
+        package var fingerprint: String
+        package var phase: Phase
         /// While building: the last holder done (nil before the first).
-        public var rebuildAfter: String?
+        package var rebuildAfter: String?
         /// The last change of the change log the rollups include.
-        public var changesThrough: Int64
+        package var changesThrough: Int64
 
-        public init(fingerprint: String, phase: Phase, rebuildAfter: String?, changesThrough: Int64) {
+        package init(fingerprint: String, phase: Phase, rebuildAfter: String?, changesThrough: Int64) {
             self.fingerprint = fingerprint
             self.phase = phase
             self.rebuildAfter = rebuildAfter
@@ -116,7 +116,7 @@ public struct RollupStore {
         }
     }
 
-    public func state() throws -> State {
+    package func state() throws -> State {
         let q = try db.cached(
             "SELECT fingerprint, phase, rebuild_after, changes_through FROM rollup_state WHERE id = 1")
         defer { q.reset() }
@@ -128,7 +128,7 @@ public struct RollupStore {
             changesThrough: q.int(3))
     }
 
-    public func save(_ state: State) throws {
+    package func save(_ state: State) throws {
         try db.cached(
             "UPDATE rollup_state SET fingerprint = ?, phase = ?, rebuild_after = ?, changes_through = ? WHERE id = 1"
         ).bind([state.fingerprint, state.phase.rawValue, state.rebuildAfter, state.changesThrough]).run()
@@ -136,14 +136,14 @@ public struct RollupStore {
 
     /// Changes in the change log after `changesThrough`, as far as this transaction sees: how far
     /// the rollups are behind.
-    public func pendingChanges(after changesThrough: Int64) throws -> Int64 {
+    package func pendingChanges(after changesThrough: Int64) throws -> Int64 {
         let q = try db.cached("SELECT count(*) FROM changes WHERE sequence > ?").bind([changesThrough])
         defer { q.reset() }
         return try q.step() ? q.int(0) : 0
     }
 
     /// Forgets every holder's rows, the sums and the moments (a rebuild starts from nothing).
-    public func clear() throws {
+    package func clear() throws {
         for table in ["rollup_holders", "rollup_days", "rollup_moments", "rollup_marks"] {
             try db.execute("DELETE FROM \(table)")
         }
@@ -154,7 +154,7 @@ public struct RollupStore {
     /// them: no index finds marks by holder, 0021), or for rows that do not read back (nil), in
     /// every mark. The sums stay: totals, no one's; the erasure's change has the keeper rebuild
     /// them. Returns the rows each table lost (tables that lost none absent).
-    public func forget(_ ids: [String], marksOf: (String) -> Set<RollupMark>?) throws -> [String: Int] {
+    package func forget(_ ids: [String], marksOf: (String) -> Set<RollupMark>?) throws -> [String: Int] {
         var lost: [String: Int] = [:]
         func note(_ table: String, _ n: Int) { if n > 0 { lost[table, default: 0] += n } }
         var (marks, unread): ([(appUserID: String, mark: RollupMark)], [String]) = ([], [])
@@ -183,7 +183,7 @@ public struct RollupStore {
     // MARK: Holders
 
     /// Holders' rows as last kept (encoded), of those with any: a hundred a statement.
-    public func holderRows(_ users: [String]) throws -> [String: String] {
+    package func holderRows(_ users: [String]) throws -> [String: String] {
         let q = try db.cached("SELECT app_user_id, rows FROM rollup_holders WHERE app_user_id IN \(AnalyticsStore.inList)")
         var rows: [String: String] = [:]
         for chunk in AnalyticsStore.inListChunks(users) {
@@ -194,7 +194,7 @@ public struct RollupStore {
     }
 
     /// Keeps holders' rows (encoded); nil forgets the holder.
-    public func saveHolderRows(_ rows: [(appUserID: String, rows: String?)]) throws {
+    package func saveHolderRows(_ rows: [(appUserID: String, rows: String?)]) throws {
         let gone = rows.filter { $0.rows == nil }.map(\.appUserID)
         try many("DELETE FROM rollup_holders WHERE app_user_id IN ", width: 1, gone.map { [$0] }, listed: true)
         try many(
@@ -236,7 +236,7 @@ public struct RollupStore {
         + "cohort_day"
 
     /// Adds differences to the sums; a sum left with no item is deleted.
-    public func add(_ differences: [RollupRow]) throws {
+    package func add(_ differences: [RollupRow]) throws {
         try many(
             "INSERT INTO rollup_days (\(Self.dayKey), value, items) VALUES ", width: 15,
             differences.map { row -> [(any StatementValue)?] in
@@ -270,7 +270,7 @@ public struct RollupStore {
     /// The sums of one environment's chart (of those measures alone, when given: what a query
     /// needs, ``Rollup/keptMeasures(for:measure:)``), starting on `throughDay` or before
     /// (``Rollup/lastDay(of:)``).
-    public func rows(environment: String, chart: Chart, measures: [String]? = nil, throughDay: Int64 = .max) throws
+    package func rows(environment: String, chart: Chart, measures: [String]? = nil, throughDay: Int64 = .max) throws
         -> [RollupRow]
     {
         let measureClause = measures.map { " AND measure IN (\(Array(repeating: "?", count: $0.count).joined(separator: ", ")))" }
@@ -299,19 +299,19 @@ public struct RollupStore {
 
     /// A row of `rollup_moments`: one holder's items of one environment's chart with an instant
     /// on `day`, encoded (``RollupMoment/encode(_:)``).
-    public struct MomentRow: Sendable, Equatable {
-        public var day: Int64
-        public var environment: String
-        public var chart: Chart
-        public var appUserID: String
-        public var items: String
+    package struct MomentRow: Sendable, Equatable {
+        package var day: Int64
+        package var environment: String
+        package var chart: Chart
+        package var appUserID: String
+        package var items: String
     }
 
     /// Holders' moments as the rows that keep them, in the order a chart reads them (a day's
     /// chart, holder after holder): PostgreSQL keeps rows where they are inserted, and a chart of
     /// a rebuild's rows written holder by holder read a page of the table per row. Pure, so that
     /// it runs before the write transaction, not in it.
-    public static func momentRows(_ byHolder: [(appUserID: String, moments: [RollupMoment])]) -> [MomentRow] {
+    package static func momentRows(_ byHolder: [(appUserID: String, moments: [RollupMoment])]) -> [MomentRow] {
         struct Place: Hashable {
             var day: Int64
             var environment: String
@@ -340,7 +340,7 @@ public struct RollupStore {
 
     /// Replaces the moments of `holders` with `rows` (``momentRows(_:)``); `fresh`: they have
     /// none yet, as in a rebuild.
-    public func replaceMoments(of holders: [String], with rows: [MomentRow], fresh: Bool) throws {
+    package func replaceMoments(of holders: [String], with rows: [MomentRow], fresh: Bool) throws {
         if !fresh {
             try many("DELETE FROM rollup_moments WHERE app_user_id IN ", width: 1, holders.map { [$0] }, listed: true)
         }
@@ -350,7 +350,7 @@ public struct RollupStore {
     }
 
     /// The items of the moments of one environment's chart on `day` (of one measure, when given).
-    public func moments(environment: String, chart: Chart, day: Int64, measure: String? = nil) throws -> [ChartItem] {
+    package func moments(environment: String, chart: Chart, day: Int64, measure: String? = nil) throws -> [ChartItem] {
         let q = try db.cached("SELECT app_user_id, items FROM rollup_moments WHERE day = ? AND environment = ? AND chart = ?")
             .bind([day, environment, chart.rawValue])
         var items: [ChartItem] = []
@@ -363,14 +363,14 @@ public struct RollupStore {
     }
 
     /// Forgets the moments of days before `day`: no query asks about them any more.
-    public func pruneMoments(before day: Int64) throws {
+    package func pruneMoments(before day: Int64) throws {
         try db.cached("DELETE FROM rollup_moments WHERE day < ?").bind([day]).run()
     }
 
     // MARK: Marks
 
     /// Marks holders (a mark already there stays).
-    public func addMarks(_ marks: [(appUserID: String, mark: RollupMark)]) throws {
+    package func addMarks(_ marks: [(appUserID: String, mark: RollupMark)]) throws {
         try many(
             "INSERT INTO rollup_marks (environment, family, day, app_user_id) VALUES ", width: 4,
             marks.map { [$0.mark.environment, $0.mark.family.rawValue, $0.mark.day, $0.appUserID] },
@@ -379,7 +379,7 @@ public struct RollupStore {
 
     /// Removes marks; returns how many there were.
     @discardableResult
-    public func removeMarks(_ marks: [(appUserID: String, mark: RollupMark)]) throws -> Int {
+    package func removeMarks(_ marks: [(appUserID: String, mark: RollupMark)]) throws -> Int {
         let delete = try db.cached(
             "DELETE FROM rollup_marks WHERE environment = ? AND family = ? AND day = ? AND app_user_id = ?")
         var removed = 0
@@ -392,7 +392,7 @@ public struct RollupStore {
 
     /// Up to `limit` marks of a family on `days`, in order of day and holder, after `after`
     /// (`(days.lowerBound, "")` for the first).
-    public func marks(
+    package func marks(
         environment: String, family: RollupMark.Family, days: ClosedRange<Int64>, after: (day: Int64, appUserID: String),
         limit: Int
     ) throws -> [(day: Int64, appUserID: String)] {

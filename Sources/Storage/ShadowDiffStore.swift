@@ -1,13 +1,13 @@
 /// Shadow mode's findings (`shadow_diffs`, Migrations/0009_server_api.sql): one row per receipt
 /// whose verifyReceipt and App Store Server API answers derived to different documents.
-public struct ShadowDiffStore {
+package struct ShadowDiffStore {
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     /// Records a comparison that found differences (`differences`: a JSON array); the new row's id.
     @discardableResult
-    public func insert(_ diff: ShadowDiffRecord) throws -> Int64 {
+    package func insert(_ diff: ShadowDiffRecord) throws -> Int64 {
         let inserted = try db.cached(
             "INSERT INTO shadow_diffs (app_user_id, transaction_id, environment, differences, at) VALUES (?, ?, ?, ?, ?) RETURNING id"
         ).bind([diff.appUserID, diff.transactionID, diff.environment, diff.differences, diff.at])
@@ -16,7 +16,7 @@ public struct ShadowDiffStore {
     }
 
     /// The newest first, `limit` at a time, before the row id `before`.
-    public func latest(limit: Int, before: Int64? = nil) throws -> [ShadowDiffRecord] {
+    package func latest(limit: Int, before: Int64? = nil) throws -> [ShadowDiffRecord] {
         let q = try db.cached(
             """
             SELECT id, app_user_id, transaction_id, environment, differences, at FROM shadow_diffs
@@ -35,19 +35,19 @@ public struct ShadowDiffStore {
 }
 
 /// One comparison that found differences.
-public struct ShadowDiffRecord: Sendable, Equatable {
+package struct ShadowDiffRecord: Sendable, Equatable {
     /// Row id; 0 before it is stored.
-    public var id: Int64
-    public var appUserID: String
+    package var id: Int64
+    package var appUserID: String
     /// The transaction id the Server API was asked about.
-    public var transactionID: String
+    package var transactionID: String
     /// `production` or `sandbox`, as verifyReceipt answered.
-    public var environment: String?
+    package var environment: String?
     /// A JSON array of `{"path", "verify_receipt", "server_api"}`.
-    public var differences: String
-    public var at: Int64
+    package var differences: String
+    package var at: Int64
 
-    public init(
+    package init(
         id: Int64 = 0, appUserID: String, transactionID: String, environment: String?, differences: String, at: Int64
     ) {
         self.id = id

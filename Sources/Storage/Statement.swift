@@ -2,7 +2,7 @@ import CSQLite
 
 /// A compiled statement: SQLite's (the only owner of its `sqlite3_stmt*`, finalized in `deinit`)
 /// or a ``PostgresStatement``. Parameters are 1-based as in SQLite; columns are 0-based.
-public final class Statement {
+package final class Statement {
     private enum Handle {
         case sqlite(OpaquePointer)
         case postgres(PostgresStatement)
@@ -37,7 +37,7 @@ public final class Statement {
 
     /// Binds values to parameters 1...n in order; nil binds NULL.
     @discardableResult
-    public func bind(_ values: [(any StatementValue)?]) throws(StorageError) -> Statement {
+    package func bind(_ values: [(any StatementValue)?]) throws(StorageError) -> Statement {
         let handle: OpaquePointer
         switch self.handle {
         case .sqlite(let h): handle = h
@@ -61,7 +61,7 @@ public final class Statement {
     }
 
     /// Back to the start, ending the read it had begun (bindings stay).
-    public func reset() {
+    package func reset() {
         switch handle {
         case .sqlite(let handle): sqlite3_reset(handle)
         case .postgres(let statement): statement.reset()
@@ -69,7 +69,7 @@ public final class Statement {
     }
 
     /// Advances to the next row; false when done.
-    public func step() throws(StorageError) -> Bool {
+    package func step() throws(StorageError) -> Bool {
         let handle: OpaquePointer
         switch self.handle {
         case .sqlite(let h): handle = h
@@ -89,7 +89,7 @@ public final class Statement {
     }
 
     /// Runs the statement to completion, discarding rows.
-    public func run() throws(StorageError) {
+    package func run() throws(StorageError) {
         if case .postgres(let statement) = handle { return try statement.run() }
         while try step() {}
     }
@@ -99,13 +99,13 @@ public final class Statement {
     /// (rows changed included), that can fail only when its whole transaction does (a lost
     /// connection, a deadlock: the transaction is run again), since its error is thrown there.
     /// On SQLite, in-process, it is ``run()``.
-    public func runLater() throws(StorageError) {
+    package func runLater() throws(StorageError) {
         if case .postgres(let statement) = handle { return try statement.runLater() }
         while try step() {}
     }
 
     /// How many columns the current row has (after a step that gave one).
-    public var columnCount: Int32 {
+    package var columnCount: Int32 {
         switch handle {
         case .sqlite(let handle): sqlite3_column_count(handle)
         case .postgres(let statement): statement.columnCount
@@ -113,7 +113,7 @@ public final class Statement {
     }
 
     /// A column's name, as the SQL names it.
-    public func columnName(_ column: Int32) -> String {
+    package func columnName(_ column: Int32) -> String {
         switch handle {
         case .sqlite(let handle): sqlite3_column_name(handle, column).map { String(cString: $0) } ?? ""
         case .postgres(let statement): statement.columnName(column)
@@ -121,28 +121,28 @@ public final class Statement {
     }
 
     /// Whether the current row's value in `column` is an integer (else text, or NULL).
-    public func isInteger(_ column: Int32) -> Bool {
+    package func isInteger(_ column: Int32) -> Bool {
         switch handle {
         case .sqlite(let handle): sqlite3_column_type(handle, column) == SQLITE_INTEGER
         case .postgres(let statement): statement.isInteger(column) && !statement.isNull(column)
         }
     }
 
-    public func isNull(_ column: Int32) -> Bool {
+    package func isNull(_ column: Int32) -> Bool {
         switch handle {
         case .sqlite(let handle): sqlite3_column_type(handle, column) == SQLITE_NULL
         case .postgres(let statement): statement.isNull(column)
         }
     }
 
-    public func int(_ column: Int32) -> Int64 {
+    package func int(_ column: Int32) -> Int64 {
         switch handle {
         case .sqlite(let handle): sqlite3_column_int64(handle, column)
         case .postgres(let statement): statement.int(column)
         }
     }
 
-    public func text(_ column: Int32) -> String? {
+    package func text(_ column: Int32) -> String? {
         switch handle {
         case .sqlite(let handle):
             guard let text = sqlite3_column_text(handle, column) else { return nil }
@@ -153,24 +153,24 @@ public final class Statement {
 }
 
 /// A value a statement binds (NULL is nil), for either backend.
-public enum SQLValue: Sendable, Equatable {
+package enum SQLValue: Sendable, Equatable {
     case int(Int64)
     case text(String)
 }
 
 /// A Swift value a statement can bind.
-public protocol StatementValue {
+package protocol StatementValue {
     var sqlValue: SQLValue { get }
 }
 
 extension Int: StatementValue {
-    public var sqlValue: SQLValue { .int(Int64(self)) }
+    package var sqlValue: SQLValue { .int(Int64(self)) }
 }
 
 extension Int64: StatementValue {
-    public var sqlValue: SQLValue { .int(self) }
+    package var sqlValue: SQLValue { .int(self) }
 }
 
 extension String: StatementValue {
-    public var sqlValue: SQLValue { .text(self) }
+    package var sqlValue: SQLValue { .text(self) }
 }

@@ -1,16 +1,16 @@
 /// A failure in the storage layer, with SQLite's result code or PostgreSQL's SQLSTATE where there
 /// is one.
-public struct StorageError: Error, CustomStringConvertible, Sendable, Equatable {
-    public enum Code: String, Sendable {
+package struct StorageError: Error, CustomStringConvertible, Sendable, Equatable {
+    package enum Code: String, Sendable {
         case open, sqlite, postgres, migrationUnknown, migrationChecksum, migrationFile, migrationFailed
     }
     /// A short low-cardinality name, e.g. `migration_checksum`.
-    public let code: Code
+    package let code: Code
     /// SQLite's extended result code, when SQLite reported the failure.
-    public let sqliteCode: Int32?
+    package let sqliteCode: Int32?
     /// PostgreSQL's SQLSTATE (e.g. `23505`, a unique violation), when PostgreSQL reported it.
-    public let sqlState: String?
-    public let message: String
+    package let sqlState: String?
+    package let message: String
 
     init(_ code: Code, _ message: String, sqliteCode: Int32? = nil, sqlState: String? = nil) {
         self.code = code
@@ -19,7 +19,7 @@ public struct StorageError: Error, CustomStringConvertible, Sendable, Equatable 
         self.sqlState = sqlState
     }
 
-    public var description: String {
+    package var description: String {
         if let sqliteCode { return "\(message) (SQLite \(sqliteCode))" }
         if let sqlState { return "\(message) (SQLSTATE \(sqlState))" }
         return message

@@ -1,10 +1,10 @@
 /// The webhook outbox (Migrations/0010_webhooks.sql): messages, their deliveries to each endpoint,
 /// the claims that send them and what came of each attempt. Synchronous: use it inside
 /// `DatabaseQueue.write` or `read`; ``enqueue(_:to:now:)`` in the transaction that recorded the event.
-public struct WebhookStore {
+package struct WebhookStore {
     private let db: Database
 
-    public init(_ database: Database) { db = database }
+    package init(_ database: Database) { db = database }
 
     // MARK: Writing the outbox
 
@@ -13,7 +13,7 @@ public struct WebhookStore {
     /// the queue was empty, else waiting behind it. A message already stored (an event recorded
     /// again after it vanished) is not sent again: 0.
     @discardableResult
-    public func enqueue(_ message: WebhookMessage, to endpoints: [String], now: Int64) throws -> Int {
+    package func enqueue(_ message: WebhookMessage, to endpoints: [String], now: Int64) throws -> Int {
         guard !endpoints.isEmpty else { return 0 }
         try db.cached(
             """
@@ -49,7 +49,7 @@ public struct WebhookStore {
     /// Oldest due first. Call inside a write transaction: on PostgreSQL, where instances claim at
     /// once, the rows another claim is taking are skipped (`FOR UPDATE SKIP LOCKED`), so two
     /// instances never send one delivery at once.
-    public func claim(endpoint: String, limit: Int, token: String, now: Int64, leaseUntil: Int64) throws -> [WebhookClaim] {
+    package func claim(endpoint: String, limit: Int, token: String, now: Int64, leaseUntil: Int64) throws -> [WebhookClaim] {
         let due = try db.cached(
             """
             SELECT d.id, d.message_id, d.app_user_id, d.attempts, d.first_attempt_at, m.body
@@ -79,7 +79,7 @@ public struct WebhookStore {
     /// out and was taken again is the new holder's): false when it does not. Delivered and failed
     /// end the delivery and let the next one of its subscriber's queue fall due at `now`.
     @discardableResult
-    public func finish(_ claim: WebhookClaim, token: String, outcome: WebhookAttemptOutcome, now: Int64) throws -> Bool {
+    package func finish(_ claim: WebhookClaim, token: String, outcome: WebhookAttemptOutcome, now: Int64) throws -> Bool {
         let (status, dueAt, finishedAt): (String, Int64?, Int64?) =
             switch outcome.next {
             case .delivered: ("delivered", nil, now)
@@ -125,7 +125,7 @@ public struct WebhookStore {
 
     /// The earliest time a delivery to `endpoint` falls due (a claimed one: when its lease runs out);
     /// nil when none is pending.
-    public func nextDue(endpoint: String) throws -> Int64? {
+    package func nextDue(endpoint: String) throws -> Int64? {
         try db.cached(
             "SELECT min(due_at) FROM webhook_deliveries WHERE endpoint = ? AND status = 'pending' AND due_at IS NOT NULL"
         ).bind([endpoint]).firstInt()
@@ -135,7 +135,7 @@ public struct WebhookStore {
 
     /// Deliveries newest first, `limit` at a time below the id `before`, filtered by any of
     /// status, endpoint and subscriber.
-    public func deliveries(
+    package func deliveries(
         status: WebhookDelivery.Status?, endpoint: String?, appUserID: String?, limit: Int, before: Int64? = nil
     ) throws -> [WebhookDelivery] {
         var conditions = ["d.id < ?"]
@@ -161,14 +161,14 @@ public struct WebhookStore {
     }
 
     /// One delivery; nil when unknown.
-    public func delivery(_ id: Int64) throws -> WebhookDelivery? {
+    package func delivery(_ id: Int64) throws -> WebhookDelivery? {
         let q = try db.cached("SELECT \(Self.columns) FROM \(Self.joined) WHERE d.id = ?").bind([id])
         defer { q.reset() }
         return try q.step() ? Self.delivery(q) : nil
     }
 
     /// What ``requeue(_:now:)`` did.
-    public enum Requeued: Sendable, Equatable {
+    package enum Requeued: Sendable, Equatable {
         case notFound
         /// Being sent right now: left alone.
         case inFlight
@@ -179,7 +179,7 @@ public struct WebhookStore {
     /// Queues a delivery again by hand, whatever its status, with a fresh retry window: due at
     /// `now` when its subscriber's queue has no head, else behind that head (and before newer
     /// ones). A delivery being sent right now is left alone.
-    public func requeue(_ id: Int64, now: Int64) throws -> Requeued {
+    package func requeue(_ id: Int64, now: Int64) throws -> Requeued {
         guard let found = try delivery(id) else { return .notFound }
         try lockQueue(endpoint: found.endpoint, appUserID: found.appUserID)
         guard let d = try delivery(id) else { return .notFound }  // as it stands now that the queue is ours
@@ -201,7 +201,7 @@ public struct WebhookStore {
     /// Queues to `endpoint` again the messages created at or after `since` that `accepts` takes,
     /// oldest first, at most `limit` of them after the message row `after`: the last row queued
     /// (continue from it), nil when none was left.
-    public func replay(
+    package func replay(
         to endpoint: String, since: Int64, after: Int64 = 0, limit: Int, now: Int64,
         accepts: (_ type: String, _ bundleID: String?) -> Bool
     ) throws -> (queued: Int, last: Int64?) {
@@ -222,7 +222,7 @@ public struct WebhookStore {
     }
 
     /// Per endpoint: how many deliveries are pending and when the oldest of them was created.
-    public func backlog() throws -> [String: (pending: Int, oldestCreatedAt: Int64)] {
+    package func backlog() throws -> [String: (pending: Int, oldestCreatedAt: Int64)] {
         let q = try db.cached(
             "SELECT endpoint, count(*), min(created_at) FROM webhook_deliveries WHERE status = 'pending' GROUP BY endpoint")
         var result: [String: (Int, Int64)] = [:]
@@ -233,7 +233,7 @@ public struct WebhookStore {
     /// Deletes deliveries that ended before `before`, then messages created before it that no
     /// delivery refers to any more: how many deliveries went. Pending ones are never deleted.
     @discardableResult
-    public func prune(before: Int64, limit: Int = 1_000) throws -> Int {
+    package func prune(before: Int64, limit: Int = 1_000) throws -> Int {
         try db.cached(
             """
             DELETE FROM webhook_deliveries WHERE id IN (
@@ -274,21 +274,21 @@ public struct WebhookStore {
 }
 
 /// One lifecycle event as pushed to webhook endpoints.
-public struct WebhookMessage: Sendable, Equatable {
+package struct WebhookMessage: Sendable, Equatable {
     /// The payload's `id`: consumers deduplicate on it.
-    public var id: String
-    public var appUserID: String
+    package var id: String
+    package var appUserID: String
     /// The subscriber document's version after the change.
-    public var version: Int64
+    package var version: Int64
     /// The event's type (`renewal`, `expiration`, …).
-    public var type: String
+    package var type: String
     /// The app of the event's purchase, when known.
-    public var bundleID: String?
+    package var bundleID: String?
     /// The payload, exactly as sent.
-    public var body: String
-    public var createdAt: Int64
+    package var body: String
+    package var createdAt: Int64
 
-    public init(
+    package init(
         id: String, appUserID: String, version: Int64, type: String, bundleID: String?, body: String, createdAt: Int64
     ) {
         self.id = id
@@ -302,18 +302,18 @@ public struct WebhookMessage: Sendable, Equatable {
 }
 
 /// A delivery claimed for one attempt.
-public struct WebhookClaim: Sendable, Equatable {
-    public var deliveryID: Int64
-    public var messageID: String
-    public var endpoint: String
-    public var appUserID: String
+package struct WebhookClaim: Sendable, Equatable {
+    package var deliveryID: Int64
+    package var messageID: String
+    package var endpoint: String
+    package var appUserID: String
     /// This attempt's number, from 1.
-    public var attempt: Int
+    package var attempt: Int
     /// When the first attempt of this retry window was made (this one's time for the first).
-    public var firstAttemptAt: Int64
-    public var body: String
+    package var firstAttemptAt: Int64
+    package var body: String
 
-    public init(
+    package init(
         deliveryID: Int64, messageID: String, endpoint: String, appUserID: String, attempt: Int, firstAttemptAt: Int64,
         body: String
     ) {
@@ -328,8 +328,8 @@ public struct WebhookClaim: Sendable, Equatable {
 }
 
 /// What came of one attempt, and what happens next.
-public struct WebhookAttemptOutcome: Sendable, Equatable {
-    public enum Next: Sendable, Equatable {
+package struct WebhookAttemptOutcome: Sendable, Equatable {
+    package enum Next: Sendable, Equatable {
         case delivered
         /// Try again at this time.
         case retry(at: Int64)
@@ -337,13 +337,13 @@ public struct WebhookAttemptOutcome: Sendable, Equatable {
         case failed
     }
 
-    public var next: Next
+    package var next: Next
     /// The receiver's HTTP status; nil when it did not answer.
-    public var httpStatus: Int?
+    package var httpStatus: Int?
     /// Why there was no answer (a timeout, a refused connection), or a short note on the answer.
-    public var error: String?
+    package var error: String?
 
-    public init(next: Next, httpStatus: Int?, error: String?) {
+    package init(next: Next, httpStatus: Int?, error: String?) {
         self.next = next
         self.httpStatus = httpStatus
         self.error = error
@@ -351,29 +351,29 @@ public struct WebhookAttemptOutcome: Sendable, Equatable {
 }
 
 /// One delivery as listed for operators.
-public struct WebhookDelivery: Sendable, Equatable {
-    public enum Status: String, Sendable, CaseIterable {
+package struct WebhookDelivery: Sendable, Equatable {
+    package enum Status: String, Sendable, CaseIterable {
         case pending, delivered, failed
     }
 
-    public var id: Int64
-    public var messageID: String
-    public var endpoint: String
-    public var appUserID: String
-    public var status: Status
+    package var id: Int64
+    package var messageID: String
+    package var endpoint: String
+    package var appUserID: String
+    package var status: Status
     /// When it is next tried (while claimed: when the claim runs out); nil while it waits behind
     /// an earlier delivery of the same subscriber, or once ended.
-    public var dueAt: Int64?
+    package var dueAt: Int64?
     /// Whether a process holds a claim on it.
-    public var claimed: Bool
-    public var attempts: Int
-    public var firstAttemptAt: Int64?
-    public var lastStatus: Int?
-    public var lastError: String?
-    public var lastAttemptAt: Int64?
-    public var createdAt: Int64
-    public var finishedAt: Int64?
+    package var claimed: Bool
+    package var attempts: Int
+    package var firstAttemptAt: Int64?
+    package var lastStatus: Int?
+    package var lastError: String?
+    package var lastAttemptAt: Int64?
+    package var createdAt: Int64
+    package var finishedAt: Int64?
     /// The message's event type and subscriber version.
-    public var type: String
-    public var version: Int64
+    package var type: String
+    package var version: Int64
 }

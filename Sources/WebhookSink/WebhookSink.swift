@@ -1,8 +1,8 @@
-import Clocks
-import HTTPServer
-import JSON
-import Logging
-import ReceiptCore
+package import Clocks
+package import HTTPServer
+package import JSON
+package import Logging
+package import ReceiptCore
 import Synchronization
 
 /// The receiving end of receiptd's webhooks, for local development (`receiptd webhook-sink`) and

@@ -19,7 +19,7 @@ struct LayeringTests {
         for file in files where !file.hasPrefix("Composition/") {
             let text = try String(contentsOf: Self.edge.appendingPathComponent(file), encoding: .utf8)
             if text.split(separator: "\n").contains(where: {
-                $0.contains(/^(@testable |@_exported )?import (Storage|CSQLite|CPostgreSQL)\b/)
+                $0.contains(/^(@testable |@_exported |public |package |internal )?import (Storage|CSQLite|CPostgreSQL)\b/)
             }) {
                 crossing.append(file)
             }

@@ -1,14 +1,14 @@
 import Dispatch
-import Entitlements
 import Foundation
 import JSON
-import Storage
 import X509
 
 // Built with -enable-testing (Scripts/fuzz.sh) to reach Apple's fact mapping (AppleFacts) and
 // the use cases' derivation.
 @testable import AppStore
+@testable import Entitlements
 @testable import ReceiptCore
+@testable import Storage
 
 // libFuzzer entry over Apple's signed data, trusting Apple's test CA. The first byte
 // picks what the rest is:

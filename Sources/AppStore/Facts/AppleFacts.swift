@@ -1,6 +1,6 @@
-import Entitlements
+package import Entitlements
 import Identifiers
-import JSON
+package import JSON
 
 /// Apple's wire models → the domain's facts, each with its provenance: the one mapping, beside
 /// the models (as Google Play's ``PlayFacts`` is beside Play's). Every source of facts (a

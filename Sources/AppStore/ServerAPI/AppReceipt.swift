@@ -8,10 +8,10 @@ import SwiftASN1
 ///
 /// Nothing is verified here: the id is only a key to ask Apple with, and everything stored comes
 /// from Apple's signed answer to that question.
-public enum AppReceipt {
+package enum AppReceipt {
     /// Why a receipt could not be read (never echoes its bytes).
-    public struct Unreadable: Error, Equatable, CustomStringConvertible {
-        public var description: String
+    package struct Unreadable: Error, Equatable, CustomStringConvertible {
+        package var description: String
     }
 
     static let bundleIdentifier: Int64 = 2
@@ -21,14 +21,14 @@ public enum AppReceipt {
     static let signedData: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 7, 2]
 
     /// The last transaction id in the receipt's in-app purchases; nil when it holds none.
-    public static func transactionID(base64 receipt: String) throws(Unreadable) -> String? {
+    package static func transactionID(base64 receipt: String) throws(Unreadable) -> String? {
         guard let bytes = Data(base64Encoded: receipt, options: .ignoreUnknownCharacters), !bytes.isEmpty else {
             throw Unreadable(description: "the receipt is not base64")
         }
         return try transactionID(der: Array(bytes))
     }
 
-    public static func transactionID(der bytes: [UInt8]) throws(Unreadable) -> String? {
+    package static func transactionID(der bytes: [UInt8]) throws(Unreadable) -> String? {
         do {
             let payload = try content(of: BER.parse(bytes))
             var found: String?
@@ -49,7 +49,7 @@ public enum AppReceipt {
 
     /// The app the receipt names (attribute 2, `bundle_id`): which App Store Connect account's
     /// shared secret goes with it. Nothing is verified: Apple's answer states the app again.
-    public static func bundleID(base64 receipt: String) throws(Unreadable) -> String? {
+    package static func bundleID(base64 receipt: String) throws(Unreadable) -> String? {
         guard let bytes = Data(base64Encoded: receipt, options: .ignoreUnknownCharacters), !bytes.isEmpty else {
             throw Unreadable(description: "the receipt is not base64")
         }

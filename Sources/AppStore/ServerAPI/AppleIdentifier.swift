@@ -5,8 +5,8 @@
 /// never dots alone): never empty, never `.` or `..`, never `/`, `%`, `?` or `#`. So an id is always
 /// exactly one path segment, whatever a proxy, libcurl or Apple's front end makes of dot segments
 /// or escapes, and a client's text can never reach another endpoint.
-public struct AppleIdentifier: Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: String, Sendable, CaseIterable {
+package struct AppleIdentifier: Sendable, Hashable, CustomStringConvertible {
+    package enum Kind: String, Sendable, CaseIterable {
         /// `transactionId`, `originalTransactionId`, `appTransactionId`: decimal digits.
         case transaction = "transaction id"
         /// The order id on a customer's App Store invoice (`MQ3ZY1C2XV`): letters and digits.
@@ -21,7 +21,7 @@ public struct AppleIdentifier: Sendable, Hashable, CustomStringConvertible {
 
         /// Longest accepted, in bytes: Apple's are far shorter (16–20 digits, 10 characters, ~50),
         /// and a UUID is 36.
-        public var maxBytes: Int {
+        package var maxBytes: Int {
             switch self {
             case .transaction, .order: 64
             case .testNotificationToken, .productID, .requestIdentifier: 128
@@ -41,24 +41,24 @@ public struct AppleIdentifier: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public let kind: Kind
-    public let text: String
+    package let kind: Kind
+    package let text: String
 
     /// nil unless `text` has `kind`'s format.
-    public init?(_ text: String, _ kind: Kind) {
+    package init?(_ text: String, _ kind: Kind) {
         guard Self.isValid(text, as: kind) else { return nil }
         self.kind = kind
         self.text = text
     }
 
-    public static func isValid(_ text: String, as kind: Kind) -> Bool {
+    package static func isValid(_ text: String, as kind: Kind) -> Bool {
         (1...kind.maxBytes).contains(text.utf8.count) && text.utf8.allSatisfy(kind.allows)
             && !text.utf8.allSatisfy { $0 == 0x2E }
     }
 
     /// The id as one percent-encoded path segment. Every byte of a valid id is unreserved (RFC 3986
     /// §2.3), so this is the text itself; the encoding is kept so the rule holds by construction.
-    public var pathSegment: String { ServerAPIEndpoint.escaped(text) }
+    package var pathSegment: String { ServerAPIEndpoint.escaped(text) }
 
-    public var description: String { text }
+    package var description: String { text }
 }

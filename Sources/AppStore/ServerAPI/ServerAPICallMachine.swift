@@ -1,26 +1,26 @@
 /// Bounds on one call: the same as verifyReceipt's (retries, backoff, per-attempt timeout and a
 /// deadline that includes waits for the rate limiter and a 429's `Retry-After`).
-public typealias ServerAPIRetryPolicy = VerifyReceiptPolicy
+package typealias ServerAPIRetryPolicy = VerifyReceiptPolicy
 
 /// Apple's error codes the call machine acts on (§4.4).
-public enum ServerAPIErrorCode {
+package enum ServerAPIErrorCode {
     /// Retryable, beside 429's `4290000`: account, app and original transaction not found yet,
     /// and a general internal error.
-    public static let retryable: Set<Int64> = [4_040_002, 4_040_004, 4_040_006, 5_000_001]
+    package static let retryable: Set<Int64> = [4_040_002, 4_040_004, 4_040_006, 5_000_001]
     /// A transaction id unknown in the environment asked.
-    public static let transactionIDNotFound: Int64 = 4_040_010
-    public static let invalidTransactionID: Int64 = 4_000_006
-    public static let rateLimitExceeded: Int64 = 4_290_000
+    package static let transactionIDNotFound: Int64 = 4_040_010
+    package static let invalidTransactionID: Int64 = 4_000_006
+    package static let rateLimitExceeded: Int64 = 4_290_000
 }
 
 /// A 2xx answer's body and the environment that gave it.
-public struct ServerAPIAnswer: Sendable, Equatable {
-    public var body: [UInt8]
-    public var environment: AppStoreEnvironment
+package struct ServerAPIAnswer: Sendable, Equatable {
+    package var body: [UInt8]
+    package var environment: AppStoreEnvironment
 }
 
 /// Why a call to the App Store Server API brought no usable answer: the client's one error type.
-public enum ServerAPIFailure: Error, Sendable, Equatable, CustomStringConvertible {
+package enum ServerAPIFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// The id is unknown in every environment asked (`4040010`, or a 404 with no error body).
     case notFound
     /// `4000006`: not a transaction id Apple could ever know.
@@ -40,7 +40,7 @@ public enum ServerAPIFailure: Error, Sendable, Equatable, CustomStringConvertibl
     /// A signed payload in the answer failed verification (forged, expired, another app's).
     case signedData(SignedDataError)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notFound: "transaction id not found (4040010)"
         case .invalidTransactionID: "invalid transaction id (4000006)"
@@ -57,11 +57,11 @@ public enum ServerAPIFailure: Error, Sendable, Equatable, CustomStringConvertibl
 }
 
 /// Apple's error body, `{"errorCode": 4040010, "errorMessage": "..."}` (§4.4).
-public struct ServerAPIError: Sendable, Equatable {
-    public var code: Int64
-    public var message: String
+package struct ServerAPIError: Sendable, Equatable {
+    package var code: Int64
+    package var message: String
 
-    public init(code: Int64, message: String) {
+    package init(code: Int64, message: String) {
         self.code = code
         self.message = message
     }
@@ -76,37 +76,37 @@ public struct ServerAPIError: Sendable, Equatable {
 /// (`4040002`, `4040004`, `4040006`, `5000001`), HTTP 5xx and no answer at all are retried with
 /// jittered exponential backoff while retries and the deadline last; a 429 waits until its
 /// `Retry-After` (a UNIX time in ms) when that falls within the deadline. 401 is a bad key.
-public struct ServerAPICallMachine: Sendable {
+package struct ServerAPICallMachine: Sendable {
     /// What one exchange brought back.
-    public enum Exchange: Sendable, Equatable {
+    package enum Exchange: Sendable, Equatable {
         /// An HTTP answer: its status, Apple's error body if it had one, and `Retry-After` in UNIX ms.
         case http(status: Int, body: [UInt8], error: ServerAPIError?, retryAfterMs: Int64?)
         /// No answer: connect or TLS failure, timeout, reset.
         case failure(String)
     }
 
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Send to `environment` after waiting `after`, giving it `timeout`.
         case send(AppStoreEnvironment, after: Duration, timeout: Duration)
         case finish(Result<ServerAPIAnswer, ServerAPIFailure>)
     }
 
-    public let policy: ServerAPIRetryPolicy
+    package let policy: ServerAPIRetryPolicy
     /// Whether a transaction id unknown in production is asked of sandbox (off for calls that
     /// name no transaction, and when sandbox is not accepted).
-    public let switchesToSandbox: Bool
+    package let switchesToSandbox: Bool
     private let start: Duration
     private var environment: AppStoreEnvironment
     private var switched = false
     private var retries = 0
-    public private(set) var attempts = 0
+    package private(set) var attempts = 0
     /// Whether the last failure says Apple as a whole is failing (no answer, 5xx, 5000001), the
     /// only kind that may feed a circuit breaker.
-    public private(set) var failureIsAppleWide = false
+    package private(set) var failureIsAppleWide = false
 
     /// `now` is a monotonic reading; `first` the environment asked first (production unless the
     /// caller knows the data is sandbox's).
-    public init(
+    package init(
         policy: ServerAPIRetryPolicy, now: Duration, first: AppStoreEnvironment = .production, switchesToSandbox: Bool = true
     ) {
         self.policy = policy
@@ -116,16 +116,16 @@ public struct ServerAPICallMachine: Sendable {
     }
 
     /// The environment of the exchange in flight (or the last one).
-    public var currentEnvironment: AppStoreEnvironment { environment }
+    package var currentEnvironment: AppStoreEnvironment { environment }
 
-    public mutating func begin() -> Action {
+    package mutating func begin() -> Action {
         attempts = 1
         return .send(environment, after: .zero, timeout: min(policy.attemptTimeout, policy.deadline))
     }
 
     /// The next action after an exchange ended at monotonic `now`, the wall clock reading
     /// `wallNowMs` (for `Retry-After`). `random` is uniform in 0..<1 (jitter).
-    public mutating func received(_ exchange: Exchange, now: Duration, wallNowMs: Int64, random: Double) -> Action {
+    package mutating func received(_ exchange: Exchange, now: Duration, wallNowMs: Int64, random: Double) -> Action {
         switch exchange {
         case .failure(let reason):
             failureIsAppleWide = true

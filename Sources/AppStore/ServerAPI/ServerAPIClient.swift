@@ -1,22 +1,22 @@
-import Clocks
-import CoreMetrics
-import CurlTransport
-import JSON
+package import Clocks
+package import CoreMetrics
+package import CurlTransport
+package import JSON
 
 /// Asks Apple's App Store Server API (Docs/apple-protocols.md §4): each call runs
 /// ``ServerAPICallMachine``'s actions over the libcurl transport, after the app's
 /// ``ServerAPIRateLimiter`` allows it, with a bearer ``ServerAPIToken``. Every signed payload that
 /// comes back goes through ``SignedDataVerifier`` before anyone sees it.
-public struct ServerAPIClient: Sendable {
-    public struct Configuration: Sendable {
+package struct ServerAPIClient: Sendable {
+    package struct Configuration: Sendable {
         /// Defaults: the hosts Apple's libraries use since 2026-05 (§4.2).
-        public var productionURL: String
-        public var sandboxURL: String
-        public var policy: ServerAPIRetryPolicy
+        package var productionURL: String
+        package var sandboxURL: String
+        package var policy: ServerAPIRetryPolicy
         /// Whether sandbox is asked when production does not know a transaction id.
-        public var sandbox: Bool
+        package var sandbox: Bool
 
-        public init(
+        package init(
             productionURL: String = "https://api.storekit.apple.com",
             sandboxURL: String = "https://api.storekit-sandbox.apple.com",
             policy: ServerAPIRetryPolicy = .init(), sandbox: Bool = true
@@ -29,58 +29,58 @@ public struct ServerAPIClient: Sendable {
     }
 
     /// A customer's transactions, every page of Get Transaction History v2.
-    public struct History: Sendable, Equatable {
-        public var environment: AppStoreEnvironment
-        public var transactions: [SignedTransaction]
+    package struct History: Sendable, Equatable {
+        package var environment: AppStoreEnvironment
+        package var transactions: [SignedTransaction]
         /// Pages asked for.
-        public var pages: Int
+        package var pages: Int
     }
 
     /// Get All Subscription Statuses: each subscription's status and newest signed data.
-    public struct Statuses: Sendable, Equatable {
-        public struct Subscription: Sendable, Equatable {
-            public var groupID: String
+    package struct Statuses: Sendable, Equatable {
+        package struct Subscription: Sendable, Equatable {
+            package var groupID: String
             /// 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked (§3.8).
-            public var status: Int64?
-            public var transaction: SignedTransaction?
-            public var renewal: SignedRenewalInfo?
+            package var status: Int64?
+            package var transaction: SignedTransaction?
+            package var renewal: SignedRenewalInfo?
         }
-        public var environment: AppStoreEnvironment
-        public var subscriptions: [Subscription]
+        package var environment: AppStoreEnvironment
+        package var subscriptions: [Subscription]
     }
 
     /// One page of Get Notification History; the payloads are verified by the notification path.
-    public struct NotificationHistoryPage: Sendable, Equatable {
-        public var signedPayloads: [String]
-        public var hasMore: Bool
-        public var paginationToken: String?
+    package struct NotificationHistoryPage: Sendable, Equatable {
+        package var signedPayloads: [String]
+        package var hasMore: Bool
+        package var paginationToken: String?
     }
 
     /// Look Up Order ID: `status` 0 valid, 1 invalid; the order's transactions.
-    public struct OrderLookup: Sendable, Equatable {
-        public var valid: Bool
-        public var environment: AppStoreEnvironment
-        public var transactions: [SignedTransaction]
+    package struct OrderLookup: Sendable, Equatable {
+        package var valid: Bool
+        package var environment: AppStoreEnvironment
+        package var transactions: [SignedTransaction]
     }
 
     /// Extend a Subscription Renewal Date's answer.
-    public struct Extension: Sendable, Equatable {
-        public var originalTransactionID: String?
-        public var webOrderLineItemID: String?
-        public var success: Bool
+    package struct Extension: Sendable, Equatable {
+        package var originalTransactionID: String?
+        package var webOrderLineItemID: String?
+        package var success: Bool
         /// The new expiry (epoch ms).
-        public var effectiveDate: Int64?
-        public var environment: AppStoreEnvironment
+        package var effectiveDate: Int64?
+        package var environment: AppStoreEnvironment
     }
 
     /// Get Test Notification Status's answer.
-    public struct TestNotificationStatus: Sendable, Equatable {
-        public var signedPayload: String?
+    package struct TestNotificationStatus: Sendable, Equatable {
+        package var signedPayload: String?
         /// Each attempt's result as Apple names it (`SUCCESS`, `NO_RESPONSE`, …).
-        public var attempts: [String]
+        package var attempts: [String]
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let token: ServerAPIToken
     private let transport: any HTTPTransport
     private let verifier: SignedDataVerifier
@@ -90,9 +90,9 @@ public struct ServerAPIClient: Sendable {
     private let random: @Sendable () -> Double
     private let metrics: any MetricsFactory
     /// Pages of one history read at most (20 transactions each): a bound, not a business rule.
-    public static let maxPages = 1_000
+    package static let maxPages = 1_000
 
-    public init(
+    package init(
         configuration: Configuration, token: ServerAPIToken, transport: any HTTPTransport, verifier: SignedDataVerifier,
         limiter: ServerAPIRateLimiter = .init(), clock: any MonotonicClock = SystemMonotonicClock(),
         wallClock: WallClock = .system, random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
@@ -112,12 +112,12 @@ public struct ServerAPIClient: Sendable {
     // MARK: Endpoints
 
     /// Get Transaction History v2, every page (`revision`), for any transaction id of the customer.
-    public func transactionHistory(of transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> History {
+    package func transactionHistory(of transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> History {
         try await pages(of: .transactionHistory, id: transactionID, bundleID: bundleID)
     }
 
     /// Get All Subscription Statuses for any transaction id of the customer.
-    public func subscriptionStatuses(of transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> Statuses {
+    package func subscriptionStatuses(of transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> Statuses {
         let answer = try await call(.subscriptionStatuses, ids: [transactionID], bundleID: bundleID)
         let body = try ServerAPIResponses.statuses(answer.body)
         var subscriptions: [Statuses.Subscription] = []
@@ -135,7 +135,7 @@ public struct ServerAPIClient: Sendable {
     }
 
     /// Get Transaction Info: one transaction, any product type.
-    public func transactionInfo(_ transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> SignedTransaction {
+    package func transactionInfo(_ transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> SignedTransaction {
         let answer = try await call(.transactionInfo, ids: [transactionID], bundleID: bundleID)
         guard let jws = try ServerAPIResponses.json(answer.body)["signedTransactionInfo"]?.string else {
             throw .badAnswer("no signedTransactionInfo")
@@ -145,7 +145,7 @@ public struct ServerAPIClient: Sendable {
 
     /// Get App Transaction Info: the customer's AppTransaction, found by any transaction id of
     /// theirs; verified like any of Apple's signed data.
-    public func appTransactionInfo(_ transactionID: String, bundleID: String) async throws(ServerAPIFailure)
+    package func appTransactionInfo(_ transactionID: String, bundleID: String) async throws(ServerAPIFailure)
         -> SignedAppTransaction
     {
         let answer = try await call(.appTransactionInfo, ids: [transactionID], bundleID: bundleID)
@@ -156,13 +156,13 @@ public struct ServerAPIClient: Sendable {
     }
 
     /// Get Refund History v2, every page: the customer's refunded and revoked transactions.
-    public func refundHistory(of transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> [SignedTransaction] {
+    package func refundHistory(of transactionID: String, bundleID: String) async throws(ServerAPIFailure) -> [SignedTransaction] {
         try await pages(of: .refundHistory, id: transactionID, bundleID: bundleID).transactions
     }
 
     /// One page of Get Notification History (V2 notifications Apple sent, or tried to send,
     /// between the two dates, epoch ms, start inclusive).
-    public func notificationHistory(
+    package func notificationHistory(
         bundleID: String, environment: AppStoreEnvironment, startDate: Int64, endDate: Int64, paginationToken: String? = nil
     ) async throws(ServerAPIFailure) -> NotificationHistoryPage {
         let body = JSONValue.object(["startDate": .int(startDate), "endDate": .int(endDate)]).jsonBytes
@@ -174,7 +174,7 @@ public struct ServerAPIClient: Sendable {
 
     /// Request a Test Notification: Apple sends a `TEST` notification to the configured URL; the
     /// token asks for its status.
-    public func requestTestNotification(bundleID: String, environment: AppStoreEnvironment) async throws(ServerAPIFailure)
+    package func requestTestNotification(bundleID: String, environment: AppStoreEnvironment) async throws(ServerAPIFailure)
         -> String
     {
         let answer = try await call(.requestTestNotification, bundleID: bundleID, body: [], first: environment)
@@ -185,7 +185,7 @@ public struct ServerAPIClient: Sendable {
     }
 
     /// Get Test Notification Status.
-    public func testNotificationStatus(_ testToken: String, bundleID: String, environment: AppStoreEnvironment)
+    package func testNotificationStatus(_ testToken: String, bundleID: String, environment: AppStoreEnvironment)
         async throws(ServerAPIFailure) -> TestNotificationStatus
     {
         let answer = try await call(.testNotificationStatus, ids: [testToken], bundleID: bundleID, first: environment)
@@ -196,7 +196,7 @@ public struct ServerAPIClient: Sendable {
     }
 
     /// Look Up Order ID (the id on the customer's Apple invoice), in `environment`.
-    public func lookUpOrder(_ orderID: String, bundleID: String, environment: AppStoreEnvironment = .production)
+    package func lookUpOrder(_ orderID: String, bundleID: String, environment: AppStoreEnvironment = .production)
         async throws(ServerAPIFailure) -> OrderLookup
     {
         let answer = try await call(.lookUpOrderID, ids: [orderID], bundleID: bundleID, first: environment)
@@ -210,7 +210,7 @@ public struct ServerAPIClient: Sendable {
 
     /// Extend a Subscription Renewal Date by `days` (1…90), `reasonCode` 0 undeclared, 1 customer
     /// satisfaction, 2 other, 3 service issue or outage; `requestID` makes a retry idempotent.
-    public func extendRenewalDate(
+    package func extendRenewalDate(
         originalTransactionID: String, bundleID: String, days: Int, reasonCode: Int, requestID: String
     ) async throws(ServerAPIFailure) -> Extension {
         let body = JSONValue.object([
@@ -225,7 +225,7 @@ public struct ServerAPIClient: Sendable {
     }
 
     /// Send Consumption Information (the answer to a `CONSUMPTION_REQUEST`), v2 path.
-    public func sendConsumption(transactionID: String, bundleID: String, environment: AppStoreEnvironment, _ body: JSONValue)
+    package func sendConsumption(transactionID: String, bundleID: String, environment: AppStoreEnvironment, _ body: JSONValue)
         async throws(ServerAPIFailure)
     {
         _ = try await call(.sendConsumption, ids: [transactionID], bundleID: bundleID, body: body.jsonBytes, first: environment)
@@ -234,7 +234,7 @@ public struct ServerAPIClient: Sendable {
     /// Finish Transaction (API 1.20): tells Apple the transaction's content was delivered, as
     /// StoreKit's `finish()` does from the app
     /// (https://developer.apple.com/documentation/appstoreserverapi/finish-transaction).
-    public func finishTransaction(_ transactionID: String, bundleID: String, environment: AppStoreEnvironment)
+    package func finishTransaction(_ transactionID: String, bundleID: String, environment: AppStoreEnvironment)
         async throws(ServerAPIFailure)
     {
         _ = try await call(.finishTransaction, ids: [transactionID], bundleID: bundleID, first: environment)
@@ -243,7 +243,7 @@ public struct ServerAPIClient: Sendable {
     /// Set App Account Token (API 1.16): `token` (a UUID) becomes the purchase `originalTransactionID`'s
     /// appAccountToken at Apple, so its later transactions and notifications carry it
     /// (https://developer.apple.com/documentation/appstoreserverapi/set-app-account-token).
-    public func setAppAccountToken(
+    package func setAppAccountToken(
         _ token: String, originalTransactionID: String, bundleID: String, environment: AppStoreEnvironment
     ) async throws(ServerAPIFailure) {
         let body = JSONValue.object(["appAccountToken": .string(token)]).jsonBytes
@@ -256,7 +256,7 @@ public struct ServerAPIClient: Sendable {
     /// makes a retry the same request
     /// (https://developer.apple.com/documentation/appstoreserverapi/extend-subscription-renewal-dates-for-all-active-subscribers).
     /// The `requestIdentifier` Apple echoes.
-    public func massExtendRenewalDates(
+    package func massExtendRenewalDates(
         productID: String, storefronts: [String], days: Int, reasonCode: Int, requestID: String, bundleID: String,
         environment: AppStoreEnvironment
     ) async throws(ServerAPIFailure) -> String {
@@ -277,17 +277,17 @@ public struct ServerAPIClient: Sendable {
     }
 
     /// Get Status of Subscription Renewal Date Extensions's answer.
-    public struct MassExtensionStatus: Sendable, Equatable {
-        public var requestIdentifier: String?
-        public var complete: Bool
+    package struct MassExtensionStatus: Sendable, Equatable {
+        package var requestIdentifier: String?
+        package var complete: Bool
         /// When Apple finished (epoch ms).
-        public var completeDate: Int64?
-        public var succeededCount: Int64?
-        public var failedCount: Int64?
+        package var completeDate: Int64?
+        package var succeededCount: Int64?
+        package var failedCount: Int64?
     }
 
     /// Get Status of Subscription Renewal Date Extensions (API 1.7) for a mass extension of `productID`.
-    public func massExtensionStatus(
+    package func massExtensionStatus(
         productID: String, requestID: String, bundleID: String, environment: AppStoreEnvironment
     ) async throws(ServerAPIFailure) -> MassExtensionStatus {
         let answer = try await call(.massExtensionStatus, ids: [productID, requestID], bundleID: bundleID, first: environment)
@@ -421,7 +421,7 @@ public struct ServerAPIClient: Sendable {
 
 extension ServerAPIFailure {
     /// The `outcome` label of `appstore_server_api_calls_total`.
-    public var metricName: String {
+    package var metricName: String {
         switch self {
         case .notFound: "not_found"
         case .invalidTransactionID: "invalid_transaction_id"

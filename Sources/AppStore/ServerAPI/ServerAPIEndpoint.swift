@@ -1,8 +1,8 @@
-import CurlTransport
+package import CurlTransport
 
 /// The App Store Server API endpoints receiptd calls (Docs/apple-protocols.md §4.3), each with its
 /// method, path and Apple's published rate limit (§4.4).
-public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
+package enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     case transactionInfo = "get_transaction_info"
     case transactionHistory = "get_transaction_history"
     case subscriptionStatuses = "get_all_subscription_statuses"
@@ -19,7 +19,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     case massExtendRenewalDates = "extend_renewal_dates_for_all_active_subscribers"
     case massExtensionStatus = "get_status_of_renewal_date_extensions"
 
-    public var method: OutboundRequest.Method {
+    package var method: OutboundRequest.Method {
         switch self {
         case .notificationHistory, .requestTestNotification, .finishTransaction, .massExtendRenewalDates: .post
         case .extendRenewalDate, .sendConsumption, .setAppAccountToken: .put
@@ -28,7 +28,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     }
 
     /// The kinds of the ids the endpoint's path takes, in order; empty for the endpoints that take none.
-    public var idKinds: [AppleIdentifier.Kind] {
+    package var idKinds: [AppleIdentifier.Kind] {
         switch self {
         case .transactionInfo, .transactionHistory, .subscriptionStatuses, .refundHistory, .extendRenewalDate,
             .sendConsumption, .appTransactionInfo, .finishTransaction, .setAppAccountToken:
@@ -43,9 +43,9 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     /// The path, with the ids as its last segments (Finish Transaction's and Set App Account
     /// Token's: before a last fixed one; none for the endpoints that take none). The ids are typed:
     /// only ``AppleIdentifier``s of the kinds the endpoint takes, in order, are ever segments.
-    public func path(_ ids: AppleIdentifier...) -> String { path(ids) }
+    package func path(_ ids: AppleIdentifier...) -> String { path(ids) }
 
-    public func path(_ ids: [AppleIdentifier]) -> String {
+    package func path(_ ids: [AppleIdentifier]) -> String {
         precondition(ids.map(\.kind) == idKinds, "\(self) takes \(idKinds), not \(ids.map(\.kind))")
         let id = ids.first?.pathSegment ?? ""
         return switch self {
@@ -68,7 +68,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     }
 
     /// Requests per second Apple allows an app in production; sandbox gets a tenth (§4.4).
-    public var productionLimit: Double {
+    package var productionLimit: Double {
         switch self {
         case .transactionInfo, .transactionHistory, .subscriptionStatuses, .sendConsumption, .notificationHistory: 50
         // Not in what we read of Apple's list: taken as Get Transaction Info's; a 429 is handled anyway.
@@ -79,7 +79,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    public func limit(in environment: AppStoreEnvironment) -> Double {
+    package func limit(in environment: AppStoreEnvironment) -> Double {
         environment == .production ? productionLimit : productionLimit / 10
     }
 

@@ -2,15 +2,15 @@ import Identifiers
 import Synchronization
 
 /// A token bucket, pure: `rate` tokens a second up to `burst`; time comes in as an argument.
-public struct TokenBucket: Sendable, Equatable {
-    public let rate: Double
-    public let burst: Double
+package struct TokenBucket: Sendable, Equatable {
+    package let rate: Double
+    package let burst: Double
     private var tokens: Double
     private var updated: Duration
     /// No token before this instant (Apple's `Retry-After`).
     private var notBefore: Duration = .zero
 
-    public init(rate: Double, burst: Double, now: Duration) {
+    package init(rate: Double, burst: Double, now: Duration) {
         self.rate = rate
         self.burst = burst
         self.tokens = burst
@@ -19,7 +19,7 @@ public struct TokenBucket: Sendable, Equatable {
 
     /// Takes a token, possibly one not yet earned: the wait until it is (zero when one was there).
     /// Callers that wait the answer before sending keep the rate; the debt is repaid as time passes.
-    public mutating func take(now: Duration) -> Duration {
+    package mutating func take(now: Duration) -> Duration {
         refill(now)
         tokens -= 1
         let untilEarned = tokens >= 0 ? Duration.zero : .seconds(-tokens / rate)
@@ -27,7 +27,7 @@ public struct TokenBucket: Sendable, Equatable {
     }
 
     /// Nothing is handed out before `instant` (a 429's `Retry-After`).
-    public mutating func hold(until instant: Duration) {
+    package mutating func hold(until instant: Duration) {
         notBefore = max(notBefore, instant)
     }
 
@@ -42,7 +42,7 @@ public struct TokenBucket: Sendable, Equatable {
 /// Keeps receiptd under Apple's published limits: one bucket per app, endpoint and environment,
 /// at Apple's rate (a tenth in sandbox) with a second's burst. Per process: several instances
 /// share Apple's limit between them (Docs/app-store.md says so).
-public final class ServerAPIRateLimiter: Sendable {
+package final class ServerAPIRateLimiter: Sendable {
     struct Key: Hashable, Sendable {
         var bundleID: Identifier
         var endpoint: ServerAPIEndpoint
@@ -50,15 +50,15 @@ public final class ServerAPIRateLimiter: Sendable {
     }
 
     /// Scales every limit (1: Apple's; tests and shared deployments lower it).
-    public let share: Double
+    package let share: Double
     private let buckets = Mutex<[Key: TokenBucket]>([:])
 
-    public init(share: Double = 1) {
+    package init(share: Double = 1) {
         self.share = share
     }
 
     /// The wait before sending one request of `endpoint` for `bundleID` to `environment`.
-    public func reserve(
+    package func reserve(
         bundleID: String, endpoint: ServerAPIEndpoint, environment: AppStoreEnvironment, now: Duration
     ) -> Duration {
         let key = Key(bundleID: Identifier(bundleID), endpoint: endpoint, environment: environment)
@@ -69,7 +69,7 @@ public final class ServerAPIRateLimiter: Sendable {
     }
 
     /// Apple answered 429: nothing more of `endpoint` for `bundleID` in `environment` before `until`.
-    public func hold(
+    package func hold(
         bundleID: String, endpoint: ServerAPIEndpoint, environment: AppStoreEnvironment, until: Duration, now: Duration
     ) {
         let key = Key(bundleID: Identifier(bundleID), endpoint: endpoint, environment: environment)

@@ -1,5 +1,5 @@
-import Clocks
-import Crypto
+package import Clocks
+package import Crypto
 import FoundationEssentials
 import Identifiers
 import JSON
@@ -10,40 +10,40 @@ import Synchronization
 /// `iss`, `iat`, `exp`, `aud`, `bid`. One per app (the `bid` claim), signed again once it has been
 /// used for ``reuse`` (Apple's libraries sign one per call; one a few minutes keeps the CPU out of
 /// every request), so a token in use always has more than `lifetime − reuse` left.
-public final class ServerAPIToken: Sendable {
+package final class ServerAPIToken: Sendable {
     /// What App Store Connect's Keys page gives for an In-App Purchase key.
-    public struct Credentials: Sendable {
+    package struct Credentials: Sendable {
         /// The key's id (the `kid` header), e.g. `2X9R4HXF34`.
-        public var keyID: String
+        package var keyID: String
         /// The team's issuer id (the `iss` claim), a UUID.
-        public var issuerID: String
+        package var issuerID: String
         /// The `.p8` key: a secret.
-        public var key: P256.Signing.PrivateKey
+        package var key: P256.Signing.PrivateKey
 
-        public init(keyID: String, issuerID: String, key: P256.Signing.PrivateKey) {
+        package init(keyID: String, issuerID: String, key: P256.Signing.PrivateKey) {
             self.keyID = keyID
             self.issuerID = issuerID
             self.key = key
         }
 
         /// The `.p8` file's text (PKCS#8 PEM, an EC P-256 key). Throws ``KeyError`` without echoing it.
-        public init(keyID: String, issuerID: String, p8: String) throws(KeyError) {
+        package init(keyID: String, issuerID: String, p8: String) throws(KeyError) {
             guard let key = try? P256.Signing.PrivateKey(pemRepresentation: p8) else { throw KeyError() }
             self.init(keyID: keyID, issuerID: issuerID, key: key)
         }
     }
 
     /// The key is not a PEM EC P-256 private key (its text is never part of the error).
-    public struct KeyError: Error, CustomStringConvertible {
-        public var description: String { "the App Store Server API key is not a PEM (PKCS#8) EC P-256 private key" }
+    package struct KeyError: Error, CustomStringConvertible {
+        package var description: String { "the App Store Server API key is not a PEM (PKCS#8) EC P-256 private key" }
     }
 
     /// Seconds from `iat` to `exp` (Apple allows at most 60 minutes).
-    public static let lifetime: Int64 = 10 * 60
+    package static let lifetime: Int64 = 10 * 60
     /// Seconds a token is handed out after it was signed.
-    public static let reuse: Int64 = 5 * 60
+    package static let reuse: Int64 = 5 * 60
     /// Apple's audience for the App Store Server API.
-    public static let audience = "appstoreconnect-v1"
+    package static let audience = "appstoreconnect-v1"
 
     /// Each app's In-App Purchase key: its App Store Connect account's.
     private let credentials: @Sendable (_ bundleID: String) -> Credentials?
@@ -52,26 +52,26 @@ public final class ServerAPIToken: Sendable {
     private let signed = Mutex<[Identifier: (token: String, issuedAt: Int64)]>([:])
 
     /// One key for every app (one App Store Connect account).
-    public convenience init(credentials: Credentials, clock: WallClock = .system) {
+    package convenience init(credentials: Credentials, clock: WallClock = .system) {
         self.init(credentialsFor: { _ in credentials }, clock: clock)
     }
 
     /// Each app's key, chosen by its bundle id; an app with none gets no token (``NoKey``).
-    public init(credentialsFor: @escaping @Sendable (_ bundleID: String) -> Credentials?, clock: WallClock = .system) {
+    package init(credentialsFor: @escaping @Sendable (_ bundleID: String) -> Credentials?, clock: WallClock = .system) {
         self.credentials = credentialsFor
         self.clock = clock
     }
 
     /// No In-App Purchase key is configured for the app's account.
-    public struct NoKey: Error, CustomStringConvertible {
-        public var bundleID: String
-        public var description: String { "no In-App Purchase key is configured for \(bundleID)'s account" }
+    package struct NoKey: Error, CustomStringConvertible {
+        package var bundleID: String
+        package var description: String { "no In-App Purchase key is configured for \(bundleID)'s account" }
     }
 
     /// A token for `bundleID`'s requests, signed with its account's key, valid for at least
     /// `lifetime − reuse` seconds from now. Throws ``NoKey`` for an app whose account has no key,
     /// or if signing fails (CryptoKit's error, which never holds the key).
-    public func token(for bundleID: String) throws -> String {
+    package func token(for bundleID: String) throws -> String {
         let now = clock.now() / 1000
         let key = Identifier(bundleID)
         if let cached = signed.withLock({ $0[key] }), now >= cached.issuedAt, now - cached.issuedAt < Self.reuse {

@@ -1,13 +1,13 @@
 import FoundationEssentials
 import SwiftASN1
-import X509
+package import X509
 
 /// Apple's trust anchor for App Store signed data: **Apple Root CA - G3** (P-384, 2014-04-30 →
 /// 2039-04-30, SHA-256 fingerprint 63:34:3A:BF:B8:9A:6A:03:EB:B5:7E:9B:3F:5F:A7:BE:7C:4F:5C:75:6F:30:17:B3:A8:C4:88:C3:65:3E:91:79,
 /// Docs/apple-protocols.md §3.7), as published at apple.com/certificateauthority. Built in, so a
 /// deployment verifies against Apple without any file; `appStore.rootCertificates` replaces it.
-public enum AppleRootCA {
-    public static let g3: Certificate = {
+package enum AppleRootCA {
+    package static let g3: Certificate = {
         let der = Data(base64Encoded: g3Base64, options: .ignoreUnknownCharacters)!
         return try! Certificate(derEncoded: Array(der))
     }()

@@ -1,30 +1,30 @@
-import Crypto
+package import Crypto
 import FoundationEssentials
-import JSON
+package import JSON
 import SwiftASN1
-import X509
+package import X509
 
 /// Signs JSON payloads as Apple does (ES256, raw R‖S, `x5c` of three standard-base64 DER
 /// certificates). receiptd never signs in service: this makes offline test data and benchmark
 /// load with a test PKI, such as Apple's (`apple-test-pki/testLeaf.key`, which chains to `testCA`).
-public struct JWSSigner: Sendable {
-    public let key: P256.Signing.PrivateKey
+package struct JWSSigner: Sendable {
+    package let key: P256.Signing.PrivateKey
     /// Leaf, intermediate, root.
-    public let chain: [Certificate]
+    package let chain: [Certificate]
 
-    public init(key: P256.Signing.PrivateKey, chain: [Certificate]) {
+    package init(key: P256.Signing.PrivateKey, chain: [Certificate]) {
         self.key = key
         self.chain = chain
     }
 
     /// A PEM private key (SEC1 or PKCS#8) and PEM certificates, leaf first.
-    public init(keyPEM: String, chainPEM: [String]) throws {
+    package init(keyPEM: String, chainPEM: [String]) throws {
         key = try P256.Signing.PrivateKey(pemRepresentation: keyPEM)
         chain = try chainPEM.map { try Certificate(pemEncoded: $0) }
     }
 
     /// The compact JWS of `payload`, with any header fields overridden or added by `header`.
-    public func sign(_ payload: JSONValue, header: [Identifier: JSONValue] = [:]) throws -> String {
+    package func sign(_ payload: JSONValue, header: [Identifier: JSONValue] = [:]) throws -> String {
         let x5c: [JSONValue] = try chain.map { certificate in
             var serializer = DER.Serializer()
             try serializer.serialize(certificate)
@@ -38,8 +38,8 @@ public struct JWSSigner: Sendable {
     }
 
     /// Base64url without padding decoded; nil when it is not that.
-    public static func base64URLDecoded(_ text: String) -> [UInt8]? { CompactJWS.base64URLDecode(text.utf8) }
+    package static func base64URLDecoded(_ text: String) -> [UInt8]? { CompactJWS.base64URLDecode(text.utf8) }
 
     /// Base64url without padding (``JSON/Base64URL``).
-    public static func base64URL(_ bytes: [UInt8]) -> String { Base64URL.encode(bytes) }
+    package static func base64URL(_ bytes: [UInt8]) -> String { Base64URL.encode(bytes) }
 }

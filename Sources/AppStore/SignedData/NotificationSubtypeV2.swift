@@ -1,7 +1,7 @@
 /// An App Store Server Notifications V2 subtype (Docs/apple-protocols.md §3.4), typed as Apple's own
 /// libraries type it: a case for each subtype Apple documents, and the text of one it adds later
 /// kept as sent (``other(_:)``).
-public enum NotificationSubtypeV2: Hashable, Sendable, CustomStringConvertible {
+package enum NotificationSubtypeV2: Hashable, Sendable, CustomStringConvertible {
     case initialBuy
     case resubscribe
     case upgrade
@@ -23,19 +23,19 @@ public enum NotificationSubtypeV2: Hashable, Sendable, CustomStringConvertible {
     case other(String)
 
     /// Every subtype §3.4 documents.
-    public static let known: [NotificationSubtypeV2] = [
+    package static let known: [NotificationSubtypeV2] = [
         .initialBuy, .resubscribe, .upgrade, .downgrade, .autoRenewEnabled, .autoRenewDisabled, .billingRecovery,
         .gracePeriod, .voluntary, .billingRetry, .priceIncrease, .productNotForSale, .pending, .accepted, .summary,
         .failure, .unreported,
     ]
 
     /// The subtype Apple names `text` (its exact bytes).
-    public init(_ text: String) {
+    package init(_ text: String) {
         self = Self.known.first { $0.rawValue.utf8.elementsEqual(text.utf8) } ?? .other(text)
     }
 
     /// As Apple spells it: `AUTO_RENEW_DISABLED`.
-    public var rawValue: String {
+    package var rawValue: String {
         switch self {
         case .initialBuy: "INITIAL_BUY"
         case .resubscribe: "RESUBSCRIBE"
@@ -58,5 +58,5 @@ public enum NotificationSubtypeV2: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }

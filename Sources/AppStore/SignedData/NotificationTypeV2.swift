@@ -1,6 +1,6 @@
 /// An App Store Server Notifications V2 type (Docs/apple-protocols.md §3.3), typed as Apple's own libraries type it: a case for
 /// each type Apple documents, and the text of one it adds later kept as sent (``other(_:)``).
-public enum NotificationTypeV2: Hashable, Sendable, CustomStringConvertible {
+package enum NotificationTypeV2: Hashable, Sendable, CustomStringConvertible {
     case subscribed
     case didRenew
     case didChangeRenewalPref
@@ -28,7 +28,7 @@ public enum NotificationTypeV2: Hashable, Sendable, CustomStringConvertible {
     case other(String)
 
     /// Every type Docs/apple-protocols.md §3.3 documents.
-    public static let known: [NotificationTypeV2] = [
+    package static let known: [NotificationTypeV2] = [
         .subscribed, .didRenew, .didChangeRenewalPref, .didChangeRenewalStatus, .offerRedeemed, .didFailToRenew,
         .gracePeriodExpired, .expired, .priceIncrease, .refund, .refundDeclined, .refundReversed, .consumptionRequest,
         .revoke, .renewalExtended, .renewalExtension, .oneTimeCharge, .test, .externalPurchaseToken, .metadataUpdate,
@@ -36,12 +36,12 @@ public enum NotificationTypeV2: Hashable, Sendable, CustomStringConvertible {
     ]
 
     /// The type Apple names `text` (its exact bytes).
-    public init(_ text: String) {
+    package init(_ text: String) {
         self = Self.known.first { $0.rawValue.utf8.elementsEqual(text.utf8) } ?? .other(text)
     }
 
     /// As Apple spells it: `DID_RENEW`.
-    public var rawValue: String {
+    package var rawValue: String {
         switch self {
         case .subscribed: "SUBSCRIBED"
         case .didRenew: "DID_RENEW"
@@ -70,5 +70,5 @@ public enum NotificationTypeV2: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }

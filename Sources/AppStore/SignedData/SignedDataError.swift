@@ -1,7 +1,7 @@
 /// Why Apple's signed data was refused. Each case has a stable `code` for API errors and logs
 /// (Docs/apple-protocols.md §3.7 step by step: format, certificates, marker OIDs, validity, chain,
 /// signature, then the claims).
-public enum SignedDataError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum SignedDataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Not a compact JWS of three base64url parts with a JSON header and payload, `alg` not ES256,
     /// or `x5c` missing or not three certificates (Apple: INVALID_JWT_FORMAT).
     case malformed(String)
@@ -21,12 +21,12 @@ public enum SignedDataError: Error, Sendable, Equatable, CustomStringConvertible
     /// `environment` is not one this service accepts (INVALID_ENVIRONMENT).
     case wrongEnvironment(String)
 
-    public enum CertificateRole: String, Sendable, Equatable {
+    package enum CertificateRole: String, Sendable, Equatable {
         case leaf, intermediate
     }
 
     /// Stable, machine-readable name of the reason.
-    public var code: String {
+    package var code: String {
         switch self {
         case .malformed: "invalid_jws"
         case .invalidCertificate: "invalid_certificate"
@@ -39,7 +39,7 @@ public enum SignedDataError: Error, Sendable, Equatable, CustomStringConvertible
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .malformed(let why): "Not a valid Apple JWS: \(why)."
         case .invalidCertificate(let why): "An x5c certificate could not be read: \(why)."

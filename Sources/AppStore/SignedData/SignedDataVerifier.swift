@@ -3,6 +3,7 @@ import FoundationEssentials
 import JSON
 import SwiftASN1
 import Synchronization
+package import X509
 // A fixed validation time (the payload's signedDate) is this SPI's documented purpose.
 @_spi(FixedExpiryValidationTime) import X509
 
@@ -19,19 +20,19 @@ import Synchronization
 /// 6. the claims: bundle id, environment, and in production the app's Apple id.
 ///
 /// Offline only: no OCSP request is made (revocation is not checked; Docs/app-store.md "Notifications").
-public struct SignedDataVerifier: Sendable {
-    public struct Configuration: Sendable {
+package struct SignedDataVerifier: Sendable {
+    package struct Configuration: Sendable {
         /// Trust anchors: Apple Root CA - G3 in production, Apple's test CA in tests.
-        public var roots: [Certificate]
+        package var roots: [Certificate]
         /// Apps whose data is accepted.
-        public var bundleIDs: [String]
+        package var bundleIDs: [String]
         /// App Store ids of those apps; production notifications must name one (sandbox has none).
-        public var appAppleIDs: [Int64]
+        package var appAppleIDs: [Int64]
         /// Environments accepted (Xcode and LocalTesting data are never accepted).
-        public var environments: Set<AppStoreEnvironment>
-        public var validationTime: ValidationTime
+        package var environments: Set<AppStoreEnvironment>
+        package var validationTime: ValidationTime
 
-        public init(
+        package init(
             roots: [Certificate], bundleIDs: [String], appAppleIDs: [Int64] = [],
             environments: Set<AppStoreEnvironment> = [.production, .sandbox], validationTime: ValidationTime = .signedDate
         ) {
@@ -44,7 +45,7 @@ public struct SignedDataVerifier: Sendable {
     }
 
     /// When certificates must be valid.
-    public enum ValidationTime: String, Sendable, CaseIterable {
+    package enum ValidationTime: String, Sendable, CaseIterable {
         /// The payload's `signedDate` (Apple's offline default: old data stays verifiable after the
         /// leaf rotates), or now when it has none.
         case signedDate
@@ -56,18 +57,18 @@ public struct SignedDataVerifier: Sendable {
     static let intermediateMarker: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 2, 1]
     static let leafMarker: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 11, 1]
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let now: @Sendable () -> Int64
     private let verifiedChains = ChainCache()
 
-    public init(configuration: Configuration, now: @escaping @Sendable () -> Int64) {
+    package init(configuration: Configuration, now: @escaping @Sendable () -> Int64) {
         self.configuration = configuration
         self.now = now
     }
 
     /// A notification's `signedPayload`, and the signed transaction and renewal info inside it,
     /// each verified on its own.
-    public func notification(_ jws: String) async throws(SignedDataError) -> SignedNotification {
+    package func notification(_ jws: String) async throws(SignedDataError) -> SignedNotification {
         let payload = try await verify(jws)
         guard let notification = try mapped(SignedNotification.init, payload) else {
             throw .malformed("the payload has no notificationType or notificationUUID")
@@ -99,7 +100,7 @@ public struct SignedDataVerifier: Sendable {
     }
 
     /// A StoreKit 2 signed transaction: verified, then its bundle id and environment checked.
-    public func transaction(_ jws: String) async throws(SignedDataError) -> SignedTransaction {
+    package func transaction(_ jws: String) async throws(SignedDataError) -> SignedTransaction {
         let payload = try await verify(jws)
         try checkTransactionClaims(payload)
         guard let transaction = try mapped(SignedTransaction.init, payload) else {
@@ -109,7 +110,7 @@ public struct SignedDataVerifier: Sendable {
     }
 
     /// Signed renewal info: verified, then its environment checked (it carries no bundle id).
-    public func renewalInfo(_ jws: String) async throws(SignedDataError) -> SignedRenewalInfo {
+    package func renewalInfo(_ jws: String) async throws(SignedDataError) -> SignedRenewalInfo {
         let payload = try await verify(jws)
         try checkRenewalClaims(payload)
         guard let renewal = try mapped(SignedRenewalInfo.init, payload) else {
@@ -120,7 +121,7 @@ public struct SignedDataVerifier: Sendable {
 
     /// StoreKit's AppTransaction: verified, then its app (the bundle id, and in production the
     /// app's Apple id when any is configured) and environment (`receiptType`) checked.
-    public func appTransaction(_ jws: String) async throws(SignedDataError) -> SignedAppTransaction {
+    package func appTransaction(_ jws: String) async throws(SignedDataError) -> SignedAppTransaction {
         let payload = try await verify(jws)
         guard let app = try mapped(SignedAppTransaction.init, payload) else {
             throw .malformed("the payload is not an app transaction (bundleId)")
@@ -139,7 +140,7 @@ public struct SignedDataVerifier: Sendable {
 
     /// A Retention Messaging real-time request: verified, then its environment and, in production,
     /// the app's Apple id checked (it names no bundle id).
-    public func realtimeRequest(_ jws: String) async throws(SignedDataError) -> SignedRealtimeRequest {
+    package func realtimeRequest(_ jws: String) async throws(SignedDataError) -> SignedRealtimeRequest {
         let payload = try await verify(jws)
         guard let request = try mapped(SignedRealtimeRequest.init, payload) else {
             throw .malformed("the payload is not a real-time request (originalTransactionId, productId, requestIdentifier)")

@@ -1,37 +1,37 @@
-import JSON
+package import JSON
 
 /// `responseBodyV2DecodedPayload` (Docs/apple-protocols.md §3.2), read tolerantly: unknown types and
 /// subtypes are kept as raw strings (§3.4, as Apple's libraries do), unknown fields in `raw`.
-public struct SignedNotification: Sendable, Equatable {
+package struct SignedNotification: Sendable, Equatable {
     /// §3.3, e.g. `.didRenew`; a type Apple added since, kept as sent.
-    public var notificationType: NotificationTypeV2
+    package var notificationType: NotificationTypeV2
     /// §3.4, e.g. `.billingRecovery`; a subtype Apple added since, kept as sent.
-    public var subtype: NotificationSubtypeV2?
-    public var notificationUUID: String
-    public var version: String?
+    package var subtype: NotificationSubtypeV2?
+    package var notificationUUID: String
+    package var version: String?
     /// Epoch ms.
-    public var signedDate: Int64?
+    package var signedDate: Int64?
     /// From `data`, else `summary`, else `externalPurchaseToken`, else `appData` (§3.7 step 9).
-    public var bundleID: String?
-    public var appAppleID: Int64?
+    package var bundleID: String?
+    package var appAppleID: Int64?
     /// `Production` or `Sandbox` as Apple spells it; for an external purchase token, from its id.
-    public var environment: String?
-    public var bundleVersion: String?
+    package var environment: String?
+    package var bundleVersion: String?
     /// `data.status` (§3.2): 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
-    public var status: Int64?
-    public var consumptionRequestReason: String?
+    package var status: Int64?
+    package var consumptionRequestReason: String?
     /// The nested JWS, not yet verified.
-    public var transactionJWS: String?
-    public var renewalJWS: String?
+    package var transactionJWS: String?
+    package var renewalJWS: String?
     /// `appData.signedAppTransactionInfo` (`RESCIND_CONSENT`), not yet verified.
-    public var appTransactionJWS: String?
+    package var appTransactionJWS: String?
     /// Filled by ``SignedDataVerifier/notification(_:)`` once each nested JWS verified.
-    public var transaction: SignedTransaction?
-    public var renewal: SignedRenewalInfo?
-    public var appTransaction: SignedAppTransaction?
-    public var raw: JSONValue
+    package var transaction: SignedTransaction?
+    package var renewal: SignedRenewalInfo?
+    package var appTransaction: SignedAppTransaction?
+    package var raw: JSONValue
 
-    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
+    package init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let type = v["notificationType"]?.string, let uuid = v["notificationUUID"]?.string else { return nil }
         notificationType = NotificationTypeV2(type)
         subtype = v["subtype"]?.string.map(NotificationSubtypeV2.init)
@@ -57,10 +57,10 @@ public struct SignedNotification: Sendable, Equatable {
     }
 
     /// `data.status` by name: the state Apple says the subscription is in at `signedDate`.
-    public var statusName: String? { Self.statusName(status) }
+    package var statusName: String? { Self.statusName(status) }
 
     /// 1 `active`, 2 `expired`, 3 `billing_retry`, 4 `grace_period`, 5 `revoked` (§3.8).
-    public static func statusName(_ status: Int64?) -> String? {
+    package static func statusName(_ status: Int64?) -> String? {
         switch status {
         case 1?: "active"
         case 2?: "expired"
@@ -74,56 +74,56 @@ public struct SignedNotification: Sendable, Equatable {
 }
 
 /// `JWSTransactionDecodedPayload` (§3.5). Dates are epoch milliseconds.
-public struct SignedTransaction: Sendable, Equatable {
-    public var transactionID: String
-    public var originalTransactionID: String
-    public var bundleID: String
-    public var productID: String
-    public var webOrderLineItemID: String?
-    public var subscriptionGroupID: String?
-    public var purchaseDate: Int64?
-    public var originalPurchaseDate: Int64?
-    public var expiresDate: Int64?
-    public var quantity: Int64?
+package struct SignedTransaction: Sendable, Equatable {
+    package var transactionID: String
+    package var originalTransactionID: String
+    package var bundleID: String
+    package var productID: String
+    package var webOrderLineItemID: String?
+    package var subscriptionGroupID: String?
+    package var purchaseDate: Int64?
+    package var originalPurchaseDate: Int64?
+    package var expiresDate: Int64?
+    package var quantity: Int64?
     /// `Auto-Renewable Subscription`, `Non-Consumable`, `Consumable`, `Non-Renewing Subscription`.
-    public var type: String?
-    public var appAccountToken: String?
+    package var type: String?
+    package var appAccountToken: String?
     /// The Apple Account's download of the app this purchase was made in (2025 on).
-    public var appTransactionID: String?
+    package var appTransactionID: String?
     /// `PURCHASED` or `FAMILY_SHARED`.
-    public var inAppOwnershipType: String?
-    public var signedDate: Int64?
+    package var inAppOwnershipType: String?
+    package var signedDate: Int64?
     /// Refunded or revoked from Family Sharing at this time: the transaction no longer entitles.
-    public var revocationDate: Int64?
+    package var revocationDate: Int64?
     /// 1: a problem with the app; 0: another reason.
-    public var revocationReason: Int64?
+    package var revocationReason: Int64?
     /// `REFUND_FULL`, `REFUND_PRORATED` or `FAMILY_REVOKE`.
-    public var revocationType: String?
+    package var revocationType: String?
     /// The share refunded, in milliunits: 50000 is 50 %.
-    public var revocationPercentage: Int64?
-    public var isUpgraded: Bool
+    package var revocationPercentage: Int64?
+    package var isUpgraded: Bool
     /// 1 introductory, 2 promotional, 3 offer code, 4 win-back.
-    public var offerType: Int64?
-    public var offerIdentifier: String?
-    public var offerDiscountType: String?
+    package var offerType: Int64?
+    package var offerIdentifier: String?
+    package var offerDiscountType: String?
     /// ISO 8601 duration, e.g. `P1M`.
-    public var offerPeriod: String?
-    public var environment: String?
-    public var transactionReason: String?
-    public var storefront: String?
+    package var offerPeriod: String?
+    package var environment: String?
+    package var transactionReason: String?
+    package var storefront: String?
     /// Milliunits of `currency`: 9.99 is 9990.
-    public var price: Int64?
-    public var currency: String?
+    package var price: Int64?
+    package var currency: String?
     /// `MONTHLY` for a monthly plan with a 12-month commitment.
-    public var billingPlanType: String?
+    package var billingPlanType: String?
     /// `commitmentInfo`: `billingPeriodNumber`, `totalBillingPeriods`, `commitmentPrice`, `commitmentExpiresDate`.
-    public var commitmentPeriodNumber: Int64?
-    public var commitmentTotalPeriods: Int64?
-    public var commitmentPrice: Int64?
-    public var commitmentExpiresDate: Int64?
-    public var raw: JSONValue
+    package var commitmentPeriodNumber: Int64?
+    package var commitmentTotalPeriods: Int64?
+    package var commitmentPrice: Int64?
+    package var commitmentExpiresDate: Int64?
+    package var raw: JSONValue
 
-    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
+    package init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let id = v["transactionId"]?.string, let product = v["productId"]?.string, let bundle = v["bundleId"]?.string
         else { return nil }
         transactionID = id
@@ -166,36 +166,36 @@ public struct SignedTransaction: Sendable, Equatable {
 }
 
 /// `JWSRenewalInfoDecodedPayload` (§3.6).
-public struct SignedRenewalInfo: Sendable, Equatable {
-    public var originalTransactionID: String
-    public var productID: String?
-    public var autoRenewProductID: String?
+package struct SignedRenewalInfo: Sendable, Equatable {
+    package var originalTransactionID: String
+    package var productID: String?
+    package var autoRenewProductID: String?
     /// 1 on, 0 off.
-    public var autoRenewStatus: Bool?
-    public var expirationIntent: Int64?
-    public var isInBillingRetryPeriod: Bool?
-    public var gracePeriodExpiresDate: Int64?
+    package var autoRenewStatus: Bool?
+    package var expirationIntent: Int64?
+    package var isInBillingRetryPeriod: Bool?
+    package var gracePeriodExpiresDate: Int64?
     /// 0: consent requested, no answer yet; 1: consented, or no consent needed.
-    public var priceIncreaseStatus: Int64?
+    package var priceIncreaseStatus: Int64?
     /// The offer that applies to the next renewal.
-    public var offerType: Int64?
-    public var offerIdentifier: String?
-    public var signedDate: Int64?
-    public var environment: String?
-    public var renewalDate: Int64?
-    public var appAccountToken: String?
+    package var offerType: Int64?
+    package var offerIdentifier: String?
+    package var signedDate: Int64?
+    package var environment: String?
+    package var renewalDate: Int64?
+    package var appAccountToken: String?
     /// `MONTHLY` when the next renewal is of a monthly plan with a 12-month commitment.
-    public var renewalBillingPlanType: String?
+    package var renewalBillingPlanType: String?
     /// `commitmentInfo` (`RenewalCommitmentInfo`, API 1.21): what happens when the commitment ends.
-    public var commitmentAutoRenewStatus: Bool?
-    public var commitmentAutoRenewProductID: String?
-    public var commitmentRenewalDate: Int64?
+    package var commitmentAutoRenewStatus: Bool?
+    package var commitmentAutoRenewProductID: String?
+    package var commitmentRenewalDate: Int64?
     /// Milliunits of the renewal's currency.
-    public var commitmentRenewalPrice: Int64?
-    public var commitmentRenewalBillingPlanType: String?
-    public var raw: JSONValue
+    package var commitmentRenewalPrice: Int64?
+    package var commitmentRenewalBillingPlanType: String?
+    package var raw: JSONValue
 
-    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
+    package init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let original = v["originalTransactionId"]?.string else { return nil }
         originalTransactionID = original
         productID = v["productId"]?.string
@@ -226,25 +226,25 @@ public struct SignedRenewalInfo: Sendable, Equatable {
 /// (`JWSAppTransactionDecodedPayload`, https://developer.apple.com/documentation/appstoreserverapi/jwsapptransactiondecodedpayload),
 /// whether or not it ever bought anything in it. `appTransactionId` names that Apple Account and
 /// app for good (https://developer.apple.com/documentation/storekit/apptransaction/apptransactionid).
-public struct SignedAppTransaction: Sendable, Equatable {
+package struct SignedAppTransaction: Sendable, Equatable {
     /// Unique per Apple Account and app; usable as a promotional offer's `transactionId`.
-    public var appTransactionID: String?
-    public var bundleID: String
-    public var appAppleID: Int64?
+    package var appTransactionID: String?
+    package var bundleID: String
+    package var appAppleID: Int64?
     /// `receiptType`: `Production`, `Sandbox`, `Xcode`.
-    public var environment: String?
-    public var applicationVersion: String?
+    package var environment: String?
+    package var applicationVersion: String?
     /// The version the Apple Account first got: what grandfathering rules compare.
-    public var originalApplicationVersion: String?
-    public var originalPurchaseDate: Int64?
-    public var receiptCreationDate: Int64?
-    public var preorderDate: Int64?
+    package var originalApplicationVersion: String?
+    package var originalPurchaseDate: Int64?
+    package var receiptCreationDate: Int64?
+    package var preorderDate: Int64?
     /// `iOS`, `macOS`, `tvOS`, `visionOS`.
-    public var originalPlatform: String?
-    public var signedDate: Int64?
-    public var raw: JSONValue
+    package var originalPlatform: String?
+    package var signedDate: Int64?
+    package var raw: JSONValue
 
-    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
+    package init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let bundle = v["bundleId"]?.string else { return nil }
         bundleID = bundle
         appTransactionID = v["appTransactionId"]?.string
@@ -263,18 +263,18 @@ public struct SignedAppTransaction: Sendable, Equatable {
 
 /// Apple's Retention Messaging real-time request (`DecodedRealtimeRequestBody`): a customer is
 /// viewing the subscription `originalTransactionID` and may cancel it.
-public struct SignedRealtimeRequest: Sendable, Equatable {
-    public var originalTransactionID: String
-    public var appAppleID: Int64?
-    public var productID: String
-    public var userLocale: String
+package struct SignedRealtimeRequest: Sendable, Equatable {
+    package var originalTransactionID: String
+    package var appAppleID: Int64?
+    package var productID: String
+    package var userLocale: String
     /// Unique per request: Apple's retries of one request carry the same.
-    public var requestIdentifier: String
-    public var signedDate: Int64?
+    package var requestIdentifier: String
+    package var signedDate: Int64?
     /// `Production` or `Sandbox`.
-    public var environment: String?
+    package var environment: String?
 
-    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
+    package init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let original = v["originalTransactionId"]?.string, let product = v["productId"]?.string,
             let request = v["requestIdentifier"]?.string
         else { return nil }

@@ -1,4 +1,4 @@
-import CoreMetrics
+package import CoreMetrics
 
 /// What ``VerifyReceiptClient`` records (swift-metrics; Prometheus names in Docs/operations.md "Metrics"):
 /// - `appstore_exchanges_total{environment, kind, status}`: each HTTP exchange with Apple. `kind` is
@@ -7,10 +7,10 @@ import CoreMetrics
 /// - `appstore_exchange_duration_seconds{environment}`: their latency.
 /// - `appstore_verifications_total{result}`: what each verification came to (`valid`,
 ///   `invalid_receipt`, `misconfigured`, `unexpected`, `unavailable`, `circuit_open`).
-public struct AppStoreMetrics: Sendable {
+package struct AppStoreMetrics: Sendable {
     let factory: any MetricsFactory
 
-    public init(factory: any MetricsFactory = NOOPMetricsHandler.instance) { self.factory = factory }
+    package init(factory: any MetricsFactory = NOOPMetricsHandler.instance) { self.factory = factory }
 
     func exchange(
         environment: AppStoreEnvironment, kind: String, outcome: VerifyReceiptStateMachine.Outcome, duration: Duration

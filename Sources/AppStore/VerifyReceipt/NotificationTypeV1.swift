@@ -1,6 +1,6 @@
 /// An App Store Server Notifications V1 type (Docs/apple-protocols.md §2.3), typed as Apple's own libraries type it: a case for
 /// each type Apple documents, and the text of one it adds later kept as sent (``other(_:)``).
-public enum NotificationTypeV1: Hashable, Sendable, CustomStringConvertible {
+package enum NotificationTypeV1: Hashable, Sendable, CustomStringConvertible {
     case initialBuy
     case didRenew
     case interactiveRenewal
@@ -18,18 +18,18 @@ public enum NotificationTypeV1: Hashable, Sendable, CustomStringConvertible {
     case other(String)
 
     /// Every type Docs/apple-protocols.md §2.3 documents.
-    public static let known: [NotificationTypeV1] = [
+    package static let known: [NotificationTypeV1] = [
         .initialBuy, .didRenew, .interactiveRenewal, .didChangeRenewalPref, .didChangeRenewalStatus, .didFailToRenew,
         .didRecover, .cancel, .refund, .revoke, .priceIncreaseConsent, .consumptionRequest, .renewal,
     ]
 
     /// The type Apple names `text` (its exact bytes).
-    public init(_ text: String) {
+    package init(_ text: String) {
         self = Self.known.first { $0.rawValue.utf8.elementsEqual(text.utf8) } ?? .other(text)
     }
 
     /// As Apple spells it: `DID_RENEW`.
-    public var rawValue: String {
+    package var rawValue: String {
         switch self {
         case .initialBuy: "INITIAL_BUY"
         case .didRenew: "DID_RENEW"
@@ -48,5 +48,5 @@ public enum NotificationTypeV1: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }

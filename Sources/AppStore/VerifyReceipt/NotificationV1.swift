@@ -1,25 +1,25 @@
-import JSON
+package import JSON
 
 /// An App Store Server Notification V1 body (`responseBodyV1`, Docs/apple-protocols.md §2.2), read
 /// tolerantly. Unsigned: its only proof of origin is `password`, the app's shared secret.
-public struct NotificationV1: Sendable, Equatable {
+package struct NotificationV1: Sendable, Equatable {
     /// §2.3, e.g. `.didRenew`; a type Apple added since, kept as sent.
-    public var notificationType: NotificationTypeV1
-    public var password: String?
+    package var notificationType: NotificationTypeV1
+    package var password: String?
     /// The app's bundle id.
-    public var bundleID: String?
+    package var bundleID: String?
     /// `PROD` (documented), `Production` (seen) or `Sandbox`.
-    public var environment: AppStoreEnvironment?
-    public var originalTransactionID: String?
-    public var autoRenewStatusChangeDateMs: Int64?
+    package var environment: AppStoreEnvironment?
+    package var originalTransactionID: String?
+    package var autoRenewStatusChangeDateMs: Int64?
     /// `unified_receipt` read as a verifyReceipt answer: the same transactions, renewal info and
     /// latest receipt (§2.2: same shapes).
-    public var unifiedReceipt: VerifyReceiptResponse?
-    public var raw: JSONValue
+    package var unifiedReceipt: VerifyReceiptResponse?
+    package var raw: JSONValue
 
     /// Nil when `v` is not a V1 notification; throws when it is one whose dates are out of range
     /// (its `unified_receipt` included): such a body is refused, not stored without its facts.
-    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
+    package init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let type = v["notification_type"]?.string else { return nil }
         notificationType = NotificationTypeV1(type)
         password = v["password"]?.string
@@ -43,7 +43,7 @@ public struct NotificationV1: Sendable, Equatable {
     }
 
     /// The body without its password: what may be stored and hashed.
-    public var redacted: JSONValue {
+    package var redacted: JSONValue {
         guard case .object(var fields) = raw, fields["password"] != nil else { return raw }
         fields["password"] = .string("<redacted>")
         return .object(fields)

@@ -1,22 +1,22 @@
-import Clocks
-import CurlTransport
+package import Clocks
+package import CurlTransport
 import FoundationEssentials
 import JSON
-import Resilience
+package import Resilience
 
 /// Asks Apple's verifyReceipt about one receipt: runs `VerifyReceiptStateMachine`'s actions over
 /// an `HTTPTransport` (Docs/apple-protocols.md §1.1–1.3).
-public struct VerifyReceiptClient: Sendable {
-    public struct Configuration: Sendable {
-        public var productionURL: String
-        public var sandboxURL: String
+package struct VerifyReceiptClient: Sendable {
+    package struct Configuration: Sendable {
+        package var productionURL: String
+        package var sandboxURL: String
         /// The `password` sent with a receipt: the shared secret of the App Store Connect account
         /// its app belongs to (nil: none sent); never logged.
-        public var sharedSecret: @Sendable (_ receiptData: String) -> String?
-        public var policy: VerifyReceiptPolicy
+        package var sharedSecret: @Sendable (_ receiptData: String) -> String?
+        package var policy: VerifyReceiptPolicy
 
         /// One shared secret for every receipt (one App Store Connect account).
-        public init(
+        package init(
             productionURL: String = "https://buy.itunes.apple.com/verifyReceipt",
             sandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt", sharedSecret: String?,
             policy: VerifyReceiptPolicy = VerifyReceiptPolicy()
@@ -26,7 +26,7 @@ public struct VerifyReceiptClient: Sendable {
         }
 
         /// The shared secret chosen per receipt (several accounts: by the app the receipt names).
-        public init(
+        package init(
             productionURL: String = "https://buy.itunes.apple.com/verifyReceipt",
             sandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt",
             sharedSecretFor: @escaping @Sendable (_ receiptData: String) -> String?,
@@ -40,25 +40,25 @@ public struct VerifyReceiptClient: Sendable {
     }
 
     /// The result and what it took, for the verification log.
-    public struct Verification: Sendable {
-        public var result: VerificationResult
+    package struct Verification: Sendable {
+        package var result: VerificationResult
         /// Exchanges sent, the environment switch and retries included.
-        public var attempts: Int
+        package var attempts: Int
         /// The environment of the last exchange.
-        public var environment: AppStoreEnvironment
-        public var duration: Duration
+        package var environment: AppStoreEnvironment
+        package var duration: Duration
         /// When Apple may be asked again: set when the circuit breaker refused the call.
-        public var retryAfter: Duration? = nil
+        package var retryAfter: Duration? = nil
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let transport: any HTTPTransport
     private let clock: any MonotonicClock
     private let random: @Sendable () -> Double
     /// Fails verifications fast while Apple is down; nil: every verification calls Apple.
-    public let breaker: SharedCircuitBreaker?
+    package let breaker: SharedCircuitBreaker?
     /// At most this many verifications talk to Apple at once; nil: no cap.
-    public let limit: ConcurrencyLimit?
+    package let limit: ConcurrencyLimit?
     private let metrics: AppStoreMetrics
     /// The same receipt asked about while a verification of it runs shares that verification.
     private let flights = SingleFlight<FlightKey, Verification>()
@@ -68,7 +68,7 @@ public struct VerifyReceiptClient: Sendable {
         var excludeOldTransactions: Bool
     }
 
-    public init(
+    package init(
         configuration: Configuration, transport: any HTTPTransport, clock: any MonotonicClock = SystemMonotonicClock(),
         breaker: SharedCircuitBreaker? = nil, limit: ConcurrencyLimit? = nil,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }, metrics: AppStoreMetrics = .init()
@@ -83,21 +83,21 @@ public struct VerifyReceiptClient: Sendable {
     }
 
     /// The clock's reading now (for the breaker's status).
-    public var now: Duration { clock.now }
+    package var now: Duration { clock.now }
 
     /// Verifies a receipt. Callers asking about the same receipt while it is being verified share
     /// the one exchange with Apple (single flight).
-    public func verify(receiptData: String, excludeOldTransactions: Bool = false) async -> Verification {
+    package func verify(receiptData: String, excludeOldTransactions: Bool = false) async -> Verification {
         await flights.run(FlightKey(receiptData: receiptData, excludeOldTransactions: excludeOldTransactions)) {
             await verifyOnce(receiptData: receiptData, excludeOldTransactions: excludeOldTransactions)
         }.value
     }
 
     /// Verifications running now (one per distinct receipt).
-    public var inFlight: Int { flights.count }
+    package var inFlight: Int { flights.count }
 
     /// Callers waiting for those verifications.
-    public var callersInFlight: Int { flights.callers }
+    package var callersInFlight: Int { flights.callers }
 
     private func verifyOnce(receiptData: String, excludeOldTransactions: Bool) async -> Verification {
         let body = Self.requestBody(

@@ -1,16 +1,16 @@
 /// Bounds on one verification: how often, how long, and how far apart attempts may be.
-public struct VerifyReceiptPolicy: Sendable, Equatable {
+package struct VerifyReceiptPolicy: Sendable, Equatable {
     /// Retries after the first send, not counting the one environment switch.
-    public var maxRetries: Int
+    package var maxRetries: Int
     /// The first retry waits about this long; each further retry doubles it, up to `maxDelay`.
-    public var baseDelay: Duration
-    public var maxDelay: Duration
+    package var baseDelay: Duration
+    package var maxDelay: Duration
     /// One HTTP exchange with Apple may take at most this long.
-    public var attemptTimeout: Duration
+    package var attemptTimeout: Duration
     /// Everything, retries and the switch included, ends within this.
-    public var deadline: Duration
+    package var deadline: Duration
 
-    public init(
+    package init(
         maxRetries: Int = 3, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(2),
         attemptTimeout: Duration = .seconds(10), deadline: Duration = .seconds(20)
     ) {

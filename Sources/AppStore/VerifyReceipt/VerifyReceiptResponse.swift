@@ -1,34 +1,34 @@
-import JSON
+package import JSON
 
 /// A `verifyReceipt` answer, read tolerantly (Docs/apple-protocols.md §1.4–1.7): every field optional,
 /// strings or numbers accepted, unknown fields kept in `raw`.
-public struct VerifyReceiptResponse: Sendable, Equatable {
-    public var status: AppleStatus
-    public var environment: AppStoreEnvironment?
+package struct VerifyReceiptResponse: Sendable, Equatable {
+    package var status: AppleStatus
+    package var environment: AppStoreEnvironment?
     /// `is_retryable` or `is-retryable`, `true`/`1` (§1.3: both spellings are seen).
-    public var isRetryable: Bool
-    public var receipt: Receipt?
+    package var isRetryable: Bool
+    package var receipt: Receipt?
     /// Every transaction of `receipt.in_app` and `latest_receipt_info`, one per `transaction_id`
     /// (the `latest_receipt_info` copy wins: it carries the most fields).
-    public var transactions: [Transaction]
-    public var pendingRenewalInfo: [PendingRenewalInfo]
+    package var transactions: [Transaction]
+    package var pendingRenewalInfo: [PendingRenewalInfo]
     /// The newest app receipt (base64), for later re-validation.
-    public var latestReceipt: String?
-    public var raw: JSONValue
+    package var latestReceipt: String?
+    package var raw: JSONValue
 
     /// Why an answer could not be read at all.
-    public struct Malformed: Error, Equatable, CustomStringConvertible {
-        public let reason: String
+    package struct Malformed: Error, Equatable, CustomStringConvertible {
+        package let reason: String
         /// Set when a date was outside ``AppleDate/range``: the answer is JSON, but not usable.
-        public let outOfRange: AppleDate.OutOfRange?
-        public init(reason: String, outOfRange: AppleDate.OutOfRange? = nil) {
+        package let outOfRange: AppleDate.OutOfRange?
+        package init(reason: String, outOfRange: AppleDate.OutOfRange? = nil) {
             self.reason = reason
             self.outOfRange = outOfRange
         }
-        public var description: String { "verifyReceipt answer: \(reason)" }
+        package var description: String { "verifyReceipt answer: \(reason)" }
     }
 
-    public init(json bytes: [UInt8]) throws(Malformed) {
+    package init(json bytes: [UInt8]) throws(Malformed) {
         let raw: JSONValue
         do {
             raw = try JSONValue.parse(bytes)
@@ -39,7 +39,7 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
     }
 
     /// An answer already parsed (a V1 notification's `unified_receipt`).
-    public init(_ raw: JSONValue) throws(Malformed) {
+    package init(_ raw: JSONValue) throws(Malformed) {
         guard case .object = raw else { throw Malformed(reason: "not a JSON object") }
         guard let status = raw["status"]?.int64, let code = Int(exactly: status) else {
             throw Malformed(reason: "no status")
@@ -74,18 +74,18 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
 }
 
 /// The decoded app receipt (§1.5).
-public struct Receipt: Sendable, Equatable {
-    public var bundleID: String
-    public var applicationVersion: String?
-    public var originalApplicationVersion: String?
-    public var receiptType: String?
-    public var appItemID: Int64?
-    public var creationDateMs: Int64?
-    public var requestDateMs: Int64?
-    public var originalPurchaseDateMs: Int64?
-    public var expirationDateMs: Int64?
+package struct Receipt: Sendable, Equatable {
+    package var bundleID: String
+    package var applicationVersion: String?
+    package var originalApplicationVersion: String?
+    package var receiptType: String?
+    package var appItemID: Int64?
+    package var creationDateMs: Int64?
+    package var requestDateMs: Int64?
+    package var originalPurchaseDateMs: Int64?
+    package var expirationDateMs: Int64?
 
-    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
+    package init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let bundleID = v["bundle_id"]?.string else { return nil }
         self.bundleID = bundleID
         applicationVersion = v["application_version"]?.string
@@ -100,31 +100,31 @@ public struct Receipt: Sendable, Equatable {
 }
 
 /// One purchase, renewal or restore (§1.6). Dates are epoch milliseconds.
-public struct Transaction: Sendable, Equatable {
-    public var transactionID: String
-    public var originalTransactionID: String
-    public var productID: String
-    public var purchaseDateMs: Int64?
-    public var originalPurchaseDateMs: Int64?
-    public var expiresDateMs: Int64?
-    public var cancellationDateMs: Int64?
+package struct Transaction: Sendable, Equatable {
+    package var transactionID: String
+    package var originalTransactionID: String
+    package var productID: String
+    package var purchaseDateMs: Int64?
+    package var originalPurchaseDateMs: Int64?
+    package var expiresDateMs: Int64?
+    package var cancellationDateMs: Int64?
     /// `"1"`: a problem with the app; `"0"`: another reason.
-    public var cancellationReason: String?
-    public var quantity: Int64?
-    public var isTrialPeriod: Bool
-    public var isInIntroOfferPeriod: Bool
-    public var isUpgraded: Bool
+    package var cancellationReason: String?
+    package var quantity: Int64?
+    package var isTrialPeriod: Bool
+    package var isInIntroOfferPeriod: Bool
+    package var isUpgraded: Bool
     /// `PURCHASED` or `FAMILY_SHARED`.
-    public var ownershipType: String?
-    public var subscriptionGroupID: String?
-    public var webOrderLineItemID: String?
-    public var promotionalOfferID: String?
-    public var offerCodeRefName: String?
-    public var appAccountToken: String?
+    package var ownershipType: String?
+    package var subscriptionGroupID: String?
+    package var webOrderLineItemID: String?
+    package var promotionalOfferID: String?
+    package var offerCodeRefName: String?
+    package var appAccountToken: String?
     /// The transaction object as Apple sent it.
-    public var raw: JSONValue
+    package var raw: JSONValue
 
-    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
+    package init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let id = v["transaction_id"]?.string, let product = v["product_id"]?.string else { return nil }
         transactionID = id
         originalTransactionID = v["original_transaction_id"]?.string ?? id
@@ -149,22 +149,22 @@ public struct Transaction: Sendable, Equatable {
 }
 
 /// What Apple will do at the next renewal of one subscription (§1.7).
-public struct PendingRenewalInfo: Sendable, Equatable {
-    public var originalTransactionID: String
-    public var productID: String?
-    public var autoRenewProductID: String?
-    public var autoRenewStatus: Bool?
+package struct PendingRenewalInfo: Sendable, Equatable {
+    package var originalTransactionID: String
+    package var productID: String?
+    package var autoRenewProductID: String?
+    package var autoRenewStatus: Bool?
     /// 1 voluntary, 2 billing error, 3 price increase refused, 4 not for sale, 5 other.
-    public var expirationIntent: Int64?
-    public var gracePeriodExpiresDateMs: Int64?
-    public var isInBillingRetryPeriod: Bool?
-    public var priceConsentStatus: String?
-    public var priceIncreaseStatus: String?
-    public var offerCodeRefName: String?
-    public var promotionalOfferID: String?
-    public var raw: JSONValue
+    package var expirationIntent: Int64?
+    package var gracePeriodExpiresDateMs: Int64?
+    package var isInBillingRetryPeriod: Bool?
+    package var priceConsentStatus: String?
+    package var priceIncreaseStatus: String?
+    package var offerCodeRefName: String?
+    package var promotionalOfferID: String?
+    package var raw: JSONValue
 
-    public init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
+    package init?(_ v: JSONValue) throws(AppleDate.OutOfRange) {
         guard let original = v["original_transaction_id"]?.string else { return nil }
         originalTransactionID = original
         productID = v["product_id"]?.string

@@ -6,9 +6,9 @@
 /// at once, at most one switch per verification; 21002, 21005, 21009, transport errors, HTTP 5xx
 /// and 429 are retried with jittered exponential backoff while retries and the deadline last;
 /// 21100–21199 only when the answer's retry flag is set.
-public struct VerifyReceiptStateMachine: Sendable {
+package struct VerifyReceiptStateMachine: Sendable {
     /// What came back from one exchange.
-    public enum Outcome: Sendable {
+    package enum Outcome: Sendable {
         /// Apple answered with JSON and a status.
         case answer(VerifyReceiptResponse)
         /// An HTTP status other than 2xx (Apple's body, if any, is not needed).
@@ -17,40 +17,40 @@ public struct VerifyReceiptStateMachine: Sendable {
         case transportFailure(String)
     }
 
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Send the request to `environment`, waiting `after` first, giving it `timeout`.
         case send(AppStoreEnvironment, after: Duration, timeout: Duration)
         case finish(VerificationResult)
     }
 
-    public let policy: VerifyReceiptPolicy
+    package let policy: VerifyReceiptPolicy
     private let start: Duration
     private var environment: AppStoreEnvironment = .production
     private var switched = false
     private var retries = 0
-    public private(set) var attempts = 0
+    package private(set) var attempts = 0
     /// Whether the last failure says Apple as a whole is failing (no answer, a timeout, HTTP 5xx,
     /// 21005, a 211xx flagged retryable) rather than something about this receipt or nothing
     /// certain (21002, which Apple also sends for malformed receipt data; 21009; an unflagged
     /// 211xx; an environment loop; another HTTP status). Only the first kind may feed the circuit
     /// breaker: a stranger with the public key can post receipts Apple answers 21002, but cannot
     /// make Apple time out.
-    public private(set) var failureIsAppleWide = false
+    package private(set) var failureIsAppleWide = false
 
     /// `now` is any monotonic reading, e.g. `ContinuousClock.now - origin`.
-    public init(policy: VerifyReceiptPolicy, now: Duration) {
+    package init(policy: VerifyReceiptPolicy, now: Duration) {
         self.policy = policy
         self.start = now
     }
 
     /// The first action: production, at once.
-    public mutating func begin() -> Action {
+    package mutating func begin() -> Action {
         attempts = 1
         return .send(.production, after: .zero, timeout: min(policy.attemptTimeout, policy.deadline))
     }
 
     /// The next action after an exchange ended at `now`. `random` is uniform in 0..<1 (jitter).
-    public mutating func received(_ outcome: Outcome, now: Duration, random: Double) -> Action {
+    package mutating func received(_ outcome: Outcome, now: Duration, random: Double) -> Action {
         switch outcome {
         case .answer(let response):
             switch response.status.disposition {
@@ -122,7 +122,7 @@ public struct VerifyReceiptStateMachine: Sendable {
 }
 
 /// How a verification ended.
-public enum VerificationResult: Sendable, Equatable {
+package enum VerificationResult: Sendable, Equatable {
     /// Status 0 (or 21006) from `environment`.
     case valid(VerifyReceiptResponse, AppStoreEnvironment)
     /// 21003 or 21010: the receipt does not prove a purchase.

@@ -1,5 +1,5 @@
-import Entitlements
-import JSON
+package import Entitlements
+package import JSON
 
 /// The seam a store plugs into receiptd through: its name and rules (``Store``), how a posted
 /// purchase of it is read and asked of it, and how its stored facts are read again. What it

@@ -1,5 +1,5 @@
 import AppStore
-import Entitlements
+package import Entitlements
 import GooglePlay
 
 /// How one store's stored facts are read again from the raw answers kept with them (`receiptd

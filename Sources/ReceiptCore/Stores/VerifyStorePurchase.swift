@@ -1,8 +1,8 @@
-import Clocks
-import Entitlements
-import JSON
-import Logging
-import Storage
+package import Clocks
+package import Entitlements
+package import JSON
+package import Logging
+package import Storage
 
 /// Verify a posted purchase of a store plugged in through ``PurchaseStore`` and store what it
 /// proves: the claim read before anything is asked, the store asked, the attempt logged, then the

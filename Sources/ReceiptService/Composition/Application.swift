@@ -1,26 +1,26 @@
 import AppStore
-import Clocks
+package import Clocks
 import CoreMetrics
 import CurlTransport
 import Entitlements
 import FoundationEssentials
 import GooglePlay
-import HTTPServer
-import Logging
-import ReceiptCore
+package import HTTPServer
+package import Logging
+package import ReceiptCore
 import Resilience
-import ServiceLifecycle
-import Storage
+package import ServiceLifecycle
+package import Storage
 import UnixSignals
 
 /// receiptd assembled: the database (migrated by ``open(configuration:logger:clock:monotonic:)``, before
 /// anything binds), the use cases, the routes and the services that run them. Constructing it
 /// does no I/O; ``run(before:)`` serves until SIGTERM/SIGINT.
-public final class Application: Sendable {
-    public let configuration: ServiceConfiguration
-    public let database: DatabaseQueue
-    public let migrator: Migrator
-    public let server: HTTPServer
+package final class Application: Sendable {
+    package let configuration: ServiceConfiguration
+    package let database: DatabaseQueue
+    package let migrator: Migrator
+    package let server: HTTPServer
     let transport: CurlMultiTransport
     /// The background refresher (a no-op service unless `refresher.enabled`).
     let refresher: Refresher
@@ -370,7 +370,7 @@ public final class Application: Sendable {
     /// The services in start order; the group shuts them down in reverse: the HTTP server drains
     /// first, then the webhook dispatcher lets its attempts end, then the notification catch-up
     /// and the refresher stop, then the rollup keeper, then the curl threads.
-    public var services: [any Service] {
+    package var services: [any Service] {
         var services: [any Service] = [transport, webhookTransport]
         if configuration.keepRollups { services.append(rollups) }
         services += [refresher, catchUp, voidedPurchases, webhooks] as [any Service]
@@ -382,7 +382,7 @@ public final class Application: Sendable {
 
     /// Serves until SIGTERM or SIGINT, then shuts down gracefully and returns. `before` are
     /// services to start first and stop last (the built-in App Store simulator).
-    public func run(before: [any Service] = []) async throws {
+    package func run(before: [any Service] = []) async throws {
         let group = ServiceGroup(
             configuration: .init(services: (before + services).map { .init(service: $0) }, logger: logger))
         let port = try server.start()

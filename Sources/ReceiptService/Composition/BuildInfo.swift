@@ -2,10 +2,10 @@ import CCurl
 import Storage
 
 /// Versions of receiptd and the C libraries it runs on, for `receiptd version` and start-up logs.
-public enum BuildInfo {
-    public static let version = "0.1.0"
+package enum BuildInfo {
+    package static let version = "0.1.0"
     /// libcurl's runtime version.
-    public static var curlVersion: String { String(cString: receiptd_curl_version_number()) }
+    package static var curlVersion: String { String(cString: receiptd_curl_version_number()) }
     /// SQLite's runtime version.
-    public static var sqliteVersion: String { Database.sqliteVersion }
+    package static var sqliteVersion: String { Database.sqliteVersion }
 }

@@ -6,13 +6,13 @@ import Synchronization
 /// included) and round trips (requests sent, then their answers waited for). Preparing a statement,
 /// once per connection, is counted in neither. Shared by a ``DatabaseQueue``'s connections, read by
 /// the test that keeps a POST's count from creeping back up.
-public final class PostgresTraffic: Sendable {
+package final class PostgresTraffic: Sendable {
     private let counts = Mutex<(statements: Int, roundTrips: Int)>((0, 0))
 
-    public init() {}
+    package init() {}
 
     /// Statements and round trips so far.
-    public var current: (statements: Int, roundTrips: Int) { counts.withLock { $0 } }
+    package var current: (statements: Int, roundTrips: Int) { counts.withLock { $0 } }
 
     func add(statements: Int, roundTrips: Int) {
         counts.withLock {
@@ -28,20 +28,20 @@ public final class PostgresTraffic: Sendable {
 /// thread, never one of Swift's cooperative ones). Statements are written as for SQLite (`?`
 /// parameters, translated by ``PostgresSQL``), prepared once per connection and kept. Transactions
 /// are ``Database``'s, the same for both backends.
-public final class PostgresConnection {
+package final class PostgresConnection {
     private let handle: OpaquePointer
     /// Prepared statements by the SQL the caller wrote.
     private var statements: [String: PostgresStatement] = [:]
     /// Rows the last statement run inserted, updated or deleted.
-    public internal(set) var changes = 0
+    package internal(set) var changes = 0
     /// Rows every statement run on this connection inserted, updated or deleted.
-    public internal(set) var totalChanges: Int64 = 0
+    package internal(set) var totalChanges: Int64 = 0
     /// Where this connection counts what it asks of the server (a pool's, shared).
     let traffic: PostgresTraffic
 
     /// Connects to `url` (`postgresql://user@host:port/db?…`, libpq's syntax). The error never
     /// repeats the URL: it may hold a password.
-    public init(url: String, traffic: PostgresTraffic = PostgresTraffic()) throws(StorageError) {
+    package init(url: String, traffic: PostgresTraffic = PostgresTraffic()) throws(StorageError) {
         self.traffic = traffic
         guard let connection = PQconnectdb(url) else { throw StorageError(.open, "cannot connect to PostgreSQL: out of memory") }
         guard PQstatus(connection) == CONNECTION_OK else {
@@ -59,7 +59,7 @@ public final class PostgresConnection {
     }
 
     /// Runs one or more statements that take no parameters (after what is held back).
-    public func execute(_ sql: String) throws(StorageError) {
+    package func execute(_ sql: String) throws(StorageError) {
         if !held.isEmpty { try send([]) }
         traffic.add(statements: 1, roundTrips: 1)
         let result = PQexec(handle, sql)
@@ -140,7 +140,7 @@ public final class PostgresConnection {
     }
 
     /// The statement for `sql`, prepared on first use and kept.
-    public func cached(_ sql: String) throws(StorageError) -> PostgresStatement {
+    package func cached(_ sql: String) throws(StorageError) -> PostgresStatement {
         if let statement = statements[sql] { return statement }
         let (translated, parameters) = PostgresSQL.translate(sql)
         let name = "s\(statements.count)"
@@ -153,11 +153,11 @@ public final class PostgresConnection {
     }
 
     /// Whether a transaction is open on this connection (begun, even if not yet sent).
-    public var inTransaction: Bool { beginHeld || PQtransactionStatus(handle) != PQTRANS_IDLE }
+    package var inTransaction: Bool { beginHeld || PQtransactionStatus(handle) != PQTRANS_IDLE }
 
     /// The process id of the server backend serving this connection (what a notification it sent
     /// carries).
-    public var backendPID: Int32 { PQbackendPID(handle) }
+    package var backendPID: Int32 { PQbackendPID(handle) }
 
     /// Whether the connection is still good (libpq's `CONNECTION_OK`).
     var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
@@ -166,16 +166,16 @@ public final class PostgresConnection {
     var socket: Int32 { PQsocket(handle) }
 
     /// One notification received by a connection that listens.
-    public struct Notification: Sendable, Equatable {
-        public var channel: String
-        public var payload: String
+    package struct Notification: Sendable, Equatable {
+        package var channel: String
+        package var payload: String
         /// The backend that sent it (``backendPID`` of the sender's connection).
-        public var senderPID: Int32
+        package var senderPID: Int32
     }
 
     /// Reads what the server sent and returns the notifications received (after `LISTEN`); throws
     /// when the connection is lost.
-    public func notifications() throws(StorageError) -> [Notification] {
+    package func notifications() throws(StorageError) -> [Notification] {
         guard PQconsumeInput(handle) == 1 else {
             throw StorageError(.postgres, "PostgreSQL connection lost: \(Self.message(PQerrorMessage(handle)))")
         }
@@ -326,7 +326,7 @@ private func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar
 /// A prepared statement on a ``PostgresConnection``, with ``Statement``'s shape: bind, then step
 /// through the rows (the whole result is fetched at the first step) or run it.
 /// Parameters are 1-based; columns are 0-based.
-public final class PostgresStatement {
+package final class PostgresStatement {
     let name: String
     /// How many parameters the SQL numbers.
     let parameters: Int
@@ -350,7 +350,7 @@ public final class PostgresStatement {
     /// a prefetched one not yet stepped into, bound again with the same values (a store's reader
     /// binding what ``Database/prefetch(_:)`` ran for it): that one stays, to be stepped through.
     @discardableResult
-    public func bind(_ values: [(any StatementValue)?]) throws(StorageError) -> PostgresStatement {
+    package func bind(_ values: [(any StatementValue)?]) throws(StorageError) -> PostgresStatement {
         guard values.count == parameters else {
             reset()
             throw StorageError(.postgres, "\(values.count) values for \(parameters) parameters")
@@ -374,7 +374,7 @@ public final class PostgresStatement {
     }
 
     /// Drops the result (bindings stay).
-    public func reset() {
+    package func reset() {
         if let result { PQclear(result) }
         result = nil
         row = -1
@@ -384,7 +384,7 @@ public final class PostgresStatement {
 
     /// Advances to the next row; false when done. The first step runs the statement; a step after
     /// the last runs it again, as SQLite's does (a cached statement is stepped again unbound).
-    public func step() throws(StorageError) -> Bool {
+    package func step() throws(StorageError) -> Bool {
         if result == nil {
             let result = try connection.run(name, values)
             self.result = result
@@ -399,7 +399,7 @@ public final class PostgresStatement {
     }
 
     /// Runs the statement to completion, discarding rows.
-    public func run() throws(StorageError) {
+    package func run() throws(StorageError) {
         reset()
         PQclear(try connection.run(name, values))
     }
@@ -408,20 +408,20 @@ public final class PostgresStatement {
     /// round trip (in a transaction; outside one, now). Its error, if any, is thrown there, and
     /// ``PostgresConnection/changes`` counts it only then: for writes whose answer nobody reads,
     /// that fail only when the whole transaction does.
-    public func runLater() throws(StorageError) {
+    package func runLater() throws(StorageError) {
         reset()
         try connection.runLater(name, values)
     }
 
     /// Whether the column is NULL; a column past the last is (as SQLite reads it), without
     /// libpq's complaint on standard error.
-    public func isNull(_ column: Int32) -> Bool {
+    package func isNull(_ column: Int32) -> Bool {
         column >= PQnfields(result) || PQgetisnull(result, Int32(row), column) == 1
     }
     /// The column as an integer; a boolean is 1 or 0, as SQLite gives a comparison.
     /// Read from libpq's text straight (a chart reads hundreds of thousands): 0 for text that is
     /// not an integer, as `Int64(text) ?? 0` would give.
-    public func int(_ column: Int32) -> Int64 {
+    package func int(_ column: Int32) -> Int64 {
         guard column < PQnfields(result), let value = PQgetvalue(result, Int32(row), column) else { return 0 }
         if PQftype(result, column) == Self.booleanType { return value[0] == CChar(UInt8(ascii: "t")) && value[1] == 0 ? 1 : 0 }
         return Self.integer(value) ?? 0
@@ -456,12 +456,12 @@ public final class PostgresStatement {
     private static let integerTypes: Set<Oid> = [20, 21, 23]
 
     /// How many columns the current result has (after a step).
-    public var columnCount: Int32 { result.map { PQnfields($0) } ?? 0 }
+    package var columnCount: Int32 { result.map { PQnfields($0) } ?? 0 }
     /// A column's name in the current result.
-    public func columnName(_ column: Int32) -> String { PQfname(result, column).map { String(cString: $0) } ?? "" }
+    package func columnName(_ column: Int32) -> String { PQfname(result, column).map { String(cString: $0) } ?? "" }
     /// Whether a column is of an integer type.
-    public func isInteger(_ column: Int32) -> Bool { Self.integerTypes.contains(PQftype(result, column)) }
-    public func text(_ column: Int32) -> String? {
+    package func isInteger(_ column: Int32) -> Bool { Self.integerTypes.contains(PQftype(result, column)) }
+    package func text(_ column: Int32) -> String? {
         guard !isNull(column), let value = PQgetvalue(result, Int32(row), column) else { return nil }
         return String(cString: value)
     }

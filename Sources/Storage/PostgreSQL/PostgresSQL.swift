@@ -1,11 +1,11 @@
 /// SQL as the stores write it (SQLite's `?` and `?NNN` parameters) rewritten for PostgreSQL
 /// (`$NNN`). Pure: no connection, tested byte by byte.
-public enum PostgresSQL {
+package enum PostgresSQL {
     /// `sql` with each parameter numbered as SQLite numbers it: `?NNN` is parameter NNN, a bare
     /// `?` is one more than the largest number so far (sqlite.org/lang_expr.html#varparam).
     /// Question marks inside string literals, quoted identifiers and comments are left alone.
     /// `parameters` is the largest number used.
-    public static func translate(_ sql: String) -> (sql: String, parameters: Int) {
+    package static func translate(_ sql: String) -> (sql: String, parameters: Int) {
         let bytes = Array(sql.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count + 8)

@@ -2,14 +2,14 @@ import ReceiptCore
 
 extension ServiceConfiguration {
     /// Who may call the API.
-    public struct APISettings: Sendable {
+    package struct APISettings: Sendable {
         /// Keys that may only POST receipts (safe inside an app).
-        public var publicKeys: [String]
+        package var publicKeys: [String]
         /// Keys that may do everything.
-        public var secretKeys: [String]
-        public var ownershipPolicy: String
+        package var secretKeys: [String]
+        package var ownershipPolicy: String
         /// Whether GET /metrics asks for a secret key (Prometheus sends it as a bearer token).
-        public var metricsRequireKey = true
+        package var metricsRequireKey = true
 
         package init(publicKeys: [String], secretKeys: [String], ownershipPolicy: String, metricsRequireKey: Bool = true) {
             self.publicKeys = publicKeys

@@ -1,39 +1,39 @@
-import AppStore
+package import AppStore
 import FoundationEssentials
-import ReceiptCore
-import Resilience
+package import ReceiptCore
+package import Resilience
 import SwiftASN1
-import X509
+package import X509
 
 extension ServiceConfiguration {
     /// How receiptd reaches Apple.
-    public struct AppStoreSettings: Sendable {
-        public var productionURL: String
-        public var sandboxURL: String
+    package struct AppStoreSettings: Sendable {
+        package var productionURL: String
+        package var sandboxURL: String
         /// Run the built-in App Store simulator in-process and send every verification to it.
-        public var simulator: Bool
+        package var simulator: Bool
         /// Plain-http URLs allowed (the simulator, tests).
-        public var allowHTTP: Bool
+        package var allowHTTP: Bool
         /// The apps whose receipts are accepted; a receipt for another bundle id is refused.
-        public var bundleIDs: [String]
+        package var bundleIDs: [String]
         /// The shared secret sent as `password`; from the environment only.
-        public var sharedSecret: String?
-        public var connectTimeout: Duration
-        public var maxResponseBytes: Int
-        public var maxRetries: Int
-        public var attemptTimeout: Duration
-        public var deadline: Duration
+        package var sharedSecret: String?
+        package var connectTimeout: Duration
+        package var maxResponseBytes: Int
+        package var maxRetries: Int
+        package var attemptTimeout: Duration
+        package var deadline: Duration
         /// How Apple's signed data (V2 notifications, StoreKit 2 transactions) is verified.
-        public var signedData = SignedDataSettings()
+        package var signedData = SignedDataSettings()
         /// When to stop calling Apple during an outage, and for how long.
-        public var breaker = CircuitBreaker.Policy()
+        package var breaker = CircuitBreaker.Policy()
         /// Verifications talking to Apple at once; more wait their turn. Throughput is this over
         /// Apple's latency: 1,000 in flight at 300 ms is 3,300 verifications a second.
-        public var maxConcurrentCalls = 1_000
+        package var maxConcurrentCalls = 1_000
         /// `appStore.verifier`: who answers for a posted app receipt.
         package var verifier: VerifyPurchase.Verifier = .verifyReceipt
         /// The App Store Server API (`appStore.serverApi.*`).
-        public var serverAPI = ServerAPISettings()
+        package var serverAPI = ServerAPISettings()
         /// Catching up on missed notifications (`appStore.notificationHistory.*`).
         package var notificationHistory = NotificationCatchUp.Settings()
         /// Answering `CONSUMPTION_REQUEST` (`appStore.consumption.*`).
@@ -272,15 +272,15 @@ extension ServiceConfiguration {
     }
 
     /// How receiptd reaches the App Store Server API (Docs/apple-protocols.md §4).
-    public struct ServerAPISettings: Sendable {
+    package struct ServerAPISettings: Sendable {
         /// Defaults: the hosts Apple's libraries use since 2026-05 (§4.2).
-        public var productionURL = "https://api.storekit.apple.com"
-        public var sandboxURL = "https://api.storekit-sandbox.apple.com"
+        package var productionURL = "https://api.storekit.apple.com"
+        package var sandboxURL = "https://api.storekit-sandbox.apple.com"
         /// The In-App Purchase key with its key id and issuer id; nil when none is configured (the
         /// Server API is then never called, and a posted `transaction_id` is refused as misconfigured).
-        public var credentials: ServerAPIToken.Credentials?
+        package var credentials: ServerAPIToken.Credentials?
 
-        public init(
+        package init(
             productionURL: String = "https://api.storekit.apple.com",
             sandboxURL: String = "https://api.storekit-sandbox.apple.com",
             credentials: ServerAPIToken.Credentials? = nil
@@ -327,17 +327,17 @@ extension ServiceConfiguration {
     }
 
     /// Trust anchors and expected claims for Apple's JWS (Docs/apple-protocols.md §3.7).
-    public struct SignedDataSettings: Sendable {
+    package struct SignedDataSettings: Sendable {
         /// `appStore.rootCertificates`: Apple Root CA - G3 (built in) by default.
-        public var roots: [Certificate] = [AppleRootCA.g3]
+        package var roots: [Certificate] = [AppleRootCA.g3]
         /// `appStore.appAppleIds`: the apps' App Store ids; production notifications must name one.
-        public var appAppleIDs: [Int64] = []
+        package var appAppleIDs: [Int64] = []
         /// `appStore.environments`: which environments' signed data is accepted.
-        public var environments: Set<AppStoreEnvironment> = [.production, .sandbox]
+        package var environments: Set<AppStoreEnvironment> = [.production, .sandbox]
         /// `appStore.signedDataValidationTime`: `signedDate` (default) or `now`.
-        public var validationTime: SignedDataVerifier.ValidationTime = .signedDate
+        package var validationTime: SignedDataVerifier.ValidationTime = .signedDate
 
-        public init(
+        package init(
             roots: [Certificate] = [AppleRootCA.g3], appAppleIDs: [Int64] = [],
             environments: Set<AppStoreEnvironment> = [.production, .sandbox],
             validationTime: SignedDataVerifier.ValidationTime = .signedDate

@@ -10,12 +10,12 @@ import SystemPackage
 /// → `RECEIPTD_HTTP_MAX_CONNECTIONS`), `Config/<environment>.json`, `Config/default.json`, the
 /// default in code. Secret keys are read only from the environment or from the file named by
 /// `RECEIPTD_<KEY>_FILE`; a secret in a JSON file is refused.
-public struct ConfigLoader: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+package struct ConfigLoader: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     /// One effective value and where it came from.
-    public struct Entry: Sendable, Equatable {
-        public let key: String
-        public let value: String
-        public let isSecret: Bool
+    package struct Entry: Sendable, Equatable {
+        package let key: String
+        package let value: String
+        package let isSecret: Bool
     }
 
     private let reader: ConfigReader
@@ -25,7 +25,7 @@ public struct ConfigLoader: Sendable, CustomStringConvertible, CustomDebugString
 
     /// Builds the source layers. `configDirectory` holds `default.json` (required) and
     /// `<environmentName>.json` (optional).
-    public init(configDirectory: String, environmentName: String, environment: [String: String]) async throws {
+    package init(configDirectory: String, environmentName: String, environment: [String: String]) async throws {
         let defaultFile = try await Self.file(configDirectory + "/default.json", allowMissing: false)
         let envFile = try await Self.file(configDirectory + "/\(environmentName).json", allowMissing: true)
         let env = EnvironmentVariablesProvider(environmentVariables: environment).prefixKeys(with: "receiptd")
@@ -48,7 +48,7 @@ public struct ConfigLoader: Sendable, CustomStringConvertible, CustomDebugString
     }
 
     /// The environment variable that overrides `key`.
-    public static func environmentName(for key: String) -> String {
+    package static func environmentName(for key: String) -> String {
         var out = "RECEIPTD"
         for component in key.split(separator: ".") {
             out += "_"
@@ -63,22 +63,22 @@ public struct ConfigLoader: Sendable, CustomStringConvertible, CustomDebugString
     }
 
     /// Every key read so far, in reading order.
-    public var entries: [Entry] { entriesBox.entries }
+    package var entries: [Entry] { entriesBox.entries }
 
     /// The keys read so far with their values, secrets redacted: never the environment it was
     /// given, which holds the secrets themselves.
-    public var description: String { entries.map { "\($0.key)=\($0.value)" }.joined(separator: "\n") }
-    public var debugDescription: String { description }
+    package var description: String { entries.map { "\($0.key)=\($0.value)" }.joined(separator: "\n") }
+    package var debugDescription: String { description }
 
     // MARK: Typed reads
 
-    public func string(_ key: String, default value: String) throws(ConfigurationError) -> String {
+    package func string(_ key: String, default value: String) throws(ConfigurationError) -> String {
         let result = try read(key, default: value) { try reader.requiredString(forKey: ConfigKey(key)) }
         record(key, result)
         return result
     }
 
-    public func int(_ key: String, default value: Int, range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+    package func int(_ key: String, default value: Int, range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         let result = try read(key, default: value) { try reader.requiredInt(forKey: ConfigKey(key)) }
         guard range.contains(result) else {
             throw ConfigurationError(key: key, message: "must be in \(range.lowerBound)...\(range.upperBound), got \(result)")
@@ -87,14 +87,14 @@ public struct ConfigLoader: Sendable, CustomStringConvertible, CustomDebugString
         return result
     }
 
-    public func bool(_ key: String, default value: Bool) throws(ConfigurationError) -> Bool {
+    package func bool(_ key: String, default value: Bool) throws(ConfigurationError) -> Bool {
         let result = try read(key, default: value) { try reader.requiredBool(forKey: ConfigKey(key)) }
         record(key, String(result))
         return result
     }
 
     /// One of `allowed`.
-    public func choice(_ key: String, default value: String, allowed: [String]) throws(ConfigurationError) -> String {
+    package func choice(_ key: String, default value: String, allowed: [String]) throws(ConfigurationError) -> String {
         let result = try read(key, default: value) { try reader.requiredString(forKey: ConfigKey(key)) }
         guard allowed.contains(result) else {
             throw ConfigurationError(key: key, message: "must be one of \(allowed.joined(separator: ", ")), got \"\(result)\"")
@@ -104,7 +104,7 @@ public struct ConfigLoader: Sendable, CustomStringConvertible, CustomDebugString
     }
 
     /// A list: a JSON array of strings, or a comma-separated environment variable.
-    public func strings(_ key: String, default value: [String]) throws(ConfigurationError) -> [String] {
+    package func strings(_ key: String, default value: [String]) throws(ConfigurationError) -> [String] {
         let result = try read(key, default: value) { try reader.requiredStringArray(forKey: ConfigKey(key)) }
             .map(Self.trimmed).filter { !$0.isEmpty }
         record(key, result.joined(separator: ","))
@@ -112,7 +112,7 @@ public struct ConfigLoader: Sendable, CustomStringConvertible, CustomDebugString
     }
 
     /// A list of secrets (comma-separated), from the environment or a secret file only; empty when unset.
-    public func secretList(_ key: String) throws(ConfigurationError) -> [String] {
+    package func secretList(_ key: String) throws(ConfigurationError) -> [String] {
         guard let value = try secret(key) else { return [] }
         return value.split(separator: ",").map { Self.trimmed(String($0)) }.filter { !$0.isEmpty }
     }
@@ -125,13 +125,13 @@ public struct ConfigLoader: Sendable, CustomStringConvertible, CustomDebugString
     }
 
     /// A duration given in milliseconds, at least 1 ms.
-    public func milliseconds(_ key: String, default value: Int) throws(ConfigurationError) -> Duration {
+    package func milliseconds(_ key: String, default value: Int) throws(ConfigurationError) -> Duration {
         .milliseconds(try int(key, default: value, range: 1...86_400_000))
     }
 
     /// A secret: from `RECEIPTD_<KEY>` or the file named by `RECEIPTD_<KEY>_FILE` (trailing
     /// newline trimmed); never from a JSON file. Nil when unset.
-    public func secret(_ key: String) throws(ConfigurationError) -> String? {
+    package func secret(_ key: String) throws(ConfigurationError) -> String? {
         if fileReader.string(forKey: ConfigKey(key), isSecret: true) != nil {
             throw ConfigurationError(
                 key: key, message: "is a secret and must not be set in Config/ files; use the environment or a secret file")

@@ -1,24 +1,24 @@
-import GooglePlay
-import ReceiptCore
+package import GooglePlay
+package import ReceiptCore
 
 extension ServiceConfiguration {
     /// How receiptd reaches Google Play (`googlePlay.*`, Docs/google-play.md). Off until
     /// `googlePlay.packages` names an app; then the service account's key is required (the
     /// simulator makes its own).
-    public struct GooglePlaySettings: Sendable {
+    package struct GooglePlaySettings: Sendable {
         /// The Android apps whose purchases are accepted.
-        public var packages: [String] = []
+        package var packages: [String] = []
         /// Run the built-in Google Play simulator and send every call to it.
-        public var simulator = false
+        package var simulator = false
         /// Plain-http URLs allowed (the simulator, tests).
-        public var allowHTTP = false
+        package var allowHTTP = false
         /// The Play Developer API's base URL.
-        public var apiURL = "https://androidpublisher.googleapis.com"
+        package var apiURL = "https://androidpublisher.googleapis.com"
         /// Replaces the key file's `token_uri` (the simulator's, tests); nil: the key's own.
-        public var tokenURL: String?
+        package var tokenURL: String?
         /// The service account's JSON key; from the environment or a secret file only.
-        public var serviceAccountKey: ServiceAccountKey?
-        public var timeout: Duration = .seconds(15)
+        package var serviceAccountKey: ServiceAccountKey?
+        package var timeout: Duration = .seconds(15)
         /// The use case's settings (the packages, consuming consumables).
         package var consumeConsumables = false
         /// The acknowledgement queue's retries and pace.
@@ -26,21 +26,21 @@ extension ServiceConfiguration {
         /// The Voided Purchases API's catch-up (`googlePlay.voidedPurchases.*`).
         package var voidedPurchases = CatchUpVoidedPurchases.Settings()
         /// Real-time developer notifications: the push subscription's audience and service account.
-        public var notificationAudience = ""
-        public var notificationAccount = ""
+        package var notificationAudience = ""
+        package var notificationAccount = ""
         /// Where Google's ID-token keys are fetched from; a JWKS file replaces fetching.
-        public var certsURL = "https://www.googleapis.com/oauth2/v3/certs"
-        public var jwksFile = ""
+        package var certsURL = "https://www.googleapis.com/oauth2/v3/certs"
+        package var jwksFile = ""
         /// Accept pushes without an OIDC token (a push subscription without authentication).
-        public var allowUnauthenticatedNotifications = false
+        package var allowUnauthenticatedNotifications = false
 
-        public init() {}
+        package init() {}
 
-        public var isEnabled: Bool { !packages.isEmpty }
+        package var isEnabled: Bool { !packages.isEmpty }
 
         /// Points every call at a loopback stand-in (`googlePlay.simulator`, the tests): its API and
         /// token endpoint, the service account it accepts, the keys and audience of its pushes.
-        public mutating func useSimulator(
+        package mutating func useSimulator(
             apiBase: String, account: ServiceAccountKey, pushAudience: String, pushAccount: String
         ) {
             serviceAccountKey = account

@@ -1,4 +1,4 @@
-import Configuration
+package import Configuration
 import FoundationEssentials
 import JSON
 
@@ -12,29 +12,29 @@ import JSON
 /// Nested objects become dotted keys (`{"http": {"port": 8080}}` → `http.port`). Scalars keep
 /// their JSON type: a number is not a string and `true` is not `1`; an integer may be read as a
 /// double. Arrays of one scalar type can be read as the matching array type. `null` is absent.
-public struct JSONConfigSnapshot: FileConfigSnapshot {
-    public struct ParsingOptions: FileParsingOptions {
-        public static var `default`: Self { .init() }
+package struct JSONConfigSnapshot: FileConfigSnapshot {
+    package struct ParsingOptions: FileParsingOptions {
+        package static var `default`: Self { .init() }
     }
 
     /// A value in the file that a reader asked for as another type.
-    public struct TypeMismatch: Error, CustomStringConvertible {
-        public let key: String
-        public let requested: ConfigType
-        public var description: String { "\(key) is not a \(requested.rawValue)" }
+    package struct TypeMismatch: Error, CustomStringConvertible {
+        package let key: String
+        package let requested: ConfigType
+        package var description: String { "\(key) is not a \(requested.rawValue)" }
     }
 
     /// The file is not a JSON object of scalars, arrays of scalars and nested objects.
-    public struct InvalidFile: Error, CustomStringConvertible {
-        public let providerName: String
-        public let reason: String
-        public var description: String { "\(providerName): \(reason)" }
+    package struct InvalidFile: Error, CustomStringConvertible {
+        package let providerName: String
+        package let reason: String
+        package var description: String { "\(providerName): \(reason)" }
     }
 
-    public let providerName: String
+    package let providerName: String
     let values: [String: JSONValue]
 
-    public init(data: RawSpan, providerName: String, parsingOptions: ParsingOptions) throws {
+    package init(data: RawSpan, providerName: String, parsingOptions: ParsingOptions) throws {
         self.providerName = providerName
         let bytes = data.withUnsafeBytes { Array($0) }
         let root: JSONValue
@@ -51,15 +51,15 @@ public struct JSONConfigSnapshot: FileConfigSnapshot {
         values = flat
     }
 
-    public func value(forKey key: AbsoluteConfigKey, type: ConfigType) throws -> LookupResult {
+    package func value(forKey key: AbsoluteConfigKey, type: ConfigType) throws -> LookupResult {
         let name = key.components.joined(separator: ".")
         guard let node = values[name] else { return LookupResult(encodedKey: name, value: nil) }
         guard let content = Self.content(of: node, as: type) else { throw TypeMismatch(key: name, requested: type) }
         return LookupResult(encodedKey: name, value: ConfigValue(content, isSecret: false))
     }
 
-    public var description: String { "\(providerName)[\(values.count) values]" }
-    public var debugDescription: String {
+    package var description: String { "\(providerName)[\(values.count) values]" }
+    package var debugDescription: String {
         let pairs = values.keys.sorted().map { "\($0)=\(String(decoding: values[$0]!.jsonBytes, as: UTF8.self))" }
         return "\(providerName)[\(pairs.joined(separator: ", "))]"
     }

@@ -1,8 +1,8 @@
 import Crypto
 import FoundationEssentials
-import Offers
-import ReceiptCore
-import Retention
+package import Offers
+package import ReceiptCore
+package import Retention
 
 extension ServiceConfiguration {
     /// `offers.file`, `appStore.offers.*` (Docs/offers.md) and `retention.file` (Docs/retention.md).

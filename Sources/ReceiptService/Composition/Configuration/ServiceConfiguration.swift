@@ -1,52 +1,52 @@
-import Analytics
+package import Analytics
 import AppStore
-import Entitlements
+package import Entitlements
 import FoundationEssentials
-import HTTPServer
-import Logging
-import ReceiptCore
-import Storage
+package import HTTPServer
+package import Logging
+package import ReceiptCore
+package import Storage
 
 /// The whole effective configuration of receiptd, validated in one place: ``load(configDirectory:environment:)``
 /// reads every key through one ``ConfigLoader`` (so `check-config` prints them all) and checks what
 /// spans modules. Each module's settings are its own type (`HTTPServerConfiguration`,
 /// `DatabaseSettings`, `WebhookSettings`, `Refresher.Settings`, …); the readers beside this file
 /// turn keys into them, each documented at its read. Docs/configuration.md lists every key.
-public struct ServiceConfiguration: Sendable {
+package struct ServiceConfiguration: Sendable {
     /// `development`, `production` or `test`; chooses `Config/<environment>.json`.
-    public var environment: String
+    package var environment: String
     /// The HTTP server: bind address, limits, timeouts.
-    public var http: HTTPServerConfiguration
+    package var http: HTTPServerConfiguration
     /// SQLite or PostgreSQL: where, how many connections, where the migrations are.
-    public var database: DatabaseSettings
+    package var database: DatabaseSettings
     /// Log level.
-    public var logLevel: Logger.Level
+    package var logLevel: Logger.Level
     /// `json` (one object per line) or `text` (swift-log's human-readable lines); by default text
     /// in `development`, JSON elsewhere.
-    public var logFormat = "json"
+    package var logFormat = "json"
     /// The OpenAPI document served at GET /openapi.yaml (`openapi.yaml` beside `Config/`).
-    public var openAPIFile = "openapi.yaml"
+    package var openAPIFile = "openapi.yaml"
     /// Apple's verifyReceipt: URLs, the app(s), the shared secret, timeouts, retries.
-    public var appStore: AppStoreSettings
+    package var appStore: AppStoreSettings
     /// Offers: the rules (`offers.file`) and the key they are signed with (`appStore.offers.*`).
     package var offers = OfferSettings()
     /// Google Play: the apps, the service account, the acknowledgement queue (`googlePlay.*`).
-    public var googlePlay = GooglePlaySettings()
+    package var googlePlay = GooglePlaySettings()
     /// API keys by role and the ownership policy.
-    public var api: APISettings
+    package var api: APISettings
     /// Entitlement name → product ids, from `entitlements.file`.
-    public var entitlements: [String: [String]]
+    package var entitlements: [String: [String]]
     /// Entitlement name → who keeps it for life for having got the app before a version, from
     /// `entitlements.file` (Docs/offers.md "Grandfathering").
-    public var grandfathering: [String: Grandfathering] = [:]
+    package var grandfathering: [String: Grandfathering] = [:]
     /// What kind each product is, from `products.file`.
-    public var catalog = Catalog()
+    package var catalog = Catalog()
     /// Limits on POST /v1/receipts (`limits.*`); off unless configured (the loader's defaults are on).
     package var limits = RateLimiter.Settings()
     /// The background refresher (`refresher.*`); off unless configured (the loader's default is on).
     package var refresher = Refresher.Settings()
     /// The derivation's policy knobs (`entitlements.billingRetryEntitles`, `entitlements.familySharedCounts`).
-    public var policy = DerivationPolicy()
+    package var policy = DerivationPolicy()
     /// Outbound webhooks (`webhooks.*`); none configured: off.
     package var webhooks = WebhookSettings()
     /// Money and the charts (`analytics.*`).
@@ -78,7 +78,7 @@ public struct ServiceConfiguration: Sendable {
     }
 
     /// The environments with a meaning.
-    public static let environments = ["development", "production", "test"]
+    package static let environments = ["development", "production", "test"]
 
     /// Loads and validates the configuration.
     /// - Parameters:
@@ -86,7 +86,7 @@ public struct ServiceConfiguration: Sendable {
     ///   - environment: the process environment (injected for tests).
     /// - Returns: the configuration and the loader, whose ``ConfigLoader/entries`` list every
     ///   effective value with secrets redacted.
-    public static func load(
+    package static func load(
         configDirectory: String, environment: [String: String] = ProcessInfo.processInfo.environment
     ) async throws -> (ServiceConfiguration, ConfigLoader) {
         let name = environment[ConfigLoader.environmentName(for: "environment")] ?? "development"
