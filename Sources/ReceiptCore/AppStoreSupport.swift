@@ -162,7 +162,7 @@ package struct AppStoreSupport: Sendable {
         let facts = Refresher.holderOnly(AppleFacts.facts(of: statuses, history: []), holder: user, original: original)
         let at = clock.now()
         let log = VerificationLogEntry(
-            appUserID: user, environment: statuses.environment.rawValue, appleStatus: nil, outcome: "server_api", attempts: 1,
+            appUserID: user, environment: statuses.environment.rawValue, appleStatus: nil, outcome: .serverAPI, attempts: 1,
             latencyMs: (monotonic.now - started).milliseconds)
         do {
             let snapshot = try await state.answer(for: user, database: database, now: at) { [state] db in

@@ -310,7 +310,7 @@ package final class Refresher: Sendable {
         } catch {
             let done = clock.now()
             let entry = VerificationLogEntry(
-                appUserID: candidate.holder, environment: nil, appleStatus: nil, outcome: "server_api_" + error.metricName,
+                appUserID: candidate.holder, environment: nil, appleStatus: nil, outcome: .failed(.serverAPI, error.metricName),
                 attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
             switch error {
             case .notFound, .invalidTransactionID, .invalidIdentifier:
@@ -325,7 +325,7 @@ package final class Refresher: Sendable {
         }
         let done = clock.now()
         let entry = VerificationLogEntry(
-            appUserID: candidate.holder, environment: statuses.environment.rawValue, appleStatus: nil, outcome: "server_api",
+            appUserID: candidate.holder, environment: statuses.environment.rawValue, appleStatus: nil, outcome: .serverAPI,
             attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
         let facts = AppleFacts.facts(of: statuses, history: [])
         guard facts.purchases.allSatisfy({ $0.bundleID == bundleID }) else {
@@ -344,7 +344,7 @@ package final class Refresher: Sendable {
             let id = PlayIdentifier(token.purchaseToken, .purchaseToken)
         else {
             let entry = VerificationLogEntry(
-                appUserID: candidate.holder, environment: nil, appleStatus: nil, outcome: "google_play_refused", attempts: 0,
+                appUserID: candidate.holder, environment: nil, appleStatus: nil, outcome: .googlePlayRefused, attempts: 0,
                 latencyMs: 0)
             try await answered(original, entry.outcome, at: clock.now(), log: entry)
             return .invalid
@@ -358,7 +358,7 @@ package final class Refresher: Sendable {
         } catch {
             let done = clock.now()
             let entry = VerificationLogEntry(
-                appUserID: candidate.holder, environment: nil, appleStatus: nil, outcome: "google_play_" + error.metricName,
+                appUserID: candidate.holder, environment: nil, appleStatus: nil, outcome: .failed(.googlePlay, error.metricName),
                 attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
             switch error {
             case .notFound, .refused:
@@ -373,7 +373,7 @@ package final class Refresher: Sendable {
         let done = clock.now()
         let entry = VerificationLogEntry(
             appUserID: candidate.holder, environment: PlaySave.isTest(resource) ? "sandbox" : "production", appleStatus: nil,
-            outcome: "google_play", attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
+            outcome: .googlePlay, attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
         let (changes, changed) = try await database.write { [state] db throws -> (Int, [String]) in
             guard try ReceiptStore(db).owner(of: original)?.isExactly(candidate.holder) == true else {
                 try RefreshStore(db).answered(original, outcome: "no_owner", now: done)

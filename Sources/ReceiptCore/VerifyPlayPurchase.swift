@@ -111,7 +111,8 @@ package struct VerifyPlayPurchase: Sendable {
                 resource = try await read(api, package: package, token: token, product: input.productID)
             } catch {
                 let log = VerificationLogEntry(
-                    appUserID: input.appUserID, environment: nil, appleStatus: nil, outcome: "google_play_" + error.metricName,
+                    appUserID: input.appUserID, environment: nil, appleStatus: nil,
+                    outcome: .failed(.googlePlay, error.metricName),
                     attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
                 let at = clock.now()
                 try await database.write { db in try ReceiptStore(db).log(log, at: at, unlessErasedSince: begun) }
@@ -128,7 +129,7 @@ package struct VerifyPlayPurchase: Sendable {
             }
             let log = VerificationLogEntry(
                 appUserID: input.appUserID, environment: PlaySave.isTest(resource) ? "sandbox" : "production", appleStatus: nil,
-                outcome: "google_play", attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
+                outcome: .googlePlay, attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
             var snapshot = try await store(
                 resource, token: token.text, package: package.text, for: input.appUserID, begun: begun, log: log)
             // A backend sees every purchase; an app, the one its token just proved.

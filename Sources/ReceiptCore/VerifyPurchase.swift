@@ -191,7 +191,7 @@ package struct VerifyPurchase: Sendable {
         }
         guard let id else {
             let log = VerificationLogEntry(
-                appUserID: input.appUserID, environment: nil, appleStatus: nil, outcome: "no_transactions", attempts: 0,
+                appUserID: input.appUserID, environment: nil, appleStatus: nil, outcome: .noTransactions, attempts: 0,
                 latencyMs: 0)
             return try await store(
                 VerifiedFacts(environment: AppStoreEnvironment.production.rawValue, purchases: []), for: input.appUserID,
@@ -219,7 +219,7 @@ package struct VerifyPurchase: Sendable {
         } catch let failure as ServerAPIFailure {
             let at = clock.now()
             let entry = VerificationLogEntry(
-                appUserID: input.appUserID, environment: nil, appleStatus: nil, outcome: "server_api_" + failure.metricName,
+                appUserID: input.appUserID, environment: nil, appleStatus: nil, outcome: .failed(.serverAPI, failure.metricName),
                 attempts: 0, latencyMs: (monotonic.now - started).milliseconds)
             try await database.write { db in try ReceiptStore(db).log(entry, at: at, unlessErasedSince: begun) }
             throw ReceiptError(failure, logger: logger)
@@ -228,7 +228,7 @@ package struct VerifyPurchase: Sendable {
             throw ReceiptError.bundleMismatch("The transaction belongs to another app.")
         }
         let log = VerificationLogEntry(
-            appUserID: input.appUserID, environment: record.environment, appleStatus: nil, outcome: "server_api",
+            appUserID: input.appUserID, environment: record.environment, appleStatus: nil, outcome: .serverAPI,
             attempts: calls, latencyMs: (monotonic.now - started).milliseconds)
         return try await store(
             Self.pricing(record, with: input.clientPrice), for: input.appUserID, possession: possession, begun: begun,
@@ -281,7 +281,7 @@ package struct VerifyPurchase: Sendable {
         let log = VerificationLogEntry(
             appUserID: input.appUserID,
             environment: transaction.environment.flatMap(AppStoreEnvironment.init(appleName:))?.rawValue,
-            appleStatus: nil, outcome: "signed_transaction", attempts: 0, latencyMs: (monotonic.now - started).milliseconds)
+            appleStatus: nil, outcome: .signedTransaction, attempts: 0, latencyMs: (monotonic.now - started).milliseconds)
         let record = AppleFacts.facts(
             transaction: transaction, renewal: renewal, statedAt: transaction.signedDate ?? renewal?.signedDate)
         return try await store(Self.pricing(record, with: input.clientPrice), for: input.appUserID, begun: begun, log: log)
@@ -331,13 +331,13 @@ package struct VerifyPurchase: Sendable {
 
     /// One verification-log row: never the receipt or the secret.
     static func logEntry(_ v: VerifyReceiptClient.Verification, user: String) -> VerificationLogEntry {
-        let (outcome, status): (String, Int?) =
+        let (outcome, status): (VerificationOutcome, Int?) =
             switch v.result {
-            case .valid(let r, _): ("valid", r.status.rawValue)
-            case .invalidReceipt(let s): ("invalid_receipt", s.rawValue)
-            case .misconfigured(let s): ("misconfigured", s.rawValue)
-            case .unexpected(let s): ("unexpected", s.rawValue)
-            case .unavailable(let s, _): ("unavailable", s?.rawValue)
+            case .valid(let r, _): (.valid, r.status.rawValue)
+            case .invalidReceipt(let s): (.invalidReceipt, s.rawValue)
+            case .misconfigured(let s): (.misconfigured, s.rawValue)
+            case .unexpected(let s): (.unexpected, s.rawValue)
+            case .unavailable(let s, _): (.unavailable, s?.rawValue)
             }
         return VerificationLogEntry(
             appUserID: user, environment: v.environment.rawValue, appleStatus: status, outcome: outcome,

@@ -61,7 +61,7 @@ package struct VerifyStorePurchase: Sendable {
                 answer = try await ask()
             } catch {
                 let log = VerificationLogEntry(
-                    appUserID: user, environment: nil, appleStatus: nil, outcome: error.code, attempts: 1,
+                    appUserID: user, environment: nil, appleStatus: nil, outcome: .refused(error), attempts: 1,
                     latencyMs: (monotonic.now - started).milliseconds)
                 let at = clock.now()
                 try await database.write { db in try ReceiptStore(db).log(log, at: at, unlessErasedSince: begun) }
@@ -76,7 +76,8 @@ package struct VerifyStorePurchase: Sendable {
                 throw ReceiptError.internalFault
             }
             let log = VerificationLogEntry(
-                appUserID: user, environment: answer.facts.environment, appleStatus: nil, outcome: store.rawValue, attempts: 1,
+                appUserID: user, environment: answer.facts.environment, appleStatus: nil, outcome: .stated(by: store),
+                attempts: 1,
                 latencyMs: (monotonic.now - started).milliseconds)
             let at = clock.now()
             var snapshot = try await state.answer(for: user, database: database, now: at) { [state, policy] db in
