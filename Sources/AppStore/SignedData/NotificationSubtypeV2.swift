@@ -1,7 +1,7 @@
 /// An App Store Server Notifications V2 subtype (Docs/apple-protocols.md §3.4), typed as Apple's own
 /// libraries type it: a case for each subtype Apple documents, and the text of one it adds later
 /// kept as sent (``other(_:)``).
-package enum NotificationSubtypeV2: Hashable, Sendable, CustomStringConvertible {
+package enum NotificationSubtypeV2: AppleVocabulary {
     case initialBuy
     case resubscribe
     case upgrade
@@ -29,11 +29,6 @@ package enum NotificationSubtypeV2: Hashable, Sendable, CustomStringConvertible 
         .failure, .unreported,
     ]
 
-    /// The subtype Apple names `text` (its exact bytes).
-    package init(_ text: String) {
-        self = Self.known.first { $0.rawValue.utf8.elementsEqual(text.utf8) } ?? .other(text)
-    }
-
     /// As Apple spells it: `AUTO_RENEW_DISABLED`.
     package var rawValue: String {
         switch self {
@@ -57,6 +52,4 @@ package enum NotificationSubtypeV2: Hashable, Sendable, CustomStringConvertible 
         case .other(let text): text
         }
     }
-
-    package var description: String { rawValue }
 }

@@ -1,6 +1,6 @@
 /// An App Store Server Notifications V2 type (Docs/apple-protocols.md §3.3), typed as Apple's own libraries type it: a case for
 /// each type Apple documents, and the text of one it adds later kept as sent (``other(_:)``).
-package enum NotificationTypeV2: Hashable, Sendable, CustomStringConvertible {
+package enum NotificationTypeV2: AppleVocabulary {
     case subscribed
     case didRenew
     case didChangeRenewalPref
@@ -35,11 +35,6 @@ package enum NotificationTypeV2: Hashable, Sendable, CustomStringConvertible {
         .migration, .priceChange, .rescindConsent,
     ]
 
-    /// The type Apple names `text` (its exact bytes).
-    package init(_ text: String) {
-        self = Self.known.first { $0.rawValue.utf8.elementsEqual(text.utf8) } ?? .other(text)
-    }
-
     /// As Apple spells it: `DID_RENEW`.
     package var rawValue: String {
         switch self {
@@ -69,6 +64,4 @@ package enum NotificationTypeV2: Hashable, Sendable, CustomStringConvertible {
         case .other(let text): text
         }
     }
-
-    package var description: String { rawValue }
 }

@@ -1,6 +1,6 @@
 /// An App Store Server Notifications V1 type (Docs/apple-protocols.md §2.3), typed as Apple's own libraries type it: a case for
 /// each type Apple documents, and the text of one it adds later kept as sent (``other(_:)``).
-package enum NotificationTypeV1: Hashable, Sendable, CustomStringConvertible {
+package enum NotificationTypeV1: AppleVocabulary {
     case initialBuy
     case didRenew
     case interactiveRenewal
@@ -23,11 +23,6 @@ package enum NotificationTypeV1: Hashable, Sendable, CustomStringConvertible {
         .didRecover, .cancel, .refund, .revoke, .priceIncreaseConsent, .consumptionRequest, .renewal,
     ]
 
-    /// The type Apple names `text` (its exact bytes).
-    package init(_ text: String) {
-        self = Self.known.first { $0.rawValue.utf8.elementsEqual(text.utf8) } ?? .other(text)
-    }
-
     /// As Apple spells it: `DID_RENEW`.
     package var rawValue: String {
         switch self {
@@ -47,6 +42,4 @@ package enum NotificationTypeV1: Hashable, Sendable, CustomStringConvertible {
         case .other(let text): text
         }
     }
-
-    package var description: String { rawValue }
 }
