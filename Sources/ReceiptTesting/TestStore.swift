@@ -12,7 +12,8 @@ package import ReceiptCore
 ///
 /// Its "store" is a function of the code and the clock: `monthly.<tag>` is a monthly
 /// subscription bought a day ago, `lifetime.<tag>` a one-time purchase; `down.<tag>` is the store
-/// not answering. What it states is kept as raw JSON (`{"code", "bought"}`), from which its
+/// not answering; `"bare": true` makes the code a bare id rather than the device's proof. What it
+/// states is kept as raw JSON (`{"code", "bought"}`), from which its
 /// mapping states the same facts again.
 package struct TestStore: PurchaseStore {
     package static let store = Store(
@@ -36,21 +37,23 @@ package struct TestStore: PurchaseStore {
     }
 
     /// `code`: `<product>.<tag>`.
-    package func claim(in body: JSONValue) throws(ReceiptError) -> String {
+    package func claim(in body: JSONValue) throws(ReceiptError) -> (code: String, bare: Bool) {
         guard case .string(let code)? = body["code"], code.split(separator: ".").count == 2 else {
             throw .invalidRequest("`code` is required for a `test_store` purchase: `<product>.<tag>`.")
         }
-        return code
+        return (code, body["bare"] == .bool(true))
     }
 
-    package func verify(_ code: String) async throws(ReceiptError) -> StoreAnswer {
+    package func verify(_ claim: (code: String, bare: Bool)) async throws(ReceiptError) -> StoreAnswer {
+        let code = claim.code
         if code.hasPrefix("down.") { throw .storeUnavailable(Self.store, retryAfterSeconds: 7) }
         let bought: Int64 = clock.now() - 86_400_000
         let answer = JSONValue.object(strings: ["code": .string(code), "bought": .int(bought)])
         let raw = String(decoding: answer.jsonBytes, as: UTF8.self)
         guard let facts = Self.facts(raw: raw) else { throw .invalidRequest("`code` names no purchase.") }
         return StoreAnswer(
-            facts: facts, proven: Set(facts.purchases.flatMap { [$0.fact.transactionID, $0.fact.originalTransactionID] }))
+            facts: facts, proven: Set(facts.purchases.flatMap { [$0.fact.transactionID, $0.fact.originalTransactionID] }),
+            possession: claim.bare ? .bareID : .proven)
     }
 
     /// The one mapping: what the store's answer states.

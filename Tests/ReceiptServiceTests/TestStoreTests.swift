@@ -67,6 +67,13 @@ struct TestStoreTests {
             let down = try await postReceipts(port, Self.body("dana", "down.d2"))
             #expect(down.status == 503 && down.errorCode == "test_store_unavailable", "\(down.body)")
             #expect(down.body.contains("The Test Store could not answer now"), "\(down.body)")
+            // A bare id from an app never moves what someone else holds; the device's proof and a
+            // backend's key may (the ownership policy here: transfer).
+            let bare = #"{"app_user_id":"eve","store":"test_store","code":"monthly.d1","bare":true}"#
+            let refused = try await postReceipts(port, bare)
+            #expect(refused.status == 409 && refused.errorCode == "proof_required", "\(refused.body)")
+            #expect(try await postReceipts(port, bare, key: TestSecrets.secretKey).status == 200)
+            #expect(try await postReceipts(port, Self.body("dana", "monthly.d1")).status == 200)
         }
     }
 }

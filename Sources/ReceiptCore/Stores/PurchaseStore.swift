@@ -33,9 +33,16 @@ package struct StoreAnswer: Sendable {
     package var facts: VerifiedFacts
     /// The purchase identifiers (transaction and original transaction ids) the claim proves.
     package var proven: Set<String>
+    /// What the claim proves about who has the purchase: the device's proof (a signed answer, a
+    /// token only the buyer's device holds) may move a purchase under the ownership policy; a
+    /// bare id (an order number printed in an e-mail) posted with an app's key never moves one
+    /// someone else holds (Docs/security.md "The public key is public"). Said by the store, never
+    /// assumed.
+    package var possession: Possession
 
-    package init(facts: VerifiedFacts, proven: Set<String>) {
+    package init(facts: VerifiedFacts, proven: Set<String>, possession: Possession) {
         self.facts = facts
         self.proven = proven
+        self.possession = possession
     }
 }

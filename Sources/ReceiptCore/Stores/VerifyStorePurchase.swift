@@ -81,7 +81,10 @@ package struct VerifyStorePurchase: Sendable {
                 latencyMs: (monotonic.now - started).milliseconds)
             let at = clock.now()
             var snapshot = try await state.answer(for: user, database: database, now: at) { [state, policy] db in
-                try state.store(answer.facts, for: user, policy: policy, begun: begun, in: db, now: at, log: log)
+                // A backend's secret key keeps its power; an app's bare id attaches, never moves.
+                try state.store(
+                    answer.facts, for: user, policy: policy, possession: caller == .app ? answer.possession : .proven,
+                    begun: begun, in: db, now: at, log: log)
             }
             // A backend sees every purchase; an app, the ones its claim proved.
             snapshot.proven = caller == .backend ? nil : answer.proven
