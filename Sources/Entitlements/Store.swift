@@ -49,9 +49,12 @@ package struct Store: Sendable, Hashable, CustomStringConvertible {
     /// Every store known, receiptd's own first.
     package static var all: [Store] { known.withLock { $0 } }
 
-    /// The store named `rawValue` (its exact bytes); nil when no store has that name.
+    /// The store named `rawValue` (its exact bytes); nil when no store has that name. Read for
+    /// every stored transaction: the shipped stores are found without the lock.
     package static func named(_ rawValue: String) -> Store? {
-        known.withLock { stores in stores.first { $0.rawValue.isExactly(rawValue) } }
+        if rawValue.isExactly(appStore.rawValue) { return appStore }
+        if rawValue.isExactly(playStore.rawValue) { return playStore }
+        return known.withLock { stores in stores.first { $0.rawValue.isExactly(rawValue) } }
     }
 
     /// Makes `store` known, so its facts read back with its rules; registering a name again
@@ -62,27 +65,28 @@ package struct Store: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Where stores differ, as data: each store states its rules once (``Store/appStore``,
-/// ``Store/playStore``), and the code that differs reads them.
-package struct StoreRules: Sendable {
+/// ``Store/playStore``), and the code that differs reads them. One shared instance per store, so
+/// every purchase naming its store carries a reference, not a copy of the rules.
+package final class StoreRules: Sendable {
     /// How explanations name the store ("Apple", "Google Play").
-    package var displayName: String
+    package let displayName: String
     /// How explanations name its purchases: "the App Store subscription of …".
-    package var purchaseNoun: String
+    package let purchaseNoun: String
     /// How error codes name it: `app_store_unavailable`, `google_play_misconfigured`.
-    package var errorName: String
+    package let errorName: String
     /// How an error's sentence names it: "The App Store could not answer now".
-    package var nameInSentences: String
+    package let nameInSentences: String
     /// The message when the store refuses receiptd's own credentials.
-    package var misconfigured: String
+    package let misconfigured: String
     /// The service fee it keeps from a sale.
-    package var commission: CommissionSchedule
+    package let commission: CommissionSchedule
     /// Whether the store states a subscription's state itself (Google's `subscriptionState`),
     /// which the derivation then reads before computing one from dates.
-    package var readsStatedState: Bool
+    package let readsStatedState: Bool
     /// How its transactions name the offer they were bought with.
-    package var offers: OfferNaming
+    package let offers: OfferNaming
     /// Whether events of its purchases carry a `store` fact (every store's but the default's).
-    package var namedInEvents: Bool
+    package let namedInEvents: Bool
 
     package init(
         displayName: String, purchaseNoun: String, errorName: String, nameInSentences: String, misconfigured: String,
