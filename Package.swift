@@ -75,6 +75,18 @@ let package = Package(
         // at once. Pure and store-neutral, so the charts and the stores share them without importing
         // each other.
         .target(name: "Resilience"),
+        // zlib for what receiptd compresses: a gzip file being written (exports), text kept
+        // deflated in a column (chart rollups).
+        .target(name: "Gzip", dependencies: ["CZlib"]),
+        // Background work that outlives a request: a durable queue worked under leases, a pass
+        // every interval, the doorbell that wakes a worker, quiescence tests wait for, work
+        // started and not awaited. Knows no store and no database.
+        .target(
+            name: "Workers",
+            dependencies: [
+                "Clocks", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         // Apple, in Google Play's shape: one store, one target. verifyReceipt (wire models read
         // tolerantly, the retry and fallback rules, its client), signed data (JWS: the x5c chain to
         // a configured root, ES256, the decoded payloads), the App Store Server API (the JWT it
@@ -136,13 +148,23 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
+        // Webhooks: the outbox written in a save's own transaction, the payload and its signatures
+        // (ours and Standard Webhooks'), the dispatcher that delivers with retries and backoff.
+        .target(
+            name: "Webhooks",
+            dependencies: [
+                "Storage", "CurlTransport", "Clocks", "Entitlements", "Identifiers", "JSON", "Workers",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         // The use cases, knowing nothing of HTTP: verify a purchase, ingest a notification, read a
         // subscriber, list, refresh, rederive, back up. Typed inputs, results and errors.
         .target(
             name: "ReceiptCore",
             dependencies: [
                 "Analytics", "AppStore", "CurlTransport", "GooglePlay", "Offers", "Retention", "Resilience", "Entitlements",
-                "Storage", "JSON", "Identifiers", "Clocks", "CZlib",
+                "Storage", "JSON", "Identifiers", "Clocks", "Gzip", "Webhooks", "Workers",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -154,7 +176,7 @@ let package = Package(
         .target(
             name: "WebhookSink",
             dependencies: [
-                "HTTPServer", "ReceiptCore", "JSON", "Clocks", .product(name: "Logging", package: "swift-log"),
+                "HTTPServer", "Webhooks", "Entitlements", "JSON", "Clocks", .product(name: "Logging", package: "swift-log"),
             ]),
         // The HTTP edge: configuration, routes with their access, errors → responses, telemetry,
         // and the application that assembles the services.
@@ -162,7 +184,7 @@ let package = Package(
             name: "ReceiptService",
             dependencies: [
                 "Analytics", "ReceiptCore", "HTTPServer", "Storage", "AppStore", "CurlTransport", "GooglePlay", "Offers",
-                "Resilience", "Retention", "Entitlements", "JSON", "Identifiers", "Clocks",
+                "Resilience", "Retention", "Entitlements", "JSON", "Identifiers", "Clocks", "Webhooks", "Workers",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
@@ -182,7 +204,7 @@ let package = Package(
             name: "receiptd",
             dependencies: [
                 "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStore", "HTTPServer", "Storage", "Clocks",
-                "WebhookSink", "GooglePlaySimulator", "GooglePlay",
+                "WebhookSink", "Webhooks", "GooglePlaySimulator", "GooglePlay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -217,7 +239,7 @@ let package = Package(
             dependencies: [
                 "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStore", "HTTPServer",
                 "Storage", "Clocks", "WebhookSink", "Analytics", "Entitlements", "Identifiers", "JSON", "GooglePlaySimulator",
-                "GooglePlay", "Resilience",
+                "GooglePlay", "Resilience", "Webhooks", "Workers",
                 .product(name: "Logging", package: "swift-log"), .product(name: "X509", package: "swift-certificates"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
@@ -230,14 +252,14 @@ let package = Package(
             name: "ReceiptCoreTests",
             dependencies: [
                 "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
-                "Analytics", "Clocks", .product(name: "Logging", package: "swift-log"),
+                "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "ReceiptTesting"]),
         .testTarget(
             name: "WebhookSinkTests",
             dependencies: [
-                "WebhookSink", "ReceiptCore", "JSON", "ReceiptTesting", .product(name: "Crypto", package: "swift-crypto"),
+                "WebhookSink", "Webhooks", "JSON", "ReceiptTesting", .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(
             name: "StorageTests",
@@ -275,6 +297,15 @@ let package = Package(
                 "CurlTransport", "HTTPServer", "JSON", "ReceiptTesting", .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "ResilienceTests", dependencies: ["Resilience"]),
+        .testTarget(name: "GzipTests", dependencies: ["Gzip", "CZlib"]),
+        .testTarget(
+            name: "WebhooksTests",
+            dependencies: [
+                "Webhooks", "ReceiptCore", "ReceiptTesting", "Storage", "CurlTransport", "Entitlements", "JSON", "Workers",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        .testTarget(
+            name: "WorkersTests", dependencies: ["Workers", "Clocks", .product(name: "Logging", package: "swift-log")]),
         .testTarget(
             name: "AppStoreTests",
             dependencies: [

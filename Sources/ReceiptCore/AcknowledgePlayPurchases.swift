@@ -4,6 +4,7 @@ package import GooglePlay
 package import Logging
 import ServiceLifecycle
 package import Storage
+package import Workers
 
 /// Makes the calls Google is owed for stored Play purchases: each acknowledgement (Google refunds
 /// a purchase not acknowledged within three days) and, when configured, each consumption. The
@@ -14,14 +15,14 @@ package import Storage
 /// `google_play_acknowledgements_total{call, outcome}` and, each pass, the backlog gauges
 /// (Docs/operations.md).
 package final class AcknowledgePlayPurchases: Sendable {
-    /// How the queue is worked (``CallQueueSettings``).
-    package typealias Settings = CallQueueSettings
+    /// How the queue is worked (``LeasedQueueSettings``).
+    package typealias Settings = LeasedQueueSettings
 
     let api: PlayDeveloperAPI
     let settings: Settings
     let database: DatabaseQueue
-    let doorbell: Doorbell
-    let logger: Logger
+    package let doorbell: Doorbell
+    package let logger: Logger
     let clock: WallClock
     let metrics: any MetricsFactory
 
@@ -38,33 +39,20 @@ package final class AcknowledgePlayPurchases: Sendable {
         self.metrics = metrics
     }
 
-    /// Told of each pass of ``run()``.
+    /// Told of each pass of ``LeasedQueue/run()``.
     package let quiescence = Quiescence()
+    package let queueName = "the Google Play acknowledgement queue"
+    package var leasing: Settings { settings }
 
-    package func run() async { await settings.work(ringing: doorbell, quiescence: quiescence, pass) }
-
-    /// Claims what is due, makes each call (at once), records each outcome. The number claimed.
-    @discardableResult
-    package func pass() async -> Int {
+    package func claimDue() async throws -> [PlayChore] {
         let now = clock.now()
-        let chores: [PlayChore]
-        do {
-            chores = try await database.write { [settings] db in
-                try PlayStore(db).claim(now: now, leaseMs: settings.leaseMs, limit: settings.batch)
-            }
-        } catch {
-            logger.error("the Google Play acknowledgement queue could not be read", metadata: ["error": "\(error)"])
-            return 0
+        return try await database.write { [settings] db in
+            try PlayStore(db).claim(now: now, leaseMs: settings.leaseMs, limit: settings.batch)
         }
-        await withDiscardingTaskGroup { group in
-            for chore in chores { group.addTask { [self] in await make(chore) } }
-        }
-        await recordBacklog()
-        return chores.count
     }
 
     /// One call and its outcome, stored.
-    func make(_ chore: PlayChore) async {
+    package func make(_ chore: PlayChore) async {
         let failure: PlayCallFailure?
         do {
             try await call(chore)
@@ -125,10 +113,11 @@ package final class AcknowledgePlayPurchases: Sendable {
         }
     }
 
-    /// `base · 2^attempts`, at most `max` (``CallQueueSettings/backoff(attempts:)``).
+    /// `base · 2^attempts`, at most `max` (``LeasedQueueSettings/backoff(attempts:)``).
     static func backoff(attempts: Int, _ settings: Settings) -> Int64 { settings.backoff(attempts: attempts) }
 
-    private func recordBacklog() async {
+    /// The backlog's gauges.
+    package func passEnded() async {
         guard let backlog = try? await database.read({ db in try PlayStore(db).backlog() }) else { return }
         let now = clock.now()
         Gauge(label: "google_play_unacknowledged_purchases", factory: metrics).record(backlog.unacknowledged)
@@ -137,4 +126,4 @@ package final class AcknowledgePlayPurchases: Sendable {
     }
 }
 
-extension AcknowledgePlayPurchases: Service {}
+extension AcknowledgePlayPurchases: LeasedQueue, Service {}

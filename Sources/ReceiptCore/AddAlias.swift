@@ -3,6 +3,7 @@ import Entitlements
 import Identifiers
 package import Logging
 package import Storage
+import Workers
 
 /// Make another app user id one with a subscriber (`POST /v1/subscribers/{id}/aliases`): the app
 /// learnt who an anonymous user is, or two accounts are one person. Afterwards every read and write

@@ -4,6 +4,7 @@ package import CoreMetrics
 package import Logging
 import ServiceLifecycle
 package import Storage
+package import Workers
 
 /// Makes the calls receiptd owes the App Store Server API (``AppStoreCallStore``), each queued
 /// in the transaction of the save that made it due (``SubscriberState``):
@@ -23,15 +24,15 @@ package import Storage
 /// the backlog gauges (Docs/operations.md).
 package final class AppStoreCalls: Sendable {
     let serverAPI: ServerAPIClient
-    let settings: CallQueueSettings
+    let settings: LeasedQueueSettings
     let database: DatabaseQueue
-    let doorbell: Doorbell
-    let logger: Logger
+    package let doorbell: Doorbell
+    package let logger: Logger
     let clock: WallClock
     let metrics: any MetricsFactory
 
     package init(
-        serverAPI: ServerAPIClient, settings: CallQueueSettings = CallQueueSettings(), database: DatabaseQueue,
+        serverAPI: ServerAPIClient, settings: LeasedQueueSettings = LeasedQueueSettings(), database: DatabaseQueue,
         doorbell: Doorbell, logger: Logger, clock: WallClock, metrics: any MetricsFactory = NOOPMetricsHandler.instance
     ) {
         self.serverAPI = serverAPI
@@ -43,29 +44,16 @@ package final class AppStoreCalls: Sendable {
         self.metrics = metrics
     }
 
-    /// Told of each pass of ``run()``.
+    /// Told of each pass of ``LeasedQueue/run()``.
     package let quiescence = Quiescence()
+    package let queueName = "the App Store call queue"
+    package var leasing: LeasedQueueSettings { settings }
 
-    package func run() async { await settings.work(ringing: doorbell, quiescence: quiescence, pass) }
-
-    /// Claims what is due, makes each call (at once), records each outcome. The number claimed.
-    @discardableResult
-    package func pass() async -> Int {
+    package func claimDue() async throws -> [AppStoreCallStore.Call] {
         let now = clock.now()
-        let calls: [AppStoreCallStore.Call]
-        do {
-            calls = try await database.write { [settings] db in
-                try AppStoreCallStore(db).claim(now: now, leaseMs: settings.leaseMs, limit: settings.batch)
-            }
-        } catch {
-            logger.error("the App Store call queue could not be read", metadata: ["error": "\(error)"])
-            return 0
+        return try await database.write { [settings] db in
+            try AppStoreCallStore(db).claim(now: now, leaseMs: settings.leaseMs, limit: settings.batch)
         }
-        await withDiscardingTaskGroup { group in
-            for call in calls { group.addTask { [self] in await make(call) } }
-        }
-        await recordBacklog()
-        return calls.count
     }
 
     /// How a call ended, as stored and counted.
@@ -87,7 +75,7 @@ package final class AppStoreCalls: Sendable {
     /// What a failure means for the call: Apple not knowing the transaction (or the id or token
     /// being malformed) is for good; anything else may pass (Apple down or rate-limiting, a key
     /// being fixed), so it is tried again after `attempts`' backoff.
-    static func outcome(of failure: ServerAPIFailure?, attempts: Int, now: Int64, settings: CallQueueSettings) -> Outcome {
+    static func outcome(of failure: ServerAPIFailure?, attempts: Int, now: Int64, settings: LeasedQueueSettings) -> Outcome {
         guard let failure else { return .done }
         switch failure {
         case .notFound, .invalidTransactionID, .invalidIdentifier: return .refused(failure.description)
@@ -96,7 +84,7 @@ package final class AppStoreCalls: Sendable {
         }
     }
 
-    func make(_ call: AppStoreCallStore.Call) async {
+    package func make(_ call: AppStoreCallStore.Call) async {
         var failure: ServerAPIFailure?
         do {
             guard let environment = AppStoreEnvironment(rawValue: call.environment) else {
@@ -149,7 +137,8 @@ package final class AppStoreCalls: Sendable {
         }
     }
 
-    private func recordBacklog() async {
+    /// The backlog's gauges.
+    package func passEnded() async {
         guard let backlog = try? await database.read({ db in try AppStoreCallStore(db).backlog() }) else { return }
         let now = clock.now()
         Gauge(label: "app_store_calls_pending", factory: metrics).record(backlog.pending)
@@ -158,4 +147,4 @@ package final class AppStoreCalls: Sendable {
     }
 }
 
-extension AppStoreCalls: Service {}
+extension AppStoreCalls: LeasedQueue, Service {}

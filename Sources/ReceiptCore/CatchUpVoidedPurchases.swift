@@ -5,6 +5,7 @@ package import GooglePlay
 package import Logging
 import ServiceLifecycle
 package import Storage
+import Workers
 
 /// Google Play's twin of Apple's notification catch-up: the Voided Purchases API read at start and
 /// on an interval, per app, from a little before where the last read ended (never more than 30
@@ -74,22 +75,16 @@ package struct CatchUpVoidedPurchases: Sendable {
     }
 
     package func run() async {
-        guard settings.enabled, api != nil, !packages.isEmpty else {
-            try? await gracefulShutdown()
-            return
-        }
-        await cancelWhenGracefulShutdown { [self] in
-            while !Task.isCancelled {
-                let summary = await catchUp()
-                if summary.listed > 0 || summary.failed > 0 {
-                    logger.info(
-                        "voided purchases catch-up",
-                        metadata: [
-                            "listed": "\(summary.listed)", "applied": "\(summary.applied)", "unknown": "\(summary.unknown)",
-                            "failed": "\(summary.failed)",
-                        ])
-                }
-                await monotonic.sleep(for: .milliseconds(settings.intervalMs))
+        let enabled = settings.enabled && api != nil && !packages.isEmpty
+        await Periodic(everyMs: settings.intervalMs, enabled: enabled, monotonic: monotonic).run { [self] in
+            let summary = await catchUp()
+            if summary.listed > 0 || summary.failed > 0 {
+                logger.info(
+                    "voided purchases catch-up",
+                    metadata: [
+                        "listed": "\(summary.listed)", "applied": "\(summary.applied)", "unknown": "\(summary.unknown)",
+                        "failed": "\(summary.failed)",
+                    ])
             }
         }
     }

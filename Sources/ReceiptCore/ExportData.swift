@@ -2,6 +2,7 @@ import Analytics
 import Entitlements
 import Foundation
 import FoundationEssentials
+import Gzip
 import JSON
 package import Storage
 
@@ -21,6 +22,11 @@ package struct ExportData {
     package struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
         package var description: String
         init(_ description: String) { self.description = description }
+    }
+
+    /// A step of writing a gzip file, its failure said as the export's.
+    private static func gzip<T>(_ step: () throws -> T) throws(Failure) -> T {
+        do { return try step() } catch { throw Failure("\(error)") }
     }
 
     package struct TableSummary: Sendable, Equatable {
@@ -68,7 +74,7 @@ package struct ExportData {
         func finish() throws(Failure) {
             guard let (_, file) = open else { return }
             open = nil
-            try file.close()
+            try Self.gzip { try file.close() }
             let final = String(file.path.dropLast(".partial".count))
             do {
                 if FileManager.default.fileExists(atPath: final) { try FileManager.default.removeItem(atPath: final) }
@@ -91,18 +97,18 @@ package struct ExportData {
             for row in rows {
                 let day = CivilTime.split(row.written).0
                 if open?.day != day {
-                    if let file = open?.file { try file.write(buffer) }
+                    if let file = open?.file { try Self.gzip { try file.write(buffer) } }
                     buffer.removeAll(keepingCapacity: true)
                     try finish()
                     let (y, m, d) = CivilTime.date(fromDays: day)
                     let path = "\(directory)/\(table.name)/\(PeriodGrid.label(y, m, d)).\(format.rawValue).gz.partial"
-                    open = (day, try GzipFile(path: path))
+                    open = (day, try Self.gzip { try GzipFile(path: path) })
                     if format == .csv { buffer += Self.csvHeader(table) }
                 }
                 buffer += format == .csv ? Self.csvLine(row.values) : Self.jsonLine(table, row.values)
                 summary.rows += 1
             }
-            try open?.file.write(buffer)
+            if let file = open?.file { try Self.gzip { try file.write(buffer) } }
         } while true
         try finish()
         return summary

@@ -6,6 +6,7 @@ import FoundationEssentials
 import JSON
 package import Logging
 package import Storage
+package import Workers
 
 /// An App Store Server Notification (V1 or V2, told apart by shape): verified, stored once
 /// (deduplicated), applied to its subscriber like any verified receipt, and only then reported

@@ -5,6 +5,7 @@ package import GooglePlay
 import Identifiers
 package import Logging
 package import Storage
+package import Workers
 
 /// A Google Play real-time developer notification, as Cloud Pub/Sub pushes it to
 /// `POST /v1/notifications/google` (Docs/google-play.md "Notifications"): the push's OIDC token

@@ -2,9 +2,11 @@ package import Analytics
 package import Clocks
 package import CoreMetrics
 import Entitlements
+import Gzip
 package import Logging
 import ServiceLifecycle
 package import Storage
+import Workers
 
 /// Keeps the chart rollups current (Docs/analytics.md#rollups), off the request path: follows the
 /// change log and recomputes each changed holder's rows, adding to the sums the difference from
@@ -106,24 +108,21 @@ package struct KeepRollups: Sendable {
     /// per step however many of its changes it holds. A failed step is logged and tried again
     /// next time; charts meanwhile read the rollups as they stand, or the transactions.
     package func run() async {
-        await cancelWhenGracefulShutdown { [self] in
-            while !Task.isCancelled {
-                var rebuilt = 0
-                do {
-                    steps: while !Task.isCancelled {
-                        switch try await step() {
-                        case .idle: break steps
-                        case .startedRebuild: continue
-                        case .rebuilt(let holders, let done):
-                            rebuilt += holders
-                            if done { logger.info("chart rollups rebuilt", metadata: ["holders": "\(rebuilt)"]) }
-                        case .applied(let changes, _): if changes < changesPerStep { break steps }
-                        }
+        await Periodic(everyMs: intervalMs, monotonic: monotonic).run { [self] in
+            var rebuilt = 0
+            do {
+                steps: while !Task.isCancelled {
+                    switch try await step() {
+                    case .idle: break steps
+                    case .startedRebuild: continue
+                    case .rebuilt(let holders, let done):
+                        rebuilt += holders
+                        if done { logger.info("chart rollups rebuilt", metadata: ["holders": "\(rebuilt)"]) }
+                    case .applied(let changes, _): if changes < changesPerStep { break steps }
                     }
-                } catch {
-                    logger.error("the chart rollups could not be kept", metadata: ["error": "\(error)"])
                 }
-                await monotonic.sleep(for: .milliseconds(intervalMs))
+            } catch {
+                logger.error("the chart rollups could not be kept", metadata: ["error": "\(error)"])
             }
         }
     }

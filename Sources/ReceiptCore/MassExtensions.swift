@@ -5,6 +5,7 @@ import FoundationEssentials
 package import Logging
 import ServiceLifecycle
 package import Storage
+package import Workers
 
 /// Outage compensation for everyone at once: Apple's Extend Subscription Renewal Dates for All
 /// Active Subscribers (API 1.7), asked by product and storefronts from the API or the console.
@@ -23,14 +24,14 @@ package final class MassExtensions: Sendable {
         /// How often Apple is asked whether a request is complete.
         package var pollMs: Int64
         /// Backoff, lease and the loop's own pace.
-        package var queue: CallQueueSettings
+        package var queue: LeasedQueueSettings
         /// Held subscriptions looked at per database hop of a refresh (the lease is renewed after each).
         package var refreshSlice: Int
         /// Subscriptions asked of Apple at once during a refresh.
         package var refreshConcurrency: Int
 
         package init(
-            pollMs: Int64 = 300_000, queue: CallQueueSettings = CallQueueSettings(), refreshSlice: Int = 200,
+            pollMs: Int64 = 300_000, queue: LeasedQueueSettings = LeasedQueueSettings(), refreshSlice: Int = 200,
             refreshConcurrency: Int = 8
         ) {
             self.pollMs = pollMs
@@ -71,8 +72,8 @@ package final class MassExtensions: Sendable {
     let database: DatabaseQueue
     let bundleIDs: [String]
     let environments: [AppStoreEnvironment]
-    let doorbell: Doorbell
-    let logger: Logger
+    package let doorbell: Doorbell
+    package let logger: Logger
     let clock: WallClock
     let metrics: any MetricsFactory
 
@@ -210,45 +211,41 @@ package final class MassExtensions: Sendable {
     /// Whether there is a Server API to ask: without one, nothing is worked (and asking fails).
     package var isEnabled: Bool { serverAPI != nil }
 
-    /// Told of each pass of ``run()``.
+    /// Told of each pass of ``LeasedQueue/run()``.
     package let quiescence = Quiescence()
+    package let queueName = "mass extensions"
+    package var leasing: LeasedQueueSettings { settings.queue }
 
-    package func run() async { await settings.queue.work(ringing: doorbell, quiescence: quiescence, pass) }
-
-    /// Claims the requests whose next step is due and takes each one step on. The number claimed.
-    @discardableResult
-    package func pass() async -> Int {
-        guard let serverAPI else { return 0 }
+    /// The requests whose next step is due (none without a Server API to ask).
+    package func claimDue() async throws -> [MassExtensionRecord] {
+        guard serverAPI != nil else { return [] }
         let now = clock.now()
-        let due: [MassExtensionRecord]
-        do {
-            due = try await database.write { [settings] db in
-                try MassExtensionStore(db).claim(now: now, leaseMs: settings.queue.leaseMs, limit: settings.queue.batch)
-            }
-        } catch {
-            logger.error("mass extensions could not be read", metadata: ["error": "\(error)"])
-            return 0
+        return try await database.write { [settings] db in
+            try MassExtensionStore(db).claim(now: now, leaseMs: settings.queue.leaseMs, limit: settings.queue.batch)
         }
-        for claimed in due {
-            let next: MassExtensionRecord
-            switch claimed.status {
-            case .submitting: next = await submit(claimed, serverAPI: serverAPI).record
-            case .inProgress: next = await poll(claimed, serverAPI: serverAPI)
-            case .refreshing: next = await refresh(claimed)
-            case .complete, .refused:
-                var settled = claimed
-                settled.dueAt = nil
-                next = settled
-            }
-            do {
-                _ = try await database.write { db in try MassExtensionStore(db).save(next, claimedStatus: claimed.status) }
-            } catch {
-                logger.error("mass extension: cannot store its progress", metadata: ["error": "\(error)"])
-            }
-        }
-        await recordRunning()
-        return due.count
     }
+
+    /// Takes a request one step on and stores where it stands.
+    package func make(_ claimed: MassExtensionRecord) async {
+        guard let serverAPI else { return }
+        let next: MassExtensionRecord
+        switch claimed.status {
+        case .submitting: next = await submit(claimed, serverAPI: serverAPI).record
+        case .inProgress: next = await poll(claimed, serverAPI: serverAPI)
+        case .refreshing: next = await refresh(claimed)
+        case .complete, .refused:
+            var settled = claimed
+            settled.dueAt = nil
+            next = settled
+        }
+        do {
+            _ = try await database.write { db in try MassExtensionStore(db).save(next, claimedStatus: claimed.status) }
+        } catch {
+            logger.error("mass extension: cannot store its progress", metadata: ["error": "\(error)"])
+        }
+    }
+
+    package func passEnded() async { await recordRunning() }
 
     /// Sends the request to Apple: in progress, refused for good, or due again with backoff.
     private func submit(_ claimed: MassExtensionRecord, serverAPI: ServerAPIClient) async -> (
@@ -408,4 +405,4 @@ package final class MassExtensions: Sendable {
     }
 }
 
-extension MassExtensions: Service {}
+extension MassExtensions: LeasedQueue, Service {}

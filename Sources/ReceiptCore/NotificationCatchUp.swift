@@ -5,6 +5,7 @@ import JSON
 package import Logging
 import ServiceLifecycle
 package import Storage
+import Workers
 
 /// Recovers App Store Server Notifications receiptd missed (down, unreachable, Apple gave up): at
 /// start and every `intervalMs`, Get Notification History for each configured app and environment
@@ -81,22 +82,16 @@ package final class NotificationCatchUp: Sendable {
     /// Catches up at start, then every `intervalMs`, until the service group shuts down. A no-op
     /// without an App Store Server API key or with `enabled` off.
     package func run() async {
-        guard settings.enabled, serverAPI != nil else {
-            try? await gracefulShutdown()
-            return
-        }
-        await cancelWhenGracefulShutdown { [self] in
-            while !Task.isCancelled {
-                let summary = await catchUp()
-                if summary.listed > 0 || summary.failed > 0 {
-                    logger.info(
-                        "notification catch-up",
-                        metadata: [
-                            "listed": "\(summary.listed)", "stored": "\(summary.stored)", "duplicates": "\(summary.duplicates)",
-                            "refused": "\(summary.refused)", "failed": "\(summary.failed)",
-                        ])
-                }
-                await monotonic.sleep(for: .milliseconds(settings.intervalMs))
+        await Periodic(everyMs: settings.intervalMs, enabled: settings.enabled && serverAPI != nil, monotonic: monotonic).run {
+            [self] in
+            let summary = await catchUp()
+            if summary.listed > 0 || summary.failed > 0 {
+                logger.info(
+                    "notification catch-up",
+                    metadata: [
+                        "listed": "\(summary.listed)", "stored": "\(summary.stored)", "duplicates": "\(summary.duplicates)",
+                        "refused": "\(summary.refused)", "failed": "\(summary.failed)",
+                    ])
             }
         }
     }

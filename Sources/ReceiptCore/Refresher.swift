@@ -8,6 +8,7 @@ package import Logging
 import ServiceLifecycle
 package import Storage
 import Synchronization
+import Workers
 
 /// Re-validates stored subscriptions in the background (Docs/app-store.md "Refresher"): those that expired,
 /// or are in billing retry or grace, since Apple last spoke about them. A subscription with a
@@ -100,23 +101,16 @@ package final class Refresher: Sendable {
     /// Runs a pass every `intervalMs` until the service group shuts down (a pass under way is
     /// cancelled: what it claimed is released or runs out with its lease).
     package func run() async {
-        guard settings.enabled else {
-            try? await gracefulShutdown()
-            return
-        }
-        await cancelWhenGracefulShutdown { [self] in
-            while !Task.isCancelled {
-                let pass = await runPass()
-                if pass.due > 0 || pass.unprocessable > 0 {
-                    logger.info(
-                        "refresher pass",
-                        metadata: [
-                            "due": "\(pass.due)", "refreshed": "\(pass.refreshed)", "changed": "\(pass.changed)",
-                            "invalid": "\(pass.invalid)", "unavailable": "\(pass.unavailable)", "skipped": "\(pass.skipped)",
-                            "unprocessable": "\(pass.unprocessable)",
-                        ])
-                }
-                await monotonic.sleep(for: .milliseconds(settings.intervalMs))
+        await Periodic(everyMs: settings.intervalMs, enabled: settings.enabled, monotonic: monotonic).run { [self] in
+            let pass = await runPass()
+            if pass.due > 0 || pass.unprocessable > 0 {
+                logger.info(
+                    "refresher pass",
+                    metadata: [
+                        "due": "\(pass.due)", "refreshed": "\(pass.refreshed)", "changed": "\(pass.changed)",
+                        "invalid": "\(pass.invalid)", "unavailable": "\(pass.unavailable)", "skipped": "\(pass.skipped)",
+                        "unprocessable": "\(pass.unprocessable)",
+                    ])
             }
         }
     }

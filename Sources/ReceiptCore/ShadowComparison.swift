@@ -6,6 +6,7 @@ package import JSON
 package import Logging
 package import Storage
 import Synchronization
+package import Workers
 
 /// `appStore.verifier` = `shadow`: verifyReceipt answers the client, and the same customer is
 /// asked of the App Store Server API in the background. The documents the two answers derive to

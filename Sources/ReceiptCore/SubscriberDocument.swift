@@ -314,18 +314,3 @@ package struct SubscriberDocument: Sendable {
         return String(repeating: "0", count: 16 - hex.count) + hex
     }
 }
-
-extension EventRecord {
-    /// The event as `GET /v1/subscribers/{id}/events` lists it and webhooks carry it.
-    package var json: JSONValue {
-        .object([
-            "id": .string(String(id)), "type": .string(type), "at": SubscriberDocument.time(at),
-            "recorded_at": SubscriberDocument.time(recordedAt),
-            // A merge is about no purchase.
-            "product_id": productID.isEmpty ? .null : .string(productID),
-            "original_transaction_id": originalTransactionID.isEmpty ? .null : .string(originalTransactionID),
-            "transaction_id": transactionID.map(JSONValue.string) ?? .null,
-            "facts": (try? JSONValue.parse(Array(factsJSON.utf8))) ?? .object([:]),
-        ])
-    }
-}

@@ -1,6 +1,8 @@
 import Entitlements
 import Identifiers
 import Storage
+package import Webhooks
+package import Workers
 
 /// Keeps a subscriber's stored version and events in step with their facts. The document itself
 /// is always derived at read time (state depends on "now"); what is stored is its fingerprint,
@@ -94,7 +96,9 @@ package struct SubscriberState: Sendable {
             let changes = try EventStore(db).replace(
                 events, for: subscriber.appUserID, originals: subscriber.originals, now: now, inserted: { added.append($0) })
             let deliveries =
-                try outbox?.enqueue(added, of: subscriber, document: document, version: version, in: db, now: now) ?? 0
+                try outbox?.enqueue(
+                    added, of: subscriber, version: version, document: { document.body(version: version, now: now) }, in: db,
+                    now: now) ?? 0
             return Recorded(version: version, events: changes, deliveries: deliveries)
         }
     }

@@ -4,6 +4,7 @@ package import GooglePlay
 import JSON
 package import Logging
 package import Storage
+package import Workers
 
 /// Verify a Google Play purchase for an app user and store what it proves (Docs/google-play.md):
 /// the token's subscription (`subscriptionsv2`) or one-time purchase (`productsv2`) asked of the

@@ -1,6 +1,8 @@
 package import Clocks
 package import Logging
 package import Storage
+package import Webhooks
+package import Workers
 
 /// What operators do with webhooks: list deliveries, send one again, replay an endpoint's events
 /// from a time, and see each endpoint's backlog.

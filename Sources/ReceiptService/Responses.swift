@@ -4,6 +4,7 @@ import HTTPServer
 import JSON
 import ReceiptCore
 import Storage
+import Webhooks
 
 /// Use-case results as the API's JSON bodies.
 enum Responses {

@@ -1,7 +1,7 @@
 package import Dispatch
 import Foundation
-package import ReceiptCore
 import Storage
+package import Workers
 
 /// How long a wait may last before the test calls it a hang. It bounds a failure, never the time
 /// the work is expected to take: a passing wait ends when what it waits for happens, however

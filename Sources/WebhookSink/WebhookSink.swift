@@ -1,9 +1,10 @@
 package import Clocks
+import Entitlements
 package import HTTPServer
 package import JSON
 package import Logging
-package import ReceiptCore
 import Synchronization
+package import Webhooks
 
 /// The receiving end of receiptd's webhooks, for local development (`receiptd webhook-sink`) and
 /// the tests: checks each request's `Receiptd-Signature` (and the Standard Webhooks headers, when
@@ -132,7 +133,9 @@ package final class WebhookSink: HTTPResponder, Sendable {
         if keys != expected { problems.append("members \(keys.sorted()) are not \(expected.sorted())") }
         if !(payload["id"]?.string?.hasPrefix("evt_") ?? false) { problems.append("id is not an evt_ string") }
         if !(payload["type"]?.string.map(WebhookEndpoint.eventTypes.contains) ?? false) { problems.append("type is unknown") }
-        if payload["created_at"]?.string.flatMap(FieldRules.instant) == nil { problems.append("created_at is not RFC 3339") }
+        if payload["created_at"]?.string.flatMap({ CivilTime.instant(rfc3339: $0) }) == nil {
+            problems.append("created_at is not RFC 3339")
+        }
         guard case .number(let version, _)? = payload["version"], version >= 1, version == version.rounded() else {
             return problems + ["version is not a positive integer"]
         }

@@ -4,8 +4,8 @@ import Glibc
 import HTTPServer
 import JSON
 import Logging
-import ReceiptCore
 import WebhookSink
+import Webhooks
 
 /// `receiptd webhook-sink`: receives receiptd's webhooks on a loopback port, checks each signature
 /// and payload, and prints one JSON line per request (`webhook_id`, `type`, `app_user_id`,

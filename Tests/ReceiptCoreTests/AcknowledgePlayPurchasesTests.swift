@@ -3,6 +3,7 @@ import GooglePlaySimulator
 import ReceiptTesting
 import Storage
 import Testing
+import Workers
 
 @testable import ReceiptCore
 

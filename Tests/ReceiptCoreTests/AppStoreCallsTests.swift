@@ -1,5 +1,6 @@
 import AppStore
 import Testing
+import Workers
 
 @testable import ReceiptCore
 
@@ -8,7 +9,7 @@ import Testing
 @Suite("App Store calls")
 struct AppStoreCallsTests {
     @Test func failuresAreRetriedWithBackoffUnlessAppleCanNeverTakeThem() {
-        let settings = CallQueueSettings(retryBaseMs: 30_000, retryMaxMs: 3_600_000)
+        let settings = LeasedQueueSettings(retryBaseMs: 30_000, retryMaxMs: 3_600_000)
         #expect(AppStoreCalls.outcome(of: nil, attempts: 0, now: 10, settings: settings) == .done)
         for failure in [ServerAPIFailure.notFound, .invalidTransactionID, .rejected(status: 400, error: nil)] {
             guard case .refused = AppStoreCalls.outcome(of: failure, attempts: 0, now: 10, settings: settings) else {

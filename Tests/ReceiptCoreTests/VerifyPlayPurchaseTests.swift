@@ -7,6 +7,7 @@ import ReceiptService
 import ReceiptTesting
 import Storage
 import Testing
+import Workers
 
 @testable import ReceiptCore
 

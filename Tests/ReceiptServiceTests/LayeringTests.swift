@@ -45,6 +45,8 @@ extension LayeringTests {
         "Identifiers": [], "Clocks": [], "Resilience": [], "JSON": ["Identifiers"],
         "CCurl": [], "CLinux": [], "CPostgreSQL": [], "CSQLite": [], "CZlib": [],
         "CurlTransport": ["CCurl"],
+        "Workers": ["Clocks"],
+        "Gzip": ["CZlib"],
         "HTTPServer": ["CLinux", "JSON"],
         // Facts and what is computed from them: pure.
         "Entitlements": ["Identifiers"],
@@ -56,28 +58,30 @@ extension LayeringTests {
         "GooglePlay": ["Clocks", "CurlTransport", "Entitlements", "Identifiers", "JSON"],
         // Storage keeps facts and rollups.
         "Storage": ["Analytics", "CLinux", "CPostgreSQL", "CSQLite", "Entitlements", "Identifiers", "JSON"],
+        // Webhooks: written in a save's transaction, delivered by their dispatcher.
+        "Webhooks": ["Clocks", "CurlTransport", "Entitlements", "Identifiers", "JSON", "Storage", "Workers"],
         // The use cases: everything below, nothing of HTTP.
         "ReceiptCore": [
-            "Analytics", "AppStore", "CZlib", "Clocks", "CurlTransport", "Entitlements", "GooglePlay", "Identifiers", "JSON",
-            "Offers", "Resilience", "Retention", "Storage",
+            "Analytics", "AppStore", "Clocks", "CurlTransport", "Entitlements", "GooglePlay", "Gzip", "Identifiers", "JSON",
+            "Offers", "Resilience", "Retention", "Storage", "Webhooks", "Workers",
         ],
         // The edge (only its Composition/ sees Storage: the test above).
         "ReceiptService": [
             "Analytics", "AppStore", "CCurl", "Clocks", "CurlTransport", "Entitlements", "GooglePlay", "HTTPServer",
-            "Identifiers", "JSON", "Offers", "ReceiptCore", "Resilience", "Retention", "Storage",
+            "Identifiers", "JSON", "Offers", "ReceiptCore", "Resilience", "Retention", "Storage", "Webhooks", "Workers",
         ],
         // Tools: the simulators, the webhook sink, the test harness, the executables.
         "AppStoreSimulator": ["AppStore", "Clocks", "HTTPServer", "JSON"],
         "GooglePlaySimulator": ["Clocks", "Entitlements", "GooglePlay", "HTTPServer", "JSON"],
-        "WebhookSink": ["Clocks", "HTTPServer", "JSON", "ReceiptCore"],
+        "WebhookSink": ["Clocks", "Entitlements", "HTTPServer", "JSON", "Webhooks"],
         "ReceiptTesting": [
             "Analytics", "AppStore", "AppStoreSimulator", "Clocks", "Entitlements", "GooglePlaySimulator", "HTTPServer",
-            "Identifiers", "JSON", "ReceiptCore", "ReceiptService", "Resilience", "Storage",
+            "Identifiers", "JSON", "ReceiptCore", "ReceiptService", "Resilience", "Storage", "Webhooks", "Workers",
         ],
         "http-inspect": ["HTTPServer", "JSON"],
         "receiptd": [
             "AppStore", "AppStoreSimulator", "Clocks", "GooglePlay", "GooglePlaySimulator", "HTTPServer", "JSON",
-            "ReceiptCore", "ReceiptService", "Storage", "WebhookSink",
+            "ReceiptCore", "ReceiptService", "Storage", "WebhookSink", "Webhooks",
         ],
     ]
 
@@ -120,15 +124,17 @@ extension LayeringTests {
         #expect(Self.allowedImports["AppStore"]?.contains("GooglePlay") == false)
         // A store states facts; keeping them is Storage's job, and no store reaches it.
         for store in ["AppStore", "GooglePlay"] { #expect(Self.allowedImports[store]?.contains("Storage") == false) }
-        for base in ["Entitlements", "Analytics", "Storage", "AppStore", "GooglePlay", "HTTPServer"] {
+        for base in [
+            "Entitlements", "Analytics", "Storage", "AppStore", "GooglePlay", "HTTPServer", "Webhooks", "Workers", "Gzip",
+        ] {
             #expect(Self.allowedImports[base]?.isDisjoint(with: ["ReceiptCore", "ReceiptService"]) == true)
         }
     }
 
     @Test func theMapCatchesAnImportItDoesNotAllow() throws {
         // The scan itself: it finds what this very file's target would see.
-        let found = try Self.imports(of: "WebhookSink", among: ["ReceiptCore", "HTTPServer", "Storage"])
-        #expect(found == ["ReceiptCore", "HTTPServer"])
+        let found = try Self.imports(of: "WebhookSink", among: ["Webhooks", "HTTPServer", "Storage"])
+        #expect(found == ["Webhooks", "HTTPServer"])
         #expect(!(Self.allowedImports["WebhookSink"] ?? []).contains("Storage"))
     }
 }

@@ -6,6 +6,8 @@ import ReceiptService
 import ReceiptTesting
 import Storage
 import Testing
+import Webhooks
+import Workers
 
 /// What receiptd answers for every scenario its simulators play, byte for byte: each POST's answer,
 /// each subscriber's document (plain, explained, after the clock has moved), events, the webhook

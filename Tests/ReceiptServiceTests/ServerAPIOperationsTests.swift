@@ -7,6 +7,7 @@ import JSON
 import ReceiptTesting
 import Storage
 import Testing
+import Workers
 
 @testable import AppStoreSimulator
 @testable import ReceiptCore

@@ -9,6 +9,8 @@ import ReceiptTesting
 import Resilience
 import Storage
 import Testing
+import Webhooks
+import Workers
 
 @testable import ReceiptCore
 @testable import ReceiptService

@@ -6,6 +6,7 @@ import ReceiptService
 import ReceiptTesting
 import Storage
 import Testing
+import Webhooks
 
 /// DELETE /v1/subscribers/{id}: the erasure route end to end.
 @Suite("Erasing a subscriber over the API")

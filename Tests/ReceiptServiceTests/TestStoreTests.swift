@@ -4,6 +4,7 @@ import ReceiptService
 import ReceiptTesting
 import Storage
 import Testing
+import Webhooks
 
 /// A third store wired through the seam Apple and Google use, from the request to the webhook:
 /// ``TestStore`` and this file are all it takes (issue 58, item 7).

@@ -6,6 +6,7 @@ import ReceiptTesting
 import Storage
 import Testing
 import WebhookSink
+import Webhooks
 
 private let secret = "whsec-test-0123456789abcdef"
 private let oldSecret = "whsec-old-0123456789abcdef"

@@ -1,10 +1,10 @@
 import Crypto
 import Foundation
 import JSON
-import ReceiptCore
 import ReceiptTesting
 import Testing
 import WebhookSink
+import Webhooks
 
 @Suite struct WebhookSinkTests {
     static let secret = "whsec-test-0123456789abcdef"

@@ -12,6 +12,8 @@ import Resilience
 package import ServiceLifecycle
 package import Storage
 import UnixSignals
+package import Webhooks
+package import Workers
 
 /// receiptd assembled: the database (migrated by ``open(configuration:logger:clock:monotonic:)``, before
 /// anything binds), the use cases, the routes and the services that run them. Constructing it

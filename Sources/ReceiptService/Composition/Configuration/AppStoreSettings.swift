@@ -3,6 +3,7 @@ import FoundationEssentials
 package import ReceiptCore
 package import Resilience
 import SwiftASN1
+import Webhooks
 package import X509
 
 extension ServiceConfiguration {

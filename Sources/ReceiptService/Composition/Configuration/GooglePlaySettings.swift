@@ -1,5 +1,6 @@
 package import GooglePlay
 package import ReceiptCore
+import Workers
 
 extension ServiceConfiguration {
     /// How receiptd reaches Google Play (`googlePlay.*`, Docs/google-play.md). Off until

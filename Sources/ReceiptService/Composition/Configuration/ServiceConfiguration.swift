@@ -6,6 +6,7 @@ package import HTTPServer
 package import Logging
 package import ReceiptCore
 package import Storage
+package import Webhooks
 
 /// The whole effective configuration of receiptd, validated in one place: ``load(configDirectory:environment:)``
 /// reads every key through one ``ConfigLoader`` (so `check-config` prints them all) and checks what

@@ -1,4 +1,5 @@
 import ReceiptCore
+import Webhooks
 
 extension WebhookSettings {
     /// `webhooks.*`: the endpoints named by `webhooks.endpoints`, each from `webhooks.<name>.*` with

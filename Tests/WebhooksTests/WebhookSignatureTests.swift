@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import ReceiptCore
+@testable import Webhooks
 
 @Suite struct WebhookSignatureTests {
     let body = Array(#"{"id":"evt_1"}"#.utf8)

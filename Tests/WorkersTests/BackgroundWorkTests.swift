@@ -1,7 +1,7 @@
 import Synchronization
 import Testing
 
-@testable import ReceiptCore
+@testable import Workers
 
 @Suite("Background work: counted while it runs")
 struct BackgroundWorkTests {

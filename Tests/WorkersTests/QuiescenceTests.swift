@@ -1,7 +1,7 @@
 import Synchronization
 import Testing
 
-@testable import ReceiptCore
+@testable import Workers
 
 @Suite("Quiescence: a worker tells when it has gone quiet")
 struct QuiescenceTests {

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import ReceiptCore
+@testable import Gzip
 
 @Suite struct DeflatedTests {
     @Test func textComesBackAndShrinks() {

@@ -1,4 +1,3 @@
-import AppStore
 package import Clocks
 package import CoreMetrics
 package import CurlTransport
@@ -6,6 +5,7 @@ package import Logging
 import ServiceLifecycle
 package import Storage
 import Synchronization
+package import Workers
 
 /// Sends the outbox's deliveries (a Service; idle when no endpoint is configured).
 ///

@@ -3,7 +3,7 @@ import Entitlements
 import Identifiers
 import JSON
 package import Storage
-import Synchronization
+package import Workers
 
 /// Writes the webhook messages of newly recorded events, and their deliveries to each endpoint
 /// that takes them, in the transaction that records the events (``SubscriberState``): if the
@@ -19,10 +19,11 @@ package struct WebhookOutbox: Sendable {
     }
 
     /// In the caller's transaction: a message for each event in `events` (just stored for
-    /// `subscriber`, whose document after the change is `document` at `version`) that some
-    /// endpoint takes, and its deliveries. How many deliveries were queued.
-    func enqueue(
-        _ events: [EventRecord], of subscriber: SubscriberRecord, document: SubscriberDocument, version: Int64, in db: Database,
+    /// `subscriber`, whose document after the change at `version` is what `document` renders, as
+    /// `GET /v1/subscribers/{id}` would) that some endpoint takes, and its deliveries. How many
+    /// deliveries were queued.
+    package func enqueue(
+        _ events: [EventRecord], of subscriber: SubscriberRecord, version: Int64, document: () -> [UInt8], in db: Database,
         now: Int64
     ) throws -> Int {
         guard !events.isEmpty, !endpoints.isEmpty else { return 0 }
@@ -48,7 +49,7 @@ package struct WebhookOutbox: Sendable {
             let takers = endpoints.filter { e in apps.contains { e.accepts(type: event.type, bundleID: $0) } }.map(\.name)
             guard !takers.isEmpty else { continue }
             let id = WebhookPayload.messageID(appUserID: subscriber.appUserID, eventKey: event.key)
-            let document = rendered ?? document.body(version: version, now: now)
+            let document = rendered ?? document()
             rendered = document
             let body = WebhookPayload.body(
                 id: id, event: event, appUserID: subscriber.appUserID, subscriber: document, version: version, createdAt: now)
@@ -79,7 +80,7 @@ package enum WebhookPayload {
     ) -> [UInt8] {
         // The members before "subscriber", as an object whose closing brace is cut, then the rest.
         var out = JSONValue.object([
-            "app_user_id": .string(appUserID), "created_at": SubscriberDocument.time(createdAt), "event": event.json,
+            "app_user_id": .string(appUserID), "created_at": .string(CivilTime.rfc3339(createdAt)), "event": event.json,
             "id": .string(id),
         ]).jsonBytes
         out.removeLast()
@@ -90,58 +91,4 @@ package enum WebhookPayload {
         out += #","version":\#(version)}"#.utf8
         return out
     }
-}
-
-/// Wakes one waiting task: rings that come while nobody waits are kept (as one) for the next wait.
-package final class Doorbell: Sendable {
-    private let state = Mutex<(rung: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-
-    package init() {}
-
-    package func ring() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard let waiter = state.waiter else {
-                state.rung = true
-                return nil
-            }
-            state.waiter = nil
-            return waiter
-        }
-        waiter?.resume()
-    }
-
-    /// Returns at the next ring (at once if one came since the last wait), or on cancellation.
-    package func wait() async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = state.withLock { state -> Bool in
-                    if state.rung || Task.isCancelled {
-                        state.rung = false
-                        return true
-                    }
-                    state.waiter = continuation
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        } onCancel: {
-            ring()
-        }
-    }
-
-    /// Returns at the next ring or after `timeout` (real time), whichever comes first. The timer of
-    /// a wait a ring ended leaves no ring behind: it would end the next wait at once, and the one
-    /// after, a loop that never sleeps.
-    package func wait(atMost timeout: Duration) async {
-        let timer = Task { [self] in
-            do { try await Task.sleep(for: timeout) } catch { return }
-            ring()
-        }
-        await wait()
-        timer.cancel()
-        await timer.value
-    }
-
-    /// Whether a ring is waiting for the next ``wait()``.
-    package var isRung: Bool { state.withLock { $0.rung } }
 }

@@ -3,8 +3,8 @@ import Foundation
 
 /// Text kept compressed in a text column: zlib (RFC 1950) in base64, behind a `z` and the
 /// uncompressed length. A chart rollup's rows per holder shrink about tenfold.
-enum Deflated {
-    static func pack(_ text: String) -> String {
+package enum Deflated {
+    package static func pack(_ text: String) -> String {
         let input = Array(text.utf8)
         var size = compressBound(uLong(input.count))
         var output = [UInt8](repeating: 0, count: Int(size))
@@ -16,7 +16,7 @@ enum Deflated {
     }
 
     /// ``pack(_:)``'s text back; nil when it is not such text.
-    static func unpack(_ packed: String) -> String? {
+    package static func unpack(_ packed: String) -> String? {
         guard packed.hasPrefix("z"), let colon = packed.firstIndex(of: ":"),
             let length = Int(packed[packed.index(after: packed.startIndex)..<colon]), length >= 0, length < 1 << 30,
             let data = Data(base64Encoded: String(packed[packed.index(after: colon)...]))

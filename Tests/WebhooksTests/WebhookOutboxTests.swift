@@ -5,6 +5,7 @@ import Storage
 import Testing
 
 @testable import ReceiptCore
+@testable import Webhooks
 
 private let day: Int64 = 86_400_000
 private let t0: Int64 = 1_700_000_000_000
@@ -108,19 +109,5 @@ struct WebhookOutboxTests {
         let hooks = state([WebhookEndpoint(name: "crm", url: "https://crm.example", bundleIDs: ["other"], secrets: [secret])])
         #expect(try save(monthly(bundle: "b"), user: "u", hooks, in: db, now: t0 + day)?.deliveries == 0)
         #expect(try db.scalarInt("SELECT count(*) FROM webhook_messages") == 0)
-    }
-
-    @Test func aWaitARingEndsLeavesNoRingBehindSoTheNextWaitSleeps() async {
-        let doorbell = Doorbell()
-        doorbell.ring()
-        await doorbell.wait(atMost: .seconds(60))  // the ring ends it; its timer is cancelled
-        #expect(!doorbell.isRung)  // a cancelled timer that rang would make the next wait return at once
-        await doorbell.wait(atMost: .milliseconds(1))  // nobody rings: the timer ends it
-        #expect(!doorbell.isRung)
-        doorbell.ring()
-        doorbell.ring()
-        #expect(doorbell.isRung)  // rings while nobody waits are kept, as one
-        await doorbell.wait()
-        #expect(!doorbell.isRung)
     }
 }

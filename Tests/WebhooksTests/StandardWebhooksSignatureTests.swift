@@ -1,6 +1,6 @@
 import Testing
 
-@testable import ReceiptCore
+@testable import Webhooks
 
 @Suite struct StandardWebhooksSignatureTests {
     /// The scheme's own example: its secret, message id, time and body, and the signature the
