@@ -151,6 +151,9 @@ package final class Application: Sendable {
             outbox: hooks.endpoints.isEmpty ? nil : WebhookOutbox(endpoints: hooks.endpoints, doorbell: doorbell),
             appleCalls: appleCalls)
         let policy = OwnershipPolicy(rawValue: configuration.api.ownershipPolicy) ?? .transfer
+        let context = UseCaseContext(
+            database: database, state: state, policy: policy, logger: logger, clock: clock, monotonic: monotonic,
+            metrics: telemetry.factory)
         let documentCache = SubscriberCache(capacity: configuration.database.documentCache)
         if documentCache.capacity > 0 { documentCache.follow(database) }
         let serverAPI = (accounts.hasServerAPI ? accounts : nil).map { accounts in
@@ -165,51 +168,37 @@ package final class Application: Sendable {
                 clock: monotonic, wallClock: clock, metrics: telemetry.factory)
         }
         let shadow = (settings.verifier == .shadow ? serverAPI : nil).map {
-            ShadowComparison(
-                serverAPI: $0, database: database, settings: configuration.entitlementSettings, logger: logger, clock: clock,
-                metrics: telemetry.factory, background: background)
+            ShadowComparison(context: context, serverAPI: $0, settings: configuration.entitlementSettings, background: background)
         }
         let verifyPurchase = VerifyPurchase(
-            client: client, serverAPI: serverAPI, mode: settings.verifier, shadow: shadow, verifier: verifier,
-            database: database, bundleIDs: settings.bundleIDs, state: state, policy: policy, logger: logger, clock: clock,
-            monotonic: monotonic)
+            context: context, client: client, serverAPI: serverAPI, mode: settings.verifier, shadow: shadow, verifier: verifier,
+            bundleIDs: settings.bundleIDs)
         for store in stores { Store.register(store.store) }
         let plugged = stores.map {
-            VerifyStorePurchase(
-                $0, database: database, state: state, policy: policy, logger: logger, clock: clock,
-                monotonic: monotonic)
+            VerifyStorePurchase(context: context, $0)
         }
-        let play = try googlePlay(
-            configuration, transport: transport, database: database, state: state, policy: policy, logger: logger,
-            clock: clock, monotonic: monotonic, metrics: telemetry.factory)
-        let readSubscriber = ReadSubscriber(
-            database: database, state: state, cache: documentCache, logger: logger, clock: clock)
-        let eraseSubscriber = EraseSubscriber(database: database, logger: logger, clock: clock)
-        let addAlias = AddAlias(database: database, state: state, policy: policy, logger: logger, clock: clock)
-        let exportSubscriber = ExportSubscriber(database: database, state: state, logger: logger, clock: clock)
+        let play = try googlePlay(configuration, transport: transport, context: context)
+        let readSubscriber = ReadSubscriber(context: context, cache: documentCache)
+        let eraseSubscriber = EraseSubscriber(context: context)
+        let addAlias = AddAlias(context: context)
+        let exportSubscriber = ExportSubscriber(context: context)
         let consumption =
             settings.consumption.enabled
             ? serverAPI.map {
-                AnswerConsumptionRequest(
-                    settings: settings.consumption, serverAPI: $0, database: database, logger: logger,
-                    metrics: telemetry.factory)
+                AnswerConsumptionRequest(context: context, settings: settings.consumption, serverAPI: $0)
             } : nil
         let ingestNotification = IngestNotification(
-            verifier: verifier, database: database, bundleIDs: settings.bundleIDs,
-            sharedSecret: { accounts.sharedSecret(of: $0) }, state: state, policy: policy, logger: logger, clock: clock,
+            context: context, verifier: verifier, bundleIDs: settings.bundleIDs, sharedSecret: { accounts.sharedSecret(of: $0) },
             consumption: consumption, background: background)
-        let listings = Listings(database: database, logger: logger)
+        let listings = Listings(context: context)
         let environments = AppStoreEnvironment.allCases.filter { signed.environments.contains($0) }
         let support = AppStoreSupport(
-            serverAPI: serverAPI, database: database, state: state, bundleIDs: settings.bundleIDs,
-            serverAPIApps: accounts.serverAPIApps, environments: environments, logger: logger, clock: clock,
-            monotonic: monotonic)
+            context: context, serverAPI: serverAPI, bundleIDs: settings.bundleIDs, serverAPIApps: accounts.serverAPIApps,
+            environments: environments)
         let catchUp = NotificationCatchUp(
-            settings: settings.notificationHistory, serverAPI: serverAPI, ingest: ingestNotification, database: database,
+            context: context, settings: settings.notificationHistory, serverAPI: serverAPI, ingest: ingestNotification,
             // The apps whose account has a key: another's history cannot be asked for.
-            bundleIDs: accounts.serverAPIApps, environments: environments,
-            logger: logger, clock: clock, monotonic: monotonic,
-            metrics: telemetry.factory)
+            bundleIDs: accounts.serverAPIApps, environments: environments)
         // Receivers' slowness and failures stay off the curl thread that talks to Apple.
         let webhookTransport = CurlMultiTransport(
             configuration: .init(
@@ -217,39 +206,35 @@ package final class Application: Sendable {
         let webhooks = WebhookDispatcher(
             settings: hooks, transport: webhookTransport, database: database, doorbell: doorbell, logger: logger, clock: clock,
             monotonic: monotonic, metrics: telemetry.factory)
-        let webhookOperations = WebhookOperations(
-            settings: hooks, database: database, doorbell: doorbell, logger: logger, clock: clock)
+        let webhookOperations = WebhookOperations(context: context, settings: hooks, doorbell: doorbell)
         let refresher = Refresher(
-            settings: configuration.refresher, client: client, serverAPI: serverAPI,
-            preferServerAPI: settings.verifier == .serverAPI, play: play.api, database: database, state: state,
-            bundleIDs: settings.bundleIDs,
-            logger: logger, clock: clock, monotonic: monotonic, metrics: telemetry.factory)
+            context: context, settings: configuration.refresher, client: client, serverAPI: serverAPI,
+            preferServerAPI: settings.verifier == .serverAPI, play: play.api, bundleIDs: settings.bundleIDs)
         let massExtensions = MassExtensions(
-            serverAPI: serverAPI, refresher: refresher, settings: settings.massExtensions, database: database,
-            bundleIDs: settings.bundleIDs, environments: environments, logger: logger, clock: clock, metrics: telemetry.factory)
+            context: context, serverAPI: serverAPI, refresher: refresher, settings: settings.massExtensions,
+            bundleIDs: settings.bundleIDs, environments: environments)
         let signOffer = SignOffer(
-            keys: { accounts.offerKey(of: $0) }, rules: configuration.offers.rules, bundleIDs: settings.bundleIDs,
-            policy: configuration.policy, database: database, logger: logger, clock: clock, metrics: telemetry.factory)
+            context: context, keys: { accounts.offerKey(of: $0) }, rules: configuration.offers.rules,
+            bundleIDs: settings.bundleIDs, policy: configuration.policy)
         let routes = Routes(
             checkReadiness: CheckReadiness(database: database, migrator: migrator), auth: apiAuth(configuration, logger: logger),
             purchases: PurchaseReaders(verifyPurchase: verifyPurchase, verifyPlayPurchase: play.verify, plugged: plugged),
             ingestPlayNotification: play.ingest,
             signOffer: signOffer,
             answerRetention: AnswerRetentionRequest(
-                verifier: verifier, rules: configuration.offers.retention, offers: signOffer, policy: configuration.policy,
-                database: database, logger: logger, clock: clock, metrics: telemetry.factory),
+                context: context, verifier: verifier, rules: configuration.offers.retention, offers: signOffer,
+                policy: configuration.policy),
             recordAppTransaction: RecordAppTransaction(
-                verifier: verifier, database: database, read: readSubscriber, serverAPI: serverAPI,
-                bundleIDs: settings.bundleIDs, logger: logger, clock: clock),
+                context: context, verifier: verifier, read: readSubscriber, serverAPI: serverAPI, bundleIDs: settings.bundleIDs),
             readSubscriber: readSubscriber,
             eraseSubscriber: eraseSubscriber, addAlias: addAlias, exportSubscriber: exportSubscriber,
             ingestNotification: ingestNotification, listings: listings,
             support: support, massExtensions: massExtensions,
             webhooks: webhookOperations,
-            promote: PromoteSubscriber(database: database, read: readSubscriber, logger: logger, clock: clock),
-            statistics: Statistics(database: database, state: state, logger: logger, clock: clock),
-            charts: ReadChart(database: database, settings: configuration.analytics, logger: logger, clock: clock),
-            customerMoney: ReadCustomerMoney(database: database, settings: configuration.analytics, logger: logger),
+            promote: PromoteSubscriber(context: context, read: readSubscriber),
+            statistics: Statistics(context: context),
+            charts: ReadChart(context: context, settings: configuration.analytics),
+            customerMoney: ReadCustomerMoney(context: context, settings: configuration.analytics),
             refresher: refresher,
             console: Console(), appStore: client,
             limiter: RateLimiter(configuration.limits), telemetry: telemetry, documentCache: documentCache,
@@ -264,15 +249,11 @@ package final class Application: Sendable {
             documentCache: documentCache, verifyPurchase: verifyPurchase, play: play,
             readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber, ingestNotification: ingestNotification,
             listings: listings, support: support,
-            backfillPrices: BackfillPrices(serverAPI: serverAPI, database: database, logger: logger, clock: clock),
-            rollups: KeepRollups(
-                database: database, settings: configuration.analytics, logger: logger, clock: clock, monotonic: monotonic,
-                metrics: telemetry.factory),
+            backfillPrices: BackfillPrices(context: context, serverAPI: serverAPI),
+            rollups: KeepRollups(context: context, settings: configuration.analytics),
             appStoreCalls: appleCalls.flatMap { calls in
                 serverAPI.map {
-                    AppStoreCalls(
-                        serverAPI: $0, database: database, doorbell: calls.doorbell, logger: logger, clock: clock,
-                        metrics: telemetry.factory)
+                    AppStoreCalls(context: context, serverAPI: $0, doorbell: calls.doorbell)
                 }
             },
             massExtensions: massExtensions, background: background,
@@ -290,8 +271,7 @@ package final class Application: Sendable {
     }
 
     private static func googlePlay(
-        _ configuration: ServiceConfiguration, transport: CurlMultiTransport, database: DatabaseQueue, state: SubscriberState,
-        policy: OwnershipPolicy, logger: Logger, clock: WallClock, monotonic: any MonotonicClock, metrics: any MetricsFactory
+        _ configuration: ServiceConfiguration, transport: CurlMultiTransport, context: UseCaseContext
     ) throws -> PlayWiring {
         let settings = configuration.googlePlay
         let api =
@@ -299,13 +279,13 @@ package final class Application: Sendable {
             ? settings.serviceAccountKey.map { key in
                 PlayDeveloperAPI(
                     key: key, transport: transport, configuration: .init(apiBase: settings.apiURL, timeout: settings.timeout),
-                    clock: clock, metrics: metrics)
+                    clock: context.clock, metrics: context.metrics)
             } : nil
         let doorbell = Doorbell()
         let verify = VerifyPlayPurchase(
-            api: api, settings: .init(packages: settings.packages, consumeConsumables: settings.consumeConsumables),
-            catalog: configuration.catalog, database: database, state: state, policy: policy, doorbell: doorbell,
-            logger: logger, clock: clock, monotonic: monotonic)
+            context: context, api: api,
+            settings: .init(packages: settings.packages, consumeConsumables: settings.consumeConsumables),
+            catalog: configuration.catalog, doorbell: doorbell)
         var keys: SigningKeyCache?
         if !settings.jwksFile.isEmpty {
             guard let data = FileManager.default.contents(atPath: settings.jwksFile) else {
@@ -315,25 +295,20 @@ package final class Application: Sendable {
                 throw ConfigurationError(key: "googlePlay.notifications.jwksFile", message: error.description)
             }
         } else {
-            keys = SigningKeyCache(url: settings.certsURL, transport: transport, clock: clock)
+            keys = SigningKeyCache(url: settings.certsURL, transport: transport, clock: context.clock)
         }
         let audience = settings.notificationAudience
         let ingest = IngestPlayNotification(
-            api: api,
+            context: context, api: api,
             settings: .init(
                 policy: audience.isEmpty ? nil : PushTokenPolicy(audience: audience, email: settings.notificationAccount),
-                allowUnauthenticated: settings.allowUnauthenticatedNotifications),
-            keys: keys, packages: settings.packages, catalog: configuration.catalog,
-            consumeConsumables: settings.consumeConsumables, database: database, state: state, policy: policy,
-            doorbell: doorbell, logger: logger, clock: clock, metrics: metrics)
+                allowUnauthenticated: settings.allowUnauthenticatedNotifications), keys: keys, packages: settings.packages,
+            catalog: configuration.catalog, consumeConsumables: settings.consumeConsumables, doorbell: doorbell)
         let acknowledgements = api.map {
-            AcknowledgePlayPurchases(
-                api: $0, settings: settings.acknowledgements, database: database, doorbell: doorbell, logger: logger,
-                clock: clock, metrics: metrics)
+            AcknowledgePlayPurchases(context: context, api: $0, settings: settings.acknowledgements, doorbell: doorbell)
         }
         let voided = CatchUpVoidedPurchases(
-            api: api, settings: settings.voidedPurchases, packages: settings.packages, database: database, state: state,
-            policy: policy, logger: logger, clock: clock, monotonic: monotonic, metrics: metrics)
+            context: context, api: api, settings: settings.voidedPurchases, packages: settings.packages)
         return PlayWiring(verify: verify, ingest: ingest, acknowledgements: acknowledgements, voided: voided, api: api)
     }
 

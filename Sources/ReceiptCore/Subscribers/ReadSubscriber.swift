@@ -1,0 +1,78 @@
+package import Clocks
+import Entitlements
+package import Logging
+package import Storage
+
+/// Read a subscriber without calling Apple: their document (from the document cache when it is
+/// current, else from storage) and their lifecycle events.
+package struct ReadSubscriber: UseCase, Sendable {
+    package let context: UseCaseContext
+    let cache: SubscriberCache
+
+    package init(context: UseCaseContext, cache: SubscriberCache) {
+        self.context = context
+        self.cache = cache
+    }
+
+    /// The cached rendering of `appUserID`'s document at `now`, when the cache knows it; from
+    /// memory only, so it may run on an event loop.
+    package func cached(_ appUserID: String) -> (entry: SubscriberCache.Entry, now: Int64)? {
+        let at = clock.now()
+        return cache.entry(appUserID, now: at).map { ($0, at) }
+    }
+
+    /// The document as of now, its version brought up to date; fills the cache. An alias reads as
+    /// the subscriber it names.
+    package func document(_ appUserID: String) async throws(ReceiptError) -> SubscriberSnapshot {
+        let at = clock.now()
+        let read: SubscriberState.Current?
+        do {
+            read = try await state.current(appUserID, database: database, now: at)
+        } catch {
+            logger.error("reading a subscriber failed", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+        guard let read else { throw .subscriberNotFound }
+        cache.store(appUserID, document: read.document, version: read.version, sequence: read.sequence, now: at)
+        return SubscriberSnapshot(document: read.document, version: read.version, now: at)
+    }
+
+    /// Where a page of events starts: before the event at `at` with id `id` (newest first).
+    package struct EventCursor: Sendable, Equatable {
+        package var at: Int64
+        package var id: Int64
+        package init(at: Int64, id: Int64) {
+            self.at = at
+            self.id = id
+        }
+    }
+
+    /// One page of a subscriber's events, newest first, and where the next page starts.
+    package struct EventPage: Sendable {
+        package var events: [EventRecord]
+        package var next: EventCursor?
+    }
+
+    /// `limit` events before `cursor` (newest first), after bringing them up to date with time
+    /// (an expiration nobody has read yet).
+    package func events(_ appUserID: String, limit: Int, before cursor: EventCursor?) async throws(ReceiptError) -> EventPage {
+        do {
+            guard let current = try await state.current(appUserID, database: database, now: clock.now()) else {
+                throw ReceiptError.subscriberNotFound
+            }
+            let before = cursor.map { ($0.at, $0.id) }
+            let canonical = current.document.appUserID  // an alias lists its subscriber's events
+            let rows = try await database.read(replicaSeeing: [canonical]) { db in
+                try EventStore(db).page(for: canonical, limit: limit + 1, before: before)
+            }
+            let page = Array(rows.prefix(limit))
+            let next = rows.count > limit ? page.last.map { EventCursor(at: $0.at, id: $0.id) } : nil
+            return EventPage(events: page, next: next)
+        } catch let error as ReceiptError {
+            throw error
+        } catch {
+            logger.error("reading events failed", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+    }
+}
