@@ -171,6 +171,48 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The use cases beside the kernel, one room each, every one over ReceiptCore's context:
+        // the calls the stores are owed or asked later (Apple's calls, Play's acknowledgements,
+        // mass extensions, support operations, consumption answers) …
+        .target(
+            name: "StoreCalls",
+            dependencies: [
+                "ReceiptCore", "AppStore", "GooglePlay", "Storage", "Entitlements", "JSON", "Identifiers", "Clocks", "Workers",
+                .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        // … the stores' notifications, Apple's and Google's, and their catch-ups …
+        .target(
+            name: "Notifications",
+            dependencies: [
+                "ReceiptCore", "StoreCalls", "AppStore", "GooglePlay", "Storage", "Entitlements", "JSON", "Identifiers",
+                "Clocks", "Workers", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        // … the charts read, drilled and kept as rollups, and a customer's money …
+        .target(
+            name: "Charts",
+            dependencies: [
+                "ReceiptCore", "Analytics", "AppStore", "Resilience", "Storage", "Entitlements", "Clocks", "Gzip", "Workers",
+                .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        // … what operators do: erase, export, back up, check readiness, rederive, webhooks …
+        .target(
+            name: "Operations",
+            dependencies: [
+                "ReceiptCore", "Charts", "Analytics", "Storage", "Entitlements", "JSON", "Identifiers", "Clocks", "Gzip",
+                "Webhooks", "Workers", .product(name: "Logging", package: "swift-log"),
+            ]),
+        // … and the offers decided for a customer: signatures, eligibility, retention answers.
+        .target(
+            name: "CustomerOffers",
+            dependencies: [
+                "ReceiptCore", "Offers", "Retention", "AppStore", "Storage", "Entitlements", "JSON", "Identifiers", "Clocks",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]),
         // The receiving end of our webhooks: checks signatures and the payload, records arrivals,
         // answers as told (`receiptd webhook-sink`, the tests).
         .target(
@@ -183,7 +225,8 @@ let package = Package(
         .target(
             name: "ReceiptService",
             dependencies: [
-                "Analytics", "ReceiptCore", "HTTPServer", "Storage", "AppStore", "CurlTransport", "GooglePlay", "Offers",
+                "Analytics", "ReceiptCore", "StoreCalls", "Notifications", "Charts", "Operations", "CustomerOffers", "HTTPServer",
+                "Storage", "AppStore", "CurlTransport", "GooglePlay", "Offers",
                 "Resilience", "Retention", "Entitlements", "JSON", "Identifiers", "Clocks", "Webhooks", "Workers",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -203,8 +246,9 @@ let package = Package(
         .executableTarget(
             name: "receiptd",
             dependencies: [
-                "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStore", "HTTPServer", "Storage", "Clocks",
-                "WebhookSink", "Webhooks", "GooglePlaySimulator", "GooglePlay",
+                "ReceiptService", "ReceiptCore", "StoreCalls", "Notifications", "Charts", "Operations", "CustomerOffers",
+                "AppStoreSimulator", "AppStore", "HTTPServer",
+                "Storage", "Clocks", "WebhookSink", "Webhooks", "GooglePlaySimulator", "GooglePlay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -237,7 +281,8 @@ let package = Package(
         .target(
             name: "ReceiptTesting",
             dependencies: [
-                "ReceiptService", "ReceiptCore", "AppStoreSimulator", "AppStore", "HTTPServer",
+                "ReceiptService", "ReceiptCore", "StoreCalls", "Notifications", "Charts", "Operations", "CustomerOffers",
+                "AppStoreSimulator", "AppStore", "HTTPServer",
                 "Storage", "Clocks", "WebhookSink", "Analytics", "Entitlements", "Identifiers", "JSON", "GooglePlaySimulator",
                 "GooglePlay", "Resilience", "Webhooks", "Workers",
                 .product(name: "Logging", package: "swift-log"), .product(name: "X509", package: "swift-certificates"),
@@ -251,6 +296,46 @@ let package = Package(
         .testTarget(
             name: "ReceiptCoreTests",
             dependencies: [
+                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
+                "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        .testTarget(
+            name: "StoreCallsTests",
+            dependencies: [
+                "StoreCalls", "Notifications", "Charts", "Operations", "CustomerOffers",
+                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
+                "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        .testTarget(
+            name: "NotificationsTests",
+            dependencies: [
+                "Notifications", "StoreCalls", "Charts", "Operations", "CustomerOffers",
+                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
+                "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        .testTarget(
+            name: "ChartsTests",
+            dependencies: [
+                "Charts", "StoreCalls", "Notifications", "Operations", "CustomerOffers",
+                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
+                "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        .testTarget(
+            name: "OperationsTests",
+            dependencies: [
+                "Operations", "StoreCalls", "Notifications", "Charts", "CustomerOffers",
+                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
+                "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        .testTarget(
+            name: "CustomerOffersTests",
+            dependencies: [
+                "CustomerOffers", "StoreCalls", "Notifications", "Charts", "Operations",
                 "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
                 "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),

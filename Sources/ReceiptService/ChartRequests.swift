@@ -1,4 +1,5 @@
 import Analytics
+import Charts
 import Entitlements
 import Foundation
 import HTTPServer

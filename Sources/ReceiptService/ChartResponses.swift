@@ -1,4 +1,5 @@
 import Analytics
+import Charts
 import Foundation
 import HTTPServer
 import Identifiers

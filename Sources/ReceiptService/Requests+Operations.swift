@@ -5,6 +5,7 @@ import HTTPServer
 import JSON
 import ReceiptCore
 import Storage
+import StoreCalls
 import Webhooks
 
 /// The operators' requests: support (extensions, mass extensions, lookups), aliases, test

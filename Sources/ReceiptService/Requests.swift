@@ -1,4 +1,5 @@
 import AppStore
+import CustomerOffers
 import Entitlements
 import FoundationEssentials
 import HTTPServer

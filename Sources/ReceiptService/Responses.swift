@@ -1,9 +1,13 @@
 import AppStore
+import CustomerOffers
 import Entitlements
 import HTTPServer
 import JSON
+import Notifications
+import Operations
 import ReceiptCore
 import Storage
+import StoreCalls
 import Webhooks
 
 /// Use-case results as the API's JSON bodies.

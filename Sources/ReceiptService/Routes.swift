@@ -1,11 +1,16 @@
 import AppStore
+import Charts
 import Clocks
 import CoreMetrics
+import CustomerOffers
 import HTTPServer
 import JSON
 import Logging
+import Notifications
+import Operations
 import ReceiptCore
 import Resilience
+import StoreCalls
 
 /// The HTTP surface of receiptd: each route declares who may call it, reads its request into a
 /// use case's input, calls the use case and writes its result. Errors become responses in one

@@ -5,6 +5,8 @@ import FoundationEssentials
 import Glibc
 import JSON
 import Logging
+import Notifications
+import Operations
 import ReceiptCore
 import ReceiptService
 import Storage
@@ -93,7 +95,7 @@ struct Backup: AsyncParsableCommand {
             throw ExitCode.failure
         }
         do {
-            let report = try ReceiptCore.Backup(path: source, busyTimeout: config.database.busyTimeout)(to: path)
+            let report = try Operations.Backup(path: source, busyTimeout: config.database.busyTimeout)(to: path)
             print(
                 "backed up \(source) to \(path): \(report.pages) pages in \(report.milliseconds) ms, "
                     + "integrity_check \(report.integrity)")

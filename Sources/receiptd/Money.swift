@@ -1,7 +1,9 @@
 import ArgumentParser
+import Charts
 import Clocks
 import FoundationEssentials
 import JSON
+import Operations
 import ReceiptCore
 import ReceiptService
 import Storage

@@ -3,6 +3,7 @@ import AppStoreSimulator
 import Clocks
 import Crypto
 import CryptoExtras
+import CustomerOffers
 import GooglePlaySimulator
 import Logging
 import ReceiptCore

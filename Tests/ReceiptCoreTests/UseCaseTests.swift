@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import JSON
+import Notifications
 import ReceiptService
 import ReceiptTesting
 import Storage

@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import HTTPServer
 import Logging
+import Operations
 import ReceiptTesting
 import Storage
 import Synchronization

@@ -6,6 +6,7 @@ import ReceiptTesting
 import Storage
 import Testing
 
+@testable import Charts
 @testable import ReceiptCore
 @testable import ReceiptService
 

@@ -65,27 +65,51 @@ extension LayeringTests {
             "Analytics", "AppStore", "Clocks", "CurlTransport", "Entitlements", "GooglePlay", "Gzip", "Identifiers", "JSON",
             "Offers", "Resilience", "Retention", "Storage", "Webhooks", "Workers",
         ],
+        // The use cases' other rooms, each over the kernel's context; none imports the edge.
+        "StoreCalls": [
+            "AppStore", "Clocks", "Entitlements", "GooglePlay", "Identifiers", "JSON", "ReceiptCore", "Storage", "Workers",
+        ],
+        "Notifications": [
+            "AppStore", "Clocks", "Entitlements", "GooglePlay", "Identifiers", "JSON", "ReceiptCore", "Storage", "StoreCalls",
+            "Workers",
+        ],
+        "Charts": [
+            "Analytics", "AppStore", "Clocks", "Entitlements", "Gzip", "ReceiptCore", "Resilience", "Storage", "Workers",
+        ],
+        "Operations": [
+            "Analytics", "Charts", "Clocks", "Entitlements", "Gzip", "Identifiers", "JSON", "ReceiptCore", "Storage", "Webhooks",
+            "Workers",
+        ],
+        "CustomerOffers": [
+            "AppStore", "Clocks", "Entitlements", "Identifiers", "JSON", "Offers", "ReceiptCore", "Retention", "Storage",
+        ],
         // The edge (only its Composition/ sees Storage: the test above).
         "ReceiptService": [
-            "Analytics", "AppStore", "CCurl", "Clocks", "CurlTransport", "Entitlements", "GooglePlay", "HTTPServer",
-            "Identifiers", "JSON", "Offers", "ReceiptCore", "Resilience", "Retention", "Storage", "Webhooks", "Workers",
+            "Analytics", "AppStore", "CCurl", "Charts", "Clocks", "CurlTransport", "CustomerOffers", "Entitlements",
+            "GooglePlay", "HTTPServer", "Identifiers", "JSON", "Notifications", "Offers", "Operations", "ReceiptCore",
+            "Resilience", "Retention", "Storage", "StoreCalls", "Webhooks", "Workers",
         ],
         // Tools: the simulators, the webhook sink, the test harness, the executables.
         "AppStoreSimulator": ["AppStore", "Clocks", "HTTPServer", "JSON"],
         "GooglePlaySimulator": ["Clocks", "Entitlements", "GooglePlay", "HTTPServer", "JSON"],
         "WebhookSink": ["Clocks", "Entitlements", "HTTPServer", "JSON", "Webhooks"],
         "ReceiptTesting": [
-            "Analytics", "AppStore", "AppStoreSimulator", "Clocks", "Entitlements", "GooglePlaySimulator", "HTTPServer",
-            "Identifiers", "JSON", "ReceiptCore", "ReceiptService", "Resilience", "Storage", "Webhooks", "Workers",
+            "Analytics", "AppStore", "AppStoreSimulator", "Charts", "Clocks", "CustomerOffers", "Entitlements",
+            "GooglePlaySimulator", "HTTPServer", "Identifiers", "JSON", "Notifications", "Operations", "ReceiptCore",
+            "ReceiptService", "Resilience", "Storage", "StoreCalls", "Webhooks", "Workers",
         ],
         "http-inspect": ["HTTPServer", "JSON"],
         "receiptd": [
-            "AppStore", "AppStoreSimulator", "Clocks", "GooglePlay", "GooglePlaySimulator", "HTTPServer", "JSON",
-            "ReceiptCore", "ReceiptService", "Storage", "WebhookSink", "Webhooks",
+            "AppStore", "AppStoreSimulator", "Charts", "Clocks", "CustomerOffers", "GooglePlay", "GooglePlaySimulator",
+            "HTTPServer", "JSON", "Notifications", "Operations", "ReceiptCore", "ReceiptService", "Storage",
+            "StoreCalls", "Webhooks", "WebhookSink",
         ],
     ]
 
     static let sources = edge.deletingLastPathComponent()
+
+    /// The use cases' targets beside the kernel (ReceiptCore).
+    static let useCaseRooms: Set<String> = ["Charts", "CustomerOffers", "Notifications", "Operations", "StoreCalls"]
 
     /// The package's targets this target's files import.
     static func imports(of target: String, among targets: Set<String>) throws -> Set<String> {

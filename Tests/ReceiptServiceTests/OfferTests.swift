@@ -1,5 +1,6 @@
 import AppStore
 import Crypto
+import CustomerOffers
 import Entitlements
 import Foundation
 import JSON

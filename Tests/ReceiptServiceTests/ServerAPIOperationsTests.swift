@@ -1,15 +1,18 @@
 import AppStore
 import Clocks
 import Crypto
+import CustomerOffers
 import Entitlements
 import Foundation
 import JSON
 import ReceiptTesting
 import Storage
+import StoreCalls
 import Testing
 import Workers
 
 @testable import AppStoreSimulator
+@testable import Notifications
 @testable import ReceiptCore
 @testable import ReceiptService
 

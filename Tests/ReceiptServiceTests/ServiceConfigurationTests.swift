@@ -1,13 +1,16 @@
 import Analytics
 import AppStore
 import Crypto
+import CustomerOffers
 import Entitlements
 import Foundation
 import HTTPServer
 import Logging
+import Notifications
 import ReceiptTesting
 import Resilience
 import Storage
+import StoreCalls
 import Testing
 import Webhooks
 import Workers

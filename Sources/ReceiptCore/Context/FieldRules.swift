@@ -12,7 +12,7 @@ package enum FieldRules {
     /// script) is kept exactly as sent.
     static let maxAppUserIDBytes = 256
 
-    static func isValidAppUserID(_ id: String) -> Bool {
+    package static func isValidAppUserID(_ id: String) -> Bool {
         guard !id.isEmpty, id.utf8.count <= maxAppUserIDBytes else { return false }
         var blank = true
         for scalar in id.unicodeScalars {

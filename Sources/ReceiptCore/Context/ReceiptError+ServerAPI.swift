@@ -1,10 +1,10 @@
-import AppStore
+package import AppStore
 import Entitlements
-import Logging
+package import Logging
 
 extension ReceiptError {
     /// The Server API's failures as the API's stable errors, logged as each deserves.
-    init(_ failure: ServerAPIFailure, logger: Logger) {
+    package init(_ failure: ServerAPIFailure, logger: Logger) {
         switch failure {
         case .notFound, .invalidTransactionID: self = .invalidTransactionID
         // Refused before anything was sent: the asker's input, never the operator's configuration.

@@ -1,7 +1,7 @@
-import Entitlements
-import GooglePlay
+package import Entitlements
+package import GooglePlay
 import JSON
-import Storage
+package import Storage
 
 /// What Google said of a purchase token, saved in the caller's write transaction, SQL only: the
 /// token's chain and the times only receiptd can date read from what is stored (so an unchanged
@@ -9,12 +9,17 @@ import Storage
 /// through the one save (the ownership policy deciding) or kept waiting for one, the token and
 /// the calls Google is owed recorded. Shared by a posted purchase (``VerifyPlayPurchase``), a
 /// notification (``IngestPlayNotification``) and the voided-purchases catch-up.
-struct PlaySave {
-    let state: SubscriberState
-    let policy: OwnershipPolicy
+package struct PlaySave {
+    package let state: SubscriberState
+    package let policy: OwnershipPolicy
+
+    package init(state: SubscriberState, policy: OwnershipPolicy) {
+        self.state = state
+        self.policy = policy
+    }
 
     /// What a save did.
-    enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// Saved for the user: as ``SubscriberState/Stored/stored(changes:changed:)``.
         case stored(changes: Int, changed: [String])
         /// Another user holds the purchase and the policy keeps it with them; nothing written but `log`.
@@ -26,7 +31,7 @@ struct PlaySave {
     /// `begun`: when the work began (``SubscriberState/store(_:for:policy:possession:begun:in:now:log:)``).
     /// `posted`: `user` posted the token (an app's or a backend's post, not a notification): they
     /// are its holder while Google names no order for it, a pending payment's included.
-    func save(
+    package func save(
         _ resource: PlayRecord.Resource, token: String, package: String, for user: String?, posted: Bool = false,
         begun: Int64? = nil, consume: Bool, in db: Database, now: Int64, log: VerificationLogEntry? = nil,
         voidedOrder: String? = nil
@@ -62,7 +67,7 @@ struct PlaySave {
 
     /// The envelope for `resource`: its chain, its periods' dates as first stored, and a void
     /// already known of its order.
-    static func record(
+    package static func record(
         _ resource: PlayRecord.Resource, reference: String, linked: String?, package: String, in db: Database, now: Int64
     ) throws -> PlayRecord {
         let chain = try PlayStore(db).chain(of: reference, linkedTo: linked)
@@ -90,7 +95,7 @@ struct PlaySave {
     /// Marks the stored order `orderID` (and its add-ons' periods) voided at `at`, for its holder
     /// (or unowned): its envelope keeps the void, so a later read or a rederivation keeps the refund.
     /// False when no such order is stored.
-    func void(orderID: String, at: Int64, in db: Database, now: Int64) throws -> (found: Bool, changed: [String]) {
+    package func void(orderID: String, at: Int64, in db: Database, now: Int64) throws -> (found: Bool, changed: [String]) {
         let receipts = ReceiptStore(db)
         var changed: [String] = []
         var found = false
@@ -117,32 +122,32 @@ struct PlaySave {
         return (found, changed)
     }
 
-    static func products(of resource: PlayRecord.Resource) -> [String] {
+    package static func products(of resource: PlayRecord.Resource) -> [String] {
         switch resource {
         case .subscription(let s): s.lineItems.map(\.productID)
         case .product(let p): p.lineItems.map(\.productID)
         }
     }
 
-    static func isTest(_ resource: PlayRecord.Resource) -> Bool {
+    package static func isTest(_ resource: PlayRecord.Resource) -> Bool {
         switch resource {
         case .subscription(let s): s.isTest
         case .product(let p): p.isTest
         }
     }
 
-    static func kind(_ resource: PlayRecord.Resource) -> PlayToken.Kind {
+    package static func kind(_ resource: PlayRecord.Resource) -> PlayToken.Kind {
         if case .product = resource { return .product }
         return .subscription
     }
 
-    static func linkedToken(_ resource: PlayRecord.Resource) -> String? {
+    package static func linkedToken(_ resource: PlayRecord.Resource) -> String? {
         if case .subscription(let s) = resource { return s.linkedPurchaseToken }
         return nil
     }
 
     /// Google waits for an acknowledgement of a paid purchase; a pending or cancelled one has none to take.
-    static func acknowledgement(_ resource: PlayRecord.Resource) -> PlayStore.Acknowledgement {
+    package static func acknowledgement(_ resource: PlayRecord.Resource) -> PlayStore.Acknowledgement {
         switch resource {
         case .subscription(let s):
             if s.isAcknowledged { return .done }
@@ -153,7 +158,7 @@ struct PlaySave {
         }
     }
 
-    static func isConsumable(_ resource: PlayRecord.Resource, _ catalog: Catalog) -> Bool {
+    package static func isConsumable(_ resource: PlayRecord.Resource, _ catalog: Catalog) -> Bool {
         guard case .product(let p) = resource, p.state == .purchased, !p.lineItems.contains(where: \.isConsumed) else {
             return false
         }

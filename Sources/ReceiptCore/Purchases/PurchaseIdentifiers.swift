@@ -8,7 +8,7 @@ import Storage
 /// those it proved it holds (Docs/security.md "The public key is public").
 package enum PurchaseIdentifiers {
     /// The members whose values are such identifiers.
-    static let members: Set<Identifier> = [
+    package static let members: Set<Identifier> = [
         "original_transaction_id", "store_transaction_id", "transaction_id", "app_transaction_id", "order_id",
         "purchase_token",
     ]

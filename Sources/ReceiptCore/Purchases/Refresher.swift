@@ -1,7 +1,7 @@
 package import AppStore
 package import Clocks
 package import CoreMetrics
-import Entitlements
+package import Entitlements
 package import GooglePlay
 import Identifiers
 package import Logging
@@ -50,7 +50,7 @@ package final class Refresher: UseCase, Sendable {
         var refreshed = 0
         var changed = 0
         var invalid = 0
-        var unavailable = 0
+        package var unavailable = 0
         /// Stored rows whose times are not dates (``RefreshPolicy/isProcessable(_:)``): skipped, reported.
         var unprocessable = 0
         /// Claimed by another refresher, or left for the next pass after Apple stopped answering.
@@ -208,7 +208,7 @@ package final class Refresher: UseCase, Sendable {
         return outcomes
     }
 
-    enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         case claimedElsewhere
         case refreshed(changes: Int)
         case invalid
@@ -234,7 +234,7 @@ package final class Refresher: UseCase, Sendable {
 
     /// Claims `candidate`, asks Apple about it (its latest receipt, or the Server API), stores what
     /// Apple says, and counts the outcome in `refresher_refreshes_total`.
-    func refresh(_ candidate: RefreshCandidate) async -> Outcome {
+    package func refresh(_ candidate: RefreshCandidate) async -> Outcome {
         let outcome = await attempt(candidate)
         Counter(label: "refresher_refreshes_total", dimensions: [("outcome", outcome.metricName)], factory: metrics)
             .increment()
@@ -443,7 +443,7 @@ package final class Refresher: UseCase, Sendable {
 
     /// The part of a receipt about purchases its holder has: a refresh never moves another
     /// purchase on the same receipt to them.
-    static func holderOnly(_ record: VerifiedFacts, holder: String, original: String) -> VerifiedFacts {
+    package static func holderOnly(_ record: VerifiedFacts, holder: String, original: String) -> VerifiedFacts {
         var record = record
         record.purchases = record.purchases.filter { $0.fact.originalTransactionID.isExactly(original) }
         record.renewals = record.renewals.filter { $0.fact.originalTransactionID.isExactly(original) }

@@ -180,7 +180,7 @@ package struct VerifyPlayPurchase: UseCase, Sendable {
     }
 
     /// One write (``PlaySave``), then the document derived as for every source.
-    func store(
+    package func store(
         _ resource: PlayRecord.Resource, token: String, package: String, for user: String, begun: Int64,
         log: VerificationLogEntry
     ) async throws -> SubscriberSnapshot {

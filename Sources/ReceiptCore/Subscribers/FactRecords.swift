@@ -1,8 +1,8 @@
 import AppStore
-import Entitlements
+package import Entitlements
 import Identifiers
 import JSON
-import Storage
+package import Storage
 
 /// What the derivation computes, as storage keeps it: events as rows, explanations' facts as
 /// JSON.
@@ -37,5 +37,5 @@ extension SubscriberRecord {
     /// The pure derivation's input. Stored rows are where dates enter it: each is pinned into
     /// ``AppleDate/range`` (a row stored before dates were checked on entry cannot make the
     /// derivation's arithmetic overflow). Compute it once per read or save and pass it on.
-    var pinnedFacts: Facts { facts.clamped(to: AppleDate.range) }
+    package var pinnedFacts: Facts { facts.clamped(to: AppleDate.range) }
 }

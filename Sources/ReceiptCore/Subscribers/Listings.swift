@@ -18,7 +18,7 @@ package struct Listings: UseCase, Sendable {
 
         /// The first `limit` of `rows`, read with one more than `limit` so that one past the last
         /// says there are more: then `next` is the last row's cursor.
-        init(of rows: [Row], limit: Int, cursor: (Row) -> Cursor) {
+        package init(of rows: [Row], limit: Int, cursor: (Row) -> Cursor) {
             self.rows = Array(rows.prefix(limit))
             next = rows.count > limit ? self.rows.last.map(cursor) : nil
         }
@@ -104,3 +104,16 @@ package struct Listings: UseCase, Sendable {
         }
     }
 }
+
+// Records this use case answers with as storage keeps them: plain values, named here so the
+// HTTP edge speaks to the use cases only and never imports Storage.
+/// A notification as stored, listed by ``Listings/notifications(limit:before:filter:)``.
+package typealias NotificationRecord = Storage.NotificationRecord
+/// What ``Listings/notifications(limit:before:filter:)`` keeps.
+package typealias NotificationFilter = Storage.NotificationStore.Filter
+/// A difference `shadow` mode found, listed by ``Listings/shadowDiffs(limit:before:)``.
+package typealias ShadowDiffRecord = Storage.ShadowDiffRecord
+/// A purchase that moved between app users, listed by ``Listings/sharedReceipts(moreThan:limit:after:)``.
+package typealias SharedReceipt = Storage.SharedReceipt
+/// An Apple Account posted under several app user ids, listed by ``Listings/sharedAppAccounts(moreThan:limit:after:)``.
+package typealias SharedAppAccount = Storage.SharedAppAccount

@@ -65,7 +65,7 @@ package final class SubscriberCache: Sendable {
     /// Keeps `document` (its subscriber's, asked for as `requestedID`: their id or an alias), read
     /// in a snapshot whose change log ended at `sequence`, unless a change to either id committed
     /// since (or one may have, past what is remembered).
-    func store(_ requestedID: String, document: SubscriberDocument, version: Int64, sequence: Int64, now: Int64) {
+    package func store(_ requestedID: String, document: SubscriberDocument, version: Int64, sequence: Int64, now: Int64) {
         guard capacity > 0 else { return }
         let (head, tail) = document.template(version: version)
         let entry = Entry(

@@ -1,5 +1,5 @@
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// The one road verified facts take, whatever store stated them and whoever asked: one save under
 /// the ownership policy (``store(_:for:policy:possession:begun:in:now:log:)``, inside `write`),
@@ -9,7 +9,7 @@ import Storage
 extension SubscriberState {
     /// Runs `write` (the save, in the database's writer), refuses as the save did, settles the
     /// others it changed and reads `user`'s document at `now`.
-    func answer(
+    package func answer(
         for user: String, database: DatabaseQueue, now: Int64, _ write: @escaping @Sendable (Database) throws -> Stored
     ) async throws -> SubscriberSnapshot {
         let changed: [String]
@@ -26,7 +26,8 @@ extension SubscriberState {
 
     /// After a save no one waits on (a notification, a refresh, a void): settles who it changed.
     /// The facts are stored either way; should this fail, each is derived again at their next read.
-    func settleStored(_ changed: [String], database: DatabaseQueue, now: Int64, logger: Logger, after what: String) async {
+    package func settleStored(_ changed: [String], database: DatabaseQueue, now: Int64, logger: Logger, after what: String) async
+    {
         do {
             var seen: Set<String> = []
             try await settle(changed.filter { seen.insert($0).inserted }, database: database, now: now)

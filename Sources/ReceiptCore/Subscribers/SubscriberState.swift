@@ -1,6 +1,6 @@
-import Entitlements
+package import Entitlements
 import Identifiers
-import Storage
+package import Storage
 package import Webhooks
 package import Workers
 
@@ -104,7 +104,7 @@ package struct SubscriberState: Sendable {
     }
 
     /// What ``store(_:for:policy:in:now:log:)`` did.
-    enum Stored: Sendable, Equatable {
+    package enum Stored: Sendable, Equatable {
         /// Under `OwnershipPolicy.keep` (or `transferIfInactive` while it entitles them), another
         /// user holds one of the purchases; nothing but `log` was written.
         case inUse(heldBy: String)
@@ -124,7 +124,7 @@ package struct SubscriberState: Sendable {
     /// transaction, even when the save is refused. An alias stores for the subscriber it names.
     /// `begun`: when the work that learnt `facts` began (before a store was asked); when the
     /// person was erased since, ``ErasedIDs/ErasedMeanwhile`` is thrown and nothing is written.
-    func store(
+    package func store(
         _ facts: VerifiedFacts, for requestedID: String, policy: OwnershipPolicy, possession: Possession = .proven,
         begun: Int64? = nil, in db: Database, now: Int64, log: VerificationLogEntry? = nil
     ) throws -> Stored {
@@ -298,10 +298,10 @@ package struct SubscriberState: Sendable {
 
     /// A subscriber's document as read: its version, and the change log's last sequence in the
     /// snapshot it was read from (what ``SubscriberCache`` needs to keep it exactly).
-    struct Current: Sendable {
-        var document: SubscriberDocument
-        var version: Int64
-        var sequence: Int64
+    package struct Current: Sendable {
+        package var document: SubscriberDocument
+        package var version: Int64
+        package var sequence: Int64
     }
 
     /// Reads a subscriber, bringing their version and events up to date first when their facts,
@@ -310,7 +310,7 @@ package struct SubscriberState: Sendable {
     /// The first read may go to a streaming replica that has replayed every change heard of them
     /// (and of the subscriber an alias reads as); a read again after a lost compare-and-set goes
     /// to the primary, where the write is decided.
-    func current(_ appUserID: String, database: DatabaseQueue, now: Int64) async throws -> Current? {
+    package func current(_ appUserID: String, database: DatabaseQueue, now: Int64) async throws -> Current? {
         for attempt in 0..<Self.maxAttempts {
             let read = try await database.read(replicaSeeing: attempt == 0 ? [appUserID] : nil) { db in
                 try ReceiptStore(db).subscriber(appUserID).map { ($0, try ChangeLog(db).last()) }

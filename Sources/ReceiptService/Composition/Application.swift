@@ -1,16 +1,21 @@
 import AppStore
+package import Charts
 package import Clocks
 import CoreMetrics
 import CurlTransport
+import CustomerOffers
 import Entitlements
 import FoundationEssentials
 import GooglePlay
 package import HTTPServer
 package import Logging
+package import Notifications
+package import Operations
 package import ReceiptCore
 import Resilience
 package import ServiceLifecycle
 package import Storage
+package import StoreCalls
 import UnixSignals
 package import Webhooks
 package import Workers

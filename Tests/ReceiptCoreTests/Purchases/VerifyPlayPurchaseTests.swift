@@ -3,6 +3,7 @@ import Foundation
 import GooglePlay
 import GooglePlaySimulator
 import JSON
+import Operations
 import ReceiptService
 import ReceiptTesting
 import Storage
@@ -15,39 +16,10 @@ import Workers
 /// Google (its token endpoint checks receiptd's signed assertion), storage is real.
 @Suite("Google Play purchases verified and stored")
 struct VerifyPlayPurchaseTests {
-    static let day: Int64 = 86_400_000
-
-    static func withPlay(
-        consume: Bool = false, products: Catalog = Catalog(["lifetime": .nonConsumable, "coins_100": .consumable]),
-        _ body: (TestApp, TestClock) async throws -> Void
-    ) async throws {
-        try await withScratchDirectory("receiptd-play") { dir in
-            let clock = TestClock()
-            var configuration = testConfiguration(path: dir + "/db.sqlite")
-            configuration.catalog = products
-            configuration.googlePlay.packages = ["com.example.app"]
-            configuration.googlePlay.simulator = true
-            configuration.googlePlay.consumeConsumables = consume
-            configuration.googlePlay.timeout = .seconds(20)
-            let app = try await TestApp.open(configuration, clock: clock)
-            try await body(app, clock)
-            await app.stop()
-            expectNoSecretLeaked()
-        }
-    }
-
-    static func post(_ app: TestApp, _ user: String, _ token: String, product: String? = nil) async throws(ReceiptError)
-        -> JSONValue
-    {
-        let snapshot = try await app.verifyPlayPurchase(
-            .init(appUserID: user, packageName: "com.example.app", purchaseToken: token, productID: product))
-        return snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: true)
-    }
-
     @Test func anActiveSubscriptionEntitlesAndIsStoredAsGooglePlays() async throws {
-        try await Self.withPlay { app, clock in
+        try await PlayTesting.withPlay { app, clock in
             let token = app.googlePlay!.purchase(.active, tag: "a")
-            let document = try await Self.post(app, "alice", token)
+            let document = try await PlayTesting.post(app, "alice", token)
             let monthly = try #require(document["subscriptions"]?["monthly"])
             #expect(monthly["state"]?.string == "active" && monthly["store"]?.string == "play_store")
             #expect(monthly["active"] == .bool(true) && monthly["will_renew"] == .bool(true))
@@ -70,7 +42,7 @@ struct VerifyPlayPurchaseTests {
             #expect(report.changed == 0 && report.unreadable == 0)
             // Posted again: nothing new, not a byte rewritten.
             let before = try tableSnapshot(app.database.runBlocking { $0 })
-            #expect(try await Self.post(app, "alice", token)["version"] == document["version"])
+            #expect(try await PlayTesting.post(app, "alice", token)["version"] == document["version"])
             #expect(try tableSnapshot(app.database.runBlocking { $0 }) == before)
             // Erased: the token goes with her purchases, and nothing Google could be asked with is left.
             _ = try await app.eraseSubscriber("alice", by: "test")
@@ -88,8 +60,8 @@ struct VerifyPlayPurchaseTests {
         (.installments, "active", true), (.priceIncrease, "active", true), (.test, "active", true),
     ])
     func eachStateIsDerivedAndExplained(scenario: PlayScenario, state: String, entitled: Bool) async throws {
-        try await Self.withPlay { app, _ in
-            let document = try await Self.post(app, "u", app.googlePlay!.purchase(scenario, tag: "s"))
+        try await PlayTesting.withPlay { app, _ in
+            let document = try await PlayTesting.post(app, "u", app.googlePlay!.purchase(scenario, tag: "s"))
             let monthly = try #require(document["subscriptions"]?["monthly"])
             #expect(monthly["store"]?.string == "play_store")
             #expect(monthly["state"]?.string == state)
@@ -113,9 +85,9 @@ struct VerifyPlayPurchaseTests {
     }
 
     @Test func aPendingPaymentOwesNoAcknowledgementUntilPaidThenTheSamePurchaseIsOneSubscription() async throws {
-        try await Self.withPlay { app, _ in
+        try await PlayTesting.withPlay { app, _ in
             let token = app.googlePlay!.purchase(.pending, tag: "p")
-            _ = try await Self.post(app, "u", token)
+            _ = try await PlayTesting.post(app, "u", token)
             #expect(try await app.database.read { db in try PlayStore(db).backlog().unacknowledged } == 0)
             let events = try await app.readSubscriber.events("u", limit: 10, before: nil)
             #expect(events.events.isEmpty)
@@ -124,12 +96,12 @@ struct VerifyPlayPurchaseTests {
 
     @Test func aLinkedUpgradeIsOneSubscriptionWhicheverTokenComesFirst() async throws {
         for upgradedFirst in [false, true] {
-            try await Self.withPlay { app, _ in
+            try await PlayTesting.withPlay { app, _ in
                 let upgraded = app.googlePlay!.purchase(.upgraded, tag: "x")
                 let replaced = PlayScenario.replaced.token(tag: "x")
                 let order = upgradedFirst ? [upgraded, replaced] : [replaced, upgraded]
                 var document = JSONValue.null
-                for token in order { document = try await Self.post(app, "u", token) }
+                for token in order { document = try await PlayTesting.post(app, "u", token) }
                 let yearly = try #require(document["subscriptions"]?["yearly"])
                 let monthly = try #require(document["subscriptions"]?["monthly"])
                 #expect(yearly["state"]?.string == "active" && document["entitlements"]?["premium"]?["active"] == .bool(true))
@@ -143,11 +115,11 @@ struct VerifyPlayPurchaseTests {
     }
 
     @Test func aRenewalSeenLaterBeginsWhereThePeriodBeforeEnded() async throws {
-        try await Self.withPlay { app, clock in
+        try await PlayTesting.withPlay { app, clock in
             let token = app.googlePlay!.purchase(.renewing, tag: "r")
-            let first = try await Self.post(app, "u", token)["subscriptions"]?["monthly"]
-            clock.advance(by: 26 * Self.day)
-            let second = try #require(try await Self.post(app, "u", token)["subscriptions"]?["monthly"])
+            let first = try await PlayTesting.post(app, "u", token)["subscriptions"]?["monthly"]
+            clock.advance(by: 26 * PlayTesting.day)
+            let second = try #require(try await PlayTesting.post(app, "u", token)["subscriptions"]?["monthly"])
             #expect(second["purchased_at"] == first?["expires_at"])
             #expect(second["store_transaction_id"]?.string == (first?["store_transaction_id"]?.string ?? "") + "..0")
             let events = try await app.readSubscriber.events("u", limit: 10, before: nil).events
@@ -158,33 +130,34 @@ struct VerifyPlayPurchaseTests {
     }
 
     @Test func oneTimeProductsAreNonSubscriptionsAndConsumablesConsumedWhenConfigured() async throws {
-        try await Self.withPlay(consume: true) { app, _ in
-            let lifetime = try await Self.post(app, "u", app.googlePlay!.purchase(.lifetime, tag: "l"), product: "lifetime")
+        try await PlayTesting.withPlay(consume: true) { app, _ in
+            let lifetime = try await PlayTesting.post(
+                app, "u", app.googlePlay!.purchase(.lifetime, tag: "l"), product: "lifetime")
             #expect(lifetime["non_subscriptions"]?["lifetime"]?.array?.first?["active"] == .bool(true))
             #expect(lifetime["non_subscriptions"]?["lifetime"]?.array?.first?["store"]?.string == "play_store")
             #expect(lifetime["entitlements"]?["premium"]?["active"] == .bool(true))
             let coins = app.googlePlay!.purchase(.coins, tag: "c")
-            _ = try await Self.post(app, "u", coins)
+            _ = try await PlayTesting.post(app, "u", coins)
             #expect(try await app.database.read { db in try PlayStore(db).backlog().unconsumed } == 1)
             await app.playAcknowledgements!.pass()
             #expect(app.googlePlay!.acknowledgement(of: coins)! == (true, true))
             // A pending one-time purchase states nothing yet.
-            let pending = try await Self.post(app, "v", app.googlePlay!.purchase(.productPending, tag: "p"))
+            let pending = try await PlayTesting.post(app, "v", app.googlePlay!.purchase(.productPending, tag: "p"))
             #expect(pending["non_subscriptions"] == .object([:]) && pending["entitlements"] == .object([:]))
         }
     }
 
     @Test func refusalsAreTypedAndLoseNothing() async throws {
-        try await Self.withPlay { app, clock in
+        try await PlayTesting.withPlay { app, clock in
             let token = app.googlePlay!.purchase(.active, tag: "a")
-            _ = try await Self.post(app, "alice", token)
+            _ = try await PlayTesting.post(app, "alice", token)
             let before = try tableSnapshot(app.database.runBlocking { $0 })
             func code(_ body: () async throws -> Void) async -> String? {
                 do { try await body() } catch { return (error as? ReceiptError)?.code ?? "\(error)" }
                 return nil
             }
-            #expect(await code { _ = try await Self.post(app, "alice", "gp1.active") } == "invalid_purchase_token")
-            #expect(await code { _ = try await Self.post(app, "alice", token, product: "yearly") } == "wrong_app")
+            #expect(await code { _ = try await PlayTesting.post(app, "alice", "gp1.active") } == "invalid_purchase_token")
+            #expect(await code { _ = try await PlayTesting.post(app, "alice", token, product: "yearly") } == "wrong_app")
             #expect(
                 await code {
                     _ = try await app.verifyPlayPurchase(
@@ -198,7 +171,7 @@ struct VerifyPlayPurchaseTests {
             // Google down: what alice had is what she has, and the answer says so.
             app.googlePlay!.setOutage(milliseconds: 60_000)
             do {
-                _ = try await Self.post(app, "alice", token)
+                _ = try await PlayTesting.post(app, "alice", token)
                 Issue.record("Google was down")
             } catch ReceiptError.storeUnavailable(.playStore, _, _, let lastKnown?) {
                 let rendered = lastKnown.snapshot.document.rendered(version: 1, now: clock.now, explain: false)

@@ -1,7 +1,10 @@
 package import AppStore
+package import CustomerOffers
 import FoundationEssentials
+package import Notifications
 package import ReceiptCore
 package import Resilience
+package import StoreCalls
 import SwiftASN1
 import Webhooks
 package import X509

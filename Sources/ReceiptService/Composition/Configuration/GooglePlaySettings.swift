@@ -1,5 +1,7 @@
 package import GooglePlay
+package import Notifications
 package import ReceiptCore
+package import StoreCalls
 import Workers
 
 extension ServiceConfiguration {

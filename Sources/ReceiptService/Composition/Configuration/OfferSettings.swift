@@ -1,4 +1,5 @@
 import Crypto
+package import CustomerOffers
 import FoundationEssentials
 package import Offers
 package import ReceiptCore

@@ -1,5 +1,6 @@
 package import Analytics
 import AppStore
+import CustomerOffers
 package import Entitlements
 import FoundationEssentials
 package import HTTPServer

@@ -1,0 +1,100 @@
+import Analytics
+import Clocks
+import Entitlements
+import Foundation
+import Logging
+import ReceiptTesting
+import Storage
+import Testing
+
+@testable import Charts
+
+private let day: Int64 = 86_400_000
+
+/// The charts through storage: a business with every hard case (prorated and full refunds,
+/// upgrades, gaps and resubscriptions, grace periods, family sharing, trials, offer codes, a
+/// commitment plan, four currencies and a day without a rate) saved with ReceiptStore on each
+/// dialect, then read by ReadChart, answers exactly what the engine answers from the facts as
+/// they were saved. The figures themselves are proven by hand in AnalyticsTests.
+@Suite("Charts through storage")
+struct ReadChartTests {
+    static let origin = SampleBusiness.origin
+    static let now = origin + 200 * day
+
+    /// The rates are parsed once per revision, and read again after any import that changes one.
+    @Test(arguments: await testDialects())
+    func ratesAreReadAgainOnceAnImportChangesOne(dialect: Database.Dialect) async throws {
+        try await withScratchDirectory("rates") { dir in
+            let queue = try await migratedQueue(dialect, in: dir)
+            let read = ReadChart(context: .testing(queue, clock: WallClock { Self.now }), settings: SampleBusiness.settings)
+            func load(_ perEuro: String) async throws -> Int {
+                try await queue.write { db in
+                    try AnalyticsStore(db).importRates([.init(day: "2026-02-02", currency: "USD", perEuro: perEuro)])
+                }
+            }
+            let february2: Int64 = 20_486
+            #expect(try await read.rates().perEuro("USD", day: february2) == nil)
+            #expect(try await load("1.0823") == 1)
+            #expect(try await read.rates().perEuro("USD", day: february2) == 1_082_300)
+            #expect(try await load("1.0823") == 0)
+            #expect(try await read.rates().perEuro("USD", day: february2) == 1_082_300)
+            #expect(try await load("1.1") == 1)
+            #expect(try await read.rates().perEuro("USD", day: february2) == 1_100_000)
+        }
+    }
+
+    @Test(arguments: await testDialects())
+    func everyChartThroughStorageIsTheEnginesAnswer(dialect: Database.Dialect) async throws {
+        let settings = SampleBusiness.settings
+        try await withScratchDirectory("charts") { dir in
+            let queue = try await migratedQueue(dialect, in: dir)
+            let (facts, owners) = SampleBusiness.business(seed: 39)
+            try await queue.write { db in
+                let store = ReceiptStore(db)
+                for (original, user) in owners.sorted(by: { $0.key < $1.key }) {
+                    var mine = facts
+                    mine.purchases = facts.purchases.filter { $0.fact.originalTransactionID == original }
+                    mine.renewals = facts.renewals.filter { $0.fact.originalTransactionID == original }
+                    _ = try store.save(mine, for: user, now: 1)
+                }
+                _ = try AnalyticsStore(db).importRates(SampleBusiness.rates)
+            }
+            let ledger = SampleBusiness.ledger(facts, owners: owners)
+            let engine = ChartEngine(
+                ledger: ledger, rates: ExchangeRates(ReadChart.rows(SampleBusiness.rates)), settings: settings)
+            // Seven holders a page: the thirty are read in five pages.
+            let read = ReadChart(
+                context: .testing(queue, clock: WallClock { Self.now }), settings: settings, holdersPerPage: 7)
+            for chart in Chart.allCases {
+                for resolution in [Resolution.day, .month] {
+                    let input = ReadChart.Input(chart: chart, from: Self.origin, to: Self.now, resolution: resolution)
+                    let stored = try await read(input)
+                    let q = ChartQuery(chart: chart, from: Self.origin, to: Self.now, resolution: resolution, now: Self.now)
+                    let expected = try await onTheHeavyLane { try engine.answer(q) }
+                    #expect(stored.figures == expected.figures, "\(chart) by \(resolution)")
+                    #expect(stored.measures == expected.measures && stored.missingRates == expected.missingRates)
+                    #expect(stored.missingPrices == expected.missingPrices, "\(chart)")
+                    #expect(stored.untaxedStorefronts == expected.untaxedStorefronts, "\(chart)")
+                }
+            }
+            // Drill-downs too: the same figure from the same contributions (read holder by holder).
+            for (chart, measure) in [
+                (Chart.revenue, "gross"), (.mrr, "mrr"), (.churn, "actives_at_start"), (.cohorts, "paying_1"),
+            ] {
+                let input = ReadChart.Input(chart: chart, from: Self.origin, to: Self.now, resolution: .month)
+                let q = ChartQuery(chart: chart, from: Self.origin, to: Self.now, resolution: .month, now: Self.now)
+                let period = PeriodGrid.label(2026, 2, 1)
+                let stored = try await read.drill(input, period: period, measure: measure).drill
+                let expected = try engine.drill(q, period: period, measure: measure)
+                #expect(stored.value == expected.value && !expected.contributions.isEmpty, "\(chart) \(measure)")
+                func key(_ c: Contribution) -> String { "\(c.appUserID) \(c.transactionID ?? "") \(c.value)" }
+                #expect(stored.contributions.map(key).sorted() == expected.contributions.map(key).sorted(), "\(chart)")
+            }
+            // The business has what it is meant to: money in four currencies, refunds, a missing rate.
+            let revenue = try engine.answer(
+                ChartQuery(chart: .revenue, from: Self.origin, to: Self.now, resolution: .month, now: Self.now))
+            #expect(revenue.values.contains { ($0["refunds"] ?? .money(0)) != .money(0) })
+            #expect(!revenue.missingRates.isEmpty)
+        }
+    }
+}
