@@ -137,12 +137,22 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
             ]),
-        // SQLite: the connection owner, statements and the migrator; stores the domain's facts
-        // (Entitlements) with their provenance.
+        // The database engine, knowing no table of receiptd's: SQLite and PostgreSQL connections
+        // and statements, the queue that serialises writes and group-commits them beside readers
+        // (and PostgreSQL's pools, replicas and change feed), the migrator, the change log, the
+        // copy from SQLite to PostgreSQL.
+        .target(
+            name: "DatabaseEngine",
+            dependencies: [
+                "CSQLite", "CPostgreSQL", "CLinux", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]),
+        // The stores: the domain's facts (Entitlements) with their provenance, the queues, the
+        // rollups, erasure, over the engine.
         .target(
             name: "Storage",
             dependencies: [
-                "CSQLite", "CPostgreSQL", "CLinux", "Identifiers", "Entitlements", "Analytics", "JSON",
+                "DatabaseEngine", "CSQLite", "Identifiers", "Entitlements", "Analytics", "JSON",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -153,7 +163,7 @@ let package = Package(
         .target(
             name: "Webhooks",
             dependencies: [
-                "Storage", "CurlTransport", "Clocks", "Entitlements", "Identifiers", "JSON", "Workers",
+                "Storage", "DatabaseEngine", "CurlTransport", "Clocks", "Entitlements", "Identifiers", "JSON", "Workers",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -164,7 +174,7 @@ let package = Package(
             name: "ReceiptCore",
             dependencies: [
                 "Analytics", "AppStore", "CurlTransport", "GooglePlay", "Offers", "Retention", "Resilience", "Entitlements",
-                "Storage", "JSON", "Identifiers", "Clocks", "Gzip", "Webhooks", "Workers",
+                "Storage", "DatabaseEngine", "JSON", "Identifiers", "Clocks", "Gzip", "Webhooks", "Workers",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -177,7 +187,8 @@ let package = Package(
         .target(
             name: "StoreCalls",
             dependencies: [
-                "ReceiptCore", "AppStore", "GooglePlay", "Storage", "Entitlements", "JSON", "Identifiers", "Clocks", "Workers",
+                "ReceiptCore", "AppStore", "GooglePlay", "Storage", "DatabaseEngine", "Entitlements", "JSON", "Identifiers",
+                "Clocks", "Workers",
                 .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
@@ -185,7 +196,8 @@ let package = Package(
         .target(
             name: "Notifications",
             dependencies: [
-                "ReceiptCore", "StoreCalls", "AppStore", "GooglePlay", "Storage", "Entitlements", "JSON", "Identifiers",
+                "ReceiptCore", "StoreCalls", "AppStore", "GooglePlay", "Storage", "DatabaseEngine", "Entitlements", "JSON",
+                "Identifiers",
                 "Clocks", "Workers", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -194,7 +206,8 @@ let package = Package(
         .target(
             name: "Charts",
             dependencies: [
-                "ReceiptCore", "Analytics", "AppStore", "Resilience", "Storage", "Entitlements", "Clocks", "Gzip", "Workers",
+                "ReceiptCore", "Analytics", "AppStore", "Resilience", "Storage", "DatabaseEngine", "Entitlements", "Clocks",
+                "Gzip", "Workers",
                 .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
@@ -202,14 +215,16 @@ let package = Package(
         .target(
             name: "Operations",
             dependencies: [
-                "ReceiptCore", "Charts", "Analytics", "Storage", "Entitlements", "JSON", "Identifiers", "Clocks", "Gzip",
+                "ReceiptCore", "Charts", "Analytics", "Storage", "DatabaseEngine", "Entitlements", "JSON", "Identifiers",
+                "Clocks", "Gzip",
                 "Webhooks", "Workers", .product(name: "Logging", package: "swift-log"),
             ]),
         // … and the offers decided for a customer: signatures, eligibility, retention answers.
         .target(
             name: "CustomerOffers",
             dependencies: [
-                "ReceiptCore", "Offers", "Retention", "AppStore", "Storage", "Entitlements", "JSON", "Identifiers", "Clocks",
+                "ReceiptCore", "Offers", "Retention", "AppStore", "Storage", "DatabaseEngine", "Entitlements", "JSON",
+                "Identifiers", "Clocks",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
@@ -226,7 +241,7 @@ let package = Package(
             name: "ReceiptService",
             dependencies: [
                 "Analytics", "ReceiptCore", "StoreCalls", "Notifications", "Charts", "Operations", "CustomerOffers", "HTTPServer",
-                "Storage", "AppStore", "CurlTransport", "GooglePlay", "Offers",
+                "Storage", "DatabaseEngine", "AppStore", "CurlTransport", "GooglePlay", "Offers",
                 "Resilience", "Retention", "Entitlements", "JSON", "Identifiers", "Clocks", "Webhooks", "Workers",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -248,7 +263,7 @@ let package = Package(
             dependencies: [
                 "ReceiptService", "ReceiptCore", "StoreCalls", "Notifications", "Charts", "Operations", "CustomerOffers",
                 "AppStoreSimulator", "AppStore", "HTTPServer",
-                "Storage", "Clocks", "WebhookSink", "Webhooks", "GooglePlaySimulator", "GooglePlay",
+                "Storage", "DatabaseEngine", "Clocks", "WebhookSink", "Webhooks", "GooglePlaySimulator", "GooglePlay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -283,7 +298,8 @@ let package = Package(
             dependencies: [
                 "ReceiptService", "ReceiptCore", "StoreCalls", "Notifications", "Charts", "Operations", "CustomerOffers",
                 "AppStoreSimulator", "AppStore", "HTTPServer",
-                "Storage", "Clocks", "WebhookSink", "Analytics", "Entitlements", "Identifiers", "JSON", "GooglePlaySimulator",
+                "Storage", "DatabaseEngine", "Clocks", "WebhookSink", "Analytics", "Entitlements", "Identifiers", "JSON",
+                "GooglePlaySimulator",
                 "GooglePlay", "Resilience", "Webhooks", "Workers",
                 .product(name: "Logging", package: "swift-log"), .product(name: "X509", package: "swift-certificates"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -296,7 +312,8 @@ let package = Package(
         .testTarget(
             name: "ReceiptCoreTests",
             dependencies: [
-                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
+                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "DatabaseEngine", "AppStore", "Entitlements",
+                "JSON", "Identifiers",
                 "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
@@ -304,7 +321,8 @@ let package = Package(
             name: "StoreCallsTests",
             dependencies: [
                 "StoreCalls", "Notifications", "Charts", "Operations", "CustomerOffers",
-                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
+                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "DatabaseEngine", "AppStore", "Entitlements",
+                "JSON", "Identifiers",
                 "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
@@ -312,7 +330,8 @@ let package = Package(
             name: "NotificationsTests",
             dependencies: [
                 "Notifications", "StoreCalls", "Charts", "Operations", "CustomerOffers",
-                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
+                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "DatabaseEngine", "AppStore", "Entitlements",
+                "JSON", "Identifiers",
                 "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
@@ -320,7 +339,8 @@ let package = Package(
             name: "ChartsTests",
             dependencies: [
                 "Charts", "StoreCalls", "Notifications", "Operations", "CustomerOffers",
-                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
+                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "DatabaseEngine", "AppStore", "Entitlements",
+                "JSON", "Identifiers",
                 "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
@@ -328,7 +348,8 @@ let package = Package(
             name: "OperationsTests",
             dependencies: [
                 "Operations", "StoreCalls", "Notifications", "Charts", "CustomerOffers",
-                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
+                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "DatabaseEngine", "AppStore", "Entitlements",
+                "JSON", "Identifiers",
                 "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
@@ -336,7 +357,8 @@ let package = Package(
             name: "CustomerOffersTests",
             dependencies: [
                 "CustomerOffers", "StoreCalls", "Notifications", "Charts", "Operations",
-                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "AppStore", "Entitlements", "JSON", "Identifiers",
+                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "DatabaseEngine", "AppStore", "Entitlements",
+                "JSON", "Identifiers",
                 "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
@@ -349,7 +371,8 @@ let package = Package(
         .testTarget(
             name: "StorageTests",
             dependencies: [
-                "Storage", "Entitlements", "ReceiptTesting", .product(name: "MetricsTestKit", package: "swift-metrics"),
+                "Storage", "DatabaseEngine", "Entitlements", "ReceiptTesting",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "ReceiptTesting"]),
         .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "Entitlements", "ReceiptTesting"]),
@@ -384,9 +407,16 @@ let package = Package(
         .testTarget(name: "ResilienceTests", dependencies: ["Resilience"]),
         .testTarget(name: "GzipTests", dependencies: ["Gzip", "CZlib"]),
         .testTarget(
+            name: "DatabaseEngineTests",
+            dependencies: [
+                "DatabaseEngine", "Storage", "ReceiptTesting", "CSQLite",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]),
+        .testTarget(
             name: "WebhooksTests",
             dependencies: [
-                "Webhooks", "ReceiptCore", "ReceiptTesting", "Storage", "CurlTransport", "Entitlements", "JSON", "Workers",
+                "Webhooks", "ReceiptCore", "ReceiptTesting", "Storage", "DatabaseEngine", "CurlTransport", "Entitlements", "JSON",
+                "Workers",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(
@@ -402,6 +432,7 @@ let package = Package(
             name: "ReceiptServiceTests",
             dependencies: [
                 "ReceiptService", "ReceiptCore", "ReceiptTesting", "AppStoreSimulator", "Clocks", "HTTPServer", "Storage",
+                "DatabaseEngine",
                 "AppStore", "Entitlements", "Analytics", "Resilience",
                 .product(name: "X509", package: "swift-certificates"), .product(name: "Crypto", package: "swift-crypto"),
             ]

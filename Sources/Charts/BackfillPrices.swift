@@ -1,5 +1,6 @@
 package import AppStore
 package import Clocks
+import DatabaseEngine
 import Entitlements
 package import Logging
 package import ReceiptCore

@@ -1,4 +1,5 @@
 package import Analytics
+import DatabaseEngine
 import Entitlements
 import Foundation
 import FoundationEssentials

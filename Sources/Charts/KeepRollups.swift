@@ -1,6 +1,7 @@
 package import Analytics
 package import Clocks
 package import CoreMetrics
+import DatabaseEngine
 import Entitlements
 import Gzip
 package import Logging

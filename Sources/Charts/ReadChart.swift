@@ -1,5 +1,6 @@
 package import Analytics
 package import Clocks
+package import DatabaseEngine
 import Entitlements
 package import Logging
 package import ReceiptCore

@@ -1,4 +1,5 @@
 package import Analytics
+import DatabaseEngine
 package import Logging
 package import ReceiptCore
 package import Storage

@@ -1,6 +1,7 @@
 package import Clocks
 package import CoreMetrics
 package import Crypto
+import DatabaseEngine
 package import Entitlements
 package import FoundationEssentials
 import Identifiers

@@ -1,5 +1,6 @@
 package import Clocks
 package import CoreMetrics
+import DatabaseEngine
 import Entitlements
 package import GooglePlay
 package import Logging

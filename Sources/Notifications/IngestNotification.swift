@@ -1,6 +1,7 @@
 package import AppStore
 package import Clocks
 import Crypto
+import DatabaseEngine
 import Entitlements
 import FoundationEssentials
 import JSON

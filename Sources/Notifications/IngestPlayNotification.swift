@@ -1,5 +1,6 @@
 package import Clocks
 package import CoreMetrics
+import DatabaseEngine
 package import Entitlements
 package import GooglePlay
 import Identifiers

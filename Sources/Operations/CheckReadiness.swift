@@ -1,3 +1,4 @@
+package import DatabaseEngine
 package import ReceiptCore
 package import Storage
 

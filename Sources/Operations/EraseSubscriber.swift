@@ -1,5 +1,6 @@
 import Charts
 package import Clocks
+import DatabaseEngine
 package import JSON
 package import Logging
 package import ReceiptCore

@@ -1,4 +1,5 @@
 import Analytics
+package import DatabaseEngine
 import Entitlements
 import Foundation
 import FoundationEssentials

@@ -1,4 +1,5 @@
 package import Clocks
+import DatabaseEngine
 import Identifiers
 import JSON
 package import Logging

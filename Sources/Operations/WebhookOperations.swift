@@ -1,4 +1,5 @@
 package import Clocks
+import DatabaseEngine
 package import Logging
 package import ReceiptCore
 package import Storage

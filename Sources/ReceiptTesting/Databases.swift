@@ -1,3 +1,4 @@
+package import DatabaseEngine
 import Foundation
 package import ReceiptService
 package import Storage

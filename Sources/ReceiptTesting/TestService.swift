@@ -1,6 +1,7 @@
 import AppStore
 package import AppStoreSimulator
 package import Clocks
+package import DatabaseEngine
 import Foundation
 package import GooglePlaySimulator
 package import HTTPServer

@@ -1,5 +1,6 @@
 package import Clocks
 package import CoreMetrics
+package import DatabaseEngine
 import Entitlements
 import Logging
 package import ReceiptCore

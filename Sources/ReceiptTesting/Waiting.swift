@@ -1,3 +1,4 @@
+import DatabaseEngine
 package import Dispatch
 import Foundation
 import Storage

@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// Calls receiptd owes the App Store Server API (Migrations/0032_app_store_calls.sql): queued in
 /// the transaction of the save that makes them due, made once by a worker under a lease.
 package struct AppStoreCallStore {

@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// Customers who withdrew their consent to share consumption data with Apple (Apple's
 /// `RESCIND_CONSENT`), by `appTransactionId` (Migrations/0030_consumption_consent.sql).
 package struct ConsentStore {

@@ -1,4 +1,5 @@
 package import CoreMetrics
+package import DatabaseEngine
 
 /// Where the data lives: SQLite (the default, one process) or PostgreSQL (several instances).
 package struct DatabaseSettings: Sendable {

@@ -1,4 +1,5 @@
 import Crypto
+package import DatabaseEngine
 
 /// The people erased lately, by the SHA-256 of each of their ids (never the id), so that a
 /// write which began before an erasure (a refresh, a verification waiting on Apple or Google,

@@ -1,3 +1,4 @@
+package import DatabaseEngine
 import Entitlements
 import JSON
 

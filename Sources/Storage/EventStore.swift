@@ -1,3 +1,4 @@
+package import DatabaseEngine
 package import Identifiers
 
 /// Reads and writes lifecycle events (Migrations/0003_history.sql). Synchronous: use it inside

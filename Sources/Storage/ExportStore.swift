@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// What `receiptd export-data` reads (Docs/export.md): the rows of transactions (with money),
 /// events and subscribers last written in a period, a page at a time in the order of the day
 /// they were written, with the columns the documented schema names and nothing else (no raw

@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// One request to extend every active subscription to a product (`mass_extensions`,
 /// Migrations/0033_mass_extensions.sql): what was asked, by whom, and how far it has come.
 package struct MassExtensionRecord: Sendable, Equatable {

@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// Makes two app user ids one subscriber: `alias` becomes another name of `canonical`.
 /// Synchronous, SQL only: run ``merge(_:into:at:)`` inside one `DatabaseQueue.write`, after the
 /// caller decided the merge is allowed (ReceiptCore's `AddAlias` applies the ownership policy).

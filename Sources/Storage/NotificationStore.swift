@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// Reads and writes App Store notifications as delivered (Migrations/0004_notifications.sql).
 /// Synchronous: use it inside `DatabaseQueue.run`.
 package struct NotificationStore {

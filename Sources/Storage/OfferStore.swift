@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// One signature receiptd issued for a customer's offer (`offer_signatures`): the audit of who got
 /// which offer, when, by which key, at whose request.
 package struct OfferSignatureRecord: Sendable, Equatable {

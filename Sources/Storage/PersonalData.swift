@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// Which stored rows are about one person (GDPR art. 15): read page by page for the
 /// subscriber export. Synchronous: call inside `DatabaseQueue.read`.
 ///

@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// A Google Play purchase token as receiptd keeps it (`play_tokens`).
 package struct PlayToken: Sendable, Equatable {
     package enum Kind: String, Sendable {

@@ -1,3 +1,4 @@
+package import DatabaseEngine
 package import Entitlements
 
 /// What `receiptd backfill-prices` reads and writes (Migrations/0017_price_history.sql): the App

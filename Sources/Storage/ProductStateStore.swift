@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// Each subscriber's products as their document last read them (Migrations/0013_console.sql),
 /// for the overview's counts: derived, rewritten whenever a subscriber's state is recorded.
 package struct ProductStateStore {

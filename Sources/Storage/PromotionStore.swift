@@ -1,3 +1,4 @@
+package import DatabaseEngine
 package import Entitlements
 
 /// Promotional entitlements (Migrations/0013_console.sql): given, revoked and read as facts. Each

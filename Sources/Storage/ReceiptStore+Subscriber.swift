@@ -1,3 +1,4 @@
+import DatabaseEngine
 package import Entitlements
 import Identifiers
 

@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// A subscription the refresher may re-validate: its stored facts and bookkeeping.
 package struct RefreshCandidate: Sendable, Equatable {
     package var originalTransactionID: String

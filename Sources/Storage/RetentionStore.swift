@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// One answer receiptd gave Apple's Retention Messaging real-time request (`retention_answers`).
 package struct RetentionAnswerRecord: Sendable, Equatable {
     package var requestIdentifier: String

@@ -1,4 +1,5 @@
 package import Analytics
+package import DatabaseEngine
 
 /// The chart rollups: their state, each holder's last rows, the sums by day and the exact items
 /// of today's instants; and the marks drill-downs find holders by. On PostgreSQL, tables of the
@@ -78,9 +79,12 @@ package struct RollupStore {
     /// made (again) as ``prepareFile(_:schema:)`` says: one connection that writes both the
     /// database and the rollups, as a ``DatabaseQueue`` on `:memory:` has (and tests).
     package static func attachFile(_ path: String, to db: Database) throws {
-        try db.attach(rollups: path)
-        try prepareFile(db, schema: "rollups")
+        try db.attach(path, as: file.name)
+        try prepareFile(db, schema: file.name)
     }
+
+    /// SQLite's rollups file as the database engine opens it beside the database.
+    package static let file = AttachedFile(name: "rollups") { db, schema in try prepareFile(db, schema: schema) }
 
     /// Makes the rollups file `db` (a connection to it alone, or to a database with it attached
     /// as `rollups`, in `schema`) hold ``fileSchema(in:)``: as it is when it does already, else emptied
@@ -121,7 +125,7 @@ package struct RollupStore {
             "SELECT fingerprint, phase, rebuild_after, changes_through FROM rollup_state WHERE id = 1")
         defer { q.reset() }
         guard try q.step() else {
-            throw StorageError(db.dialect == .sqlite ? .sqlite : .postgres, "rollup_state has no row")
+            throw db.failure("rollup_state has no row")
         }
         return State(
             fingerprint: q.text(0)!, phase: State.Phase(rawValue: q.text(1)!) ?? .building, rebuildAfter: q.text(2),
@@ -356,7 +360,7 @@ package struct RollupStore {
         var items: [ChartItem] = []
         while try q.step() {
             guard RollupMoment.decode(q.text(1)!, appUserID: q.text(0)!, measure: measure, into: &items) else {
-                throw StorageError(db.dialect == .sqlite ? .sqlite : .postgres, "a holder's rollup moments do not read back")
+                throw db.failure("a holder's rollup moments do not read back")
             }
         }
         return items

@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// Shadow mode's findings (`shadow_diffs`, Migrations/0009_server_api.sql): one row per receipt
 /// whose verifyReceipt and App Store Server API answers derived to different documents.
 package struct ShadowDiffStore {

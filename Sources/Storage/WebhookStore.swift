@@ -1,3 +1,5 @@
+package import DatabaseEngine
+
 /// The webhook outbox (Migrations/0010_webhooks.sql): messages, their deliveries to each endpoint,
 /// the claims that send them and what came of each attempt. Synchronous: use it inside
 /// `DatabaseQueue.write` or `read`; ``enqueue(_:to:now:)`` in the transaction that recorded the event.
@@ -251,11 +253,11 @@ package struct WebhookStore {
         return deleted
     }
 
-    /// On PostgreSQL, what keeps two claims apart; SQLite's one writer does that already.
-    private var skipLocked: String { db.dialect == .postgresql ? " FOR UPDATE OF d SKIP LOCKED" : "" }
+    /// What keeps two claims apart (``Database/skippingLockedRows(of:)``).
+    private var skipLocked: String { db.skippingLockedRows(of: "d") }
 
     /// The order messages were stored in: SQLite's rowid, PostgreSQL's `seq` (Migrations/postgresql/0010).
-    private var order: String { db.dialect == .sqlite ? "rowid" : "seq" }
+    private var order: String { db.insertionOrder(column: "seq") }
 
     static let joined = "webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id"
     static let columns = """

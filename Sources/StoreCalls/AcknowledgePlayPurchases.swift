@@ -1,5 +1,6 @@
 package import Clocks
 package import CoreMetrics
+import DatabaseEngine
 package import GooglePlay
 package import Logging
 package import ReceiptCore

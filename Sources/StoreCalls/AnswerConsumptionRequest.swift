@@ -1,6 +1,7 @@
 package import AppStore
 import Clocks
 package import CoreMetrics
+import DatabaseEngine
 import Entitlements
 package import JSON
 package import Logging

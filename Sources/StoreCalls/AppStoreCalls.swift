@@ -1,6 +1,7 @@
 package import AppStore
 package import Clocks
 package import CoreMetrics
+import DatabaseEngine
 package import Logging
 package import ReceiptCore
 import ServiceLifecycle

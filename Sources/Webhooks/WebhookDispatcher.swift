@@ -1,6 +1,7 @@
 package import Clocks
 package import CoreMetrics
 package import CurlTransport
+package import DatabaseEngine
 package import Logging
 import ServiceLifecycle
 package import Storage

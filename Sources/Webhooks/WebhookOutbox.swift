@@ -1,4 +1,5 @@
 import Crypto
+package import DatabaseEngine
 import Entitlements
 import Identifiers
 import JSON

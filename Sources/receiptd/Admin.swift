@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import ArgumentParser
+import DatabaseEngine
 import Foundation
 import FoundationEssentials
 import Glibc

@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import ArgumentParser
 import Clocks
+import DatabaseEngine
 import FoundationEssentials
 import Glibc
 import GooglePlaySimulator

@@ -1,5 +1,6 @@
 import Analytics
 import Clocks
+import DatabaseEngine
 import Entitlements
 import Foundation
 import Logging

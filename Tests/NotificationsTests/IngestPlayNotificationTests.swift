@@ -1,4 +1,5 @@
 import CryptoExtras
+import DatabaseEngine
 import Entitlements
 import Foundation
 import GooglePlay

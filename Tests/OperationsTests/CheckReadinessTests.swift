@@ -1,3 +1,4 @@
+import DatabaseEngine
 import ReceiptTesting
 import Storage
 import Testing

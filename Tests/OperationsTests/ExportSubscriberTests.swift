@@ -1,4 +1,5 @@
 import Clocks
+import DatabaseEngine
 import Entitlements
 import Foundation
 import Identifiers

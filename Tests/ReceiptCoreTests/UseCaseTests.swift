@@ -1,4 +1,5 @@
 import AppStore
+import DatabaseEngine
 import Foundation
 import JSON
 import Notifications

@@ -19,7 +19,8 @@ struct LayeringTests {
         for file in files where !file.hasPrefix("Composition/") {
             let text = try String(contentsOf: Self.edge.appendingPathComponent(file), encoding: .utf8)
             if text.split(separator: "\n").contains(where: {
-                $0.contains(/^(@testable |@_exported |public |package |internal )?import (Storage|CSQLite|CPostgreSQL)\b/)
+                $0.contains(
+                    /^(@testable |@_exported |public |package |internal )?import (Storage|DatabaseEngine|CSQLite|CPostgreSQL)\b/)
             }) {
                 crossing.append(file)
             }
@@ -56,38 +57,45 @@ extension LayeringTests {
         // The stores, one target each: wire models, client, and what their answers state as facts.
         "AppStore": ["Clocks", "CurlTransport", "Entitlements", "Identifiers", "JSON", "Resilience"],
         "GooglePlay": ["Clocks", "CurlTransport", "Entitlements", "Identifiers", "JSON"],
-        // Storage keeps facts and rollups.
-        "Storage": ["Analytics", "CLinux", "CPostgreSQL", "CSQLite", "Entitlements", "Identifiers", "JSON"],
+        // The database engine: connections, the queue, migrations, the change log; no table of ours.
+        "DatabaseEngine": ["CLinux", "CPostgreSQL", "CSQLite"],
+        // Storage keeps facts and rollups, over the engine.
+        "Storage": ["Analytics", "CSQLite", "DatabaseEngine", "Entitlements", "Identifiers", "JSON"],
         // Webhooks: written in a save's transaction, delivered by their dispatcher.
-        "Webhooks": ["Clocks", "CurlTransport", "Entitlements", "Identifiers", "JSON", "Storage", "Workers"],
+        "Webhooks": ["Clocks", "CurlTransport", "Entitlements", "Identifiers", "JSON", "DatabaseEngine", "Storage", "Workers"],
         // The use cases: everything below, nothing of HTTP.
         "ReceiptCore": [
             "Analytics", "AppStore", "Clocks", "CurlTransport", "Entitlements", "GooglePlay", "Gzip", "Identifiers", "JSON",
-            "Offers", "Resilience", "Retention", "Storage", "Webhooks", "Workers",
+            "Offers", "Resilience", "Retention", "DatabaseEngine", "Storage", "Webhooks", "Workers",
         ],
         // The use cases' other rooms, each over the kernel's context; none imports the edge.
         "StoreCalls": [
-            "AppStore", "Clocks", "Entitlements", "GooglePlay", "Identifiers", "JSON", "ReceiptCore", "Storage", "Workers",
+            "AppStore", "Clocks", "Entitlements", "GooglePlay", "Identifiers", "JSON", "ReceiptCore", "DatabaseEngine", "Storage",
+            "Workers",
         ],
         "Notifications": [
-            "AppStore", "Clocks", "Entitlements", "GooglePlay", "Identifiers", "JSON", "ReceiptCore", "Storage", "StoreCalls",
+            "AppStore", "Clocks", "Entitlements", "GooglePlay", "Identifiers", "JSON", "ReceiptCore", "DatabaseEngine", "Storage",
+            "StoreCalls",
             "Workers",
         ],
         "Charts": [
-            "Analytics", "AppStore", "Clocks", "Entitlements", "Gzip", "ReceiptCore", "Resilience", "Storage", "Workers",
+            "Analytics", "AppStore", "Clocks", "Entitlements", "Gzip", "ReceiptCore", "Resilience", "DatabaseEngine", "Storage",
+            "Workers",
         ],
         "Operations": [
-            "Analytics", "Charts", "Clocks", "Entitlements", "Gzip", "Identifiers", "JSON", "ReceiptCore", "Storage", "Webhooks",
+            "Analytics", "Charts", "Clocks", "Entitlements", "Gzip", "Identifiers", "JSON", "ReceiptCore", "DatabaseEngine",
+            "Storage", "Webhooks",
             "Workers",
         ],
         "CustomerOffers": [
-            "AppStore", "Clocks", "Entitlements", "Identifiers", "JSON", "Offers", "ReceiptCore", "Retention", "Storage",
+            "AppStore", "Clocks", "Entitlements", "Identifiers", "JSON", "Offers", "ReceiptCore", "Retention", "DatabaseEngine",
+            "Storage",
         ],
         // The edge (only its Composition/ sees Storage: the test above).
         "ReceiptService": [
             "Analytics", "AppStore", "CCurl", "Charts", "Clocks", "CurlTransport", "CustomerOffers", "Entitlements",
             "GooglePlay", "HTTPServer", "Identifiers", "JSON", "Notifications", "Offers", "Operations", "ReceiptCore",
-            "Resilience", "Retention", "Storage", "StoreCalls", "Webhooks", "Workers",
+            "Resilience", "Retention", "DatabaseEngine", "Storage", "StoreCalls", "Webhooks", "Workers",
         ],
         // Tools: the simulators, the webhook sink, the test harness, the executables.
         "AppStoreSimulator": ["AppStore", "Clocks", "HTTPServer", "JSON"],
@@ -96,12 +104,12 @@ extension LayeringTests {
         "ReceiptTesting": [
             "Analytics", "AppStore", "AppStoreSimulator", "Charts", "Clocks", "CustomerOffers", "Entitlements",
             "GooglePlaySimulator", "HTTPServer", "Identifiers", "JSON", "Notifications", "Operations", "ReceiptCore",
-            "ReceiptService", "Resilience", "Storage", "StoreCalls", "Webhooks", "Workers",
+            "ReceiptService", "Resilience", "DatabaseEngine", "Storage", "StoreCalls", "Webhooks", "Workers",
         ],
         "http-inspect": ["HTTPServer", "JSON"],
         "receiptd": [
             "AppStore", "AppStoreSimulator", "Charts", "Clocks", "CustomerOffers", "GooglePlay", "GooglePlaySimulator",
-            "HTTPServer", "JSON", "Notifications", "Operations", "ReceiptCore", "ReceiptService", "Storage",
+            "HTTPServer", "JSON", "Notifications", "Operations", "ReceiptCore", "ReceiptService", "DatabaseEngine", "Storage",
             "StoreCalls", "Webhooks", "WebhookSink",
         ],
     ]
@@ -147,7 +155,11 @@ extension LayeringTests {
         #expect(Self.allowedImports["GooglePlay"]?.contains("AppStore") == false)
         #expect(Self.allowedImports["AppStore"]?.contains("GooglePlay") == false)
         // A store states facts; keeping them is Storage's job, and no store reaches it.
-        for store in ["AppStore", "GooglePlay"] { #expect(Self.allowedImports[store]?.contains("Storage") == false) }
+        for store in ["AppStore", "GooglePlay"] {
+            #expect(Self.allowedImports[store]?.isDisjoint(with: ["Storage", "DatabaseEngine"]) == true)
+        }
+        // The engine knows no store of ours.
+        #expect(Self.allowedImports["DatabaseEngine"]?.contains("Storage") == false)
         for base in [
             "Entitlements", "Analytics", "Storage", "AppStore", "GooglePlay", "HTTPServer", "Webhooks", "Workers", "Gzip",
         ] {

@@ -1,4 +1,5 @@
 import AppStore
+import DatabaseEngine
 import Entitlements
 import Foundation
 import HTTPServer

@@ -1,6 +1,7 @@
 import AppStore
 import Crypto
 import CustomerOffers
+import DatabaseEngine
 import Entitlements
 import Foundation
 import JSON

@@ -1,6 +1,7 @@
 import AppStore
 import Crypto
 import CustomerOffers
+import DatabaseEngine
 import Foundation
 import JSON
 import Offers

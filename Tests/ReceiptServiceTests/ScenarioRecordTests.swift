@@ -1,4 +1,5 @@
 import AppStoreSimulator
+import DatabaseEngine
 import Foundation
 import GooglePlaySimulator
 import ReceiptCore

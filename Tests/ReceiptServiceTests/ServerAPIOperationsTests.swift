@@ -2,6 +2,7 @@ import AppStore
 import Clocks
 import Crypto
 import CustomerOffers
+import DatabaseEngine
 import Entitlements
 import Foundation
 import JSON

@@ -2,6 +2,7 @@ import Analytics
 import AppStore
 import Crypto
 import CustomerOffers
+import DatabaseEngine
 import Entitlements
 import Foundation
 import HTTPServer

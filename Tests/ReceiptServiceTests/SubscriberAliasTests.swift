@@ -1,3 +1,4 @@
+import DatabaseEngine
 import Entitlements
 import Foundation
 import ReceiptCore

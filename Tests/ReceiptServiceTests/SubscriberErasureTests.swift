@@ -1,4 +1,5 @@
 import AppStoreSimulator
+import DatabaseEngine
 import Entitlements
 import Foundation
 import ReceiptCore

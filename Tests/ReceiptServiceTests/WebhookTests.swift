@@ -1,3 +1,4 @@
+import DatabaseEngine
 import Foundation
 import JSON
 import ReceiptCore

@@ -1,3 +1,4 @@
+import DatabaseEngine
 import Identifiers
 import ReceiptTesting
 import Testing

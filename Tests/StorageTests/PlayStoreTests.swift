@@ -1,3 +1,4 @@
+import DatabaseEngine
 import Entitlements
 import ReceiptTesting
 import Testing

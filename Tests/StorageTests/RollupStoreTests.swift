@@ -1,4 +1,5 @@
 import Analytics
+import DatabaseEngine
 import Entitlements
 import Storage
 import Testing

@@ -1,3 +1,4 @@
+import DatabaseEngine
 import GooglePlay
 import GooglePlaySimulator
 import ReceiptService

@@ -1,4 +1,5 @@
 import AppStore
+import DatabaseEngine
 import ReceiptCore
 import Storage
 import Testing

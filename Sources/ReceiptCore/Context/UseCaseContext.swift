@@ -1,5 +1,6 @@
 package import Clocks
 package import CoreMetrics
+package import DatabaseEngine
 package import Logging
 package import Storage
 

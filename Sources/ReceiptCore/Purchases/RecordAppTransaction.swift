@@ -1,5 +1,6 @@
 package import AppStore
 package import Clocks
+import DatabaseEngine
 import Entitlements
 import JSON
 package import Logging

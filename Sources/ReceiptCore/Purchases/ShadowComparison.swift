@@ -1,6 +1,7 @@
 package import AppStore
 package import Clocks
 package import CoreMetrics
+import DatabaseEngine
 package import Entitlements
 package import JSON
 package import Logging

@@ -1,4 +1,5 @@
 package import Clocks
+import DatabaseEngine
 import Entitlements
 import Identifiers
 package import Logging

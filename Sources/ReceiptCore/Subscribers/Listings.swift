@@ -1,3 +1,4 @@
+import DatabaseEngine
 import Entitlements
 package import Logging
 package import Storage

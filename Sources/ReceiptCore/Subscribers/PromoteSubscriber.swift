@@ -1,4 +1,5 @@
 package import Clocks
+import DatabaseEngine
 package import Entitlements
 import Foundation
 package import Logging

@@ -1,4 +1,5 @@
 package import Clocks
+import DatabaseEngine
 import Entitlements
 package import Logging
 package import Storage

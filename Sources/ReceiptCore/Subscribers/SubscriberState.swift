@@ -1,3 +1,4 @@
+package import DatabaseEngine
 package import Entitlements
 import Identifiers
 package import Storage

@@ -4,6 +4,7 @@ package import Clocks
 import CoreMetrics
 import CurlTransport
 import CustomerOffers
+package import DatabaseEngine
 import Entitlements
 import FoundationEssentials
 import GooglePlay

@@ -1,4 +1,5 @@
 package import Clocks
+import DatabaseEngine
 package import Entitlements
 package import JSON
 package import Logging

@@ -2,6 +2,8 @@ import ReceiptTesting
 import Storage
 import Testing
 
+@testable import DatabaseEngine
+
 @Suite("PostgreSQL connection (libpq)", .enabled("PostgreSQL is not installed here") { await PostgresTestServer.isAvailable() })
 struct PostgresConnectionTests {
     @Test func preparedStatementsBindAndReadIntegersTextAndNull() async throws {

@@ -1,6 +1,8 @@
 import Storage
 import Testing
 
+@testable import DatabaseEngine
+
 @Suite("SQLite parameters rewritten for PostgreSQL")
 struct PostgresSQLTests {
     @Test(arguments: [

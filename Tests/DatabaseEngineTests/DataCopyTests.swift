@@ -4,6 +4,7 @@ import Identifiers
 import ReceiptTesting
 import Testing
 
+@testable import DatabaseEngine
 @testable import Storage
 
 @Suite("Copying SQLite into PostgreSQL", .enabled("PostgreSQL is not installed here") { await PostgresTestServer.isAvailable() })

@@ -12,7 +12,7 @@ package struct StorageError: Error, CustomStringConvertible, Sendable, Equatable
     package let sqlState: String?
     package let message: String
 
-    init(_ code: Code, _ message: String, sqliteCode: Int32? = nil, sqlState: String? = nil) {
+    package init(_ code: Code, _ message: String, sqliteCode: Int32? = nil, sqlState: String? = nil) {
         self.code = code
         self.message = message
         self.sqliteCode = sqliteCode

@@ -24,10 +24,11 @@ import Synchronization
 /// transaction of its own is run again when it loses one; stores lock what they read before they
 /// write (``Database/lock(_:)``). Changes are heard through a ``ChangeFeed``.
 ///
-/// On SQLite the chart rollups (``RollupStore``) live in a file of their own beside the
-/// database's (``rollupsPath(for:)``), attached to the readers as `rollups`, with a writer of its
-/// own (``write(durable:alone:rollups:_:)``): the rollup keeper's writes, tens of milliseconds a
-/// second under load, never hold up saves, whose one writer is the service's narrowest point.
+/// On SQLite a file of its own (an ``AttachedFile``: Storage's chart rollups) lives beside the
+/// database's, attached to the readers under its name, with a writer of its own
+/// (``write(durable:alone:rollups:_:)``): what is written there (the rollup keeper's writes, tens
+/// of milliseconds a second under load) never holds up saves, whose one writer is the service's
+/// narrowest point.
 package final class DatabaseQueue: Sendable {
     /// The writer on SQLite, the first writing connection on PostgreSQL.
     private let worker: Worker
@@ -53,40 +54,41 @@ package final class DatabaseQueue: Sendable {
     private let replicas: ReplicaSet?
 
     /// Opens the database at `path` (see ``Database/init(path:busyTimeout:readOnly:)``) and starts
-    /// its thread, then the rollups' file (``rollupsPath(for:)``, made or made again as
-    /// ``RollupStore`` needs it) and its writer's thread, then `readers` read-only connections
-    /// with a thread each, the rollups attached (none for `:memory:`, whose data no other
-    /// connection sees: reads then run on the writer's thread, which has the rollups in memory too).
+    /// its thread, then `file` beside it (``AttachedFile/path(beside:)``, made or made again as it
+    /// says) and its writer's thread, then `readers` read-only connections with a thread each,
+    /// the file attached (none for `:memory:`, whose data no other connection sees: reads then
+    /// run on the writer's thread, which has the file in memory too).
     /// - Parameter metrics: where write transactions are timed (see ``Database/metrics``).
     package init(
         path: String, busyTimeout: Duration = .seconds(5), metrics: any MetricsFactory = NOOPMetricsHandler.instance,
-        readers: Int = 2
+        readers: Int = 2, attaching file: AttachedFile
     ) throws(StorageError) {
         let database = try Database(path: path, busyTimeout: busyTimeout)
         database.metrics = metrics
         writeLine = JobLine(groupsSaves: true)
         worker = Worker(database, line: writeLine, pollsOtherWriters: true)
         var opened: [Worker] = []
-        let rollups = path == ":memory:" ? path : Self.rollupsPath(for: path)
+        let rollups = path == ":memory:" ? path : file.path(beside: path)
         do {
             if path == ":memory:" {
-                try RollupStore.attachFile(rollups, to: database)
+                try database.attach(rollups, as: file.name)
+                try file.prepare(database, file.name)
                 rollupsLine = writeLine
             } else {
                 let writer = try Database(path: rollups, busyTimeout: busyTimeout)
-                try RollupStore.prepareFile(writer)
+                try file.prepare(writer, "main")
                 writer.metrics = metrics
                 rollupsLine = JobLine(groupsSaves: false)
                 opened.append(Worker(writer, line: rollupsLine, pollsOtherWriters: false))
             }
         } catch {
-            throw error as? StorageError ?? StorageError(.open, "cannot open the rollups' file \(rollups): \(error)")
+            throw error as? StorageError ?? StorageError(.open, "cannot open the \(file.name)' file \(rollups): \(error)")
         }
         let readersLine = JobLine(groupsSaves: false)
         /// A read-only connection to the database with the rollups attached.
         let openReader = { @Sendable () throws(StorageError) -> Database in
             let reader = try Database(path: path, busyTimeout: busyTimeout, readOnly: true)
-            try reader.attach(rollups: rollups)
+            try reader.attach(rollups, as: file.name)
             return reader
         }
         if path != ":memory:" {
@@ -226,16 +228,6 @@ package final class DatabaseQueue: Sendable {
 
     /// The database file's path.
     package var path: String { worker.database.path }
-
-    /// The file SQLite's chart rollups live in, beside the database at `path`: its name with
-    /// `-rollups` before the extension (`data/receiptd.sqlite`: `data/receiptd-rollups.sqlite`).
-    /// It holds only what the rollup keeper derives: a backup need not hold it, and a lost one
-    /// is made again and rebuilt.
-    package static func rollupsPath(for path: String) -> String {
-        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
-        guard let dot = path[slash...].lastIndex(of: "."), dot != slash else { return path + "-rollups" }
-        return path[..<dot] + "-rollups" + path[dot...]
-    }
 
     /// Calls `observer` on the writer's thread with each change appended to the ``ChangeLog``
     /// after this call, oldest first: those of this queue's writes before their callers resume,

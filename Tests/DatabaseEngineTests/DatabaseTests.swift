@@ -3,6 +3,7 @@ import Foundation
 import ReceiptTesting
 import Testing
 
+@testable import DatabaseEngine
 @testable import Storage
 
 /// The connection: SQLite's own settings, and the calls and SQL both backends share, on SQLite

@@ -92,8 +92,8 @@ package final class Database {
     /// Attaches the SQLite file at `path` as the schema `rollups` (`:memory:`: a private one), so
     /// that its tables are named as if they were this file's (``DatabaseQueue`` keeps the chart
     /// rollups there). A read-only connection attaches it read-only.
-    func attach(rollups path: String) throws(StorageError) {
-        try prepare("ATTACH DATABASE ? AS rollups").bind([path]).run()
+    package func attach(_ path: String, as name: String) throws(StorageError) {
+        try prepare("ATTACH DATABASE ? AS \(name)").bind([path]).run()
     }
 
     /// Connects to PostgreSQL at `url` (libpq's syntax; the URL, which may hold a password, is never

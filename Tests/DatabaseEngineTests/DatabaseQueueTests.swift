@@ -5,6 +5,7 @@ import ReceiptTesting
 import Synchronization
 import Testing
 
+@testable import DatabaseEngine
 @testable import Storage
 
 /// A queue on a scratch file with one table `t (x INTEGER)`.

@@ -2,6 +2,7 @@ import Foundation
 import ReceiptTesting
 import Testing
 
+@testable import DatabaseEngine
 @testable import Storage
 
 /// Reads from a real streaming replica (`pg_basebackup` + a hot standby on loopback): where they

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import DatabaseEngine
 @testable import Storage
 
 extension ReplicaRouter {

@@ -2,6 +2,7 @@ import Foundation
 import ReceiptTesting
 import Testing
 
+@testable import DatabaseEngine
 @testable import Storage
 
 /// A fresh folder under the temporary directory, removed by the caller.
@@ -163,5 +164,24 @@ struct MigratorTests {
         }
         #expect(applied == [0, 0, migrations.count])
         #expect(try Database(postgresURL: url).scalarInt("SELECT count(*) FROM schema_migrations") == Int64(migrations.count))
+    }
+}
+
+extension MigratorTests {
+    /// SQLite's migrations and PostgreSQL's are one history told twice: each number and name in
+    /// one folder stands in the other, so a database moved with `copy-data` stands where its
+    /// source stood, and a change made for one dialect is not forgotten for the other.
+    @Test func bothDialectsListTheSameMigrations() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Migrations")
+        func names(_ folder: URL) throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sql") }.sorted()
+        }
+        let sqlite = try names(root)
+        let postgresql = try names(root.appendingPathComponent("postgresql"))
+        #expect(sqlite.count > 30)
+        #expect(sqlite == postgresql, "only in one: \(Set(sqlite).symmetricDifference(postgresql).sorted())")
+        // Numbered from 0001 without a gap, each number once.
+        #expect(sqlite.map { Int($0.prefix(4)) } == (1...sqlite.count).map { $0 })
     }
 }
