@@ -3,10 +3,11 @@ import PackageDescription
 
 // receiptd: a self-hosted validator of App Store and Google Play purchases.
 // Targets come in rings: tools (receiptd, the simulators, ReceiptTesting) → the HTTP edge
-// (ReceiptService) → the use cases (ReceiptCore) → the stores (AppStore, GooglePlay: one target
-// each) and Storage → the pure domain (Entitlements, Analytics, Offers,
-// Retention) → the base (JSON, Clocks, Identifiers, Resilience, CurlTransport, HTTPServer). C lives
-// only in the C* system-library targets. The exact edges are LayeringTests.allowedImports, which
+// (ReceiptService) → the use cases (the kernel ReceiptCore, and its rooms StoreCalls,
+// Notifications, Charts, Operations, CustomerOffers) → Webhooks → the stores (AppStore,
+// GooglePlay: one target each) and Storage over DatabaseEngine → the pure domain (Entitlements,
+// Analytics, Offers, Retention) → the base (JSON, Clocks, Identifiers, Resilience, CurlTransport,
+// HTTPServer, Workers, Gzip). C lives only in the C* system-library targets. The exact edges are LayeringTests.allowedImports, which
 // fails on any other; Docs/architecture.md "Targets" draws them and says each target's one job.
 // Every Swift target builds with the same strictness (the end of this file).
 let package = Package(

@@ -118,7 +118,7 @@ struct ApplicationTests {
         let port = try app.start()
         // A migration that arrived after start-up (e.g. a half-finished deploy) is not applied yet.
         let later = Migrator(migrations: app.migrator.migrations + [Migration(version: 2, name: "0002_b", sql: "SELECT 1;")])
-        let response = Routes.readiness(await CheckReadiness(database: app.database, migrator: later)())
+        let response = OperationsRoutes.readiness(await CheckReadiness(database: app.database, migrator: later)())
         #expect(response.status.code == 503)
         #expect(String(decoding: response.body, as: UTF8.self).contains(#""migrations_pending":1"#))
         #expect(try await get(port, "/readyz").status == 200)

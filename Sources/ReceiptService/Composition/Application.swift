@@ -222,30 +222,44 @@ package final class Application: Sendable {
         let signOffer = SignOffer(
             context: context, keys: { accounts.offerKey(of: $0) }, rules: configuration.offers.rules,
             bundleIDs: settings.bundleIDs, policy: configuration.policy)
+        let auth = apiAuth(configuration, logger: logger)
+        let answerRetention = AnswerRetentionRequest(
+            context: context, verifier: verifier, rules: configuration.offers.retention, offers: signOffer,
+            policy: configuration.policy)
         let routes = Routes(
-            checkReadiness: CheckReadiness(database: database, migrator: migrator), auth: apiAuth(configuration, logger: logger),
-            purchases: PurchaseReaders(verifyPurchase: verifyPurchase, verifyPlayPurchase: play.verify, plugged: plugged),
-            ingestPlayNotification: play.ingest,
-            signOffer: signOffer,
-            answerRetention: AnswerRetentionRequest(
-                context: context, verifier: verifier, rules: configuration.offers.retention, offers: signOffer,
-                policy: configuration.policy),
-            recordAppTransaction: RecordAppTransaction(
-                context: context, verifier: verifier, read: readSubscriber, serverAPI: serverAPI, bundleIDs: settings.bundleIDs),
-            readSubscriber: readSubscriber,
-            eraseSubscriber: eraseSubscriber, addAlias: addAlias, exportSubscriber: exportSubscriber,
-            ingestNotification: ingestNotification, listings: listings,
-            support: support, massExtensions: massExtensions,
-            webhooks: webhookOperations,
-            promote: PromoteSubscriber(context: context, read: readSubscriber),
-            statistics: Statistics(context: context),
-            charts: ReadChart(context: context, settings: configuration.analytics),
-            customerMoney: ReadCustomerMoney(context: context, settings: configuration.analytics),
-            refresher: refresher,
-            console: Console(), appStore: client,
-            limiter: RateLimiter(configuration.limits), telemetry: telemetry, documentCache: documentCache,
-            metricsRequireKey: configuration.api.metricsRequireKey,
-            openAPI: openAPIDocument(configuration.openAPIFile, logger: logger), logger: logger, clock: clock)
+            groups: [
+                OperationsRoutes(
+                    checkReadiness: CheckReadiness(database: database, migrator: migrator), webhooks: webhookOperations,
+                    console: Console(), appStore: client, telemetry: telemetry, documentCache: documentCache,
+                    metricsRequireKey: configuration.api.metricsRequireKey,
+                    openAPI: openAPIDocument(configuration.openAPIFile, logger: logger)),
+                PurchaseRoutes(
+                    auth: auth,
+                    purchases: PurchaseReaders(verifyPurchase: verifyPurchase, verifyPlayPurchase: play.verify, plugged: plugged),
+                    recordAppTransaction: RecordAppTransaction(
+                        context: context, verifier: verifier, read: readSubscriber, serverAPI: serverAPI,
+                        bundleIDs: settings.bundleIDs),
+                    limiter: RateLimiter(configuration.limits), clock: clock),
+                SubscriberRoutes(
+                    readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber, addAlias: addAlias,
+                    exportSubscriber: exportSubscriber, refresher: refresher),
+                NotificationRoutes(
+                    ingestPlayNotification: play.ingest, ingestNotification: ingestNotification, listings: listings,
+                    telemetry: telemetry, logger: logger),
+                OfferRoutes(auth: auth, signOffer: signOffer, answerRetention: answerRetention),
+                RetentionRoutes(answerRetention: answerRetention, clock: clock),
+                SupportRoutes(
+                    support: support, massExtensions: massExtensions,
+                    promote: PromoteSubscriber(context: context, read: readSubscriber)),
+                AdminRoutes(
+                    listings: listings, webhooks: webhookOperations, statistics: Statistics(context: context),
+                    appStore: client),
+                ChartRoutes(
+                    charts: ReadChart(context: context, settings: configuration.analytics),
+                    customerMoney: ReadCustomerMoney(context: context, settings: configuration.analytics)),
+                WebhookRoutes(webhooks: webhookOperations),
+            ],
+            auth: auth, telemetry: telemetry, logger: logger)
         let server = HTTPServer(
             configuration: configuration.http, responder: routes.router(), logger: logger, metrics: telemetry.http)
         telemetry.watch(server)

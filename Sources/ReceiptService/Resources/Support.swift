@@ -6,10 +6,64 @@ import JSON
 import ReceiptCore
 import Storage
 import StoreCalls
-import Webhooks
 
-/// The operators' requests: support (extensions, mass extensions, lookups), aliases, test
-/// notifications, webhooks, notification listings, statistics and promotions.
+/// Support acting for a customer at the stores: promotional entitlements, an order looked up, extensions one by one and for everyone, Apple's TEST notification.
+struct SupportRoutes: RouteGroup {
+    let support: AppStoreSupport
+    let massExtensions: MassExtensions
+    let promote: PromoteSubscriber
+
+    func add(to api: inout API) {
+        // Support gives an entitlement for a while (after an outage, a complaint), or takes it back.
+        api.on(.post, "/v1/subscribers/{app_user_id}/entitlements/{name}/promotional", access: .secretKey) {
+            [promote] request, context in
+            let (user, name) = (try Requests.appUserID(in: context), try Requests.entitlementName(in: context))
+            let (term, reason) = try Requests.promotion(request.body)
+            let granted = try await promote.grant(name, to: user, for: term, reason: reason, by: APIAuth.fingerprint(request))
+            return Responses.promoted(granted.snapshot, [granted.promotion], status: .created)
+        }
+        api.on(.delete, "/v1/subscribers/{app_user_id}/entitlements/{name}/promotional", access: .secretKey) {
+            [promote] request, context in
+            let (user, name) = (try Requests.appUserID(in: context), try Requests.entitlementName(in: context))
+            let reason = try Requests.revocationReason(request.body)
+            let revoked = try await promote.revoke(name, of: user, reason: reason, by: APIAuth.fingerprint(request))
+            return Responses.promoted(revoked.snapshot, revoked.revoked, status: .ok)
+        }
+        // Support: a purchase by the order id on the customer's Apple invoice, and who holds it.
+        api.on(.get, "/v1/admin/orders/{order_id}", access: .secretKey) { [support] _, context in
+            let orderID = try Requests.orderID(in: context)
+            return Responses.order(try await support.order(orderID))
+        }
+        // Support: extend a subscriber's subscription at Apple, then store its new expiry.
+        api.on(.post, "/v1/subscribers/{app_user_id}/extend", access: .secretKey) { [support] request, context in
+            let user = try Requests.appUserID(in: context)
+            let extension_ = try Requests.extensionRequest(request.body, appUserID: user)
+            return Responses.extended(try await support.extend(extension_))
+        }
+        // Support: extend every active subscription to a product at Apple (an outage's compensation).
+        api.on(.post, "/v1/admin/mass-extensions", access: .secretKey) { [massExtensions] request, _ in
+            let asked = try Requests.massExtension(request.body)
+            let (record, created) = try await massExtensions.request(asked, by: APIAuth.fingerprint(request))
+            return .json(Responses.massExtension(record), status: created ? .accepted : .ok)
+        }
+        api.on(.get, "/v1/admin/mass-extensions", access: .secretKey) { [massExtensions] request, _ in
+            let limit = try Requests.limit(request)
+            let before = try Requests.massExtensionCursor(request)
+            let found = try await massExtensions.list(limit: limit + 1, before: before)
+            return Responses.massExtensions(Array(found.prefix(limit)), more: found.count > limit)
+        }
+        api.on(.get, "/v1/admin/mass-extensions/{request_id}", access: .secretKey) { [massExtensions] _, context in
+            .json(Responses.massExtension(try await massExtensions.find(try Requests.requestID(in: context))))
+        }
+        // Ops: ask Apple to send a TEST notification to the configured URL.
+        api.on(.post, "/v1/admin/test-notification", access: .secretKey) { [support] request, _ in
+            let (bundleID, environment) = try Requests.testNotification(request.body)
+            let sent = try await support.testNotification(bundleID: bundleID, environment: environment)
+            return Responses.testNotification(token: sent.token, environment: sent.environment)
+        }
+    }
+}
+
 extension Requests {
     /// The body of POST /v1/admin/mass-extensions: `{"product_id", "days", "reason", "request_id",
     /// "storefronts"?, "bundle_id"?, "environment"?}`. `request_id` (a UUID) is required: sent
@@ -104,15 +158,6 @@ extension Requests {
             appUserID: appUserID, days: Int(n), reason: reason, originalTransactionID: original, requestID: requestID)
     }
 
-    /// The body of POST /v1/subscribers/{id}/aliases: `{"alias"}`, another app user id.
-    static func alias(_ body: [UInt8]) throws(ReceiptError) -> String {
-        guard let json = try? JSONValue.parse(body), case .object = json else {
-            throw .invalidRequest("The body must be a JSON object.")
-        }
-        guard case .string(let alias)? = json["alias"] else { throw .invalidRequest("`alias` is required: an app user id.") }
-        return try FieldRules.appUserID(alias, field: "alias")
-    }
-
     /// The body of POST /v1/admin/test-notification: `{"bundle_id"?, "environment"?}`, or none.
     static func testNotification(_ body: [UInt8]) throws(ReceiptError) -> (bundleID: String?, environment: AppStoreEnvironment?) {
         guard !body.isEmpty else { return (nil, nil) }
@@ -134,100 +179,6 @@ extension Requests {
         default: throw .invalidRequest("`environment` must be `production` or `sandbox`.")
         }
         return (bundleID, environment)
-    }
-
-    /// GET /v1/admin/webhooks/deliveries' filters: `?status=` (pending, delivered, failed),
-    /// `?endpoint=`, `?app_user_id=`.
-    static func deliveryFilters(_ request: HTTPRequest) throws(ReceiptError)
-        -> (status: WebhookDelivery.Status?, endpoint: String?, appUserID: String?)
-    {
-        var status: WebhookDelivery.Status?
-        if let text = request.queryValue("status") {
-            guard let s = WebhookDelivery.Status(rawValue: text) else {
-                throw .invalidRequest("`status` must be one of pending, delivered, failed.")
-            }
-            status = s
-        }
-        let endpoint = try request.queryValue("endpoint").map { name throws(ReceiptError) in
-            guard WebhookEndpoint.isValidName(name) else { throw .invalidRequest("`endpoint` must be an endpoint's name.") }
-            return name
-        }
-        let user = try request.queryValue("app_user_id").map { id throws(ReceiptError) in try FieldRules.appUserID(id) }
-        return (status, endpoint, user)
-    }
-
-    /// The `{id}` of a webhook delivery in the path.
-    static func deliveryID(in context: RouteContext) throws(ReceiptError) -> Int64 {
-        guard let id = Int64(context.parameters["id"] ?? ""), id > 0 else {
-            throw .invalidRequest("The delivery id in the path must be a positive integer.")
-        }
-        return id
-    }
-
-    /// The `{endpoint}` in the path.
-    static func endpointName(in context: RouteContext) throws(ReceiptError) -> String {
-        let name = context.parameters["endpoint"] ?? ""
-        guard WebhookEndpoint.isValidName(name) else { throw .webhookEndpointNotFound }
-        return name
-    }
-
-    /// The body of POST /v1/admin/webhooks/{endpoint}/replay: `{"since": "<RFC 3339 time or YYYY-MM-DD>"}`.
-    static func replaySince(_ body: [UInt8]) throws(ReceiptError) -> Int64 {
-        guard let json = try? JSONValue.parse(body), case .object = json else {
-            throw .invalidRequest("The body must be a JSON object.")
-        }
-        guard case .string(let text)? = json["since"], let since = FieldRules.instant(text) else {
-            throw .invalidRequest("`since` is required: an RFC 3339 time or a date (YYYY-MM-DD).")
-        }
-        return since
-    }
-
-    /// `?since=`: an RFC 3339 time or a date (YYYY-MM-DD); nil when absent.
-    static func since(_ request: HTTPRequest) throws(ReceiptError) -> Int64? {
-        guard let text = request.queryValue("since") else { return nil }
-        guard let t = FieldRules.instant(text) else {
-            throw .invalidRequest("`since` must be an RFC 3339 time or a date (YYYY-MM-DD).")
-        }
-        return t
-    }
-
-    /// GET /v1/notifications' filters: `?type=`, `?outcome=`, `?app_user_id=`.
-    static func notificationFilter(_ request: HTTPRequest) throws(ReceiptError) -> NotificationFilter {
-        func word(_ name: String) throws(ReceiptError) -> String? {
-            guard let text = request.queryValue(name) else { return nil }
-            let allowed = { (b: UInt8) in
-                b == UInt8(ascii: "_") || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(b)
-                    || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(b) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b)
-            }
-            guard (1...64).contains(text.utf8.count), text.utf8.allSatisfy(allowed) else {
-                throw .invalidRequest("`\(name)` must be 1 to 64 letters, digits or `_`.")
-            }
-            return text
-        }
-        return NotificationFilter(
-            type: try word("type"), outcome: try word("outcome"),
-            appUserID: try request.queryValue("app_user_id").map { id throws(ReceiptError) in try FieldRules.appUserID(id) })
-    }
-
-    /// GET /v1/admin/stats: `?from=` and `?to=` (RFC 3339 times or dates; the last 30 days to now
-    /// when absent) and `?interval=` (`hour`, `day` or `week`; `day` when absent).
-    static func statsRange(_ request: HTTPRequest) throws(ReceiptError) -> (
-        from: Int64?, to: Int64?, interval: Statistics.Interval
-    ) {
-        func instant(_ name: String) throws(ReceiptError) -> Int64? {
-            guard let text = request.queryValue(name) else { return nil }
-            guard let t = FieldRules.instant(text) else {
-                throw .invalidRequest("`\(name)` must be an RFC 3339 time or a date (YYYY-MM-DD).")
-            }
-            return t
-        }
-        let interval = try request.queryValue("interval").map { text throws(ReceiptError) in
-            guard let i = Statistics.Interval(rawValue: text) else {
-                throw .invalidRequest("`interval` must be hour, day or week.")
-            }
-            return i
-        }
-        return (try instant("from"), try instant("to"), interval ?? .day)
     }
 
     /// The `{name}` of an entitlement in the path.
@@ -274,17 +225,98 @@ extension Requests {
         }
     }
 
-    /// The `{transaction_id}` path parameter: any transaction of a purchase, or its original.
-    static func transactionID(in context: RouteContext) throws(ReceiptError) -> String {
-        let id = context.parameters["transaction_id"] ?? ""
-        try FieldRules.storedTransactionID(id)
-        return id
-    }
-
     /// The `{order_id}` path parameter.
     static func orderID(in context: RouteContext) throws(ReceiptError) -> String {
         let id = context.parameters["order_id"] ?? ""
         try FieldRules.orderID(id)
         return id
+    }
+}
+
+extension Responses {
+    /// GET /v1/admin/orders/{order_id}.
+    static func order(_ order: AppStoreSupport.Order) -> HTTPResponse {
+        let text = { (s: String?) in s.map(JSONValue.string) ?? .null }
+        return .json(
+            .object([
+                "order_id": .string(order.orderID), "environment": .string(order.environment.rawValue),
+                "transactions": .array(
+                    order.transactions.map { t, holder in
+                        .object([
+                            "transaction_id": .string(t.transactionID),
+                            "original_transaction_id": .string(t.originalTransactionID), "product_id": .string(t.productID),
+                            "bundle_id": .string(t.bundleID), "type": text(t.type),
+                            "purchased_at": SubscriberDocument.time(t.purchaseDate),
+                            "expires_at": SubscriberDocument.time(t.expiresDate),
+                            "revoked_at": SubscriberDocument.time(t.revocationDate), "app_user_id": text(holder),
+                        ])
+                    }),
+            ]))
+    }
+
+    static func extended(_ e: AppStoreSupport.Extended) -> HTTPResponse {
+        .json(
+            .object([
+                "extension": .object([
+                    "original_transaction_id": .string(e.originalTransactionID),
+                    "effective_date": SubscriberDocument.time(e.effectiveDate),
+                ]),
+                "subscriber": e.snapshot.document.rendered(version: e.snapshot.version, now: e.snapshot.now, explain: false),
+            ]))
+    }
+
+    /// A mass extension as stored: what was asked, by whom, and how far it has come.
+    static func massExtension(_ r: MassExtensionRecord) -> JSONValue {
+        let int = { (n: Int64?) in n.map(JSONValue.int) ?? .null }
+        return .object([
+            "request_id": .string(r.requestID), "bundle_id": .string(r.bundleID), "environment": .string(r.environment),
+            "product_id": .string(r.productID), "storefronts": .array(r.storefronts.map(JSONValue.string)),
+            "days": .int(Int64(r.days)), "reason": .string(r.reason), "requested_by": .string(r.requestedBy),
+            "requested_at": SubscriberDocument.time(r.requestedAt), "status": .string(r.status.rawValue),
+            "submitted_at": SubscriberDocument.time(r.submittedAt),
+            "apple_completed_at": SubscriberDocument.time(r.appleCompletedAt), "succeeded_count": int(r.succeededCount),
+            "failed_count": int(r.failedCount), "subscriptions_refreshed": .int(Int64(r.refreshed)),
+            "finished_at": SubscriberDocument.time(r.finishedAt),
+            "next_step_at": SubscriberDocument.time(r.dueAt), "attempts": .int(Int64(r.attempts)),
+            "last_error": r.lastError.map(JSONValue.string) ?? .null,
+        ])
+    }
+
+    /// GET /v1/admin/mass-extensions.
+    static func massExtensions(_ rows: [MassExtensionRecord], more: Bool) -> HTTPResponse {
+        .json(
+            .object([
+                "mass_extensions": .array(rows.map(massExtension)),
+                "next_cursor": more ? rows.last.map { .string("\($0.requestedAt).\($0.requestID)") } ?? .null : .null,
+            ]))
+    }
+
+    /// POST /v1/admin/test-notification.
+    static func testNotification(token: String, environment: AppStoreEnvironment) -> HTTPResponse {
+        .json(
+            .object(["test_notification_token": .string(token), "environment": .string(environment.rawValue)]),
+            status: .accepted)
+    }
+
+    /// A promotion as granted or revoked.
+    static func promotion(_ p: Promotion) -> JSONValue {
+        let text = { (s: String?) in s.map(JSONValue.string) ?? .null }
+        return .object([
+            "id": .string(String(p.id)), "entitlement": .string(p.entitlement),
+            "starts_at": SubscriberDocument.time(p.startsAt), "expires_at": SubscriberDocument.time(p.expiresAt),
+            "granted_by": .string(p.grantedBy), "reason": .string(p.reason),
+            "revoked_at": SubscriberDocument.time(p.revokedAt), "revoked_by": text(p.revokedBy),
+            "revoke_reason": text(p.revokeReason),
+        ])
+    }
+
+    /// The answer to POST and DELETE …/entitlements/{name}/promotional: the promotions it made or
+    /// ended, and the subscriber's explained document.
+    static func promoted(_ snapshot: SubscriberSnapshot, _ promotions: [Promotion], status: HTTPStatus) -> HTTPResponse {
+        .json(
+            .object([
+                "promotions": .array(promotions.map(promotion)),
+                "subscriber": snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: true),
+            ]), status: status)
     }
 }

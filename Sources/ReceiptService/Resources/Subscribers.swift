@@ -1,0 +1,124 @@
+import HTTPServer
+import JSON
+import Operations
+import ReceiptCore
+
+/// A person: their document (from the cache on the event loop when current), aliases, erasure, export, events, and asking the stores again now.
+struct SubscriberRoutes: RouteGroup {
+    let readSubscriber: ReadSubscriber
+    let eraseSubscriber: EraseSubscriber
+    let addAlias: AddAlias
+    let exportSubscriber: ExportSubscriber
+    let refresher: Refresher
+
+    func add(to api: inout API) {
+        // A backend reads a subscriber, without calling Apple: from the document cache on the
+        // event loop when it is current, else from storage.
+        api.on(
+            .get, "/v1/subscribers/{app_user_id}", access: .secretKey,
+            immediately: { [readSubscriber] request, context in
+                let user = try Requests.appUserID(in: context)
+                guard try !Requests.explain(request), let (entry, now) = readSubscriber.cached(user) else { return nil }
+                return Responses.cached(entry, now: now, request: request)
+            },
+            handler: { [readSubscriber] request, context in
+                let user = try Requests.appUserID(in: context)
+                let explain = try Requests.explain(request)
+                return Responses.document(try await readSubscriber.document(user), explain: explain, request: request)
+            })
+        // Erasure on a person's request (GDPR art. 17): every row under the id, the bytes scrubbed.
+        api.on(.delete, "/v1/subscribers/{app_user_id}", access: .secretKey) { [eraseSubscriber] request, context in
+            let user = try Requests.appUserID(in: context)
+            return Responses.erased(user, try await eraseSubscriber(user, by: APIAuth.fingerprint(request)))
+        }
+        // The app learnt who an anonymous user is, or two accounts are one person: one subscriber.
+        api.on(.post, "/v1/subscribers/{app_user_id}/aliases", access: .secretKey) { [addAlias] request, context in
+            let user = try Requests.appUserID(in: context)
+            return Responses.aliased(try await addAlias(user, alias: try Requests.alias(request.body)))
+        }
+        // Everything stored about a person (GDPR art. 15), streamed a page of rows at a time.
+        api.on(.get, "/v1/subscribers/{app_user_id}/export", access: .secretKey) { [exportSubscriber] _, context in
+            let parts = try await exportSubscriber(try Requests.appUserID(in: context))
+            return HTTPResponse(
+                status: .ok, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+                stream: HTTPBodyStream(next: parts.next))
+        }
+        // A backend reads a subscriber's lifecycle events, newest first.
+        api.on(.get, "/v1/subscribers/{app_user_id}/events", access: .secretKey) { [readSubscriber] request, context in
+            let user = try Requests.appUserID(in: context)
+            let (limit, cursor) = (try Requests.limit(request), try Requests.eventCursor(request))
+            return Responses.events(try await readSubscriber.events(user, limit: limit, before: cursor), of: user)
+        }
+        // Support: ask Apple again now about every purchase of a subscriber.
+        api.on(.post, "/v1/subscribers/{app_user_id}/refresh", access: .secretKey) { [refresher, readSubscriber] _, context in
+            let user = try Requests.appUserID(in: context)
+            let outcomes = try await refresher.refreshNow(user)
+            return Responses.refreshed(outcomes, try await readSubscriber.document(user))
+        }
+    }
+}
+
+extension Requests {
+    /// Events' `?cursor=<at>.<id>` from `next_cursor`.
+    static func eventCursor(_ request: HTTPRequest) throws(ReceiptError) -> ReadSubscriber.EventCursor? {
+        guard let text = request.queryValue("cursor") else { return nil }
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, let at = Int64(parts[0]), let id = Int64(parts[1]) else {
+            throw .invalidRequest("`cursor` must be a `next_cursor` from an earlier page.")
+        }
+        return .init(at: at, id: id)
+    }
+
+    /// The body of POST /v1/subscribers/{id}/aliases: `{"alias"}`, another app user id.
+    static func alias(_ body: [UInt8]) throws(ReceiptError) -> String {
+        guard let json = try? JSONValue.parse(body), case .object = json else {
+            throw .invalidRequest("The body must be a JSON object.")
+        }
+        guard case .string(let alias)? = json["alias"] else { throw .invalidRequest("`alias` is required: an app user id.") }
+        return try FieldRules.appUserID(alias, field: "alias")
+    }
+}
+
+extension Responses {
+    /// A cached document (never explained), byte for byte what ``document(_:explain:request:)`` gives.
+    static func cached(_ entry: SubscriberCache.Entry, now: Int64, request: HTTPRequest) -> HTTPResponse {
+        let tag = entityTag(version: entry.version, explain: false)
+        if let unchanged = notModified(tag, request) { return unchanged }
+        return HTTPResponse(
+            status: .ok, headers: ["Content-Type": "application/json", "ETag": tag], body: entry.body(now: now))
+    }
+
+    /// GET /v1/subscribers/{id}/events.
+    static func events(_ page: ReadSubscriber.EventPage, of appUserID: String) -> HTTPResponse {
+        .json(
+            .object([
+                "app_user_id": .string(appUserID), "events": .array(page.events.map(\.json)),
+                "next_cursor": page.next.map { .string("\($0.at).\($0.id)") } ?? .null,
+            ]))
+    }
+
+    /// POST /v1/subscribers/{id}/extend.
+    /// DELETE /v1/subscribers/{id}: that it happened and how many rows it took, per table.
+    static func erased(_ appUserID: String, _ outcome: ErasureOutcome) -> HTTPResponse { .json(outcome.json(appUserID)) }
+
+    /// The answer to POST /v1/subscribers/{id}/aliases: whether the ids were merged now (false: they
+    /// already were one), the purchases that moved, and the subscriber's document.
+    static func aliased(_ outcome: AddAlias.Outcome) -> HTTPResponse {
+        .json(
+            .object([
+                "merged": .bool(outcome.merged), "moved": .array(outcome.moved.map(JSONValue.string)),
+                "subscriber": outcome.snapshot.document.rendered(
+                    version: outcome.snapshot.version, now: outcome.snapshot.now, explain: false),
+            ]))
+    }
+
+    /// POST /v1/subscribers/{id}/refresh: what Apple said about each purchase, and the document after.
+    static func refreshed(_ outcomes: [(original: String, outcome: String)], _ snapshot: SubscriberSnapshot) -> HTTPResponse {
+        .json(
+            .object([
+                "purchases": .array(
+                    outcomes.map { .object(["original_transaction_id": .string($0.original), "outcome": .string($0.outcome)]) }),
+                "subscriber": snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: true),
+            ]))
+    }
+}
