@@ -1,10 +1,10 @@
 package import AppStore
-package import Clocks
+import Clocks
 import DatabaseEngine
 import Entitlements
-package import Logging
+import Logging
 package import ReceiptCore
-package import Storage
+import Storage
 
 /// `receiptd backfill-prices`: prices the App Store purchases verifyReceipt told receiptd about
 /// (verifyReceipt states no money) by asking Get Transaction History once per purchase, through

@@ -1,13 +1,13 @@
 package import Analytics
-package import Clocks
-package import CoreMetrics
+import Clocks
+import CoreMetrics
 import DatabaseEngine
 import Entitlements
 import Gzip
-package import Logging
+import Logging
 package import ReceiptCore
 import ServiceLifecycle
-package import Storage
+import Storage
 import Workers
 
 /// Keeps the chart rollups current (Docs/analytics.md#rollups), off the request path: follows the

@@ -1,5 +1,5 @@
 import Analytics
-package import ReceiptCore
+import ReceiptCore
 import Synchronization
 
 /// The loaded exchange rates as last parsed, with the revision they were read at

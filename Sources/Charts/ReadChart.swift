@@ -1,11 +1,11 @@
 package import Analytics
-package import Clocks
+import Clocks
 package import DatabaseEngine
 import Entitlements
-package import Logging
+import Logging
 package import ReceiptCore
 import Resilience
-package import Storage
+import Storage
 
 /// The subscription metrics (`GET /v1/admin/charts/{chart}`; its drill-down in DrillChart.swift):
 /// the rollups, or the ledger of one environment read from storage, the loaded exchange rates, and

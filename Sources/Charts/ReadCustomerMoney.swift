@@ -1,8 +1,8 @@
 package import Analytics
 import DatabaseEngine
-package import Logging
+import Logging
 package import ReceiptCore
-package import Storage
+import Storage
 
 /// What one customer paid (`GET /v1/subscribers/{id}/money`): each of their transactions in an
 /// environment with its price, refund, tax, commission and proceeds, by the revenue chart's rules

@@ -1,15 +1,15 @@
 package import AppStore
-package import Clocks
-package import CoreMetrics
+import Clocks
+import CoreMetrics
 import DatabaseEngine
 package import Entitlements
 import FoundationEssentials
 package import JSON
-package import Logging
+import Logging
 import Offers
 package import ReceiptCore
 package import Retention
-package import Storage
+import Storage
 
 /// Apple asks, while a customer views a subscription they may cancel, which retention message to
 /// show (Apple's Retention Messaging API, "Get Retention Message" endpoint; Docs/retention.md).
@@ -159,16 +159,19 @@ package struct AnswerRetentionRequest: UseCase, Sendable {
     }
 
     /// Per rule and message since `since`: answered, still in the period, stayed, left.
-    package func outcomes(since: Int64) async throws(ReceiptError) -> [RetentionOutcome] {
+    package func outcomes(since: Int64) async throws(ReceiptError) -> [RetentionAnswerOutcome] {
         let now = clock.now()
-        do { return try await database.read { db in try RetentionStore(db).outcomes(since: since, now: now) } } catch {
+        do {
+            return try await database.read { db in try RetentionStore(db).outcomes(since: since, now: now) }.map(
+                RetentionAnswerOutcome.init)
+        } catch {
             logger.error("retention outcomes could not be read", metadata: ["error": "\(error)"])
             throw .internalFault
         }
     }
 
     /// A customer's answers, newest first (support's view).
-    package func answers(of appUserID: String, limit: Int = 50) async throws(ReceiptError) -> [RetentionAnswerRecord] {
+    package func answers(of appUserID: String, limit: Int = 50) async throws(ReceiptError) -> [RetentionAnswer] {
         _ = try FieldRules.appUserID(appUserID)
         do {
             return try await database.read { db in
@@ -176,7 +179,7 @@ package struct AnswerRetentionRequest: UseCase, Sendable {
                 let ids = try subscriber?.ids ?? [ReceiptStore(db).canonical(appUserID)]
                 let originals = subscriber.map { s in s.purchases.map(\.fact.originalTransactionID) } ?? []
                 return try RetentionStore(db).answers(of: ids, originals: Array(Set(originals)).sorted(), limit: limit)
-            }
+            }.map(RetentionAnswer.init)
         } catch {
             logger.error("retention answers could not be read", metadata: ["error": "\(error)"])
             throw .internalFault
@@ -205,10 +208,3 @@ package struct AnswerRetentionRequest: UseCase, Sendable {
             .increment()
     }
 }
-
-// Records this use case answers with as storage keeps them: plain values, named here so the
-// HTTP edge speaks to the use cases only and never imports Storage.
-/// A Retention Messaging answer as recorded, listed by ``AnswerRetentionRequest/answers(of:limit:)``.
-package typealias RetentionAnswerRecord = Storage.RetentionAnswerRecord
-/// Retention answers' outcomes by rule and message (``AnswerRetentionRequest/outcomes(since:)``).
-package typealias RetentionOutcome = Storage.RetentionOutcome

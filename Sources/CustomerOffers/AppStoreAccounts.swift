@@ -1,5 +1,5 @@
 package import AppStore
-package import ReceiptCore
+import ReceiptCore
 
 /// The App Store Connect accounts whose apps receiptd serves, each with its own secrets: the
 /// shared secret verifyReceipt and V1 notifications use, the In-App Purchase key the App Store

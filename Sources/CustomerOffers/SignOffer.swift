@@ -1,11 +1,11 @@
-package import Clocks
-package import CoreMetrics
+import Clocks
+import CoreMetrics
 package import Crypto
 import DatabaseEngine
 package import Entitlements
 package import FoundationEssentials
 import Identifiers
-package import Logging
+import Logging
 package import Offers
 package import ReceiptCore
 package import Storage
@@ -258,7 +258,7 @@ package struct SignOffer: UseCase, Sendable {
     package struct Overview: Sendable {
         package var promotional: [(offerID: String, productID: String, decision: Explanation)]
         package var introductory: [(group: String, productID: String, decision: Explanation)]
-        package var given: [OfferSignatureRecord]
+        package var given: [Given]
     }
 
     package func overview(_ appUserID: String, limit: Int = 50) async throws(ReceiptError) -> Overview {
@@ -298,7 +298,7 @@ package struct SignOffer: UseCase, Sendable {
                     appleGroupIDs: groupIDs[group] ?? [], now: now)
             )
         }
-        return Overview(promotional: promotional, introductory: introductory, given: given)
+        return Overview(promotional: promotional, introductory: introductory, given: given.map(Given.init))
     }
 
     /// `offers_signatures_total{kind, format, outcome}`: `signed`, a refusing rule, `rate_limited`.

@@ -1,12 +1,12 @@
-package import Clocks
-package import CoreMetrics
+import Clocks
+import CoreMetrics
 import DatabaseEngine
 import Entitlements
 package import GooglePlay
-package import Logging
+import Logging
 package import ReceiptCore
 import ServiceLifecycle
-package import Storage
+import Storage
 import Workers
 
 /// Google Play's twin of Apple's notification catch-up: the Voided Purchases API read at start and

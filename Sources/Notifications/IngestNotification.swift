@@ -1,13 +1,13 @@
 package import AppStore
-package import Clocks
+import Clocks
 import Crypto
 import DatabaseEngine
 import Entitlements
 import FoundationEssentials
 import JSON
-package import Logging
+import Logging
 package import ReceiptCore
-package import Storage
+import Storage
 package import StoreCalls
 package import Workers
 

@@ -1,12 +1,12 @@
-package import Clocks
-package import CoreMetrics
+import Clocks
+import CoreMetrics
 import DatabaseEngine
 package import Entitlements
 package import GooglePlay
 import Identifiers
-package import Logging
+import Logging
 package import ReceiptCore
-package import Storage
+import Storage
 package import Workers
 
 /// A Google Play real-time developer notification, as Cloud Pub/Sub pushes it to

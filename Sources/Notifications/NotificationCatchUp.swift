@@ -1,12 +1,12 @@
 package import AppStore
-package import Clocks
-package import CoreMetrics
+import Clocks
+import CoreMetrics
 import DatabaseEngine
 import JSON
-package import Logging
+import Logging
 package import ReceiptCore
 import ServiceLifecycle
-package import Storage
+import Storage
 import Workers
 
 /// Recovers App Store Server Notifications receiptd missed (down, unreachable, Apple gave up): at

@@ -1,6 +1,6 @@
 package import Clocks
 import DatabaseEngine
-package import ReceiptCore
+import ReceiptCore
 import Storage
 
 /// A consistent copy of the database while receiptd serves (SQLite's online backup API), checked

@@ -1,6 +1,6 @@
 package import DatabaseEngine
-package import ReceiptCore
-package import Storage
+import ReceiptCore
+import Storage
 
 /// Whether this instance can serve: the database answers and every migration it knows is applied
 /// (a half-finished deploy has one pending). Asked by `/readyz` on every probe.

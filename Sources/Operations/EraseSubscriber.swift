@@ -1,10 +1,10 @@
 import Charts
-package import Clocks
+import Clocks
 import DatabaseEngine
-package import JSON
-package import Logging
+import JSON
+import Logging
 package import ReceiptCore
-package import Storage
+import Storage
 
 /// Erase a person (GDPR art. 17, CCPA): everything stored under their app user id, in one
 /// transaction (``Erasure``), then their rows of the chart rollups in another (on SQLite those
@@ -27,7 +27,7 @@ package struct EraseSubscriber: UseCase, Sendable {
     /// verification, a retention answer); ``ReceiptError/subscriberNotFound`` (and nothing
     /// recorded) for an id nothing stored names. A write that began before (a call to a store in
     /// flight) cannot bring them back (``ErasedIDs``).
-    package func callAsFunction(_ appUserID: String, by asker: String) async throws(ReceiptError) -> Erasure.Outcome {
+    package func callAsFunction(_ appUserID: String, by asker: String) async throws(ReceiptError) -> Erased {
         let now = clock.now()
         var outcome: Erasure.Outcome
         do {
@@ -72,24 +72,15 @@ package struct EraseSubscriber: UseCase, Sendable {
             throw .internalFault
         }
         logger.notice("a subscriber was erased", metadata: ["rows": "\(outcome.total)", "by": "\(asker)"])
-        return outcome
+        return Erased(rows: outcome.rows)
+    }
+
+    /// What an erasure removed or blanked.
+    package struct Erased: Sendable, Equatable {
+        /// Per table, rows deleted or changed; tables untouched are absent.
+        package var rows: [String: Int]
+        package var total: Int { rows.values.reduce(0, +) }
     }
 
     private struct NotStored: Error {}
 }
-
-extension Erasure.Outcome {
-    /// The answer to an erasure (the API's and `receiptd erase`'s): that it happened, how many
-    /// rows it took, per table.
-    package func json(_ appUserID: String) -> JSONValue {
-        .object([
-            "app_user_id": .string(appUserID), "erased": .bool(true), "rows": .int(Int64(total)),
-            "tables": .object(strings: rows.mapValues { .int(Int64($0)) }),
-        ])
-    }
-}
-
-// Records this use case answers with as storage keeps them: plain values, named here so the
-// HTTP edge speaks to the use cases only and never imports Storage.
-/// What ``EraseSubscriber`` removed or blanked, table by table.
-package typealias ErasureOutcome = Storage.Erasure.Outcome

@@ -5,8 +5,8 @@ import Foundation
 import FoundationEssentials
 import Gzip
 import JSON
-package import ReceiptCore
-package import Storage
+import ReceiptCore
+import Storage
 
 /// `receiptd export-data --since DATE DIR`: transactions (with money), events and subscribers as
 /// gzip NDJSON or CSV, one file per table and UTC day a row was last written

@@ -1,10 +1,10 @@
-package import Clocks
+import Clocks
 import DatabaseEngine
 import Identifiers
 import JSON
-package import Logging
+import Logging
 package import ReceiptCore
-package import Storage
+import Storage
 import Synchronization
 
 /// Everything stored about a person, for their right of access (GDPR art. 15, CCPA): one JSON

@@ -1,8 +1,8 @@
-package import Clocks
+import Clocks
 import DatabaseEngine
-package import Logging
+import Logging
 package import ReceiptCore
-package import Storage
+import Storage
 package import Webhooks
 package import Workers
 
@@ -21,18 +21,19 @@ package struct WebhookOperations: UseCase, Sendable {
 
     /// `limit` deliveries with ids below `before`, newest first, filtered.
     package func deliveries(
-        status: WebhookDelivery.Status?, endpoint: String?, appUserID: String?, limit: Int, before: Int64?
-    ) async throws(ReceiptError) -> Listings.Page<WebhookDelivery, Int64> {
+        status: Delivery.Status?, endpoint: String?, appUserID: String?, limit: Int, before: Int64?
+    ) async throws(ReceiptError) -> Listings.Page<Delivery, Int64> {
+        let stored = status.map { WebhookDelivery.Status(rawValue: $0.rawValue)! }
         let rows = try await run(write: false) { db in
             try WebhookStore(db).deliveries(
-                status: status, endpoint: endpoint, appUserID: appUserID, limit: limit + 1, before: before)
+                status: stored, endpoint: endpoint, appUserID: appUserID, limit: limit + 1, before: before)
         }
-        return Listings.Page(of: rows, limit: limit, cursor: \.id)
+        return Listings.Page(of: rows.map(Delivery.init), limit: limit, cursor: \.id)
     }
 
     /// Queues a delivery again now (behind what its subscriber's queue is sending), with a fresh
     /// retry window; the delivery as it now stands.
-    package func retry(_ id: Int64) async throws(ReceiptError) -> WebhookDelivery {
+    package func retry(_ id: Int64) async throws(ReceiptError) -> Delivery {
         let now = clock.now()
         let requeued = try await run(write: true) { db in try WebhookStore(db).requeue(id, now: now) }
         switch requeued {
@@ -40,7 +41,7 @@ package struct WebhookOperations: UseCase, Sendable {
         case .inFlight: throw .webhookDeliveryInFlight
         case .queued(let delivery):
             doorbell.ring()
-            return delivery
+            return Delivery(delivery)
         }
     }
 
@@ -96,8 +97,3 @@ package struct WebhookOperations: UseCase, Sendable {
         }
     }
 }
-
-// Records this use case answers with as storage keeps them: plain values, named here so the
-// HTTP edge speaks to the use cases only and never imports Storage.
-/// A webhook delivery, listed by ``WebhookOperations``.
-package typealias WebhookDelivery = Storage.WebhookDelivery

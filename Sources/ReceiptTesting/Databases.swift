@@ -1,7 +1,7 @@
 package import DatabaseEngine
 import Foundation
 package import ReceiptService
-package import Storage
+import Storage
 
 /// A private in-memory SQLite database with the repository's migrations applied, and the chart
 /// rollups' file (private, in memory too) attached, as a `DatabaseQueue` on `:memory:` has it.

@@ -9,7 +9,7 @@ package import Logging
 package import ReceiptCore
 package import ReceiptService
 package import Resilience
-package import Storage
+import Storage
 
 /// The repository's migrations.
 package let migrationsDirectory =

@@ -4,7 +4,7 @@ package import DatabaseEngine
 import Entitlements
 import Logging
 package import ReceiptCore
-package import Storage
+import Storage
 
 extension UseCaseContext {
     /// A context for a use case under test: `database`, the clocks given (monotonic time moved by

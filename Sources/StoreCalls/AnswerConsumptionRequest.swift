@@ -1,12 +1,12 @@
 package import AppStore
 import Clocks
-package import CoreMetrics
+import CoreMetrics
 import DatabaseEngine
 import Entitlements
 package import JSON
-package import Logging
+import Logging
 package import ReceiptCore
-package import Storage
+import Storage
 
 /// Answers Apple's `CONSUMPTION_REQUEST` (a customer asked for a refund) with Send Consumption
 /// Information, when `appStore.consumption.enabled`: Apple weighs the answer when deciding the

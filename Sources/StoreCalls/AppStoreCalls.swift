@@ -1,8 +1,8 @@
 package import AppStore
-package import Clocks
-package import CoreMetrics
+import Clocks
+import CoreMetrics
 import DatabaseEngine
-package import Logging
+import Logging
 package import ReceiptCore
 import ServiceLifecycle
 package import Storage

@@ -1,12 +1,12 @@
 package import AppStore
-package import Clocks
+import Clocks
 import DatabaseEngine
 import Entitlements
 import FoundationEssentials
 import Identifiers
-package import Logging
+import Logging
 package import ReceiptCore
-package import Storage
+import Storage
 
 /// What support does through the App Store Server API: find a purchase by the order id on the
 /// customer's Apple invoice (and who holds it here), extend a subscription's renewal date (after

@@ -1,9 +1,9 @@
 package import AppStore
-package import Clocks
-package import CoreMetrics
+import Clocks
+import CoreMetrics
 import DatabaseEngine
 import FoundationEssentials
-package import Logging
+import Logging
 package import ReceiptCore
 import ServiceLifecycle
 package import Storage
@@ -97,7 +97,7 @@ package final class MassExtensions: UseCase, Sendable {
     /// refusal (the request stays, `refused`, for the record); Apple unavailable leaves it
     /// `submitting`, sent again with backoff.
     package func request(_ asked: Request, by asker: String) async throws(ReceiptError) -> (
-        record: MassExtensionRecord, created: Bool
+        record: Progress, created: Bool
     ) {
         guard let serverAPI else { throw .notConfigured(.serverAPI) }
         let wanted = try Self.validated(asked, by: asker, at: clock.now(), bundleIDs: bundleIDs, environments: environments)
@@ -116,7 +116,7 @@ package final class MassExtensions: UseCase, Sendable {
             guard stored.asksTheSame(as: wanted) else {
                 throw .requestIDReused("`request_id` \(wanted.requestID) already names another mass extension.")
             }
-            return (stored, false)
+            return (Progress(stored), false)
         }
         logger.notice(
             "mass extension requested",
@@ -135,10 +135,10 @@ package final class MassExtensions: UseCase, Sendable {
         }
         await recordRunning()
         if sent.status == .refused, let failure { throw refusal(failure) }
-        return (sent, true)
+        return (Progress(sent), true)
     }
 
-    package func find(_ requestID: String) async throws(ReceiptError) -> MassExtensionRecord {
+    package func find(_ requestID: String) async throws(ReceiptError) -> Progress {
         guard UUID(uuidString: requestID) != nil else { throw .massExtensionNotFound }
         let found: MassExtensionRecord?
         do {
@@ -148,15 +148,16 @@ package final class MassExtensions: UseCase, Sendable {
             throw .internalFault
         }
         guard let found else { throw .massExtensionNotFound }
-        return found
+        return Progress(found)
     }
 
     /// Newest first, `limit` at a time after the cursor `before`.
     package func list(limit: Int, before: (requestedAt: Int64, requestID: String)?) async throws(ReceiptError)
-        -> [MassExtensionRecord]
+        -> [Progress]
     {
         do {
-            return try await database.read { db in try MassExtensionStore(db).list(limit: limit, before: before) }
+            return try await database.read { db in try MassExtensionStore(db).list(limit: limit, before: before) }.map(
+                Progress.init)
         } catch {
             logger.error("mass extensions: cannot list", metadata: ["error": "\(error)"])
             throw .internalFault
@@ -401,8 +402,3 @@ package final class MassExtensions: UseCase, Sendable {
 }
 
 extension MassExtensions: LeasedQueue, Service {}
-
-// Records this use case answers with as storage keeps them: plain values, named here so the
-// HTTP edge speaks to the use cases only and never imports Storage.
-/// A mass renewal-date extension and how far it has come (``MassExtensions``).
-package typealias MassExtensionRecord = Storage.MassExtensionRecord

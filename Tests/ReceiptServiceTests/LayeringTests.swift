@@ -3,8 +3,8 @@ import Testing
 
 /// The edge maps HTTP to the use cases and nothing else: only the composition root
 /// (`Sources/ReceiptService/Composition/`: the Application and its configuration) sees Storage,
-/// so a route can never reach past the use cases into the database (Docs/architecture.md), but for
-/// the resources that still render storage's records (listed below).
+/// so a route can never reach past the use cases into the database (Docs/architecture.md): the use
+/// cases answer with result types of their own.
 @Suite("Layering")
 struct LayeringTests {
     static let edge = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -25,16 +25,8 @@ struct LayeringTests {
                 crossing.append(file)
             }
         }
-        // The resources that render records storage defines, which the use cases hand on as they
-        // are (aliases beside each use case); MemberImportVisibility makes them say so. The
-        // renderers are those that stood in Requests+Operations.swift and Responses.swift, moved
-        // with their resources. When the use cases own those result types this list goes; it may
-        // shrink, never grow.
-        let knownCrossings: Set<String> = [
-            "Resources/Admin.swift", "Resources/Notifications.swift", "Resources/Offers.swift", "Resources/Purchases.swift",
-            "Resources/Retention.swift", "Resources/Support.swift", "Resources/Webhooks.swift",
-        ]
-        #expect(Set(crossing).isSubset(of: knownCrossings), "files of the edge importing Storage: \(crossing)")
+        // The use cases answer with result types of their own, which the resources render.
+        #expect(crossing == [], "files of the edge importing Storage: \(crossing)")
         // The composition root does see it (the test would pass vacuously were the folder renamed).
         let root = try String(contentsOf: Self.edge.appendingPathComponent("Composition/Application.swift"), encoding: .utf8)
         #expect(root.contains("import Storage"))

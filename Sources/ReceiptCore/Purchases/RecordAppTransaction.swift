@@ -12,7 +12,7 @@ package import Storage
 /// app user id is logged (the answer never names the other ids).
 package struct RecordAppTransaction: UseCase, Sendable {
     package struct Recorded: Sendable, Equatable {
-        package var record: AppTransactionRecord
+        package var record: AppTransaction
         /// Whether another app user id holds the same Apple Account.
         package var shared: Bool
     }
@@ -111,7 +111,7 @@ package struct RecordAppTransaction: UseCase, Sendable {
                         "one Apple Account under several app user ids",
                         metadata: ["app_user_id": "\(canonical)", "others": "\(others.count)"])
                 }
-                return Recorded(record: record, shared: !others.isEmpty)
+                return Recorded(record: AppTransaction(record), shared: !others.isEmpty)
             }
         } catch is ErasedIDs.ErasedMeanwhile {
             throw .erasedMeanwhile

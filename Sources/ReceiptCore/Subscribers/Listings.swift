@@ -26,17 +26,18 @@ package struct Listings: UseCase, Sendable {
     }
 
     /// `limit` deliveries with ids below `before` that match `filter`, newest first.
-    package func notifications(limit: Int, before: Int64?, filter: NotificationStore.Filter = .init()) async throws(ReceiptError)
-        -> Page<NotificationRecord, Int64>
+    package func notifications(limit: Int, before: Int64?, filter: NotificationFilter = .init()) async throws(ReceiptError)
+        -> Page<Notification, Int64>
     {
-        let rows = try await read { db in try NotificationStore(db).latest(limit: limit + 1, before: before, filter: filter) }
-        return Page(of: rows, limit: limit, cursor: \.id)
+        let kept = NotificationStore.Filter(type: filter.type, outcome: filter.outcome, appUserID: filter.appUserID)
+        let rows = try await read { db in try NotificationStore(db).latest(limit: limit + 1, before: before, filter: kept) }
+        return Page(of: rows.map(Notification.init), limit: limit, cursor: \.id)
     }
 
     /// `limit` shadow-mode differences with ids below `before`, newest first.
-    package func shadowDiffs(limit: Int, before: Int64?) async throws(ReceiptError) -> Page<ShadowDiffRecord, Int64> {
+    package func shadowDiffs(limit: Int, before: Int64?) async throws(ReceiptError) -> Page<Listings.ShadowDiff, Int64> {
         let rows = try await read { db in try ShadowDiffStore(db).latest(limit: limit + 1, before: before) }
-        return Page(of: rows, limit: limit, cursor: \.id)
+        return Page(of: rows.map(Listings.ShadowDiff.init), limit: limit, cursor: \.id)
     }
 
     /// Where a page of shared receipts starts: after `users` holders and `original`.
@@ -52,25 +53,29 @@ package struct Listings: UseCase, Sendable {
     /// The purchases that moved between more than `moreThan` app users, most users first, each
     /// with its holder and every transfer.
     package func sharedReceipts(moreThan: Int, limit: Int, after: SharedCursor?) async throws(ReceiptError)
-        -> Page<SharedReceipt, SharedCursor>
+        -> Page<SharedPurchase, SharedCursor>
     {
         let rows = try await read { db in
             try ReceiptStore(db).sharedReceipts(
                 moreThan: moreThan, limit: limit + 1, after: after.map { ($0.users, $0.original) })
         }
-        return Page(of: rows, limit: limit) { SharedCursor(users: $0.users, original: $0.originalTransactionID) }
+        return Page(of: rows.map(SharedPurchase.init), limit: limit) {
+            SharedCursor(users: $0.users, original: $0.originalTransactionID)
+        }
     }
 
     /// Apple Accounts whose AppTransaction was posted under more than `moreThan` app user ids, most
     /// ids first (`SharedCursor.original` is the `appTransactionId`).
     package func sharedAppAccounts(moreThan: Int, limit: Int, after: SharedCursor?) async throws(ReceiptError)
-        -> Page<SharedAppAccount, SharedCursor>
+        -> Page<SharedAccount, SharedCursor>
     {
         let rows = try await read { db in
             try AppTransactionStore(db).shared(
                 moreThan: moreThan, limit: limit + 1, after: after.map { ($0.users, $0.original) })
         }
-        return Page(of: rows, limit: limit) { SharedCursor(users: $0.users, original: $0.appTransactionID) }
+        return Page(of: rows.map(SharedAccount.init), limit: limit) {
+            SharedCursor(users: $0.users, original: $0.appTransactionID)
+        }
     }
 
     /// A stored purchase found by any of its transaction ids (or its original's), and who holds it.
@@ -105,16 +110,3 @@ package struct Listings: UseCase, Sendable {
         }
     }
 }
-
-// Records this use case answers with as storage keeps them: plain values, named here so the
-// HTTP edge speaks to the use cases only and never imports Storage.
-/// A notification as stored, listed by ``Listings/notifications(limit:before:filter:)``.
-package typealias NotificationRecord = Storage.NotificationRecord
-/// What ``Listings/notifications(limit:before:filter:)`` keeps.
-package typealias NotificationFilter = Storage.NotificationStore.Filter
-/// A difference `shadow` mode found, listed by ``Listings/shadowDiffs(limit:before:)``.
-package typealias ShadowDiffRecord = Storage.ShadowDiffRecord
-/// A purchase that moved between app users, listed by ``Listings/sharedReceipts(moreThan:limit:after:)``.
-package typealias SharedReceipt = Storage.SharedReceipt
-/// An Apple Account posted under several app user ids, listed by ``Listings/sharedAppAccounts(moreThan:limit:after:)``.
-package typealias SharedAppAccount = Storage.SharedAppAccount

@@ -1,8 +1,8 @@
-package import Clocks
+import Clocks
 import DatabaseEngine
 import Entitlements
-package import Logging
-package import Storage
+import Logging
+import Storage
 
 /// The overview's numbers (`GET /v1/admin/stats`): subscribers by product and state now, and per
 /// bucket of a range, the lifecycle events, notifications and exchanges with Apple.
@@ -44,7 +44,7 @@ package struct Statistics: UseCase, Sendable {
         package var buckets: [(start: Int64, counts: [String: Int])]
         package var subscribers: Int
         /// Subscribers per product, kind and state now.
-        package var products: [(entry: ProductStateStore.Entry, subscribers: Int)]
+        package var products: [(kind: String, productID: String, state: String, subscribers: Int)]
         /// Subscribers left out of `products`: their stored state went stale and was not brought up
         /// to date within this report (at most ``Statistics/catchUpLimit`` are, per report).
         package var stale: Int
@@ -52,7 +52,18 @@ package struct Statistics: UseCase, Sendable {
         package var verifications: [(outcome: String, count: Int)]
         /// Google Play's pushes in the range, by type and outcome, and the calls Google is owed now.
         package var playNotifications: [(type: String, outcome: String, count: Int)] = []
-        package var playBacklog = PlayStore.Backlog(unacknowledged: 0, oldestUnacknowledgedSince: nil, retrying: 0, unconsumed: 0)
+        package var playBacklog = PlayBacklog()
+    }
+
+    /// The calls Google is owed now (``AcknowledgePlayPurchases``'s queue).
+    package struct PlayBacklog: Sendable, Equatable {
+        /// Purchases waiting for their acknowledgement.
+        package var unacknowledged = 0
+        /// The longest waiting, since it was stored (epoch ms); nil when none waits.
+        package var oldestUnacknowledgedSince: Int64?
+        /// Acknowledgements that failed at least once.
+        package var retrying = 0
+        package var unconsumed = 0
     }
 
     /// The report for [from, to) in buckets of `interval` (from is rounded down to a bucket's
@@ -83,12 +94,15 @@ package struct Statistics: UseCase, Sendable {
                 let products = ProductStateStore(db)
                 return Report(
                     from: start, to: end, interval: interval, generatedAt: now, buckets: buckets,
-                    subscribers: try products.subscriberCount(), products: try products.counts(at: now),
+                    subscribers: try products.subscriberCount(),
+                    products: try products.counts(at: now).map {
+                        (kind: $0.entry.kind, productID: $0.entry.productID, state: $0.entry.state, subscribers: $0.subscribers)
+                    },
                     stale: try products.staleCount(at: now),
                     notifications: try NotificationStore(db).counts(from: start, to: end),
                     verifications: try ReceiptStore(db).verificationCounts(from: start, to: end),
                     playNotifications: try PlayStore(db).notificationCounts(from: start, to: end),
-                    playBacklog: try PlayStore(db).backlog())
+                    playBacklog: PlayBacklog(try PlayStore(db).backlog()))
             }
         } catch {
             logger.error("the statistics could not be read", metadata: ["error": "\(error)"])
@@ -105,5 +119,13 @@ package struct Statistics: UseCase, Sendable {
         } catch {
             logger.warning("stale subscriber states were not all brought up to date", metadata: ["error": "\(error)"])
         }
+    }
+}
+
+extension Statistics.PlayBacklog {
+    init(_ b: PlayStore.Backlog) {
+        self.init(
+            unacknowledged: b.unacknowledged, oldestUnacknowledgedSince: b.oldestUnacknowledgedSince, retrying: b.retrying,
+            unconsumed: b.unconsumed)
     }
 }

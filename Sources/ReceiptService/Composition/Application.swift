@@ -15,7 +15,7 @@ package import Operations
 package import ReceiptCore
 import Resilience
 package import ServiceLifecycle
-package import Storage
+import Storage
 package import StoreCalls
 import UnixSignals
 package import Webhooks

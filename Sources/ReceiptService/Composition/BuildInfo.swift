@@ -1,5 +1,5 @@
 import CCurl
-package import DatabaseEngine
+import DatabaseEngine
 import Storage
 
 /// Versions of receiptd and the C libraries it runs on, for `receiptd version` and start-up logs.

@@ -5,7 +5,6 @@ import Identifiers
 import JSON
 import Operations
 import ReceiptCore
-import Storage
 
 /// The operators' overview and lists: statistics, who holds a transaction, purchases and Apple Accounts shared between app users, shadow mode's findings.
 struct AdminRoutes: RouteGroup {
@@ -100,7 +99,9 @@ extension Requests {
 
 extension Responses {
     /// GET /v1/admin/shared-receipts.
-    static func sharedReceipts(_ page: Listings.Page<SharedReceipt, Listings.SharedCursor>, moreThan: Int) -> HTTPResponse {
+    static func sharedReceipts(_ page: Listings.Page<Listings.SharedPurchase, Listings.SharedCursor>, moreThan: Int)
+        -> HTTPResponse
+    {
         .json(
             .object([
                 "more_than": .int(moreThan), "shared_receipts": .array(page.rows.map(sharedReceipt)),
@@ -108,7 +109,7 @@ extension Responses {
             ]))
     }
 
-    static func sharedReceipt(_ s: SharedReceipt) -> JSONValue {
+    static func sharedReceipt(_ s: Listings.SharedPurchase) -> JSONValue {
         let text = { (s: String?) in s.map(JSONValue.string) ?? .null }
         return .object([
             "original_transaction_id": .string(s.originalTransactionID),
@@ -122,7 +123,7 @@ extension Responses {
     }
 
     /// GET /v1/admin/shared-app-accounts.
-    static func sharedAppAccounts(_ page: Listings.Page<SharedAppAccount, Listings.SharedCursor>, moreThan: Int)
+    static func sharedAppAccounts(_ page: Listings.Page<Listings.SharedAccount, Listings.SharedCursor>, moreThan: Int)
         -> HTTPResponse
     {
         .json(
@@ -140,7 +141,7 @@ extension Responses {
     }
 
     /// GET /v1/admin/shadow-diffs.
-    static func shadowDiffs(_ page: Listings.Page<ShadowDiffRecord, Int64>) -> HTTPResponse {
+    static func shadowDiffs(_ page: Listings.Page<Listings.ShadowDiff, Int64>) -> HTTPResponse {
         .json(
             .object([
                 "shadow_diffs": .array(
@@ -190,8 +191,8 @@ extension Responses {
                 "products": .array(
                     r.products.map {
                         .object([
-                            "kind": .string($0.entry.kind), "product_id": .string($0.entry.productID),
-                            "state": .string($0.entry.state), "subscribers": .int($0.subscribers),
+                            "kind": .string($0.kind), "product_id": .string($0.productID), "state": .string($0.state),
+                            "subscribers": .int($0.subscribers),
                         ])
                     }),
             ]),

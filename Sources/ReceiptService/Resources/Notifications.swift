@@ -6,7 +6,6 @@ import JSON
 import Logging
 import Notifications
 import ReceiptCore
-import Storage
 
 /// The stores' notifications (Apple's V1 and V2, Google's Pub/Sub pushes) and the list of those received.
 struct NotificationRoutes: RouteGroup {
@@ -88,7 +87,7 @@ struct NotificationTelemetry: Sendable {
 
 extension Requests {
     /// GET /v1/notifications' filters: `?type=`, `?outcome=`, `?app_user_id=`.
-    static func notificationFilter(_ request: HTTPRequest) throws(ReceiptError) -> NotificationFilter {
+    static func notificationFilter(_ request: HTTPRequest) throws(ReceiptError) -> Listings.NotificationFilter {
         func word(_ name: String) throws(ReceiptError) -> String? {
             guard let text = request.queryValue(name) else { return nil }
             let allowed = { (b: UInt8) in
@@ -100,7 +99,7 @@ extension Requests {
             }
             return text
         }
-        return NotificationFilter(
+        return Listings.NotificationFilter(
             type: try word("type"), outcome: try word("outcome"),
             appUserID: try request.queryValue("app_user_id").map { id throws(ReceiptError) in try FieldRules.appUserID(id) })
     }
@@ -123,7 +122,7 @@ extension Responses {
     }
 
     /// GET /v1/notifications.
-    static func notifications(_ page: Listings.Page<NotificationRecord, Int64>) -> HTTPResponse {
+    static func notifications(_ page: Listings.Page<Listings.Notification, Int64>) -> HTTPResponse {
         .json(
             .object([
                 "notifications": .array(page.rows.map(notification)),
@@ -131,7 +130,7 @@ extension Responses {
             ]))
     }
 
-    static func notification(_ n: NotificationRecord) -> JSONValue {
+    static func notification(_ n: Listings.Notification) -> JSONValue {
         let text = { (s: String?) in s.map(JSONValue.string) ?? .null }
         let status = SignedNotification.statusName(n.appleStatus)
         return .object([

@@ -4,7 +4,6 @@ import HTTPServer
 import Identifiers
 import JSON
 import ReceiptCore
-import Storage
 
 /// Offers for a customer: the signatures StoreKit needs, introductory eligibility, and what support sees of a customer's offers.
 struct OfferRoutes: RouteGroup {
@@ -120,7 +119,7 @@ extension Responses {
     }
 
     /// GET /v1/subscribers/{id}/offers.
-    static func offers(_ o: SignOffer.Overview, retention: [RetentionAnswerRecord]) -> HTTPResponse {
+    static func offers(_ o: SignOffer.Overview, retention: [RetentionAnswer]) -> HTTPResponse {
         func decision(_ e: Explanation) -> JSONValue { SubscriberDocument.json(e) }
         return .json(
             .object([
@@ -152,7 +151,7 @@ extension Responses {
             ]))
     }
 
-    static func retentionAnswer(_ a: RetentionAnswerRecord) -> JSONValue {
+    static func retentionAnswer(_ a: RetentionAnswer) -> JSONValue {
         func text(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         var o: [Identifier: JSONValue] = [
             "request_identifier": .string(a.requestIdentifier), "original_transaction_id": .string(a.originalTransactionID),

@@ -4,7 +4,6 @@ import Entitlements
 import HTTPServer
 import JSON
 import ReceiptCore
-import Storage
 
 /// A purchase posted by an app (`POST /v1/receipts`: a receipt, a signed transaction, a transaction id or a Play token, read by its store's reader) and StoreKit's AppTransaction, posted or fetched.
 struct PurchaseRoutes: RouteGroup {

@@ -4,7 +4,6 @@ import HTTPServer
 import Identifiers
 import JSON
 import ReceiptCore
-import Storage
 
 /// Apple's Retention Messaging: the answer to a customer about to cancel, and whether those shown each answer stayed.
 struct RetentionRoutes: RouteGroup {
@@ -38,7 +37,7 @@ extension Requests {
 
 extension Responses {
     /// GET /v1/retention-messages/outcomes.
-    static func retentionOutcomes(_ outcomes: [RetentionOutcome], since: Int64) -> HTTPResponse {
+    static func retentionOutcomes(_ outcomes: [RetentionAnswerOutcome], since: Int64) -> HTTPResponse {
         .json(
             .object([
                 "since": SubscriberDocument.time(since),
@@ -46,7 +45,7 @@ extension Responses {
             ]))
     }
 
-    static func retentionOutcome(_ o: RetentionOutcome) -> JSONValue {
+    static func retentionOutcome(_ o: RetentionAnswerOutcome) -> JSONValue {
         var fields: [Identifier: JSONValue] = [
             "answered": .int(o.answered), "pending": .int(o.pending), "stayed": .int(o.stayed), "left": .int(o.left),
         ]

@@ -1,7 +1,8 @@
 import HTTPServer
-import JSON
-import Operations
+package import JSON
+package import Operations
 import ReceiptCore
+import Webhooks
 
 /// A person: their document (from the cache on the event loop when current), aliases, erasure, export, events, and asking the stores again now.
 struct SubscriberRoutes: RouteGroup {
@@ -99,7 +100,9 @@ extension Responses {
 
     /// POST /v1/subscribers/{id}/extend.
     /// DELETE /v1/subscribers/{id}: that it happened and how many rows it took, per table.
-    static func erased(_ appUserID: String, _ outcome: ErasureOutcome) -> HTTPResponse { .json(outcome.json(appUserID)) }
+    static func erased(_ appUserID: String, _ outcome: EraseSubscriber.Erased) -> HTTPResponse {
+        .json(outcome.json(appUserID))
+    }
 
     /// The answer to POST /v1/subscribers/{id}/aliases: whether the ids were merged now (false: they
     /// already were one), the purchases that moved, and the subscriber's document.
@@ -120,5 +123,16 @@ extension Responses {
                     outcomes.map { .object(["original_transaction_id": .string($0.original), "outcome": .string($0.outcome)]) }),
                 "subscriber": snapshot.document.rendered(version: snapshot.version, now: snapshot.now, explain: true),
             ]))
+    }
+}
+
+extension EraseSubscriber.Erased {
+    /// The answer to an erasure (the API's and `receiptd erase`'s): that it happened, how many
+    /// rows it took, per table.
+    package func json(_ appUserID: String) -> JSONValue {
+        .object([
+            "app_user_id": .string(appUserID), "erased": .bool(true), "rows": .int(Int64(total)),
+            "tables": .object(strings: rows.mapValues { .int(Int64($0)) }),
+        ])
     }
 }

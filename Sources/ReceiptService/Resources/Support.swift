@@ -4,7 +4,6 @@ import FoundationEssentials
 import HTTPServer
 import JSON
 import ReceiptCore
-import Storage
 import StoreCalls
 
 /// Support acting for a customer at the stores: promotional entitlements, an order looked up, extensions one by one and for everyone, Apple's TEST notification.
@@ -266,7 +265,7 @@ extension Responses {
     }
 
     /// A mass extension as stored: what was asked, by whom, and how far it has come.
-    static func massExtension(_ r: MassExtensionRecord) -> JSONValue {
+    static func massExtension(_ r: MassExtensions.Progress) -> JSONValue {
         let int = { (n: Int64?) in n.map(JSONValue.int) ?? .null }
         return .object([
             "request_id": .string(r.requestID), "bundle_id": .string(r.bundleID), "environment": .string(r.environment),
@@ -283,7 +282,7 @@ extension Responses {
     }
 
     /// GET /v1/admin/mass-extensions.
-    static func massExtensions(_ rows: [MassExtensionRecord], more: Bool) -> HTTPResponse {
+    static func massExtensions(_ rows: [MassExtensions.Progress], more: Bool) -> HTTPResponse {
         .json(
             .object([
                 "mass_extensions": .array(rows.map(massExtension)),

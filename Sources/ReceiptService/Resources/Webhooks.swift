@@ -2,7 +2,6 @@ import HTTPServer
 import JSON
 import Operations
 import ReceiptCore
-import Storage
 import Webhooks
 
 /// Ops on webhook deliveries: the list, a retry now, a replay to an endpoint.
@@ -34,11 +33,11 @@ extension Requests {
     /// GET /v1/admin/webhooks/deliveries' filters: `?status=` (pending, delivered, failed),
     /// `?endpoint=`, `?app_user_id=`.
     static func deliveryFilters(_ request: HTTPRequest) throws(ReceiptError)
-        -> (status: WebhookDelivery.Status?, endpoint: String?, appUserID: String?)
+        -> (status: WebhookOperations.Delivery.Status?, endpoint: String?, appUserID: String?)
     {
-        var status: WebhookDelivery.Status?
+        var status: WebhookOperations.Delivery.Status?
         if let text = request.queryValue("status") {
-            guard let s = WebhookDelivery.Status(rawValue: text) else {
+            guard let s = WebhookOperations.Delivery.Status(rawValue: text) else {
                 throw .invalidRequest("`status` must be one of pending, delivered, failed.")
             }
             status = s
@@ -80,14 +79,14 @@ extension Requests {
 
 extension Responses {
     /// GET /v1/admin/webhooks/deliveries.
-    static func deliveries(_ page: Listings.Page<WebhookDelivery, Int64>) -> HTTPResponse {
+    static func deliveries(_ page: Listings.Page<WebhookOperations.Delivery, Int64>) -> HTTPResponse {
         .json(
             .object([
                 "deliveries": .array(page.rows.map(delivery)), "next_cursor": page.next.map { .string(String($0)) } ?? .null,
             ]))
     }
 
-    static func delivery(_ d: WebhookDelivery) -> JSONValue {
+    static func delivery(_ d: WebhookOperations.Delivery) -> JSONValue {
         .object([
             "id": .string(String(d.id)), "webhook_id": .string(d.messageID), "endpoint": .string(d.endpoint),
             "app_user_id": .string(d.appUserID), "type": .string(d.type), "version": .int(d.version),

@@ -254,7 +254,7 @@ import X509
         let otherPayload = [parts[0], JWSSigner.base64URL(longer.jsonBytes), parts[2]].joined(separator: ".")
         #expect(await Self.refusal { _ = try await v.transaction(otherPayload) } == .invalidSignature)
         let forged = try ForgedPKI()
-        let foreign = try JWSSigner(key: forged.leafKey, chain: [forged.leaf, forged.intermediate, forged.root])
+        let foreign = JWSSigner(key: forged.leafKey, chain: [forged.leaf, forged.intermediate, forged.root])
         #expect(
             await Self.refusal { _ = try await v.transaction(foreign.sign(Self.transactionPayload)) }?.code == "untrusted_chain")
         _ = try await v.transaction(signer.sign(Self.transactionPayload))

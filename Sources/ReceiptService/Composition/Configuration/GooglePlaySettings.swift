@@ -1,6 +1,6 @@
 package import GooglePlay
 package import Notifications
-package import ReceiptCore
+import ReceiptCore
 package import StoreCalls
 import Workers
 

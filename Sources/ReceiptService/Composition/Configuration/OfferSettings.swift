@@ -2,7 +2,7 @@ import Crypto
 package import CustomerOffers
 import FoundationEssentials
 package import Offers
-package import ReceiptCore
+import ReceiptCore
 package import Retention
 
 extension ServiceConfiguration {
