@@ -153,7 +153,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "DatabaseEngine", "CSQLite", "Identifiers", "Entitlements", "Analytics", "JSON",
+                "DatabaseEngine", "CSQLite", "Identifiers", "Entitlements", "Analytics", "JSON", "Gzip",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -208,15 +208,15 @@ let package = Package(
             name: "Charts",
             dependencies: [
                 "ReceiptCore", "Analytics", "AppStore", "Resilience", "Storage", "DatabaseEngine", "Entitlements", "Clocks",
-                "Gzip", "Workers",
+                "Workers",
                 .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
-        // … what operators do: erase, export, back up, check readiness, rederive, webhooks …
+        // … what operators do: erase, export, back up, check readiness, webhooks …
         .target(
             name: "Operations",
             dependencies: [
-                "ReceiptCore", "Charts", "Analytics", "Storage", "DatabaseEngine", "Entitlements", "JSON", "Identifiers",
+                "ReceiptCore", "Analytics", "Storage", "DatabaseEngine", "Entitlements", "JSON", "Identifiers",
                 "Clocks", "Gzip",
                 "Webhooks", "Workers", .product(name: "Logging", package: "swift-log"),
             ]),

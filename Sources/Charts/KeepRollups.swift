@@ -3,7 +3,6 @@ import Clocks
 import CoreMetrics
 import DatabaseEngine
 import Entitlements
-import Gzip
 import Logging
 package import ReceiptCore
 import ServiceLifecycle
@@ -36,10 +35,6 @@ package struct KeepRollups: UseCase, Sendable {
         self.holdersPerPage = holdersPerPage
         self.changesPerStep = changesPerStep
     }
-
-    /// The lock every write of the rollups takes (on PostgreSQL: its keepers', and an erasure's
-    /// forgetting a holder, ``EraseSubscriber``), so that no two write them at once.
-    package static let lockKey = "receiptd rollups"
 
     /// A change on PostgreSQL numbered below one already read may still be committing for this
     /// long; after it, a gap in the numbers is a write that rolled back.
@@ -242,7 +237,7 @@ package struct KeepRollups: UseCase, Sendable {
     /// rollups' writer: on SQLite, that of their own file, so saves never wait for it.
     private func write(unless read: RollupStore.State, _ body: @escaping @Sendable (RollupStore) throws -> Void) async throws {
         try await database.write(rollups: true) { db in
-            try db.lock([Self.lockKey])
+            try db.lock([RollupStore.lockKey])
             let store = RollupStore(db)
             guard try store.state() == read else { return }
             try body(store)
@@ -265,18 +260,6 @@ package struct KeepRollups: UseCase, Sendable {
     static func rates(_ db: Database) throws -> ExchangeRates {
         ExchangeRates(ReadChart.rows(try AnalyticsStore(db).rates()))
     }
-
-    /// The marks of a holder's rows as kept (`rollup_holders.rows`), nil when they do not read
-    /// back: what an erasure deletes from `rollup_marks` (``Storage/Erasure``).
-    package static func marks(ofKept text: String) -> Set<RollupMark>? {
-        rows(ofKept: text).map(RollupMark.marks(of:))
-    }
-
-    /// A holder's rows as kept in `rollup_holders.rows`: encoded, zlib-compressed.
-    static func kept(_ rows: [RollupRow]) -> String { Deflated.pack(RollupRow.encode(rows)) }
-
-    /// ``kept(_:)``'s rows back; nil when the text is not such rows.
-    static func rows(ofKept text: String) -> [RollupRow]? { Deflated.unpack(text).flatMap(RollupRow.decode) }
 
     /// What recomputed holders change: the sums' differences, each holder's rows (encoded; nil
     /// to forget a holder who holds nothing), moments (as the rows that replace theirs), and the
@@ -311,7 +294,7 @@ package struct KeepRollups: UseCase, Sendable {
             let now = Rollup.holder(ledger, settings: settings, rates: rates, writtenAt: writtenAt)
             var old: [RollupRow] = []
             if let text = kept[user] {
-                guard let rows = Self.rows(ofKept: text) else {
+                guard let rows = RollupStore.rows(ofKept: text) else {
                     throw KeepRollupsFailure("the rollup rows kept for a holder do not read back")
                 }
                 old = rows
@@ -322,7 +305,7 @@ package struct KeepRollups: UseCase, Sendable {
             let (before, after) = (RollupMark.marks(of: old), RollupMark.marks(of: now.rows))
             update.marked += after.subtracting(before).sorted().map { (user, $0) }
             update.unmarked += before.subtracting(after).sorted().map { (user, $0) }
-            update.rows[user] = now.rows.isEmpty ? String?.none : Self.kept(now.rows)
+            update.rows[user] = now.rows.isEmpty ? String?.none : RollupStore.kept(now.rows)
             moments.append((user, now.moments))
         }
         update.moments = RollupStore.momentRows(moments)

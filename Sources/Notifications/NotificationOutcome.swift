@@ -1,4 +1,4 @@
-package import ReceiptCore
+import ReceiptCore
 
 /// What became of a store's notification: one vocabulary for Apple's and Google's, stored with
 /// the notification (`notifications.outcome`, `play_notifications.outcome`), answered as

@@ -1,4 +1,3 @@
-import Charts
 import Clocks
 import DatabaseEngine
 import JSON
@@ -45,9 +44,9 @@ package struct EraseSubscriber: UseCase, Sendable {
         do {
             let ids = outcome.ids
             let forgotten = try await database.write(durable: true, rollups: true) { db in
-                try db.lock([KeepRollups.lockKey])
+                try db.lock([RollupStore.lockKey])
                 let store = RollupStore(db)
-                let lost = try store.forget(ids, marksOf: KeepRollups.marks(ofKept:))
+                let lost = try store.forget(ids, marksOf: RollupStore.marks(ofKept:))
                 // A keeper's step that read before the erasure writes nothing after it (it writes
                 // only while the state is what it read): the rollups are rebuilt from the facts.
                 var state = try store.state()

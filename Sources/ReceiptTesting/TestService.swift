@@ -247,3 +247,19 @@ package func tableSnapshot(_ db: Database) throws -> [String] {
     }
     return rows
 }
+
+/// An application opened (migrated) on a scratch database and a test clock, its HTTP server never
+/// started: the use cases called directly, as the CLI calls them. Checks that no secret leaked.
+package func withOpenedApp(
+    policy: String = "transfer", readers: Int = 2, _ body: (TestApp, TestClock) async throws -> Void
+) async throws {
+    try await withScratchDirectory("receiptd-core") { dir in
+        let clock = TestClock()
+        var configuration = testConfiguration(path: dir + "/db.sqlite", policy: policy)
+        configuration.database.readers = readers
+        let app = try await TestApp.open(configuration, clock: clock)
+        try await body(app, clock)
+        await app.stop()
+        expectNoSecretLeaked()
+    }
+}

@@ -1,4 +1,5 @@
 package import DatabaseEngine
+import Entitlements
 
 /// Which stored rows are about one person (GDPR art. 15): read page by page for the
 /// subscriber export. Synchronous: call inside `DatabaseQueue.read`.

@@ -1,5 +1,5 @@
 import DatabaseEngine
-import Entitlements
+package import Entitlements
 import Identifiers
 
 // How the receipt tables' rows are read and written: their columns, facts to values and back, and
@@ -256,4 +256,39 @@ extension ReceiptStore {
             OR pending_renewal_info.environment IS DISTINCT FROM excluded.environment)
             AND excluded.stated_at >= pending_renewal_info.stated_at
         """
+
+    /// Rewrites a transaction's derived columns (for re-derivation from its raw JSON).
+    package func updateColumns(of p: Stated<Purchase>) throws {
+        try db.cached(
+            """
+            UPDATE transactions SET transaction_id = ?, original_transaction_id = ?, product_id = ?, bundle_id = ?,
+                environment = ?, purchase_date = ?, original_purchase_date = ?, expires_date = ?, cancellation_date = ?,
+                cancellation_reason = ?, quantity = ?, is_trial_period = ?, is_in_intro_offer_period = ?, is_upgraded = ?,
+                ownership_type = ?, subscription_group_id = ?, web_order_line_item_id = ?, promotional_offer_id = ?,
+                offer_code_ref_name = ?, app_transaction_id = coalesce(?, app_transaction_id),
+                \(Self.commerceColumns.map { "\($0) = ?" }.joined(separator: ", "))
+            WHERE transaction_id = ?
+            """
+        ).bind(
+            Self.purchaseValues(p) + [p.fact.appTransactionID] + Self.commerceValues(p.fact.commerce) + [p.fact.transactionID]
+        ).run()
+    }
+
+    /// Rewrites a renewal snapshot's derived columns, and the current row's when it is the newest.
+    package func updateColumns(of snapshot: Stated<RenewalObservation>) throws {
+        // Every column but the subscription's id and its environment, which a snapshot never changes.
+        var values = Self.renewalValues(snapshot.fact.renewal)
+        values.remove(at: 11)
+        values.removeFirst()
+        values += Self.renewalCommitmentValues(snapshot.fact.renewal)
+        let columns = """
+            product_id = ?, auto_renew_product_id = ?, auto_renew_status = ?, expiration_intent = ?,
+            grace_period_expires_date = ?, is_in_billing_retry_period = ?, price_consent_status = ?,
+            price_increase_status = ?, offer_code_ref_name = ?, promotional_offer_id = ?, store_state = ?, auto_resume_date = ?,
+            \(Self.renewalCommitmentColumns.map { "\($0) = ?" }.joined(separator: ", "))
+            """
+        try db.cached("UPDATE renewal_history SET \(columns) WHERE id = ?").bind(values + [snapshot.fact.sequence]).run()
+        try db.cached("UPDATE pending_renewal_info SET \(columns) WHERE original_transaction_id = ? AND raw_json = ?")
+            .bind(values + [snapshot.fact.renewal.originalTransactionID, snapshot.rawJSON]).run()
+    }
 }

@@ -143,4 +143,36 @@ extension ReceiptStore {
         }
         return a.1.utf8.lexicographicallyPrecedes(b.1.utf8)
     }
+
+    /// Records the state derived from a snapshot of `appUserID` taken at facts revision `revision`
+    /// and version `version`: the document fingerprint `hash` (a different one bumps the version
+    /// and joins the ``ChangeLog``) and that the derivation has caught up with those facts. A
+    /// compare-and-set: when the facts or the version moved since the snapshot, nothing is written
+    /// and the answer is nil (read again, derive again). Else the version after the call.
+    package func settle(_ appUserID: String, hash: String, derivedFrom revision: Int64, version: Int64, now: Int64) throws
+        -> Int64?
+    {
+        let update = try db.cached(
+            """
+            UPDATE subscribers SET version = version + CASE WHEN state_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, state_hash = ?1, derived_revision = ?2,
+                updated_at = ?3
+            WHERE app_user_id = ?4 AND facts_revision = ?2 AND version = ?5
+            RETURNING version
+            """
+        ).bind([hash, revision, now, appUserID, version])
+        guard try update.step() else { return nil }
+        let after = update.int(0)
+        update.reset()
+        if after != version { try ChangeLog(db).append(appUserID, at: now) }
+        return after
+    }
+
+    /// Subscriber ids in order, `limit` at a time after `after`.
+    package func subscriberIDs(after: String?, limit: Int) throws -> [String] {
+        let q = try db.cached("SELECT app_user_id FROM subscribers WHERE app_user_id > ? ORDER BY app_user_id LIMIT ?")
+            .bind([after ?? "", Int64(limit)])
+        var ids: [String] = []
+        while try q.step() { ids.append(q.text(0)!) }
+        return ids
+    }
 }

@@ -1,5 +1,6 @@
 package import Analytics
 package import DatabaseEngine
+import Gzip
 
 /// The chart rollups: their state, each holder's last rows, the sums by day and the exact items
 /// of today's instants; and the marks drill-downs find holders by. On PostgreSQL, tables of the
@@ -10,6 +11,25 @@ package struct RollupStore {
     private let db: Database
 
     package init(_ database: Database) { db = database }
+
+    // MARK: What is kept, and the lock
+
+    /// The lock every write of the rollups takes (on PostgreSQL: the keeper's, and an erasure's
+    /// forgetting a holder), so that no two write them at once.
+    package static let lockKey = "receiptd rollups"
+
+    /// A holder's rows as kept in `rollup_holders.rows`: encoded (``RollupRow/encode(_:)``),
+    /// zlib-compressed.
+    package static func kept(_ rows: [RollupRow]) -> String { Deflated.pack(RollupRow.encode(rows)) }
+
+    /// ``kept(_:)``'s rows back; nil when the text is not such rows.
+    package static func rows(ofKept text: String) -> [RollupRow]? { Deflated.unpack(text).flatMap(RollupRow.decode) }
+
+    /// The marks of a holder's rows as kept, nil when they do not read back: what an erasure
+    /// deletes from `rollup_marks` (``forget(_:marksOf:)``).
+    package static func marks(ofKept text: String) -> Set<RollupMark>? {
+        rows(ofKept: text).map(RollupMark.marks(of:))
+    }
 
     // MARK: SQLite's rollups file
 

@@ -4,7 +4,7 @@ package import CurlTransport
 package import DatabaseEngine
 package import Logging
 import ServiceLifecycle
-package import Storage
+import Storage
 import Synchronization
 package import Workers
 

@@ -14,23 +14,9 @@ import Testing
 /// parsed. Apple is the simulator on the test clock.
 @Suite("IngestNotification without HTTP")
 struct IngestNotificationTests {
-    /// An opened (migrated) application on a test clock; its HTTP server is never started.
-    private func withUseCases(
-        policy: String = "transfer", readers: Int = 2, _ body: (TestApp, TestClock) async throws -> Void
-    ) async throws {
-        try await withScratchDirectory("receiptd-core") { dir in
-            let clock = TestClock()
-            var configuration = testConfiguration(path: dir + "/db.sqlite", policy: policy)
-            configuration.database.readers = readers
-            let app = try await TestApp.open(configuration, clock: clock)
-            try await body(app, clock)
-            await app.stop()
-            expectNoSecretLeaked()
-        }
-    }
 
     @Test func aNotificationIsIngestedOnceAndListed() async throws {
-        try await withUseCases { app, clock in
+        try await withOpenedApp { app, clock in
             let payload: JSONValue = .object([
                 "notificationType": .string("TEST"), "notificationUUID": .string(UUID().uuidString),
                 "version": .string("2.0"), "signedDate": .int(clock.now),

@@ -57,7 +57,7 @@ extension LayeringTests {
         // The database engine: connections, the queue, migrations, the change log; no table of ours.
         "DatabaseEngine": ["CLinux", "CPostgreSQL", "CSQLite"],
         // Storage keeps facts and rollups, over the engine.
-        "Storage": ["Analytics", "CSQLite", "DatabaseEngine", "Entitlements", "Identifiers", "JSON"],
+        "Storage": ["Analytics", "CSQLite", "DatabaseEngine", "Entitlements", "Gzip", "Identifiers", "JSON"],
         // Webhooks: written in a save's transaction, delivered by their dispatcher.
         "Webhooks": ["Clocks", "CurlTransport", "Entitlements", "Identifiers", "JSON", "DatabaseEngine", "Storage", "Workers"],
         // The use cases: everything below, nothing of HTTP.
@@ -76,11 +76,11 @@ extension LayeringTests {
             "Workers",
         ],
         "Charts": [
-            "Analytics", "AppStore", "Clocks", "Entitlements", "Gzip", "ReceiptCore", "Resilience", "DatabaseEngine", "Storage",
+            "Analytics", "AppStore", "Clocks", "Entitlements", "ReceiptCore", "Resilience", "DatabaseEngine", "Storage",
             "Workers",
         ],
         "Operations": [
-            "Analytics", "Charts", "Clocks", "Entitlements", "Gzip", "Identifiers", "JSON", "ReceiptCore", "DatabaseEngine",
+            "Analytics", "Clocks", "Entitlements", "Gzip", "Identifiers", "JSON", "ReceiptCore", "DatabaseEngine",
             "Storage", "Webhooks",
             "Workers",
         ],

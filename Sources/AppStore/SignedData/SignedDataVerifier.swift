@@ -3,9 +3,8 @@ import FoundationEssentials
 import JSON
 import SwiftASN1
 import Synchronization
-package import X509
 // A fixed validation time (the payload's signedDate) is this SPI's documented purpose.
-@_spi(FixedExpiryValidationTime) import X509
+@_spi(FixedExpiryValidationTime) package import X509
 
 /// Verifies Apple's signed data (App Store Server Notifications V2, StoreKit 2 transactions and
 /// renewal info) the way Docs/apple-protocols.md §3.7 describes Apple's own library doing it, with

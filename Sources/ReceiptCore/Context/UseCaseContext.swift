@@ -2,7 +2,7 @@ package import Clocks
 package import CoreMetrics
 package import DatabaseEngine
 package import Logging
-package import Storage
+import Storage
 
 /// What every use case works with, built once by the composition root and handed to each: the
 /// database, the rules that save a person's facts and derive their state, who may move a

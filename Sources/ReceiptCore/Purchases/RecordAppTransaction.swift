@@ -1,10 +1,10 @@
 package import AppStore
-package import Clocks
+import Clocks
 import DatabaseEngine
 import Entitlements
 import JSON
-package import Logging
-package import Storage
+import Logging
+import Storage
 
 /// An app posts StoreKit's AppTransaction for its user (Docs/offers.md "AppTransaction"):
 /// verified like any of Apple's signed data and kept for the person, so offers can name a customer

@@ -1,11 +1,11 @@
 package import AppStore
-package import Clocks
-package import CoreMetrics
+import Clocks
+import CoreMetrics
 import DatabaseEngine
 package import Entitlements
 package import GooglePlay
 import Identifiers
-package import Logging
+import Logging
 import ServiceLifecycle
 package import Storage
 import Synchronization

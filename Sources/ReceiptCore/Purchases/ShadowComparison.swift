@@ -1,11 +1,11 @@
 package import AppStore
-package import Clocks
-package import CoreMetrics
+import Clocks
+import CoreMetrics
 import DatabaseEngine
 package import Entitlements
 package import JSON
-package import Logging
-package import Storage
+import Logging
+import Storage
 import Synchronization
 package import Workers
 

@@ -1,9 +1,9 @@
-package import Clocks
+import Clocks
 import DatabaseEngine
 package import Entitlements
 package import GooglePlay
 import JSON
-package import Logging
+import Logging
 package import Storage
 package import Workers
 

@@ -1,11 +1,11 @@
 package import AppStore
-package import Clocks
+import Clocks
 import DatabaseEngine
 import Entitlements
 import FoundationEssentials
 import Identifiers
-package import Logging
-package import Storage
+import Logging
+import Storage
 
 /// Verify a purchase for an app user and store what it proves: an app receipt through Apple's
 /// verifyReceipt (or, in `server_api` mode, its transaction id through the App Store Server API),

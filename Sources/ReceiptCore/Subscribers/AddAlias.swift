@@ -1,9 +1,9 @@
-package import Clocks
+import Clocks
 import DatabaseEngine
 import Entitlements
 import Identifiers
-package import Logging
-package import Storage
+import Logging
+import Storage
 import Workers
 
 /// Make another app user id one with a subscriber (`POST /v1/subscribers/{id}/aliases`): the app

@@ -1,5 +1,5 @@
 package import Entitlements
-package import Storage
+import Storage
 
 extension Listings {
     /// A notification as received and what came of it (``Listings/notifications(limit:before:filter:)``).

@@ -1,7 +1,7 @@
 import DatabaseEngine
 import Entitlements
-package import Logging
-package import Storage
+import Logging
+import Storage
 
 /// What support and backends list: the latest notifications with their outcome, and purchases
 /// passed between app users. Pages run newest (or most shared) first.

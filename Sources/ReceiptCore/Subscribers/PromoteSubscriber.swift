@@ -1,9 +1,9 @@
-package import Clocks
+import Clocks
 import DatabaseEngine
 package import Entitlements
 import Foundation
-package import Logging
-package import Storage
+import Logging
+import Storage
 
 /// Promotional entitlements (Docs/console.md "Promotional entitlements"): support gives a subscriber an
 /// entitlement for a while, or takes it back. Each is a stored fact (``PromotionStore``) with who

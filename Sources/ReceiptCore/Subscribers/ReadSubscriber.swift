@@ -1,7 +1,7 @@
-package import Clocks
+import Clocks
 import DatabaseEngine
 import Entitlements
-package import Logging
+import Logging
 package import Storage
 
 /// Read a subscriber without calling Apple: their document (from the document cache when it is

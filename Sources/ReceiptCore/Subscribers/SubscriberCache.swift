@@ -1,7 +1,7 @@
 package import DatabaseEngine
 import Entitlements
 import Identifiers
-package import Storage
+import Storage
 import Synchronization
 
 /// Subscriber documents kept rendered in memory, so a backend's GET /v1/subscribers/{id} is

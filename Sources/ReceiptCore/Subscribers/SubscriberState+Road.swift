@@ -1,6 +1,6 @@
 package import DatabaseEngine
 package import Logging
-package import Storage
+import Storage
 
 /// The one road verified facts take, whatever store stated them and whoever asked: one save under
 /// the ownership policy (``store(_:for:policy:possession:begun:in:now:log:)``, inside `write`),

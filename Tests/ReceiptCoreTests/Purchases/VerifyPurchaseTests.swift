@@ -13,20 +13,6 @@ import Testing
 /// parsed. Apple is the simulator on the test clock.
 @Suite("VerifyPurchase without HTTP")
 struct VerifyPurchaseTests {
-    /// An opened (migrated) application on a test clock; its HTTP server is never started.
-    private func withUseCases(
-        policy: String = "transfer", readers: Int = 2, _ body: (TestApp, TestClock) async throws -> Void
-    ) async throws {
-        try await withScratchDirectory("receiptd-core") { dir in
-            let clock = TestClock()
-            var configuration = testConfiguration(path: dir + "/db.sqlite", policy: policy)
-            configuration.database.readers = readers
-            let app = try await TestApp.open(configuration, clock: clock)
-            try await body(app, clock)
-            await app.stop()
-            expectNoSecretLeaked()
-        }
-    }
 
     private func purchase(_ user: String, _ scenario: String) -> VerifyPurchase.Input {
         VerifyPurchase.Input(appUserID: user, proof: .receipt(simulatedReceipt(scenario)))
@@ -40,7 +26,7 @@ struct VerifyPurchaseTests {
     /// With no reader connections (`database.readers: 0`) reads queue on the writer's thread.
     @Test(arguments: [2, 0])
     func aVerifiedPurchaseIsStoredAndReadBack(readers: Int) async throws {
-        try await withUseCases(readers: readers) { app, clock in
+        try await withOpenedApp(readers: readers) { app, clock in
             #expect(app.database.readerCount == readers)
             let verified = try await app.verifyPurchase(purchase("alice", "active_monthly:1"))
             #expect(premiumIsActive(verified) && verified.version == 1 && verified.now == clock.now)
@@ -58,7 +44,7 @@ struct VerifyPurchaseTests {
     }
 
     @Test func refusalsAreTypedAndWriteNothing() async throws {
-        try await withUseCases { app, _ in
+        try await withOpenedApp { app, _ in
             await #expect(throws: ReceiptError.self) { try await app.verifyPurchase(purchase("", "active_monthly:2")) }
             do throws(ReceiptError) {
                 _ = try await app.verifyPurchase(VerifyPurchase.Input(appUserID: "bob", proof: .receipt("not base64!")))
@@ -84,7 +70,7 @@ struct VerifyPurchaseTests {
     }
 
     @Test func underKeepAPurchaseStaysWithItsHolder() async throws {
-        try await withUseCases(policy: "keep") { app, _ in
+        try await withOpenedApp(policy: "keep") { app, _ in
             _ = try await app.verifyPurchase(purchase("carol", "active_monthly:3"))
             do throws(ReceiptError) {
                 _ = try await app.verifyPurchase(purchase("dave", "active_monthly:3"))

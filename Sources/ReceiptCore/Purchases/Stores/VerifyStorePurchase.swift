@@ -1,9 +1,9 @@
-package import Clocks
+import Clocks
 import DatabaseEngine
 package import Entitlements
 package import JSON
-package import Logging
-package import Storage
+import Logging
+import Storage
 
 /// Verify a posted purchase of a store plugged in through ``PurchaseStore`` and store what it
 /// proves: the claim read before anything is asked, the store asked, the attempt logged, then the
