@@ -10,6 +10,14 @@ import PackageDescription
 // HTTPServer, Workers, Gzip). C lives only in the C* system-library targets. The exact edges are LayeringTests.allowedImports, which
 // fails on any other; Docs/architecture.md "Targets" draws them and says each target's one job.
 // Every Swift target builds with the same strictness (the end of this file).
+// What the use cases' test targets share beside the room each tests.
+let useCaseTestDependencies: [Target.Dependency] = [
+    "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "DatabaseEngine", "AppStore", "Entitlements", "JSON",
+    "Identifiers", "Analytics", "Clocks", "Workers", "GooglePlay", "GooglePlaySimulator",
+    .product(name: "Logging", package: "swift-log"),
+    .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
+]
+
 let package = Package(
     name: "receiptd",
     platforms: [.macOS(.v15)],
@@ -310,59 +318,13 @@ let package = Package(
 
         .testTarget(name: "IdentifiersTests", dependencies: ["Identifiers"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
-        .testTarget(
-            name: "ReceiptCoreTests",
-            dependencies: [
-                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "DatabaseEngine", "AppStore", "Entitlements",
-                "JSON", "Identifiers",
-                "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
-            ]),
-        .testTarget(
-            name: "StoreCallsTests",
-            dependencies: [
-                "StoreCalls", "Notifications", "Charts", "Operations", "CustomerOffers",
-                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "DatabaseEngine", "AppStore", "Entitlements",
-                "JSON", "Identifiers",
-                "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
-            ]),
-        .testTarget(
-            name: "NotificationsTests",
-            dependencies: [
-                "Notifications", "StoreCalls", "Charts", "Operations", "CustomerOffers",
-                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "DatabaseEngine", "AppStore", "Entitlements",
-                "JSON", "Identifiers",
-                "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
-            ]),
-        .testTarget(
-            name: "ChartsTests",
-            dependencies: [
-                "Charts", "StoreCalls", "Notifications", "Operations", "CustomerOffers",
-                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "DatabaseEngine", "AppStore", "Entitlements",
-                "JSON", "Identifiers",
-                "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
-            ]),
-        .testTarget(
-            name: "OperationsTests",
-            dependencies: [
-                "Operations", "StoreCalls", "Notifications", "Charts", "CustomerOffers",
-                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "DatabaseEngine", "AppStore", "Entitlements",
-                "JSON", "Identifiers",
-                "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
-            ]),
-        .testTarget(
-            name: "CustomerOffersTests",
-            dependencies: [
-                "CustomerOffers", "StoreCalls", "Notifications", "Charts", "Operations",
-                "ReceiptCore", "ReceiptService", "ReceiptTesting", "Storage", "DatabaseEngine", "AppStore", "Entitlements",
-                "JSON", "Identifiers",
-                "Analytics", "Clocks", "Workers", .product(name: "Logging", package: "swift-log"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto"),
-            ]),
+        // The use cases' tests: each room's own, over the application the tests open (ReceiptTesting).
+        .testTarget(name: "ReceiptCoreTests", dependencies: ["Operations"] + useCaseTestDependencies),
+        .testTarget(name: "StoreCallsTests", dependencies: ["StoreCalls"] + useCaseTestDependencies),
+        .testTarget(name: "NotificationsTests", dependencies: ["Notifications", "Operations"] + useCaseTestDependencies),
+        .testTarget(name: "ChartsTests", dependencies: ["Charts", "Operations"] + useCaseTestDependencies),
+        .testTarget(name: "OperationsTests", dependencies: ["Operations"] + useCaseTestDependencies),
+        .testTarget(name: "CustomerOffersTests", dependencies: ["CustomerOffers"] + useCaseTestDependencies),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "ReceiptTesting"]),
         .testTarget(
             name: "WebhookSinkTests",
@@ -436,7 +398,9 @@ let package = Package(
                 "DatabaseEngine",
                 "AppStore", "Entitlements", "Analytics", "Resilience",
                 .product(name: "X509", package: "swift-certificates"), .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            ],
+            // The scenarios' record, read from the source tree by ScenarioRecordTests (not a resource).
+            exclude: ["Recorded"]
         ),
         // Runs the built receiptd binary: CLI, start-up, signals.
         .testTarget(
