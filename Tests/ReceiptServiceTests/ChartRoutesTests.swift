@@ -33,7 +33,7 @@ private func signed(_ id: String, product: String, price: Int, currency: String,
 /// The charts over HTTP, on the configured database (SQLite, or PostgreSQL in CI's second run):
 /// Apple's signed prices stored, charted, drilled into, and exported as CSV.
 @Suite("Charts API", .serialized)
-struct ChartResponsesTests {
+struct ChartRoutesTests {
     @Test func signedPricesBecomeChartsThatExplainThemselves() async throws {
         try await ReceiptTesting.withService(
             entitlements: ["premium": ["monthly", "annual"]], signedData: .init(roots: [TestPKI.root], appAppleIDs: [1234])
