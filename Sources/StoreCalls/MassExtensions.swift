@@ -211,6 +211,9 @@ package final class MassExtensions: UseCase, Sendable {
     package let quiescence = Quiescence()
     package let queueName = "mass extensions"
     package var leasing: LeasedQueueSettings { settings.queue }
+    /// One request's step at a time, as before the queue was shared: a refresh already asks Apple
+    /// about `refreshConcurrency` subscriptions at once.
+    package static var makesChoresAtOnce: Bool { false }
 
     /// The requests whose next step is due (none without a Server API to ask).
     package func claimDue() async throws -> [MassExtensionRecord] {

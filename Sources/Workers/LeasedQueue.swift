@@ -26,10 +26,16 @@ package protocol LeasedQueue: Sendable {
     func make(_ chore: Chore) async
     /// After every pass that could read the queue (the backlog's gauges).
     func passEnded() async
+    /// Whether a pass makes the chores it claimed at once (the default) or one after another
+    /// (a chore that itself calls out many times at once, as a mass extension's refresh does).
+    static var makesChoresAtOnce: Bool { get }
 }
 
 extension LeasedQueue {
-    /// Claims what is due and makes each chore at once, then ``passEnded()``. The number claimed.
+    package static var makesChoresAtOnce: Bool { true }
+
+    /// Claims what is due and makes each chore (at once, unless ``makesChoresAtOnce`` says not),
+    /// then ``passEnded()``. The number claimed.
     @discardableResult
     package func pass() async -> Int {
         let chores: [Chore]
@@ -39,8 +45,12 @@ extension LeasedQueue {
             logger.error("\(queueName) could not be read", metadata: ["error": "\(error)"])
             return 0
         }
-        await withDiscardingTaskGroup { group in
-            for chore in chores { group.addTask { await make(chore) } }
+        if Self.makesChoresAtOnce {
+            await withDiscardingTaskGroup { group in
+                for chore in chores { group.addTask { await make(chore) } }
+            }
+        } else {
+            for chore in chores { await make(chore) }
         }
         await passEnded()
         return chores.count

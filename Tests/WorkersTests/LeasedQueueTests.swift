@@ -44,6 +44,31 @@ struct LeasedQueueTests {
         #expect(queue.ended.withLock { $0 } == 1)
     }
 
+    /// A queue whose chores are made one after another: each begins after the last ended.
+    final class InTurn: LeasedQueue {
+        let order = Mutex<[String]>([])
+        let leasing = LeasedQueueSettings(batch: 3)
+        let doorbell = Doorbell()
+        let quiescence = Quiescence()
+        let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        let queueName = "in turn"
+        static var makesChoresAtOnce: Bool { false }
+
+        func claimDue() async throws -> [Int] { [1, 2, 3] }
+        func make(_ chore: Int) async {
+            order.withLock { $0.append("begin \(chore)") }
+            await Task.yield()
+            order.withLock { $0.append("end \(chore)") }
+        }
+        func passEnded() async {}
+    }
+
+    @Test func aQueueThatSaysSoMakesItsChoresOneAfterAnother() async {
+        let queue = InTurn()
+        #expect(await queue.pass() == 3)
+        #expect(queue.order.withLock { $0 } == ["begin 1", "end 1", "begin 2", "end 2", "begin 3", "end 3"])
+    }
+
     @Test func aQueueThatCannotBeReadMakesNothingAndCountsNone() async {
         let queue = Numbers(due: nil)
         #expect(await queue.pass() == 0)
