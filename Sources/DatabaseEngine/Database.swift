@@ -1,10 +1,11 @@
-import CSQLite
 package import CoreMetrics
 import FoundationEssentials
 
 /// One database connection, SQLite (the embedded default) or PostgreSQL (``init(postgresURL:)``):
 /// the stores speak to either through it and ``Statement``, in SQL both dialects take, and ask
-/// ``dialect`` where they differ. The only owner of its `sqlite3*` or ``PostgresConnection``.
+/// ``dialect`` where their SQL differs. What differs beyond the SQL is its ``Connection``'s
+/// (``SQLiteConnection`` or ``PostgresConnection``); what is the same for both is here: the
+/// statement cache, transactions and their timing, advisory locks, the change log's notes.
 ///
 /// SQL both take: `ON CONFLICT DO NOTHING` and `RETURNING`, not `INSERT OR IGNORE` and
 /// `last_insert_rowid()`; `IS DISTINCT FROM`, not `IS NOT`; `CASE WHEN … THEN 1 ELSE 0 END`, not a
@@ -14,20 +15,13 @@ import FoundationEssentials
 /// alone in a CASE is cast there (`CAST(? AS TEXT)`).
 ///
 /// Not `Sendable`: use it from one thread at a time, through ``DatabaseQueue``.
-/// SQLite is opened in WAL mode with a busy timeout, foreign keys on and `synchronous=NORMAL`
-/// (durable across process crashes; WAL keeps commits atomic, see sqlite.org/wal.html).
 package final class Database {
     /// The SQL dialect the connection speaks.
     package enum Dialect: String, Sendable {
         case sqlite, postgresql
     }
 
-    private enum Backend {
-        case sqlite(OpaquePointer)
-        case postgres(PostgresConnection)
-    }
-
-    private let backend: Backend
+    private let connection: any Connection
     /// The file this connection opened (`postgresql` for a PostgreSQL connection: never its URL).
     package let path: String
     /// Where write transactions are timed: `database_write_duration_seconds{durability, outcome}`,
@@ -48,45 +42,12 @@ package final class Database {
     /// no round trip: a store locks what it writes, and so does the use case that calls it.
     private var heldLocks: [[UInt8]] = []
 
-    /// Opens (creating if needed) the database at `path`; `:memory:` for a private in-memory one.
-    /// `readOnly` opens an existing file for reading only: it never creates, migrates or writes,
-    /// and reads the WAL beside the writer without waiting for it.
+    /// Opens (creating if needed) the SQLite database at `path`; `:memory:` for a private
+    /// in-memory one. `readOnly` opens an existing file for reading only: it never creates,
+    /// migrates or writes, and reads the WAL beside the writer without waiting for it.
     package init(path: String, busyTimeout: Duration = .seconds(5), readOnly: Bool = false) throws(StorageError) {
-        if path != ":memory:" && !readOnly {
-            let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-            if !directory.isEmpty {
-                try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            }
-        }
-        var db: OpaquePointer?
-        let flags =
-            readOnly
-            ? SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        _ = Self.configureSQLite
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
-        guard rc == SQLITE_OK, let db else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            if let db { sqlite3_close_v2(db) }
-            throw StorageError(.open, "cannot open database at \(path): \(message)", sqliteCode: rc)
-        }
-        backend = .sqlite(db)
+        connection = try SQLiteConnection(path: path, busyTimeout: busyTimeout, readOnly: readOnly)
         self.path = path
-        sqlite3_extended_result_codes(db, 1)
-        let ms = busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
-        sqlite3_busy_timeout(db, Int32(clamping: ms))
-        guard !readOnly else { return }  // WAL is a property of the file, set by the writer
-        try execute("PRAGMA foreign_keys = ON")
-        if path != ":memory:" {
-            let mode = try scalarText("PRAGMA journal_mode = WAL")
-            guard mode?.lowercased() == "wal" else {
-                throw StorageError(.open, "cannot enable WAL on \(path) (journal_mode is \(mode ?? "unknown"))")
-            }
-        }
-        try execute("PRAGMA synchronous = NORMAL")
-        // What is deleted or rewritten is overwritten with zeros, freed pages included, so no old
-        // version of a row (an erased person's above all) lingers in free space. Debian's build
-        // has it on already; said here so no other build can differ.
-        try execute("PRAGMA secure_delete = ON")
     }
 
     /// Attaches the SQLite file at `path` as the schema `rollups` (`:memory:`: a private one), so
@@ -100,62 +61,29 @@ package final class Database {
     /// repeated in an error or kept).
     /// - Parameter traffic: where the connection counts its statements and round trips.
     package init(postgresURL url: String, traffic: PostgresTraffic = PostgresTraffic()) throws(StorageError) {
-        backend = .postgres(try PostgresConnection(url: url, traffic: traffic))
+        connection = try PostgresConnection(url: url, traffic: traffic)
         path = "postgresql"
     }
 
-    /// How much of a savepoint's or a statement's journal (the pages' contents before it, kept to
-    /// roll it back alone) stays in memory, set once per process before the first connection;
-    /// SQLite's default is 64 KiB, past which it goes to a temporary file. Each save of a group
-    /// commit runs in a savepoint, and those journals' writes to temporary files were two thirds
-    /// of the bytes a POST wrote (`strace` at 200,000 subscribers). Bounded: a migration's
-    /// statement over a large table still spills, through the shim VFS of CSQLite/shim.h (SQLite
-    /// 3.40's unix VFS cannot write a spilled journal of this size in one piece, and said
-    /// "database or disk is full"). Nothing durable lives there (the WAL is).
-    static let statementJournalInMemory: Int32 = 4 << 20
-    /// SQLite's answer to that setting and to the shim VFS's registration (SQLITE_OK, or
-    /// SQLITE_MISUSE had anything initialized SQLite before the first connection).
-    static let configureSQLite: Int32 = receiptd_sqlite3_configure(statementJournalInMemory)
-
     deinit {
         statements = [:]  // finalized before the connection closes
-        if case .sqlite(let handle) = backend { sqlite3_close_v2(handle) }
     }
 
     /// Whether the connection to the server is still good (always on SQLite): a PostgreSQL
     /// connection whose server went away answers no more and must be opened again.
-    var isConnected: Bool {
-        guard case .postgres(let connection) = backend else { return true }
-        return connection.isConnected
-    }
+    var isConnected: Bool { connection.isConnected }
 
     /// On PostgreSQL, the server process serving this connection (0 on SQLite).
-    var backendPID: Int32 {
-        guard case .postgres(let connection) = backend else { return 0 }
-        return connection.backendPID
-    }
+    var backendPID: Int32 { connection.serverProcessID }
 
-    package var dialect: Dialect {
-        switch backend {
-        case .sqlite: .sqlite
-        case .postgres: .postgresql
-        }
-    }
+    package var dialect: Dialect { connection.dialect }
 
-    /// The SQLite connection, for what only SQLite has (a precondition: callers ask ``dialect`` first).
-    private var handle: OpaquePointer {
-        guard case .sqlite(let handle) = backend else { preconditionFailure("an SQLite call on a PostgreSQL connection") }
-        return handle
-    }
+    /// The SQLite connection, for what only SQLite has (nil on PostgreSQL).
+    private var sqlite: SQLiteConnection? { connection as? SQLiteConnection }
 
     /// Rows this connection has inserted, updated or deleted since it opened: grows with each of
     /// its own writes (sqlite.org/c3ref/total_changes.html).
-    package var totalChanges: Int64 {
-        switch backend {
-        case .sqlite(let handle): sqlite3_total_changes64(handle)
-        case .postgres(let connection): connection.totalChanges
-        }
-    }
+    package var totalChanges: Int64 { connection.totalChanges }
 
     /// Changes whenever *another* connection, in this process or any other, commits to the file
     /// (sqlite.org/pragma.html#pragma_data_version); never for this connection's own commits.
@@ -165,30 +93,16 @@ package final class Database {
     /// older snapshots; throws if one outlasts it), so the pages as they were before the erasure are no longer in either.
     /// Nothing to do on PostgreSQL (see Docs/privacy.md).
     package func scrubAfterErasure() throws(StorageError) {
-        guard dialect == .sqlite else { return }
-        // (busy, WAL frames, frames checkpointed): busy 0 is a whole checkpoint and an empty WAL.
-        // A busy one has waited for the readers as long as the busy timeout.
-        let q = try prepare("PRAGMA wal_checkpoint(TRUNCATE)")
-        guard try q.step(), q.int(0) != 0 else { return }
-        throw StorageError(.sqlite, "the WAL could not be emptied after an erasure: a reader held an older snapshot")
+        try sqlite?.checkpointAndEmptyWAL()
     }
 
     package func dataVersion() throws(StorageError) -> Int64 {
-        guard dialect == .sqlite else { throw StorageError(.postgres, "data_version is SQLite's") }
-        return try scalarInt("PRAGMA data_version") ?? 0
+        guard let sqlite else { throw StorageError(.postgres, "data_version is SQLite's") }
+        return try sqlite.dataVersion()
     }
 
     /// Runs one or more statements that return no rows.
-    package func execute(_ sql: String) throws(StorageError) {
-        if case .postgres(let connection) = backend { return try connection.execute(sql) }
-        var error: UnsafeMutablePointer<CChar>?
-        let rc = sqlite3_exec(handle, sql, nil, nil, &error)
-        if rc != SQLITE_OK {
-            let message = error.map { String(cString: $0) } ?? lastErrorMessage
-            sqlite3_free(error)
-            throw StorageError(.sqlite, message, sqliteCode: rc)
-        }
-    }
+    package func execute(_ sql: String) throws(StorageError) { try connection.execute(sql) }
 
     /// Compiles one statement (on PostgreSQL, prepared once per connection and kept, like ``cached(_:)``).
     package func prepare(_ sql: String) throws(StorageError) -> Statement {
@@ -196,15 +110,9 @@ package final class Database {
     }
 
     private func prepare(_ sql: String, keepingItOpen: Bool) throws(StorageError) -> Statement {
-        if case .postgres(let connection) = backend {
-            let statement = try connection.cached(sql)
-            statement.reset()  // a fresh statement, as SQLite's would be: no result left from its last use
-            return Statement(statement, database: self, keepingItOpen: keepingItOpen)
-        }
-        var statement: OpaquePointer?
-        let rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
-        guard rc == SQLITE_OK, let statement else { throw error(rc) }
-        return Statement(statement, database: self, keepingItOpen: keepingItOpen)
+        let compiled = try connection.compile(sql)
+        compiled.reset()  // a fresh statement on PostgreSQL too: no result left from its last use
+        return Statement(compiled, database: self, keepingItOpen: keepingItOpen)
     }
 
     /// The statement for `sql`, compiled on first use and kept: for the queries every read runs.
@@ -217,37 +125,13 @@ package final class Database {
         return statement
     }
 
-    /// A transaction-control statement, compiled once (every read and save runs a few).
-    private func control(_ sql: String) throws(StorageError) { try cached(sql).bind([]).run() }
-
-    // Transaction control. On PostgreSQL the connection holds `BEGIN`, `SAVEPOINT` and `RELEASE`
-    // back and sends them with the next statement, in one round trip (``PostgresConnection``).
-
-    private func begin(_ sql: String) throws(StorageError) {
-        if case .postgres(let connection) = backend { return connection.begin(sql) }
-        try control(sql)
-    }
-
-    private func commit() throws(StorageError) {
-        if case .postgres(let connection) = backend { return try connection.commit() }
-        try control("COMMIT")
-    }
-
-    private func rollback() throws(StorageError) {
-        if case .postgres(let connection) = backend { return try connection.rollback() }
-        try execute("ROLLBACK")
-    }
-
     /// Runs the bound `statements` now: on PostgreSQL, in one round trip (with what is held back),
     /// each then stepping through its rows as if its first step had run it, even when bound again
     /// with the same values first (by the store function that reads it); on SQLite, in-process,
     /// nothing: each runs at its first step. For reads that do not depend on each other. A
     /// statement at most once in `statements`.
     package func prefetch(_ statements: [Statement]) throws(StorageError) {
-        guard case .postgres(let connection) = backend else { return }
-        let postgres = statements.compactMap(\.postgres)
-        let results = try connection.runAll(postgres.map(\.request))
-        for (statement, result) in zip(postgres, results) { statement.adopt(result) }
+        try connection.prefetch(statements)
     }
 
     /// Resets every cached statement, ending any read it had begun.
@@ -265,15 +149,15 @@ package final class Database {
     package func readTransaction<T>(mark: Int64? = nil, _ body: () throws -> T) throws -> T {
         guard !inTransaction else { return try body() }
         snapshotMark = mark ?? changeFeed?.mark ?? 0
-        try begin(dialect == .sqlite ? "BEGIN DEFERRED" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try connection.beginReading()
         do {
             let value = try body()
             resetCachedStatements()
-            try commit()
+            try connection.commit()
             return value
         } catch {
             resetCachedStatements()
-            try? rollback()
+            try? connection.rollback()
             throw error
         }
     }
@@ -287,15 +171,11 @@ package final class Database {
     /// notifications); a power cut can undo a `NORMAL` commit, never a `FULL` one.
     ///
     /// On PostgreSQL a commit is as durable as the server's `synchronous_commit` says (on, its
-    /// default: on disk), and a `durable` one is on disk whatever it says (`SET LOCAL
-    /// synchronous_commit = on`). The transaction is a plain `BEGIN` (READ COMMITTED): reads take
-    /// no locks, so a save that reads and then writes must guard the write itself (a
-    /// compare-and-set such as the subscriber's version).
+    /// default: on disk), and a `durable` one is on disk whatever it says. The transaction is a
+    /// plain `BEGIN` (READ COMMITTED): reads take no locks, so a save that reads and then writes
+    /// must guard the write itself (a compare-and-set such as the subscriber's version).
     package func transaction<T>(durable: Bool = false, _ body: () throws -> T) throws -> T {
         if inTransaction { return try savepoint(body) }
-        let sqlite = dialect == .sqlite
-        if durable && sqlite { try execute("PRAGMA synchronous = FULL") }
-        defer { if durable && sqlite { try? execute("PRAGMA synchronous = NORMAL") } }
         let started = ContinuousClock.now
         var outcome = "rolled_back"
         defer {
@@ -306,18 +186,17 @@ package final class Database {
             ).recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         }
         snapshotMark = changeFeed?.mark ?? 0
-        try begin(sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
+        try connection.beginWriting(durable: durable)
         do {
-            if durable { try setLocal("synchronous_commit", "on") }
             let value = try body()
             resetCachedStatements()
             heldLocks = []
-            try commit()
+            try connection.commit()
             outcome = "committed"
             return value
         } catch {
             resetCachedStatements()
-            try? rollback()
+            try? connection.rollback()
             notedChanges = []
             heldLocks = []
             throw error
@@ -325,26 +204,17 @@ package final class Database {
     }
 
     /// Whether a transaction is open on this connection.
-    package var inTransaction: Bool {
-        switch backend {
-        case .sqlite(let handle): sqlite3_get_autocommit(handle) == 0
-        case .postgres(let connection): connection.inTransaction
-        }
-    }
+    package var inTransaction: Bool { connection.inTransaction }
 
     private func savepoint<T>(_ body: () throws -> T) throws -> T {
         let (noted, held) = (notedChanges.count, heldLocks.count)
-        if case .postgres(let connection) = backend { connection.savepoint() } else { try control("SAVEPOINT nested") }
+        try connection.savepoint()
         do {
             let value = try body()
-            if case .postgres(let connection) = backend { connection.releaseSavepoint() } else { try control("RELEASE nested") }
+            try connection.releaseSavepoint()
             return value
         } catch {
-            if case .postgres(let connection) = backend {
-                try? connection.rollbackToSavepoint()
-            } else {
-                try? execute("ROLLBACK TO nested; RELEASE nested")
-            }
+            try? connection.rollbackToSavepoint()
             notedChanges.removeSubrange(noted...)
             heldLocks.removeSubrange(held...)  // released with the savepoint
             throw error
@@ -354,11 +224,7 @@ package final class Database {
     /// On PostgreSQL, sets the server setting `name` to `value` until the current transaction ends
     /// (`SET LOCAL`, sent with the next statement); nothing on SQLite.
     package func setLocal(_ name: String, _ value: String) throws(StorageError) {
-        guard case .postgres(let connection) = backend else { return }
-        guard inTransaction, name.allSatisfy({ $0.isLetter || $0 == "_" }), !value.contains("'") else {
-            throw StorageError(.postgres, "SET LOCAL \(name) needs a transaction, a plain name and a value")
-        }
-        connection.hold("SET LOCAL \(name) = '\(value)'")
+        try connection.setLocal(name, value)
     }
 
     /// Notes that `appUserID` changed in the current transaction (PostgreSQL; see ``ChangeLog``).
@@ -417,43 +283,17 @@ package final class Database {
     /// from another connection). Refuses an existing file. Returns the pages copied.
     @discardableResult
     package func backup(to path: String, pagesPerStep: Int32 = -1) throws(StorageError) -> Int {
-        guard dialect == .sqlite else {
+        guard let sqlite else {
             throw StorageError(.postgres, "backup copies SQLite files; back PostgreSQL up with pg_dump")
         }
         guard !FileManager.default.fileExists(atPath: path) else {
             throw StorageError(.open, "\(path) exists: a backup never overwrites")
         }
-        var target: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &target, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil)
-        guard rc == SQLITE_OK, let target else {
-            if let target { sqlite3_close_v2(target) }
-            throw StorageError(.open, "cannot create \(path)", sqliteCode: rc)
-        }
-        defer { sqlite3_close_v2(target) }
-        guard let backup = sqlite3_backup_init(target, "main", handle, "main") else {
-            throw StorageError(.sqlite, String(cString: sqlite3_errmsg(target)), sqliteCode: sqlite3_errcode(target))
-        }
-        var step = SQLITE_OK
-        repeat {
-            step = sqlite3_backup_step(backup, pagesPerStep)
-            if step == SQLITE_BUSY || step == SQLITE_LOCKED { sqlite3_sleep(10) }
-        } while step == SQLITE_OK || step == SQLITE_BUSY || step == SQLITE_LOCKED
-        let pages = Int(sqlite3_backup_pagecount(backup))
-        let finished = sqlite3_backup_finish(backup)
-        guard step == SQLITE_DONE, finished == SQLITE_OK else {
-            try? FileManager.default.removeItem(atPath: path)
-            throw StorageError(.sqlite, "backup failed: \(String(cString: sqlite3_errstr(step)))", sqliteCode: step)
-        }
-        return pages
+        return try sqlite.backup(to: path, pagesPerStep: pagesPerStep)
     }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE (an upsert whose WHERE skipped the row: 0).
-    package var changes: Int {
-        switch backend {
-        case .sqlite(let handle): Int(sqlite3_changes(handle))
-        case .postgres(let connection): connection.changes
-        }
-    }
+    package var changes: Int { connection.changes }
 
     /// The first column of the first row as text, or nil when there is no row or it is NULL.
     package func scalarText(_ sql: String) throws(StorageError) -> String? {
@@ -469,12 +309,6 @@ package final class Database {
         return statement.int(0)
     }
 
-    var lastErrorMessage: String { String(cString: sqlite3_errmsg(handle)) }
-
-    func error(_ rc: Int32) -> StorageError {
-        StorageError(.sqlite, lastErrorMessage, sqliteCode: rc)
-    }
-
     /// The SQLite library's version, e.g. `3.40.1`.
-    package static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
+    package static var sqliteVersion: String { SQLiteConnection.version }
 }

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import ReceiptTesting
 import Testing
@@ -6,49 +5,10 @@ import Testing
 @testable import DatabaseEngine
 @testable import Storage
 
-/// The connection: SQLite's own settings, and the calls and SQL both backends share, on SQLite
-/// and on PostgreSQL.
+/// The calls and SQL both connections share, on SQLite and on PostgreSQL (SQLite's own settings:
+/// SQLiteConnectionTests).
 @Suite("Database")
 struct DatabaseTests {
-    @Test func opensFilesInWALModeWithForeignKeys() throws {
-        let dir = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let db = try Database(path: dir + "/nested/x.sqlite")
-        #expect(try db.scalarText("PRAGMA journal_mode") == "wal")
-        #expect(try db.scalarInt("PRAGMA foreign_keys") == 1)
-        #expect(try db.scalarInt("PRAGMA busy_timeout") == 5000)
-    }
-
-    @Test func savepointJournalsStayInMemoryUpToTheirBound() throws {
-        _ = try Database(path: ":memory:")
-        // Set before SQLite initialized (SQLITE_OK), not refused as too late (SQLITE_MISUSE).
-        #expect(Database.configureSQLite == 0)
-        #expect(Database.statementJournalInMemory == 4 << 20)
-        // Spilled journals are written through the shim VFS (CSQLite/shim.h), now the default.
-        #expect(String(cString: sqlite3_vfs_find(nil)!.pointee.zName) == "receiptd-piecewise")
-    }
-
-    @Test func aStatementWhoseJournalOutgrowsMemorySpillsAndCommits() async throws {
-        try await withScratchDirectory("receiptd-spill") { dir in
-            let queue = try DatabaseQueue(path: dir + "/db.sqlite", readers: 0)
-            // Twice the bound of rows, each on pages of its own: deleting them all (zeroed, with
-            // secure_delete) journals every page, so the journal spills to a file part way.
-            let rows = 2 * Int(Database.statementJournalInMemory) / 4_000
-            try await queue.run { db in
-                try db.execute("CREATE TABLE big (x TEXT)")
-                try db.transaction {
-                    for _ in 0..<rows {
-                        try db.cached("INSERT INTO big VALUES (?)").bind([String(repeating: "x", count: 4_000)]).run()
-                    }
-                }
-            }
-            // In a transaction of its own, and in a save's savepoint of a group commit.
-            try await queue.write(alone: true) { db in try db.execute("DELETE FROM big WHERE rowid % 2 = 0") }
-            try await queue.write { db in try db.execute("DELETE FROM big") }
-            #expect(try await queue.read { db in try db.scalarInt("SELECT count(*) FROM big") } == 0)
-        }
-    }
-
     @Test func transactionRollsBackOnError() throws {
         let db = try Database(path: ":memory:")
         try db.execute("CREATE TABLE t (x INTEGER)")
@@ -126,5 +86,24 @@ struct DatabaseTests {
         }
         let ids = try db.readTransaction { try db.scalarInt("SELECT sum(id) FROM t") }
         #expect(ids == 2)
+    }
+
+    @Test(arguments: await testDialects())
+    func aDurableTransactionIsOnDiskWhenItReturnsAndTheNextIsNot(dialect: Database.Dialect) async throws {
+        let db = try await emptyDatabase(dialect)
+        // SQLite: synchronous FULL (2) for the durable one, NORMAL (1) before and after; PostgreSQL:
+        // synchronous_commit on for the durable one (SET LOCAL), the server's own setting after.
+        let setting = dialect == .sqlite ? "PRAGMA synchronous" : "SHOW synchronous_commit"
+        try db.execute(dialect == .sqlite ? "PRAGMA synchronous = NORMAL" : "SET synchronous_commit = off")
+        let before = try db.scalarText(setting)
+        let during = try db.transaction(durable: true) { try db.scalarText(setting) }
+        #expect(during == (dialect == .sqlite ? "2" : "on"))
+        #expect(try db.scalarText(setting) == before)
+        #expect(before == (dialect == .sqlite ? "1" : "off"))
+        // A durable transaction that throws sets it back as well.
+        struct Undo: Error {}
+        try? db.transaction(durable: true) { throw Undo() }
+        #expect(try db.scalarText(setting) == before)
+        #expect(try db.transaction { try db.scalarText(setting) } == before)
     }
 }

@@ -326,7 +326,7 @@ private func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar
 /// A prepared statement on a ``PostgresConnection``, with ``Statement``'s shape: bind, then step
 /// through the rows (the whole result is fetched at the first step) or run it.
 /// Parameters are 1-based; columns are 0-based.
-package final class PostgresStatement {
+package final class PostgresStatement: CompiledStatement {
     let name: String
     /// How many parameters the SQL numbers.
     let parameters: Int
@@ -349,17 +349,15 @@ package final class PostgresStatement {
     /// Binds values to parameters 1...n in order; nil binds NULL. Resets a result begun, but for
     /// a prefetched one not yet stepped into, bound again with the same values (a store's reader
     /// binding what ``Database/prefetch(_:)`` ran for it): that one stays, to be stepped through.
-    @discardableResult
-    package func bind(_ values: [(any StatementValue)?]) throws(StorageError) -> PostgresStatement {
+    package func bind(_ values: [(any StatementValue)?]) throws(StorageError) {
         guard values.count == parameters else {
             reset()
             throw StorageError(.postgres, "\(values.count) values for \(parameters) parameters")
         }
         let bound = values.map { $0?.sqlValue }
-        if prefetched && row == -1 && bound == self.values { return self }
+        if prefetched && row == -1 && bound == self.values { return }
         reset()
         self.values = bound
-        return self
     }
 
     /// The statement's name and bound values, for a pipeline.
@@ -459,8 +457,8 @@ package final class PostgresStatement {
     package var columnCount: Int32 { result.map { PQnfields($0) } ?? 0 }
     /// A column's name in the current result.
     package func columnName(_ column: Int32) -> String { PQfname(result, column).map { String(cString: $0) } ?? "" }
-    /// Whether a column is of an integer type.
-    package func isInteger(_ column: Int32) -> Bool { Self.integerTypes.contains(PQftype(result, column)) }
+    /// Whether the current row's value in a column is an integer (of an integer type, not NULL).
+    package func isInteger(_ column: Int32) -> Bool { Self.integerTypes.contains(PQftype(result, column)) && !isNull(column) }
     package func text(_ column: Int32) -> String? {
         guard !isNull(column), let value = PQgetvalue(result, Int32(row), column) else { return nil }
         return String(cString: value)

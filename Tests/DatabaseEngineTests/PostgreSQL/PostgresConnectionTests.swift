@@ -6,13 +6,21 @@ import Testing
 
 @Suite("PostgreSQL connection (libpq)", .enabled("PostgreSQL is not installed here") { await PostgresTestServer.isAvailable() })
 struct PostgresConnectionTests {
+    /// Binds `values` to `statement` and runs it.
+    private func run(_ statement: PostgresStatement, _ values: [(any StatementValue)?]) throws {
+        try statement.bind(values)
+        try statement.run()
+    }
+
     @Test func preparedStatementsBindAndReadIntegersTextAndNull() async throws {
         let db = try PostgresConnection(url: try await PostgresTestServer.freshDatabase())
         try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT, note TEXT)")
         let insert = try db.cached("INSERT INTO t (id, name, note) VALUES (?, ?, ?)")
-        try insert.bind([Int64.max, "ünïcode ' \" ?", nil]).run()
+        try insert.bind([Int64.max, "ünïcode ' \" ?", nil])
+        try insert.run()
         #expect(db.changes == 1)
-        try insert.bind([-1, "", "x"]).run()
+        try insert.bind([-1, "", "x"])
+        try insert.run()
         let select = try db.cached("SELECT id, name, note FROM t ORDER BY id")
         try select.bind([])
         #expect(try select.step())
@@ -50,12 +58,12 @@ struct PostgresConnectionTests {
     @Test func changesCountsTheRowsAStatementTouched() async throws {
         let db = try PostgresConnection(url: try await PostgresTestServer.freshDatabase())
         try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); INSERT INTO t VALUES (1, 0), (2, 0), (3, 5)")
-        try db.cached("UPDATE t SET n = n + 1 WHERE n = ?").bind([0]).run()
+        try run(db.cached("UPDATE t SET n = n + 1 WHERE n = ?"), [0])
         #expect(db.changes == 2)
-        try db.cached("INSERT INTO t VALUES (?, ?) ON CONFLICT DO NOTHING").bind([3, 9]).run()
+        try run(db.cached("INSERT INTO t VALUES (?, ?) ON CONFLICT DO NOTHING"), [3, 9])
         #expect(db.changes == 0)
-        try db.cached("UPDATE t SET n = 7 WHERE id = ?").bind([3]).run()
-        try db.cached("SELECT * FROM t").bind([]).run()
+        try run(db.cached("UPDATE t SET n = 7 WHERE id = ?"), [3])
+        try run(db.cached("SELECT * FROM t"), [])
         #expect(db.changes == 1)  // as SQLite counts: a SELECT leaves it alone
         #expect(db.totalChanges == 3)
     }
