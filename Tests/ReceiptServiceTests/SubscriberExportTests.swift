@@ -1,9 +1,15 @@
 import DatabaseEngine
 import Foundation
+import HTTPServer
+import JSON
+import Operations
 import ReceiptCore
 import ReceiptTesting
 import Storage
+import Synchronization
 import Testing
+
+@testable import ReceiptService
 
 /// GET /v1/subscribers/{id}/export: everything stored about a person, and nobody else.
 @Suite("Exporting a subscriber over the API")
@@ -149,5 +155,44 @@ struct SubscriberExportTests {
             #expect(nobody.status == 404 && nobody.errorCode == "subscriber_not_found")
             #expect(try await subscriber(port, "exp-a", "/export", key: TestSecrets.publicKey).status == 403)
         }
+    }
+
+    /// The document is written part by part, each page of rows its own part: tables opened by
+    /// their first page and closed by their last, rows joined by commas across pages, an empty
+    /// table as `[]`, and nothing after the end.
+    @Test func theExportIsOneJSONDocumentWrittenAPageAtATime() async throws {
+        let pages: [ExportSubscriber.Page] = [
+            .init(
+                table: "subscribers", rows: [[("app_user_id", .text("u")), ("version", .int(3))]], isFirst: true, isLast: true),
+            .init(
+                table: "transactions", rows: [[("raw_json", .json(.object(strings: ["a": .int(1)])))], [("note", .null)]],
+                isFirst: true, isLast: false),
+            .init(table: "transactions", rows: [[("transaction_id", .text("t\"3"))]], isFirst: false, isLast: true),
+            .init(table: "events", rows: [], isFirst: true, isLast: true),
+        ]
+        let left = Mutex(pages[...])
+        let export = ExportSubscriber.Export(
+            appUserID: "u", aliases: ["anon"], exportedAt: 0, subscriber: nil,
+            pages: { left.withLock { $0.popFirst() } })
+        let response = Responses.export(export)
+        #expect(
+            response.headers[first: "Content-Type"] == "application/json"
+                && response.headers[first: "Cache-Control"] == "no-store")
+        var parts: [String] = []
+        while let part = try await response.stream?.next() { parts.append(String(decoding: part, as: UTF8.self)) }
+        #expect(
+            parts == [
+                #"{"aliases":["anon"],"app_user_id":"u","exported_at":"1970-01-01T00:00:00.000Z","format":"receiptd-export/1","subscriber":null,"tables":{"#,
+                #""subscribers":[{"app_user_id":"u","version":3}]"#,
+                #","transactions":[{"raw_json":{"a":1}},{"note":null}"#,
+                #",{"transaction_id":"t\"3"}]"#,
+                #","events":[]"#,
+                "}}",
+            ])
+        guard case .array(let rows)? = try JSONValue.parse(Array(parts.joined().utf8))["tables"]?["transactions"] else {
+            Issue.record("no transactions")
+            return
+        }
+        #expect(rows.count == 3 && rows[2]["transaction_id"]?.string == "t\"3")
     }
 }

@@ -39,10 +39,7 @@ struct SubscriberRoutes: RouteGroup {
         }
         // Everything stored about a person (GDPR art. 15), streamed a page of rows at a time.
         api.on(.get, "/v1/subscribers/{app_user_id}/export", access: .secretKey) { [exportSubscriber] _, context in
-            let parts = try await exportSubscriber(try Requests.appUserID(in: context))
-            return HTTPResponse(
-                status: .ok, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
-                stream: HTTPBodyStream(next: parts.next))
+            Responses.export(try await exportSubscriber(try Requests.appUserID(in: context)))
         }
         // A backend reads a subscriber's lifecycle events, newest first.
         api.on(.get, "/v1/subscribers/{app_user_id}/events", access: .secretKey) { [readSubscriber] request, context in
