@@ -236,7 +236,7 @@ package struct KeepRollups: UseCase, Sendable {
     /// keeper moved them since: its work stands, and the next step starts from it). By the
     /// rollups' writer: on SQLite, that of their own file, so saves never wait for it.
     private func write(unless read: RollupStore.State, _ body: @escaping @Sendable (RollupStore) throws -> Void) async throws {
-        try await database.write(rollups: true) { db in
+        try await database.write(attached: true) { db in
             try db.lock([RollupStore.lockKey])
             let store = RollupStore(db)
             guard try store.state() == read else { return }

@@ -50,9 +50,9 @@ package final class Database {
         self.path = path
     }
 
-    /// Attaches the SQLite file at `path` as the schema `rollups` (`:memory:`: a private one), so
-    /// that its tables are named as if they were this file's (``DatabaseQueue`` keeps the chart
-    /// rollups there). A read-only connection attaches it read-only.
+    /// Attaches the SQLite file at `path` as the schema `name` (`:memory:`: a private one), so
+    /// that its tables are named as if they were this file's (``DatabaseQueue``'s
+    /// ``AttachedFile``). A read-only connection attaches it read-only.
     package func attach(_ path: String, as name: String) throws(StorageError) {
         try prepare("ATTACH DATABASE ? AS \(name)").bind([path]).run()
     }

@@ -26,7 +26,7 @@ import Synchronization
 ///
 /// On SQLite a file of its own (an ``AttachedFile``: Storage's chart rollups) lives beside the
 /// database's, attached to the readers under its name, with a writer of its own
-/// (``write(durable:alone:rollups:_:)``): what is written there (the rollup keeper's writes, tens
+/// (``write(durable:alone:attached:_:)``): what is written there (the rollup keeper's writes, tens
 /// of milliseconds a second under load) never holds up saves, whose one writer is the service's
 /// narrowest point.
 package final class DatabaseQueue: Sendable {
@@ -36,9 +36,9 @@ package final class DatabaseQueue: Sendable {
     private let readLine: JobLine
     /// Where saves and `run` jobs wait: the writer's line, or the writing pool's on PostgreSQL.
     private let writeLine: JobLine
-    /// Where the rollups' writes wait: their own writer's line on SQLite (the writer's for
+    /// Where the attached file's writes wait: its own writer's line on SQLite (the writer's for
     /// `:memory:`), the writing pool's on PostgreSQL.
-    private let rollupsLine: JobLine
+    private let attachedLine: JobLine
     /// How many workers take from `readLine`.
     package let readerCount: Int
     /// Where background reads wait (``read(background:_:)``), and how to open the connection of
@@ -68,27 +68,27 @@ package final class DatabaseQueue: Sendable {
         writeLine = JobLine(groupsSaves: true)
         worker = Worker(database, line: writeLine, pollsOtherWriters: true)
         var opened: [Worker] = []
-        let rollups = path == ":memory:" ? path : file.path(beside: path)
+        let attachedPath = path == ":memory:" ? path : file.path(beside: path)
         do {
             if path == ":memory:" {
-                try database.attach(rollups, as: file.name)
+                try database.attach(attachedPath, as: file.name)
                 try file.prepare(database, file.name)
-                rollupsLine = writeLine
+                attachedLine = writeLine
             } else {
-                let writer = try Database(path: rollups, busyTimeout: busyTimeout)
+                let writer = try Database(path: attachedPath, busyTimeout: busyTimeout)
                 try file.prepare(writer, "main")
                 writer.metrics = metrics
-                rollupsLine = JobLine(groupsSaves: false)
-                opened.append(Worker(writer, line: rollupsLine, pollsOtherWriters: false))
+                attachedLine = JobLine(groupsSaves: false)
+                opened.append(Worker(writer, line: attachedLine, pollsOtherWriters: false))
             }
         } catch {
-            throw error as? StorageError ?? StorageError(.open, "cannot open the \(file.name)' file \(rollups): \(error)")
+            throw error as? StorageError ?? StorageError(.open, "cannot open the \(file.name)' file \(attachedPath): \(error)")
         }
         let readersLine = JobLine(groupsSaves: false)
-        /// A read-only connection to the database with the rollups attached.
+        /// A read-only connection to the database with the file attached.
         let openReader = { @Sendable () throws(StorageError) -> Database in
             let reader = try Database(path: path, busyTimeout: busyTimeout, readOnly: true)
-            try reader.attach(rollups, as: file.name)
+            try reader.attach(attachedPath, as: file.name)
             return reader
         }
         if path != ":memory:" {
@@ -145,7 +145,7 @@ package final class DatabaseQueue: Sendable {
         postgresTraffic = traffic
         worker = opened[0]
         writeLine = writing
-        rollupsLine = writing
+        attachedLine = writing
         readLine = readers > 0 ? reading : writing
         readerCount = readers
         for worker in opened { worker.start() }
@@ -157,7 +157,7 @@ package final class DatabaseQueue: Sendable {
         replicas?.stop()
         readLine.stop()
         writeLine.stop()
-        rollupsLine.stop()
+        attachedLine.stop()
         backgroundLine.stop()
     }
 
@@ -251,11 +251,11 @@ package final class DatabaseQueue: Sendable {
     /// How often an idle queue looks for commits by other connections (`PRAGMA data_version`).
     package static let externalPoll: Duration = .milliseconds(100)
 
-    /// Runs `body` with exclusive use of the connection, on the database's thread; `rollups`: of
-    /// the rollups' writer (on SQLite, a connection to their file alone).
-    package func run<T: Sendable>(rollups: Bool = false, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    /// Runs `body` with exclusive use of the connection, on the database's thread; `attached`: of
+    /// the ``AttachedFile``'s writer (on SQLite, a connection to that file alone).
+    package func run<T: Sendable>(attached: Bool = false, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            (rollups ? rollupsLine : writeLine).submit(
+            (attached ? attachedLine : writeLine).submit(
                 .exclusive { worker in
                     let result = Result { try body(worker.database) }
                     worker.publishChanges()
@@ -274,14 +274,15 @@ package final class DatabaseQueue: Sendable {
     /// `alone`: in a transaction of its own, never grouped: for a large write, whose savepoint
     /// would journal every page it touches, statement by statement.
     ///
-    /// `rollups`: a write of the chart rollups (``RollupStore``), alone, by the rollups' writer:
-    /// on SQLite, a connection to their file alone, which waits for no save and holds none up.
+    /// `attached`: a write of the ``AttachedFile``'s tables (Storage's chart rollups), alone, by
+    /// that file's writer: on SQLite, a connection to the file alone, which waits for no save and
+    /// holds none up.
     package func write<T: Sendable>(
-        durable: Bool = false, alone: Bool = false, rollups: Bool = false, _ body: @escaping @Sendable (Database) throws -> T
+        durable: Bool = false, alone: Bool = false, attached: Bool = false, _ body: @escaping @Sendable (Database) throws -> T
     ) async throws -> T {
-        if alone || rollups {
+        if alone || attached {
             return try await withCheckedThrowingContinuation { continuation in
-                (rollups ? rollupsLine : writeLine).submit(
+                (attached ? attachedLine : writeLine).submit(
                     .exclusive { worker in
                         let database = worker.database
                         let result = Result {

@@ -43,7 +43,7 @@ package struct EraseSubscriber: UseCase, Sendable {
         }
         do {
             let ids = outcome.ids
-            let forgotten = try await database.write(durable: true, rollups: true) { db in
+            let forgotten = try await database.write(durable: true, attached: true) { db in
                 try db.lock([RollupStore.lockKey])
                 let store = RollupStore(db)
                 let lost = try store.forget(ids, marksOf: RollupStore.marks(ofKept:))
@@ -63,7 +63,7 @@ package struct EraseSubscriber: UseCase, Sendable {
         }
         do {
             try await database.run { db in try db.scrubAfterErasure() }
-            try await database.run(rollups: true) { db in try db.scrubAfterErasure() }
+            try await database.run(attached: true) { db in try db.scrubAfterErasure() }
         } catch {
             // The rows are gone; old copies of their pages may linger in the WAL until the next
             // full checkpoint. Said, not hidden: the audit row stands, the caller learns it.

@@ -6,7 +6,7 @@ import Gzip
 /// of today's instants; and the marks drill-downs find holders by. On PostgreSQL, tables of the
 /// database (Migrations/postgresql/0019 to 0022); on SQLite, of a file of their own beside the
 /// database's, with a writer of its own (``DatabaseQueue``), whose schema is ``fileSchema(in:)``.
-/// Synchronous: use it inside `DatabaseQueue.write(rollups: true)` or `read`.
+/// Synchronous: use it inside `DatabaseQueue.write(attached: true)` or `read`.
 package struct RollupStore {
     private let db: Database
 

@@ -141,14 +141,14 @@ struct DatabaseQueueTests {
                 }
             }
             var before = ContinuousClock.now
-            try await queue.write(rollups: true) { db in
+            try await queue.write(attached: true) { db in
                 try RollupStore(db).saveHolderRows([("u1", "rows")])
             }
             #expect(ContinuousClock.now - before < .seconds(5))
             write.release.signal()
             try await write.task.value
             let rollupsWrite = await held { holding in
-                try await queue.write(rollups: true) { db in
+                try await queue.write(attached: true) { db in
                     try RollupStore(db).saveHolderRows([("u2", "rows")])
                     holding()
                 }
@@ -175,7 +175,7 @@ struct DatabaseQueueTests {
             }
             do {
                 let queue = try DatabaseQueue(path: dir + "/db.sqlite")
-                try await queue.write(rollups: true) { db in
+                try await queue.write(attached: true) { db in
                     try RollupStore(db).saveHolderRows([("u1", "rows")])
                     try RollupStore(db).save(built)
                 }
