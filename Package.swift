@@ -126,6 +126,10 @@ let package = Package(
         // promotional offer or an introductory price, and who may have which. Pure: the nonce and
         // the time given.
         .target(name: "Offers", dependencies: ["JSON", "Entitlements", .product(name: "Crypto", package: "swift-crypto")]),
+        // RevenueCat's client SDKs' protocol, as receiptd speaks it to them: CustomerInfo written
+        // from receiptd's subscriber document, the offerings of Config/offerings.json, the SDKs'
+        // errors. Pure.
+        .target(name: "RevenueCatProtocol", dependencies: ["JSON", "Entitlements", "Identifiers"]),
         // Apple's Retention Messaging: which message, switch-plan or promotional offer to
         // answer a customer about to cancel, chosen by Config/retention.json's rules. Pure.
         .target(name: "Retention", dependencies: ["JSON", "Entitlements", "Analytics", "Identifiers"]),
@@ -349,6 +353,8 @@ let package = Package(
             name: "OffersTests",
             dependencies: ["Offers", "JSON", "Entitlements", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "RetentionTests", dependencies: ["Retention", "JSON", "Entitlements"]),
+        .testTarget(
+            name: "RevenueCatProtocolTests", dependencies: ["RevenueCatProtocol", "JSON", "Entitlements", "ReceiptTesting"]),
         .testTarget(
             name: "GooglePlaySimulatorTests",
             dependencies: [

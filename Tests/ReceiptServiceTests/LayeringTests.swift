@@ -51,6 +51,7 @@ extension LayeringTests {
         "Analytics": ["Entitlements"],
         "Offers": ["Entitlements", "Identifiers", "JSON"],
         "Retention": ["Analytics", "Entitlements", "Identifiers", "JSON"],
+        "RevenueCatProtocol": ["Entitlements", "Identifiers", "JSON"],
         // The stores, one target each: wire models, client, and what their answers state as facts.
         "AppStore": ["Clocks", "CurlTransport", "Entitlements", "Identifiers", "JSON", "Resilience"],
         "GooglePlay": ["Clocks", "CurlTransport", "Entitlements", "Identifiers", "JSON"],
