@@ -253,7 +253,8 @@ let package = Package(
         .target(
             name: "ReceiptService",
             dependencies: [
-                "Analytics", "ReceiptCore", "StoreCalls", "Notifications", "Charts", "Operations", "CustomerOffers", "HTTPServer",
+                "Analytics", "RevenueCatProtocol", "ReceiptCore", "StoreCalls", "Notifications", "Charts", "Operations",
+                "CustomerOffers", "HTTPServer",
                 "Storage", "DatabaseEngine", "AppStore", "CurlTransport", "GooglePlay", "Offers",
                 "Resilience", "Retention", "Entitlements", "JSON", "Identifiers", "Clocks", "Webhooks", "Workers",
                 .product(name: "Configuration", package: "swift-configuration"),

@@ -220,7 +220,7 @@ def main():
              "alternate_product": {"product_id": "yearly", "message": MESSAGES["switch"]}},
             {"name": "note", "message": MESSAGES["note"]},
         ]}, f)
-    env = dict(os.environ, RECEIPTD_ENVIRONMENT="development", RECEIPTD_RETENTION_FILE=retention, RECEIPTD_HTTP_PORT=str(port),
+    env = dict(os.environ, RECEIPTD_ENVIRONMENT="development", RECEIPTD_REVENUE_CAT_PORT="0", RECEIPTD_RETENTION_FILE=retention, RECEIPTD_HTTP_PORT=str(port),
                RECEIPTD_DATABASE_PATH=f"{scratch}/db.sqlite", RECEIPTD_LOG_LEVEL="warning", RECEIPTD_HTTP_ACCESS_LOG="false",
                RECEIPTD_API_PUBLIC_KEYS="ao-public", RECEIPTD_API_SECRET_KEYS="ao-secret",
                RECEIPTD_REFRESHER_ENABLED="false", RECEIPTD_OFFERS_FILE=offers, RECEIPTD_APP_STORE_OFFERS_KEY_ID=KEY_ID,

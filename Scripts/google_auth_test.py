@@ -171,7 +171,7 @@ def main():
                    "private_key": pem(account_key), "client_email": ACCOUNT, "client_id": "1",
                    "token_uri": f"{base}/token"}, f)
     port = random.randint(20000, 29999)
-    env = dict(os.environ, RECEIPTD_ENVIRONMENT="development", RECEIPTD_HTTP_PORT=str(port),
+    env = dict(os.environ, RECEIPTD_ENVIRONMENT="development", RECEIPTD_REVENUE_CAT_PORT="0", RECEIPTD_HTTP_PORT=str(port),
                RECEIPTD_DATABASE_PATH=f"{scratch}/db.sqlite", RECEIPTD_LOG_LEVEL="warning",
                RECEIPTD_HTTP_ACCESS_LOG="false", RECEIPTD_API_PUBLIC_KEYS="ga-public", RECEIPTD_API_SECRET_KEYS="ga-secret",
                RECEIPTD_REFRESHER_ENABLED="false", RECEIPTD_GOOGLE_PLAY_SIMULATOR="false",

@@ -64,7 +64,7 @@ def main():
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     port = random.randint(20000, 29999)
     scratch = tempfile.mkdtemp(prefix="receiptd-swh-")
-    env = dict(os.environ, RECEIPTD_ENVIRONMENT="development", RECEIPTD_HTTP_PORT=str(port),
+    env = dict(os.environ, RECEIPTD_ENVIRONMENT="development", RECEIPTD_REVENUE_CAT_PORT="0", RECEIPTD_HTTP_PORT=str(port),
                RECEIPTD_DATABASE_PATH=f"{scratch}/db.sqlite", RECEIPTD_LOG_LEVEL="warning",
                RECEIPTD_HTTP_ACCESS_LOG="false", RECEIPTD_API_PUBLIC_KEYS="swh-public",
                RECEIPTD_API_SECRET_KEYS="swh-secret", RECEIPTD_REFRESHER_ENABLED="false",

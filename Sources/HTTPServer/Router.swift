@@ -31,6 +31,9 @@ public struct Router: HTTPResponder {
     private var routes: [Route] = []
     /// Where each answered request is counted and timed, by route pattern; nil: nowhere.
     public var metrics: HTTPMetrics?
+    /// How this router's own refusals (400 not a path, 404 no route, 405 another method) are
+    /// written, for an API whose clients read another error shape; nil: ``ErrorBody``'s.
+    public var refusal: (@Sendable (HTTPStatus, _ code: String, _ message: String, _ requestID: String) -> HTTPResponse)?
 
     public init() {}
 
@@ -85,7 +88,7 @@ public struct Router: HTTPResponder {
         let path = request.path
         guard path.first == "/" else {
             metrics?.record(method: request.method.rawValue, route: "unmatched", status: 400, nanoseconds: 0)
-            return Self.error(.badRequest, "invalid_target", "The request target must be a path.")
+            return error(.badRequest, "invalid_target", "The request target must be a path.")
         }
         let parts = path.split(separator: "/", omittingEmptySubsequences: true)
         var allowed: [HTTPMethod] = []
@@ -126,23 +129,31 @@ public struct Router: HTTPResponder {
         }
         if allowed.isEmpty {
             metrics?.record(method: request.method.rawValue, route: "unmatched", status: 404, nanoseconds: 0)
-            return Self.error(.notFound, "not_found", "No route for this path.")
+            return error(.notFound, "not_found", "No route for this path.")
         }
         var unique: [String] = []
         for method in allowed where !unique.contains(method.rawValue) { unique.append(method.rawValue) }
         let allow = unique.joined(separator: ", ")
         metrics?.record(method: request.method.rawValue, route: "unmatched", status: 405, nanoseconds: 0)
+        let refusal = refusal
         return .immediate { _, context in
-            ErrorBody.response(
-                status: .methodNotAllowed, code: "method_not_allowed",
-                message: "This path does not accept this method.", requestID: context.requestID,
-                headers: ["Allow": allow])
+            let message = "This path does not accept this method."
+            guard let refusal else {
+                return ErrorBody.response(
+                    status: .methodNotAllowed, code: "method_not_allowed", message: message, requestID: context.requestID,
+                    headers: ["Allow": allow])
+            }
+            var response = refusal(.methodNotAllowed, "method_not_allowed", message, context.requestID)
+            response.headers.add(name: "Allow", value: allow)
+            return response
         }
     }
 
-    private static func error(_ status: HTTPStatus, _ code: String, _ message: String) -> HTTPHandler {
-        .immediate { _, context in
-            ErrorBody.response(status: status, code: code, message: message, requestID: context.requestID)
+    private func error(_ status: HTTPStatus, _ code: String, _ message: String) -> HTTPHandler {
+        let refusal = refusal
+        return .immediate { _, context in
+            refusal?(status, code, message, context.requestID)
+                ?? ErrorBody.response(status: status, code: code, message: message, requestID: context.requestID)
         }
     }
 }

@@ -16,6 +16,11 @@ package let migrationsDirectory =
     URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().path + "/Migrations"
 
+/// The repository's configuration folder.
+package let configDirectory =
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path + "/Config"
+
 extension ServiceConfiguration.AppStoreSettings {
     /// The App Store simulator, one app, two retries: for tests (``TestApp`` starts it). Its
     /// timeouts are the hang guard: a simulator's handler waits its turn on Swift concurrency's

@@ -91,3 +91,11 @@ extension ReceiptStore {
         return try db.cached("SELECT app_user_id FROM subscribers WHERE app_account_token = lower(?)").bind([token]).firstText()
     }
 }
+
+// When a person was first heard of.
+extension ReceiptStore {
+    /// When the subscriber `canonicalID` was first stored (epoch ms); nil when there is no such row.
+    package func firstSeen(_ canonicalID: String) throws -> Int64? {
+        try db.cached("SELECT created_at FROM subscribers WHERE app_user_id = ?").bind([canonicalID]).firstInt()
+    }
+}

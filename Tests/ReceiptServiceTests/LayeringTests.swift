@@ -93,7 +93,7 @@ extension LayeringTests {
         "ReceiptService": [
             "Analytics", "AppStore", "CCurl", "Charts", "Clocks", "CurlTransport", "CustomerOffers", "Entitlements",
             "GooglePlay", "HTTPServer", "Identifiers", "JSON", "Notifications", "Offers", "Operations", "ReceiptCore",
-            "Resilience", "Retention", "DatabaseEngine", "Storage", "StoreCalls", "Webhooks", "Workers",
+            "Resilience", "Retention", "RevenueCatProtocol", "DatabaseEngine", "Storage", "StoreCalls", "Webhooks", "Workers",
         ],
         // Tools: the simulators, the webhook sink, the test harness, the executables.
         "AppStoreSimulator": ["AppStore", "Clocks", "HTTPServer", "JSON"],

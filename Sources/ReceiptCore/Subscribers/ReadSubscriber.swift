@@ -38,6 +38,26 @@ package struct ReadSubscriber: UseCase, Sendable {
         return SubscriberSnapshot(document: read.document, version: read.version, now: at)
     }
 
+    /// A person as RevenueCat's SDKs ask for one: their document as of now, nil for somebody
+    /// nothing is stored about (whom the SDKs read as a customer with nothing), and when receiptd
+    /// first heard of them (now for nobody yet). Reads only: asking about an id creates nothing.
+    package func customer(_ appUserID: String) async throws(ReceiptError) -> (snapshot: SubscriberSnapshot?, firstSeen: Int64) {
+        let snapshot: SubscriberSnapshot
+        do {
+            snapshot = try await document(appUserID)
+        } catch .subscriberNotFound {
+            return (nil, clock.now())
+        }
+        let canonical = snapshot.document.appUserID
+        do {
+            let seen = try await database.read(replicaSeeing: [canonical]) { db in try ReceiptStore(db).firstSeen(canonical) }
+            return (snapshot, seen ?? snapshot.now)
+        } catch {
+            logger.error("reading when a subscriber was first seen failed", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+    }
+
     /// Where a page of events starts: before the event at `at` with id `id` (newest first).
     package struct EventCursor: Sendable, Equatable {
         package var at: Int64

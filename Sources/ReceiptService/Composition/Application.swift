@@ -29,6 +29,8 @@ package final class Application: Sendable {
     package let database: DatabaseQueue
     package let migrator: Migrator
     package let server: HTTPServer
+    /// The listener for RevenueCat's SDKs; nil unless `revenueCat.port` is set.
+    package let sdkServer: HTTPServer?
     let transport: CurlMultiTransport
     /// The background refresher (a no-op service unless `refresher.enabled`).
     let refresher: Refresher
@@ -66,6 +68,7 @@ package final class Application: Sendable {
 
     private init(
         configuration: ServiceConfiguration, database: DatabaseQueue, migrator: Migrator, server: HTTPServer,
+        sdkServer: HTTPServer?,
         transport: CurlMultiTransport, refresher: Refresher, catchUp: NotificationCatchUp, webhooks: WebhookDispatcher,
         webhookTransport: CurlMultiTransport, documentCache: SubscriberCache,
         verifyPurchase: VerifyPurchase, play: PlayWiring, readSubscriber: ReadSubscriber,
@@ -91,6 +94,7 @@ package final class Application: Sendable {
         self.database = database
         self.migrator = migrator
         self.server = server
+        self.sdkServer = sdkServer
         self.transport = transport
         self.refresher = refresher
         self.documentCache = documentCache
@@ -263,8 +267,12 @@ package final class Application: Sendable {
         let server = HTTPServer(
             configuration: configuration.http, responder: routes.router(), logger: logger, metrics: telemetry.http)
         telemetry.watch(server)
+        let sdkServer = sdkServer(
+            configuration, readSubscriber: readSubscriber, addAlias: addAlias, telemetry: telemetry, clock: clock,
+            logger: logger)
         return Application(
-            configuration: configuration, database: database, migrator: migrator, server: server, transport: transport,
+            configuration: configuration, database: database, migrator: migrator, server: server, sdkServer: sdkServer,
+            transport: transport,
             refresher: refresher, catchUp: catchUp, webhooks: webhooks, webhookTransport: webhookTransport,
             documentCache: documentCache, verifyPurchase: verifyPurchase, play: play,
             readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber, ingestNotification: ingestNotification,
@@ -374,7 +382,7 @@ package final class Application: Sendable {
         if let playAcknowledgements { services.append(playAcknowledgements) }
         if let appStoreCalls { services.append(appStoreCalls) }
         if massExtensions.isEnabled { services.append(massExtensions) }
-        return services + [server]
+        return services + [server] + (sdkServer.map { [$0] } ?? [])
     }
 
     /// Serves until SIGTERM or SIGINT, then shuts down gracefully and returns. `before` are
@@ -383,6 +391,10 @@ package final class Application: Sendable {
         let group = ServiceGroup(
             configuration: .init(services: (before + services).map { .init(service: $0) }, logger: logger))
         let port = try server.start()
+        if let sdkServer {
+            let sdkPort = try sdkServer.start()
+            logger.info("RevenueCat SDK listener ready", metadata: ["port": "\(sdkPort)"])
+        }
         logger.info(
             "receiptd ready",
             metadata: [
@@ -407,12 +419,17 @@ package final class Application: Sendable {
 
     /// Binds and serves without a service group (tests, tools); returns the bound port. Stop with ``stop()``.
     @discardableResult
-    package func start() throws -> Int { try server.start() }
+    package func start() throws -> Int {
+        _ = try sdkServer?.start()
+        return try server.start()
+    }
 
     /// Stops serving (gracefully, as on SIGTERM) and releases the App Store client.
     package func stop() async {
         server.shutdown()
+        sdkServer?.shutdown()
         await server.waitUntilStopped()
+        await sdkServer?.waitUntilStopped()
         await background.idle()
         transport.shutdown()
         webhookTransport.shutdown()

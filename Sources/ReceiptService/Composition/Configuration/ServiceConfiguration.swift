@@ -53,6 +53,8 @@ package struct ServiceConfiguration: Sendable {
     package var webhooks = WebhookSettings()
     /// Money and the charts (`analytics.*`).
     package var analytics = AnalyticsSettings()
+    /// The listener for RevenueCat's client SDKs (`revenueCat.*`, `offerings.file`).
+    package var revenueCat = RevenueCatSettings()
     /// Whether this instance keeps the chart rollups (`analytics.keepRollups`); another instance
     /// or `receiptd build-rollups` must when it does not.
     package var keepRollups = true
@@ -129,6 +131,7 @@ package struct ServiceConfiguration: Sendable {
         configuration.analytics = try AnalyticsSettings.read(c)
         configuration.keepRollups = try c.bool("analytics.keepRollups", default: true)
         configuration.openAPIFile = try c.string("api.openapiFile", default: "openapi.yaml")
+        configuration.revenueCat = try RevenueCatSettings.read(c, configDirectory: configDirectory, catalog: catalog)
         configuration.logFormat = try c.choice(
             "log.format", default: name == "development" ? "text" : "json", allowed: ["json", "text"])
         return (configuration, c)

@@ -1,0 +1,34 @@
+import Clocks
+import HTTPServer
+import Logging
+import ReceiptCore
+
+extension Application {
+    /// The listener for RevenueCat's SDKs (``SDKListener``) when `revenueCat.port` is set: on the
+    /// HTTP server's address and settings, at its own port. In development with no keys
+    /// configured, two well-known development keys (`appl_dev`, `goog_dev`).
+    static func sdkServer(
+        _ configuration: ServiceConfiguration, readSubscriber: ReadSubscriber, addAlias: AddAlias, telemetry: Telemetry,
+        clock: WallClock, logger: Logger
+    ) -> HTTPServer? {
+        let settings = configuration.revenueCat
+        guard let port = settings.port else { return nil }
+        var keys = settings.keys
+        if configuration.environment == "development" && keys.isEmpty {
+            keys = ["appl_dev", "goog_dev"]
+            logger.warning("No RevenueCat SDK keys configured: development keys appl_dev and goog_dev are in use")
+        }
+        let listener = SDKListener(
+            groups: [
+                CustomerRoutes(readSubscriber: readSubscriber, addAlias: addAlias),
+                OfferingRoutes(offerings: settings.offerings, rules: configuration.entitlementSettings.rules),
+                QuietRoutes(),
+            ],
+            keys: SDKKeys(keys), clock: { clock.now() }, logger: logger)
+        var http = configuration.http
+        http.port = port
+        var router = listener.router()
+        router.metrics = telemetry.http
+        return HTTPServer(configuration: http, responder: router, logger: logger, metrics: telemetry.http)
+    }
+}

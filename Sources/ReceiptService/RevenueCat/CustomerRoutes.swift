@@ -1,0 +1,39 @@
+import HTTPServer
+import JSON
+import ReceiptCore
+import RevenueCatProtocol
+
+/// A customer as the SDKs see one: their CustomerInfo (`GET /v1/subscribers/{id}`, on configure,
+/// foreground and logOut) and logIn (`POST /v1/subscribers/identify`).
+struct CustomerRoutes: SDKRouteGroup {
+    let readSubscriber: ReadSubscriber
+    let addAlias: AddAlias
+
+    func add(to api: inout SDKAPI) {
+        // Anybody's, as at RevenueCat: the answer names no store identifier (CustomerInfo).
+        api.on(.get, "/v1/subscribers/{app_user_id}") { [readSubscriber] request, context, caller in
+            let user = try SDKRequests.appUserID(context.parameters["app_user_id"])
+            return SDKResponses.customerInfo(try await readSubscriber.customer(user), of: user, caller: caller, request: request)
+        }
+        // logIn: from the id the app had to the one it now knows. An anonymous id (the SDK's
+        // `$RCAnonymousID:` and 32 hex digits, which only that device knows) becomes an alias of
+        // the new one, its purchases with it; any other id is never merged by an app's key (anyone
+        // can type it): the SDK switches to the new id, and the two stay apart.
+        api.on(.post, "/v1/subscribers/identify") { [readSubscriber, addAlias] request, _, caller in
+            let body = try SDKRequests.object(request.body)
+            let current = try SDKRequests.appUserID(body["app_user_id"]?.string)
+            let new = try SDKRequests.appUserID(body["new_app_user_id"]?.string)
+            let existed = try await readSubscriber.customer(new).snapshot != nil
+            if SDKRequests.isAnonymous(current), !current.isExactly(new) {
+                do throws(ReceiptError) {
+                    _ = try await addAlias(new, alias: current)
+                } catch .aliasTaken {
+                    // Already another person's alias: logIn switches, nothing moves.
+                }
+            }
+            return SDKResponses.customerInfo(
+                try await readSubscriber.customer(new), of: new, caller: caller, request: request,
+                status: existed ? .ok : .created)
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import HTTPServer
+import JSON
+import ReceiptCore
+import RevenueCatProtocol
+
+/// Reading what the SDKs send.
+enum SDKRequests {
+    /// An app user id as receiptd takes them (``FieldRules``; the router has percent-decoded the
+    /// path, once, and kept `+` as it is); 7220 when absent or empty.
+    static func appUserID(_ text: String?) throws(SDKError) -> String {
+        guard let text, !text.isEmpty else { throw .emptyAppUserID }
+        do { return try FieldRules.appUserID(text) } catch { throw .invalidAppUserID(error.message) }
+    }
+
+    /// The body as a JSON object.
+    static func object(_ body: [UInt8]) throws(SDKError) -> JSONValue {
+        guard let json = try? JSONValue.parse(body), case .object = json else {
+            throw .badRequest("The body must be a JSON object.")
+        }
+        return json
+    }
+
+    /// Whether `id` is one the SDK made up on the device: `$RCAnonymousID:` and 32 lowercase hex
+    /// digits (what logOut makes): a secret of that device.
+    static func isAnonymous(_ id: String) -> Bool {
+        let prefix = "$RCAnonymousID:"
+        guard id.hasPrefix(prefix) else { return false }
+        let hex = id.utf8.dropFirst(prefix.utf8.count)
+        return hex.count == 32 && hex.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    }
+}
+
+/// Writing what the SDKs read.
+enum SDKResponses {
+    /// A person's CustomerInfo, with `X-RevenueCat-ETag` (304 with an empty body when the SDK sent
+    /// the same tag: it replays what it kept, dated by `X-RevenueCat-Request-Time`).
+    static func customerInfo(
+        _ customer: (snapshot: SubscriberSnapshot?, firstSeen: Int64), of appUserID: String, caller: SDKCaller,
+        request: HTTPRequest, status: HTTPStatus = .ok
+    ) -> HTTPResponse {
+        let info = CustomerInfo.json(
+            appUserID: customer.snapshot?.document.appUserID ?? appUserID,
+            document: customer.snapshot.map { $0.document.rendered(version: $0.version, now: caller.now, explain: false) },
+            firstSeen: customer.firstSeen, now: caller.now)
+        // The tag covers what is not the request's time: the subscriber.
+        let tag = SubscriberDocument.fnv1a64([info["subscriber"]?.jsonBytes ?? []])
+        return tagged(info.jsonBytes, tag: tag, request: request, status: status)
+    }
+
+    /// `body` with its tag (by default its own digest); 304 and no body when the SDK has it.
+    static func tagged(_ body: [UInt8], tag: String? = nil, request: HTTPRequest, status: HTTPStatus = .ok) -> HTTPResponse {
+        let tag = tag ?? SubscriberDocument.fnv1a64([body])
+        if status == .ok, request.headers[first: "X-RevenueCat-ETag"] == tag {
+            return HTTPResponse(status: .notModified, headers: ["X-RevenueCat-ETag": tag], body: [])
+        }
+        return .json(bytes: body, status: status, headers: ["X-RevenueCat-ETag": tag])
+    }
+}
