@@ -48,10 +48,15 @@ package struct ReadSubscriber: UseCase, Sendable {
         } catch .subscriberNotFound {
             return (nil, clock.now())
         }
+        return (snapshot, try await firstSeen(snapshot))
+    }
+
+    /// When receiptd first stored the person `snapshot` is of (its time, for a row not found).
+    package func firstSeen(_ snapshot: SubscriberSnapshot) async throws(ReceiptError) -> Int64 {
         let canonical = snapshot.document.appUserID
         do {
             let seen = try await database.read(replicaSeeing: [canonical]) { db in try ReceiptStore(db).firstSeen(canonical) }
-            return (snapshot, seen ?? snapshot.now)
+            return seen ?? snapshot.now
         } catch {
             logger.error("reading when a subscriber was first seen failed", metadata: ["error": "\(error)"])
             throw .internalFault

@@ -8,8 +8,9 @@ extension Application {
     /// HTTP server's address and settings, at its own port. In development with no keys
     /// configured, two well-known development keys (`appl_dev`, `goog_dev`).
     static func sdkServer(
-        _ configuration: ServiceConfiguration, readSubscriber: ReadSubscriber, addAlias: AddAlias, telemetry: Telemetry,
-        clock: WallClock, logger: Logger
+        _ configuration: ServiceConfiguration, readSubscriber: ReadSubscriber, addAlias: AddAlias,
+        verifyPurchase: VerifyPurchase, verifyPlayPurchase: VerifyPlayPurchase, recordAppTransaction: RecordAppTransaction,
+        telemetry: Telemetry, clock: WallClock, logger: Logger
     ) -> HTTPServer? {
         let settings = configuration.revenueCat
         guard let port = settings.port else { return nil }
@@ -21,6 +22,10 @@ extension Application {
         let listener = SDKListener(
             groups: [
                 CustomerRoutes(readSubscriber: readSubscriber, addAlias: addAlias),
+                ReceiptRoutes(
+                    verifyPurchase: verifyPurchase, verifyPlayPurchase: verifyPlayPurchase,
+                    recordAppTransaction: recordAppTransaction, readSubscriber: readSubscriber,
+                    catalog: configuration.catalog, receiptdConsumes: configuration.googlePlay.consumeConsumables),
                 OfferingRoutes(offerings: settings.offerings, rules: configuration.entitlementSettings.rules),
                 QuietRoutes(),
             ],

@@ -230,6 +230,8 @@ package final class Application: Sendable {
         let answerRetention = AnswerRetentionRequest(
             context: context, verifier: verifier, rules: configuration.offers.retention, offers: signOffer,
             policy: configuration.policy)
+        let recordAppTransaction = RecordAppTransaction(
+            context: context, verifier: verifier, read: readSubscriber, serverAPI: serverAPI, bundleIDs: settings.bundleIDs)
         let routes = Routes(
             groups: [
                 OperationsRoutes(
@@ -240,9 +242,7 @@ package final class Application: Sendable {
                 PurchaseRoutes(
                     auth: auth,
                     purchases: PurchaseReaders(verifyPurchase: verifyPurchase, verifyPlayPurchase: play.verify, plugged: plugged),
-                    recordAppTransaction: RecordAppTransaction(
-                        context: context, verifier: verifier, read: readSubscriber, serverAPI: serverAPI,
-                        bundleIDs: settings.bundleIDs),
+                    recordAppTransaction: recordAppTransaction,
                     limiter: RateLimiter(configuration.limits), clock: clock),
                 SubscriberRoutes(
                     readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber, addAlias: addAlias,
@@ -268,7 +268,8 @@ package final class Application: Sendable {
             configuration: configuration.http, responder: routes.router(), logger: logger, metrics: telemetry.http)
         telemetry.watch(server)
         let sdkServer = sdkServer(
-            configuration, readSubscriber: readSubscriber, addAlias: addAlias, telemetry: telemetry, clock: clock,
+            configuration, readSubscriber: readSubscriber, addAlias: addAlias, verifyPurchase: verifyPurchase,
+            verifyPlayPurchase: play.verify, recordAppTransaction: recordAppTransaction, telemetry: telemetry, clock: clock,
             logger: logger)
         return Application(
             configuration: configuration, database: database, migrator: migrator, server: server, sdkServer: sdkServer,

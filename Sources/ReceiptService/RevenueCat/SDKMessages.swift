@@ -1,3 +1,4 @@
+import Entitlements
 import HTTPServer
 import JSON
 import ReceiptCore
@@ -18,6 +19,30 @@ enum SDKRequests {
             throw .badRequest("The body must be a JSON object.")
         }
         return json
+    }
+
+    /// A member that is absent, null or a string (empty: absent).
+    static func optionalText(_ body: JSONValue, _ name: String) throws(SDKError) -> String? {
+        switch body[name] {
+        case nil, .null?: return nil
+        case .string(let s)?: return s.isEmpty ? nil : s
+        default: throw .badRequest("`\(name)` must be a string.")
+        }
+    }
+
+    /// Whether `token` is a JWS (three base64url parts): StoreKit 2's signed transaction, where
+    /// StoreKit 1 sends a base64 receipt (which has no `.`).
+    static func isJWS(_ token: String) -> Bool { token.utf8.filter { $0 == UInt8(ascii: ".") }.count == 2 }
+
+    /// What iOS says it charged (`price` as decimal text, `currency`, `product_id`): kept for the
+    /// purchase when no store states a price. Left out when any is missing or not as iOS sends it
+    /// (Android's `price` is a number: never read as money).
+    static func clientPrice(_ body: JSONValue) -> VerifyPurchase.ClientPrice? {
+        guard case .string(let text)? = body["price"], let milliunits = FieldRules.milliunits(text),
+            case .string(let currency)? = body["currency"], Price.isCurrencyCode(currency),
+            case .string(let product)? = body["product_id"], (1...255).contains(product.utf8.count)
+        else { return nil }
+        return VerifyPurchase.ClientPrice(productID: product, milliunits: milliunits, currency: currency)
     }
 
     /// Whether `id` is one the SDK made up on the device: `$RCAnonymousID:` and 32 lowercase hex

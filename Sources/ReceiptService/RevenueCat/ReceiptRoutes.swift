@@ -1,0 +1,98 @@
+import Entitlements
+import HTTPServer
+import JSON
+import ReceiptCore
+import RevenueCatProtocol
+
+/// Purchases, restores and syncs (`POST /v1/receipts`), through receiptd's own use cases: the
+/// key's store decides what `fetch_token` is. For the App Store: a StoreKit 2 signed transaction
+/// (a JWS), else a StoreKit 1 receipt (base64), or none at all with an `app_transaction` (a
+/// StoreKit 2 sync with no transaction). For Google Play: a purchase token, for the package
+/// `X-Client-Bundle-ID` names.
+///
+/// `is_restore` asks for what receiptd does to every post carrying the device's proof (a receipt,
+/// a signed transaction, a token): `ownership.policy` decides whether a purchase someone else
+/// holds moves (RevenueCat's "restore behavior" is that setting). A purchase kept by its holder
+/// is the SDKs' 7102.
+///
+/// What a retry may fix is a 5xx, so the SDK keeps the transaction and posts it again; a 4xx
+/// makes it finish the transaction for good (Android: mark the token synced), so it is only for
+/// what no retry changes (the store says the proof is not valid, not this app's).
+struct ReceiptRoutes: SDKRouteGroup {
+    let verifyPurchase: VerifyPurchase
+    let verifyPlayPurchase: VerifyPlayPurchase
+    let recordAppTransaction: RecordAppTransaction
+    let readSubscriber: ReadSubscriber
+    let catalog: Catalog
+    /// Whether receiptd consumes Play consumables itself (then the SDK must not).
+    let receiptdConsumes: Bool
+
+    func add(to api: inout SDKAPI) {
+        api.on(.post, "/v1/receipts") { [self] request, _, caller in
+            let body = try SDKRequests.object(request.body)
+            let user = try SDKRequests.appUserID(body["app_user_id"]?.string)
+            let customer = try await verify(body, for: user, caller: caller)
+            var response = SDKResponses.customerInfo(customer, of: user, caller: caller, request: request)
+            if caller.platform == .playStore { response = purchasedProducts(body, added: response) }
+            return response
+        }
+    }
+
+    /// Verifies what `body` posts for `user`, as the key's store reads it; the person after it.
+    private func verify(_ body: JSONValue, for user: String, caller: SDKCaller) async throws -> (
+        snapshot: SubscriberSnapshot?, firstSeen: Int64
+    ) {
+        let token = try SDKRequests.optionalText(body, "fetch_token")
+        switch caller.platform {
+        case .playStore:
+            guard let token else { throw SDKError.invalidReceipt("`fetch_token` (the Play purchase token) is required.") }
+            guard let package = caller.bundleID, !package.isEmpty else {
+                throw SDKError.invalidPlayPackage("X-Client-Bundle-ID (the app's package name) is required.")
+            }
+            var product: String?
+            if case .array(let ids)? = body["product_ids"], case .string(let id)? = ids.first { product = id }
+            let snapshot = try await verifyPlayPurchase(
+                .init(appUserID: user, packageName: package, purchaseToken: token, productID: product))
+            return (snapshot, try await readSubscriber.firstSeen(snapshot))
+        case .appStore:
+            guard let token else {
+                // A StoreKit 2 sync with no transaction: the AppTransaction alone.
+                guard let app = try SDKRequests.optionalText(body, "app_transaction") else {
+                    throw SDKError.invalidReceipt("`fetch_token` or `app_transaction` is required.")
+                }
+                _ = try await recordAppTransaction(appUserID: user, signedAppTransaction: app)
+                return try await readSubscriber.customer(user)
+            }
+            let proof: VerifyPurchase.Proof
+            if SDKRequests.isJWS(token) {
+                try FieldRules.jws(token, field: "fetch_token")
+                proof = .signed(transaction: token, renewal: nil)
+            } else {
+                try FieldRules.receipt(token)
+                proof = .receipt(token)
+            }
+            let snapshot = try await verifyPurchase(
+                .init(appUserID: user, proof: proof, clientPrice: SDKRequests.clientPrice(body)))
+            return (snapshot, try await readSubscriber.firstSeen(snapshot))
+        }
+    }
+
+    /// Android's `purchased_products`: `should_consume` for each posted consumable (without it the
+    /// SDK only acknowledges, and a consumable can never be bought again), unless receiptd
+    /// consumes it itself (`googlePlay.consumeConsumables`).
+    private func purchasedProducts(_ body: JSONValue, added response: HTTPResponse) -> HTTPResponse {
+        guard response.status == .ok, case .array(let ids)? = body["product_ids"],
+            case .object(var fields)? = try? JSONValue.parse(response.body)
+        else { return response }
+        var products: [Identifier: JSONValue] = [:]
+        for case .string(let id) in ids {
+            products[Identifier(id)] = .object([
+                "should_consume": .bool(catalog.declared(id) == .consumable && !receiptdConsumes)
+            ])
+        }
+        fields["purchased_products"] = .object(products)
+        var answered = HTTPResponse.json(.object(fields), headers: response.headers)
+        answered.headers.replaceOrAdd(name: "Content-Type", value: "application/json")
+        return answered
+    }
+}
