@@ -22,7 +22,7 @@ package struct SDKError: Error, Sendable, Equatable {
     }
 
     /// One attribute that was not saved, and why.
-    package struct AttributeError: Sendable, Equatable {
+    package struct AttributeError: Error, Sendable, Equatable {
         package let key: String
         package let message: String
 

@@ -8,7 +8,7 @@ import JSON
 ///
 /// What goes, and what stays:
 /// - the subscriber rows, events, verification log, shadow diffs, change log rows, aliases,
-///   promotions, product states and webhook messages and deliveries of the ids: deleted;
+///   promotions, product states, attributes and webhook messages and deliveries of the ids: deleted;
 /// - the purchases the ids hold (``ReceiptStore``'s ownership): their transactions, pending
 ///   renewal info, renewal history, latest receipt, refresh checks and ownership: deleted. Apple
 ///   reporting on one of them later finds no holder (`pending_owner`, as for an unknown purchase):
@@ -136,7 +136,7 @@ package struct Erasure {
         for table in [
             "events", "verifications", "shadow_diffs", "changes", "webhook_deliveries", "webhook_messages", "aliases",
             "promotions", "product_states", "play_notifications", "offer_signatures", "app_transactions", "retention_answers",
-            "subscribers",
+            "attributes", "subscribers",
         ] {
             try run(table, "DELETE FROM \(table) WHERE app_user_id IN", ids)
         }

@@ -60,6 +60,15 @@ package struct Merge {
                 try db.cached("DELETE FROM subscribers WHERE app_user_id = ?").bind([alias]).run()
                 try ChangeLog(db).append(alias, at: now)  // its cached document is gone
             }
+            // Its attributes (a name only, too, may have some) join the subscriber's; a name the
+            // subscriber has keeps the subscriber's value.
+            try db.cached(
+                """
+                UPDATE attributes SET app_user_id = ?1 WHERE app_user_id = ?2
+                AND name NOT IN (SELECT name FROM attributes WHERE app_user_id = ?1)
+                """
+            ).bind([canonical, alias]).run()
+            try db.cached("DELETE FROM attributes WHERE app_user_id = ?").bind([alias]).run()
             try db.cached("INSERT INTO aliases (alias, app_user_id, at) VALUES (?, ?, ?)").bind([alias, canonical, now]).run()
             try store.factsChanged([canonical], at: now)
             return Outcome(moved: moved, aliasWasKnown: aliasWasKnown)

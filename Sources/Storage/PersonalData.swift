@@ -42,7 +42,7 @@ package struct PersonalData {
         ("events", "app_user_id"), ("notifications", "app_user_id"), ("promotions", "app_user_id"),
         ("product_states", "app_user_id"), ("webhook_messages", "app_user_id"), ("webhook_deliveries", "app_user_id"),
         ("shadow_diffs", "app_user_id"), ("changes", "app_user_id"), ("ownership_transfers", "from_app_user_id"),
-        ("ownership_transfers", "to_app_user_id"),
+        ("ownership_transfers", "to_app_user_id"), ("attributes", "app_user_id"),
     ]
 
     /// The person `appUserID` (an id or an alias) names: a subscriber, or anyone whose id some
@@ -116,6 +116,7 @@ package struct PersonalData {
             section("webhook_messages", key: "id", [("app_user_id", ids)]),
             section("webhook_deliveries", key: "id", [("app_user_id", ids)]),
             section("promotions", key: "id", [("app_user_id", ids)]),
+            section("attributes", key: "id", [("app_user_id", ids)]),
             section("product_states", key: "slot", [("app_user_id", ids)]),
             among("original_transaction_id", originals).map { byOriginal in
                 Section(

@@ -147,3 +147,38 @@ struct SDKReceiptRoutesTests {
         }
     }
 }
+
+extension SDKReceiptRoutesTests {
+    /// Attributes alone or with a purchase: stored per person, each refused on its own, exported
+    /// and erased with the person; a purchase never fails for its attributes.
+    @Test func attributesAreKeptExportedAndErasedWithThePerson() async throws {
+        try await withClockedService(configuration: Self.configuration(policy: "transfer")) { app, apiPort, _, _ in
+            let port = try #require(app.application.sdkServer?.port)
+            let posted = try await request(
+                port, "POST", "/v1/subscribers/attr/attributes",
+                #"{"attributes":{"$email":{"value":"nope","updated_at_ms":1},"$displayName":{"value":"Ana","updated_at_ms":1}}}"#,
+                key: Listener.appleKey)
+            #expect(posted.status == 400, "\(posted.body)")
+            let refusal = try Listener.json(posted)
+            #expect(refusal["code"] == .int(7263))
+            #expect(
+                refusal["attribute_errors"]
+                    == .array([
+                        .object(["key_name": .string("$email"), "message": .string("Email address is not a valid email.")])
+                    ]))
+            let purchase = try await Self.postReceipt(
+                port,
+                #"{"app_user_id":"attr","fetch_token":"\#(simulatedReceipt("active_monthly:attr"))","attributes":{"$email":{"value":"ana@example.com","updated_at_ms":2},"bad":{"value":1,"updated_at_ms":2}}}"#
+            )
+            #expect(purchase.status == 200, "\(purchase.body)")
+            #expect(try Listener.json(purchase)["attributes_error_response"]?["code"] == .int(7263))
+            let export = try await subscriber(apiPort, "attr", "/export")
+            let attributes = (export.json["tables"] as? [String: [[String: Any]]])?["attributes"] ?? []
+            #expect(Set(attributes.compactMap { $0["name"] as? String }) == ["$displayName", "$email"])
+            #expect(attributes.contains { $0["value"] as? String == "ana@example.com" })
+            let erased = try await request(apiPort, "DELETE", "/v1/subscribers/attr", key: TestSecrets.secretKey)
+            #expect(erased.status == 200)
+            #expect(try await subscriber(apiPort, "attr", "/export").status == 404)
+        }
+    }
+}

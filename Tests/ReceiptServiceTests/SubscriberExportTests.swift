@@ -70,6 +70,11 @@ struct SubscriberExportTests {
                     environment: "production", userLocale: "en-US", rule: "everyone", kind: "message",
                     messageIdentifier: "6b1f0d4e-2a57-4c1e-9d3b-8f0a7e5c2b10", offerID: nil, decision: "retention_rule_matched",
                     periodEnd: 1, responseJSON: "{}", answeredAt: 1))
+            // Their app set an attribute (under the anonymous id: it joins the subscriber's); another's stays theirs.
+            try AttributeStore(db).set(
+                [.init(name: "$email", value: "a@example.com", updatedAt: 1)], for: "exp-anon", began: 0, now: 1)
+            try AttributeStore(db).set(
+                [.init(name: "$email", value: "b@example.com", updatedAt: 1)], for: "other", began: 0, now: 1)
             // Their Apple Account withdrew consent to consumption sharing; a purchase of theirs awaits Finish Transaction.
             try ConsentStore(db).rescind(
                 appTransactionID: "704289572311", bundleID: "com.example.app", environment: "production", at: 1, notificationID: 1
@@ -126,6 +131,7 @@ struct SubscriberExportTests {
                 "shadow_diffs": "app_user_id IN \(ids)", "changes": "app_user_id IN \(ids)",
                 "webhook_messages": "app_user_id IN \(ids)", "webhook_deliveries": "app_user_id IN \(ids)",
                 "promotions": "app_user_id IN \(ids)", "product_states": "app_user_id IN \(ids)",
+                "attributes": "app_user_id IN \(ids)",
                 "consumption_consent_rescinded":
                     "app_transaction_id IN (SELECT app_transaction_id FROM app_transactions WHERE app_user_id IN \(ids))",
                 "app_store_calls":

@@ -8,7 +8,7 @@ extension Application {
     /// HTTP server's address and settings, at its own port. In development with no keys
     /// configured, two well-known development keys (`appl_dev`, `goog_dev`).
     static func sdkServer(
-        _ configuration: ServiceConfiguration, readSubscriber: ReadSubscriber, addAlias: AddAlias,
+        _ configuration: ServiceConfiguration, context: UseCaseContext, readSubscriber: ReadSubscriber, addAlias: AddAlias,
         verifyPurchase: VerifyPurchase, verifyPlayPurchase: VerifyPlayPurchase, recordAppTransaction: RecordAppTransaction,
         telemetry: Telemetry, clock: WallClock, logger: Logger
     ) -> HTTPServer? {
@@ -19,14 +19,16 @@ extension Application {
             keys = ["appl_dev", "goog_dev"]
             logger.warning("No RevenueCat SDK keys configured: development keys appl_dev and goog_dev are in use")
         }
+        let attributes = SetAttributes(context: context)
         let listener = SDKListener(
             groups: [
                 CustomerRoutes(readSubscriber: readSubscriber, addAlias: addAlias),
                 ReceiptRoutes(
                     verifyPurchase: verifyPurchase, verifyPlayPurchase: verifyPlayPurchase,
-                    recordAppTransaction: recordAppTransaction, readSubscriber: readSubscriber,
+                    recordAppTransaction: recordAppTransaction, readSubscriber: readSubscriber, setAttributes: attributes,
                     catalog: configuration.catalog, receiptdConsumes: configuration.googlePlay.consumeConsumables),
                 OfferingRoutes(offerings: settings.offerings, rules: configuration.entitlementSettings.rules),
+                AttributeRoutes(setAttributes: attributes),
                 QuietRoutes(),
             ],
             keys: SDKKeys(keys), clock: { clock.now() }, logger: logger)

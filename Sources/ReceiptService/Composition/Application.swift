@@ -268,7 +268,7 @@ package final class Application: Sendable {
             configuration: configuration.http, responder: routes.router(), logger: logger, metrics: telemetry.http)
         telemetry.watch(server)
         let sdkServer = sdkServer(
-            configuration, readSubscriber: readSubscriber, addAlias: addAlias, verifyPurchase: verifyPurchase,
+            configuration, context: context, readSubscriber: readSubscriber, addAlias: addAlias, verifyPurchase: verifyPurchase,
             verifyPlayPurchase: play.verify, recordAppTransaction: recordAppTransaction, telemetry: telemetry, clock: clock,
             logger: logger)
         return Application(

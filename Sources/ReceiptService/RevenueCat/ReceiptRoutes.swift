@@ -23,6 +23,7 @@ struct ReceiptRoutes: SDKRouteGroup {
     let verifyPlayPurchase: VerifyPlayPurchase
     let recordAppTransaction: RecordAppTransaction
     let readSubscriber: ReadSubscriber
+    let setAttributes: SetAttributes
     let catalog: Catalog
     /// Whether receiptd consumes Play consumables itself (then the SDK must not).
     let receiptdConsumes: Bool
@@ -31,10 +32,23 @@ struct ReceiptRoutes: SDKRouteGroup {
         api.on(.post, "/v1/receipts") { [self] request, _, caller in
             let body = try SDKRequests.object(request.body)
             let user = try SDKRequests.appUserID(body["app_user_id"]?.string)
+            // The attributes the app had not sent yet come along; the purchase stands whatever
+            // becomes of them (the refused ones are reported beside the answer).
+            var refused: [SDKError.AttributeError] = []
+            if case .object(let posted)? = body["attributes"] {
+                do {
+                    refused = try await AttributeRoutes.set(body, for: user, setAttributes)
+                } catch {
+                    // Never a purchase refused for its attributes: they are reported, and the SDK
+                    // sends them again with its next sync.
+                    refused = posted.keys.map { .init(key: $0.string, message: "Not stored: \(SDKAPI.sdkError(error).message)") }
+                }
+            }
             let customer = try await verify(body, for: user, caller: caller)
-            var response = SDKResponses.customerInfo(customer, of: user, caller: caller, request: request)
-            if caller.platform == .playStore { response = purchasedProducts(body, added: response) }
-            return response
+            var extra: [Identifier: JSONValue] = [:]
+            if caller.platform == .playStore { extra["purchased_products"] = purchasedProducts(body) }
+            if !refused.isEmpty { extra["attributes_error_response"] = SDKError.invalidAttributes(refused).json }
+            return SDKResponses.customerInfo(customer, of: user, caller: caller, request: request, adding: extra)
         }
     }
 
@@ -80,19 +94,15 @@ struct ReceiptRoutes: SDKRouteGroup {
     /// Android's `purchased_products`: `should_consume` for each posted consumable (without it the
     /// SDK only acknowledges, and a consumable can never be bought again), unless receiptd
     /// consumes it itself (`googlePlay.consumeConsumables`).
-    private func purchasedProducts(_ body: JSONValue, added response: HTTPResponse) -> HTTPResponse {
-        guard response.status == .ok, case .array(let ids)? = body["product_ids"],
-            case .object(var fields)? = try? JSONValue.parse(response.body)
-        else { return response }
+    private func purchasedProducts(_ body: JSONValue) -> JSONValue {
         var products: [Identifier: JSONValue] = [:]
-        for case .string(let id) in ids {
-            products[Identifier(id)] = .object([
-                "should_consume": .bool(catalog.declared(id) == .consumable && !receiptdConsumes)
-            ])
+        if case .array(let ids)? = body["product_ids"] {
+            for case .string(let id) in ids {
+                products[Identifier(id)] = .object([
+                    "should_consume": .bool(catalog.declared(id) == .consumable && !receiptdConsumes)
+                ])
+            }
         }
-        fields["purchased_products"] = .object(products)
-        var answered = HTTPResponse.json(.object(fields), headers: response.headers)
-        answered.headers.replaceOrAdd(name: "Content-Type", value: "application/json")
-        return answered
+        return .object(products)
     }
 }

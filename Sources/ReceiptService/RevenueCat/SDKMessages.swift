@@ -61,14 +61,19 @@ enum SDKResponses {
     /// the same tag: it replays what it kept, dated by `X-RevenueCat-Request-Time`).
     static func customerInfo(
         _ customer: (snapshot: SubscriberSnapshot?, firstSeen: Int64), of appUserID: String, caller: SDKCaller,
-        request: HTTPRequest, status: HTTPStatus = .ok
+        request: HTTPRequest, status: HTTPStatus = .ok, adding extra: [Identifier: JSONValue] = [:]
     ) -> HTTPResponse {
-        let info = CustomerInfo.json(
+        var info = CustomerInfo.json(
             appUserID: customer.snapshot?.document.appUserID ?? appUserID,
             document: customer.snapshot.map { $0.document.rendered(version: $0.version, now: caller.now, explain: false) },
             firstSeen: customer.firstSeen, now: caller.now)
-        // The tag covers what is not the request's time: the subscriber.
-        let tag = SubscriberDocument.fnv1a64([info["subscriber"]?.jsonBytes ?? []])
+        // The tag covers what is not the request's time: the subscriber (and what a purchase adds).
+        if case .object(var fields) = info, !extra.isEmpty {
+            fields.merge(extra) { $1 }
+            info = .object(fields)
+        }
+        let tag = SubscriberDocument.fnv1a64(
+            [info["subscriber"]?.jsonBytes ?? []] + extra.keys.sorted().map { extra[$0]!.jsonBytes })
         return tagged(info.jsonBytes, tag: tag, request: request, status: status)
     }
 
