@@ -407,13 +407,13 @@ package struct SignOffer: UseCase, Sendable {
 
     /// Apple's identifiers of `productID`'s group as stated on stored transactions of its listed
     /// products, and of the product itself.
-    private func appleGroupIDs(of productID: String, _ facts: Facts, in db: Database) throws -> Set<String> {
+    func appleGroupIDs(of productID: String, _ facts: Facts, in db: Database) throws -> Set<String> {
         guard let group = rules.group(of: productID, facts: facts) else { return [] }
         return try OfferStore(db).appleGroupIDs(of: (rules.groups[group] ?? []) + [productID])
     }
 
     /// The purchases of the other app users of the customer's Apple Accounts (a shared `appTransactionId`).
-    private func sameAppleAccount(_ customer: Customer, in db: Database) throws -> [Purchase] {
+    func sameAppleAccount(_ customer: Customer, in db: Database) throws -> [Purchase] {
         guard !customer.appleAccounts.isEmpty else { return [] }
         var purchases: [Purchase] = []
         for other in try AppTransactionStore(db).users(of: customer.appleAccounts, except: customer.ids) {
@@ -442,7 +442,7 @@ package struct SignOffer: UseCase, Sendable {
             .transactionID
     }
 
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(ReceiptError) -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(ReceiptError) -> T {
         do { return try await database.read(body) } catch {
             logger.error("offers: the history could not be read", metadata: ["error": "\(error)"])
             throw .internalFault

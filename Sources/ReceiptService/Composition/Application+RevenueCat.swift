@@ -1,4 +1,5 @@
 import Clocks
+import CustomerOffers
 import HTTPServer
 import Logging
 import ReceiptCore
@@ -9,7 +10,8 @@ extension Application {
     /// configured, two well-known development keys (`appl_dev`, `goog_dev`).
     static func sdkServer(
         _ configuration: ServiceConfiguration, context: UseCaseContext, readSubscriber: ReadSubscriber, addAlias: AddAlias,
-        verifyPurchase: VerifyPurchase, verifyPlayPurchase: VerifyPlayPurchase, recordAppTransaction: RecordAppTransaction,
+        verifyPurchase: VerifyPurchase, signOffer: SignOffer, verifyPlayPurchase: VerifyPlayPurchase,
+        recordAppTransaction: RecordAppTransaction,
         telemetry: Telemetry, clock: WallClock, logger: Logger
     ) -> HTTPServer? {
         let settings = configuration.revenueCat
@@ -29,6 +31,7 @@ extension Application {
                     catalog: configuration.catalog, receiptdConsumes: configuration.googlePlay.consumeConsumables),
                 OfferingRoutes(offerings: settings.offerings, rules: configuration.entitlementSettings.rules),
                 AttributeRoutes(setAttributes: attributes),
+                PromotionalOfferRoutes(signOffer: signOffer),
                 QuietRoutes(),
             ],
             keys: SDKKeys(keys), clock: { clock.now() }, logger: logger)

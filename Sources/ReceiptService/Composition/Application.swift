@@ -269,6 +269,7 @@ package final class Application: Sendable {
         telemetry.watch(server)
         let sdkServer = sdkServer(
             configuration, context: context, readSubscriber: readSubscriber, addAlias: addAlias, verifyPurchase: verifyPurchase,
+            signOffer: signOffer,
             verifyPlayPurchase: play.verify, recordAppTransaction: recordAppTransaction, telemetry: telemetry, clock: clock,
             logger: logger)
         return Application(
