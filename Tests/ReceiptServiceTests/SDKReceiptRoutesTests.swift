@@ -182,3 +182,42 @@ extension SDKReceiptRoutesTests {
         }
     }
 }
+
+extension SDKReceiptRoutesTests {
+    /// The requests purchases-ios sends, as its own snapshot tests recorded them, replayed with
+    /// every header and member as recorded but the key, the app and the proof (the recorded ones
+    /// are no receipt, no app and no JWS): read as the SDK means them.
+    @Test(arguments: [
+        ("iOS13-testPostsReceiptDataWithProductDataCorrectly.1.json", "fetch_token"),
+        ("iOS13-testPostsReceiptDataWithAppTransactionAndNoReceiptCorrectly.1.json", "app_transaction"),
+    ])
+    func theSDKsOwnRecordedRequestsAreRead(file: String, proof: String) async throws {
+        try await withClockedService(configuration: Self.configuration(policy: "transfer")) { app, apiPort, _, _ in
+            let port = try #require(app.application.sdkServer?.port)
+            let recorded = try JSONValue.parse(Fixtures.bytes("RevenueCat/" + file))
+            guard case .object(let headers)? = recorded["headers"], case .object(var body)? = recorded["request"]?["body"] else {
+                Issue.record("not a recorded request")
+                return
+            }
+            body[Identifier(proof)] = .string(
+                proof == "fetch_token" ? simulatedReceipt("active_monthly:snapshot") : try OfferTests.appTransaction("6161"))
+            var lines = ""
+            for (name, value) in headers.sorted(by: { $0.key.string < $1.key.string }) {
+                switch name.string.lowercased() {
+                case "authorization", "content-type": continue
+                case "x-client-bundle-id": lines += "X-Client-Bundle-ID: com.example.app\r\n"
+                default: lines += "\(name.string): \(value.string ?? "")\r\n"
+                }
+            }
+            let reply = try await Self.postReceipt(
+                port, String(decoding: JSONValue.object(body).jsonBytes, as: UTF8.self), headers: lines)
+            #expect(reply.status == 200, "\(reply.body)")
+            try Listener.expectDecodes(reply)
+            #expect(try Listener.json(reply)["subscriber"]?["original_app_user_id"] == .string("user"))
+            // The attribute it carried is the person's.
+            let export = try await subscriber(apiPort, "user", "/export")
+            let attributes = (export.json["tables"] as? [String: [[String: Any]]])?["attributes"] ?? []
+            #expect(attributes.first?["name"] as? String == "$attConsentStatus")
+        }
+    }
+}
