@@ -23,7 +23,34 @@ package enum CustomerInfo {
     /// a person nothing is known of yet (the SDKs' "unknown users exist"). `firstSeen`: when
     /// receiptd first heard of them (`now` for nobody yet).
     package static func json(appUserID: String, document: JSONValue?, firstSeen: Int64, now: Int64) -> JSONValue {
+        let subscriber = subscriber(appUserID: appUserID, document: document, firstSeen: firstSeen, now: now)
+        return .object([
+            "request_date": .string(CivilTime.rfc3339(now)), "request_date_ms": .int(now), "subscriber": subscriber.json,
+        ])
+    }
+
+    /// The whole answer around a ``subscriber(appUserID:document:firstSeen:now:)`` written once:
+    /// byte for byte what ``json(appUserID:document:firstSeen:now:)`` gives at `now`.
+    package static func body(subscriber: [UInt8], now: Int64) -> [UInt8] {
+        var body: [UInt8] = []
+        body.reserveCapacity(subscriber.count + 80)
+        body += #"{"request_date":""#.utf8
+        body += CivilTime.rfc3339(now).utf8
+        body += #"","request_date_ms":"#.utf8
+        body += String(now).utf8
+        body += #","subscriber":"#.utf8
+        body += subscriber
+        body.append(UInt8(ascii: "}"))
+        return body
+    }
+
+    /// The `subscriber` member, and whether it depends on `now` beyond the document's own times
+    /// (an entitlement ended early with no time stated ends `now`): then it is no answer to keep.
+    package static func subscriber(appUserID: String, document: JSONValue?, firstSeen: Int64, now: Int64) -> (
+        json: JSONValue, dependsOnNow: Bool
+    ) {
         let nowText = CivilTime.rfc3339(now)
+        var dependsOnNow = false
         var subscriptions: [Identifier: JSONValue] = [:]
         var nonSubscriptions: [Identifier: JSONValue] = [:]
         var management: String?
@@ -57,19 +84,18 @@ package enum CustomerInfo {
         if case .object(let granted)? = document?["entitlements"] {
             for (name, grant) in granted {
                 entitlements[name] = entitlement(
-                    name, grant, subscriptions: &subscriptions, nonSubscriptions: nonSubscriptions, now: nowText)
+                    name, grant, subscriptions: &subscriptions, nonSubscriptions: nonSubscriptions, now: nowText,
+                    dependsOnNow: &dependsOnNow)
             }
         }
-        return .object([
-            "request_date": .string(nowText), "request_date_ms": .int(now),
-            "subscriber": .object([
-                "original_app_user_id": .string(appUserID), "first_seen": .string(CivilTime.rfc3339(firstSeen)),
-                "original_application_version": .null, "original_purchase_date": .null,
-                "management_url": management.map(JSONValue.string) ?? .null, "entitlements": .object(entitlements),
-                "subscriptions": .object(subscriptions), "non_subscriptions": .object(nonSubscriptions),
-                "other_purchases": .object([:]),
-            ]),
+        let subscriber = JSONValue.object([
+            "original_app_user_id": .string(appUserID), "first_seen": .string(CivilTime.rfc3339(firstSeen)),
+            "original_application_version": .null, "original_purchase_date": .null,
+            "management_url": management.map(JSONValue.string) ?? .null, "entitlements": .object(entitlements),
+            "subscriptions": .object(subscriptions), "non_subscriptions": .object(nonSubscriptions),
+            "other_purchases": .object([:]),
         ])
+        return (subscriber, dependsOnNow)
     }
 
     /// A subscription (one per product, as receiptd's document keeps them).
@@ -114,13 +140,17 @@ package enum CustomerInfo {
     /// happened, or now.
     private static func entitlement(
         _ name: Identifier, _ grant: JSONValue, subscriptions: inout [Identifier: JSONValue],
-        nonSubscriptions: [Identifier: JSONValue], now: String
+        nonSubscriptions: [Identifier: JSONValue], now: String, dependsOnNow: inout Bool
     ) -> JSONValue {
         let active = grant["active"] == .bool(true)
         var expires = grant["expires_at"]?.string
         if active, let grace = grant["grace_period_expires_at"]?.string, grace > (expires ?? "") { expires = grace }
         if !active, expires.map({ $0 >= now }) ?? true {
-            expires = subscriptions[Identifier(grant["product_id"]?.string ?? "")]?["refunded_at"]?.string ?? now
+            expires = subscriptions[Identifier(grant["product_id"]?.string ?? "")]?["refunded_at"]?.string
+            if expires == nil {
+                expires = now
+                dependsOnNow = true
+            }
         }
         var product = grant["product_id"]?.string
         var purchased: JSONValue = .null
@@ -133,7 +163,9 @@ package enum CustomerInfo {
             let promotional = grant["store"]?.string == "promotional"
             let id = (promotional ? "rc_promo_" : "receiptd_grandfathered_") + name.string
             product = id
+            // receiptd's document states no purchase time for a grant with no product of its own.
             purchased = .string(now)
+            dependsOnNow = true
             subscriptions[Identifier(id)] = .object([
                 "purchase_date": purchased, "original_purchase_date": purchased,
                 "expires_date": expires.map(JSONValue.string) ?? .null,

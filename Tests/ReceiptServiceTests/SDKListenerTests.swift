@@ -172,4 +172,25 @@ struct SDKListenerTests {
             #expect(try Self.json(unknown)["code"]?.int64 != nil)
         }
     }
+
+    /// The answer kept for the event loop is the answer, and a write ends it at once.
+    @Test func aKeptAnswerIsTheSameAnswerAndAWriteEndsIt() async throws {
+        try await withClockedService(configuration: Self.configuration) { app, apiPort, _, clock in
+            let port = try #require(app.application.sdkServer?.port)
+            _ = try await postReceipts(apiPort, receiptBody(user: "kept", "active_monthly:kept1"))
+            let first = try await Self.sdkGet(port, "/v1/subscribers/kept")  // read, and kept
+            clock.advance(by: 1_000)
+            let second = try await Self.sdkGet(port, "/v1/subscribers/kept")  // from what was kept
+            #expect(try Self.json(first)["subscriber"] == (try Self.json(second)["subscriber"]))
+            #expect(Self.header(first, "X-RevenueCat-ETag") == Self.header(second, "X-RevenueCat-ETag"))
+            #expect(
+                try Self.json(second)["request_date_ms"]?.int64
+                    == (try Self.json(first)["request_date_ms"]?.int64).map { $0 + 1_000 })
+            try Self.expectDecodes(second)
+            // A purchase of another product: the next answer has it, not the kept one.
+            _ = try await postReceipts(apiPort, receiptBody(user: "kept", "non_consumable:kept2"))
+            let third = try await Self.sdkGet(port, "/v1/subscribers/kept")
+            #expect(try Self.json(third)["subscriber"]?["non_subscriptions"]?["lifetime"] != nil, "\(third.body)")
+        }
+    }
 }

@@ -18,8 +18,10 @@ import Synchronization
 /// does not empty the cache that serves the backends' reads.
 package final class SubscriberCache: Sendable {
     package struct Entry: Sendable {
-        /// The change log's last sequence in the snapshot the document was read from.
-        var sequence: Int64
+        /// The change log's last sequence in the snapshot the document was read from: with
+        /// ``version``, which reading of which person this is (a person erased and posted again
+        /// starts at version 1 again, at a later sequence).
+        package internal(set) var sequence: Int64
         var readAt: Int64
         var changesAt: Int64
         package var version: Int64

@@ -3,6 +3,7 @@ import CustomerOffers
 import HTTPServer
 import Logging
 import ReceiptCore
+import Storage
 
 extension Application {
     /// The listener for RevenueCat's SDKs (``SDKListener``) when `revenueCat.port` is set: on the
@@ -24,7 +25,9 @@ extension Application {
         let attributes = SetAttributes(context: context)
         let listener = SDKListener(
             groups: [
-                CustomerRoutes(readSubscriber: readSubscriber, addAlias: addAlias),
+                CustomerRoutes(
+                    readSubscriber: readSubscriber, addAlias: addAlias,
+                    cache: SDKCustomerCache(capacity: configuration.database.documentCache)),
                 ReceiptRoutes(
                     verifyPurchase: verifyPurchase, verifyPlayPurchase: verifyPlayPurchase,
                     recordAppTransaction: recordAppTransaction, readSubscriber: readSubscriber, setAttributes: attributes,

@@ -8,13 +8,30 @@ import RevenueCatProtocol
 struct CustomerRoutes: SDKRouteGroup {
     let readSubscriber: ReadSubscriber
     let addAlias: AddAlias
+    let cache: SDKCustomerCache
 
     func add(to api: inout SDKAPI) {
         // Anybody's, as at RevenueCat: the answer names no store identifier (CustomerInfo).
-        api.on(.get, "/v1/subscribers/{app_user_id}") { [readSubscriber] request, context, caller in
-            let user = try SDKRequests.appUserID(context.parameters["app_user_id"])
-            return SDKResponses.customerInfo(try await readSubscriber.customer(user), of: user, caller: caller, request: request)
-        }
+        // On the event loop when both caches hold this reading of the person, as receiptd's own GET.
+        api.on(
+            .get, "/v1/subscribers/{app_user_id}",
+            immediately: { [readSubscriber, cache] request, context, caller in
+                let user = try SDKRequests.appUserID(context.parameters["app_user_id"])
+                guard let (document, _) = readSubscriber.cached(user),
+                    let kept = cache.entry(user, sequence: document.sequence, version: document.version)
+                else { return nil }
+                return SDKResponses.tagged(
+                    CustomerInfo.body(subscriber: kept.subscriber, now: caller.now), tag: kept.tag, request: request)
+            },
+            handler: { [readSubscriber, cache] request, context, caller in
+                let user = try SDKRequests.appUserID(context.parameters["app_user_id"])
+                let customer = try await readSubscriber.customer(user)
+                // The reading the document cache now holds, if it is this one: the answer is kept with it.
+                let reading = readSubscriber.cached(user).flatMap { entry, _ in
+                    entry.version == customer.snapshot?.version ? (cache, entry.sequence) : nil
+                }
+                return SDKResponses.customerInfo(customer, of: user, caller: caller, request: request, cache: reading)
+            })
         // logIn: from the id the app had to the one it now knows. An anonymous id (the SDK's
         // `$RCAnonymousID:` and 32 hex digits, which only that device knows) becomes an alias of
         // the new one, its purchases with it; any other id is never merged by an app's key (anyone

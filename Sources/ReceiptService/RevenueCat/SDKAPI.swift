@@ -28,13 +28,38 @@ struct SDKAPI {
     /// A route answered on a concurrency task, for a caller holding one of the keys (`keyed`;
     /// else anyone: the SDKs' health check sends none).
     mutating func on(_ method: HTTPMethod, _ pattern: String, keyed: Bool = true, _ handler: @escaping Handler) {
-        router.on(method, pattern) { [keys, clock, logger] request, context in
+        router.on(method, pattern, handler: wrapped(pattern, handler, keyed: keyed))
+    }
+
+    /// A route answered on the event loop when `immediately` has the answer at hand (from memory,
+    /// never blocking), else on a concurrency task by `handler`.
+    mutating func on(
+        _ method: HTTPMethod, _ pattern: String,
+        immediately: @escaping @Sendable (HTTPRequest, RouteContext, SDKCaller) throws -> HTTPResponse?,
+        handler: @escaping Handler
+    ) {
+        router.on(
+            method, pattern,
+            immediately: { [keys, clock] request, context in
+                let now = clock()
+                // Refusals and misses go to the task, which answers them in full.
+                guard let platform = keys.platform(request) else { return nil }
+                let caller = SDKCaller(platform: platform, bundleID: request.headers[first: "X-Client-Bundle-ID"], now: now)
+                guard var response = try? immediately(request, context, caller) else { return nil }
+                response.headers.replaceOrAdd(name: "X-RevenueCat-Request-Time", value: String(now))
+                return response
+            },
+            handler: wrapped(pattern, handler))
+    }
+
+    /// `handler` behind the key check, with the request's time and the SDKs' errors.
+    private func wrapped(_ pattern: String, _ handler: @escaping Handler, keyed: Bool = true) -> Router.Handler {
+        { [keys, clock, logger] request, context in
             let now = clock()
             guard let platform = keys.platform(request) ?? (keyed ? nil : .appStore) else {
                 return Self.response(.invalidAPIKey, now: now)
             }
-            let caller = SDKCaller(
-                platform: platform, bundleID: request.headers[first: "X-Client-Bundle-ID"], now: now)
+            let caller = SDKCaller(platform: platform, bundleID: request.headers[first: "X-Client-Bundle-ID"], now: now)
             do {
                 var response = try await handler(request, context, caller)
                 response.headers.replaceOrAdd(name: "X-RevenueCat-Request-Time", value: String(now))

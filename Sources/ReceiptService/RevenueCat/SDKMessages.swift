@@ -58,23 +58,32 @@ enum SDKRequests {
 /// Writing what the SDKs read.
 enum SDKResponses {
     /// A person's CustomerInfo, with `X-RevenueCat-ETag` (304 with an empty body when the SDK sent
-    /// the same tag: it replays what it kept, dated by `X-RevenueCat-Request-Time`).
+    /// the same tag: it replays what it kept, dated by `X-RevenueCat-Request-Time`). `adding`:
+    /// members beside `subscriber` (a purchase's `purchased_products`, …). Kept in `cache` when
+    /// given, for the reading `reading` of the person, unless it depends on the request's time.
     static func customerInfo(
         _ customer: (snapshot: SubscriberSnapshot?, firstSeen: Int64), of appUserID: String, caller: SDKCaller,
-        request: HTTPRequest, status: HTTPStatus = .ok, adding extra: [Identifier: JSONValue] = [:]
+        request: HTTPRequest, status: HTTPStatus = .ok, adding extra: [Identifier: JSONValue] = [:],
+        cache: (SDKCustomerCache, sequence: Int64)? = nil
     ) -> HTTPResponse {
-        var info = CustomerInfo.json(
+        let (subscriber, dependsOnNow) = CustomerInfo.subscriber(
             appUserID: customer.snapshot?.document.appUserID ?? appUserID,
             document: customer.snapshot.map { $0.document.rendered(version: $0.version, now: caller.now, explain: false) },
             firstSeen: customer.firstSeen, now: caller.now)
+        let bytes = subscriber.jsonBytes
         // The tag covers what is not the request's time: the subscriber (and what a purchase adds).
-        if case .object(var fields) = info, !extra.isEmpty {
-            fields.merge(extra) { $1 }
-            info = .object(fields)
+        let tag = SubscriberDocument.fnv1a64([bytes] + extra.keys.sorted().map { extra[$0]!.jsonBytes })
+        if let (cache, sequence) = cache, let snapshot = customer.snapshot, !dependsOnNow, extra.isEmpty {
+            cache.store(appUserID, .init(sequence: sequence, version: snapshot.version, subscriber: bytes, tag: tag))
         }
-        let tag = SubscriberDocument.fnv1a64(
-            [info["subscriber"]?.jsonBytes ?? []] + extra.keys.sorted().map { extra[$0]!.jsonBytes })
-        return tagged(info.jsonBytes, tag: tag, request: request, status: status)
+        guard !extra.isEmpty else {
+            return tagged(CustomerInfo.body(subscriber: bytes, now: caller.now), tag: tag, request: request, status: status)
+        }
+        var fields: [Identifier: JSONValue] = extra
+        fields["request_date"] = .string(CivilTime.rfc3339(caller.now))
+        fields["request_date_ms"] = .int(caller.now)
+        fields["subscriber"] = subscriber
+        return tagged(JSONValue.object(fields).jsonBytes, tag: tag, request: request, status: status)
     }
 
     /// `body` with its tag (by default its own digest); 304 and no body when the SDK has it.
