@@ -108,7 +108,7 @@ package func rowsMentioning(_ needle: String, in db: Database) throws -> [String
         let names =
             db.dialect == .sqlite
             ? "SELECT name FROM pragma_table_info('\(table)')"
-            : "SELECT column_name FROM information_schema.columns WHERE table_name = '\(table)'"
+            : "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '\(table)'"
         let q = try db.prepare(names)
         var columns: [String] = []
         while try q.step() { columns.append(q.text(0)!) }
