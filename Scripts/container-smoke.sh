@@ -58,7 +58,7 @@ buildah bud --quiet --pull=never --layers=false --format docker --target runtime
 port=$((20000 + RANDOM % 10000))
 echo "podman: serving on 127.0.0.1:$port…"
 podman run -d --name "$name" --pull=never --network host --no-healthcheck \
-  -e RECEIPTD_HTTP_HOST=127.0.0.1 -e RECEIPTD_HTTP_PORT="$port" -e RECEIPTD_ENVIRONMENT=development \
+  -e RECEIPTD_HTTP_HOST=127.0.0.1 -e RECEIPTD_HTTP_PORT="$port" -e RECEIPTD_ENVIRONMENT=development -e RECEIPTD_REVENUE_CAT_PORT=0 \
   -e RECEIPTD_APP_STORE_SIMULATOR=true -e RECEIPTD_DATABASE_PATH=/var/lib/receiptd/smoke.sqlite \
   "$image" >/dev/null
 for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
