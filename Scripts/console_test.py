@@ -406,6 +406,15 @@ def main():
         check(listed[0]["requested_by"].startswith("key:") and listed[0]["days"] == 3, "who asked is kept")
         shot("extensions")
 
+        # Offerings: each store's packages as RevenueCat's SDKs are served them (Config/offerings.json).
+        driver.get(base + "#/offerings")
+        ready("offerings")
+        check(driver.find_element(By.ID, "current-offering").text == "default", "the current offering is shown")
+        rows = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#offerings-list tbody tr")]
+        check(any("App Store" in r and "$rc_monthly" in r for r in rows)
+              and any("Google Play" in r and "$rc_monthly" in r and "monthly" in r for r in rows),
+              f"both stores' packages are listed ({len(rows)} rows)")
+
         # Revenue: the client-priced sales add up, a figure drills down to them, CSV downloads.
         priced = counts["active_monthly"] + dave_holds  # carol's purchase is dave's now: one sale
         # The charts answer from rollups the keeper writes behind the saves; on a busy machine it can

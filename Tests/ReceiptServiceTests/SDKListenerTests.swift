@@ -143,8 +143,15 @@ struct SDKListenerTests {
     }
 
     @Test func eachStoreGetsItsOwnOfferingsAndMapping() async throws {
-        try await withClockedService(configuration: Self.configuration) { app, _, _, _ in
+        try await withClockedService(configuration: Self.configuration) { app, apiPort, _, _ in
             let port = try #require(app.application.sdkServer?.port)
+            // Support sees both stores' (the console's Offerings page).
+            let admin = try await get(apiPort, "/v1/admin/offerings", key: TestSecrets.secretKey)
+            #expect(admin.status == 200 && admin.json["current"] as? String == "default")
+            let play = admin.json["play_store"] as? [[String: Any]] ?? []
+            #expect(
+                ((play.first?["packages"] as? [[String: Any]])?.first?["platform_product_plan_identifier"]) as? String
+                    == "monthly")
             for key in [Self.appleKey, Self.playKey] {
                 let offerings = try await Self.sdkGet(port, "/v1/subscribers/u/offerings", key: key)
                 #expect(offerings.status == 200)

@@ -172,6 +172,12 @@ extension SDKReceiptRoutesTests {
             )
             #expect(purchase.status == 200, "\(purchase.body)")
             #expect(try Listener.json(purchase)["attributes_error_response"]?["code"] == .int(7263))
+            // Support reads them (the console's customer page), by name.
+            let read = try await subscriber(apiPort, "attr", "/attributes")
+            let listed = read.json["attributes"] as? [[String: Any]] ?? []
+            #expect(listed.compactMap { $0["name"] as? String } == ["$displayName", "$email"])
+            #expect(listed.last?["value"] as? String == "ana@example.com")
+            #expect(try await subscriber(apiPort, "attr", "/attributes", key: TestSecrets.publicKey).status == 403)
             let export = try await subscriber(apiPort, "attr", "/export")
             let attributes = (export.json["tables"] as? [String: [[String: Any]]])?["attributes"] ?? []
             #expect(Set(attributes.compactMap { $0["name"] as? String }) == ["$displayName", "$email"])

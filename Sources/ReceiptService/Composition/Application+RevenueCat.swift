@@ -11,6 +11,7 @@ extension Application {
     /// configured, two well-known development keys (`appl_dev`, `goog_dev`).
     static func sdkServer(
         _ configuration: ServiceConfiguration, context: UseCaseContext, readSubscriber: ReadSubscriber, addAlias: AddAlias,
+        attributes: CustomerAttributes,
         verifyPurchase: VerifyPurchase, signOffer: SignOffer, verifyPlayPurchase: VerifyPlayPurchase,
         recordAppTransaction: RecordAppTransaction,
         telemetry: Telemetry, clock: WallClock, logger: Logger
@@ -22,7 +23,6 @@ extension Application {
             keys = ["appl_dev", "goog_dev"]
             logger.warning("No RevenueCat SDK keys configured: development keys appl_dev and goog_dev are in use")
         }
-        let attributes = SetAttributes(context: context)
         let listener = SDKListener(
             groups: [
                 CustomerRoutes(
@@ -30,10 +30,10 @@ extension Application {
                     cache: SDKCustomerCache(capacity: configuration.database.documentCache)),
                 ReceiptRoutes(
                     verifyPurchase: verifyPurchase, verifyPlayPurchase: verifyPlayPurchase,
-                    recordAppTransaction: recordAppTransaction, readSubscriber: readSubscriber, setAttributes: attributes,
+                    recordAppTransaction: recordAppTransaction, readSubscriber: readSubscriber, customerAttributes: attributes,
                     catalog: configuration.catalog, receiptdConsumes: configuration.googlePlay.consumeConsumables),
                 OfferingRoutes(offerings: settings.offerings, rules: configuration.entitlementSettings.rules),
-                AttributeRoutes(setAttributes: attributes),
+                AttributeRoutes(customerAttributes: attributes),
                 PromotionalOfferRoutes(signOffer: signOffer),
                 QuietRoutes(),
             ],

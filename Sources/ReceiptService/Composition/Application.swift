@@ -192,6 +192,7 @@ package final class Application: Sendable {
         let eraseSubscriber = EraseSubscriber(context: context)
         let addAlias = AddAlias(context: context)
         let exportSubscriber = ExportSubscriber(context: context)
+        let attributes = CustomerAttributes(context: context)
         let consumption =
             settings.consumption.enabled
             ? serverAPI.map {
@@ -246,7 +247,7 @@ package final class Application: Sendable {
                     limiter: RateLimiter(configuration.limits), clock: clock),
                 SubscriberRoutes(
                     readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber, addAlias: addAlias,
-                    exportSubscriber: exportSubscriber, refresher: refresher),
+                    exportSubscriber: exportSubscriber, refresher: refresher, attributes: attributes),
                 NotificationRoutes(
                     ingestPlayNotification: play.ingest, ingestNotification: ingestNotification, listings: listings,
                     telemetry: telemetry, logger: logger),
@@ -256,7 +257,8 @@ package final class Application: Sendable {
                     support: support, massExtensions: massExtensions,
                     promote: PromoteSubscriber(context: context, read: readSubscriber)),
                 AdminRoutes(
-                    listings: listings, webhooks: webhookOperations, statistics: Statistics(context: context),
+                    listings: listings, offerings: configuration.revenueCat.offerings, webhooks: webhookOperations,
+                    statistics: Statistics(context: context),
                     appStore: client),
                 ChartRoutes(
                     charts: ReadChart(context: context, settings: configuration.analytics),
@@ -268,7 +270,8 @@ package final class Application: Sendable {
             configuration: configuration.http, responder: routes.router(), logger: logger, metrics: telemetry.http)
         telemetry.watch(server)
         let sdkServer = sdkServer(
-            configuration, context: context, readSubscriber: readSubscriber, addAlias: addAlias, verifyPurchase: verifyPurchase,
+            configuration, context: context, readSubscriber: readSubscriber, addAlias: addAlias, attributes: attributes,
+            verifyPurchase: verifyPurchase,
             signOffer: signOffer,
             verifyPlayPurchase: play.verify, recordAppTransaction: recordAppTransaction, telemetry: telemetry, clock: clock,
             logger: logger)

@@ -121,7 +121,7 @@
     route();
   }
 
-  const pages = { overview, revenue, customer, notifications, shared, webhooks, extensions };
+  const pages = { overview, revenue, customer, notifications, shared, webhooks, extensions, offerings };
 
   function route() {
     if (!sessionStorage.getItem(KEY)) return logout();
@@ -483,6 +483,7 @@
       .map((p) => p.environment).find((e) => e === "sandbox" || e === "production") || "production";
     page.appendChild(await moneySection(user, environment));
     page.appendChild(await offersSection(user));
+    page.appendChild(await attributesSection(user));
 
     const timeline = el("section", { id: "timeline-section" }, el("h2", {}, "Events"));
     page.appendChild(timeline);
@@ -531,6 +532,35 @@
     section.appendChild(el("details", { class: "card" },
       el("summary", {}, `Answered when they looked at cancelling (${answers.length})`), answered));
     return section;
+  }
+
+  /** What their app said of them through RevenueCat's SDKs ($email, $displayName, its own keys). */
+  async function attributesSection(user) {
+    const a = await api("GET", `/v1/subscribers/${enc(user)}/attributes`);
+    const section = el("section", { id: "attributes" }, el("h2", {}, "Attributes"));
+    const list = table(["Name", "Value", "Set on the device"], a.attributes.map((x) => [x.name, show(x.value), when(x.updated_at)]));
+    list.id = "attributes-list";
+    section.appendChild(a.attributes.length ? list : el("p", { class: "muted" }, "None set."));
+    return section;
+  }
+
+  /** What the apps sell (Config/offerings.json), each store's packages as RevenueCat's SDKs are served them. */
+  async function offerings(page) {
+    page.appendChild(el("h1", {}, "Offerings"));
+    const o = await api("GET", "/v1/admin/offerings");
+    page.appendChild(el("p", { class: "muted" }, "Current offering: ", el("code", { id: "current-offering" }, show(o.current))));
+    const rows = [];
+    for (const [store, list] of [["App Store", o.app_store], ["Google Play", o.play_store]]) {
+      for (const offering of list) {
+        for (const p of offering.packages) {
+          rows.push([offering.identifier, offering.description, store, p.identifier, p.platform_product_identifier,
+            show(p.platform_product_plan_identifier)]);
+        }
+      }
+    }
+    const packages = table(["Offering", "Description", "Store", "Package", "Product", "Base plan"], rows);
+    packages.id = "offerings-list";
+    page.appendChild(rows.length ? packages : el("p", { class: "muted" }, "No offerings configured (offerings.file)."));
   }
 
   /** What they paid: each transaction's price, refund, tax, commission and proceeds; totals per currency. */

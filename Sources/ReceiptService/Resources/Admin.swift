@@ -5,15 +5,25 @@ import Identifiers
 import JSON
 import Operations
 import ReceiptCore
+import RevenueCatProtocol
 
 /// The operators' overview and lists: statistics, who holds a transaction, purchases and Apple Accounts shared between app users, shadow mode's findings.
 struct AdminRoutes: RouteGroup {
     let listings: Listings
+    /// What the apps sell (`offerings.file`), as the SDK listener serves it.
+    let offerings: Offerings
     let webhooks: WebhookOperations
     let statistics: Statistics
     let appStore: VerifyReceiptClient
 
     func add(to api: inout API) {
+        // Support and product: the offerings each store's apps are served (Config/offerings.json).
+        let offered = JSONValue.object([
+            "current": offerings.current.map(JSONValue.string) ?? .null,
+            "app_store": offerings.json(for: .appStore)["offerings"] ?? .array([]),
+            "play_store": offerings.json(for: .playStore)["offerings"] ?? .array([]),
+        ]).jsonBytes
+        api.immediate(.get, "/v1/admin/offerings", access: .secretKey) { _, _ in .json(bytes: offered) }
         // Support: who holds the purchase a transaction id (any of its renewals) belongs to.
         api.on(.get, "/v1/admin/transactions/{transaction_id}", access: .secretKey) { [listings] _, context in
             Responses.holding(try await listings.holding(try Requests.transactionID(in: context)))

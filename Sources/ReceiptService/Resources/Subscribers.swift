@@ -11,6 +11,7 @@ struct SubscriberRoutes: RouteGroup {
     let addAlias: AddAlias
     let exportSubscriber: ExportSubscriber
     let refresher: Refresher
+    let attributes: CustomerAttributes
 
     func add(to api: inout API) {
         // A backend reads a subscriber, without calling Apple: from the document cache on the
@@ -40,6 +41,11 @@ struct SubscriberRoutes: RouteGroup {
         // Everything stored about a person (GDPR art. 15), streamed a page of rows at a time.
         api.on(.get, "/v1/subscribers/{app_user_id}/export", access: .secretKey) { [exportSubscriber] _, context in
             Responses.export(try await exportSubscriber(try Requests.appUserID(in: context)))
+        }
+        // Support reads what the app said of its user through RevenueCat's SDKs ($email, …).
+        api.on(.get, "/v1/subscribers/{app_user_id}/attributes", access: .secretKey) { [attributes] _, context in
+            let user = try Requests.appUserID(in: context)
+            return Responses.attributes(try await attributes.read(user), of: user)
         }
         // A backend reads a subscriber's lifecycle events, newest first.
         api.on(.get, "/v1/subscribers/{app_user_id}/events", access: .secretKey) { [readSubscriber] request, context in
@@ -92,6 +98,21 @@ extension Responses {
             .object([
                 "app_user_id": .string(appUserID), "events": .array(page.events.map(\.json)),
                 "next_cursor": page.next.map { .string("\($0.at).\($0.id)") } ?? .null,
+            ]))
+    }
+
+    /// GET /v1/subscribers/{id}/attributes: by name, with when the device set each (RFC 3339).
+    static func attributes(_ attributes: [CustomerAttributes.Attribute], of appUserID: String) -> HTTPResponse {
+        .json(
+            .object([
+                "app_user_id": .string(appUserID),
+                "attributes": .array(
+                    attributes.map {
+                        .object([
+                            "name": .string($0.name), "value": $0.value.map(JSONValue.string) ?? .null,
+                            "updated_at": SubscriberDocument.time($0.updatedAt),
+                        ])
+                    }),
             ]))
     }
 

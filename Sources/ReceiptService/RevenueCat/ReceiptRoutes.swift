@@ -23,7 +23,7 @@ struct ReceiptRoutes: SDKRouteGroup {
     let verifyPlayPurchase: VerifyPlayPurchase
     let recordAppTransaction: RecordAppTransaction
     let readSubscriber: ReadSubscriber
-    let setAttributes: SetAttributes
+    let customerAttributes: CustomerAttributes
     let catalog: Catalog
     /// Whether receiptd consumes Play consumables itself (then the SDK must not).
     let receiptdConsumes: Bool
@@ -37,7 +37,7 @@ struct ReceiptRoutes: SDKRouteGroup {
             var refused: [SDKError.AttributeError] = []
             if case .object(let posted)? = body["attributes"] {
                 do {
-                    refused = try await AttributeRoutes.set(body, for: user, setAttributes)
+                    refused = try await AttributeRoutes.set(body, for: user, customerAttributes)
                 } catch {
                     // Never a purchase refused for its attributes: they are reported, and the SDK
                     // sends them again with its next sync.

@@ -6,7 +6,7 @@ import Storage
 /// What an app says of its user (`$email`, `$displayName`, its own keys), as RevenueCat's SDKs set
 /// it: kept under the person's canonical id, exported and erased with them, shown to support.
 /// The newer write of a name wins, by the device's time, whatever order they arrive in.
-package struct SetAttributes: UseCase, Sendable {
+package struct CustomerAttributes: UseCase, Sendable {
     package let context: UseCaseContext
 
     package init(context: UseCaseContext) {
@@ -27,7 +27,7 @@ package struct SetAttributes: UseCase, Sendable {
     }
 
     /// Stores `attributes` for the person `appUserID` names.
-    package func callAsFunction(_ appUserID: String, _ attributes: [Attribute]) async throws(ReceiptError) {
+    package func set(_ appUserID: String, _ attributes: [Attribute]) async throws(ReceiptError) {
         _ = try FieldRules.appUserID(appUserID)
         guard !attributes.isEmpty else { return }
         let began = clock.now()
@@ -45,8 +45,8 @@ package struct SetAttributes: UseCase, Sendable {
         }
     }
 
-    /// The person's attributes that have a value.
-    package func attributes(of appUserID: String) async throws(ReceiptError) -> [Attribute] {
+    /// The person's attributes that have a value, by name.
+    package func read(_ appUserID: String) async throws(ReceiptError) -> [Attribute] {
         do {
             return try await database.read(replicaSeeing: [appUserID]) { db in
                 try AttributeStore(db).attributes(of: appUserID).map {
