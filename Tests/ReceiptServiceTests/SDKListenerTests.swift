@@ -136,6 +136,21 @@ struct SDKListenerTests {
             #expect(try Self.json(eve)["subscriber"]?["entitlements"] == .object([:]))
             let bob = try await Self.sdkGet(port, "/v1/subscribers/bob")
             #expect(try Self.json(bob)["subscriber"]?["entitlements"]?["premium"] != nil)
+            // Android's older createAlias keeps the same rule.
+            let other = "$RCAnonymousID:ffffffffffffffffffffffffffffffff"
+            _ = try await postReceipts(apiPort, receiptBody(user: other, "non_consumable:sdk4"))
+            let aliased = try await post(
+                port, "/v1/subscribers/$RCAnonymousID%3Affffffffffffffffffffffffffffffff/alias", #"{"new_app_user_id":"dora"}"#,
+                key: Self.playKey)
+            #expect(aliased.status == 200 && aliased.body == "{}")
+            #expect(
+                try Self.json(try await Self.sdkGet(port, "/v1/subscribers/dora"))["subscriber"]?["non_subscriptions"]?[
+                    "lifetime"] != nil)
+            let typed = try await post(port, "/v1/subscribers/bob/alias", #"{"new_app_user_id":"mallory"}"#, key: Self.playKey)
+            #expect(typed.status == 200)
+            #expect(
+                try Self.json(try await Self.sdkGet(port, "/v1/subscribers/mallory"))["subscriber"]?["entitlements"]
+                    == .object([:]))
             let empty = try await post(port, "/v1/subscribers/identify", #"{"app_user_id":"a"}"#, key: Self.appleKey)
             #expect(empty.status == 400)
             #expect(try Self.json(empty)["code"] == .int(7220))

@@ -41,16 +41,29 @@ struct CustomerRoutes: SDKRouteGroup {
             let current = try SDKRequests.appUserID(body["app_user_id"]?.string)
             let new = try SDKRequests.appUserID(body["new_app_user_id"]?.string)
             let existed = try await readSubscriber.customer(new).snapshot != nil
-            if SDKRequests.isAnonymous(current), !current.isExactly(new) {
-                do throws(ReceiptError) {
-                    _ = try await addAlias(new, alias: current)
-                } catch .aliasTaken {
-                    // Already another person's alias: logIn switches, nothing moves.
-                }
-            }
+            try await Self.logIn(from: current, to: new, addAlias)
             return SDKResponses.customerInfo(
                 try await readSubscriber.customer(new), of: new, caller: caller, request: request,
                 status: existed ? .ok : .created)
+        }
+        // Android's older createAlias (`POST /v1/subscribers/{id}/alias`, `{"new_app_user_id"}`):
+        // logIn's rule, answered with an empty object (the SDK reads only the status).
+        api.on(.post, "/v1/subscribers/{app_user_id}/alias") { [addAlias] request, context, _ in
+            let current = try SDKRequests.appUserID(context.parameters["app_user_id"])
+            let new = try SDKRequests.appUserID(try SDKRequests.object(request.body)["new_app_user_id"]?.string)
+            try await Self.logIn(from: current, to: new, addAlias)
+            return .json(.object([:]))
+        }
+    }
+
+    /// `current` becomes an alias of `new` when it is an anonymous id (only its device knows it);
+    /// any other id, which anyone can type, is never merged by an app's key.
+    static func logIn(from current: String, to new: String, _ addAlias: AddAlias) async throws {
+        guard SDKRequests.isAnonymous(current), !current.isExactly(new) else { return }
+        do {
+            _ = try await addAlias(new, alias: current)
+        } catch .aliasTaken {
+            // Already another person's alias: logIn switches, nothing moves.
         }
     }
 }
