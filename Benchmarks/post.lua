@@ -1,6 +1,7 @@
 -- Each request: one of 10,000 users (5,000 per thread) posting one of 14 scripted receipts of its own.
 -- With UNIQUE_USERS=<tag> in the environment, every request is a user never seen before (<tag>-t<thread>u<n>),
--- so every answer stores new events (Benchmarks/webhooks.sh).
+-- so every answer stores new events (Benchmarks/webhooks.sh). With SDK_KEY=<key>, the request is RevenueCat's
+-- SDK's (`fetch_token`, that key) for the SDK listener (Benchmarks/sdk.sh).
 local scenarios = { "active_monthly", "trial", "cancelled", "billing_retry", "grace_period", "expired_voluntary",
   "refunded", "past_refund", "upgraded", "family_shared", "non_consumable", "non_renewing", "offer_code",
   "downgrade_pending" }
@@ -22,11 +23,13 @@ local threads, n = 0, 0
 function setup(thread) thread:set("id", threads); threads = threads + 1 end
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer bench-public"
+local sdk = os.getenv("SDK_KEY")
+wrk.headers["Authorization"] = "Bearer " .. (sdk or "bench-public")
 function request()
   n = n + 1
   local user = unique and string.format("%s-t%du%d", unique, id, n) or string.format("t%du%d", id, n % 5000)
   local scenario = scenarios[(n % 5000) % #scenarios + 1]
-  local body = string.format('{"app_user_id":"%s","receipt_data":"%s"}', user, base64(scenario .. ":" .. user))
+  local body = string.format(sdk and '{"app_user_id":"%s","fetch_token":"%s","is_restore":false}'
+    or '{"app_user_id":"%s","receipt_data":"%s"}', user, base64(scenario .. ":" .. user))
   return wrk.format(nil, nil, nil, body)
 end
