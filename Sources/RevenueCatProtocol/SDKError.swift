@@ -13,12 +13,17 @@ package struct SDKError: Error, Sendable, Equatable {
     package let message: String
     /// Per-attribute errors (`attribute_errors`), with code 7263.
     package let attributeErrors: [AttributeError]
+    /// Seconds to wait before asking again (`Retry-After`), when the answer says.
+    package let retryAfterSeconds: Int?
 
-    package init(status: Int, code: Int, message: String, attributeErrors: [AttributeError] = []) {
+    package init(
+        status: Int, code: Int, message: String, attributeErrors: [AttributeError] = [], retryAfterSeconds: Int? = nil
+    ) {
         self.status = status
         self.code = code
         self.message = message
         self.attributeErrors = attributeErrors
+        self.retryAfterSeconds = retryAfterSeconds
     }
 
     /// One attribute that was not saved, and why.
@@ -74,6 +79,14 @@ package struct SDKError: Error, Sendable, Equatable {
     /// 7264: the attributes body cannot be read.
     package static func invalidAttributesBody(_ message: String) -> SDKError {
         SDKError(status: 400, code: 7264, message: message)
+    }
+    /// Too many purchases posted from one key or address: a 503 with `Retry-After`, not a 429,
+    /// since Android marks a purchase answered with any 4xx synced for good (iOS, which retries a
+    /// 429, keeps a purchase answered 5xx to post it again as well).
+    package static func slowDown(retryAfterSeconds: Int) -> SDKError {
+        SDKError(
+            status: 503, code: 7101, message: "Too many purchases from this key or address; try again later.",
+            retryAfterSeconds: retryAfterSeconds)
     }
     /// 7110: receiptd failed (a 5xx: nothing the SDK sent was wrong).
     package static let internalFault = SDKError(status: 500, code: 7110, message: "Internal server error.")

@@ -227,3 +227,26 @@ extension SDKReceiptRoutesTests {
         }
     }
 }
+
+extension SDKReceiptRoutesTests {
+    /// The bounds of `limits.*` hold on the SDK listener too, answered with a 5xx and `Retry-After`:
+    /// Android marks a purchase answered with any 4xx (a 429 too) synced for good.
+    @Test func tooManyPurchasesFromOneKeyAreAskedToComeBackNotRefused() async throws {
+        let configuration = { (path: String) -> ServiceConfiguration in
+            var c = Self.configuration(policy: "transfer")(path)
+            c.limits = .init(perKey: 0.001, keyBurst: 1)
+            return c
+        }
+        try await withClockedService(configuration: configuration) { app, _, _, _ in
+            let port = try #require(app.application.sdkServer?.port)
+            let first = try await Self.postReceipt(
+                port, #"{"app_user_id":"rl","fetch_token":"\#(simulatedReceipt("active_monthly:rl1"))"}"#)
+            #expect(first.status == 200, "\(first.body)")
+            let second = try await Self.postReceipt(
+                port, #"{"app_user_id":"rl","fetch_token":"\#(simulatedReceipt("active_monthly:rl2"))"}"#)
+            #expect(second.status == 503, "\(second.body)")
+            #expect(try Listener.json(second)["code"] == .int(7101))
+            #expect(Listener.header(second, "Retry-After").flatMap { Int($0) } ?? 0 > 0)
+        }
+    }
+}

@@ -11,7 +11,7 @@ extension Application {
     /// configured, two well-known development keys (`appl_dev`, `goog_dev`).
     static func sdkServer(
         _ configuration: ServiceConfiguration, context: UseCaseContext, readSubscriber: ReadSubscriber, addAlias: AddAlias,
-        attributes: CustomerAttributes,
+        attributes: CustomerAttributes, limiter: RateLimiter,
         verifyPurchase: VerifyPurchase, signOffer: SignOffer, verifyPlayPurchase: VerifyPlayPurchase,
         recordAppTransaction: RecordAppTransaction,
         telemetry: Telemetry, clock: WallClock, logger: Logger
@@ -31,7 +31,8 @@ extension Application {
                 ReceiptRoutes(
                     verifyPurchase: verifyPurchase, verifyPlayPurchase: verifyPlayPurchase,
                     recordAppTransaction: recordAppTransaction, readSubscriber: readSubscriber, customerAttributes: attributes,
-                    catalog: configuration.catalog, receiptdConsumes: configuration.googlePlay.consumeConsumables),
+                    catalog: configuration.catalog, receiptdConsumes: configuration.googlePlay.consumeConsumables,
+                    limiter: limiter),
                 OfferingRoutes(offerings: settings.offerings, rules: configuration.entitlementSettings.rules),
                 AttributeRoutes(customerAttributes: attributes),
                 PromotionalOfferRoutes(signOffer: signOffer),

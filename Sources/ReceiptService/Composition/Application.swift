@@ -231,6 +231,8 @@ package final class Application: Sendable {
         let answerRetention = AnswerRetentionRequest(
             context: context, verifier: verifier, rules: configuration.offers.retention, offers: signOffer,
             policy: configuration.policy)
+        // One budget per key and per address, whichever listener the purchases are posted to.
+        let limiter = RateLimiter(configuration.limits)
         let recordAppTransaction = RecordAppTransaction(
             context: context, verifier: verifier, read: readSubscriber, serverAPI: serverAPI, bundleIDs: settings.bundleIDs)
         let routes = Routes(
@@ -244,7 +246,7 @@ package final class Application: Sendable {
                     auth: auth,
                     purchases: PurchaseReaders(verifyPurchase: verifyPurchase, verifyPlayPurchase: play.verify, plugged: plugged),
                     recordAppTransaction: recordAppTransaction,
-                    limiter: RateLimiter(configuration.limits), clock: clock),
+                    limiter: limiter, clock: clock),
                 SubscriberRoutes(
                     readSubscriber: readSubscriber, eraseSubscriber: eraseSubscriber, addAlias: addAlias,
                     exportSubscriber: exportSubscriber, refresher: refresher, attributes: attributes),
@@ -271,6 +273,7 @@ package final class Application: Sendable {
         telemetry.watch(server)
         let sdkServer = sdkServer(
             configuration, context: context, readSubscriber: readSubscriber, addAlias: addAlias, attributes: attributes,
+            limiter: limiter,
             verifyPurchase: verifyPurchase,
             signOffer: signOffer,
             verifyPlayPurchase: play.verify, recordAppTransaction: recordAppTransaction, telemetry: telemetry, clock: clock,

@@ -27,9 +27,16 @@ struct ReceiptRoutes: SDKRouteGroup {
     let catalog: Catalog
     /// Whether receiptd consumes Play consumables itself (then the SDK must not).
     let receiptdConsumes: Bool
+    /// The bounds on purchases posted per key and per address, shared with receiptd's own
+    /// `POST /v1/receipts` (`limits.*`).
+    let limiter: RateLimiter
 
     func add(to api: inout SDKAPI) {
-        api.on(.post, "/v1/receipts") { [self] request, _, caller in
+        api.on(.post, "/v1/receipts") { [self] request, context, caller in
+            let key = APIAuth.bearerKey(request).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            if let wait = limiter.check(key: key, address: context.request.remoteAddress, now: caller.now) {
+                throw SDKError.slowDown(retryAfterSeconds: wait)
+            }
             let body = try SDKRequests.object(request.body)
             let user = try SDKRequests.appUserID(body["app_user_id"]?.string)
             // The attributes the app had not sent yet come along; the purchase stands whatever

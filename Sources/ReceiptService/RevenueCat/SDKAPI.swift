@@ -78,7 +78,9 @@ struct SDKAPI {
 
     /// An error as the SDKs read it.
     static func response(_ error: SDKError, now: Int64) -> HTTPResponse {
-        .json(error.json, status: HTTPStatus(code: error.status), headers: ["X-RevenueCat-Request-Time": String(now)])
+        var headers: HTTPHeaders = ["X-RevenueCat-Request-Time": String(now)]
+        if let seconds = error.retryAfterSeconds { headers.add(name: "Retry-After", value: String(seconds)) }
+        return .json(error.json, status: HTTPStatus(code: error.status), headers: headers)
     }
 
     /// `error` in the SDKs' words: its own as it is, a use case's by what a retry could change.
