@@ -85,7 +85,7 @@ package struct SDKError: Error, Sendable, Equatable {
     /// 429, keeps a purchase answered 5xx to post it again as well).
     package static func slowDown(retryAfterSeconds: Int) -> SDKError {
         SDKError(
-            status: 503, code: 7101, message: "Too many purchases from this key or address; try again later.",
+            status: 503, code: 7101, message: "Too many requests from this key or address; try again later.",
             retryAfterSeconds: retryAfterSeconds)
     }
     /// 7110: receiptd failed (a 5xx: nothing the SDK sent was wrong).

@@ -250,3 +250,29 @@ extension SDKReceiptRoutesTests {
         }
     }
 }
+
+extension SDKReceiptRoutesTests {
+    /// Attributes have a budget of their own under `limits.*`: past it, 503 (kept by the SDKs to
+    /// send again), and purchases are not held up by them.
+    @Test func attributesHaveABudgetOfTheirOwn() async throws {
+        let configuration = { (path: String) -> ServiceConfiguration in
+            var c = Self.configuration(policy: "transfer")(path)
+            c.limits = .init(perKey: 0.001, keyBurst: 1)
+            return c
+        }
+        try await withClockedService(configuration: configuration) { app, _, _, _ in
+            let port = try #require(app.application.sdkServer?.port)
+            func attributes() async throws -> Reply {
+                try await request(
+                    port, "POST", "/v1/subscribers/ab/attributes", #"{"attributes":{"k":{"value":"v","updated_at_ms":1}}}"#,
+                    key: Listener.appleKey)
+            }
+            #expect(try await attributes().status == 200)
+            let limited = try await attributes()
+            #expect(limited.status == 503 && Listener.header(limited, "Retry-After") != nil)
+            let purchase = try await Self.postReceipt(
+                port, #"{"app_user_id":"ab","fetch_token":"\#(simulatedReceipt("active_monthly:ab"))"}"#)
+            #expect(purchase.status == 200, "\(purchase.body)")
+        }
+    }
+}

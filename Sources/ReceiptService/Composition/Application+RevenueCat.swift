@@ -34,7 +34,7 @@ extension Application {
                     catalog: configuration.catalog, receiptdConsumes: configuration.googlePlay.consumeConsumables,
                     limiter: limiter),
                 OfferingRoutes(offerings: settings.offerings, rules: configuration.entitlementSettings.rules),
-                AttributeRoutes(customerAttributes: attributes),
+                AttributeRoutes(customerAttributes: attributes, limiter: RateLimiter(configuration.limits)),
                 PromotionalOfferRoutes(signOffer: signOffer),
                 QuietRoutes(),
             ],

@@ -8,9 +8,17 @@ import RevenueCatProtocol
 /// log, and they send the taken ones no more.
 struct AttributeRoutes: SDKRouteGroup {
     let customerAttributes: CustomerAttributes
+    /// `limits.*` again, a budget of its own: the SDKs post attributes on every sync, which must not
+    /// hold purchases up. Past it, 503 with `Retry-After` (the SDKs keep attributes answered 5xx
+    /// to send them again; any other 4xx but 404 marks them synced).
+    let limiter: RateLimiter
 
     func add(to api: inout SDKAPI) {
-        api.on(.post, "/v1/subscribers/{app_user_id}/attributes") { [customerAttributes] request, context, _ in
+        api.on(.post, "/v1/subscribers/{app_user_id}/attributes") { [customerAttributes, limiter] request, context, caller in
+            let key = APIAuth.bearerKey(request).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            if let wait = limiter.check(key: key, address: context.request.remoteAddress, now: caller.now) {
+                throw SDKError.slowDown(retryAfterSeconds: wait)
+            }
             let user = try SDKRequests.appUserID(context.parameters["app_user_id"])
             let refused = try await Self.set(try SDKRequests.object(request.body), for: user, customerAttributes)
             guard refused.isEmpty else { throw SDKError.invalidAttributes(refused) }
