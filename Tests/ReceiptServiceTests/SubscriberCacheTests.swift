@@ -97,6 +97,22 @@ struct SubscriberCacheTests {
         }
     }
 
+    /// Another reader's rendering is kept only beside the reading it was written from, and goes
+    /// with it: a write (or an erasure) leaves nothing of it in memory.
+    @Test func aCompanionIsKeptWithItsReadingAndGoesWithIt() async throws {
+        try await withClockedService { app, port, _, _ async throws in
+            #expect(try await postReceipt(port, user: "mate", "active_monthly:m1").status == 200)
+            _ = try await subscriber(port, "mate")
+            let (entry, _) = try #require(app.readSubscriber.cached("mate"))
+            app.readSubscriber.keep("stale", for: "mate", sequence: entry.sequence, version: entry.version + 1)
+            #expect(app.readSubscriber.cached("mate")?.entry.companion == nil)
+            app.readSubscriber.keep("kept", for: "mate", sequence: entry.sequence, version: entry.version)
+            #expect(app.readSubscriber.cached("mate")?.entry.companion as? String == "kept")
+            #expect(try await postReceipt(port, user: "mate", "active_monthly:m2").status == 200)
+            #expect(app.readSubscriber.cached("mate")?.entry.companion == nil)
+        }
+    }
+
     @Test func aWriteForOneUserLeavesOthersCached() async throws {
         try await withClockedService { app, port, _, _ async throws in
             #expect(try await postReceipt(port, user: "reader", "active_monthly:r").status == 200)

@@ -80,6 +80,17 @@ struct CustomerInfoTests {
         #expect(!text.contains("transaction_id"))
     }
 
+    /// What the listener sends (the `subscriber` member written once, then the request's time
+    /// around it) is byte for byte the whole answer written at once.
+    @Test func theAnswerWrittenAroundAKeptSubscriberIsTheAnswer() throws {
+        let parsed = try JSONValue.parse(Array(document.utf8))
+        let whole = CustomerInfo.json(appUserID: "u", document: parsed, firstSeen: 5, now: now)
+        let kept = CustomerInfo.subscriber(appUserID: "u", document: parsed, firstSeen: 5, now: now)
+        #expect(CustomerInfo.body(subscriber: kept.json.jsonBytes, now: now) == whole.jsonBytes)
+        // A promotion's product has no purchase time of its own: the request's, so never kept.
+        #expect(kept.dependsOnNow)
+    }
+
     @Test func theSameDocumentGivesTheSameIDs() throws {
         let parsed = try JSONValue.parse(Array(document.utf8))
         let one = CustomerInfo.json(appUserID: "u", document: parsed, firstSeen: 5, now: now)

@@ -22,6 +22,12 @@ package struct ReadSubscriber: UseCase, Sendable {
         return cache.entry(appUserID, now: at).map { ($0, at) }
     }
 
+    /// Keeps `companion` (another rendering of the person's current reading) with the cached
+    /// document, if it is still the reading `sequence`/`version` (``SubscriberCache/keep(_:for:sequence:version:)``).
+    package func keep(_ companion: any Sendable, for appUserID: String, sequence: Int64, version: Int64) {
+        cache.keep(companion, for: appUserID, sequence: sequence, version: version)
+    }
+
     /// The document as of now, its version brought up to date; fills the cache. An alias reads as
     /// the subscriber it names.
     package func document(_ appUserID: String) async throws(ReceiptError) -> SubscriberSnapshot {

@@ -28,6 +28,10 @@ package final class SubscriberCache: Sendable {
         /// The document without explanations, around `request_date`'s value.
         var head: [UInt8]
         var tail: [UInt8]
+        /// Another reader's rendering of the same reading (the SDK listener's CustomerInfo), kept
+        /// with the entry and gone with it: as exact as the entry, and forgotten when a change or an
+        /// erasure ends it (``keep(_:for:sequence:version:)``).
+        package internal(set) var companion: (any Sendable)?
 
         /// The document as of `now`: byte for byte what ``SubscriberDocument/rendered(version:now:explain:)`` gives.
         package func body(now: Int64) -> [UInt8] { SubscriberDocument.body(head: head, now: now, tail: tail) }
@@ -72,7 +76,8 @@ package final class SubscriberCache: Sendable {
         guard capacity > 0 else { return }
         let (head, tail) = document.template(version: version)
         let entry = Entry(
-            sequence: sequence, readAt: now, changesAt: document.changesAt ?? .max, version: version, head: head, tail: tail)
+            sequence: sequence, readAt: now, changesAt: document.changesAt ?? .max, version: version, head: head, tail: tail,
+            companion: nil)
         let key = Identifier(document.appUserID)
         let alias = Identifier(requestedID) == key ? nil : Identifier(requestedID)
         state.withLock { state in
@@ -91,6 +96,19 @@ package final class SubscriberCache: Sendable {
                 }
                 state.aliases[alias] = (key, sequence)
             }
+        }
+    }
+
+    /// Keeps `companion` with the entry of `appUserID` (an id or an alias) if the entry is still
+    /// the reading `sequence`/`version`; else nothing (a change came between).
+    package func keep(_ companion: any Sendable, for appUserID: String, sequence: Int64, version: Int64) {
+        guard capacity > 0 else { return }
+        let key = Identifier(appUserID)
+        state.withLock { state in
+            let canonical = state.entries[key] != nil ? key : state.aliases[key]?.0
+            guard let canonical, let entry = state.entries[canonical], entry.sequence == sequence, entry.version == version
+            else { return }
+            state.entries[canonical]?.companion = companion
         }
     }
 

@@ -3,7 +3,6 @@ import CustomerOffers
 import HTTPServer
 import Logging
 import ReceiptCore
-import Storage
 
 extension Application {
     /// The listener for RevenueCat's SDKs (``SDKListener``) when `revenueCat.port` is set: on the
@@ -25,9 +24,7 @@ extension Application {
         }
         let listener = SDKListener(
             groups: [
-                CustomerRoutes(
-                    readSubscriber: readSubscriber, addAlias: addAlias,
-                    cache: SDKCustomerCache(capacity: configuration.database.documentCache)),
+                CustomerRoutes(readSubscriber: readSubscriber, addAlias: addAlias),
                 ReceiptRoutes(
                     verifyPurchase: verifyPurchase, verifyPlayPurchase: verifyPlayPurchase,
                     recordAppTransaction: recordAppTransaction, readSubscriber: readSubscriber, customerAttributes: attributes,

@@ -8,29 +8,29 @@ import RevenueCatProtocol
 struct CustomerRoutes: SDKRouteGroup {
     let readSubscriber: ReadSubscriber
     let addAlias: AddAlias
-    let cache: SDKCustomerCache
 
     func add(to api: inout SDKAPI) {
         // Anybody's, as at RevenueCat: the answer names no store identifier (CustomerInfo).
-        // On the event loop when both caches hold this reading of the person, as receiptd's own GET.
+        // On the event loop when the document cache holds the person's CustomerInfo beside their
+        // document (kept with it, gone with it), as receiptd's own GET.
         api.on(
             .get, "/v1/subscribers/{app_user_id}",
-            immediately: { [readSubscriber, cache] request, context, caller in
+            immediately: { [readSubscriber] request, context, caller in
                 let user = try SDKRequests.appUserID(context.parameters["app_user_id"])
-                guard let (document, _) = readSubscriber.cached(user),
-                    let kept = cache.entry(user, sequence: document.sequence, version: document.version)
-                else { return nil }
+                guard let kept = readSubscriber.cached(user)?.entry.companion as? KeptCustomerInfo else { return nil }
                 return SDKResponses.tagged(
                     CustomerInfo.body(subscriber: kept.subscriber, now: caller.now), tag: kept.tag, request: request)
             },
-            handler: { [readSubscriber, cache] request, context, caller in
+            handler: { [readSubscriber] request, context, caller in
                 let user = try SDKRequests.appUserID(context.parameters["app_user_id"])
                 let customer = try await readSubscriber.customer(user)
-                // The reading the document cache now holds, if it is this one: the answer is kept with it.
-                let reading = readSubscriber.cached(user).flatMap { entry, _ in
-                    entry.version == customer.snapshot?.version ? (cache, entry.sequence) : nil
+                // Kept with the reading the document cache now holds, if it is this one.
+                let keep = readSubscriber.cached(user).flatMap { entry, _ -> (@Sendable (KeptCustomerInfo) -> Void)? in
+                    guard entry.version == customer.snapshot?.version else { return nil }
+                    let sequence = entry.sequence
+                    return { readSubscriber.keep($0, for: user, sequence: sequence, version: entry.version) }
                 }
-                return SDKResponses.customerInfo(customer, of: user, caller: caller, request: request, cache: reading)
+                return SDKResponses.customerInfo(customer, of: user, caller: caller, request: request, keep: keep)
             })
         // logIn: from the id the app had to the one it now knows. An anonymous id (the SDK's
         // `$RCAnonymousID:` and 32 hex digits, which only that device knows) becomes an alias of

@@ -55,16 +55,24 @@ enum SDKRequests {
     }
 }
 
+/// A person's CustomerInfo written once (its `subscriber` member and tag), kept beside their
+/// cached document (``SubscriberCache/Entry/companion``) for the event loop to answer from.
+struct KeptCustomerInfo: Sendable {
+    let subscriber: [UInt8]
+    let tag: String
+}
+
 /// Writing what the SDKs read.
 enum SDKResponses {
     /// A person's CustomerInfo, with `X-RevenueCat-ETag` (304 with an empty body when the SDK sent
     /// the same tag: it replays what it kept, dated by `X-RevenueCat-Request-Time`). `adding`:
-    /// members beside `subscriber` (a purchase's `purchased_products`, …). Kept in `cache` when
-    /// given, for the reading `reading` of the person, unless it depends on the request's time.
+    /// members beside `subscriber` (a purchase's `purchased_products`, …). Given to `keep` (the
+    /// document cache, beside the reading it was written from), unless it depends on the request's
+    /// time.
     static func customerInfo(
         _ customer: (snapshot: SubscriberSnapshot?, firstSeen: Int64), of appUserID: String, caller: SDKCaller,
         request: HTTPRequest, status: HTTPStatus = .ok, adding extra: [Identifier: JSONValue] = [:],
-        cache: (SDKCustomerCache, sequence: Int64)? = nil
+        keep: (@Sendable (KeptCustomerInfo) -> Void)? = nil
     ) -> HTTPResponse {
         let (subscriber, dependsOnNow) = CustomerInfo.subscriber(
             appUserID: customer.snapshot?.document.appUserID ?? appUserID,
@@ -73,8 +81,8 @@ enum SDKResponses {
         let bytes = subscriber.jsonBytes
         // The tag covers what is not the request's time: the subscriber (and what a purchase adds).
         let tag = SubscriberDocument.fnv1a64([bytes] + extra.keys.sorted().map { extra[$0]!.jsonBytes })
-        if let (cache, sequence) = cache, let snapshot = customer.snapshot, !dependsOnNow, extra.isEmpty {
-            cache.store(appUserID, .init(sequence: sequence, version: snapshot.version, subscriber: bytes, tag: tag))
+        if let keep, customer.snapshot != nil, !dependsOnNow, extra.isEmpty {
+            keep(KeptCustomerInfo(subscriber: bytes, tag: tag))
         }
         guard !extra.isEmpty else {
             return tagged(CustomerInfo.body(subscriber: bytes, now: caller.now), tag: tag, request: request, status: status)
