@@ -22,10 +22,7 @@ import Storage
 /// - `consumptionPercentage`: for a purchase with an expiry (a subscription period), the share of
 ///   the period elapsed when Apple asked, in thousandths of a percent (0…100000); absent for
 ///   consumables and non-consumables, whose use receiptd cannot see.
-/// - `refundPreference`: the holder's `$appleRefundHandlingPreference` attribute (set by the app
-///   through RevenueCat's SDKs: `DECLINE`, `GRANT_FULL` or `GRANT_PRORATED`, or the older
-///   `PREFER_DECLINE`, `PREFER_GRANT`, `NO_PREFERENCE`), else `appStore.consumption.refundPreference`;
-///   absent when neither states one.
+/// - `refundPreference`: `appStore.consumption.refundPreference`, absent when not configured.
 package struct AnswerConsumptionRequest: UseCase, Sendable {
     package struct Settings: Sendable, Equatable {
         package var enabled: Bool
@@ -55,39 +52,16 @@ package struct AnswerConsumptionRequest: UseCase, Sendable {
     /// The consumption information for `transactionID` as of `requestedAt` (the notification's
     /// signedDate), from stored facts. Pure apart from the read.
     package func body(transactionID: String, requestedAt: Int64) async throws -> JSONValue {
-        let (stored, holder, said) = try await database.read { db in
+        let (stored, holder) = try await database.read { db in
             let store = ReceiptStore(db)
             let purchase = try store.purchase(transactionID)
-            let holder = try purchase.flatMap { try store.owner(of: $0.fact.originalTransactionID) }
-            let said = try holder.flatMap { holder in
-                try AttributeStore(db).attributes(of: holder).first { $0.name == Self.preferenceAttribute }?.value
-            }
-            return (purchase, holder, said)
+            return (purchase, try purchase.flatMap { try store.owner(of: $0.fact.originalTransactionID) })
         }
-        return Self.body(
-            purchase: stored?.fact, holder: holder, requestedAt: requestedAt, settings: settings, holderPreference: said)
+        return Self.body(purchase: stored?.fact, holder: holder, requestedAt: requestedAt, settings: settings)
     }
 
-    /// The attribute an app states its customer's refund preference in (RevenueCat's reserved name).
-    static let preferenceAttribute = "$appleRefundHandlingPreference"
-
-    /// A stated preference as Apple's v2 `refundPreference`: its own values, or the older v1 names
-    /// (`NO_PREFERENCE`: none); nil for anything else.
-    static func refundPreference(_ said: String) -> String?? {
-        switch said {
-        case "DECLINE", "GRANT_FULL", "GRANT_PRORATED": .some(said)
-        case "PREFER_DECLINE": .some("DECLINE")
-        case "PREFER_GRANT": .some("GRANT_FULL")
-        case "NO_PREFERENCE": .some(nil)
-        default: nil
-        }
-    }
-
-    /// Send Consumption Information's v2 body for `purchase` held by `holder` (nil: nobody), whose
-    /// app stated `holderPreference` (``preferenceAttribute``), if it did.
-    static func body(
-        purchase: Purchase?, holder: String?, requestedAt: Int64, settings: Settings, holderPreference: String? = nil
-    ) -> JSONValue {
+    /// Send Consumption Information's v2 body for `purchase` held by `holder` (nil: nobody).
+    static func body(purchase: Purchase?, holder: String?, requestedAt: Int64, settings: Settings) -> JSONValue {
         var body: [Identifier: JSONValue] = [
             "customerConsented": .bool(true), "sampleContentProvided": .bool(settings.sampleContentProvided),
             "deliveryStatus": .string(purchase != nil && holder != nil ? "DELIVERED" : "UNDELIVERED_OTHER"),
@@ -96,9 +70,7 @@ package struct AnswerConsumptionRequest: UseCase, Sendable {
             let elapsed = min(max(requestedAt - start, 0), end - start)
             body["consumptionPercentage"] = .int(Int(elapsed * 100_000 / (end - start)))  // exact, rounded down
         }
-        // The customer's own app says best; a value it cannot mean leaves the configured one.
-        let preference = holderPreference.flatMap(Self.refundPreference) ?? settings.refundPreference
-        if let preference { body["refundPreference"] = .string(preference) }
+        if let preference = settings.refundPreference { body["refundPreference"] = .string(preference) }
         return .object(body)
     }
 

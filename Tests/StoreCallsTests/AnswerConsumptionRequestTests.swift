@@ -45,18 +45,4 @@ struct AnswerConsumptionRequestTests {
             settings: .init(enabled: true, sampleContentProvided: true, refundPreference: "DECLINE"))
         #expect(configured["sampleContentProvided"] == .bool(true) && configured["refundPreference"]?.string == "DECLINE")
     }
-
-    /// The app's `$appleRefundHandlingPreference` for its customer (RevenueCat's SDKs) says best;
-    /// a value it cannot mean leaves the configured preference.
-    @Test(
-        arguments: [
-            ("GRANT_PRORATED", "GRANT_PRORATED"), ("PREFER_GRANT", "GRANT_FULL"), ("PREFER_DECLINE", "DECLINE"),
-            ("NO_PREFERENCE", nil), ("whatever", "DECLINE"),
-        ] as [(String, String?)])
-    func theHoldersStatedPreferenceComesFirst(said: String, sent: String?) {
-        let body = AnswerConsumptionRequest.body(
-            purchase: purchase(expires: 30 * day), holder: "u", requestedAt: day,
-            settings: .init(enabled: true, refundPreference: "DECLINE"), holderPreference: said)
-        #expect(body["refundPreference"]?.string == sent)
-    }
 }
