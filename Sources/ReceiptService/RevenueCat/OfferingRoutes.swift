@@ -1,6 +1,7 @@
 import Entitlements
 import HTTPServer
 import JSON
+import ReceiptCore
 import RevenueCatProtocol
 
 /// What the app sells (`GET /v1/subscribers/{id}/offerings`, Config/offerings.json) and what each
@@ -11,20 +12,27 @@ struct OfferingRoutes: SDKRouteGroup {
     let rules: EntitlementRules
 
     func add(to api: inout SDKAPI) {
-        // Rendered once per store: the configuration does not change while receiptd runs.
-        var bodies: [Offerings.Platform: (offerings: [UInt8], mapping: [UInt8])] = [:]
+        // Rendered and tagged once per store: the configuration does not change while receiptd runs.
+        typealias Rendered = (body: [UInt8], tag: String)
+        func rendered(_ json: JSONValue) -> Rendered {
+            let body = json.jsonBytes
+            return (body, SubscriberDocument.fnv1a64([body]))
+        }
+        var bodies: [Offerings.Platform: (offerings: Rendered, mapping: Rendered)] = [:]
         for platform in Offerings.Platform.allCases {
             bodies[platform] = (
-                offerings.json(for: platform).jsonBytes, offerings.entitlementMapping(rules, for: platform).jsonBytes
+                rendered(offerings.json(for: platform)), rendered(offerings.entitlementMapping(rules, for: platform))
             )
         }
-        let rendered = bodies
+        let answers = bodies
         api.on(.get, "/v1/subscribers/{app_user_id}/offerings") { request, context, caller in
             _ = try SDKRequests.appUserID(context.parameters["app_user_id"])
-            return SDKResponses.tagged(rendered[caller.platform]!.offerings, request: request)
+            let answer = answers[caller.platform]!.offerings
+            return SDKResponses.tagged(answer.body, tag: answer.tag, request: request)
         }
         api.on(.get, "/v1/product_entitlement_mapping") { request, _, caller in
-            SDKResponses.tagged(rendered[caller.platform]!.mapping, request: request)
+            let answer = answers[caller.platform]!.mapping
+            return SDKResponses.tagged(answer.body, tag: answer.tag, request: request)
         }
     }
 }
