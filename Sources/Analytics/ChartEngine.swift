@@ -27,7 +27,7 @@ package struct ChartEngine: Sendable {
     package func items(_ q: ChartQuery) -> [ChartItem] {
         ItemRecorder.record(
             ledger, chart: q.chart, filters: q.filters, currency: q.currency ?? settings.reportingCurrency, rates: rates,
-            settings: settings)
+            settings: settings, window: q.cohortWindow)
     }
 }
 
@@ -79,7 +79,8 @@ package struct ChartSum {
         package func drill() throws(ChartError) -> Drill {
             guard let (index, measure) = book.focus else { throw .unknownMeasure("") }
             let answer = answer()
-            guard answer.measures.contains(measure) || book.q.chart == .cohorts && measure.hasPrefix("paying_") else {
+            guard answer.measures.contains(measure) || book.q.chart.definition.cohortBase != nil && measure.hasPrefix("paying_")
+            else {
                 throw .unknownMeasure(measure)
             }
             return Drill(
@@ -94,7 +95,7 @@ package struct ChartSum {
     /// period's figures are the items counting at its own instants. Not a cohort chart's, whose
     /// `paying_N` reach N periods on: nil for those, and for a label not of this chart.
     package func query(ofPeriod period: String) -> ChartQuery? {
-        guard q.chart != .cohorts, let p = grid.periods.first(where: { $0.label == period }) else { return nil }
+        guard q.chart.definition.cohortBase == nil, let p = grid.periods.first(where: { $0.label == period }) else { return nil }
         var one = q
         (one.from, one.to) = (p.start, p.end)
         return one
@@ -114,9 +115,11 @@ package struct ChartSum {
 
     /// A sum that also keeps the contributions to one figure.
     package func drilling(period: String, measure: String) throws(ChartError) -> Running {
-        if let parts = Chart.parts(of: measure) { throw .derivedMeasure(measure, parts: parts) }
+        if let parts = q.chart.parts(of: measure) { throw .derivedMeasure(measure, parts: parts) }
         guard let index = grid.periods.firstIndex(where: { $0.label == period }) else { throw .unknownPeriod(period) }
-        guard q.chart.measures.contains(measure) || q.chart == .cohorts && Self.isPaying(measure, within: grid.periods.count)
+        guard
+            q.chart.measures.contains(measure)
+                || q.chart.definition.cohortBase != nil && Self.isPaying(measure, within: grid.periods.count)
         else { throw .unknownMeasure(measure) }
         return Running(Book(q: q, grid: grid, currency: currency, focus: (index, measure)))
     }
@@ -176,7 +179,7 @@ struct Book: Sendable {
         if let cohort = item.cohort {
             guard cohort <= q.now, item.at <= q.now, let i = grid.index(of: cohort) else { return false }
             if item.kind == .flow {
-                if item.measure == "customers" { longest = max(longest, instants.count - i) }
+                if item.measure == q.chart.definition.cohortBase { longest = max(longest, instants.count - i) }
                 add(i, item.measure, item)
                 return true
             }
@@ -274,6 +277,16 @@ struct Book: Sendable {
         }
     }
 
+    /// An amount per head: `money` ÷ `count`, rounded half to even, where both have a figure and
+    /// the count is not zero.
+    mutating func quotient(_ name: String, _ money: String, _ count: String) {
+        let (c, mc, nc) = (values.ensureColumn(name), values.ensureColumn(money), values.ensureColumn(count))
+        for i in 0..<values.periods {
+            guard case .money(let amount)? = values[i, mc], case .count(let n)? = values[i, nc] else { continue }
+            values[i, c] = n == 0 ? nil : .money(Money.scale(amount, by: 1, over: Int128(n)))
+        }
+    }
+
     mutating func ratio(_ name: String, _ numerator: String, _ denominator: String, minus: String? = nil) {
         let (c, nc, dc) = (values.ensureColumn(name), values.ensureColumn(numerator), values.ensureColumn(denominator))
         let mc = minus.map { values.ensureColumn($0) }
@@ -305,8 +318,10 @@ struct Book: Sendable {
                 values[i, columns[k].paying] = .count(before + running)
             }
         }
-        let (customersColumn, revenueColumn, ltvColumn) =
-            (values.ensureColumn("customers"), values.ensureColumn("revenue"), values.ensureColumn("ltv"))
+        let customersColumn = values.ensureColumn(q.chart.definition.cohortBase ?? "customers")
+        // The customers' cohorts have their revenue and realised LTV; a subscription's have not.
+        let withRevenue = q.chart.measures.contains("ltv")
+        let (revenueColumn, ltvColumn) = withRevenue ? (values.ensureColumn("revenue"), values.ensureColumn("ltv")) : (0, 0)
         for i in 0..<values.periods {
             guard let customers = values[i, customersColumn] else { continue }
             for k in 0..<max(0, instants.count - i) {
@@ -320,6 +335,7 @@ struct Book: Sendable {
                 }
                 if case .count(let n) = customers { values[i, columns[k].retention] = .ratio(paying, n) }
             }
+            guard withRevenue else { continue }
             if values[i, revenueColumn] == nil { values[i, revenueColumn] = .money(0) }
             if case .money(let revenue)? = values[i, revenueColumn], case .count(let n) = customers {
                 values[i, ltvColumn] = .money(Money.scale(revenue, by: 1, over: Int128(n)))
@@ -341,7 +357,7 @@ struct Book: Sendable {
         return ChartAnswer(
             chart: q.chart, currency: currency, resolution: grid.resolution, zone: q.zone.name, periods: grid.periods,
             measures: measures, figures: values, contributions: contributions, missingRates: rates, missingPrices: prices,
-            untaxedStorefronts: q.chart == .revenue ? untaxed.sorted() : [])
+            untaxedStorefronts: q.chart == .revenue ? untaxed.sorted() : [], window: q.cohortWindow)
     }
 }
 

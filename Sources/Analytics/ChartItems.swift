@@ -92,22 +92,30 @@ struct ItemRecorder {
     let paying: [[SubscriptionLine.Piece]]
     /// Whether items say why they count (drill-downs); rollups keep only figures.
     let withDetails: Bool
+    /// The window of a first-seen cohort: nil records every window's items, each measure named
+    /// with its window (`converted_customers/7d`), as the rollups keep them.
+    let window: ChartWindow?
+    /// The people the filters admit, for the charts of customers (the others never build them).
+    let newcomers: [Newcomer]
     var items: [ChartItem] = []
 
     init(
         ledger: Ledger, charts: [Chart], filters: ChartFilters, currency: String, rates: ExchangeRates,
-        settings: AnalyticsSettings, withDetails: Bool = true
+        settings: AnalyticsSettings, withDetails: Bool = true, window: ChartWindow? = nil
     ) {
         self.currency = currency
         self.rates = rates
         self.settings = settings
         self.withDetails = withDetails
+        self.window = window
         // Sorted by index: an entry is a large value, cheaper to compare in place than to move.
         let kept = ledger.entries.filter { filters.admits($0) }
         admitted = kept.indices.sorted { Purchase.chronological(kept[$0].purchase, kept[$1].purchase) }.map { kept[$0] }
         let followed = charts.contains { $0.definition.followsSubscriptions }
         lines = followed ? SubscriptionLine.lines(ledger, filters: filters) : []
         paying = lines.map(\.payingPieces)
+        newcomers =
+            charts.contains { $0.definition.followsCustomers } ? Newcomer.newcomers(ledger, admitted: admitted, filters: filters) : []
         // Years of service count every purchase of the environment, whatever the other filters.
         commission = Commission(
             ledger.entries.filter { $0.purchase.environment == filters.environment },
@@ -116,10 +124,11 @@ struct ItemRecorder {
 
     static func record(
         _ ledger: Ledger, chart: Chart, filters: ChartFilters, currency: String, rates: ExchangeRates,
-        settings: AnalyticsSettings
+        settings: AnalyticsSettings, window: ChartWindow? = nil
     ) -> [ChartItem] {
         var recorder = ItemRecorder(
-            ledger: ledger, charts: [chart], filters: filters, currency: currency, rates: rates, settings: settings)
+            ledger: ledger, charts: [chart], filters: filters, currency: currency, rates: rates, settings: settings,
+            window: window ?? chart.defaultWindow)
         recorder.record(chart)
         return recorder.items
     }
@@ -156,6 +165,24 @@ struct ItemRecorder {
         money: Bool = false, detail: @autoclosure () -> String? = nil, cohort: Int64? = nil, notes: [ItemNote] = []
     ) {
         items.append(item(measure, kind, from, to, value, e, money, withDetails ? detail() : nil, cohort, (.min, .max), notes))
+    }
+
+    /// A flow of a person rather than of one of their transactions (their first being seen).
+    mutating func flow(
+        _ measure: String, of person: Newcomer, at: Int64, detail: @autoclosure () -> String? = nil, cohort: Int64? = nil
+    ) {
+        items.append(
+            ChartItem(
+                measure: measure, kind: .flow, at: at, until: at, cohort: cohort, value: 1, isMoney: false,
+                appUserID: person.appUserID, originalTransactionID: "", transactionID: "",
+                detail: withDetails ? detail() : nil, bundleID: person.bundleID, store: person.store))
+    }
+
+    /// The windows to record a first-seen cohort's measures for, and the suffix of each one's
+    /// measure names: the query's alone, unsuffixed; or all of them (``window`` nil).
+    var windows: [(ChartWindow, String)] {
+        if let window { return [(window, "")] }
+        return ChartWindow.allCases.map { ($0, "/" + $0.rawValue) }
     }
 
     private func item(

@@ -7,6 +7,18 @@ package enum Chart: String, Sendable, CaseIterable {
     case churn
     case refundRate = "refund_rate"
     case cohorts
+    case mrrMovement = "mrr_movement"
+    case activesMovement = "actives_movement"
+    case trialsMovement = "trials_movement"
+    case newCustomers = "new_customers"
+    case initialConversion = "initial_conversion"
+    case conversionToPaying = "conversion_to_paying"
+    case newPaidSubscriptions = "new_paid_subscriptions"
+    case nonSubscriptionPurchases = "non_subscription_purchases"
+    case ltvPerCustomer = "ltv_per_customer"
+    case ltvPerPayingCustomer = "ltv_per_paying_customer"
+    case subscriptionRetention = "subscription_retention"
+    case subscriptionStatus = "subscription_status"
 
     /// Its definition, whole in one file each (Charts/).
     var definition: ChartDefinition {
@@ -19,16 +31,74 @@ package enum Chart: String, Sendable, CaseIterable {
         case .churn: .churn
         case .refundRate: .refundRate
         case .cohorts: .cohorts
+        case .mrrMovement: .mrrMovement
+        case .activesMovement: .activesMovement
+        case .trialsMovement: .trialsMovement
+        case .newCustomers: .newCustomers
+        case .initialConversion: .initialConversion
+        case .conversionToPaying: .conversionToPaying
+        case .newPaidSubscriptions: .newPaidSubscriptions
+        case .nonSubscriptionPurchases: .nonSubscriptionPurchases
+        case .ltvPerCustomer: .ltvPerCustomer
+        case .ltvPerPayingCustomer: .ltvPerPayingCustomer
+        case .subscriptionRetention: .subscriptionRetention
+        case .subscriptionStatus: .subscriptionStatus
         }
     }
 
     /// Its measures in column order (cohorts add `paying_N` and `retention_N` per period on).
     package var measures: [String] { definition.measures }
 
-    /// A measure computed from others (in whichever chart defines it), and those others: a
-    /// drill-down lists the parts.
-    package static func parts(of measure: String) -> [String]? {
-        allCases.lazy.compactMap { $0.definition.parts(measure) }.first
+    /// A measure of this chart computed from others, and those others: a drill-down lists the parts.
+    package func parts(of measure: String) -> [String]? { definition.parts(measure) }
+
+    /// Whether it is a cohort table: per cohort, `paying_N` and `retention_N` for each period on.
+    package var hasCohortTable: Bool { definition.cohortBase != nil }
+
+    /// Whether its periods are cohorts (of customers first seen, or first paying, or subscriptions
+    /// first paid in them) rather than the time things happen in.
+    package var isCohorted: Bool { definition.cohortBase != nil || definition.window != nil }
+
+    /// Whether a figure of `measure` is a stock read at each period's last instant (`.stock`) or
+    /// first (`.stockAtStart`); nil for a flow or a cohort's figure.
+    package func stockKind(of measure: String) -> ChartItem.Kind? {
+        definition.stocks.contains(measure) ? .stock : definition.startStocks.contains(measure) ? .stockAtStart : nil
+    }
+
+    /// The lifetime or conversion window its cohorts are given when a query names none; nil for a
+    /// chart that has none.
+    package var defaultWindow: ChartWindow? { definition.window }
+}
+
+/// How long after a customer was first seen what they do counts for their cohort, in whole UTC
+/// days after the day they were first seen (RevenueCat's "day 0 through day 7" for 7 days), or
+/// without end.
+package enum ChartWindow: String, Sendable, CaseIterable {
+    case days7 = "7d"
+    case days30 = "30d"
+    case days90 = "90d"
+    case days365 = "365d"
+    case unbounded
+
+    package var days: Int64? {
+        switch self {
+        case .days7: 7
+        case .days30: 30
+        case .days90: 90
+        case .days365: 365
+        case .unbounded: nil
+        }
+    }
+
+    /// Whether something at `at` falls within the window of someone first seen at `firstSeen`.
+    func admits(_ at: Int64, firstSeen: Int64) -> Bool {
+        guard let days else { return true }
+        return CivilTime.split(at).0 - CivilTime.split(firstSeen).0 <= days
+    }
+
+    /// The instant a cohort's window closes for someone first seen at `firstSeen` (nil: never).
+    func end(firstSeen: Int64) -> Int64? {
+        days.map { (CivilTime.split(firstSeen).0 + $0 + 1) * 86_400_000 }
     }
 }
 
@@ -40,6 +110,15 @@ struct ChartDefinition: Sendable {
     var measures: [String]
     var money: Set<String> = []
     var parts: @Sendable (String) -> [String]? = { _ in nil }
+    /// Measures read at each period's last instant, and at its first.
+    var stocks: Set<String> = []
+    var startStocks: Set<String> = []
+    /// A cohort table's base (its `paying_N` and `retention_N` are of it): `customers`, say.
+    var cohortBase: String? = nil
+    /// A chart of customers by when they were first seen, within a window of that: its default.
+    var window: ChartWindow? = nil
+    /// Whether its items need each person's first seen (``Newcomer``).
+    var followsCustomers = false
     /// Whether its items need each subscription's line through time (``SubscriptionLine``).
     var followsSubscriptions: Bool
     var record: @Sendable (inout ItemRecorder) -> Void
@@ -72,11 +151,18 @@ package struct ChartQuery: Sendable {
     package var filters: ChartFilters
     /// The clock's now: nothing later is counted as having happened.
     package var now: Int64
+    /// A first-seen cohort's window (the chart's default when nil; ignored by other charts).
+    package var window: ChartWindow?
+
+    /// The window its chart's cohorts are given: the query's, or the chart's default; nil for a
+    /// chart without one.
+    package var cohortWindow: ChartWindow? { chart.defaultWindow.map { window ?? $0 } }
 
     package init(
         chart: Chart, from: Int64, to: Int64, resolution: Resolution = .day, zone: ZoneOffset = .utc, currency: String? = nil,
-        filters: ChartFilters = ChartFilters(), now: Int64
+        filters: ChartFilters = ChartFilters(), now: Int64, window: ChartWindow? = nil
     ) {
+        self.window = window
         self.chart = chart
         self.from = from
         self.to = to
@@ -136,6 +222,8 @@ package struct ChartAnswer: Sendable {
     /// From rollups: how many changes to subscribers they did not include yet (their keeper is
     /// that far behind the change log).
     package var pendingChanges: Int64 = 0
+    /// A first-seen cohort's window (nil for the other charts).
+    package var window: ChartWindow?
 
     /// Each period's figures by name: ``figures`` row by row, all of them made at each use (to
     /// read, not for speed).

@@ -6,10 +6,42 @@ package struct Ledger: Sendable {
     package var entries: [Entry]
     /// Keyed by original transaction id.
     package var renewals: [String: RenewalState]
+    /// When each person was first seen, by app user id: people with no purchase too (the
+    /// customers' charts count them). Someone holding purchases but absent here was first seen at
+    /// their first purchase.
+    package var customers: [String: Customer]
 
-    package init(entries: [Entry], renewals: [String: RenewalState] = [:]) {
+    package init(entries: [Entry], renewals: [String: RenewalState] = [:], customers: [String: Customer] = [:]) {
         self.entries = entries
         self.renewals = renewals
+        self.customers = customers
+    }
+
+    /// A person as the customers' charts see them, besides their purchases: when receiptd first
+    /// heard of them (their first post, or an AppTransaction stored for them) and, for someone
+    /// with no purchase, which app and environments their AppTransactions name.
+    package struct Customer: Sendable, Equatable {
+        package var firstSeen: Int64
+        package var bundleID: String?
+        package var environments: [String]
+
+        package init(firstSeen: Int64, bundleID: String? = nil, environments: [String] = []) {
+            self.firstSeen = firstSeen
+            self.bundleID = bundleID
+            self.environments = environments
+        }
+    }
+
+    /// Every environment someone in the ledger is counted in: their purchases', their
+    /// AppTransactions', and production for someone known by neither.
+    package var environments: Set<String> {
+        var all = Set(entries.map(\.purchase.environment))
+        let holding = Set(entries.map(\.appUserID))
+        for (user, customer) in customers {
+            all.formUnion(customer.environments)
+            if customer.environments.isEmpty, !holding.contains(user) { all.insert("production") }
+        }
+        return all
     }
 
     package struct Entry: Sendable, Equatable {
@@ -29,11 +61,17 @@ package struct Ledger: Sendable {
         package var autoRenewStatus: Bool?
         package var isInBillingRetryPeriod: Bool?
         package var gracePeriodExpiresDate: Int64?
+        /// Google Play's `subscriptionState` (`SUBSCRIPTION_STATE_PAUSED`, `…_ON_HOLD`), nil for Apple.
+        package var storeState: String?
 
-        package init(autoRenewStatus: Bool? = nil, isInBillingRetryPeriod: Bool? = nil, gracePeriodExpiresDate: Int64? = nil) {
+        package init(
+            autoRenewStatus: Bool? = nil, isInBillingRetryPeriod: Bool? = nil, gracePeriodExpiresDate: Int64? = nil,
+            storeState: String? = nil
+        ) {
             self.autoRenewStatus = autoRenewStatus
             self.isInBillingRetryPeriod = isInBillingRetryPeriod
             self.gracePeriodExpiresDate = gracePeriodExpiresDate
+            self.storeState = storeState
         }
     }
 }

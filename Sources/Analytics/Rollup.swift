@@ -21,14 +21,14 @@ import Entitlements
 /// Pure: the caller stores rows and moments, and reads back those a query needs.
 package enum Rollup {
     /// Bumped whenever what a ledger adds to the rollups changes, so stored rollups are rebuilt.
-    package static let format = 2
+    package static let format = 3
 
     /// Whether a query can be answered from rollups: UTC days, the reporting currency, and the
-    /// filters items carry (app and store, except for cohorts, whose first paid period a filter
-    /// can move). Other queries read the ledger.
+    /// filters items carry (app and store, except for cohorted charts, whose cohorts and first
+    /// conversions a filter can move). Other queries read the ledger.
     package static func answers(_ q: ChartQuery, reportingCurrency: String) -> Bool {
         q.zone.name == "UTC" && (q.currency ?? reportingCurrency) == reportingCurrency && q.filters.product == nil
-            && q.filters.storefront == nil && (q.chart != .cohorts || q.filters.app == nil && q.filters.store == nil)
+            && q.filters.storefront == nil && (!q.chart.isCohorted || q.filters.app == nil && q.filters.store == nil)
     }
 
     /// What one holder adds to every chart of every environment they hold purchases in, computed
@@ -40,7 +40,7 @@ package enum Rollup {
         var sums: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
         var moments: [RollupMoment] = []
         let today = Rollup.floorDay(writtenAt)
-        for environment in Set(ledger.entries.map(\.purchase.environment)).sorted() {
+        for environment in ledger.environments.sorted() {
             let filters = ChartFilters(environment: environment)
             let charts = ItemRecorder.recordAll(
                 ledger, filters: filters, currency: settings.reportingCurrency, rates: rates, settings: settings)
@@ -68,7 +68,7 @@ package enum Rollup {
         // A measure's row that sums to nothing adds nothing (a stock's end meeting the next one's
         // start, a refund of 0); a note's rows are counts, always kept.
         let rows = sums.compactMap { key, sum in
-            !key.measure.isEmpty && sum.value == 0 ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
+            key.note.isEmpty && sum.value == 0 ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
         }
         return (rows, moments)
     }
@@ -150,12 +150,18 @@ package enum Rollup {
         let today = CivilTime.split(q.now).0
         var batch: [ChartItem] = []
         batch.reserveCapacity(1024)
+        let window = q.cohortWindow
         for row in rows where row.key.admitted(by: q.filters) && !row.key.touches(today) {
             var item = row.item
             if let (measure, rowGrain) = RollupRow.grained(row.key.measure) {
                 // Paying cohorts are kept by the day, week and month of the cohort: the query's own.
                 guard rowGrain == q.resolution else { continue }
                 item.measure = measure
+            } else if let (measure, rowWindow) = RollupRow.windowed(row.key.measure) {
+                // First-seen cohorts' conversions and revenue are kept per window: the query's own.
+                guard rowWindow == window else { continue }
+                item.measure = measure
+                item.isMoney = Book.moneyMeasures.contains(measure)
             }
             batch.append(item)
             if batch.count == 1024 {
@@ -164,6 +170,13 @@ package enum Rollup {
             }
         }
         running.add(batch)
+        let todays = todays.compactMap { item -> ChartItem? in
+            guard let (measure, itemWindow) = RollupRow.windowed(item.measure) else { return item }
+            guard itemWindow == window else { return nil }
+            var item = item
+            item.measure = measure
+            return item
+        }
         if q.filters.app == nil && q.filters.store == nil {
             running.add(todays)
         } else {
@@ -202,10 +215,11 @@ package enum Rollup {
     package static func keptMeasures(for q: ChartQuery, measure: String? = nil) -> [String]? {
         if let measure {
             let kept = keptMeasure(of: measure)
-            return [kept, kept + "/week", kept + "/month"]
+            return [kept, kept + "/week", kept + "/month"] + (q.cohortWindow.map { [kept + "/" + $0.rawValue] } ?? [])
         }
-        guard q.chart == .cohorts else { return nil }
-        return ["", "customers", "revenue", q.resolution == .day ? "paying" : "paying/" + q.resolution.rawValue]
+        guard let base = q.chart.definition.cohortBase else { return nil }
+        return ["", base] + (q.chart.measures.contains("revenue") ? ["revenue"] : [])
+            + [q.resolution == .day ? "paying" : "paying/" + q.resolution.rawValue]
     }
 
     /// Rows as differences: what `new` adds to the sums once `old` is taken away (rows whose value
@@ -365,7 +379,9 @@ package struct RollupRow: Sendable, Equatable {
         }
         let cohortDay = item.cohort.map(Rollup.floorDay) ?? noCohort
         var keys: [(Key, Int64)] = []
-        if !item.measure.isEmpty {
+        // An item of notes alone may name its window (`/7d`): its notes are that window's.
+        let notesOnly = item.measure.hasPrefix("/")
+        if !item.measure.isEmpty && !notesOnly {
             if item.cohort != nil, item.kind == .stock {
                 for grain in Resolution.allCases {
                     let day = PeriodGrid.align(cohortDay, grain)
@@ -378,9 +394,18 @@ package struct RollupRow: Sendable, Equatable {
         }
         // Untaxed storefronts are reported by the revenue chart alone.
         for note in item.notes where chart == .revenue || !note.isUntaxed {
-            keys.append((key("", noteText(note), cohortDay: cohortDay), 0))
+            keys.append((key(notesOnly ? item.measure : "", noteText(note), cohortDay: cohortDay), 0))
         }
         return keys
+    }
+
+    /// A measure kept per window of first-seen cohort (`revenue/30d`, or `/30d` for its notes):
+    /// the measure and its window; nil for every other measure.
+    static func windowed(_ measure: String) -> (String, ChartWindow)? {
+        guard let slash = measure.firstIndex(of: "/"),
+            let window = ChartWindow(rawValue: String(measure[measure.index(after: slash)...]))
+        else { return nil }
+        return (String(measure[..<slash]), window)
     }
 
     /// A measure kept per grain of cohort (`paying/month`): the measure and its grain; nil for

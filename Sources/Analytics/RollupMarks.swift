@@ -119,10 +119,10 @@ extension ChartSum {
         _ = try drilling(period: period, measure: measure)
         let p = grid.periods.first { $0.label == period }!
         let days = Rollup.floorDay(p.start)...Rollup.floorDay(p.end - 1)
-        if q.chart == .cohorts { return DrillTarget(family: .cohort, days: days) }
-        if q.chart == .mrr || q.chart == .actives || q.chart == .churn && measure == "actives_at_start" {
+        if q.chart.isCohorted { return DrillTarget(family: .cohort, days: days) }
+        if let kind = q.chart.stockKind(of: measure) {
             guard p.start <= q.now else { return nil }
-            let instant = measure == "actives_at_start" ? p.start : min(p.end, q.now + 1) - 1
+            let instant = kind == .stockAtStart ? p.start : min(p.end, q.now + 1) - 1
             let month = PeriodGrid.align(Rollup.floorDay(instant), .month)
             return DrillTarget(family: .stock, days: month...month)
         }

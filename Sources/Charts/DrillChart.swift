@@ -158,7 +158,7 @@ extension ReadChart {
                         environment: environment, family: target.family, days: target.days, after: (after.day, after.appUserID),
                         limit: want)
                     let held = try AnalyticsStore(db).holdings(of: Set(marks.map(\.appUserID)).sorted())
-                    return (marks, Self.ledgers(held.purchases, held.renewals))
+                    return (marks, Self.ledgers(held))
                 }
             } catch {
                 logger.error("the drill-down's holders could not be read", metadata: ["error": "\(error)"])

@@ -169,7 +169,7 @@ package struct KeepRollups: UseCase, Sendable {
                 let rates = try parsedRates.rates(revision: revision) { try Self.rates(db) }
                 if state.phase == .building {
                     let page = try AnalyticsStore(db).holders(environment: nil, after: state.rebuildAfter, limit: holdersPerPage)
-                    let ledgers = ReadChart.ledgers(page.purchases, page.renewals)
+                    let ledgers = ReadChart.ledgers(page.holdings)
                     let update = try computed(ledgers, kept: [:], rates: rates)
                     return .page(state, update, holders: ledgers.count, last: page.last)
                 }
@@ -180,7 +180,7 @@ package struct KeepRollups: UseCase, Sendable {
                 }
                 let users = Set(changes.map(\.appUserID)).sorted()
                 let held = try AnalyticsStore(db).holdings(of: users)
-                var ledgers = ReadChart.ledgers(held.purchases, held.renewals)
+                var ledgers = ReadChart.ledgers(held)
                 for user in users where ledgers[user] == nil { ledgers[user] = Ledger(entries: []) }
                 let update = try computed(ledgers, kept: try store.holderRows(users), rates: rates)
                 return .changes(state, update, changes: changes, holders: ledgers.count)

@@ -36,11 +36,14 @@ package struct ReadChart: UseCase, Sendable {
         package var zone: ZoneOffset
         package var currency: String?
         package var filters: ChartFilters
+        /// The conversion or lifetime window of a chart of customers by first seen (its default when nil).
+        package var window: ChartWindow?
 
         package init(
             chart: Chart, from: Int64? = nil, to: Int64? = nil, resolution: Resolution = .day, zone: ZoneOffset = .utc,
-            currency: String? = nil, filters: ChartFilters = ChartFilters()
+            currency: String? = nil, filters: ChartFilters = ChartFilters(), window: ChartWindow? = nil
         ) {
+            self.window = window
             self.chart = chart
             self.from = from
             self.to = to
@@ -120,7 +123,7 @@ package struct ReadChart: UseCase, Sendable {
         var after: String?
         let environment = query.filters.environment
         repeat {
-            let page: (last: String?, purchases: [AnalyticsStore.HeldPurchase], renewals: [AnalyticsStore.RenewalRow])
+            let page: (last: String?, holdings: AnalyticsStore.Holdings)
             do {
                 let (from, limit) = (after, holdersPerPage)
                 page = try await database.read { db in
@@ -131,7 +134,7 @@ package struct ReadChart: UseCase, Sendable {
                 throw .internalFault
             }
             after = page.last
-            let byHolder = Self.ledgers(page.purchases, page.renewals)
+            let byHolder = Self.ledgers(page.holdings)
             for holder in byHolder.keys.sorted() {
                 running.add(ChartEngine(ledger: byHolder[holder]!, rates: rates, settings: settings).items(query))
             }
@@ -147,7 +150,7 @@ package struct ReadChart: UseCase, Sendable {
         guard from < to else { throw .invalidRequest("`from` must be before `to`.") }
         return ChartQuery(
             chart: input.chart, from: from, to: to, resolution: input.resolution, zone: input.zone, currency: input.currency,
-            filters: input.filters, now: now)
+            filters: input.filters, now: now, window: input.window)
     }
 
     /// The loaded exchange rates: what summing ledgers needs (the rollups were summed with them).
@@ -163,20 +166,25 @@ package struct ReadChart: UseCase, Sendable {
         }
     }
 
-    /// Each holder's ledger from rows read together.
-    static func ledgers(_ purchases: [AnalyticsStore.HeldPurchase], _ renewals: [AnalyticsStore.RenewalRow]) -> [String: Ledger] {
+    /// Each person's ledger from rows read together: everyone with a subscriber row has one, with
+    /// or without purchases.
+    static func ledgers(_ holdings: AnalyticsStore.Holdings) -> [String: Ledger] {
         var byHolder: [String: Ledger] = [:]
         var holderOf: [String: String] = [:]
-        for held in purchases {
+        for c in holdings.customers {
+            byHolder[c.appUserID, default: Ledger(entries: [])].customers[c.appUserID] = Ledger.Customer(
+                firstSeen: c.firstSeen, bundleID: c.bundleID, environments: c.environments)
+        }
+        for held in holdings.purchases {
             byHolder[held.appUserID, default: Ledger(entries: [])].entries.append(
                 Ledger.Entry(appUserID: held.appUserID, bundleID: held.bundleID, purchase: held.purchase))
             holderOf[held.purchase.originalTransactionID] = held.appUserID
         }
-        for r in renewals {
+        for r in holdings.renewals {
             guard let holder = holderOf[r.originalTransactionID] else { continue }
             byHolder[holder]?.renewals[r.originalTransactionID] = Ledger.RenewalState(
                 autoRenewStatus: r.autoRenewStatus, isInBillingRetryPeriod: r.isInBillingRetryPeriod,
-                gracePeriodExpiresDate: r.gracePeriodExpiresDate)
+                gracePeriodExpiresDate: r.gracePeriodExpiresDate, storeState: r.storeState)
         }
         return byHolder
     }

@@ -1,4 +1,5 @@
 package import Analytics
+package import DatabaseEngine
 package import Entitlements
 package import Storage
 
@@ -91,8 +92,52 @@ package enum SampleBusiness {
         ]
     }
 
+    /// When its people were first seen, from `seed`: each subscriber up to ten days before their
+    /// first purchase (or after it: then the purchase is when), and ten people who bought nothing,
+    /// one of them a sandbox tester.
+    package static func customers(seed: UInt64) -> [String: Ledger.Customer] {
+        var rng = SeededGenerator(seed: seed &+ 1)
+        var customers: [String: Ledger.Customer] = [:]
+        for user in 0..<30 {
+            customers["u\(user)"] = Ledger.Customer(firstSeen: origin + Int64.random(in: -10..<60, using: &rng) * day)
+        }
+        for n in 0..<10 {
+            customers["n\(n)"] = Ledger.Customer(
+                firstSeen: origin + Int64.random(in: 0..<(200 * day), using: &rng), bundleID: n % 3 == 0 ? "com.y" : "com.x",
+                environments: n == 9 ? ["sandbox"] : n % 2 == 0 ? ["production"] : [])
+        }
+        return customers
+    }
+
+    /// Stores when its people were first seen, in the caller's transaction, after their purchases
+    /// were saved: a subscriber row for who bought nothing, and each row's first seen. Those
+    /// ``customers(seed:)`` gives an AppTransaction's app or environment are left out (these tests
+    /// store none); what is stored is returned, as the ledger's customers.
+    package static func storeCustomers(seed: UInt64, in db: Database) throws -> [String: Ledger.Customer] {
+        let stored = customers(seed: seed).filter { $0.value.environments.isEmpty }.mapValues {
+            Ledger.Customer(firstSeen: $0.firstSeen)
+        }
+        let store = ReceiptStore(db)
+        for (user, customer) in stored.sorted(by: { $0.key < $1.key }) {
+            try store.addSubscriber(user, now: customer.firstSeen)
+            try db.cached("UPDATE subscribers SET first_seen_at = ? WHERE app_user_id = ?").bind([customer.firstSeen, user]).run()
+        }
+        return stored
+    }
+
+    /// When everyone storage knows was first seen, as a ledger's customers: what the engine must
+    /// be given to answer as the charts read from storage do.
+    package static func storedCustomers(in db: Database) throws -> [String: Ledger.Customer] {
+        let q = try db.cached("SELECT app_user_id, coalesce(first_seen_at, created_at) FROM subscribers")
+        var customers: [String: Ledger.Customer] = [:]
+        while try q.step() { customers[q.text(0)!] = Ledger.Customer(firstSeen: q.int(1)) }
+        return customers
+    }
+
     /// What the engine sees of the facts without storage: the same purchases, held by the same users.
-    package static func ledger(_ facts: VerifiedFacts, owners: [String: String]) -> Ledger {
+    package static func ledger(
+        _ facts: VerifiedFacts, owners: [String: String], customers: [String: Ledger.Customer] = [:]
+    ) -> Ledger {
         Ledger(
             entries: facts.purchases.map {
                 Ledger.Entry(
@@ -106,6 +151,6 @@ package enum SampleBusiness {
                             autoRenewStatus: $0.fact.autoRenewStatus, isInBillingRetryPeriod: $0.fact.isInBillingRetryPeriod,
                             gracePeriodExpiresDate: $0.fact.gracePeriodExpiresDate)
                     )
-                }))
+                }), customers: customers)
     }
 }

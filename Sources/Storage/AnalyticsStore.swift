@@ -24,6 +24,25 @@ package struct AnalyticsStore {
         package var autoRenewStatus: Bool?
         package var isInBillingRetryPeriod: Bool?
         package var gracePeriodExpiresDate: Int64?
+        /// Google Play's `subscriptionState`, nil for Apple.
+        package var storeState: String?
+    }
+
+    /// A person as the customers' charts need them besides their purchases: when they were first
+    /// seen (their subscriber row's, or an AppTransaction's first storing if earlier), and the app
+    /// and environments of their AppTransactions (Migrations/0038_first_seen.sql).
+    package struct CustomerRow: Sendable, Equatable {
+        package var appUserID: String
+        package var firstSeen: Int64
+        package var bundleID: String?
+        package var environments: [String]
+    }
+
+    /// What a page of holders, or a list of them, holds and is.
+    package struct Holdings: Sendable {
+        package var purchases: [HeldPurchase] = []
+        package var renewals: [RenewalRow] = []
+        package var customers: [CustomerRow] = []
     }
 
     /// The transactions of `environment` that `appUserID` holds.
@@ -38,22 +57,22 @@ package struct AnalyticsStore {
             ).bind([appUserID, environment]))
     }
 
-    /// A page of holders, after `after` in their id's order: up to `limit` ids (the last one,
-    /// where the next page starts), the transactions of `environment` (nil: of every environment)
-    /// they hold and those subscriptions' renewal info. Charts and rollup rebuilds read the whole
+    /// A page of people (everyone with a subscriber row: every holder has one), after `after` in
+    /// their id's order: up to `limit` ids (the last one, where the next page starts), the
+    /// transactions of `environment` (nil: of every environment) they hold, those subscriptions'
+    /// renewal info, and who they are as customers. Charts and rollup rebuilds read the whole
     /// database this way, a page at a time, so no more than a page of it is ever in memory.
-    package func holders(environment: String?, after: String?, limit: Int) throws -> (
-        last: String?, purchases: [HeldPurchase], renewals: [RenewalRow]
-    ) {
+    package func holders(environment: String?, after: String?, limit: Int) throws -> (last: String?, holdings: Holdings) {
         let users = try db.cached(
-            "SELECT DISTINCT app_user_id FROM ownership WHERE app_user_id > ? ORDER BY app_user_id LIMIT ?"
+            "SELECT app_user_id FROM subscribers WHERE app_user_id > ? ORDER BY app_user_id LIMIT ?"
         ).bind([after ?? "", Int64(limit)])
         var last: String?
         while try users.step() { last = users.text(0) }
-        guard let last else { return (nil, [], []) }
+        guard let last else { return (nil, Holdings()) }
         let (inEnvironment, bound): (String, [(any StatementValue)?]) =
             environment.map { (" AND t.environment = ?", [after ?? "", last, $0]) } ?? ("", [after ?? "", last])
-        let purchases = try held(
+        var holdings = Holdings()
+        holdings.purchases = try held(
             db.cached(
                 """
                 SELECT \(ReceiptStore.transactionColumns("t", rawJSON: false)), o.app_user_id
@@ -63,20 +82,26 @@ package struct AnalyticsStore {
             ).bind(bound))
         let q = try db.cached(
             """
-            SELECT p.original_transaction_id, p.auto_renew_status, p.is_in_billing_retry_period, p.grace_period_expires_date
+            SELECT \(Self.renewalColumns)
             FROM ownership o JOIN pending_renewal_info p ON p.original_transaction_id = o.original_transaction_id
             WHERE o.app_user_id > ? AND o.app_user_id <= ?\(inEnvironment.replacingOccurrences(of: "t.", with: "p."))
             """
         ).bind(bound)
-        var renewals: [RenewalRow] = []
-        while try q.step() { renewals.append(Self.renewal(q)) }
-        return (last, purchases, renewals)
+        while try q.step() { holdings.renewals.append(Self.renewal(q)) }
+        holdings.customers = try customers(
+            db.cached("SELECT app_user_id, coalesce(first_seen_at, created_at) FROM subscribers WHERE app_user_id > ? AND app_user_id <= ?")
+                .bind([after ?? "", last]),
+            appTransactions: db.cached(
+                "SELECT app_user_id, bundle_id, environment, first_seen_at FROM app_transactions WHERE app_user_id > ? AND app_user_id <= ?"
+            ).bind([after ?? "", last]))
+        return (last, holdings)
     }
 
-    /// Everything `users` hold, in every environment, with those subscriptions' renewal info:
-    /// what the chart rollups recompute changed holders from, and what a drill-down sums. A
-    /// hundred holders a statement (a shorter list repeats its last), so one round trip each.
-    package func holdings(of users: [String]) throws -> (purchases: [HeldPurchase], renewals: [RenewalRow]) {
+    /// Everything `users` hold, in every environment, with those subscriptions' renewal info and
+    /// who they are as customers: what the chart rollups recompute changed holders from, and what
+    /// a drill-down sums. A hundred holders a statement (a shorter list repeats its last), so one
+    /// round trip each.
+    package func holdings(of users: [String]) throws -> Holdings {
         let list = Self.inList
         let transactions = try db.cached(
             """
@@ -86,19 +111,48 @@ package struct AnalyticsStore {
             """)
         let renewals = try db.cached(
             """
-            SELECT p.original_transaction_id, p.auto_renew_status, p.is_in_billing_retry_period, p.grace_period_expires_date
+            SELECT \(Self.renewalColumns)
             FROM ownership o JOIN pending_renewal_info p ON p.original_transaction_id = o.original_transaction_id
             WHERE o.app_user_id IN \(list)
             """)
-        var held: [HeldPurchase] = []
-        var renewed: [RenewalRow] = []
+        let people = try db.cached(
+            "SELECT app_user_id, coalesce(first_seen_at, created_at) FROM subscribers WHERE app_user_id IN \(list)")
+        let appTransactions = try db.cached(
+            "SELECT app_user_id, bundle_id, environment, first_seen_at FROM app_transactions WHERE app_user_id IN \(list)")
+        var holdings = Holdings()
         for chunk in Self.inListChunks(users) {
-            held += try self.held(transactions.bind(chunk))
+            holdings.purchases += try self.held(transactions.bind(chunk))
             let q = try renewals.bind(chunk)
-            while try q.step() { renewed.append(Self.renewal(q)) }
+            while try q.step() { holdings.renewals.append(Self.renewal(q)) }
+            holdings.customers += try customers(people.bind(chunk), appTransactions: appTransactions.bind(chunk))
         }
-        return (held, renewed)
+        return holdings
     }
+
+    /// People from their subscriber rows (id, first seen) and their AppTransactions' rows (id,
+    /// app, environment, first stored).
+    private func customers(_ people: Statement, appTransactions: Statement) throws -> [CustomerRow] {
+        var rows: [String: CustomerRow] = [:]
+        var order: [String] = []
+        while try people.step() {
+            let user = people.text(0)!
+            if rows[user] == nil { order.append(user) }
+            rows[user] = CustomerRow(appUserID: user, firstSeen: people.int(1), bundleID: nil, environments: [])
+        }
+        while try appTransactions.step() {
+            let user = appTransactions.text(0)!
+            guard var row = rows[user] else { continue }
+            row.firstSeen = min(row.firstSeen, appTransactions.int(3))
+            if row.bundleID == nil { row.bundleID = appTransactions.text(1) }
+            let environment = appTransactions.text(2)!
+            if !row.environments.contains(environment) { row.environments.append(environment) }
+            rows[user] = row
+        }
+        return order.map { rows[$0]! }
+    }
+
+    static let renewalColumns =
+        "p.original_transaction_id, p.auto_renew_status, p.is_in_billing_retry_period, p.grace_period_expires_date, p.store_state"
 
     /// `(?, ?, …)` of ``inListWidth`` placeholders: one statement, prepared once, for any list.
     static let inList = "(" + Array(repeating: "?", count: inListWidth).joined(separator: ", ") + ")"
@@ -126,7 +180,8 @@ package struct AnalyticsStore {
     private static func renewal(_ q: Statement) -> RenewalRow {
         RenewalRow(
             originalTransactionID: q.text(0)!, autoRenewStatus: q.optionalInt(1).map { $0 == 1 },
-            isInBillingRetryPeriod: q.optionalInt(2).map { $0 == 1 }, gracePeriodExpiresDate: q.optionalInt(3))
+            isInBillingRetryPeriod: q.optionalInt(2).map { $0 == 1 }, gracePeriodExpiresDate: q.optionalInt(3),
+            storeState: q.text(4))
     }
 
     /// One published rate: units of `currency` per euro on `day` (YYYY-MM-DD), as published.

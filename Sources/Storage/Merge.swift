@@ -57,6 +57,14 @@ package struct Merge {
                     try db.cached("UPDATE \(table) SET app_user_id = ? WHERE app_user_id = ?").bind([canonical, alias]).run()
                 }
                 try db.cached("DELETE FROM product_states WHERE app_user_id = ?").bind([alias]).run()
+                // One person, first seen when the first of their ids was.
+                try db.cached(
+                    """
+                    UPDATE subscribers SET first_seen_at = (SELECT min(coalesce(s.first_seen_at, s.created_at)) FROM subscribers s
+                        WHERE s.app_user_id = ?1 OR s.app_user_id = ?2)
+                    WHERE app_user_id = ?1
+                    """
+                ).bind([canonical, alias]).run()
                 try db.cached("DELETE FROM subscribers WHERE app_user_id = ?").bind([alias]).run()
                 try ChangeLog(db).append(alias, at: now)  // its cached document is gone
             }

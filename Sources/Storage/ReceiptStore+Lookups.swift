@@ -94,8 +94,10 @@ extension ReceiptStore {
 
 // When a person was first heard of.
 extension ReceiptStore {
-    /// When the subscriber `canonicalID` was first stored (epoch ms); nil when there is no such row.
+    /// When the subscriber `canonicalID` was first seen (epoch ms): their row's creation, or the
+    /// earliest of an id merged into it; nil when there is no such row.
     package func firstSeen(_ canonicalID: String) throws -> Int64? {
-        try db.cached("SELECT created_at FROM subscribers WHERE app_user_id = ?").bind([canonicalID]).firstInt()
+        try db.cached("SELECT coalesce(first_seen_at, created_at) FROM subscribers WHERE app_user_id = ?").bind([canonicalID])
+            .firstInt()
     }
 }

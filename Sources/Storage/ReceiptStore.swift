@@ -94,8 +94,9 @@ package struct ReceiptStore {
 
     /// Adds the subscriber row of `appUserID` unless it exists, in the caller's transaction.
     package func addSubscriber(_ appUserID: String, now: Int64) throws {
-        try db.cached("INSERT INTO subscribers (app_user_id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
-            .bind([appUserID, now, now]).runLater()
+        try db.cached(
+            "INSERT INTO subscribers (app_user_id, created_at, updated_at, first_seen_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
+        ).bind([appUserID, now, now, now]).runLater()
     }
 
     /// Whether `appUserID` has a subscriber row (an alias never has one).

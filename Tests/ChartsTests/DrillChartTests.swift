@@ -74,8 +74,9 @@ struct DrillChartTests {
         _ context: String
     ) async throws {
         let stored = try await queue.read { db in try AnalyticsStore(db).rates() }
+        let customers = try await queue.read { db in try SampleBusiness.storedCustomers(in: db) }
         let engine = ChartEngine(
-            ledger: SampleBusiness.ledger(facts, owners: owners), rates: ExchangeRates(ReadChart.rows(stored)),
+            ledger: SampleBusiness.ledger(facts, owners: owners, customers: customers), rates: ExchangeRates(ReadChart.rows(stored)),
             settings: SampleBusiness.settings)
         var pages = 0
         for chart in Chart.allCases {
@@ -83,8 +84,8 @@ struct DrillChartTests {
                 let from = resolution == .month ? SampleBusiness.origin - 2 * day : now - 40 * day
                 let q = ChartQuery(chart: chart, from: from, to: now + 10 * day, resolution: resolution, now: now)
                 let answer = try await onTheHeavyLane { try engine.answer(q) }
-                var measures = chart.measures.filter { Chart.parts(of: $0) == nil }
-                if chart == .cohorts { measures += ["paying_0", "paying_2"] }
+                var measures = chart.measures.filter { chart.parts(of: $0) == nil }
+                if chart.hasCohortTable { measures += ["paying_0", "paying_2"] }
                 for period in answer.periods where period.start <= now {
                     for measure in measures {
                         let label = period.label

@@ -60,7 +60,8 @@ struct ReadChartTests {
                 }
                 _ = try AnalyticsStore(db).importRates(SampleBusiness.rates)
             }
-            let ledger = SampleBusiness.ledger(facts, owners: owners)
+            let customers = try await queue.write { db in try SampleBusiness.storeCustomers(seed: 39, in: db) }
+            let ledger = SampleBusiness.ledger(facts, owners: owners, customers: customers)
             let engine = ChartEngine(
                 ledger: ledger, rates: ExchangeRates(ReadChart.rows(SampleBusiness.rates)), settings: settings)
             // Seven holders a page: the thirty are read in five pages.

@@ -4,7 +4,7 @@ extension ChartDefinition {
     /// Active subscriptions: paid (grace period included, family sharing not) and free trials, each
     /// counted over the time it runs, read at each period's last instant.
     static let actives = ChartDefinition(
-        measures: ["subscriptions", "trials"], followsSubscriptions: true,
+        measures: ["subscriptions", "trials"], stocks: ["subscriptions", "trials"], followsSubscriptions: true,
         record: { $0.actives() },
         close: { $0.settle(["subscriptions", "trials"], at: $0.instants) })
 }

@@ -6,7 +6,8 @@ extension ChartDefinition {
     /// resubscribed) ÷ actives at the start.
     static let churn = ChartDefinition(
         measures: ["actives_at_start", "churned", "resubscribed", "churn_rate"],
-        parts: { $0 == "churn_rate" ? ["churned", "resubscribed", "actives_at_start"] : nil }, followsSubscriptions: true,
+        parts: { $0 == "churn_rate" ? ["churned", "resubscribed", "actives_at_start"] : nil },
+        startStocks: ["actives_at_start"], followsSubscriptions: true,
         record: { $0.churn() },
         close: {
             $0.settle(["actives_at_start"], at: $0.starts)

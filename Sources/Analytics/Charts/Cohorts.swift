@@ -11,7 +11,7 @@ extension ChartDefinition {
             guard measure.hasPrefix("retention_") else { return nil }
             return ["paying_" + measure.dropFirst("retention_".count), "customers"]
         },
-        followsSubscriptions: true, record: { $0.cohorts() }, close: { $0.settleCohorts() })
+        cohortBase: "customers", followsSubscriptions: true, record: { $0.cohorts() }, close: { $0.settleCohorts() })
 }
 
 /// How a ledger becomes the cohorts chart's items.
@@ -40,18 +40,27 @@ extension ItemRecorder {
             for piece in pieces { stock("paying", from: piece.start, to: piece.end, 1, piece.entry, cohort: cohort) }
         }
         for e in admitted {
-            guard let cohort = firstPaid[e.appUserID]?.purchase.purchaseDate, let at = e.purchase.purchaseDate else { continue }
-            let (charge, notes) = charge(e)
-            guard let c = charge else {
-                if !notes.isEmpty { flow("", at: at, 0, e, cohort: cohort, notes: notes) }
-                continue
-            }
-            let (gross, missing) = convert(c.gross, c)
-            guard let gross, let refunds = convert(c.refunds, c).0 else {
-                flow("", at: at, 0, e, cohort: cohort, notes: notes + missing)
-                continue
-            }
-            flow("revenue", at: at, gross - refunds, e, money: true, detail: c.refundKind, cohort: cohort, notes: notes)
+            guard let cohort = firstPaid[e.appUserID]?.purchase.purchaseDate else { continue }
+            revenue("revenue", of: e, cohort: cohort)
         }
+    }
+
+    /// A sale's net revenue (its price less any refund, in the chart's currency) for a cohort, at
+    /// the sale; or, unpriced, the notes saying why (an item of no measure but its window's
+    /// suffix, when `measure` has one: `revenue/7d`'s notes are `/7d`'s, counted for that window).
+    mutating func revenue(_ measure: String, of e: Ledger.Entry, cohort: Int64) {
+        guard let at = e.purchase.purchaseDate else { return }
+        let notesOnly = measure.firstIndex(of: "/").map { String(measure[$0...]) } ?? ""
+        let (charge, notes) = charge(e)
+        guard let c = charge else {
+            if !notes.isEmpty { flow(notesOnly, at: at, 0, e, cohort: cohort, notes: notes) }
+            return
+        }
+        let (gross, missing) = convert(c.gross, c)
+        guard let gross, let refunds = convert(c.refunds, c).0 else {
+            flow(notesOnly, at: at, 0, e, cohort: cohort, notes: notes + missing)
+            return
+        }
+        flow(measure, at: at, gross - refunds, e, money: true, detail: c.refundKind, cohort: cohort, notes: notes)
     }
 }

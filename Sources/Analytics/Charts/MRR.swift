@@ -4,7 +4,7 @@ extension ChartDefinition {
     /// MRR: each active paid subscription's price normalised to a month, over the time it pays,
     /// and the count of those subscriptions; ARR is twelve times MRR.
     static let mrr = ChartDefinition(
-        measures: ["subscriptions", "mrr", "arr"], money: ["mrr", "arr"], followsSubscriptions: true,
+        measures: ["subscriptions", "mrr", "arr"], money: ["mrr", "arr"], stocks: ["subscriptions", "mrr", "arr"], followsSubscriptions: true,
         record: { $0.mrr() },
         close: { $0.settle(["subscriptions", "mrr", "arr"], at: $0.instants) })
 }
@@ -17,21 +17,25 @@ extension ItemRecorder {
             for piece in pieces {
                 let e = piece.entry
                 stock("subscriptions", from: piece.start, to: piece.end, 1, e)
-                let (charge, notes) = charge(e)
-                guard let c = charge, let (n, d, name) = Self.monthly(e.purchase) else {
-                    if !notes.isEmpty { stock("", from: piece.start, to: piece.end, 0, e, notes: notes) }
+                let m = monthly(e)
+                guard let value = m.value else {
+                    if !m.notes.isEmpty { stock("", from: piece.start, to: piece.end, 0, e, notes: m.notes) }
                     continue
                 }
-                let (converted, missing) = convert(c.price.milliunits, c, times: n, over: d)
-                guard let monthly = converted else {
-                    stock("", from: piece.start, to: piece.end, 0, e, notes: notes + missing)
-                    continue
-                }
-                func detail() -> String { "\(Money.text(c.price.milliunits)) \(c.price.currency) per \(name)" }
-                stock("mrr", from: piece.start, to: piece.end, monthly, e, money: true, detail: detail(), notes: notes)
-                stock("arr", from: piece.start, to: piece.end, monthly * 12, e, money: true, detail: detail())
+                stock("mrr", from: piece.start, to: piece.end, value, e, money: true, detail: m.detail(), notes: m.notes)
+                stock("arr", from: piece.start, to: piece.end, value * 12, e, money: true, detail: m.detail())
             }
         }
+    }
+
+    /// A paid transaction's price normalised to a month in the chart's currency, why (its
+    /// price per period), and the notes of a price or rate missing (then no value) or of an
+    /// untaxed storefront.
+    func monthly(_ e: Ledger.Entry) -> (value: Int64?, detail: () -> String, notes: [ItemNote]) {
+        let (charge, notes) = charge(e)
+        guard let c = charge, let (n, d, name) = Self.monthly(e.purchase) else { return (nil, { "" }, notes) }
+        let (converted, missing) = convert(c.price.milliunits, c, times: n, over: d)
+        return (converted, { "\(Money.text(c.price.milliunits)) \(c.price.currency) per \(name)" }, notes + missing)
     }
 
     /// RevenueCat's normalisation to a month, by the length of the period paid for.

@@ -35,7 +35,8 @@ struct ChartRoutes: RouteGroup {
 
 extension Requests {
     /// `GET /v1/admin/charts/{chart}`'s path and query: `from`, `to`, `resolution`, `tz`,
-    /// `currency` and the filters `app`, `product`, `storefront`, `environment`, `store`.
+    /// `currency`, the filters `app`, `product`, `storefront`, `environment`, `store`, and a
+    /// first-seen cohort's `window` (`7d`, `30d`, `90d`, `365d`, `unbounded`).
     static func chart(_ request: HTTPRequest, _ context: RouteContext) throws(ReceiptError) -> ReadChart.Input {
         let name = context.parameters["chart"] ?? ""
         guard let chart = Chart(rawValue: name) else {
@@ -73,9 +74,19 @@ extension Requests {
             }
             filters.store = s
         }
+        var window: ChartWindow?
+        if let text = request.queryValue("window") {
+            guard chart.defaultWindow != nil else {
+                throw .invalidRequest("`window` is for the charts of customers by first seen, not \(chart.rawValue).")
+            }
+            guard let w = ChartWindow(rawValue: text) else {
+                throw .invalidRequest("`window` must be one of \(ChartWindow.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            window = w
+        }
         return ReadChart.Input(
             chart: chart, from: try instant("from"), to: try instant("to"), resolution: resolution, zone: zone,
-            currency: currency, filters: filters)
+            currency: currency, filters: filters, window: window)
     }
 
     /// `environment`: `production` (the default) or `sandbox`.
@@ -131,7 +142,7 @@ extension Requests {
 }
 
 extension Responses {
-    /// `{"chart", "currency", "resolution", "time_zone", "measures", "values": [{"period", …}],
+    /// `{"chart", "currency", "resolution", "time_zone", "measures", "window", "values": [{"period", …}],
     /// "missing_rates", "missing_prices", "untaxed_storefronts", "source", "pending_changes"}`, or
     /// one CSV row per period.
     static func chart(_ a: ChartAnswer, csv: Bool) -> HTTPResponse {
@@ -144,7 +155,7 @@ extension Responses {
             }
             return Self.csv(lines, name: "\(a.chart.rawValue).csv")
         }
-        let body = JSONValue.object([
+        var body = JSONValue.object([
             "chart": .string(a.chart.rawValue), "currency": .string(a.currency), "resolution": .string(a.resolution.rawValue),
             "time_zone": .string(a.zone), "measures": .array(a.measures.map(JSONValue.string)),
             "missing_rates": .array(
@@ -164,6 +175,11 @@ extension Responses {
             "untaxed_storefronts": .array(a.untaxedStorefronts.map(JSONValue.string)),
             "source": .string(a.fromRollups ? "rollups" : "transactions"), "pending_changes": .int(a.pendingChanges),
         ])
+        // A first-seen cohort's window, on the charts that have one.
+        if let window = a.window, case .object(var fields) = body {
+            fields["window"] = .string(window.rawValue)
+            body = .object(fields)
+        }
         // A period's measures written straight from the answer into the body, their names sorted
         // and their columns found once: a cohort chart by day is 730 periods of 1,463 measures.
         let (keys, columns) = (["period"] + a.measures, a.measures.map(a.figures.column))
@@ -203,8 +219,11 @@ extension Responses {
                 "contributions": .array(
                     d.contributions.map { c in
                         .object([
-                            "app_user_id": .string(c.appUserID), "original_transaction_id": .string(c.originalTransactionID),
-                            "transaction_id": c.transactionID.map(JSONValue.string) ?? .null, "value": json(c.value),
+                            // A person's own contribution (first seen) names no transaction.
+                            "app_user_id": .string(c.appUserID),
+                            "original_transaction_id": c.originalTransactionID.isEmpty ? .null : .string(c.originalTransactionID),
+                            "transaction_id": c.transactionID.flatMap { $0.isEmpty ? nil : JSONValue.string($0) } ?? .null,
+                            "value": json(c.value),
                             "detail": c.detail.map(JSONValue.string) ?? .null,
                         ])
                     }),

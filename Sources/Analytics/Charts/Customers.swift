@@ -1,0 +1,109 @@
+import Entitlements
+
+// The charts of customers by when they were first seen (``Newcomer``): how many came, what share
+// converted (to anything, or to paying) within a window of that, and what they brought within a
+// lifetime. A cohort's figures are in the period its customers were first seen in; what they do
+// counts once it has happened and while it stands (a refunded payment stops counting).
+
+extension ChartDefinition {
+    /// New customers: people first seen in the period.
+    static let newCustomers = ChartDefinition(
+        measures: ["new_customers"], followsCustomers: true, followsSubscriptions: false,
+        record: { $0.newCustomers() },
+        close: { $0.zero(["new_customers"]) })
+
+    /// Initial conversion: of the customers first seen in the period, those who started a trial
+    /// or bought anything within the window (7 days unless asked).
+    static let initialConversion = ChartDefinition(
+        measures: ["new_customers", "converted_customers", "initial_conversion_rate"],
+        parts: { $0 == "initial_conversion_rate" ? ["converted_customers", "new_customers"] : nil },
+        window: .days7, followsCustomers: true, followsSubscriptions: false,
+        record: { $0.conversions("converted_customers", payments: false) },
+        close: {
+            $0.zero(["new_customers", "converted_customers"])
+            $0.ratio("initial_conversion_rate", "converted_customers", "new_customers")
+        })
+
+    /// Conversion to paying: of the customers first seen in the period, those who paid (not a
+    /// free trial) within the window (7 days unless asked).
+    static let conversionToPaying = ChartDefinition(
+        measures: ["new_customers", "new_paying_customers", "paying_conversion_rate"],
+        parts: { $0 == "paying_conversion_rate" ? ["new_paying_customers", "new_customers"] : nil },
+        window: .days7, followsCustomers: true, followsSubscriptions: false,
+        record: { $0.conversions("new_paying_customers", payments: true) },
+        close: {
+            $0.zero(["new_customers", "new_paying_customers"])
+            $0.ratio("paying_conversion_rate", "new_paying_customers", "new_customers")
+        })
+
+    /// Realised LTV per customer: the net revenue the customers first seen in the period brought
+    /// within the lifetime (30 days unless asked), per customer.
+    static let ltvPerCustomer = ChartDefinition(
+        measures: ["new_customers", "revenue", "ltv_per_customer"], money: ["revenue", "ltv_per_customer"],
+        parts: { $0 == "ltv_per_customer" ? ["revenue", "new_customers"] : nil },
+        window: .days30, followsCustomers: true, followsSubscriptions: false,
+        record: { $0.lifetimeValue(perPaying: false) },
+        close: {
+            $0.zero(["new_customers", "revenue"])
+            $0.quotient("ltv_per_customer", "revenue", "new_customers")
+        })
+
+    /// Realised LTV per paying customer: the same revenue per customer who paid within the
+    /// lifetime (30 days unless asked).
+    static let ltvPerPayingCustomer = ChartDefinition(
+        measures: ["new_paying_customers", "revenue", "ltv_per_paying_customer"], money: ["revenue", "ltv_per_paying_customer"],
+        parts: { $0 == "ltv_per_paying_customer" ? ["revenue", "new_paying_customers"] : nil },
+        window: .days30, followsCustomers: true, followsSubscriptions: false,
+        record: { $0.lifetimeValue(perPaying: true) },
+        close: {
+            $0.zero(["new_paying_customers", "revenue"])
+            $0.quotient("ltv_per_paying_customer", "revenue", "new_paying_customers")
+        })
+}
+
+/// How a ledger becomes the customers' charts' items.
+extension ItemRecorder {
+    mutating func newCustomers() {
+        for person in newcomers { flow("new_customers", of: person, at: person.firstSeen, detail: "first seen") }
+    }
+
+    /// Each customer in the cohort of their first being seen, and (per window) their first
+    /// conversion within it: any purchase or trial, or a payment alone; a refunded payment stops
+    /// counting, and the next one in the window (if any) counts from then.
+    mutating func conversions(_ measure: String, payments: Bool) {
+        for person in newcomers {
+            let cohort = person.firstSeen
+            flow("new_customers", of: person, at: cohort, detail: "first seen", cohort: cohort)
+            let kind = person.entries.filter { e in
+                e.purchase.purchaseDate != nil && !e.purchase.isFamilyShared && (!payments || e.purchase.isPayment)
+            }
+            for (window, suffix) in windows {
+                let within = kind.filter { window.admits($0.purchase.purchaseDate!, firstSeen: cohort) }
+                for (e, valid) in Newcomer.standing(within) {
+                    let why = e.purchase.isFreeTrial ? "trial started" : e.purchase.expiresDate == nil ? "bought" : "paid"
+                    flow(measure + suffix, at: e.purchase.purchaseDate!, 1, e, detail: why, cohort: cohort, valid: valid)
+                }
+            }
+        }
+    }
+
+    /// Each customer's (or each paying customer's) cohort, and the net revenue of their sales
+    /// within the lifetime (per window).
+    mutating func lifetimeValue(perPaying: Bool) {
+        for person in newcomers {
+            let cohort = person.firstSeen
+            if !perPaying { flow("new_customers", of: person, at: cohort, detail: "first seen", cohort: cohort) }
+            for (window, suffix) in windows {
+                let within = person.entries.filter {
+                    $0.purchase.purchaseDate.map { window.admits($0, firstSeen: cohort) } ?? false
+                }
+                if perPaying {
+                    for (e, valid) in Newcomer.standing(within.filter(\.purchase.isPayment)) {
+                        flow("new_paying_customers" + suffix, at: e.purchase.purchaseDate!, 1, e, detail: "paid", cohort: cohort, valid: valid)
+                    }
+                }
+                for e in within { revenue("revenue" + suffix, of: e, cohort: cohort) }
+            }
+        }
+    }
+}

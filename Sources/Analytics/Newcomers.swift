@@ -1,0 +1,64 @@
+import Entitlements
+
+/// A person as the customers' charts count them (RevenueCat's "customer": anyone using the app,
+/// whether or not they bought anything). First seen at the earliest of when receiptd first heard
+/// of them (``Ledger/Customer``) and their first purchase; counted in the environments of their
+/// purchases and AppTransactions (production when they have neither); of the app and store of
+/// their first purchase, else of their AppTransaction.
+struct Newcomer {
+    var appUserID: String
+    var firstSeen: Int64
+    var bundleID: String
+    var store: Store
+    /// Their transactions the filters admit, oldest first.
+    var entries: [Ledger.Entry]
+
+    /// The people of a ledger the filters admit, in byte order of their ids. Only the environment
+    /// and the app decide who is a customer (a product, storefront or store is a purchase's, which
+    /// someone who bought nothing has not): those filters choose among their transactions.
+    static func newcomers(_ ledger: Ledger, admitted: [Ledger.Entry], filters: ChartFilters) -> [Newcomer] {
+        var all: [String: [Ledger.Entry]] = [:]
+        for e in ledger.entries { all[e.appUserID, default: []].append(e) }
+        var kept: [String: [Ledger.Entry]] = [:]
+        for e in admitted { kept[e.appUserID, default: []].append(e) }
+        let people = Set(all.keys).union(ledger.customers.keys)
+        var newcomers: [Newcomer] = []
+        for user in people.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            let held = (all[user] ?? []).filter { $0.purchase.purchaseDate != nil }
+            let first = held.min { Purchase.chronological($0.purchase, $1.purchase) }
+            let customer = ledger.customers[user]
+            guard let firstSeen = [customer?.firstSeen, first?.purchase.purchaseDate].compactMap({ $0 }).min() else { continue }
+            var environments = Set(held.map(\.purchase.environment)).union(customer?.environments ?? [])
+            if environments.isEmpty { environments = ["production"] }
+            let bundleID = first?.bundleID ?? customer?.bundleID ?? ""
+            guard environments.contains(filters.environment), filters.app.map({ $0 == bundleID }) ?? true else { continue }
+            newcomers.append(
+                Newcomer(
+                    appUserID: user, firstSeen: firstSeen, bundleID: bundleID, store: first?.purchase.store ?? .appStore,
+                    entries: kept[user] ?? []))
+        }
+        return newcomers
+    }
+
+    /// Their first transactions of a kind within a window, as each stands in turn: the first
+    /// counts until it is refunded, then the next, and so on (a trial is never refunded). Each
+    /// with the clocks at which it is the one that counts, [since, until); none once one stands
+    /// for good.
+    static func standing(_ entries: [Ledger.Entry]) -> [(Ledger.Entry, (Int64, Int64))] {
+        var out: [(Ledger.Entry, (Int64, Int64))] = []
+        var since = Int64.min
+        for e in entries {
+            let until = e.purchase.isFreeTrial || !e.purchase.isRefunded ? .max : e.purchase.cancellationDate ?? .max
+            if since < until { out.append((e, (since, until))) }
+            if until == .max { break }
+            since = max(since, until)
+        }
+        return out
+    }
+}
+
+extension Purchase {
+    /// A payment: anything bought that is not a free trial or a family member's copy (a
+    /// subscription period, an introductory price, a one-time product).
+    var isPayment: Bool { purchaseDate != nil && !isFreeTrial && !isFamilyShared }
+}
