@@ -15,6 +15,8 @@ proportions, plus a few named customers, then drives the console like a support 
 - revenue: every active_monthly receipt was posted with its price, so the revenue chart's gross
   adds up to them, a number drills down to its transactions, a chart downloads as CSV, and a
   customer's page shows what they paid, the commission and the proceeds;
+- growth: the movements balance row by row, new customers are the API's count, a segment splits
+  them by store;
 - phone width: nothing wider than the screen.
 
 Screenshots of each page go to OUT_DIR. Prints the figures; exits 1 on the first failure.
@@ -459,7 +461,41 @@ def main():
         wait.until(lambda d: os.path.exists(os.path.join(downloads, "revenue.csv")))
         with open(os.path.join(downloads, "revenue.csv")) as f:
             csv_head = f.readline().strip()
-        check(csv_head == "period,transactions,gross,refunds,net,tax,commission,proceeds", f"the CSV downloads ({csv_head})")
+        check(csv_head == "period,transactions,gross,refunds,net,new_revenue,renewal_revenue,tax,commission,proceeds", f"the CSV downloads ({csv_head})")
+        # Growth: the movements balance row by row, new customers are the API's, a segment splits them.
+        driver.get(base + "#/growth/" + quote("days=90&resolution=month"))
+        ready("growth")
+        movement = driver.find_element(By.CSS_SELECTOR, "#chart-mrr_movement")
+        check(len(movement.find_elements(By.CSS_SELECTOR, "svg.chart rect")) > 0, "growth: the MRR movement is drawn")
+        actives = driver.find_element(By.CSS_SELECTOR, "#chart-actives_movement")
+        actives.find_element(By.TAG_NAME, "summary").click()
+        header = [th.get_attribute("textContent") for th in actives.find_elements(By.CSS_SELECTOR, "table thead th")]
+        rows = [[td.get_attribute("textContent") for td in tr.find_elements(By.TAG_NAME, "td")]
+                for tr in actives.find_elements(By.CSS_SELECTOR, "table tbody tr")]
+        start, net, end = (header.index(m) for m in ["starting_actives", "net_actives_movement", "ending_actives"])
+        balanced = [r for r in rows if r[start] != "—" and int(r[start]) + int(r[net]) == int(r[end])]
+        check(rows and len(balanced) == len([r for r in rows if r[start] != "—"]),
+              f"growth: active subscriptions start + movement = end in each of {len(balanced)} months")
+        customers = json.loads(request("GET", PORT, "/v1/admin/charts/new_customers?resolution=month&from="
+                                       + time.strftime("%Y-%m-%d", time.gmtime(time.time() - 90 * 86400)), key=KEY)[1])
+        expected_customers = sum(v["new_customers"] or 0 for v in customers["values"])
+        section = driver.find_element(By.CSS_SELECTOR, "#chart-new_customers")
+        section.find_element(By.TAG_NAME, "summary").click()
+        column = [th.get_attribute("textContent") for th in section.find_elements(By.CSS_SELECTOR, "table thead th")].index("new_customers")
+        shown = sum(int(tr.find_elements(By.TAG_NAME, "td")[column].get_attribute("textContent"))
+                    for tr in section.find_elements(By.CSS_SELECTOR, "table tbody tr")
+                    if tr.find_elements(By.TAG_NAME, "td")[column].get_attribute("textContent") != "—")
+        check(shown == expected_customers and shown > 0, f"growth: {shown} new customers, as the API counts them")
+        shot("growth")
+        driver.get(base + "#/growth/" + quote("days=90&resolution=month&group_by=store"))
+        ready("growth")
+        section = driver.find_element(By.CSS_SELECTOR, "#chart-new_customers")
+        section.find_element(By.TAG_NAME, "summary").click()
+        stores = {tr.find_elements(By.TAG_NAME, "td")[1].get_attribute("textContent")
+                  for tr in section.find_elements(By.CSS_SELECTOR, "table tbody tr")}
+        check("app_store" in stores, f"growth: split by store ({sorted(stores)})")
+        shot("growth-by-store")
+
         driver.get(base + "#/customer/console-alice")
         ready("customer")
         money = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#money-totals tbody tr td")]
@@ -468,7 +504,8 @@ def main():
 
         # Phone width.
         driver.set_window_size(390, 844)
-        for fragment, page in [("#/customer/console-alice", "customer"), ("#/overview", "overview"), ("#/revenue", "revenue")]:
+        for fragment, page in [("#/customer/console-alice", "customer"), ("#/overview", "overview"), ("#/revenue", "revenue"),
+                               ("#/growth", "growth")]:
             driver.get(base + fragment)
             ready(page)
             wide = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")

@@ -27,7 +27,7 @@ package struct ChartEngine: Sendable {
     package func items(_ q: ChartQuery) -> [ChartItem] {
         ItemRecorder.record(
             ledger, chart: q.chart, filters: q.filters, currency: q.currency ?? settings.reportingCurrency, rates: rates,
-            settings: settings, window: q.cohortWindow)
+            settings: settings, window: q.cohortWindow, groupBy: q.groupBy)
     }
 }
 
@@ -61,10 +61,20 @@ package struct ChartSum {
     /// is ever held: every item adds to the figures independently of the others.
     package struct Running: Sendable {
         var book: Book
+        /// Per group, when the query splits its figures (and is not a drill-down's).
+        var groups: [String: Book] = [:]
 
         init(_ book: Book) { self.book = book }
 
-        package mutating func add(_ items: [ChartItem]) { book.count(items) }
+        package mutating func add(_ items: [ChartItem]) {
+            book.count(items)
+            guard book.q.groupBy != nil, book.focus == nil else { return }
+            var byGroup: [String: [ChartItem]] = [:]
+            for item in items { byGroup[item.group, default: []].append(item) }
+            for (group, items) in byGroup {
+                groups[group, default: Book(q: book.q, grid: book.grid, currency: book.currency, focus: nil)].count(items)
+            }
+        }
 
         /// The contributions kept so far (a drill-down's).
         package var contributionCount: Int { book.contributions.count }
@@ -72,7 +82,15 @@ package struct ChartSum {
         package func answer() -> ChartAnswer {
             var book = book
             book.close()
-            return book.finish()
+            var answer = book.finish()
+            answer.groupBy = book.q.groupBy
+            answer.groups = groups.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { value in
+                var group = groups[value]!
+                group.close()
+                let figures = group.finish()
+                return ChartGroup(value: value, measures: figures.measures, figures: figures.figures)
+            }
+            return answer
         }
 
         /// The drill-down this sum was started for (``ChartSum/drilling(period:measure:)``).
@@ -165,7 +183,7 @@ struct Book: Sendable {
     // MARK: Summing
 
     mutating func count(_ items: [ChartItem]) {
-        for item in items where item.isValid(at: q.now) {
+        for item in items where item.isValid(at: q.now) && (q.group == nil || q.group == item.group) {
             if count(item) { note(item.notes, times: item.count) }
         }
     }

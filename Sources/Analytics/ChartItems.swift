@@ -39,12 +39,16 @@ package struct ChartItem: Sendable, Equatable {
     package var store: Store
     /// How many items this one stands for (a rollup's row sums many): its notes count that often.
     package var count: Int64 = 1
+    /// Its value of the query's ``ChartQuery/groupBy`` (empty when not split).
+    package var group = ""
 
     package init(
         measure: String, kind: Kind, at: Int64, until: Int64, validFrom: Int64 = .min, validUntil: Int64 = .max,
         cohort: Int64? = nil, value: Int64, isMoney: Bool, appUserID: String, originalTransactionID: String,
-        transactionID: String, detail: String? = nil, notes: [ItemNote] = [], bundleID: String, store: Store, count: Int64 = 1
+        transactionID: String, detail: String? = nil, notes: [ItemNote] = [], bundleID: String, store: Store, count: Int64 = 1,
+        group: String = ""
     ) {
+        self.group = group
         self.measure = measure
         self.kind = kind
         self.at = at
@@ -97,12 +101,18 @@ struct ItemRecorder {
     let window: ChartWindow?
     /// The people the filters admit, for the charts of customers (the others never build them).
     let newcomers: [Newcomer]
+    /// The dimension items are grouped by, if any.
+    let groupBy: ChartDimension?
+    /// While a person's items are recorded, the group all of them go to (theirs, not their
+    /// transactions'): a customer is in one group.
+    var personGroup: String?
     var items: [ChartItem] = []
 
     init(
         ledger: Ledger, charts: [Chart], filters: ChartFilters, currency: String, rates: ExchangeRates,
-        settings: AnalyticsSettings, withDetails: Bool = true, window: ChartWindow? = nil
+        settings: AnalyticsSettings, withDetails: Bool = true, window: ChartWindow? = nil, groupBy: ChartDimension? = nil
     ) {
+        self.groupBy = groupBy
         self.currency = currency
         self.rates = rates
         self.settings = settings
@@ -115,7 +125,8 @@ struct ItemRecorder {
         lines = followed ? SubscriptionLine.lines(ledger, filters: filters) : []
         paying = lines.map(\.payingPieces)
         newcomers =
-            charts.contains { $0.definition.followsCustomers } ? Newcomer.newcomers(ledger, admitted: admitted, filters: filters) : []
+            charts.contains { $0.definition.followsCustomers }
+            ? Newcomer.newcomers(ledger, admitted: admitted, filters: filters) : []
         // Years of service count every purchase of the environment, whatever the other filters.
         commission = Commission(
             ledger.entries.filter { $0.purchase.environment == filters.environment },
@@ -124,11 +135,25 @@ struct ItemRecorder {
 
     static func record(
         _ ledger: Ledger, chart: Chart, filters: ChartFilters, currency: String, rates: ExchangeRates,
-        settings: AnalyticsSettings, window: ChartWindow? = nil
+        settings: AnalyticsSettings, window: ChartWindow? = nil, groupBy: ChartDimension? = nil
     ) -> [ChartItem] {
+        // By environment: each environment's chart, its items in its group.
+        guard groupBy != .environment else {
+            return ledger.environments.sorted().flatMap { environment in
+                var one = filters
+                one.environment = environment
+                return record(
+                    ledger, chart: chart, filters: one, currency: currency, rates: rates, settings: settings, window: window
+                ).map { item in
+                    var item = item
+                    item.group = environment
+                    return item
+                }
+            }
+        }
         var recorder = ItemRecorder(
             ledger: ledger, charts: [chart], filters: filters, currency: currency, rates: rates, settings: settings,
-            window: window ?? chart.defaultWindow)
+            window: window ?? chart.defaultWindow, groupBy: groupBy)
         recorder.record(chart)
         return recorder.items
     }
@@ -175,7 +200,14 @@ struct ItemRecorder {
             ChartItem(
                 measure: measure, kind: .flow, at: at, until: at, cohort: cohort, value: 1, isMoney: false,
                 appUserID: person.appUserID, originalTransactionID: "", transactionID: "",
-                detail: withDetails ? detail() : nil, bundleID: person.bundleID, store: person.store))
+                detail: withDetails ? detail() : nil, bundleID: person.bundleID, store: person.store,
+                group: groupBy.map { person.value(of: $0) } ?? ""))
+    }
+
+    /// The group of an item of `e`: the person's being recorded, else the transaction's own.
+    func group(of e: Ledger.Entry) -> String {
+        guard let groupBy else { return "" }
+        return personGroup ?? e.value(of: groupBy)
     }
 
     /// The windows to record a first-seen cohort's measures for, and the suffix of each one's
@@ -192,7 +224,8 @@ struct ItemRecorder {
         ChartItem(
             measure: measure, kind: kind, at: at, until: until, validFrom: valid.0, validUntil: valid.1, cohort: cohort,
             value: value, isMoney: money, appUserID: e.appUserID, originalTransactionID: e.purchase.originalTransactionID,
-            transactionID: e.purchase.transactionID, detail: detail, notes: notes, bundleID: e.bundleID, store: e.purchase.store)
+            transactionID: e.purchase.transactionID, detail: detail, notes: notes, bundleID: e.bundleID, store: e.purchase.store,
+            group: group(of: e))
     }
 
     /// The priced sale of an entry, or the note saying why there is none (nil, [] for what is

@@ -70,6 +70,15 @@ package enum Chart: String, Sendable, CaseIterable {
     package var defaultWindow: ChartWindow? { definition.window }
 }
 
+/// What a chart's figures can be split by (`group_by=`): each figure per value of one dimension
+/// of the transaction behind it (or, for the charts of customers, of the customer's first
+/// purchase), every figure summed per group exactly as for the whole.
+package enum ChartDimension: String, Sendable, CaseIterable {
+    /// The storefront: Apple's alpha-3 country or region, Google Play's alpha-2.
+    case country
+    case store, product, app, environment
+}
+
 /// How long after a customer was first seen what they do counts for their cohort, in whole UTC
 /// days after the day they were first seen (RevenueCat's "day 0 through day 7" for 7 days), or
 /// without end.
@@ -153,6 +162,10 @@ package struct ChartQuery: Sendable {
     package var now: Int64
     /// A first-seen cohort's window (the chart's default when nil; ignored by other charts).
     package var window: ChartWindow?
+    /// Split every figure by this dimension (the answer's ``ChartAnswer/groups``).
+    package var groupBy: ChartDimension?
+    /// One group's figures alone (a drill-down's into one group): its value of ``groupBy``.
+    package var group: String?
 
     /// The window its chart's cohorts are given: the query's, or the chart's default; nil for a
     /// chart without one.
@@ -160,9 +173,12 @@ package struct ChartQuery: Sendable {
 
     package init(
         chart: Chart, from: Int64, to: Int64, resolution: Resolution = .day, zone: ZoneOffset = .utc, currency: String? = nil,
-        filters: ChartFilters = ChartFilters(), now: Int64, window: ChartWindow? = nil
+        filters: ChartFilters = ChartFilters(), now: Int64, window: ChartWindow? = nil, groupBy: ChartDimension? = nil,
+        group: String? = nil
     ) {
         self.window = window
+        self.groupBy = groupBy
+        self.group = group
         self.chart = chart
         self.from = from
         self.to = to
@@ -224,10 +240,22 @@ package struct ChartAnswer: Sendable {
     package var pendingChanges: Int64 = 0
     /// A first-seen cohort's window (nil for the other charts).
     package var window: ChartWindow?
+    /// The dimension the figures are split by, and each group's figures (by value, in byte
+    /// order); ``figures`` are then the whole's.
+    package var groupBy: ChartDimension?
+    package var groups: [ChartGroup] = []
 
     /// Each period's figures by name: ``figures`` row by row, all of them made at each use (to
     /// read, not for speed).
     package var values: [[String: Measure]] { (0..<figures.periods).map(figures.row) }
+}
+
+/// One group of a split chart: a value of its dimension (`unknown` where the transaction or
+/// customer has none: a sale with no storefront, someone who bought nothing) and its figures.
+package struct ChartGroup: Sendable {
+    package var value: String
+    package var measures: [String]
+    package var figures: Figures
 }
 
 /// Drill-down: the figure and its contributions.

@@ -12,6 +12,15 @@ struct Newcomer {
     var store: Store
     /// Their transactions the filters admit, oldest first.
     var entries: [Ledger.Entry]
+    /// Their first purchase (of any environment or filter): what their group is of.
+    var first: Ledger.Entry?
+
+    /// The customer's value of a dimension: their first purchase's, else (for someone who bought
+    /// nothing) their AppTransaction's app, or `unknown`.
+    func value(of dimension: ChartDimension) -> String {
+        if let first { return first.value(of: dimension) }
+        return dimension == .app && !bundleID.isEmpty ? bundleID : "unknown"
+    }
 
     /// The people of a ledger the filters admit, in byte order of their ids. Only the environment
     /// and the app decide who is a customer (a product, storefront or store is a purchase's, which
@@ -35,7 +44,7 @@ struct Newcomer {
             newcomers.append(
                 Newcomer(
                     appUserID: user, firstSeen: firstSeen, bundleID: bundleID, store: first?.purchase.store ?? .appStore,
-                    entries: kept[user] ?? []))
+                    entries: kept[user] ?? [], first: first))
         }
         return newcomers
     }
@@ -61,4 +70,17 @@ extension Purchase {
     /// A payment: anything bought that is not a free trial or a family member's copy (a
     /// subscription period, an introductory price, a one-time product).
     var isPayment: Bool { purchaseDate != nil && !isFreeTrial && !isFamilyShared }
+}
+
+extension Ledger.Entry {
+    /// Its value of a dimension a chart is split by: `unknown` for a sale with no storefront.
+    func value(of dimension: ChartDimension) -> String {
+        switch dimension {
+        case .country: purchase.commerce.storefront ?? "unknown"
+        case .store: purchase.store.rawValue
+        case .product: purchase.productID
+        case .app: bundleID
+        case .environment: purchase.environment
+        }
+    }
 }

@@ -38,12 +38,18 @@ package struct ReadChart: UseCase, Sendable {
         package var filters: ChartFilters
         /// The conversion or lifetime window of a chart of customers by first seen (its default when nil).
         package var window: ChartWindow?
+        /// Split the figures by a dimension; a drill-down into one group's figure names the group.
+        package var groupBy: ChartDimension?
+        package var group: String?
 
         package init(
             chart: Chart, from: Int64? = nil, to: Int64? = nil, resolution: Resolution = .day, zone: ZoneOffset = .utc,
-            currency: String? = nil, filters: ChartFilters = ChartFilters(), window: ChartWindow? = nil
+            currency: String? = nil, filters: ChartFilters = ChartFilters(), window: ChartWindow? = nil,
+            groupBy: ChartDimension? = nil, group: String? = nil
         ) {
             self.window = window
+            self.groupBy = groupBy
+            self.group = group
             self.chart = chart
             self.from = from
             self.to = to
@@ -121,7 +127,8 @@ package struct ReadChart: UseCase, Sendable {
     {
         var running = running
         var after: String?
-        let environment = query.filters.environment
+        // Split by environment: every environment's holdings (each item in its own's group).
+        let environment: String? = query.groupBy == .environment ? nil : query.filters.environment
         repeat {
             let page: (last: String?, holdings: AnalyticsStore.Holdings)
             do {
@@ -148,9 +155,12 @@ package struct ReadChart: UseCase, Sendable {
         let to = input.to ?? now + 1
         let from = input.from ?? to - 30 * 86_400_000
         guard from < to else { throw .invalidRequest("`from` must be before `to`.") }
+        var filters = input.filters
+        // One environment's figure of a chart split by environment is that environment's chart.
+        if input.groupBy == .environment, let group = input.group { filters.environment = group }
         return ChartQuery(
             chart: input.chart, from: from, to: to, resolution: input.resolution, zone: input.zone, currency: input.currency,
-            filters: input.filters, now: now, window: input.window)
+            filters: filters, now: now, window: input.window, groupBy: input.groupBy, group: input.group)
     }
 
     /// The loaded exchange rates: what summing ledgers needs (the rollups were summed with them).

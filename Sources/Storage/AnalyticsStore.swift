@@ -89,8 +89,10 @@ package struct AnalyticsStore {
         ).bind(bound)
         while try q.step() { holdings.renewals.append(Self.renewal(q)) }
         holdings.customers = try customers(
-            db.cached("SELECT app_user_id, coalesce(first_seen_at, created_at) FROM subscribers WHERE app_user_id > ? AND app_user_id <= ?")
-                .bind([after ?? "", last]),
+            db.cached(
+                "SELECT app_user_id, coalesce(first_seen_at, created_at) FROM subscribers WHERE app_user_id > ? AND app_user_id <= ?"
+            )
+            .bind([after ?? "", last]),
             appTransactions: db.cached(
                 "SELECT app_user_id, bundle_id, environment, first_seen_at FROM app_transactions WHERE app_user_id > ? AND app_user_id <= ?"
             ).bind([after ?? "", last]))

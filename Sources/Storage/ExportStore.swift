@@ -80,7 +80,7 @@ package struct ExportStore {
 
     package static let subscribers = Table(
         name: "subscribers", from: "subscribers t", written: "t.updated_at", key: text("app_user_id"),
-        columns: [text("app_user_id"), integer("created_at"), integer("updated_at")])
+        columns: [text("app_user_id"), integer("created_at"), integer("updated_at"), integer("first_seen_at")])
 
     package static let tables = [transactions, events, subscribers]
 

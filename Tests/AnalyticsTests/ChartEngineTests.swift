@@ -54,6 +54,10 @@ import Testing
         #expect(a.values[0]["commission"] == .money(3000 + (5994 - 958 - 3526) + 36_000))
         // February: A's renewal only; March has not begun (now is March 1st 00:00, which it is).
         #expect(a.values[1]["gross"] == .money(10_000) && a.values[1]["proceeds"] == .money(7000))
+        // Net is new revenue (each customer's first payment) and renewal revenue: January's three
+        // first payments (A, B after her refund, D), February's renewal.
+        #expect(a.values[0]["new_revenue"] == .money(135_994) && a.values[0]["renewal_revenue"] == .money(0))
+        #expect(a.values[1]["new_revenue"] == .money(0) && a.values[1]["renewal_revenue"] == .money(10_000))
         #expect(a.values[2]["gross"] == .money(0))
         // Converting GBP to USD on January 20th needs both rates; neither was published within 4 days.
         #expect(
@@ -189,6 +193,23 @@ import Testing
         #expect(trials.values.map { $0["new_trials"] } == [.count(3), .count(0), .count(1)])
     }
 
+    /// RevenueCat's transactions: a sale refunded in full stops counting from its refund; a prorated
+    /// refund leaves a sale that brought money.
+    @Test func aSaleRefundedInFullIsNoTransaction() throws {
+        let q = { (now: Int64) in Self.months(.revenue, now: now) }
+        let engine = CustomersTests.engine
+        // January: Erin's 5.00, Frank's first (refunded in full on the 10th) and second payment.
+        #expect(try engine.answer(q(at(2026, 1, 9, 12))).values[0]["transactions"] == .count(2))
+        let april = try engine.answer(q(at(2026, 4, 1)))
+        #expect(april.values[0]["transactions"] == .count(2) && april.values[0]["gross"] == .money(15_000))
+        let drill = try engine.drill(q(at(2026, 4, 1)), period: "2026-01-01", measure: "transactions")
+        #expect(drill.contributions.map(\.transactionID) == ["e1", "f2"])
+        // Frank's first payment is his new revenue, though refunded: 0; his second is renewal revenue.
+        #expect(april.values[0]["new_revenue"] == .money(5000) && april.values[0]["renewal_revenue"] == .money(5000))
+        // The prorated refund of Bob's sale leaves it a transaction.
+        #expect(try answer(Self.revenueLedger, q(at(2026, 3, 1))).values[0]["transactions"] == .count(3))
+    }
+
     @Test func refundRateLeavesOutTrialsAndFamilySharing() throws {
         let a = try answer(Self.revenueLedger, Self.months(.refundRate, now: at(2026, 3, 1)))
         // January: A, B, C, D paid (C has no rate, but was paid); B refunded.
@@ -213,9 +234,10 @@ import Testing
         let engine = ChartEngine(ledger: Ledger(entries: Self.revenueLedger), rates: Self.rates, settings: Self.settings)
         let q = Self.months(.revenue, now: at(2026, 3, 1))
         let answer = try engine.answer(q)
-        for measure in ["transactions", "gross", "refunds", "net", "tax", "commission", "proceeds"] {
+        for measure in Chart.revenue.measures {
             let drill = try engine.drill(q, period: "2026-01-01", measure: measure)
-            let sum = drill.contributions.map(\.value).reduce(nil as Measure?) { total, next in total.map { $0 + next } ?? next }
+            let zero: Measure = measure == "transactions" ? .count(0) : .money(0)
+            let sum = drill.contributions.map(\.value).reduce(zero, +)
             #expect(sum == answer.values[0][measure], "\(measure)")
         }
         let gross = try engine.drill(q, period: "2026-01-01", measure: "gross")
@@ -242,7 +264,9 @@ import Testing
     @Test func aDrillListsOnlyWhatMakesItsFigure() throws {
         let engine = ChartEngine(ledger: Ledger(entries: Self.revenueLedger), rates: Self.rates, settings: Self.settings)
         let q = Self.months(.revenue, now: at(2026, 3, 1))
-        for measure in ["transactions", "gross", "refunds", "net", "tax", "commission", "proceeds"] {
+        for measure in [
+            "transactions", "gross", "refunds", "net", "new_revenue", "renewal_revenue", "tax", "commission", "proceeds",
+        ] {
             let drill = try engine.drill(q, period: "2026-01-01", measure: measure)
             #expect(!drill.contributions.contains { $0.value == .money(0) }, "\(measure)")
         }

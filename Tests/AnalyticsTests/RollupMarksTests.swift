@@ -55,7 +55,10 @@ struct RollupMarksTests {
                     let sum = try ChartSum(q, currency: "EUR")
                     let items = Dictionary(
                         uniqueKeysWithValues: holders.map {
-                            ($0.entries.first?.appUserID ?? $0.customers.keys.first!, ChartEngine(ledger: $0, rates: rates, settings: settings).items(q))
+                            (
+                                $0.entries.first?.appUserID ?? $0.customers.keys.first!,
+                                ChartEngine(ledger: $0, rates: rates, settings: settings).items(q)
+                            )
                         })
                     let everyone = items.keys.sorted().flatMap { items[$0]! }
                     let answer = sum.answer(everyone)

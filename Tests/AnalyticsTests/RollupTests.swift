@@ -74,7 +74,9 @@ struct RollupTests {
                     for filters in [ChartFilters(), ChartFilters(app: "com.y"), ChartFilters(store: .appStore)] {
                         let q = ChartQuery(
                             chart: chart, from: origin - 3 * day, to: now + 20 * day, resolution: resolution, filters: filters,
-                            now: now, window: ChartWindow.allCases.randomElement(using: &rng))
+                            now: now, window: ChartWindow.allCases.randomElement(using: &rng),
+                            groupBy: chart.isCohorted || chart.definition.followsCustomers
+                                ? nil : [nil, .app, .store].randomElement(using: &rng)!)
                         guard Rollup.answers(q, reportingCurrency: "EUR") else { continue }
                         let expected = try engine.answer(q)
                         // The rows the store gives: the chart's, of the measures the query needs.
@@ -89,6 +91,10 @@ struct RollupTests {
                                 $0.environment == "production" && $0.chart == chart && $0.days.contains(Rollup.floorDay(now))
                             }.map(\.item))
                         #expect(answer.figures == expected.figures, "\(chart) by \(resolution), \(filters), now \(now)")
+                        #expect(
+                            answer.groups.map(\.value) == expected.groups.map(\.value),
+                            "\(chart) by \(String(describing: q.groupBy))")
+                        #expect(answer.groups.map(\.figures) == expected.groups.map(\.figures), "\(chart) groups")
                         #expect(answer.measures == expected.measures, "\(chart)")
                         #expect(answer.missingRates == expected.missingRates, "\(chart)")
                         #expect(answer.missingPrices == expected.missingPrices, "\(chart)")

@@ -76,7 +76,8 @@ struct DrillChartTests {
         let stored = try await queue.read { db in try AnalyticsStore(db).rates() }
         let customers = try await queue.read { db in try SampleBusiness.storedCustomers(in: db) }
         let engine = ChartEngine(
-            ledger: SampleBusiness.ledger(facts, owners: owners, customers: customers), rates: ExchangeRates(ReadChart.rows(stored)),
+            ledger: SampleBusiness.ledger(facts, owners: owners, customers: customers),
+            rates: ExchangeRates(ReadChart.rows(stored)),
             settings: SampleBusiness.settings)
         var pages = 0
         for chart in Chart.allCases {

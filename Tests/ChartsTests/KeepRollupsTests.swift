@@ -92,7 +92,8 @@ struct KeepRollupsTests {
         let stored = try await queue.read { db in try AnalyticsStore(db).rates() }
         let customers = try await queue.read { db in try SampleBusiness.storedCustomers(in: db) }
         let engine = ChartEngine(
-            ledger: SampleBusiness.ledger(facts, owners: owners, customers: customers), rates: ExchangeRates(ReadChart.rows(stored)),
+            ledger: SampleBusiness.ledger(facts, owners: owners, customers: customers),
+            rates: ExchangeRates(ReadChart.rows(stored)),
             settings: settings)
         for chart in Chart.allCases {
             for (resolution, app) in [(Resolution.day, nil), (.month, nil), (.day, "com.y")] where !chart.isCohorted || app == nil

@@ -27,14 +27,15 @@ private func gunzip(_ path: String) throws -> String {
 struct ExportDataTests {
     @Test func linesAreExactNDJSONAndRFC4180() {
         let table = ExportStore.subscribers
-        let row: [ExportStore.Value] = [.text("a,\"b\"\n"), .integer(-5), .null]
+        let row: [ExportStore.Value] = [.text("a,\"b\"\n"), .integer(-5), .null, .integer(-7)]
         #expect(
             String(decoding: ExportData.jsonLine(table, row), as: UTF8.self)
-                == #"{"app_user_id":"a,\"b\"\n","created_at":-5,"updated_at":null}"# + "\n")
-        #expect(String(decoding: ExportData.csvLine(row), as: UTF8.self) == "\"a,\"\"b\"\"\n\",-5,\r\n")
+                == #"{"app_user_id":"a,\"b\"\n","created_at":-5,"updated_at":null,"first_seen_at":-7}"# + "\n")
+        #expect(String(decoding: ExportData.csvLine(row), as: UTF8.self) == "\"a,\"\"b\"\"\n\",-5,,-7\r\n")
         // Null is an empty field, an empty text a quoted one; a leading = is data, not a formula.
         #expect(String(decoding: ExportData.csvLine([.text(""), .null, .text("=1")]), as: UTF8.self) == "\"\",,=1\r\n")
-        #expect(String(decoding: ExportData.csvHeader(table), as: UTF8.self) == "app_user_id,created_at,updated_at\r\n")
+        #expect(
+            String(decoding: ExportData.csvHeader(table), as: UTF8.self) == "app_user_id,created_at,updated_at,first_seen_at\r\n")
     }
 
     @Test(arguments: await testDialects())

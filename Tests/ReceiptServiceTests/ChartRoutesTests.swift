@@ -129,6 +129,70 @@ struct ChartRoutesTests {
         }
     }
 
+    /// The charts of movement and customers over HTTP: a window, a split by country (JSON, CSV, a
+    /// group's drill-down), and a customer's own contribution naming no transaction.
+    @Test func movementsCustomersWindowsAndGroups() async throws {
+        try await ReceiptTesting.withService(
+            entitlements: ["premium": ["monthly", "annual"]], signedData: .init(roots: [TestPKI.root], appAppleIDs: [1234])
+        ) { port, _ in
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let bought = now - day
+            for (user, jws) in [
+                ("ana", try signed("7101", product: "monthly", price: 9990, currency: "USD", storefront: "USA", at: bought)),
+                ("ben", try signed("7102", product: "annual", price: 49_990, currency: "EUR", storefront: "DEU", at: bought)),
+            ] {
+                let posted = try await request(
+                    port, "POST", "/v1/receipts",
+                    String(decoding: json(["app_user_id": user, "signed_transaction": jws]).jsonBytes, as: UTF8.self),
+                    key: TestSecrets.publicKey)
+                #expect(posted.status == 200, "\(posted.body)")
+            }
+            let query = "environment=sandbox&resolution=month&from=\(dayText(bought))"
+            func chart(_ path: String) async throws -> (status: Int, json: [String: Any], body: String) {
+                let r = try await request(port, "GET", "/v1/admin/charts/\(path)", key: TestSecrets.secretKey)
+                return (r.status, r.json, r.body)
+            }
+            // Both were first seen at their purchases, a day before their first post.
+            let customers = try await chart("new_customers?\(query)")
+            let first = (customers.json["values"] as? [[String: Any]])?.first
+            #expect(first?["new_customers"] as? Int == 2, "\(customers.body)")
+            let period = first?["period"] as? String ?? ""
+            // Ana's 9.99 a month is new MRR; Ben's euros have no rate (reported, not guessed).
+            let movement = try await chart("mrr_movement?\(query)")
+            let moved = (movement.json["values"] as? [[String: Any]])?.first
+            #expect(
+                moved?["new_mrr"] as? String == "9.990" && moved?["net_mrr_movement"] as? String == "9.990", "\(movement.body)")
+            #expect((movement.json["missing_rates"] as? [[String: Any]])?.isEmpty == false)
+            // A first-seen cohort names its window.
+            let conversion = try await chart("initial_conversion?\(query)&window=30d")
+            #expect(conversion.json["window"] as? String == "30d", "\(conversion.body)")
+            #expect((conversion.json["values"] as? [[String: Any]])?.first?["converted_customers"] as? Int == 2)
+            // Split by country: a group per storefront.
+            let split = try await chart("new_customers?\(query)&group_by=country")
+            #expect(split.json["group_by"] as? String == "country", "\(split.body)")
+            let groups = split.json["groups"] as? [[String: Any]] ?? []
+            #expect(groups.map { $0["group"] as? String } == ["DEU", "USA"])
+            #expect(groups.map { ($0["values"] as? [[String: Any]])?.first?["new_customers"] as? Int } == [1, 1])
+            let csv = try await request(
+                port, "GET", "/v1/admin/charts/new_customers?\(query)&group_by=country&format=csv", key: TestSecrets.secretKey)
+            #expect(csv.body.hasPrefix("period,group,new_customers\r\n\(period),DEU,1\r\n"), "\(csv.body)")
+            // One group's figure drills down to that group's customers, who name no transaction.
+            let drill = try await chart(
+                "new_customers/drill?\(query)&group_by=country&group=DEU&period=\(period)&measure=new_customers")
+            let contributions = drill.json["contributions"] as? [[String: Any]] ?? []
+            #expect(contributions.map { $0["app_user_id"] as? String } == ["ben"] && drill.json["group"] as? String == "DEU")
+            #expect(contributions.first?["transaction_id"] is NSNull && contributions.first?["original_transaction_id"] is NSNull)
+            for target in [
+                "revenue?window=7d", "initial_conversion?window=8d", "revenue?group_by=planet", "revenue?group=USA",
+                "revenue?group_by=environment&group=staging",
+            ] {
+                let r = try await chart(target)
+                let error = r.json["error"] as? [String: Any]
+                #expect(r.status == 400 && error?["code"] as? String == "invalid_request", "\(target): \(r.body)")
+            }
+        }
+    }
+
     /// verifyReceipt states no money; `receiptd backfill-prices` asks Apple's history (the
     /// simulator's Server API tells the same purchases with prices) once per purchase.
     @Test func pricesFromApplesHistoryAreStoredOnceWithTheirSourceAndCharted() async throws {

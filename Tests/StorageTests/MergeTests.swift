@@ -62,6 +62,25 @@ struct MergeTests {
         if dialect == .sqlite { #expect(try db.scalarInt("SELECT count(*) FROM pragma_foreign_key_check") == 0) }
     }
 
+    /// One person is one customer, first seen when the first of their ids was: a merge keeps the
+    /// earliest first seen, whichever way round, and into an id never stored before.
+    @Test(arguments: await testDialects())
+    func aMergedPersonWasFirstSeenWhenTheFirstOfTheirIdsWas(_ dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        let store = ReceiptStore(db)
+        _ = try store.save(facts("o1"), for: "early", now: 100)
+        _ = try store.save(facts("o2"), for: "late", now: 900)
+        _ = try db.transaction { try Merge(db).merge("early", into: "late", at: 1000) }
+        #expect(try store.firstSeen("late") == 100)
+        // Into an id never stored: created at the merge, first seen when its alias was.
+        _ = try db.transaction { try Merge(db).merge("late", into: "account", at: 2000) }
+        #expect(try store.firstSeen("account") == 100)
+        // A later id merged in changes nothing.
+        _ = try store.save(facts("o3"), for: "newer", now: 3000)
+        _ = try db.transaction { try Merge(db).merge("newer", into: "account", at: 4000) }
+        #expect(try store.firstSeen("account") == 100 && store.firstSeen("newer") == nil)
+    }
+
     @Test(arguments: await testDialects())
     func anIdNeverStoredBecomesAnAliasOfANewSubscriber(_ dialect: Database.Dialect) async throws {
         let db = try await migratedDatabase(dialect)

@@ -25,7 +25,10 @@ extension ItemRecorder {
         for e in admitted where e.purchase.isPaidPeriod && e.purchase.purchaseDate != nil {
             if firstPaid[e.appUserID] == nil { firstPaid[e.appUserID] = e }
         }
+        // A customer is in the group of their first paid period, whatever the rest was.
+        defer { personGroup = nil }
         for (user, e) in firstPaid.sorted(by: { $0.key < $1.key }) {
+            personGroup = groupBy.map { e.value(of: $0) }
             let cohort = e.purchase.purchaseDate!
             flow("customers", at: cohort, 1, e, detail: "first paid period", cohort: cohort)
             let userLines = (linesByUser[user] ?? []).map { lines[$0] }
@@ -40,7 +43,8 @@ extension ItemRecorder {
             for piece in pieces { stock("paying", from: piece.start, to: piece.end, 1, piece.entry, cohort: cohort) }
         }
         for e in admitted {
-            guard let cohort = firstPaid[e.appUserID]?.purchase.purchaseDate else { continue }
+            guard let first = firstPaid[e.appUserID], let cohort = first.purchase.purchaseDate else { continue }
+            personGroup = groupBy.map { first.value(of: $0) }
             revenue("revenue", of: e, cohort: cohort)
         }
     }

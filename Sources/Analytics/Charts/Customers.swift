@@ -71,7 +71,9 @@ extension ItemRecorder {
     /// conversion within it: any purchase or trial, or a payment alone; a refunded payment stops
     /// counting, and the next one in the window (if any) counts from then.
     mutating func conversions(_ measure: String, payments: Bool) {
+        defer { personGroup = nil }
         for person in newcomers {
+            personGroup = groupBy.map { person.value(of: $0) }
             let cohort = person.firstSeen
             flow("new_customers", of: person, at: cohort, detail: "first seen", cohort: cohort)
             let kind = person.entries.filter { e in
@@ -90,7 +92,9 @@ extension ItemRecorder {
     /// Each customer's (or each paying customer's) cohort, and the net revenue of their sales
     /// within the lifetime (per window).
     mutating func lifetimeValue(perPaying: Bool) {
+        defer { personGroup = nil }
         for person in newcomers {
+            personGroup = groupBy.map { person.value(of: $0) }
             let cohort = person.firstSeen
             if !perPaying { flow("new_customers", of: person, at: cohort, detail: "first seen", cohort: cohort) }
             for (window, suffix) in windows {
@@ -99,7 +103,9 @@ extension ItemRecorder {
                 }
                 if perPaying {
                     for (e, valid) in Newcomer.standing(within.filter(\.purchase.isPayment)) {
-                        flow("new_paying_customers" + suffix, at: e.purchase.purchaseDate!, 1, e, detail: "paid", cohort: cohort, valid: valid)
+                        flow(
+                            "new_paying_customers" + suffix, at: e.purchase.purchaseDate!, 1, e, detail: "paid", cohort: cohort,
+                            valid: valid)
                     }
                 }
                 for e in within { revenue("revenue" + suffix, of: e, cohort: cohort) }

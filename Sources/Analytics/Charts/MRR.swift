@@ -4,7 +4,8 @@ extension ChartDefinition {
     /// MRR: each active paid subscription's price normalised to a month, over the time it pays,
     /// and the count of those subscriptions; ARR is twelve times MRR.
     static let mrr = ChartDefinition(
-        measures: ["subscriptions", "mrr", "arr"], money: ["mrr", "arr"], stocks: ["subscriptions", "mrr", "arr"], followsSubscriptions: true,
+        measures: ["subscriptions", "mrr", "arr"], money: ["mrr", "arr"], stocks: ["subscriptions", "mrr", "arr"],
+        followsSubscriptions: true,
         record: { $0.mrr() },
         close: { $0.settle(["subscriptions", "mrr", "arr"], at: $0.instants) })
 }

@@ -30,7 +30,8 @@ extension ChartDefinition {
     /// ones, those resubscribed after a gap, those churned, the net movement, and at the end.
     static let activesMovement = ChartDefinition(
         measures: [
-            "starting_actives", "new_actives", "resubscribed_actives", "churned_actives", "net_actives_movement", "ending_actives",
+            "starting_actives", "new_actives", "resubscribed_actives", "churned_actives", "net_actives_movement",
+            "ending_actives",
         ],
         stocks: ["ending_actives"], startStocks: ["starting_actives"], followsSubscriptions: true,
         record: { $0.activesMovement() },
@@ -58,10 +59,11 @@ extension ItemRecorder {
     /// A stock as both ends of a movement chart read it: at each period's end, and at the end of
     /// the period before (a millisecond later, read at period starts).
     private mutating func ends(
-        _ name: String, _ piece: SubscriptionLine.Piece, _ value: Int64, money: Bool = false, detail: @autoclosure () -> String? = nil,
-        notes: [ItemNote] = []
+        _ name: String, _ piece: SubscriptionLine.Piece, _ value: Int64, money: Bool = false,
+        detail: @autoclosure () -> String? = nil, notes: [ItemNote] = []
     ) {
-        stock("ending_" + name, from: piece.start, to: piece.end, value, piece.entry, money: money, detail: detail(), notes: notes)
+        stock(
+            "ending_" + name, from: piece.start, to: piece.end, value, piece.entry, money: money, detail: detail(), notes: notes)
         stock(
             "starting_" + name, .stockAtStart, from: piece.start + 1, to: piece.end + 1, value, piece.entry, money: money,
             detail: detail())
@@ -82,16 +84,18 @@ extension ItemRecorder {
                 ends("mrr", piece, value, money: true, detail: m.detail(), notes: m.notes)
                 if let previous, previous.end == piece.start {
                     let change = value - previous.value
+                    let why = { "\(m.detail()) from \(Money.text(previous.value))" }
                     if change > 0 {
-                        flow("expansion_mrr", at: piece.start, change, e, money: true, detail: "\(m.detail()) from \(Money.text(previous.value))")
+                        flow("expansion_mrr", at: piece.start, change, e, money: true, detail: why())
                     } else if change < 0 {
-                        flow("contraction_mrr", at: piece.start, -change, e, money: true, detail: "\(m.detail()) from \(Money.text(previous.value))")
+                        flow("contraction_mrr", at: piece.start, -change, e, money: true, detail: why())
                     }
                     if change != 0 { flow("net_mrr_movement", at: piece.start, change, e, money: true, detail: "changed") }
                 } else {
                     let measure = previous == nil ? "new_mrr" : "reactivation_mrr"
                     flow(measure, at: piece.start, value, e, money: true, detail: m.detail())
-                    flow("net_mrr_movement", at: piece.start, value, e, money: true, detail: previous == nil ? "new" : "reactivated")
+                    let why = previous == nil ? "new" : "reactivated"
+                    flow("net_mrr_movement", at: piece.start, value, e, money: true, detail: why)
                 }
                 let followed = k + 1 < pieces.count && pieces[k + 1].start == piece.end
                 if !followed {

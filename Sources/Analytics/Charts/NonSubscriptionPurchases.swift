@@ -16,7 +16,8 @@ extension ItemRecorder {
             guard let at = e.purchase.purchaseDate else { continue }
             flow("purchases", at: at, 1, e, detail: e.purchase.productID)
             if e.purchase.isRefunded, let refunded = e.purchase.cancellationDate {
-                flow("refunded_purchases", at: at, 1, e, detail: e.purchase.commerce.revocationType ?? "refund", valid: (refunded, .max))
+                let why = e.purchase.commerce.revocationType ?? "refund"
+                flow("refunded_purchases", at: at, 1, e, detail: why, valid: (refunded, .max))
             }
         }
     }

@@ -5,11 +5,12 @@ extension ChartDefinition {
     /// status (set to renew, set to cancel, in a billing grace period) and those without access
     /// the store is still retrying or holding (billing retry; Google Play's paused and on hold).
     static let subscriptionStatus = ChartDefinition(
-        measures: ["set_to_renew", "set_to_cancel", "billing_issue", "billing_retry", "paused", "on_hold"],
-        stocks: ["set_to_renew", "set_to_cancel", "billing_issue", "billing_retry", "paused", "on_hold"],
+        measures: statuses, stocks: Set(statuses),
         followsSubscriptions: true,
         record: { $0.subscriptionStatus() },
-        close: { $0.settle(["set_to_renew", "set_to_cancel", "billing_issue", "billing_retry", "paused", "on_hold"], at: $0.instants) })
+        close: { $0.settle(statuses, at: $0.instants) })
+
+    private static let statuses = ["set_to_renew", "set_to_cancel", "billing_issue", "billing_retry", "paused", "on_hold"]
 }
 
 /// How a ledger becomes the subscription_status chart's items.
@@ -30,7 +31,9 @@ extension ItemRecorder {
             let current = renewal?.autoRenewStatus == false ? "set_to_cancel" : "set_to_renew"
             let expiry = min(max(lastExpiry, last.start), last.end)
             if last.start < expiry { stock(current, from: last.start, to: expiry, 1, last.entry, detail: "the renewal info now") }
-            if expiry < last.end { stock("billing_issue", from: expiry, to: last.end, 1, last.entry, detail: "billing grace period") }
+            if expiry < last.end {
+                stock("billing_issue", from: expiry, to: last.end, 1, last.entry, detail: "billing grace period")
+            }
             let day: Int64 = 86_400_000
             let after: (String, Int64)? =
                 switch renewal?.storeState {

@@ -121,7 +121,7 @@
     route();
   }
 
-  const pages = { overview, revenue, customer, notifications, shared, webhooks, extensions, offerings };
+  const pages = { overview, revenue, growth, customer, notifications, shared, webhooks, extensions, offerings };
 
   function route() {
     if (!sessionStorage.getItem(KEY)) return logout();
@@ -197,6 +197,62 @@
         marker(MARKERS[n % MARKERS.length], 17, 6, COLOURS[n % COLOURS.length]));
       return el("span", {}, key, " ", s.name);
     }));
+    return el("figure", { class: "card" }, el("figcaption", {}, el("h3", {}, caption)), legend, chart);
+  }
+
+  let stackedCharts = 0;
+
+  /**
+   * Stacked columns per label: each series ({name, values, sign}) stacked up from zero when its
+   * sign is +1 and down when -1, a patterned fill per series as well as a colour, a <title> per
+   * block, and `line` ({name, values}) drawn over them with markers (a movement's net).
+   */
+  function stackedBars(labels, series, caption, line) {
+    const W = 760, H = 280, L = 64, R = 16, T = 12, B = 34;
+    const ups = labels.map((_, i) => series.filter((s) => s.sign > 0).reduce((t, s) => t + Math.max(0, s.values[i]), 0));
+    const downs = labels.map((_, i) => series.filter((s) => s.sign < 0).reduce((t, s) => t + Math.max(0, s.values[i]), 0));
+    const top = Math.max(1, ...ups), bottom = Math.max(0, ...downs);
+    const y = (v) => T + ((top - v) * (H - T - B)) / (top + bottom);
+    const band = (W - L - R) / Math.max(1, labels.length);
+    const chart = svg("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": caption });
+    chart.appendChild(svg("title", {}, caption));
+    const defs = svg("defs", {});
+    const hatch = `hatch-${++stackedCharts}-`;
+    series.forEach((s, n) => {
+      const pattern = svg("pattern", { id: hatch + n, width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: `rotate(${(n * 45) % 180})` });
+      pattern.appendChild(svg("rect", { width: 6, height: 6, fill: COLOURS[n % COLOURS.length] }));
+      if (n % 2 === 1) pattern.appendChild(svg("line", { x1: 0, y1: 0, x2: 0, y2: 6, stroke: "#fff", "stroke-width": 2 }));
+      defs.appendChild(pattern);
+    });
+    chart.appendChild(defs);
+    for (const v of [top, 0, -bottom]) {
+      chart.appendChild(svg("line", { class: "axis", x1: L, x2: W - R, y1: y(v), y2: y(v) }));
+      chart.appendChild(svg("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end" }, String(Math.round(v * 100) / 100)));
+    }
+    const step = Math.max(1, Math.ceil(labels.length / 12));
+    labels.forEach((label, i) => {
+      const x = L + i * band + band * 0.15, width = band * 0.7;
+      let up = 0, down = 0;
+      series.forEach((s, n) => {
+        const v = Math.max(0, s.values[i]);
+        if (!v) return;
+        const [from, to] = s.sign > 0 ? [up, up + v] : [-down - v, -down];
+        if (s.sign > 0) up += v; else down += v;
+        const block = svg("rect", { x, y: y(to), width, height: Math.max(1, y(from) - y(to)), fill: `url(#${hatch}${n})`, stroke: "#fff", "stroke-width": 0.5 });
+        block.appendChild(svg("title", {}, `${label} · ${s.name}: ${s.sign < 0 ? "−" : ""}${s.values[i]}`));
+        chart.appendChild(block);
+      });
+      if (i % step === 0) chart.appendChild(svg("text", { x: x + width / 2, y: H - 12, "text-anchor": "middle" }, label));
+    });
+    if (line) {
+      const points = line.values.map((v, i) => [L + i * band + band / 2, y(v)]);
+      chart.appendChild(svg("path", { class: "series", d: points.map(([px, py], i) => `${i ? "L" : "M"}${px} ${py}`).join(""), stroke: "#1f1f1f" }));
+      points.forEach(([px, py], i) => chart.appendChild(marker("diamond", px, py, "#1f1f1f", `${labels[i]} · ${line.name}: ${line.values[i]}`)));
+    }
+    const legend = el("div", { class: "legend", "aria-hidden": "true" }, series.map((s, n) =>
+      el("span", {}, svg("svg", { width: 14, height: 12, viewBox: "0 0 14 12" }, svg("rect", { width: 14, height: 12, fill: `url(#${hatch}${n})` })),
+        " ", `${s.name}${s.sign < 0 ? " (down)" : ""}`))
+      .concat(line ? [el("span", {}, svg("svg", { width: 14, height: 12, viewBox: "0 0 14 12" }, marker("diamond", 7, 6, "#1f1f1f")), " ", line.name)] : []));
     return el("figure", { class: "card" }, el("figcaption", {}, el("h3", {}, caption)), legend, chart);
   }
 
@@ -298,7 +354,112 @@
     ["refund_rate", "Refunds", ["refunded_transactions", "paid_transactions"]],
   ];
   // Ratios are computed from other measures: their parts are drilled into, not they.
-  const RATIOS = ["conversion_rate", "churn_rate", "refund_rate", "ltv"];
+  const RATIOS = ["conversion_rate", "churn_rate", "refund_rate", "ltv", "initial_conversion_rate", "paying_conversion_rate",
+    "ltv_per_customer", "ltv_per_paying_customer"];
+
+  // ---- Growth: movements, customers, conversion, LTV, status, each splittable by a segment ----
+
+  // Each chart of the page: its stacked series (+1 up, -1 down), the line drawn over them, and
+  // the measure a segment splits (one stacked column per group).
+  const GROWTH = [
+    ["mrr_movement", "MRR movement", [["new_mrr", 1], ["reactivation_mrr", 1], ["expansion_mrr", 1], ["contraction_mrr", -1], ["churned_mrr", -1]], "net_mrr_movement", "ending_mrr"],
+    ["actives_movement", "Active subscriptions movement", [["new_actives", 1], ["resubscribed_actives", 1], ["churned_actives", -1]], "net_actives_movement", "ending_actives"],
+    ["trials_movement", "Active trials movement", [["new_trials", 1], ["expired_trials", -1]], "net_trials_movement", "ending_trials"],
+    ["new_customers", "New customers", [["new_customers", 1]], null, "new_customers"],
+    ["initial_conversion", "Initial conversion (by first seen)", [["converted_customers", 1]], null, "converted_customers"],
+    ["conversion_to_paying", "Conversion to paying (by first seen)", [["new_paying_customers", 1]], null, "new_paying_customers"],
+    ["new_paid_subscriptions", "New paid subscriptions", [["trial_conversions", 1], ["intro_offers", 1], ["direct_subscriptions", 1]], null, "new_paid_subscriptions"],
+    ["ltv_per_customer", "Realised LTV per customer (by first seen)", [["revenue", 1]], null, "revenue"],
+    ["subscription_status", "Subscription status", [["set_to_renew", 1], ["set_to_cancel", 1], ["billing_issue", 1], ["billing_retry", 1], ["paused", 1], ["on_hold", 1]], null, "set_to_renew"],
+    ["non_subscription_purchases", "Non-subscription purchases", [["purchases", 1]], null, "purchases"],
+  ];
+  const SEGMENTS = ["", "country", "store", "product", "app", "environment"];
+  const WINDOWS = ["7d", "30d", "90d", "365d", "unbounded"];
+
+  async function growth(page, argument) {
+    const params = new URLSearchParams(argument || "");
+    const days = Number(params.get("days")) || 90;
+    const resolution = ["day", "week", "month"].includes(params.get("resolution")) ? params.get("resolution") : (days > 120 ? "month" : "week");
+    const environment = params.get("environment") === "sandbox" ? "sandbox" : "production";
+    const segment = SEGMENTS.includes(params.get("group_by")) ? params.get("group_by") : "";
+    const lifetime = WINDOWS.includes(params.get("window")) ? params.get("window") : "";
+    page.appendChild(el("h1", {}, "Growth"));
+    const form = el("form", { class: "row card", "aria-label": "Range", id: "growth-form" },
+      el("div", {}, el("label", { for: "g-days" }, "Range"),
+        el("select", { id: "g-days" }, [30, 90, 365, 730].map((d) => el("option", { value: d, selected: d === days }, `Last ${d} days`)))),
+      el("div", {}, el("label", { for: "g-resolution" }, "Per"),
+        el("select", { id: "g-resolution" }, ["day", "week", "month"].map((r) => el("option", { value: r, selected: r === resolution }, r)))),
+      el("div", {}, el("label", { for: "g-segment" }, "Segment"),
+        el("select", { id: "g-segment" }, SEGMENTS.map((s) => el("option", { value: s, selected: s === segment }, s || "none")))),
+      el("div", {}, el("label", { for: "g-window" }, "Window"),
+        el("select", { id: "g-window" }, [""].concat(WINDOWS).map((w) => el("option", { value: w, selected: w === lifetime }, w || "chart's own")))),
+      el("div", {}, el("label", { for: "g-environment" }, "Environment"),
+        el("select", { id: "g-environment" }, ["production", "sandbox"].map((e) => el("option", { value: e, selected: e === environment }, e)))),
+      el("button", { type: "submit" }, "Show"));
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const next = new URLSearchParams({ days: $("g-days").value, resolution: $("g-resolution").value, environment: $("g-environment").value });
+      if ($("g-segment").value) next.set("group_by", $("g-segment").value);
+      if ($("g-window").value) next.set("window", $("g-window").value);
+      location.hash = "#/growth/" + enc(next.toString());
+    });
+    page.appendChild(form);
+    page.appendChild(el("p", { class: "muted" }, "Each movement's columns add up from the period before's end to this one's (the line). ",
+      "Conversion and LTV are cohorts of customers by when they were first seen, within the window. ",
+      "Select a number in a table to see who makes it."));
+    const query = new URLSearchParams({ resolution, environment, from: new Date(Date.now() - days * 864e5).toISOString().slice(0, 10) });
+    if (segment) query.set("group_by", segment);
+    const drill = el("section", { id: "drill", "aria-live": "polite" });
+    const answers = await Promise.all(GROWTH.map(([chart]) => {
+      const q = new URLSearchParams(query);
+      if (lifetime && ["initial_conversion", "conversion_to_paying", "ltv_per_customer"].includes(chart)) q.set("window", lifetime);
+      return api("GET", `/v1/admin/charts/${chart}?${q}`).then((answer) => [answer, q]);
+    }));
+    answers.forEach(([answer, q], n) => page.appendChild(growthSection(GROWTH[n], answer, q, drill)));
+    page.appendChild(drill);
+  }
+
+  /** One growth chart: stacked columns (or, split, one column of groups per period), its notes, the table, CSV. */
+  function growthSection([chart, title, stacked, net, splitMeasure], answer, query, drill) {
+    const money = chart === "mrr_movement" || chart.startsWith("ltv");
+    const caption = (money ? `${title} (${answer.currency})` : title) + (answer.window ? `, window ${answer.window}` : "");
+    const labels = answer.values.map((v) => v.period.slice(answer.resolution === "month" ? 0 : 5, answer.resolution === "month" ? 7 : 10));
+    const section = el("section", { id: "chart-" + chart, "data-chart": chart });
+    if (answer.group_by) {
+      const groups = answer.groups.map((g) => ({ name: g.group, sign: 1, values: g.values.map((v) => Number(v[splitMeasure]) || 0) }));
+      section.appendChild(stackedBars(labels, groups, `${caption}: ${splitMeasure} by ${answer.group_by}`));
+    } else {
+      const series = stacked.filter(([m]) => answer.measures.includes(m))
+        .map(([m, sign]) => ({ name: m, sign, values: answer.values.map((v) => Number(v[m]) || 0) }));
+      section.appendChild(stackedBars(labels, series, caption, net ? { name: net, values: answer.values.map((v) => Number(v[net]) || 0) } : null));
+    }
+    const notes = [];
+    if (answer.missing_rates.length) notes.push("No exchange rate for " + answer.missing_rates.map((r) => `${r.currency} on ${r.day} (${r.transactions})`).join(", ") + ": left out.");
+    if (answer.missing_prices.length) notes.push("No price for " + answer.missing_prices.map((p) => `${p.product_id}${p.storefront ? " in " + p.storefront : ""} (${p.transactions})`).join(", ") + ": left out.");
+    for (const note of notes) section.appendChild(el("p", { class: "note" }, note));
+    const cell = (v, m, group) => {
+      if (v[m] === null || v[m] === undefined) return "—";
+      if (RATIOS.includes(m) || m.startsWith("retention_")) return String(v[m]);
+      return el("button", { type: "button", class: "link", "data-measure": m, "data-period": v.period,
+        title: `What makes ${m} of ${v.period}`, onclick: () => showDrill(drill, chart, v.period, m, group === undefined ? query : withGroup(query, group), v[m]) }, String(v[m]));
+    };
+    const rows = answer.group_by
+      ? answer.groups.flatMap((g) => g.values.map((v) => [v.period, g.group].concat(answer.measures.map((m) => cell(v, m, g.group)))))
+      : answer.values.map((v) => [v.period].concat(answer.measures.map((m) => cell(v, m))));
+    const head = ["Period"].concat(answer.group_by ? [answer.group_by] : [], answer.measures);
+    const numbers = table(head, rows, answer.measures.map((_, i) => i + (answer.group_by ? 2 : 1)));
+    numbers.classList.add("numbers");
+    section.appendChild(el("details", { class: "card" }, el("summary", {}, `Every number of ${title.toLowerCase()}`), numbers));
+    section.appendChild(el("button", { type: "button", class: "secondary", "data-csv": chart, onclick: () => downloadCSV(`/v1/admin/charts/${chart}?${query}&format=csv`, `${chart}.csv`) }, "Download CSV"));
+    return section;
+  }
+
+  /** A query naming one group of its split: a drill-down into that group's figure. */
+  function withGroup(query, group) {
+    const q = new URLSearchParams(query);
+    q.set("group", group);
+    return q;
+  }
 
   async function revenue(page, argument) {
     const params = new URLSearchParams(argument || "");

@@ -36,7 +36,8 @@ struct ChartRoutes: RouteGroup {
 extension Requests {
     /// `GET /v1/admin/charts/{chart}`'s path and query: `from`, `to`, `resolution`, `tz`,
     /// `currency`, the filters `app`, `product`, `storefront`, `environment`, `store`, and a
-    /// first-seen cohort's `window` (`7d`, `30d`, `90d`, `365d`, `unbounded`).
+    /// first-seen cohort's `window` (`7d`, `30d`, `90d`, `365d`, `unbounded`), and `group_by`
+    /// (`country`, `store`, `product`, `app`, `environment`) with, for a drill-down, its `group`.
     static func chart(_ request: HTTPRequest, _ context: RouteContext) throws(ReceiptError) -> ReadChart.Input {
         let name = context.parameters["chart"] ?? ""
         guard let chart = Chart(rawValue: name) else {
@@ -84,9 +85,22 @@ extension Requests {
             }
             window = w
         }
+        var groupBy: ChartDimension?
+        if let text = request.queryValue("group_by") {
+            guard let dimension = ChartDimension(rawValue: text) else {
+                throw .invalidRequest(
+                    "`group_by` must be one of \(ChartDimension.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            groupBy = dimension
+        }
+        let group = request.queryValue("group")
+        if group != nil, groupBy == nil { throw .invalidRequest("`group` names a value of `group_by`: give both.") }
+        if groupBy == .environment, let group, !["production", "sandbox"].contains(group) {
+            throw .invalidRequest("`group` of `group_by=environment` must be production or sandbox.")
+        }
         return ReadChart.Input(
             chart: chart, from: try instant("from"), to: try instant("to"), resolution: resolution, zone: zone,
-            currency: currency, filters: filters, window: window)
+            currency: currency, filters: filters, window: window, groupBy: groupBy, group: group)
     }
 
     /// `environment`: `production` (the default) or `sandbox`.
@@ -147,6 +161,19 @@ extension Responses {
     /// one CSV row per period.
     static func chart(_ a: ChartAnswer, csv: Bool) -> HTTPResponse {
         if csv {
+            // Split: a row per period and group, the group's value a quoted field (it is data).
+            guard a.groupBy == nil else {
+                var lines = [(["period", "group"] + a.measures).joined(separator: ",")]
+                for g in a.groups {
+                    let columns = a.measures.map(g.figures.column)
+                    for (i, p) in a.periods.enumerated() {
+                        lines.append(
+                            ([p.label, csvField(g.value)] + columns.map { c in c.flatMap { g.figures[i, $0] }.map(csvText) ?? "" })
+                                .joined(separator: ","))
+                    }
+                }
+                return Self.csv(lines, name: "\(a.chart.rawValue)-by-\(a.groupBy!.rawValue).csv")
+            }
             let columns = a.measures.map(a.figures.column)
             var lines = [(["period"] + a.measures).joined(separator: ",")]
             for (i, p) in a.periods.enumerated() {
@@ -175,9 +202,27 @@ extension Responses {
             "untaxed_storefronts": .array(a.untaxedStorefronts.map(JSONValue.string)),
             "source": .string(a.fromRollups ? "rollups" : "transactions"), "pending_changes": .int(a.pendingChanges),
         ])
-        // A first-seen cohort's window, on the charts that have one.
-        if let window = a.window, case .object(var fields) = body {
-            fields["window"] = .string(window.rawValue)
+        // A first-seen cohort's window, on the charts that have one; a split chart's groups.
+        if case .object(var fields) = body {
+            if let window = a.window { fields["window"] = .string(window.rawValue) }
+            if let groupBy = a.groupBy {
+                fields["group_by"] = .string(groupBy.rawValue)
+                fields["groups"] = .array(
+                    a.groups.map { g in
+                        let columns = a.measures.map(g.figures.column)
+                        return .object([
+                            "group": .string(g.value),
+                            "values": .array(
+                                a.periods.indices.map { i in
+                                    var row: [Identifier: JSONValue] = ["period": .string(a.periods[i].label)]
+                                    for (k, measure) in a.measures.enumerated() {
+                                        row[Identifier(measure)] = columns[k].flatMap { g.figures[i, $0] }.map(json) ?? .null
+                                    }
+                                    return .object(row)
+                                }),
+                        ])
+                    })
+            }
             body = .object(fields)
         }
         // A period's measures written straight from the answer into the body, their names sorted
@@ -211,25 +256,30 @@ extension Responses {
             }
             return Self.csv(lines, name: "\(input.chart.rawValue)-\(d.measure)-\(d.period.label).csv")
         }
-        return .json(
-            .object([
-                "chart": .string(input.chart.rawValue), "period": .string(d.period.label), "measure": .string(d.measure),
-                "from": SubscriberDocument.time(d.period.start), "to": SubscriberDocument.time(d.period.end),
-                "value": d.value.map(json) ?? .null,
-                "contributions": .array(
-                    d.contributions.map { c in
-                        .object([
-                            // A person's own contribution (first seen) names no transaction.
-                            "app_user_id": .string(c.appUserID),
-                            "original_transaction_id": c.originalTransactionID.isEmpty ? .null : .string(c.originalTransactionID),
-                            "transaction_id": c.transactionID.flatMap { $0.isEmpty ? nil : JSONValue.string($0) } ?? .null,
-                            "value": json(c.value),
-                            "detail": c.detail.map(JSONValue.string) ?? .null,
-                        ])
-                    }),
-                "next_cursor": page.next.map { .string($0.text) } ?? .null,
-                "source": .string(page.fromRollups ? "rollups" : "transactions"), "pending_changes": .int(page.pendingChanges),
-            ]))
+        var fields: [Identifier: JSONValue] = [
+            "chart": .string(input.chart.rawValue), "period": .string(d.period.label), "measure": .string(d.measure),
+            "from": SubscriberDocument.time(d.period.start), "to": SubscriberDocument.time(d.period.end),
+            "value": d.value.map(json) ?? .null,
+            "contributions": .array(
+                d.contributions.map { c in
+                    .object([
+                        // A person's own contribution (first seen) names no transaction.
+                        "app_user_id": .string(c.appUserID),
+                        "original_transaction_id": c.originalTransactionID.isEmpty ? .null : .string(c.originalTransactionID),
+                        "transaction_id": c.transactionID.flatMap { $0.isEmpty ? nil : JSONValue.string($0) } ?? .null,
+                        "value": json(c.value),
+                        "detail": c.detail.map(JSONValue.string) ?? .null,
+                    ])
+                }),
+            "next_cursor": page.next.map { .string($0.text) } ?? .null,
+            "source": .string(page.fromRollups ? "rollups" : "transactions"), "pending_changes": .int(page.pendingChanges),
+        ]
+        // One group's figure of a split chart names its group.
+        if let group = input.group {
+            fields["group_by"] = input.groupBy.map { .string($0.rawValue) } ?? .null
+            fields["group"] = .string(group)
+        }
+        return .json(.object(fields))
     }
 
     /// A figure as the API writes it: a count as an integer; money as exact decimal text

@@ -50,7 +50,8 @@ import Testing
         #expect(a.values[1]["subscriptions"] == nil)
         #expect(throws: ChartError.derivedMeasure("retention_1", parts: ["paying_1", "subscriptions"])) {
             try MovementsTests.engine().drill(
-                ChartEngineTests.months(.subscriptionRetention, now: at(2026, 4, 1)), period: "2026-01-01", measure: "retention_1")
+                ChartEngineTests.months(.subscriptionRetention, now: at(2026, 4, 1)), period: "2026-01-01", measure: "retention_1"
+            )
         }
     }
 
@@ -59,7 +60,8 @@ import Testing
         // then the App Store retrying.
         let renewals = [
             "a": Ledger.RenewalState(autoRenewStatus: false),
-            "b": Ledger.RenewalState(autoRenewStatus: true, isInBillingRetryPeriod: true, gracePeriodExpiresDate: at(2026, 2, 16)),
+            "b": Ledger.RenewalState(
+                autoRenewStatus: true, isInBillingRetryPeriod: true, gracePeriodExpiresDate: at(2026, 2, 16)),
         ]
         let engine = ChartEngine(
             ledger: Ledger(entries: MovementsTests.ledger, renewals: renewals), rates: ChartEngineTests.rates,

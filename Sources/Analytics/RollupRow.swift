@@ -1,0 +1,234 @@
+import Entitlements
+
+/// Items of one chart that have the same days, summed: what the rollups store per day.
+package struct RollupRow: Sendable, Equatable {
+    package struct Key: Sendable, Hashable, Comparable {
+        package var environment: String
+        package var chart: Chart
+        /// Empty for a note's row.
+        package var measure: String
+        package var kind: ChartItem.Kind
+        /// Its items had begun when the row was written: `atDay` is then never in doubt.
+        package var settled: Bool
+        package var bundleID: String
+        package var store: String
+        /// ``ItemNote`` as text (``RollupRow/noteText(_:)``), empty for none.
+        package var note: String
+        /// Days since 1970-01-01: floor days, ceiling days for a start-of-period stock's ends.
+        package var atDay: Int64
+        package var untilDay: Int64
+        package var validFromDay: Int64
+        package var validUntilDay: Int64
+        /// ``RollupRow/noCohort`` when the item has none.
+        package var cohortDay: Int64
+
+        package init(
+            environment: String, chart: Chart, measure: String, kind: ChartItem.Kind, settled: Bool = false,
+            bundleID: String, store: String, note: String, atDay: Int64, untilDay: Int64, validFromDay: Int64,
+            validUntilDay: Int64, cohortDay: Int64
+        ) {
+            self.environment = environment
+            self.chart = chart
+            self.measure = measure
+            self.kind = kind
+            self.settled = settled
+            self.bundleID = bundleID
+            self.store = store
+            self.note = note
+            self.atDay = atDay
+            self.untilDay = untilDay
+            self.validFromDay = validFromDay
+            self.validUntilDay = validUntilDay
+            self.cohortDay = cohortDay
+        }
+
+        /// By the fields that tell one holder's rows apart (the environment, the app, the store
+        /// and the note rarely do); equality still compares every field.
+        package func hash(into hasher: inout Hasher) {
+            hasher.combine(chart)
+            hasher.combine(measure)
+            hasher.combine(kind)
+            hasher.combine(settled)
+            hasher.combine(atDay)
+            hasher.combine(untilDay)
+            hasher.combine(validFromDay)
+            hasher.combine(validUntilDay)
+            hasher.combine(cohortDay)
+        }
+
+        package static func < (a: Key, b: Key) -> Bool {
+            if a.environment != b.environment { return a.environment < b.environment }
+            if a.chart != b.chart { return a.chart.rawValue < b.chart.rawValue }
+            if a.measure != b.measure { return a.measure < b.measure }
+            if a.kind != b.kind { return a.kind.rawValue < b.kind.rawValue }
+            if a.settled != b.settled { return !a.settled }
+            if a.bundleID != b.bundleID { return a.bundleID < b.bundleID }
+            if a.store != b.store { return a.store < b.store }
+            if a.note != b.note { return a.note < b.note }
+            return (a.atDay, a.untilDay, a.validFromDay, a.validUntilDay, a.cohortDay)
+                < (b.atDay, b.untilDay, b.validFromDay, b.validUntilDay, b.cohortDay)
+        }
+
+        /// Whether one of its days is `day`: then whether it counts depends on the time of day.
+        /// A start-of-period stock counts at day starts only, which its ceiling days decide exactly.
+        func touches(_ day: Int64) -> Bool {
+            if kind == .stockAtStart { return false }
+            return atDay == day && !settled || (kind == .stock && untilDay == day) || validFromDay == day || validUntilDay == day
+                || cohortDay == day
+        }
+
+        func admitted(by filters: ChartFilters) -> Bool {
+            (filters.app.map { $0 == bundleID } ?? true) && (filters.store.map { $0.rawValue == store } ?? true)
+        }
+    }
+
+    package var key: Key
+    /// The items' values summed (milliunits for money).
+    package var value: Int64
+    /// How many items were summed: a note is reported that many times; a row is gone at zero.
+    package var items: Int64
+
+    package init(key: Key, value: Int64, items: Int64) {
+        self.key = key
+        self.value = value
+        self.items = items
+    }
+
+    package static let noCohort = Int64.min
+
+    /// An item's rows: its measure's, and one per note (value 0, so that the note is counted
+    /// exactly when the item is). What can only have happened by any later query, the rows
+    /// written at `writtenAt` need not date: a window's start or a cohort's sale before that
+    /// day is "long ago", and an item whose window ended before it has none; an item that had
+    /// begun by then is `settled` (its start never depends on the hour). A cohort's paying span
+    /// has a row per grain of cohort (day, week, month), so that a query by month sums a row per
+    /// cohort month and day something changed, not per cohort day.
+    static func keys(of item: ChartItem, chart: Chart, environment: String, writtenAt: Int64) -> [(Key, Int64)] {
+        let written = Rollup.floorDay(writtenAt)
+        let validUntilDay = Rollup.floorDay(item.validUntil)
+        guard validUntilDay >= written else { return [] }
+        let start = item.kind == .stockAtStart
+        var atDay = start ? Rollup.ceilingDay(item.at) : Rollup.floorDay(item.at)
+        if item.cohort != nil, item.kind == .flow, atDay < written { atDay = .min }
+        let validFromDay = Rollup.floorDay(item.validFrom)
+        func key(_ measure: String, _ note: String, cohortDay: Int64) -> Key {
+            Key(
+                environment: environment, chart: chart, measure: measure, kind: item.kind,
+                settled: !start && item.at <= writtenAt, bundleID: item.bundleID, store: item.store.rawValue, note: note,
+                atDay: atDay,
+                untilDay: item.kind == .flow
+                    ? atDay : start ? Rollup.ceilingDay(item.until) : Rollup.floorDay(item.until),
+                validFromDay: validFromDay < written ? .min : validFromDay, validUntilDay: validUntilDay,
+                cohortDay: cohortDay)
+        }
+        let cohortDay = item.cohort.map(Rollup.floorDay) ?? noCohort
+        var keys: [(Key, Int64)] = []
+        // An item of notes alone may name its window (`/7d`): its notes are that window's.
+        let notesOnly = item.measure.hasPrefix("/")
+        if !item.measure.isEmpty && !notesOnly {
+            if item.cohort != nil, item.kind == .stock {
+                for grain in Resolution.allCases {
+                    let day = PeriodGrid.align(cohortDay, grain)
+                    keys.append(
+                        (key(grain == .day ? item.measure : item.measure + "/" + grain.rawValue, "", cohortDay: day), item.value))
+                }
+            } else {
+                keys.append((key(item.measure, "", cohortDay: cohortDay), item.value))
+            }
+        }
+        // Untaxed storefronts are reported by the revenue chart alone.
+        for note in item.notes where chart == .revenue || !note.isUntaxed {
+            keys.append((key(notesOnly ? item.measure : "", noteText(note), cohortDay: cohortDay), 0))
+        }
+        return keys
+    }
+
+    /// A measure kept per window of first-seen cohort (`revenue/30d`, or `/30d` for its notes):
+    /// the measure and its window; nil for every other measure.
+    static func windowed(_ measure: String) -> (String, ChartWindow)? {
+        guard let slash = measure.firstIndex(of: "/"),
+            let window = ChartWindow(rawValue: String(measure[measure.index(after: slash)...]))
+        else { return nil }
+        return (String(measure[..<slash]), window)
+    }
+
+    /// A measure kept per grain of cohort (`paying/month`): the measure and its grain; nil for
+    /// the day's own (`paying`) and every other measure.
+    static func grained(_ measure: String) -> (String, Resolution)? {
+        guard let slash = measure.firstIndex(of: "/"),
+            let grain = Resolution(rawValue: String(measure[measure.index(after: slash)...]))
+        else { return measure == "paying" ? ("paying", .day) : nil }
+        return (String(measure[..<slash]), grain)
+    }
+
+    /// The row as an item whose instants are its days' starts: counted exactly as its items are
+    /// on any day but those it touches.
+    var item: ChartItem {
+        ChartItem(
+            measure: key.measure, kind: key.kind, at: Rollup.start(key.atDay), until: Rollup.start(key.untilDay),
+            validFrom: Rollup.start(key.validFromDay), validUntil: Rollup.start(key.validUntilDay),
+            cohort: key.cohortDay == Self.noCohort ? nil : Rollup.start(key.cohortDay), value: value,
+            isMoney: Book.moneyMeasures.contains(key.measure), appUserID: "", originalTransactionID: "", transactionID: "",
+            notes: key.note.isEmpty ? [] : Self.note(key.note).map { [$0] } ?? [], bundleID: key.bundleID,
+            store: Store.named(key.store) ?? .appStore, count: items)
+    }
+
+    /// A note as stable text: `rate␟USD␟20454`, `price␟monthly␟USA` (`price␟monthly` without a
+    /// storefront), `untaxed␟FRA`.
+    package static func noteText(_ note: ItemNote) -> String {
+        switch note {
+        case .missingRate(let currency, let day): "rate\u{1F}\(currency)\u{1F}\(day)"
+        case .missingPrice(let product, let storefront): "price\u{1F}\(product)" + (storefront.map { "\u{1F}" + $0 } ?? "")
+        case .untaxed(let storefront): "untaxed\u{1F}\(storefront)"
+        }
+    }
+
+    package static func note(_ text: String) -> ItemNote? {
+        let parts = text.split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init)
+        switch (parts.first, parts.count) {
+        case ("rate", 3): return Int64(parts[2]).map { .missingRate(currency: parts[1], day: $0) }
+        case ("price", 2): return .missingPrice(productID: parts[1], storefront: nil)
+        case ("price", 3): return .missingPrice(productID: parts[1], storefront: parts[2])
+        case ("untaxed", 2): return .untaxed(storefront: parts[1])
+        default: return nil
+        }
+    }
+}
+
+/// An item kept exactly, for the days it has an instant on: what today's figures are summed from.
+package struct RollupMoment: Sendable, Equatable {
+    package var environment: String
+    package var chart: Chart
+    package var item: ChartItem
+    /// The days (since 1970-01-01) of its instants, from the day it was written on.
+    package var days: [Int64]
+
+    package init(environment: String, chart: Chart, item: ChartItem, days: [Int64]) {
+        self.environment = environment
+        self.chart = chart
+        self.item = item
+        self.days = days
+    }
+
+    /// The days of an item's instants that are `today` or later, ascending, each once, but its
+    /// start's when it had begun at `writtenAt` (its rows are settled). A start-of-period stock
+    /// has none that matter (``RollupRow/Key/touches(_:)``).
+    static func days(of item: ChartItem, onOrAfter today: Int64, writtenAt: Int64) -> [Int64] {
+        guard item.kind != .stockAtStart else { return [] }
+        var instants = [item.validFrom, item.validUntil]
+        if item.at > writtenAt { instants.append(item.at) }
+        if item.kind == .stock { instants.append(item.until) }
+        if let cohort = item.cohort { instants.append(cohort) }
+        return Set(instants.map(Rollup.floorDay).filter { $0 >= today && $0 != .max }).sorted()
+    }
+}
+
+extension ChartItem {
+    func admitted(by filters: ChartFilters) -> Bool {
+        (filters.app.map { $0 == bundleID } ?? true) && (filters.store.map { $0 == store } ?? true)
+    }
+}
+
+extension ItemNote {
+    var isUntaxed: Bool { if case .untaxed = self { true } else { false } }
+}
