@@ -4,7 +4,8 @@
 #      before now, written straight into a migrated database (Benchmarks/analytics_data.py);
 #   2. `receiptd build-rollups`: the rollups built from nothing, its time and the files' sizes (on
 #      SQLite the rollups have a file of their own, bench-rollups.sqlite);
-#   3. each chart for the two years at day resolution (cohorts: by month), RUNS times one after
+#   3. each chart for the two years at day resolution (the cohort tables by month and by day, MRR
+#      split by store and by country by month), RUNS times one after
 #      another, from the rollups: the median and the slowest answer (curl's total time), or
 #      "timed out" past TIMEOUT seconds; then drill-downs, RUNS times: the first page (50
 #      contributions and the figure) and the second of one day's gross revenue and of MRR at the
@@ -99,11 +100,18 @@ measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then
     "$(du -sm "$out/bench.sqlite" | cut -f1)" "$(du -sm "$out/bench-rollups.sqlite" | cut -f1)"
   echo
   serve "$@"
-  for chart in revenue mrr actives trials trial_conversion churn refund_rate; do
-    printf '%-18s %s\n' "$chart" "$(timed "/v1/admin/charts/$chart?from=$from&resolution=day")"
+  for chart in revenue mrr actives trials trial_conversion churn refund_rate mrr_movement actives_movement \
+    trials_movement new_customers initial_conversion conversion_to_paying new_paid_subscriptions \
+    non_subscription_purchases ltv_per_customer ltv_per_paying_customer subscription_status; do
+    printf '%-26s %s\n' "$chart" "$(timed "/v1/admin/charts/$chart?from=$from&resolution=day")"
   done
-  printf '%-18s %s\n' "cohorts (month)" "$(timed "/v1/admin/charts/cohorts?from=$from&resolution=month")"
-  printf '%-18s %s\n' "cohorts (day)" "$(timed "/v1/admin/charts/cohorts?from=$from&resolution=day")"
+  for chart in cohorts subscription_retention; do
+    printf '%-26s %s\n' "$chart (month)" "$(timed "/v1/admin/charts/$chart?from=$from&resolution=month")"
+    printf '%-26s %s\n' "$chart (day)" "$(timed "/v1/admin/charts/$chart?from=$from&resolution=day")"
+  done
+  # Split: by store from the rollups; by country from every transaction (not kept in the rollups).
+  printf '%-26s %s\n' "mrr by store" "$(timed "/v1/admin/charts/mrr?from=$from&resolution=month&group_by=store")"
+  printf '%-26s %s\n' "mrr by country" "$(runs=1 timed "/v1/admin/charts/mrr?from=$from&resolution=month&group_by=country")"
   local drill
   for drill in "revenue&measure=gross" "mrr&measure=mrr"; do
     local path="/v1/admin/charts/${drill%%&*}/drill?from=$from&resolution=day&period=$day&${drill#*&}"
