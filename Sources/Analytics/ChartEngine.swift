@@ -88,7 +88,7 @@ package struct ChartSum {
                 var group = groups[value]!
                 group.close()
                 let figures = group.finish()
-                return ChartGroup(value: value, measures: figures.measures, figures: figures.figures)
+                return ChartGroup(value: value, measures: figures.measures, figures: figures.figures, leftOut: figures.leftOut)
             }
             return answer
         }
@@ -165,6 +165,8 @@ struct Book: Sendable {
     var longest = 0
     /// Cohorts: per cohort's period, the differences of `paying_N` at each N (settled at the end).
     var paying: [Int: [Int64]] = [:]
+    /// Per period, the difference of how many items its amounts left out (settled at the end).
+    var leftOut: [Int64]
 
     init(q: ChartQuery, grid: PeriodGrid, currency: String, focus: (Int, String)?) {
         self.q = q
@@ -175,6 +177,7 @@ struct Book: Sendable {
         starts = grid.periods.map(\.start).filter { $0 <= q.now }
         measures = q.chart.measures
         values = Figures(periods: grid.periods.count)
+        leftOut = Array(repeating: 0, count: grid.periods.count + 1)
     }
 
     /// Every chart's measures that are amounts of money.
@@ -184,7 +187,13 @@ struct Book: Sendable {
 
     mutating func count(_ items: [ChartItem]) {
         for item in items where item.isValid(at: q.now) && (q.group == nil || q.group == item.group) {
-            if count(item) { note(item.notes, times: item.count) }
+            guard let periods = count(item) else { continue }
+            note(item.notes, times: item.count)
+            // What the amounts of those periods left out (no rate, no price), marked on each.
+            if item.notes.contains(where: \.leavesOut) {
+                leftOut[periods.lowerBound] += item.count
+                leftOut[periods.upperBound] -= item.count
+            }
         }
     }
 
@@ -192,14 +201,14 @@ struct Book: Sendable {
     /// definition says which).
     mutating func close() { q.chart.definition.close(&self) }
 
-    /// Adds an item where it belongs; whether it counted anywhere.
-    mutating func count(_ item: ChartItem) -> Bool {
+    /// Adds an item where it belongs; the periods it counted in (a cohort's item: its cohort's).
+    mutating func count(_ item: ChartItem) -> Range<Int>? {
         if let cohort = item.cohort {
-            guard cohort <= q.now, item.at <= q.now, let i = grid.index(of: cohort) else { return false }
+            guard cohort <= q.now, item.at <= q.now, let i = grid.index(of: cohort) else { return nil }
             if item.kind == .flow {
                 if item.measure == q.chart.definition.cohortBase { longest = max(longest, instants.count - i) }
                 add(i, item.measure, item)
-                return true
+                return i..<(i + 1)
             }
             // The cohort's instants within [at, until), found by search.
             let low = max(i, Self.firstIndex(in: instants, atLeast: item.at))
@@ -211,23 +220,23 @@ struct Book: Sendable {
                 paying[i, default: Array(repeating: 0, count: instants.count - i + 1)][low - i] += item.value
                 paying[i]![high - i] -= item.value
             }
-            return low < high
+            return low < high ? i..<(i + 1) : nil
         }
         switch item.kind {
         case .flow:
-            guard item.at <= q.now, let i = grid.index(of: item.at) else { return false }
+            guard item.at <= q.now, let i = grid.index(of: item.at) else { return nil }
             add(i, item.measure, item)
-            return true
+            return i..<(i + 1)
         case .stock, .stockAtStart:
             let list = item.kind == .stock ? instants : starts
             let low = Self.firstIndex(in: list, atLeast: item.at)
             let high = Self.firstIndex(in: list, atLeast: item.until)
-            guard low < high else { return false }
-            guard !item.measure.isEmpty else { return true }
+            guard low < high else { return nil }
+            guard !item.measure.isEmpty else { return low..<high }
             held[item.measure, default: Array(repeating: 0, count: list.count + 1)][low] += item.value
             held[item.measure]![high] -= item.value
             if let focus, focus.1 == item.measure, (low..<high).contains(focus.0) { contribute(focus.0, item.measure, item) }
-            return true
+            return low..<high
         }
     }
 
@@ -261,6 +270,15 @@ struct Book: Sendable {
                 missingPrices[product + "\u{0}" + (storefront ?? ""), default: (product, storefront, 0)].2 += Int(times)
             case .untaxed(let storefront): untaxed.insert(storefront)
             }
+        }
+    }
+
+    /// Differences summed into their running values, one per period.
+    static func settled(_ differences: [Int64]) -> [Int64] {
+        var running: Int64 = 0
+        return differences.dropLast().map { d in
+            running += d
+            return running
         }
     }
 
@@ -375,7 +393,8 @@ struct Book: Sendable {
         return ChartAnswer(
             chart: q.chart, currency: currency, resolution: grid.resolution, zone: q.zone.name, periods: grid.periods,
             measures: measures, figures: values, contributions: contributions, missingRates: rates, missingPrices: prices,
-            untaxedStorefronts: q.chart == .revenue ? untaxed.sorted() : [], window: q.cohortWindow)
+            untaxedStorefronts: q.chart == .revenue ? untaxed.sorted() : [], window: q.cohortWindow,
+            leftOut: Self.settled(leftOut))
     }
 }
 

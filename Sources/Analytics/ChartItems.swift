@@ -79,6 +79,14 @@ package enum ItemNote: Sendable, Hashable {
     case missingRate(currency: String, day: Int64)
     case missingPrice(productID: String, storefront: String?)
     case untaxed(storefront: String)
+
+    /// Whether the item's amount was left out (rather than counted before tax).
+    var leavesOut: Bool {
+        switch self {
+        case .missingRate, .missingPrice: true
+        case .untaxed: false
+        }
+    }
 }
 
 /// Records a ledger's items for one chart, in one currency, with the filters applied to the
@@ -87,6 +95,8 @@ struct ItemRecorder {
     let currency: String
     let rates: ExchangeRates
     let settings: AnalyticsSettings
+    /// The ledger as given (what a customer's first being seen is read from).
+    let ledger: Ledger
     /// The entries the filters admit, oldest first.
     let admitted: [Ledger.Entry]
     /// The subscriptions, for the charts that follow them (the others never build them).
@@ -113,6 +123,7 @@ struct ItemRecorder {
         settings: AnalyticsSettings, withDetails: Bool = true, window: ChartWindow? = nil, groupBy: ChartDimension? = nil
     ) {
         self.groupBy = groupBy
+        self.ledger = ledger
         self.currency = currency
         self.rates = rates
         self.settings = settings

@@ -57,7 +57,7 @@ package enum Chart: String, Sendable, CaseIterable {
 
     /// Whether its periods are cohorts (of customers first seen, or first paying, or subscriptions
     /// first paid in them) rather than the time things happen in.
-    package var isCohorted: Bool { definition.cohortBase != nil || definition.window != nil }
+    package var isCohorted: Bool { definition.cohortBase != nil || definition.window != nil || definition.byFirstSeen }
 
     /// Whether a figure of `measure` is a stock read at each period's last instant (`.stock`) or
     /// first (`.stockAtStart`); nil for a flow or a cohort's figure.
@@ -128,6 +128,9 @@ struct ChartDefinition: Sendable {
     var window: ChartWindow? = nil
     /// Whether its items need each person's first seen (``Newcomer``).
     var followsCustomers = false
+    /// Whether its periods are the cohorts of customers first seen in them (its items of
+    /// subscriptions each in their holder's cohort).
+    var byFirstSeen = false
     /// Whether its items need each subscription's line through time (``SubscriptionLine``).
     var followsSubscriptions: Bool
     var record: @Sendable (inout ItemRecorder) -> Void
@@ -240,6 +243,10 @@ package struct ChartAnswer: Sendable {
     package var pendingChanges: Int64 = 0
     /// A first-seen cohort's window (nil for the other charts).
     package var window: ChartWindow?
+    /// Per period, how many of the transactions (or subscriptions' spans) counted in it its
+    /// amounts left out for want of a rate or a price: a figure's own mark that it is short (a
+    /// chart can count 2 subscriptions while its MRR sums one).
+    package var leftOut: [Int64] = []
     /// The dimension the figures are split by, and each group's figures (by value, in byte
     /// order); ``figures`` are then the whole's.
     package var groupBy: ChartDimension?
@@ -256,6 +263,7 @@ package struct ChartGroup: Sendable {
     package var value: String
     package var measures: [String]
     package var figures: Figures
+    package var leftOut: [Int64]
 }
 
 /// Drill-down: the figure and its contributions.

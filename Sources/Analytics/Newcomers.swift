@@ -49,6 +49,17 @@ struct Newcomer {
         return newcomers
     }
 
+    /// When everyone in a ledger was first seen, whatever the filters: the earliest of their
+    /// customer record and their first purchase.
+    static func firstSeen(in ledger: Ledger) -> [String: Int64] {
+        var seen = ledger.customers.mapValues(\.firstSeen)
+        for e in ledger.entries {
+            guard let at = e.purchase.purchaseDate else { continue }
+            seen[e.appUserID] = min(seen[e.appUserID] ?? at, at)
+        }
+        return seen
+    }
+
     /// Their first transactions of a kind within a window, as each stands in turn: the first
     /// counts until it is refunded, then the next, and so on (a trial is never refunded). Each
     /// with the clocks at which it is the one that counts, [since, until); none once one stands

@@ -99,6 +99,8 @@ struct RollupTests {
                         #expect(answer.missingRates == expected.missingRates, "\(chart)")
                         #expect(answer.missingPrices == expected.missingPrices, "\(chart)")
                         #expect(answer.untaxedStorefronts == expected.untaxedStorefronts, "\(chart)")
+                        #expect(answer.leftOut == expected.leftOut, "\(chart) left out")
+                        #expect(answer.groups.map(\.leftOut) == expected.groups.map(\.leftOut), "\(chart) groups left out")
                         compared += 1
                     }
                 }

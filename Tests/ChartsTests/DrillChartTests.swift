@@ -68,7 +68,7 @@ struct DrillChartTests {
     }
 
     /// Every figure of every chart by month (and revenue and churn by day, in the last 40 days),
-    /// paged two contributions at a time, against the engine's drill-down over the facts.
+    /// paged three contributions at a time, against the engine's drill-down over the facts.
     static func expectEngine(
         _ read: ReadChart, _ facts: VerifiedFacts, _ owners: [String: String], _ queue: DatabaseQueue, at now: Int64,
         _ context: String
@@ -96,7 +96,7 @@ struct DrillChartTests {
                         repeat {
                             let page = try await read.drill(
                                 .init(chart: chart, from: from, to: now + 10 * day, resolution: resolution),
-                                period: period.label, measure: measure, page: .init(after: cursor, limit: 2))
+                                period: period.label, measure: measure, page: .init(after: cursor, limit: 3))
                             #expect(page.fromRollups)
                             #expect(
                                 page.drill.value == (cursor == nil ? expected.value : nil),

@@ -349,7 +349,7 @@
     ["mrr", "MRR", ["mrr"]],
     ["actives", "Active subscriptions and trials", ["subscriptions", "trials"]],
     ["trials", "New trials", ["new_trials"]],
-    ["trial_conversion", "Trial conversion (by trial start)", ["converted", "pending", "abandoned"]],
+    ["trial_conversion", "Trial conversion (by first seen)", ["converted", "pending", "abandoned"]],
     ["churn", "Churn", ["churned", "resubscribed"]],
     ["refund_rate", "Refunds", ["refunded_transactions", "paid_transactions"]],
   ];

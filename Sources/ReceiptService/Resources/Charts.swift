@@ -156,7 +156,7 @@ extension Requests {
 }
 
 extension Responses {
-    /// `{"chart", "currency", "resolution", "time_zone", "measures", "window", "values": [{"period", …}],
+    /// `{"chart", "currency", "resolution", "time_zone", "measures", "window", "values": [{"period", …, "left_out"}],
     /// "missing_rates", "missing_prices", "untaxed_storefronts", "source", "pending_changes"}`, or
     /// one CSV row per period.
     static func chart(_ a: ChartAnswer, csv: Bool) -> HTTPResponse {
@@ -218,6 +218,7 @@ extension Responses {
                                     for (k, measure) in a.measures.enumerated() {
                                         row[Identifier(measure)] = columns[k].flatMap { g.figures[i, $0] }.map(json) ?? .null
                                     }
+                                    if g.leftOut.contains(where: { $0 != 0 }) { row["left_out"] = .int(g.leftOut[i]) }
                                     return .object(row)
                                 }),
                         ])
@@ -227,12 +228,16 @@ extension Responses {
         }
         // A period's measures written straight from the answer into the body, their names sorted
         // and their columns found once: a cohort chart by day is 730 periods of 1,463 measures.
-        let (keys, columns) = (["period"] + a.measures, a.measures.map(a.figures.column))
+        // A period whose amounts left something out (no rate, no price) says how much: `left_out`,
+        // on every period of an answer where any did.
+        let marked = a.leftOut.contains { $0 != 0 }
+        let (keys, columns) = (["period"] + a.measures + (marked ? ["left_out"] : []), a.measures.map(a.figures.column))
         let size = JSONOutput.arrayOfObjectsSize(keys: keys, count: a.periods.count, valueBytes: 6)
         return .json(
             bytes: body.jsonBytes(adding: "values", capacity: size) { out in
                 out.arrayOfObjects(keys: keys, count: a.periods.count) { i, k, out in
                     guard k > 0 else { return out.string(a.periods[i].label) }
+                    guard k <= columns.count else { return out.int(a.leftOut[i]) }
                     switch columns[k - 1].flatMap({ a.figures[i, $0] }).map(figure) {
                     case .integer(let n)?: out.int(n)
                     case .text(let text)?: out.string(text)

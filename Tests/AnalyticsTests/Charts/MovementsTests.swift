@@ -37,6 +37,13 @@ import Testing
         #expect(column("contraction_mrr") == [.money(0), .money(0), .money(0)])
         #expect(column("net_mrr_movement") == [.money(24_000), .money(-14_000), .money(15_000)])
         #expect(column("ending_mrr") == [.money(34_000), .money(20_000), .money(35_000)])
+        #expect(a.leftOut == [0, 0, 0])
+        // A subscription no one priced counts among the actives, not in MRR: its periods say so.
+        var unpriced = Self.ledger
+        unpriced.append(sale("u1", user: "uma", original: "u", from: at(2026, 2, 10), to: at(2026, 3, 10)))
+        let short = try Self.engine(unpriced).answer(ChartEngineTests.months(.mrr, now: at(2026, 4, 1)))
+        #expect(short.values[1]["subscriptions"] == .count(3) && short.values[1]["mrr"] == .money(20_000))
+        #expect(short.leftOut == [0, 1, 0] && short.missingPrices.map(\.productID) == ["monthly"])
         // Alice's drop back to 10.00 in April would be a contraction.
         var down = Self.ledger
         down.append(sale("a4", user: "alice", original: "a", from: at(2026, 4, 5), to: at(2026, 5, 5), price: 10_000))
