@@ -436,6 +436,8 @@
     const notes = [];
     if (answer.missing_rates.length) notes.push("No exchange rate for " + answer.missing_rates.map((r) => `${r.currency} on ${r.day} (${r.transactions})`).join(", ") + ": left out.");
     if (answer.missing_prices.length) notes.push("No price for " + answer.missing_prices.map((p) => `${p.product_id}${p.storefront ? " in " + p.storefront : ""} (${p.transactions})`).join(", ") + ": left out.");
+    const short = answer.values.filter((v) => v.left_out > 0);
+    if (short.length) notes.push("Counted without their money: " + short.map((v) => `${v.left_out} in ${v.period}`).join(", ") + ".");
     for (const note of notes) section.appendChild(el("p", { class: "note" }, note));
     const cell = (v, m, group) => {
       if (v[m] === null || v[m] === undefined) return "—";
@@ -506,6 +508,8 @@
     const notes = [];
     if (answer.missing_rates.length) notes.push("No exchange rate for " + answer.missing_rates.map((r) => `${r.currency} on ${r.day} (${r.transactions})`).join(", ") + ": left out.");
     if (answer.missing_prices.length) notes.push("No price for " + answer.missing_prices.map((p) => `${p.product_id}${p.storefront ? " in " + p.storefront : ""} (${p.transactions})`).join(", ") + ": left out.");
+    const short = answer.values.filter((v) => v.left_out > 0);
+    if (short.length) notes.push("Counted without their money: " + short.map((v) => `${v.left_out} in ${v.period}`).join(", ") + ".");
     if (answer.untaxed_storefronts.length) notes.push("No tax rate for " + answer.untaxed_storefronts.join(", ") + ": proceeds before tax.");
     for (const note of notes) section.appendChild(el("p", { class: "note" }, note));
     const rows = answer.values.map((v) => [v.period].concat(answer.measures.map((m) => {
