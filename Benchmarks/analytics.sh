@@ -92,7 +92,8 @@ measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then
   local name=$1 started size
   shift
   echo "--- $name"
-  size=$( [ -f "$out/bench.sqlite" ] && du -sm "$out/bench.sqlite" | cut -f1 || echo "")
+  # SQLite's files only when measuring SQLite (POSTGRESQL_ONLY still writes the file it loads from).
+  size=$( [ "$name" = SQLite ] && [ -f "$out/bench.sqlite" ] && du -sm "$out/bench.sqlite" | cut -f1 || echo "")
   started=$(date +%s.%N)
   env "${receiptd_env[@]}" "$@" "$bin/receiptd" build-rollups --config-dir "$root/Config" >"$out/build.json"
   printf 'rollups built in %.0f s: %s' "$(echo "$(date +%s.%N) - $started" | bc)" "$(cat "$out/build.json")"
