@@ -30,13 +30,12 @@ struct Newcomer {
         for e in ledger.entries { all[e.appUserID, default: []].append(e) }
         var kept: [String: [Ledger.Entry]] = [:]
         for e in admitted { kept[e.appUserID, default: []].append(e) }
-        let people = Set(all.keys).union(ledger.customers.keys)
+        let seen = firstSeen(in: ledger)
         var newcomers: [Newcomer] = []
-        for user in people.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+        for (user, firstSeen) in seen.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
             let held = (all[user] ?? []).filter { $0.purchase.purchaseDate != nil }
             let first = held.min { Purchase.chronological($0.purchase, $1.purchase) }
             let customer = ledger.customers[user]
-            guard let firstSeen = [customer?.firstSeen, first?.purchase.purchaseDate].compactMap({ $0 }).min() else { continue }
             var environments = Set(held.map(\.purchase.environment)).union(customer?.environments ?? [])
             if environments.isEmpty { environments = ["production"] }
             let bundleID = first?.bundleID ?? customer?.bundleID ?? ""

@@ -30,6 +30,21 @@ private func signed(_ id: String, product: String, price: Int, currency: String,
     return try TestPKI.signer.sign(json(t))
 }
 
+/// Ana's 9.99 USD a month in the USA and Ben's 49.99 EUR a year in Germany, signed by Apple's test
+/// PKI, posted with the app's public key.
+private func postAnaAndBen(_ port: Int, ids: (String, String), at bought: Int64) async throws {
+    for (user, jws) in [
+        ("ana", try signed(ids.0, product: "monthly", price: 9990, currency: "USD", storefront: "USA", at: bought)),
+        ("ben", try signed(ids.1, product: "annual", price: 49_990, currency: "EUR", storefront: "DEU", at: bought)),
+    ] {
+        let posted = try await request(
+            port, "POST", "/v1/receipts",
+            String(decoding: json(["app_user_id": user, "signed_transaction": jws]).jsonBytes, as: UTF8.self),
+            key: TestSecrets.publicKey)
+        #expect(posted.status == 200, "\(posted.body)")
+    }
+}
+
 /// The charts over HTTP, on the configured database (SQLite, or PostgreSQL in CI's second run):
 /// Apple's signed prices stored, charted, drilled into, and exported as CSV.
 @Suite("Charts API", .serialized)
@@ -40,16 +55,7 @@ struct ChartRoutesTests {
         ) { port, _ in
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             let bought = now - day
-            for (user, jws) in [
-                ("ana", try signed("7001", product: "monthly", price: 9990, currency: "USD", storefront: "USA", at: bought)),
-                ("ben", try signed("7002", product: "annual", price: 49_990, currency: "EUR", storefront: "DEU", at: bought)),
-            ] {
-                let posted = try await request(
-                    port, "POST", "/v1/receipts",
-                    String(decoding: json(["app_user_id": user, "signed_transaction": jws]).jsonBytes, as: UTF8.self),
-                    key: TestSecrets.publicKey)
-                #expect(posted.status == 200, "\(posted.body)")
-            }
+            try await postAnaAndBen(port, ids: ("7001", "7002"), at: bought)
             // The document shows the price and its source.
             let ana = try await request(port, "GET", "/v1/subscribers/ana", key: TestSecrets.secretKey)
             let monthly = (ana.json["subscriptions"] as? [String: Any])?["monthly"] as? [String: Any]
@@ -137,16 +143,7 @@ struct ChartRoutesTests {
         ) { port, _ in
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             let bought = now - day
-            for (user, jws) in [
-                ("ana", try signed("7101", product: "monthly", price: 9990, currency: "USD", storefront: "USA", at: bought)),
-                ("ben", try signed("7102", product: "annual", price: 49_990, currency: "EUR", storefront: "DEU", at: bought)),
-            ] {
-                let posted = try await request(
-                    port, "POST", "/v1/receipts",
-                    String(decoding: json(["app_user_id": user, "signed_transaction": jws]).jsonBytes, as: UTF8.self),
-                    key: TestSecrets.publicKey)
-                #expect(posted.status == 200, "\(posted.body)")
-            }
+            try await postAnaAndBen(port, ids: ("7101", "7102"), at: bought)
             let query = "environment=sandbox&resolution=month&from=\(dayText(bought))"
             func chart(_ path: String) async throws -> (status: Int, json: [String: Any], body: String) {
                 let r = try await request(port, "GET", "/v1/admin/charts/\(path)", key: TestSecrets.secretKey)

@@ -229,15 +229,17 @@ extension SDKReceiptRoutesTests {
 }
 
 extension SDKReceiptRoutesTests {
+    /// `transfer`, and `limits.*` of one request per key and then next to none.
+    static func oneRequestPerKey(_ path: String) -> ServiceConfiguration {
+        var c = configuration(policy: "transfer")(path)
+        c.limits = .init(perKey: 0.001, keyBurst: 1)
+        return c
+    }
+
     /// The bounds of `limits.*` hold on the SDK listener too, answered with a 5xx and `Retry-After`:
     /// Android marks a purchase answered with any 4xx (a 429 too) synced for good.
     @Test func tooManyPurchasesFromOneKeyAreAskedToComeBackNotRefused() async throws {
-        let configuration = { (path: String) -> ServiceConfiguration in
-            var c = Self.configuration(policy: "transfer")(path)
-            c.limits = .init(perKey: 0.001, keyBurst: 1)
-            return c
-        }
-        try await withClockedService(configuration: configuration) { app, _, _, _ in
+        try await withClockedService(configuration: Self.oneRequestPerKey) { app, _, _, _ in
             let port = try #require(app.application.sdkServer?.port)
             let first = try await Self.postReceipt(
                 port, #"{"app_user_id":"rl","fetch_token":"\#(simulatedReceipt("active_monthly:rl1"))"}"#)
@@ -255,12 +257,7 @@ extension SDKReceiptRoutesTests {
     /// Attributes have a budget of their own under `limits.*`: past it, 503 (kept by the SDKs to
     /// send again), and purchases are not held up by them.
     @Test func attributesHaveABudgetOfTheirOwn() async throws {
-        let configuration = { (path: String) -> ServiceConfiguration in
-            var c = Self.configuration(policy: "transfer")(path)
-            c.limits = .init(perKey: 0.001, keyBurst: 1)
-            return c
-        }
-        try await withClockedService(configuration: configuration) { app, _, _, _ in
+        try await withClockedService(configuration: Self.oneRequestPerKey) { app, _, _, _ in
             let port = try #require(app.application.sdkServer?.port)
             func attributes() async throws -> Reply {
                 try await request(

@@ -14,51 +14,45 @@ extension ChartDefinition {
 
     /// Initial conversion: of the customers first seen in the period, those who started a trial
     /// or bought anything within the window (7 days unless asked).
-    static let initialConversion = ChartDefinition(
-        measures: ["new_customers", "converted_customers", "initial_conversion_rate"],
-        parts: { $0 == "initial_conversion_rate" ? ["converted_customers", "new_customers"] : nil },
-        window: .days7, followsCustomers: true, followsSubscriptions: false,
-        record: { $0.conversions("converted_customers", payments: false) },
-        close: {
-            $0.zero(["new_customers", "converted_customers"])
-            $0.ratio("initial_conversion_rate", "converted_customers", "new_customers")
-        })
+    static let initialConversion = conversion("converted_customers", rate: "initial_conversion_rate", payments: false)
 
     /// Conversion to paying: of the customers first seen in the period, those who paid (not a
     /// free trial) within the window (7 days unless asked).
-    static let conversionToPaying = ChartDefinition(
-        measures: ["new_customers", "new_paying_customers", "paying_conversion_rate"],
-        parts: { $0 == "paying_conversion_rate" ? ["new_paying_customers", "new_customers"] : nil },
-        window: .days7, followsCustomers: true, followsSubscriptions: false,
-        record: { $0.conversions("new_paying_customers", payments: true) },
-        close: {
-            $0.zero(["new_customers", "new_paying_customers"])
-            $0.ratio("paying_conversion_rate", "new_paying_customers", "new_customers")
-        })
+    static let conversionToPaying = conversion("new_paying_customers", rate: "paying_conversion_rate", payments: true)
 
     /// Realised LTV per customer: the net revenue the customers first seen in the period brought
     /// within the lifetime (30 days unless asked), per customer.
-    static let ltvPerCustomer = ChartDefinition(
-        measures: ["new_customers", "revenue", "ltv_per_customer"], money: ["revenue", "ltv_per_customer"],
-        parts: { $0 == "ltv_per_customer" ? ["revenue", "new_customers"] : nil },
-        window: .days30, followsCustomers: true, followsSubscriptions: false,
-        record: { $0.lifetimeValue(perPaying: false) },
-        close: {
-            $0.zero(["new_customers", "revenue"])
-            $0.quotient("ltv_per_customer", "revenue", "new_customers")
-        })
+    static let ltvPerCustomer = lifetimeValue(per: "new_customers", ltv: "ltv_per_customer")
 
     /// Realised LTV per paying customer: the same revenue per customer who paid within the
     /// lifetime (30 days unless asked).
-    static let ltvPerPayingCustomer = ChartDefinition(
-        measures: ["new_paying_customers", "revenue", "ltv_per_paying_customer"], money: ["revenue", "ltv_per_paying_customer"],
-        parts: { $0 == "ltv_per_paying_customer" ? ["revenue", "new_paying_customers"] : nil },
-        window: .days30, followsCustomers: true, followsSubscriptions: false,
-        record: { $0.lifetimeValue(perPaying: true) },
-        close: {
-            $0.zero(["new_paying_customers", "revenue"])
-            $0.quotient("ltv_per_paying_customer", "revenue", "new_paying_customers")
-        })
+    static let ltvPerPayingCustomer = lifetimeValue(per: "new_paying_customers", ltv: "ltv_per_paying_customer")
+
+    /// A conversion chart: new customers, those of them converted (`converted`), and the rate.
+    private static func conversion(_ converted: String, rate: String, payments: Bool) -> ChartDefinition {
+        ChartDefinition(
+            measures: ["new_customers", converted, rate], parts: { $0 == rate ? [converted, "new_customers"] : nil },
+            window: .days7, followsCustomers: true, followsSubscriptions: false,
+            record: { $0.conversions(converted, payments: payments) },
+            close: {
+                $0.zero(["new_customers", converted])
+                $0.ratio(rate, converted, "new_customers")
+            })
+    }
+
+    /// A realised LTV chart: the cohort's customers (all, or those who paid), their net revenue
+    /// within the lifetime, and the revenue per customer.
+    private static func lifetimeValue(per customers: String, ltv: String) -> ChartDefinition {
+        ChartDefinition(
+            measures: [customers, "revenue", ltv], money: ["revenue", ltv],
+            parts: { $0 == ltv ? ["revenue", customers] : nil },
+            window: .days30, followsCustomers: true, followsSubscriptions: false,
+            record: { $0.lifetimeValue(perPaying: customers == "new_paying_customers") },
+            close: {
+                $0.zero([customers, "revenue"])
+                $0.quotient(ltv, "revenue", customers)
+            })
+    }
 }
 
 /// How a ledger becomes the customers' charts' items.

@@ -25,7 +25,7 @@ extension ItemRecorder {
             guard let trial = line.entries.first(where: { $0.purchase.isFreeTrial && !$0.purchase.isFamilyShared }),
                 let start = trial.purchase.purchaseDate
             else { continue }
-            let cohort = min(firstSeen[line.appUserID] ?? start, start)
+            let cohort = firstSeen[line.appUserID] ?? start
             flow("trials", at: start, 1, trial, cohort: cohort)
             let paid = line.entries.first { $0.purchase.isPaidPeriod && ($0.purchase.purchaseDate ?? .min) >= start }
             let paidFrom = paid?.purchase.purchaseDate ?? .max

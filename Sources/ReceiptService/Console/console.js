@@ -433,12 +433,7 @@
         .map(([m, sign]) => ({ name: m, sign, values: answer.values.map((v) => Number(v[m]) || 0) }));
       section.appendChild(stackedBars(labels, series, caption, net ? { name: net, values: answer.values.map((v) => Number(v[net]) || 0) } : null));
     }
-    const notes = [];
-    if (answer.missing_rates.length) notes.push("No exchange rate for " + answer.missing_rates.map((r) => `${r.currency} on ${r.day} (${r.transactions})`).join(", ") + ": left out.");
-    if (answer.missing_prices.length) notes.push("No price for " + answer.missing_prices.map((p) => `${p.product_id}${p.storefront ? " in " + p.storefront : ""} (${p.transactions})`).join(", ") + ": left out.");
-    const short = answer.values.filter((v) => v.left_out > 0);
-    if (short.length) notes.push("Counted without their money: " + short.map((v) => `${v.left_out} in ${v.period}`).join(", ") + ".");
-    for (const note of notes) section.appendChild(el("p", { class: "note" }, note));
+    for (const note of chartNotes(answer)) section.appendChild(el("p", { class: "note" }, note));
     const cell = (v, m, group) => {
       if (v[m] === null || v[m] === undefined) return "—";
       if (RATIOS.includes(m) || m.startsWith("retention_")) return String(v[m]);
@@ -497,6 +492,17 @@
     page.appendChild(drill);
   }
 
+  /** What a chart's answer left out or could not tax, said under it. */
+  function chartNotes(answer) {
+    const notes = [];
+    if (answer.missing_rates.length) notes.push("No exchange rate for " + answer.missing_rates.map((r) => `${r.currency} on ${r.day} (${r.transactions})`).join(", ") + ": left out.");
+    if (answer.missing_prices.length) notes.push("No price for " + answer.missing_prices.map((p) => `${p.product_id}${p.storefront ? " in " + p.storefront : ""} (${p.transactions})`).join(", ") + ": left out.");
+    const short = answer.values.filter((v) => v.left_out > 0);
+    if (short.length) notes.push("Counted without their money: " + short.map((v) => `${v.left_out} in ${v.period}`).join(", ") + ".");
+    if (answer.untaxed_storefronts.length) notes.push("No tax rate for " + answer.untaxed_storefronts.join(", ") + ": proceeds before tax.");
+    return notes;
+  }
+
   /** One chart: its line chart, the left-out and untaxed notes, the table of every number, CSV. */
   function chartSection([chart, title, plotted], answer, query, drill) {
     const money = chart === "revenue" || chart === "mrr";
@@ -505,13 +511,7 @@
     const section = el("section", { id: "chart-" + chart, "data-chart": chart });
     section.appendChild(lineChart(labels, plotted.filter((m) => answer.measures.includes(m))
       .map((m) => ({ name: m, values: answer.values.map((v) => Number(v[m]) || 0) })), caption));
-    const notes = [];
-    if (answer.missing_rates.length) notes.push("No exchange rate for " + answer.missing_rates.map((r) => `${r.currency} on ${r.day} (${r.transactions})`).join(", ") + ": left out.");
-    if (answer.missing_prices.length) notes.push("No price for " + answer.missing_prices.map((p) => `${p.product_id}${p.storefront ? " in " + p.storefront : ""} (${p.transactions})`).join(", ") + ": left out.");
-    const short = answer.values.filter((v) => v.left_out > 0);
-    if (short.length) notes.push("Counted without their money: " + short.map((v) => `${v.left_out} in ${v.period}`).join(", ") + ".");
-    if (answer.untaxed_storefronts.length) notes.push("No tax rate for " + answer.untaxed_storefronts.join(", ") + ": proceeds before tax.");
-    for (const note of notes) section.appendChild(el("p", { class: "note" }, note));
+    for (const note of chartNotes(answer)) section.appendChild(el("p", { class: "note" }, note));
     const rows = answer.values.map((v) => [v.period].concat(answer.measures.map((m) => {
       if (v[m] === null || v[m] === undefined) return "—";
       if (RATIOS.includes(m) || m.startsWith("retention_")) return String(v[m]);

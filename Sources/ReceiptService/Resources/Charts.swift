@@ -182,7 +182,7 @@ extension Responses {
             }
             return Self.csv(lines, name: "\(a.chart.rawValue).csv")
         }
-        var body = JSONValue.object([
+        var fields: [Identifier: JSONValue] = [
             "chart": .string(a.chart.rawValue), "currency": .string(a.currency), "resolution": .string(a.resolution.rawValue),
             "time_zone": .string(a.zone), "measures": .array(a.measures.map(JSONValue.string)),
             "missing_rates": .array(
@@ -201,31 +201,29 @@ extension Responses {
                 }),
             "untaxed_storefronts": .array(a.untaxedStorefronts.map(JSONValue.string)),
             "source": .string(a.fromRollups ? "rollups" : "transactions"), "pending_changes": .int(a.pendingChanges),
-        ])
+        ]
         // A first-seen cohort's window, on the charts that have one; a split chart's groups.
-        if case .object(var fields) = body {
-            if let window = a.window { fields["window"] = .string(window.rawValue) }
-            if let groupBy = a.groupBy {
-                fields["group_by"] = .string(groupBy.rawValue)
-                fields["groups"] = .array(
-                    a.groups.map { g in
-                        let columns = a.measures.map(g.figures.column)
-                        return .object([
-                            "group": .string(g.value),
-                            "values": .array(
-                                a.periods.indices.map { i in
-                                    var row: [Identifier: JSONValue] = ["period": .string(a.periods[i].label)]
-                                    for (k, measure) in a.measures.enumerated() {
-                                        row[Identifier(measure)] = columns[k].flatMap { g.figures[i, $0] }.map(json) ?? .null
-                                    }
-                                    if g.leftOut.contains(where: { $0 != 0 }) { row["left_out"] = .int(g.leftOut[i]) }
-                                    return .object(row)
-                                }),
-                        ])
-                    })
-            }
-            body = .object(fields)
+        if let window = a.window { fields["window"] = .string(window.rawValue) }
+        if let groupBy = a.groupBy {
+            fields["group_by"] = .string(groupBy.rawValue)
+            fields["groups"] = .array(
+                a.groups.map { g in
+                    let columns = a.measures.map(g.figures.column)
+                    return .object([
+                        "group": .string(g.value),
+                        "values": .array(
+                            a.periods.indices.map { i in
+                                var row: [Identifier: JSONValue] = ["period": .string(a.periods[i].label)]
+                                for (k, measure) in a.measures.enumerated() {
+                                    row[Identifier(measure)] = columns[k].flatMap { g.figures[i, $0] }.map(json) ?? .null
+                                }
+                                if g.leftOut.contains(where: { $0 != 0 }) { row["left_out"] = .int(g.leftOut[i]) }
+                                return .object(row)
+                            }),
+                    ])
+                })
         }
+        let body = JSONValue.object(fields)
         // A period's measures written straight from the answer into the body, their names sorted
         // and their columns found once: a cohort chart by day is 730 periods of 1,463 measures.
         // A period whose amounts left something out (no rate, no price) says how much: `left_out`,
