@@ -124,8 +124,8 @@ package struct KeepRollups: UseCase, Sendable {
         case page(RollupStore.State, Update, holders: Int, last: String?)
         /// Changes applied to each changed holder.
         case changes(RollupStore.State, Update, changes: [ChangeLog.Change], holders: Int)
-        /// A change naming everyone (an erasure): start over.
-        case everyone(RollupStore.State, changes: Int)
+        /// A change naming everyone (an erasure): start over, from after the changes up to it.
+        case everyone(RollupStore.State, changes: [ChangeLog.Change])
     }
 
     /// One step: what to do is read and the rows computed on the database's background reader (a
@@ -163,7 +163,8 @@ package struct KeepRollups: UseCase, Sendable {
                 let revision = try AnalyticsStore(db).ratesRevision()
                 let fingerprint = Self.fingerprint(settings, ratesRevision: revision)
                 if state.fingerprint != fingerprint {
-                    let from = try ChangeLog(db).followFrom(since: now - Self.commitWindowMs)
+                    // Every change up to the rollups' last is committed, so a rebuild reads it.
+                    let from = max(try ChangeLog(db).followFrom(since: now - Self.commitWindowMs), state.changesThrough)
                     return .restart(state, fingerprint: fingerprint, followFrom: from)
                 }
                 let rates = try parsedRates.rates(revision: revision) { try Self.rates(db) }
@@ -175,8 +176,8 @@ package struct KeepRollups: UseCase, Sendable {
                 }
                 let changes = try ChangeLog(db).since(state.changesThrough, limit: changesPerStep)
                 guard !changes.isEmpty else { return .idle }
-                if changes.contains(where: { $0.appUserID == ChangeLog.everyone }) {
-                    return .everyone(state, changes: changes.count)
+                if let everyone = changes.firstIndex(where: { $0.appUserID == ChangeLog.everyone }) {
+                    return .everyone(state, changes: Array(changes[...everyone]))
                 }
                 let users = Set(changes.map(\.appUserID)).sorted()
                 let held = try AnalyticsStore(db).holdings(of: users)
@@ -197,8 +198,12 @@ package struct KeepRollups: UseCase, Sendable {
             case .everyone(let state, let changes):
                 var after = state
                 after.fingerprint = ""  // an erasure may have taken anyone's purchases: rebuild
+                // The rebuild reads everything after this change: it follows on from past it
+                // (else, within the commit window, it would read the change again and restart).
+                after.changesThrough = Self.through(
+                    state.changesThrough, changes, contiguous: database.dialect == .sqlite, before: now - Self.commitWindowMs)
                 try await write(unless: state) { [after] store in try store.save(after) }
-                return .applied(changes: changes, holders: 0)
+                return .applied(changes: changes.count, holders: 0)
             case .page(let state, let update, let count, let last):
                 let started = ContinuousClock.now
                 var after = state

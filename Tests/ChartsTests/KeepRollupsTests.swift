@@ -189,4 +189,23 @@ extension KeepRollupsTests {
         #expect(KeepRollups.through(10, [], contiguous: false, before: 300) == 10)
         #expect(KeepRollups.through(10, [change(13, at: 100)], contiguous: false, before: 50) == 10)
     }
+
+    /// An erasure names everyone: one rebuild follows, which starts past the erasure's change. It
+    /// once started again from before it while the change was within the commit window (ten
+    /// seconds; for ever on a clock that stands still), rebuilding over and over.
+    @Test(arguments: await testDialects())
+    func anErasureStartsOneRebuild(dialect: Database.Dialect) async throws {
+        try await withScratchDirectory("rollups-erasure") { dir in
+            let queue = try await migratedQueue(dialect, in: dir)
+            let clock = TestClock(SampleBusiness.origin + 150 * day)
+            _ = try await Self.stocked(queue, now: clock.now)
+            let keeper = KeepRollups(context: .testing(queue, clock: clock.wall), settings: Self.settings, holdersPerPage: 10)
+            try await keeper.catchUp()
+            try await queue.write { db in try ChangeLog(db).append(ChangeLog.everyone, at: clock.now) }
+            var steps: [KeepRollups.Step] = []
+            while steps.count < 20, steps.last != .idle { steps.append(try await keeper.step()) }
+            #expect(steps.filter { $0 == .startedRebuild }.count == 1, "\(steps)")
+            #expect(steps.last == .idle, "\(steps)")
+        }
+    }
 }
