@@ -103,7 +103,7 @@ measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then
   serve "$@"
   for chart in revenue mrr actives trials trial_conversion churn refund_rate mrr_movement actives_movement \
     trials_movement new_customers initial_conversion conversion_to_paying new_paid_subscriptions \
-    non_subscription_purchases ltv_per_customer ltv_per_paying_customer subscription_status; do
+    non_subscription_purchases ltv_per_customer ltv_per_paying_customer subscription_status refund_requests; do
     printf '%-26s %s\n' "$chart" "$(timed "/v1/admin/charts/$chart?from=$from&resolution=day")"
   done
   for chart in cohorts subscription_retention; do

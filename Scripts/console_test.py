@@ -486,6 +486,11 @@ def main():
                     for tr in section.find_elements(By.CSS_SELECTOR, "table tbody tr")
                     if tr.find_elements(By.TAG_NAME, "td")[column].get_attribute("textContent") != "—")
         check(shown == expected_customers and shown > 0, f"growth: {shown} new customers, as the API counts them")
+        refunds = driver.find_element(By.CSS_SELECTOR, "#chart-refund_requests")
+        refunds.find_element(By.TAG_NAME, "summary").click()
+        header = [th.get_attribute("textContent") for th in refunds.find_elements(By.CSS_SELECTOR, "table thead th")]
+        check(all(m in header for m in ["requests", "answered_in_time", "granted", "declined", "no_resolution"]),
+              f"growth: App Store refund requests with their answers and resolutions ({header})")
         shot("growth")
         driver.get(base + "#/growth/" + quote("days=90&resolution=month&group_by=store"))
         ready("growth")

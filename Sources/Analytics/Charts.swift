@@ -19,6 +19,7 @@ package enum Chart: String, Sendable, CaseIterable {
     case ltvPerPayingCustomer = "ltv_per_paying_customer"
     case subscriptionRetention = "subscription_retention"
     case subscriptionStatus = "subscription_status"
+    case refundRequests = "refund_requests"
 
     /// Its definition, whole in one file each (Charts/).
     var definition: ChartDefinition {
@@ -43,6 +44,7 @@ package enum Chart: String, Sendable, CaseIterable {
         case .ltvPerPayingCustomer: .ltvPerPayingCustomer
         case .subscriptionRetention: .subscriptionRetention
         case .subscriptionStatus: .subscriptionStatus
+        case .refundRequests: .refundRequests
         }
     }
 
@@ -77,6 +79,16 @@ package enum ChartDimension: String, Sendable, CaseIterable {
     /// The storefront: Apple's alpha-3 country or region, Google Play's alpha-2.
     case country
     case store, product, app, environment
+    /// Why the customer asked for a refund, as Apple states it (`refund_requests` only).
+    case reason
+}
+
+extension Chart {
+    /// Whether its figures can be split by `dimension`: every chart's by the transaction's (or
+    /// the customer's) dimensions, and by its own (``ChartDefinition/ownDimensions``).
+    package func splits(by dimension: ChartDimension) -> Bool {
+        dimension != .reason || definition.ownDimensions.contains(dimension)
+    }
 }
 
 /// How long after a customer was first seen what they do counts for their cohort, in whole UTC
@@ -131,6 +143,9 @@ struct ChartDefinition: Sendable {
     /// Whether its periods are the cohorts of customers first seen in them (its items of
     /// subscriptions each in their holder's cohort).
     var byFirstSeen = false
+    /// Dimensions of its own items that it can be split by besides the transaction's (a refund
+    /// request's reason).
+    var ownDimensions: Set<ChartDimension> = []
     /// Whether its items need each subscription's line through time (``SubscriptionLine``).
     var followsSubscriptions: Bool
     var record: @Sendable (inout ItemRecorder) -> Void

@@ -10,11 +10,17 @@ package struct Ledger: Sendable {
     /// customers' charts count them). Someone holding purchases but absent here was first seen at
     /// their first purchase.
     package var customers: [String: Customer]
+    /// What Apple said of refund requests about the transactions held, and receiptd's answers.
+    package var refundRequests: [RefundRequestEvent]
 
-    package init(entries: [Entry], renewals: [String: RenewalState] = [:], customers: [String: Customer] = [:]) {
+    package init(
+        entries: [Entry], renewals: [String: RenewalState] = [:], customers: [String: Customer] = [:],
+        refundRequests: [RefundRequestEvent] = []
+    ) {
         self.entries = entries
         self.renewals = renewals
         self.customers = customers
+        self.refundRequests = refundRequests
     }
 
     /// A person as the customers' charts see them, besides their purchases: when receiptd first

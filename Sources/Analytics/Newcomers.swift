@@ -91,6 +91,7 @@ extension Ledger.Entry {
         case .product: purchase.productID
         case .app: bundleID
         case .environment: purchase.environment
+        case .reason: "unknown"  // a refund request's, not a transaction's
         }
     }
 }

@@ -21,7 +21,7 @@ import Entitlements
 /// Pure: the caller stores rows and moments, and reads back those a query needs.
 package enum Rollup {
     /// Bumped whenever what a ledger adds to the rollups changes, so stored rollups are rebuilt.
-    package static let format = 3
+    package static let format = 4
 
     /// Whether a query can be answered from rollups: UTC days, the reporting currency, and the
     /// filters and groups items carry (app and store, except for cohorted charts, whose cohorts

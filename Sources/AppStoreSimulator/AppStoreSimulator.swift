@@ -118,8 +118,11 @@ package final class AppStoreSimulator: HTTPResponder, Sendable {
     private func app(of content: String) -> String { contentApps.withLock { $0[content] } ?? configuration.bundleID }
 
     /// A V2 notification about the purchase holding `transactionID`, signed with the test PKI and
-    /// kept in the Server API's notification history; nil when the id is unknown.
-    package func notification(_ type: String, subtype: String? = nil, transactionID: String) -> String? {
+    /// kept in the Server API's notification history; nil when the id is unknown. A
+    /// `CONSUMPTION_REQUEST` states the customer's `reason` (Apple's `consumptionRequestReason`).
+    package func notification(
+        _ type: String, subtype: String? = nil, transactionID: String, reason: String = "UNINTENDED_PURCHASE"
+    ) -> String? {
         guard let content = purchases.withLock({ $0[transactionID] }) else { return nil }
         let environment = content.hasPrefix(Scenario.sandboxOnly.rawValue + ":") ? "Sandbox" : "Production"
         guard let body = script(content: content, environment: environment) else { return nil }
@@ -128,10 +131,11 @@ package final class AppStoreSimulator: HTTPResponder, Sendable {
             receipt: ServerAPISimulator.tokened(body, serverAPI.appAccountTokens), bundleID: configuration.bundleID,
             environment: environment, signedDate: now)
         // RESCIND_CONSENT names the customer by their signed AppTransaction, not a purchase.
-        let data =
+        var data =
             type == "RESCIND_CONSENT"
             ? ["signedAppTransactionInfo": .string(try! SimulatorPKI.signer.sign(serverAPI.appTransaction(s, now: now) ?? .null))]
             : serverAPI.notificationData(s, transactionID: transactionID)
+        if type == "CONSUMPTION_REQUEST" { data["consumptionRequestReason"] = .string(reason) }
         return serverAPI.notification(type: type, subtype: subtype, environment: environment, data: data, now: now)
     }
 

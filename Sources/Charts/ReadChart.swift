@@ -196,6 +196,15 @@ package struct ReadChart: UseCase, Sendable {
                 autoRenewStatus: r.autoRenewStatus, isInBillingRetryPeriod: r.isInBillingRetryPeriod,
                 gracePeriodExpiresDate: r.gracePeriodExpiresDate, storeState: r.storeState)
         }
+        for r in holdings.refundRequests {
+            guard let holder = holderOf[r.originalTransactionID], let kind = RefundRequestEvent.Kind(rawValue: r.kind) else {
+                continue
+            }
+            byHolder[holder]?.refundRequests.append(
+                RefundRequestEvent(
+                    transactionID: r.transactionID, kind: kind, at: r.at, answeredAt: r.answeredAt, answer: r.answer,
+                    reason: r.reason))
+        }
         return byHolder
     }
 

@@ -32,7 +32,7 @@ package struct DataCopy {
         "verifications", "renewal_history", "events", "notifications", "refresh_checks", "changes", "shadow_diffs",
         "webhook_messages", "webhook_deliveries", "erasures", "aliases", "promotions", "product_states", "exchange_rates",
         "play_tokens", "play_notifications", "play_catch_up", "offer_signatures", "app_transactions", "retention_answers",
-        "consumption_consent_rescinded", "app_store_calls", "mass_extensions", "erased_ids", "attributes",
+        "consumption_consent_rescinded", "app_store_calls", "mass_extensions", "erased_ids", "attributes", "refund_requests",
     ]
 
     /// The tables not copied: the rollups and what they were built from, rebuilt by the keeper from

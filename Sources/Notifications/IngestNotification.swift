@@ -51,6 +51,8 @@ package struct IngestNotification: UseCase, Sendable {
         var rescinding: SignedAppTransaction? = nil
         /// `RENEWAL_EXTENSION`/`SUMMARY`: a mass extension finished at Apple (``MassExtensions``).
         var extensionSummary: ExtensionSummary? = nil
+        /// `CONSUMPTION_REQUEST`: the customer's reason for asking a refund.
+        var refundReason: String? = nil
     }
 
     /// The `summary` of a `RENEWAL_EXTENSION`/`SUMMARY` notification.
@@ -90,7 +92,7 @@ package struct IngestNotification: UseCase, Sendable {
         do {
             var outcome = try await store(incoming)
             (outcome.version, outcome.type, outcome.subtype) = (incoming.row.version, incoming.row.type, incoming.row.subtype)
-            if !outcome.duplicate { answerConsumption(incoming.row) }
+            if !outcome.duplicate { answerConsumption(incoming.row, id: outcome.id) }
             return outcome
         } catch {
             // The database failed: Apple must deliver again (a 5xx means retry).
@@ -101,14 +103,15 @@ package struct IngestNotification: UseCase, Sendable {
 
     /// A new `CONSUMPTION_REQUEST`, once stored: answered in the background (Apple waits 12 hours;
     /// its delivery is acknowledged now).
-    private func answerConsumption(_ row: NotificationRecord) {
+    private func answerConsumption(_ row: NotificationRecord, id: Int64) {
         guard let consumption, row.version == 2, row.type == "CONSUMPTION_REQUEST", let transactionID = row.transactionID,
             let bundleID = row.bundleID, let environment = row.environment.flatMap(AppStoreEnvironment.init(rawValue:))
         else { return }
         let requestedAt = row.signedAt ?? row.receivedAt
         background.start {
             await consumption(
-                transactionID: transactionID, bundleID: bundleID, environment: environment, requestedAt: requestedAt)
+                notificationID: id, transactionID: transactionID, bundleID: bundleID, environment: environment,
+                requestedAt: requestedAt)
         }
     }
 
@@ -136,7 +139,8 @@ package struct IngestNotification: UseCase, Sendable {
             return Incoming(
                 row: row, facts: facts, accountToken: n.transaction?.appAccountToken ?? n.renewal?.appAccountToken,
                 rescinding: n.notificationType == .rescindConsent && n.appTransaction?.appTransactionID != nil
-                    ? n.appTransaction : nil, extensionSummary: ExtensionSummary(n))
+                    ? n.appTransaction : nil, extensionSummary: ExtensionSummary(n),
+                refundReason: n.consumptionRequestReason)
         }
         guard fields["notification_type"]?.string != nil else {
             throw .invalidRequest("Neither a V2 notification (signedPayload) nor a V1 one (notification_type).")
@@ -211,6 +215,15 @@ package struct IngestNotification: UseCase, Sendable {
                     summary.requestID, productID: summary.productID, succeeded: summary.succeeded, failed: summary.failed,
                     at: incoming.row.signedAt ?? at, now: at)
             }
+            // A refund request, or Apple's decision on one (Docs/analytics.md, refund_requests).
+            var refundNews = false
+            if incoming.row.version == 2, let original = incoming.row.originalTransactionID,
+                let transaction = incoming.row.transactionID
+            {
+                refundNews = try RefundRequestStore(db).record(
+                    notificationID: id, type: incoming.row.type, originalTransactionID: original,
+                    transactionID: transaction, at: incoming.row.signedAt ?? at, reason: incoming.refundReason)
+            }
             let facts = incoming.facts
             guard !facts.isEmpty else {
                 return (try finish(id, .recorded, nil, in: notifications), [])
@@ -230,6 +243,7 @@ package struct IngestNotification: UseCase, Sendable {
             }
             switch try state.store(facts, for: user, policy: policy, in: db, now: at) {
             case .stored(let changes, let changed):
+                if refundNews { try ChangeLog(db).append(user, at: at) }  // their charts count it
                 return (try finish(id, changes > 0 ? .applied : .unchanged, user, in: notifications), changed)
             case .inUse, .proofRequired:
                 // Under `keep`, the purchases are split between users: keep the facts, attach to nobody.

@@ -134,7 +134,65 @@ package enum SampleBusiness {
         return customers
     }
 
-    /// What the engine sees of the facts without storage: the same purchases, held by the same users.
+    /// Refund requests about its purchases, from their places in `facts` (so a purchase changed
+    /// in place keeps its own): a request a day before each refund (answered in two hours, in
+    /// fourteen, or not at all, the customer's consent withdrawn), granted an hour after it (or
+    /// only by the refund itself, Apple's `REFUND` lost), a fifth of those reversed ten days on;
+    /// requests declined a day after they were answered; and requests still awaiting Apple.
+    /// Each with its notification's id and purchase, to store.
+    package static func refundRequests(_ facts: VerifiedFacts) -> [(id: Int64, original: String, event: RefundRequestEvent)] {
+        var events: [(Int64, String, RefundRequestEvent)] = []
+        for (i, stated) in facts.purchases.enumerated() {
+            let p = stated.fact
+            func add(_ kind: RefundRequestEvent.Kind, _ at: Int64, answeredAt: Int64? = nil, answer: String? = nil) {
+                let reasons = ["UNINTENDED_PURCHASE", "FULFILLMENT_ISSUE", "UNSATISFIED_WITH_PURCHASE", "LEGAL", "OTHER", nil]
+                let id = Int64(i * 4 + RefundRequestEvent.Kind.allCases.firstIndex(of: kind)! + 1)
+                events.append(
+                    (
+                        id, p.originalTransactionID,
+                        RefundRequestEvent(
+                            transactionID: p.transactionID, kind: kind, at: at, answeredAt: answeredAt, answer: answer,
+                            reason: kind == .requested ? reasons[i % reasons.count] : nil)
+                    ))
+            }
+            if let refunded = p.cancellationDate, !p.isUpgraded {
+                let asked = refunded - day
+                switch i % 3 {
+                case 0: add(.requested, asked, answeredAt: asked + 2 * 3_600_000, answer: "sent")
+                case 1: add(.requested, asked, answeredAt: asked + 14 * 3_600_000, answer: "sent")
+                default: add(.requested, asked, answer: "consent_rescinded")
+                }
+                if i % 4 != 0 { add(.granted, refunded + 3_600_000) }
+                if i % 5 == 0 { add(.reversed, refunded + 10 * day) }
+            } else if let bought = p.purchaseDate, i % 6 == 1 {
+                add(.requested, bought + 2 * day, answeredAt: bought + 2 * day + 3_600_000, answer: "sent")
+                add(.declined, bought + 3 * day)
+            } else if let bought = p.purchaseDate, i % 9 == 2 {
+                add(.requested, bought + 4 * day)
+            }
+        }
+        return events
+    }
+
+    /// Stores ``refundRequests(_:)`` of the purchases `only` names (nil: all), in the caller's
+    /// transaction, in place of those stored for them before.
+    package static func storeRefundRequests(_ facts: VerifiedFacts, only: Set<String>? = nil, in db: Database) throws {
+        let originals = only ?? Set(facts.purchases.map(\.fact.originalTransactionID))
+        let delete = try db.cached("DELETE FROM refund_requests WHERE original_transaction_id = ?")
+        for original in originals.sorted() { try delete.bind([original]).run() }
+        let insert = try db.cached(
+            """
+            INSERT INTO refund_requests
+                (notification_id, original_transaction_id, transaction_id, kind, at, answered_at, answer, reason)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        for (id, original, e) in refundRequests(facts) where originals.contains(original) {
+            try insert.bind([id, original, e.transactionID, e.kind.rawValue, e.at, e.answeredAt, e.answer, e.reason]).run()
+        }
+    }
+
+    /// What the engine sees of the facts without storage: the same purchases, held by the same
+    /// users, and their refund requests.
     package static func ledger(
         _ facts: VerifiedFacts, owners: [String: String], customers: [String: Ledger.Customer] = [:]
     ) -> Ledger {
@@ -151,6 +209,6 @@ package enum SampleBusiness {
                             autoRenewStatus: $0.fact.autoRenewStatus, isInBillingRetryPeriod: $0.fact.isInBillingRetryPeriod,
                             gracePeriodExpiresDate: $0.fact.gracePeriodExpiresDate)
                     )
-                }), customers: customers)
+                }), customers: customers, refundRequests: refundRequests(facts).map(\.event))
     }
 }

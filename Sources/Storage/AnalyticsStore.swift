@@ -38,11 +38,26 @@ package struct AnalyticsStore {
         package var environments: [String]
     }
 
+    /// What Apple said of a refund request about a held purchase, and receiptd's answer
+    /// (Migrations/0039_refund_requests.sql).
+    package struct RefundRequestRow: Sendable, Equatable {
+        package var originalTransactionID: String
+        package var transactionID: String
+        /// `requested`, `granted`, `declined` or `reversed`.
+        package var kind: String
+        package var at: Int64
+        package var answeredAt: Int64?
+        package var answer: String?
+        /// A request's reason, as Apple states it (`consumptionRequestReason`).
+        package var reason: String? = nil
+    }
+
     /// What a page of holders, or a list of them, holds and is.
     package struct Holdings: Sendable {
         package var purchases: [HeldPurchase] = []
         package var renewals: [RenewalRow] = []
         package var customers: [CustomerRow] = []
+        package var refundRequests: [RefundRequestRow] = []
     }
 
     /// The transactions of `environment` that `appUserID` holds.
@@ -88,6 +103,8 @@ package struct AnalyticsStore {
             """
         ).bind(bound)
         while try q.step() { holdings.renewals.append(Self.renewal(q)) }
+        holdings.refundRequests = try refundRequests(
+            db.cached(Self.refundRequestsHeld + " WHERE o.app_user_id > ? AND o.app_user_id <= ?").bind([after ?? "", last]))
         holdings.customers = try customers(
             db.cached(
                 "SELECT app_user_id, coalesce(first_seen_at, created_at) FROM subscribers WHERE app_user_id > ? AND app_user_id <= ?"
@@ -121,12 +138,14 @@ package struct AnalyticsStore {
             "SELECT app_user_id, coalesce(first_seen_at, created_at) FROM subscribers WHERE app_user_id IN \(list)")
         let appTransactions = try db.cached(
             "SELECT app_user_id, bundle_id, environment, first_seen_at FROM app_transactions WHERE app_user_id IN \(list)")
+        let refunds = try db.cached(Self.refundRequestsHeld + " WHERE o.app_user_id IN \(list)")
         var holdings = Holdings()
         for chunk in Self.inListChunks(users) {
             holdings.purchases += try self.held(transactions.bind(chunk))
             let q = try renewals.bind(chunk)
             while try q.step() { holdings.renewals.append(Self.renewal(q)) }
             holdings.customers += try customers(people.bind(chunk), appTransactions: appTransactions.bind(chunk))
+            holdings.refundRequests += try refundRequests(refunds.bind(chunk))
         }
         return holdings
     }
@@ -151,6 +170,24 @@ package struct AnalyticsStore {
             rows[user] = row
         }
         return order.map { rows[$0]! }
+    }
+
+    /// The refund requests of the purchases some holders hold, the holders chosen by the `WHERE`
+    /// that follows.
+    static let refundRequestsHeld = """
+        SELECT r.original_transaction_id, r.transaction_id, r.kind, r.at, r.answered_at, r.answer, r.reason
+        FROM ownership o JOIN refund_requests r ON r.original_transaction_id = o.original_transaction_id
+        """
+
+    private func refundRequests(_ q: Statement) throws -> [RefundRequestRow] {
+        var rows: [RefundRequestRow] = []
+        while try q.step() {
+            rows.append(
+                RefundRequestRow(
+                    originalTransactionID: q.text(0)!, transactionID: q.text(1)!, kind: q.text(2)!, at: q.int(3),
+                    answeredAt: q.optionalInt(4), answer: q.text(5), reason: q.text(6)))
+        }
+        return rows
     }
 
     static let renewalColumns =

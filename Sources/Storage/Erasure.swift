@@ -10,9 +10,9 @@ import JSON
 /// - the subscriber rows, events, verification log, shadow diffs, change log rows, aliases,
 ///   promotions, product states, attributes and webhook messages and deliveries of the ids: deleted;
 /// - the purchases the ids hold (``ReceiptStore``'s ownership): their transactions, pending
-///   renewal info, renewal history, latest receipt, refresh checks and ownership: deleted. Apple
-///   reporting on one of them later finds no holder (`pending_owner`, as for an unknown purchase):
-///   the erased id is never brought back;
+///   renewal info, renewal history, latest receipt, refresh checks, refund requests and
+///   ownership: deleted. Apple reporting on one of them later finds no holder (`pending_owner`,
+///   as for an unknown purchase): the erased id is never brought back;
 /// - notifications that named the ids or those purchases: kept as tombstones (outcome `erased`,
 ///   body, ids and purchase emptied), so a delivery of one again is still known as a duplicate
 ///   and the notification counts stay true;
@@ -114,7 +114,8 @@ package struct Erasure {
             note("app_store_calls", db.changes)
         }
         for table in [
-            "transactions", "pending_renewal_info", "renewal_history", "latest_receipts", "refresh_checks", "ownership",
+            "transactions", "pending_renewal_info", "renewal_history", "latest_receipts", "refresh_checks", "refund_requests",
+            "ownership",
         ] {
             try run(table, "DELETE FROM \(table) WHERE original_transaction_id IN", originals)
         }

@@ -101,6 +101,7 @@ package struct PersonalData {
             section("renewal_history", key: "id", [("original_transaction_id", originals)]),
             section("latest_receipts", key: "original_transaction_id", [("original_transaction_id", originals)]),
             section("refresh_checks", key: "original_transaction_id", [("original_transaction_id", originals)]),
+            section("refund_requests", key: "notification_id", [("original_transaction_id", originals)]),
             section("play_tokens", key: "reference", [("chain", originals), ("posted_by", ids)]),
             section("play_notifications", key: "message_id", [("app_user_id", ids)]),
             section("offer_signatures", key: "id", [("app_user_id", ids)]),

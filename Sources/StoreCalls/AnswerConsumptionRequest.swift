@@ -74,21 +74,22 @@ package struct AnswerConsumptionRequest: UseCase, Sendable {
         return .object(body)
     }
 
-    /// Answers one request; failures are logged and counted (`consumption_answers_total{outcome}`),
-    /// never thrown: the notification itself is stored already.
+    /// Answers one request (the stored notification `notificationID`) and records what became of
+    /// the answer beside the request (``RefundRequestStore``: the refund_requests chart counts
+    /// answers and their delay against Apple's 12 hours). Failures are logged and counted
+    /// (`consumption_answers_total{outcome}`), never thrown: the notification itself is stored already.
     package func callAsFunction(
-        transactionID: String, bundleID: String, environment: AppStoreEnvironment, requestedAt: Int64
+        notificationID: Int64, transactionID: String, bundleID: String, environment: AppStoreEnvironment,
+        requestedAt: Int64
     ) async {
         let outcome: String
         do {
             if let rescinded = try await database.read({ db in try ConsentStore(db).rescinded(forTransaction: transactionID) }) {
                 // The customer withdrew their consent to share consumption data (RESCIND_CONSENT): nothing is sent.
-                Counter(label: "consumption_answers_total", dimensions: [("outcome", "consent_rescinded")], factory: metrics)
-                    .increment()
                 logger.info(
                     "consumption information not sent: the customer withdrew their consent",
                     metadata: ["transaction_id": "\(transactionID)", "rescinded_at": "\(rescinded)"])
-                return
+                return await record(notificationID, "consent_rescinded", sent: false)
             }
             let body = try await body(transactionID: transactionID, requestedAt: requestedAt)
             try await serverAPI.sendConsumption(
@@ -103,6 +104,25 @@ package struct AnswerConsumptionRequest: UseCase, Sendable {
             outcome = "not_read"
             logger.error("consumption information: cannot read the transaction", metadata: ["error": "\(error)"])
         }
+        await record(notificationID, outcome, sent: outcome == "sent")
+    }
+
+    /// Counts `outcome` and records it on the request, now when `sent`, with a change for the
+    /// purchase's holder (their charts' rollups are recomputed). A request erased meanwhile is
+    /// gone, and stays gone: nothing is written for it.
+    private func record(_ notificationID: Int64, _ outcome: String, sent: Bool) async {
         Counter(label: "consumption_answers_total", dimensions: [("outcome", outcome)], factory: metrics).increment()
+        let now = clock.now()
+        do {
+            try await database.write { db in
+                guard
+                    let holder = try RefundRequestStore(db).answered(
+                        notificationID: notificationID, answer: outcome, at: sent ? now : nil)
+                else { return }
+                try ChangeLog(db).append(holder, at: now)
+            }
+        } catch {
+            logger.error("consumption answer not recorded", metadata: ["error": "\(error)"])
+        }
     }
 }

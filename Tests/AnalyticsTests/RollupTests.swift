@@ -30,7 +30,10 @@ struct RollupTests {
             return Ledger(
                 entries: entries,
                 renewals: ledger.renewals.filter { r in entries.contains { $0.purchase.originalTransactionID == r.key } },
-                customers: ledger.customers.filter { $0.key == user })
+                customers: ledger.customers.filter { $0.key == user },
+                refundRequests: ledger.refundRequests.filter { r in
+                    entries.contains { $0.purchase.transactionID == r.transactionID }
+                })
         }
     }
 

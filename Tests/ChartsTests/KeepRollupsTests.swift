@@ -160,6 +160,7 @@ struct KeepRollupsTests {
                 mine.renewals = facts.renewals.filter { $0.fact.originalTransactionID == original }
                 _ = try store.save(mine, for: user, now: now)
             }
+            try SampleBusiness.storeRefundRequests(facts, only: only, in: db)
         }
     }
 

@@ -58,6 +58,7 @@ struct ReadChartTests {
                     mine.renewals = facts.renewals.filter { $0.fact.originalTransactionID == original }
                     _ = try store.save(mine, for: user, now: 1)
                 }
+                try SampleBusiness.storeRefundRequests(facts, in: db)
                 _ = try AnalyticsStore(db).importRates(SampleBusiness.rates)
             }
             let customers = try await queue.write { db in try SampleBusiness.storeCustomers(seed: 39, in: db) }

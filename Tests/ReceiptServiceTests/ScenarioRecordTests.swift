@@ -113,7 +113,7 @@ struct ScenarioRecordTests {
                 "revenue", "mrr", "actives", "trials", "trial_conversion", "churn", "refund_rate", "cohorts", "mrr_movement",
                 "actives_movement", "trials_movement", "new_customers", "initial_conversion", "conversion_to_paying",
                 "new_paid_subscriptions", "non_subscription_purchases", "ltv_per_customer", "ltv_per_paying_customer",
-                "subscription_retention", "subscription_status",
+                "subscription_retention", "subscription_status", "refund_requests",
             ] {
                 let query = "from=2026-09-01&to=2026-11-01&resolution=month&currency=USD"
                 note("GET chart \(chart)", try await get(port, "/v1/admin/charts/\(chart)?\(query)", key: TestSecrets.secretKey))

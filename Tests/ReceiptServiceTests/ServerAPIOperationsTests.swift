@@ -1,4 +1,5 @@
 import AppStore
+import Charts
 import Clocks
 import Crypto
 import CustomerOffers
@@ -695,6 +696,66 @@ struct ServerAPIOperationsTests {
             #expect(try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(request)"}"#).status == 200)
             await app.background.idle()
             #expect(simulator.serverAPI.consumptionAnswers.isEmpty)
+        }
+    }
+
+    /// A refund request, receiptd's answer and Apple's decline, charted by the month it was asked
+    /// in (from the transactions and from the rollups, which agree), drilled into, and gone with
+    /// an erasure of its holder.
+    @Test func aRefundRequestIsChartedWithItsAnswerAndAppleDecision() async throws {
+        try await withClockedService(configuration: configuration(consumption: true)) { app, port, db, clock in
+            let simulator = try #require(app.appStore)
+            let bought = simulator.purchase(.activeMonthly, tag: "asks")
+            #expect(
+                try await postReceipts(port, #"{"app_user_id":"asa","transaction_id":"\#(bought.transactionID)"}"#).status == 200)
+            let asked = clock.now
+            let asking = try #require(
+                simulator.notification("CONSUMPTION_REQUEST", transactionID: bought.transactionID, reason: "FULFILLMENT_ISSUE"))
+            #expect(try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(asking)"}"#).status == 200)
+            await app.background.idle()
+            clock.advance(by: day)
+            let declined = try #require(simulator.notification("REFUND_DECLINED", transactionID: bought.transactionID))
+            #expect(try await post(port, "/v1/notifications/apple", #"{"signedPayload":"\#(declined)"}"#).status == 200)
+            // The day it was asked, by day.
+            let (askedDay, nextDay) = (
+                String(CivilTime.rfc3339(asked).prefix(10)), String(CivilTime.rfc3339(asked + day).prefix(10))
+            )
+            let from = "from=\(askedDay)&to=\(nextDay)"
+            func figures() async throws -> (source: String?, values: [String: Any]) {
+                let r = try await get(port, "/v1/admin/charts/refund_requests?\(from)", key: TestSecrets.secretKey)
+                #expect(r.status == 200, "\(r.body)")
+                return (r.json["source"] as? String, (r.json["values"] as? [[String: Any]])?.first ?? [:])
+            }
+            let read = try await figures()
+            #expect(read.source == "transactions")
+            for (measure, value) in [("requests", 1), ("answered", 1), ("answered_in_time", 1), ("declined", 1)] {
+                #expect(read.values[measure] as? Int == value, "\(measure): \(read.values)")
+            }
+            #expect(read.values["granted"] as? Int == 0 && read.values["no_resolution"] as? Int == 0)
+            try await app.rollups.catchUp()
+            let kept = try await figures()
+            #expect(kept.source == "rollups")
+            for measure in ["requests", "answered", "answered_in_time", "declined", "granted", "no_resolution"] {
+                #expect(kept.values[measure] as? Int == read.values[measure] as? Int, "\(measure): \(kept.values)")
+            }
+            let drill = try await get(
+                port, "/v1/admin/charts/refund_requests/drill?\(from)&period=\(askedDay)&measure=requests",
+                key: TestSecrets.secretKey)
+            let contributions = drill.json["contributions"] as? [[String: Any]] ?? []
+            #expect(contributions.map { $0["app_user_id"] as? String } == ["asa"], "\(drill.body)")
+            #expect(contributions.first?["detail"] as? String == "sent")
+            // Split by the customer's reason, as Apple stated it; no other chart has reasons.
+            let byReason = try await get(
+                port, "/v1/admin/charts/refund_requests?\(from)&group_by=reason", key: TestSecrets.secretKey)
+            let groups = byReason.json["groups"] as? [[String: Any]] ?? []
+            #expect(groups.map { $0["group"] as? String } == ["FULFILLMENT_ISSUE"], "\(byReason.body)")
+            let revenue = try await get(port, "/v1/admin/charts/revenue?group_by=reason", key: TestSecrets.secretKey)
+            #expect(revenue.status == 400, "\(revenue.body)")
+            // Erased: the requests go with the purchase.
+            #expect(try await request(port, "DELETE", "/v1/subscribers/asa", key: TestSecrets.secretKey).status == 200)
+            #expect(try TestDatabase.open(db).scalarInt("SELECT count(*) FROM refund_requests") == 0)
+            try await app.rollups.catchUp()
+            #expect(try await figures().values["requests"] as? Int == 0)
         }
     }
 }

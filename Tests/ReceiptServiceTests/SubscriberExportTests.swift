@@ -85,6 +85,11 @@ struct SubscriberExportTests {
             let theirs = try #require(
                 try db.scalarText("SELECT transaction_id FROM transactions WHERE original_transaction_id = '\(original)' LIMIT 1")
             )
+            // A customer of theirs asked Apple for a refund; someone else's request is not theirs.
+            try RefundRequestStore(db).record(
+                notificationID: 901, type: "CONSUMPTION_REQUEST", originalTransactionID: original, transactionID: theirs, at: 1)
+            try RefundRequestStore(db).record(
+                notificationID: 902, type: "CONSUMPTION_REQUEST", originalTransactionID: "other", transactionID: "other", at: 1)
             let calls = AppStoreCallStore(db)
             try calls.enqueue(.finishTransaction, subject: theirs, bundleID: "com.example.app", environment: "production", now: 1)
             try calls.enqueue(
@@ -123,6 +128,7 @@ struct SubscriberExportTests {
                 "renewal_history": "original_transaction_id IN \(held)",
                 "latest_receipts": "original_transaction_id IN \(held)",
                 "refresh_checks": "original_transaction_id IN \(held)", "play_tokens": "chain IN \(held)",
+                "refund_requests": "original_transaction_id IN \(held)",
                 "play_notifications": "app_user_id IN \(ids)", "offer_signatures": "app_user_id IN \(ids)",
                 "app_transactions": "app_user_id IN \(ids)",
                 "retention_answers": "app_user_id IN \(ids) OR original_transaction_id IN \(held)",

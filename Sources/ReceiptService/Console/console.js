@@ -355,7 +355,7 @@
   ];
   // Ratios are computed from other measures: their parts are drilled into, not they.
   const RATIOS = ["conversion_rate", "churn_rate", "refund_rate", "ltv", "initial_conversion_rate", "paying_conversion_rate",
-    "ltv_per_customer", "ltv_per_paying_customer"];
+    "ltv_per_customer", "ltv_per_paying_customer", "answered_in_time_rate"];
 
   // ---- Growth: movements, customers, conversion, LTV, status, each splittable by a segment ----
 
@@ -372,6 +372,7 @@
     ["ltv_per_customer", "Realised LTV per customer (by first seen)", [["revenue", 1]], null, "revenue"],
     ["subscription_status", "Subscription status", [["set_to_renew", 1], ["set_to_cancel", 1], ["billing_issue", 1], ["billing_retry", 1], ["paused", 1], ["on_hold", 1]], null, "set_to_renew"],
     ["non_subscription_purchases", "Non-subscription purchases", [["purchases", 1]], null, "purchases"],
+    ["refund_requests", "App Store refund requests", [["granted", 1], ["declined", 1], ["reversed", 1], ["no_resolution", 1]], null, "requests"],
   ];
   const SEGMENTS = ["", "country", "store", "product", "app", "environment"];
   const WINDOWS = ["7d", "30d", "90d", "365d", "unbounded"];

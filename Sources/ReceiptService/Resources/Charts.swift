@@ -91,6 +91,9 @@ extension Requests {
                 throw .invalidRequest(
                     "`group_by` must be one of \(ChartDimension.allCases.map(\.rawValue).joined(separator: ", ")).")
             }
+            guard chart.splits(by: dimension) else {
+                throw .invalidRequest("`group_by=\(dimension.rawValue)` splits refund_requests only, not \(chart.rawValue).")
+            }
             groupBy = dimension
         }
         let group = request.queryValue("group")
