@@ -447,7 +447,7 @@
     const head = ["Period"].concat(answer.group_by ? [answer.group_by] : [], answer.measures);
     const numbers = table(head, rows, answer.measures.map((_, i) => i + (answer.group_by ? 2 : 1)));
     numbers.classList.add("numbers");
-    section.appendChild(el("details", { class: "card" }, el("summary", {}, `Every number of ${title.toLowerCase()}`), numbers));
+    section.appendChild(el("details", { class: "card" }, el("summary", {}, `Every number: ${title}`), numbers));
     section.appendChild(el("button", { type: "button", class: "secondary", "data-csv": chart, onclick: () => downloadCSV(`/v1/admin/charts/${chart}?${query}&format=csv`, `${chart}.csv`) }, "Download CSV"));
     return section;
   }
@@ -521,7 +521,7 @@
     })));
     const numbers = table(["Period"].concat(answer.measures), rows, answer.measures.map((_, i) => i + 1));
     numbers.classList.add("numbers");
-    section.appendChild(el("details", { class: "card" }, el("summary", {}, `Every number of ${title.toLowerCase()}`), numbers));
+    section.appendChild(el("details", { class: "card" }, el("summary", {}, `Every number: ${title}`), numbers));
     section.appendChild(el("button", { type: "button", class: "secondary", "data-csv": chart, onclick: () => downloadCSV(`/v1/admin/charts/${chart}?${query}&format=csv`, `${chart}.csv`) }, "Download CSV"));
     return section;
   }
