@@ -197,13 +197,8 @@ package struct ReadChart: UseCase, Sendable {
                 gracePeriodExpiresDate: r.gracePeriodExpiresDate, storeState: r.storeState)
         }
         for r in holdings.refundRequests {
-            guard let holder = holderOf[r.originalTransactionID], let kind = RefundRequestEvent.Kind(rawValue: r.kind) else {
-                continue
-            }
-            byHolder[holder]?.refundRequests.append(
-                RefundRequestEvent(
-                    transactionID: r.transactionID, kind: kind, at: r.at, answeredAt: r.answeredAt, answer: r.answer,
-                    reason: r.reason))
+            guard let holder = holderOf[r.originalTransactionID] else { continue }
+            byHolder[holder]?.refundRequests.append(r.event)
         }
         return byHolder
     }

@@ -142,10 +142,10 @@ package enum SampleBusiness {
     /// Each with its notification's id and purchase, to store.
     package static func refundRequests(_ facts: VerifiedFacts) -> [(id: Int64, original: String, event: RefundRequestEvent)] {
         var events: [(Int64, String, RefundRequestEvent)] = []
+        let reasons = ["UNINTENDED_PURCHASE", "FULFILLMENT_ISSUE", "UNSATISFIED_WITH_PURCHASE", "LEGAL", "OTHER", nil]
         for (i, stated) in facts.purchases.enumerated() {
             let p = stated.fact
             func add(_ kind: RefundRequestEvent.Kind, _ at: Int64, answeredAt: Int64? = nil, answer: String? = nil) {
-                let reasons = ["UNINTENDED_PURCHASE", "FULFILLMENT_ISSUE", "UNSATISFIED_WITH_PURCHASE", "LEGAL", "OTHER", nil]
                 let id = Int64(i * 4 + RefundRequestEvent.Kind.allCases.firstIndex(of: kind)! + 1)
                 events.append(
                     (

@@ -1,3 +1,4 @@
+package import Analytics
 package import DatabaseEngine
 package import Entitlements
 import Foundation
@@ -39,17 +40,10 @@ package struct AnalyticsStore {
     }
 
     /// What Apple said of a refund request about a held purchase, and receiptd's answer
-    /// (Migrations/0039_refund_requests.sql).
+    /// (Migrations/0039_refund_requests.sql), with the purchase, to find its holder by.
     package struct RefundRequestRow: Sendable, Equatable {
         package var originalTransactionID: String
-        package var transactionID: String
-        /// `requested`, `granted`, `declined` or `reversed`.
-        package var kind: String
-        package var at: Int64
-        package var answeredAt: Int64?
-        package var answer: String?
-        /// A request's reason, as Apple states it (`consumptionRequestReason`).
-        package var reason: String? = nil
+        package var event: RefundRequestEvent
     }
 
     /// What a page of holders, or a list of them, holds and is.
@@ -182,10 +176,13 @@ package struct AnalyticsStore {
     private func refundRequests(_ q: Statement) throws -> [RefundRequestRow] {
         var rows: [RefundRequestRow] = []
         while try q.step() {
+            guard let kind = RefundRequestEvent.Kind(rawValue: q.text(2)!) else { continue }  // none is written so
             rows.append(
                 RefundRequestRow(
-                    originalTransactionID: q.text(0)!, transactionID: q.text(1)!, kind: q.text(2)!, at: q.int(3),
-                    answeredAt: q.optionalInt(4), answer: q.text(5), reason: q.text(6)))
+                    originalTransactionID: q.text(0)!,
+                    event: RefundRequestEvent(
+                        transactionID: q.text(1)!, kind: kind, at: q.int(3), answeredAt: q.optionalInt(4), answer: q.text(5),
+                        reason: q.text(6))))
         }
         return rows
     }

@@ -1,25 +1,10 @@
+package import Analytics
 package import DatabaseEngine
 
 /// The App Store's refund requests as Apple told them (Migrations/0039_refund_requests.sql): a
 /// request (`CONSUMPTION_REQUEST`), what receiptd answered, and Apple's decision (`REFUND`,
 /// `REFUND_DECLINED`, `REFUND_REVERSED`). Synchronous: use it inside `DatabaseQueue.write` or `read`.
 package struct RefundRequestStore {
-    /// What a row says happened.
-    package enum Kind: String, Sendable, CaseIterable {
-        case requested, granted, declined, reversed
-
-        /// The kind a V2 notification of `type` records; nil for every other type.
-        package init?(notificationType type: String) {
-            switch type {
-            case "CONSUMPTION_REQUEST": self = .requested
-            case "REFUND": self = .granted
-            case "REFUND_DECLINED": self = .declined
-            case "REFUND_REVERSED": self = .reversed
-            default: return nil
-            }
-        }
-    }
-
     private let db: Database
 
     package init(_ database: Database) { db = database }
@@ -33,7 +18,7 @@ package struct RefundRequestStore {
         notificationID: Int64, type: String, originalTransactionID: String, transactionID: String, at: Int64,
         reason: String? = nil
     ) throws -> Bool {
-        guard let kind = Kind(notificationType: type) else { return false }
+        guard let kind = RefundRequestEvent.Kind(notificationType: type) else { return false }
         try db.cached(
             """
             INSERT INTO refund_requests (notification_id, original_transaction_id, transaction_id, kind, at, reason)
@@ -64,5 +49,18 @@ package struct RefundRequestStore {
         ).bind([notificationID])
         defer { q.reset() }
         return try q.step() ? q.text(0) : nil
+    }
+}
+
+extension RefundRequestEvent.Kind {
+    /// The kind a V2 notification of `type` records; nil for every other type.
+    init?(notificationType type: String) {
+        switch type {
+        case "CONSUMPTION_REQUEST": self = .requested
+        case "REFUND": self = .granted
+        case "REFUND_DECLINED": self = .declined
+        case "REFUND_REVERSED": self = .reversed
+        default: return nil
+        }
     }
 }

@@ -1,3 +1,4 @@
+import Analytics
 import DatabaseEngine
 import Entitlements
 import ReceiptTesting
@@ -40,12 +41,15 @@ struct RefundRequestStoreTests {
         #expect(try store.answered(notificationID: 7, answer: "sent", at: 58) == nil)
         #expect(try store.answered(notificationID: 9, answer: "sent", at: 58) == nil)  // not a request
 
-        let held = try AnalyticsStore(db).holdings(of: ["rhea"]).refundRequests.sorted { $0.at < $1.at }
+        let held = try AnalyticsStore(db).holdings(of: ["rhea"]).refundRequests.sorted { $0.event.at < $1.event.at }
         #expect(
             held == [
                 .init(
-                    originalTransactionID: "o1", transactionID: "t1", kind: "requested", at: 50, answeredAt: 55, answer: "sent"),
-                .init(originalTransactionID: "o1", transactionID: "t1", kind: "declined", at: 70, answeredAt: nil, answer: nil),
+                    originalTransactionID: "o1",
+                    event: .init(transactionID: "t1", kind: .requested, at: 50, answeredAt: 55, answer: "sent")),
+                .init(
+                    originalTransactionID: "o1",
+                    event: .init(transactionID: "t1", kind: .declined, at: 70, answeredAt: nil, answer: nil)),
             ])
 
         // Exported with the person, erased with the purchase; an answer after that writes nothing.

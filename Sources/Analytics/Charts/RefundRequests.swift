@@ -39,7 +39,7 @@ package struct RefundRequestEvent: Sendable, Equatable {
 }
 
 /// A refund request with what became of it.
-struct RefundRequest: Equatable {
+struct RefundRequest {
     var at: Int64
     var answeredAt: Int64?
     var answer: String?
@@ -49,7 +49,7 @@ struct RefundRequest: Equatable {
     /// When a refund granted was reversed.
     var reversedAt: Int64?
 
-    struct Decision: Equatable {
+    struct Decision {
         var kind: RefundRequestEvent.Kind
         var at: Int64
     }
@@ -128,18 +128,15 @@ extension ItemRecorder {
                         flow("answered_in_time", at: r.at, 1, e, detail: delay, valid: (answered, .max))
                     }
                 }
-                switch r.decision.map({ ($0.kind, $0.at) }) {
-                case (.granted, let at)?:
-                    flow("granted", at: r.at, 1, e, detail: "granted", valid: (at, r.reversedAt ?? .max))
+                // Undecided until Apple decides; then granted (until reversed, if it is) or declined.
+                flow("no_resolution", at: r.at, 1, e, detail: "awaiting Apple's decision", valid: (.min, r.decision?.at ?? .max))
+                if let decision = r.decision, decision.kind == .granted {
+                    flow("granted", at: r.at, 1, e, detail: "granted", valid: (decision.at, r.reversedAt ?? .max))
                     if let reversed = r.reversedAt {
                         flow("reversed", at: r.at, 1, e, detail: "reversed", valid: (reversed, .max))
                     }
-                    flow("no_resolution", at: r.at, 1, e, detail: "awaiting Apple's decision", valid: (.min, at))
-                case (_, let at)?:
-                    flow("declined", at: r.at, 1, e, detail: "declined", valid: (at, .max))
-                    flow("no_resolution", at: r.at, 1, e, detail: "awaiting Apple's decision", valid: (.min, at))
-                case nil:
-                    flow("no_resolution", at: r.at, 1, e, detail: "awaiting Apple's decision")
+                } else if let decision = r.decision {
+                    flow("declined", at: r.at, 1, e, detail: "declined", valid: (decision.at, .max))
                 }
             }
         }
