@@ -149,7 +149,9 @@ struct WebhookTests {
         var served = try WebhookSink.serve(sink, logger: quietLogger)
         let sinkPort = served.port
         let url = served.url
-        let wired = { (path: String) in configuration(path, url: url, timeout: .seconds(2)) }
+        // The timeout is wide enough that a 503 answered on a loaded machine (CI runs the PostgreSQL
+        // suites beside this) is never taken for a hang; the hang below outlasts it.
+        let wired = { (path: String) in configuration(path, url: url, timeout: .seconds(8)) }
         try await withClockedService(configuration: wired, clock: clock) { app, port, _, clock in
             /// Every delivery due at the test clock's now was attempted and its attempt has ended.
             func attempted() async throws -> Bool {
@@ -177,10 +179,10 @@ struct WebhookTests {
                     port, "/v1/admin/webhooks/deliveries?status=pending&app_user_id=alice", key: TestSecrets.secretKey)
                 let rows = pending.json["deliveries"] as? [[String: Any]] ?? []
                 #expect(rows.map { $0["attempts"] as? Int } == Array(repeating: 0, count: rows.count - 1) + [1])
-                #expect(rows.last?["last_status"] as? Int == 503)
+                #expect(rows.last?["last_status"] as? Int == 503, "\(rows.last ?? [:])")
 
-                // It hangs past the 2 s timeout: no answer is a failure too.
-                sink.behaviour = .hang(.seconds(3))
+                // It hangs past the 8 s timeout: no answer is a failure too.
+                sink.behaviour = .hang(.seconds(9))
                 clock.advance(by: 31_000)
                 #expect(try await attempted())
                 #expect(sink.arrivals.count == 4)
