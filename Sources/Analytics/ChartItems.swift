@@ -39,7 +39,8 @@ package struct ChartItem: Sendable, Equatable {
     package var store: Store
     /// How many items this one stands for (a rollup's row sums many): its notes count that often.
     package var count: Int64 = 1
-    /// Its value of the query's ``ChartQuery/groupBy`` (empty when not split).
+    /// Its value of the query's ``ChartQuery/groupBy`` (empty when not split); for the rollups,
+    /// its storefront and product (``keptGroup(country:product:)``).
     package var group = ""
 
     package init(
@@ -113,6 +114,9 @@ struct ItemRecorder {
     let newcomers: [Newcomer]
     /// The dimension items are grouped by, if any.
     let groupBy: ChartDimension?
+    /// Items are in the group the rollups keep them in (``ChartItem/keptGroup(country:product:)``),
+    /// so that the rows split by storefront and product come from one recording.
+    var keptGroups = false
     /// While a person's items are recorded, the group all of them go to (theirs, not their
     /// transactions'): a customer is in one group.
     var personGroup: String?
@@ -177,6 +181,7 @@ struct ItemRecorder {
         var recorder = ItemRecorder(
             ledger: ledger, charts: Chart.allCases, filters: filters, currency: currency, rates: rates, settings: settings,
             withDetails: false)
+        recorder.keptGroups = true
         return Chart.allCases.map { chart in
             recorder.items = []
             recorder.record(chart)
@@ -217,6 +222,7 @@ struct ItemRecorder {
 
     /// The group of an item of `e`: the person's being recorded, else the transaction's own.
     func group(of e: Ledger.Entry) -> String {
+        if keptGroups { return ChartItem.keptGroup(country: e.value(of: .country), product: e.value(of: .product)) }
         guard let groupBy else { return "" }
         return personGroup ?? e.value(of: groupBy)
     }

@@ -15,23 +15,29 @@ import Entitlements
 ///
 /// ARR, twelve times MRR item by item, is not kept: MRR's sums are multiplied when read.
 ///
+/// The charts of time are kept twice more, split by storefront and by product (``RollupSplit``):
+/// the same sums with each item's value of the dimension, which a query grouped by it reads
+/// instead of the unsplit sums (kept apart, so that a chart nobody splits reads no more rows).
+///
 /// Stocks are kept as their two changes (+value from the start, −value from the end) and
 /// renewals at one value as one span, so a stock chart has a row per day something changes.
 ///
 /// Pure: the caller stores rows and moments, and reads back those a query needs.
 package enum Rollup {
     /// Bumped whenever what a ledger adds to the rollups changes, so stored rollups are rebuilt.
-    package static let format = 4
+    package static let format = 5
 
-    /// Whether a query can be answered from rollups: UTC days, the reporting currency, and the
-    /// filters and groups items carry (app and store, except for cohorted charts, whose cohorts
-    /// and first conversions a filter can move, and for a group of customers, who may have
-    /// bought nothing to carry one). Other queries read the ledger.
+    /// Whether a query can be answered from rollups: UTC days, the reporting currency, the
+    /// filters items carry (app and store, except for cohorted charts, whose cohorts and first
+    /// conversions a filter can move), and for the charts of time (``Chart/keepsSplits``), the
+    /// groups they carry (app, store) or are kept split by (country, product). Filters by
+    /// product or storefront rebuild a subscription's line under the filter, which no row
+    /// keeps. Other queries read the ledger.
     package static func answers(_ q: ChartQuery, reportingCurrency: String) -> Bool {
         q.zone.name == "UTC" && (q.currency ?? reportingCurrency) == reportingCurrency && q.filters.product == nil
             && q.filters.storefront == nil && (!q.chart.isCohorted || q.filters.app == nil && q.filters.store == nil)
             && (q.groupBy == nil
-                || !q.chart.isCohorted && !q.chart.definition.followsCustomers && (q.groupBy == .app || q.groupBy == .store))
+                || q.chart.keepsSplits && (q.groupBy == .app || q.groupBy == .store || RollupSplit(q.groupBy) != nil))
     }
 
     /// What one holder adds to every chart of every environment they hold purchases in, computed
@@ -48,6 +54,7 @@ package enum Rollup {
             let charts = ItemRecorder.recordAll(
                 ledger, filters: filters, currency: settings.reportingCurrency, rates: rates, settings: settings)
             for (chart, items) in charts {
+                let splits = chart.keepsSplits ? RollupSplit.kept : []
                 // ARR is twelve times MRR item by item: kept as MRR alone, and multiplied when read.
                 for item in merged(chart == .mrr ? items.filter { $0.measure != "arr" } : items) {
                     for piece in pieces(of: item) {
@@ -55,11 +62,19 @@ package enum Rollup {
                             of: piece, chart: chart, environment: environment, writtenAt: writtenAt)
                         {
                             add(value, items: 1, to: &sums[key, default: (0, 0)])
+                            // The same sums again in each split's row of the item's value.
+                            for split in splits {
+                                var key = key
+                                key.split = split
+                                key.group = split.value(inKept: piece.group)
+                                add(value, items: 1, to: &sums[key, default: (0, 0)])
+                            }
                         }
                         let days = RollupMoment.days(of: piece, onOrAfter: today, writtenAt: writtenAt)
                         if !days.isEmpty, Rollup.floorDay(piece.validUntil) >= today {
                             // As with rows, untaxed storefronts only for revenue: then a note's piece may say nothing.
                             var piece = piece
+                            if splits.isEmpty { piece.group = "" }
                             if chart != .revenue { piece.notes.removeAll(where: \.isUntaxed) }
                             guard !piece.measure.isEmpty || !piece.notes.isEmpty else { continue }
                             moments.append(RollupMoment(environment: environment, chart: chart, item: piece, days: days))
@@ -98,14 +113,18 @@ package enum Rollup {
         }
         guard spans.count > 1 else { return items }
         spans.sort { a, b in
-            (a.measure, a.kind.rawValue, a.cohort ?? .min, a.value, a.bundleID, a.at)
-                < (b.measure, b.kind.rawValue, b.cohort ?? .min, b.value, b.bundleID, b.at)
+            let (x, y) = (
+                (a.measure, a.kind.rawValue, a.cohort ?? .min, a.value), (b.measure, b.kind.rawValue, b.cohort ?? .min, b.value)
+            )
+            if x != y { return x < y }
+            return (a.bundleID, a.group, a.at) < (b.bundleID, b.group, b.at)
         }
         var out = flows
         var current = spans[0]
         for next in spans.dropFirst() {
             if next.measure == current.measure, next.kind == current.kind, next.cohort == current.cohort,
                 next.value == current.value, next.bundleID == current.bundleID, next.store == current.store,
+                next.group == current.group,
                 next.validFrom == current.validFrom, next.validUntil == current.validUntil, next.at == current.until
             {
                 current.until = next.until
@@ -143,8 +162,9 @@ package enum Rollup {
         return pieces
     }
 
-    /// The query's chart from the rows of its environment and chart, and the items of its moments
-    /// of today (the day holding `q.now`) of the same. The caller checked
+    /// The query's chart from the rows of its environment and chart (those split by its
+    /// ``ChartQuery/groupBy`` when rows are kept split by it, ``RollupSplit``, else the unsplit),
+    /// and the items of its moments of today (the day holding `q.now`) of the same. The caller checked
     /// ``answers(_:reportingCurrency:)``.
     package static func answer(_ q: ChartQuery, currency: String, rows: [RollupRow], today todays: [ChartItem])
         throws(ChartError) -> ChartAnswer
@@ -154,6 +174,8 @@ package enum Rollup {
         var batch: [ChartItem] = []
         batch.reserveCapacity(1024)
         let window = q.cohortWindow
+        // Split rows (the caller read those of the query's split alone) are in their group already.
+        let split = RollupSplit(q.groupBy)
         for row in rows where row.key.admitted(by: q.filters) && !row.key.touches(today) {
             var item = row.item
             if let (measure, rowGrain) = RollupRow.grained(row.key.measure) {
@@ -166,7 +188,7 @@ package enum Rollup {
                 item.measure = measure
                 item.isMoney = Book.moneyMeasures.contains(measure)
             }
-            item.group = Self.group(of: item, by: q.groupBy)
+            if split == nil { item.group = Self.group(of: item, by: q.groupBy) }
             batch.append(item)
             if batch.count == 1024 {
                 running.add(batch)
@@ -205,11 +227,14 @@ package enum Rollup {
         }
     }
 
-    /// A kept item's group: the app or store it carries (the groups rollups answer).
+    /// A kept item's group: the app or store it carries, or its storefront's or product's, kept
+    /// in its group (the groups rollups answer).
     static func group(of item: ChartItem, by dimension: ChartDimension?) -> String {
         switch dimension {
         case .app?: item.bundleID
         case .store?: item.store.rawValue
+        case .country?: RollupSplit.country.value(inKept: item.group)
+        case .product?: RollupSplit.product.value(inKept: item.group)
         default: ""
         }
     }

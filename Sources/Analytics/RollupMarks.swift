@@ -36,7 +36,8 @@ package struct RollupMark: Sendable, Hashable, Comparable {
     /// running their values per measure: a stock runs while the sum is not zero). A row's days
     /// are its items' (floor days; ceiling days for a start-of-period stock, whose instants are
     /// day starts), so any instant an item counts at lies on a marked day or in a marked month.
-    /// The rows only of notes, and the per-grain copies of cohorts' paying spans, add none.
+    /// The rows only of notes, the per-grain copies of cohorts' paying spans and the split
+    /// copies of every row add none.
     package static func marks(of rows: [RollupRow]) -> Set<RollupMark> {
         var marks: Set<RollupMark> = []
         struct Line: Hashable {
@@ -48,7 +49,7 @@ package struct RollupMark: Sendable, Hashable, Comparable {
             var store: String
         }
         var changes: [Line: [Int64: Int64]] = [:]
-        for row in rows where !row.key.measure.isEmpty {
+        for row in rows where !row.key.measure.isEmpty && row.key.split == .none {
             let k = row.key
             if k.cohortDay != RollupRow.noCohort {
                 if RollupRow.grained(k.measure)?.1 ?? .day == .day {

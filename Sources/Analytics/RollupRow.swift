@@ -1,5 +1,48 @@
 import Entitlements
 
+/// Which of the dimensions kept apart a row is split by: none (the sums every chart reads),
+/// the storefront or the product. Split rows are kept for the charts of time
+/// (``Chart/keepsSplits``) in a table of their own, so that a chart nobody splits reads none.
+package enum RollupSplit: String, Sendable, Hashable, CaseIterable {
+    case none = ""
+    case country, product
+
+    /// The splits kept beside the sums.
+    package static let kept: [RollupSplit] = [.country, .product]
+
+    /// The split that answers a query grouped by `dimension`, if one does.
+    package init?(_ dimension: ChartDimension?) {
+        switch dimension {
+        case .country?: self = .country
+        case .product?: self = .product
+        default: return nil
+        }
+    }
+
+    /// Its value in a kept item's group, which names the item's storefront and product
+    /// (``ChartItem/keptGroup(country:product:)``).
+    func value(inKept group: String) -> String {
+        let parts = group.split(separator: "\u{1F}", maxSplits: 1, omittingEmptySubsequences: false)
+        switch self {
+        case .none: return ""
+        case .country: return String(parts[0])
+        case .product: return parts.count > 1 ? String(parts[1]) : ""
+        }
+    }
+}
+
+extension ChartItem {
+    /// The group the rollups keep an item in: its storefront and product, for the splits.
+    static func keptGroup(country: String, product: String) -> String { country + "\u{1F}" + product }
+}
+
+extension Chart {
+    /// Whether the rollups keep its sums split by storefront and by product: the charts of time,
+    /// whose items are each in the group of their own transaction (a cohort or a customer is in
+    /// the group of their first, which a filter can move).
+    package var keepsSplits: Bool { !isCohorted && !definition.followsCustomers }
+}
+
 /// Items of one chart that have the same days, summed: what the rollups store per day.
 package struct RollupRow: Sendable, Equatable {
     package struct Key: Sendable, Hashable, Comparable {
@@ -21,11 +64,14 @@ package struct RollupRow: Sendable, Equatable {
         package var validUntilDay: Int64
         /// ``RollupRow/noCohort`` when the item has none.
         package var cohortDay: Int64
+        /// The dimension the row is split by, and its items' value of it (empty for none).
+        package var split: RollupSplit
+        package var group: String
 
         package init(
             environment: String, chart: Chart, measure: String, kind: ChartItem.Kind, settled: Bool = false,
             bundleID: String, store: String, note: String, atDay: Int64, untilDay: Int64, validFromDay: Int64,
-            validUntilDay: Int64, cohortDay: Int64
+            validUntilDay: Int64, cohortDay: Int64, split: RollupSplit = .none, group: String = ""
         ) {
             self.environment = environment
             self.chart = chart
@@ -40,11 +86,14 @@ package struct RollupRow: Sendable, Equatable {
             self.validFromDay = validFromDay
             self.validUntilDay = validUntilDay
             self.cohortDay = cohortDay
+            self.split = split
+            self.group = group
         }
 
-        /// By the fields that tell one holder's rows apart (the environment, the app, the store
-        /// and the note rarely do); equality still compares every field.
+        /// By the fields that tell one holder's rows apart (the environment, the app, the store,
+        /// the note and a split's value rarely do); equality still compares every field.
         package func hash(into hasher: inout Hasher) {
+            hasher.combine(split)
             hasher.combine(chart)
             hasher.combine(measure)
             hasher.combine(kind)
@@ -65,6 +114,8 @@ package struct RollupRow: Sendable, Equatable {
             if a.bundleID != b.bundleID { return a.bundleID < b.bundleID }
             if a.store != b.store { return a.store < b.store }
             if a.note != b.note { return a.note < b.note }
+            if a.split != b.split { return a.split.rawValue < b.split.rawValue }
+            if a.group != b.group { return a.group < b.group }
             return (a.atDay, a.untilDay, a.validFromDay, a.validUntilDay, a.cohortDay)
                 < (b.atDay, b.untilDay, b.validFromDay, b.validUntilDay, b.cohortDay)
         }
@@ -161,8 +212,8 @@ package struct RollupRow: Sendable, Equatable {
         return (String(measure[..<slash]), grain)
     }
 
-    /// The row as an item whose instants are its days' starts: counted exactly as its items are
-    /// on any day but those it touches.
+    /// The row as an item whose instants are its days' starts, in its split's group: counted
+    /// exactly as its items are on any day but those it touches.
     var item: ChartItem {
         ChartItem(
             measure: key.measure, kind: key.kind, at: Rollup.start(key.atDay), until: Rollup.start(key.untilDay),
@@ -170,7 +221,7 @@ package struct RollupRow: Sendable, Equatable {
             cohort: key.cohortDay == Self.noCohort ? nil : Rollup.start(key.cohortDay), value: value,
             isMoney: Book.moneyMeasures.contains(key.measure), appUserID: "", originalTransactionID: "", transactionID: "",
             notes: key.note.isEmpty ? [] : Self.note(key.note).map { [$0] } ?? [], bundleID: key.bundleID,
-            store: Store.named(key.store) ?? .appStore, count: items)
+            store: Store.named(key.store) ?? .appStore, count: items, group: key.group)
     }
 
     /// A note as stable text: `rate␟USD␟20454`, `price␟monthly␟USA` (`price␟monthly` without a

@@ -5,6 +5,7 @@ import Entitlements
 extension RollupRow {
     /// Rows as text, one a line, tab-separated fields (tabs, newlines and backslashes escaped;
     /// `-` and `+` for the unbounded days, an empty field for no cohort): what is kept per holder.
+    /// A split row has two more fields, its split and its group.
     package static func encode(_ rows: [RollupRow]) -> String {
         var out = Fields(capacity: rows.count * 64)
         for row in rows {
@@ -18,6 +19,10 @@ extension RollupRow {
             out.optional(k.cohortDay == noCohort ? nil : k.cohortDay)
             out.int(row.value)
             out.int(row.items)
+            if k.split != .none {
+                out.text(k.split.rawValue)
+                out.text(k.group)
+            }
             out.endRecord()
         }
         return out.string
@@ -29,17 +34,24 @@ extension RollupRow {
         var rows: [RollupRow] = []
         for line in text.split(separator: "\n") {
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard f.count == 15, let chart = Chart(rawValue: String(f[1])), let kind = ChartItem.Kind(rawValue: String(f[3])),
+            guard f.count == 15 || f.count == 17, let chart = Chart(rawValue: String(f[1])),
+                let kind = ChartItem.Kind(rawValue: String(f[3])),
                 f[4] == "s" || f[4].isEmpty, let at = day(f[8]), let until = day(f[9]), let from = day(f[10]),
                 let to = day(f[11]), let cohort = f[12].isEmpty ? noCohort : Int64(f[12]), let value = Int64(f[13]),
                 let items = Int64(f[14])
             else { return nil }
+            var split = RollupSplit.none
+            if f.count == 17 {
+                guard let named = RollupSplit(rawValue: String(f[15])), named != .none else { return nil }
+                split = named
+            }
             rows.append(
                 RollupRow(
                     key: Key(
                         environment: f[0].unescaped(), chart: chart, measure: f[2].unescaped(), kind: kind, settled: f[4] == "s",
                         bundleID: f[5].unescaped(), store: f[6].unescaped(), note: f[7].unescaped(), atDay: at, untilDay: until,
-                        validFromDay: from, validUntilDay: to, cohortDay: cohort),
+                        validFromDay: from, validUntilDay: to, cohortDay: cohort, split: split,
+                        group: f.count == 17 ? f[16].unescaped() : ""),
                     value: value, items: items))
         }
         return rows
@@ -48,7 +60,8 @@ extension RollupRow {
 
 extension RollupMoment {
     /// Items as text, one a line, tab-separated fields as ``RollupRow/encode(_:)`` writes them
-    /// (notes joined by record separators): what is kept per holder, chart and day.
+    /// (notes joined by record separators; a twelfth field for an item in a group, which names
+    /// its storefront and product): what is kept per holder, chart and day.
     package static func encode(_ items: [ChartItem]) -> String {
         var out = Fields(capacity: items.count * 64)
         for i in items {
@@ -61,6 +74,7 @@ extension RollupMoment {
             for instant in [i.at, i.until, i.validFrom, i.validUntil] { out.day(instant) }
             out.optional(i.cohort)
             out.int(i.value)
+            if !i.group.isEmpty { out.text(i.group) }
             out.endRecord()
         }
         return out.string
@@ -68,8 +82,8 @@ extension RollupMoment {
 
     /// ``encode(_:)``'s items back, of `appUserID`; nil when the text is not such items. Read
     /// straight from the bytes (a chart reads today's items of every holder whose figures change
-    /// today: tens of thousands at a million subscribers), the app's name made once per run of
-    /// items that share it.
+    /// today: tens of thousands at a million subscribers), the app's name and the group made
+    /// once per run of items that share them.
     package static func decode(_ text: String, appUserID: String) -> [ChartItem]? {
         var items: [ChartItem] = []
         return decode(text, appUserID: appUserID, into: &items) ? items : nil
@@ -84,8 +98,9 @@ extension RollupMoment {
         var text = text
         return text.withUTF8 { bytes -> Bool in
             var fields: [Range<Int>] = []
-            fields.reserveCapacity(11)
+            fields.reserveCapacity(12)
             var lastBundle: (Range<Int>, String)?
+            var lastGroup: (Range<Int>, String)?
             func string(_ r: Range<Int>) -> String {
                 let slice = UnsafeBufferPointer(rebasing: bytes[r])
                 let plain = String(decoding: slice, as: UTF8.self)
@@ -117,7 +132,7 @@ extension RollupMoment {
                 r.count == s.utf8.count && zip(r, s.utf8).allSatisfy { bytes[$0] == $1 }
             }
             let stores = Store.all
-            // Of a record's eleven fields, checked by the caller.
+            // Of a record's eleven fields (twelve in a group), checked by the caller.
             func item(_ f: [Range<Int>]) -> ChartItem? {
                 guard let kind = ChartItem.Kind.allCases.first(where: { equals(f[1], $0.rawValue) }),
                     let store = stores.first(where: { equals(f[3], $0.rawValue) }), let at = number(f[5]),
@@ -145,11 +160,21 @@ extension RollupMoment {
                     bundle = string(f[2])
                     lastBundle = (f[2], bundle)
                 }
+                var group = ""
+                if f.count == 12 {
+                    if let (r, name) = lastGroup, same(r, f[11]) {
+                        group = name
+                    } else {
+                        group = string(f[11])
+                        lastGroup = (f[11], group)
+                    }
+                }
                 let measure = string(f[0])
                 return ChartItem(
                     measure: measure, kind: kind, at: at, until: until, validFrom: from, validUntil: to, cohort: cohort,
                     value: value, isMoney: ChartItem.isMoney(measure), appUserID: appUserID, originalTransactionID: "",
-                    transactionID: "", notes: notes, bundleID: bundle, store: store)
+                    transactionID: "", notes: notes, bundleID: bundle, store: store,
+                    group: group)
             }
             var start = 0
             for i in 0...bytes.count {
@@ -160,7 +185,8 @@ extension RollupMoment {
                 start = i + 1
                 if b == 0x0A {
                     if !(fields.count == 1 && fields[0].isEmpty) {
-                        guard fields.count == 11 else { return false }
+                        // A group is written only when there is one.
+                        guard fields.count == 11 || fields.count == 12 && !fields[11].isEmpty else { return false }
                         if measure.map({ equals(fields[0], $0) }) ?? true {
                             guard let next = item(fields) else { return false }
                             items.append(next)

@@ -86,7 +86,7 @@ package struct ReadChart: UseCase, Sendable {
                 return (
                     try store.rows(
                         environment: environment, chart: query.chart, measures: Rollup.keptMeasures(for: query, measure: measure),
-                        throughDay: lastDay),
+                        throughDay: lastDay, split: RollupSplit(query.groupBy) ?? .none),
                     try store.moments(
                         environment: environment, chart: query.chart, day: CivilTime.split(query.now).0, measure: measure),
                     try store.pendingChanges(after: state.changesThrough)

@@ -38,7 +38,8 @@ package struct DataCopy {
     /// The tables not copied: the rollups and what they were built from, rebuilt by the keeper from
     /// the copied rows (`rates_revision` included, so it rebuilds with the target's rates).
     package static let rebuilt = [
-        "rollup_state", "rollup_holders", "rollup_days", "rollup_moments", "rollup_marks", "rates_revision",
+        "rollup_state", "rollup_holders", "rollup_days", "rollup_splits", "rollup_moments", "rollup_marks",
+        "rates_revision",
     ]
 
     private let source: Database

@@ -31,97 +31,6 @@ package struct RollupStore {
         rows(ofKept: text).map(RollupMark.marks(of:))
     }
 
-    // MARK: SQLite's rollups file
-
-    /// The schema of SQLite's rollups file (the tables Migrations/0019 to 0021 made in the
-    /// database, and 0022 moved here). The file holds nothing but what the rollup keeper derives
-    /// from the database, so it has no migrations: a file of another ``fileVersion`` (or none) is
-    /// emptied and made again, and the keeper rebuilds the rollups (they say `building` again).
-    /// Its statements make the tables in `schema` (`main`, or the name the file is attached as).
-    static func fileSchema(in schema: String) -> String {
-        """
-        CREATE TABLE \(schema).rollup_state (
-            id INTEGER PRIMARY KEY CHECK (id = 1),
-            fingerprint TEXT NOT NULL,
-            phase TEXT NOT NULL CHECK (phase IN ('building', 'ready')),
-            rebuild_after TEXT,
-            changes_through INTEGER NOT NULL
-        ) STRICT;
-        INSERT INTO \(schema).rollup_state (id, fingerprint, phase, rebuild_after, changes_through) VALUES (1, '', 'building', NULL, 0);
-        CREATE TABLE \(schema).rollup_holders (
-            app_user_id TEXT PRIMARY KEY,
-            rows TEXT NOT NULL
-        ) STRICT, WITHOUT ROWID;
-        CREATE TABLE \(schema).rollup_days (
-            environment TEXT NOT NULL,
-            chart TEXT NOT NULL,
-            measure TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            settled INTEGER NOT NULL,
-            bundle_id TEXT NOT NULL,
-            store TEXT NOT NULL,
-            note TEXT NOT NULL,
-            at_day INTEGER NOT NULL,
-            until_day INTEGER NOT NULL,
-            valid_from_day INTEGER NOT NULL,
-            valid_until_day INTEGER NOT NULL,
-            cohort_day INTEGER NOT NULL,
-            value INTEGER NOT NULL,
-            items INTEGER NOT NULL,
-            PRIMARY KEY (
-                environment, chart, measure, kind, settled, bundle_id, store, note, at_day, until_day, valid_from_day,
-                valid_until_day, cohort_day
-            )
-        ) STRICT, WITHOUT ROWID;
-        CREATE TABLE \(schema).rollup_moments (
-            day INTEGER NOT NULL,
-            environment TEXT NOT NULL,
-            chart TEXT NOT NULL,
-            app_user_id TEXT NOT NULL,
-            items TEXT NOT NULL,
-            PRIMARY KEY (day, environment, chart, app_user_id)
-        ) STRICT, WITHOUT ROWID;
-        CREATE INDEX \(schema).rollup_moments_by_holder ON rollup_moments (app_user_id);
-        CREATE TABLE \(schema).rollup_marks (
-            environment TEXT NOT NULL,
-            family TEXT NOT NULL CHECK (family IN ('f', 's', 'c')),
-            day INTEGER NOT NULL,
-            app_user_id TEXT NOT NULL,
-            PRIMARY KEY (environment, family, day, app_user_id)
-        ) STRICT, WITHOUT ROWID;
-        """
-    }
-
-    /// ``fileSchema(in:)``'s version, kept as the file's `user_version`: moves with every change to it.
-    static let fileVersion: Int64 = 1
-
-    /// Attaches SQLite's rollups file at `path` (`:memory:`: a private one) to `db` as `rollups`,
-    /// made (again) as ``prepareFile(_:schema:)`` says: one connection that writes both the
-    /// database and the rollups, as a ``DatabaseQueue`` on `:memory:` has (and tests).
-    package static func attachFile(_ path: String, to db: Database) throws {
-        try db.attach(path, as: file.name)
-        try prepareFile(db, schema: file.name)
-    }
-
-    /// SQLite's rollups file as the database engine opens it beside the database.
-    package static let file = AttachedFile(name: "rollups") { db, schema in try prepareFile(db, schema: schema) }
-
-    /// Makes the rollups file `db` (a connection to it alone, or to a database with it attached
-    /// as `rollups`, in `schema`) hold ``fileSchema(in:)``: as it is when it does already, else emptied
-    /// and made again. One write transaction, so processes opening it at once agree.
-    static func prepareFile(_ db: Database, schema: String = "main") throws {
-        try db.transaction {
-            guard try db.scalarInt("PRAGMA \(schema).user_version") != fileVersion else { return }
-            var tables: [String] = []
-            let q = try db.prepare("SELECT name FROM \(schema).sqlite_schema WHERE type = 'table'")
-            while try q.step() { tables.append(q.text(0)!) }
-            q.reset()
-            for table in tables where !table.hasPrefix("sqlite_") { try db.execute("DROP TABLE \(schema).\(table)") }
-            try db.execute(fileSchema(in: schema))
-            try db.execute("PRAGMA \(schema).user_version = \(fileVersion)")
-        }
-    }
-
     /// What the rollups were built for and how far they are.
     package struct State: Sendable, Equatable {
         package enum Phase: String, Sendable { case building, ready }
@@ -168,7 +77,7 @@ package struct RollupStore {
 
     /// Forgets every holder's rows, the sums and the moments (a rebuild starts from nothing).
     package func clear() throws {
-        for table in ["rollup_holders", "rollup_days", "rollup_moments", "rollup_marks"] {
+        for table in ["rollup_holders", "rollup_days", "rollup_splits", "rollup_moments", "rollup_marks"] {
             try db.execute("DELETE FROM \(table)")
         }
     }
@@ -259,11 +168,18 @@ package struct RollupStore {
         "environment, chart, measure, kind, settled, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, "
         + "cohort_day"
 
-    /// Adds differences to the sums; a sum left with no item is deleted.
+    /// The key of `rollup_splits`: `rollup_days`'s, with the split and its value.
+    static let splitKey =
+        "environment, chart, split, measure, kind, settled, bundle_id, store, note, split_value, at_day, until_day, "
+        + "valid_from_day, valid_until_day, cohort_day"
+
+    /// Adds differences to the sums (split rows to `rollup_splits`); a sum left with no item is deleted.
     package func add(_ differences: [RollupRow]) throws {
+        let unsplit = differences.filter { $0.key.split == .none }
+        let split = differences.filter { $0.key.split != .none }
         try many(
             "INSERT INTO rollup_days (\(Self.dayKey), value, items) VALUES ", width: 15,
-            differences.map { row -> [(any StatementValue)?] in
+            unsplit.map { row -> [(any StatementValue)?] in
                 let k = row.key
                 return [
                     k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, Int64(k.settled ? 1 : 0), k.bundleID, k.store,
@@ -274,36 +190,67 @@ package struct RollupStore {
                  ON CONFLICT (\(Self.dayKey)) DO UPDATE
                 SET value = rollup_days.value + excluded.value, items = rollup_days.items + excluded.items
                 """)
+        try many(
+            "INSERT INTO rollup_splits (\(Self.splitKey), value, items) VALUES ", width: 17,
+            split.map { row -> [(any StatementValue)?] in
+                let k = row.key
+                return [
+                    k.environment, k.chart.rawValue, k.split.rawValue, k.measure, k.kind.rawValue, Int64(k.settled ? 1 : 0),
+                    k.bundleID, k.store, k.note, k.group, k.atDay, k.untilDay, k.validFromDay, k.validUntilDay, k.cohortDay,
+                    row.value, row.items,
+                ]
+            },
+            tail: """
+                 ON CONFLICT (\(Self.splitKey)) DO UPDATE
+                SET value = rollup_splits.value + excluded.value, items = rollup_splits.items + excluded.items
+                """)
         let delete = try db.cached(
             """
             DELETE FROM rollup_days WHERE environment = ? AND chart = ? AND measure = ? AND kind = ? AND settled = ? AND bundle_id = ?
             AND store = ? AND note = ? AND at_day = ? AND until_day = ? AND valid_from_day = ? AND valid_until_day = ?
             AND cohort_day = ? AND items = 0
             """)
-        for row in differences where row.items < 0 {
+        for row in unsplit where row.items < 0 {
             let k = row.key
             try delete.bind([
                 k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, Int64(k.settled ? 1 : 0), k.bundleID, k.store,
-                k.note,
-                k.atDay, k.untilDay,
-                k.validFromDay, k.validUntilDay, k.cohortDay,
+                k.note, k.atDay, k.untilDay, k.validFromDay, k.validUntilDay, k.cohortDay,
+            ]).run()
+        }
+        let deleteSplit = try db.cached(
+            """
+            DELETE FROM rollup_splits WHERE environment = ? AND chart = ? AND split = ? AND measure = ? AND kind = ?
+            AND settled = ? AND bundle_id = ? AND store = ? AND note = ? AND split_value = ? AND at_day = ? AND until_day = ?
+            AND valid_from_day = ? AND valid_until_day = ? AND cohort_day = ? AND items = 0
+            """)
+        for row in split where row.items < 0 {
+            let k = row.key
+            try deleteSplit.bind([
+                k.environment, k.chart.rawValue, k.split.rawValue, k.measure, k.kind.rawValue, Int64(k.settled ? 1 : 0),
+                k.bundleID, k.store, k.note, k.group, k.atDay, k.untilDay, k.validFromDay, k.validUntilDay, k.cohortDay,
             ]).run()
         }
     }
 
     /// The sums of one environment's chart (of those measures alone, when given: what a query
     /// needs, ``Rollup/keptMeasures(for:measure:)``), starting on `throughDay` or before
-    /// (``Rollup/lastDay(of:)``).
-    package func rows(environment: String, chart: Chart, measures: [String]? = nil, throughDay: Int64 = .max) throws
-        -> [RollupRow]
-    {
+    /// (``Rollup/lastDay(of:)``); those split by `split` when one is named.
+    package func rows(
+        environment: String, chart: Chart, measures: [String]? = nil, throughDay: Int64 = .max, split: RollupSplit = .none
+    ) throws -> [RollupRow] {
         let measureClause = measures.map { " AND measure IN (\(Array(repeating: "?", count: $0.count).joined(separator: ", ")))" }
+        let (table, splitClause, splitValue) =
+            split == .none ? ("rollup_days", "", "''") : ("rollup_splits", " AND split = ?", "split_value")
+        var values: [(any StatementValue)?] = [environment, chart.rawValue]
+        if split != .none { values.append(split.rawValue) }
+        values.append(throughDay)
+        values += (measures ?? []).map { $0 }
         let q = try db.cached(
             """
             SELECT measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day, value,
-            items, settled FROM rollup_days WHERE environment = ? AND chart = ? AND at_day <= ?
+            items, settled, \(splitValue) FROM \(table) WHERE environment = ? AND chart = ?\(splitClause) AND at_day <= ?
             """ + (measureClause ?? "")
-        ).bind([environment, chart.rawValue, throughDay] + (measures ?? []))
+        ).bind(values)
         var rows: [RollupRow] = []
         while try q.step() {
             guard let kind = ChartItem.Kind(rawValue: q.text(1)!) else { continue }
@@ -311,9 +258,9 @@ package struct RollupStore {
                 RollupRow(
                     key: .init(
                         environment: environment, chart: chart, measure: q.text(0)!, kind: kind, settled: q.int(12) == 1,
-                        bundleID: q.text(2)!,
-                        store: q.text(3)!, note: q.text(4)!, atDay: q.int(5), untilDay: q.int(6), validFromDay: q.int(7),
-                        validUntilDay: q.int(8), cohortDay: q.int(9)),
+                        bundleID: q.text(2)!, store: q.text(3)!, note: q.text(4)!, atDay: q.int(5), untilDay: q.int(6),
+                        validFromDay: q.int(7), validUntilDay: q.int(8), cohortDay: q.int(9), split: split,
+                        group: q.text(13) ?? ""),
                     value: q.int(10), items: q.int(11)))
         }
         return rows

@@ -10,7 +10,8 @@ import Testing
 private let day: Int64 = 86_400_000
 
 /// The rollups answer exactly what the engine answers from the whole ledger: every chart, by day,
-/// week and month, with and without the filters rollups keep, at clocks anywhere in the day
+/// week and month, with and without the filters rollups keep, split by each dimension they keep
+/// (app, store, country, product) or not, at clocks anywhere in the day
 /// (at an item's instant, a millisecond either side, midday), whatever day the rollups were written.
 @Suite("Rollups")
 struct RollupTests {
@@ -79,15 +80,16 @@ struct RollupTests {
                             chart: chart, from: origin - 3 * day, to: now + 20 * day, resolution: resolution, filters: filters,
                             now: now, window: ChartWindow.allCases.randomElement(using: &rng),
                             groupBy: chart.isCohorted || chart.definition.followsCustomers
-                                ? nil : [nil, .app, .store].randomElement(using: &rng)!)
+                                ? nil : [nil, .app, .store, .country, .product].randomElement(using: &rng)!)
                         guard Rollup.answers(q, reportingCurrency: "EUR") else { continue }
                         let expected = try engine.answer(q)
-                        // The rows the store gives: the chart's, of the measures the query needs.
+                        // The rows the store gives: the chart's, of the measures the query needs, split as it is.
                         let needed = Rollup.keptMeasures(for: q).map(Set.init)
+                        let split = RollupSplit(q.groupBy) ?? .none
                         let answer = try Rollup.answer(
                             q, currency: "EUR",
                             rows: rows.filter {
-                                $0.key.environment == "production" && $0.key.chart == chart
+                                $0.key.environment == "production" && $0.key.chart == chart && $0.key.split == split
                                     && needed?.contains($0.key.measure) ?? true
                             },
                             today: moments.filter {
@@ -169,6 +171,14 @@ extension RollupTests {
                     note: "price\u{1F}p", atDay: .min, untilDay: .max, validFromDay: -3, validUntilDay: 0,
                     cohortDay: RollupRow.noCohort),
                 value: -5, items: 1))
+        #expect(rows.contains { $0.key.split == .country } && rows.contains { $0.key.split == .product })
+        rows.append(
+            RollupRow(
+                key: .init(
+                    environment: "e", chart: .mrr, measure: "mrr", kind: .stock, bundleID: "b", store: "play_store", note: "",
+                    atDay: 3, untilDay: .max, validFromDay: .min, validUntilDay: .max, cohortDay: RollupRow.noCohort,
+                    split: .product, group: "a\tb"),
+                value: 7, items: 1))
         #expect(rows.count > 100)
         #expect(RollupRow.decode(RollupRow.encode(rows)) == rows)
         #expect(RollupRow.decode("revenue\tflow\n") == nil)
@@ -197,8 +207,14 @@ extension RollupTests {
                 measure: "a\tb\\c", kind: .stock, at: .min, until: .max, validFrom: -5, validUntil: 7, cohort: -3, value: -9,
                 isMoney: false, appUserID: "", originalTransactionID: "", transactionID: "",
                 notes: [.untaxed(storefront: "F\nR"), .missingPrice(productID: "p", storefront: nil)], bundleID: "x\ny",
-                store: .appStore))
+                store: .appStore, group: ChartItem.keptGroup(country: "D\tE", product: "p\\1")))
         #expect(items.count > 50 && items.contains { !$0.notes.isEmpty && $0.cohort != nil })
+        // The charts of time keep each item's storefront and product; the others, none.
+        #expect(items.contains { $0.group == ChartItem.keptGroup(country: "USA", product: "monthly") })
+        #expect(
+            Self.holders(SampleBusiness.ledger(facts, owners: owners)).flatMap {
+                Rollup.holder($0, settings: Self.settings, rates: Self.rates, writtenAt: SampleBusiness.origin).moments
+            }.allSatisfy { $0.chart.keepsSplits != $0.item.group.isEmpty })
         let back = RollupMoment.decode(RollupMoment.encode(items), appUserID: "u") ?? []
         // What a sum needs of them: ids and details are not kept; a note's item is no amount.
         let kept = items.map { item in

@@ -83,8 +83,9 @@ struct KeepRollupsTests {
         }
     }
 
-    /// Every chart by day and month, and by day for one app, from ReadChart (from the rollups)
-    /// against the engine over the facts and the stored rates.
+    /// Every chart by day and month, and by day for one app; the charts of time split by country
+    /// and by product too: from ReadChart (from the rollups) against the engine over the facts and
+    /// the stored rates.
     static func expectEngine(
         _ read: ReadChart, _ facts: VerifiedFacts, _ owners: [String: String], _ queue: DatabaseQueue, at now: Int64,
         _ context: String
@@ -95,15 +96,20 @@ struct KeepRollupsTests {
             ledger: SampleBusiness.ledger(facts, owners: owners, customers: customers),
             rates: ExchangeRates(ReadChart.rows(stored)),
             settings: settings)
+        let cases: [(Resolution, String?, ChartDimension?)] = [
+            (.day, nil, nil), (.month, nil, nil), (.day, "com.y", nil), (.month, nil, .country), (.day, "com.y", .product),
+        ]
         for chart in Chart.allCases {
-            for (resolution, app) in [(Resolution.day, nil), (.month, nil), (.day, "com.y")] where !chart.isCohorted || app == nil
-            {
+            for (resolution, app, groupBy) in cases
+            where (!chart.isCohorted || app == nil) && (chart.keepsSplits || groupBy == nil) {
                 let from = SampleBusiness.origin - 2 * day
                 let filters = ChartFilters(app: app)
                 let answer = try await read(
-                    .init(chart: chart, from: from, to: now + 40 * day, resolution: resolution, filters: filters))
+                    .init(
+                        chart: chart, from: from, to: now + 40 * day, resolution: resolution, filters: filters, groupBy: groupBy))
                 let q = ChartQuery(
-                    chart: chart, from: from, to: now + 40 * day, resolution: resolution, filters: filters, now: now)
+                    chart: chart, from: from, to: now + 40 * day, resolution: resolution, filters: filters, now: now,
+                    groupBy: groupBy)
                 let expected = try await onTheHeavyLane { try engine.answer(q) }
                 #expect(answer.fromRollups, "\(context): \(chart)")
                 // Each answer's rows by name made once (`values` builds them all).
@@ -117,6 +123,14 @@ struct KeepRollupsTests {
                     """)
                 #expect(answer.missingRates == expected.missingRates && answer.missingPrices == expected.missingPrices)
                 #expect(answer.untaxedStorefronts == expected.untaxedStorefronts, "\(context): \(chart)")
+                #expect(
+                    answer.groups.map(\.value) == expected.groups.map(\.value),
+                    "\(context): \(chart) by \(String(describing: groupBy))")
+                #expect(answer.groups.map(\.figures) == expected.groups.map(\.figures), "\(context): \(chart) groups")
+                // Every split chart has groups to compare (the sample business sells nothing one-time).
+                if groupBy != nil, chart != .nonSubscriptionPurchases {
+                    #expect(answer.groups.count > 1, "\(context): \(chart) by \(resolution) \(app ?? "") has groups")
+                }
             }
         }
     }

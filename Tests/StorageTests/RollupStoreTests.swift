@@ -1,11 +1,13 @@
 import Analytics
 import DatabaseEngine
 import Entitlements
+import ReceiptTesting
 import Storage
 import Testing
 
-/// What the rollup keeper prepares before its write: holders' moments as the rows that keep them.
-@Suite("Rollup store: moments as rows")
+/// What the rollup keeper prepares before its write (holders' moments as the rows that keep
+/// them), and the sums as it writes and charts read them.
+@Suite("Rollup store")
 struct RollupStoreTests {
     private func item(_ user: String, _ measure: String, value: Int64) -> ChartItem {
         ChartItem(
@@ -35,5 +37,51 @@ struct RollupStoreTests {
         let both = rows.first { $0.day == 20_000 && $0.chart == .revenue }!
         #expect(RollupMoment.decode(both.items, appUserID: "b")?.map(\.measure).sorted() == ["gross", "net"])
         #expect(RollupMoment.decode(rows[2].items, appUserID: "a")?.map(\.value) == [7])
+    }
+}
+
+extension RollupStoreTests {
+    /// Split rows are summed in their own table, each split and value apart, read only when a
+    /// query names the split; a sum left with no item goes, as an unsplit one does.
+    @Test(arguments: await testDialects())
+    func splitRowsAreSummedApartAndGoneAtNoItem(dialect: Database.Dialect) async throws {
+        @Sendable func row(_ split: RollupSplit, _ group: String, _ value: Int64, items: Int64) -> RollupRow {
+            RollupRow(
+                key: .init(
+                    environment: "production", chart: .mrr, measure: "mrr", kind: .stock, bundleID: "com.x", store: "app_store",
+                    note: "", atDay: 20_000, untilDay: .max, validFromDay: .min, validUntilDay: .max,
+                    cohortDay: RollupRow.noCohort, split: split, group: group),
+                value: value, items: items)
+        }
+        try await withScratchDirectory("rollup-splits") { dir in
+            let queue = try await migratedQueue(dialect, in: dir)
+            func read() async throws -> [RollupSplit: [String]] {
+                try await queue.read { db in
+                    var out: [RollupSplit: [String]] = [:]
+                    for split in RollupSplit.allCases {
+                        out[split] = try RollupStore(db).rows(environment: "production", chart: .mrr, split: split).map {
+                            "\($0.key.split.rawValue):\($0.key.group)=\($0.value)/\($0.items)"
+                        }.sorted()
+                    }
+                    return out
+                }
+            }
+            try await queue.write(attached: true) { db in
+                try RollupStore(db).add([
+                    row(.none, "", 5, items: 1), row(.country, "DEU", 5, items: 1), row(.product, "m", 5, items: 1),
+                ])
+                try RollupStore(db).add([row(.country, "DEU", 3, items: 1), row(.country, "FRA", 2, items: 1)])
+            }
+            #expect(
+                try await read() == [
+                    .none: [":=5/1"], .country: ["country:DEU=8/2", "country:FRA=2/1"], .product: ["product:m=5/1"],
+                ])
+            try await queue.write(attached: true) { db in
+                try RollupStore(db).add([row(.country, "DEU", -8, items: -2), row(.none, "", -5, items: -1)])
+            }
+            #expect(try await read() == [.none: [], .country: ["country:FRA=2/1"], .product: ["product:m=5/1"]])
+            try await queue.write(attached: true) { db in try RollupStore(db).clear() }
+            #expect(try await read() == [.none: [], .country: [], .product: []])
+        }
     }
 }

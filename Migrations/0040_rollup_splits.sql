@@ -1,0 +1,3 @@
+-- Nothing to do on SQLite: its rollups live in a file of their own, which the rollup keeper makes
+-- again when its version changes (Storage.RollupStore.fileSchema(in:) now has rollup_splits, see
+-- Migrations/postgresql/0040_rollup_splits.sql) and rebuilds from the facts.
