@@ -5,7 +5,8 @@
 #   2. `receiptd build-rollups`: the rollups built from nothing, its time and the files' sizes (on
 #      SQLite the rollups have a file of their own, bench-rollups.sqlite);
 #   3. each chart for the two years at day resolution (the cohort tables by month and by day, MRR
-#      split by store and by country by month), RUNS times one after
+#      split by store and by country by month), every chart split by country for the last year by
+#      day (and MRR by product, revenue's CSV), RUNS times one after
 #      another, from the rollups: the median and the slowest answer (curl's total time), or
 #      "timed out" past TIMEOUT seconds; then drill-downs, RUNS times: the first page (50
 #      contributions and the figure) and the second of one day's gross revenue and of MRR at the
@@ -110,13 +111,27 @@ measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then
     printf '%-26s %s\n' "$chart (month)" "$(timed "/v1/admin/charts/$chart?from=$from&resolution=month")"
     printf '%-26s %s\n' "$chart (day)" "$(timed "/v1/admin/charts/$chart?from=$from&resolution=day")"
   done
-  # Split: by store from the rollups; by country from every transaction (not kept in the rollups).
+  # Split: by store from the unsplit rollups; by country (every chart, the last year by day) and by
+  # product from the split ones.
   printf '%-26s %s\n' "mrr by store" "$(timed "/v1/admin/charts/mrr?from=$from&resolution=month&group_by=store")"
-  printf '%-26s %s\n' "mrr by country" "$(runs=1 timed "/v1/admin/charts/mrr?from=$from&resolution=month&group_by=country")"
+  printf '%-26s %s\n' "mrr by country (month)" "$(timed "/v1/admin/charts/mrr?from=$from&resolution=month&group_by=country")"
+  for chart in revenue mrr actives trials trial_conversion churn refund_rate mrr_movement actives_movement \
+    trials_movement new_customers initial_conversion conversion_to_paying new_paid_subscriptions \
+    non_subscription_purchases ltv_per_customer ltv_per_paying_customer subscription_status refund_requests \
+    cohorts subscription_retention; do
+    printf '%-26s %s\n' "$chart by country" "$(timed "/v1/admin/charts/$chart?from=$day&resolution=day&group_by=country")"
+  done
+  printf '%-26s %s\n' "cohorts by country (month)" \
+    "$(timed "/v1/admin/charts/cohorts?from=$day&resolution=month&group_by=country")"
+  printf '%-26s %s\n' "mrr by product" "$(timed "/v1/admin/charts/mrr?from=$day&resolution=day&group_by=product")"
+  printf '%-26s %s\n' "revenue by country, CSV" \
+    "$(timed "/v1/admin/charts/revenue?from=$day&resolution=day&group_by=country&format=csv")"
   local drill
-  for drill in "revenue&measure=gross" "mrr&measure=mrr"; do
+  for drill in "revenue&measure=gross" "mrr&measure=mrr" "mrr&measure=mrr&group_by=country&group=DEU"; do
     local path="/v1/admin/charts/${drill%%&*}/drill?from=$from&resolution=day&period=$day&${drill#*&}"
-    printf '%-18s %s\n' "drill ${drill%%&*}" "$(timed "$path")"
+    local label="drill ${drill%%&*}"
+    case $drill in *group=*) label="$label in ${drill##*group=}" ;; esac
+    printf '%-18s %s\n' "$label" "$(timed "$path")"
     printf '%-18s %s\n' "  its next page" "$(timed "$path&cursor=$(next_cursor "$path")")"
   done
   printf '%-18s %s\n' "drill CSV" "$(runs=1 timed "/v1/admin/charts/revenue/drill?from=$from&resolution=day&period=$day&measure=gross&format=csv")"

@@ -217,14 +217,23 @@ struct ItemRecorder {
                 measure: measure, kind: .flow, at: at, until: at, cohort: cohort, value: 1, isMoney: false,
                 appUserID: person.appUserID, originalTransactionID: "", transactionID: "",
                 detail: withDetails ? detail() : nil, bundleID: person.bundleID, store: person.store,
-                group: groupBy.map { person.value(of: $0) } ?? ""))
+                group: group(ofPerson: person.value(of:)) ?? ""))
     }
 
     /// The group of an item of `e`: the person's being recorded, else the transaction's own.
     func group(of e: Ledger.Entry) -> String {
+        if let personGroup { return personGroup }
         if keptGroups { return ChartItem.keptGroup(country: e.value(of: .country), product: e.value(of: .product)) }
         guard let groupBy else { return "" }
-        return personGroup ?? e.value(of: groupBy)
+        return e.value(of: groupBy)
+    }
+
+    /// The group every item of a person goes to, from what decides it (their first purchase, or
+    /// first paid period): its value of the query's dimension, or the group the rollups keep; nil
+    /// when nothing is split.
+    func group(ofPerson value: (ChartDimension) -> String) -> String? {
+        if keptGroups { return ChartItem.keptGroup(country: value(.country), product: value(.product)) }
+        return groupBy.map(value)
     }
 
     /// The windows to record a first-seen cohort's measures for, and the suffix of each one's

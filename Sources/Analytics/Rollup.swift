@@ -15,9 +15,10 @@ import Entitlements
 ///
 /// ARR, twelve times MRR item by item, is not kept: MRR's sums are multiplied when read.
 ///
-/// The charts of time are kept twice more, split by storefront and by product (``RollupSplit``):
-/// the same sums with each item's value of the dimension, which a query grouped by it reads
-/// instead of the unsplit sums (kept apart, so that a chart nobody splits reads no more rows).
+/// Every chart is kept twice more, split by storefront and by product (``RollupSplit``): the
+/// same sums with each item's value of the dimension (its transaction's, or for a chart of
+/// customers or cohorts, the customer's first), which a query grouped by it reads instead of
+/// the unsplit sums (kept apart, so that a chart nobody splits reads no more rows).
 ///
 /// Stocks are kept as their two changes (+value from the start, −value from the end) and
 /// renewals at one value as one span, so a stock chart has a row per day something changes.
@@ -29,15 +30,16 @@ package enum Rollup {
 
     /// Whether a query can be answered from rollups: UTC days, the reporting currency, the
     /// filters items carry (app and store, except for cohorted charts, whose cohorts and first
-    /// conversions a filter can move), and for the charts of time (``Chart/keepsSplits``), the
-    /// groups they carry (app, store) or are kept split by (country, product). Filters by
-    /// product or storefront rebuild a subscription's line under the filter, which no row
-    /// keeps. Other queries read the ledger.
+    /// conversions a filter can move), the groups rows are kept split by (country, product), and
+    /// for the charts of time the groups items carry (app, store: a customer's or a cohort's is
+    /// their first purchase's, which no item of theirs carries). Filters by product or
+    /// storefront rebuild a subscription's line under the filter, which no row keeps. Other
+    /// queries read the ledger.
     package static func answers(_ q: ChartQuery, reportingCurrency: String) -> Bool {
         q.zone.name == "UTC" && (q.currency ?? reportingCurrency) == reportingCurrency && q.filters.product == nil
             && q.filters.storefront == nil && (!q.chart.isCohorted || q.filters.app == nil && q.filters.store == nil)
-            && (q.groupBy == nil
-                || q.chart.keepsSplits && (q.groupBy == .app || q.groupBy == .store || RollupSplit(q.groupBy) != nil))
+            && (q.groupBy == nil || RollupSplit(q.groupBy) != nil
+                || !q.chart.isCohorted && !q.chart.definition.followsCustomers && (q.groupBy == .app || q.groupBy == .store))
     }
 
     /// What one holder adds to every chart of every environment they hold purchases in, computed
@@ -49,24 +51,31 @@ package enum Rollup {
         var sums: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
         var moments: [RollupMoment] = []
         let today = Rollup.floorDay(writtenAt)
+        // The environments whose every item is in one group (most holders': one storefront, one
+        // product): their split rows are their unsplit rows in that group, made once at the end.
+        var oneGroup: [String: String] = [:]
         for environment in ledger.environments.sorted() {
             let filters = ChartFilters(environment: environment)
             let charts = ItemRecorder.recordAll(
                 ledger, filters: filters, currency: settings.reportingCurrency, rates: rates, settings: settings)
+            let first = charts.lazy.flatMap(\.1).first?.group
+            if let first, charts.allSatisfy({ $0.1.allSatisfy { $0.group == first } }) { oneGroup[environment] = first }
+            let mixed = oneGroup[environment] == nil
+            sums.reserveCapacity(sums.count + charts.reduce(0) { $0 + $1.1.count } * (mixed ? 6 : 2))
             for (chart, items) in charts {
-                let splits = chart.keepsSplits ? RollupSplit.kept : []
                 // ARR is twelve times MRR item by item: kept as MRR alone, and multiplied when read.
                 for item in merged(chart == .mrr ? items.filter { $0.measure != "arr" } : items) {
                     for piece in pieces(of: item) {
+                        let groups = mixed ? RollupSplit.kept.map { ($0, $0.value(inKept: piece.group)) } : []
                         for (key, value) in RollupRow.keys(
                             of: piece, chart: chart, environment: environment, writtenAt: writtenAt)
                         {
                             add(value, items: 1, to: &sums[key, default: (0, 0)])
                             // The same sums again in each split's row of the item's value.
-                            for split in splits {
+                            for (split, group) in groups {
                                 var key = key
                                 key.split = split
-                                key.group = split.value(inKept: piece.group)
+                                key.group = group
                                 add(value, items: 1, to: &sums[key, default: (0, 0)])
                             }
                         }
@@ -74,7 +83,6 @@ package enum Rollup {
                         if !days.isEmpty, Rollup.floorDay(piece.validUntil) >= today {
                             // As with rows, untaxed storefronts only for revenue: then a note's piece may say nothing.
                             var piece = piece
-                            if splits.isEmpty { piece.group = "" }
                             if chart != .revenue { piece.notes.removeAll(where: \.isUntaxed) }
                             guard !piece.measure.isEmpty || !piece.notes.isEmpty else { continue }
                             moments.append(RollupMoment(environment: environment, chart: chart, item: piece, days: days))
@@ -85,10 +93,32 @@ package enum Rollup {
         }
         // A measure's row that sums to nothing adds nothing (a stock's end meeting the next one's
         // start, a refund of 0); a note's rows are counts, always kept.
-        let rows = sums.compactMap { key, sum in
+        var rows = sums.compactMap { key, sum in
             key.note.isEmpty && sum.value == 0 ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
         }
+        if !oneGroup.isEmpty { rows += split(rows, oneGroup: oneGroup) }
         return (rows, moments)
+    }
+
+    /// The split rows of the environments of one group (`oneGroup`, each's kept group): each of
+    /// their unsplit rows again, split by each dimension into that group.
+    static func split(_ rows: [RollupRow], oneGroup: [String: String]) -> [RollupRow] {
+        var out: [RollupRow] = []
+        out.reserveCapacity(rows.count * RollupSplit.kept.count)
+        var groups: (environment: String, values: [(RollupSplit, String)])?
+        for row in rows {
+            guard row.key.split == .none, let group = oneGroup[row.key.environment] else { continue }
+            if groups?.environment != row.key.environment {
+                groups = (row.key.environment, RollupSplit.kept.map { ($0, $0.value(inKept: group)) })
+            }
+            for (split, value) in groups!.values {
+                var row = row
+                row.key.split = split
+                row.key.group = value
+                out.append(row)
+            }
+        }
+        return out
     }
 
     /// Adds to a sum in place: through a dictionary's subscript, one lookup of its key (a row's

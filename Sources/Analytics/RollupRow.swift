@@ -1,8 +1,8 @@
 import Entitlements
 
 /// Which of the dimensions kept apart a row is split by: none (the sums every chart reads),
-/// the storefront or the product. Split rows are kept for the charts of time
-/// (``Chart/keepsSplits``) in a table of their own, so that a chart nobody splits reads none.
+/// the storefront or the product. Split rows are kept for every chart, in a table of their own
+/// so that a chart nobody splits reads none.
 package enum RollupSplit: String, Sendable, Hashable, CaseIterable {
     case none = ""
     case country, product
@@ -19,8 +19,8 @@ package enum RollupSplit: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// Its value in a kept item's group, which names the item's storefront and product
-    /// (``ChartItem/keptGroup(country:product:)``).
+    /// Its value in a kept item's group, which names the storefront and product of the item's
+    /// transaction, or of the customer's first (``ChartItem/keptGroup(country:product:)``).
     func value(inKept group: String) -> String {
         let parts = group.split(separator: "\u{1F}", maxSplits: 1, omittingEmptySubsequences: false)
         switch self {
@@ -34,13 +34,6 @@ package enum RollupSplit: String, Sendable, Hashable, CaseIterable {
 extension ChartItem {
     /// The group the rollups keep an item in: its storefront and product, for the splits.
     static func keptGroup(country: String, product: String) -> String { country + "\u{1F}" + product }
-}
-
-extension Chart {
-    /// Whether the rollups keep its sums split by storefront and by product: the charts of time,
-    /// whose items are each in the group of their own transaction (a cohort or a customer is in
-    /// the group of their first, which a filter can move).
-    package var keepsSplits: Bool { !isCohorted && !definition.followsCustomers }
 }
 
 /// Items of one chart that have the same days, summed: what the rollups store per day.

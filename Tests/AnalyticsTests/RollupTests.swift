@@ -38,12 +38,25 @@ struct RollupTests {
         }
     }
 
+    /// Holders two by two, as one holder of both people's purchases: each of the sample's holders
+    /// has one storefront and product, two of them several (the rows split item by item).
+    static func paired(_ holders: [Ledger]) -> [Ledger] {
+        stride(from: 0, to: holders.count, by: 2).map { i in
+            guard i + 1 < holders.count else { return holders[i] }
+            let (a, b) = (holders[i], holders[i + 1])
+            return Ledger(
+                entries: a.entries + b.entries, renewals: a.renewals.merging(b.renewals) { x, _ in x },
+                customers: a.customers.merging(b.customers) { x, _ in x }, refundRequests: a.refundRequests + b.refundRequests)
+        }
+    }
+
     @Test(arguments: [39, 40, 41] as [UInt64])
     func rollupsAnswerWhatTheEngineAnswers(seed: UInt64) throws {
         let (facts, owners) = SampleBusiness.business(seed: seed)
         let ledger = SampleBusiness.ledger(facts, owners: owners, customers: SampleBusiness.customers(seed: seed))
         let engine = ChartEngine(ledger: ledger, rates: Self.rates, settings: Self.settings)
-        let holders = Self.holders(ledger)
+        // Seed 40's holders in pairs: the split rows of holders of several groups.
+        let holders = seed == 40 ? Self.paired(Self.holders(ledger)) : Self.holders(ledger)
         var rng = SeededGenerator(seed: seed)
         let origin = SampleBusiness.origin
         // Instants items have: where a figure changes within a day.
@@ -80,7 +93,8 @@ struct RollupTests {
                             chart: chart, from: origin - 3 * day, to: now + 20 * day, resolution: resolution, filters: filters,
                             now: now, window: ChartWindow.allCases.randomElement(using: &rng),
                             groupBy: chart.isCohorted || chart.definition.followsCustomers
-                                ? nil : [nil, .app, .store, .country, .product].randomElement(using: &rng)!)
+                                ? [nil, .country, .product].randomElement(using: &rng)!
+                                : [nil, .app, .store, .country, .product].randomElement(using: &rng)!)
                         guard Rollup.answers(q, reportingCurrency: "EUR") else { continue }
                         let expected = try engine.answer(q)
                         // The rows the store gives: the chart's, of the measures the query needs, split as it is.
@@ -147,6 +161,23 @@ struct RollupTests {
         #expect(Rollup.difference(from: new, to: new).isEmpty)
     }
 
+    /// The property test above covers both ways split rows are made: holders whose every item is
+    /// in one group (their unsplit rows copied into it) and holders of several (item by item).
+    @Test func theSampleHasHoldersOfOneGroupAndOfSeveral() {
+        let (facts, owners) = SampleBusiness.business(seed: 40)
+        func groups(_ holders: [Ledger]) -> [Int] {
+            holders.map { holder in
+                let rows = Rollup.holder(holder, settings: Self.settings, rates: Self.rates, writtenAt: 0).rows
+                let countries = Set(rows.filter { $0.key.split == .country }.map(\.key.group))
+                let products = Set(rows.filter { $0.key.split == .product }.map(\.key.group))
+                return countries.count + products.count
+            }
+        }
+        let holders = Self.holders(SampleBusiness.ledger(facts, owners: owners))
+        #expect(groups(holders).allSatisfy { $0 == 2 })
+        #expect(groups(Self.paired(holders)).contains { $0 > 2 })
+    }
+
     @Test func notesReadBackAsWritten() {
         let notes: [ItemNote] = [
             .missingRate(currency: "GBP", day: 20_454), .missingPrice(productID: "monthly", storefront: nil),
@@ -209,12 +240,12 @@ extension RollupTests {
                 notes: [.untaxed(storefront: "F\nR"), .missingPrice(productID: "p", storefront: nil)], bundleID: "x\ny",
                 store: .appStore, group: ChartItem.keptGroup(country: "D\tE", product: "p\\1")))
         #expect(items.count > 50 && items.contains { !$0.notes.isEmpty && $0.cohort != nil })
-        // The charts of time keep each item's storefront and product; the others, none.
+        // Every item is kept with its storefront and product (or its customer's first).
         #expect(items.contains { $0.group == ChartItem.keptGroup(country: "USA", product: "monthly") })
         #expect(
             Self.holders(SampleBusiness.ledger(facts, owners: owners)).flatMap {
                 Rollup.holder($0, settings: Self.settings, rates: Self.rates, writtenAt: SampleBusiness.origin).moments
-            }.allSatisfy { $0.chart.keepsSplits != $0.item.group.isEmpty })
+            }.allSatisfy { !$0.item.group.isEmpty })
         let back = RollupMoment.decode(RollupMoment.encode(items), appUserID: "u") ?? []
         // What a sum needs of them: ids and details are not kept; a note's item is no amount.
         let kept = items.map { item in

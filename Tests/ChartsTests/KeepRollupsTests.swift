@@ -83,9 +83,8 @@ struct KeepRollupsTests {
         }
     }
 
-    /// Every chart by day and month, and by day for one app; the charts of time split by country
-    /// and by product too: from ReadChart (from the rollups) against the engine over the facts and
-    /// the stored rates.
+    /// Every chart by day and month, and by day for one app; split by country and by product too:
+    /// from ReadChart (from the rollups) against the engine over the facts and the stored rates.
     static func expectEngine(
         _ read: ReadChart, _ facts: VerifiedFacts, _ owners: [String: String], _ queue: DatabaseQueue, at now: Int64,
         _ context: String
@@ -101,7 +100,7 @@ struct KeepRollupsTests {
         ]
         for chart in Chart.allCases {
             for (resolution, app, groupBy) in cases
-            where (!chart.isCohorted || app == nil) && (chart.keepsSplits || groupBy == nil) {
+            where !chart.isCohorted || app == nil {
                 let from = SampleBusiness.origin - 2 * day
                 let filters = ChartFilters(app: app)
                 let answer = try await read(

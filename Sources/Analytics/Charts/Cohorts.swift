@@ -28,7 +28,7 @@ extension ItemRecorder {
         // A customer is in the group of their first paid period, whatever the rest was.
         defer { personGroup = nil }
         for (user, e) in firstPaid.sorted(by: { $0.key < $1.key }) {
-            personGroup = groupBy.map { e.value(of: $0) }
+            personGroup = group(ofPerson: e.value(of:))
             let cohort = e.purchase.purchaseDate!
             flow("customers", at: cohort, 1, e, detail: "first paid period", cohort: cohort)
             let userLines = (linesByUser[user] ?? []).map { lines[$0] }
@@ -44,7 +44,7 @@ extension ItemRecorder {
         }
         for e in admitted {
             guard let first = firstPaid[e.appUserID], let cohort = first.purchase.purchaseDate else { continue }
-            personGroup = groupBy.map { first.value(of: $0) }
+            personGroup = group(ofPerson: first.value(of:))
             revenue("revenue", of: e, cohort: cohort)
         }
     }

@@ -67,7 +67,7 @@ extension ItemRecorder {
     mutating func conversions(_ measure: String, payments: Bool) {
         defer { personGroup = nil }
         for person in newcomers {
-            personGroup = groupBy.map { person.value(of: $0) }
+            personGroup = group(ofPerson: person.value(of:))
             let cohort = person.firstSeen
             flow("new_customers", of: person, at: cohort, detail: "first seen", cohort: cohort)
             let kind = person.entries.filter { e in
@@ -88,7 +88,7 @@ extension ItemRecorder {
     mutating func lifetimeValue(perPaying: Bool) {
         defer { personGroup = nil }
         for person in newcomers {
-            personGroup = groupBy.map { person.value(of: $0) }
+            personGroup = group(ofPerson: person.value(of:))
             let cohort = person.firstSeen
             if !perPaying { flow("new_customers", of: person, at: cohort, detail: "first seen", cohort: cohort) }
             for (window, suffix) in windows {
