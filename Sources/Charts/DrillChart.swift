@@ -142,14 +142,21 @@ extension ReadChart {
         var cursor = page.after ?? DrillCursor(day: target.days.lowerBound, appUserID: "")
         var examined = 0
         let (settings, environment) = (settings, query.filters.environment)
+        // Into one country's or product's figure: only the marked holders who hold a transaction
+        // of it are read (a group is most often a fraction of the marked).
+        let narrowed = RollupSplit(query.groupBy).flatMap { split in
+            query.group.flatMap { $0 == "unknown" ? nil : (split, $0) }
+        }
         while true {
             // Marks a batch: a quarter more than the contributions still wanted (most marked
-            // holders add one; each read is a holder's whole ledger), up to what the page may
-            // still read.
+            // holders add one; each read is a holder's whole ledger; four times as many marks
+            // when narrowed to a group), up to what the page may still read.
             let want =
                 page.everything
                 ? Self.marksPerPage
-                : min(Self.marksPerPage - examined, max((page.limit - running.contributionCount) * 5 / 4 + 10, 20))
+                : min(
+                    Self.marksPerPage - examined,
+                    max((page.limit - running.contributionCount) * 5 / 4 + 10, 20) * (narrowed == nil ? 1 : 4))
             let read: ([(day: Int64, appUserID: String)], [String: Ledger])
             do {
                 let after = cursor
@@ -157,7 +164,12 @@ extension ReadChart {
                     let marks = try RollupStore(db).marks(
                         environment: environment, family: target.family, days: target.days, after: (after.day, after.appUserID),
                         limit: want)
-                    let held = try AnalyticsStore(db).holdings(of: Set(marks.map(\.appUserID)).sorted())
+                    var users = Set(marks.map(\.appUserID)).sorted()
+                    if let (split, value) = narrowed {
+                        let holding = try AnalyticsStore(db).holding(users, split: split, value: value)
+                        users = users.filter(holding.contains)
+                    }
+                    let held = try AnalyticsStore(db).holdings(of: users)
                     return (marks, Self.ledgers(held))
                 }
             } catch {

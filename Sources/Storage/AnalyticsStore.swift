@@ -110,6 +110,27 @@ package struct AnalyticsStore {
         return (last, holdings)
     }
 
+    /// Of `users`, those holding a transaction whose storefront (or product, by `split`) is
+    /// `value`: every holder with items in that group, and maybe others (a customer's group is
+    /// their first purchase's, one of theirs). What a drill-down into one group's figure reads
+    /// the ledgers of; someone who bought nothing is in no such group but `unknown`, which the
+    /// caller does not narrow by.
+    package func holding(_ users: [String], split: RollupSplit, value: String) throws -> Set<String> {
+        let column = split == .product ? "t.product_id" : "t.storefront"
+        let q = try db.cached(
+            """
+            SELECT DISTINCT o.app_user_id
+            FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
+            WHERE o.app_user_id IN \(Self.inList) AND \(column) = ?
+            """)
+        var holders: Set<String> = []
+        for chunk in Self.inListChunks(users) {
+            try q.bind(chunk + [value])
+            while try q.step() { holders.insert(q.text(0)!) }
+        }
+        return holders
+    }
+
     /// Everything `users` hold, in every environment, with those subscriptions' renewal info and
     /// who they are as customers: what the chart rollups recompute changed holders from, and what
     /// a drill-down sums. A hundred holders a statement (a shorter list repeats its last), so one

@@ -115,6 +115,42 @@ struct DrillChartTests {
             }
         }
         #expect(pages > 200)
+        // Into each country's and product's figure: only the marked holders of the group are read.
+        var groups = 0
+        for (chart, measure) in [(Chart.mrr, "mrr"), (.revenue, "gross"), (.newCustomers, "new_customers")] {
+            for dimension in [ChartDimension.country, .product] {
+                let from = SampleBusiness.origin - 2 * day
+                let whole = ChartQuery(
+                    chart: chart, from: from, to: now + 10 * day, resolution: .month, now: now, groupBy: dimension)
+                let answer = try await onTheHeavyLane { try engine.answer(whole) }
+                for group in answer.groups.map(\.value) {
+                    var q = whole
+                    q.group = group
+                    for period in answer.periods where period.start <= now {
+                        let (label, one) = (period.label, q)
+                        let expected = try await onTheHeavyLane { try engine.drill(one, period: label, measure: measure) }
+                        var found: [Contribution] = []
+                        var cursor: DrillCursor?
+                        repeat {
+                            let page = try await read.drill(
+                                .init(
+                                    chart: chart, from: from, to: now + 10 * day, resolution: .month, groupBy: dimension,
+                                    group: group),
+                                period: label, measure: measure, page: .init(after: cursor, limit: 3))
+                            #expect(page.drill.value == (cursor == nil ? expected.value : nil), "\(chart) in \(group)")
+                            found += page.drill.contributions
+                            cursor = page.next
+                        } while cursor != nil
+                        func key(_ c: Contribution) -> String { "\(c.appUserID) \(c.transactionID ?? "") \(c.value)" }
+                        #expect(
+                            found.map(key).sorted() == expected.contributions.map(key).sorted(),
+                            "\(context): \(chart) \(measure) of \(label) in \(group)")
+                        groups += expected.contributions.isEmpty ? 0 : 1
+                    }
+                }
+            }
+        }
+        #expect(groups > 20)
     }
 
     @Test func cursorsReadBackAndNothingElseDoes() {
