@@ -23,6 +23,9 @@ package struct KeepRollups: UseCase, Sendable {
     let intervalMs: Int64
     let holdersPerPage: Int
     let changesPerStep: Int
+    /// The threads a rebuild's page of holders is computed on: one in a serving instance (its
+    /// keeper yields to requests), every core in `receiptd build-rollups` (``computing(on:)``).
+    private(set) var threads = 1
     private let parsedRates = ParsedRates()
 
     package init(
@@ -34,6 +37,13 @@ package struct KeepRollups: UseCase, Sendable {
         self.intervalMs = intervalMs
         self.holdersPerPage = holdersPerPage
         self.changesPerStep = changesPerStep
+    }
+
+    /// The same keeper, computing a rebuild's pages on `threads` threads.
+    package func computing(on threads: Int) -> KeepRollups {
+        var keeper = self
+        keeper.threads = max(1, threads)
+        return keeper
     }
 
     /// A change on PostgreSQL numbered below one already read may still be committing for this
@@ -136,7 +146,9 @@ package struct KeepRollups: UseCase, Sendable {
     package func step() async throws(ReceiptError) -> Step {
         let now = clock.now()
         let today = CivilTime.split(now).0
-        let (settings, holdersPerPage, changesPerStep, parsedRates) = (settings, holdersPerPage, changesPerStep, parsedRates)
+        let (settings, holdersPerPage, changesPerStep, parsedRates, threads) = (
+            settings, holdersPerPage, changesPerStep, parsedRates, threads
+        )
         let metrics = metrics
         /// Records `phase`'s time (read, compute or write) since `started`; returns now.
         @Sendable func lap(_ phase: String, since started: ContinuousClock.Instant) -> ContinuousClock.Instant {
@@ -153,10 +165,13 @@ package struct KeepRollups: UseCase, Sendable {
             let plan = try await database.read(background: true) { db -> Plan in
                 let started = ContinuousClock.now
                 /// The holders' update, with the time read since `started` and the time computing it.
-                func computed(_ ledgers: [String: Ledger], kept: [String: String], rates: ExchangeRates) throws -> Update {
+                func computed(_ ledgers: [String: Ledger], kept: [String: String], rates: ExchangeRates, threads: Int = 1)
+                    throws -> Update
+                {
                     let read = lap("read", since: started)
                     defer { _ = lap("compute", since: read) }
-                    return try Self.update(ledgers, kept: kept, settings: settings, rates: rates, writtenAt: now)
+                    return try Self.update(
+                        ledgers, kept: kept, settings: settings, rates: rates, writtenAt: now, threads: threads)
                 }
                 let store = RollupStore(db)
                 let state = try store.state()
@@ -171,7 +186,7 @@ package struct KeepRollups: UseCase, Sendable {
                 if state.phase == .building {
                     let page = try AnalyticsStore(db).holders(environment: nil, after: state.rebuildAfter, limit: holdersPerPage)
                     let ledgers = ReadChart.ledgers(page.holdings)
-                    let update = try computed(ledgers, kept: [:], rates: rates)
+                    let update = try computed(ledgers, kept: [:], rates: rates, threads: threads)
                     return .page(state, update, holders: ledgers.count, last: page.last)
                 }
                 let changes = try ChangeLog(db).since(state.changesThrough, limit: changesPerStep)

@@ -222,4 +222,47 @@ extension KeepRollupsTests {
             #expect(steps.last == .idle, "\(steps)")
         }
     }
+
+    /// A rebuild computed on three threads keeps exactly what one thread keeps: every table of the
+    /// rollups, row for row.
+    @Test(arguments: await testDialects())
+    func aRebuildOnThreeThreadsKeepsWhatOneKeeps(dialect: Database.Dialect) async throws {
+        func built(threads: Int, in dir: String) async throws -> [String: [String]] {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            let queue = try await migratedQueue(dialect, in: dir)
+            let clock = TestClock(SampleBusiness.origin + 150 * day)
+            _ = try await Self.stocked(queue, now: clock.now)
+            let keeper = KeepRollups(context: .testing(queue, clock: clock.wall), settings: Self.settings, holdersPerPage: 13)
+            try await keeper.computing(on: threads).catchUp()
+            return try await queue.read { db in
+                var tables: [String: [String]] = [:]
+                for table in ["rollup_holders", "rollup_days", "rollup_splits", "rollup_moments", "rollup_marks"] {
+                    let q = try db.prepare("SELECT * FROM \(table)")
+                    var rows: [String] = []
+                    while try q.step() {
+                        // A holder's kept rows and moments are sets: their order in the text is the sums'.
+                        rows.append(
+                            (0..<q.columnCount).map { column in
+                                let text = q.text(column) ?? "null"
+                                if table == "rollup_holders", column == 1 {
+                                    return "\(RollupStore.rows(ofKept: text)?.sorted { $0.key < $1.key } ?? [])"
+                                }
+                                if table == "rollup_moments", column == 4 {
+                                    return "\(RollupMoment.decode(text, appUserID: "")?.map { "\($0)" }.sorted() ?? [])"
+                                }
+                                return text
+                            }.joined(separator: "|"))
+                    }
+                    tables[table] = rows.sorted()
+                }
+                return tables
+            }
+        }
+        try await withScratchDirectory("rollups-threads") { dir in
+            let one = try await built(threads: 1, in: dir + "/one")
+            let three = try await built(threads: 3, in: dir + "/three")
+            #expect(one.values.allSatisfy { !$0.isEmpty })
+            for (table, rows) in one { #expect(three[table] == rows, "\(table)") }
+        }
+    }
 }

@@ -1,0 +1,44 @@
+import Analytics
+import Dispatch
+import Storage
+import Synchronization
+
+extension KeepRollups {
+    /// ``update(_:kept:settings:rates:writtenAt:)`` on up to `threads` threads: the holders dealt
+    /// into as many parts, each part's update computed on a thread of its own (a holder's rows are
+    /// their ledger's alone), then merged as one: the sums' differences added together, the
+    /// moments in the order a chart reads them.
+    static func update(
+        _ ledgers: [String: Ledger], kept: [String: String], settings: AnalyticsSettings, rates: ExchangeRates,
+        writtenAt: Int64, threads: Int
+    ) throws -> Update {
+        let users = ledgers.keys.sorted()
+        let n = min(threads, users.count)
+        guard n > 1 else { return try update(ledgers, kept: kept, settings: settings, rates: rates, writtenAt: writtenAt) }
+        let parts = (0..<n).map { i in
+            Dictionary(uniqueKeysWithValues: stride(from: i, to: users.count, by: n).map { (users[$0], ledgers[users[$0]]!) })
+        }
+        let done = Mutex<[Int: Result<Update, any Error>]>([:])
+        DispatchQueue.concurrentPerform(iterations: n) { i in
+            let part = Result { try update(parts[i], kept: kept, settings: settings, rates: rates, writtenAt: writtenAt) }
+            done.withLock { $0[i] = part }
+        }
+        var merged = Update()
+        var differences: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
+        for i in 0..<n {
+            let part = try done.withLock { $0[i]! }.get()
+            for row in part.differences { Rollup.add(row.value, items: row.items, to: &differences[row.key, default: (0, 0)]) }
+            merged.rows.merge(part.rows) { first, _ in first }
+            merged.moments += part.moments
+            merged.marked += part.marked
+            merged.unmarked += part.unmarked
+        }
+        merged.moments.sort { a, b in
+            (a.day, a.environment, a.chart.rawValue, a.appUserID) < (b.day, b.environment, b.chart.rawValue, b.appUserID)
+        }
+        merged.differences = differences.compactMap { key, sum in
+            sum == (0, 0) ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
+        }
+        return merged
+    }
+}
