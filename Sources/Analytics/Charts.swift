@@ -83,6 +83,12 @@ package enum ChartDimension: String, Sendable, CaseIterable {
     case reason
 }
 
+extension ChartDimension {
+    /// The group of what has no value of a dimension: a sale with no storefront, a customer who
+    /// bought nothing, a refund request stored before its reason was kept.
+    package static let unknown = "unknown"
+}
+
 extension Chart {
     /// Whether its figures can be split by `dimension`: every chart's by the transaction's (or
     /// the customer's) dimensions, and by its own (``ChartDefinition/ownDimensions``).

@@ -19,7 +19,7 @@ struct Newcomer {
     /// nothing) their AppTransaction's app, or `unknown`.
     func value(of dimension: ChartDimension) -> String {
         if let first { return first.value(of: dimension) }
-        return dimension == .app && !bundleID.isEmpty ? bundleID : "unknown"
+        return dimension == .app && !bundleID.isEmpty ? bundleID : ChartDimension.unknown
     }
 
     /// The people of a ledger the filters admit, in byte order of their ids. Only the environment
@@ -86,12 +86,12 @@ extension Ledger.Entry {
     /// Its value of a dimension a chart is split by: `unknown` for a sale with no storefront.
     func value(of dimension: ChartDimension) -> String {
         switch dimension {
-        case .country: purchase.commerce.storefront ?? "unknown"
+        case .country: purchase.commerce.storefront ?? ChartDimension.unknown
         case .store: purchase.store.rawValue
         case .product: purchase.productID
         case .app: bundleID
         case .environment: purchase.environment
-        case .reason: "unknown"  // a refund request's, not a transaction's
+        case .reason: ChartDimension.unknown  // a refund request's, not a transaction's
         }
     }
 }

@@ -145,7 +145,7 @@ extension ReadChart {
         // Into one country's or product's figure: only the marked holders who hold a transaction
         // of it are read (a group is most often a fraction of the marked).
         let narrowed = RollupSplit(query.groupBy).flatMap { split in
-            query.group.flatMap { $0 == "unknown" ? nil : (split, $0) }
+            query.group.flatMap { $0 == ChartDimension.unknown ? nil : (split, $0) }
         }
         while true {
             // Marks a batch: a quarter more than the contributions still wanted (most marked

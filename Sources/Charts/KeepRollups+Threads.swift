@@ -33,9 +33,7 @@ extension KeepRollups {
             merged.marked += part.marked
             merged.unmarked += part.unmarked
         }
-        merged.moments.sort { a, b in
-            (a.day, a.environment, a.chart.rawValue, a.appUserID) < (b.day, b.environment, b.chart.rawValue, b.appUserID)
-        }
+        merged.moments.sort(by: RollupStore.MomentRow.inReadingOrder)
         merged.differences = differences.compactMap { key, sum in
             sum == (0, 0) ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
         }

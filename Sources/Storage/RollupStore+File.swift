@@ -7,8 +7,8 @@ extension RollupStore {
     /// The schema of SQLite's rollups file (the tables Migrations/0019 to 0021 made in the
     /// database, and 0022 moved here; rollup_splits as PostgreSQL's 0040). The file holds nothing
     /// but what the rollup keeper derives from the database, so it has no migrations: a file of
-    /// another ``fileVersion`` (or none) is
-    /// emptied and made again, and the keeper rebuilds the rollups (they say `building` again).
+    /// another ``fileVersion`` (or none) is emptied and made again, and the keeper rebuilds the
+    /// rollups (they say `building` again).
     /// Its statements make the tables in `schema` (`main`, or the name the file is attached as).
     static func fileSchema(in schema: String) -> String {
         """
@@ -24,50 +24,8 @@ extension RollupStore {
             app_user_id TEXT PRIMARY KEY,
             rows TEXT NOT NULL
         ) STRICT, WITHOUT ROWID;
-        CREATE TABLE \(schema).rollup_days (
-            environment TEXT NOT NULL,
-            chart TEXT NOT NULL,
-            measure TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            settled INTEGER NOT NULL,
-            bundle_id TEXT NOT NULL,
-            store TEXT NOT NULL,
-            note TEXT NOT NULL,
-            at_day INTEGER NOT NULL,
-            until_day INTEGER NOT NULL,
-            valid_from_day INTEGER NOT NULL,
-            valid_until_day INTEGER NOT NULL,
-            cohort_day INTEGER NOT NULL,
-            value INTEGER NOT NULL,
-            items INTEGER NOT NULL,
-            PRIMARY KEY (
-                environment, chart, measure, kind, settled, bundle_id, store, note, at_day, until_day, valid_from_day,
-                valid_until_day, cohort_day
-            )
-        ) STRICT, WITHOUT ROWID;
-        CREATE TABLE \(schema).rollup_splits (
-            environment TEXT NOT NULL,
-            chart TEXT NOT NULL,
-            split TEXT NOT NULL,
-            measure TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            settled INTEGER NOT NULL,
-            bundle_id TEXT NOT NULL,
-            store TEXT NOT NULL,
-            note TEXT NOT NULL,
-            split_value TEXT NOT NULL,
-            at_day INTEGER NOT NULL,
-            until_day INTEGER NOT NULL,
-            valid_from_day INTEGER NOT NULL,
-            valid_until_day INTEGER NOT NULL,
-            cohort_day INTEGER NOT NULL,
-            value INTEGER NOT NULL,
-            items INTEGER NOT NULL,
-            PRIMARY KEY (
-                environment, chart, split, measure, kind, settled, bundle_id, store, note, split_value, at_day, until_day,
-                valid_from_day, valid_until_day, cohort_day
-            )
-        ) STRICT, WITHOUT ROWID;
+        \(sumsTable("rollup_days", key: dayKey, in: schema))
+        \(sumsTable("rollup_splits", key: splitKey, in: schema))
         CREATE TABLE \(schema).rollup_moments (
             day INTEGER NOT NULL,
             environment TEXT NOT NULL,
@@ -85,6 +43,17 @@ extension RollupStore {
             PRIMARY KEY (environment, family, day, app_user_id)
         ) STRICT, WITHOUT ROWID;
         """
+    }
+
+    /// A table of sums by day, keyed by `key` (``dayKey``, or ``splitKey`` with a split's two
+    /// columns): text but for the flag and the days, and each key's value and item count.
+    private static func sumsTable(_ table: String, key: String, in schema: String) -> String {
+        let integers: Set = ["settled", "at_day", "until_day", "valid_from_day", "valid_until_day", "cohort_day"]
+        let columns = key.split(separator: ",").map { $0.trimmingPrefix(" ") }.map { column in
+            "    \(column) \(integers.contains(String(column)) ? "INTEGER" : "TEXT") NOT NULL,\n"
+        }
+        return "CREATE TABLE \(schema).\(table) (\n" + columns.joined()
+            + "    value INTEGER NOT NULL,\n    items INTEGER NOT NULL,\n    PRIMARY KEY (\(key))\n) STRICT, WITHOUT ROWID;"
     }
 
     /// ``fileSchema(in:)``'s version, kept as the file's `user_version`: moves with every change to it.

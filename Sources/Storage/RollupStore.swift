@@ -276,6 +276,11 @@ package struct RollupStore {
         package var chart: Chart
         package var appUserID: String
         package var items: String
+
+        /// The order a chart reads them in: by day, environment, chart, then holder.
+        package static func inReadingOrder(_ a: MomentRow, _ b: MomentRow) -> Bool {
+            (a.day, a.environment, a.chart.rawValue, a.appUserID) < (b.day, b.environment, b.chart.rawValue, b.appUserID)
+        }
     }
 
     /// Holders' moments as the rows that keep them, in the order a chart reads them (a day's
@@ -298,15 +303,11 @@ package struct RollupStore {
             }
             placed += items.map { (place: $0.key, user: user, items: $0.value) }
         }
-        placed.sort { a, b in
-            (a.place.day, a.place.environment, a.place.chart.rawValue, a.user)
-                < (b.place.day, b.place.environment, b.place.chart.rawValue, b.user)
-        }
         return placed.map { p in
             MomentRow(
                 day: p.place.day, environment: p.place.environment, chart: p.place.chart, appUserID: p.user,
                 items: RollupMoment.encode(p.items))
-        }
+        }.sorted(by: MomentRow.inReadingOrder)
     }
 
     /// Replaces the moments of `holders` with `rows` (``momentRows(_:)``); `fresh`: they have

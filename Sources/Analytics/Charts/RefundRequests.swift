@@ -118,7 +118,7 @@ extension ItemRecorder {
             let refundedAt = e.purchase.isRefunded ? e.purchase.cancellationDate : nil
             for r in RefundRequest.requests(events, refundedAt: refundedAt) {
                 // Split by reason: the request's items are in its reason's group.
-                if groupBy == .reason { personGroup = r.reason ?? "unknown" }
+                if groupBy == .reason { personGroup = r.reason ?? ChartDimension.unknown }
                 defer { if groupBy == .reason { personGroup = nil } }
                 flow("requests", at: r.at, 1, e, detail: r.answer ?? "unanswered")
                 if let answered = r.answeredAt {
