@@ -44,15 +44,17 @@ package enum Rollup {
 
     /// What one holder adds to every chart of every environment they hold purchases in, computed
     /// at `writtenAt` (epoch ms, no later than any query of them): their snapped rows, and the
-    /// exact items with an instant still to come on or after that day.
+    /// exact items with an instant still to come on or after that day; and the environments
+    /// whose every item is in one kept group (most holders': one storefront, one product), with
+    /// that group: their split rows are their unsplit rows in it, which need not be kept
+    /// (``RollupRow/encode(_:oneGroup:)``).
     package static func holder(_ ledger: Ledger, settings: AnalyticsSettings, rates: ExchangeRates, writtenAt: Int64) -> (
-        rows: [RollupRow], moments: [RollupMoment]
+        rows: [RollupRow], moments: [RollupMoment], oneGroup: [String: String]
     ) {
         var sums: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
         var moments: [RollupMoment] = []
         let today = Rollup.floorDay(writtenAt)
-        // The environments whose every item is in one group (most holders': one storefront, one
-        // product): their split rows are their unsplit rows in that group, made once at the end.
+        // The environments of one group: their split rows are made once at the end.
         var oneGroup: [String: String] = [:]
         for environment in ledger.environments.sorted() {
             let filters = ChartFilters(environment: environment)
@@ -97,7 +99,7 @@ package enum Rollup {
             key.note.isEmpty && sum.value == 0 ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
         }
         if !oneGroup.isEmpty { rows += split(rows, oneGroup: oneGroup) }
-        return (rows, moments)
+        return (rows, moments, oneGroup)
     }
 
     /// The split rows of the environments of one group (`oneGroup`, each's kept group): each of

@@ -5,17 +5,33 @@ import Entitlements
 extension RollupRow {
     /// Rows as text, one a line, tab-separated fields (tabs, newlines and backslashes escaped;
     /// `-` and `+` for the unbounded days, an empty field for no cohort): what is kept per holder.
-    /// A split row has two more fields, its split and its group.
-    package static func encode(_ rows: [RollupRow]) -> String {
+    /// A split row has two more fields, its split and its group. The split rows of an environment
+    /// in `oneGroup` are not written but a line of three fields, `one group`, the environment and its group:
+    /// they are its unsplit rows in that group (``Rollup/holder(_:settings:rates:writtenAt:)``),
+    /// made again when read, and two thirds of a holder's rows.
+    package static func encode(_ rows: [RollupRow], oneGroup: [String: String] = [:]) -> String {
         var out = Fields(capacity: rows.count * 64)
+        for (environment, group) in oneGroup.sorted(by: { $0.key < $1.key }) {
+            out.text(oneGroupMark)
+            out.text(environment)
+            out.text(group)
+            out.endRecord()
+        }
         for row in rows {
             let k = row.key
-            for field in [
-                k.environment, k.chart.rawValue, k.measure, k.kind.rawValue, k.settled ? "s" : "", k.bundleID, k.store, k.note,
-            ] {
-                out.text(field)
-            }
-            for day in [k.atDay, k.untilDay, k.validFromDay, k.validUntilDay] { out.day(day) }
+            if k.split != .none, oneGroup[k.environment] != nil { continue }
+            out.text(k.environment)
+            out.text(k.chart.rawValue)
+            out.text(k.measure)
+            out.text(k.kind.rawValue)
+            out.text(k.settled ? "s" : "")
+            out.text(k.bundleID)
+            out.text(k.store)
+            out.text(k.note)
+            out.day(k.atDay)
+            out.day(k.untilDay)
+            out.day(k.validFromDay)
+            out.day(k.validUntilDay)
             out.optional(k.cohortDay == noCohort ? nil : k.cohortDay)
             out.int(row.value)
             out.int(row.items)
@@ -28,12 +44,21 @@ extension RollupRow {
         return out.string
     }
 
-    /// ``encode(_:)``'s rows back; nil when the text is not such rows.
+    /// The first field of the line naming an environment of one group (a row has 15 or 17).
+    static let oneGroupMark = "one group"
+
+    /// ``encode(_:oneGroup:)``'s rows back, the split rows of one group's environments made
+    /// again; nil when the text is not such rows.
     package static func decode(_ text: String) -> [RollupRow]? {
         func day(_ s: Substring) -> Int64? { s == "-" ? .min : s == "+" ? .max : Int64(s) }
         var rows: [RollupRow] = []
+        var oneGroup: [String: String] = [:]
         for line in text.split(separator: "\n") {
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
+            if f.count == 3, f[0] == oneGroupMark {
+                oneGroup[f[1].unescaped()] = f[2].unescaped()
+                continue
+            }
             guard f.count == 15 || f.count == 17, let chart = Chart(rawValue: String(f[1])),
                 let kind = ChartItem.Kind(rawValue: String(f[3])),
                 f[4] == "s" || f[4].isEmpty, let at = day(f[8]), let until = day(f[9]), let from = day(f[10]),
@@ -54,6 +79,7 @@ extension RollupRow {
                         group: f.count == 17 ? f[16].unescaped() : ""),
                     value: value, items: items))
         }
+        if !oneGroup.isEmpty { rows += Rollup.split(rows, oneGroup: oneGroup) }
         return rows
     }
 }
@@ -230,13 +256,25 @@ private struct Fields {
     }
 
     mutating func optional(_ n: Int64?) {
-        if let n { bytes += String(n).utf8 }
+        if let n { digits(n) }
         bytes.append(0x09)
     }
 
     mutating func int(_ n: Int64) {
-        bytes += String(n).utf8
+        digits(n)
         bytes.append(0x09)
+    }
+
+    /// `n` in decimal, as `String(n)` writes it, without making the string.
+    private mutating func digits(_ n: Int64) {
+        if n < 0 { bytes.append(0x2D) }
+        var m = n.magnitude
+        let start = bytes.count
+        repeat {
+            bytes.append(0x30 + UInt8(m % 10))
+            m /= 10
+        } while m > 0
+        bytes[start...].reverse()
     }
 
     /// Ends the record: its last field's tab becomes the newline.

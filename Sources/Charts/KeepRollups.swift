@@ -325,7 +325,7 @@ package struct KeepRollups: UseCase, Sendable {
             let (before, after) = (RollupMark.marks(of: old), RollupMark.marks(of: now.rows))
             update.marked += after.subtracting(before).sorted().map { (user, $0) }
             update.unmarked += before.subtracting(after).sorted().map { (user, $0) }
-            update.rows[user] = now.rows.isEmpty ? String?.none : RollupStore.kept(now.rows)
+            update.rows[user] = now.rows.isEmpty ? String?.none : RollupStore.kept(now.rows, oneGroup: now.oneGroup)
             moments.append((user, now.moments))
         }
         update.moments = RollupStore.momentRows(moments)

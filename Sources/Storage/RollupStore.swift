@@ -18,11 +18,13 @@ package struct RollupStore {
     /// forgetting a holder), so that no two write them at once.
     package static let lockKey = "receiptd rollups"
 
-    /// A holder's rows as kept in `rollup_holders.rows`: encoded (``RollupRow/encode(_:)``),
-    /// zlib-compressed.
-    package static func kept(_ rows: [RollupRow]) -> String { Deflated.pack(RollupRow.encode(rows)) }
+    /// A holder's rows as kept in `rollup_holders.rows`: encoded (``RollupRow/encode(_:oneGroup:)``,
+    /// the split rows of `oneGroup`'s environments left to be made again), zlib-compressed.
+    package static func kept(_ rows: [RollupRow], oneGroup: [String: String] = [:]) -> String {
+        Deflated.pack(RollupRow.encode(rows, oneGroup: oneGroup))
+    }
 
-    /// ``kept(_:)``'s rows back; nil when the text is not such rows.
+    /// ``kept(_:oneGroup:)``'s rows back; nil when the text is not such rows.
     package static func rows(ofKept text: String) -> [RollupRow]? { Deflated.unpack(text).flatMap(RollupRow.decode) }
 
     /// The marks of a holder's rows as kept, nil when they do not read back: what an erasure

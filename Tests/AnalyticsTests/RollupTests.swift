@@ -213,6 +213,35 @@ extension RollupTests {
         #expect(rows.count > 100)
         #expect(RollupRow.decode(RollupRow.encode(rows)) == rows)
         #expect(RollupRow.decode("revenue\tflow\n") == nil)
+        #expect(RollupRow.decode("one group\tproduction\n") == nil)
+        #expect(RollupRow.decode("one grou\tproduction\tDEU\u{1F}monthly\n") == nil)
+    }
+
+    /// A holder of one group is kept without their split rows, which read back made again; a
+    /// holder of several keeps them all.
+    @Test func theSplitRowsOfOneGroupAreMadeAgainWhenRead() {
+        let (facts, owners) = SampleBusiness.business(seed: 40)
+        let holders = Self.holders(SampleBusiness.ledger(facts, owners: owners))
+        var (one, several) = (0, 0)
+        for holder in holders + Self.paired(holders) {
+            let kept = Rollup.holder(holder, settings: Self.settings, rates: Self.rates, writtenAt: 0)
+            guard !kept.rows.isEmpty else { continue }
+            let text = RollupRow.encode(kept.rows, oneGroup: kept.oneGroup)
+            let written = text.split(separator: "\n").filter {
+                $0.split(separator: "\t", omittingEmptySubsequences: false).count == 17
+            }.count
+            let splitRows = kept.rows.filter { $0.key.split != .none }.count
+            if kept.oneGroup.isEmpty {
+                several += 1
+                #expect(written == splitRows)
+            } else {
+                one += 1
+                #expect(written == 0 && splitRows == 2 * (kept.rows.count - splitRows))
+                #expect(text.count * 2 < RollupRow.encode(kept.rows).count)
+            }
+            #expect(RollupRow.decode(text)?.sorted { $0.key < $1.key } == kept.rows.sorted { $0.key < $1.key })
+        }
+        #expect(one > 10 && several > 3)
     }
 
     /// Today's items keep the notes their chart reports, as its rows do (untaxed storefronts for
