@@ -84,18 +84,17 @@ public enum JSONValue: Sendable, Equatable, Decodable {
     /// them (in place of a member of that name, if any), in one buffer of about `capacity` bytes:
     /// a chart's twenty megabytes of periods are written once, not written and then copied in.
     public func jsonBytes(adding key: String, capacity: Int, write: (inout JSONOutput) -> Void) -> [UInt8] {
-        guard case .object(var members) = self else { return jsonBytes }
-        let added = Identifier(key)
-        members[added] = .null
+        withoutActuallyEscaping(write) { jsonBytes(adding: [(key, $0)], capacity: capacity) }
+    }
+
+    /// ``jsonBytes(adding:capacity:write:)`` with several members written straight in.
+    public func jsonBytes(adding added: [(String, (inout JSONOutput) -> Void)], capacity: Int) -> [UInt8] {
+        guard case .object(let members) = self else { return jsonBytes }
         var out = JSONOutput(capacity: capacity + 256)
-        out.bytes.append(UInt8(ascii: "{"))
-        for (i, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
-            if i > 0 { out.bytes.append(UInt8(ascii: ",")) }
-            Self.writeString(member.key.string, into: &out.bytes)
-            out.bytes.append(UInt8(ascii: ":"))
-            if member.key == added { write(&out) } else { member.value.write(into: &out.bytes) }
-        }
-        out.bytes.append(UInt8(ascii: "}"))
+        out.object(
+            members.filter { member in !added.contains { $0.0 == member.key.string } }.map { member in
+                (member.key.string, { (out: inout JSONOutput) in member.value.write(into: &out.bytes) })
+            } + added)
         return out.bytes
     }
 
@@ -225,6 +224,29 @@ public struct JSONOutput {
     }
 
     public mutating func value(_ v: JSONValue) { v.write(into: &bytes) }
+
+    /// An object of these members, in key order (as ``JSONValue`` writes one), each member's
+    /// value written straight in by its function.
+    public mutating func object(_ members: [(String, (inout JSONOutput) -> Void)]) {
+        bytes.append(UInt8(ascii: "{"))
+        for (n, (key, write)) in members.sorted(by: { Identifier($0.0) < Identifier($1.0) }).enumerated() {
+            if n > 0 { bytes.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(key, into: &bytes)
+            bytes.append(UInt8(ascii: ":"))
+            write(&self)
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// An array of `count` values, `write(i, &out)` writing the `i`th.
+    public mutating func array(count: Int, write: (_ element: Int, _ out: inout JSONOutput) -> Void) {
+        bytes.append(UInt8(ascii: "["))
+        for i in 0..<count {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            write(i, &self)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
 
     public mutating func string(_ s: String) { JSONValue.writeString(s, into: &bytes) }
 

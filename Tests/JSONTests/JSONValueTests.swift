@@ -77,6 +77,32 @@ extension JSONValueWritingTests {
         }
         #expect(added == expected.jsonBytes)
         #expect(JSONValue.int(3).jsonBytes(adding: "values", capacity: 0) { $0.int(4) } == Array("3".utf8))
+
+        // Several members added, objects and arrays written straight in: the tree's bytes.
+        let groups: JSONValue = .array([
+            .object(strings: ["group": .string("DEU"), "values": try JSONValue.parse(plain)]),
+            .object(strings: ["group": .string("a\"b"), "values": .array([])]),
+        ])
+        let several = outer.jsonBytes(
+            adding: [
+                ("values", { $0.int(2) }),
+                (
+                    "groups",
+                    { out in
+                        out.array(count: 2) { n, out in
+                            out.object([
+                                ("values", { n == 0 ? $0.value(try! JSONValue.parse(plain)) : $0.array(count: 0) { _, _ in } }),
+                                ("group", { $0.string(n == 0 ? "DEU" : "a\"b") }),
+                            ])
+                        }
+                    }
+                ),
+            ], capacity: 0)
+        if case .object(var members) = outer {
+            members[Identifier("values")] = .int(2)
+            members[Identifier("groups")] = groups
+            #expect(several == JSONValue.object(members).jsonBytes)
+        }
         // The size to reserve is enough for values of the length said.
         let size = JSONOutput.arrayOfObjectsSize(keys: keys, count: 3, valueBytes: 4)
         #expect(size >= Self.written { $0.arrayOfObjects(keys: keys, count: 3) { _, _, out in out.int(1234) } }.count)

@@ -207,45 +207,61 @@ extension Responses {
         ]
         // A first-seen cohort's window, on the charts that have one; a split chart's groups.
         if let window = a.window { fields["window"] = .string(window.rawValue) }
+        var groups: [(String, (inout JSONOutput) -> Void)] = []
         if let groupBy = a.groupBy {
             fields["group_by"] = .string(groupBy.rawValue)
-            fields["groups"] = .array(
-                a.groups.map { g in
-                    let columns = a.measures.map(g.figures.column)
-                    return .object([
-                        "group": .string(g.value),
-                        "values": .array(
-                            a.periods.indices.map { i in
-                                var row: [Identifier: JSONValue] = ["period": .string(a.periods[i].label)]
-                                for (k, measure) in a.measures.enumerated() {
-                                    row[Identifier(measure)] = columns[k].flatMap { g.figures[i, $0] }.map(json) ?? .null
-                                }
-                                if g.leftOut.contains(where: { $0 != 0 }) { row["left_out"] = .int(g.leftOut[i]) }
-                                return .object(row)
-                            }),
-                    ])
-                })
-        }
-        let body = JSONValue.object(fields)
-        // A period's measures written straight from the answer into the body, their names sorted
-        // and their columns found once: a cohort chart by day is 730 periods of 1,463 measures.
-        // A period whose amounts left something out (no rate, no price) says how much: `left_out`,
-        // on every period of an answer where any did.
-        let marked = a.leftOut.contains { $0 != 0 }
-        let (keys, columns) = (["period"] + a.measures + (marked ? ["left_out"] : []), a.measures.map(a.figures.column))
-        let size = JSONOutput.arrayOfObjectsSize(keys: keys, count: a.periods.count, valueBytes: 6)
-        return .json(
-            bytes: body.jsonBytes(adding: "values", capacity: size) { out in
-                out.arrayOfObjects(keys: keys, count: a.periods.count) { i, k, out in
-                    guard k > 0 else { return out.string(a.periods[i].label) }
-                    guard k <= columns.count else { return out.int(a.leftOut[i]) }
-                    switch columns[k - 1].flatMap({ a.figures[i, $0] }).map(figure) {
-                    case .integer(let n)?: out.int(n)
-                    case .text(let text)?: out.string(text)
-                    case .null?, nil: out.null()
+            groups = [
+                (
+                    "groups",
+                    { out in
+                        out.array(count: a.groups.count) { n, out in
+                            let g = a.groups[n]
+                            out.object([
+                                ("group", { $0.string(g.value) }),
+                                ("values", { periods(a, g.figures, leftOut: g.leftOut, into: &$0) }),
+                            ])
+                        }
                     }
+                )
+            ]
+        }
+        // The periods' measures, of the whole and of each group, written straight from the
+        // answer into the body: a cohort chart by day is 730 periods of 1,463 measures.
+        let size = JSONOutput.arrayOfObjectsSize(
+            keys: ["period"] + a.measures, count: a.periods.count * (1 + a.groups.count), valueBytes: 6)
+        return .json(
+            bytes: JSONValue.object(fields).jsonBytes(
+                adding: [("values", { periods(a, a.figures, leftOut: a.leftOut, into: &$0) })] + groups, capacity: size))
+    }
+
+    /// The periods of `figures` (the whole's or a group's) as an array of objects: `period`, each
+    /// measure, and `left_out` on every period when any period's amounts left something out (no
+    /// rate, no price), saying how much. The measures' names are sorted and their columns found once.
+    private static func periods(_ a: ChartAnswer, _ figures: Figures, leftOut: [Int64], into out: inout JSONOutput) {
+        let marked = leftOut.contains { $0 != 0 }
+        let (keys, columns) = (["period"] + a.measures + (marked ? ["left_out"] : []), a.measures.map(figures.column))
+        // Figures are kept column after column and written period after period: a few periods'
+        // figures are copied out at a time, each column's in one run, so that the writing does
+        // not jump a column's length in memory for every figure.
+        let (block, width) = (16, columns.count)
+        var rows = [Measure?](repeating: nil, count: block * width)
+        var first = -1
+        out.arrayOfObjects(keys: keys, count: a.periods.count) { i, k, out in
+            guard k > 0 else { return out.string(a.periods[i].label) }
+            guard k <= width else { return out.int(leftOut[i]) }
+            if i - i % block != first {
+                first = i - i % block
+                let last = min(first + block, a.periods.count)
+                for (c, column) in columns.enumerated() {
+                    for p in first..<last { rows[(p - first) * width + c] = column.flatMap { figures[p, $0] } }
                 }
-            })
+            }
+            switch rows[(i - first) * width + k - 1].map(figure) {
+            case .integer(let n)?: out.int(n)
+            case .text(let text)?: out.string(text)
+            case .null?, nil: out.null()
+            }
+        }
     }
 
     /// `{"chart", "period", "measure", "value", "contributions": [{app_user_id, original_transaction_id,
