@@ -92,7 +92,7 @@ public enum JSONValue: Sendable, Equatable, Decodable {
         guard case .object(let members) = self else { return jsonBytes }
         var out = JSONOutput(capacity: capacity + 256)
         out.object(
-            members.filter { member in !added.contains { $0.0 == member.key.string } }.map { member in
+            members.filter { member in !added.contains { Identifier($0.0) == member.key } }.map { member in
                 (member.key.string, { (out: inout JSONOutput) in member.value.write(into: &out.bytes) })
             } + added)
         return out.bytes
