@@ -256,25 +256,13 @@ private struct Fields {
     }
 
     mutating func optional(_ n: Int64?) {
-        if let n { digits(n) }
+        if let n { bytes += String(n).utf8 }
         bytes.append(0x09)
     }
 
     mutating func int(_ n: Int64) {
-        digits(n)
+        bytes += String(n).utf8
         bytes.append(0x09)
-    }
-
-    /// `n` in decimal, as `String(n)` writes it, without making the string.
-    private mutating func digits(_ n: Int64) {
-        if n < 0 { bytes.append(0x2D) }
-        var m = n.magnitude
-        let start = bytes.count
-        repeat {
-            bytes.append(0x30 + UInt8(m % 10))
-            m /= 10
-        } while m > 0
-        bytes[start...].reverse()
     }
 
     /// Ends the record: its last field's tab becomes the newline.
