@@ -35,6 +35,26 @@ package struct Figures: Sendable, Equatable {
         set { cells[column * periods + period] = newValue }
     }
 
+    /// The figures of `periods` in `columns` (nil: a column the figures lack), period after
+    /// period: `rows[(p - periods.lowerBound) * columns.count + c]`. Figures are kept column after
+    /// column and written period after period: copied out a few periods at a time, each column's
+    /// in one run, the writing does not jump a column's length in memory for every figure.
+    package func rows(_ periods: Range<Int>, columns: [Int?], into rows: inout [Measure?]) {
+        let width = columns.count
+        cells.withUnsafeBufferPointer { cells in
+            rows.withUnsafeMutableBufferPointer { rows in
+                for (c, column) in columns.enumerated() {
+                    guard let column else {
+                        for p in periods { rows[(p - periods.lowerBound) * width + c] = nil }
+                        continue
+                    }
+                    let start = column * self.periods
+                    for p in periods { rows[(p - periods.lowerBound) * width + c] = cells[start + p] }
+                }
+            }
+        }
+    }
+
     /// A figure by its measure's name; setting one adds its column when needed.
     package subscript(period: Int, measure: String) -> Measure? {
         get { index[measure].flatMap { self[period, $0] } }

@@ -15,7 +15,16 @@ package enum Money {
     }
 
     /// Milliunits as decimal text with three places: 9990 → `9.990`, -5 → `-0.005`.
-    package static func text(_ milliunits: Int64) -> String { fixed(milliunits, places: 3) }
+    package static func text(_ milliunits: Int64) -> String {
+        var text = ""
+        withText(milliunits) { text = String(decoding: $0, as: UTF8.self) }
+        return text
+    }
+
+    /// ``text(_:)``'s UTF-8 bytes, made on the stack and handed to `body`.
+    package static func withText(_ milliunits: Int64, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        withFixed(milliunits, places: 3, body)
+    }
 
     /// A non-negative decimal (`1.0823`, `158`, `0.85138`) as an integer of `places` decimal
     /// places (1082300 for 6); nil for anything else or a value with more places.
@@ -35,15 +44,27 @@ package enum Money {
     /// `numerator ÷ denominator` as decimal text with four places (`0.2500`); nil when the
     /// denominator is 0.
     package static func ratio(_ numerator: Int64, _ denominator: Int64) -> String? {
-        guard denominator != 0 else { return nil }
-        let tenThousandths = scale(numerator, by: 10_000, over: Int128(denominator.magnitude)) * (denominator < 0 ? -1 : 1)
-        return fixed(tenThousandths, places: 4)
+        var text: String?
+        withRatio(numerator, denominator) { text = String(decoding: $0, as: UTF8.self) }
+        return text
     }
 
-    /// An integer of `places` decimal places as decimal text, every place written (`fixed(-5, 3)`
-    /// is `-0.005`). Made on the stack, a short result never touching the heap: a cohort chart by
-    /// day writes half a million of these.
-    static func fixed(_ scaled: Int64, places: Int) -> String {
+    /// ``ratio(_:_:)``'s UTF-8 bytes, made on the stack and handed to `body`; false (and `body`
+    /// not called) when the denominator is 0.
+    @discardableResult
+    package static func withRatio(_ numerator: Int64, _ denominator: Int64, _ body: (UnsafeBufferPointer<UInt8>) -> Void)
+        -> Bool
+    {
+        guard denominator != 0 else { return false }
+        let tenThousandths = scale(numerator, by: 10_000, over: Int128(denominator.magnitude)) * (denominator < 0 ? -1 : 1)
+        withFixed(tenThousandths, places: 4, body)
+        return true
+    }
+
+    /// An integer of `places` decimal places as decimal text, every place written (-5 of 3
+    /// places is `-0.005`), made on the stack and handed to `body`: a cohort chart by day writes
+    /// half a million of these, straight into its answer.
+    static func withFixed(_ scaled: Int64, places: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         // A sign, 19 digits, a point and up to 19 places of leading zeros at most.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 40) { buffer in
             var magnitude = scaled.magnitude
@@ -62,7 +83,7 @@ package enum Money {
                 magnitude /= 10
             } while magnitude > 0
             if scaled < 0 { put(UInt8(ascii: "-")) }
-            return String(decoding: UnsafeBufferPointer(rebasing: buffer[i...]), as: UTF8.self)
+            body(UnsafeBufferPointer(rebasing: buffer[i...]))
         }
     }
 }

@@ -99,15 +99,18 @@ public enum JSONValue: Sendable, Equatable, Decodable {
     }
 
     /// A JSON string (RFC 8259 §7): quote, backslash and control bytes escaped, the rest as UTF-8.
-    fileprivate static func writeString(_ s: String, into out: inout [UInt8]) {
+    fileprivate static func writeString(_ s: String, into out: inout [UInt8]) { writeString(utf8: s.utf8, into: &out) }
+
+    /// ``writeString(_:into:)`` of a string's UTF-8 bytes, wherever they are.
+    fileprivate static func writeString(utf8: some Collection<UInt8>, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        // Most strings (ids, dates, names) need no escape: copied whole.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out.append(contentsOf: s.utf8)
+        // Most strings (ids, dates, names, figures) need no escape: copied whole.
+        if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: utf8)
             out.append(UInt8(ascii: "\""))
             return
         }
-        for byte in s.utf8 {
+        for byte in utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
             case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
@@ -198,23 +201,30 @@ public struct JSONOutput {
         keys: [String], count: Int, write: (_ object: Int, _ key: Int, _ out: inout JSONOutput) -> Void
     ) {
         let order = keys.indices.sorted { Identifier(keys[$0]) < Identifier(keys[$1]) }
-        let names: [[UInt8]] = order.map { k in
-            var name: [UInt8] = []
-            JSONValue.writeString(keys[k], into: &name)
-            return name + [UInt8(ascii: ":")]
+        // Every member's name, quoted, with its colon (and, but for the first, the comma before
+        // it), in one run of bytes: member n's are names[ends[n - 1]..<ends[n]].
+        var names: [UInt8] = []
+        var ends: [Int] = []
+        for (n, k) in order.enumerated() {
+            if n > 0 { names.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(keys[k], into: &names)
+            names.append(UInt8(ascii: ":"))
+            ends.append(names.count)
         }
-        bytes.append(UInt8(ascii: "["))
-        for i in 0..<count {
-            if i > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes.append(UInt8(ascii: "{"))
-            for (n, k) in order.enumerated() {
-                if n > 0 { bytes.append(UInt8(ascii: ",")) }
-                bytes.append(contentsOf: names[n])
-                write(i, k, &self)
+        names.withUnsafeBufferPointer { names in
+            bytes.append(UInt8(ascii: "["))
+            for i in 0..<count {
+                bytes.append(contentsOf: i > 0 ? ",{".utf8 : "{".utf8)
+                var start = 0
+                for (n, k) in order.enumerated() {
+                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: names[start..<ends[n]]))
+                    start = ends[n]
+                    write(i, k, &self)
+                }
+                bytes.append(UInt8(ascii: "}"))
             }
-            bytes.append(UInt8(ascii: "}"))
+            bytes.append(UInt8(ascii: "]"))
         }
-        bytes.append(UInt8(ascii: "]"))
     }
 
     /// What ``arrayOfObjects(keys:count:write:)`` of `count` objects with `keys` takes, with
@@ -249,6 +259,9 @@ public struct JSONOutput {
     }
 
     public mutating func string(_ s: String) { JSONValue.writeString(s, into: &bytes) }
+
+    /// A string of these UTF-8 bytes (a figure made on the stack), as ``string(_:)`` writes it.
+    public mutating func string(utf8: UnsafeBufferPointer<UInt8>) { JSONValue.writeString(utf8: utf8, into: &bytes) }
 
     public mutating func null() { bytes.append(contentsOf: "null".utf8) }
 

@@ -38,4 +38,20 @@ struct FiguresTests {
         #expect(a != b)
         #expect(Figures(periods: 1) != Figures(periods: 2))
     }
+
+    /// A block of periods copied out period after period is each figure at its place, a column
+    /// the figures lack read as nothing, whatever was in the block before.
+    @Test func rowsAreCopiedOutPeriodAfterPeriod() {
+        var f = Figures(periods: 5)
+        for p in 0..<5 {
+            f[p, "a"] = .count(Int64(p))
+            if p % 2 == 0 { f[p, "b"] = .money(Int64(100 * p)) }
+        }
+        let columns = [f.column("b"), nil, f.column("a")]
+        var rows = [Measure?](repeating: .count(-1), count: 2 * columns.count)
+        f.rows(3..<5, columns: columns, into: &rows)
+        #expect(rows == [nil, nil, .count(3), .money(400), nil, .count(4)])
+        f.rows(0..<1, columns: columns, into: &rows)
+        #expect(rows[0..<3] == [.money(0), nil, .count(0)])
+    }
 }

@@ -124,13 +124,17 @@ extension JSONValueWritingTests {
             numbers += [power - 1, power, power + 1, -power]
         }
         let strings = ["", "plain", "a\"b\\c\n\u{0007}", "\u{00E9}"]
-        let cells: [JSONValue] = numbers.map { .int($0) } + strings.map(JSONValue.string) + [.null]
+        // Each string twice: from a String, then from its UTF-8 bytes (a figure made on the stack).
+        let cells: [JSONValue] = numbers.map { .int($0) } + (strings + strings).map(JSONValue.string) + [.null]
         let written = Self.written {
             $0.arrayOfObjects(keys: ["v"], count: cells.count) { i, _, out in
                 if i < numbers.count {
                     out.int(numbers[i])
                 } else if i < numbers.count + strings.count {
                     out.string(strings[i - numbers.count])
+                } else if i < numbers.count + 2 * strings.count {
+                    let utf8 = Array(strings[i - numbers.count - strings.count].utf8)
+                    utf8.withUnsafeBufferPointer { out.string(utf8: $0) }
                 } else {
                     out.null()
                 }

@@ -240,9 +240,7 @@ extension Responses {
     private static func periods(_ a: ChartAnswer, _ figures: Figures, leftOut: [Int64], into out: inout JSONOutput) {
         let marked = leftOut.contains { $0 != 0 }
         let (keys, columns) = (["period"] + a.measures + (marked ? ["left_out"] : []), a.measures.map(figures.column))
-        // Figures are kept column after column and written period after period: a few periods'
-        // figures are copied out at a time, each column's in one run, so that the writing does
-        // not jump a column's length in memory for every figure.
+        // A few periods' figures at a time, copied out period after period (Figures.rows).
         let (block, width) = (16, columns.count)
         var rows = [Measure?](repeating: nil, count: block * width)
         var first = -1
@@ -251,16 +249,19 @@ extension Responses {
             guard k <= width else { return out.int(leftOut[i]) }
             if i - i % block != first {
                 first = i - i % block
-                let last = min(first + block, a.periods.count)
-                for (c, column) in columns.enumerated() {
-                    for p in first..<last { rows[(p - first) * width + c] = column.flatMap { figures[p, $0] } }
-                }
+                figures.rows(first..<min(first + block, a.periods.count), columns: columns, into: &rows)
             }
-            switch rows[(i - first) * width + k - 1].map(figure) {
-            case .integer(let n)?: out.int(n)
-            case .text(let text)?: out.string(text)
-            case .null?, nil: out.null()
-            }
+            write(rows[(i - first) * width + k - 1], into: &out)
+        }
+    }
+
+    /// A figure as ``figure(_:)`` says, its text written from the stack into the answer.
+    private static func write(_ m: Measure?, into out: inout JSONOutput) {
+        switch m {
+        case .count(let n)?: out.int(n)
+        case .money(let milliunits)?: Money.withText(milliunits) { out.string(utf8: $0) }
+        case .ratio(let n, let d)?: if !Money.withRatio(n, d, { out.string(utf8: $0) }) { out.null() }
+        case nil: out.null()
         }
     }
 
