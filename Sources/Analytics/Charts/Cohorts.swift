@@ -54,7 +54,7 @@ extension ItemRecorder {
     /// suffix, when `measure` has one: `revenue/7d`'s notes are `/7d`'s, counted for that window).
     mutating func revenue(_ measure: String, of e: Ledger.Entry, cohort: Int64) {
         guard let at = e.purchase.purchaseDate else { return }
-        let notesOnly = measure.firstIndex(of: "/").map { String(measure[$0...]) } ?? ""
+        let notesOnly = measure.utf8.firstIndex(of: UInt8(ascii: "/")).map { String(measure[$0...]) } ?? ""
         let (charge, notes) = charge(e)
         guard let c = charge else {
             if !notes.isEmpty { flow(notesOnly, at: at, 0, e, cohort: cohort, notes: notes) }
