@@ -118,10 +118,11 @@ extension ReadChart {
     }
 
     /// One figure from the rollups, of `query` (its period's alone where the chart allows:
-    /// ``ChartSum/query(ofPeriod:)``): its measure's rows alone. Nil while they are being rebuilt.
+    /// ``ChartSum/query(ofPeriod:)``): its measure's rows alone, of its group alone when it names
+    /// one. Nil while they are being rebuilt.
     private func figure(_ query: ChartQuery, period: String, measure: String) async -> Result<Measure?, ReceiptError> {
         do throws(ReceiptError) {
-            guard let answer = try await fromRollups(query, measure: Rollup.keptMeasure(of: measure)),
+            guard let answer = try await fromRollups(query, measure: Rollup.keptMeasure(of: measure), oneGroup: true),
                 let index = answer.periods.firstIndex(where: { $0.label == period })
             else { return .success(nil) }
             return .success(answer.figures[index, measure])

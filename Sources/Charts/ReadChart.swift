@@ -72,8 +72,12 @@ package struct ReadChart: UseCase, Sendable {
 
     /// The query's chart from the rollups (``KeepRollups``), when they are built for the current
     /// settings and rates: the sums of its chart by day, and today's exact items; only `measure`'s
-    /// figures right when given. Nil while they are being rebuilt.
-    func fromRollups(_ query: ChartQuery, measure: String? = nil) async throws(ReceiptError) -> ChartAnswer? {
+    /// figures right when given, and of the query's ``ChartQuery/group`` alone when `oneGroup`
+    /// (the answer's whole is that group's; its other groups are not read). Nil while they are
+    /// being rebuilt.
+    func fromRollups(_ query: ChartQuery, measure: String? = nil, oneGroup: Bool = false) async throws(ReceiptError)
+        -> ChartAnswer?
+    {
         let settings = settings
         let lastDay: Int64
         do { lastDay = try Rollup.lastDay(of: query) } catch { throw Self.error(error) }
@@ -86,7 +90,7 @@ package struct ReadChart: UseCase, Sendable {
                 return (
                     try store.rows(
                         environment: environment, chart: query.chart, measures: Rollup.keptMeasures(for: query, measure: measure),
-                        throughDay: lastDay, split: RollupSplit(query.groupBy) ?? .none),
+                        throughDay: lastDay, split: RollupSplit(query.groupBy) ?? .none, group: oneGroup ? query.group : nil),
                     try store.moments(
                         environment: environment, chart: query.chart, day: CivilTime.split(query.now).0, measure: measure),
                     try store.pendingChanges(after: state.changesThrough)

@@ -236,15 +236,21 @@ package struct RollupStore {
 
     /// The sums of one environment's chart (of those measures alone, when given: what a query
     /// needs, ``Rollup/keptMeasures(for:measure:)``), starting on `throughDay` or before
-    /// (``Rollup/lastDay(of:)``); those split by `split` when one is named.
+    /// (``Rollup/lastDay(of:)``); those split by `split` when one is named, and of its `group`
+    /// alone when one is named too (a drill-down's figure of one country, product).
     package func rows(
-        environment: String, chart: Chart, measures: [String]? = nil, throughDay: Int64 = .max, split: RollupSplit = .none
+        environment: String, chart: Chart, measures: [String]? = nil, throughDay: Int64 = .max, split: RollupSplit = .none,
+        group: String? = nil
     ) throws -> [RollupRow] {
         let measureClause = measures.map { " AND measure IN (\(Array(repeating: "?", count: $0.count).joined(separator: ", ")))" }
+        let group = split == .none ? nil : group
         let (table, splitClause, splitValue) =
-            split == .none ? ("rollup_days", "", "''") : ("rollup_splits", " AND split = ?", "split_value")
+            split == .none
+            ? ("rollup_days", "", "''")
+            : ("rollup_splits", " AND split = ?" + (group == nil ? "" : " AND split_value = ?"), "split_value")
         var values: [(any StatementValue)?] = [environment, chart.rawValue]
         if split != .none { values.append(split.rawValue) }
+        if let group { values.append(group) }
         values.append(throughDay)
         values += (measures ?? []).map { $0 }
         let q = try db.cached(
