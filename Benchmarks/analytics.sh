@@ -19,7 +19,13 @@
 #      took to include a run's last POST. The refresher is off in these runs (its sweep of every
 #      purchase when the process starts would land in one run and not the other), and PostgreSQL
 #      writes its dirty pages (CHECKPOINT) before each run, so that no run pays for another's;
-#   5. the same rows loaded into a throwaway PostgreSQL cluster (COPY), and 2. to 4. again on it.
+#   5. the same rows loaded into a throwaway PostgreSQL cluster (COPY), and 2. to 4. again on it;
+#      with PG_ROLLUPS=copy, 2. is not run on PostgreSQL: the rollups SQLite built (the same rows
+#      for the same data and settings) are copied in beside the data, as a restore would bring
+#      them, so that a million subscribers' charts are measured without PostgreSQL's build (hours).
+# BENCH_DATA=DIR keeps the generated database and its rollups in DIR, and a later run with the
+# same SUBSCRIBERS reuses them (1. and the SQLite build are skipped, and say so): a kept
+# database also holds the POSTs of the runs before.
 # Needs: apt-get install -y wrk curl python3 postgresql libsqlite3-dev libpq-dev libcurl4-openssl-dev zlib1g-dev
 # Usage: [SUBSCRIBERS=N] [RUNS=5] [TIMEOUT=600] [PAIRS=3] [SQLITE_ONLY=1 | POSTGRESQL_ONLY=1] Benchmarks/analytics.sh [seconds of POSTs, default 10]
 #   (POSTGRESQL_ONLY still writes the SQLite file it loads from, but measures nothing on it)
@@ -31,10 +37,16 @@ timeout=${TIMEOUT:-600}
 
 bin=$("$root/Scripts/release-bin.sh")
 cd "$out"
-env "${receiptd_env[@]}" "$bin/receiptd" migrate --config-dir "$root/Config" >/dev/null
-started=$(date +%s)
-python3 "$here/analytics_data.py" "$out/bench.sqlite" "$subscribers"
-echo "generated in $(( $(date +%s) - started )) s; database $(du -sh "$out/bench.sqlite" | cut -f1)"
+if [ "$(cat "$out/generated" 2>/dev/null)" = "$subscribers" ]; then
+  echo "reusing the $subscribers subscribers generated in $out; database $(du -sh "$out/bench.sqlite" | cut -f1)"
+else
+  rm -f "$out"/bench*.sqlite* "$out/generated" "$out/built"
+  env "${receiptd_env[@]}" "$bin/receiptd" migrate --config-dir "$root/Config" >/dev/null
+  started=$(date +%s)
+  python3 "$here/analytics_data.py" "$out/bench.sqlite" "$subscribers"
+  echo "$subscribers" >"$out/generated"
+  echo "generated in $(( $(date +%s) - started )) s; database $(du -sh "$out/bench.sqlite" | cut -f1)"
+fi
 
 "$bin/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
 for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
@@ -95,12 +107,19 @@ measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then
   echo "--- $name"
   # SQLite's files only when measuring SQLite (POSTGRESQL_ONLY still writes the file it loads from).
   size=$( [ "$name" = SQLite ] && [ -f "$out/bench.sqlite" ] && du -sm "$out/bench.sqlite" | cut -f1 || echo "")
-  started=$(date +%s.%N)
-  env "${receiptd_env[@]}" "$@" "$bin/receiptd" build-rollups --config-dir "$root/Config" >"$out/build.json"
-  printf 'rollups built in %.0f s: %s' "$(echo "$(date +%s.%N) - $started" | bc)" "$(cat "$out/build.json")"
-  [ -n "$size" ] && printf '; SQLite file %s MB -> %s MB, and the rollups file %s MB' "$size" \
-    "$(du -sm "$out/bench.sqlite" | cut -f1)" "$(du -sm "$out/bench-rollups.sqlite" | cut -f1)"
-  echo
+  if [ "$name" = SQLite ] && [ -f "$out/built" ]; then
+    echo "rollups kept from an earlier run: $(cat "$out/built"); the rollups file $(du -sm "$out/bench-rollups.sqlite" | cut -f1) MB"
+  elif [ "$name" = PostgreSQL ] && [ "${PG_ROLLUPS:-}" = copy ]; then
+    echo "rollups copied from SQLite's build"
+  else
+    started=$(date +%s.%N)
+    env "${receiptd_env[@]}" "$@" "$bin/receiptd" build-rollups --config-dir "$root/Config" >"$out/build.json"
+    printf 'rollups built in %.0f s: %s' "$(echo "$(date +%s.%N) - $started" | bc)" "$(cat "$out/build.json")"
+    [ -n "$size" ] && printf '; SQLite file %s MB -> %s MB, and the rollups file %s MB' "$size" \
+      "$(du -sm "$out/bench.sqlite" | cut -f1)" "$(du -sm "$out/bench-rollups.sqlite" | cut -f1)"
+    echo
+    [ "$name" = SQLite ] && printf 'in %.0f s, %s\n' "$(echo "$(date +%s.%N) - $started" | bc)" "$(cat "$out/build.json")" >"$out/built"
+  fi
   serve "$@"
   for chart in revenue mrr actives trials trial_conversion churn refund_rate mrr_movement actives_movement \
     trials_movement new_customers initial_conversion conversion_to_paying new_paid_subscriptions \
@@ -170,7 +189,7 @@ as_postgres "$pgbin/initdb" -D "$out/pg" -A trust -U postgres -E UTF8 --locale=C
 as_postgres "$pgbin/pg_ctl" -D "$out/pg" -l "$out/pg.log" -w \
   -o "-p 18321 -k $out -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
 trap 'kill $(jobs -p) 2>/dev/null || true; as_postgres "$pgbin/pg_ctl" -D "$out/pg" -m immediate -w stop >/dev/null 2>&1 || true;
-  rm -rf "$out"' EXIT
+  leave' EXIT
 pg=postgresql://postgres@127.0.0.1:18321
 psql "$pg/postgres" -qc "CREATE DATABASE receiptd"
 started=$(date +%s)
@@ -188,6 +207,24 @@ for spec in \
   sqlite3 -csv "$out/bench.sqlite" "SELECT $columns FROM $table" \
     | psql -q "$pg/receiptd" -c "\\copy $table ($columns) FROM STDIN WITH (FORMAT csv)"
 done
+if [ "${PG_ROLLUPS:-}" = copy ]; then
+  # The rollups' tables as SQLite keeps them (their own file), and their state: built, for the
+  # same settings and rates (the fingerprint).
+  [ -f "$out/built" ] || { echo "PG_ROLLUPS=copy needs the rollups SQLite built (run without POSTGRESQL_ONLY, or reuse BENCH_DATA)"; exit 1; }
+  for table in rollup_days rollup_splits rollup_holders rollup_marks rollup_moments; do
+    columns=$(sqlite3 "$out/bench-rollups.sqlite" "SELECT group_concat(name, ', ') FROM pragma_table_info('$table')")
+    sqlite3 -csv "$out/bench-rollups.sqlite" "SELECT $columns FROM $table" \
+      | psql -q "$pg/receiptd" -c "\\copy $table ($columns) FROM STDIN WITH (FORMAT csv)"
+  done
+  IFS='|' read -r fingerprint phase < <(sqlite3 "$out/bench-rollups.sqlite" \
+    "SELECT fingerprint, phase FROM rollup_state WHERE id = 1")
+  [ "$phase" = ready ] || { echo "SQLite's rollups are not built ($phase)"; exit 1; }
+  # They hold every row loaded (the SQLite keeper took in its change log); PostgreSQL's is empty.
+  psql -q "$pg/receiptd" -v fingerprint="$fingerprint" <<'SQL'
+UPDATE rollup_state SET fingerprint = :'fingerprint', phase = 'ready', rebuild_after = NULL,
+  changes_through = (SELECT coalesce(max(sequence), 0) FROM changes) WHERE id = 1;
+SQL
+fi
 psql -q "$pg/receiptd" -c "ANALYZE"
 echo "loaded into PostgreSQL in $(( $(date +%s) - started )) s"
 measure PostgreSQL RECEIPTD_DATABASE_URL="$pg/receiptd"

@@ -1,13 +1,21 @@
 # Sourced by the benchmarks: the shared set-up and the readers of wrk's output.
 #   source "$(dirname "$0")/lib.sh"   # sets here, root, bench, secs (from $1, default 10), out;
 #                                     # cleans up jobs, peers and $out on exit
+#   BENCH_DATA=DIR: $out is DIR, kept after the run but for a PostgreSQL cluster (a benchmark
+#   may reuse what an earlier run left there, saying so); else a temporary directory
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 bench=${BENCH_DIR:-$root/../shared/bench}
 secs=${1:-10}
-out=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; "$bench/stop-peers.sh" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
+if [ -n "${BENCH_DATA:-}" ]; then
+  out=$(mkdir -p "$BENCH_DATA" && cd "$BENCH_DATA" && pwd)
+else
+  out=$(mktemp -d)
+fi
+# On exit: $out removed; or, kept, its PostgreSQL cluster (each run starts its own) alone.
+leave() { if [ -n "${BENCH_DATA:-}" ]; then rm -rf "$out/pg"; else rm -rf "$out"; fi; }
+trap 'kill $(jobs -p) 2>/dev/null || true; "$bench/stop-peers.sh" >/dev/null 2>&1 || true; leave' EXIT
 ulimit -n 20000
 
 # How the benchmarks run receiptd: production settings, the database in $out, `receiptd simulate`

@@ -40,7 +40,7 @@ as_postgres "$pgbin/initdb" -D "$out/pg" -A trust -U postgres -E UTF8 --locale=C
 as_postgres "$pgbin/pg_ctl" -D "$out/pg" -l "$out/pg.log" -w \
   -o "-p 18320 -k $out -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
 trap 'kill $(jobs -p) 2>/dev/null || true; as_postgres "$pgbin/pg_ctl" -D "$out/pg" -m immediate -w stop >/dev/null 2>&1 || true;
-  "$bench/stop-peers.sh" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
+  "$bench/stop-peers.sh" >/dev/null 2>&1 || true; leave' EXIT
 pg=postgresql://postgres@127.0.0.1:18320
 
 cat >"$out/get.lua" <<'LUA'
