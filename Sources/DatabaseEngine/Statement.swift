@@ -32,10 +32,10 @@ package final class Statement {
     package func run() throws(StorageError) { try compiled.run() }
 
     /// ``run()``, but on PostgreSQL, in a transaction, sent with the next statement whose answer
-    /// is awaited (or the commit), in one round trip: for a write whose answer nobody reads
-    /// (rows changed included), that can fail only when its whole transaction does (a lost
-    /// connection, a deadlock: the transaction is run again), since its error is thrown there.
-    /// On SQLite, in-process, it is ``run()``.
+    /// is awaited (or the release of its savepoint, or the commit), in one round trip: for a write
+    /// whose answer nobody reads (rows changed included). Its error is thrown there, so at the
+    /// latest by the savepoint or transaction it is part of, never by another's (a group
+    /// commit's next save). On SQLite, in-process, it is ``run()``.
     package func runLater() throws(StorageError) { try compiled.runLater() }
 
     /// How many columns the current row has (after a step that gave one).

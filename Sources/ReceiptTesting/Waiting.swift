@@ -58,14 +58,13 @@ package func signalled(_ semaphore: DispatchSemaphore) async {
 }
 
 /// Waits until at least `count` sessions of the PostgreSQL database at `url` wait for a lock that
-/// another holds: the sign that a test's concurrent transaction has reached the point it is about.
+/// another holds (of any kind: an advisory lock, a row, another transaction's uncommitted key):
+/// the sign that a test's concurrent transaction has reached the point it is about.
 package func waitingForALock(_ url: String, count: Int = 1) async throws -> Bool {
     nonisolated(unsafe) let watcher = try Database(postgresURL: url)
     return try await eventually {
         try watcher.scalarInt(
-            """
-            SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-            WHERE NOT l.granted AND d.datname = current_database()
-            """) ?? 0 >= count
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")
+            ?? 0 >= count
     }
 }

@@ -97,9 +97,19 @@ package final class PostgresConnection {
     /// Opens a savepoint (named `nested`: the innermost one is always the one meant).
     func savepoint() { held.append(Self.savepoint) }
 
-    /// Releases the innermost savepoint: nothing to send when it was never sent.
-    func releaseSavepoint() {
-        if held.last == Self.savepoint { held.removeLast() } else { held.append(.control("RELEASE nested")) }
+    /// Releases the innermost savepoint: nothing to send when it was never sent. The writes held
+    /// back in it are sent first, and their errors are its own: a savepoint that is released has
+    /// succeeded. Were they sent with whatever runs next (a group commit's next save), a write
+    /// that waited past the group's lock timeout would fail there, and the rollback to the
+    /// innermost savepoint the server has (this one: its `RELEASE` was never run) would undo the
+    /// work of a save already told it was saved. The `RELEASE` itself is held back.
+    func releaseSavepoint() throws(StorageError) {
+        if held.last == Self.savepoint {
+            held.removeLast()
+            return
+        }
+        if held.contains(where: { if case .write = $0 { true } else { false } }) { _ = try send([]) }
+        held.append(.control("RELEASE nested"))
     }
 
     /// Commits, with what is held back, in one round trip; nothing to send for a transaction that
