@@ -94,8 +94,13 @@ package final class PostgresConnection {
     /// round trip.
     func hold(_ sql: String) { held.append(.control(sql)) }
 
-    /// Opens a savepoint (named `nested`: the innermost one is always the one meant).
-    func savepoint() { held.append(Self.savepoint) }
+    /// Opens a savepoint (named `nested`: the innermost one is always the one meant), once the
+    /// writes held back before it have been sent: their errors are not its own (nor is a
+    /// rollback to it theirs), so they are thrown before it opens.
+    func savepoint() throws(StorageError) {
+        if held.contains(where: { if case .write = $0 { true } else { false } }) { _ = try send([]) }
+        held.append(Self.savepoint)
+    }
 
     /// Releases the innermost savepoint: nothing to send when it was never sent. The writes held
     /// back in it are sent first, and their errors are its own: a savepoint that is released has
@@ -119,9 +124,10 @@ package final class PostgresConnection {
             (held, beginHeld) = ([], false)
             return
         }
-        held.append(.control("COMMIT"))
+        held.append(Self.commitRequest)
         try send([])
     }
+    private static let commitRequest = Held.control("COMMIT")
 
     /// Rolls the transaction back (nothing to send when it never reached the server).
     func rollback() throws(StorageError) {
@@ -273,6 +279,11 @@ package final class PostgresConnection {
             while let extra = PQgetResult(handle) { PQclear(extra) }
             if failure == nil && PQresultStatus(result) != PGRES_PIPELINE_ABORTED {
                 do { try check(result) } catch { failure = error }
+            }
+            // The server answers COMMIT of a transaction an error had ended with ROLLBACK, not an
+            // error: never told as committed.
+            if failure == nil, requests[index] == Self.commitRequest, String(cString: PQcmdStatus(result)) != "COMMIT" {
+                failure = StorageError(.postgres, "the transaction had failed: its COMMIT rolled it back", sqlState: "25P02")
             }
             if failure == nil, case .write = requests[index] { count(result) }
             if failure == nil && index >= firstAwaited { results.append(result) } else { PQclear(result) }

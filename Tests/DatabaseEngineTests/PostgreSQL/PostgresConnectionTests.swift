@@ -152,6 +152,56 @@ struct PostgresConnectionTests {
         #expect(try ids.step() && ids.text(0) == "1,4")
     }
 
+    /// A write held back (``Statement/runLater()``) fails where it was written: in its
+    /// savepoint before that is released, or before a savepoint opened after it, so that the
+    /// savepoint rolled back is the one that failed and the transaction goes on. And a
+    /// transaction whose failure was swallowed is never reported committed: the server answers
+    /// its COMMIT with ROLLBACK.
+    @Test func heldWritesFailWhereTheyWereWrittenAndAFailedTransactionNeverCommits() async throws {
+        let db = try Database(postgresURL: try await PostgresTestServer.freshDatabase())
+        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
+        let insert = try db.cached("INSERT INTO t (id) VALUES (?)")
+        /// The SQLSTATE of what `body` threw; nil when it threw nothing.
+        func failure(_ body: () throws -> Void) -> String? {
+            do {
+                try body()
+                return nil
+            } catch {
+                return (error as? StorageError)?.sqlState ?? "\(error)"
+            }
+        }
+        var (own, enclosing): (String?, String?) = (nil, nil)
+        try db.transaction { () throws -> Void in
+            try insert.bind([1]).run()
+            // Held in a savepoint: its own error, before it is released.
+            own = failure { try db.transaction { () throws -> Void in try insert.bind([1]).runLater() } }
+            try db.transaction { () throws -> Void in try insert.bind([2]).run() }
+            // Held before a savepoint opens: the enclosing savepoint's error, not the inner one's.
+            enclosing = failure {
+                try db.transaction { () throws -> Void in
+                    try insert.bind([3]).run()
+                    try insert.bind([2]).runLater()
+                    try db.transaction { () throws -> Void in try insert.bind([4]).run() }
+                }
+            }
+            try insert.bind([5]).run()
+        }
+        #expect(own == "23505" && enclosing == "23505")
+        let ids = try db.prepare("SELECT string_agg(id::text, ',' ORDER BY id) FROM t")
+        #expect(try ids.step() && ids.text(0) == "1,2,5")
+        ids.reset()
+        let swallowed = failure {
+            try db.transaction { () throws -> Void in
+                try insert.bind([6]).run()
+                try insert.bind([1]).runLater()
+                _ = failure { try db.transaction { () throws -> Void in try insert.bind([7]).run() } }
+            }
+        }
+        #expect(swallowed == "25P02")
+        #expect(!db.inTransaction)
+        #expect(try ids.step() && ids.text(0) == "1,2,5")
+    }
+
     @Test func aConnectionFailureNeverRepeatsTheURL() throws {
         let error = failure { () throws(StorageError) in
             _ = try PostgresConnection(url: "postgresql://someone:hunter2-secret@127.0.0.1:1/none?connect_timeout=2")
