@@ -50,10 +50,8 @@ public struct Identifier: Hashable, Comparable, Sendable, CustomStringConvertibl
 }
 
 extension String {
-    /// Byte-for-byte equality, the database's; `==` on `String` is canonical equivalence. Over
-    /// the lengths first, then the contiguous bytes (``Identifier/compare(_:_:)``'s path: the
-    /// generic walk was a tenth of a chart read from the rollups, which names a store per row).
-    public func isExactly(_ other: String) -> Bool {
-        utf8.count == other.utf8.count && Identifier.compare(self, other) == 0
-    }
+    /// Byte-for-byte equality, the database's; `==` on `String` is canonical equivalence.
+    /// ``Identifier``'s: the lengths, then the contiguous bytes (a generic walk of two UTF-8 views
+    /// was a tenth of a chart read from the rollups, which names a store per row).
+    public func isExactly(_ other: String) -> Bool { Identifier(self) == Identifier(other) }
 }

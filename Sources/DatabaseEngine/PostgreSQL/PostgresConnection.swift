@@ -80,6 +80,8 @@ package final class PostgresConnection {
         /// A prepared statement's name and values.
         case write(String, [String?])
     }
+    /// Whether a write is among `held` (else only transaction control, which cannot fail).
+    private var holdsWrites: Bool { held.contains { if case .write = $0 { true } else { false } } }
     /// Whether `BEGIN` is among `held`: the caller's transaction has begun, the server's not yet.
     private var beginHeld = false
     private static let savepoint = Held.control("SAVEPOINT nested")
@@ -98,7 +100,7 @@ package final class PostgresConnection {
     /// writes held back before it have been sent: their errors are not its own (nor is a
     /// rollback to it theirs), so they are thrown before it opens.
     func savepoint() throws(StorageError) {
-        if held.contains(where: { if case .write = $0 { true } else { false } }) { _ = try send([]) }
+        if holdsWrites { _ = try send([]) }
         held.append(Self.savepoint)
     }
 
@@ -113,14 +115,14 @@ package final class PostgresConnection {
             held.removeLast()
             return
         }
-        if held.contains(where: { if case .write = $0 { true } else { false } }) { _ = try send([]) }
+        if holdsWrites { _ = try send([]) }
         held.append(.control("RELEASE nested"))
     }
 
     /// Commits, with what is held back, in one round trip; nothing to send for a transaction that
     /// ran nothing.
     func commit() throws(StorageError) {
-        if beginHeld && !held.contains(where: { if case .write = $0 { true } else { false } }) {
+        if beginHeld && !holdsWrites {
             (held, beginHeld) = ([], false)
             return
         }
