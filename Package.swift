@@ -112,7 +112,7 @@ let package = Package(
         .target(name: "Entitlements", dependencies: ["Identifiers"]),
         // Money and the subscription metrics: prices, proceeds, exchange rates, the charts and
         // their drill-downs, computed from a ledger of facts. Pure: no I/O, the clock passed in.
-        .target(name: "Analytics", dependencies: ["Entitlements"]),
+        .target(name: "Analytics", dependencies: ["Entitlements", "Identifiers"]),
         // Google Play: the service account's sign-in, the Play Developer API's purchase resources
         // read and what they state as facts (pure), and its client.
         .target(
@@ -220,7 +220,7 @@ let package = Package(
             name: "Charts",
             dependencies: [
                 "ReceiptCore", "Analytics", "AppStore", "Resilience", "Storage", "DatabaseEngine", "Entitlements", "Clocks",
-                "Workers",
+                "Identifiers", "Workers",
                 .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
@@ -343,7 +343,7 @@ let package = Package(
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "ReceiptTesting"]),
-        .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "Entitlements", "ReceiptTesting"]),
+        .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "Entitlements", "Identifiers", "ReceiptTesting"]),
         .testTarget(
             name: "GooglePlayTests",
             dependencies: [

@@ -1,4 +1,5 @@
 import Entitlements
+import Identifiers
 
 /// Computes a chart from a ledger: pure, the clock passed in. The ledger's items
 /// (``ChartItem``) are summed into the query's periods, so every figure is a sum of
@@ -61,16 +62,17 @@ package struct ChartSum {
     /// is ever held: every item adds to the figures independently of the others.
     package struct Running: Sendable {
         var book: Book
-        /// Per group, when the query splits its figures (and is not a drill-down's).
-        var groups: [String: Book] = [:]
+        /// Per group, when the query splits its figures (and is not a drill-down's): by the
+        /// value's bytes, so that two spellings of a product or an app are two groups.
+        var groups: [Identifier: Book] = [:]
 
         init(_ book: Book) { self.book = book }
 
         package mutating func add(_ items: [ChartItem]) {
             book.count(items)
             guard book.q.groupBy != nil, book.focus == nil else { return }
-            var byGroup: [String: [ChartItem]] = [:]
-            for item in items { byGroup[item.group, default: []].append(item) }
+            var byGroup: [Identifier: [ChartItem]] = [:]
+            for item in items { byGroup[Identifier(item.group), default: []].append(item) }
             for (group, items) in byGroup {
                 groups[group, default: Book(q: book.q, grid: book.grid, currency: book.currency, focus: nil)].count(items)
             }
@@ -84,11 +86,12 @@ package struct ChartSum {
             book.close()
             var answer = book.finish()
             answer.groupBy = book.q.groupBy
-            answer.groups = groups.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { value in
+            answer.groups = groups.keys.sorted().map { value in
                 var group = groups[value]!
                 group.close()
                 let figures = group.finish()
-                return ChartGroup(value: value, measures: figures.measures, figures: figures.figures, leftOut: figures.leftOut)
+                return ChartGroup(
+                    value: value.string, measures: figures.measures, figures: figures.figures, leftOut: figures.leftOut)
             }
             return answer
         }
@@ -157,7 +160,7 @@ struct Book: Sendable {
     var values: Figures
     var contributions: [Contribution] = []
     var missingRateCounts: [String: Int] = [:]
-    var missingPrices: [String: (String, String?, Int)] = [:]
+    var missingPrices: [Identifier: (String, String?, Int)] = [:]
     var untaxed: Set<String> = []
     /// Stocks: per measure, the differences at each instant (settled into values at the end).
     var held: [String: [Int64]] = [:]
@@ -186,7 +189,7 @@ struct Book: Sendable {
     // MARK: Summing
 
     mutating func count(_ items: [ChartItem]) {
-        for item in items where item.isValid(at: q.now) && (q.group == nil || q.group == item.group) {
+        for item in items where item.isValid(at: q.now) && (q.group.map({ item.group.isExactly($0) }) ?? true) {
             guard let periods = count(item) else { continue }
             note(item.notes, times: item.count)
             // What the amounts of those periods left out (no rate, no price), marked on each.
@@ -267,7 +270,8 @@ struct Book: Sendable {
                 let (y, m, d) = CivilTime.date(fromDays: day)
                 missingRateCounts[code + " " + PeriodGrid.label(y, m, d), default: 0] += Int(times)
             case .missingPrice(let product, let storefront):
-                missingPrices[product + "\u{0}" + (storefront ?? ""), default: (product, storefront, 0)].2 += Int(times)
+                missingPrices[Identifier(product + "\u{0}" + (storefront ?? "")), default: (product, storefront, 0)].2 += Int(
+                    times)
             case .untaxed(let storefront): untaxed.insert(storefront)
             }
         }

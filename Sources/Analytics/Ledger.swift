@@ -1,20 +1,21 @@
 package import Entitlements
+package import Identifiers
 
 /// What the charts read: every transaction with who holds it and its app, and each
 /// subscription's latest renewal info. Built by the caller from stored facts; nothing here reads.
 package struct Ledger: Sendable {
     package var entries: [Entry]
-    /// Keyed by original transaction id.
-    package var renewals: [String: RenewalState]
+    /// Keyed by original transaction id, as its bytes.
+    package var renewals: [Identifier: RenewalState]
     /// When each person was first seen, by app user id: people with no purchase too (the
     /// customers' charts count them). Someone holding purchases but absent here was first seen at
-    /// their first purchase.
-    package var customers: [String: Customer]
+    /// their first purchase. Ids are their bytes: two spellings are two people.
+    package var customers: [Identifier: Customer]
     /// What Apple said of refund requests about the transactions held, and receiptd's answers.
     package var refundRequests: [RefundRequestEvent]
 
     package init(
-        entries: [Entry], renewals: [String: RenewalState] = [:], customers: [String: Customer] = [:],
+        entries: [Entry], renewals: [Identifier: RenewalState] = [:], customers: [Identifier: Customer] = [:],
         refundRequests: [RefundRequestEvent] = []
     ) {
         self.entries = entries
@@ -42,7 +43,7 @@ package struct Ledger: Sendable {
     /// AppTransactions', and production for someone known by neither.
     package var environments: Set<String> {
         var all = Set(entries.map(\.purchase.environment))
-        let holding = Set(entries.map(\.appUserID))
+        let holding = Set(entries.map { Identifier($0.appUserID) })
         for (user, customer) in customers {
             all.formUnion(customer.environments)
             if customer.environments.isEmpty, !holding.contains(user) { all.insert("production") }
@@ -103,8 +104,9 @@ package struct ChartFilters: Sendable, Equatable {
 
     func admits(_ e: Ledger.Entry) -> Bool {
         let p = e.purchase
-        return p.environment == environment && (app.map { $0 == e.bundleID } ?? true)
-            && (product.map { $0 == p.productID } ?? true) && (storefront.map { $0 == p.commerce.storefront } ?? true)
+        return p.environment == environment && (app.map { $0.isExactly(e.bundleID) } ?? true)
+            && (product.map { $0.isExactly(p.productID) } ?? true)
+            && (storefront.map { s in p.commerce.storefront.map { s.isExactly($0) } ?? false } ?? true)
             && (store.map { $0 == p.store } ?? true)
     }
 }
@@ -190,7 +192,7 @@ struct SubscriptionLine {
         var pieces: [Piece] = []
         for (start, end) in zip(cuts, cuts.dropFirst()) {
             guard let e = entry(start) else { continue }
-            if let last = pieces.last, last.end == start, last.entry.purchase.transactionID == e.purchase.transactionID {
+            if let last = pieces.last, last.end == start, last.entry.purchase.transactionID.isExactly(e.purchase.transactionID) {
                 pieces[pieces.count - 1].end = end
             } else {
                 pieces.append(Piece(start: start, end: end, entry: e))
@@ -200,15 +202,15 @@ struct SubscriptionLine {
     }
 
     static func lines(_ ledger: Ledger, filters: ChartFilters) -> [SubscriptionLine] {
-        var byOriginal: [String: [Ledger.Entry]] = [:]
+        var byOriginal: [Identifier: [Ledger.Entry]] = [:]
         for e in ledger.entries where filters.admits(e) && e.purchase.expiresDate != nil {
-            byOriginal[e.purchase.originalTransactionID, default: []].append(e)
+            byOriginal[Identifier(e.purchase.originalTransactionID), default: []].append(e)
         }
         return byOriginal.keys.sorted().map { original in
             let entries = byOriginal[original]!.sorted { Purchase.chronological($0.purchase, $1.purchase) }
             let renewal = ledger.renewals[original]
             return SubscriptionLine(
-                appUserID: entries.last!.appUserID, originalTransactionID: original, entries: entries,
+                appUserID: entries.last!.appUserID, originalTransactionID: original.string, entries: entries,
                 paid: paidIntervals(entries.map(\.purchase), renewal: renewal), renewal: renewal)
         }
     }

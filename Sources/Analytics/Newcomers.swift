@@ -1,4 +1,5 @@
 import Entitlements
+import Identifiers
 
 /// A person as the customers' charts count them (RevenueCat's "customer": anyone using the app,
 /// whether or not they bought anything). First seen at the earliest of when receiptd first heard
@@ -26,23 +27,25 @@ struct Newcomer {
     /// and the app decide who is a customer (a product, storefront or store is a purchase's, which
     /// someone who bought nothing has not): those filters choose among their transactions.
     static func newcomers(_ ledger: Ledger, admitted: [Ledger.Entry], filters: ChartFilters) -> [Newcomer] {
-        var all: [String: [Ledger.Entry]] = [:]
-        for e in ledger.entries { all[e.appUserID, default: []].append(e) }
-        var kept: [String: [Ledger.Entry]] = [:]
-        for e in admitted { kept[e.appUserID, default: []].append(e) }
+        var all: [Identifier: [Ledger.Entry]] = [:]
+        for e in ledger.entries { all[Identifier(e.appUserID), default: []].append(e) }
+        var kept: [Identifier: [Ledger.Entry]] = [:]
+        for e in admitted { kept[Identifier(e.appUserID), default: []].append(e) }
         let seen = firstSeen(in: ledger)
         var newcomers: [Newcomer] = []
-        for (user, firstSeen) in seen.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+        for (user, firstSeen) in seen.sorted(by: { $0.key < $1.key }) {
             let held = (all[user] ?? []).filter { $0.purchase.purchaseDate != nil }
             let first = held.min { Purchase.chronological($0.purchase, $1.purchase) }
             let customer = ledger.customers[user]
             var environments = Set(held.map(\.purchase.environment)).union(customer?.environments ?? [])
             if environments.isEmpty { environments = ["production"] }
             let bundleID = first?.bundleID ?? customer?.bundleID ?? ""
-            guard environments.contains(filters.environment), filters.app.map({ $0 == bundleID }) ?? true else { continue }
+            guard environments.contains(filters.environment), filters.app.map({ bundleID.isExactly($0) }) ?? true else {
+                continue
+            }
             newcomers.append(
                 Newcomer(
-                    appUserID: user, firstSeen: firstSeen, bundleID: bundleID, store: first?.purchase.store ?? .appStore,
+                    appUserID: user.string, firstSeen: firstSeen, bundleID: bundleID, store: first?.purchase.store ?? .appStore,
                     entries: kept[user] ?? [], first: first))
         }
         return newcomers
@@ -50,11 +53,12 @@ struct Newcomer {
 
     /// When everyone in a ledger was first seen, whatever the filters: the earliest of their
     /// customer record and their first purchase.
-    static func firstSeen(in ledger: Ledger) -> [String: Int64] {
+    static func firstSeen(in ledger: Ledger) -> [Identifier: Int64] {
         var seen = ledger.customers.mapValues(\.firstSeen)
         for e in ledger.entries {
             guard let at = e.purchase.purchaseDate else { continue }
-            seen[e.appUserID] = min(seen[e.appUserID] ?? at, at)
+            let user = Identifier(e.appUserID)
+            seen[user] = min(seen[user] ?? at, at)
         }
         return seen
     }

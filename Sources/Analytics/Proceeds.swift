@@ -1,21 +1,22 @@
 import Entitlements
+package import Identifiers
 
 /// The operator's settings the money depends on (Docs/analytics.md).
 package struct AnalyticsSettings: Sendable, Equatable {
     /// ISO 4217: every figure is also given in it.
     package var reportingCurrency: String
     /// Bundle ids of apps in Apple's App Store Small Business Program: 15 % on every sale.
-    package var smallBusinessApps: Set<String>
+    package var smallBusinessApps: Set<Identifier>
     /// Storefront → the VAT/GST its prices include, in parts per million (19 % is 190000).
     /// Without a storefront's rate, its proceeds are before tax and say so.
     package var taxRates: [String: Int64]
     /// The last resort for a transaction no store or client priced: product → storefront (or
-    /// `*` for any) → price.
-    package var priceTable: [String: [String: TablePrice]]
+    /// `*` for any) → price. Product ids are their bytes, as the stores send them.
+    package var priceTable: [Identifier: [String: TablePrice]]
 
     package init(
-        reportingCurrency: String = "USD", smallBusinessApps: Set<String> = [], taxRates: [String: Int64] = [:],
-        priceTable: [String: [String: TablePrice]] = [:]
+        reportingCurrency: String = "USD", smallBusinessApps: Set<Identifier> = [], taxRates: [String: Int64] = [:],
+        priceTable: [Identifier: [String: TablePrice]] = [:]
     ) {
         self.reportingCurrency = reportingCurrency
         self.smallBusinessApps = smallBusinessApps
@@ -36,7 +37,7 @@ package struct AnalyticsSettings: Sendable, Equatable {
     /// A transaction's price: its own, else the table's for its product and storefront.
     func price(of p: Purchase) -> Price? {
         if let own = p.commerce.price { return own }
-        guard let byStorefront = priceTable[p.productID],
+        guard let byStorefront = priceTable[Identifier(p.productID)],
             let row = p.commerce.storefront.flatMap({ byStorefront[$0] }) ?? byStorefront["*"]
         else { return nil }
         return Price(milliunits: row.milliunits, currency: row.currency, source: .priceTable)
@@ -55,12 +56,12 @@ struct Commission {
     static let lapse = 60 * day
 
     /// (app user, subscription group) → paid periods, merged, oldest first.
-    private var service: [String: [SubscriptionLine.Interval]] = [:]
-    private let smallBusinessApps: Set<String>
+    private var service: [Identifier: [SubscriptionLine.Interval]] = [:]
+    private let smallBusinessApps: Set<Identifier>
 
-    init(_ entries: [Ledger.Entry], smallBusinessApps: Set<String>) {
+    init(_ entries: [Ledger.Entry], smallBusinessApps: Set<Identifier>) {
         self.smallBusinessApps = smallBusinessApps
-        var raw: [String: [SubscriptionLine.Interval]] = [:]
+        var raw: [Identifier: [SubscriptionLine.Interval]] = [:]
         for e in entries where e.purchase.isPaidPeriod {
             let p = e.purchase
             let fullyRefunded = p.isRefunded && p.commerce.revocationType != "REFUND_PRORATED"
@@ -70,8 +71,8 @@ struct Commission {
         service = raw.mapValues(SubscriptionLine.merge)
     }
 
-    static func key(_ e: Ledger.Entry) -> String {
-        e.appUserID + "\u{0}" + (e.purchase.subscriptionGroupID ?? e.purchase.productID)
+    static func key(_ e: Ledger.Entry) -> Identifier {
+        Identifier(e.appUserID + "\u{0}" + (e.purchase.subscriptionGroupID ?? e.purchase.productID))
     }
 
     /// 15 or 30.
@@ -83,9 +84,9 @@ struct Commission {
             // first USD 1M a year of a developer enrolled in the 15 % tier (its apps listed in
             // `smallBusinessApps`), else 30 %. The yearly USD 1M threshold is not counted here.
             if e.purchase.expiresDate != nil { return 15 }
-            return smallBusinessApps.contains(e.bundleID) ? 15 : 30
+            return smallBusinessApps.contains(Identifier(e.bundleID)) ? 15 : 30
         case .appleServiceYear:
-            if smallBusinessApps.contains(e.bundleID) { return 15 }
+            if smallBusinessApps.contains(Identifier(e.bundleID)) { return 15 }
             guard e.purchase.expiresDate != nil, let at = e.purchase.purchaseDate else { return 30 }
             return Self.paidService(service[Self.key(e)] ?? [], before: at) >= Self.year ? 15 : 30
         }

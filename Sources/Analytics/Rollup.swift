@@ -1,4 +1,5 @@
 import Entitlements
+import Identifiers
 
 /// Charts kept ahead of the question. Each holder's items (``ChartItem``, every chart, the
 /// reporting currency, no filter but the environment) are snapped to UTC days and summed with
@@ -61,7 +62,7 @@ package enum Rollup {
             let charts = ItemRecorder.recordAll(
                 ledger, filters: filters, currency: settings.reportingCurrency, rates: rates, settings: settings)
             let first = charts.lazy.flatMap(\.1).first?.group
-            if let first, charts.allSatisfy({ $0.1.allSatisfy { $0.group == first } }) { oneGroup[environment] = first }
+            if let first, charts.allSatisfy({ $0.1.allSatisfy { $0.group.isExactly(first) } }) { oneGroup[environment] = first }
             let mixed = oneGroup[environment] == nil
             sums.reserveCapacity(sums.count + charts.reduce(0) { $0 + $1.1.count } * (mixed ? 6 : 2))
             for (chart, items) in charts {
@@ -149,14 +150,14 @@ package enum Rollup {
                 (a.measure, a.kind.rawValue, a.cohort ?? .min, a.value), (b.measure, b.kind.rawValue, b.cohort ?? .min, b.value)
             )
             if x != y { return x < y }
-            return (a.bundleID, a.group, a.at) < (b.bundleID, b.group, b.at)
+            return (Identifier(a.bundleID), Identifier(a.group), a.at) < (Identifier(b.bundleID), Identifier(b.group), b.at)
         }
         var out = flows
         var current = spans[0]
         for next in spans.dropFirst() {
             if next.measure == current.measure, next.kind == current.kind, next.cohort == current.cohort,
-                next.value == current.value, next.bundleID == current.bundleID, next.store == current.store,
-                next.group == current.group,
+                next.value == current.value, next.bundleID.isExactly(current.bundleID), next.store == current.store,
+                next.group.isExactly(current.group),
                 next.validFrom == current.validFrom, next.validUntil == current.validUntil, next.at == current.until
             {
                 current.until = next.until

@@ -1,4 +1,5 @@
 import Entitlements
+import Identifiers
 
 /// Which of the dimensions kept apart a row is split by: none (the sums every chart reads),
 /// the storefront or the product. Split rows are kept for every chart, in a table of their own
@@ -98,17 +99,29 @@ package struct RollupRow: Sendable, Equatable {
             hasher.combine(cohortDay)
         }
 
+        /// Every field, the text ones as their bytes (as the database's key compares them): two
+        /// spellings of an app or a group are two rows.
+        package static func == (a: Key, b: Key) -> Bool {
+            a.chart == b.chart && a.kind == b.kind && a.settled == b.settled && a.split == b.split && a.atDay == b.atDay
+                && a.untilDay == b.untilDay && a.validFromDay == b.validFromDay && a.validUntilDay == b.validUntilDay
+                && a.cohortDay == b.cohortDay && a.measure.isExactly(b.measure) && a.group.isExactly(b.group)
+                && a.bundleID.isExactly(b.bundleID) && a.environment.isExactly(b.environment) && a.store.isExactly(b.store)
+                && a.note.isExactly(b.note)
+        }
+
+        /// In byte order of the text fields, field by field.
         package static func < (a: Key, b: Key) -> Bool {
-            if a.environment != b.environment { return a.environment < b.environment }
+            func order(_ x: String, _ y: String) -> Bool? { x.isExactly(y) ? nil : Identifier(x) < Identifier(y) }
+            if let o = order(a.environment, b.environment) { return o }
             if a.chart != b.chart { return a.chart.rawValue < b.chart.rawValue }
-            if a.measure != b.measure { return a.measure < b.measure }
+            if let o = order(a.measure, b.measure) { return o }
             if a.kind != b.kind { return a.kind.rawValue < b.kind.rawValue }
             if a.settled != b.settled { return !a.settled }
-            if a.bundleID != b.bundleID { return a.bundleID < b.bundleID }
-            if a.store != b.store { return a.store < b.store }
-            if a.note != b.note { return a.note < b.note }
+            if let o = order(a.bundleID, b.bundleID) { return o }
+            if let o = order(a.store, b.store) { return o }
+            if let o = order(a.note, b.note) { return o }
             if a.split != b.split { return a.split.rawValue < b.split.rawValue }
-            if a.group != b.group { return a.group < b.group }
+            if let o = order(a.group, b.group) { return o }
             return (a.atDay, a.untilDay, a.validFromDay, a.validUntilDay, a.cohortDay)
                 < (b.atDay, b.untilDay, b.validFromDay, b.validUntilDay, b.cohortDay)
         }
@@ -122,7 +135,7 @@ package struct RollupRow: Sendable, Equatable {
         }
 
         func admitted(by filters: ChartFilters) -> Bool {
-            (filters.app.map { $0 == bundleID } ?? true) && (filters.store.map { $0.rawValue == store } ?? true)
+            (filters.app.map { $0.isExactly(bundleID) } ?? true) && (filters.store.map { $0.rawValue == store } ?? true)
         }
     }
 
@@ -275,7 +288,7 @@ package struct RollupMoment: Sendable, Equatable {
 
 extension ChartItem {
     func admitted(by filters: ChartFilters) -> Bool {
-        (filters.app.map { $0 == bundleID } ?? true) && (filters.store.map { $0 == store } ?? true)
+        (filters.app.map { $0.isExactly(bundleID) } ?? true) && (filters.store.map { $0 == store } ?? true)
     }
 }
 

@@ -3,6 +3,7 @@ import DatabaseEngine
 import Entitlements
 import Foundation
 import FoundationEssentials
+import Identifiers
 import Logging
 package import ReceiptCore
 import Storage
@@ -158,17 +159,17 @@ extension ReadChart {
                 : min(
                     Self.marksPerPage - examined,
                     max((page.limit - running.contributionCount) * 5 / 4 + 10, 20) * (narrowed == nil ? 1 : 4))
-            let read: ([(day: Int64, appUserID: String)], [String: Ledger])
+            let read: ([(day: Int64, appUserID: String)], [Identifier: Ledger])
             do {
                 let after = cursor
                 read = try await database.read { db in
                     let marks = try RollupStore(db).marks(
                         environment: environment, family: target.family, days: target.days, after: (after.day, after.appUserID),
                         limit: want)
-                    var users = Set(marks.map(\.appUserID)).sorted()
+                    var users = Set(marks.map { Identifier($0.appUserID) }).sorted().map(\.string)
                     if let (split, value) = narrowed {
                         let holding = try AnalyticsStore(db).holding(users, split: split, value: value)
-                        users = users.filter(holding.contains)
+                        users = users.filter { holding.contains(Identifier($0)) }
                     }
                     let held = try AnalyticsStore(db).holdings(of: users)
                     return (marks, Self.ledgers(held))
@@ -177,13 +178,14 @@ extension ReadChart {
                 logger.error("the drill-down's holders could not be read", metadata: ["error": "\(error)"])
                 throw .internalFault
             }
-            var items: [String: [ChartItem]] = [:]
+            var items: [Identifier: [ChartItem]] = [:]
             for (day, user) in read.0 {
-                if items[user] == nil {
-                    items[user] =
-                        read.1[user].map { ChartEngine(ledger: $0, rates: rates, settings: settings).items(query) } ?? []
+                let holder = Identifier(user)
+                if items[holder] == nil {
+                    items[holder] =
+                        read.1[holder].map { ChartEngine(ledger: $0, rates: rates, settings: settings).items(query) } ?? []
                 }
-                running.add(items[user]!.filter { target.markDay(of: $0) == day })
+                running.add(items[holder]!.filter { target.markDay(of: $0) == day })
                 examined += 1
                 cursor = DrillCursor(day: day, appUserID: user)
                 if !page.everything, running.contributionCount >= page.limit { return (try Self.finish(running), cursor) }

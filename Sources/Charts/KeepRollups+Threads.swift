@@ -1,5 +1,6 @@
 import Analytics
 import Dispatch
+import Identifiers
 import Storage
 import Synchronization
 
@@ -9,7 +10,7 @@ extension KeepRollups {
     /// their ledger's alone), then merged as one: the sums' differences added together, the
     /// moments in the order a chart reads them.
     static func update(
-        _ ledgers: [String: Ledger], kept: [String: String], settings: AnalyticsSettings, rates: ExchangeRates,
+        _ ledgers: [Identifier: Ledger], kept: [Identifier: String], settings: AnalyticsSettings, rates: ExchangeRates,
         writtenAt: Int64, threads: Int
     ) throws -> Update {
         let users = ledgers.keys.sorted()

@@ -3,6 +3,7 @@ import Clocks
 import CoreMetrics
 import DatabaseEngine
 import Entitlements
+import Identifiers
 import Logging
 package import ReceiptCore
 import ServiceLifecycle
@@ -65,12 +66,12 @@ package struct KeepRollups: UseCase, Sendable {
     /// The settings, rates and format the rollups are built for.
     static func fingerprint(_ settings: AnalyticsSettings, ratesRevision: Int64) -> String {
         let tax = settings.taxRates.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        let prices = settings.priceTable.sorted { $0.key < $1.key }.flatMap { product, byStorefront in
+        let prices = settings.priceTable.sorted { $0.key < $1.key }.flatMap { (product, byStorefront) in
             byStorefront.sorted { $0.key < $1.key }.map { "\(product)/\($0.key)=\($0.value.milliunits) \($0.value.currency)" }
         }
         return [
             "format \(Rollup.format)", "rates \(ratesRevision)", "currency \(settings.reportingCurrency)",
-            "small business \(settings.smallBusinessApps.sorted())", "tax \(tax)", "prices \(prices)",
+            "small business \(settings.smallBusinessApps.sorted().map(\.string))", "tax \(tax)", "prices \(prices)",
         ].joined(separator: "; ")
     }
 
@@ -165,7 +166,7 @@ package struct KeepRollups: UseCase, Sendable {
             let plan = try await database.read(background: true) { db -> Plan in
                 let started = ContinuousClock.now
                 /// The holders' update, with the time read since `started` and the time computing it.
-                func computed(_ ledgers: [String: Ledger], kept: [String: String], rates: ExchangeRates, threads: Int = 1)
+                func computed(_ ledgers: [Identifier: Ledger], kept: [Identifier: String], rates: ExchangeRates, threads: Int = 1)
                     throws -> Update
                 {
                     let read = lap("read", since: started)
@@ -194,10 +195,10 @@ package struct KeepRollups: UseCase, Sendable {
                 if let everyone = changes.firstIndex(where: { $0.appUserID == ChangeLog.everyone }) {
                     return .everyone(state, changes: Array(changes[...everyone]))
                 }
-                let users = Set(changes.map(\.appUserID)).sorted()
+                let users = Set(changes.map { Identifier($0.appUserID) }).sorted().map(\.string)
                 let held = try AnalyticsStore(db).holdings(of: users)
                 var ledgers = ReadChart.ledgers(held)
-                for user in users where ledgers[user] == nil { ledgers[user] = Ledger(entries: []) }
+                for user in users where ledgers[Identifier(user)] == nil { ledgers[Identifier(user)] = Ledger(entries: []) }
                 let update = try computed(ledgers, kept: try store.holderRows(users), rates: rates)
                 return .changes(state, update, changes: changes, holders: ledgers.count)
             }
@@ -287,14 +288,14 @@ package struct KeepRollups: UseCase, Sendable {
     /// (on SQLite, on the one writer every POST waits for).
     struct Update: Sendable {
         var differences: [RollupRow] = []
-        var rows: [String: String?] = [:]
+        var rows: [Identifier: String?] = [:]
         var moments: [RollupStore.MomentRow] = []
         var marked: [(appUserID: String, mark: RollupMark)] = []
         var unmarked: [(appUserID: String, mark: RollupMark)] = []
 
         func write(_ store: RollupStore, fresh: Bool) throws {
-            try store.saveHolderRows(rows.map { ($0.key, $0.value) })
-            try store.replaceMoments(of: Array(rows.keys), with: moments, fresh: fresh)
+            try store.saveHolderRows(rows.map { ($0.key.string, $0.value) })
+            try store.replaceMoments(of: rows.keys.map(\.string), with: moments, fresh: fresh)
             try store.add(differences)
             try store.removeMarks(unmarked)
             try store.addMarks(marked)
@@ -304,7 +305,7 @@ package struct KeepRollups: UseCase, Sendable {
     /// Each holder's rows, moments and marks from their ledger now, and the sums' and marks'
     /// differences from the rows kept for them (`kept`, encoded; none for a holder not in it).
     static func update(
-        _ ledgers: [String: Ledger], kept: [String: String], settings: AnalyticsSettings, rates: ExchangeRates,
+        _ ledgers: [Identifier: Ledger], kept: [Identifier: String], settings: AnalyticsSettings, rates: ExchangeRates,
         writtenAt: Int64
     ) throws -> Update {
         var update = Update()
@@ -323,10 +324,10 @@ package struct KeepRollups: UseCase, Sendable {
                 Rollup.add(row.value, items: row.items, to: &differences[row.key, default: (0, 0)])
             }
             let (before, after) = (RollupMark.marks(of: old), RollupMark.marks(of: now.rows))
-            update.marked += after.subtracting(before).sorted().map { (user, $0) }
-            update.unmarked += before.subtracting(after).sorted().map { (user, $0) }
+            update.marked += after.subtracting(before).sorted().map { (user.string, $0) }
+            update.unmarked += before.subtracting(after).sorted().map { (user.string, $0) }
             update.rows[user] = now.rows.isEmpty ? String?.none : RollupStore.kept(now.rows, oneGroup: now.oneGroup)
-            moments.append((user, now.moments))
+            moments.append((user.string, now.moments))
         }
         update.moments = RollupStore.momentRows(moments)
         update.differences = differences.compactMap { key, sum in

@@ -2,6 +2,7 @@ package import Analytics
 import Clocks
 package import DatabaseEngine
 import Entitlements
+import Identifiers
 import Logging
 package import ReceiptCore
 import Resilience
@@ -181,27 +182,30 @@ package struct ReadChart: UseCase, Sendable {
     }
 
     /// Each person's ledger from rows read together: everyone with a subscriber row has one, with
-    /// or without purchases.
-    static func ledgers(_ holdings: AnalyticsStore.Holdings) -> [String: Ledger] {
-        var byHolder: [String: Ledger] = [:]
-        var holderOf: [String: String] = [:]
+    /// or without purchases. People and purchases by their ids' bytes, as the database keeps them.
+    static func ledgers(_ holdings: AnalyticsStore.Holdings) -> [Identifier: Ledger] {
+        var byHolder: [Identifier: Ledger] = [:]
+        var holderOf: [Identifier: Identifier] = [:]
         for c in holdings.customers {
-            byHolder[c.appUserID, default: Ledger(entries: [])].customers[c.appUserID] = Ledger.Customer(
+            let user = Identifier(c.appUserID)
+            byHolder[user, default: Ledger(entries: [])].customers[user] = Ledger.Customer(
                 firstSeen: c.firstSeen, bundleID: c.bundleID, environments: c.environments)
         }
         for held in holdings.purchases {
-            byHolder[held.appUserID, default: Ledger(entries: [])].entries.append(
+            let user = Identifier(held.appUserID)
+            byHolder[user, default: Ledger(entries: [])].entries.append(
                 Ledger.Entry(appUserID: held.appUserID, bundleID: held.bundleID, purchase: held.purchase))
-            holderOf[held.purchase.originalTransactionID] = held.appUserID
+            holderOf[Identifier(held.purchase.originalTransactionID)] = user
         }
         for r in holdings.renewals {
-            guard let holder = holderOf[r.originalTransactionID] else { continue }
-            byHolder[holder]?.renewals[r.originalTransactionID] = Ledger.RenewalState(
+            let original = Identifier(r.originalTransactionID)
+            guard let holder = holderOf[original] else { continue }
+            byHolder[holder]?.renewals[original] = Ledger.RenewalState(
                 autoRenewStatus: r.autoRenewStatus, isInBillingRetryPeriod: r.isInBillingRetryPeriod,
                 gracePeriodExpiresDate: r.gracePeriodExpiresDate, storeState: r.storeState)
         }
         for r in holdings.refundRequests {
-            guard let holder = holderOf[r.originalTransactionID] else { continue }
+            guard let holder = holderOf[Identifier(r.originalTransactionID)] else { continue }
             byHolder[holder]?.refundRequests.append(r.event)
         }
         return byHolder

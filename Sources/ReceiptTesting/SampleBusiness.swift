@@ -1,6 +1,7 @@
 package import Analytics
 package import DatabaseEngine
 package import Entitlements
+package import Identifiers
 package import Storage
 
 private let day: Int64 = 86_400_000
@@ -95,14 +96,14 @@ package enum SampleBusiness {
     /// When its people were first seen, from `seed`: each subscriber up to ten days before their
     /// first purchase (or after it: then the purchase is when), and ten people who bought nothing,
     /// one of them a sandbox tester.
-    package static func customers(seed: UInt64) -> [String: Ledger.Customer] {
+    package static func customers(seed: UInt64) -> [Identifier: Ledger.Customer] {
         var rng = SeededGenerator(seed: seed &+ 1)
-        var customers: [String: Ledger.Customer] = [:]
+        var customers: [Identifier: Ledger.Customer] = [:]
         for user in 0..<30 {
-            customers["u\(user)"] = Ledger.Customer(firstSeen: origin + Int64.random(in: -10..<60, using: &rng) * day)
+            customers[Identifier("u\(user)")] = Ledger.Customer(firstSeen: origin + Int64.random(in: -10..<60, using: &rng) * day)
         }
         for n in 0..<10 {
-            customers["n\(n)"] = Ledger.Customer(
+            customers[Identifier("n\(n)")] = Ledger.Customer(
                 firstSeen: origin + Int64.random(in: 0..<(200 * day), using: &rng), bundleID: n % 3 == 0 ? "com.y" : "com.x",
                 environments: n == 9 ? ["sandbox"] : n % 2 == 0 ? ["production"] : [])
         }
@@ -113,24 +114,27 @@ package enum SampleBusiness {
     /// were saved: a subscriber row for who bought nothing, and each row's first seen. Those
     /// ``customers(seed:)`` gives an AppTransaction's app or environment are left out (these tests
     /// store none); what is stored is returned, as the ledger's customers.
-    package static func storeCustomers(seed: UInt64, in db: Database) throws -> [String: Ledger.Customer] {
+    package static func storeCustomers(seed: UInt64, in db: Database) throws -> [Identifier: Ledger.Customer] {
         let stored = customers(seed: seed).filter { $0.value.environments.isEmpty }.mapValues {
             Ledger.Customer(firstSeen: $0.firstSeen)
         }
         let store = ReceiptStore(db)
         for (user, customer) in stored.sorted(by: { $0.key < $1.key }) {
-            try store.addSubscriber(user, now: customer.firstSeen)
-            try db.cached("UPDATE subscribers SET first_seen_at = ? WHERE app_user_id = ?").bind([customer.firstSeen, user]).run()
+            try store.addSubscriber(user.string, now: customer.firstSeen)
+            try db.cached("UPDATE subscribers SET first_seen_at = ? WHERE app_user_id = ?").bind([
+                customer.firstSeen, user.string,
+            ])
+            .run()
         }
         return stored
     }
 
     /// When everyone storage knows was first seen, as a ledger's customers: what the engine must
     /// be given to answer as the charts read from storage do.
-    package static func storedCustomers(in db: Database) throws -> [String: Ledger.Customer] {
+    package static func storedCustomers(in db: Database) throws -> [Identifier: Ledger.Customer] {
         let q = try db.cached("SELECT app_user_id, coalesce(first_seen_at, created_at) FROM subscribers")
-        var customers: [String: Ledger.Customer] = [:]
-        while try q.step() { customers[q.text(0)!] = Ledger.Customer(firstSeen: q.int(1)) }
+        var customers: [Identifier: Ledger.Customer] = [:]
+        while try q.step() { customers[Identifier(q.text(0)!)] = Ledger.Customer(firstSeen: q.int(1)) }
         return customers
     }
 
@@ -194,7 +198,7 @@ package enum SampleBusiness {
     /// What the engine sees of the facts without storage: the same purchases, held by the same
     /// users, and their refund requests.
     package static func ledger(
-        _ facts: VerifiedFacts, owners: [String: String], customers: [String: Ledger.Customer] = [:]
+        _ facts: VerifiedFacts, owners: [String: String], customers: [Identifier: Ledger.Customer] = [:]
     ) -> Ledger {
         Ledger(
             entries: facts.purchases.map {
@@ -204,7 +208,7 @@ package enum SampleBusiness {
             renewals: Dictionary(
                 uniqueKeysWithValues: facts.renewals.map {
                     (
-                        $0.fact.originalTransactionID,
+                        Identifier($0.fact.originalTransactionID),
                         Ledger.RenewalState(
                             autoRenewStatus: $0.fact.autoRenewStatus, isInBillingRetryPeriod: $0.fact.isInBillingRetryPeriod,
                             gracePeriodExpiresDate: $0.fact.gracePeriodExpiresDate)

@@ -2,6 +2,7 @@ package import Analytics
 package import DatabaseEngine
 package import Entitlements
 import Foundation
+package import Identifiers
 
 /// What the charts read (the transactions of an environment with their holder and app, a page of
 /// holders at a time, and each subscription's current renewal info; one customer's for their
@@ -115,7 +116,7 @@ package struct AnalyticsStore {
     /// their first purchase's, one of theirs). What a drill-down into one group's figure reads
     /// the ledgers of; someone who bought nothing is in no such group but `unknown`, which the
     /// caller does not narrow by.
-    package func holding(_ users: [String], split: RollupSplit, value: String) throws -> Set<String> {
+    package func holding(_ users: [String], split: RollupSplit, value: String) throws -> Set<Identifier> {
         let column = split == .product ? "t.product_id" : "t.storefront"
         let q = try db.cached(
             """
@@ -123,10 +124,10 @@ package struct AnalyticsStore {
             FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
             WHERE o.app_user_id IN \(Self.inList) AND \(column) = ?
             """)
-        var holders: Set<String> = []
+        var holders: Set<Identifier> = []
         for chunk in Self.inListChunks(users) {
             try q.bind(chunk + [value])
-            while try q.step() { holders.insert(q.text(0)!) }
+            while try q.step() { holders.insert(Identifier(q.text(0)!)) }
         }
         return holders
     }
@@ -168,15 +169,15 @@ package struct AnalyticsStore {
     /// People from their subscriber rows (id, first seen) and their AppTransactions' rows (id,
     /// app, environment, first stored).
     private func customers(_ people: Statement, appTransactions: Statement) throws -> [CustomerRow] {
-        var rows: [String: CustomerRow] = [:]
-        var order: [String] = []
+        var rows: [Identifier: CustomerRow] = [:]
+        var order: [Identifier] = []
         while try people.step() {
-            let user = people.text(0)!
+            let user = Identifier(people.text(0)!)
             if rows[user] == nil { order.append(user) }
-            rows[user] = CustomerRow(appUserID: user, firstSeen: people.int(1), bundleID: nil, environments: [])
+            rows[user] = CustomerRow(appUserID: user.string, firstSeen: people.int(1), bundleID: nil, environments: [])
         }
         while try appTransactions.step() {
-            let user = appTransactions.text(0)!
+            let user = Identifier(appTransactions.text(0)!)
             guard var row = rows[user] else { continue }
             row.firstSeen = min(row.firstSeen, appTransactions.int(3))
             if row.bundleID == nil { row.bundleID = appTransactions.text(1) }

@@ -1,6 +1,7 @@
 package import Analytics
 package import DatabaseEngine
 import Gzip
+package import Identifiers
 
 /// The chart rollups: their state, each holder's last rows, the sums by day and the exact items
 /// of today's instants; and the marks drill-downs find holders by. On PostgreSQL, tables of the
@@ -95,10 +96,10 @@ package struct RollupStore {
         var (marks, unread): ([(appUserID: String, mark: RollupMark)], [String]) = ([], [])
         for (id, rows) in try holderRows(ids).sorted(by: { $0.key < $1.key }) {
             guard let theirs = marksOf(rows) else {
-                unread.append(id)
+                unread.append(id.string)
                 continue
             }
-            marks += theirs.sorted().map { (id, $0) }
+            marks += theirs.sorted().map { (id.string, $0) }
         }
         note("rollup_marks", try removeMarks(marks))
         for id in unread {
@@ -117,13 +118,14 @@ package struct RollupStore {
 
     // MARK: Holders
 
-    /// Holders' rows as last kept (encoded), of those with any: a hundred a statement.
-    package func holderRows(_ users: [String]) throws -> [String: String] {
+    /// Holders' rows as last kept (encoded), of those with any: a hundred a statement. By the
+    /// holder's id as its bytes, as the table's key.
+    package func holderRows(_ users: [String]) throws -> [Identifier: String] {
         let q = try db.cached("SELECT app_user_id, rows FROM rollup_holders WHERE app_user_id IN \(AnalyticsStore.inList)")
-        var rows: [String: String] = [:]
+        var rows: [Identifier: String] = [:]
         for chunk in AnalyticsStore.inListChunks(users) {
             try q.bind(chunk)
-            while try q.step() { rows[q.text(0)!] = q.text(1)! }
+            while try q.step() { rows[Identifier(q.text(0)!)] = q.text(1)! }
         }
         return rows
     }

@@ -1,4 +1,5 @@
 import Entitlements
+import Identifiers
 import Testing
 
 @testable import Analytics
@@ -19,7 +20,9 @@ import Testing
             now: now)
     }
 
-    func answer(_ entries: [Ledger.Entry], _ q: ChartQuery, renewals: [String: Ledger.RenewalState] = [:]) throws -> ChartAnswer {
+    func answer(_ entries: [Ledger.Entry], _ q: ChartQuery, renewals: [Identifier: Ledger.RenewalState] = [:]) throws
+        -> ChartAnswer
+    {
         try ChartEngine(ledger: Ledger(entries: entries, renewals: renewals), rates: Self.rates, settings: Self.settings).answer(
             q)
     }
@@ -142,7 +145,7 @@ import Testing
         sale("s1", user: "sol", original: "s", from: at(2026, 1, 1), to: at(2026, 2, 1), price: 5000),
         sale("s2", user: "sol", original: "s", from: at(2026, 3, 5), to: at(2026, 4, 5), price: 5000),
     ]
-    static let churnRenewals = [
+    static let churnRenewals: [Identifier: Ledger.RenewalState] = [
         "r": Ledger.RenewalState(autoRenewStatus: true, isInBillingRetryPeriod: true, gracePeriodExpiresDate: at(2026, 2, 21))
     ]
 
@@ -185,7 +188,9 @@ import Testing
             sale("h0", user: "hank", original: "h", from: at(2026, 1, 3), to: at(2026, 1, 10), trial: true),
             sale("g0", user: "gina", original: "g", from: at(2026, 3, 28), to: at(2026, 4, 4), trial: true),
         ]
-        let renewals = ["h": Ledger.RenewalState(autoRenewStatus: false), "g": Ledger.RenewalState(autoRenewStatus: true)]
+        let renewals: [Identifier: Ledger.RenewalState] = [
+            "h": Ledger.RenewalState(autoRenewStatus: false), "g": Ledger.RenewalState(autoRenewStatus: true),
+        ]
         let a = try answer(ledger, Self.months(.trialConversion, now: at(2026, 4, 1)), renewals: renewals)
         #expect(a.values[0]["trials"] == .count(3))
         #expect(a.values[0]["converted"] == .count(1) && a.values[0]["abandoned"] == .count(2))

@@ -73,4 +73,67 @@ import Testing
         }
         #expect(checked > 1000)
     }
+
+    /// Ids are their bytes (Docs/api.md "Identifiers"): in a sample business whose people,
+    /// purchases, products and apps come in pairs of two spellings of one text (``Respelling``),
+    /// every chart, whole, filtered by app or product and split by each dimension, has the figures,
+    /// groups, missing prices and drill-downs of the business as first spelt. With `String` keys,
+    /// the pairs' customers, subscriptions, products and apps were one each.
+    @Test(arguments: [5, 40] as [UInt64])
+    func twoSpellingsOfAnIdAreTwoIds(seed: UInt64) throws {
+        let (facts, owners) = SampleBusiness.business(seed: seed)
+        let ledger = SampleBusiness.ledger(facts, owners: owners, customers: SampleBusiness.customers(seed: seed))
+        let spell = Respelling(ledger, settings: SampleBusiness.settings)
+        let respelt = spell(ledger)
+        #expect(Respelling.merged(respelt.entries.map(\.appUserID)) >= 10)
+        #expect(Respelling.merged(respelt.entries.map(\.purchase.originalTransactionID)) >= 10)
+        #expect(Respelling.merged(respelt.entries.map(\.purchase.productID)) >= 1)
+        #expect(Respelling.merged(respelt.entries.map(\.bundleID)) >= 1)
+        let engine = ChartEngine(ledger: ledger, rates: RollupTests.rates, settings: SampleBusiness.settings)
+        let other = ChartEngine(ledger: respelt, rates: RollupTests.rates, settings: spell(SampleBusiness.settings))
+        let now = SampleBusiness.origin + 150 * 86_400_000
+        var drills = 0
+        for chart in Chart.allCases {
+            for filters in [ChartFilters(), ChartFilters(app: "com.y"), ChartFilters(product: "monthly")] {
+                for dimension in [nil] + ChartDimension.allCases.filter(chart.splits(by:)) {
+                    let q = ChartQuery(
+                        chart: chart, from: SampleBusiness.origin - 86_400_000, to: now, resolution: .month,
+                        filters: filters, now: now, groupBy: dimension)
+                    var asked = q
+                    asked.filters.app = filters.app.map { spell($0) }
+                    asked.filters.product = filters.product.map { spell($0) }
+                    let (a, b) = (try engine.answer(q), try other.answer(asked))
+                    let what = "\(chart) \(filters) by \(String(describing: dimension))"
+                    #expect(b.figures == a.figures, "\(what)")
+                    #expect(b.leftOut == a.leftOut, "\(what)")
+                    #expect(b.groups.count == a.groups.count, "\(what)")
+                    let groups = Dictionary(uniqueKeysWithValues: a.groups.map { ($0.value, $0.figures) })
+                    for g in b.groups { #expect(groups[spell.undo(g.value)] == g.figures, "\(what): \(g.value)") }
+                    #expect(
+                        b.missingPrices.map { "\(spell.undo($0.productID)) \($0.storefront ?? "") \($0.transactions)" }.sorted()
+                            == a.missingPrices.map { "\($0.productID) \($0.storefront ?? "") \($0.transactions)" }.sorted(),
+                        "\(what)")
+                    // The drill-down of the whole's first figure that is not zero, of a measure summed.
+                    guard dimension == nil,
+                        let (i, measure) = a.periods.indices.lazy.flatMap({ i in
+                            a.measures.lazy.filter { chart.parts(of: $0) == nil }.map { (i, $0) }
+                        }).first(where: { a.figures[$0.0, $0.1].map { $0 != .count(0) && $0 != .money(0) } ?? false })
+                    else { continue }
+                    let label = a.periods[i].label
+                    let (x, y) = (
+                        try engine.drill(q, period: label, measure: measure),
+                        try other.drill(asked, period: label, measure: measure)
+                    )
+                    func rows(_ d: Drill, _ undo: (String) -> String) -> [String] {
+                        d.contributions.map {
+                            "\(undo($0.appUserID)) \(undo($0.originalTransactionID)) \(undo($0.transactionID ?? "")) \($0.value)"
+                        }.sorted()
+                    }
+                    #expect(rows(y, spell.undo) == rows(x, { $0 }), "\(what): \(measure) in \(label)")
+                    drills += 1
+                }
+            }
+        }
+        #expect(drills >= Chart.allCases.count)
+    }
 }

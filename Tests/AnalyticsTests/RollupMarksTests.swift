@@ -1,4 +1,5 @@
 import Entitlements
+import Identifiers
 import ReceiptTesting
 import Testing
 
@@ -41,7 +42,7 @@ struct RollupMarksTests {
             for holder in holders {
                 let rows = Rollup.holder(holder, settings: settings, rates: rates, writtenAt: written).rows
                 for mark in RollupMark.marks(of: rows) where mark.environment == "production" {
-                    marked.append((mark.day, mark.family, holder.entries.first?.appUserID ?? holder.customers.keys.first!))
+                    marked.append((mark.day, mark.family, holder.entries.first?.appUserID ?? holder.customers.keys.first!.string))
                 }
             }
             marked.sort { ($0.day, $0.user) < ($1.day, $1.user) }
@@ -56,7 +57,7 @@ struct RollupMarksTests {
                     let items = Dictionary(
                         uniqueKeysWithValues: holders.map {
                             (
-                                $0.entries.first?.appUserID ?? $0.customers.keys.first!,
+                                $0.entries.first?.appUserID ?? $0.customers.keys.first!.string,
                                 ChartEngine(ledger: $0, rates: rates, settings: settings).items(q)
                             )
                         })

@@ -3,7 +3,9 @@ import Clocks
 import DatabaseEngine
 import Entitlements
 import Foundation
+import Identifiers
 import Logging
+import ReceiptCore
 import ReceiptTesting
 import Storage
 import Testing
@@ -98,6 +100,85 @@ struct ReadChartTests {
                 ChartQuery(chart: .revenue, from: Self.origin, to: Self.now, resolution: .month, now: Self.now))
             #expect(revenue.values.contains { ($0["refunds"] ?? .money(0)) != .money(0) })
             #expect(!revenue.missingRates.isEmpty)
+        }
+    }
+
+    /// Ids are their bytes, through storage too: the sample business saved with its people,
+    /// purchases, products and apps in pairs of two spellings of one text (``Respelling``) reads,
+    /// from the ledger and then from the rollups, what the engine answers for it as first spelt:
+    /// every chart by month, whole, for one app and split by product and app; and drill-downs,
+    /// into one product's figure too (the holders of a group found in SQL, then summed in Swift).
+    @Test(arguments: await testDialects())
+    func twoSpellingsOfAnIdAreTwoIdsThroughStorage(dialect: Database.Dialect) async throws {
+        let settings = SampleBusiness.settings
+        try await withScratchDirectory("spellings") { dir in
+            let queue = try await migratedQueue(dialect, in: dir)
+            let (facts, owners) = SampleBusiness.business(seed: 39)
+            let spell = Respelling(SampleBusiness.ledger(facts, owners: owners), settings: settings)
+            let (respelt, holders) = (spell(facts), spell(owners))
+            try await queue.write { db in
+                let store = ReceiptStore(db)
+                for (original, user) in holders {
+                    var mine = respelt
+                    mine.purchases = respelt.purchases.filter { $0.fact.originalTransactionID.isExactly(original) }
+                    mine.renewals = respelt.renewals.filter { $0.fact.originalTransactionID.isExactly(original) }
+                    _ = try store.save(mine, for: user, now: 1)
+                }
+                try SampleBusiness.storeRefundRequests(respelt, in: db)
+                _ = try AnalyticsStore(db).importRates(SampleBusiness.rates)
+            }
+            let stored = try await queue.read { db in try SampleBusiness.storedCustomers(in: db) }
+            #expect(stored.count == Set(owners.values).count)
+            let customers = Dictionary(uniqueKeysWithValues: stored.map { (Identifier(spell.undo($0.key.string)), $0.value) })
+            let engine = ChartEngine(
+                ledger: SampleBusiness.ledger(facts, owners: owners, customers: customers),
+                rates: ExchangeRates(ReadChart.rows(SampleBusiness.rates)), settings: settings)
+            let context = UseCaseContext.testing(queue, clock: WallClock { Self.now })
+            let read = ReadChart(context: context, settings: spell(settings), holdersPerPage: 7)
+            for fromRollups in [false, true] {
+                if fromRollups { _ = try await KeepRollups(context: context, settings: spell(settings)).catchUp() }
+                for chart in Chart.allCases {
+                    for (app, groupBy) in [(nil, nil), ("com.y", nil), (nil, .product), (nil, .app)]
+                        as [(String?, ChartDimension?)]
+                    where groupBy.map(chart.splits(by:)) ?? true && (!chart.isCohorted || app == nil) {
+                        let asked = ReadChart.Input(
+                            chart: chart, from: Self.origin, to: Self.now, resolution: .month,
+                            filters: ChartFilters(app: app.map { spell($0) }), groupBy: groupBy)
+                        let answer = try await read(asked)
+                        let q = ChartQuery(
+                            chart: chart, from: Self.origin, to: Self.now, resolution: .month,
+                            filters: ChartFilters(app: app), now: Self.now, groupBy: groupBy)
+                        let expected = try await onTheHeavyLane { try engine.answer(q) }
+                        let what = "\(chart), app \(app ?? "any"), by \(String(describing: groupBy)), rollups \(fromRollups)"
+                        #expect(answer.fromRollups == (fromRollups && Rollup.answers(q, reportingCurrency: "EUR")), "\(what)")
+                        #expect(answer.figures == expected.figures, "\(what)")
+                        #expect(answer.groups.count == expected.groups.count, "\(what)")
+                        let groups = Dictionary(uniqueKeysWithValues: expected.groups.map { ($0.value, $0.figures) })
+                        for g in answer.groups { #expect(groups[spell.undo(g.value)] == g.figures, "\(what): \(g.value)") }
+                    }
+                }
+                func key(_ c: Contribution, _ undo: (String) -> String) -> String {
+                    "\(undo(c.appUserID)) \(undo(c.transactionID ?? "")) \(c.value)"
+                }
+                for (chart, measure, product, month) in [
+                    (Chart.revenue, "gross", nil, 2), (.mrr, "mrr", nil, 2), (.cohorts, "paying_1", nil, 2),
+                    (.revenue, "gross", "monthly", 2),
+                ] as [(Chart, String, String?, Int64)] {
+                    let period = PeriodGrid.label(2026, month, 1)
+                    let input = ReadChart.Input(
+                        chart: chart, from: Self.origin, to: Self.now, resolution: .month,
+                        groupBy: product.map { _ in .product }, group: product.map { spell($0) })
+                    var q = ChartQuery(chart: chart, from: Self.origin, to: Self.now, resolution: .month, now: Self.now)
+                    (q.groupBy, q.group) = (input.groupBy, product)
+                    let drilled = try await read.drill(input, period: period, measure: measure).drill
+                    let expected = try engine.drill(q, period: period, measure: measure)
+                    #expect(drilled.value == expected.value && !expected.contributions.isEmpty, "\(chart) \(measure)")
+                    #expect(
+                        drilled.contributions.map { key($0, spell.undo) }.sorted()
+                            == expected.contributions.map { key($0, { $0 }) }.sorted(),
+                        "\(chart) \(measure), rollups \(fromRollups)")
+                }
+            }
         }
     }
 }

@@ -48,7 +48,7 @@ extension LayeringTests {
         "HTTPServer": ["CLinux", "JSON"],
         // Facts and what is computed from them: pure.
         "Entitlements": ["Identifiers"],
-        "Analytics": ["Entitlements"],
+        "Analytics": ["Entitlements", "Identifiers"],
         "Offers": ["Entitlements", "Identifiers", "JSON"],
         "Retention": ["Analytics", "Entitlements", "Identifiers", "JSON"],
         "RevenueCatProtocol": ["Entitlements", "Identifiers", "JSON"],
@@ -77,8 +77,8 @@ extension LayeringTests {
             "Workers",
         ],
         "Charts": [
-            "Analytics", "AppStore", "Clocks", "Entitlements", "ReceiptCore", "Resilience", "DatabaseEngine", "Storage",
-            "Workers",
+            "Analytics", "AppStore", "Clocks", "Entitlements", "Identifiers", "ReceiptCore", "Resilience", "DatabaseEngine",
+            "Storage", "Workers",
         ],
         "Operations": [
             "Analytics", "Clocks", "Entitlements", "Gzip", "Identifiers", "JSON", "ReceiptCore", "DatabaseEngine",

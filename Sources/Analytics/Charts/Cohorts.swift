@@ -1,4 +1,5 @@
 import Entitlements
+import Identifiers
 
 extension ChartDefinition {
     /// Cohorts: customers by the period of their first paid subscription period, their net revenue
@@ -19,11 +20,11 @@ extension ItemRecorder {
     /// Customers by the instant of their first paid subscription period: that instant, the time
     /// they pay (through any of their subscriptions), and their net revenue.
     mutating func cohorts() {
-        var linesByUser: [String: [Int]] = [:]
-        for (n, line) in lines.enumerated() { linesByUser[line.appUserID, default: []].append(n) }
-        var firstPaid: [String: Ledger.Entry] = [:]
+        var linesByUser: [Identifier: [Int]] = [:]
+        for (n, line) in lines.enumerated() { linesByUser[Identifier(line.appUserID), default: []].append(n) }
+        var firstPaid: [Identifier: Ledger.Entry] = [:]
         for e in admitted where e.purchase.isPaidPeriod && e.purchase.purchaseDate != nil {
-            if firstPaid[e.appUserID] == nil { firstPaid[e.appUserID] = e }
+            if firstPaid[Identifier(e.appUserID)] == nil { firstPaid[Identifier(e.appUserID)] = e }
         }
         // A customer is in the group of their first paid period, whatever the rest was.
         defer { personGroup = nil }
@@ -43,7 +44,7 @@ extension ItemRecorder {
             for piece in pieces { stock("paying", from: piece.start, to: piece.end, 1, piece.entry, cohort: cohort) }
         }
         for e in admitted {
-            guard let first = firstPaid[e.appUserID], let cohort = first.purchase.purchaseDate else { continue }
+            guard let first = firstPaid[Identifier(e.appUserID)], let cohort = first.purchase.purchaseDate else { continue }
             personGroup = group(ofPerson: first.value(of:))
             revenue("revenue", of: e, cohort: cohort)
         }

@@ -1,4 +1,5 @@
 import Entitlements
+import Identifiers
 
 /// One thing Apple said of a refund request about a transaction (a V2 notification), with
 /// receiptd's answer on a request.
@@ -112,9 +113,9 @@ extension ChartDefinition {
 extension ItemRecorder {
     mutating func refundRequests() {
         guard !ledger.refundRequests.isEmpty else { return }
-        let byTransaction = Dictionary(grouping: ledger.refundRequests, by: \.transactionID)
+        let byTransaction = Dictionary(grouping: ledger.refundRequests) { Identifier($0.transactionID) }
         for e in admitted {
-            guard let events = byTransaction[e.purchase.transactionID] else { continue }
+            guard let events = byTransaction[Identifier(e.purchase.transactionID)] else { continue }
             let refundedAt = e.purchase.isRefunded ? e.purchase.cancellationDate : nil
             for r in RefundRequest.requests(events, refundedAt: refundedAt) {
                 // Split by reason: the request's items are in its reason's group.

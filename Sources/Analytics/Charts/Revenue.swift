@@ -1,4 +1,5 @@
 import Entitlements
+import Identifiers
 
 extension ChartDefinition {
     /// Revenue: each sale in the period it was made, its refund (whenever it came) booked back to
@@ -23,11 +24,11 @@ extension ItemRecorder {
     /// revenue); its net is new revenue when it is its customer's first payment (among the sales
     /// the filters admit), renewal revenue otherwise (renewals, later purchases, offers).
     mutating func revenue() {
-        var paid: Set<String> = []
+        var paid: Set<Identifier> = []
         for e in admitted {
             guard let at = e.purchase.purchaseDate else { continue }
             // Their first payment, priced or not (a sale left out is still the first).
-            let first = e.purchase.isPayment && paid.insert(e.appUserID).inserted
+            let first = e.purchase.isPayment && paid.insert(Identifier(e.appUserID)).inserted
             let (charge, notes) = charge(e)
             guard let c = charge else {
                 if !notes.isEmpty { flow("", at: at, 0, e, notes: notes) }

@@ -1,4 +1,5 @@
 import Entitlements
+import Identifiers
 
 extension ChartDefinition {
     /// Trial conversion: each subscription's first free trial, in the cohort of its customer's
@@ -25,7 +26,7 @@ extension ItemRecorder {
             guard let trial = line.entries.first(where: { $0.purchase.isFreeTrial && !$0.purchase.isFamilyShared }),
                 let start = trial.purchase.purchaseDate
             else { continue }
-            let cohort = firstSeen[line.appUserID] ?? start
+            let cohort = firstSeen[Identifier(line.appUserID)] ?? start
             flow("trials", at: start, 1, trial, cohort: cohort)
             let paid = line.entries.first { $0.purchase.isPaidPeriod && ($0.purchase.purchaseDate ?? .min) >= start }
             let paidFrom = paid?.purchase.purchaseDate ?? .max

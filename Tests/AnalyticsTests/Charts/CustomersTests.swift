@@ -1,4 +1,5 @@
 import Entitlements
+import Identifiers
 import Testing
 
 @testable import Analytics

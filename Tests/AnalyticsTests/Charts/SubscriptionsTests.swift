@@ -1,4 +1,5 @@
 import Entitlements
+import Identifiers
 import Testing
 
 @testable import Analytics
@@ -58,7 +59,7 @@ import Testing
     @Test func subscriptionStatusAtEachPeriodsEnd() throws {
         // Alice turned renewal off; Bob's February 10th charge failed: a grace period to the 16th,
         // then the App Store retrying.
-        let renewals = [
+        let renewals: [Identifier: Ledger.RenewalState] = [
             "a": Ledger.RenewalState(autoRenewStatus: false),
             "b": Ledger.RenewalState(
                 autoRenewStatus: true, isInBillingRetryPeriod: true, gracePeriodExpiresDate: at(2026, 2, 16)),

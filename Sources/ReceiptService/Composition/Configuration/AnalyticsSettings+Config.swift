@@ -1,5 +1,6 @@
 import Analytics
 import Entitlements
+import Identifiers
 
 extension AnalyticsSettings {
     /// `analytics.*`: the reporting currency, Apple's Small Business Program, tax and the price
@@ -30,7 +31,7 @@ extension AnalyticsSettings {
             taxRates[parts[0]] = percent
         }
         // The last resort for sales nobody priced: `PRODUCT@STOREFRONT=9.99 EUR` (storefront `*`: any).
-        var priceTable: [String: [String: TablePrice]] = [:]
+        var priceTable: [Identifier: [String: TablePrice]] = [:]
         for item in try c.strings("analytics.priceTable", default: []) {
             guard let (product, storefront, price) = Self.tableRow(item) else {
                 throw ConfigurationError(
@@ -38,10 +39,11 @@ extension AnalyticsSettings {
                     message: "each item must be PRODUCT@STOREFRONT=AMOUNT CURRENCY (e.g. pro.monthly@*=9.99 USD), got \"\(item)\""
                 )
             }
-            priceTable[product, default: [:]][storefront] = price
+            priceTable[Identifier(product), default: [:]][storefront] = price
         }
         return AnalyticsSettings(
-            reportingCurrency: currency, smallBusinessApps: Set(smallBusiness), taxRates: taxRates, priceTable: priceTable)
+            reportingCurrency: currency, smallBusinessApps: Set(smallBusiness.map { Identifier($0) }), taxRates: taxRates,
+            priceTable: priceTable)
     }
 
     static func tableRow(_ item: String) -> (String, String, TablePrice)? {
