@@ -1,5 +1,6 @@
 package import DatabaseEngine
 package import Entitlements
+import Identifiers
 
 /// What `receiptd backfill-prices` reads and writes (Migrations/0017_price_history.sql): the App
 /// Store purchases with a transaction no store has priced and nobody has asked Apple about yet,
@@ -50,7 +51,7 @@ package struct PriceBackfillStore {
             RETURNING original_transaction_id
             """)
         let rank = Int64(PriceSource.allCases.firstIndex(of: .storeHistory)!)
-        var changedOriginals: Set<String> = []
+        var changedOriginals: Set<Identifier> = []
         var count = 0
         defer { update.reset() }  // an UPDATE … RETURNING stepped once is still running until reset
         for (transactionID, commerce) in priced {
@@ -62,14 +63,16 @@ package struct PriceBackfillStore {
                     .firstText()
             else { continue }
             count += 1
-            changedOriginals.insert(changed)
+            changedOriginals.insert(Identifier(changed))
         }
         try db.cached("UPDATE transactions SET price_history_asked_at = ? WHERE original_transaction_id = ?")
             .bind([now, original]).run()
         var holders: [String] = []
         let owner = try db.cached("SELECT app_user_id FROM ownership WHERE original_transaction_id = ?")
         for original in changedOriginals.sorted() {
-            if let user = try owner.bind([original]).firstText(), !holders.contains(user) { holders.append(user) }
+            if let user = try owner.bind([original.string]).firstText(), !holders.contains(where: { $0.isExactly(user) }) {
+                holders.append(user)
+            }
         }
         try ReceiptStore(db).factsChanged(holders, at: now)
         return (holders, count)

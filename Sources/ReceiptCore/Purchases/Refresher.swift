@@ -194,12 +194,14 @@ package final class Refresher: UseCase, Sendable {
             throw .internalFault
         }
         guard let subscriber else { throw .subscriberNotFound }
-        var expiries: [String: Int64] = [:]
+        var expiries: [Identifier: Int64] = [:]
         for p in subscriber.purchases {
-            expiries[p.fact.originalTransactionID] = max(expiries[p.fact.originalTransactionID] ?? 0, p.fact.expiresDate ?? 0)
+            let original = Identifier(p.fact.originalTransactionID)
+            expiries[original] = max(expiries[original] ?? 0, p.fact.expiresDate ?? 0)
         }
         var outcomes: [(String, String)] = []
-        for (original, expiresAt) in expiries.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+        for (key, expiresAt) in expiries.sorted(by: { $0.key < $1.key }) {
+            let original = key.string
             let candidate = RefreshCandidate(
                 originalTransactionID: original, holder: subscriber.appUserID, expiresAt: expiresAt, inBillingRetry: false,
                 gracePeriodExpiresAt: nil, lastCheckedAt: nil, failures: 0, nextAttemptAt: now)

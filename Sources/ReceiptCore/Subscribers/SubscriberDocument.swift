@@ -1,6 +1,7 @@
 import Analytics
 import AppStore
 package import Entitlements
+import Identifiers
 package import JSON
 import Storage
 
@@ -120,8 +121,8 @@ package struct SubscriberDocument: Sendable {
         var states = byProduct.values.map {
             ProductStateStore.Entry(kind: "subscription", productID: $0.productID, state: $0.state.rawValue)
         }
-        var seen: Set<String> = []
-        for p in others where seen.insert(p.kind.name + ":" + p.productID).inserted {  // newest first
+        var seen: Set<Identifier> = []
+        for p in others where seen.insert(Identifier(p.kind.name + ":" + p.productID)).inserted {  // newest first
             states.append(ProductStateStore.Entry(kind: p.kind.name, productID: p.productID, state: Self.state(p)))
         }
         productStates = states + promotional

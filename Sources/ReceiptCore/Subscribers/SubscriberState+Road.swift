@@ -1,4 +1,5 @@
 package import DatabaseEngine
+import Identifiers
 package import Logging
 import Storage
 
@@ -30,8 +31,8 @@ extension SubscriberState {
     package func settleStored(_ changed: [String], database: DatabaseQueue, now: Int64, logger: Logger, after what: String) async
     {
         do {
-            var seen: Set<String> = []
-            try await settle(changed.filter { seen.insert($0).inserted }, database: database, now: now)
+            var seen: Set<Identifier> = []  // two spellings of an id are two subscribers
+            try await settle(changed.filter { seen.insert(Identifier($0)).inserted }, database: database, now: now)
         } catch {
             logger.warning("\(what) stored; its subscribers are derived on their next read", metadata: ["error": "\(error)"])
         }

@@ -3,6 +3,7 @@ import Entitlements
 import Foundation
 import Identifiers
 import JSON
+import Logging
 import ReceiptTesting
 import Storage
 import Testing
@@ -52,6 +53,30 @@ struct SubscriberStateTests {
             let types = try await queue.run { db in try EventStore(db).page(for: "u", limit: 10, before: nil).map(\.type) }
             #expect(types == ["expiration", "cancellation", "initial_purchase"])
             #expect(try await state.current("nobody", database: queue, now: t0) == nil)
+        }
+    }
+
+    /// Two spellings of an id are two subscribers (Docs/api.md "Identifiers"): a save that changed
+    /// both settles both, each deriving and recording its own events.
+    @Test func aSaveThatChangedTwoSpellingsOfAnIdSettlesBoth() async throws {
+        let (nfc, nfd) = ("Zo\u{00EB}", "Zoe\u{0308}")
+        try await withScratchDirectory("receiptd-state") { dir in
+            let queue = try DatabaseQueue(path: dir + "/db.sqlite")
+            try queue.runBlocking { db in
+                _ = try Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(db)
+                var other = monthly()
+                other.purchases[0].fact.transactionID = "t2"
+                other.purchases[0].fact.originalTransactionID = "o2"
+                other.renewals[0].fact.originalTransactionID = "o2"
+                _ = try ReceiptStore(db).save(monthly(), for: nfc, now: t0 + day)
+                _ = try ReceiptStore(db).save(other, for: nfd, now: t0 + day)
+            }
+            await state.settleStored(
+                [nfc, nfd], database: queue, now: t0 + 2 * day, logger: Logger(label: "test"), after: "a test")
+            for user in [nfc, nfd] {
+                let types = try await queue.run { db in try EventStore(db).page(for: user, limit: 10, before: nil).map(\.type) }
+                #expect(types == ["cancellation", "initial_purchase"], "\(Array(user.utf8))")
+            }
         }
     }
 }
