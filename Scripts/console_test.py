@@ -28,6 +28,7 @@ import base64
 import http.client
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -156,6 +157,7 @@ def main():
     service = subprocess.Popen([f"{BIN}/receiptd", "serve", "--config-dir", f"{ROOT}/Config"], env=env, stdout=log,
                                stderr=log)
     driver = None
+    passed = False
     try:
         wait_port(SIM_PORT)
         wait_port(PORT)
@@ -428,7 +430,7 @@ def main():
                 break
             time.sleep(0.5)
         check(chart.get("pending_changes", 0) == 0, f"the chart rollups caught up ({chart.get('pending_changes')} pending)")
-        downloads = tempfile.mkdtemp(prefix="receiptd-console-downloads-")
+        downloads = tempfile.mkdtemp(prefix="downloads-", dir=work)
         driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
         driver.get(base + "#/revenue/" + quote("days=90&resolution=month"))
         ready("revenue")
@@ -518,6 +520,7 @@ def main():
             shot(f"{page}-phone")
         print(f"screenshots in {OUT}: {', '.join(sorted(os.listdir(OUT)))}")
         print("console browser tests: all passed")
+        passed = True
     except BaseException:
         if driver:
             driver.save_screenshot(os.path.join(OUT, "failure.png"))
@@ -533,6 +536,12 @@ def main():
             except subprocess.TimeoutExpired:
                 p.kill()
         log.close()
+        # The database, log and downloads: kept to look into after a failure, else removed (a
+        # gigabyte a run).
+        if passed:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"the service's database and log are kept in {work}")
 
 
 if __name__ == "__main__":

@@ -115,6 +115,7 @@ package enum PostgresTestServer {
     private static func start() throws(SetupError) -> Running {
         let binaries = try binaries()
         let asPostgres = getuid() == 0
+        sweepAbandoned(binaries: binaries, asPostgres: asPostgres)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("receiptd-pg-\(getpid())").path
         try? FileManager.default.removeItem(atPath: directory)
         do {
@@ -146,6 +147,28 @@ package enum PostgresTestServer {
             throw SetupError(description: "cannot migrate the template database: \(error)")
         }
         return running
+    }
+
+    /// Clusters of test processes that died before their exit handler ran (a crash, a kill):
+    /// each still running is stopped and its files deleted, so that a crashed run leaves no
+    /// server behind past the next one. A directory names its process (`receiptd-pg-<pid>`,
+    /// `receiptd-pg-pair-<pid>-<n>`); one whose process lives is left alone.
+    static func sweepAbandoned(binaries: String, asPostgres: Bool) {
+        let temporary = FileManager.default.temporaryDirectory.path
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? [] {
+            guard name.hasPrefix("receiptd-pg-") else { continue }
+            let parts = name.dropFirst("receiptd-pg-".count).split(separator: "-")
+            guard let pid = Int32(parts.first == "pair" && parts.count > 1 ? parts[1] : parts.first ?? ""), pid > 0,
+                pid != getpid(), kill(pid, 0) == -1, errno == ESRCH
+            else { continue }
+            let directory = temporary + "/" + name
+            let dead = Running(directory: directory, port: 0, binaries: binaries, asPostgres: asPostgres)
+            for data in ["data", "primary", "replica"]
+            where FileManager.default.fileExists(atPath: "\(directory)/\(data)/postmaster.pid") {
+                try? run(dead, "pg_ctl", ["-D", "\(directory)/\(data)", "-m", "immediate", "-w", "stop"])
+            }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
     }
 
     /// The newest installed PostgreSQL's programs.
