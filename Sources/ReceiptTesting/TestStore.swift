@@ -52,7 +52,9 @@ package struct TestStore: PurchaseStore {
         let raw = String(decoding: answer.jsonBytes, as: UTF8.self)
         guard let facts = Self.facts(raw: raw) else { throw .invalidRequest("`code` names no purchase.") }
         return StoreAnswer(
-            facts: facts, proven: Set(facts.purchases.flatMap { [$0.fact.transactionID, $0.fact.originalTransactionID] }),
+            facts: facts,
+            proven: Set(
+                facts.purchases.flatMap { [Identifier($0.fact.transactionID), Identifier($0.fact.originalTransactionID)] }),
             possession: claim.bare ? .bareID : .proven)
     }
 

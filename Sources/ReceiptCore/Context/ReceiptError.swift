@@ -1,5 +1,6 @@
 package import AppStore
 package import Entitlements
+package import Identifiers
 
 /// Why a use case refused or failed. Each case has a stable ``code``; the HTTP edge maps each to
 /// one status and error body (ReceiptService's `APIError`), the CLI prints it.
@@ -205,7 +206,7 @@ package struct SubscriberSnapshot: Sendable {
     /// The purchase identifiers the posted proof states; nil: a backend asked, and the answer may
     /// name every purchase. An app's answer names only the purchases these name
     /// (``SubscriberDocument/visible(provenBy:)``).
-    package var proven: Set<String>?
+    package var proven: Set<Identifier>?
 
     package init(document: SubscriberDocument, version: Int64, now: Int64) {
         self.document = document

@@ -2,6 +2,7 @@ import Clocks
 import DatabaseEngine
 package import Entitlements
 package import GooglePlay
+import Identifiers
 import JSON
 import Logging
 package import Storage
@@ -203,7 +204,7 @@ package struct VerifyPlayPurchase: UseCase, Sendable {
         // shows the purchases holding them whole, ``SubscriberDocument/visible(provenBy:)``).
         let reference = PurchaseTokenReference.of(token)
         let stated = PlayRecord(packageName: package, tokenReference: reference, chain: reference, seenAt: at, resource: resource)
-        snapshot.proven = Set([reference] + stated.facts.purchases.map(\.transactionID))
+        snapshot.proven = Set(([reference] + stated.facts.purchases.map(\.transactionID)).map { Identifier($0) })
         return snapshot
     }
 }

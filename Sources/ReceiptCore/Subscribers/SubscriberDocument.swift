@@ -1,7 +1,7 @@
 import Analytics
 import AppStore
 package import Entitlements
-import Identifiers
+package import Identifiers
 package import JSON
 import Storage
 
@@ -211,10 +211,10 @@ package struct SubscriberDocument: Sendable {
     }
 
     /// Every purchase identifier the document names (``PurchaseIdentifiers``).
-    package var identifiers: Set<String> { PurchaseIdentifiers.all(in: .object(content)) }
+    package var identifiers: Set<Identifier> { PurchaseIdentifiers.all(in: .object(content)) }
 
     /// What an answer may name when `proof` was posted: the purchases it names, whole.
-    package func visible(provenBy proof: Set<String>) -> Set<String> {
+    package func visible(provenBy proof: Set<Identifier>) -> Set<Identifier> {
         PurchaseIdentifiers.widened(proof, in: .object(content))
     }
 

@@ -1,3 +1,4 @@
+import Identifiers
 import JSON
 import Testing
 
@@ -39,5 +40,26 @@ struct PurchaseIdentifiersTests {
         #expect(shown["app_user_id"]?.string == "vic")
         // Everything proved: unchanged, byte for byte.
         #expect(PurchaseIdentifiers.redacted(Self.document, keeping: PurchaseIdentifiers.all(in: Self.document)) == Self.document)
+    }
+
+    /// Ids are their bytes: proving one spelling of an id (é composed) neither shows the purchase
+    /// named by another (e and U+0301) nor keeps its name in words; `String` holds the two equal.
+    @Test func provingOneSpellingOfAnIdShowsNoOther() throws {
+        let (nfc, nfd) = ("o\u{E9}", "oe\u{301}")
+        let document = try JSONValue.parse(
+            Array(
+                """
+                {"subscriptions":{"a":{"original_transaction_id":"\(nfc)","explanation":{"decision":"paid (\(nfc))"}},
+                "b":{"original_transaction_id":"\(nfd)","explanation":{"decision":"paid (\(nfd))"}}}}
+                """.utf8))
+        #expect(PurchaseIdentifiers.all(in: document).count == 2)
+        let proof: Set<Identifier> = [Identifier(nfc)]
+        #expect(PurchaseIdentifiers.widened(proof, in: document) == proof)
+        let shown = PurchaseIdentifiers.redacted(document, keeping: proof)
+        let (a, b) = (shown["subscriptions"]?["a"], shown["subscriptions"]?["b"])
+        #expect(a?["original_transaction_id"]?.string.map { Array($0.utf8) } == Array(nfc.utf8))
+        #expect(a?["explanation"]?["decision"]?.string.map { Array($0.utf8) } == Array("paid (\(nfc))".utf8))
+        #expect(b?["original_transaction_id"] == .null)
+        #expect(b?["explanation"]?["decision"]?.string == "paid ((hidden))")
     }
 }

@@ -1,4 +1,5 @@
 package import Entitlements
+package import Identifiers
 package import JSON
 
 /// The seam a store plugs into receiptd through: its name and rules (``Store``), how a posted
@@ -32,7 +33,7 @@ package protocol PurchaseStore: Sendable {
 package struct StoreAnswer: Sendable {
     package var facts: VerifiedFacts
     /// The purchase identifiers (transaction and original transaction ids) the claim proves.
-    package var proven: Set<String>
+    package var proven: Set<Identifier>
     /// What the claim proves about who has the purchase: the device's proof (a signed answer, a
     /// token only the buyer's device holds) may move a purchase under the ownership policy; a
     /// bare id (an order number printed in an e-mail) posted with an app's key never moves one
@@ -40,7 +41,7 @@ package struct StoreAnswer: Sendable {
     /// assumed.
     package var possession: Possession
 
-    package init(facts: VerifiedFacts, proven: Set<String>, possession: Possession) {
+    package init(facts: VerifiedFacts, proven: Set<Identifier>, possession: Possession) {
         self.facts = facts
         self.proven = proven
         self.possession = possession
