@@ -199,7 +199,7 @@ package enum Rollup {
     /// ``ChartQuery/groupBy`` when rows are kept split by it, ``RollupSplit``, else the unsplit),
     /// and the items of its moments of today (the day holding `q.now`) of the same. The caller checked
     /// ``answers(_:reportingCurrency:)``.
-    package static func answer(_ q: ChartQuery, currency: String, rows: [RollupRow], today todays: [ChartItem])
+    package static func answer(_ q: ChartQuery, currency: String, rows: [RollupRow], today todays: [ChartItem]?)
         throws(ChartError) -> ChartAnswer
     {
         var running = try ChartSum(q, currency: currency).running()
@@ -209,7 +209,8 @@ package enum Rollup {
         let window = q.cohortWindow
         // Split rows (the caller read those of the query's split alone) are in their group already.
         let split = RollupSplit(q.groupBy)
-        for row in rows where row.key.admitted(by: q.filters) && !row.key.touches(today) {
+        // Without today's moments (``needsMoments(_:rows:)`` said the rows are exact), the rows of today too.
+        for row in rows where row.key.admitted(by: q.filters) && (todays == nil || !row.key.touches(today)) {
             var item = row.item
             if let (measure, rowGrain) = RollupRow.grained(row.key.measure) {
                 // Paying cohorts are kept by the day, week and month of the cohort: the query's own.
@@ -229,7 +230,7 @@ package enum Rollup {
             }
         }
         running.add(batch)
-        let todays = todays.compactMap { item -> ChartItem? in
+        let todays = (todays ?? []).compactMap { item -> ChartItem? in
             var item = item
             item.group = Self.group(of: item, by: q.groupBy)
             guard let (measure, itemWindow) = RollupRow.windowed(item.measure) else { return item }
@@ -249,6 +250,22 @@ package enum Rollup {
         }
         answer.fromRollups = true
         return answer
+    }
+
+    /// Whether the query needs today's moments besides `rows` (its chart's, as read): when an
+    /// instant of it is today, where a row's day does not say whether an item counts yet; or when
+    /// a row touching today is of an item that `now` decides whatever the period: one that becomes
+    /// valid or stops being valid today, or a cohort's (counted in its cohort's period once its
+    /// own instant, today, has come). A query that ends before today without such rows (a
+    /// drill-down's figure of a past day of the charts of time, most often) is exact from its
+    /// rows alone, today's included, and reads no moments.
+    package static func needsMoments(_ q: ChartQuery, rows: [RollupRow]) throws(ChartError) -> Bool {
+        let today = floorDay(q.now)
+        guard try lastDay(of: q) < today else { return true }
+        return rows.contains { row in
+            row.key.touches(today)
+                && (row.key.cohortDay != RollupRow.noCohort || row.key.validFromDay == today || row.key.validUntilDay == today)
+        }
     }
 
     /// ARR from MRR's sums: twelve times, period by period.

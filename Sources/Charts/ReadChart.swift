@@ -82,20 +82,22 @@ package struct ReadChart: UseCase, Sendable {
         let settings = settings
         let lastDay: Int64
         do { lastDay = try Rollup.lastDay(of: query) } catch { throw Self.error(error) }
-        let kept: ([RollupRow], [ChartItem], Int64)?
+        let kept: ([RollupRow], [ChartItem]?, Int64)?
         do {
             kept = try await database.read { db in
                 let store = RollupStore(db)
                 guard let state = try KeepRollups.ready(db, for: settings) else { return nil }
                 let environment = query.filters.environment
-                return (
-                    try store.rows(
-                        environment: environment, chart: query.chart, measures: Rollup.keptMeasures(for: query, measure: measure),
-                        throughDay: lastDay, split: RollupSplit(query.groupBy) ?? .none, group: oneGroup ? query.group : nil),
-                    try store.moments(
-                        environment: environment, chart: query.chart, day: CivilTime.split(query.now).0, measure: measure),
-                    try store.pendingChanges(after: state.changesThrough)
-                )
+                let rows = try store.rows(
+                    environment: environment, chart: query.chart, measures: Rollup.keptMeasures(for: query, measure: measure),
+                    throughDay: lastDay, split: RollupSplit(query.groupBy) ?? .none, group: oneGroup ? query.group : nil)
+                // Today's exact items, unless the rows alone are exact (a past day's drill-down figure).
+                let today =
+                    try Rollup.needsMoments(query, rows: rows)
+                    ? try store.moments(
+                        environment: environment, chart: query.chart, day: CivilTime.split(query.now).0, measure: measure)
+                    : nil
+                return (rows, today, try store.pendingChanges(after: state.changesThrough))
             }
         } catch {
             logger.error("the chart rollups could not be read", metadata: ["error": "\(error)"])
