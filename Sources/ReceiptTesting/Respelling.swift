@@ -61,12 +61,7 @@ package struct Respelling: Sendable {
         for i in out.entries.indices {
             out.entries[i].appUserID = self(out.entries[i].appUserID)
             out.entries[i].bundleID = self(out.entries[i].bundleID)
-            var p = out.entries[i].purchase
-            p.transactionID = self(p.transactionID)
-            p.originalTransactionID = self(p.originalTransactionID)
-            p.productID = self(p.productID)
-            p.subscriptionGroupID = p.subscriptionGroupID.map { self($0) }
-            out.entries[i].purchase = p
+            out.entries[i].purchase = self(out.entries[i].purchase)
         }
         out.customers = Dictionary(
             uniqueKeysWithValues: ledger.customers.map { user, customer in
@@ -81,16 +76,21 @@ package struct Respelling: Sendable {
         return out
     }
 
+    /// A purchase's ids respelt: its transaction, subscription, product and subscription group.
+    package func callAsFunction(_ purchase: Purchase) -> Purchase {
+        var p = purchase
+        p.transactionID = self(p.transactionID)
+        p.originalTransactionID = self(p.originalTransactionID)
+        p.productID = self(p.productID)
+        p.subscriptionGroupID = p.subscriptionGroupID.map { self($0) }
+        return p
+    }
+
     /// A store's facts respelt, as they are saved: each purchase's ids and app, each renewal's.
     package func callAsFunction(_ facts: VerifiedFacts) -> VerifiedFacts {
         var out = facts
         for i in out.purchases.indices {
-            var p = out.purchases[i].fact
-            p.transactionID = self(p.transactionID)
-            p.originalTransactionID = self(p.originalTransactionID)
-            p.productID = self(p.productID)
-            p.subscriptionGroupID = p.subscriptionGroupID.map { self($0) }
-            out.purchases[i].fact = p
+            out.purchases[i].fact = self(out.purchases[i].fact)
             out.purchases[i].bundleID = out.purchases[i].bundleID.map { self($0) }
         }
         for i in out.renewals.indices {
