@@ -68,4 +68,6 @@ protocol CompiledStatement: AnyObject {
     func isNull(_ column: Int32) -> Bool
     func int(_ column: Int32) -> Int64
     func text(_ column: Int32) -> String?
+    /// A text column's UTF-8 bytes as stored, without a `String` between (a kept document).
+    func bytes(_ column: Int32) -> [UInt8]?
 }

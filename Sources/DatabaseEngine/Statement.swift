@@ -52,6 +52,9 @@ package final class Statement {
     package func int(_ column: Int32) -> Int64 { compiled.int(column) }
 
     package func text(_ column: Int32) -> String? { compiled.text(column) }
+
+    /// A text column's UTF-8 bytes as stored (no `String` made between); nil for NULL.
+    package func bytes(_ column: Int32) -> [UInt8]? { compiled.bytes(column) }
 }
 
 /// A value a statement binds (NULL is nil), for either backend.

@@ -30,12 +30,17 @@ package struct SubscriberRecord: Sendable, Equatable {
     /// Until when their stored product states (`product_states`) hold; 0: never written, or
     /// their facts changed since.
     package var summaryUntil: Int64
+    /// The fingerprint of the settings their kept document was derived with; nil when none is
+    /// kept (``DocumentStore``).
+    package var documentSettings: String?
 
     package init(
         appUserID: String, version: Int64, stateHash: String?, factsRevision: Int64 = 0, derivedRevision: Int64 = 0,
         purchases: [Stated<Purchase>], renewals: [Stated<RenewalObservation>], transfers: [Transfer], aliases: [Alias] = [],
-        promotions: [Promotion] = [], appTransactions: [AppTransaction] = [], summaryUntil: Int64 = 0
+        promotions: [Promotion] = [], appTransactions: [AppTransaction] = [], summaryUntil: Int64 = 0,
+        documentSettings: String? = nil
     ) {
+        self.documentSettings = documentSettings
         self.appTransactions = appTransactions
         self.appUserID = appUserID
         self.version = version

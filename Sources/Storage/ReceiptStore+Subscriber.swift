@@ -9,7 +9,10 @@ extension ReceiptStore {
     /// An alias reads as the subscriber it names (``SubscriberRecord/appUserID`` is then the canonical id).
     package func subscriber(_ requestedID: String) throws -> SubscriberRecord? {
         let head = try db.cached(
-            "SELECT version, state_hash, facts_revision, derived_revision, summary_until FROM subscribers WHERE app_user_id = ?"
+            """
+            SELECT version, state_hash, facts_revision, derived_revision, summary_until, document_settings FROM subscribers
+            WHERE app_user_id = ?
+            """
         ).bind([requestedID])
         // No ORDER BY, no IN (SELECT …): each would open a temporary B-tree per statement, which was
         // a third of an uncached read. The rows are few; they are ordered here, as SQLite would.
@@ -53,7 +56,7 @@ extension ReceiptStore {
             guard !appUserID.isExactly(requestedID), try head.bind([appUserID]).step() else { return nil }
         }
         let (version, stateHash, factsRevision, derivedRevision) = (head.int(0), head.text(1), head.int(2), head.int(3))
-        let summaryUntil = head.int(4)
+        let (summaryUntil, documentSettings) = (head.int(4), head.text(5))
         head.reset()
         try transactions.bind([appUserID])
         var purchases: [Stated<Purchase>] = []
@@ -99,7 +102,7 @@ extension ReceiptStore {
             derivedRevision: derivedRevision, purchases: purchases, renewals: renewals, transfers: transfers, aliases: aliases,
             promotions: try PromotionStore(db).promotions(of: appUserID),
             appTransactions: try AppTransactionStore(db).facts(of: [appUserID] + aliases.map(\.appUserID)),
-            summaryUntil: summaryUntil)
+            summaryUntil: summaryUntil, documentSettings: documentSettings)
     }
 
     /// The subscriber `appUserID` names: the one it is an alias of, else itself (known or not).

@@ -107,10 +107,15 @@ package struct ReceiptStore {
     }
 
     /// Records that the facts of `appUserIDs` changed, in the caller's transaction: their facts
-    /// revision moves (their derived state is now behind) and each joins the ``ChangeLog``.
+    /// revision moves (their derived state is now behind), their kept document goes (it may name
+    /// an alias being erased: ``DocumentStore``) and each joins the ``ChangeLog``.
     package func factsChanged(_ appUserIDs: [String], at now: Int64) throws {
         let bump = try db.cached(
-            "UPDATE subscribers SET facts_revision = facts_revision + 1, summary_until = 0 WHERE app_user_id = ?")
+            """
+            UPDATE subscribers SET facts_revision = facts_revision + 1, summary_until = 0, document = NULL,
+                document_settings = NULL
+            WHERE app_user_id = ?
+            """)
         let log = ChangeLog(db)
         for user in appUserIDs {
             try bump.bind([user]).runLater()

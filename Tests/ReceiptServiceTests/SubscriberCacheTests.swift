@@ -124,7 +124,8 @@ struct SubscriberCacheTests {
     }
 
     /// Another process writing to the same file (`receiptd rederive`, a second receiptd): its
-    /// writes join the change log like ours, and are heard of within the poll.
+    /// writes change facts as ours do (their revision moves, their kept document goes, the change
+    /// log hears of them), and are heard of within the poll.
     @Test func anotherProcesssWriteIsSeenWithinThePoll() async throws {
         try await withClockedService { app, port, path, _ async throws in
             #expect(try await postReceipt(port, user: "other", "active_monthly:o").status == 200)
@@ -133,7 +134,7 @@ struct SubscriberCacheTests {
             let other = try TestDatabase.open(path)
             try other.transaction {
                 try other.execute("UPDATE transactions SET expires_date = 1000, cancellation_date = NULL")
-                try ChangeLog(other).append("other", at: 0)
+                try ReceiptStore(other).factsChanged(["other"], at: 0)
             }
             #expect(try await eventually { app.documentCache.entry("other", now: TestClock().now) == nil })
             #expect(premiumState(try await subscriber(port, "other").body) == "expired")

@@ -53,4 +53,9 @@ final class SQLiteStatement: CompiledStatement {
         guard let text = sqlite3_column_text(handle, column) else { return nil }
         return String(cString: text)
     }
+
+    func bytes(_ column: Int32) -> [UInt8]? {
+        guard let text = sqlite3_column_text(handle, column) else { return nil }
+        return Array(UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column))))
+    }
 }

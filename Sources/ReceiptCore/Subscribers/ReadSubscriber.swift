@@ -28,6 +28,43 @@ package struct ReadSubscriber: UseCase, Sendable {
         cache.keep(companion, for: appUserID, sequence: sequence, version: version)
     }
 
+    /// A document as sent (never explained): its bytes as of a time, and its version.
+    package struct Rendered: Sendable, Equatable {
+        package var version: Int64
+        package var body: [UInt8]
+    }
+
+    /// `appUserID`'s document as kept in their row, when it still describes them now: one row
+    /// read, nothing derived (``Storage/DocumentStore``), byte for byte what ``document(_:)``
+    /// renders. Nil when it does not (an alias, facts newer than it, another instant or other
+    /// settings): ask ``document(_:)``. Fills the cache.
+    package func kept(_ appUserID: String) async throws(ReceiptError) -> Rendered? {
+        guard let (kept, now) = try await keptDocument(appUserID) else { return nil }
+        var body = kept.json
+        body.insert(contentsOf: CivilTime.rfc3339(now).utf8, at: kept.cut)
+        return Rendered(version: kept.version, body: body)
+    }
+
+    /// ``kept(_:)`` as the row holds it, and the time it was read at.
+    func keptDocument(_ appUserID: String) async throws(ReceiptError) -> (kept: DocumentStore.Kept, now: Int64)? {
+        let (at, settings, caching) = (clock.now(), state.settingsFingerprint, cache.capacity > 0)
+        let read: (DocumentStore.Kept, Int64)?
+        do {
+            read = try await database.read(replicaSeeing: [appUserID]) { db in
+                // The cache needs to know which changes the reading has seen; nobody else does.
+                try DocumentStore(db).kept(appUserID, settings: settings, now: at).map {
+                    ($0, caching ? try ChangeLog(db).last() : 0)
+                }
+            }
+        } catch {
+            logger.error("reading a subscriber failed", metadata: ["error": "\(error)"])
+            throw .internalFault
+        }
+        guard let (kept, sequence) = read else { return nil }
+        if caching { cache.store(appUserID, kept: kept, sequence: sequence) }
+        return (kept, at)
+    }
+
     /// The document as of now, its version brought up to date; fills the cache. An alias reads as
     /// the subscriber it names.
     package func document(_ appUserID: String) async throws(ReceiptError) -> SubscriberSnapshot {

@@ -79,7 +79,13 @@ package final class SubscriberCache: Sendable {
             sequence: sequence, readAt: now, changesAt: document.changesAt ?? .max, version: version, head: head, tail: tail,
             companion: nil)
         let key = Identifier(document.appUserID)
-        let alias = Identifier(requestedID) == key ? nil : Identifier(requestedID)
+        store(entry, for: key, alias: Identifier(requestedID) == key ? nil : Identifier(requestedID))
+    }
+
+    /// Keeps `entry` for `key` (and `alias`), unless a change to either committed after it was read.
+    private func store(_ entry: Entry, for key: Identifier, alias: Identifier?) {
+        guard capacity > 0 else { return }
+        let sequence = entry.sequence
         state.withLock { state in
             if state.recent.heard > sequence {
                 guard state.recent.forgotten <= sequence else { return }
@@ -97,6 +103,16 @@ package final class SubscriberCache: Sendable {
                 state.aliases[alias] = (key, sequence)
             }
         }
+    }
+
+    /// Keeps `appUserID`'s document as their row kept it (read in a snapshot whose change log
+    /// ended at `sequence`), as ``store(_:document:version:sequence:now:)`` keeps a derived one:
+    /// true from when it was derived until its row says.
+    func store(_ appUserID: String, kept: DocumentStore.Kept, sequence: Int64) {
+        let entry = Entry(
+            sequence: sequence, readAt: kept.derivedAt, changesAt: kept.until, version: kept.version,
+            head: Array(kept.json[..<kept.cut]), tail: Array(kept.json[kept.cut...]), companion: nil)
+        store(entry, for: Identifier(appUserID), alias: nil)
     }
 
     /// Keeps `companion` with the entry of `appUserID` (an id or an alias) if the entry is still

@@ -5,9 +5,10 @@ package import Storage
 package import Webhooks
 package import Workers
 
-/// Keeps a subscriber's stored version and events in step with their facts. The document itself
-/// is always derived at read time (state depends on "now"); what is stored is its fingerprint,
-/// the version that counts its changes, and the events derived from the facts.
+/// Keeps a subscriber's stored version and events in step with their facts. The document is
+/// derived from the facts at a time (state depends on "now"); what is stored is its fingerprint,
+/// the version that counts its changes, the events derived from the facts, and the document
+/// rendered with the instant until which it reads the same (``Storage/DocumentStore``).
 ///
 /// Storing facts and deriving from them are two writes. ``store(_:for:policy:in:now:log:)`` is
 /// SQL only, on the writer; ``current(_:database:now:)`` reads a snapshot on a reader, derives,
@@ -17,6 +18,8 @@ package import Workers
 /// nothing: the facts are stored, and the next read derives.
 package struct SubscriberState: Sendable {
     let settings: EntitlementSettings
+    /// ``EntitlementSettings/fingerprint``, which a kept document must have been derived with.
+    let settingsFingerprint: String
     /// Where the events' webhooks are queued; nil: webhooks are off.
     let outbox: WebhookOutbox?
     /// The calls a save queues for Apple (``AppStoreCalls``); nil: none.
@@ -45,6 +48,7 @@ package struct SubscriberState: Sendable {
 
     package init(settings: EntitlementSettings, outbox: WebhookOutbox? = nil, appleCalls: AppleCalls? = nil) {
         self.settings = settings
+        settingsFingerprint = settings.fingerprint
         self.outbox = outbox
         self.appleCalls = appleCalls
     }
@@ -93,6 +97,7 @@ package struct SubscriberState: Sendable {
             else { return nil }
             try ProductStateStore(db).replace(
                 document.productStates, for: subscriber.appUserID, until: document.changesAt ?? .max)
+            try keep(document, version: version, in: db, now: now)
             var added: [EventRecord] = []
             let changes = try EventStore(db).replace(
                 events, for: subscriber.appUserID, originals: subscriber.originals, now: now, inserted: { added.append($0) })
@@ -102,6 +107,15 @@ package struct SubscriberState: Sendable {
                     now: now) ?? 0
             return Recorded(version: version, events: changes, deliveries: deliveries)
         }
+    }
+
+    /// Keeps `document` rendered, as version `version` derived at `now`, in the caller's
+    /// transaction, for the reads that take it whole (``Storage/DocumentStore``).
+    func keep(_ document: SubscriberDocument, version: Int64, in db: Database, now: Int64) throws {
+        let (head, tail) = document.template(version: version)
+        try DocumentStore(db).keep(
+            document.appUserID, version: version, json: head + tail, cut: head.count, derivedAt: now,
+            settings: settingsFingerprint)
     }
 
     /// What ``store(_:for:policy:in:now:log:)`` did.
@@ -322,6 +336,10 @@ package struct SubscriberState: Sendable {
             let facts = subscriber.pinnedFacts
             let document = document(subscriber, facts: facts, now: now)
             if isSettled(subscriber, document) && subscriber.summaryUntil > now {
+                // Settled before documents were kept, or under other settings: keep this one.
+                if subscriber.documentSettings != settingsFingerprint {
+                    try await database.write { [self] db in try keep(document, version: subscriber.version, in: db, now: now) }
+                }
                 return Current(document: document, version: subscriber.version, sequence: sequence)
             }
             // Behind (new facts, or a state change since the last read): derive here, write only SQL.

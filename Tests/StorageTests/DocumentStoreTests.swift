@@ -1,0 +1,89 @@
+import DatabaseEngine
+import Entitlements
+import ReceiptTesting
+import Testing
+
+@testable import Storage
+
+@Suite("Documents kept in their rows")
+struct DocumentStoreTests {
+    private static let json = Array(#"{"app_user_id":"ann","request_date":"","version":2}"#.utf8)
+    private static let cut = 37  // after `"request_date":"`
+
+    /// Ann, saved once and settled at version 1 (revision 1) at 100; her document kept at 100,
+    /// true until 500, under the settings "s1".
+    private func settled(_ dialect: Database.Dialect) async throws -> Database {
+        let db = try await migratedDatabase(dialect)
+        try db.transaction {
+            _ = try ReceiptStore(db).save(
+                VerifiedFacts(
+                    environment: "sandbox",
+                    purchases: [
+                        Stated(
+                            Purchase(
+                                transactionID: "t1", originalTransactionID: "o1", productID: "monthly", purchaseDate: 10,
+                                expiresDate: 500, environment: "sandbox"),
+                            bundleID: "b", rawJSON: "{}")
+                    ]), for: "ann", now: 100)
+            _ = try ReceiptStore(db).settle("ann", hash: "h", derivedFrom: 1, version: 0, now: 100)
+            try ProductStateStore(db).replace([], for: "ann", until: 500)
+            try DocumentStore(db).keep("ann", version: 1, json: Self.json, cut: Self.cut, derivedAt: 100, settings: "s1")
+        }
+        return db
+    }
+
+    @Test(arguments: await testDialects())
+    func aDocumentIsReadAsItWasKeptWhileItIsTrue(_ dialect: Database.Dialect) async throws {
+        let db = try await settled(dialect)
+        let store = DocumentStore(db)
+        let kept = DocumentStore.Kept(version: 1, json: Self.json, cut: Self.cut, derivedAt: 100, until: 500)
+        #expect(try store.kept("ann", settings: "s1", now: 100) == kept)
+        #expect(try store.kept("ann", settings: "s1", now: 499) == kept)
+        #expect(Array(Self.json[..<Self.cut]) == Array(#"{"app_user_id":"ann","request_date":""#.utf8))
+        // Before it was derived, from the instant it may read differently, under other settings,
+        // and for anyone else (an alias, another spelling), it is not read.
+        #expect(try store.kept("ann", settings: "s1", now: 99) == nil)
+        #expect(try store.kept("ann", settings: "s1", now: 500) == nil)
+        #expect(try store.kept("ann", settings: "s2", now: 200) == nil)
+        #expect(try store.kept("Ann", settings: "s1", now: 200) == nil)
+        #expect(try store.kept("nobody", settings: "s1", now: 200) == nil)
+    }
+
+    @Test(arguments: await testDialects())
+    func aChangeOfFactsClearsTheDocumentAndAStaleVersionKeepsNone(_ dialect: Database.Dialect) async throws {
+        let db = try await settled(dialect)
+        try db.transaction { try ReceiptStore(db).factsChanged(["ann"], at: 200) }
+        #expect(try DocumentStore(db).kept("ann", settings: "s1", now: 300) == nil)
+        // Nothing of it is left in the row (it may name an alias being erased).
+        #expect(try db.scalarInt("SELECT count(*) FROM subscribers WHERE document IS NULL AND document_settings IS NULL") == 1)
+        // Behind its facts, no document is kept, whatever version it names.
+        try db.transaction {
+            try DocumentStore(db).keep("ann", version: 1, json: Self.json, cut: Self.cut, derivedAt: 300, settings: "s1")
+        }
+        #expect(try db.scalarInt("SELECT count(*) FROM subscribers WHERE document IS NULL") == 1)
+        // Settled again at version 2: a document of version 1 is refused, one of version 2 kept.
+        try db.transaction {
+            _ = try ReceiptStore(db).settle("ann", hash: "h2", derivedFrom: 2, version: 1, now: 300)
+            try ProductStateStore(db).replace([], for: "ann", until: 900)
+            try DocumentStore(db).keep("ann", version: 1, json: Self.json, cut: Self.cut, derivedAt: 300, settings: "s1")
+        }
+        #expect(try DocumentStore(db).kept("ann", settings: "s1", now: 300) == nil)
+        try db.transaction {
+            try DocumentStore(db).keep("ann", version: 2, json: Self.json, cut: Self.cut, derivedAt: 300, settings: "s1")
+        }
+        #expect(try DocumentStore(db).kept("ann", settings: "s1", now: 300)?.until == 900)
+    }
+
+    /// The bytes come back as written: a name in two spellings, and text that is not ASCII.
+    @Test(arguments: await testDialects())
+    func theBytesComeBackExactly(_ dialect: Database.Dialect) async throws {
+        let db = try await settled(dialect)
+        let json = Array(#"{"a":"Zoe\#u{0308} Zo\#u{00EB} 日本 \#u{1F600}","request_date":"","v":1}"#.utf8)
+        let cut = json.count - 9
+        try db.transaction {
+            try DocumentStore(db).keep("ann", version: 1, json: json, cut: cut, derivedAt: 100, settings: "s1")
+        }
+        let kept = try #require(try DocumentStore(db).kept("ann", settings: "s1", now: 100))
+        #expect(kept.json == json && kept.cut == cut)
+    }
+}
