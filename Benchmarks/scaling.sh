@@ -20,7 +20,7 @@
 #   - PostgreSQL, three instances (3 and 2 each) behind HAProxy (round robin, /readyz checks),
 #     both ways.
 # Everything shares this machine's cores: wrk, the simulator, PostgreSQL, HAProxy and the instances.
-# Needs: apt-get install -y nginx wrk bc postgresql haproxy libsqlite3-dev libcurl4-openssl-dev libpq-dev
+# Needs: apt-get install -y nginx wrk bc gcc postgresql haproxy libsqlite3-dev libcurl4-openssl-dev libpq-dev
 # Usage: Benchmarks/scaling.sh [seconds per run, default 10]
 #   RECEIPTD_BIN=DIR: the receiptd in DIR instead of this checkout's release build (to compare two).
 source "$(dirname "$0")/lib.sh"
@@ -48,11 +48,14 @@ wrk.headers["Authorization"] = "Bearer bench-secret"
 function request() return wrk.format("GET", "/v1/subscribers/g" .. math.random(1000)) end
 LUA
 
+# Every instance counts its heap allocations (Benchmarks/alloc_count.c), for "allocations per POST".
+gcc -O2 -shared -fPIC -o "$out/alloc_count.so" "$here/alloc_count.c" -ldl -lpthread
 pids=()
 instance() { # instance PORT [ENV=VALUE ...]: receiptd with the bench settings, until ready
   local port=$1
   shift
-  env "${receiptd_env[@]}" RECEIPTD_HTTP_PORT="$port" "$@" "$bin/receiptd" serve --config-dir "$root/Config" \
+  env "${receiptd_env[@]}" RECEIPTD_HTTP_PORT="$port" LD_PRELOAD="$out/alloc_count.so" \
+    ALLOC_COUNT_FILE="$out/allocs-$port" "$@" "$bin/receiptd" serve --config-dir "$root/Config" \
     >>"$out/receiptd.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 400); do curl -sf -o /dev/null "http://127.0.0.1:$port/readyz" && return; sleep 0.05; done
@@ -86,6 +89,11 @@ ticks() { # ticks PID...
 postgres_pids() { local main; main=$(head -1 "$out/pg/postmaster.pid"); echo "$main" $(pgrep -P "$main"); }
 hz=$(getconf CLK_TCK)
 requests() { awk '/requests in/{print $1}' "$out/wrk.txt"; }
+allocs() { # allocs: heap allocations so far, every instance's (each file is rewritten every 50 ms)
+  local total=0 file
+  for file in "$out"/allocs-*[0-9]; do total=$((total + $(cat "$file"))); done
+  echo "$total"
+}
 per_post() { echo "scale=3; $1 * 1000 / $hz / $2" | bc -l | sed 's/^\./0./'; } # per_post TICKS REQUESTS: ms
 
 rows=()
@@ -95,7 +103,9 @@ measure() { # measure LABEL DURABILITY PORT [POSTGRESQL-URL]: the instances are 
   [ -z "${4:-}" ] || as_postgres psql "$4" -qc ANALYZE
   local own=("${pids[@]}") db=()
   [ -z "${4:-}" ] || db=($(postgres_pids))
-  local before_own before_db
+  local before_own before_db before_allocs
+  rm -f "$out"/allocs-* && sleep 0.2  # only this setup's instances, which rewrite theirs
+  before_allocs=$(allocs)
   before_own=$(ticks "${own[@]}")
   before_db=$( ((${#db[@]})) && ticks "${db[@]}" || echo 0)
   load "http://127.0.0.1:$3/v1/receipts" "$here/post.lua"
@@ -103,6 +113,9 @@ measure() { # measure LABEL DURABILITY PORT [POSTGRESQL-URL]: the instances are 
   [ -z "${4:-}" ] || db=($(postgres_pids))
   local spent_own spent_db n
   spent_own=$(($(ticks "${own[@]}") - before_own))
+  sleep 0.2
+  local allocs_per_post
+  allocs_per_post=$(( ($(allocs) - before_allocs) / $(requests) ))
   spent_db=$(( ( ${#db[@]} ? $(ticks "${db[@]}") : 0 ) - before_db))
   n=$(requests)
   local post=("$(rps)" "$(field 99%)" "$(errors)")
@@ -111,8 +124,8 @@ measure() { # measure LABEL DURABILITY PORT [POSTGRESQL-URL]: the instances are 
   cpu_db=$( ((${#db[@]})) && per_post "$spent_db" "$n" || echo "")
   cpu_all=$(per_post "$((spent_own + spent_db))" "$n")
   load "http://127.0.0.1:$3/" "$out/get.lua"
-  rows+=("$(printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' "$1" "$2" "${post[0]}" "${post[1]}" \
-    "$cpu_own" "$cpu_db" "$cpu_all" "$(rps)" "$(field 99%)" "$((post[2] + $(errors)))")")
+  rows+=("$(printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' "$1" "$2" "${post[0]}" "${post[1]}" \
+    "$cpu_own" "$cpu_db" "$cpu_all" "$allocs_per_post" "$(rps)" "$(field 99%)" "$((post[2] + $(errors)))")")
   get_rps[${#rows[@]}]=$(rps)
   post_rps[$1]=${post[0]}
   cpu_total[$1]=$cpu_all
@@ -176,10 +189,11 @@ peer=$(rps)
 
 echo "$(nproc) cores; ${secs} s per run; 64 connections; Apple answering at once"
 echo "CPU: ms of CPU time per POST answered, receiptd (and HAProxy), PostgreSQL (postmaster, backends, writers)"
-echo "| setup | durability | POST req/s | POST p99 | CPU receiptd | CPU PostgreSQL | CPU all | GET req/s | GET p99 | errors |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "allocs: receiptd's heap allocations per POST answered (every instance's; Benchmarks/alloc_count.c)"
+echo "| setup | durability | POST req/s | POST p99 | CPU receiptd | CPU PostgreSQL | CPU all | allocs | GET req/s | GET p99 | errors |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
-echo "| Hummingbird one-row GET (peer) | | | | | | | $peer | $(field 99%) | $(errors) |"
+echo "| Hummingbird one-row GET (peer) | | | | | | | | $peer | $(field 99%) | $(errors) |"
 ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
 sqlite="SQLite, 1 instance"
 for sync in on off; do
