@@ -5,9 +5,10 @@
 // https://www.sqlite.org/c3ref/c_static.html
 #include <sqlite3.h>
 
-/// Binds text that SQLite copies before returning (SQLITE_TRANSIENT).
-static inline int receiptd_sqlite3_bind_text_transient(sqlite3_stmt *s, int i, const char *v, int n) {
-    return sqlite3_bind_text(s, i, v, n, SQLITE_TRANSIENT);
+/// Binds `n` bytes of UTF-8 text that SQLite copies before returning (SQLITE_TRANSIENT); an
+/// empty string's pointer may be null, and is still the empty string, not NULL.
+static inline int receiptd_sqlite3_bind_text_transient(sqlite3_stmt *s, int i, const unsigned char *v, int n) {
+    return sqlite3_bind_text(s, i, v ? (const char *)v : "", n, SQLITE_TRANSIENT);
 }
 /// Binds a blob that SQLite copies before returning (SQLITE_TRANSIENT).
 static inline int receiptd_sqlite3_bind_blob_transient(sqlite3_stmt *s, int i, const void *v, int n) {
