@@ -21,8 +21,15 @@ package struct ErasedIDs {
 
     /// The digest an id is kept by: SHA-256 of its UTF-8 bytes, in hex.
     package static func digest(_ id: String) -> String {
-        SHA256.hash(data: Array(id.utf8)).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        var hex: [UInt8] = []
+        hex.reserveCapacity(64)
+        for byte in SHA256.hash(data: Array(id.utf8)) {
+            hex.append(hexDigits[Int(byte >> 4)])
+            hex.append(hexDigits[Int(byte & 0xF)])
+        }
+        return String(decoding: hex, as: UTF8.self)  // written digit by digit, it was a string a byte
     }
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// Records `ids` erased at `now`, in the erasure's transaction, and forgets digests older than
     /// ``window``.
@@ -42,6 +49,13 @@ package struct ErasedIDs {
         if try anyErased(ids, since: began) { throw ErasedMeanwhile() }
     }
 
+    /// ``anyErased(_:since:)``'s statement for `count` ids, the usual counts written once.
+    static func anyErasedSQL(_ count: Int) -> String {
+        "SELECT count(*) FROM erased_ids WHERE erased_at >= ? AND digest IN ("
+            + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
+    }
+    static let anyErasedSQLs = (0..<8).map(anyErasedSQL)
+
     /// Whether one of `ids` was erased at or after `began`. One statement, one round trip: it is
     /// on every save's path.
     package func anyErased(_ ids: [String], since began: Int64) throws -> Bool {
@@ -49,8 +63,7 @@ package struct ErasedIDs {
         for digest in ids.map(Self.digest) where !digests.contains(digest) { digests.append(digest) }
         guard !digests.isEmpty else { return false }
         let q = try db.cached(
-            "SELECT count(*) FROM erased_ids WHERE erased_at >= ? AND digest IN "
-                + "(" + Array(repeating: "?", count: digests.count).joined(separator: ", ") + ")"
+            digests.count < Self.anyErasedSQLs.count ? Self.anyErasedSQLs[digests.count] : Self.anyErasedSQL(digests.count)
         ).bind([began] + digests.map { $0 as any StatementValue })
         defer { q.reset() }
         return try q.firstInt() ?? 0 > 0

@@ -172,6 +172,10 @@ extension ReceiptStore {
     static let upsertedTransactionColumns = 26 + commerceColumns.count
 
     // An unchanged row is not rewritten (the WHERE of the upsert), so re-posting changes nothing.
+    /// ``upsertTransactionSQL(rows:)`` for each row count up to ``rowsPerStatement``, written
+    /// once: built per save, its text was a save's largest allocations.
+    static let upsertTransactionSQLs = (0...rowsPerStatement).map(upsertTransactionSQL(rows:))
+
     static func upsertTransactionSQL(rows: Int) -> String {
         let row = "(" + Array(repeating: "?", count: upsertedTransactionColumns).joined(separator: ", ") + ")"
         return """

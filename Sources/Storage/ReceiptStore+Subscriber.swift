@@ -16,18 +16,8 @@ extension ReceiptStore {
         ).bind([requestedID])
         // No ORDER BY, no IN (SELECT …): each would open a temporary B-tree per statement, which was
         // a third of an uncached read. The rows are few; they are ordered here, as SQLite would.
-        let transactions = try db.cached(
-            """
-            SELECT \(Self.transactionColumns("t"))
-            FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
-            WHERE o.app_user_id = ?
-            """)
-        let history = try db.cached(
-            """
-            SELECT h.id, h.observed_at, \(Self.renewalColumns("h"))
-            FROM ownership o JOIN renewal_history h ON h.original_transaction_id = o.original_transaction_id
-            WHERE o.app_user_id = ?
-            """)
+        let transactions = try db.cached(Self.heldTransactionsSQL)
+        let history = try db.cached(Self.heldHistorySQL)
         // The moves of the purchases they hold, then those to or from them (a purchase taken away).
         let held = try db.cached(
             """
@@ -104,6 +94,19 @@ extension ReceiptStore {
             appTransactions: try AppTransactionStore(db).facts(of: [appUserID] + aliases.map(\.appUserID)),
             summaryUntil: summaryUntil, documentSettings: documentSettings)
     }
+
+    /// The transactions and the renewal history of the purchases someone holds, written once
+    /// (their columns' text, built per read, was most of a read's allocations before its rows).
+    static let heldTransactionsSQL = """
+        SELECT \(transactionColumns("t"))
+        FROM ownership o JOIN transactions t ON t.original_transaction_id = o.original_transaction_id
+        WHERE o.app_user_id = ?
+        """
+    static let heldHistorySQL = """
+        SELECT h.id, h.observed_at, \(renewalColumns("h"))
+        FROM ownership o JOIN renewal_history h ON h.original_transaction_id = o.original_transaction_id
+        WHERE o.app_user_id = ?
+        """
 
     /// The subscriber `appUserID` names: the one it is an alias of, else itself (known or not).
     package func canonical(_ appUserID: String) throws -> String {

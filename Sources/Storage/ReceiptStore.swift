@@ -152,7 +152,7 @@ package struct ReceiptStore {
                     p.rawJSON, now, now, p.fact.appAccountToken, stated, p.fact.store.rawValue, p.fact.appTransactionID,
                 ] + Self.commerceValues(p.fact.commerce)
             }
-            try db.cached(Self.upsertTransactionSQL(rows: batch.count)).bind(values).run()
+            try db.cached(Self.upsertTransactionSQLs[batch.count]).bind(values).run()
             changes += db.changes
         }
         let upsertRenewal = try db.cached(Self.upsertRenewalSQL)
