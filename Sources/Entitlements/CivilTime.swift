@@ -10,6 +10,31 @@ package enum CivilTime {
     package static func rfc3339(_ ms: Int64) -> String {
         let (d, t) = split(ms)
         let (year, month, day) = date(fromDays: d)
+        // `YYYY-MM-DDTHH:MM:SS.mmmZ`, its digits written into the string's own storage.
+        if (0...9999).contains(year) {
+            return String(unsafeUninitializedCapacity: 24) { text in
+                func put(_ n: Int64, _ width: Int, at end: Int) {
+                    var n = n
+                    for i in stride(from: end - 1, through: end - width, by: -1) {
+                        text[i] = UInt8(ascii: "0") + UInt8(n % 10)
+                        n /= 10
+                    }
+                }
+                for (i, c) in [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"), (19, "."), (23, "Z")]
+                    as [(Int, Unicode.Scalar)]
+                {
+                    text[i] = UInt8(ascii: c)
+                }
+                put(year, 4, at: 4)
+                put(month, 2, at: 7)
+                put(day, 2, at: 10)
+                put(t / 3_600_000, 2, at: 13)
+                put(t / 60_000 % 60, 2, at: 16)
+                put(t / 1000 % 60, 2, at: 19)
+                put(t % 1000, 3, at: 23)
+                return 24
+            }
+        }
         func pad(_ n: Int64, _ width: Int) -> String {
             let s = String(n)
             return String(repeating: "0", count: max(0, width - s.count)) + s

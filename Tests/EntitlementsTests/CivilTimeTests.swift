@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Entitlements
@@ -7,6 +8,23 @@ import Testing
         // 951_782_400_000 is 2000-02-29.
         for ms: Int64 in [0, 1, 999, 1_700_000_000_123, 951_782_400_000, CivilTime.latest] {
             #expect(CivilTime.instant(rfc3339: CivilTime.rfc3339(ms)) == ms)
+        }
+    }
+
+    /// Foundation's ISO 8601 formatter is the oracle at random instants from 1583 (before, it
+    /// counts Julian dates; RFC 3339 and this the proleptic Gregorian calendar) to 9999.
+    @Test func printsAsFoundationDoes() {
+        let foundation = ISO8601DateFormatter()
+        foundation.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        foundation.timeZone = TimeZone(identifier: "UTC")
+        var state: UInt64 = 62
+        let (first, last) = (CivilTime.instant(rfc3339: "1583-01-01T00:00:00Z")!, CivilTime.latest)
+        for n in 0..<20_000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let ms = n < 4 ? [first, last, 0, -1][n] : first + Int64(state >> 1) % (last - first + 1)
+            let printed = CivilTime.rfc3339(ms)
+            #expect(printed == foundation.string(from: Date(timeIntervalSince1970: Double(ms) / 1000)), "\(ms)")
+            #expect(CivilTime.instant(rfc3339: printed) == ms)
         }
     }
 
