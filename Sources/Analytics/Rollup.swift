@@ -68,11 +68,10 @@ package enum Rollup {
             for (chart, items) in charts {
                 // ARR is twelve times MRR item by item: kept as MRR alone, and multiplied when read.
                 for item in merged(chart == .mrr ? items.filter { $0.measure != "arr" } : items) {
-                    for piece in pieces(of: item) {
+                    forEachPiece(of: item) { piece in
                         let groups = mixed ? RollupSplit.kept.map { ($0, $0.value(inKept: piece.group)) } : []
-                        for (key, value) in RollupRow.keys(
-                            of: piece, chart: chart, environment: environment, writtenAt: writtenAt)
-                        {
+                        RollupRow.forEachKey(of: piece, chart: chart, environment: environment, writtenAt: writtenAt) {
+                            key, value in
                             add(value, items: 1, to: &sums[key, default: (0, 0)])
                             // The same sums again in each split's row of the item's value.
                             for (split, group) in groups {
@@ -87,7 +86,7 @@ package enum Rollup {
                             // As with rows, untaxed storefronts only for revenue: then a note's piece may say nothing.
                             var piece = piece
                             if chart != .revenue { piece.notes.removeAll(where: \.isUntaxed) }
-                            guard !piece.measure.isEmpty || !piece.notes.isEmpty else { continue }
+                            guard !piece.measure.isEmpty || !piece.notes.isEmpty else { return }
                             moments.append(RollupMoment(environment: environment, chart: chart, item: piece, days: days))
                         }
                     }
@@ -173,26 +172,26 @@ package enum Rollup {
     /// An item as the rollups keep it. A stock is two open-ended changes, +value from its start
     /// and −value from its end, so that a subscription paying month after month sums to a row
     /// per day a change happens, not one per span; its notes, counted only while it is within a
-    /// query's periods, keep the whole span. A flow is itself.
-    static func pieces(of item: ChartItem) -> [ChartItem] {
-        guard item.kind != .flow, !item.measure.isEmpty else { return [item] }
+    /// query's periods, keep the whole span. A flow is itself. Each piece goes to `body` (an
+    /// array of them was an allocation an item).
+    static func forEachPiece(of item: ChartItem, _ body: (ChartItem) -> Void) {
+        guard item.kind != .flow, !item.measure.isEmpty else { return body(item) }
         var start = item
         start.until = .max
         start.notes = []
-        var pieces = [start]
+        body(start)
         if item.until != .max {
             var end = start
             end.at = item.until
             end.value = -item.value
-            pieces.append(end)
+            body(end)
         }
         if !item.notes.isEmpty {
             var notes = item
             notes.measure = ""
             notes.value = 0
-            pieces.append(notes)
+            body(notes)
         }
-        return pieces
     }
 
     /// The query's chart from the rows of its environment and chart (those split by its

@@ -159,11 +159,14 @@ package struct RollupRow: Sendable, Equatable {
     /// day is "long ago", and an item whose window ended before it has none; an item that had
     /// begun by then is `settled` (its start never depends on the hour). A cohort's paying span
     /// has a row per grain of cohort (day, week, month), so that a query by month sums a row per
-    /// cohort month and day something changed, not per cohort day.
-    static func keys(of item: ChartItem, chart: Chart, environment: String, writtenAt: Int64) -> [(Key, Int64)] {
+    /// cohort month and day something changed, not per cohort day. Each row's key and value go
+    /// to `body`.
+    static func forEachKey(
+        of item: ChartItem, chart: Chart, environment: String, writtenAt: Int64, _ body: (Key, Int64) -> Void
+    ) {
         let written = Rollup.floorDay(writtenAt)
         let validUntilDay = Rollup.floorDay(item.validUntil)
-        guard validUntilDay >= written else { return [] }
+        guard validUntilDay >= written else { return }
         let start = item.kind == .stockAtStart
         var atDay = start ? Rollup.ceilingDay(item.at) : Rollup.floorDay(item.at)
         if item.cohort != nil, item.kind == .flow, atDay < written { atDay = .min }
@@ -179,25 +182,22 @@ package struct RollupRow: Sendable, Equatable {
                 cohortDay: cohortDay)
         }
         let cohortDay = item.cohort.map(Rollup.floorDay) ?? noCohort
-        var keys: [(Key, Int64)] = []
         // An item of notes alone may name its window (`/7d`): its notes are that window's.
         let notesOnly = item.measure.hasPrefix("/")
         if !item.measure.isEmpty && !notesOnly {
             if item.cohort != nil, item.kind == .stock {
                 for grain in Resolution.allCases {
                     let day = PeriodGrid.align(cohortDay, grain)
-                    keys.append(
-                        (key(grain == .day ? item.measure : item.measure + "/" + grain.rawValue, "", cohortDay: day), item.value))
+                    body(key(grain == .day ? item.measure : item.measure + "/" + grain.rawValue, "", cohortDay: day), item.value)
                 }
             } else {
-                keys.append((key(item.measure, "", cohortDay: cohortDay), item.value))
+                body(key(item.measure, "", cohortDay: cohortDay), item.value)
             }
         }
         // Untaxed storefronts are reported by the revenue chart alone.
         for note in item.notes where chart == .revenue || !note.isUntaxed {
-            keys.append((key(notesOnly ? item.measure : "", noteText(note), cohortDay: cohortDay), 0))
+            body(key(notesOnly ? item.measure : "", noteText(note), cohortDay: cohortDay), 0)
         }
-        return keys
     }
 
     /// A measure kept per window of first-seen cohort (`revenue/30d`, or `/30d` for its notes):
@@ -278,11 +278,20 @@ package struct RollupMoment: Sendable, Equatable {
     /// has none that matter (``RollupRow/Key/touches(_:)``).
     static func days(of item: ChartItem, onOrAfter today: Int64, writtenAt: Int64) -> [Int64] {
         guard item.kind != .stockAtStart else { return [] }
-        var instants = [item.validFrom, item.validUntil]
-        if item.at > writtenAt { instants.append(item.at) }
-        if item.kind == .stock { instants.append(item.until) }
-        if let cohort = item.cohort { instants.append(cohort) }
-        return Set(instants.map(Rollup.floorDay).filter { $0 >= today && $0 != .max }).sorted()
+        // Most items have none ahead: no array is made for them (a set, a map and a filter were
+        // five allocations an item, on every save's rollup).
+        var days: [Int64] = []
+        func add(_ instant: Int64) {
+            let day = Rollup.floorDay(instant)
+            if day >= today, day != .max, !days.contains(day) { days.append(day) }
+        }
+        add(item.validFrom)
+        add(item.validUntil)
+        if item.at > writtenAt { add(item.at) }
+        if item.kind == .stock { add(item.until) }
+        if let cohort = item.cohort { add(cohort) }
+        days.sort()
+        return days
     }
 }
 
