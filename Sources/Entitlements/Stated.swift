@@ -47,10 +47,18 @@ package struct VerifiedFacts: Sendable, Equatable {
 
     /// The original transaction ids, in first-seen order.
     package var originals: [String] {
+        var originals: [String] = []
+        // A receipt's few ids are compared with those kept; a set pays for itself past a few dozen.
+        let few = purchases.count + renewals.count <= 32
         var seen: Set<Identifier> = []
-        return (purchases.map(\.fact.originalTransactionID) + renewals.map(\.fact.originalTransactionID)).filter {
-            seen.insert(Identifier($0)).inserted
+        func add(_ id: String) {
+            if few ? !originals.contains(where: { $0.isExactly(id) }) : seen.insert(Identifier(id)).inserted {
+                originals.append(id)
+            }
         }
+        for p in purchases { add(p.fact.originalTransactionID) }
+        for r in renewals { add(r.fact.originalTransactionID) }
+        return originals
     }
 
     /// Whether there is nothing to store.
