@@ -265,3 +265,68 @@ struct ErasedWhileInFlightTests {
         #expect(try db.scalarInt("SELECT count(*) FROM erased_ids WHERE erased_at < \(t0 + 10)") == 0)
     }
 }
+
+/// Issue 62: PostgreSQL no longer checks `ownership`'s and `events`' foreign keys
+/// (Migrations/postgresql/0042): receiptd's own writes must keep what they kept.
+@Suite("Rows of people without foreign keys")
+struct RowsOfPeopleTests {
+    /// Saves, transfers, derivations, merges and erasures of a few people over a few purchases,
+    /// in a seeded order; after each, every held purchase and every event names a subscriber.
+    @Test(arguments: await testDialects())
+    func everyHeldPurchaseAndEventNamesASubscriber(_ dialect: Database.Dialect) async throws {
+        try await withScratchDirectory("receiptd-integrity") { dir in
+            let queue = try await migratedQueue(dialect, in: dir)
+            let users = ["a", "b", "c", "Zo\u{00EB}", "Zoe\u{0308}"]
+            var seed: UInt64 = 62
+            func next(_ n: Int) -> Int {
+                seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                return Int(seed >> 33) % n
+            }
+            var done = (saved: 0, merged: 0, erased: 0)
+            for step in 0..<150 {
+                let (now, user) = (t0 + Int64(step) * 60_000, users[next(users.count)])
+                switch next(10) {
+                case 0..<7:
+                    var facts = monthly(cancelled: next(5) == 0 ? t0 + day : nil)
+                    let original = "o\(next(4))"
+                    facts.purchases[0].fact.originalTransactionID = original
+                    facts.purchases[0].fact.transactionID = "t-\(original)-\(next(3))"
+                    facts.renewals[0].fact.originalTransactionID = original
+                    let stored = try await queue.write { [facts] db in
+                        try state.store(facts, for: user, policy: .transfer, in: db, now: now)
+                    }
+                    if case .stored(_, let changed) = stored {
+                        done.saved += 1
+                        for id in changed { _ = try await state.current(id, database: queue, now: now) }
+                    }
+                case 7..<9:
+                    let other = users[next(users.count)]
+                    guard !other.isExactly(user) else { continue }
+                    // As the API merges: refused when the ids are already one, or one is another's alias.
+                    let clock = TestClock(now)
+                    let addAlias = AddAlias(context: .testing(queue, clock: clock.wall, state: state))
+                    if (try? await addAlias(user, alias: other))?.merged == true { done.merged += 1 }
+                default:
+                    _ = try await queue.write { db in try Erasure(db).erase(user, by: "test", at: now) }
+                    done.erased += 1
+                }
+                let orphans = try await queue.read { db in
+                    try (
+                        db.scalarInt(
+                            "SELECT count(*) FROM ownership o WHERE NOT EXISTS (SELECT 1 FROM subscribers s WHERE s.app_user_id = o.app_user_id)"
+                        ),
+                        db.scalarInt(
+                            "SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM subscribers s WHERE s.app_user_id = e.app_user_id)"
+                        )
+                    )
+                }
+                #expect(orphans.0 == 0 && orphans.1 == 0, "step \(step)")
+            }
+            // The workload did what it says: purchases held, events derived, merges and erasures.
+            let (held, events) = try await queue.read { db in
+                (try db.scalarInt("SELECT count(*) FROM ownership"), try db.scalarInt("SELECT count(*) FROM events"))
+            }
+            #expect(done.saved > 50 && done.merged > 10 && done.erased > 5 && held ?? 0 > 0 && events ?? 0 > 0)
+        }
+    }
+}
