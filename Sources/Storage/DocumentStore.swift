@@ -10,8 +10,9 @@ package import DatabaseEngine
 /// - it was derived with the entitlement settings the reader has (their fingerprint); and
 /// - the reader's `now` lies in `[document_at, summary_until)`: with the same facts a document
 ///   reads the same until the next instant its derivation compares with.
-/// It is written in the same transaction as the fingerprint and version it shows
-/// (``ReceiptStore/settle(_:hash:derivedFrom:version:now:)``).
+/// It is written by the statement that records the fingerprint and version it shows
+/// (``ReceiptStore/settle(_:hash:derivedFrom:version:now:document:)``), or, for a row settled
+/// before documents were kept, by ``keep(_:version:json:cut:derivedAt:settings:)``.
 package struct DocumentStore {
     private let db: Database
 
@@ -35,6 +36,22 @@ package struct DocumentStore {
         }
     }
 
+    /// A document to keep: its JSON without `request_date`'s value, which goes at byte `cut`,
+    /// the version it shows, and the fingerprint of the settings it was derived under.
+    package struct Rendering: Sendable {
+        package var version: Int64
+        package var json: [UInt8]
+        package var cut: Int
+        package var settings: String
+
+        package init(version: Int64, json: [UInt8], cut: Int, settings: String) {
+            self.version = version
+            self.json = json
+            self.cut = cut
+            self.settings = settings
+        }
+    }
+
     /// `appUserID`'s kept document if it still describes them at `now` under the settings
     /// `settings`; nil otherwise (no row, an alias, behind their facts, derived under other
     /// settings, or not true at `now`).
@@ -50,6 +67,12 @@ package struct DocumentStore {
         let kept = Kept(version: q.int(0), json: json, cut: Int(q.int(2)), derivedAt: q.int(3), until: q.int(4))
         guard kept.derivedAt <= now, now < kept.until, (0...json.count).contains(kept.cut) else { return nil }
         return kept
+    }
+
+    /// Drops `appUserID`'s kept document, in the caller's transaction.
+    package func forget(_ appUserID: String) throws {
+        try db.cached("UPDATE subscribers SET document = NULL, document_settings = NULL WHERE app_user_id = ?")
+            .bind([appUserID]).runLater()
     }
 
     /// Keeps `document` (rendered at `derivedAt` under `settings`) as `appUserID`'s, in the

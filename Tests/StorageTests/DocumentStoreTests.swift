@@ -74,6 +74,31 @@ struct DocumentStoreTests {
         #expect(try DocumentStore(db).kept("ann", settings: "s1", now: 300)?.until == 900)
     }
 
+    /// A settle writes the document in its own statement, only when it shows the version written.
+    @Test(arguments: await testDialects())
+    func aSettleKeepsTheDocumentOfTheVersionItWrites(_ dialect: Database.Dialect) async throws {
+        let db = try await settled(dialect)
+        try db.transaction { try ReceiptStore(db).factsChanged(["ann"], at: 200) }
+        let rendering = { (version: Int64) in
+            DocumentStore.Rendering(version: version, json: Self.json, cut: Self.cut, settings: "s1")
+        }
+        // A new fingerprint: version 2, but the document says 1: none kept.
+        try db.transaction {
+            _ = try ReceiptStore(db).settle("ann", hash: "h2", derivedFrom: 2, version: 1, now: 200, document: rendering(1))
+            try ProductStateStore(db).replace([], for: "ann", until: 900)
+        }
+        #expect(try DocumentStore(db).kept("ann", settings: "s1", now: 300) == nil)
+        try db.transaction { try ReceiptStore(db).factsChanged(["ann"], at: 300) }
+        // The same fingerprint: still version 2, which it shows: kept, derived at the settle's time.
+        try db.transaction {
+            #expect(
+                try ReceiptStore(db).settle("ann", hash: "h2", derivedFrom: 3, version: 2, now: 300, document: rendering(2)) == 2)
+            try ProductStateStore(db).replace([], for: "ann", until: 900)
+        }
+        let kept = try #require(try DocumentStore(db).kept("ann", settings: "s1", now: 300))
+        #expect(kept == DocumentStore.Kept(version: 2, json: Self.json, cut: Self.cut, derivedAt: 300, until: 900))
+    }
+
     /// The bytes come back as written: a name in two spellings, and text that is not ASCII.
     @Test(arguments: await testDialects())
     func theBytesComeBackExactly(_ dialect: Database.Dialect) async throws {

@@ -90,14 +90,16 @@ package struct SubscriberState: Sendable {
         throws -> Recorded?
     {
         try db.transaction { () throws -> Recorded? in
+            // Rendered with the version it will show: one more when its fingerprint is new (the
+            // snapshot's fingerprint is the row's while its version is).
+            let shows = subscriber.version + (subscriber.stateHash == document.fingerprint ? 0 : 1)
             guard
                 let version = try ReceiptStore(db).settle(
                     subscriber.appUserID, hash: document.fingerprint, derivedFrom: subscriber.factsRevision,
-                    version: subscriber.version, now: now)
+                    version: subscriber.version, now: now, document: rendering(document, version: shows))
             else { return nil }
             try ProductStateStore(db).replace(
                 document.productStates, for: subscriber.appUserID, until: document.changesAt ?? .max)
-            try keep(document, version: version, in: db, now: now)
             var added: [EventRecord] = []
             let changes = try EventStore(db).replace(
                 events, for: subscriber.appUserID, originals: subscriber.originals, now: now, inserted: { added.append($0) })
@@ -109,13 +111,19 @@ package struct SubscriberState: Sendable {
         }
     }
 
-    /// Keeps `document` rendered, as version `version` derived at `now`, in the caller's
-    /// transaction, for the reads that take it whole (``Storage/DocumentStore``).
-    func keep(_ document: SubscriberDocument, version: Int64, in db: Database, now: Int64) throws {
+    /// `document` rendered as version `version` shows it, to keep for the reads that take it
+    /// whole (``Storage/DocumentStore``).
+    func rendering(_ document: SubscriberDocument, version: Int64) -> DocumentStore.Rendering {
         let (head, tail) = document.template(version: version)
+        return DocumentStore.Rendering(version: version, json: head + tail, cut: head.count, settings: settingsFingerprint)
+    }
+
+    /// Keeps `document` rendered, as version `version` derived at `now`, in the caller's
+    /// transaction: for a row settled before documents were kept.
+    func keep(_ document: SubscriberDocument, version: Int64, in db: Database, now: Int64) throws {
+        let kept = rendering(document, version: version)
         try DocumentStore(db).keep(
-            document.appUserID, version: version, json: head + tail, cut: head.count, derivedAt: now,
-            settings: settingsFingerprint)
+            document.appUserID, version: version, json: kept.json, cut: kept.cut, derivedAt: now, settings: kept.settings)
     }
 
     /// What ``store(_:for:policy:in:now:log:)`` did.
