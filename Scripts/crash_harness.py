@@ -184,7 +184,7 @@ def main():
             doc = json.loads(data) if status == 200 else {}
             if not (doc.get("entitlements") or {}).get("premium", {}).get("active"):
                 lost_receipts.append(user)
-        drained = wait_for_outbox(120)
+        drained = wait_for_outbox(stalled=30, most=900)
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
     finally:
@@ -214,13 +214,20 @@ def main():
     print("crash harness passed")
 
 
-def wait_for_outbox(seconds):
-    """Waits until /readyz reports no pending webhook delivery; True when it got there."""
-    deadline = time.time() + seconds
-    while time.time() < deadline:
+def wait_for_outbox(stalled, most):
+    """Waits until /readyz reports no pending webhook delivery; True when it got there. It gives up
+    when the backlog has not shrunk for `stalled` seconds, or after `most`: the backlog grows with
+    the receipts acknowledged, and the slow sink takes about 250 a second on two cores (a fixed
+    two minutes failed with 40,000 to send, draining all the while)."""
+    start = progress = time.time()
+    fewest = None
+    while time.time() - progress < stalled and time.time() - start < most:
         status, data = request("GET", PORT, "/readyz")
-        if status == 200 and json.loads(data).get("webhooks", {}).get("harness", {}).get("pending") == 0:
+        pending = json.loads(data).get("webhooks", {}).get("harness", {}).get("pending") if status == 200 else None
+        if pending == 0:
             return True
+        if pending is not None and (fewest is None or pending < fewest):
+            fewest, progress = pending, time.time()
         time.sleep(0.2)
     return False
 
@@ -233,7 +240,7 @@ def message_id(app_user_id, event_key):
 def check_webhooks(conn, arrivals, acked_receipts, drained):
     """Every stored event reached the sink at least once (signed, well formed), each subscriber's in
     version order; every delivery ended `delivered`. Prints the figures; returns the problems."""
-    problems = [] if drained else ["the outbox did not drain within 120 s"]
+    problems = [] if drained else ["the outbox stopped draining (30 s without progress, or 900 s in all)"]
     events = {message_id(user, key): user for user, key in conn.execute("SELECT app_user_id, event_key FROM events")}
     statuses = dict(conn.execute("SELECT status, count(*) FROM webhook_deliveries GROUP BY status").fetchall())
     bad = [a for a in arrivals if a["signature"] != "valid" or a["schema_problems"]]
