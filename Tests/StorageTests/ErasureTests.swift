@@ -239,12 +239,30 @@ struct ErasureTests {
                     }
                     if round % 5 == 0 { _ = try db.scalarText("PRAGMA wal_checkpoint(PASSIVE)") }
                 }
+                // Each settled at last, their document kept in their row (DocumentStore).
+                for n in 0..<40 {
+                    try db.transaction {
+                        let q = try db.prepare("SELECT facts_revision, version FROM subscribers WHERE app_user_id = ?")
+                            .bind(["user\(n)"])
+                        _ = try q.step()
+                        let (revision, version) = (q.int(0), q.int(1))
+                        let document = Array(#"{"app_user_id":"kept-document-of-\#(n)","request_date":""}"#.utf8)
+                        #expect(
+                            try receipts.settle(
+                                "user\(n)", hash: "final", derivedFrom: revision, version: version, now: 50,
+                                document: DocumentStore.Rendering(version: version + 1, json: document, cut: 54, settings: "s"))
+                                == version + 1)
+                    }
+                }
                 let raw = { (file: String) in (try? Data(contentsOf: URL(fileURLWithPath: file))) ?? Data() }
                 for file in [path, rollups] {
                     #expect(
                         raw(file).range(of: Data("user17".utf8)) != nil
                             || raw(file + "-wal").range(of: Data("user17".utf8)) != nil)
                 }
+                #expect(
+                    raw(path).range(of: Data("kept-document-of-17".utf8)) != nil
+                        || raw(path + "-wal").range(of: Data("kept-document-of-17".utf8)) != nil)
                 let outcome = try erase("user17", at: 100, in: db)
                 #expect(outcome.rows["rollup_holders"] == 1 && outcome.rows["rollup_marks"] == 20)
                 try db.scrubAfterErasure()  // every attached file's WAL too
@@ -252,8 +270,12 @@ struct ErasureTests {
                     let bytes = raw(file)
                     #expect(bytes.range(of: Data("user17".utf8)) == nil, "\(file)")
                     #expect(bytes.range(of: Data("RECEIPT-OF-17".utf8)) == nil, "\(file)")
+                    #expect(bytes.range(of: Data("kept-document-of-17".utf8)) == nil, "\(file)")
                 }
                 #expect(raw(path).range(of: Data("RECEIPT-OF-16".utf8)) != nil)  // others stay
+                #expect(
+                    raw(path).range(of: Data("kept-document-of-16".utf8)) != nil
+                        || raw(path + "-wal").range(of: Data("kept-document-of-16".utf8)) != nil)
             }
         }
     }
