@@ -12,7 +12,7 @@ package import DatabaseEngine
 ///   reads the same until the next instant its derivation compares with.
 /// It is written by the statement that records the fingerprint and version it shows
 /// (``ReceiptStore/settle(_:hash:derivedFrom:version:now:document:)``), or, for a row settled
-/// before documents were kept, by ``keep(_:version:json:cut:derivedAt:settings:)``.
+/// before documents were kept, by ``keep(_:_:derivedAt:)``.
 package struct DocumentStore {
     private let db: Database
 
@@ -75,17 +75,18 @@ package struct DocumentStore {
             .bind([appUserID]).runLater()
     }
 
-    /// Keeps `document` (rendered at `derivedAt` under `settings`) as `appUserID`'s, in the
-    /// caller's transaction, if their row still shows `version` derived from their newest facts
-    /// (else nothing): written beside the settle that recorded it, or for a settled row that had none.
-    package func keep(_ appUserID: String, version: Int64, json: [UInt8], cut: Int, derivedAt: Int64, settings: String)
-        throws
-    {
+    /// Keeps `document` (rendered at `derivedAt`) as `appUserID`'s, in the caller's transaction,
+    /// if their row still shows the version it shows, derived from their newest facts (else
+    /// nothing): for a settled row that had none, or one derived under other settings.
+    package func keep(_ appUserID: String, _ document: Rendering, derivedAt: Int64) throws {
         try db.cached(
             """
             UPDATE subscribers SET document = ?, document_cut = ?, document_at = ?, document_settings = ?
             WHERE app_user_id = ? AND version = ? AND derived_revision = facts_revision
             """
-        ).bind([String(decoding: json, as: UTF8.self), Int64(cut), derivedAt, settings, appUserID, version]).runLater()
+        ).bind([
+            String(decoding: document.json, as: UTF8.self), Int64(document.cut), derivedAt, document.settings, appUserID,
+            document.version,
+        ]).runLater()
     }
 }

@@ -154,36 +154,25 @@ extension ReceiptStore {
     /// and version `version`: the document fingerprint `hash` (a different one bumps the version
     /// and joins the ``ChangeLog``) and that the derivation has caught up with those facts; with
     /// `document`, that document kept rendered in the same statement (``DocumentStore``), when
-    /// the version it shows is the one written. A compare-and-set: when the facts or the version
+    /// the version it shows is the one written (without, none is kept). A compare-and-set: when the facts or the version
     /// moved since the snapshot, nothing is written and the answer is nil (read again, derive
     /// again). Else the version after the call.
     package func settle(
         _ appUserID: String, hash: String, derivedFrom revision: Int64, version: Int64, now: Int64,
         document: DocumentStore.Rendering? = nil
     ) throws -> Int64? {
-        let update: Statement
-        if let document {
-            update = try db.cached(
-                """
-                UPDATE subscribers SET version = version + CASE WHEN state_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, state_hash = ?1, derived_revision = ?2,
-                    updated_at = ?3, document = ?6, document_cut = ?7, document_at = ?3, document_settings = ?8
-                WHERE app_user_id = ?4 AND facts_revision = ?2 AND version = ?5
-                RETURNING version
-                """
-            ).bind([
-                hash, revision, now, appUserID, version, String(decoding: document.json, as: UTF8.self),
-                Int64(document.cut), document.settings,
-            ])
-        } else {
-            update = try db.cached(
-                """
-                UPDATE subscribers SET version = version + CASE WHEN state_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, state_hash = ?1, derived_revision = ?2,
-                    updated_at = ?3
-                WHERE app_user_id = ?4 AND facts_revision = ?2 AND version = ?5
-                RETURNING version
-                """
-            ).bind([hash, revision, now, appUserID, version])
-        }
+        // Without a document, none is kept: the column is cleared with the settle.
+        let update = try db.cached(
+            """
+            UPDATE subscribers SET version = version + CASE WHEN state_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, state_hash = ?1, derived_revision = ?2,
+                updated_at = ?3, document = ?6, document_cut = ?7, document_at = ?3, document_settings = ?8
+            WHERE app_user_id = ?4 AND facts_revision = ?2 AND version = ?5
+            RETURNING version
+            """
+        ).bind([
+            hash, revision, now, appUserID, version, document.map { String(decoding: $0.json, as: UTF8.self) },
+            document.map { Int64($0.cut) }, document?.settings,
+        ])
         guard try update.step() else { return nil }
         let after = update.int(0)
         update.reset()

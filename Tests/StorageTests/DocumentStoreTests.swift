@@ -27,7 +27,8 @@ struct DocumentStoreTests {
                     ]), for: "ann", now: 100)
             _ = try ReceiptStore(db).settle("ann", hash: "h", derivedFrom: 1, version: 0, now: 100)
             try ProductStateStore(db).replace([], for: "ann", until: 500)
-            try DocumentStore(db).keep("ann", version: 1, json: Self.json, cut: Self.cut, derivedAt: 100, settings: "s1")
+            try DocumentStore(db).keep(
+                "ann", DocumentStore.Rendering(version: 1, json: Self.json, cut: Self.cut, settings: "s1"), derivedAt: 100)
         }
         return db
     }
@@ -58,18 +59,21 @@ struct DocumentStoreTests {
         #expect(try db.scalarInt("SELECT count(*) FROM subscribers WHERE document IS NULL AND document_settings IS NULL") == 1)
         // Behind its facts, no document is kept, whatever version it names.
         try db.transaction {
-            try DocumentStore(db).keep("ann", version: 1, json: Self.json, cut: Self.cut, derivedAt: 300, settings: "s1")
+            try DocumentStore(db).keep(
+                "ann", DocumentStore.Rendering(version: 1, json: Self.json, cut: Self.cut, settings: "s1"), derivedAt: 300)
         }
         #expect(try db.scalarInt("SELECT count(*) FROM subscribers WHERE document IS NULL") == 1)
         // Settled again at version 2: a document of version 1 is refused, one of version 2 kept.
         try db.transaction {
             _ = try ReceiptStore(db).settle("ann", hash: "h2", derivedFrom: 2, version: 1, now: 300)
             try ProductStateStore(db).replace([], for: "ann", until: 900)
-            try DocumentStore(db).keep("ann", version: 1, json: Self.json, cut: Self.cut, derivedAt: 300, settings: "s1")
+            try DocumentStore(db).keep(
+                "ann", DocumentStore.Rendering(version: 1, json: Self.json, cut: Self.cut, settings: "s1"), derivedAt: 300)
         }
         #expect(try DocumentStore(db).kept("ann", settings: "s1", now: 300) == nil)
         try db.transaction {
-            try DocumentStore(db).keep("ann", version: 2, json: Self.json, cut: Self.cut, derivedAt: 300, settings: "s1")
+            try DocumentStore(db).keep(
+                "ann", DocumentStore.Rendering(version: 2, json: Self.json, cut: Self.cut, settings: "s1"), derivedAt: 300)
         }
         #expect(try DocumentStore(db).kept("ann", settings: "s1", now: 300)?.until == 900)
     }
@@ -106,7 +110,8 @@ struct DocumentStoreTests {
         let json = Array(#"{"a":"Zoe\#u{0308} Zo\#u{00EB} 日本 \#u{1F600}","request_date":"","v":1}"#.utf8)
         let cut = json.count - 9
         try db.transaction {
-            try DocumentStore(db).keep("ann", version: 1, json: json, cut: cut, derivedAt: 100, settings: "s1")
+            try DocumentStore(db).keep(
+                "ann", DocumentStore.Rendering(version: 1, json: json, cut: cut, settings: "s1"), derivedAt: 100)
         }
         let kept = try #require(try DocumentStore(db).kept("ann", settings: "s1", now: 100))
         #expect(kept.json == json && kept.cut == cut)

@@ -121,9 +121,7 @@ package struct SubscriberState: Sendable {
     /// Keeps `document` rendered, as version `version` derived at `now`, in the caller's
     /// transaction: for a row settled before documents were kept.
     func keep(_ document: SubscriberDocument, version: Int64, in db: Database, now: Int64) throws {
-        let kept = rendering(document, version: version)
-        try DocumentStore(db).keep(
-            document.appUserID, version: version, json: kept.json, cut: kept.cut, derivedAt: now, settings: kept.settings)
+        try DocumentStore(db).keep(document.appUserID, rendering(document, version: version), derivedAt: now)
     }
 
     /// What ``store(_:for:policy:in:now:log:)`` did.
