@@ -40,8 +40,7 @@ package struct ReadSubscriber: UseCase, Sendable {
     /// settings): ask ``document(_:)``. Fills the cache.
     package func kept(_ appUserID: String) async throws(ReceiptError) -> Rendered? {
         guard let (kept, now) = try await keptDocument(appUserID) else { return nil }
-        var body = kept.json
-        body.insert(contentsOf: CivilTime.rfc3339(now).utf8, at: kept.cut)
+        let body = SubscriberDocument.body(head: kept.json[..<kept.cut], now: now, tail: kept.json[kept.cut...])
         return Rendered(version: kept.version, body: body)
     }
 

@@ -166,7 +166,7 @@ package struct SubscriberDocument: Sendable {
     }
 
     /// A ``template(version:)``'s two parts around the time `now`: the document as sent.
-    static func body(head: [UInt8], now: Int64, tail: [UInt8]) -> [UInt8] {
+    static func body(head: some Collection<UInt8>, now: Int64, tail: some Collection<UInt8>) -> [UInt8] {
         var body: [UInt8] = []
         body.reserveCapacity(head.count + 24 + tail.count)
         body += head
