@@ -479,8 +479,6 @@ package final class PostgresStatement: CompiledStatement {
     }
     package func bytes(_ column: Int32) -> [UInt8]? {
         guard !isNull(column), let value = PQgetvalue(result, Int32(row), column) else { return nil }
-        return value.withMemoryRebound(to: UInt8.self, capacity: 1) { start in
-            Array(UnsafeBufferPointer(start: start, count: Int(PQgetlength(result, Int32(row), column))))
-        }
+        return Array(UnsafeRawBufferPointer(start: value, count: Int(PQgetlength(result, Int32(row), column))))
     }
 }
