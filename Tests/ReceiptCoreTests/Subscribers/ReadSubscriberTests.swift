@@ -8,23 +8,6 @@ import Testing
 
 @testable import ReceiptCore
 
-private let day: Int64 = 86_400_000
-private let t0: Int64 = 1_700_000_000_000
-
-/// `user`'s monthly subscription `o1`, bought at `t0`, expiring 30 days later.
-private func monthly() -> VerifiedFacts {
-    VerifiedFacts(
-        environment: "sandbox",
-        purchases: [
-            Stated(
-                Purchase(
-                    transactionID: "t1", originalTransactionID: "o1", productID: "monthly", purchaseDate: t0,
-                    expiresDate: t0 + 30 * day, environment: "sandbox"),
-                bundleID: "b", rawJSON: "{}")
-        ],
-        renewals: [Stated(Renewal(originalTransactionID: "o1", autoRenewStatus: true, environment: "sandbox"), rawJSON: "{}")])
-}
-
 private func state(_ rules: [String: [String]]) -> SubscriberState {
     SubscriberState(settings: EntitlementSettings(rules: EntitlementRules(rules), catalog: Catalog(), policy: DerivationPolicy()))
 }
@@ -42,6 +25,18 @@ struct ReadSubscriberTests {
             context: .testing(queue, clock: clock.wall, state: state(rules)), cache: SubscriberCache(capacity: cache))
     }
 
+    /// Ann's monthly subscription (SubscriberStateTests' `monthly`, renewing) stored, not yet
+    /// derived, in a queue of `dialect`; the clock a day after she bought it.
+    private func withAnn(_ dialect: Database.Dialect, _ body: (DatabaseQueue, TestClock) async throws -> Void) async throws {
+        try await withScratchDirectory("receiptd-read") { dir in
+            let queue = try await migratedQueue(dialect, in: dir)
+            _ = try await queue.write { db in
+                try state(["pro": ["monthly"]]).store(monthly(autoRenew: true), for: "ann", policy: .transfer, in: db, now: t0)
+            }
+            try await body(queue, TestClock(t0 + day))
+        }
+    }
+
     /// The kept document's bytes at `now`, as the API sends them.
     private func body(_ kept: DocumentStore.Kept, now: Int64) -> [UInt8] {
         Array(kept.json[..<kept.cut]) + CivilTime.rfc3339(now).utf8 + Array(kept.json[kept.cut...])
@@ -49,11 +44,8 @@ struct ReadSubscriberTests {
 
     @Test(arguments: await testDialects())
     func theKeptDocumentIsTheDerivedOneByteForByteUntilItMayReadDifferently(_ dialect: Database.Dialect) async throws {
-        try await withScratchDirectory("receiptd-read") { dir in
-            let queue = try await migratedQueue(dialect, in: dir)
-            let clock = TestClock(t0 + day)
+        try await withAnn(dialect) { queue, clock in
             let read = reader(queue, clock)
-            _ = try await queue.write { db in try read.state.store(monthly(), for: "ann", policy: .transfer, in: db, now: t0) }
             // Not derived yet: nothing kept. The first read derives and keeps it.
             #expect(try await read.keptDocument("ann") == nil)
             let derived = try await read.document("ann")
@@ -87,11 +79,8 @@ struct ReadSubscriberTests {
     /// old ones: it derives, and keeps its own; the old settings then find none.
     @Test(arguments: await testDialects())
     func otherSettingsDeriveAgain(_ dialect: Database.Dialect) async throws {
-        try await withScratchDirectory("receiptd-read") { dir in
-            let queue = try await migratedQueue(dialect, in: dir)
-            let clock = TestClock(t0 + day)
+        try await withAnn(dialect) { queue, clock in
             let (old, new) = (reader(queue, clock), reader(queue, clock, rules: ["pro": ["monthly"], "gold": ["monthly"]]))
-            _ = try await queue.write { db in try old.state.store(monthly(), for: "ann", policy: .transfer, in: db, now: t0) }
             _ = try await old.document("ann")
             #expect(try await old.keptDocument("ann") != nil)
             #expect(try await new.keptDocument("ann") == nil)
@@ -113,11 +102,8 @@ struct ReadSubscriberTests {
     /// read, without a new version.
     @Test(arguments: await testDialects())
     func aSettledRowWithoutADocumentGetsOneOnItsNextRead(_ dialect: Database.Dialect) async throws {
-        try await withScratchDirectory("receiptd-read") { dir in
-            let queue = try await migratedQueue(dialect, in: dir)
-            let clock = TestClock(t0 + day)
+        try await withAnn(dialect) { queue, clock in
             let read = reader(queue, clock)
-            _ = try await queue.write { db in try read.state.store(monthly(), for: "ann", policy: .transfer, in: db, now: t0) }
             let derived = try await read.document("ann")
             try await queue.write { db in try db.execute("UPDATE subscribers SET document = NULL, document_settings = NULL") }
             #expect(try await read.keptDocument("ann") == nil)
@@ -128,12 +114,8 @@ struct ReadSubscriberTests {
 
     /// With the cache on, a kept document read fills it: the next read is from memory, the same bytes.
     @Test func aKeptDocumentFillsTheCache() async throws {
-        try await withScratchDirectory("receiptd-read") { dir in
-            let queue = try await migratedQueue(.sqlite, in: dir)
-            let clock = TestClock(t0 + day)
+        try await withAnn(.sqlite) { queue, clock in
             let (deriving, reading) = (reader(queue, clock), reader(queue, clock, cache: 10))
-            _ = try await queue.write { db in try deriving.state.store(monthly(), for: "ann", policy: .transfer, in: db, now: t0)
-            }
             _ = try await deriving.document("ann")
             #expect(reading.cached("ann") == nil)
             let (kept, _) = try #require(try await reading.keptDocument("ann"))

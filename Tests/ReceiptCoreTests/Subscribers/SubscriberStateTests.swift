@@ -10,11 +10,11 @@ import Testing
 
 @testable import ReceiptCore
 
-private let day: Int64 = 86_400_000
-private let t0: Int64 = 1_700_000_000_000
+let day: Int64 = 86_400_000
+let t0: Int64 = 1_700_000_000_000
 
 /// One monthly subscription, `o1`, bought at `t0`; `cancelled` refunds it.
-private func monthly(cancelled: Int64? = nil, autoRenew: Bool = false) -> VerifiedFacts {
+func monthly(cancelled: Int64? = nil, autoRenew: Bool = false) -> VerifiedFacts {
     VerifiedFacts(
         environment: "sandbox",
         purchases: [
