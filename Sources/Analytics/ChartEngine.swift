@@ -398,7 +398,7 @@ struct Book: Sendable {
             chart: q.chart, currency: currency, resolution: grid.resolution, zone: q.zone.name, periods: grid.periods,
             measures: measures, figures: values, contributions: contributions, missingRates: rates, missingPrices: prices,
             untaxedStorefronts: q.chart == .revenue ? untaxed.sorted() : [], window: q.cohortWindow,
-            leftOut: Self.settled(leftOut))
+            leftOut: Self.settled(leftOut), begun: instants.count)
     }
 }
 

@@ -272,6 +272,23 @@ package struct ChartAnswer: Sendable {
     /// order); ``figures`` are then the whole's.
     package var groupBy: ChartDimension?
     package var groups: [ChartGroup] = []
+    /// How many of its periods had begun at the query's instant. A cohort table's period `i` has
+    /// `paying_N` and `retention_N` for N < begun − i: the later ones have not happened yet.
+    package var begun = 0
+
+    /// Per measure, in column order: N of a cohort table's `paying_N` or `retention_N`, nil for
+    /// its other measures and for every measure of the other charts.
+    package var ages: [Int?] {
+        guard chart.hasCohortTable else { return measures.map { _ in nil } }
+        return measures.map { m in
+            let prefix = m.hasPrefix("paying_") ? 7 : m.hasPrefix("retention_") ? 10 : 0
+            return prefix == 0 ? nil : Int(m.dropFirst(prefix))
+        }
+    }
+
+    /// Whether period `i` has a figure of the measure of age `age` (``ages``) yet: every measure
+    /// but a cohort's age it has not reached.
+    package func hasBegun(period i: Int, age: Int?) -> Bool { age.map { $0 < begun - i } ?? true }
 
     /// Each period's figures by name: ``figures`` row by row, all of them made at each use (to
     /// read, not for speed).

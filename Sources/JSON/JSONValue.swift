@@ -196,9 +196,11 @@ public struct JSONOutput {
     /// Objects that all have the same keys, as a JSON array: the bytes `.array(objects)` writes,
     /// but with the keys sorted and written out once instead of per object (a chart's periods:
     /// 730 objects of up to 1,463 members), and each member's value written straight in:
-    /// `write(i, k, &out)` writes object `i`'s member `keys[k]`.
+    /// `write(i, k, &out)` writes object `i`'s member `keys[k]`. With `present`, object `i` has
+    /// member `keys[k]` only where `present(i, k)` (a cohort's periods not begun yet).
     public mutating func arrayOfObjects(
-        keys: [String], count: Int, write: (_ object: Int, _ key: Int, _ out: inout JSONOutput) -> Void
+        keys: [String], count: Int, present: ((_ object: Int, _ key: Int) -> Bool)? = nil,
+        write: (_ object: Int, _ key: Int, _ out: inout JSONOutput) -> Void
     ) {
         let order = keys.indices.sorted { Identifier(keys[$0]) < Identifier(keys[$1]) }
         // Every member's name, quoted, with its colon (and, but for the first, the comma before
@@ -215,10 +217,14 @@ public struct JSONOutput {
             bytes.append(UInt8(ascii: "["))
             for i in 0..<count {
                 bytes.append(contentsOf: i > 0 ? ",{".utf8 : "{".utf8)
-                var start = 0
+                var (start, written) = (0, false)
                 for (n, k) in order.enumerated() {
-                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: names[start..<ends[n]]))
-                    start = ends[n]
+                    defer { start = ends[n] }
+                    if let present, !present(i, k) { continue }
+                    // The comma before a member's name goes only after another member.
+                    let from = n > 0 && !written ? start + 1 : start
+                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: names[from..<ends[n]]))
+                    written = true
                     write(i, k, &self)
                 }
                 bytes.append(UInt8(ascii: "}"))

@@ -65,6 +65,25 @@ extension JSONValueWritingTests {
         #expect(
             Self.written { $0.arrayOfObjects(keys: keys, count: 0) { i, k, out in out.value(cells[i][k]) } } == Array("[]".utf8))
 
+        // Members left out where `present` says so, the first of an object included (no comma
+        // before the first written: "Zoe\u{308}" sorts first), and an object with none: the bytes
+        // of objects without them.
+        for absent in [{ (i: Int, k: Int) in (i + k) % 3 == 0 }, { i, _ in i == 2 }, { _, k in k == 3 || k == 4 }] {
+            let fewer = JSONValue.array(
+                cells.enumerated().map { i, row in
+                    .object(
+                        strings: Dictionary(
+                            uniqueKeysWithValues: zip(keys, row).enumerated().filter { !absent(i, $0.offset) }.map(\.element)))
+                }
+            ).jsonBytes
+            let written = Self.written {
+                $0.arrayOfObjects(keys: keys, count: cells.count, present: { !absent($0, $1) }) { i, k, out in
+                    out.value(cells[i][k])
+                }
+            }
+            #expect(written == fewer, "\(String(decoding: written, as: UTF8.self))")
+        }
+
         // The member added in its place among the others', over one of the same name.
         let outer = JSONValue.object(strings: ["chart": .string("mrr"), "zz": .int(1), "values": .int(9)])
         let added = outer.jsonBytes(adding: "values", capacity: 0) { out in

@@ -190,6 +190,44 @@ struct ChartRoutesTests {
         }
     }
 
+    /// A cohort table answers the ages each cohort has reached: later ones are left out of its
+    /// period (not null), in the whole and in each group; the CSV keeps every column.
+    @Test func aCohortTableAnswersTheAgesItsCohortsReached() async throws {
+        try await ReceiptTesting.withService(
+            entitlements: ["premium": ["monthly", "annual"]], signedData: .init(roots: [TestPKI.root], appAppleIDs: [1234])
+        ) { port, _ in
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            try await postAnaAndBen(port, ids: ("7201", "7202"), at: now - day)
+            // Four days: one before the cohort, the cohort's, today, and tomorrow (not begun).
+            let query = "environment=sandbox&resolution=day&from=\(dayText(now - 2 * day))&to=\(dayText(now + 2 * day))"
+            for path in ["cohorts?\(query)", "subscription_retention?\(query)", "cohorts?\(query)&group_by=country"] {
+                let r = try await request(port, "GET", "/v1/admin/charts/\(path)", key: TestSecrets.secretKey)
+                #expect(r.json["measures"] as? [String] != nil && r.status == 200, "\(path): \(r.body)")
+                let measures = (r.json["measures"] as? [String] ?? []).filter { $0.hasPrefix("paying_") }
+                #expect(measures == ["paying_0", "paying_1"], "\(path)")
+                let tables =
+                    (r.json["groups"] as? [[String: Any]])?.map { $0["values"] as? [[String: Any]] ?? [] }
+                    ?? [r.json["values"] as? [[String: Any]] ?? []]
+                for values in tables {
+                    let keys = values.map { period in
+                        period.keys.filter { $0.hasPrefix("paying_") || $0.hasPrefix("retention_") }.sorted()
+                    }
+                    #expect(
+                        keys == [
+                            ["paying_0", "paying_1", "retention_0", "retention_1"],
+                            ["paying_0", "paying_1", "retention_0", "retention_1"], ["paying_0", "retention_0"], [],
+                        ], "\(path): \(r.body)")
+                    // The cohort's customers pay still: a day on, both; the day before had none.
+                    #expect(values[0]["paying_0"] is NSNull && values[1]["paying_1"] as? Int ?? 0 >= 1, "\(path)")
+                }
+            }
+            let csv = try await request(
+                port, "GET", "/v1/admin/charts/cohorts?\(query)&format=csv", key: TestSecrets.secretKey)
+            let lines = csv.body.split(separator: "\r\n")
+            #expect(lines.first?.contains("paying_1,retention_1") == true && lines.count == 5, "\(csv.body)")
+        }
+    }
+
     /// verifyReceipt states no money; `receiptd backfill-prices` asks Apple's history (the
     /// simulator's Server API tells the same purchases with prices) once per purchase.
     @Test func pricesFromApplesHistoryAreStoredOnceWithTheirSourceAndCharted() async throws {

@@ -236,15 +236,20 @@ extension Responses {
 
     /// The periods of `figures` (the whole's or a group's) as an array of objects: `period`, each
     /// measure, and `left_out` on every period when any period's amounts left something out (no
-    /// rate, no price), saying how much. The measures' names are sorted and their columns found once.
+    /// rate, no price), saying how much. A cohort table's period has the `paying_N` and
+    /// `retention_N` it has reached (``ChartAnswer/hasBegun(period:age:)``): those of ages not
+    /// begun are left out, not null. The measures' names are sorted and their columns found once.
     private static func periods(_ a: ChartAnswer, _ figures: Figures, leftOut: [Int64], into out: inout JSONOutput) {
         let marked = leftOut.contains { $0 != 0 }
         let (keys, columns) = (["period"] + a.measures + (marked ? ["left_out"] : []), a.measures.map(figures.column))
+        let ages = a.ages
+        let present: ((Int, Int) -> Bool)? =
+            a.chart.hasCohortTable ? { i, k in k == 0 || k > ages.count || a.hasBegun(period: i, age: ages[k - 1]) } : nil
         // A few periods' figures at a time, copied out period after period (Figures.rows).
         let (block, width) = (16, columns.count)
         var rows = [Measure?](repeating: nil, count: block * width)
         var first = -1
-        out.arrayOfObjects(keys: keys, count: a.periods.count) { i, k, out in
+        out.arrayOfObjects(keys: keys, count: a.periods.count, present: present) { i, k, out in
             guard k > 0 else { return out.string(a.periods[i].label) }
             guard k <= width else { return out.int(leftOut[i]) }
             if i - i % block != first {
