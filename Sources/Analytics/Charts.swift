@@ -286,10 +286,6 @@ package struct ChartAnswer: Sendable {
         }
     }
 
-    /// Whether period `i` has a figure of the measure of age `age` (``ages``) yet: every measure
-    /// but a cohort's age it has not reached.
-    package func hasBegun(period i: Int, age: Int?) -> Bool { age.map { $0 < begun - i } ?? true }
-
     /// Each period's figures by name: ``figures`` row by row, all of them made at each use (to
     /// read, not for speed).
     package var values: [[String: Measure]] { (0..<figures.periods).map(figures.row) }

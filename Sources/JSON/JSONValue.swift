@@ -202,38 +202,62 @@ public struct JSONOutput {
         keys: [String], count: Int, present: ((_ object: Int, _ key: Int) -> Bool)? = nil,
         write: (_ object: Int, _ key: Int, _ out: inout JSONOutput) -> Void
     ) {
-        let order = keys.indices.sorted { Identifier(keys[$0]) < Identifier(keys[$1]) }
-        // Every member's name, quoted, with its colon (and, but for the first, the comma before
-        // it), in one run of bytes: member n's are names[ends[n - 1]..<ends[n]].
-        var names: [UInt8] = []
-        var ends: [Int] = []
-        for (n, k) in order.enumerated() {
-            if n > 0 { names.append(UInt8(ascii: ",")) }
-            JSONValue.writeString(keys[k], into: &names)
-            names.append(UInt8(ascii: ":"))
-            ends.append(names.count)
-        }
-        names.withUnsafeBufferPointer { names in
-            bytes.append(UInt8(ascii: "["))
-            for i in 0..<count {
-                bytes.append(contentsOf: i > 0 ? ",{".utf8 : "{".utf8)
-                var (start, written) = (0, false)
-                for (n, k) in order.enumerated() {
-                    defer { start = ends[n] }
-                    if let present, !present(i, k) { continue }
-                    // The comma before a member's name goes only after another member.
-                    let from = n > 0 && !written ? start + 1 : start
-                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: names[from..<ends[n]]))
-                    written = true
-                    write(i, k, &self)
-                }
-                bytes.append(UInt8(ascii: "}"))
+        let names = MemberNames(keys)
+        bytes.append(UInt8(ascii: "["))
+        for i in 0..<count {
+            startObject(first: i == 0)
+            var written = false
+            for (n, k) in names.order.enumerated() {
+                if let present, !present(i, k) { continue }
+                member(n, of: names, first: !written)
+                written = true
+                write(i, k, &self)
             }
-            bytes.append(UInt8(ascii: "]"))
+            bytes.append(UInt8(ascii: "}"))
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// The members' names of objects of one shape, sorted as ``JSONValue`` writes them, each
+    /// quoted with its colon and ready to copy: what a writer of many such objects looks up once.
+    public struct MemberNames: Sendable {
+        /// The keys' indices in the order they are written.
+        public let order: [Int]
+        /// Every name, quoted, with its colon (and, but for the first, the comma before it), in
+        /// one run of bytes: the `n`th written's are `names[ends[n - 1]..<ends[n]]`.
+        let names: [UInt8]
+        let ends: [Int]
+
+        public init(_ keys: [String]) {
+            order = keys.indices.sorted { Identifier(keys[$0]) < Identifier(keys[$1]) }
+            var (names, ends) = ([UInt8](), [Int]())
+            for (n, k) in order.enumerated() {
+                if n > 0 { names.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(keys[k], into: &names)
+                names.append(UInt8(ascii: ":"))
+                ends.append(names.count)
+            }
+            (self.names, self.ends) = (names, ends)
         }
     }
 
-    /// What ``arrayOfObjects(keys:count:write:)`` of `count` objects with `keys` takes, with
+    public mutating func startArray() { bytes.append(UInt8(ascii: "[")) }
+
+    public mutating func endArray() { bytes.append(UInt8(ascii: "]")) }
+
+    /// An object's opening brace, after a comma unless it is an array's first element.
+    public mutating func startObject(first: Bool) { bytes.append(contentsOf: first ? "{".utf8 : ",{".utf8) }
+
+    public mutating func endObject() { bytes.append(UInt8(ascii: "}")) }
+
+    /// The name of the `n`th member of `names`' order, with its colon, after a comma unless it is
+    /// the object's first: its value comes next.
+    public mutating func member(_ n: Int, of names: borrowing MemberNames, first: Bool) {
+        let start = n == 0 ? 0 : names.ends[n - 1] + (first ? 1 : 0)
+        names.names.withUnsafeBufferPointer { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0[start..<names.ends[n]])) }
+    }
+
+    /// What ``arrayOfObjects(keys:count:present:write:)`` of `count` objects with `keys` takes, with
     /// each value about `valueBytes` long: room to reserve (a key of a quote or two included).
     public static func arrayOfObjectsSize(keys: [String], count: Int, valueBytes: Int) -> Int {
         count * keys.reduce(2) { $0 + $1.utf8.count + 6 + valueBytes } + 2

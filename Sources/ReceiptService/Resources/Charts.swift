@@ -237,27 +237,44 @@ extension Responses {
     /// The periods of `figures` (the whole's or a group's) as an array of objects: `period`, each
     /// measure, and `left_out` on every period when any period's amounts left something out (no
     /// rate, no price), saying how much. A cohort table's period has the `paying_N` and
-    /// `retention_N` it has reached (``ChartAnswer/hasBegun(period:age:)``): those of ages not
+    /// `retention_N` it has reached (N < ``ChartAnswer/begun`` − its index): those of ages not
     /// begun are left out, not null. The measures' names are sorted and their columns found once.
     private static func periods(_ a: ChartAnswer, _ figures: Figures, leftOut: [Int64], into out: inout JSONOutput) {
         let marked = leftOut.contains { $0 != 0 }
-        let (keys, columns) = (["period"] + a.measures + (marked ? ["left_out"] : []), a.measures.map(figures.column))
-        let ages = a.ages
-        let present: ((Int, Int) -> Bool)? =
-            a.chart.hasCohortTable ? { i, k in k == 0 || k > ages.count || a.hasBegun(period: i, age: ages[k - 1]) } : nil
-        // A few periods' figures at a time, copied out period after period (Figures.rows).
+        let keys = ["period"] + a.measures + (marked ? ["left_out"] : [])
+        let (names, columns) = (JSONOutput.MemberNames(keys), a.measures.map(figures.column))
+        // Each member's age (a cohort's paying_N and retention_N), by key; Int.min for the others.
+        let ages = [Int.min] + a.ages.map { $0 ?? Int.min } + (marked ? [Int.min] : [])
+        // A few periods' figures at a time, copied out period after period (Figures.rows), and
+        // each period written by a plain loop: no call or reference count per figure.
         let (block, width) = (16, columns.count)
         var rows = [Measure?](repeating: nil, count: block * width)
-        var first = -1
-        out.arrayOfObjects(keys: keys, count: a.periods.count, present: present) { i, k, out in
-            guard k > 0 else { return out.string(a.periods[i].label) }
-            guard k <= width else { return out.int(leftOut[i]) }
-            if i - i % block != first {
-                first = i - i % block
-                figures.rows(first..<min(first + block, a.periods.count), columns: columns, into: &rows)
+        out.startArray()
+        for first in stride(from: 0, to: a.periods.count, by: block) {
+            let last = min(first + block, a.periods.count)
+            figures.rows(first..<last, columns: columns, into: &rows)
+            rows.withUnsafeBufferPointer { rows in
+                for i in first..<last {
+                    // Ages up to this one have begun (every age of a chart with no cohort table).
+                    let begun = a.chart.hasCohortTable ? a.begun - i : Int.max
+                    out.startObject(first: i == 0)
+                    var written = false
+                    for (n, k) in names.order.enumerated() where ages[k] < begun {
+                        out.member(n, of: names, first: !written)
+                        written = true
+                        if k == 0 {
+                            out.string(a.periods[i].label)
+                        } else if k > width {
+                            out.int(leftOut[i])
+                        } else {
+                            write(rows[(i - first) * width + k - 1], into: &out)
+                        }
+                    }
+                    out.endObject()
+                }
             }
-            write(rows[(i - first) * width + k - 1], into: &out)
         }
+        out.endArray()
     }
 
     /// A figure as ``figure(_:)`` says, its text written from the stack into the answer.
