@@ -339,13 +339,17 @@ struct Book: Sendable {
 
     /// Each cohort's share still paying N periods on, and its realised LTV (revenue ÷ customers).
     /// A cohort chart by day has 730 cohorts of up to 730 periods: each name is made and found
-    /// once, its column written by index.
+    /// once, its column written by index, with cells only for the cohorts that reached its age
+    /// (the `instants.count - N` first).
     mutating func settleCohorts() {
         measures += (0..<longest).flatMap { ["paying_\($0)", "retention_\($0)"] }
         let count = max(longest, instants.count) + 1
-        values.reserve(columns: 2 * count)
+        values.reserve(columns: 2 * count, cells: instants.count * (instants.count + 1))
         let columns = (0..<count).map {
-            (paying: values.ensureColumn("paying_\($0)"), retention: values.ensureColumn("retention_\($0)"))
+            (
+                paying: values.ensureColumn("paying_\($0)", length: instants.count - $0),
+                retention: values.ensureColumn("retention_\($0)", length: instants.count - $0)
+            )
         }
         for (i, differences) in paying {
             // A drill-down into this cohort has added its own figures already.

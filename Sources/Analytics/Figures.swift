@@ -5,8 +5,13 @@ package struct Figures: Sendable, Equatable {
     /// The columns' measures, in the order they were added.
     package private(set) var columns: [String] = []
     private var index: [String: Int] = [:]
-    /// Column after column, a figure per period; nil where nothing was set.
+    /// Column after column, a figure per period of its length; nil where nothing was set.
     @usableFromInline var cells: [Measure?] = []
+    /// Where each column's cells start, and how many periods it has cells for (from the first):
+    /// every period but a cohort table's ages, which only the cohorts that reached them have
+    /// (a year by day, 732 columns a table: half the cells).
+    @usableFromInline var starts: [Int] = []
+    @usableFromInline var lengths: [Int] = []
     package let periods: Int
 
     package init(periods: Int) { self.periods = periods }
@@ -14,25 +19,35 @@ package struct Figures: Sendable, Equatable {
     /// The column of `measure`, if it has one.
     package func column(_ measure: String) -> Int? { index[measure] }
 
-    /// Room for `more` columns at once (a cohort chart's thousand or so), instead of as they come.
-    package mutating func reserve(columns more: Int) {
-        cells.reserveCapacity((columns.count + more) * periods)
+    /// Room for `more` columns of `cells` cells in all at once (a cohort chart's thousand or
+    /// so), instead of as they come.
+    package mutating func reserve(columns more: Int, cells count: Int) {
+        cells.reserveCapacity(cells.count + count)
         index.reserveCapacity(columns.count + more)
         columns.reserveCapacity(columns.count + more)
+        starts.reserveCapacity(columns.count + more)
+        lengths.reserveCapacity(columns.count + more)
     }
 
-    /// The column of `measure`, added (empty) when it has none.
-    package mutating func ensureColumn(_ measure: String) -> Int {
+    /// The column of `measure`, added (empty) when it has none: with cells for the first
+    /// `length` periods (every period unless said), the later ones nil and never set.
+    package mutating func ensureColumn(_ measure: String, length: Int? = nil) -> Int {
         if let c = index[measure] { return c }
+        let length = min(max(0, length ?? periods), periods)
         index[measure] = columns.count
         columns.append(measure)
-        cells.append(contentsOf: repeatElement(nil, count: periods))
+        starts.append(cells.count)
+        lengths.append(length)
+        cells.append(contentsOf: repeatElement(nil, count: length))
         return columns.count - 1
     }
 
     @inlinable package subscript(period: Int, column: Int) -> Measure? {
-        get { cells[column * periods + period] }
-        set { cells[column * periods + period] = newValue }
+        get { period < lengths[column] ? cells[starts[column] + period] : nil }
+        set {
+            precondition(period < lengths[column], "a figure of a period its column has no cell for")
+            cells[starts[column] + period] = newValue
+        }
     }
 
     /// The figures of `periods` in `columns` (nil: a column the figures lack), period after
@@ -48,8 +63,8 @@ package struct Figures: Sendable, Equatable {
                         for p in periods { rows[(p - periods.lowerBound) * width + c] = nil }
                         continue
                     }
-                    let start = column * self.periods
-                    for p in periods { rows[(p - periods.lowerBound) * width + c] = cells[start + p] }
+                    let (start, length) = (starts[column], lengths[column])
+                    for p in periods { rows[(p - periods.lowerBound) * width + c] = p < length ? cells[start + p] : nil }
                 }
             }
         }
