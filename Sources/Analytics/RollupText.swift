@@ -10,6 +10,11 @@ extension RollupRow {
     /// they are its unsplit rows in that group (``Rollup/holder(_:settings:rates:writtenAt:)``),
     /// made again when read, and two thirds of a holder's rows.
     package static func encode(_ rows: [RollupRow], oneGroup: [String: String] = [:]) -> String {
+        String(decoding: encodedBytes(rows, oneGroup: oneGroup), as: UTF8.self)
+    }
+
+    /// ``encode(_:oneGroup:)``'s text as its UTF-8 bytes (what is compressed to keep it).
+    package static func encodedBytes(_ rows: [RollupRow], oneGroup: [String: String] = [:]) -> [UInt8] {
         var out = Fields(capacity: rows.count * 64)
         for (environment, group) in oneGroup.sorted(by: { $0.key < $1.key }) {
             out.text(oneGroupMark)
@@ -41,7 +46,7 @@ extension RollupRow {
             }
             out.endRecord()
         }
-        return out.string
+        return out.bytes
     }
 
     /// The first field of the line naming an environment of one group (a row has 15 or 17).
@@ -229,17 +234,30 @@ extension RollupMoment {
 /// What the rollups keep as text: tab-separated fields, a record a line; text with its backslashes,
 /// tabs and newlines escaped, the unbounded as `-` and `+`, no value as an empty field.
 private struct Fields {
-    private var bytes: [UInt8] = []
+    private(set) var bytes: [UInt8] = []
 
     init(capacity: Int) { bytes.reserveCapacity(capacity) }
 
     mutating func text(_ s: String) {
-        for b in s.utf8 {
-            switch b {
-            case 0x5C: bytes += [0x5C, 0x5C]
-            case 0x09: bytes += [0x5C, 0x74]
-            case 0x0A: bytes += [0x5C, 0x6E]
-            default: bytes.append(b)
+        var s = s
+        s.withUTF8 { utf8 in
+            // Most fields need no escape: copied whole.
+            guard utf8.contains(where: { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A }) else {
+                return bytes.append(contentsOf: utf8)
+            }
+            for b in utf8 {
+                switch b {
+                case 0x5C:
+                    bytes.append(0x5C)
+                    bytes.append(0x5C)
+                case 0x09:
+                    bytes.append(0x5C)
+                    bytes.append(0x74)
+                case 0x0A:
+                    bytes.append(0x5C)
+                    bytes.append(0x6E)
+                default: bytes.append(b)
+                }
             }
         }
         bytes.append(0x09)
@@ -256,13 +274,25 @@ private struct Fields {
     }
 
     mutating func optional(_ n: Int64?) {
-        if let n { bytes += String(n).utf8 }
+        if let n { digits(n) }
         bytes.append(0x09)
     }
 
     mutating func int(_ n: Int64) {
-        bytes += String(n).utf8
+        digits(n)
         bytes.append(0x09)
+    }
+
+    /// `n` in decimal, as `String(n)` spells it, written straight into the bytes.
+    private mutating func digits(_ n: Int64) {
+        if n < 0 { bytes.append(0x2D) }
+        var magnitude = n.magnitude
+        let start = bytes.count
+        repeat {
+            bytes.append(0x30 + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        bytes[start...].reverse()
     }
 
     /// Ends the record: its last field's tab becomes the newline.

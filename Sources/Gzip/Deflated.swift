@@ -4,8 +4,10 @@ import Foundation
 /// Text kept compressed in a text column: zlib (RFC 1950) in base64, behind a `z` and the
 /// uncompressed length. A chart rollup's rows per holder shrink about tenfold.
 package enum Deflated {
-    package static func pack(_ text: String) -> String {
-        let input = Array(text.utf8)
+    package static func pack(_ text: String) -> String { pack(bytes: Array(text.utf8)) }
+
+    /// ``pack(_:)`` of the text whose UTF-8 bytes are `input`.
+    package static func pack(bytes input: [UInt8]) -> String {
         var size = compressBound(uLong(input.count))
         var output = [UInt8](repeating: 0, count: Int(size))
         let rc = output.withUnsafeMutableBufferPointer { out in

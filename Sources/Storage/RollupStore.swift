@@ -22,7 +22,7 @@ package struct RollupStore {
     /// A holder's rows as kept in `rollup_holders.rows`: encoded (``RollupRow/encode(_:oneGroup:)``,
     /// the split rows of `oneGroup`'s environments left to be made again), zlib-compressed.
     package static func kept(_ rows: [RollupRow], oneGroup: [String: String] = [:]) -> String {
-        Deflated.pack(RollupRow.encode(rows, oneGroup: oneGroup))
+        Deflated.pack(bytes: RollupRow.encodedBytes(rows, oneGroup: oneGroup))
     }
 
     /// ``kept(_:oneGroup:)``'s rows back; nil when the text is not such rows.
@@ -287,9 +287,13 @@ package struct RollupStore {
         package var appUserID: String
         package var items: String
 
-        /// The order a chart reads them in: by day, environment, chart, then holder.
+        /// The order a chart reads them in: by day, environment, chart, then holder (the text
+        /// fields by their bytes, as the table's key orders them).
         package static func inReadingOrder(_ a: MomentRow, _ b: MomentRow) -> Bool {
-            (a.day, a.environment, a.chart.rawValue, a.appUserID) < (b.day, b.environment, b.chart.rawValue, b.appUserID)
+            if a.day != b.day { return a.day < b.day }
+            if !a.environment.isExactly(b.environment) { return Identifier(a.environment) < Identifier(b.environment) }
+            if a.chart != b.chart { return a.chart.rawValue < b.chart.rawValue }
+            return Identifier(a.appUserID) < Identifier(b.appUserID)
         }
     }
 

@@ -282,6 +282,17 @@ extension RollupTests {
                 value: 7, items: 1))
         #expect(rows.count > 100)
         #expect(RollupRow.decode(RollupRow.encode(rows)) == rows)
+        // The text kept before stays the text written: fields, escapes and numbers byte for byte.
+        let one = RollupRow(
+            key: .init(
+                environment: "a\tb", chart: .revenue, measure: "net", kind: .flow, settled: true, bundleID: "x\\y\nz",
+                store: "app_store", note: "", atDay: .min, untilDay: .max, validFromDay: -3, validUntilDay: 0,
+                cohortDay: 20_123, split: .country, group: "DEU"),
+            value: Int64.min + 1, items: 1_234_567_890_123)
+        #expect(
+            RollupRow.encode([one])
+                == "a\\tb\trevenue\tnet\tflow\ts\tx\\\\y\\nz\tapp_store\t\t-\t+\t-3\t0\t20123\t-9223372036854775807\t1234567890123\tcountry\tDEU\n"
+        )
         #expect(RollupRow.decode("revenue\tflow\n") == nil)
         #expect(RollupRow.decode("one group\tproduction\n") == nil)
         #expect(RollupRow.decode("one grou\tproduction\tDEU\u{1F}monthly\n") == nil)
