@@ -266,9 +266,9 @@ struct Book: Sendable {
     mutating func note(_ notes: [ItemNote], times: Int64) {
         for note in notes {
             switch note {
-            case .missingRate(let code, let day):
+            case .missingRate(let code, let day, let from, let to):
                 let (y, m, d) = CivilTime.date(fromDays: day)
-                missingRateCounts[code + " " + PeriodGrid.label(y, m, d), default: 0] += Int(times)
+                missingRateCounts[[code, PeriodGrid.label(y, m, d), from, to].joined(separator: " "), default: 0] += Int(times)
             case .missingPrice(let product, let storefront):
                 missingPrices[Identifier(product + "\u{0}" + (storefront ?? "")), default: (product, storefront, 0)].2 += Int(
                     times)
@@ -392,7 +392,9 @@ struct Book: Sendable {
     func finish() -> ChartAnswer {
         let rates = missingRateCounts.keys.sorted().map { key in
             let parts = key.split(separator: " ")
-            return MissingRate(currency: String(parts[0]), day: String(parts[1]), transactions: missingRateCounts[key]!)
+            return MissingRate(
+                currency: String(parts[0]), day: String(parts[1]), from: String(parts[2]), to: String(parts[3]),
+                transactions: missingRateCounts[key]!)
         }
         let prices = missingPrices.keys.sorted().map { key in
             let (product, storefront, n) = missingPrices[key]!

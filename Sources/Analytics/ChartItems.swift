@@ -76,8 +76,9 @@ package struct ChartItem: Sendable, Equatable {
 }
 
 package enum ItemNote: Sendable, Hashable {
-    /// A currency without a rate on a day (days since 1970-01-01).
-    case missingRate(currency: String, day: Int64)
+    /// A currency without a rate on a day (days since 1970-01-01), which a conversion from a
+    /// sale's currency to the chart's needed.
+    case missingRate(currency: String, day: Int64, from: String, to: String)
     case missingPrice(productID: String, storefront: String?)
     case untaxed(storefront: String)
 
@@ -276,6 +277,6 @@ struct ItemRecorder {
             return (converted, [])
         }
         let missing = [c.price.currency, currency].filter { $0 != "EUR" && rates.perEuro($0, day: c.day) == nil }
-        return (nil, missing.map { .missingRate(currency: $0, day: c.day) })
+        return (nil, missing.map { .missingRate(currency: $0, day: c.day, from: c.price.currency, to: currency) })
     }
 }

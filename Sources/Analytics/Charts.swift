@@ -227,9 +227,13 @@ package struct Contribution: Sendable, Equatable {
 }
 
 /// A currency with no rate on a day a figure needed one: left out of the money, never guessed.
+/// `from` and `to` name the conversion that needed it (a EUR sale in a USD chart needs the
+/// ECB's USD rate: `currency` USD, from EUR to USD).
 package struct MissingRate: Sendable, Equatable {
     package var currency: String
     package var day: String
+    package var from: String
+    package var to: String
     package var transactions: Int
 }
 
@@ -272,6 +276,9 @@ package struct ChartAnswer: Sendable {
     /// order); ``figures`` are then the whole's.
     package var groupBy: ChartDimension?
     package var groups: [ChartGroup] = []
+    /// Development's simulated rates (``AnalyticsSettings/simulatedRates``), which its money
+    /// may have been converted at: said in the answer, so that nobody takes it for a real figure.
+    package var simulatedRates: [String: Int64] = [:]
     /// How many of its periods had begun at the query's instant. A cohort table's period `i` has
     /// `paying_N` and `retention_N` for N < begun − i: the later ones have not happened yet.
     package var begun = 0

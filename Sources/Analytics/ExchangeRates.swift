@@ -12,15 +12,19 @@ package struct ExchangeRates: Sendable {
 
     /// currency → (day number since 1970-01-01, rate) in day order.
     private var table: [String: [(day: Int64, perEuro: Int64)]] = [:]
+    /// Development's simulated rates (``AnalyticsSettings/simulatedRates``): for any day the
+    /// loaded ones leave without a rate.
+    private var simulated: [String: Int64] = [:]
 
-    package init(_ rows: [Row] = []) {
+    package init(_ rows: [Row] = [], simulated: [String: Int64] = [:]) {
         var table: [String: [(day: Int64, perEuro: Int64)]] = [:]
         for row in rows { table[row.currency, default: []].append((row.day, row.perEuro)) }
         for key in table.keys { table[key]!.sort { $0.day < $1.day } }
         self.table = table
+        self.simulated = simulated
     }
 
-    package var isEmpty: Bool { table.isEmpty }
+    package var isEmpty: Bool { table.isEmpty && simulated.isEmpty }
 
     /// One published rate.
     package struct Row: Sendable, Equatable {
@@ -38,9 +42,13 @@ package struct ExchangeRates: Sendable {
     }
 
     /// Units of `currency` per euro that stand on `day`; EUR is 1. Nil when none was published
-    /// within ``lookbackDays``.
+    /// within ``lookbackDays`` (and none is simulated).
     package func perEuro(_ currency: String, day: Int64) -> Int64? {
         if currency == "EUR" { return Self.scale }
+        return published(currency, day: day) ?? simulated[currency]
+    }
+
+    private func published(_ currency: String, day: Int64) -> Int64? {
         guard let rates = table[currency] else { return nil }
         // The last publication on or before `day`.
         var low = 0

@@ -64,7 +64,7 @@ package enum Money {
     /// An integer of `places` decimal places as decimal text, every place written (-5 of 3
     /// places is `-0.005`), made on the stack and handed to `body`: a cohort chart by day writes
     /// half a million of these, straight into its answer.
-    static func withFixed(_ scaled: Int64, places: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+    package static func withFixed(_ scaled: Int64, places: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         // A sign, 19 digits, a point and up to 19 places of leading zeros at most.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 40) { buffer in
             var magnitude = scaled.magnitude

@@ -13,15 +13,20 @@ package struct AnalyticsSettings: Sendable, Equatable {
     /// The last resort for a transaction no store or client priced: product → storefront (or
     /// `*` for any) → price. Product ids are their bytes, as the stores send them.
     package var priceTable: [Identifier: [String: TablePrice]]
+    /// Development only (refused in production): units of each currency per euro, six places,
+    /// standing for every day the loaded rates do not cover, so that the simulators' sales can be
+    /// reported offline. Every chart answer says they are simulated.
+    package var simulatedRates: [String: Int64]
 
     package init(
         reportingCurrency: String = "USD", smallBusinessApps: Set<Identifier> = [], taxRates: [String: Int64] = [:],
-        priceTable: [Identifier: [String: TablePrice]] = [:]
+        priceTable: [Identifier: [String: TablePrice]] = [:], simulatedRates: [String: Int64] = [:]
     ) {
         self.reportingCurrency = reportingCurrency
         self.smallBusinessApps = smallBusinessApps
         self.taxRates = taxRates
         self.priceTable = priceTable
+        self.simulatedRates = simulatedRates
     }
 
     package struct TablePrice: Sendable, Equatable {

@@ -26,8 +26,9 @@ import Identifiers
 ///
 /// Pure: the caller stores rows and moments, and reads back those a query needs.
 package enum Rollup {
-    /// Bumped whenever what a ledger adds to the rollups changes, so stored rollups are rebuilt.
-    package static let format = 5
+    /// Bumped whenever what a ledger adds to the rollups changes, so stored rollups are rebuilt
+    /// (6: a missing rate's note names the conversion that needed it).
+    package static let format = 6
 
     /// Whether a query can be answered from rollups: UTC days, the reporting currency, the
     /// filters items carry (app and store, except for cohorted charts, whose cohorts and first

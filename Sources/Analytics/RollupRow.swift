@@ -236,11 +236,12 @@ package struct RollupRow: Sendable, Equatable {
             store: Store.named(key.store) ?? .appStore, count: items, group: key.group)
     }
 
-    /// A note as stable text: `rate␟USD␟20454`, `price␟monthly␟USA` (`price␟monthly` without a
+    /// A note as stable text: `rate␟USD␟20454␟EUR␟USD` (the currency without a rate, the day,
+    /// and the conversion: from EUR to USD), `price␟monthly␟USA` (`price␟monthly` without a
     /// storefront), `untaxed␟FRA`.
     package static func noteText(_ note: ItemNote) -> String {
         switch note {
-        case .missingRate(let currency, let day): "rate\u{1F}\(currency)\u{1F}\(day)"
+        case .missingRate(let currency, let day, let from, let to): "rate\u{1F}\(currency)\u{1F}\(day)\u{1F}\(from)\u{1F}\(to)"
         case .missingPrice(let product, let storefront): "price\u{1F}\(product)" + (storefront.map { "\u{1F}" + $0 } ?? "")
         case .untaxed(let storefront): "untaxed\u{1F}\(storefront)"
         }
@@ -249,7 +250,7 @@ package struct RollupRow: Sendable, Equatable {
     package static func note(_ text: String) -> ItemNote? {
         let parts = text.split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init)
         switch (parts.first, parts.count) {
-        case ("rate", 3): return Int64(parts[2]).map { .missingRate(currency: parts[1], day: $0) }
+        case ("rate", 5): return Int64(parts[2]).map { .missingRate(currency: parts[1], day: $0, from: parts[3], to: parts[4]) }
         case ("price", 2): return .missingPrice(productID: parts[1], storefront: nil)
         case ("price", 3): return .missingPrice(productID: parts[1], storefront: parts[2])
         case ("untaxed", 2): return .untaxed(storefront: parts[1])

@@ -53,6 +53,8 @@ package struct DrillPage: Sendable {
     /// Found through the rollups' marks (else by reading every transaction, all on one page).
     package var fromRollups: Bool
     package var pendingChanges: Int64
+    /// Development's simulated rates, which its money may have been converted at (as a chart's).
+    package var simulatedRates: [String: Int64] = [:]
 }
 
 extension ReadChart {
@@ -115,7 +117,8 @@ extension ReadChart {
         var (drill, next) = try await drillMarked(
             query, rates: rates, sum: sum, target: target, period: period, measure: measure, page: page)
         drill.value = try await figure.get()
-        return DrillPage(drill: drill, next: next, fromRollups: true, pendingChanges: pending)
+        return DrillPage(
+            drill: drill, next: next, fromRollups: true, pendingChanges: pending, simulatedRates: settings.simulatedRates)
     }
 
     /// One figure from the rollups, of `query` (its period's alone where the chart allows:
@@ -206,7 +209,8 @@ extension ReadChart {
         do {
             let running = try sum.drilling(period: period, measure: measure)
             let drill = try await sumEveryHolder(query, rates: rates, into: running).drill()
-            return DrillPage(drill: drill, next: nil, fromRollups: false, pendingChanges: 0)
+            return DrillPage(
+                drill: drill, next: nil, fromRollups: false, pendingChanges: 0, simulatedRates: settings.simulatedRates)
         } catch let error as ChartError {
             throw Self.error(error)
         } catch let error as ReceiptError {

@@ -72,7 +72,13 @@ package struct KeepRollups: UseCase, Sendable {
         return [
             "format \(Rollup.format)", "rates \(ratesRevision)", "currency \(settings.reportingCurrency)",
             "small business \(settings.smallBusinessApps.sorted().map(\.string))", "tax \(tax)", "prices \(prices)",
-        ].joined(separator: "; ")
+        ].joined(separator: "; ") + simulated(settings.simulatedRates)
+    }
+
+    /// The simulated rates' part of the fingerprint: none without them, so that rollups built
+    /// before there were any stay as built.
+    private static func simulated(_ rates: [String: Int64]) -> String {
+        rates.isEmpty ? "" : "; simulated rates \(rates.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })"
     }
 
     /// The rollups' state when they are built and built for these settings and the loaded rates:
@@ -183,7 +189,7 @@ package struct KeepRollups: UseCase, Sendable {
                     let from = max(try ChangeLog(db).followFrom(since: now - Self.commitWindowMs), state.changesThrough)
                     return .restart(state, fingerprint: fingerprint, followFrom: from)
                 }
-                let rates = try parsedRates.rates(revision: revision) { try Self.rates(db) }
+                let rates = try parsedRates.rates(revision: revision) { try Self.rates(db, simulated: settings.simulatedRates) }
                 if state.phase == .building {
                     let page = try AnalyticsStore(db).holders(environment: nil, after: state.rebuildAfter, limit: holdersPerPage)
                     let ledgers = ReadChart.ledgers(page.holdings)
@@ -278,8 +284,8 @@ package struct KeepRollups: UseCase, Sendable {
         return through
     }
 
-    static func rates(_ db: Database) throws -> ExchangeRates {
-        ExchangeRates(ReadChart.rows(try AnalyticsStore(db).rates()))
+    static func rates(_ db: Database, simulated: [String: Int64]) throws -> ExchangeRates {
+        ExchangeRates(ReadChart.rows(try AnalyticsStore(db).rates()), simulated: simulated)
     }
 
     /// What recomputed holders change: the sums' differences, each holder's rows (encoded; nil

@@ -62,7 +62,12 @@ package struct ReadChart: UseCase, Sendable {
     }
 
     package func callAsFunction(_ input: Input) async throws(ReceiptError) -> ChartAnswer {
-        let query = try prepare(input)
+        var answer = try await answer(try prepare(input))
+        answer.simulatedRates = settings.simulatedRates
+        return answer
+    }
+
+    private func answer(_ query: ChartQuery) async throws(ReceiptError) -> ChartAnswer {
         if Rollup.answers(query, reportingCurrency: settings.reportingCurrency), let answer = try await fromRollups(query) {
             return answer
         }
@@ -173,9 +178,11 @@ package struct ReadChart: UseCase, Sendable {
     /// The loaded exchange rates: what summing ledgers needs (the rollups were summed with them).
     func rates() async throws(ReceiptError) -> ExchangeRates {
         do {
-            return try await database.read { [parsedRates] db in
+            return try await database.read { [parsedRates, settings] db in
                 let store = AnalyticsStore(db)
-                return try parsedRates.rates(revision: try store.ratesRevision()) { ExchangeRates(Self.rows(try store.rates())) }
+                return try parsedRates.rates(revision: try store.ratesRevision()) {
+                    ExchangeRates(Self.rows(try store.rates()), simulated: settings.simulatedRates)
+                }
             }
         } catch {
             logger.error("the exchange rates could not be read", metadata: ["error": "\(error)"])

@@ -65,8 +65,8 @@ import Testing
         // Converting GBP to USD on January 20th needs both rates; neither was published within 4 days.
         #expect(
             a.missingRates == [
-                MissingRate(currency: "GBP", day: "2026-01-20", transactions: 1),
-                MissingRate(currency: "USD", day: "2026-01-20", transactions: 1),
+                MissingRate(currency: "GBP", day: "2026-01-20", from: "GBP", to: "USD", transactions: 1),
+                MissingRate(currency: "USD", day: "2026-01-20", from: "GBP", to: "USD", transactions: 1),
             ])
         #expect(a.untaxedStorefronts == ["GBR", "USA"])
         // The figure itself says it is short: January's amounts left Carol's sale out.
@@ -78,7 +78,10 @@ import Testing
         // January in EUR: A 10 USD / 1.2 = 8.333 (8.3333); B 9.990. D's January 10th, Carol's
         // January 20th and A's February renewal have no rate: left out and reported.
         #expect(eur.values[0]["gross"] == .money(8333 + 9990))
-        #expect(eur.missingRates.map { "\($0.currency) \($0.day)" } == ["GBP 2026-01-20", "USD 2026-01-10", "USD 2026-02-05"])
+        #expect(
+            eur.missingRates.map { "\($0.currency) \($0.day) \($0.from)→\($0.to)" } == [
+                "GBP 2026-01-20 GBP→EUR", "USD 2026-01-10 USD→EUR", "USD 2026-02-05 USD→EUR",
+            ])
         let germany = try answer(
             Self.revenueLedger, Self.months(.revenue, now: at(2026, 3, 1), filters: ChartFilters(storefront: "DEU")))
         #expect(germany.values[0]["gross"] == .money(11_988) && germany.missingRates.isEmpty)

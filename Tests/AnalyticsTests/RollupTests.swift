@@ -250,11 +250,18 @@ struct RollupTests {
 
     @Test func notesReadBackAsWritten() {
         let notes: [ItemNote] = [
-            .missingRate(currency: "GBP", day: 20_454), .missingPrice(productID: "monthly", storefront: nil),
+            .missingRate(currency: "GBP", day: 20_454, from: "GBP", to: "USD"),
+            .missingRate(currency: "USD", day: 20_454, from: "EUR", to: "USD"),
+            .missingPrice(productID: "monthly", storefront: nil),
             .missingPrice(productID: "a b", storefront: "USA"), .untaxed(storefront: "FRA"),
         ]
         for note in notes { #expect(RollupRow.note(RollupRow.noteText(note)) == note) }
         #expect(RollupRow.note("rate\u{1F}GBP") == nil)
+        // Format 5's note, without its conversion, is not this format's (the rollups are rebuilt).
+        #expect(RollupRow.note("rate\u{1F}GBP\u{1F}20454") == nil)
+        #expect(
+            RollupRow.noteText(.missingRate(currency: "USD", day: 20_454, from: "EUR", to: "USD"))
+                == "rate\u{1F}USD\u{1F}20454\u{1F}EUR\u{1F}USD")
     }
 }
 

@@ -71,6 +71,8 @@ struct ChartRoutesTests {
             #expect(values.first?["proceeds"] as? String == "6.993")  // 70 %
             let missing = revenue.json["missing_rates"] as? [[String: Any]] ?? []
             #expect(missing.map { $0["currency"] as? String } == ["USD"])
+            // Which conversion needed it: Ben's euros into the chart's dollars.
+            #expect(missing.map { "\($0["from"] as? String ?? "")→\($0["to"] as? String ?? "")" } == ["EUR→USD"])
             let period = values.first?["period"] as? String ?? ""
 
             let drill = try await request(

@@ -496,7 +496,8 @@
   /** What a chart's answer left out or could not tax, said under it. */
   function chartNotes(answer) {
     const notes = [];
-    if (answer.missing_rates.length) notes.push("No exchange rate for " + answer.missing_rates.map((r) => `${r.currency} on ${r.day} (${r.transactions})`).join(", ") + ": left out.");
+    if (answer.simulated_rates) notes.push("Simulated exchange rates (development only, not for anyone's books): " + Object.entries(answer.simulated_rates).map(([c, r]) => `${r} ${c} per EUR`).join(", ") + ".");
+    if (answer.missing_rates.length) notes.push("No exchange rate: " + answer.missing_rates.map((r) => `${r.from} to ${r.to} on ${r.day} needs ${r.currency}'s (${r.transactions})`).join(", ") + ": left out.");
     if (answer.missing_prices.length) notes.push("No price for " + answer.missing_prices.map((p) => `${p.product_id}${p.storefront ? " in " + p.storefront : ""} (${p.transactions})`).join(", ") + ": left out.");
     const short = answer.values.filter((v) => v.left_out > 0);
     if (short.length) notes.push("Counted without their money: " + short.map((v) => `${v.left_out} in ${v.period}`).join(", ") + ".");

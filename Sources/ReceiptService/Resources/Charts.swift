@@ -191,8 +191,8 @@ extension Responses {
             "missing_rates": .array(
                 a.missingRates.map {
                     .object([
-                        "currency": .string($0.currency), "day": .string($0.day),
-                        "transactions": .int(Int64($0.transactions)),
+                        "currency": .string($0.currency), "day": .string($0.day), "from": .string($0.from),
+                        "to": .string($0.to), "transactions": .int(Int64($0.transactions)),
                     ])
                 }),
             "missing_prices": .array(
@@ -207,6 +207,7 @@ extension Responses {
         ]
         // A first-seen cohort's window, on the charts that have one; a split chart's groups.
         if let window = a.window { fields["window"] = .string(window.rawValue) }
+        if let simulated = simulatedRates(a.simulatedRates) { fields["simulated_rates"] = simulated }
         var groups: [(String, (inout JSONOutput) -> Void)] = []
         if let groupBy = a.groupBy {
             fields["group_by"] = .string(groupBy.rawValue)
@@ -319,12 +320,25 @@ extension Responses {
             "next_cursor": page.next.map { .string($0.text) } ?? .null,
             "source": .string(page.fromRollups ? "rollups" : "transactions"), "pending_changes": .int(page.pendingChanges),
         ]
+        if let simulated = simulatedRates(page.simulatedRates) { fields["simulated_rates"] = simulated }
         // One group's figure of a split chart names its group.
         if let group = input.group {
             fields["group_by"] = input.groupBy.map { .string($0.rawValue) } ?? .null
             fields["group"] = .string(group)
         }
         return .json(.object(fields))
+    }
+
+    /// Development's simulated rates as units per euro (`{"USD": "1.080000"}`), nil without them:
+    /// said in every answer they may have converted, so that nobody takes its money for real figures.
+    static func simulatedRates(_ rates: [String: Int64]) -> JSONValue? {
+        guard !rates.isEmpty else { return nil }
+        return .object(
+            strings: rates.mapValues { rate in
+                var text = ""
+                Money.withFixed(rate, places: 6) { text = String(decoding: $0, as: UTF8.self) }
+                return .string(text)
+            })
     }
 
     /// A figure as the API writes it: a count as an integer; money as exact decimal text

@@ -41,9 +41,23 @@ extension AnalyticsSettings {
             }
             priceTable[Identifier(product), default: [:]][storefront] = price
         }
+        // Development only: `USD=1.08`, units per euro (as the ECB states them, up to six places)
+        // for every day no loaded rate covers, so that the simulators' sales are reported offline.
+        var simulatedRates: [String: Int64] = [:]
+        for item in try c.strings("analytics.simulatedRates", default: []) {
+            let parts = item.split(separator: "=", omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 2, Price.isCurrencyCode(parts[0]), parts[0] != "EUR",
+                let perEuro = Money.decimal(parts[1], places: 6), perEuro > 0
+            else {
+                throw ConfigurationError(
+                    key: "analytics.simulatedRates",
+                    message: "each item must be CURRENCY=UNITS_PER_EURO (e.g. USD=1.08), got \"\(item)\"")
+            }
+            simulatedRates[parts[0]] = perEuro
+        }
         return AnalyticsSettings(
             reportingCurrency: currency, smallBusinessApps: Set(smallBusiness.map { Identifier($0) }), taxRates: taxRates,
-            priceTable: priceTable)
+            priceTable: priceTable, simulatedRates: simulatedRates)
     }
 
     static func tableRow(_ item: String) -> (String, String, TablePrice)? {

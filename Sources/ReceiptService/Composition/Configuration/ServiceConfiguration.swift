@@ -129,6 +129,11 @@ package struct ServiceConfiguration: Sendable {
         configuration.refresher = try Refresher.Settings.read(c)
         configuration.webhooks = try WebhookSettings.read(c, bundleIDs: appStore.bundleIDs)
         configuration.analytics = try AnalyticsSettings.read(c)
+        // Docs/analytics.md: a rate nobody published is a guess; never in production.
+        if name == "production" && !configuration.analytics.simulatedRates.isEmpty {
+            throw ConfigurationError(
+                key: "analytics.simulatedRates", message: "must be empty in production: load the ECB's rates instead")
+        }
         configuration.keepRollups = try c.bool("analytics.keepRollups", default: true)
         configuration.openAPIFile = try c.string("api.openapiFile", default: "openapi.yaml")
         configuration.revenueCat = try RevenueCatSettings.read(c, configDirectory: configDirectory, catalog: catalog)
