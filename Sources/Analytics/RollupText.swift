@@ -96,13 +96,15 @@ extension RollupMoment {
     package static func encode(_ items: [ChartItem]) -> String {
         var out = Fields(capacity: items.count * 64)
         for i in items {
-            for field in [
-                i.measure, i.kind.rawValue, i.bundleID, i.store.rawValue,
-                i.notes.map(RollupRow.noteText).joined(separator: "\u{1E}"),
-            ] {
-                out.text(field)
-            }
-            for instant in [i.at, i.until, i.validFrom, i.validUntil] { out.day(instant) }
+            out.text(i.measure)
+            out.text(i.kind.rawValue)
+            out.text(i.bundleID)
+            out.text(i.store.rawValue)
+            out.text(i.notes.isEmpty ? "" : i.notes.map(RollupRow.noteText).joined(separator: "\u{1E}"))
+            out.day(i.at)
+            out.day(i.until)
+            out.day(i.validFrom)
+            out.day(i.validUntil)
             out.optional(i.cohort)
             out.int(i.value)
             if !i.group.isEmpty { out.text(i.group) }
