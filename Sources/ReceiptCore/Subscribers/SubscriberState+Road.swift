@@ -22,7 +22,15 @@ extension SubscriberState {
         }
         // Who lost a purchase to them (the first is `user`, whose document the read below settles).
         try await settle(Array(changed.dropFirst()), database: database, now: now)
-        guard let current = try await current(user, database: database, now: now) else { throw ReceiptError.internalFault }
+        guard let current = try await current(user, database: database, now: now) else {
+            // Stored, and gone before it could be read: erased in between (the erasure stands,
+            // and the caller hears `erased_meanwhile`, as when it came before the save). Erased
+            // at any time: an erasure's instant is taken before it waits for this save's locks.
+            if try await database.read({ try ErasedIDs($0).anyErased([user], since: .min) }) {
+                throw ErasedIDs.ErasedMeanwhile()
+            }
+            throw ReceiptError.internalFault
+        }
         return SubscriberSnapshot(document: current.document, version: current.version, now: now)
     }
 
