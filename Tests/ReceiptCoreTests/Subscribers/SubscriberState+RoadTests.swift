@@ -1,0 +1,39 @@
+import DatabaseEngine
+import Entitlements
+import ReceiptTesting
+import Storage
+import Testing
+
+@testable import ReceiptCore
+
+/// The one road verified facts take (``SubscriberState/answer(for:database:now:_:)``).
+@Suite("The road of verified facts")
+struct SubscriberStateRoadTests {
+    private let state = SubscriberState(
+        settings: EntitlementSettings(
+            rules: EntitlementRules(["pro": ["monthly"]]), catalog: Catalog(), policy: DerivationPolicy()))
+
+    /// A save that committed and whose subscriber an erasure took before the answer was read is
+    /// the erasure meanwhile (`erased_meanwhile`, 409), never an internal fault. The erasure's
+    /// instant is before the save's `now`, as when it was taken before it waited for the save's
+    /// locks; both run in the save's transaction here, which commits them in that order.
+    @Test(arguments: await testDialects())
+    func aSubscriberErasedBetweenTheSaveAndTheReadIsErasedMeanwhile(_ dialect: Database.Dialect) async throws {
+        try await withScratchDirectory("receiptd-road") { dir in
+            let queue = try await migratedQueue(dialect, in: dir)
+            let state = state
+            await #expect(throws: ErasedIDs.ErasedMeanwhile.self) {
+                _ = try await state.answer(for: "zed", database: queue, now: t0 + day) { db in
+                    let stored = try state.store(monthly(autoRenew: true), for: "zed", policy: .transfer, in: db, now: t0 + day)
+                    _ = try Erasure(db).erase("zed", by: "test", at: t0)
+                    return stored
+                }
+            }
+            // Without the erasure the same save answers with the document.
+            let answered = try await state.answer(for: "amy", database: queue, now: t0 + day) { db in
+                try state.store(monthly(autoRenew: true), for: "amy", policy: .transfer, in: db, now: t0 + day)
+            }
+            #expect(answered.document.appUserID == "amy")
+        }
+    }
+}
