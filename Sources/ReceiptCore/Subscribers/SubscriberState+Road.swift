@@ -29,7 +29,8 @@ extension SubscriberState {
             if try await database.read({ try ErasedIDs($0).anyErased([user], since: .min) }) {
                 throw ErasedIDs.ErasedMeanwhile()
             }
-            throw ReceiptError.internalFault
+            // Not an erasure: the callers log what was being done and answer an internal fault.
+            throw SubscriberVanished()
         }
         return SubscriberSnapshot(document: current.document, version: current.version, now: now)
     }
@@ -53,4 +54,10 @@ extension SubscriberState {
         return .init(
             snapshot: SubscriberSnapshot(document: read.document, version: read.version, now: now), verifiedAt: verifiedAt)
     }
+}
+
+/// A subscriber whose facts were just stored and whose row a read right after found gone, though
+/// nobody erased them: nothing should do that, so it is logged and answered as an internal fault.
+struct SubscriberVanished: Error, CustomStringConvertible {
+    var description: String { "the subscriber just stored was gone when read (not erased)" }
 }
