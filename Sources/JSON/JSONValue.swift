@@ -193,33 +193,11 @@ public struct JSONOutput {
 
     init(capacity: Int) { bytes.reserveCapacity(capacity) }
 
-    /// Objects that all have the same keys, as a JSON array: the bytes `.array(objects)` writes,
-    /// but with the keys sorted and written out once instead of per object (a chart's periods:
-    /// 730 objects of up to 1,463 members), and each member's value written straight in:
-    /// `write(i, k, &out)` writes object `i`'s member `keys[k]`. With `present`, object `i` has
-    /// member `keys[k]` only where `present(i, k)` (a cohort's periods not begun yet).
-    public mutating func arrayOfObjects(
-        keys: [String], count: Int, present: ((_ object: Int, _ key: Int) -> Bool)? = nil,
-        write: (_ object: Int, _ key: Int, _ out: inout JSONOutput) -> Void
-    ) {
-        let names = MemberNames(keys)
-        bytes.append(UInt8(ascii: "["))
-        for i in 0..<count {
-            startObject(first: i == 0)
-            var written = false
-            for (n, k) in names.order.enumerated() {
-                if let present, !present(i, k) { continue }
-                member(n, of: names, first: !written)
-                written = true
-                write(i, k, &self)
-            }
-            bytes.append(UInt8(ascii: "}"))
-        }
-        bytes.append(UInt8(ascii: "]"))
-    }
-
     /// The members' names of objects of one shape, sorted as ``JSONValue`` writes them, each
-    /// quoted with its colon and ready to copy: what a writer of many such objects looks up once.
+    /// quoted with its colon and ready to copy: what a writer of many such objects looks up once
+    /// (a chart's periods: 730 objects of up to 1,463 members), then writes each object with
+    /// ``startObject(first:)``, ``member(_:of:first:)`` and its values, and ``endObject()``: the
+    /// bytes `.array(objects)` would write, the keys sorted once instead of per object.
     public struct MemberNames: Sendable {
         /// The keys' indices in the order they are written.
         public let order: [Int]
@@ -257,8 +235,8 @@ public struct JSONOutput {
         names.names.withUnsafeBufferPointer { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0[start..<names.ends[n]])) }
     }
 
-    /// What ``arrayOfObjects(keys:count:present:write:)`` of `count` objects with `keys` takes, with
-    /// each value about `valueBytes` long: room to reserve (a key of a quote or two included).
+    /// What an array of `count` objects with `keys` (``MemberNames``) takes, with each value about
+    /// `valueBytes` long: room to reserve (a key of a quote or two included).
     public static func arrayOfObjectsSize(keys: [String], count: Int, valueBytes: Int) -> Int {
         count * keys.reduce(2) { $0 + $1.utf8.count + 6 + valueBytes } + 2
     }

@@ -163,3 +163,27 @@ extension JSONValueWritingTests {
         #expect(String(decoding: written, as: UTF8.self).contains(#"{"v":-9223372036854775808}"#))
     }
 }
+
+extension JSONOutput {
+    /// Objects of one shape written with ``JSONOutput/MemberNames`` as the charts write their
+    /// periods: object `i`'s member `keys[k]` by `write(i, k, &out)`, where `present(i, k)`.
+    fileprivate mutating func arrayOfObjects(
+        keys: [String], count: Int, present: ((_ object: Int, _ key: Int) -> Bool)? = nil,
+        write: (_ object: Int, _ key: Int, _ out: inout JSONOutput) -> Void
+    ) {
+        let names = MemberNames(keys)
+        startArray()
+        for i in 0..<count {
+            startObject(first: i == 0)
+            var written = false
+            for (n, k) in names.order.enumerated() {
+                if let present, !present(i, k) { continue }
+                member(n, of: names, first: !written)
+                written = true
+                write(i, k, &self)
+            }
+            endObject()
+        }
+        endArray()
+    }
+}
