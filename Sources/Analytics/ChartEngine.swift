@@ -159,7 +159,8 @@ struct Book: Sendable {
     var measures: [String]
     var values: Figures
     var contributions: [Contribution] = []
-    var missingRateCounts: [String: Int] = [:]
+    /// Per missing rate (its currency, day and conversion), how many sales lacked it.
+    var missingRateCounts: [MissingRate.Gap: Int] = [:]
     var missingPrices: [Identifier: (String, String?, Int)] = [:]
     var untaxed: Set<String> = []
     /// Stocks: per measure, the differences at each instant (settled into values at the end).
@@ -268,7 +269,8 @@ struct Book: Sendable {
             switch note {
             case .missingRate(let code, let day, let from, let to):
                 let (y, m, d) = CivilTime.date(fromDays: day)
-                missingRateCounts[[code, PeriodGrid.label(y, m, d), from, to].joined(separator: " "), default: 0] += Int(times)
+                missingRateCounts[.init(currency: code, day: PeriodGrid.label(y, m, d), from: from, to: to), default: 0] += Int(
+                    times)
             case .missingPrice(let product, let storefront):
                 missingPrices[Identifier(product + "\u{0}" + (storefront ?? "")), default: (product, storefront, 0)].2 += Int(
                     times)
@@ -390,11 +392,8 @@ struct Book: Sendable {
     // MARK: The answer
 
     func finish() -> ChartAnswer {
-        let rates = missingRateCounts.keys.sorted().map { key in
-            let parts = key.split(separator: " ")
-            return MissingRate(
-                currency: String(parts[0]), day: String(parts[1]), from: String(parts[2]), to: String(parts[3]),
-                transactions: missingRateCounts[key]!)
+        let rates = missingRateCounts.sorted { $0.key < $1.key }.map { gap, n in
+            MissingRate(currency: gap.currency, day: gap.day, from: gap.from, to: gap.to, transactions: n)
         }
         let prices = missingPrices.keys.sorted().map { key in
             let (product, storefront, n) = missingPrices[key]!

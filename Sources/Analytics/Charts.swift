@@ -235,6 +235,16 @@ package struct MissingRate: Sendable, Equatable {
     package var from: String
     package var to: String
     package var transactions: Int
+
+    /// What a missing rate is told apart by, in the order an answer lists them.
+    struct Gap: Hashable, Comparable {
+        var currency: String
+        var day: String
+        var from: String
+        var to: String
+
+        static func < (a: Gap, b: Gap) -> Bool { (a.currency, a.day, a.from, a.to) < (b.currency, b.day, b.from, b.to) }
+    }
 }
 
 /// Sales no store, client or price table priced: counted, but in no amount.

@@ -24,8 +24,6 @@ package struct ExchangeRates: Sendable {
         self.simulated = simulated
     }
 
-    package var isEmpty: Bool { table.isEmpty && simulated.isEmpty }
-
     /// One published rate.
     package struct Row: Sendable, Equatable {
         /// Days since 1970-01-01.
