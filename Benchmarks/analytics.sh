@@ -67,7 +67,6 @@ next_cursor() { # next_cursor PATH: the drill-down page's next_cursor
   curl -s -H "Authorization: Bearer bench-secret" "http://127.0.0.1:18095$1" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["next_cursor"] or "")'
 }
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # clock ticks (1/100 s) of CPU: cpu PID
 server_cpu() { # clock ticks of PostgreSQL's processes (0 on SQLite)
   [ -f "$out/pg/postmaster.pid" ] || { echo 0; return; }
   local pm ticks=0 p
@@ -96,10 +95,6 @@ posts() { # posts TAG: the POST load; sets rate, posts_done and the ms of CPU pe
   per_post=$(echo "scale=3; ($(cpu "$pid") - before) * 10 / $posts_done" | bc)
   server_per_post=$(echo "scale=3; ($(server_cpu) - server_before) * 10 / $posts_done" | bc)
   echo "  $1: $rate req/s, p99 $(field 99%), errors $(errors); CPU per POST: receiptd $per_post ms, PostgreSQL $server_per_post ms"
-}
-pending() { # changes not in the rollups yet, as a chart says
-  curl -s -H "Authorization: Bearer bench-secret" "http://127.0.0.1:18095/v1/admin/charts/trials?from=$day" |
-    python3 -c 'import json,sys; a=json.load(sys.stdin); print(a["pending_changes"] if a["source"] == "rollups" else "rebuilding")'
 }
 measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then POSTs without and with the keeper
   local name=$1 started size
@@ -154,7 +149,7 @@ measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then
     printf '%-18s %s\n' "  its next page" "$(timed "$path&cursor=$(next_cursor "$path")")"
   done
   printf '%-18s %s\n' "drill CSV" "$(runs=1 timed "/v1/admin/charts/revenue/drill?from=$from&resolution=day&period=$day&measure=gross&format=csv")"
-  echo "receiptd resident after the charts: $(rss "$pid") MB; charts from: $(pending) changes pending"
+  echo "receiptd resident after the charts: $(rss "$pid") MB; charts from: $(rollups_pending) changes pending"
   stop
   echo "POST /v1/receipts beside $subscribers subscribers, $pairs pairs of runs:"
   local pair without=0 with=0 caught ratios=()
@@ -167,12 +162,12 @@ measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then
     serve "$@" RECEIPTD_REFRESHER_ENABLED=false
     # First the keeper takes in the POSTs of the run without it, so that the load meets it idle.
     caught=0
-    while [ "$(pending)" != 0 ] && [ "$caught" -lt 600 ]; do sleep 1; caught=$((caught + 1)); done
+    while [ "$(rollups_pending)" != 0 ] && [ "$caught" -lt 600 ]; do sleep 1; caught=$((caught + 1)); done
     posts "$name-with-$pair"
     with=$(( with + rate ))
     ratios+=("$(( 100 * rate / one_without )) %")
     caught=0
-    while [ "$(pending)" != 0 ] && [ "$caught" -lt 600 ]; do sleep 1; caught=$((caught + 1)); done
+    while [ "$(rollups_pending)" != 0 ] && [ "$caught" -lt 600 ]; do sleep 1; caught=$((caught + 1)); done
     echo "    the keeper included the last POST ${caught} s after the load ended"
     stop
   done

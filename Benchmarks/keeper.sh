@@ -16,13 +16,7 @@ bins=("$@")
 pairs=${PAIRS:-3}
 "${bins[0]}/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
 for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
-day=$(date -u -d '30 days ago' +%Y-%m-%d)
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # clock ticks (1/100 s) of CPU: cpu PID
-pending() { # changes not in the rollups yet, as a chart says
-  curl -s -H "Authorization: Bearer bench-secret" "http://127.0.0.1:18095/v1/admin/charts/trials?from=$day" |
-    python3 -c 'import json,sys; a=json.load(sys.stdin); print(a["pending_changes"] if a["source"] == "rollups" else "rebuilding")'
-}
-caught_up() { local n=0; while [ "$(pending)" != 0 ] && [ $n -lt 600 ]; do sleep 0.5; n=$((n + 1)); done; }
+caught_up() { local n=0; while [ "$(rollups_pending)" != 0 ] && [ $n -lt 600 ]; do sleep 0.5; n=$((n + 1)); done; }
 run() { # run BIN TAG KEEP: one run; prints "rate per_post"
   env "${receiptd_env[@]}" RECEIPTD_REFRESHER_ENABLED=false RECEIPTD_ANALYTICS_KEEP_ROLLUPS="$3" \
     "$1/receiptd" serve --config-dir "$root/Config" >>"$out/receiptd.log" 2>&1 &

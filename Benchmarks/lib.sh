@@ -33,6 +33,12 @@ receiptd_env=(
 )
 
 rss() { awk '/^Rss:/{print int($2/1024)}' "/proc/$1/smaps_rollup"; }  # MB resident: rss PID
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # clock ticks (1/100 s) of CPU: cpu PID
+rollups_pending() { # changes not in the chart rollups yet, as a chart on :18095 says ("rebuilding" while they are)
+  curl -s -H "Authorization: Bearer bench-secret" \
+    "http://127.0.0.1:18095/v1/admin/charts/trials?from=$(date -u -d '30 days ago' +%Y-%m-%d)" |
+    python3 -c 'import json,sys; a=json.load(sys.stdin); print(a["pending_changes"] if a["source"] == "rollups" else "rebuilding")'
+}
 
 # hold_connections PID PORT: opens 10,000 idle keep-alive connections to PORT, then sets conn_rss
 # (PID's MB meanwhile) and served (how a GET /healthz fared meanwhile: "200 in 0.000361s").
