@@ -86,10 +86,15 @@ package struct ChartSum {
             book.close()
             var answer = book.finish()
             answer.groupBy = book.q.groupBy
-            answer.groups = groups.keys.sorted().map { value in
+            // A group is listed when something of it shows in the range: a figure other than
+            // zero, or something left out. A country whose sales all came before the range is
+            // not one of its groups (nor one whose subscriptions ended before it, though the
+            // rollups keep their two changes, +value and −value, on days within it).
+            answer.groups = groups.keys.sorted().compactMap { value in
                 var group = groups[value]!
                 group.close()
                 let figures = group.finish()
+                guard !figures.figures.isZero || figures.leftOut.contains(where: { $0 != 0 }) else { return nil }
                 return ChartGroup(
                     value: value.string, measures: figures.measures, figures: figures.figures, leftOut: figures.leftOut)
             }

@@ -164,6 +164,14 @@ package enum Measure: Sendable, Equatable {
     case money(Int64)
     case ratio(Int64, Int64)
 
+    /// Zero, of either kind, or a ratio of nothing to nothing.
+    package var isZero: Bool {
+        switch self {
+        case .count(let n), .money(let n): n == 0
+        case .ratio(let n, let d): n == 0 && d == 0
+        }
+    }
+
     static func + (a: Measure, b: Measure) -> Measure {
         switch (a, b) {
         case (.count(let x), .count(let y)): .count(x + y)

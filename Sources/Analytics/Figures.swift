@@ -16,6 +16,9 @@ package struct Figures: Sendable, Equatable {
 
     package init(periods: Int) { self.periods = periods }
 
+    /// Whether every figure is zero or unset.
+    package var isZero: Bool { cells.allSatisfy { $0?.isZero ?? true } }
+
     /// The column of `measure`, if it has one.
     package func column(_ measure: String) -> Int? { index[measure] }
 

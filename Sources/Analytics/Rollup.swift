@@ -291,11 +291,23 @@ package enum Rollup {
 
     /// The last day whose rows can count in the query: every item counts only at or after its
     /// start, and the query's last instant is its last period's end or now, whichever is first.
-    /// A query of a past range reads none of the rows since.
+    /// A query of a past range reads none of the rows since; but a cohort's item counts in its
+    /// cohort's period whenever it came, up to now (a conversion this week of last month's
+    /// trial), so a cohorted chart reads them up to today.
     package static func lastDay(of q: ChartQuery) throws(ChartError) -> Int64 {
+        if q.chart.isCohorted { return floorDay(q.now) }
         let grid = try PeriodGrid(q)
         let end = min(grid.periods.last?.end ?? q.to, q.now + 1)
         return floorDay(end - 1)
+    }
+
+    /// The first day whose cohorts can count in the query: a cohort's items count only in its
+    /// cohort's period, and no period starts before the first. A cohort chart of the last year
+    /// reads the rows of the cohorts of that year, not of every cohort before it (rows of no
+    /// cohort are read whatever their day).
+    package static func firstCohortDay(of q: ChartQuery) throws(ChartError) -> Int64 {
+        let grid = try PeriodGrid(q)
+        return floorDay(grid.periods.first?.start ?? q.from)
     }
 
     /// The measure whose rows a figure of `measure` is summed from: `paying` for `paying_N`,

@@ -85,8 +85,11 @@ package struct ReadChart: UseCase, Sendable {
         -> ChartAnswer?
     {
         let settings = settings
-        let lastDay: Int64
-        do { lastDay = try Rollup.lastDay(of: query) } catch { throw Self.error(error) }
+        let (lastDay, cohortsFrom): (Int64, Int64)
+        do {
+            lastDay = try Rollup.lastDay(of: query)
+            cohortsFrom = query.chart.isCohorted ? try Rollup.firstCohortDay(of: query) : RollupRow.noCohort
+        } catch { throw Self.error(error) }
         let kept: ([RollupRow], [ChartItem]?, Int64)?
         do {
             kept = try await database.read { db in
@@ -95,7 +98,8 @@ package struct ReadChart: UseCase, Sendable {
                 let environment = query.filters.environment
                 let rows = try store.rows(
                     environment: environment, chart: query.chart, measures: Rollup.keptMeasures(for: query, measure: measure),
-                    throughDay: lastDay, split: RollupSplit(query.groupBy) ?? .none, group: oneGroup ? query.group : nil)
+                    throughDay: lastDay, cohortsFrom: cohortsFrom, split: RollupSplit(query.groupBy) ?? .none,
+                    group: oneGroup ? query.group : nil)
                 // Today's exact items, unless the rows alone are exact (a past day's drill-down figure).
                 let today =
                     try Rollup.needsMoments(query, rows: rows)

@@ -238,11 +238,12 @@ package struct RollupStore {
 
     /// The sums of one environment's chart (of those measures alone, when given: what a query
     /// needs, ``Rollup/keptMeasures(for:measure:)``), starting on `throughDay` or before
-    /// (``Rollup/lastDay(of:)``); those split by `split` when one is named, and of its `group`
-    /// alone when one is named too (a drill-down's figure of one country, product).
+    /// (``Rollup/lastDay(of:)``), of no cohort or a cohort from `cohortsFrom` on
+    /// (``Rollup/firstCohortDay(of:)``); those split by `split` when one is named, and of its
+    /// `group` alone when one is named too (a drill-down's figure of one country, product).
     package func rows(
-        environment: String, chart: Chart, measures: [String]? = nil, throughDay: Int64 = .max, split: RollupSplit = .none,
-        group: String? = nil
+        environment: String, chart: Chart, measures: [String]? = nil, throughDay: Int64 = .max,
+        cohortsFrom: Int64 = RollupRow.noCohort, split: RollupSplit = .none, group: String? = nil
     ) throws -> [RollupRow] {
         let measureClause = measures.map { " AND measure IN (\(Array(repeating: "?", count: $0.count).joined(separator: ", ")))" }
         let group = split == .none ? nil : group
@@ -254,11 +255,13 @@ package struct RollupStore {
         if split != .none { values.append(split.rawValue) }
         if let group { values.append(group) }
         values.append(throughDay)
+        let cohortClause = cohortsFrom > RollupRow.noCohort ? " AND (cohort_day >= ? OR cohort_day = ?)" : ""
+        if cohortsFrom > RollupRow.noCohort { values += [cohortsFrom, RollupRow.noCohort] }
         values += (measures ?? []).map { $0 }
         let q = try db.cached(
             """
             SELECT measure, kind, bundle_id, store, note, at_day, until_day, valid_from_day, valid_until_day, cohort_day, value,
-            items, settled, \(splitValue) FROM \(table) WHERE environment = ? AND chart = ?\(splitClause) AND at_day <= ?
+            items, settled, \(splitValue) FROM \(table) WHERE environment = ? AND chart = ?\(splitClause) AND at_day <= ?\(cohortClause)
             """ + (measureClause ?? "")
         ).bind(values)
         var rows: [RollupRow] = []

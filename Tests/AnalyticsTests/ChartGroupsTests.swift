@@ -25,6 +25,26 @@ import Testing
         #expect(drill.contributions.map(\.transactionID) == ["a1", "d1"] && drill.value == .money(130_000))
     }
 
+    /// A group is listed when something of it shows in the range: from February, revenue by
+    /// country has only the USA (Alice's renewal); Bob's German and Carol's British sales were in
+    /// January. MRR, held at each month's end, is Dave's and Carol's at January's (Bob's was refunded on
+    /// the 20th: Germany has none); from March, the USA's alone (Carol's ended in February).
+    @Test func aGroupIsListedWhenSomethingOfItShowsInTheRange() throws {
+        let engine = ChartEngine(
+            ledger: Ledger(entries: ChartEngineTests.revenueLedger), rates: ChartEngineTests.rates,
+            settings: ChartEngineTests.settings)
+        var q = ChartEngineTests.months(.revenue, now: at(2026, 4, 1))
+        q.groupBy = .country
+        #expect(try engine.answer(q).groups.map(\.value) == ["DEU", "GBR", "USA"])
+        q.from = at(2026, 2, 1)
+        #expect(try engine.answer(q).groups.map(\.value) == ["USA"])
+        var mrr = ChartEngineTests.months(.mrr, now: at(2026, 4, 1))
+        mrr.groupBy = .country
+        #expect(try engine.answer(mrr).groups.map(\.value) == ["GBR", "USA"])
+        mrr.from = at(2026, 3, 1)
+        #expect(try engine.answer(mrr).groups.map(\.value) == ["USA"])
+    }
+
     @Test func aCustomerIsInTheGroupOfTheirFirstPurchase() throws {
         var q = CustomersTests.months(.newCustomers)
         q.groupBy = .product

@@ -69,7 +69,7 @@ struct RollupTests {
             }
         }
         #expect(instants.count > 500)
-        var (compared, rowsAlone) = (0, 0)
+        var (compared, rowsAlone, skippedCohorts) = (0, 0, 0)
         for round in 0..<10 {
             let now: Int64 =
                 switch round % 3 {
@@ -98,20 +98,34 @@ struct RollupTests {
                             Bool.random(using: &rng)
                             ? now + 20 * day
                             : max(origin, Rollup.floorDay(now) * day - Int64.random(in: 0...(30 * day), using: &rng))
+                        // From before the first item, or within the business's life: a cohort chart then
+                        // reads the rows of the cohorts from its first period on.
+                        let from =
+                            Bool.random(using: &rng)
+                            ? origin - 3 * day : origin + Int64.random(in: 0..<200, using: &rng) * day + day / 2
                         let q = ChartQuery(
-                            chart: chart, from: origin - 3 * day, to: to, resolution: resolution, filters: filters,
+                            chart: chart, from: from, to: max(to, from + 1), resolution: resolution, filters: filters,
                             now: now, window: ChartWindow.allCases.randomElement(using: &rng),
                             groupBy: chart.isCohorted || chart.definition.followsCustomers
                                 ? [nil, .country, .product].randomElement(using: &rng)!
                                 : [nil, .app, .store, .country, .product].randomElement(using: &rng)!)
                         guard Rollup.answers(q, reportingCurrency: "EUR") else { continue }
                         let expected = try engine.answer(q)
-                        // The rows the store gives: the chart's, of the measures the query needs, split as it is.
+                        // The rows the store gives: the chart's, of the measures the query needs, split as it
+                        // is, up to its last day, of no cohort or a cohort from its first period on.
                         let needed = Rollup.keptMeasures(for: q).map(Set.init)
                         let split = RollupSplit(q.groupBy) ?? .none
+                        let (lastDay, cohortsFrom) = (try Rollup.lastDay(of: q), try Rollup.firstCohortDay(of: q))
                         let read = rows.filter {
                             $0.key.environment == "production" && $0.key.chart == chart && $0.key.split == split
-                                && needed?.contains($0.key.measure) ?? true
+                                && needed?.contains($0.key.measure) ?? true && $0.key.atDay <= lastDay
+                                && (!chart.isCohorted || $0.key.cohortDay == RollupRow.noCohort
+                                    || $0.key.cohortDay >= cohortsFrom)
+                        }
+                        if chart.isCohorted && from > origin {
+                            skippedCohorts += rows.count {
+                                $0.key.chart == chart && $0.key.cohortDay < cohortsFrom && $0.key.cohortDay != RollupRow.noCohort
+                            }
                         }
                         // Today's moments only when the rows alone are not exact (as ReadChart reads them).
                         let today =
@@ -141,6 +155,7 @@ struct RollupTests {
         let cohorted = Chart.allCases.filter(\.isCohorted).count
         #expect(compared == 10 * ((Chart.allCases.count - cohorted) * 9 + cohorted * 3))
         #expect(rowsAlone > compared / 5, "answers from rows alone: \(rowsAlone) of \(compared)")
+        #expect(skippedCohorts > 1000, "rows of cohorts before the first period: \(skippedCohorts)")
     }
 
     /// Ids are their bytes: the rollups of holders whose people, purchases, products and apps come
@@ -213,6 +228,23 @@ struct RollupTests {
         #expect(try last(march1, (march1 + 10) * day, .month) == march1 + 30)
         #expect(try last(march1, (march1 + 400) * day, .day) == march1 + 100)
         #expect(try last(march1, now, .day) == march1 + 100)
+        // A cohort's items count in its cohort's period whenever they came: up to today.
+        let cohorts = ChartQuery(chart: .cohorts, from: march1 * day, to: (march1 + 10) * day, resolution: .day, now: now)
+        #expect(try Rollup.lastDay(of: cohorts) == march1 + 100)
+    }
+
+    /// A cohorted query reads the rows of cohorts from its first period's day on: by month, from
+    /// the 1st of the month holding `from`.
+    @Test func cohortRowsAreReadFromTheFirstPeriod() throws {
+        let march1: Int64 = 20_513  // 2026-03-01
+        func first(_ from: Int64, _ resolution: Resolution) throws -> Int64 {
+            try Rollup.firstCohortDay(
+                of: ChartQuery(chart: .cohorts, from: from, to: (march1 + 60) * day, resolution: resolution, now: 0))
+        }
+        #expect(try first((march1 + 9) * day, .day) == march1 + 9)
+        #expect(try first((march1 + 9) * day + day / 2, .day) == march1 + 9)
+        #expect(try first((march1 + 9) * day, .month) == march1)
+        #expect(try first((march1 + 9) * day, .week) == march1 + 8)  // Monday 2026-03-09
     }
 
     @Test func aChangedHolderIsADifference() {

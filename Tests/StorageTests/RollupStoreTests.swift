@@ -84,4 +84,43 @@ extension RollupStoreTests {
             #expect(try await read() == [.none: [], .country: [], .product: []])
         }
     }
+
+    /// A query reads the rows starting on its last day or before and, from `cohortsFrom` on, of
+    /// a cohort from that day on or of none: unsplit and split alike.
+    @Test(arguments: await testDialects())
+    func rowsAreReadUpToTheLastDayAndFromTheFirstCohort(dialect: Database.Dialect) async throws {
+        @Sendable func row(_ split: RollupSplit, at: Int64, cohort: Int64) -> RollupRow {
+            RollupRow(
+                key: .init(
+                    environment: "production", chart: .cohorts, measure: "paying", kind: .stock, bundleID: "com.x",
+                    store: "app_store", note: "", atDay: at, untilDay: .max, validFromDay: .min, validUntilDay: .max,
+                    cohortDay: cohort, split: split, group: split == .none ? "" : "DEU"),
+                value: 1, items: 1)
+        }
+        try await withScratchDirectory("rollup-bounds") { dir in
+            let queue = try await migratedQueue(dialect, in: dir)
+            let days: [(Int64, Int64)] = [
+                (20_000, 19_999), (20_000, 20_000), (20_001, 20_001), (20_002, 20_001), (20_000, RollupRow.noCohort),
+                (20_003, RollupRow.noCohort),
+            ]
+            try await queue.write(attached: true) { db in
+                try RollupStore(db).add(
+                    days.flatMap { [row(.none, at: $0.0, cohort: $0.1), row(.country, at: $0.0, cohort: $0.1)] })
+            }
+            for split in [RollupSplit.none, .country] {
+                func read(through: Int64 = .max, from: Int64 = RollupRow.noCohort) async throws -> [String] {
+                    try await queue.read { db in
+                        try RollupStore(db).rows(
+                            environment: "production", chart: .cohorts, throughDay: through, cohortsFrom: from, split: split
+                        ).map { "\($0.key.atDay)/\($0.key.cohortDay == RollupRow.noCohort ? "-" : String($0.key.cohortDay))" }
+                            .sorted()
+                    }
+                }
+                #expect(
+                    try await read() == ["20000/-", "20000/19999", "20000/20000", "20001/20001", "20002/20001", "20003/-"])
+                #expect(try await read(from: 20_000) == ["20000/-", "20000/20000", "20001/20001", "20002/20001", "20003/-"])
+                #expect(try await read(through: 20_001, from: 20_001) == ["20000/-", "20001/20001"])
+            }
+        }
+    }
 }
