@@ -20,7 +20,7 @@ get() { curl -s -o /dev/null -w "$1" -H "Authorization: Bearer bench-secret" "ht
 for _ in $(seq "$rounds"); do
   for tag in A B; do
     bin=$a && [ $tag = B ] && bin=$b
-    env "${receiptd_env[@]}" RECEIPTD_REFRESH_ENABLED=false "$bin/receiptd" serve --config-dir "$root/Config" \
+    env "${receiptd_env[@]}" RECEIPTD_REFRESHER_ENABLED=false "$bin/receiptd" serve --config-dir "$root/Config" \
       >>"$out/receiptd.log" 2>&1 &
     pid=$!
     for _ in $(seq 600); do curl -sf -o /dev/null http://127.0.0.1:18095/readyz && break; sleep 0.1; done
