@@ -60,6 +60,31 @@ extension ReceiptStore {
         return try q.step() ? q.text(0) : nil
     }
 
+    /// Who holds each of `originals` now, in their order (nil: nobody): one statement (on
+    /// PostgreSQL one round trip) for up to ``ownersWidths``' last, where a save asked one each.
+    package func owners(of originals: [String]) throws -> [String?] {
+        var holders: [Identifier: String] = [:]
+        var start = 0
+        while start < originals.count {
+            let chunk = originals[start..<min(start + Self.ownersWidths.last!, originals.count)]
+            let width = Self.ownersWidths.firstIndex { $0 >= chunk.count }!
+            // Filled out with the last id: a repeat changes nothing an `IN` finds.
+            let values: [(any StatementValue)?] =
+                Array(chunk) + Array(repeating: chunk.last!, count: Self.ownersWidths[width] - chunk.count)
+            let q = try db.cached(Self.ownersSQL[width]).bind(values)
+            while try q.step() { holders[Identifier(q.text(0)!)] = q.text(1)! }
+            start += chunk.count
+        }
+        return originals.map { holders[Identifier($0)] }
+    }
+
+    /// The list widths ``owners(of:)`` binds, and their statements, written once.
+    static let ownersWidths = [1, 2, 4, 8, 16, 32, 64]
+    static let ownersSQL = ownersWidths.map { width in
+        "SELECT original_transaction_id, app_user_id FROM ownership WHERE original_transaction_id IN ("
+            + Array(repeating: "?", count: width).joined(separator: ", ") + ")"
+    }
+
     /// The subscriber an `appAccountToken` points at: one whose id or alias is that UUID (any case),
     /// or whose token receiptd made it (`appStore.setAppAccountTokens`), else the holder of a
     /// purchase made with it.

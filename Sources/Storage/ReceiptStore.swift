@@ -39,8 +39,7 @@ package struct ReceiptStore {
             try addSubscriber(appUserID, now: now)
             var acquired: [String] = []
             var previousHolders: [String] = []
-            for original in facts.originals {
-                let holder = try owner(of: original)
+            for (original, holder) in zip(facts.originals, try owners(of: facts.originals)) {
                 if let holder, holder.isExactly(appUserID) { continue }  // bytes, as the database compares
                 if let holder, !previousHolders.contains(where: { $0.isExactly(holder) }) { previousHolders.append(holder) }
                 try db.cached(
@@ -70,10 +69,9 @@ package struct ReceiptStore {
             let changes = try writeFacts(facts, now: now)
             guard changes > 0 else { return Saved(changes: 0, acquired: [], changed: []) }
             var holders: [String] = []
-            for original in facts.originals {
-                if let holder = try owner(of: original), !holders.contains(where: { $0.isExactly(holder) }) {
-                    holders.append(holder)
-                }
+            for holder in try owners(of: facts.originals).compactMap(\.self)
+            where !holders.contains(where: { $0.isExactly(holder) }) {
+                holders.append(holder)
             }
             try factsChanged(holders, at: now)
             return Saved(changes: changes, acquired: [], changed: holders)
@@ -170,7 +168,7 @@ package struct ReceiptStore {
                 observed = min(now, max(changed, previous))
             }
             try appendHistory.bind(Self.renewalValues(r.fact) + [r.rawJSON, observed] + Self.renewalCommitmentValues(r.fact))
-                .run()
+                .runLater()
         }
         if let latest = facts.latestReceipt {
             let upsertLatest = try db.cached(
@@ -181,7 +179,7 @@ package struct ReceiptStore {
                 WHERE latest_receipts.receipt_data IS DISTINCT FROM excluded.receipt_data
                     OR latest_receipts.environment IS DISTINCT FROM excluded.environment
                 """)
-            for original in facts.originals { try upsertLatest.bind([original, latest, facts.environment, now]).run() }
+            for original in facts.originals { try upsertLatest.bind([original, latest, facts.environment, now]).runLater() }
         }
         return changes
     }

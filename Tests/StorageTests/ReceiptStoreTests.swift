@@ -79,6 +79,28 @@ struct ReceiptStoreTests {
         #expect(try store.purchase("t5")?.rawJSON == #"{"n":5,"again":true}"#)
     }
 
+    /// Who holds each of many purchases, in one statement per 64 of them: in the order asked, nil
+    /// for nobody, an id by its bytes (`o1` is held, `O1` is not), an id asked twice answered twice.
+    @Test(arguments: await testDialects())
+    func ownersAreReadInTheOrderAsked(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        let store = ReceiptStore(db)
+        try store.addSubscriber("alice", now: 1)
+        try store.addSubscriber("bob", now: 1)
+        for n in 0..<70 where n % 3 != 0 {
+            try db.cached("INSERT INTO ownership (original_transaction_id, app_user_id, since) VALUES (?, ?, 1)")
+                .bind(["o\(n)", n % 3 == 1 ? "alice" : "bob"]).run()
+        }
+        let asked = (0..<70).reversed().map { "o\($0)" } + ["O1", "o1"]
+        func holder(_ n: Int) -> String? { n % 3 == 0 ? nil : n % 3 == 1 ? "alice" : "bob" }
+        let expected: [String?] = (0..<70).reversed().map(holder) + [nil, "alice"]
+        #expect(try store.owners(of: asked) == expected)
+        #expect(try store.owners(of: ["o1"]) == ["alice"])
+        #expect(try store.owners(of: ["o3", "o2", "o4"]) == [nil, "bob", "alice"])
+        #expect(try store.owners(of: []).isEmpty)
+        #expect(try asked.map { try store.owner(of: $0) } == expected)
+    }
+
     /// A signed transaction's `appTransactionId` is kept; verifyReceipt, which never states it,
     /// restating the purchase later does not erase it.
     @Test(arguments: await testDialects())

@@ -250,8 +250,8 @@ package struct SubscriberState: Sendable {
     /// the token receiptd made for them). Nil when the poster may have them all.
     func heldElsewhere(_ facts: VerifiedFacts, from appUserID: String, in db: Database) throws -> String? {
         let store = ReceiptStore(db)
-        for original in facts.originals {
-            guard let holder = try store.owner(of: original), !holder.isExactly(appUserID) else { continue }
+        for (original, holder) in zip(facts.originals, try store.owners(of: facts.originals)) {
+            guard let holder, !holder.isExactly(appUserID) else { continue }
             let newest = facts.purchases.filter { $0.fact.originalTransactionID.isExactly(original) }
                 .max { ($0.fact.purchaseDate ?? 0, $0.fact.transactionID) < ($1.fact.purchaseDate ?? 0, $1.fact.transactionID) }
             if let token = newest?.fact.appAccountToken, let named = try store.subscriber(namedByToken: token),
@@ -277,12 +277,9 @@ package struct SubscriberState: Sendable {
         struct Probe: Error { let holder: String? }
         // Most posts are by the holder or of something nobody holds: no probe needed.
         var holders: [String] = []
-        for original in record.originals {
-            if let holder = try ReceiptStore(db).owner(of: original), !holder.isExactly(appUserID),
-                !holders.contains(where: { $0.isExactly(holder) })
-            {
-                holders.append(holder)
-            }
+        for holder in try ReceiptStore(db).owners(of: record.originals).compactMap(\.self)
+        where !holder.isExactly(appUserID) && !holders.contains(where: { $0.isExactly(holder) }) {
+            holders.append(holder)
         }
         guard !holders.isEmpty else { return nil }
         do {
