@@ -258,7 +258,7 @@ package final class Database {
     /// locks before the first write: a save that reads and then writes (who holds a purchase,
     /// then taking it) is then what it is on SQLite. A key the transaction holds already is not
     /// locked again.
-    package func lock(_ keys: [String]) throws(StorageError) {
+    package func lock(_ keys: [String], withNextRead: Bool = false) throws(StorageError) {
         guard dialect == .postgresql, !keys.isEmpty else { return }
         // By their bytes, as identifiers are compared (two spellings of one name are two keys).
         var wanted: [[UInt8]] = []
@@ -273,7 +273,12 @@ package final class Database {
             "SELECT "
                 + Array(repeating: "pg_advisory_xact_lock(hashtextextended(?, 0))", count: wanted.count)
                 .joined(separator: ", "))
-        try statement.bind(wanted.map { String(decoding: $0, as: UTF8.self) }).run()
+        let bound = try statement.bind(wanted.map { String(decoding: $0, as: UTF8.self) })
+        // Sent with the next statement whose answer is awaited, which the server runs after it:
+        // for a caller whose next step is such a read (what the lock guards), one round trip
+        // fewer. Its failure (`lock_timeout`, a deadlock) is then that statement's, in the same
+        // savepoint.
+        if withNextRead { try bound.runLater() } else { try bound.run() }
         if inTransaction { heldLocks += wanted }  // outside one, the locks ended with the statement
     }
 

@@ -232,10 +232,7 @@ package struct IngestNotification: UseCase, Sendable {
             // Before reading who holds the purchases (PostgreSQL: a post taking them waits, or is waited for).
             let originals = [incoming.row.originalTransactionID].compactMap({ $0 }) + facts.originals
             try store.lock(purchases: originals, subscriber: nil)
-            var holder: String?
-            for original in originals where holder == nil {
-                holder = try store.owner(of: original)
-            }
+            var holder = try store.owners(of: originals).lazy.compactMap(\.self).first
             if holder == nil, let token = incoming.accountToken { holder = try store.subscriber(forAccountToken: token) }
             guard let user = holder else {
                 _ = try store.saveUnowned(facts, now: at)

@@ -36,11 +36,7 @@ package struct EventStore {
             }
         }
         var changes = Changes()
-        let insert = try db.cached(
-            """
-            INSERT INTO events (app_user_id, event_key, type, at, product_id, original_transaction_id, transaction_id,
-                facts_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
-            """)
+        var new: [EventRecord] = []
         let update = try db.cached(
             """
             UPDATE events SET type = ?, at = ?, product_id = ?, original_transaction_id = ?, transaction_id = ?, facts_json = ?
@@ -53,12 +49,25 @@ package struct EventStore {
                     .runLater()
                 changes.changed += 1
             } else {
-                _ = try insert.bind([
-                    appUserID, e.key, e.type, e.at, e.productID, e.originalTransactionID, e.transactionID, e.factsJSON, now,
-                ]).step()
+                new.append(e)
+            }
+        }
+        // Several rows a statement (on PostgreSQL one round trip for what took one each), each
+        // row's id read back by its key.
+        for start in stride(from: 0, to: new.count, by: Self.insertedPerStatement) {
+            let batch = new[start..<min(start + Self.insertedPerStatement, new.count)]
+            let insert = try db.cached(Self.insertSQLs[batch.count]).bind(
+                batch.flatMap { e -> [(any StatementValue)?] in
+                    [appUserID, e.key, e.type, e.at, e.productID, e.originalTransactionID, e.transactionID, e.factsJSON, now]
+                })
+            var ids: [Identifier: Int64] = [:]
+            while try insert.step() { ids[Identifier(insert.text(1)!)] = insert.int(0) }
+            for e in batch {
                 var stored = e
-                (stored.id, stored.recordedAt) = (insert.int(0), now)
-                insert.reset()
+                guard let id = ids[Identifier(e.key)] else {
+                    throw StorageError(db.dialect == .sqlite ? .sqlite : .postgres, "an inserted event's id was not returned")
+                }
+                (stored.id, stored.recordedAt) = (id, now)
                 try inserted(stored)
                 changes.added += 1
             }
@@ -69,6 +78,16 @@ package struct EventStore {
             changes.removed += 1
         }
         return changes
+    }
+
+    /// The most events one insert writes, and its statement for each count, written once.
+    static let insertedPerStatement = 16
+    static let insertSQLs = (0...insertedPerStatement).map { count in
+        """
+        INSERT INTO events (app_user_id, event_key, type, at, product_id, original_transaction_id, transaction_id,
+            facts_json, recorded_at) VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", "))
+        RETURNING id, event_key
+        """
     }
 
     /// Events of `appUserID`, newest first (by `at`, then id), `limit` of them, strictly older than `before`.

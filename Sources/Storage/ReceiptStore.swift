@@ -79,15 +79,15 @@ package struct ReceiptStore {
     }
 
     /// Makes other writers of the same purchases or user wait until the caller's transaction ends
-    /// (``Database/lock(_:)``: nothing on SQLite). Call it before reading who holds a purchase in
-    /// order to write.
+    /// (``Database/lock(_:withNextRead:)``: nothing on SQLite). Call it before reading who holds a
+    /// purchase in order to write: the locks travel with that read.
     package func lock(_ facts: VerifiedFacts, for appUserID: String?) throws {
         try lock(purchases: facts.originals, subscriber: appUserID)
     }
 
     /// ``lock(_:for:)`` by original transaction ids.
     package func lock(purchases originals: [String], subscriber appUserID: String?) throws {
-        try db.lock(originals.map { "purchase:" + $0 } + (appUserID.map { ["subscriber:" + $0] } ?? []))
+        try db.lock(originals.map { "purchase:" + $0 } + (appUserID.map { ["subscriber:" + $0] } ?? []), withNextRead: true)
     }
 
     /// Adds the subscriber row of `appUserID` unless it exists, in the caller's transaction.

@@ -56,4 +56,22 @@ struct EventStoreTests {
         }
         #expect(seen == ["e:6", "e:5", "e:4", "e:3", "e:2", "e:1", "e:0"])
     }
+
+    /// More new events than one insert writes: each is told to `inserted` in order, with the id
+    /// its row has, and two keys differing only in case are two events.
+    @Test(arguments: await testDialects())
+    func manyNewEventsEachHaveTheirOwnRowsID(dialect: Database.Dialect) async throws {
+        let store = EventStore(try await database(dialect))
+        let count = EventStore.insertedPerStatement * 2 + 3
+        let events = (0..<count).map { event("e:\($0)", at: Int64($0)) } + [event("E:0", at: 100)]
+        var told: [(key: String, id: Int64)] = []
+        let changes = try store.replace(events, for: "u", originals: ["o1"], now: 7) { told.append(($0.key, $0.id)) }
+        #expect(changes.added == count + 1)
+        #expect(told.map(\.key) == events.map(\.key))
+        let stored = try store.page(for: "u", limit: 100, before: nil)
+        #expect(Set(told.map(\.id)).count == count + 1)
+        #expect(
+            Dictionary(uniqueKeysWithValues: stored.map { ($0.key, $0.id) })
+                == Dictionary(uniqueKeysWithValues: told.map { ($0.key, $0.id) }))
+    }
 }

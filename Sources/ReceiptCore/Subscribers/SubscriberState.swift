@@ -163,8 +163,8 @@ package struct SubscriberState: Sendable {
             switch policy {
             case .transfer: break
             case .keep:
-                for original in facts.originals {
-                    if let holder = try store.owner(of: original), !holder.isExactly(appUserID) { return .inUse(heldBy: holder) }
+                for holder in try store.owners(of: facts.originals).compactMap(\.self) where !holder.isExactly(appUserID) {
+                    return .inUse(heldBy: holder)
                 }
             case .transferIfInactive:
                 if let holder = try activeHolder(of: facts, other: appUserID, in: db, now: now) { return .inUse(heldBy: holder) }
