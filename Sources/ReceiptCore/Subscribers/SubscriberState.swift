@@ -150,34 +150,46 @@ package struct SubscriberState: Sendable {
         begun: Int64? = nil, in db: Database, now: Int64, log: VerificationLogEntry? = nil
     ) throws -> Stored {
         try db.transaction { () throws -> Stored in
-            let store = ReceiptStore(db)
-            try store.lock(facts, for: requestedID)  // before the policy reads who holds what
-            let appUserID = try store.canonical(requestedID)
-            if !appUserID.isExactly(requestedID) { try store.lock(purchases: [], subscriber: appUserID) }
-            // Erased since the work began (while a store was asked): nothing of theirs is written back.
-            if let begun { try ErasedIDs(db).check([requestedID, appUserID], since: begun) }
-            if let log { try store.log(log, at: now) }
-            if possession == .bareID, let holder = try heldElsewhere(facts, from: appUserID, in: db) {
-                return .proofRequired(heldBy: holder)
-            }
-            switch policy {
-            case .transfer: break
-            case .keep:
-                for holder in try store.owners(of: facts.originals).compactMap(\.self) where !holder.isExactly(appUserID) {
-                    return .inUse(heldBy: holder)
-                }
-            case .transferIfInactive:
-                if let holder = try activeHolder(of: facts, other: appUserID, in: db, now: now) { return .inUse(heldBy: holder) }
-            }
-            let saved = try store.save(facts, for: appUserID, now: now)
-            for original in saved.acquired { try NotificationStore(db).attachPending(original, to: appUserID) }
-            if let appleCalls,
-                try queueCalls(facts, for: appUserID, transferred: saved.changed.count > 1, appleCalls, in: db, now: now) > 0
-            {
-                appleCalls.doorbell.ring()
-            }
-            return .stored(changes: saved.changes, changed: saved.changed)
+            let stored = try storeUnlogged(
+                facts, for: requestedID, policy: policy, possession: possession, begun: begun, in: db, now: now)
+            // Last, so that on PostgreSQL it goes with the commit, not in a round trip of its own
+            // before the save's savepoint opens.
+            if let log { try ReceiptStore(db).log(log, at: now) }
+            return stored
         }
+    }
+
+    /// ``store(_:for:policy:possession:begun:in:now:log:)`` but for its log, in its transaction.
+    private func storeUnlogged(
+        _ facts: VerifiedFacts, for requestedID: String, policy: OwnershipPolicy, possession: Possession, begun: Int64?,
+        in db: Database, now: Int64
+    ) throws -> Stored {
+        let store = ReceiptStore(db)
+        try store.lock(facts, for: requestedID)  // before the policy reads who holds what
+        let appUserID = try store.canonical(requestedID)
+        if !appUserID.isExactly(requestedID) { try store.lock(purchases: [], subscriber: appUserID) }
+        // Erased since the work began (while a store was asked): nothing of theirs is written back.
+        if let begun { try ErasedIDs(db).check([requestedID, appUserID], since: begun) }
+        if possession == .bareID, let holder = try heldElsewhere(facts, from: appUserID, in: db) {
+            return .proofRequired(heldBy: holder)
+        }
+        switch policy {
+        case .transfer: break
+        case .keep:
+            for holder in try store.owners(of: facts.originals).compactMap(\.self) where !holder.isExactly(appUserID) {
+                return .inUse(heldBy: holder)
+            }
+        case .transferIfInactive:
+            if let holder = try activeHolder(of: facts, other: appUserID, in: db, now: now) { return .inUse(heldBy: holder) }
+        }
+        let saved = try store.save(facts, for: appUserID, now: now)
+        for original in saved.acquired { try NotificationStore(db).attachPending(original, to: appUserID) }
+        if let appleCalls,
+            try queueCalls(facts, for: appUserID, transferred: saved.changed.count > 1, appleCalls, in: db, now: now) > 0
+        {
+            appleCalls.doorbell.ring()
+        }
+        return .stored(changes: saved.changes, changed: saved.changed)
     }
 
     /// In the save's transaction, the calls to Apple that storing `facts` for `appUserID` makes due
