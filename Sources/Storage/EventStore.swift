@@ -26,7 +26,7 @@ package struct EventStore {
         inserted: (EventRecord) throws -> Void = { _ in }
     ) throws -> Changes {
         var stored: [Identifier: EventRecord] = [:]
-        let existing = try db.cached("SELECT \(Self.columns) FROM events WHERE app_user_id = ?").bind([appUserID])
+        let existing = try storedEvents(for: appUserID)
         while try existing.step() {
             let e = Self.event(existing)
             // Events about no purchase (merges, promotions) are the subscriber's own.
@@ -78,6 +78,13 @@ package struct EventStore {
             changes.removed += 1
         }
         return changes
+    }
+
+    /// The read of `appUserID`'s stored events ``replace(_:for:originals:now:inserted:)`` starts
+    /// with, bound: a caller may send it ahead with a statement of its own
+    /// (``Database/prefetch(_:)``), and `replace` then steps through what it read.
+    package func storedEvents(for appUserID: String) throws -> Statement {
+        try db.cached("SELECT \(Self.columns) FROM events WHERE app_user_id = ?").bind([appUserID])
     }
 
     /// The most events one insert writes, and its statement for each count, written once.

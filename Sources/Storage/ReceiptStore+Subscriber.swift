@@ -1,4 +1,4 @@
-import DatabaseEngine
+package import DatabaseEngine
 package import Entitlements
 import Identifiers
 
@@ -157,9 +157,12 @@ extension ReceiptStore {
     /// the version it shows is the one written (without, none is kept). A compare-and-set: when the facts or the version
     /// moved since the snapshot, nothing is written and the answer is nil (read again, derive
     /// again). Else the version after the call.
+    ///
+    /// `ahead`: reads the caller makes next, sent with the settle's own statement (on PostgreSQL,
+    /// in its round trip, run after it); dropped unread when nothing is written.
     package func settle(
         _ appUserID: String, hash: String, derivedFrom revision: Int64, version: Int64, now: Int64,
-        document: DocumentStore.Rendering? = nil
+        document: DocumentStore.Rendering? = nil, ahead: [Statement] = []
     ) throws -> Int64? {
         // Without a document, none is kept: the column is cleared with the settle.
         let update = try db.cached(
@@ -173,7 +176,11 @@ extension ReceiptStore {
             hash, revision, now, appUserID, version, document.map { String(decoding: $0.json, as: UTF8.self) },
             document.map { Int64($0.cut) }, document?.settings,
         ])
-        guard try update.step() else { return nil }
+        if !ahead.isEmpty { try db.prefetch([update] + ahead) }
+        guard try update.step() else {
+            for statement in ahead { statement.reset() }
+            return nil
+        }
         let after = update.int(0)
         update.reset()
         if after != version { try ChangeLog(db).append(appUserID, at: now) }

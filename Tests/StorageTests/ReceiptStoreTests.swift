@@ -1,6 +1,7 @@
 import DatabaseEngine
 import Entitlements
 import Foundation
+import Identifiers
 import ReceiptTesting
 import Testing
 
@@ -99,6 +100,52 @@ struct ReceiptStoreTests {
         #expect(try store.owners(of: ["o3", "o2", "o4"]) == [nil, "bob", "alice"])
         #expect(try store.owners(of: []).isEmpty)
         #expect(try asked.map { try store.owner(of: $0) } == expected)
+    }
+
+    /// A settle's reads sent ahead (the stored events) are read as the caller would have read them
+    /// after it; when the settle writes nothing they are dropped, and a later read of the same
+    /// events in the transaction sees what was written since.
+    @Test(arguments: await testDialects())
+    func readsSentAheadOfASettleAreReadAfterItOrDropped(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        let facts = VerifiedFacts(
+            environment: "sandbox",
+            purchases: [
+                Stated(
+                    Purchase(
+                        transactionID: "t1", originalTransactionID: "o1", productID: "monthly", purchaseDate: 10,
+                        expiresDate: 500, environment: "sandbox"),
+                    bundleID: "b", rawJSON: "{}")
+            ])
+        func event(_ key: String) -> EventRecord {
+            EventRecord(
+                key: key, type: "renewal", at: 10, productID: "monthly", originalTransactionID: "o1", transactionID: "t1",
+                factsJSON: "{}")
+        }
+        try db.transaction {
+            let store = ReceiptStore(db)
+            _ = try store.save(facts, for: "ann", now: 100)
+            _ = try EventStore(db).replace([event("a")], for: "ann", originals: ["o1"], now: 100)
+            // A stale version: nothing written, the read sent ahead dropped.
+            #expect(
+                try store.settle(
+                    "ann", hash: "h", derivedFrom: 1, version: 7, now: 100, ahead: [try EventStore(db).storedEvents(for: "ann")])
+                    == nil)
+            // b stored by another statement: a read of the events now has a and b.
+            try db.execute(
+                "INSERT INTO events (app_user_id, event_key, type, at, product_id, original_transaction_id, transaction_id, facts_json, recorded_at) VALUES ('ann', 'b', 'renewal', 10, 'monthly', 'o1', 't1', '{}', 101)"
+            )
+            #expect(try EventStore(db).replace([event("a"), event("b")], for: "ann", originals: ["o1"], now: 101).isEmpty)
+            // The settle written, then the events it read ahead: a and b, so c alone is new.
+            #expect(
+                try store.settle(
+                    "ann", hash: "h", derivedFrom: 1, version: 0, now: 102, ahead: [try EventStore(db).storedEvents(for: "ann")])
+                    == 1)
+            let changes = try EventStore(db).replace(
+                [event("a"), event("b"), event("c")], for: "ann", originals: ["o1"], now: 102)
+            #expect(changes.added == 1 && changes.removed == 0 && changes.changed == 0)
+        }
+        #expect(try EventStore(db).page(for: "ann", limit: 10, before: nil).map(\.key).sorted() == ["a", "b", "c"])
     }
 
     /// A signed transaction's `appTransactionId` is kept; verifyReceipt, which never states it,

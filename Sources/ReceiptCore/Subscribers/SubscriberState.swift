@@ -93,10 +93,12 @@ package struct SubscriberState: Sendable {
             // Rendered with the version it will show: one more when its fingerprint is new (the
             // snapshot's fingerprint is the row's while its version is).
             let shows = subscriber.version + (subscriber.stateHash == document.fingerprint ? 0 : 1)
+            // The stored events, which their replacement reads next, go with the settle.
             guard
                 let version = try ReceiptStore(db).settle(
                     subscriber.appUserID, hash: document.fingerprint, derivedFrom: subscriber.factsRevision,
-                    version: subscriber.version, now: now, document: rendering(document, version: shows))
+                    version: subscriber.version, now: now, document: rendering(document, version: shows),
+                    ahead: [try EventStore(db).storedEvents(for: subscriber.appUserID)])
             else { return nil }
             try ProductStateStore(db).replace(
                 document.productStates, for: subscriber.appUserID, until: document.changesAt ?? .max)
