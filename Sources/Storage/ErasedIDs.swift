@@ -59,13 +59,19 @@ package struct ErasedIDs {
     /// Whether one of `ids` was erased at or after `began`. One statement, one round trip: it is
     /// on every save's path.
     package func anyErased(_ ids: [String], since began: Int64) throws -> Bool {
-        var digests: [String] = []
-        for digest in ids.map(Self.digest) where !digests.contains(digest) { digests.append(digest) }
-        guard !digests.isEmpty else { return false }
-        let q = try db.cached(
-            digests.count < Self.anyErasedSQLs.count ? Self.anyErasedSQLs[digests.count] : Self.anyErasedSQL(digests.count)
-        ).bind([began] + digests.map { $0 as any StatementValue })
+        guard let q = try anyErasedRead(ids, since: began) else { return false }
         defer { q.reset() }
         return try q.firstInt() ?? 0 > 0
+    }
+
+    /// ``anyErased(_:since:)``'s read, bound (nil for no ids): a caller may send it ahead with
+    /// others (``Database/prefetch(_:)``).
+    package func anyErasedRead(_ ids: [String], since began: Int64) throws -> Statement? {
+        var digests: [String] = []
+        for digest in ids.map(Self.digest) where !digests.contains(digest) { digests.append(digest) }
+        guard !digests.isEmpty else { return nil }
+        return try db.cached(
+            digests.count < Self.anyErasedSQLs.count ? Self.anyErasedSQLs[digests.count] : Self.anyErasedSQL(digests.count)
+        ).bind([began] + digests.map { $0 as any StatementValue })
     }
 }

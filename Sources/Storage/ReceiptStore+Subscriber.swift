@@ -110,9 +110,15 @@ extension ReceiptStore {
 
     /// The subscriber `appUserID` names: the one it is an alias of, else itself (known or not).
     package func canonical(_ appUserID: String) throws -> String {
-        let q = try db.cached("SELECT app_user_id FROM aliases WHERE alias = ?").bind([appUserID])
+        let q = try canonicalRead(appUserID)
         defer { q.reset() }
         return try q.step() ? q.text(0)! : appUserID
+    }
+
+    /// ``canonical(_:)``'s read, bound: a caller may send it ahead with others
+    /// (``Database/prefetch(_:)``).
+    package func canonicalRead(_ appUserID: String) throws -> Statement {
+        try db.cached("SELECT app_user_id FROM aliases WHERE alias = ?").bind([appUserID])
     }
 
     /// A subscriber's aliases (``aliases(of:)``, prefetched by ``subscriber(_:)``).

@@ -168,10 +168,15 @@ package struct SubscriberState: Sendable {
     ) throws -> Stored {
         let store = ReceiptStore(db)
         try store.lock(facts, for: requestedID)  // before the policy reads who holds what
+        // Whom the id names and, when the work began before, whether it was erased since: sent
+        // together (on PostgreSQL one round trip, with the locks).
+        let erasedRead = try begun.flatMap { try ErasedIDs(db).anyErasedRead([requestedID], since: $0) }
+        try db.prefetch([try store.canonicalRead(requestedID)] + (erasedRead.map { [$0] } ?? []))
         let appUserID = try store.canonical(requestedID)
         if !appUserID.isExactly(requestedID) { try store.lock(purchases: [], subscriber: appUserID) }
         // Erased since the work began (while a store was asked): nothing of theirs is written back.
         if let begun { try ErasedIDs(db).check([requestedID, appUserID], since: begun) }
+        erasedRead?.reset()  // unread when the id is an alias: not for a later read
         if possession == .bareID, let holder = try heldElsewhere(facts, from: appUserID, in: db) {
             return .proofRequired(heldBy: holder)
         }

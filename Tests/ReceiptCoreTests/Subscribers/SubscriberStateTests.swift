@@ -232,6 +232,29 @@ extension SubscriberStateTests {
 /// meanwhile) writes nothing of theirs back; one that began after is a new start.
 @Suite("Erased while in flight")
 struct ErasedWhileInFlightTests {
+    /// A save by an alias checks the subscriber it names too: the alias itself was not erased,
+    /// the id it names was (recorded while the alias still stood); and the id as given, when it
+    /// names nobody else.
+    @Test(arguments: await testDialects())
+    func aSaveByAnAliasOfSomeoneErasedMeanwhileWritesNothing(dialect: Database.Dialect) async throws {
+        let db = try await migratedDatabase(dialect)
+        _ = try state.store(monthly(), for: "ann", policy: .transfer, in: db, now: t0)
+        try db.execute("INSERT INTO aliases (alias, app_user_id, at) VALUES ('ann-phone', 'ann', \(t0))")
+        try ErasedIDs(db).record(["ann"], at: t0 + 2)
+        #expect(throws: ErasedIDs.ErasedMeanwhile()) {
+            _ = try state.store(monthly(), for: "ann-phone", policy: .transfer, begun: t0 + 1, in: db, now: t0 + 3)
+        }
+        #expect(throws: ErasedIDs.ErasedMeanwhile()) {
+            _ = try state.store(monthly(), for: "ann", policy: .transfer, begun: t0 + 1, in: db, now: t0 + 3)
+        }
+        // Begun after it: stored, for ann.
+        guard case .stored = try state.store(monthly(), for: "ann-phone", policy: .transfer, begun: t0 + 3, in: db, now: t0 + 4)
+        else {
+            Issue.record("a save begun after the erasure was refused")
+            return
+        }
+    }
+
     @Test(arguments: await testDialects())
     func aSaveBegunBeforeTheErasureWritesNothingBack(dialect: Database.Dialect) async throws {
         let db = try await migratedDatabase(dialect)
