@@ -304,8 +304,9 @@ package enum Rollup {
     /// The first day whose cohorts can count in the query: a cohort's items count only in its
     /// cohort's period, and no period starts before the first. A cohort chart of the last year
     /// reads the rows of the cohorts of that year, not of every cohort before it (rows of no
-    /// cohort are read whatever their day).
+    /// cohort are read whatever their day). ``RollupRow/noCohort`` for a chart of no cohorts.
     package static func firstCohortDay(of q: ChartQuery) throws(ChartError) -> Int64 {
+        guard q.chart.isCohorted else { return RollupRow.noCohort }
         let grid = try PeriodGrid(q)
         return floorDay(grid.periods.first?.start ?? q.from)
     }

@@ -88,7 +88,7 @@ package struct ReadChart: UseCase, Sendable {
         let (lastDay, cohortsFrom): (Int64, Int64)
         do {
             lastDay = try Rollup.lastDay(of: query)
-            cohortsFrom = query.chart.isCohorted ? try Rollup.firstCohortDay(of: query) : RollupRow.noCohort
+            cohortsFrom = try Rollup.firstCohortDay(of: query)
         } catch { throw Self.error(error) }
         let kept: ([RollupRow], [ChartItem]?, Int64)?
         do {

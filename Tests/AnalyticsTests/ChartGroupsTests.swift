@@ -7,10 +7,13 @@ import Testing
 /// Charts split by a dimension (`group_by`): each group's figures by hand, and in a sample business
 /// every additive figure of every chart is the sum of its groups'.
 @Suite struct ChartGroupsTests {
+    /// The engine over ``ChartEngineTests/revenueLedger``.
+    private static let revenueEngine = ChartEngine(
+        ledger: Ledger(entries: ChartEngineTests.revenueLedger), rates: ChartEngineTests.rates,
+        settings: ChartEngineTests.settings)
+
     @Test func revenueByCountry() throws {
-        let engine = ChartEngine(
-            ledger: Ledger(entries: ChartEngineTests.revenueLedger), rates: ChartEngineTests.rates,
-            settings: ChartEngineTests.settings)
+        let engine = Self.revenueEngine
         var q = ChartEngineTests.months(.revenue, now: at(2026, 3, 1))
         q.groupBy = .country
         let a = try engine.answer(q)
@@ -30,9 +33,7 @@ import Testing
     /// January. MRR, held at each month's end, is Dave's and Carol's at January's (Bob's was refunded on
     /// the 20th: Germany has none); from March, the USA's alone (Carol's ended in February).
     @Test func aGroupIsListedWhenSomethingOfItShowsInTheRange() throws {
-        let engine = ChartEngine(
-            ledger: Ledger(entries: ChartEngineTests.revenueLedger), rates: ChartEngineTests.rates,
-            settings: ChartEngineTests.settings)
+        let engine = Self.revenueEngine
         var q = ChartEngineTests.months(.revenue, now: at(2026, 4, 1))
         q.groupBy = .country
         #expect(try engine.answer(q).groups.map(\.value) == ["DEU", "GBR", "USA"])

@@ -119,8 +119,7 @@ struct RollupTests {
                         let read = rows.filter {
                             $0.key.environment == "production" && $0.key.chart == chart && $0.key.split == split
                                 && needed?.contains($0.key.measure) ?? true && $0.key.atDay <= lastDay
-                                && (!chart.isCohorted || $0.key.cohortDay == RollupRow.noCohort
-                                    || $0.key.cohortDay >= cohortsFrom)
+                                && ($0.key.cohortDay == RollupRow.noCohort || $0.key.cohortDay >= cohortsFrom)
                         }
                         if chart.isCohorted && from > origin {
                             skippedCohorts += rows.count {
@@ -245,6 +244,9 @@ struct RollupTests {
         #expect(try first((march1 + 9) * day + day / 2, .day) == march1 + 9)
         #expect(try first((march1 + 9) * day, .month) == march1)
         #expect(try first((march1 + 9) * day, .week) == march1 + 8)  // Monday 2026-03-09
+        // A chart of no cohorts reads its rows whatever their cohort day.
+        let mrr = ChartQuery(chart: .mrr, from: march1 * day, to: (march1 + 60) * day, resolution: .day, now: 0)
+        #expect(try Rollup.firstCohortDay(of: mrr) == RollupRow.noCohort)
     }
 
     @Test func aChangedHolderIsADifference() {

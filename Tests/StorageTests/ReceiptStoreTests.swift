@@ -108,15 +108,6 @@ struct ReceiptStoreTests {
     @Test(arguments: await testDialects())
     func readsSentAheadOfASettleAreReadAfterItOrDropped(dialect: Database.Dialect) async throws {
         let db = try await migratedDatabase(dialect)
-        let facts = VerifiedFacts(
-            environment: "sandbox",
-            purchases: [
-                Stated(
-                    Purchase(
-                        transactionID: "t1", originalTransactionID: "o1", productID: "monthly", purchaseDate: 10,
-                        expiresDate: 500, environment: "sandbox"),
-                    bundleID: "b", rawJSON: "{}")
-            ])
         func event(_ key: String) -> EventRecord {
             EventRecord(
                 key: key, type: "renewal", at: 10, productID: "monthly", originalTransactionID: "o1", transactionID: "t1",
@@ -124,7 +115,7 @@ struct ReceiptStoreTests {
         }
         try db.transaction {
             let store = ReceiptStore(db)
-            _ = try store.save(facts, for: "ann", now: 100)
+            _ = try store.save(receipt(), for: "ann", now: 100)
             _ = try EventStore(db).replace([event("a")], for: "ann", originals: ["o1"], now: 100)
             // A stale version: nothing written, the read sent ahead dropped.
             #expect(
