@@ -33,7 +33,9 @@ protocol Connection: AnyObject {
     func rollback() throws(StorageError)
     /// Opens a savepoint inside the transaction (the innermost is the one the next two end).
     func savepoint() throws(StorageError)
-    func releaseSavepoint() throws(StorageError)
+    /// Releases the innermost savepoint. `commitFollows`: nothing but the commit comes after the
+    /// outermost savepoint open (PostgreSQL then sends its writes with the commit).
+    func releaseSavepoint(commitFollows: Bool) throws(StorageError)
     /// Rolls back to the innermost savepoint and releases it.
     func rollbackToSavepoint() throws(StorageError)
 

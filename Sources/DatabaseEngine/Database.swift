@@ -187,6 +187,7 @@ package final class Database {
         }
         snapshotMark = changeFeed?.mark ?? 0
         try connection.beginWriting(durable: durable)
+        defer { commitFollowsLastSave = false }
         do {
             let value = try body()
             resetCachedStatements()
@@ -206,12 +207,17 @@ package final class Database {
     /// Whether a transaction is open on this connection.
     package var inTransaction: Bool { connection.inTransaction }
 
+    /// Set by a group commit while it runs its last save: nothing but the commit follows that
+    /// save's savepoint (the outermost), so on PostgreSQL its writes go with the commit (a failed
+    /// commit is then each save's to run again alone: ``DatabaseQueue``).
+    var commitFollowsLastSave = false
+
     private func savepoint<T>(_ body: () throws -> T) throws -> T {
         let (noted, held) = (notedChanges.count, heldLocks.count)
         try connection.savepoint()
         do {
             let value = try body()
-            try connection.releaseSavepoint()
+            try connection.releaseSavepoint(commitFollows: commitFollowsLastSave)
             return value
         } catch {
             try? connection.rollbackToSavepoint()

@@ -179,13 +179,14 @@ extension DatabaseQueue {
             var commitError: (any Error)?
             // PostgreSQL: saves that waited too long for a lock another connection's group holds
             // until its commit (``groupLockTimeout``), or lost a deadlock with it.
-            var lost: [Save] = []
+            var lost: [Int] = []
             do {
                 try database.transaction(durable: saves.contains { $0.durable }) {
                     if saves.count > 1 { try database.setLocal("lock_timeout", DatabaseQueue.groupLockTimeout) }
-                    for save in saves {
+                    for (i, save) in saves.enumerated() {
+                        database.commitFollowsLastSave = i == saves.count - 1
                         if let error = save.run(database), DatabaseQueue.isConflict(error) || DatabaseQueue.isLockTimeout(error) {
-                            lost.append(save)
+                            lost.append(i)
                         }
                         database.resetCachedStatements()  // the next save starts as if alone: no read left part-way
                     }
@@ -195,16 +196,31 @@ extension DatabaseQueue {
             }
             groupSize.record(saves.count)
             publishChanges()
-            // Each runs again alone, once this group's locks are gone, as a save alone would have.
+            var errors = [(any Error)?](repeating: commitError, count: saves.count)
             if commitError == nil {
-                for save in lost {
-                    _ = try? DatabaseQueue.retryingConflicts {
-                        try database.transaction(durable: save.durable) { if let error = save.run(database) { throw error } }
-                    }
-                    publishChanges()
-                }
+                // Each runs again alone, once this group's locks are gone, as a save alone would have.
+                for i in lost { errors[i] = runAlone(saves[i]) }
+            } else if (commitError as? StorageError)?.sqlState != nil {
+                // The server refused the commit, so nothing of the group is stored. On PostgreSQL
+                // the last save's writes went with the commit, and the failure may be that save's
+                // alone (a lock it waited for, a deadlock): each runs again alone and hears its own.
+                for (i, save) in saves.enumerated() { errors[i] = runAlone(save) }
             }
-            for save in saves { save.finish(commitError) }
+            for (save, error) in zip(saves, errors) { save.finish(error) }
+        }
+
+        /// Runs `save` in a transaction of its own (again when the server picks it as a conflict's
+        /// loser); the error of its commit, if any.
+        private func runAlone(_ save: Save) -> (any Error)? {
+            defer { publishChanges() }
+            do {
+                try DatabaseQueue.retryingConflicts {
+                    try database.transaction(durable: save.durable) { if let error = save.run(database) { throw error } }
+                }
+                return nil
+            } catch {
+                return error
+            }
         }
 
         func start() {

@@ -615,6 +615,38 @@ extension PostgresQueueTests {
         #expect(try await queue.read { db in try db.scalarInt("SELECT count(*) FROM k WHERE x = 7") } == 1)
     }
 
+    /// The group's last save sends its held writes with the commit. When one of them waits past
+    /// the group's lock timeout, the commit fails, nothing of the group is stored, and each save
+    /// runs again alone: the first is saved at once, the last once the lock is free.
+    @Test func aCommitFailedByTheLastSavesHeldWriteRunsEachSaveAgainAlone() async throws {
+        let (queue, url) = try await oneWriter()
+        try await queue.run { db in try db.execute("CREATE TABLE k (x BIGINT PRIMARY KEY)") }
+        let other = try Database(postgresURL: url)
+        try other.execute("BEGIN")
+        try other.execute("INSERT INTO k VALUES (7)")  // a save inserting 7 waits for this transaction
+        let blocker = await held { holding in try await queue.run { _ in holding() } }
+        let first = Task { try await queue.write { db in try db.cached("INSERT INTO t VALUES (?)").bind([1]).run() } }
+        #expect(try await eventually { queue.writerBacklog >= 2 })
+        let last = Task {
+            try await queue.write { db in
+                try db.cached("INSERT INTO t VALUES (?)").bind([2]).run()
+                try db.cached("INSERT INTO k VALUES (?)").bind([7]).runLater()
+            }
+        }
+        #expect(try await eventually { queue.writerBacklog >= 3 })
+        blocker.release.signal()
+        try await blocker.task.value
+        nonisolated(unsafe) let watcher = try Database(postgresURL: url)
+        #expect(try await eventually { try watcher.scalarInt("SELECT count(*) FROM t WHERE x = 1") == 1 })
+        #expect(try await waitingForALock(url))
+        try other.execute("ROLLBACK")
+        try await first.value
+        try await last.value
+        let rows = try await queue.read { db in try db.scalarText("SELECT string_agg(x::text, ',' ORDER BY x) FROM t") }
+        #expect(rows == "1,2")
+        #expect(try await queue.read { db in try db.scalarInt("SELECT count(*) FROM k WHERE x = 7") } == 1)
+    }
+
     @Test func aDurableSaveCommitsToDiskWhateverTheServerSays() async throws {
         let url = try await PostgresTestServer.freshDatabase(migrated: true)
         let admin = try Database(postgresURL: url)

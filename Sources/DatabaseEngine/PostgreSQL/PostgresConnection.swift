@@ -77,46 +77,67 @@ package final class PostgresConnection {
     private var held: [Held] = []
     private enum Held: Equatable {
         case control(String)
+        /// `SAVEPOINT s<depth>` and `RELEASE s<depth>`: each level has its own name, so that a
+        /// rollback to one is to that one whatever the server has opened inside it.
+        case savepoint(Int)
+        case release(Int)
         /// A prepared statement's name and values.
         case write(String, [String?])
+
+        var sql: String {
+            switch self {
+            case .control(let sql): sql
+            case .savepoint(let depth): "SAVEPOINT s\(depth)"
+            case .release(let depth): "RELEASE s\(depth)"
+            case .write(let name, _): name
+            }
+        }
     }
     /// Whether a write is among `held` (else only transaction control, which cannot fail).
     private var holdsWrites: Bool { held.contains { if case .write = $0 { true } else { false } } }
     /// Whether `BEGIN` is among `held`: the caller's transaction has begun, the server's not yet.
     private var beginHeld = false
-    private static let savepoint = Held.control("SAVEPOINT nested")
+    /// Savepoints open, as the caller sees them: the innermost is `s<depth>`.
+    private var depth = 0
 
     /// Begins a transaction with `sql` (`BEGIN …`), sent with the next statement.
     func begin(_ sql: String) {
         held.append(.control(sql))
-        beginHeld = true
+        (beginHeld, depth) = (true, 0)
     }
 
     /// Holds `sql`, a statement that answers nothing but success (`SET LOCAL …`), back for the next
     /// round trip.
     func hold(_ sql: String) { held.append(.control(sql)) }
 
-    /// Opens a savepoint (named `nested`: the innermost one is always the one meant), once the
-    /// writes held back before it have been sent: their errors are not its own (nor is a
-    /// rollback to it theirs), so they are thrown before it opens.
+    /// Opens a savepoint (`s1` outermost, `s2` inside it, …), once the writes held back before it
+    /// have been sent: their errors are not its own (nor is a rollback to it theirs), so they are
+    /// thrown before it opens. A caller that rolls back to a savepoint and goes on (a probe) then
+    /// never takes an earlier write's failure for the probe's.
     func savepoint() throws(StorageError) {
         if holdsWrites { _ = try send([]) }
-        held.append(Self.savepoint)
+        depth += 1
+        held.append(.savepoint(depth))
     }
 
-    /// Releases the innermost savepoint: nothing to send when it was never sent. The writes held
-    /// back in it are sent first, and their errors are its own: a savepoint that is released has
-    /// succeeded. Were they sent with whatever runs next (a group commit's next save), a write
-    /// that waited past the group's lock timeout would fail there, and the rollback to the
-    /// innermost savepoint the server has (this one: its `RELEASE` was never run) would undo the
-    /// work of a save already told it was saved. The `RELEASE` itself is held back.
-    func releaseSavepoint() throws(StorageError) {
-        if held.last == Self.savepoint {
+    /// Releases the innermost savepoint: nothing to send when it was never sent. The `RELEASE` is
+    /// held back, and so are the writes held back in it: a failure among them fails whatever
+    /// awaited statement they go with, in the savepoint enclosing this one, and a rollback to that
+    /// one (by its name) undoes this one's work with its own. The outermost savepoint is a group
+    /// commit's save, and its writes are sent before its release: were they sent with the next
+    /// save of the group, a write that waited past the group's lock timeout would fail there, as
+    /// that save's error, and the save told it was saved would be undone with the transaction.
+    /// `commitFollows`: nothing but the commit comes after the outermost one (the group's last
+    /// save), so its writes go with the commit, whose failure its caller sees.
+    func releaseSavepoint(commitFollows: Bool) throws(StorageError) {
+        if held.last == .savepoint(depth) {
             held.removeLast()
-            return
+        } else {
+            // A failure leaves it open, for the caller's rollback to it.
+            if depth == 1 && !commitFollows && holdsWrites { _ = try send([]) }
+            held.append(.release(depth))
         }
-        if holdsWrites { _ = try send([]) }
-        held.append(.control("RELEASE nested"))
+        depth -= 1
     }
 
     /// Commits, with what is held back, in one round trip; nothing to send for a transaction that
@@ -134,20 +155,23 @@ package final class PostgresConnection {
     /// Rolls the transaction back (nothing to send when it never reached the server).
     func rollback() throws(StorageError) {
         let sent = !beginHeld
-        (held, beginHeld) = ([], false)
+        (held, beginHeld, depth) = ([], false, 0)
         if sent { try execute("ROLLBACK") }
     }
 
-    /// Rolls back to the innermost savepoint and releases it (nothing to send when it was never
-    /// sent). What is held back goes first, in a round trip of its own (a savepoint's `RELEASE`:
-    /// the innermost one is then the one meant), whose error is moot: the rollback follows.
+    /// Rolls back to the innermost savepoint and releases it. What is held back in it is dropped
+    /// (a savepoint never sent costs no round trip); what the server has run in it is undone by
+    /// name, whatever savepoints inside it the server still has open (their `RELEASE`s held back,
+    /// or not run when a write before them failed).
     func rollbackToSavepoint() throws(StorageError) {
-        if held.last == Self.savepoint {
-            held.removeLast()
+        defer { depth -= 1 }
+        if let opened = held.lastIndex(of: .savepoint(depth)) {
+            // Only transaction control precedes it in `held` (``savepoint()`` sent the writes).
+            held.removeSubrange(opened...)
             return
         }
-        if !held.isEmpty { _ = try? send([]) }
-        try execute("ROLLBACK TO nested; RELEASE nested")
+        held = []
+        try execute("ROLLBACK TO s\(depth); RELEASE s\(depth)")
     }
 
     /// Holds the prepared statement `name` with `values` back, to be sent with the next request
@@ -259,7 +283,7 @@ package final class PostgresConnection {
         for request in requests {
             let sent: Int32
             switch request {
-            case .control(let sql): sent = PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0)
+            case .control, .savepoint, .release: sent = PQsendQueryParams(handle, request.sql, 0, nil, nil, nil, nil, 0)
             case .write(let name, let values):
                 sent = withCStrings(values) { pointers in
                     PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
@@ -335,150 +359,4 @@ package final class PostgresConnection {
         return message.hasSuffix("\n") ? String(message.dropLast()) : message
     }
 
-}
-
-/// A prepared statement on a ``PostgresConnection``, with ``Statement``'s shape: bind, then step
-/// through the rows (the whole result is fetched at the first step) or run it.
-/// Parameters are 1-based; columns are 0-based.
-package final class PostgresStatement: CompiledStatement {
-    let name: String
-    /// How many parameters the SQL numbers.
-    let parameters: Int
-    private unowned let connection: PostgresConnection
-    private var values: [SQLValue?] = []
-    private var result: OpaquePointer?
-    private var row = -1
-    private var rows = 0
-    /// Whether `result` came from a pipeline (``adopt(_:)``) rather than the statement's own step.
-    private var prefetched = false
-
-    init(name: String, parameters: Int, connection: PostgresConnection) {
-        self.name = name
-        self.parameters = parameters
-        self.connection = connection
-    }
-
-    deinit { reset() }
-
-    /// Binds values to parameters 1...n in order; nil binds NULL. Resets a result begun, but for
-    /// a prefetched one not yet stepped into, bound again with the same values (a store's reader
-    /// binding what ``Database/prefetch(_:)`` ran for it): that one stays, to be stepped through.
-    package func bind(_ values: [(any StatementValue)?]) throws(StorageError) {
-        guard values.count == parameters else {
-            reset()
-            throw StorageError(.postgres, "\(values.count) values for \(parameters) parameters")
-        }
-        let bound = values.map { $0?.sqlValue }
-        if prefetched && row == -1 && bound == self.values { return }
-        reset()
-        self.values = bound
-    }
-
-    /// The statement's name and bound values, for a pipeline.
-    var request: (name: String, values: [SQLValue?]) { (name, values) }
-
-    /// Takes `result`, the statement's run in a pipeline, as if its next step had run it.
-    func adopt(_ result: OpaquePointer) {
-        reset()
-        self.result = result
-        rows = Int(PQntuples(result))
-        prefetched = true
-    }
-
-    /// Drops the result (bindings stay).
-    package func reset() {
-        if let result { PQclear(result) }
-        result = nil
-        row = -1
-        rows = 0
-        prefetched = false
-    }
-
-    /// Advances to the next row; false when done. The first step runs the statement; a step after
-    /// the last runs it again, as SQLite's does (a cached statement is stepped again unbound).
-    package func step() throws(StorageError) -> Bool {
-        if result == nil {
-            let result = try connection.run(name, values)
-            self.result = result
-            rows = Int(PQntuples(result))
-        }
-        row += 1
-        guard row < rows else {
-            reset()
-            return false
-        }
-        return true
-    }
-
-    /// Runs the statement to completion, discarding rows.
-    package func run() throws(StorageError) {
-        reset()
-        PQclear(try connection.run(name, values))
-    }
-
-    /// Runs the statement with the next one whose answer is awaited, or the commit, in the same
-    /// round trip (in a transaction; outside one, now). Its error, if any, is thrown there, and
-    /// ``PostgresConnection/changes`` counts it only then: for writes whose answer nobody reads,
-    /// that fail only when the whole transaction does.
-    package func runLater() throws(StorageError) {
-        reset()
-        try connection.runLater(name, values)
-    }
-
-    /// Whether the column is NULL; a column past the last is (as SQLite reads it), without
-    /// libpq's complaint on standard error.
-    package func isNull(_ column: Int32) -> Bool {
-        column >= PQnfields(result) || PQgetisnull(result, Int32(row), column) == 1
-    }
-    /// The column as an integer; a boolean is 1 or 0, as SQLite gives a comparison.
-    /// Read from libpq's text straight (a chart reads hundreds of thousands): 0 for text that is
-    /// not an integer, as `Int64(text) ?? 0` would give.
-    package func int(_ column: Int32) -> Int64 {
-        guard column < PQnfields(result), let value = PQgetvalue(result, Int32(row), column) else { return 0 }
-        if PQftype(result, column) == Self.booleanType { return value[0] == CChar(UInt8(ascii: "t")) && value[1] == 0 ? 1 : 0 }
-        return Self.integer(value) ?? 0
-    }
-
-    /// A NUL-terminated decimal integer (an optional sign, then digits) within Int64's range; nil
-    /// for anything else.
-    static func integer(_ text: UnsafePointer<CChar>) -> Int64? {
-        var i = 0
-        let sign = UInt8(bitPattern: text[0])
-        let negative = sign == UInt8(ascii: "-")
-        if negative || sign == UInt8(ascii: "+") { i = 1 }
-        var magnitude: UInt64 = 0
-        let first = i
-        while text[i] != 0 {
-            let digit = UInt8(bitPattern: text[i]) &- UInt8(ascii: "0")
-            guard digit < 10 else { return nil }
-            let (times, o1) = magnitude.multipliedReportingOverflow(by: 10)
-            let (sum, o2) = times.addingReportingOverflow(UInt64(digit))
-            guard !o1, !o2 else { return nil }
-            magnitude = sum
-            i += 1
-        }
-        guard i > first else { return nil }
-        if negative { return magnitude <= UInt64(Int64.max) + 1 ? Int64(truncatingIfNeeded: 0 &- magnitude) : nil }
-        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
-    }
-
-    /// PostgreSQL's `bool` type (its OID, pg_type.dat).
-    private static let booleanType: Oid = 16
-    /// `int8`, `int2`, `int4` (pg_type.dat).
-    private static let integerTypes: Set<Oid> = [20, 21, 23]
-
-    /// How many columns the current result has (after a step).
-    package var columnCount: Int32 { result.map { PQnfields($0) } ?? 0 }
-    /// A column's name in the current result.
-    package func columnName(_ column: Int32) -> String { PQfname(result, column).map { String(cString: $0) } ?? "" }
-    /// Whether the current row's value in a column is an integer (of an integer type, not NULL).
-    package func isInteger(_ column: Int32) -> Bool { Self.integerTypes.contains(PQftype(result, column)) && !isNull(column) }
-    package func text(_ column: Int32) -> String? {
-        guard !isNull(column), let value = PQgetvalue(result, Int32(row), column) else { return nil }
-        return String(cString: value)
-    }
-    package func bytes(_ column: Int32) -> [UInt8]? {
-        guard !isNull(column), let value = PQgetvalue(result, Int32(row), column) else { return nil }
-        return Array(UnsafeRawBufferPointer(start: value, count: Int(PQgetlength(result, Int32(row), column))))
-    }
 }

@@ -149,7 +149,7 @@ final class SQLiteConnection: Connection {
     }
 
     func savepoint() throws(StorageError) { try control("SAVEPOINT nested") }
-    func releaseSavepoint() throws(StorageError) { try control("RELEASE nested") }
+    func releaseSavepoint(commitFollows: Bool) throws(StorageError) { try control("RELEASE nested") }
     func rollbackToSavepoint() throws(StorageError) { try execute("ROLLBACK TO nested; RELEASE nested") }
 
     func setLocal(_ name: String, _ value: String) throws(StorageError) {}

@@ -12,49 +12,6 @@ struct PostgresConnectionTests {
         try statement.run()
     }
 
-    @Test func preparedStatementsBindAndReadIntegersTextAndNull() async throws {
-        let db = try PostgresConnection(url: try await PostgresTestServer.freshDatabase())
-        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT, note TEXT)")
-        let insert = try db.cached("INSERT INTO t (id, name, note) VALUES (?, ?, ?)")
-        try insert.bind([Int64.max, "ünïcode ' \" ?", nil])
-        try insert.run()
-        #expect(db.changes == 1)
-        try insert.bind([-1, "", "x"])
-        try insert.run()
-        let select = try db.cached("SELECT id, name, note FROM t ORDER BY id")
-        try select.bind([])
-        #expect(try select.step())
-        #expect(select.int(0) == -1 && select.text(1) == "" && select.text(2) == "x")
-        #expect(try select.step())
-        #expect(select.int(0) == Int64.max && select.text(1) == "ünïcode ' \" ?")
-        #expect(select.isNull(2) && select.text(2) == nil)
-        #expect(try !select.step())
-        #expect(try db.cached("INSERT INTO t (id, name, note) VALUES (?, ?, ?)") === insert)  // prepared once
-    }
-
-    /// Integers are read from libpq's text directly: what `Int64(text) ?? 0` reads, at both ends,
-    /// past them, signed, from text that is no integer, and booleans as 1 and 0.
-    @Test func integersReadAsTheirTextSays() async throws {
-        let db = try PostgresConnection(url: try await PostgresTestServer.freshDatabase())
-        let texts = [
-            "0", "-0", "7", "+7", "-1", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
-            "-9223372036854775809", "99999999999999999999", "00000000000000000000012", "", "-", "+", "1a", " 1", "1.5",
-            "١",
-        ]
-        let select = try db.cached("SELECT ?::text, true, false")
-        for text in texts {
-            try select.bind([text])
-            #expect(try select.step())
-            #expect(select.int(0) == Int64(text) ?? 0, "\(text)")
-            #expect(select.int(1) == 1 && select.int(2) == 0)
-            select.reset()
-        }
-        let typed = try db.cached("SELECT 9223372036854775807::bigint, (-9223372036854775807 - 1)::bigint, -5::int2")
-        try typed.bind([])
-        #expect(try typed.step())
-        #expect(typed.int(0) == .max && typed.int(1) == .min && typed.int(2) == -5)
-    }
-
     @Test func changesCountsTheRowsAStatementTouched() async throws {
         let db = try PostgresConnection(url: try await PostgresTestServer.freshDatabase())
         try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); INSERT INTO t VALUES (1, 0), (2, 0), (3, 5)")
@@ -200,6 +157,87 @@ struct PostgresConnectionTests {
         #expect(swallowed == "25P02")
         #expect(!db.inTransaction)
         #expect(try ids.step() && ids.text(0) == "1,2,5")
+    }
+
+    /// A savepoint inside another is released without a round trip of its own: its held writes
+    /// go with the next statement awaited, and their failure is the enclosing savepoint's, rolled
+    /// back whole by name (`s1`), though the server still has the inner one open. A probe opened
+    /// after them (a savepoint whose caller swallows its failure) never takes their failure for
+    /// its own: they are sent before it opens, and the savepoint around both fails.
+    @Test func anInnerSavepointsWritesGoWithTheNextStatementAndFailInTheOneAroundIt() async throws {
+        let traffic = PostgresTraffic()
+        let db = try Database(postgresURL: try await PostgresTestServer.freshDatabase(), traffic: traffic)
+        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
+        let insert = try db.cached("INSERT INTO t (id) VALUES (?)")
+        func failure(_ body: () throws -> Void) -> String? {
+            do {
+                try body()
+                return nil
+            } catch {
+                return (error as? StorageError)?.sqlState ?? "\(error)"
+            }
+        }
+        var (enclosing, probed, probe): (String?, String?, String?) = (nil, nil, nil)
+        try db.transaction { () throws -> Void in
+            try insert.bind([1]).run()
+            let before = traffic.current.roundTrips
+            try db.transaction { () throws -> Void in
+                try db.transaction { () throws -> Void in try insert.bind([2]).runLater() }
+                try insert.bind([3]).run()
+            }
+            #expect(traffic.current.roundTrips - before == 1)  // SAVEPOINTs, 2, RELEASE s2, 3
+            enclosing = failure {
+                try db.transaction { () throws -> Void in
+                    try insert.bind([4]).run()
+                    try db.transaction { () throws -> Void in try insert.bind([1]).runLater() }  // a duplicate
+                    try insert.bind([5]).run()
+                }
+            }
+            probed = failure {
+                try db.transaction { () throws -> Void in
+                    try insert.bind([6]).run()
+                    try db.transaction { () throws -> Void in try insert.bind([1]).runLater() }
+                    probe = failure { try db.transaction { () throws -> Void in try insert.bind([7]).run() } }
+                    try insert.bind([8]).run()
+                }
+            }
+            try insert.bind([9]).run()
+        }
+        #expect(enclosing == "23505")
+        #expect(probe == "23505" && probed == "25P02")  // the probe's opening failed, and so did its caller
+        #expect(!db.inTransaction)
+        let ids = try db.prepare("SELECT string_agg(id::text, ',' ORDER BY id) FROM t")
+        #expect(try ids.step() && ids.text(0) == "1,2,3,9")
+    }
+
+    /// The group commit's last save (``Database/commitFollowsLastSave``) sends its held writes
+    /// with the commit: its release costs no round trip, and their failure is the commit's.
+    @Test func theLastSavesWritesGoWithTheCommit() async throws {
+        let traffic = PostgresTraffic()
+        let db = try Database(postgresURL: try await PostgresTestServer.freshDatabase(), traffic: traffic)
+        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
+        let insert = try db.cached("INSERT INTO t (id) VALUES (?)")
+        let before = traffic.current.roundTrips
+        try db.transaction { () throws -> Void in
+            db.commitFollowsLastSave = true
+            try db.transaction { () throws -> Void in
+                try insert.bind([1]).run()
+                try insert.bind([2]).runLater()
+            }
+        }
+        #expect(traffic.current.roundTrips - before == 2)  // BEGIN, SAVEPOINT, 1; 2, RELEASE, COMMIT
+        let failed = #expect(throws: StorageError.self) {
+            try db.transaction { () throws -> Void in
+                db.commitFollowsLastSave = true
+                try db.transaction { () throws -> Void in
+                    try insert.bind([3]).run()
+                    try insert.bind([2]).runLater()
+                }
+            }
+        }
+        #expect(failed?.sqlState == "23505" && !db.inTransaction)
+        let ids = try db.prepare("SELECT string_agg(id::text, ',' ORDER BY id) FROM t")
+        #expect(try ids.step() && ids.text(0) == "1,2")
     }
 
     @Test func aConnectionFailureNeverRepeatsTheURL() throws {
