@@ -134,6 +134,32 @@ package final class Database {
         try connection.prefetch(statements)
     }
 
+    /// Runs `writes` (each a statement's SQL and values), which do not depend on each other, in
+    /// order: on PostgreSQL in one round trip (with what is held back); each one's changed-row
+    /// count, as ``changes`` gives it. For writes whose counts decide what follows (upserts that
+    /// skip an unchanged row). The first error is thrown, and nothing after it ran.
+    package func runTogether(_ writes: [(sql: String, values: [(any StatementValue)?])]) throws(StorageError) -> [Int] {
+        guard !writes.isEmpty else { return [] }
+        guard let postgres = connection as? PostgresConnection else {
+            var counts: [Int] = []
+            counts.reserveCapacity(writes.count)
+            for write in writes {
+                try cached(write.sql).bind(write.values).run()
+                counts.append(changes)
+            }
+            return counts
+        }
+        var requests: [(name: String, values: [SQLValue?])] = []
+        requests.reserveCapacity(writes.count)
+        for write in writes {
+            let statement = try postgres.cached(write.sql)
+            try statement.bind(write.values)
+            requests.append(statement.request)
+            statement.reset()
+        }
+        return try postgres.runCounting(requests)
+    }
+
     /// Resets every cached statement, ending any read it had begun.
     func resetCachedStatements() {
         for statement in statements.values { statement.reset() }

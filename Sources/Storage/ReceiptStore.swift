@@ -142,24 +142,30 @@ package struct ReceiptStore {
     /// info to the history. The number of rows new or changed.
     private func writeFacts(_ facts: VerifiedFacts, now: Int64) throws -> Int {
         let stated = facts.statedAt ?? now
-        var changes = 0
-        // Several rows a statement: one round trip on PostgreSQL for what took one each.
+        // Several transactions a statement, and every upsert together: their counts are what
+        // follows needs, and on PostgreSQL they take one round trip.
+        var upserts: [(sql: String, values: [(any StatementValue)?])] = []
         for batch in Self.batches(of: facts.purchases, by: \.fact.transactionID) {
             let values = batch.flatMap { p in
                 Self.purchaseValues(p) + [
                     p.rawJSON, now, now, p.fact.appAccountToken, stated, p.fact.store.rawValue, p.fact.appTransactionID,
                 ] + Self.commerceValues(p.fact.commerce)
             }
-            try db.cached(Self.upsertTransactionSQLs[batch.count]).bind(values).run()
-            changes += db.changes
+            upserts.append((Self.upsertTransactionSQLs[batch.count], values))
         }
-        let upsertRenewal = try db.cached(Self.upsertRenewalSQL)
+        let transactionUpserts = upserts.count
+        for r in facts.renewals {
+            upserts.append(
+                (
+                    Self.upsertRenewalSQL,
+                    Self.renewalValues(r.fact) + [r.rawJSON, now, stated] + Self.renewalCommitmentValues(r.fact)
+                ))
+        }
+        let counts = try db.runTogether(upserts)
+        var changes = counts[..<transactionUpserts].reduce(0, +)
         let appendHistory = try db.cached(Self.insertHistorySQL)
         let lastObserved = try db.cached("SELECT max(observed_at) FROM renewal_history WHERE original_transaction_id = ?")
-        for r in facts.renewals {
-            try upsertRenewal.bind(Self.renewalValues(r.fact) + [r.rawJSON, now, stated] + Self.renewalCommitmentValues(r.fact))
-                .run()
-            guard db.changes > 0 else { continue }
+        for (r, count) in zip(facts.renewals, counts[transactionUpserts...]) where count > 0 {
             changes += 1
             var observed = now
             if let changed = facts.renewalChangedAt {

@@ -106,4 +106,31 @@ struct DatabaseTests {
         #expect(try db.scalarText(setting) == before)
         #expect(try db.transaction { try db.scalarText(setting) } == before)
     }
+    /// Writes run together say each one's changed rows, as ``Database/changes`` would have one at a
+    /// time; on PostgreSQL in one round trip, the same statement twice included.
+    @Test(arguments: await testDialects())
+    func writesRunTogetherCountEachOnesRows(dialect: Database.Dialect) async throws {
+        let traffic = PostgresTraffic()
+        let db =
+            dialect == .sqlite
+            ? try await emptyDatabase(dialect)
+            : try Database(postgresURL: try await PostgresTestServer.freshDatabase(), traffic: traffic)
+        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, note TEXT)")
+        try db.cached("INSERT INTO t (id, note) VALUES (?, ?)").bind([1, "a"]).run()
+        let upsert = """
+            INSERT INTO t (id, note) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET note = excluded.note
+            WHERE t.note IS DISTINCT FROM excluded.note
+            """
+        let counts = try db.transaction {
+            let before = traffic.current.roundTrips
+            let counts = try db.runTogether([
+                (upsert, [1, "a"]), (upsert, [2, "b"]), ("UPDATE t SET note = 'c'", []), (upsert, [1, "c"]),
+            ])
+            #expect(dialect == .sqlite || traffic.current.roundTrips - before == 1)
+            return counts
+        }
+        #expect(counts == [0, 1, 2, 0])
+        #expect(try db.runTogether([]) == [])
+        #expect(throws: StorageError.self) { try db.runTogether([("INSERT INTO t (id) VALUES (?)", [2])]) }
+    }
 }

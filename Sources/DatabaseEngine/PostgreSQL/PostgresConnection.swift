@@ -266,6 +266,14 @@ package final class PostgresConnection {
         try send(requests.map { ($0.name, Self.texts($0.values)) })
     }
 
+    /// ``runAll(_:)`` for writes: each one's changed-row count.
+    func runCounting(_ requests: [(name: String, values: [SQLValue?])]) throws(StorageError) -> [Int] {
+        try runAll(requests).map { result in
+            defer { PQclear(result) }
+            return Int(String(cString: PQcmdTuples(result))) ?? 0
+        }
+    }
+
     /// Sends what is held back, then `awaited` (prepared statements' names and values), in one
     /// pipeline and one round trip; returns the results of `awaited`, which the caller clears.
     /// The first error is thrown (what followed it in the pipeline was not run), whichever request
