@@ -19,11 +19,13 @@ package struct EventStore {
 
     /// Makes the stored events of `appUserID` about the purchases in `originals` (and its transfers)
     /// exactly `events`: new keys are inserted, vanished ones deleted, changed ones updated. Events
-    /// about purchases the subscriber no longer holds stay: they are their history. `inserted` sees
-    /// each new row as stored (its id and recording time set), in the caller's transaction.
+    /// about purchases the subscriber no longer holds stay: they are their history. `inserted`, when
+    /// given, sees each new row as stored (its id and recording time set), in the caller's
+    /// transaction; without it, nothing is read back, and on PostgreSQL the insert goes with the
+    /// next statement awaited (the commit).
     package func replace(
         _ events: [EventRecord], for appUserID: String, originals: Set<Identifier>, now: Int64,
-        inserted: (EventRecord) throws -> Void = { _ in }
+        inserted: ((EventRecord) throws -> Void)? = nil
     ) throws -> Changes {
         var stored: [Identifier: EventRecord] = [:]
         let existing = try storedEvents(for: appUserID)
@@ -53,13 +55,18 @@ package struct EventStore {
             }
         }
         // Several rows a statement (on PostgreSQL one round trip for what took one each), each
-        // row's id read back by its key.
+        // row's id read back by its key when the caller wants them.
         for start in stride(from: 0, to: new.count, by: Self.insertedPerStatement) {
             let batch = new[start..<min(start + Self.insertedPerStatement, new.count)]
-            let insert = try db.cached(Self.insertSQLs[batch.count]).bind(
-                batch.flatMap { e -> [(any StatementValue)?] in
-                    [appUserID, e.key, e.type, e.at, e.productID, e.originalTransactionID, e.transactionID, e.factsJSON, now]
-                })
+            let values = batch.flatMap { e -> [(any StatementValue)?] in
+                [appUserID, e.key, e.type, e.at, e.productID, e.originalTransactionID, e.transactionID, e.factsJSON, now]
+            }
+            changes.added += batch.count
+            guard let inserted else {
+                try db.cached(Self.insertSQLs[batch.count]).bind(values).runLater()
+                continue
+            }
+            let insert = try db.cached(Self.insertReturningSQLs[batch.count]).bind(values)
             var ids: [Identifier: Int64] = [:]
             while try insert.step() { ids[Identifier(insert.text(1)!)] = insert.int(0) }
             for e in batch {
@@ -69,7 +76,6 @@ package struct EventStore {
                 }
                 (stored.id, stored.recordedAt) = (id, now)
                 try inserted(stored)
-                changes.added += 1
             }
         }
         let delete = try db.cached("DELETE FROM events WHERE id = ?")
@@ -93,9 +99,10 @@ package struct EventStore {
         """
         INSERT INTO events (app_user_id, event_key, type, at, product_id, original_transaction_id, transaction_id,
             facts_json, recorded_at) VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", "))
-        RETURNING id, event_key
         """
     }
+    /// ``insertSQLs``, each reading back the rows' ids by their keys.
+    static let insertReturningSQLs = insertSQLs.map { $0 + " RETURNING id, event_key" }
 
     /// Events of `appUserID`, newest first (by `at`, then id), `limit` of them, strictly older than `before`.
     /// Events per bucket of `width` milliseconds from `from` (bucket 0) to `to`, per type.

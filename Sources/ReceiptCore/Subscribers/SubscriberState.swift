@@ -102,9 +102,11 @@ package struct SubscriberState: Sendable {
             else { return nil }
             try ProductStateStore(db).replace(
                 document.productStates, for: subscriber.appUserID, until: document.changesAt ?? .max)
+            // The new events' ids are read back only for webhooks to name them.
             var added: [EventRecord] = []
             let changes = try EventStore(db).replace(
-                events, for: subscriber.appUserID, originals: subscriber.originals, now: now, inserted: { added.append($0) })
+                events, for: subscriber.appUserID, originals: subscriber.originals, now: now,
+                inserted: outbox.map(\.endpoints.isEmpty) == false ? { added.append($0) } : nil)
             let deliveries =
                 try outbox?.enqueue(
                     added, of: subscriber, version: version, document: { document.body(version: version, now: now) }, in: db,
