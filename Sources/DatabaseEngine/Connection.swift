@@ -30,6 +30,11 @@ protocol Connection: AnyObject {
     /// Begins a write transaction; `durable`: its commit is on disk when it returns.
     func beginWriting(durable: Bool) throws(StorageError)
     func commit() throws(StorageError)
+    /// Ends a read transaction. `later`: on PostgreSQL, its `COMMIT` is held back and sent with
+    /// the next request (``sendHeld()`` sends it alone); SQLite ends it now.
+    func endReading(later: Bool) throws(StorageError)
+    /// Sends what is held back for the next request, alone (PostgreSQL; nothing on SQLite).
+    func sendHeld() throws(StorageError)
     func rollback() throws(StorageError)
     /// Opens a savepoint inside the transaction (the innermost is the one the next two end).
     func savepoint() throws(StorageError)

@@ -179,7 +179,7 @@ package final class Database {
         do {
             let value = try body()
             resetCachedStatements()
-            try connection.commit()
+            try connection.endReading(later: endsReadsLater)
             return value
         } catch {
             resetCachedStatements()
@@ -187,6 +187,15 @@ package final class Database {
             throw error
         }
     }
+
+    /// On PostgreSQL, whether a read transaction's `COMMIT` is held back and sent with the next
+    /// request (a round trip fewer per read), for a connection whose owner calls ``sendHeld()``
+    /// whenever it falls idle, so that no snapshot stays open (``DatabaseQueue``'s workers).
+    var endsReadsLater = false
+
+    /// Sends what the connection holds back for its next request, alone: a read's `COMMIT`
+    /// (``endsReadsLater``). Nothing on SQLite.
+    func sendHeld() throws(StorageError) { try connection.sendHeld() }
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back when it
     /// throws. Inside another transaction it is a savepoint, so a store's own transaction can be part

@@ -128,6 +128,7 @@ extension DatabaseQueue {
         init(_ database: Database, line: JobLine, pollsOtherWriters: Bool, nice: Int32 = 0) {
             self.nice = nice
             self.database = database
+            database.endsReadsLater = true  // sent when the line is empty (``loop()``)
             self.line = line
             self.pollsOtherWriters = pollsOtherWriters
             groupSize = Recorder(label: "database_group_commit_saves", factory: database.metrics)
@@ -263,6 +264,9 @@ extension DatabaseQueue {
                     line.finished(jobs.count)
                     pollIfDue()  // also between jobs, so a queue that is never idle still sees other writers
                 }
+                // A read's end, held back for the next job (PostgreSQL), goes now: no snapshot
+                // stays open while the line is empty.
+                try? database.sendHeld()
                 if line.isDone { return }
             }
         }

@@ -95,15 +95,20 @@ package final class PostgresConnection {
     }
     /// Whether a write is among `held` (else only transaction control, which cannot fail).
     private var holdsWrites: Bool { held.contains { if case .write = $0 { true } else { false } } }
-    /// Whether `BEGIN` is among `held`: the caller's transaction has begun, the server's not yet.
-    private var beginHeld = false
+    /// Where `BEGIN` is in `held`, while it is: the caller's transaction has begun, the server's
+    /// not yet. (A read's `COMMIT` may precede it.)
+    private var heldBegin: Int?
+    private var beginHeld: Bool { heldBegin != nil }
+    /// Whether a read's `COMMIT` is among `held` (``endReading(later:)``): the caller's
+    /// transaction has ended, the server's not yet.
+    private var endHeld = false
     /// Savepoints open, as the caller sees them: the innermost is `s<depth>`.
     private var depth = 0
 
     /// Begins a transaction with `sql` (`BEGIN …`), sent with the next statement.
     func begin(_ sql: String) {
+        (heldBegin, depth) = (held.count, 0)
         held.append(.control(sql))
-        (beginHeld, depth) = (true, 0)
     }
 
     /// Holds `sql`, a statement that answers nothing but success (`SET LOCAL …`), back for the next
@@ -143,8 +148,9 @@ package final class PostgresConnection {
     /// Commits, with what is held back, in one round trip; nothing to send for a transaction that
     /// ran nothing.
     func commit() throws(StorageError) {
-        if beginHeld && !holdsWrites {
-            (held, beginHeld) = ([], false)
+        if let heldBegin, !holdsWrites {
+            held.removeSubrange(heldBegin...)  // a read's `COMMIT` before it stays
+            self.heldBegin = nil
             return
         }
         held.append(Self.commitRequest)
@@ -152,11 +158,33 @@ package final class PostgresConnection {
     }
     private static let commitRequest = Held.control("COMMIT")
 
+    /// Ends a read-only transaction. `later`: its `COMMIT` is held back, sent with the next
+    /// request (a read's first statements, a save's), so a read costs no round trip for it; a
+    /// caller that may stay idle sends it then (``sendHeld()``), so that no snapshot stays open.
+    /// Its outcome is not a failure of what it is sent with: a read whose failure its body
+    /// swallowed is rolled back by it, and what it read stands.
+    func endReading(later: Bool) throws(StorageError) {
+        guard later, !beginHeld else { return try commit() }
+        held.append(Self.readEnd)
+        endHeld = true
+    }
+    private static let readEnd = Held.control("COMMIT -- a read's")
+
+    /// Sends what is held back, alone (nothing when nothing is).
+    func sendHeld() throws(StorageError) {
+        if !held.isEmpty { try send([]) }
+    }
+
     /// Rolls the transaction back (nothing to send when it never reached the server).
     func rollback() throws(StorageError) {
-        let sent = !beginHeld
-        (held, beginHeld, depth) = ([], false, 0)
-        if sent { try execute("ROLLBACK") }
+        defer { depth = 0 }
+        if let heldBegin {
+            held.removeSubrange(heldBegin...)  // never sent; a read's `COMMIT` before it stays
+            self.heldBegin = nil
+            return
+        }
+        held = []
+        try execute("ROLLBACK")
     }
 
     /// Rolls back to the innermost savepoint and releases it. What is held back in it is dropped
@@ -195,7 +223,7 @@ package final class PostgresConnection {
     }
 
     /// Whether a transaction is open on this connection (begun, even if not yet sent).
-    package var inTransaction: Bool { beginHeld || PQtransactionStatus(handle) != PQTRANS_IDLE }
+    package var inTransaction: Bool { beginHeld || (!endHeld && PQtransactionStatus(handle) != PQTRANS_IDLE) }
 
     /// The process id of the server backend serving this connection (what a notification it sent
     /// carries).
@@ -281,7 +309,7 @@ package final class PostgresConnection {
     @discardableResult
     private func send(_ awaited: [(name: String, values: [String?])]) throws(StorageError) -> [OpaquePointer] {
         var requests = held
-        (held, beginHeld) = ([], false)
+        (held, heldBegin, endHeld) = ([], nil, false)
         let firstAwaited = requests.count
         requests += awaited.map { .write($0.name, $0.values) }
         traffic.add(statements: requests.count, roundTrips: 1)

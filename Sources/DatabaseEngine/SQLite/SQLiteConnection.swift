@@ -148,6 +148,9 @@ final class SQLiteConnection: Connection {
         try? execute("PRAGMA synchronous = NORMAL")
     }
 
+    func endReading(later: Bool) throws(StorageError) { try commit() }
+    func sendHeld() throws(StorageError) {}
+
     func savepoint() throws(StorageError) { try control("SAVEPOINT nested") }
     func releaseSavepoint(commitFollows: Bool) throws(StorageError) { try control("RELEASE nested") }
     func rollbackToSavepoint() throws(StorageError) { try execute("ROLLBACK TO nested; RELEASE nested") }

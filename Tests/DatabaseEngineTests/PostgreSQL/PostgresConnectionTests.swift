@@ -240,6 +240,50 @@ struct PostgresConnectionTests {
         #expect(try ids.step() && ids.text(0) == "1,2")
     }
 
+    /// A queue's worker ends its reads later (``Database/endsReadsLater``): a read's `COMMIT`
+    /// goes with the next request, so a read is one round trip, and the next read still has a
+    /// snapshot of its own. A transaction that runs nothing keeps it held, ``Database/sendHeld()``
+    /// sends it alone, and a read whose body swallowed a failure fails nothing sent after it.
+    @Test func aReadsCommitGoesWithTheNextRequest() async throws {
+        let traffic = PostgresTraffic()
+        let url = try await PostgresTestServer.freshDatabase()
+        let db = try Database(postgresURL: url, traffic: traffic)
+        let other = try Database(postgresURL: url)
+        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
+        db.endsReadsLater = true
+        let count = try db.cached("SELECT count(*) FROM t")
+        func read() throws -> Int64 {
+            try db.readTransaction {
+                defer { count.reset() }
+                return try count.step() ? count.int(0) : -1
+            }
+        }
+        func cost(_ body: () throws -> Void) rethrows -> [Int] {
+            let before = traffic.current
+            try body()
+            let after = traffic.current
+            return [after.statements - before.statements, after.roundTrips - before.roundTrips]
+        }
+        var counted: [Int64] = []
+        #expect(try cost { counted.append(try read()) } == [2, 1])  // BEGIN, SELECT
+        #expect(!db.inTransaction)
+        try other.execute("INSERT INTO t VALUES (1)")
+        #expect(try cost { counted.append(try read()) } == [3, 1])  // the last read's COMMIT, BEGIN, SELECT
+        #expect(counted == [0, 1])
+        #expect(try cost { try db.transaction {} } == [0, 0])
+        let insert = try db.cached("INSERT INTO t VALUES (?)")
+        #expect(try cost { try db.transaction { try insert.bind([2]).run() } } == [4, 2])  // COMMIT, BEGIN, INSERT; COMMIT
+        _ = try read()
+        #expect(try cost { try db.sendHeld() } == [1, 1])
+        #expect(try cost { try db.sendHeld() } == [0, 0])
+        let divide = try db.cached("SELECT 1 / CAST(? AS BIGINT)")
+        let swallowed = try db.readTransaction { () -> Bool in (try? divide.bind([0]).step()) == nil }
+        #expect(swallowed)
+        #expect(try read() == 2)
+        try other.execute("INSERT INTO t VALUES (3)")
+        #expect(try read() == 3)
+    }
+
     @Test func aConnectionFailureNeverRepeatsTheURL() throws {
         let error = failure { () throws(StorageError) in
             _ = try PostgresConnection(url: "postgresql://someone:hunter2-secret@127.0.0.1:1/none?connect_timeout=2")
