@@ -1,4 +1,4 @@
-import DatabaseEngine
+package import DatabaseEngine
 package import Entitlements
 import Identifiers
 
@@ -67,15 +67,27 @@ extension ReceiptStore {
         var start = 0
         while start < originals.count {
             let chunk = originals[start..<min(start + Self.ownersWidths.last!, originals.count)]
-            let width = Self.ownersWidths.firstIndex { $0 >= chunk.count }!
-            // Filled out with the last id: a repeat changes nothing an `IN` finds.
-            let values: [(any StatementValue)?] =
-                Array(chunk) + Array(repeating: chunk.last!, count: Self.ownersWidths[width] - chunk.count)
-            let q = try db.cached(Self.ownersSQL[width]).bind(values)
+            let q = try ownersRead(chunk)
             while try q.step() { holders[Identifier(q.text(0)!)] = q.text(1)! }
             start += chunk.count
         }
         return originals.map { holders[Identifier($0)] }
+    }
+
+    /// ``owners(of:)``'s read, bound, when it is one statement (nil for none or more): a caller
+    /// may send it ahead with others (``Database/prefetch(_:)``), and the first ``owners(of:)``
+    /// of the same ids then steps through what it read.
+    package func ownersRead(of originals: [String]) throws -> Statement? {
+        guard !originals.isEmpty, originals.count <= Self.ownersWidths.last! else { return nil }
+        return try ownersRead(originals[...])
+    }
+
+    private func ownersRead(_ chunk: ArraySlice<String>) throws -> Statement {
+        let width = Self.ownersWidths.firstIndex { $0 >= chunk.count }!
+        // Filled out with the last id: a repeat changes nothing an `IN` finds.
+        let values: [(any StatementValue)?] =
+            Array(chunk) + Array(repeating: chunk.last!, count: Self.ownersWidths[width] - chunk.count)
+        return try db.cached(Self.ownersSQL[width]).bind(values)
     }
 
     /// The list widths ``owners(of:)`` binds, and their statements, written once.

@@ -33,13 +33,15 @@ package struct ReceiptStore {
     /// changed (``factsChanged(_:at:)``). Re-saving the same facts changes no row. A renewal that
     /// changed is appended to `renewal_history`. Who may take a purchase from another user is the
     /// caller's decision. Derives nothing: see ``settle(_:hash:derivedFrom:version:now:)``.
-    package func save(_ facts: VerifiedFacts, for appUserID: String, now: Int64) throws -> Saved {
+    /// `holders`: who holds `facts.originals`, when the caller read it under their locks
+    /// (``lock(_:for:)``) in its transaction; else read here.
+    package func save(_ facts: VerifiedFacts, for appUserID: String, holders: [String?]? = nil, now: Int64) throws -> Saved {
         try db.transaction { () throws -> Saved in
             try lock(facts, for: appUserID)
             try addSubscriber(appUserID, now: now)
             var acquired: [String] = []
             var previousHolders: [String] = []
-            for (original, holder) in zip(facts.originals, try owners(of: facts.originals)) {
+            for (original, holder) in zip(facts.originals, try holders ?? owners(of: facts.originals)) {
                 if let holder, holder.isExactly(appUserID) { continue }  // bytes, as the database compares
                 if let holder, !previousHolders.contains(where: { $0.isExactly(holder) }) { previousHolders.append(holder) }
                 try db.cached(

@@ -170,28 +170,34 @@ package struct SubscriberState: Sendable {
     ) throws -> Stored {
         let store = ReceiptStore(db)
         try store.lock(facts, for: requestedID)  // before the policy reads who holds what
-        // Whom the id names and, when the work began before, whether it was erased since: sent
-        // together (on PostgreSQL one round trip, with the locks).
+        // Whom the id names, whether it was erased since the work began, and who holds the
+        // purchases (the policy's and the save's read): sent together, on PostgreSQL in one round
+        // trip after the locks. Nothing here writes who holds them before the save reads it.
         let erasedRead = try begun.flatMap { try ErasedIDs(db).anyErasedRead([requestedID], since: $0) }
-        try db.prefetch([try store.canonicalRead(requestedID)] + (erasedRead.map { [$0] } ?? []))
+        let ownersRead = try store.ownersRead(of: facts.originals)
+        try db.prefetch([try store.canonicalRead(requestedID)] + [erasedRead, ownersRead].compactMap(\.self))
         let appUserID = try store.canonical(requestedID)
         if !appUserID.isExactly(requestedID) { try store.lock(purchases: [], subscriber: appUserID) }
         // Erased since the work began (while a store was asked): nothing of theirs is written back.
         if let begun { try ErasedIDs(db).check([requestedID, appUserID], since: begun) }
         erasedRead?.reset()  // unread when the id is an alias: not for a later read
-        if possession == .bareID, let holder = try heldElsewhere(facts, from: appUserID, in: db) {
+        // Read once, for the policy and the save: under the locks, nothing else moves them.
+        let holders = try store.owners(of: facts.originals)
+        if possession == .bareID, let holder = try heldElsewhere(facts, holders: holders, from: appUserID, in: db) {
             return .proofRequired(heldBy: holder)
         }
         switch policy {
         case .transfer: break
         case .keep:
-            for holder in try store.owners(of: facts.originals).compactMap(\.self) where !holder.isExactly(appUserID) {
+            for holder in holders.compactMap(\.self) where !holder.isExactly(appUserID) {
                 return .inUse(heldBy: holder)
             }
         case .transferIfInactive:
-            if let holder = try activeHolder(of: facts, other: appUserID, in: db, now: now) { return .inUse(heldBy: holder) }
+            if let holder = try activeHolder(of: facts, holders: holders, other: appUserID, in: db, now: now) {
+                return .inUse(heldBy: holder)
+            }
         }
-        let saved = try store.save(facts, for: appUserID, now: now)
+        let saved = try store.save(facts, for: appUserID, holders: holders, now: now)
         for original in saved.acquired { try NotificationStore(db).attachPending(original, to: appUserID) }
         if let appleCalls,
             try queueCalls(facts, for: appUserID, transferred: saved.changed.count > 1, appleCalls, in: db, now: now) > 0
@@ -269,9 +275,9 @@ package struct SubscriberState: Sendable {
     /// For a bare transaction id: another user who holds one of `facts`' purchases, unless Apple's
     /// signed `appAccountToken` on its newest transaction names `appUserID` (their id, an alias, or
     /// the token receiptd made for them). Nil when the poster may have them all.
-    func heldElsewhere(_ facts: VerifiedFacts, from appUserID: String, in db: Database) throws -> String? {
+    func heldElsewhere(_ facts: VerifiedFacts, holders: [String?], from appUserID: String, in db: Database) throws -> String? {
         let store = ReceiptStore(db)
-        for (original, holder) in zip(facts.originals, try store.owners(of: facts.originals)) {
+        for (original, holder) in zip(facts.originals, holders) {
             guard let holder, !holder.isExactly(appUserID) else { continue }
             let newest = facts.purchases.filter { $0.fact.originalTransactionID.isExactly(original) }
                 .max { ($0.fact.purchaseDate ?? 0, $0.fact.transactionID) < ($1.fact.purchaseDate ?? 0, $1.fact.transactionID) }
@@ -294,11 +300,13 @@ package struct SubscriberState: Sendable {
     /// Under `transfer_if_inactive`: another user who holds one of `record`'s purchases and is
     /// entitled by it at `now`, judged on their stored facts updated with `record` (Apple's newest
     /// word: a refund it reveals frees the purchase). Writes nothing: the probe is rolled back.
-    func activeHolder(of record: VerifiedFacts, other appUserID: String, in db: Database, now: Int64) throws -> String? {
+    func activeHolder(of record: VerifiedFacts, holders owners: [String?], other appUserID: String, in db: Database, now: Int64)
+        throws -> String?
+    {
         struct Probe: Error { let holder: String? }
         // Most posts are by the holder or of something nobody holds: no probe needed.
         var holders: [String] = []
-        for holder in try ReceiptStore(db).owners(of: record.originals).compactMap(\.self)
+        for holder in owners.compactMap(\.self)
         where !holder.isExactly(appUserID) && !holders.contains(where: { $0.isExactly(holder) }) {
             holders.append(holder)
         }
