@@ -198,8 +198,12 @@ package final class Database {
     func sendHeld() throws(StorageError) { try connection.sendHeld() }
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back when it
-    /// throws. Inside another transaction it is a savepoint, so a store's own transaction can be part
-    /// of a caller's larger one (which alone decides durability).
+    /// throws. Inside another transaction it is part of that one (which alone decides durability),
+    /// with no savepoint of its own: when it throws, what it wrote is undone with the innermost
+    /// ``savepoint(_:)`` around it (or the whole transaction), which therefore fails too, even if
+    /// a caller in between catches the error and goes on. A caller that means to go on after a
+    /// failure opens a ``savepoint(_:)`` for it. (On PostgreSQL a savepoint is a subtransaction,
+    /// and two statements.)
     ///
     /// `durable` commits with `synchronous = FULL`: when it returns, the commit is on disk, not only
     /// in the WAL's page cache. For writes acknowledged to a sender who will not send again (Apple's
@@ -210,7 +214,7 @@ package final class Database {
     /// plain `BEGIN` (READ COMMITTED): reads take no locks, so a save that reads and then writes
     /// must guard the write itself (a compare-and-set such as the subscriber's version).
     package func transaction<T>(durable: Bool = false, _ body: () throws -> T) throws -> T {
-        if inTransaction { return try savepoint(body) }
+        if inTransaction { return try joined(body) }
         let started = ContinuousClock.now
         var outcome = "rolled_back"
         defer {
@@ -225,6 +229,7 @@ package final class Database {
         defer { commitFollowsLastSave = false }
         do {
             let value = try body()
+            if failedWithin != nil { throw Self.partFailed }
             resetCachedStatements()
             heldLocks = []
             try connection.commit()
@@ -235,6 +240,7 @@ package final class Database {
             try? connection.rollback()
             notedChanges = []
             heldLocks = []
+            (savepoints, failedWithin) = (0, nil)
             throw error
         }
     }
@@ -242,25 +248,56 @@ package final class Database {
     /// Whether a transaction is open on this connection.
     package var inTransaction: Bool { connection.inTransaction }
 
-    /// Set by a group commit while it runs its last save: nothing but the commit follows that
-    /// save's savepoint (the outermost), so on PostgreSQL its writes go with the commit (a failed
-    /// commit is then each save's to run again alone: ``DatabaseQueue``).
-    var commitFollowsLastSave = false
+    /// Savepoints open in the current transaction (``savepoint(_:)``).
+    private var savepoints = 0
+    /// When a ``transaction(durable:_:)`` nested without a savepoint threw: the depth of the
+    /// savepoint whose rollback undoes what it wrote (0: the transaction's). Until then nothing
+    /// inside it may succeed.
+    private var failedWithin: Int?
+    /// What a transaction or savepoint throws when a part of it failed and a caller went on.
+    static let partFailed = StorageError(
+        .rolledBack, "a part of this transaction failed, and only rolling it back as a whole undoes that part")
 
-    private func savepoint<T>(_ body: () throws -> T) throws -> T {
-        let (noted, held) = (notedChanges.count, heldLocks.count)
-        try connection.savepoint()
+    /// `body` as part of the transaction open, with no savepoint (``transaction(durable:_:)``).
+    private func joined<T>(_ body: () throws -> T) throws -> T {
         do {
             let value = try body()
+            if let failedWithin, failedWithin <= savepoints { throw Self.partFailed }
+            return value
+        } catch {
+            failedWithin = min(failedWithin ?? savepoints, savepoints)
+            throw error
+        }
+    }
+
+    /// Runs `body` so that, when it throws, what it wrote alone is undone and its caller may go on:
+    /// inside a transaction in a savepoint (a group commit's save, a probe that writes to see what
+    /// would follow), outside one in a transaction of its own.
+    package func savepoint<T>(_ body: () throws -> T) throws -> T {
+        guard inTransaction else { return try transaction(body) }
+        let (noted, held) = (notedChanges.count, heldLocks.count)
+        try connection.savepoint()
+        savepoints += 1
+        do {
+            let value = try body()
+            if let failedWithin, failedWithin <= savepoints { throw Self.partFailed }
             try connection.releaseSavepoint(commitFollows: commitFollowsLastSave)
+            savepoints -= 1
             return value
         } catch {
             try? connection.rollbackToSavepoint()
+            if let failed = failedWithin, failed >= savepoints { failedWithin = nil }  // undone
+            savepoints -= 1
             notedChanges.removeSubrange(noted...)
             heldLocks.removeSubrange(held...)  // released with the savepoint
             throw error
         }
     }
+
+    /// Set by a group commit while it runs its last save: nothing but the commit follows that
+    /// save's savepoint (the outermost), so on PostgreSQL its writes go with the commit (a failed
+    /// commit is then each save's to run again alone: ``DatabaseQueue``).
+    var commitFollowsLastSave = false
 
     /// On PostgreSQL, sets the server setting `name` to `value` until the current transaction ends
     /// (`SET LOCAL`, sent with the next statement); nothing on SQLite.

@@ -216,7 +216,10 @@ extension DatabaseQueue {
             defer { publishChanges() }
             do {
                 try DatabaseQueue.retryingConflicts {
-                    try database.transaction(durable: save.durable) { if let error = save.run(database) { throw error } }
+                    try database.transaction(durable: save.durable) {
+                        database.commitFollowsLastSave = true  // its writes go with the commit, whose failure is its own
+                        if let error = save.run(database) { throw error }
+                    }
                 }
                 return nil
             } catch {

@@ -300,7 +300,7 @@ package final class DatabaseQueue: Sendable {
                     Save(
                         durable: durable,
                         run: { database in
-                            let result = Result { try database.transaction { try body(database) } }
+                            let result = Result { try database.savepoint { try body(database) } }
                             outcome.result = result
                             if case .failure(let error) = result { return error }
                             return nil

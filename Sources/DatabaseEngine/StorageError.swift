@@ -3,6 +3,8 @@
 package struct StorageError: Error, CustomStringConvertible, Sendable, Equatable {
     package enum Code: String, Sendable {
         case open, sqlite, postgres, migrationUnknown, migrationChecksum, migrationFile, migrationFailed
+        /// A transaction or savepoint a part of which failed, and which was rolled back for it.
+        case rolledBack
     }
     /// A short low-cardinality name, e.g. `migration_checksum`.
     package let code: Code

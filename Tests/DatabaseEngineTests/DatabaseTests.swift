@@ -67,25 +67,54 @@ struct DatabaseTests {
         }
     }
 
+    /// A transaction that throws leaves nothing. One nested in it is part of it: when it throws
+    /// and a caller goes on, the transaction fails as a whole (what the nested one wrote is undone
+    /// only with it), while a savepoint that throws is undone alone and its caller goes on.
     @Test(arguments: await testDialects())
-    func aThrowingTransactionLeavesNothingAndANestedOneIsASavepoint(dialect: Database.Dialect) async throws {
+    func aThrowingTransactionLeavesNothingANestedOneFailsItAndASavepointAlone(dialect: Database.Dialect) async throws {
         let db = try await emptyDatabase(dialect)
         try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
+        let insert = try db.cached("INSERT INTO t (id) VALUES (?)")
         struct Undo: Error {}
         try? db.transaction {
-            try db.cached("INSERT INTO t (id) VALUES (?)").bind([1]).run()
+            try insert.bind([1]).run()
             throw Undo()
         }
         #expect(!db.inTransaction)
         try db.transaction {
-            try db.cached("INSERT INTO t (id) VALUES (?)").bind([2]).run()
-            try? db.transaction {
-                try db.cached("INSERT INTO t (id) VALUES (?)").bind([3]).run()
+            try insert.bind([2]).run()
+            try? db.savepoint {
+                try insert.bind([3]).run()
                 throw Undo()
             }
         }
-        let ids = try db.readTransaction { try db.scalarInt("SELECT sum(id) FROM t") }
-        #expect(ids == 2)
+        let partFailed = #expect(throws: StorageError.self) {
+            try db.transaction {
+                try insert.bind([4]).run()
+                try? db.transaction {
+                    try insert.bind([5]).run()
+                    throw Undo()
+                }
+                try insert.bind([6]).run()
+            }
+        }
+        #expect(partFailed?.code == .rolledBack && !db.inTransaction)
+        // Inside a savepoint, the savepoint fails as a whole, and the transaction goes on.
+        try db.transaction {
+            try insert.bind([7]).run()
+            let inner = #expect(throws: StorageError.self) {
+                try db.savepoint {
+                    try insert.bind([8]).run()
+                    try? db.transaction { () throws -> Void in
+                        try insert.bind([9]).run()
+                        try db.transaction { () throws -> Void in throw Undo() }
+                    }
+                }
+            }
+            #expect(inner?.code == .rolledBack)
+        }
+        let ids = try db.readTransaction { try db.scalarInt("SELECT sum(id * id) FROM t") }
+        #expect(ids.map(Int.init) == 53)  // 2 and 7
     }
 
     @Test(arguments: await testDialects())

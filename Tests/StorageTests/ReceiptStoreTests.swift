@@ -534,7 +534,7 @@ struct ReceiptStoreTests {
         let db = try await migratedDatabase(dialect)
         try db.transaction {
             _ = try ReceiptStore(db).save(receipt(), for: "alice", now: 10)
-            #expect(throws: StorageError.self) { try db.transaction { try db.execute("INSERT INTO nowhere VALUES (1)") } }
+            #expect(throws: StorageError.self) { try db.savepoint { try db.execute("INSERT INTO nowhere VALUES (1)") } }
         }
         #expect(try ReceiptStore(db).subscriber("alice")?.purchases.count == 3)
     }

@@ -74,7 +74,7 @@ package struct Rederivation: Sendable {
             for id in ids {
                 let change: Change
                 do {
-                    change = try db.transaction { () throws -> Change in
+                    change = try db.savepoint { () throws -> Change in
                         let change = try rederive(id, db: db, now: now)
                         if dryRun { throw DryRun(change: change) }
                         return change

@@ -312,7 +312,7 @@ package struct SubscriberState: Sendable {
         }
         guard !holders.isEmpty else { return nil }
         do {
-            try db.transaction {
+            try db.savepoint {
                 let store = ReceiptStore(db)
                 _ = try store.saveUnowned(record, now: now)
                 for holder in holders {

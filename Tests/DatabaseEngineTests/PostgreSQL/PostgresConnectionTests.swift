@@ -60,13 +60,13 @@ struct PostgresConnectionTests {
         #expect(try cost { try db.transaction {} } == [0, 0])
         #expect(try cost { try db.readTransaction {} } == [0, 0])
         #expect(try cost { try db.transaction { try insert.bind([1]).run() } } == [3, 2])
-        #expect(try cost { try db.transaction { try db.transaction {} } } == [0, 0])
+        #expect(try cost { try db.transaction { try db.savepoint {} } } == [0, 0])
         // BEGIN + INSERT, SAVEPOINT + INSERT, RELEASE + COMMIT.
         #expect(
             try cost {
                 try db.transaction {
                     try insert.bind([2]).run()
-                    try db.transaction { try insert.bind([3]).run() }
+                    try db.savepoint { try insert.bind([3]).run() }
                 }
             } == [6, 3])
         var counted: Int64 = 0
@@ -91,12 +91,12 @@ struct PostgresConnectionTests {
         struct Refused: Error {}
         try db.transaction {
             try insert.bind([1]).run()
-            let duplicate = #expect(throws: StorageError.self) { try db.transaction { try insert.bind([1]).run() } }
+            let duplicate = #expect(throws: StorageError.self) { try db.savepoint { try insert.bind([1]).run() } }
             #expect(duplicate?.sqlState == "23505")
             #expect(throws: Refused.self) {
-                try db.transaction {
+                try db.savepoint {
                     try insert.bind([2]).run()
-                    try db.transaction { try insert.bind([3]).run() }
+                    try db.savepoint { try insert.bind([3]).run() }
                     throw Refused()
                 }
             }
@@ -131,14 +131,14 @@ struct PostgresConnectionTests {
         try db.transaction { () throws -> Void in
             try insert.bind([1]).run()
             // Held in a savepoint: its own error, before it is released.
-            own = failure { try db.transaction { () throws -> Void in try insert.bind([1]).runLater() } }
-            try db.transaction { () throws -> Void in try insert.bind([2]).run() }
+            own = failure { try db.savepoint { () throws -> Void in try insert.bind([1]).runLater() } }
+            try db.savepoint { () throws -> Void in try insert.bind([2]).run() }
             // Held before a savepoint opens: the enclosing savepoint's error, not the inner one's.
             enclosing = failure {
-                try db.transaction { () throws -> Void in
+                try db.savepoint { () throws -> Void in
                     try insert.bind([3]).run()
                     try insert.bind([2]).runLater()
-                    try db.transaction { () throws -> Void in try insert.bind([4]).run() }
+                    try db.savepoint { () throws -> Void in try insert.bind([4]).run() }
                 }
             }
             try insert.bind([5]).run()
@@ -151,7 +151,7 @@ struct PostgresConnectionTests {
             try db.transaction { () throws -> Void in
                 try insert.bind([6]).run()
                 try insert.bind([1]).runLater()
-                _ = failure { try db.transaction { () throws -> Void in try insert.bind([7]).run() } }
+                _ = failure { try db.savepoint { () throws -> Void in try insert.bind([7]).run() } }
             }
         }
         #expect(swallowed == "25P02")
@@ -181,23 +181,23 @@ struct PostgresConnectionTests {
         try db.transaction { () throws -> Void in
             try insert.bind([1]).run()
             let before = traffic.current.roundTrips
-            try db.transaction { () throws -> Void in
-                try db.transaction { () throws -> Void in try insert.bind([2]).runLater() }
+            try db.savepoint { () throws -> Void in
+                try db.savepoint { () throws -> Void in try insert.bind([2]).runLater() }
                 try insert.bind([3]).run()
             }
             #expect(traffic.current.roundTrips - before == 1)  // SAVEPOINTs, 2, RELEASE s2, 3
             enclosing = failure {
-                try db.transaction { () throws -> Void in
+                try db.savepoint { () throws -> Void in
                     try insert.bind([4]).run()
-                    try db.transaction { () throws -> Void in try insert.bind([1]).runLater() }  // a duplicate
+                    try db.savepoint { () throws -> Void in try insert.bind([1]).runLater() }  // a duplicate
                     try insert.bind([5]).run()
                 }
             }
             probed = failure {
-                try db.transaction { () throws -> Void in
+                try db.savepoint { () throws -> Void in
                     try insert.bind([6]).run()
-                    try db.transaction { () throws -> Void in try insert.bind([1]).runLater() }
-                    probe = failure { try db.transaction { () throws -> Void in try insert.bind([7]).run() } }
+                    try db.savepoint { () throws -> Void in try insert.bind([1]).runLater() }
+                    probe = failure { try db.savepoint { () throws -> Void in try insert.bind([7]).run() } }
                     try insert.bind([8]).run()
                 }
             }
@@ -220,7 +220,7 @@ struct PostgresConnectionTests {
         let before = traffic.current.roundTrips
         try db.transaction { () throws -> Void in
             db.commitFollowsLastSave = true
-            try db.transaction { () throws -> Void in
+            try db.savepoint { () throws -> Void in
                 try insert.bind([1]).run()
                 try insert.bind([2]).runLater()
             }
@@ -229,7 +229,7 @@ struct PostgresConnectionTests {
         let failed = #expect(throws: StorageError.self) {
             try db.transaction { () throws -> Void in
                 db.commitFollowsLastSave = true
-                try db.transaction { () throws -> Void in
+                try db.savepoint { () throws -> Void in
                     try insert.bind([3]).run()
                     try insert.bind([2]).runLater()
                 }
