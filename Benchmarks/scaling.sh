@@ -23,6 +23,8 @@
 # Needs: apt-get install -y nginx wrk bc gcc postgresql haproxy libsqlite3-dev libcurl4-openssl-dev libpq-dev
 # Usage: Benchmarks/scaling.sh [seconds per run, default 10]
 #   RECEIPTD_BIN=DIR: the receiptd in DIR instead of this checkout's release build (to compare two).
+#   SETUPS="sqlite pg-off": only these setups (of sqlite pg-on pg-off pg-unix three-on three-off;
+#   default all), for side-by-side runs of two builds that need only some rows.
 source "$(dirname "$0")/lib.sh"
 
 bin=${RECEIPTD_BIN:-$("$root/Scripts/release-bin.sh")}
@@ -96,6 +98,9 @@ allocs() { # allocs: heap allocations so far, every instance's (each file is rew
 }
 per_post() { echo "scale=3; $1 * 1000 / $hz / $2" | bc -l | sed 's/^\./0./'; } # per_post TICKS REQUESTS: ms
 
+setups=${SETUPS:-sqlite pg-on pg-off pg-unix three-on three-off}
+wanted() { [[ " $setups " == *" $1 "* ]]; }
+
 rows=()
 declare -A post_rps cpu_total
 measure() { # measure LABEL DURABILITY PORT [POSTGRESQL-URL]: the instances are "${pids[@]}"
@@ -133,12 +138,15 @@ measure() { # measure LABEL DURABILITY PORT [POSTGRESQL-URL]: the instances are 
 declare -A get_rps
 
 # SQLite.
-instance 18095
-measure "SQLite, 1 instance" "synchronous=NORMAL" 18095
-stop_all
+if wanted sqlite; then
+  instance 18095
+  measure "SQLite, 1 instance" "synchronous=NORMAL" 18095
+  stop_all
+fi
 
 # PostgreSQL, one instance, its defaults, then commits not waiting for the disk.
 for sync in on off; do
+  wanted "pg-$sync" || continue
   as_postgres psql "$pg/postgres" -qc "CREATE DATABASE one_$sync" -c "ALTER DATABASE one_$sync SET synchronous_commit = $sync" >/dev/null
   instance 18095 RECEIPTD_DATABASE_URL="$pg/one_$sync" RECEIPTD_DATABASE_CONNECTIONS=4
   measure "PostgreSQL, 1 instance, synchronous_commit=$sync" "synchronous_commit=$sync" 18095 "$pg/one_$sync"
@@ -146,10 +154,12 @@ for sync in on off; do
 done
 # The same over the server's Unix socket (libpq's host= a directory), as a database on the same
 # machine as its one instance can be reached: no TCP on loopback for each round trip.
-as_postgres psql "$pg/postgres" -qc "CREATE DATABASE one_unix" -c "ALTER DATABASE one_unix SET synchronous_commit = off" >/dev/null
-instance 18095 RECEIPTD_DATABASE_URL="postgresql:///one_unix?host=$out&port=18320&user=postgres" RECEIPTD_DATABASE_CONNECTIONS=4
-measure "PostgreSQL, 1 instance, Unix socket, synchronous_commit=off" "synchronous_commit=off" 18095 "$pg/one_unix"
-stop_all
+if wanted pg-unix; then
+  as_postgres psql "$pg/postgres" -qc "CREATE DATABASE one_unix" -c "ALTER DATABASE one_unix SET synchronous_commit = off" >/dev/null
+  instance 18095 RECEIPTD_DATABASE_URL="postgresql:///one_unix?host=$out&port=18320&user=postgres" RECEIPTD_DATABASE_CONNECTIONS=4
+  measure "PostgreSQL, 1 instance, Unix socket, synchronous_commit=off" "synchronous_commit=off" 18095 "$pg/one_unix"
+  stop_all
+fi
 
 # PostgreSQL, three instances behind HAProxy.
 cat >"$out/haproxy.cfg" <<CFG
@@ -171,6 +181,7 @@ backend receiptd
     server r3 127.0.0.1:18303 check
 CFG
 for sync in on off; do
+  wanted "three-$sync" || continue
   as_postgres psql "$pg/postgres" -qc "CREATE DATABASE three_$sync" -c "ALTER DATABASE three_$sync SET synchronous_commit = $sync" >/dev/null
   for port in 18301 18302 18303; do
     instance "$port" RECEIPTD_DATABASE_URL="$pg/three_$sync" RECEIPTD_DATABASE_CONNECTIONS=3
@@ -199,9 +210,12 @@ sqlite="SQLite, 1 instance"
 for sync in on off; do
   one="PostgreSQL, 1 instance, synchronous_commit=$sync"
   three="PostgreSQL, 3 instances + HAProxy, synchronous_commit=$sync"
+  [ -n "${post_rps[$one]:-}" ] && [ -n "${post_rps[$sqlite]:-}" ] || continue
+  scaled=n/a
+  [ -z "${post_rps[$three]:-}" ] || scaled=$(ratio "${post_rps[$three]}" "${post_rps[$one]}")
   echo "synchronous_commit=$sync: POST, 1 instance / SQLite $(ratio "${post_rps[$one]}" "${post_rps[$sqlite]}");" \
     "CPU per POST, 1 instance / SQLite $(ratio "${cpu_total[$one]}" "${cpu_total[$sqlite]}");" \
-    "POST, 3 instances / 1 $(ratio "${post_rps[$three]}" "${post_rps[$one]}")"
+    "POST, 3 instances / 1 $scaled"
 done
 for i in "${!get_rps[@]}"; do
   printf 'GET of setup %d / peer: %.2f\n' "$i" "$(echo "${get_rps[$i]} / $peer" | bc -l)"
