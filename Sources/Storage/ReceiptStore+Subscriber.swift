@@ -168,19 +168,21 @@ extension ReceiptStore {
     /// in its round trip, run after it); dropped unread when nothing is written.
     package func settle(
         _ appUserID: String, hash: String, derivedFrom revision: Int64, version: Int64, now: Int64,
-        document: DocumentStore.Rendering? = nil, ahead: [Statement] = []
+        document: DocumentStore.Rendering? = nil, summaryUntil: Int64? = nil, ahead: [Statement] = []
     ) throws -> Int64? {
-        // Without a document, none is kept: the column is cleared with the settle.
+        // Without a document, none is kept: the column is cleared with the settle. The summary's
+        // validity (``ProductStateStore``) is written with it when given: one write of the row.
         let update = try db.cached(
             """
             UPDATE subscribers SET version = version + CASE WHEN state_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, state_hash = ?1, derived_revision = ?2,
-                updated_at = ?3, document = ?6, document_cut = ?7, document_at = ?3, document_settings = ?8
+                updated_at = ?3, document = ?6, document_cut = ?7, document_at = ?3, document_settings = ?8,
+                summary_until = COALESCE(?9, summary_until)
             WHERE app_user_id = ?4 AND facts_revision = ?2 AND version = ?5
             RETURNING version
             """
         ).bind([
             hash, revision, now, appUserID, version, document.map { String(decoding: $0.json, as: UTF8.self) },
-            document.map { Int64($0.cut) }, document?.settings,
+            document.map { Int64($0.cut) }, document?.settings, summaryUntil,
         ])
         if !ahead.isEmpty { try db.prefetch([update] + ahead) }
         guard try update.step() else {

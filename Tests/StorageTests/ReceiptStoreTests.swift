@@ -516,6 +516,14 @@ struct ReceiptStoreTests {
         let alice = try #require(try store.subscriber("alice"))
         #expect(alice.stateHash == "a" && alice.version == 1 && alice.factsRevision == 2 && alice.derivedRevision == 2)
         #expect(try store.settle("nobody", hash: "a", derivedFrom: 0, version: 0, now: 16) == nil)
+        // The summary's validity goes with a settle that names it, and stays through one that does not.
+        let summaryUntil = { try db.scalarInt("SELECT summary_until FROM subscribers WHERE app_user_id = 'alice'") }
+        #expect(try store.settle("alice", hash: "c", derivedFrom: 2, version: 1, now: 17, summaryUntil: 700) == 2)
+        #expect(try summaryUntil() == 700)
+        #expect(try store.settle("alice", hash: "d", derivedFrom: 2, version: 2, now: 18) == 3)
+        #expect(try summaryUntil() == 700)
+        #expect(try store.settle("alice", hash: "d", derivedFrom: 2, version: 0, now: 19, summaryUntil: 900) == nil)
+        #expect(try summaryUntil() == 700)  // a settle that loses writes none of it
     }
 
     @Test(arguments: await testDialects())

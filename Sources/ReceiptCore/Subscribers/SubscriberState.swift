@@ -98,10 +98,9 @@ package struct SubscriberState: Sendable {
                 let version = try ReceiptStore(db).settle(
                     subscriber.appUserID, hash: document.fingerprint, derivedFrom: subscriber.factsRevision,
                     version: subscriber.version, now: now, document: rendering(document, version: shows),
-                    ahead: [try EventStore(db).storedEvents(for: subscriber.appUserID)])
+                    summaryUntil: document.changesAt ?? .max, ahead: [try EventStore(db).storedEvents(for: subscriber.appUserID)])
             else { return nil }
-            try ProductStateStore(db).replace(
-                document.productStates, for: subscriber.appUserID, until: document.changesAt ?? .max)
+            try ProductStateStore(db).replace(document.productStates, for: subscriber.appUserID, until: nil)  // written by the settle
             // The new events' ids are read back only for webhooks to name them.
             var added: [EventRecord] = []
             let changes = try EventStore(db).replace(
