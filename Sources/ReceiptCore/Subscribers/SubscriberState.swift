@@ -100,7 +100,8 @@ package struct SubscriberState: Sendable {
                     version: subscriber.version, now: now, document: rendering(document, version: shows),
                     summaryUntil: document.changesAt ?? .max, ahead: [try EventStore(db).storedEvents(for: subscriber.appUserID)])
             else { return nil }
-            try ProductStateStore(db).replace(document.productStates, for: subscriber.appUserID, until: nil)  // written by the settle
+            // Their validity, `until`, went with the settle's update of the row.
+            try ProductStateStore(db).replace(document.productStates, for: subscriber.appUserID, until: nil)
             // The new events' ids are read back only for webhooks to name them.
             var added: [EventRecord] = []
             let changes = try EventStore(db).replace(
