@@ -251,8 +251,9 @@ package final class Database {
     /// Savepoints open in the current transaction (``savepoint(_:)``).
     private var savepoints = 0
     /// When a ``transaction(durable:_:)`` nested without a savepoint threw: the depth of the
-    /// savepoint whose rollback undoes what it wrote (0: the transaction's). Until then nothing
-    /// inside it may succeed.
+    /// savepoint whose rollback undoes what it wrote (0: the transaction's). Until it rolls back,
+    /// nothing open, that one or inside it, may succeed (a savepoint opened inside it later is
+    /// rolled back with it in any case).
     private var failedWithin: Int?
     /// What a transaction or savepoint throws when a part of it failed and a caller went on.
     static let partFailed = StorageError(
@@ -262,7 +263,7 @@ package final class Database {
     private func joined<T>(_ body: () throws -> T) throws -> T {
         do {
             let value = try body()
-            if let failedWithin, failedWithin <= savepoints { throw Self.partFailed }
+            if failedWithin != nil { throw Self.partFailed }  // a part inside it failed, and a caller went on
             return value
         } catch {
             failedWithin = min(failedWithin ?? savepoints, savepoints)
@@ -280,7 +281,7 @@ package final class Database {
         savepoints += 1
         do {
             let value = try body()
-            if let failedWithin, failedWithin <= savepoints { throw Self.partFailed }
+            if failedWithin != nil { throw Self.partFailed }  // a part inside it failed, and a caller went on
             try connection.releaseSavepoint(commitFollows: commitFollowsLastSave)
             savepoints -= 1
             return value
