@@ -22,19 +22,17 @@ package struct ProductStateStore {
         }
     }
 
-    /// Replaces `appUserID`'s entries, good until `until` (the document's next change in time;
-    /// `Int64.max`: none ahead; nil: the caller's settle wrote it, with the row it updates:
-    /// ``ReceiptStore/settle(_:hash:derivedFrom:version:now:document:summaryUntil:ahead:)``), in the
-    /// caller's transaction.
-    package func replace(_ entries: [Entry], for appUserID: String, until: Int64?) throws {
+    /// Replaces `appUserID`'s entries, in the caller's transaction. How long they stay good
+    /// (`summary_until`, the document's next change in time) is written by the settle beside them,
+    /// with the row it updates
+    /// (``ReceiptStore/settle(_:hash:derivedFrom:version:now:document:summaryUntil:ahead:)``).
+    package func replace(_ entries: [Entry], for appUserID: String) throws {
         // Nothing here is read back: on PostgreSQL it all goes with the next statement (runLater).
         try db.cached("DELETE FROM product_states WHERE app_user_id = ?").bind([appUserID]).runLater()
         let insert = try db.cached(
             "INSERT INTO product_states (app_user_id, slot, kind, product_id, state) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
         )
         for e in entries { try insert.bind([appUserID, e.kind + ":" + e.productID, e.kind, e.productID, e.state]).runLater() }
-        guard let until else { return }
-        try db.cached("UPDATE subscribers SET summary_until = ? WHERE app_user_id = ?").bind([until, appUserID]).runLater()
     }
 
     /// Up to `limit` subscribers whose entries went stale by `now`, the stalest first.

@@ -586,62 +586,45 @@ extension PostgresQueueTests {
     /// never surfaces in the next save, whose rollback would take the first one's work with it
     /// while the first was told it was saved.
     @Test func aHeldWriteThatWaitsTooLongFailsInItsOwnSaveWhichRunsAgainAlone() async throws {
-        let (queue, url) = try await oneWriter()
-        try await queue.run { db in try db.execute("CREATE TABLE k (x BIGINT PRIMARY KEY)") }
-        let other = try Database(postgresURL: url)
-        try other.execute("BEGIN")
-        try other.execute("INSERT INTO k VALUES (7)")  // a save inserting 7 waits for this transaction
-        let blocker = await held { holding in try await queue.run { _ in holding() } }
-        let first = Task {
-            try await queue.write { db in
-                try db.cached("INSERT INTO t VALUES (?)").bind([1]).run()
-                try db.cached("INSERT INTO k VALUES (?)").bind([7]).runLater()
-            }
-        }
-        #expect(try await eventually { queue.writerBacklog >= 2 })
-        let second = Task { try await queue.write { db in try db.cached("INSERT INTO t VALUES (?)").bind([2]).run() } }
-        #expect(try await eventually { queue.writerBacklog >= 3 })
-        blocker.release.signal()
-        try await blocker.task.value
-        // The group commits the second save; the first waits for `other` again, alone.
-        nonisolated(unsafe) let watcher = try Database(postgresURL: url)
-        #expect(try await eventually { try watcher.scalarInt("SELECT count(*) FROM t WHERE x = 2") == 1 })
-        #expect(try await waitingForALock(url))
-        try other.execute("ROLLBACK")
-        try await first.value
-        try await second.value
-        let rows = try await queue.read { db in try db.scalarText("SELECT string_agg(x::text, ',' ORDER BY x) FROM t") }
-        #expect(rows == "1,2")
-        #expect(try await queue.read { db in try db.scalarInt("SELECT count(*) FROM k WHERE x = 7") } == 1)
+        try await twoSavesInAGroup(waiting: 0)
     }
 
     /// The group's last save sends its held writes with the commit. When one of them waits past
     /// the group's lock timeout, the commit fails, nothing of the group is stored, and each save
     /// runs again alone: the first is saved at once, the last once the lock is free.
     @Test func aCommitFailedByTheLastSavesHeldWriteRunsEachSaveAgainAlone() async throws {
+        try await twoSavesInAGroup(waiting: 1)
+    }
+
+    /// Two saves in one group, inserting 1 and 2 into `t`; save `waiting` also holds back an
+    /// insert of 7 into `k`, which another connection's transaction holds. The other save is seen
+    /// committed while `waiting` waits for the lock alone, and once it is free both are saved.
+    private func twoSavesInAGroup(waiting: Int) async throws {
         let (queue, url) = try await oneWriter()
         try await queue.run { db in try db.execute("CREATE TABLE k (x BIGINT PRIMARY KEY)") }
         let other = try Database(postgresURL: url)
         try other.execute("BEGIN")
         try other.execute("INSERT INTO k VALUES (7)")  // a save inserting 7 waits for this transaction
         let blocker = await held { holding in try await queue.run { _ in holding() } }
-        let first = Task { try await queue.write { db in try db.cached("INSERT INTO t VALUES (?)").bind([1]).run() } }
-        #expect(try await eventually { queue.writerBacklog >= 2 })
-        let last = Task {
-            try await queue.write { db in
-                try db.cached("INSERT INTO t VALUES (?)").bind([2]).run()
-                try db.cached("INSERT INTO k VALUES (?)").bind([7]).runLater()
-            }
+        var saves: [Task<Void, any Error>] = []
+        for i in 0..<2 {
+            saves.append(
+                Task {
+                    try await queue.write { db in
+                        try db.cached("INSERT INTO t VALUES (?)").bind([i + 1]).run()
+                        if i == waiting { try db.cached("INSERT INTO k VALUES (?)").bind([7]).runLater() }
+                    }
+                })
+            #expect(try await eventually { queue.writerBacklog >= 2 + i })
         }
-        #expect(try await eventually { queue.writerBacklog >= 3 })
         blocker.release.signal()
         try await blocker.task.value
         nonisolated(unsafe) let watcher = try Database(postgresURL: url)
-        #expect(try await eventually { try watcher.scalarInt("SELECT count(*) FROM t WHERE x = 1") == 1 })
+        let committed = 2 - waiting  // the save that does not wait
+        #expect(try await eventually { try watcher.scalarInt("SELECT count(*) FROM t WHERE x = \(committed)") == 1 })
         #expect(try await waitingForALock(url))
         try other.execute("ROLLBACK")
-        try await first.value
-        try await last.value
+        for save in saves { try await save.value }
         let rows = try await queue.read { db in try db.scalarText("SELECT string_agg(x::text, ',' ORDER BY x) FROM t") }
         #expect(rows == "1,2")
         #expect(try await queue.read { db in try db.scalarInt("SELECT count(*) FROM k WHERE x = 7") } == 1)

@@ -25,8 +25,8 @@ struct DocumentStoreTests {
                                 expiresDate: 500, environment: "sandbox"),
                             bundleID: "b", rawJSON: "{}")
                     ]), for: "ann", now: 100)
-            _ = try ReceiptStore(db).settle("ann", hash: "h", derivedFrom: 1, version: 0, now: 100)
-            try ProductStateStore(db).replace([], for: "ann", until: 500)
+            _ = try ReceiptStore(db).settle("ann", hash: "h", derivedFrom: 1, version: 0, now: 100, summaryUntil: 500)
+            try ProductStateStore(db).replace([], for: "ann")
             try DocumentStore(db).keep(
                 "ann", DocumentStore.Rendering(version: 1, json: Self.json, cut: Self.cut, settings: "s1"), derivedAt: 100)
         }
@@ -65,8 +65,8 @@ struct DocumentStoreTests {
         #expect(try db.scalarInt("SELECT count(*) FROM subscribers WHERE document IS NULL") == 1)
         // Settled again at version 2: a document of version 1 is refused, one of version 2 kept.
         try db.transaction {
-            _ = try ReceiptStore(db).settle("ann", hash: "h2", derivedFrom: 2, version: 1, now: 300)
-            try ProductStateStore(db).replace([], for: "ann", until: 900)
+            _ = try ReceiptStore(db).settle("ann", hash: "h2", derivedFrom: 2, version: 1, now: 300, summaryUntil: 900)
+            try ProductStateStore(db).replace([], for: "ann")
             try DocumentStore(db).keep(
                 "ann", DocumentStore.Rendering(version: 1, json: Self.json, cut: Self.cut, settings: "s1"), derivedAt: 300)
         }
@@ -88,16 +88,18 @@ struct DocumentStoreTests {
         }
         // A new fingerprint: version 2, but the document says 1: none kept.
         try db.transaction {
-            _ = try ReceiptStore(db).settle("ann", hash: "h2", derivedFrom: 2, version: 1, now: 200, document: rendering(1))
-            try ProductStateStore(db).replace([], for: "ann", until: 900)
+            _ = try ReceiptStore(db).settle(
+                "ann", hash: "h2", derivedFrom: 2, version: 1, now: 200, document: rendering(1), summaryUntil: 900)
+            try ProductStateStore(db).replace([], for: "ann")
         }
         #expect(try DocumentStore(db).kept("ann", settings: "s1", now: 300) == nil)
         try db.transaction { try ReceiptStore(db).factsChanged(["ann"], at: 300) }
         // The same fingerprint: still version 2, which it shows: kept, derived at the settle's time.
         try db.transaction {
             #expect(
-                try ReceiptStore(db).settle("ann", hash: "h2", derivedFrom: 3, version: 2, now: 300, document: rendering(2)) == 2)
-            try ProductStateStore(db).replace([], for: "ann", until: 900)
+                try ReceiptStore(db).settle(
+                    "ann", hash: "h2", derivedFrom: 3, version: 2, now: 300, document: rendering(2), summaryUntil: 900) == 2)
+            try ProductStateStore(db).replace([], for: "ann")
         }
         let kept = try #require(try DocumentStore(db).kept("ann", settings: "s1", now: 300))
         #expect(kept == DocumentStore.Kept(version: 2, json: Self.json, cut: Self.cut, derivedAt: 300, until: 900))

@@ -100,13 +100,12 @@ package struct SubscriberState: Sendable {
                     version: subscriber.version, now: now, document: rendering(document, version: shows),
                     summaryUntil: document.changesAt ?? .max, ahead: [try EventStore(db).storedEvents(for: subscriber.appUserID)])
             else { return nil }
-            // Their validity, `until`, went with the settle's update of the row.
-            try ProductStateStore(db).replace(document.productStates, for: subscriber.appUserID, until: nil)
+            try ProductStateStore(db).replace(document.productStates, for: subscriber.appUserID)  // good until: the settle's
             // The new events' ids are read back only for webhooks to name them.
             var added: [EventRecord] = []
             let changes = try EventStore(db).replace(
                 events, for: subscriber.appUserID, originals: subscriber.originals, now: now,
-                inserted: outbox.map(\.endpoints.isEmpty) == false ? { added.append($0) } : nil)
+                inserted: outbox?.endpoints.isEmpty == false ? { added.append($0) } : nil)
             let deliveries =
                 try outbox?.enqueue(
                     added, of: subscriber, version: version, document: { document.body(version: version, now: now) }, in: db,

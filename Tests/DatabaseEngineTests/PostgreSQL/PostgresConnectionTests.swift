@@ -118,23 +118,14 @@ struct PostgresConnectionTests {
         let db = try Database(postgresURL: try await PostgresTestServer.freshDatabase())
         try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
         let insert = try db.cached("INSERT INTO t (id) VALUES (?)")
-        /// The SQLSTATE of what `body` threw; nil when it threw nothing.
-        func failure(_ body: () throws -> Void) -> String? {
-            do {
-                try body()
-                return nil
-            } catch {
-                return (error as? StorageError)?.sqlState ?? "\(error)"
-            }
-        }
         var (own, enclosing): (String?, String?) = (nil, nil)
         try db.transaction { () throws -> Void in
             try insert.bind([1]).run()
             // Held in a savepoint: its own error, before it is released.
-            own = failure { try db.savepoint { () throws -> Void in try insert.bind([1]).runLater() } }
+            own = sqlState { try db.savepoint { () throws -> Void in try insert.bind([1]).runLater() } }
             try db.savepoint { () throws -> Void in try insert.bind([2]).run() }
             // Held before a savepoint opens: the enclosing savepoint's error, not the inner one's.
-            enclosing = failure {
+            enclosing = sqlState {
                 try db.savepoint { () throws -> Void in
                     try insert.bind([3]).run()
                     try insert.bind([2]).runLater()
@@ -147,11 +138,11 @@ struct PostgresConnectionTests {
         let ids = try db.prepare("SELECT string_agg(id::text, ',' ORDER BY id) FROM t")
         #expect(try ids.step() && ids.text(0) == "1,2,5")
         ids.reset()
-        let swallowed = failure {
+        let swallowed = sqlState {
             try db.transaction { () throws -> Void in
                 try insert.bind([6]).run()
                 try insert.bind([1]).runLater()
-                _ = failure { try db.savepoint { () throws -> Void in try insert.bind([7]).run() } }
+                _ = sqlState { try db.savepoint { () throws -> Void in try insert.bind([7]).run() } }
             }
         }
         #expect(swallowed == "25P02")
@@ -169,14 +160,6 @@ struct PostgresConnectionTests {
         let db = try Database(postgresURL: try await PostgresTestServer.freshDatabase(), traffic: traffic)
         try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
         let insert = try db.cached("INSERT INTO t (id) VALUES (?)")
-        func failure(_ body: () throws -> Void) -> String? {
-            do {
-                try body()
-                return nil
-            } catch {
-                return (error as? StorageError)?.sqlState ?? "\(error)"
-            }
-        }
         var (enclosing, probed, probe): (String?, String?, String?) = (nil, nil, nil)
         try db.transaction { () throws -> Void in
             try insert.bind([1]).run()
@@ -186,18 +169,18 @@ struct PostgresConnectionTests {
                 try insert.bind([3]).run()
             }
             #expect(traffic.current.roundTrips - before == 1)  // SAVEPOINTs, 2, RELEASE s2, 3
-            enclosing = failure {
+            enclosing = sqlState {
                 try db.savepoint { () throws -> Void in
                     try insert.bind([4]).run()
                     try db.savepoint { () throws -> Void in try insert.bind([1]).runLater() }  // a duplicate
                     try insert.bind([5]).run()
                 }
             }
-            probed = failure {
+            probed = sqlState {
                 try db.savepoint { () throws -> Void in
                     try insert.bind([6]).run()
                     try db.savepoint { () throws -> Void in try insert.bind([1]).runLater() }
-                    probe = failure { try db.savepoint { () throws -> Void in try insert.bind([7]).run() } }
+                    probe = sqlState { try db.savepoint { () throws -> Void in try insert.bind([7]).run() } }
                     try insert.bind([8]).run()
                 }
             }
@@ -300,5 +283,16 @@ private func failure(_ body: () throws(StorageError) -> Void) -> StorageError? {
         return nil
     } catch {
         return error
+    }
+}
+
+/// The SQLSTATE of what `body` threw (its description when it was no server's error); nil when it
+/// threw nothing.
+private func sqlState(_ body: () throws -> Void) -> String? {
+    do {
+        try body()
+        return nil
+    } catch {
+        return (error as? StorageError)?.sqlState ?? "\(error)"
     }
 }
