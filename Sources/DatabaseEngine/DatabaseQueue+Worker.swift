@@ -7,12 +7,13 @@ import Synchronization
 // The workers behind a DatabaseQueue: the lines jobs wait in, the group commit of saves, and
 // each connection's thread.
 extension DatabaseQueue {
-    /// One save of a group commit: `run` inside the group's transaction (in a savepoint of its
-    /// own), returning the save's own error, if any; `finish` after the commit with the group's
-    /// error, if any.
+    /// One save of a group commit: `run` inside the group's transaction (the group puts it in a
+    /// savepoint of its own when it has company), returning the save's own error, if any; `finish`
+    /// after the commit with the group's error, if any.
     struct Save {
         var durable: Bool
-        var run: @Sendable (Database) -> (any Error)?
+        /// `alone`: the only save of its transaction, which then needs no savepoint.
+        var run: @Sendable (_ database: Database, _ alone: Bool) -> (any Error)?
         var finish: @Sendable ((any Error)?) -> Void
     }
 
@@ -177,16 +178,25 @@ extension DatabaseQueue {
             var saves: [Save] = []
             saves.reserveCapacity(jobs.count)
             for case .save(let save) in jobs { saves.append(save) }
+            if saves.count == 1 {
+                // Alone, it needs no savepoint (on PostgreSQL a subtransaction, and two
+                // statements): when it fails, its transaction rolls back, which undoes it alone.
+                groupSize.record(1)
+                saves[0].finish(runAlone(saves[0]))
+                return
+            }
             var commitError: (any Error)?
             // PostgreSQL: saves that waited too long for a lock another connection's group holds
             // until its commit (``groupLockTimeout``), or lost a deadlock with it.
             var lost: [Int] = []
             do {
                 try database.transaction(durable: saves.contains { $0.durable }) {
-                    if saves.count > 1 { try database.setLocal("lock_timeout", DatabaseQueue.groupLockTimeout) }
+                    try database.setLocal("lock_timeout", DatabaseQueue.groupLockTimeout)
                     for (i, save) in saves.enumerated() {
                         database.commitFollowsLastSave = i == saves.count - 1
-                        if let error = save.run(database), DatabaseQueue.isConflict(error) || DatabaseQueue.isLockTimeout(error) {
+                        if let error = save.run(database, false),
+                            DatabaseQueue.isConflict(error) || DatabaseQueue.isLockTimeout(error)
+                        {
                             lost.append(i)
                         }
                         database.resetCachedStatements()  // the next save starts as if alone: no read left part-way
@@ -218,7 +228,7 @@ extension DatabaseQueue {
                 try DatabaseQueue.retryingConflicts {
                     try database.transaction(durable: save.durable) {
                         database.commitFollowsLastSave = true  // its writes go with the commit, whose failure is its own
-                        if let error = save.run(database) { throw error }
+                        if let error = save.run(database, true) { throw error }
                     }
                 }
                 return nil

@@ -267,9 +267,10 @@ package final class DatabaseQueue: Sendable {
     /// Runs `body` as one save of a group commit: the saves waiting for the writer when it comes
     /// free (at most ``maxGroup``; on PostgreSQL, a connection's share of them) share one
     /// transaction and one commit, each in a savepoint of its own, so a save that throws is rolled
-    /// back alone and gets its own error. Returns once the commit holding the save is done: what
-    /// it wrote is committed (and on disk, when `durable`: a group with one durable save commits
-    /// with `synchronous = FULL`, or `synchronous_commit = on`), or it throws.
+    /// back alone and gets its own error (a save with no company has its transaction alone, and no
+    /// savepoint). Returns once the commit holding the save is done: what it wrote is committed
+    /// (and on disk, when `durable`: a group with one durable save commits with `synchronous =
+    /// FULL`, or `synchronous_commit = on`), or it throws.
     ///
     /// `alone`: in a transaction of its own, never grouped: for a large write, whose savepoint
     /// would journal every page it touches, statement by statement.
@@ -299,8 +300,8 @@ package final class DatabaseQueue: Sendable {
                 .save(
                     Save(
                         durable: durable,
-                        run: { database in
-                            let result = Result { try database.savepoint { try body(database) } }
+                        run: { database, alone in
+                            let result = Result { alone ? try body(database) : try database.savepoint { try body(database) } }
                             outcome.result = result
                             if case .failure(let error) = result { return error }
                             return nil

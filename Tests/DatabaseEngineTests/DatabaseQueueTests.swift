@@ -544,6 +544,33 @@ extension PostgresQueueTests {
                 .values.count == 1)
     }
 
+    /// A save with no company is its transaction's only part: no savepoint (a subtransaction, and
+    /// two statements), and when it throws, the rollback of its transaction undoes it.
+    @Test func aSaveAloneHasNoSavepointAndItsFailureLeavesNothing() async throws {
+        let metrics = TestMetrics()
+        let (queue, _) = try await oneWriter(metrics: metrics)
+        let traffic = try #require(queue.postgresTraffic)
+        let before = traffic.current.statements
+        #expect(try await queue.write { db in try db.cached("INSERT INTO t VALUES (?)").bind([1]).run() } == ())
+        #expect(traffic.current.statements - before == 3, "BEGIN, the insert, COMMIT")
+        await #expect(throws: Refused.self) {
+            try await queue.write { db in
+                try db.cached("INSERT INTO t VALUES (?)").bind([2]).run()
+                throw Refused()
+            }
+        }
+        await #expect(throws: StorageError.self) {
+            try await queue.write { db in
+                try db.cached("INSERT INTO t VALUES (?)").bind([3]).run()
+                try db.execute("INSERT INTO nowhere VALUES (1)")
+            }
+        }
+        #expect(try await queue.write { db in try db.cached("INSERT INTO t VALUES (?)").bind([4]).run() } == ())
+        let rows = try await queue.read { db in try db.scalarText("SELECT string_agg(x::text, ',' ORDER BY x) FROM t") }
+        #expect(rows == "1,4")
+        #expect(try metrics.expectRecorder("database_group_commit_saves").values == [1, 1, 1, 1])
+    }
+
     /// Another connection holds `y` and then waits for `x`, which a save of the group holds while
     /// the next save waits for `y`: a cycle, which the server's deadlock check would break only
     /// after `deadlock_timeout` (a second). The waiting save gives up after the group's lock
