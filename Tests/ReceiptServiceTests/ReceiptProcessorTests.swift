@@ -315,9 +315,9 @@ struct PostgresRoundTripTests {
     /// one at a time, leave the reader idle in between, so they still pay for it alone. A store's
     /// transaction inside a save opens no savepoint (46, 27 and 44 statements before), and a
     /// settle writes the summary's validity in its own update of the row (40 and 38 before).
-    static let newSubscriber = (statements: 35, roundTrips: 7)
-    static let unchanged = (statements: 21, roundTrips: 5)
-    static let added = (statements: 33, roundTrips: 7)
+    static let newSubscriber = (statements: 31, roundTrips: 5)
+    static let unchanged = (statements: 19, roundTrips: 4)
+    static let added = (statements: 29, roundTrips: 5)
 }
 
 private func eventTypes(_ port: Int, _ user: String) async throws -> [String] {

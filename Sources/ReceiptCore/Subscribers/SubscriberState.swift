@@ -14,8 +14,10 @@ package import Workers
 /// SQL only, on the writer; ``current(_:database:now:)`` reads a snapshot on a reader, derives,
 /// renders and fingerprints on the caller's task, then records the result with a compare-and-set
 /// (``ReceiptStore/settle(_:hash:derivedFrom:version:now:)``), reading again when another write
-/// came between. So the writer thread does SQL only, and a crash between the two writes loses
-/// nothing: the facts are stored, and the next read derives.
+/// came between. So SQLite's one writer thread does SQL only, and a crash between the two writes
+/// loses nothing: the facts are stored, and the next read derives. On PostgreSQL, whose writers
+/// are a pool, a POST's save settles the subscribers it changed in its own transaction
+/// (``settle(_:in:now:)``): one transaction and fewer round trips, on the writer's thread.
 package struct SubscriberState: Sendable {
     let settings: EntitlementSettings
     /// ``EntitlementSettings/fingerprint``, which a kept document must have been derived with.
