@@ -16,34 +16,31 @@ extension SubscriberState {
     package func answer(
         for user: String, database: DatabaseQueue, now: Int64, _ write: @escaping @Sendable (Database) throws -> Stored
     ) async throws -> SubscriberSnapshot {
-        // On PostgreSQL, everyone it changed is settled in the save (``settle(_:in:now:)``).
-        let inSave = database.dialect == .postgresql
-        let (stored, settled) = try await database.write { [self] db -> (Stored, SettledInSave?) in
+        // Everyone it changed is settled in the save (``settle(_:in:now:changed:)``).
+        let (stored, settled) = try await database.write { [self] db -> (Stored, SettledInSave) in
             let stored = try write(db)
-            guard inSave, case .stored(_, let users) = stored else { return (stored, nil) }
-            // Who lost a purchase to them first (the first is `user`, settled last), as below.
             var done = SettledInSave(user: nil, behind: [], deliveries: 0)
+            guard case .stored(let changes, let users) = stored else { return (stored, done) }
+            // Who lost a purchase to them first (the first is `user`, settled last).
             for other in users.dropFirst() {
-                guard let other = try settle(other, in: db, now: now) else {
+                guard let other = try settle(other, in: db, now: now, changed: true) else {
                     done.behind.append(other)
                     continue
                 }
                 done.deliveries += other.deliveries
             }
-            done.user = try settle(user, in: db, now: now)
+            done.user = try settle(user, in: db, now: now, changed: changes > 0)
             done.deliveries += done.user?.deliveries ?? 0
             return (stored, done)
         }
-        let changed: [String]
         switch stored {
-        case .stored(_, let users): changed = users
+        case .stored: break
         case .inUse: throw ReceiptError.receiptInUse
         case .proofRequired: throw ReceiptError.proofRequired
         }
-        if let settled, settled.deliveries > 0 { outbox?.doorbell.ring() }
-        // Who lost a purchase to them (the first is `user`, whose document is settled next).
-        try await settle(settled?.behind ?? Array(changed.dropFirst()), database: database, now: now)
-        if let user = settled?.user {
+        if settled.deliveries > 0 { outbox?.doorbell.ring() }
+        try await settle(settled.behind, database: database, now: now)
+        if let user = settled.user {
             return SubscriberSnapshot(document: user.document, version: user.version, now: now)
         }
         guard let current = try await current(user, database: database, now: now) else {
@@ -59,7 +56,7 @@ extension SubscriberState {
         return SubscriberSnapshot(document: current.document, version: current.version, now: now)
     }
 
-    /// A subscriber settled in the save that changed them (``settle(_:in:now:)``), and the webhook
+    /// A subscriber settled in the save that changed them (``settle(_:in:now:changed:)``), and the webhook
     /// deliveries it queued.
     struct Settled: Sendable {
         var document: SubscriberDocument
@@ -67,23 +64,26 @@ extension SubscriberState {
         var deliveries: Int
     }
 
-    /// What a save settled: its user (nil: read again after the commit), the others it changed
-    /// and could not settle (to settle after it), the webhook deliveries queued.
+    /// What a save settled: its user (nil: read after the commit), the others it changed and
+    /// could not settle (to settle after it), the webhook deliveries queued.
     struct SettledInSave: Sendable {
         var user: Settled?
         var behind: [String]
         var deliveries: Int
     }
 
-    /// In the caller's save, once its facts are written: reads `user`, derives their document
-    /// and, when it is not the one stored, records it (``record(_:document:events:in:now:)``).
-    /// On PostgreSQL, whose saves are a pool of connections, each with its thread, this saves a
-    /// read transaction and a write transaction of their own, and their round trips: the read
-    /// goes with the save's last writes. (On SQLite, whose one writer is the narrowest point,
-    /// the derivation runs after the save, on the caller's task.) Nil when `user` is not stored
-    /// under that id or the compare-and-set lost: the caller reads again after the commit.
-    func settle(_ user: String, in db: Database, now: Int64) throws -> Settled? {
-        guard let subscriber = try ReceiptStore(db).subscriber(user) else { return nil }
+    /// In the caller's save, once its facts are written: reads `user` (with their stored events
+    /// when the save `changed` their facts),
+    /// derives their document and, when it is not the one stored, records it
+    /// (``record(_:document:events:in:now:inSave:)``). One transaction where there were three (the
+    /// save, a read, the settle), so fewer statements and, on PostgreSQL, round trips; the
+    /// derivation runs on the writer's thread. Nil when `user` is not stored under that id: the
+    /// caller reads again after the commit.
+    func settle(_ user: String, in db: Database, now: Int64, changed: Bool) throws -> Settled? {
+        // When their facts changed, their stored events, which a new state replaces, are read with them.
+        let stored = changed ? try EventStore(db).storedEvents(for: user) : nil
+        defer { stored?.reset() }
+        guard let subscriber = try ReceiptStore(db).subscriber(user, ahead: stored.map { [$0] } ?? []) else { return nil }
         let facts = subscriber.pinnedFacts
         let document = document(subscriber, facts: facts, now: now)
         if isSettled(subscriber, document) && subscriber.summaryUntil > now {
@@ -93,7 +93,9 @@ extension SubscriberState {
             return Settled(document: document, version: subscriber.version, deliveries: 0)
         }
         let events = events(subscriber, facts: facts, now: now)
-        guard let recorded = try record(subscriber, document: document, events: events, in: db, now: now) else { return nil }
+        guard let recorded = try record(subscriber, document: document, events: events, in: db, now: now, inSave: true) else {
+            return nil
+        }
         return Settled(document: document, version: recorded.version, deliveries: recorded.deliveries)
     }
 
