@@ -11,9 +11,10 @@
 # request comes from one address and one key).
 # Needs: apt-get install -y nginx wrk bc libsqlite3-dev libcurl4-openssl-dev
 # Usage: Benchmarks/mixed.sh [seconds per run, default 10]
+#   RECEIPTD_BIN=DIR: the receiptd in DIR instead of this checkout's release build (to compare two).
 source "$(dirname "$0")/lib.sh"
 
-bin=$("$root/Scripts/release-bin.sh")
+bin=${RECEIPTD_BIN:-$("$root/Scripts/release-bin.sh")}
 "$bench/start-peers.sh" >&2
 cd "$out"
 "$bin/receiptd" simulate --port 18096 --latency-ms 300 >"$out/simulator.log" 2>&1 &
