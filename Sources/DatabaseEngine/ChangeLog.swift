@@ -20,18 +20,16 @@ package struct ChangeLog {
 
     /// Records that `appUserID`'s facts or version changed, in the caller's transaction. On
     /// PostgreSQL it is also noted for this process's ``ChangeFeed`` and notified on
-    /// ``notifyChannel`` for the others' (sent at commit, in commit order; none on rollback), and
-    /// recorded once a transaction: its changes are seen together.
+    /// ``notifyChannel`` for the others' (sent at commit, in commit order; none on rollback).
     package func append(_ appUserID: String, at now: Int64) throws {
         guard db.dialect == .postgresql else {
             return try db.cached("INSERT INTO changes (app_user_id, at) VALUES (?, ?)").bind([appUserID, now]).run()
         }
-        // Once a transaction: a save that settles whom it changed changes them twice.
-        guard db.noteChange(appUserID) else { return }
         // One statement, one round trip: a WITH's INSERT runs whether or not the query reads it.
         try db.cached(
             "WITH logged AS (INSERT INTO changes (app_user_id, at) VALUES (?1, ?2)) SELECT pg_notify('\(Self.notifyChannel)', ?1)"
         ).bind([appUserID, now]).runLater()
+        db.noteChange(appUserID)
     }
 
     /// The "app user id" of a change to every subscriber, which no app user id can be: followers

@@ -225,7 +225,6 @@ package final class Database {
             ).recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         }
         snapshotMark = changeFeed?.mark ?? 0
-        notedBefore = notedChanges.count
         try connection.beginWriting(durable: durable)
         defer { commitFollowsLastSave = false }
         do {
@@ -307,24 +306,16 @@ package final class Database {
         try connection.setLocal(name, value)
     }
 
-    /// Notes that `appUserID` changed in the current transaction (PostgreSQL; see ``ChangeLog``):
-    /// false when it was noted already, by the same transaction (one change row says it; ids
-    /// compared by their bytes).
-    func noteChange(_ appUserID: String) -> Bool {
-        guard dialect == .postgresql else { return true }
-        if inTransaction && notedChanges[notedBefore...].contains(where: { $0.utf8.elementsEqual(appUserID.utf8) }) {
-            return false
-        }
+    /// Notes that `appUserID` changed in the current transaction (PostgreSQL; see ``ChangeLog``).
+    func noteChange(_ appUserID: String) {
+        guard dialect == .postgresql else { return }
         notedChanges.append(appUserID)
-        return true
     }
-    /// How many of ``notedChanges`` earlier transactions noted.
-    private var notedBefore = 0
 
     /// The changes noted by transactions committed since the last call.
     func takeNotedChanges() -> [String] {
         guard !inTransaction, !notedChanges.isEmpty else { return [] }
-        defer { (notedChanges, notedBefore) = ([], 0) }
+        defer { notedChanges = [] }
         return notedChanges
     }
 

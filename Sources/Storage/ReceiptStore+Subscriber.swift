@@ -193,30 +193,20 @@ extension ReceiptStore {
     }
 
     /// ``settle(_:hash:derivedFrom:version:now:document:summaryUntil:ahead:)`` in the save that
-    /// read the snapshot (at `stateHash` and `version`) after its own writes: the version after it
-    /// is known beforehand, and on PostgreSQL the update is held back, to go with the next
-    /// statement awaited or the commit. Should another transaction have moved the row since the
-    /// read (the save holds its lock once it wrote it), the statement fails as a serialization
-    /// failure (SQLSTATE 40001; on PostgreSQL the server raises it, so the transaction cannot
-    /// commit), and the save runs again.
+    /// read the snapshot (at `stateHash` and `version`) after its own writes, holding the
+    /// subscriber's lock (SQLite's one writer): the version after it is known beforehand. Should
+    /// the row have moved all the same, it fails as a serialization failure (SQLSTATE 40001), and
+    /// the save runs again.
     package func settleInSave(
         _ appUserID: String, hash: String, stateHash: String?, derivedFrom revision: Int64, version: Int64, now: Int64,
         document: DocumentStore.Rendering, summaryUntil: Int64
     ) throws -> Int64 {
-        let values: [(any StatementValue)?] = [
+        try db.cached(Self.settleSQL).bind([
             hash, revision, now, appUserID, version, String(decoding: document.json, as: UTF8.self), Int64(document.cut),
             document.settings, summaryUntil,
-        ]
-        if db.dialect == .postgresql {
-            // Migrations/postgresql/0043_compare_and_set.sql
-            try db.cached(
-                "WITH settled AS (\(Self.settleSQL)) SELECT receiptd_changed_one_row((SELECT count(*) FROM settled), 'a settle')"
-            ).bind(values).runLater()
-        } else {
-            try db.cached(Self.settleSQL).bind(values).run()
-            guard db.changes == 1 else {
-                throw StorageError(.sqlite, "a settle found its row changed by another transaction", sqlState: "40001")
-            }
+        ]).run()
+        guard db.changes == 1 else {
+            throw StorageError(.sqlite, "a settle found its row changed by another transaction", sqlState: "40001")
         }
         let after = version + (stateHash == hash ? 0 : 1)
         if after != version { try ChangeLog(db).append(appUserID, at: now) }

@@ -571,67 +571,6 @@ extension PostgresQueueTests {
         #expect(try metrics.expectRecorder("database_group_commit_saves").values == [1, 1, 1, 1])
     }
 
-    /// A compare-and-set held back (to go with the commit) that finds its row moved by another
-    /// transaction since the save read it raises a serialization failure on the server
-    /// (Migrations/postgresql/0043_compare_and_set.sql), so nothing commits, and the save runs
-    /// again; alone in its transaction or in a group, whose other save commits once.
-    @Test(arguments: [false, true])
-    func aCompareAndSetHeldBackThatLosesRunsTheSaveAgain(grouped: Bool) async throws {
-        let (queue, url) = try await oneWriter()
-        try await queue.write { db in try db.execute("INSERT INTO t VALUES (1)") }
-        nonisolated(unsafe) let other = try Database(postgresURL: url)  // used by the save's thread alone
-        let attempts = Atomic<Int>(0)
-        let blocker = grouped ? await held { holding in try await queue.run { _ in holding() } } : nil
-        let company = Task { try await queue.write { db in try db.execute("INSERT INTO t VALUES (100)") } }
-        let save = Task {
-            try await queue.write { db -> Int64 in
-                let x = try db.scalarInt("SELECT x FROM t WHERE x < 100")!
-                if attempts.add(1, ordering: .relaxed).newValue == 1 {
-                    try other.execute("UPDATE t SET x = x + 10 WHERE x < 100")  // another transaction moves it
-                }
-                try db.cached(
-                    """
-                    WITH c AS (UPDATE t SET x = ? WHERE x = ? RETURNING 1)
-                    SELECT receiptd_changed_one_row((SELECT count(*) FROM c), 'the test')
-                    """
-                ).bind([x + 1, x]).runLater()
-                return x + 1
-            }
-        }
-        if let blocker {
-            #expect(try await eventually { queue.writerBacklog >= 3 })
-            blocker.release.signal()
-            try await blocker.task.value
-        }
-        try await company.value
-        #expect(try await save.value == 12)
-        #expect(attempts.load(ordering: .relaxed) == 2)
-        let rows = try await queue.read { db in try db.scalarText("SELECT string_agg(x::text, ',' ORDER BY x) FROM t") }
-        #expect(rows == "12,100")
-    }
-
-    /// A save that settles whom it changed changes them twice: one change row says it (ids by
-    /// their bytes); a savepoint rolled back takes its change with it.
-    @Test func aSubscriberChangedTwiceInOneTransactionIsOneChange() async throws {
-        let (queue, _) = try await oneWriter()
-        struct Undo: Error {}
-        try await queue.write { db in
-            for id in ["alice", "alice", "Alice", "e\u{301}", "é"] { try ChangeLog(db).append(id, at: 1) }
-        }
-        try await queue.write { db in try ChangeLog(db).append("alice", at: 2) }
-        try await queue.write { db in
-            _ = try? db.savepoint {
-                try ChangeLog(db).append("bob", at: 3)
-                throw Undo()
-            }
-            try ChangeLog(db).append("bob", at: 3)
-        }
-        let rows = try await queue.read { db in
-            try db.scalarText("SELECT string_agg(app_user_id || ':' || at, ',' ORDER BY sequence) FROM changes")
-        }
-        #expect(rows == "alice:1,Alice:1,e\u{301}:1,é:1,alice:2,bob:3")
-    }
-
     /// Another connection holds `y` and then waits for `x`, which a save of the group holds while
     /// the next save waits for `y`: a cycle, which the server's deadlock check would break only
     /// after `deadlock_timeout` (a second). The waiting save gives up after the group's lock

@@ -16,22 +16,16 @@ extension SubscriberState {
     package func answer(
         for user: String, database: DatabaseQueue, now: Int64, _ write: @escaping @Sendable (Database) throws -> Stored
     ) async throws -> SubscriberSnapshot {
-        // Everyone it changed is settled in the save (``settle(_:in:now:changed:)``).
+        // On SQLite everyone it changed is settled in the save (``settle(_:in:now:changed:)``).
+        // On PostgreSQL after it, from a reader's snapshot, derived on this task: derived on its
+        // pool's writer threads, POSTs kept more threads busy than the cores, and a change took
+        // longer than 100 ms to reach the other instances' caches (the scale drill).
+        let inSave = database.dialect == .sqlite
         let (stored, settled) = try await database.write { [self] db -> (Stored, SettledInSave) in
             let stored = try write(db)
-            var done = SettledInSave(user: nil, behind: [], deliveries: 0)
-            guard case .stored(let changes, let users) = stored else { return (stored, done) }
-            // Who lost a purchase to them first (the first is `user`, settled last).
-            for other in users.dropFirst() {
-                guard let other = try settle(other, in: db, now: now, changed: true) else {
-                    done.behind.append(other)
-                    continue
-                }
-                done.deliveries += other.deliveries
-            }
-            done.user = try settle(user, in: db, now: now, changed: changes > 0)
-            done.deliveries += done.user?.deliveries ?? 0
-            return (stored, done)
+            guard case .stored(let changes, let users) = stored else { return (stored, SettledInSave()) }
+            guard inSave else { return (stored, SettledInSave(behind: Array(users.dropFirst()))) }
+            return (stored, try settle(users, asking: user, changes: changes, in: db, now: now))
         }
         switch stored {
         case .stored: break
@@ -68,17 +62,31 @@ extension SubscriberState {
     /// could not settle (to settle after it), the webhook deliveries queued.
     struct SettledInSave: Sendable {
         var user: Settled?
-        var behind: [String]
-        var deliveries: Int
+        var behind: [String] = []
+        var deliveries = 0
     }
 
-    /// In the caller's save, once its facts are written: reads `user` (with their stored events
-    /// when the save `changed` their facts),
-    /// derives their document and, when it is not the one stored, records it
-    /// (``record(_:document:events:in:now:inSave:)``). One transaction where there were three (the
-    /// save, a read, the settle), so fewer statements and, on PostgreSQL, round trips; the
-    /// derivation runs on the writer's thread. Nil when `user` is not stored under that id: the
-    /// caller reads again after the commit.
+    /// Settles `users` (whose facts a save changed: who lost a purchase to the one asking first,
+    /// then the one asking, whose facts changed when `changes` is above 0), in `db`'s transaction.
+    func settle(_ users: [String], asking user: String, changes: Int, in db: Database, now: Int64) throws -> SettledInSave {
+        var done = SettledInSave()
+        for other in users.dropFirst() {
+            guard let other = try settle(other, in: db, now: now, changed: true) else {
+                done.behind.append(other)
+                continue
+            }
+            done.deliveries += other.deliveries
+        }
+        done.user = try settle(user, in: db, now: now, changed: changes > 0)
+        done.deliveries += done.user?.deliveries ?? 0
+        return done
+    }
+
+    /// In the caller's save, once its facts are written (SQLite): reads `user` (with their stored
+    /// events when their facts `changed`), derives their document and, when it is not the one
+    /// stored, records it (``record(_:document:events:in:now:inSave:)``). One transaction where
+    /// there were three (the save, a read, the settle); the derivation runs on the writer's
+    /// thread. Nil when `user` is not stored under that id: the caller reads again after the commit.
     func settle(_ user: String, in db: Database, now: Int64, changed: Bool) throws -> Settled? {
         // When their facts changed, their stored events, which a new state replaces, are read with them.
         let stored = changed ? try EventStore(db).storedEvents(for: user) : nil

@@ -15,8 +15,8 @@ package import Workers
 /// renders and fingerprints on the caller's task, then records the result with a compare-and-set
 /// (``ReceiptStore/settle(_:hash:derivedFrom:version:now:)``), reading again when another write
 /// came between. A crash between the two writes loses nothing: the facts are stored, and the
-/// next read derives. A POST's save does both in one transaction (``settle(_:in:now:changed:)``), deriving
-/// on the writer's thread: fewer statements, and on PostgreSQL fewer round trips.
+/// next read derives. On SQLite a POST's save does both in one transaction
+/// (``settle(_:in:now:changed:)``), deriving on the writer's thread: fewer statements.
 package struct SubscriberState: Sendable {
     let settings: EntitlementSettings
     /// ``EntitlementSettings/fingerprint``, which a kept document must have been derived with.
@@ -89,8 +89,9 @@ package struct SubscriberState: Sendable {
     /// their facts or version since: nothing is written.
     ///
     /// `inSave`: `subscriber` was read in this transaction, after the save's writes (its stored
-    /// events with it): the compare-and-set is held back, to go with the commit, and fails the
-    /// save should it lose (``ReceiptStore/settleInSave(_:hash:stateHash:derivedFrom:version:now:document:summaryUntil:)``).
+    /// events with it), under the save's lock: the version after the compare-and-set is known
+    /// beforehand, and the save fails should it lose all the same
+    /// (``ReceiptStore/settleInSave(_:hash:stateHash:derivedFrom:version:now:document:summaryUntil:)``).
     func record(
         _ subscriber: SubscriberRecord, document: SubscriberDocument, events: [EventRecord], in db: Database, now: Int64,
         inSave: Bool = false
