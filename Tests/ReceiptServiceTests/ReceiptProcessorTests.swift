@@ -317,8 +317,8 @@ struct PostgresRoundTripTests {
     /// settle writes the summary's validity in its own update of the row (40 and 38 before).
     /// A save alone in its transaction opens no savepoint (39, 23 and 37 statements before).
     /// (Settled in the save, as on SQLite, a POST was 4 round trips and 30 statements; reverted
-    /// on PostgreSQL, where deriving on the pool's writer threads slowed other instances'
-    /// hearing of the change past the scale drill's 100 ms: Docs/performance.md.)
+    /// on PostgreSQL, where other instances then sometimes served the document from before it
+    /// past the scale drill's 100 ms: Docs/performance.md.)
     static let newSubscriber = (statements: 35, roundTrips: 7)
     static let unchanged = (statements: 21, roundTrips: 5)
     static let added = (statements: 33, roundTrips: 7)

@@ -17,9 +17,9 @@ extension SubscriberState {
         for user: String, database: DatabaseQueue, now: Int64, _ write: @escaping @Sendable (Database) throws -> Stored
     ) async throws -> SubscriberSnapshot {
         // On SQLite everyone it changed is settled in the save (``settle(_:in:now:changed:)``).
-        // On PostgreSQL after it, from a reader's snapshot, derived on this task: derived on its
-        // pool's writer threads, POSTs kept more threads busy than the cores, and a change took
-        // longer than 100 ms to reach the other instances' caches (the scale drill).
+        // On PostgreSQL after it, from a reader's snapshot, derived on this task: derived in the
+        // save there, a change sometimes took longer than 100 ms to reach the other instances'
+        // caches (the scale drill; Docs/performance.md, "A save alone").
         let inSave = database.dialect == .sqlite
         let (stored, settled) = try await database.write { [self] db -> (Stored, SettledInSave) in
             let stored = try write(db)
