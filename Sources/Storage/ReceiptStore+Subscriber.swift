@@ -7,10 +7,7 @@ extension ReceiptStore {
     /// The subscriber, every transaction and renewal snapshot of the purchases they hold, and the
     /// transfers that concern them; nil when unknown.
     /// An alias reads as the subscriber it names (``SubscriberRecord/appUserID`` is then the canonical id).
-    ///
-    /// `ahead`: reads the caller makes next, sent with the subscriber's own (on PostgreSQL, in
-    /// their round trip); the caller resets them.
-    package func subscriber(_ requestedID: String, ahead: [Statement] = []) throws -> SubscriberRecord? {
+    package func subscriber(_ requestedID: String) throws -> SubscriberRecord? {
         let head = try db.cached(
             """
             SELECT version, state_hash, facts_revision, derived_revision, summary_until, document_settings FROM subscribers
@@ -41,7 +38,7 @@ extension ReceiptStore {
             [head, transactions, history, held, theirs]
             + (try [Self.aliasesSQL, PromotionStore.promotionsSQL, AppTransactionStore.factsSQL].map { try db.cached($0) })
         defer { for statement in prefetched { statement.reset() } }
-        try db.prefetch(try prefetched.map { try $0.bind([requestedID]) } + ahead)
+        try db.prefetch(try prefetched.map { try $0.bind([requestedID]) })
         // An alias has no subscriber row: its rows are read again for the id it names.
         var appUserID = requestedID
         if try !head.step() {
@@ -175,7 +172,15 @@ extension ReceiptStore {
     ) throws -> Int64? {
         // Without a document, none is kept: the column is cleared with the settle. The summary's
         // validity (``ProductStateStore``) is written with it when given: one write of the row.
-        let update = try db.cached(Self.settleSQL).bind([
+        let update = try db.cached(
+            """
+            UPDATE subscribers SET version = version + CASE WHEN state_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, state_hash = ?1, derived_revision = ?2,
+                updated_at = ?3, document = ?6, document_cut = ?7, document_at = ?3, document_settings = ?8,
+                summary_until = COALESCE(?9, summary_until)
+            WHERE app_user_id = ?4 AND facts_revision = ?2 AND version = ?5
+            RETURNING version
+            """
+        ).bind([
             hash, revision, now, appUserID, version, document.map { String(decoding: $0.json, as: UTF8.self) },
             document.map { Int64($0.cut) }, document?.settings, summaryUntil,
         ])
@@ -191,37 +196,6 @@ extension ReceiptStore {
         if let document, document.version != after { try DocumentStore(db).forget(appUserID) }
         return after
     }
-
-    /// ``settle(_:hash:derivedFrom:version:now:document:summaryUntil:ahead:)`` in the save that
-    /// read the snapshot (at `stateHash` and `version`) after its own writes, holding the
-    /// subscriber's lock (SQLite's one writer): the version after it is known beforehand. Should
-    /// the row have moved all the same, it fails as a serialization failure (SQLSTATE 40001), and
-    /// the save runs again.
-    package func settleInSave(
-        _ appUserID: String, hash: String, stateHash: String?, derivedFrom revision: Int64, version: Int64, now: Int64,
-        document: DocumentStore.Rendering, summaryUntil: Int64
-    ) throws -> Int64 {
-        try db.cached(Self.settleSQL).bind([
-            hash, revision, now, appUserID, version, String(decoding: document.json, as: UTF8.self), Int64(document.cut),
-            document.settings, summaryUntil,
-        ]).run()
-        guard db.changes == 1 else {
-            throw StorageError(.sqlite, "a settle found its row changed by another transaction", sqlState: "40001")
-        }
-        let after = version + (stateHash == hash ? 0 : 1)
-        if after != version { try ChangeLog(db).append(appUserID, at: now) }
-        if document.version != after { try DocumentStore(db).forget(appUserID) }
-        return after
-    }
-
-    /// The settle's compare-and-set.
-    private static let settleSQL = """
-        UPDATE subscribers SET version = version + CASE WHEN state_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, state_hash = ?1, derived_revision = ?2,
-            updated_at = ?3, document = ?6, document_cut = ?7, document_at = ?3, document_settings = ?8,
-            summary_until = COALESCE(?9, summary_until)
-        WHERE app_user_id = ?4 AND facts_revision = ?2 AND version = ?5
-        RETURNING version
-        """
 
     /// Subscriber ids in order, `limit` at a time after `after`.
     package func subscriberIDs(after: String?, limit: Int) throws -> [String] {

@@ -526,32 +526,6 @@ struct ReceiptStoreTests {
         #expect(try summaryUntil() == 700)  // a settle that loses writes none of it
     }
 
-    /// In the save that read the snapshot, the settle knows the version it writes beforehand; when
-    /// it loses all the same, the save fails as a serialization failure and nothing of it stays.
-    @Test(arguments: await testDialects())
-    func aSettleInTheSaveKnowsItsVersionAndFailsTheSaveWhenItLoses(dialect: Database.Dialect) async throws {
-        let db = try await migratedDatabase(dialect)
-        let store = ReceiptStore(db)
-        _ = try store.save(receipt(), for: "alice", now: 10)  // facts revision 1, version 0
-        let rendering = { (version: Int64) in
-            DocumentStore.Rendering(version: version, json: Array(#"{"v":\#(version)}"#.utf8), cut: 5, settings: "s")
-        }
-        let settle = { (hash: String, stateHash: String?, version: Int64, now: Int64) in
-            try db.transaction {
-                try store.settleInSave(
-                    "alice", hash: hash, stateHash: stateHash, derivedFrom: 1, version: version, now: now,
-                    document: rendering(version + (stateHash == hash ? 0 : 1)), summaryUntil: 700)
-            }
-        }
-        #expect(try settle("a", nil, 0, 11) == 1)
-        #expect(try settle("a", "a", 1, 12) == 1)  // the same fingerprint: no new version
-        let row = { try db.scalarText("SELECT version || ' ' || state_hash || ' ' || document FROM subscribers") }
-        #expect(try row() == #"1 a {"v":1}"#)
-        let error = #expect(throws: StorageError.self) { try settle("b", "a", 0, 13) }  // read before version 1
-        #expect(error?.sqlState == "40001")
-        #expect(try row() == #"1 a {"v":1}"#)
-    }
-
     @Test(arguments: await testDialects())
     func unownedFactsAboutAHeldPurchaseMarkItsHolderChanged(dialect: Database.Dialect) async throws {
         let db = try await migratedDatabase(dialect)

@@ -16,16 +16,16 @@ extension SubscriberState {
     package func answer(
         for user: String, database: DatabaseQueue, now: Int64, _ write: @escaping @Sendable (Database) throws -> Stored
     ) async throws -> SubscriberSnapshot {
-        // On SQLite everyone it changed is settled in the save (``settle(_:in:now:changed:)``).
+        // On SQLite everyone it changed is settled in the save (``settle(_:in:now:)``).
         // On PostgreSQL after it, from a reader's snapshot, derived on this task: derived in the
         // save there, a change sometimes took longer than 100 ms to reach the other instances'
         // caches (the scale drill; Docs/performance.md, "A save alone").
         let inSave = database.dialect == .sqlite
         let (stored, settled) = try await database.write { [self] db -> (Stored, SettledInSave) in
             let stored = try write(db)
-            guard case .stored(let changes, let users) = stored else { return (stored, SettledInSave()) }
+            guard case .stored(_, let users) = stored else { return (stored, SettledInSave()) }
             guard inSave else { return (stored, SettledInSave(behind: Array(users.dropFirst()))) }
-            return (stored, try settle(users, asking: user, changes: changes, in: db, now: now))
+            return (stored, try settle(users, asking: user, in: db, now: now))
         }
         switch stored {
         case .stored: break
@@ -50,7 +50,7 @@ extension SubscriberState {
         return SubscriberSnapshot(document: current.document, version: current.version, now: now)
     }
 
-    /// A subscriber settled in the save that changed them (``settle(_:in:now:changed:)``), and the webhook
+    /// A subscriber settled in the save that changed them (``settle(_:in:now:)``), and the webhook
     /// deliveries it queued.
     struct Settled: Sendable {
         var document: SubscriberDocument
@@ -67,31 +67,29 @@ extension SubscriberState {
     }
 
     /// Settles `users` (whose facts a save changed: who lost a purchase to the one asking first,
-    /// then the one asking, whose facts changed when `changes` is above 0), in `db`'s transaction.
-    func settle(_ users: [String], asking user: String, changes: Int, in db: Database, now: Int64) throws -> SettledInSave {
+    /// then the one asking), in `db`'s transaction.
+    func settle(_ users: [String], asking user: String, in db: Database, now: Int64) throws -> SettledInSave {
         var done = SettledInSave()
         for other in users.dropFirst() {
-            guard let other = try settle(other, in: db, now: now, changed: true) else {
+            guard let other = try settle(other, in: db, now: now) else {
                 done.behind.append(other)
                 continue
             }
             done.deliveries += other.deliveries
         }
-        done.user = try settle(user, in: db, now: now, changed: changes > 0)
+        done.user = try settle(user, in: db, now: now)
         done.deliveries += done.user?.deliveries ?? 0
         return done
     }
 
-    /// In the caller's save, once its facts are written (SQLite): reads `user` (with their stored
-    /// events when their facts `changed`), derives their document and, when it is not the one
-    /// stored, records it (``record(_:document:events:in:now:inSave:)``). One transaction where
-    /// there were three (the save, a read, the settle); the derivation runs on the writer's
-    /// thread. Nil when `user` is not stored under that id: the caller reads again after the commit.
-    func settle(_ user: String, in db: Database, now: Int64, changed: Bool) throws -> Settled? {
-        // When their facts changed, their stored events, which a new state replaces, are read with them.
-        let stored = changed ? try EventStore(db).storedEvents(for: user) : nil
-        defer { stored?.reset() }
-        guard let subscriber = try ReceiptStore(db).subscriber(user, ahead: stored.map { [$0] } ?? []) else { return nil }
+    /// In the caller's save, once its facts are written (SQLite): reads `user`, derives their
+    /// document and, when it is not the one stored, records it (``record(_:document:events:in:now:)``).
+    /// One transaction where there were three (the save, a read, the settle); the derivation runs
+    /// on the writer's thread. Nil when `user` is not stored under that id, or the compare-and-set
+    /// lost (the writer's lock keeps other writers out, so it should not): the caller reads again
+    /// after the commit.
+    func settle(_ user: String, in db: Database, now: Int64) throws -> Settled? {
+        guard let subscriber = try ReceiptStore(db).subscriber(user) else { return nil }
         let facts = subscriber.pinnedFacts
         let document = document(subscriber, facts: facts, now: now)
         if isSettled(subscriber, document) && subscriber.summaryUntil > now {
@@ -101,9 +99,7 @@ extension SubscriberState {
             return Settled(document: document, version: subscriber.version, deliveries: 0)
         }
         let events = events(subscriber, facts: facts, now: now)
-        guard let recorded = try record(subscriber, document: document, events: events, in: db, now: now, inSave: true) else {
-            return nil
-        }
+        guard let recorded = try record(subscriber, document: document, events: events, in: db, now: now) else { return nil }
         return Settled(document: document, version: recorded.version, deliveries: recorded.deliveries)
     }
 

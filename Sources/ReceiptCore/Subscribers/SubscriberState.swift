@@ -16,7 +16,7 @@ package import Workers
 /// (``ReceiptStore/settle(_:hash:derivedFrom:version:now:)``), reading again when another write
 /// came between. A crash between the two writes loses nothing: the facts are stored, and the
 /// next read derives. On SQLite a POST's save does both in one transaction
-/// (``settle(_:in:now:changed:)``), deriving on the writer's thread: fewer statements.
+/// (``settle(_:in:now:)``), deriving on the writer's thread: fewer statements.
 package struct SubscriberState: Sendable {
     let settings: EntitlementSettings
     /// ``EntitlementSettings/fingerprint``, which a kept document must have been derived with.
@@ -87,36 +87,20 @@ package struct SubscriberState: Sendable {
     /// the snapshot `subscriber`, as their state (a new fingerprint bumps the version), and queues
     /// the new events' webhooks, if the snapshot is still current. Nil when another write changed
     /// their facts or version since: nothing is written.
-    ///
-    /// `inSave`: `subscriber` was read in this transaction, after the save's writes (its stored
-    /// events with it), under the save's lock: the version after the compare-and-set is known
-    /// beforehand, and the save fails should it lose all the same
-    /// (``ReceiptStore/settleInSave(_:hash:stateHash:derivedFrom:version:now:document:summaryUntil:)``).
-    func record(
-        _ subscriber: SubscriberRecord, document: SubscriberDocument, events: [EventRecord], in db: Database, now: Int64,
-        inSave: Bool = false
-    ) throws -> Recorded? {
+    func record(_ subscriber: SubscriberRecord, document: SubscriberDocument, events: [EventRecord], in db: Database, now: Int64)
+        throws -> Recorded?
+    {
         try db.transaction { () throws -> Recorded? in
             // Rendered with the version it will show: one more when its fingerprint is new (the
             // snapshot's fingerprint is the row's while its version is).
             let shows = subscriber.version + (subscriber.stateHash == document.fingerprint ? 0 : 1)
-            let store = ReceiptStore(db)
-            let (hash, rendered, until) = (document.fingerprint, rendering(document, version: shows), document.changesAt ?? .max)
-            let version: Int64
-            if inSave {
-                version = try store.settleInSave(
-                    subscriber.appUserID, hash: hash, stateHash: subscriber.stateHash, derivedFrom: subscriber.factsRevision,
-                    version: subscriber.version, now: now, document: rendered, summaryUntil: until)
-            } else {
-                // The stored events, which their replacement reads next, go with the settle.
-                guard
-                    let settled = try store.settle(
-                        subscriber.appUserID, hash: hash, derivedFrom: subscriber.factsRevision, version: subscriber.version,
-                        now: now, document: rendered, summaryUntil: until,
-                        ahead: [try EventStore(db).storedEvents(for: subscriber.appUserID)])
-                else { return nil }
-                version = settled
-            }
+            // The stored events, which their replacement reads next, go with the settle.
+            guard
+                let version = try ReceiptStore(db).settle(
+                    subscriber.appUserID, hash: document.fingerprint, derivedFrom: subscriber.factsRevision,
+                    version: subscriber.version, now: now, document: rendering(document, version: shows),
+                    summaryUntil: document.changesAt ?? .max, ahead: [try EventStore(db).storedEvents(for: subscriber.appUserID)])
+            else { return nil }
             try ProductStateStore(db).replace(document.productStates, for: subscriber.appUserID)  // good until: the settle's
             // The new events' ids are read back only for webhooks to name them.
             var added: [EventRecord] = []
