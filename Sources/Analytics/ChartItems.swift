@@ -145,7 +145,7 @@ struct ItemRecorder {
             ? Newcomer.newcomers(ledger, admitted: admitted, filters: filters) : []
         // Years of service count every purchase of the environment, whatever the other filters.
         commission = Commission(
-            ledger.entries.filter { $0.purchase.environment == filters.environment },
+            ledger.entries.filter { $0.purchase.environment.rawValue == filters.environment },
             smallBusinessApps: settings.smallBusinessApps)
     }
 

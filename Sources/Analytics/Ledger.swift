@@ -42,7 +42,7 @@ package struct Ledger: Sendable {
     /// Every environment someone in the ledger is counted in: their purchases', their
     /// AppTransactions', and production for someone known by neither.
     package var environments: Set<String> {
-        var all = Set(entries.map(\.purchase.environment))
+        var all = Set(entries.map(\.purchase.environment.rawValue))
         let holding = Set(entries.map { Identifier($0.appUserID) })
         for (user, customer) in customers {
             all.formUnion(customer.environments)
@@ -104,7 +104,7 @@ package struct ChartFilters: Sendable, Equatable {
 
     func admits(_ e: Ledger.Entry) -> Bool {
         let p = e.purchase
-        return p.environment == environment && (app.map { $0.isExactly(e.bundleID) } ?? true)
+        return p.environment.rawValue == environment && (app.map { $0.isExactly(e.bundleID) } ?? true)
             && (product.map { $0.isExactly(p.productID) } ?? true)
             && (storefront.map { s in p.commerce.storefront.map { s.isExactly($0) } ?? false } ?? true)
             && (store.map { $0 == p.store } ?? true)

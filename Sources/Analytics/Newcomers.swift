@@ -37,7 +37,7 @@ struct Newcomer {
             let held = (all[user] ?? []).filter { $0.purchase.purchaseDate != nil }
             let first = held.min { Purchase.chronological($0.purchase, $1.purchase) }
             let customer = ledger.customers[user]
-            var environments = Set(held.map(\.purchase.environment)).union(customer?.environments ?? [])
+            var environments = Set(held.map(\.purchase.environment.rawValue)).union(customer?.environments ?? [])
             if environments.isEmpty { environments = ["production"] }
             let bundleID = first?.bundleID ?? customer?.bundleID ?? ""
             guard environments.contains(filters.environment), filters.app.map({ bundleID.isExactly($0) }) ?? true else {
@@ -94,7 +94,7 @@ extension Ledger.Entry {
         case .store: purchase.store.rawValue
         case .product: purchase.productID
         case .app: bundleID
-        case .environment: purchase.environment
+        case .environment: purchase.environment.rawValue
         case .reason: ChartDimension.unknown  // a refund request's, not a transaction's
         }
     }

@@ -1,3 +1,5 @@
+package import Entitlements
+
 /// A `verifyReceipt` `status` and what receiptd does about it (Docs/apple-protocols.md §1.3).
 package struct AppleStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     package let rawValue: Int
@@ -20,7 +22,7 @@ package struct AppleStatus: RawRepresentable, Hashable, Sendable, CustomStringCo
         /// A decoded receipt came back (0, and 21006 which still carries the receipt).
         case valid
         /// Send the same body to the other environment (21007 → sandbox, 21008 → production).
-        case switchEnvironment(AppStoreEnvironment)
+        case switchEnvironment(StoreEnvironment)
         /// A temporary problem at Apple: try again within the deadline (21002, 21005, 21009).
         case retryable
         /// 21100–21199: retryable only when the response's retry flag says so.
@@ -49,11 +51,8 @@ package struct AppleStatus: RawRepresentable, Hashable, Sendable, CustomStringCo
     package var description: String { String(rawValue) }
 }
 
-/// Apple's two verifyReceipt environments.
-package enum AppStoreEnvironment: String, Sendable, Hashable, Codable, CaseIterable {
-    case production
-    case sandbox
-
+/// Apple's two environments, verifyReceipt's and the App Store Server API's.
+extension StoreEnvironment {
     /// Apple spells them `Production` and `Sandbox` in responses.
     package init?(appleName: String) {
         switch appleName.lowercased() {

@@ -83,7 +83,7 @@ package enum Derivation {
             result.append(
                 NonSubscriptionPurchase(
                     productID: p.productID, transactionID: p.transactionID, kind: kind, purchasedAt: p.purchaseDate,
-                    expiresAt: expires, refundedAt: p.cancellationDate, environment: p.environment, store: p.store,
+                    expiresAt: expires, refundedAt: p.cancellationDate, environment: p.environment.rawValue, store: p.store,
                     price: p.commerce.price, ownership: p.ownership,
                     quantity: p.quantity, isEntitled: entitled, refund: refund, refundedQuantity: refundedUnits,
                     appTransactionID: p.appTransactionID,
@@ -266,7 +266,8 @@ package enum Derivation {
             willRenew: ongoing && autoRenew == true,
             renewsInto: ongoing ? renewal?.autoRenewProductID.flatMap { $0 == current.productID ? nil : $0 } : nil,
             periodType: current.isTrialPeriod ? "trial" : current.isInIntroOfferPeriod ? "intro" : "normal",
-            offer: offer(of: current), ownership: current.ownership, environment: current.environment, store: current.store,
+            offer: offer(of: current), ownership: current.ownership, environment: current.environment.rawValue,
+            store: current.store,
             storeTransactionID: current.transactionID, price: current.commerce.price, purchasedAt: current.purchaseDate,
             originalPurchasedAt: current.originalPurchaseDate ?? chain.compactMap(\.purchaseDate).min(),
             refundedAt: state == .refunded || state == .revoked ? current.cancellationDate : nil,
@@ -328,7 +329,7 @@ package enum Derivation {
             productID: p.productID, originalTransactionID: p.originalTransactionID, state: expired ? .expired : .upgraded,
             isEntitled: false, expiresAt: p.expiresDate, gracePeriodExpiresAt: nil, willRenew: false, renewsInto: nil,
             periodType: p.isTrialPeriod ? "trial" : p.isInIntroOfferPeriod ? "intro" : "normal", offer: offer(of: p),
-            ownership: p.ownership, environment: p.environment, store: p.store, storeTransactionID: p.transactionID,
+            ownership: p.ownership, environment: p.environment.rawValue, store: p.store, storeTransactionID: p.transactionID,
             price: p.commerce.price, purchasedAt: p.purchaseDate,
             originalPurchasedAt: p.originalPurchaseDate, refundedAt: nil, expirationReason: nil, priceIncrease: nil,
             unsubscribeDetectedAt: nil, billingIssueDetectedAt: nil, appTransactionID: p.appTransactionID,

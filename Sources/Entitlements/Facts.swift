@@ -67,8 +67,7 @@ package struct Purchase: Sendable, Equatable {
     package var isUpgraded: Bool
     /// `PURCHASED` or `FAMILY_SHARED`.
     package var ownershipType: String?
-    /// `production` or `sandbox`.
-    package var environment: String
+    package var environment: StoreEnvironment
     package var subscriptionGroupID: String?
     package var promotionalOfferID: String?
     package var offerCodeRefName: String?
@@ -91,7 +90,7 @@ package struct Purchase: Sendable, Equatable {
         transactionID: String, originalTransactionID: String, productID: String, purchaseDate: Int64? = nil,
         originalPurchaseDate: Int64? = nil, expiresDate: Int64? = nil, cancellationDate: Int64? = nil,
         cancellationReason: String? = nil, isTrialPeriod: Bool = false, isInIntroOfferPeriod: Bool = false,
-        isUpgraded: Bool = false, ownershipType: String? = nil, environment: String = "production",
+        isUpgraded: Bool = false, ownershipType: String? = nil, environment: StoreEnvironment = .production,
         subscriptionGroupID: String? = nil, promotionalOfferID: String? = nil, offerCodeRefName: String? = nil,
         quantity: Int64? = nil, webOrderLineItemID: String? = nil, appAccountToken: String? = nil,
         appTransactionID: String? = nil, refundReversal: RefundReversal? = nil, store: Store = .appStore,
@@ -154,8 +153,7 @@ package struct Renewal: Sendable, Equatable {
     package var priceIncreaseStatus: String?
     package var offerCodeRefName: String?
     package var promotionalOfferID: String?
-    /// `production` or `sandbox`.
-    package var environment: String
+    package var environment: StoreEnvironment
     /// Google Play's `subscriptionState` (`SUBSCRIPTION_STATE_ACTIVE`, `…_ON_HOLD`, `…_PAUSED`, …) as
     /// stated; nil for Apple, whose state follows from the fields above.
     package var storeState: String?
@@ -168,7 +166,7 @@ package struct Renewal: Sendable, Equatable {
         originalTransactionID: String, productID: String? = nil, autoRenewProductID: String? = nil,
         autoRenewStatus: Bool? = nil, expirationIntent: Int64? = nil, gracePeriodExpiresDate: Int64? = nil,
         isInBillingRetryPeriod: Bool? = nil, priceConsentStatus: String? = nil, priceIncreaseStatus: String? = nil,
-        offerCodeRefName: String? = nil, promotionalOfferID: String? = nil, environment: String = "production",
+        offerCodeRefName: String? = nil, promotionalOfferID: String? = nil, environment: StoreEnvironment = .production,
         storeState: String? = nil, autoResumeDate: Int64? = nil, commitment: RenewalCommitment? = nil
     ) {
         self.originalTransactionID = originalTransactionID

@@ -19,8 +19,7 @@ package struct Stated<Fact: Sendable & Equatable>: Sendable, Equatable {
 /// Everything one verified answer says (a receipt, a notification, a signed transaction), to
 /// be stored in one transaction.
 package struct VerifiedFacts: Sendable, Equatable {
-    /// `production` or `sandbox`.
-    package var environment: String
+    package var environment: StoreEnvironment
     package var purchases: [Stated<Purchase>]
     package var renewals: [Stated<Renewal>]
     /// Apple's `latest_receipt`, kept for each of the receipt's subscriptions.
@@ -34,7 +33,8 @@ package struct VerifiedFacts: Sendable, Equatable {
     package var renewalChangedAt: Int64?
 
     package init(
-        environment: String, purchases: [Stated<Purchase>], renewals: [Stated<Renewal>] = [], latestReceipt: String? = nil,
+        environment: StoreEnvironment, purchases: [Stated<Purchase>], renewals: [Stated<Renewal>] = [],
+        latestReceipt: String? = nil,
         statedAt: Int64? = nil, renewalChangedAt: Int64? = nil
     ) {
         self.environment = environment

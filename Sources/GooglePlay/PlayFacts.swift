@@ -39,7 +39,7 @@ extension PlayRecord {
     private func subscriptionFacts(_ s: SubscriptionPurchase) -> ([Purchase], [Renewal]) {
         var purchases: [Purchase] = []
         var renewals: [Renewal] = []
-        let environment = s.isTest ? "sandbox" : "production"
+        let environment: StoreEnvironment = s.isTest ? .sandbox : .production
         for (index, item) in s.lineItems.enumerated() {
             let original = index == 0 ? chain : chain + "/" + item.productID
             let order = item.latestSuccessfulOrderID
@@ -77,7 +77,7 @@ extension PlayRecord {
     private func productFacts(_ p: ProductPurchase) -> [Purchase] {
         // Nothing is bought while the payment is pending: a non-consumable would otherwise grant.
         guard p.state != .pending else { return [] }
-        let environment = p.isTest ? "sandbox" : "production"
+        let environment: StoreEnvironment = p.isTest ? .sandbox : .production
         return p.lineItems.enumerated().map { index, item in
             let id = (p.orderID ?? tokenReference) + (index == 0 ? "" : "/" + item.productID)
             // A cancelled purchase was never paid (its payment failed or was declined) or was

@@ -105,7 +105,7 @@ package struct IngestNotification: UseCase, Sendable {
     /// its delivery is acknowledged now).
     private func answerConsumption(_ row: NotificationRecord, id: Int64) {
         guard let consumption, row.version == 2, row.type == "CONSUMPTION_REQUEST", let transactionID = row.transactionID,
-            let bundleID = row.bundleID, let environment = row.environment.flatMap(AppStoreEnvironment.init(rawValue:))
+            let bundleID = row.bundleID, let environment = row.environment.flatMap(StoreEnvironment.init(rawValue:))
         else { return }
         let requestedAt = row.signedAt ?? row.receivedAt
         background.start {
@@ -130,7 +130,7 @@ package struct IngestNotification: UseCase, Sendable {
             }
             let row = NotificationRecord(
                 dedupeKey: n.notificationUUID, version: 2, type: n.notificationType.rawValue, subtype: n.subtype?.rawValue,
-                environment: n.environment.flatMap(AppStoreEnvironment.init(appleName:))?.rawValue, bundleID: n.bundleID,
+                environment: n.environment.flatMap(StoreEnvironment.init(appleName:))?.rawValue, bundleID: n.bundleID,
                 originalTransactionID: n.transaction?.originalTransactionID ?? n.renewal?.originalTransactionID,
                 transactionID: n.transaction?.transactionID, appleStatus: n.status,
                 outcome: NotificationOutcome.received.rawValue, signedAt: n.signedDate,

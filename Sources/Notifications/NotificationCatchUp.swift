@@ -2,6 +2,7 @@ package import AppStore
 import Clocks
 import CoreMetrics
 import DatabaseEngine
+package import Entitlements
 import JSON
 import Logging
 package import ReceiptCore
@@ -58,11 +59,11 @@ package final class NotificationCatchUp: UseCase, Sendable {
     private let ingest: IngestNotification
     package let context: UseCaseContext
     private let bundleIDs: [String]
-    private let environments: [AppStoreEnvironment]
+    private let environments: [StoreEnvironment]
 
     package init(
         context: UseCaseContext, settings: Settings, serverAPI: ServerAPIClient?, ingest: IngestNotification, bundleIDs: [String],
-        environments: [AppStoreEnvironment]
+        environments: [StoreEnvironment]
     ) {
         self.settings = settings
         self.serverAPI = serverAPI
@@ -132,7 +133,7 @@ package final class NotificationCatchUp: UseCase, Sendable {
 
     /// Every page of one app's history in one environment, each notification ingested in order.
     private func page(
-        _ serverAPI: ServerAPIClient, bundleID: String, environment: AppStoreEnvironment, from start: Int64, to end: Int64,
+        _ serverAPI: ServerAPIClient, bundleID: String, environment: StoreEnvironment, from start: Int64, to end: Int64,
         into summary: inout Summary
     ) async {
         var token: String?

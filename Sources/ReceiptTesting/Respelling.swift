@@ -1,6 +1,6 @@
 package import Analytics
 package import Entitlements
-package import Identifiers
+import Identifiers
 
 /// A ledger's ids spelt again so that ids which differ become two spellings of one text: of
 /// each kind of id in the ledger (people, original transactions, transactions, products,

@@ -65,7 +65,7 @@ package enum SampleBusiness {
                             transactionID: "\(original)-\(n)", originalTransactionID: original, productID: product,
                             purchaseDate: t, originalPurchaseDate: t, expiresDate: t + length, cancellationDate: cancelled,
                             isTrialPeriod: trial, isUpgraded: upgraded,
-                            ownershipType: user % 13 == 4 ? "FAMILY_SHARED" : "PURCHASED", environment: "production",
+                            ownershipType: user % 13 == 4 ? "FAMILY_SHARED" : "PURCHASED", environment: .production,
                             subscriptionGroupID: "g", commerce: commerce),
                         bundleID: user % 5 == 2 ? "com.y" : "com.x", rawJSON: #"{"n":\#(n)}"#))
                 // On time, after a gap (a resubscription), or early.
@@ -77,10 +77,10 @@ package enum SampleBusiness {
                     Renewal(
                         originalTransactionID: original, productID: product, autoRenewProductID: product,
                         autoRenewStatus: Bool.random(using: &rng), gracePeriodExpiresDate: retrying ? t + 6 * day : nil,
-                        isInBillingRetryPeriod: retrying, environment: "production"),
+                        isInBillingRetryPeriod: retrying, environment: .production),
                     rawJSON: "{}"))
         }
-        return (VerifiedFacts(environment: "production", purchases: purchases, renewals: renewals, statedAt: 1), owners)
+        return (VerifiedFacts(environment: .production, purchases: purchases, renewals: renewals, statedAt: 1), owners)
     }
 
     package static let rates: [AnalyticsStore.RateRow] = (0..<200).filter { !(100..<120).contains($0) }.flatMap {

@@ -70,9 +70,9 @@ package struct TestStore: PurchaseStore {
             transactionID: "ts-\(parts[1])-1", originalTransactionID: "ts-\(parts[1])", productID: parts[0],
             purchaseDate: bought, originalPurchaseDate: bought, expiresDate: monthly ? bought + 30 * 86_400_000 : nil,
             isTrialPeriod: false, isInIntroOfferPeriod: false, isUpgraded: false, ownershipType: "PURCHASED",
-            environment: "production", store: store,
+            environment: .production, store: store,
             commerce: Commerce(price: Price(milliunits: 4990, currency: "USD", source: .store), transactionReason: "PURCHASE"))
         return VerifiedFacts(
-            environment: "production", purchases: [Stated(purchase, bundleID: "com.example.app", rawJSON: raw)])
+            environment: .production, purchases: [Stated(purchase, bundleID: "com.example.app", rawJSON: raw)])
     }
 }

@@ -110,14 +110,16 @@ package struct EventRecord: Sendable, Equatable {
 /// One row of the verification log.
 package struct VerificationLogEntry: Sendable, Equatable {
     package var appUserID: String?
-    package var environment: String?
+    package var environment: StoreEnvironment?
     package var appleStatus: Int?
     /// A short outcome name, e.g. `valid`, `invalid_receipt`, `unavailable`.
     package var outcome: String
     package var attempts: Int
     package var latencyMs: Int64
 
-    package init(appUserID: String?, environment: String?, appleStatus: Int?, outcome: String, attempts: Int, latencyMs: Int64) {
+    package init(
+        appUserID: String?, environment: StoreEnvironment?, appleStatus: Int?, outcome: String, attempts: Int, latencyMs: Int64
+    ) {
         self.appUserID = appUserID
         self.environment = environment
         self.appleStatus = appleStatus

@@ -65,7 +65,8 @@ extension ReceiptStore {
                 purchaseDate: s.optionalInt(5), originalPurchaseDate: s.optionalInt(6), expiresDate: s.optionalInt(7),
                 cancellationDate: s.optionalInt(8), cancellationReason: s.text(9), isTrialPeriod: s.int(11) == 1,
                 isInIntroOfferPeriod: s.int(12) == 1, isUpgraded: s.int(13) == 1, ownershipType: s.text(14),
-                environment: s.text(4)!, subscriptionGroupID: s.text(15), promotionalOfferID: s.text(17),
+                environment: StoreEnvironment(stored: s.text(4)!), subscriptionGroupID: s.text(15),
+                promotionalOfferID: s.text(17),
                 offerCodeRefName: s.text(18), quantity: s.optionalInt(10), webOrderLineItemID: s.text(16),
                 appAccountToken: s.text(20), appTransactionID: s.text(22),
                 refundReversal: s.optionalInt(23).flatMap { refunded in
@@ -80,7 +81,7 @@ extension ReceiptStore {
     static func purchaseValues(_ stated: Stated<Purchase>) -> [(any StatementValue)?] {
         let p = stated.fact
         return [
-            p.transactionID, p.originalTransactionID, p.productID, stated.bundleID ?? "", p.environment, p.purchaseDate,
+            p.transactionID, p.originalTransactionID, p.productID, stated.bundleID ?? "", p.environment.rawValue, p.purchaseDate,
             p.originalPurchaseDate, p.expiresDate, p.cancellationDate, p.cancellationReason, p.quantity,
             p.isTrialPeriod ? 1 : 0, p.isInIntroOfferPeriod ? 1 : 0, p.isUpgraded ? 1 : 0, p.ownershipType,
             p.subscriptionGroupID, p.webOrderLineItemID, p.promotionalOfferID, p.offerCodeRefName,
@@ -117,7 +118,8 @@ extension ReceiptStore {
                 autoRenewStatus: s.optionalInt(c + 3).map { $0 == 1 }, expirationIntent: s.optionalInt(c + 4),
                 gracePeriodExpiresDate: s.optionalInt(c + 5), isInBillingRetryPeriod: s.optionalInt(c + 6).map { $0 == 1 },
                 priceConsentStatus: s.text(c + 7), priceIncreaseStatus: s.text(c + 8), offerCodeRefName: s.text(c + 9),
-                promotionalOfferID: s.text(c + 10), environment: s.text(c + 11)!, storeState: s.text(c + 12),
+                promotionalOfferID: s.text(c + 10), environment: StoreEnvironment(stored: s.text(c + 11)!),
+                storeState: s.text(c + 12),
                 autoResumeDate: s.optionalInt(c + 13), commitment: renewalCommitment(s, from: c + 15)),
             rawJSON: s.text(c + 14)!)
     }
@@ -135,7 +137,8 @@ extension ReceiptStore {
         [
             r.originalTransactionID, r.productID, r.autoRenewProductID, r.autoRenewStatus.map { $0 ? 1 : 0 },
             r.expirationIntent, r.gracePeriodExpiresDate, r.isInBillingRetryPeriod.map { $0 ? 1 : 0 }, r.priceConsentStatus,
-            r.priceIncreaseStatus, r.offerCodeRefName, r.promotionalOfferID, r.environment, r.storeState, r.autoResumeDate,
+            r.priceIncreaseStatus, r.offerCodeRefName, r.promotionalOfferID, r.environment.rawValue, r.storeState,
+            r.autoResumeDate,
         ]
     }
 

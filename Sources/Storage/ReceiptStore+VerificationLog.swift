@@ -40,7 +40,9 @@ extension ReceiptStore {
     package func log(_ entry: VerificationLogEntry, at now: Int64) throws {
         try db.cached(
             "INSERT INTO verifications (app_user_id, environment, apple_status, outcome, attempts, latency_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-        ).bind([entry.appUserID, entry.environment, entry.appleStatus, entry.outcome, entry.attempts, entry.latencyMs, now])
-            .runLater()
+        ).bind([
+            entry.appUserID, entry.environment?.rawValue, entry.appleStatus, entry.outcome, entry.attempts, entry.latencyMs, now,
+        ])
+        .runLater()
     }
 }

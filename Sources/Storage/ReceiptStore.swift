@@ -187,7 +187,9 @@ package struct ReceiptStore {
                 WHERE latest_receipts.receipt_data IS DISTINCT FROM excluded.receipt_data
                     OR latest_receipts.environment IS DISTINCT FROM excluded.environment
                 """)
-            for original in facts.originals { try upsertLatest.bind([original, latest, facts.environment, now]).runLater() }
+            for original in facts.originals {
+                try upsertLatest.bind([original, latest, facts.environment.rawValue, now]).runLater()
+            }
         }
         return changes
     }

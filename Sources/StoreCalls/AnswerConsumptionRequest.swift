@@ -2,7 +2,7 @@ package import AppStore
 import Clocks
 import CoreMetrics
 import DatabaseEngine
-import Entitlements
+package import Entitlements
 package import JSON
 import Logging
 package import ReceiptCore
@@ -79,7 +79,7 @@ package struct AnswerConsumptionRequest: UseCase, Sendable {
     /// answers and their delay against Apple's 12 hours). Failures are logged and counted
     /// (`consumption_answers_total{outcome}`), never thrown: the notification itself is stored already.
     package func callAsFunction(
-        notificationID: Int64, transactionID: String, bundleID: String, environment: AppStoreEnvironment,
+        notificationID: Int64, transactionID: String, bundleID: String, environment: StoreEnvironment,
         requestedAt: Int64
     ) async {
         let outcome: String

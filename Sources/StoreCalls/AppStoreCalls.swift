@@ -2,6 +2,7 @@ package import AppStore
 import Clocks
 import CoreMetrics
 import DatabaseEngine
+import Entitlements
 import Logging
 package import ReceiptCore
 import ServiceLifecycle
@@ -83,7 +84,7 @@ package final class AppStoreCalls: UseCase, Sendable {
     package func make(_ call: AppStoreCallStore.Call) async {
         var failure: ServerAPIFailure?
         do {
-            guard let environment = AppStoreEnvironment(rawValue: call.environment) else {
+            guard let environment = StoreEnvironment(rawValue: call.environment) else {
                 throw ServerAPIFailure.invalidTransactionID
             }
             switch call.kind {

@@ -1,7 +1,7 @@
 package import AppStore
 import Clocks
 import DatabaseEngine
-import Entitlements
+package import Entitlements
 import FoundationEssentials
 import Identifiers
 import Logging
@@ -18,11 +18,11 @@ package struct AppStoreSupport: UseCase, Sendable {
     let bundleIDs: [String]
     /// The apps whose App Store Connect account has a key: those asked when every app is.
     let serverAPIApps: [String]
-    let environments: [AppStoreEnvironment]
+    let environments: [StoreEnvironment]
 
     package init(
         context: UseCaseContext, serverAPI: ServerAPIClient?, bundleIDs: [String], serverAPIApps: [String]? = nil,
-        environments: [AppStoreEnvironment]
+        environments: [StoreEnvironment]
     ) {
         self.context = context
         self.serverAPI = serverAPI
@@ -36,7 +36,7 @@ package struct AppStoreSupport: UseCase, Sendable {
     /// An order's transactions, each with the app user holding it here (nil: nobody yet).
     package struct Order: Sendable {
         package var orderID: String
-        package var environment: AppStoreEnvironment
+        package var environment: StoreEnvironment
         package var transactions: [(transaction: SignedTransaction, holder: String?)]
     }
 
@@ -154,7 +154,7 @@ package struct AppStoreSupport: UseCase, Sendable {
         let facts = Refresher.holderOnly(AppleFacts.facts(of: statuses, history: []), holder: user, original: original)
         let at = clock.now()
         let log = VerificationLogEntry(
-            appUserID: user, environment: statuses.environment.rawValue, appleStatus: nil, outcome: .serverAPI, attempts: 1,
+            appUserID: user, environment: statuses.environment, appleStatus: nil, outcome: .serverAPI, attempts: 1,
             latencyMs: (monotonic.now - started).milliseconds)
         do {
             let snapshot = try await state.answer(for: user, database: database, now: at) { [state] db in
@@ -213,8 +213,8 @@ package struct AppStoreSupport: UseCase, Sendable {
 
     /// Asks Apple to send a `TEST` notification to the app's configured URL; the token Apple
     /// answered (Get Test Notification Status tells what became of it).
-    package func testNotification(bundleID: String? = nil, environment: AppStoreEnvironment? = nil)
-        async throws(ReceiptError) -> (token: String, environment: AppStoreEnvironment)
+    package func testNotification(bundleID: String? = nil, environment: StoreEnvironment? = nil)
+        async throws(ReceiptError) -> (token: String, environment: StoreEnvironment)
     {
         let serverAPI = try configured()
         guard let bundle = try apps(bundleID).first else { throw .invalidRequest("No app is configured.") }

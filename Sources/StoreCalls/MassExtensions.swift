@@ -2,6 +2,7 @@ package import AppStore
 import Clocks
 import CoreMetrics
 import DatabaseEngine
+package import Entitlements
 import FoundationEssentials
 import Logging
 package import ReceiptCore
@@ -47,7 +48,7 @@ package final class MassExtensions: UseCase, Sendable {
     /// the product, its storefronts (empty: all), by how many days, why, and the request's id.
     package struct Request: Sendable, Equatable {
         package var bundleID: String?
-        package var environment: AppStoreEnvironment?
+        package var environment: StoreEnvironment?
         package var productID: String
         package var storefronts: [String]
         package var days: Int
@@ -55,7 +56,7 @@ package final class MassExtensions: UseCase, Sendable {
         package var requestID: String
 
         package init(
-            bundleID: String? = nil, environment: AppStoreEnvironment? = nil, productID: String, storefronts: [String] = [],
+            bundleID: String? = nil, environment: StoreEnvironment? = nil, productID: String, storefronts: [String] = [],
             days: Int, reason: AppStoreSupport.ExtendReason, requestID: String
         ) {
             self.bundleID = bundleID
@@ -73,12 +74,12 @@ package final class MassExtensions: UseCase, Sendable {
     let settings: Settings
     package let context: UseCaseContext
     let bundleIDs: [String]
-    let environments: [AppStoreEnvironment]
+    let environments: [StoreEnvironment]
     package let doorbell: Doorbell
 
     package init(
         context: UseCaseContext, serverAPI: ServerAPIClient?, refresher: Refresher, settings: Settings = Settings(),
-        bundleIDs: [String], environments: [AppStoreEnvironment], doorbell: Doorbell = Doorbell()
+        bundleIDs: [String], environments: [StoreEnvironment], doorbell: Doorbell = Doorbell()
     ) {
         self.serverAPI = serverAPI
         self.refresher = refresher
@@ -167,7 +168,7 @@ package final class MassExtensions: UseCase, Sendable {
     /// The request as stored: checked, the app (of `bundleIDs`) and environment (of
     /// `environments`) settled, the id lowercased, storefronts once each and in order.
     static func validated(
-        _ asked: Request, by asker: String, at now: Int64, bundleIDs: [String], environments: [AppStoreEnvironment]
+        _ asked: Request, by asker: String, at now: Int64, bundleIDs: [String], environments: [StoreEnvironment]
     ) throws(ReceiptError) -> MassExtensionRecord {
         guard AppleIdentifier.isValid(asked.productID, as: .productID) else {
             throw .invalidRequest("`product_id` must be a product id: letters, digits, `.`, `_` or `-`, at most 128.")
@@ -251,7 +252,7 @@ package final class MassExtensions: UseCase, Sendable {
         record: MassExtensionRecord, failure: ServerAPIFailure?
     ) {
         var r = claimed
-        let environment = AppStoreEnvironment(rawValue: r.environment) ?? .production
+        let environment = StoreEnvironment(rawValue: r.environment) ?? .production
         do {
             _ = try await serverAPI.massExtendRenewalDates(
                 productID: r.productID, storefronts: r.storefronts, days: r.days,
@@ -286,7 +287,7 @@ package final class MassExtensions: UseCase, Sendable {
         do {
             let status = try await serverAPI.massExtensionStatus(
                 productID: r.productID, requestID: r.requestID, bundleID: r.bundleID,
-                environment: AppStoreEnvironment(rawValue: r.environment) ?? .production)
+                environment: StoreEnvironment(rawValue: r.environment) ?? .production)
             let now = clock.now()
             (r.attempts, r.lastError) = (0, nil)
             guard status.complete else {

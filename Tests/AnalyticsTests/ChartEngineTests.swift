@@ -40,7 +40,7 @@ import Testing
             storefront: "GBR"),
         sale("d1", user: "dave", original: "d", product: "annual", from: at(2026, 1, 10), to: at(2027, 1, 10), price: 120_000),
         sale("a1f", user: "amy", original: "af", from: at(2026, 1, 5), to: at(2026, 2, 5), price: 10_000, family: true),
-        sale("s1", user: "sam", original: "s", from: at(2026, 1, 5), to: at(2026, 2, 5), price: 10_000, environment: "sandbox"),
+        sale("s1", user: "sam", original: "s", from: at(2026, 1, 5), to: at(2026, 2, 5), price: 10_000, environment: .sandbox),
     ]
 
     @Test func revenueBooksRefundsBackAndReportsAMissingRate() throws {

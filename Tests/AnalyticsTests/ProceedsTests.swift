@@ -10,7 +10,7 @@ func sale(
     price: Int64? = nil, currency: String = "USD", storefront: String = "USA", trial: Bool = false, family: Bool = false,
     refundedAt: Int64? = nil, revocationType: String? = nil, revocationPercentage: Int64? = nil, upgraded: Bool = false,
     offerType: Int64? = nil, offerDiscount: String? = nil, billingPlan: String? = nil, commitment: Commitment? = nil,
-    app: String = "com.example.app", environment: String = "production"
+    app: String = "com.example.app", environment: StoreEnvironment = .production
 ) -> Ledger.Entry {
     Ledger.Entry(
         appUserID: user, bundleID: app,

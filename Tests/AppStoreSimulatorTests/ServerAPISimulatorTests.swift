@@ -2,6 +2,7 @@ import AppStore
 import Clocks
 import Crypto
 import CurlTransport
+import Entitlements
 import JSON
 import Logging
 import ReceiptTesting

@@ -11,17 +11,17 @@ import Testing
 struct DataCopyTests {
     private func facts(_ n: Int) -> VerifiedFacts {
         VerifiedFacts(
-            environment: "sandbox",
+            environment: .sandbox,
             purchases: [
                 Stated(
                     Purchase(
                         transactionID: "t\(n)", originalTransactionID: "o\(n)", productID: "monthly", purchaseDate: 1000,
-                        originalPurchaseDate: 1000, expiresDate: 2000, environment: "sandbox", subscriptionGroupID: "g"),
+                        originalPurchaseDate: 1000, expiresDate: 2000, environment: .sandbox, subscriptionGroupID: "g"),
                     bundleID: "com.x", rawJSON: #"{"transaction_id":"t\#(n)","note":"ünï ' \" \\"}"#)
             ],
             renewals: [
                 Stated(
-                    Renewal(originalTransactionID: "o\(n)", autoRenewStatus: n % 2 == 0, environment: "sandbox"),
+                    Renewal(originalTransactionID: "o\(n)", autoRenewStatus: n % 2 == 0, environment: .sandbox),
                     rawJSON: #"{"o":\#(n)}"#)
             ],
             latestReceipt: "QUJD\(n)")
@@ -36,7 +36,7 @@ struct DataCopyTests {
             _ = try receipts.save(facts(n), for: "user\(n)", now: Int64(n))
             try receipts.log(
                 VerificationLogEntry(
-                    appUserID: "user\(n)", environment: "sandbox", appleStatus: 0, outcome: "valid", attempts: 1, latencyMs: 5),
+                    appUserID: "user\(n)", environment: .sandbox, appleStatus: 0, outcome: "valid", attempts: 1, latencyMs: 5),
                 at: Int64(n))
             _ = try receipts.settle("user\(n)", hash: "h\(n)", derivedFrom: 1, version: 0, now: Int64(n))
         }

@@ -19,7 +19,7 @@ func period(
         originalPurchaseDate: t0, expiresDate: d(to), cancellationDate: cancelled.map(d),
         cancellationReason: cancelled.map { _ in "0" },
         isTrialPeriod: trial, isInIntroOfferPeriod: intro, isUpgraded: upgraded,
-        ownershipType: family ? "FAMILY_SHARED" : "PURCHASED", environment: "sandbox", subscriptionGroupID: "g1",
+        ownershipType: family ? "FAMILY_SHARED" : "PURCHASED", environment: .sandbox, subscriptionGroupID: "g1",
         promotionalOfferID: promo, offerCodeRefName: offerCode)
 }
 
@@ -75,7 +75,7 @@ struct Timeline: CustomTestStringConvertible {
 func playPeriod(_ id: String, original: String = "GPT.root", product: String = "monthly", from: Double, to: Double) -> Purchase {
     Purchase(
         transactionID: id, originalTransactionID: original, productID: product, purchaseDate: d(from), originalPurchaseDate: t0,
-        expiresDate: d(to), ownershipType: "PURCHASED", environment: "production", store: .playStore)
+        expiresDate: d(to), ownershipType: "PURCHASED", environment: .production, store: .playStore)
 }
 
 /// What Google Play's subscription resource says of the chain's renewal.

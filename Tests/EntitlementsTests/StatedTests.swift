@@ -7,14 +7,14 @@ import Testing
 struct StatedTests {
     private func facts(_ purchaseOriginals: [String], _ renewalOriginals: [String]) -> VerifiedFacts {
         VerifiedFacts(
-            environment: "sandbox",
+            environment: .sandbox,
             purchases: purchaseOriginals.enumerated().map { n, original in
                 Stated(
-                    Purchase(transactionID: "t\(n)", originalTransactionID: original, productID: "p", environment: "sandbox"),
+                    Purchase(transactionID: "t\(n)", originalTransactionID: original, productID: "p", environment: .sandbox),
                     bundleID: "b", rawJSON: "{}")
             },
             renewals: renewalOriginals.map {
-                Stated(Renewal(originalTransactionID: $0, autoRenewStatus: true, environment: "sandbox"), rawJSON: "{}")
+                Stated(Renewal(originalTransactionID: $0, autoRenewStatus: true, environment: .sandbox), rawJSON: "{}")
             })
     }
 

@@ -21,7 +21,7 @@ struct PlayFactsTests {
                 Purchase(
                     transactionID: "GPA.3391-1234-5678-90123", originalTransactionID: "GPT.root", productID: "pro_monthly",
                     purchaseDate: 1_793_527_200_250, originalPurchaseDate: 1_793_527_200_250, expiresDate: 1_796_119_200_250,
-                    ownershipType: "PURCHASED", environment: "production", appAccountToken: "user-42", store: .playStore,
+                    ownershipType: "PURCHASED", environment: .production, appAccountToken: "user-42", store: .playStore,
                     commerce: Commerce(
                         price: Price(milliunits: 9_990, currency: "EUR", source: .store), storefront: "DE",
                         transactionReason: "PURCHASE"))
@@ -30,7 +30,7 @@ struct PlayFactsTests {
             renewals == [
                 Renewal(
                     originalTransactionID: "GPT.root", productID: "pro_monthly", autoRenewProductID: "pro_monthly",
-                    autoRenewStatus: true, isInBillingRetryPeriod: false, environment: "production",
+                    autoRenewStatus: true, isInBillingRetryPeriod: false, environment: .production,
                     storeState: "SUBSCRIPTION_STATE_ACTIVE")
             ])
     }
@@ -137,7 +137,7 @@ struct PlayFactsTests {
 
     @Test func aTestPurchaseIsSandboxAndAPendingOneHasNoPeriodYet() throws {
         let test = try Self.record(PlaySamples.subscription(["testPurchase": .object([:])])).facts
-        #expect(test.purchases[0].environment == "sandbox" && test.renewals[0].environment == "sandbox")
+        #expect(test.purchases[0].environment == .sandbox && test.renewals[0].environment == .sandbox)
         let pending = try Self.record(
             PlaySamples.subscription(
                 ["subscriptionState": .string("SUBSCRIPTION_STATE_PENDING"), "startTime": .null],
@@ -173,7 +173,7 @@ struct PlayFactsTests {
                 Purchase(
                     transactionID: "GPA.3300-0000-1111-22222", originalTransactionID: "GPA.3300-0000-1111-22222",
                     productID: "coins_100", purchaseDate: 1_795_163_400_000, originalPurchaseDate: 1_795_163_400_000,
-                    ownershipType: "PURCHASED", environment: "production", quantity: 2, appAccountToken: "user-7",
+                    ownershipType: "PURCHASED", environment: .production, quantity: 2, appAccountToken: "user-7",
                     store: .playStore, commerce: Commerce(storefront: "US", transactionReason: "PURCHASE"))
             ])
         let cancelled = PlayRecord(

@@ -49,10 +49,10 @@ struct ExportDataTests {
                 transactionID: "t\(i)", originalTransactionID: "t\(i)", productID: "monthly", purchaseDate: at,
                 expiresDate: at + 30 * day,
                 commerce: Commerce(price: Price(milliunits: 9990, currency: "EUR", source: .store), storefront: "DEU"))
-            purchase.environment = "production"
+            purchase.environment = .production
             _ = try store.save(
                 VerifiedFacts(
-                    environment: "production",
+                    environment: .production,
                     purchases: [Stated(purchase, bundleID: "com.x", rawJSON: #"{"secret":"raw"}"#)],
                     statedAt: at), for: "u\(i)", now: at)
         }

@@ -17,12 +17,12 @@ struct ExportSubscriberTests {
     /// `n` renewals of one subscription for `user`: `n` transaction rows.
     private func renewals(_ n: Int, original: String) -> VerifiedFacts {
         VerifiedFacts(
-            environment: "sandbox",
+            environment: .sandbox,
             purchases: (0..<n).map { i in
                 Stated(
                     Purchase(
                         transactionID: "\(original)-\(i)", originalTransactionID: original, productID: "monthly",
-                        purchaseDate: 1_000 + Int64(i), expiresDate: 2_000 + Int64(i), environment: "sandbox"),
+                        purchaseDate: 1_000 + Int64(i), expiresDate: 2_000 + Int64(i), environment: .sandbox),
                     bundleID: "b", rawJSON: #"{"i":\#(i),"password":"not-for-export"}"#)
             })
     }

@@ -304,7 +304,7 @@ struct ChartRoutesTests {
         }
         let store = Price(milliunits: 4990, currency: "USD", source: .store)
         let facts = VerifiedFacts(
-            environment: "production",
+            environment: .production,
             purchases: [
                 stated("1", "monthly", 1), stated("2", "monthly", 2), stated("3", "monthly", 3, price: store),
                 stated("4", "annual", 4),

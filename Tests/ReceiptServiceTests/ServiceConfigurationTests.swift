@@ -418,7 +418,7 @@ struct ServiceConfigurationTests {
                 appUserID: "vat", bundleID: "com.example.app",
                 purchase: Purchase(
                     transactionID: id, originalTransactionID: id, productID: "monthly", purchaseDate: 1_767_225_600_000,
-                    expiresDate: 1_769_904_000_000, environment: "production",
+                    expiresDate: 1_769_904_000_000, environment: .production,
                     commerce: Commerce(
                         price: Price(milliunits: milliunits, currency: currency, source: .store), storefront: storefront)))
         }

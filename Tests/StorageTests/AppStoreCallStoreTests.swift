@@ -75,7 +75,7 @@ struct AppStoreCallStoreTests {
         let db = try await migratedDatabase(dialect)
         _ = try ReceiptStore(db).save(
             VerifiedFacts(
-                environment: "production",
+                environment: .production,
                 purchases: [
                     Stated(
                         Purchase(transactionID: "t1", originalTransactionID: "t1", productID: "lifetime", purchaseDate: 1),

@@ -16,7 +16,7 @@ struct ConsentStoreTests {
         let store = ReceiptStore(db)
         func purchase(_ id: String, app: String?) -> VerifiedFacts {
             VerifiedFacts(
-                environment: "production",
+                environment: .production,
                 purchases: [
                     Stated(
                         Purchase(

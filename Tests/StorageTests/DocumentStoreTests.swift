@@ -17,12 +17,12 @@ struct DocumentStoreTests {
         try db.transaction {
             _ = try ReceiptStore(db).save(
                 VerifiedFacts(
-                    environment: "sandbox",
+                    environment: .sandbox,
                     purchases: [
                         Stated(
                             Purchase(
                                 transactionID: "t1", originalTransactionID: "o1", productID: "monthly", purchaseDate: 10,
-                                expiresDate: 500, environment: "sandbox"),
+                                expiresDate: 500, environment: .sandbox),
                             bundleID: "b", rawJSON: "{}")
                     ]), for: "ann", now: 100)
             _ = try ReceiptStore(db).settle("ann", hash: "h", derivedFrom: 1, version: 0, now: 100, summaryUntil: 500)

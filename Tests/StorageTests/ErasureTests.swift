@@ -13,16 +13,16 @@ struct ErasureTests {
     /// User n's purchase; `padding` grows its stored texts, so rewritten rows move in their pages.
     private func facts(_ n: Int, padding: Int = 0) -> VerifiedFacts {
         VerifiedFacts(
-            environment: "sandbox",
+            environment: .sandbox,
             purchases: [
                 Stated(
                     Purchase(
                         transactionID: "t\(n)", originalTransactionID: "o\(n)", productID: "monthly", purchaseDate: 1000,
-                        originalPurchaseDate: 1000, expiresDate: 2000, environment: "sandbox", subscriptionGroupID: "g"),
+                        originalPurchaseDate: 1000, expiresDate: 2000, environment: .sandbox, subscriptionGroupID: "g"),
                     bundleID: "com.x", rawJSON: #"{"transaction_id":"t\#(n)","p":"\#(String(repeating: "p", count: padding))"}"#)
             ],
             renewals: [
-                Stated(Renewal(originalTransactionID: "o\(n)", autoRenewStatus: true, environment: "sandbox"), rawJSON: "{}")
+                Stated(Renewal(originalTransactionID: "o\(n)", autoRenewStatus: true, environment: .sandbox), rawJSON: "{}")
             ],
             latestReceipt: "RECEIPT-OF-\(n)" + String(repeating: "=", count: padding))
     }
@@ -36,7 +36,7 @@ struct ErasureTests {
             _ = try receipts.save(facts(n), for: "user\(n)", now: Int64(n))
             try receipts.log(
                 VerificationLogEntry(
-                    appUserID: "user\(n)", environment: "sandbox", appleStatus: 0, outcome: "valid", attempts: 1, latencyMs: 5),
+                    appUserID: "user\(n)", environment: .sandbox, appleStatus: 0, outcome: "valid", attempts: 1, latencyMs: 5),
                 at: Int64(n))
             _ = try NotificationStore(db).insert(
                 NotificationRecord(
@@ -220,7 +220,7 @@ struct ErasureTests {
                                 facts(n, padding: (round * 37 + n * 11) % 300), for: "user\(n)", now: Int64(round))
                             try receipts.log(
                                 VerificationLogEntry(
-                                    appUserID: "user\(n)", environment: "sandbox", appleStatus: 0, outcome: "valid",
+                                    appUserID: "user\(n)", environment: .sandbox, appleStatus: 0, outcome: "valid",
                                     attempts: 1, latencyMs: 5), at: Int64(round))
                             _ = try receipts.settle(
                                 "user\(n)", hash: "h\(round)", derivedFrom: 1, version: Int64(round), now: Int64(round))

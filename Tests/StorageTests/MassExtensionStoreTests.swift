@@ -59,7 +59,7 @@ struct MassExtensionStoreTests {
         let receipts = ReceiptStore(db)
         func save(
             _ original: String, product: String = "monthly", expires: Int64, storefront: String? = "USA",
-            environment: String = "production", holder: String? = "u"
+            environment: StoreEnvironment = .production, holder: String? = "u"
         ) throws {
             var purchase = Purchase(
                 transactionID: "t" + original, originalTransactionID: original, productID: product, purchaseDate: 0,
@@ -76,17 +76,17 @@ struct MassExtensionStoreTests {
         try save("o2", expires: 500)  // over before the request
         try save("o3", product: "yearly", expires: 2_000)
         try save("o4", expires: 2_000, storefront: "CAN")
-        try save("o5", expires: 2_000, environment: "sandbox")
+        try save("o5", expires: 2_000, environment: .sandbox)
         try save("o6", expires: 2_000, holder: nil)  // nobody holds it here
         try save("o7", expires: 1_000, storefront: nil)
         // o8 moved on to another product (an upgrade): its newest transaction is not the product's.
         try save("o8", expires: 2_000)
         var upgrade = Purchase(
             transactionID: "to8b", originalTransactionID: "o8", productID: "premium", purchaseDate: 10, expiresDate: 3_000,
-            environment: "production", subscriptionGroupID: "g")
+            environment: .production, subscriptionGroupID: "g")
         upgrade.commerce.storefront = "USA"
         _ = try receipts.save(
-            VerifiedFacts(environment: "production", purchases: [Stated(upgrade, bundleID: "com.x", rawJSON: "{}")]), for: "uo8",
+            VerifiedFacts(environment: .production, purchases: [Stated(upgrade, bundleID: "com.x", rawJSON: "{}")]), for: "uo8",
             now: 2)
         let store = MassExtensionStore(db)
         let all = try store.reached(by: Self.request(at: 1_000), after: nil, through: nil)

@@ -10,12 +10,12 @@ import Testing
 struct MergeTests {
     private func facts(_ original: String) -> VerifiedFacts {
         VerifiedFacts(
-            environment: "sandbox",
+            environment: .sandbox,
             purchases: [
                 Stated(
                     Purchase(
                         transactionID: original + "-t", originalTransactionID: original, productID: "monthly",
-                        purchaseDate: 1000, originalPurchaseDate: 1000, expiresDate: 2000, environment: "sandbox"),
+                        purchaseDate: 1000, originalPurchaseDate: 1000, expiresDate: 2000, environment: .sandbox),
                     bundleID: "com.x", rawJSON: "{}")
             ])
     }
@@ -39,7 +39,7 @@ struct MergeTests {
         _ = try EventStore(db).replace([event("p:oB", "oB"), event("p:oS", "oS")], for: "acct", originals: ["oB"], now: 5)
         try store.log(
             VerificationLogEntry(
-                appUserID: "anon", environment: "sandbox", appleStatus: 0, outcome: "valid", attempts: 1, latencyMs: 1), at: 5)
+                appUserID: "anon", environment: .sandbox, appleStatus: 0, outcome: "valid", attempts: 1, latencyMs: 1), at: 5)
         // anon already has an alias of its own.
         _ = try db.transaction { try Merge(db).merge("device", into: "anon", at: 6) }
 

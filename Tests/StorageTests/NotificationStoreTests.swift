@@ -14,18 +14,18 @@ private func delivery(_ key: String, original: String? = "o1", outcome: String =
 
 private func purchase(_ id: String, stated: Int64?, cancelled: Int64? = nil, autoRenew: Bool = true) -> VerifiedFacts {
     VerifiedFacts(
-        environment: "sandbox",
+        environment: .sandbox,
         purchases: [
             Stated(
                 Purchase(
                     transactionID: id, originalTransactionID: "o1", productID: "monthly", purchaseDate: 1000,
-                    expiresDate: 9000, cancellationDate: cancelled, environment: "sandbox"),
+                    expiresDate: 9000, cancellationDate: cancelled, environment: .sandbox),
                 bundleID: "com.x",
                 rawJSON: #"{"transactionId":"\#(id)","revocationDate":\#(cancelled.map(String.init) ?? "null")}"#)
         ],
         renewals: [
             Stated(
-                Renewal(originalTransactionID: "o1", autoRenewStatus: autoRenew, environment: "sandbox"),
+                Renewal(originalTransactionID: "o1", autoRenewStatus: autoRenew, environment: .sandbox),
                 rawJSON: #"{"autoRenewStatus":\#(autoRenew ? 1 : 0)}"#)
         ], statedAt: stated)
 }
@@ -77,12 +77,12 @@ struct NotificationStoreTests {
         #expect(try receipts.saveUnowned(purchase("t1", stated: 100, autoRenew: false), now: 100).changes == 2)
         #expect(try receipts.owner(of: "o1") == nil)
         let later = VerifiedFacts(
-            environment: "sandbox",
+            environment: .sandbox,
             purchases: [
                 Stated(
                     Purchase(
                         transactionID: "t0", originalTransactionID: "o1", productID: "monthly", purchaseDate: 500,
-                        expiresDate: 900, environment: "sandbox", appAccountToken: "tok"),
+                        expiresDate: 900, environment: .sandbox, appAccountToken: "tok"),
                     bundleID: "com.x", rawJSON: "{}")
             ])
         let saved = try receipts.save(later, for: "ann", now: 200)

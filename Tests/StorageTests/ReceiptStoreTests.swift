@@ -9,32 +9,32 @@ import Testing
 
 private func receipt(cancelled: Int64? = nil) -> VerifiedFacts {
     VerifiedFacts(
-        environment: "sandbox",
+        environment: .sandbox,
         purchases: [
             Stated(
                 Purchase(
                     transactionID: "t1", originalTransactionID: "o1", productID: "monthly", purchaseDate: 1000,
-                    originalPurchaseDate: 1000, expiresDate: 2000, isTrialPeriod: true, environment: "sandbox",
+                    originalPurchaseDate: 1000, expiresDate: 2000, isTrialPeriod: true, environment: .sandbox,
                     subscriptionGroupID: "g"),
                 bundleID: "com.x", rawJSON: #"{"transaction_id":"t1"}"#),
             Stated(
                 Purchase(
                     transactionID: "t2", originalTransactionID: "o1", productID: "monthly", purchaseDate: 2000,
-                    originalPurchaseDate: 1000, expiresDate: 3000, cancellationDate: cancelled, environment: "sandbox",
+                    originalPurchaseDate: 1000, expiresDate: 3000, cancellationDate: cancelled, environment: .sandbox,
                     subscriptionGroupID: "g"),
                 bundleID: "com.x",
                 rawJSON: cancelled == nil ? #"{"transaction_id":"t2"}"# : #"{"transaction_id":"t2","c":1}"#),
             Stated(
                 Purchase(
                     transactionID: "t3", originalTransactionID: "t3", productID: "lifetime", purchaseDate: 1500,
-                    environment: "sandbox"),
+                    environment: .sandbox),
                 bundleID: "com.x", rawJSON: #"{"transaction_id":"t3"}"#),
         ],
         renewals: [
             Stated(
                 Renewal(
                     originalTransactionID: "o1", productID: "monthly", autoRenewProductID: "monthly", autoRenewStatus: true,
-                    environment: "sandbox"),
+                    environment: .sandbox),
                 rawJSON: #"{"original_transaction_id":"o1"}"#)
         ],
         latestReceipt: "QUJD")
@@ -63,12 +63,12 @@ struct ReceiptStoreTests {
             Stated(
                 Purchase(
                     transactionID: "t\(n)", originalTransactionID: "t0", productID: "monthly", purchaseDate: Int64(n) * 1000,
-                    expiresDate: Int64(n + 1) * 1000, environment: "sandbox"),
+                    expiresDate: Int64(n + 1) * 1000, environment: .sandbox),
                 bundleID: "com.x", rawJSON: raw ?? #"{"n":\#(n)}"#)
         }
         let count = ReceiptStore.rowsPerStatement * 2 + 3
         let purchases = (0..<count).map { renewal($0) } + [renewal(5, raw: #"{"n":5,"again":true}"#)]
-        let facts = VerifiedFacts(environment: "sandbox", purchases: purchases, renewals: [])
+        let facts = VerifiedFacts(environment: .sandbox, purchases: purchases, renewals: [])
         // Every row written (t5 twice) and the purchase acquired.
         #expect(try store.save(facts, for: "alice", now: 10).changes == count + 1 + 1)
         #expect(try store.purchase("t5")?.rawJSON == #"{"n":5,"again":true}"#)
@@ -147,7 +147,7 @@ struct ReceiptStoreTests {
         let store = ReceiptStore(db)
         func facts(_ app: String?, raw: String, statedAt: Int64) -> VerifiedFacts {
             VerifiedFacts(
-                environment: "production",
+                environment: .production,
                 purchases: [
                     Stated(
                         Purchase(
@@ -172,7 +172,7 @@ struct ReceiptStoreTests {
         let store = ReceiptStore(db)
         func facts(_ id: String, cancelled: Int64?, upgraded: Bool = false, statedAt: Int64) -> VerifiedFacts {
             VerifiedFacts(
-                environment: "production",
+                environment: .production,
                 purchases: [
                     Stated(
                         Purchase(
@@ -210,7 +210,7 @@ struct ReceiptStoreTests {
             renewalBillingPlanType: "MONTHLY", autoRenewStatus: false, autoRenewProductID: "monthly", renewalDate: 9000,
             renewalPrice: 119_880, renewalPlanType: "MONTHLY")
         let facts = VerifiedFacts(
-            environment: "production",
+            environment: .production,
             purchases: [
                 Stated(
                     Purchase(transactionID: "t1", originalTransactionID: "t1", productID: "monthly", purchaseDate: 1000),
@@ -270,7 +270,7 @@ struct ReceiptStoreTests {
             commitment: Commitment(billingPeriodNumber: 2, totalBillingPeriods: 12, price: 119_880, expiresDate: 9000))
         func facts(_ commerce: Commerce, raw: String, statedAt: Int64) -> VerifiedFacts {
             VerifiedFacts(
-                environment: "production",
+                environment: .production,
                 purchases: [
                     Stated(
                         Purchase(
@@ -334,7 +334,7 @@ struct ReceiptStoreTests {
         let signed = Commerce(price: Price(milliunits: 1, currency: "USD", source: .store), storefront: "USA")
         var t3 = facts.purchases[2]
         (t3.fact.commerce, t3.rawJSON) = (signed, #"{"transaction_id":"t3","signed":1}"#)
-        _ = try store.save(VerifiedFacts(environment: "sandbox", purchases: [t3], statedAt: 30), for: "alice", now: 30)
+        _ = try store.save(VerifiedFacts(environment: .sandbox, purchases: [t3], statedAt: 30), for: "alice", now: 30)
         #expect(try backfill.applyHistory([("t3", history)], bundleID: "com.x", original: "t3", now: 31).priced == 0)
         #expect(try store.purchase("t3")?.fact.commerce == signed)
         #expect(try backfill.unpriced(after: nil, limit: 10).isEmpty)
@@ -352,7 +352,7 @@ struct ReceiptStoreTests {
             storeState: "SUBSCRIPTION_STATE_PAUSED", autoResumeDate: 500)
         _ = try store.save(
             VerifiedFacts(
-                environment: "production", purchases: [Stated(period, bundleID: "com.example.app", rawJSON: "{}")],
+                environment: .production, purchases: [Stated(period, bundleID: "com.example.app", rawJSON: "{}")],
                 renewals: [Stated(renewal, rawJSON: #"{"a":1}"#)]), for: "alice", now: 10)
         let read = try #require(try store.subscriber("alice"))
         #expect(read.purchases.map(\.fact.store) == [.playStore])
@@ -441,7 +441,7 @@ struct ReceiptStoreTests {
         let store = ReceiptStore(db)
         try store.log(
             VerificationLogEntry(
-                appUserID: "alice", environment: "sandbox", appleStatus: 0, outcome: "valid", attempts: 2, latencyMs: 31),
+                appUserID: "alice", environment: .sandbox, appleStatus: 0, outcome: "valid", attempts: 2, latencyMs: 31),
             at: 5)
         #expect(
             try db.scalarText("SELECT outcome || ',' || attempts || ',' || latency_ms || ',' || apple_status FROM verifications")
@@ -471,11 +471,11 @@ struct ReceiptStoreTests {
             Stated(
                 Purchase(
                     transactionID: id, originalTransactionID: original, productID: product, purchaseDate: date,
-                    environment: "sandbox"),
+                    environment: .sandbox),
                 bundleID: "com.x", rawJSON: "{\"\(id)\":1}")
         }
         let facts = VerifiedFacts(
-            environment: "sandbox",
+            environment: .sandbox,
             purchases: [
                 purchase("b", "o1", "monthly", 10), purchase("a", "o1", "yearly", 10), purchase("é", "o2", "gems", nil),
                 purchase("Z", "o2", "gems", nil), purchase("c", "o1", "monthly", 5),
@@ -485,7 +485,7 @@ struct ReceiptStoreTests {
         #expect(try store.subscriber("ann")?.purchases.map(\.fact.transactionID) == ["Z", "é", "c", "a", "b"])
         #expect(ReceiptStore.precedes((nil, "z"), (.min, "a")) && !ReceiptStore.precedes((1, "a"), (nil, "b")))
         _ = try store.save(
-            VerifiedFacts(environment: "sandbox", purchases: [purchase("b", "o1", "monthly", 10)]), for: "bob", now: 2)
+            VerifiedFacts(environment: .sandbox, purchases: [purchase("b", "o1", "monthly", 10)]), for: "bob", now: 2)
         // Ann keeps the history of o1, named by its newest transaction's product (`b`, the last of the tie).
         #expect(
             try store.subscriber("ann")?.transfers == [

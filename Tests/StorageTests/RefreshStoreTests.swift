@@ -11,12 +11,12 @@ struct RefreshStoreTests {
     private func database(_ dialect: Database.Dialect) async throws -> Database {
         let db = try await migratedDatabase(dialect)
         let facts = VerifiedFacts(
-            environment: "sandbox",
+            environment: .sandbox,
             purchases: [
                 Stated(
                     Purchase(
                         transactionID: "t1", originalTransactionID: "o1", productID: "monthly", purchaseDate: 1000,
-                        originalPurchaseDate: 1000, expiresDate: 2000, environment: "sandbox", subscriptionGroupID: "g"),
+                        originalPurchaseDate: 1000, expiresDate: 2000, environment: .sandbox, subscriptionGroupID: "g"),
                     bundleID: "com.x", rawJSON: #"{"transaction_id":"t1"}"#)
             ],
             latestReceipt: "QUJD")

@@ -15,7 +15,7 @@ struct RefundRequestStoreTests {
     func requestsAnswersAndTheirHolder(dialect: Database.Dialect) async throws {
         let db = try await migratedDatabase(dialect)
         let facts = VerifiedFacts(
-            environment: "production",
+            environment: .production,
             purchases: [
                 Stated(
                     Purchase(transactionID: "t1", originalTransactionID: "o1", productID: "coins", purchaseDate: 1000),

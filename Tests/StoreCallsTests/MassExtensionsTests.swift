@@ -1,5 +1,6 @@
 import AppStore
 import DatabaseEngine
+import Entitlements
 import ReceiptCore
 import Storage
 import Testing
@@ -12,7 +13,7 @@ struct MassExtensionsTests {
     static let id = "0F6F2B8E-3C4A-4D8E-9A61-7C2D1E5B9A10"
 
     static func check(
-        _ asked: MassExtensions.Request, bundleIDs: [String] = ["com.x"], environments: [AppStoreEnvironment] = [.production]
+        _ asked: MassExtensions.Request, bundleIDs: [String] = ["com.x"], environments: [StoreEnvironment] = [.production]
     ) throws(ReceiptError) -> MassExtensionRecord {
         try MassExtensions.validated(asked, by: "key:abc", at: 1_000, bundleIDs: bundleIDs, environments: environments)
     }
@@ -33,7 +34,7 @@ struct MassExtensionsTests {
 
     @Test func eachRuleRefusesWithItsOwnError() {
         func refused(
-            _ asked: MassExtensions.Request, bundleIDs: [String] = ["com.x"], environments: [AppStoreEnvironment] = [.production]
+            _ asked: MassExtensions.Request, bundleIDs: [String] = ["com.x"], environments: [StoreEnvironment] = [.production]
         ) -> String? {
             do {
                 _ = try Self.check(asked, bundleIDs: bundleIDs, environments: environments)

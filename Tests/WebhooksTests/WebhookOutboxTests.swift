@@ -13,12 +13,12 @@ private let t0: Int64 = 1_700_000_000_000
 
 private func monthly(bundle: String = "b") -> VerifiedFacts {
     VerifiedFacts(
-        environment: "sandbox",
+        environment: .sandbox,
         purchases: [
             Stated(
                 Purchase(
                     transactionID: "t1", originalTransactionID: "o1", productID: "monthly", purchaseDate: t0,
-                    expiresDate: t0 + 30 * day, environment: "sandbox"),
+                    expiresDate: t0 + 30 * day, environment: .sandbox),
                 bundleID: bundle, rawJSON: "{}")
         ])
 }

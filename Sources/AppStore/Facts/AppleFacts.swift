@@ -11,21 +11,22 @@ package enum AppleFacts {
     /// A verifyReceipt answer, or a V1 notification's `unified_receipt` (which has no `receipt`:
     /// its bundle id is the notification's `bid`).
     package static func facts(
-        of response: VerifyReceiptResponse, environment: AppStoreEnvironment, bundleID: String? = nil
+        of response: VerifyReceiptResponse, environment: StoreEnvironment, bundleID: String? = nil
     ) -> VerifiedFacts {
         let bundleID = bundleID ?? response.receipt?.bundleID ?? ""
-        let env = environment.rawValue
         return VerifiedFacts(
-            environment: env, purchases: response.transactions.map { purchase($0, bundleID: bundleID, environment: env) },
-            renewals: response.pendingRenewalInfo.map { renewal($0, environment: env) }, latestReceipt: response.latestReceipt)
+            environment: environment,
+            purchases: response.transactions.map { purchase($0, bundleID: bundleID, environment: environment) },
+            renewals: response.pendingRenewalInfo.map { renewal($0, environment: environment) },
+            latestReceipt: response.latestReceipt)
     }
 
     /// Verified StoreKit 2 data (a V2 notification's, or a client's signed transaction), stated
     /// at `statedAt` (the JWS's `signedDate`).
     package static func facts(transaction: SignedTransaction?, renewal: SignedRenewalInfo?, statedAt: Int64?) -> VerifiedFacts {
-        let environment = (transaction?.environment ?? renewal?.environment).flatMap(AppStoreEnvironment.init(appleName:))
+        let environment = (transaction?.environment ?? renewal?.environment).flatMap(StoreEnvironment.init(appleName:))
         return VerifiedFacts(
-            environment: (environment ?? .production).rawValue, purchases: transaction.map { [purchase($0)] } ?? [],
+            environment: environment ?? .production, purchases: transaction.map { [purchase($0)] } ?? [],
             renewals: renewal.map { [self.renewal($0)] } ?? [], statedAt: statedAt, renewalChangedAt: renewal?.signedDate)
     }
 
@@ -38,12 +39,12 @@ package enum AppleFacts {
             purchases.append(purchase(t))
         }
         return VerifiedFacts(
-            environment: statuses.environment.rawValue, purchases: purchases,
+            environment: statuses.environment, purchases: purchases,
             renewals: statuses.subscriptions.compactMap(\.renewal).map(renewal))
     }
 
     /// A verifyReceipt transaction (§1.6).
-    package static func purchase(_ t: Transaction, bundleID: String, environment: String) -> Stated<Purchase> {
+    package static func purchase(_ t: Transaction, bundleID: String, environment: StoreEnvironment) -> Stated<Purchase> {
         Stated(
             Purchase(
                 transactionID: t.transactionID, originalTransactionID: t.originalTransactionID, productID: t.productID,
@@ -59,7 +60,7 @@ package enum AppleFacts {
     /// §3.5 onto §1.6's facts: `revocationDate` is the cancellation date, `offerType` 1 the trial
     /// or intro flags, 2 and 4 (win-back) a promotional offer, 3 an offer code.
     package static func purchase(_ t: SignedTransaction) -> Stated<Purchase> {
-        let environment = t.environment.flatMap(AppStoreEnvironment.init(appleName:)) ?? .production
+        let environment = t.environment.flatMap(StoreEnvironment.init(appleName:)) ?? .production
         let trial = t.offerType == 1 && t.offerDiscountType == "FREE_TRIAL"
         return Stated(
             Purchase(
@@ -67,7 +68,7 @@ package enum AppleFacts {
                 purchaseDate: t.purchaseDate, originalPurchaseDate: t.originalPurchaseDate, expiresDate: t.expiresDate,
                 cancellationDate: t.revocationDate, cancellationReason: t.revocationReason.map(String.init),
                 isTrialPeriod: trial, isInIntroOfferPeriod: t.offerType == 1 && !trial, isUpgraded: t.isUpgraded,
-                ownershipType: t.inAppOwnershipType, environment: environment.rawValue,
+                ownershipType: t.inAppOwnershipType, environment: environment,
                 subscriptionGroupID: t.subscriptionGroupID,
                 promotionalOfferID: t.offerType == 2 || t.offerType == 4 ? t.offerIdentifier : nil,
                 offerCodeRefName: t.offerType == 3 ? t.offerIdentifier : nil, quantity: t.quantity,
@@ -105,7 +106,7 @@ package enum AppleFacts {
     }
 
     /// verifyReceipt's pending renewal info (§1.7).
-    package static func renewal(_ r: PendingRenewalInfo, environment: String) -> Stated<Renewal> {
+    package static func renewal(_ r: PendingRenewalInfo, environment: StoreEnvironment) -> Stated<Renewal> {
         Stated(
             Renewal(
                 originalTransactionID: r.originalTransactionID, productID: r.productID,
@@ -127,7 +128,7 @@ package enum AppleFacts {
                 isInBillingRetryPeriod: r.isInBillingRetryPeriod, priceIncreaseStatus: r.priceIncreaseStatus.map(String.init),
                 offerCodeRefName: r.offerType == 3 ? r.offerIdentifier : nil,
                 promotionalOfferID: r.offerType == 2 || r.offerType == 4 ? r.offerIdentifier : nil,
-                environment: (r.environment.flatMap(AppStoreEnvironment.init(appleName:)) ?? .production).rawValue,
+                environment: r.environment.flatMap(StoreEnvironment.init(appleName:)) ?? .production,
                 commitment: commitment(r)),
             rawJSON: unsigned(r.raw))
     }

@@ -1,3 +1,5 @@
+package import Entitlements
+
 /// Bounds on one call: the same as verifyReceipt's (retries, backoff, per-attempt timeout and a
 /// deadline that includes waits for the rate limiter and a 429's `Retry-After`).
 package typealias ServerAPIRetryPolicy = VerifyReceiptPolicy
@@ -16,7 +18,7 @@ package enum ServerAPIErrorCode {
 /// A 2xx answer's body and the environment that gave it.
 package struct ServerAPIAnswer: Sendable, Equatable {
     package var body: [UInt8]
-    package var environment: AppStoreEnvironment
+    package var environment: StoreEnvironment
 }
 
 /// Why a call to the App Store Server API brought no usable answer: the client's one error type.
@@ -87,7 +89,7 @@ package struct ServerAPICallMachine: Sendable {
 
     package enum Action: Sendable, Equatable {
         /// Send to `environment` after waiting `after`, giving it `timeout`.
-        case send(AppStoreEnvironment, after: Duration, timeout: Duration)
+        case send(StoreEnvironment, after: Duration, timeout: Duration)
         case finish(Result<ServerAPIAnswer, ServerAPIFailure>)
     }
 
@@ -96,7 +98,7 @@ package struct ServerAPICallMachine: Sendable {
     /// name no transaction, and when sandbox is not accepted).
     package let switchesToSandbox: Bool
     private let start: Duration
-    private var environment: AppStoreEnvironment
+    private var environment: StoreEnvironment
     private var switched = false
     private var retries = 0
     package private(set) var attempts = 0
@@ -107,7 +109,7 @@ package struct ServerAPICallMachine: Sendable {
     /// `now` is a monotonic reading; `first` the environment asked first (production unless the
     /// caller knows the data is sandbox's).
     package init(
-        policy: ServerAPIRetryPolicy, now: Duration, first: AppStoreEnvironment = .production, switchesToSandbox: Bool = true
+        policy: ServerAPIRetryPolicy, now: Duration, first: StoreEnvironment = .production, switchesToSandbox: Bool = true
     ) {
         self.policy = policy
         self.start = now
@@ -116,7 +118,7 @@ package struct ServerAPICallMachine: Sendable {
     }
 
     /// The environment of the exchange in flight (or the last one).
-    package var currentEnvironment: AppStoreEnvironment { environment }
+    package var currentEnvironment: StoreEnvironment { environment }
 
     package mutating func begin() -> Action {
         attempts = 1

@@ -1,6 +1,7 @@
 package import Clocks
 package import CoreMetrics
 package import CurlTransport
+package import Entitlements
 package import JSON
 
 /// Asks Apple's App Store Server API (Docs/apple-protocols.md §4): each call runs
@@ -30,7 +31,7 @@ package struct ServerAPIClient: Sendable {
 
     /// A customer's transactions, every page of Get Transaction History v2.
     package struct History: Sendable, Equatable {
-        package var environment: AppStoreEnvironment
+        package var environment: StoreEnvironment
         package var transactions: [SignedTransaction]
         /// Pages asked for.
         package var pages: Int
@@ -45,7 +46,7 @@ package struct ServerAPIClient: Sendable {
             package var transaction: SignedTransaction?
             package var renewal: SignedRenewalInfo?
         }
-        package var environment: AppStoreEnvironment
+        package var environment: StoreEnvironment
         package var subscriptions: [Subscription]
     }
 
@@ -59,7 +60,7 @@ package struct ServerAPIClient: Sendable {
     /// Look Up Order ID: `status` 0 valid, 1 invalid; the order's transactions.
     package struct OrderLookup: Sendable, Equatable {
         package var valid: Bool
-        package var environment: AppStoreEnvironment
+        package var environment: StoreEnvironment
         package var transactions: [SignedTransaction]
     }
 
@@ -70,7 +71,7 @@ package struct ServerAPIClient: Sendable {
         package var success: Bool
         /// The new expiry (epoch ms).
         package var effectiveDate: Int64?
-        package var environment: AppStoreEnvironment
+        package var environment: StoreEnvironment
     }
 
     /// Get Test Notification Status's answer.
@@ -163,7 +164,7 @@ package struct ServerAPIClient: Sendable {
     /// One page of Get Notification History (V2 notifications Apple sent, or tried to send,
     /// between the two dates, epoch ms, start inclusive).
     package func notificationHistory(
-        bundleID: String, environment: AppStoreEnvironment, startDate: Int64, endDate: Int64, paginationToken: String? = nil
+        bundleID: String, environment: StoreEnvironment, startDate: Int64, endDate: Int64, paginationToken: String? = nil
     ) async throws(ServerAPIFailure) -> NotificationHistoryPage {
         let body = JSONValue.object(["startDate": .int(startDate), "endDate": .int(endDate)]).jsonBytes
         let answer = try await call(
@@ -174,7 +175,7 @@ package struct ServerAPIClient: Sendable {
 
     /// Request a Test Notification: Apple sends a `TEST` notification to the configured URL; the
     /// token asks for its status.
-    package func requestTestNotification(bundleID: String, environment: AppStoreEnvironment) async throws(ServerAPIFailure)
+    package func requestTestNotification(bundleID: String, environment: StoreEnvironment) async throws(ServerAPIFailure)
         -> String
     {
         let answer = try await call(.requestTestNotification, bundleID: bundleID, body: [], first: environment)
@@ -185,7 +186,7 @@ package struct ServerAPIClient: Sendable {
     }
 
     /// Get Test Notification Status.
-    package func testNotificationStatus(_ testToken: String, bundleID: String, environment: AppStoreEnvironment)
+    package func testNotificationStatus(_ testToken: String, bundleID: String, environment: StoreEnvironment)
         async throws(ServerAPIFailure) -> TestNotificationStatus
     {
         let answer = try await call(.testNotificationStatus, ids: [testToken], bundleID: bundleID, first: environment)
@@ -196,7 +197,7 @@ package struct ServerAPIClient: Sendable {
     }
 
     /// Look Up Order ID (the id on the customer's Apple invoice), in `environment`.
-    package func lookUpOrder(_ orderID: String, bundleID: String, environment: AppStoreEnvironment = .production)
+    package func lookUpOrder(_ orderID: String, bundleID: String, environment: StoreEnvironment = .production)
         async throws(ServerAPIFailure) -> OrderLookup
     {
         let answer = try await call(.lookUpOrderID, ids: [orderID], bundleID: bundleID, first: environment)
@@ -225,7 +226,7 @@ package struct ServerAPIClient: Sendable {
     }
 
     /// Send Consumption Information (the answer to a `CONSUMPTION_REQUEST`), v2 path.
-    package func sendConsumption(transactionID: String, bundleID: String, environment: AppStoreEnvironment, _ body: JSONValue)
+    package func sendConsumption(transactionID: String, bundleID: String, environment: StoreEnvironment, _ body: JSONValue)
         async throws(ServerAPIFailure)
     {
         _ = try await call(.sendConsumption, ids: [transactionID], bundleID: bundleID, body: body.jsonBytes, first: environment)
@@ -234,7 +235,7 @@ package struct ServerAPIClient: Sendable {
     /// Finish Transaction (API 1.20): tells Apple the transaction's content was delivered, as
     /// StoreKit's `finish()` does from the app
     /// (https://developer.apple.com/documentation/appstoreserverapi/finish-transaction).
-    package func finishTransaction(_ transactionID: String, bundleID: String, environment: AppStoreEnvironment)
+    package func finishTransaction(_ transactionID: String, bundleID: String, environment: StoreEnvironment)
         async throws(ServerAPIFailure)
     {
         _ = try await call(.finishTransaction, ids: [transactionID], bundleID: bundleID, first: environment)
@@ -244,7 +245,7 @@ package struct ServerAPIClient: Sendable {
     /// appAccountToken at Apple, so its later transactions and notifications carry it
     /// (https://developer.apple.com/documentation/appstoreserverapi/set-app-account-token).
     package func setAppAccountToken(
-        _ token: String, originalTransactionID: String, bundleID: String, environment: AppStoreEnvironment
+        _ token: String, originalTransactionID: String, bundleID: String, environment: StoreEnvironment
     ) async throws(ServerAPIFailure) {
         let body = JSONValue.object(["appAccountToken": .string(token)]).jsonBytes
         _ = try await call(.setAppAccountToken, ids: [originalTransactionID], bundleID: bundleID, body: body, first: environment)
@@ -258,7 +259,7 @@ package struct ServerAPIClient: Sendable {
     /// The `requestIdentifier` Apple echoes.
     package func massExtendRenewalDates(
         productID: String, storefronts: [String], days: Int, reasonCode: Int, requestID: String, bundleID: String,
-        environment: AppStoreEnvironment
+        environment: StoreEnvironment
     ) async throws(ServerAPIFailure) -> String {
         var body: [Identifier: JSONValue] = [
             "productId": .string(productID), "extendByDays": .int(Int64(days)), "extendReasonCode": .int(Int64(reasonCode)),
@@ -288,7 +289,7 @@ package struct ServerAPIClient: Sendable {
 
     /// Get Status of Subscription Renewal Date Extensions (API 1.7) for a mass extension of `productID`.
     package func massExtensionStatus(
-        productID: String, requestID: String, bundleID: String, environment: AppStoreEnvironment
+        productID: String, requestID: String, bundleID: String, environment: StoreEnvironment
     ) async throws(ServerAPIFailure) -> MassExtensionStatus {
         let answer = try await call(.massExtensionStatus, ids: [productID, requestID], bundleID: bundleID, first: environment)
         let v = try ServerAPIResponses.json(answer.body)
@@ -303,7 +304,7 @@ package struct ServerAPIClient: Sendable {
     /// Every page of a revision-paged endpoint (history, refund history), asked in the
     /// environment that answered the first, each transaction verified.
     private func pages(of endpoint: ServerAPIEndpoint, id: String, bundleID: String) async throws(ServerAPIFailure) -> History {
-        var environment: AppStoreEnvironment?
+        var environment: StoreEnvironment?
         var revision: String?
         var signed: [String] = []
         var pages = 0
@@ -335,7 +336,7 @@ package struct ServerAPIClient: Sendable {
     /// `first` nil: production, then sandbox for an unknown transaction id.
     func call(
         _ endpoint: ServerAPIEndpoint, ids: [String] = [], bundleID: String, query: [(String, String)] = [],
-        body: [UInt8]? = nil, first: AppStoreEnvironment? = nil
+        body: [UInt8]? = nil, first: StoreEnvironment? = nil
     ) async throws(ServerAPIFailure) -> ServerAPIAnswer {
         // Each id must have the format of the kind the endpoint takes there, or nothing is sent.
         var segments: [AppleIdentifier] = []
@@ -404,7 +405,7 @@ package struct ServerAPIClient: Sendable {
 
     /// `appstore_server_api_calls_total{endpoint, environment, outcome}`.
     private func record(
-        _ endpoint: ServerAPIEndpoint, _ environment: AppStoreEnvironment, _ result: Result<ServerAPIAnswer, ServerAPIFailure>
+        _ endpoint: ServerAPIEndpoint, _ environment: StoreEnvironment, _ result: Result<ServerAPIAnswer, ServerAPIFailure>
     ) {
         let outcome =
             switch result {

@@ -1,4 +1,5 @@
 package import CurlTransport
+package import Entitlements
 
 /// The App Store Server API endpoints receiptd calls (Docs/apple-protocols.md §4.3), each with its
 /// method, path and Apple's published rate limit (§4.4).
@@ -79,7 +80,7 @@ package enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    package func limit(in environment: AppStoreEnvironment) -> Double {
+    package func limit(in environment: StoreEnvironment) -> Double {
         environment == .production ? productionLimit : productionLimit / 10
     }
 

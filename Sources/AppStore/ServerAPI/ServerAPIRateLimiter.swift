@@ -1,3 +1,4 @@
+package import Entitlements
 import Identifiers
 import Synchronization
 
@@ -46,7 +47,7 @@ package final class ServerAPIRateLimiter: Sendable {
     struct Key: Hashable, Sendable {
         var bundleID: Identifier
         var endpoint: ServerAPIEndpoint
-        var environment: AppStoreEnvironment
+        var environment: StoreEnvironment
     }
 
     /// Scales every limit (1: Apple's; tests and shared deployments lower it).
@@ -59,7 +60,7 @@ package final class ServerAPIRateLimiter: Sendable {
 
     /// The wait before sending one request of `endpoint` for `bundleID` to `environment`.
     package func reserve(
-        bundleID: String, endpoint: ServerAPIEndpoint, environment: AppStoreEnvironment, now: Duration
+        bundleID: String, endpoint: ServerAPIEndpoint, environment: StoreEnvironment, now: Duration
     ) -> Duration {
         let key = Key(bundleID: Identifier(bundleID), endpoint: endpoint, environment: environment)
         let rate = max(0.01, endpoint.limit(in: environment) * share)
@@ -70,7 +71,7 @@ package final class ServerAPIRateLimiter: Sendable {
 
     /// Apple answered 429: nothing more of `endpoint` for `bundleID` in `environment` before `until`.
     package func hold(
-        bundleID: String, endpoint: ServerAPIEndpoint, environment: AppStoreEnvironment, until: Duration, now: Duration
+        bundleID: String, endpoint: ServerAPIEndpoint, environment: StoreEnvironment, until: Duration, now: Duration
     ) {
         let key = Key(bundleID: Identifier(bundleID), endpoint: endpoint, environment: environment)
         let rate = max(0.01, endpoint.limit(in: environment) * share)

@@ -1,4 +1,5 @@
 import Crypto
+package import Entitlements
 import FoundationEssentials
 import JSON
 import SwiftASN1
@@ -28,12 +29,12 @@ package struct SignedDataVerifier: Sendable {
         /// App Store ids of those apps; production notifications must name one (sandbox has none).
         package var appAppleIDs: [Int64]
         /// Environments accepted (Xcode and LocalTesting data are never accepted).
-        package var environments: Set<AppStoreEnvironment>
+        package var environments: Set<StoreEnvironment>
         package var validationTime: ValidationTime
 
         package init(
             roots: [Certificate], bundleIDs: [String], appAppleIDs: [Int64] = [],
-            environments: Set<AppStoreEnvironment> = [.production, .sandbox], validationTime: ValidationTime = .signedDate
+            environments: Set<StoreEnvironment> = [.production, .sandbox], validationTime: ValidationTime = .signedDate
         ) {
             self.roots = roots
             self.bundleIDs = bundleIDs
@@ -177,8 +178,8 @@ package struct SignedDataVerifier: Sendable {
         }
     }
 
-    private func accepted(_ name: String?) throws(SignedDataError) -> AppStoreEnvironment {
-        guard let name, let environment = AppStoreEnvironment(appleName: name), configuration.environments.contains(environment)
+    private func accepted(_ name: String?) throws(SignedDataError) -> StoreEnvironment {
+        guard let name, let environment = StoreEnvironment(appleName: name), configuration.environments.contains(environment)
         else { throw .wrongEnvironment(name ?? "absent") }
         return environment
     }

@@ -1,4 +1,5 @@
 package import CoreMetrics
+import Entitlements
 
 /// What ``VerifyReceiptClient`` records (swift-metrics; Prometheus names in Docs/operations.md "Metrics"):
 /// - `appstore_exchanges_total{environment, kind, status}`: each HTTP exchange with Apple. `kind` is
@@ -13,7 +14,7 @@ package struct AppStoreMetrics: Sendable {
     package init(factory: any MetricsFactory = NOOPMetricsHandler.instance) { self.factory = factory }
 
     func exchange(
-        environment: AppStoreEnvironment, kind: String, outcome: VerifyReceiptStateMachine.Outcome, duration: Duration
+        environment: StoreEnvironment, kind: String, outcome: VerifyReceiptStateMachine.Outcome, duration: Duration
     ) {
         let status =
             switch outcome {

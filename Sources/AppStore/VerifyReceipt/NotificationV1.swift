@@ -1,3 +1,4 @@
+package import Entitlements
 package import JSON
 
 /// An App Store Server Notification V1 body (`responseBodyV1`, Docs/apple-protocols.md §2.2), read
@@ -9,7 +10,7 @@ package struct NotificationV1: Sendable, Equatable {
     /// The app's bundle id.
     package var bundleID: String?
     /// `PROD` (documented), `Production` (seen) or `Sandbox`.
-    package var environment: AppStoreEnvironment?
+    package var environment: StoreEnvironment?
     package var originalTransactionID: String?
     package var autoRenewStatusChangeDateMs: Int64?
     /// `unified_receipt` read as a verifyReceipt answer: the same transactions, renewal info and
@@ -25,7 +26,7 @@ package struct NotificationV1: Sendable, Equatable {
         password = v["password"]?.string
         bundleID = v["bid"]?.string
         environment = v["environment"]?.string.flatMap {
-            $0.uppercased() == "PROD" ? .production : AppStoreEnvironment(appleName: $0)
+            $0.uppercased() == "PROD" ? .production : StoreEnvironment(appleName: $0)
         }
         originalTransactionID = v["original_transaction_id"]?.string
         autoRenewStatusChangeDateMs = try v.date("auto_renew_status_change_date_ms")

@@ -1,5 +1,6 @@
 package import Clocks
 package import CurlTransport
+package import Entitlements
 import FoundationEssentials
 import JSON
 package import Resilience
@@ -45,7 +46,7 @@ package struct VerifyReceiptClient: Sendable {
         /// Exchanges sent, the environment switch and retries included.
         package var attempts: Int
         /// The environment of the last exchange.
-        package var environment: AppStoreEnvironment
+        package var environment: StoreEnvironment
         package var duration: Duration
         /// When Apple may be asked again: set when the circuit breaker refused the call.
         package var retryAfter: Duration? = nil
@@ -126,7 +127,7 @@ package struct VerifyReceiptClient: Sendable {
         // The deadline runs from the first exchange, not from the wait for a slot.
         var machine = VerifyReceiptStateMachine(policy: policy, now: clock.now)
         var action = machine.begin()
-        var environment = AppStoreEnvironment.production
+        var environment = StoreEnvironment.production
         while true {
             if case .send(_, let delay, _) = action, delay > .zero, case .open? = breaker?.state {
                 // A retry, but the breaker opened meanwhile (other verifications failed): stop here

@@ -1,10 +1,11 @@
+package import Entitlements
 package import JSON
 
 /// A `verifyReceipt` answer, read tolerantly (Docs/apple-protocols.md §1.4–1.7): every field optional,
 /// strings or numbers accepted, unknown fields kept in `raw`.
 package struct VerifyReceiptResponse: Sendable, Equatable {
     package var status: AppleStatus
-    package var environment: AppStoreEnvironment?
+    package var environment: StoreEnvironment?
     /// `is_retryable` or `is-retryable`, `true`/`1` (§1.3: both spellings are seen).
     package var isRetryable: Bool
     package var receipt: Receipt?
@@ -46,7 +47,7 @@ package struct VerifyReceiptResponse: Sendable, Equatable {
         }
         self.raw = raw
         self.status = AppleStatus(rawValue: code)
-        environment = raw["environment"]?.string.flatMap(AppStoreEnvironment.init(appleName:))
+        environment = raw["environment"]?.string.flatMap(StoreEnvironment.init(appleName:))
         isRetryable = (raw["is_retryable"]?.bool ?? raw["is-retryable"]?.bool) == true
         latestReceipt = raw["latest_receipt"]?.string
         do throws(AppleDate.OutOfRange) {

@@ -1,3 +1,5 @@
+package import Entitlements
+
 /// The decisions of one verification, free of I/O: which environment to ask, whether and when to
 /// ask again, and what the answer finally is. The client runs the returned actions; time and
 /// randomness come in as arguments so tests can replay any schedule.
@@ -19,13 +21,13 @@ package struct VerifyReceiptStateMachine: Sendable {
 
     package enum Action: Sendable, Equatable {
         /// Send the request to `environment`, waiting `after` first, giving it `timeout`.
-        case send(AppStoreEnvironment, after: Duration, timeout: Duration)
+        case send(StoreEnvironment, after: Duration, timeout: Duration)
         case finish(VerificationResult)
     }
 
     package let policy: VerifyReceiptPolicy
     private let start: Duration
-    private var environment: AppStoreEnvironment = .production
+    private var environment: StoreEnvironment = .production
     private var switched = false
     private var retries = 0
     package private(set) var attempts = 0
@@ -124,7 +126,7 @@ package struct VerifyReceiptStateMachine: Sendable {
 /// How a verification ended.
 package enum VerificationResult: Sendable, Equatable {
     /// Status 0 (or 21006) from `environment`.
-    case valid(VerifyReceiptResponse, AppStoreEnvironment)
+    case valid(VerifyReceiptResponse, StoreEnvironment)
     /// 21003 or 21010: the receipt does not prove a purchase.
     case invalidReceipt(AppleStatus)
     /// 21004: the shared secret is wrong; an operator must fix the configuration.

@@ -43,7 +43,7 @@ package struct PlaySave {
         let (purchases, renewals) = record.facts
         let raw = String(decoding: record.json.jsonBytes, as: UTF8.self)
         let facts = VerifiedFacts(
-            environment: Self.isTest(resource) ? "sandbox" : "production",
+            environment: Self.isTest(resource) ? .sandbox : .production,
             purchases: purchases.map { Stated($0, bundleID: package, rawJSON: raw) },
             renewals: renewals.map { Stated($0, rawJSON: raw) })
         let receipts = ReceiptStore(db)

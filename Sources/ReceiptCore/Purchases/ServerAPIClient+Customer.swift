@@ -11,7 +11,7 @@ extension ServerAPIClient {
         async let statuses = subscriptionStatuses(of: transactionID, bundleID: bundleID)
         let history = try await transactionHistory(of: transactionID, bundleID: bundleID)
         var facts = AppleFacts.facts(of: try await statuses, history: history.transactions)
-        facts.environment = history.environment.rawValue
+        facts.environment = history.environment
         return (facts, history.pages + 1)
     }
 }

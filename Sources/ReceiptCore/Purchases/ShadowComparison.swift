@@ -108,7 +108,7 @@ package final class ShadowComparison: UseCase, Sendable {
                 "paths": "\(differences.map(\.path).joined(separator: ","))",
             ])
         let row = ShadowDiffRecord(
-            appUserID: appUserID, transactionID: newest.transactionID, environment: verifyReceipt.environment,
+            appUserID: appUserID, transactionID: newest.transactionID, environment: verifyReceipt.environment.rawValue,
             differences: String(decoding: JSONValue.array(differences.map(\.json)).jsonBytes, as: UTF8.self), at: now)
         do {
             _ = try await database.write { db in try ShadowDiffStore(db).insert(row) }

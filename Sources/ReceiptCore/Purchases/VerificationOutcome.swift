@@ -40,7 +40,7 @@ package struct VerificationOutcome: Sendable, Hashable, CustomStringConvertible 
 extension VerificationLogEntry {
     /// A log entry whose outcome is one of ``VerificationOutcome``'s words.
     package init(
-        appUserID: String?, environment: String?, appleStatus: Int?, outcome: VerificationOutcome, attempts: Int,
+        appUserID: String?, environment: StoreEnvironment?, appleStatus: Int?, outcome: VerificationOutcome, attempts: Int,
         latencyMs: Int64
     ) {
         self.init(

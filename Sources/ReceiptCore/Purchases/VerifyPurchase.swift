@@ -183,7 +183,7 @@ package struct VerifyPurchase: UseCase, Sendable {
                 appUserID: input.appUserID, environment: nil, appleStatus: nil, outcome: .noTransactions, attempts: 0,
                 latencyMs: 0)
             return try await store(
-                VerifiedFacts(environment: AppStoreEnvironment.production.rawValue, purchases: []), for: input.appUserID,
+                VerifiedFacts(environment: .production, purchases: []), for: input.appUserID,
                 begun: begun, log: log)
         }
         return try await verifyTransactionID(id, input, possession: .proven, begun: begun)  // the receipt is the device's proof
@@ -228,7 +228,7 @@ package struct VerifyPurchase: UseCase, Sendable {
         let expectedBundle = try expectedBundle(input)
         let verification = await client.verify(receiptData: receiptData, excludeOldTransactions: input.excludeOldTransactions)
         let entry = Self.logEntry(verification, user: input.appUserID)
-        let (response, environment): (VerifyReceiptResponse, AppStoreEnvironment)
+        let (response, environment): (VerifyReceiptResponse, StoreEnvironment)
         do {
             (response, environment) = try outcome(verification)
             guard response.receipt?.bundleID == expectedBundle else {
@@ -269,7 +269,7 @@ package struct VerifyPurchase: UseCase, Sendable {
         }
         let log = VerificationLogEntry(
             appUserID: input.appUserID,
-            environment: transaction.environment.flatMap(AppStoreEnvironment.init(appleName:))?.rawValue,
+            environment: transaction.environment.flatMap(StoreEnvironment.init(appleName:)),
             appleStatus: nil, outcome: .signedTransaction, attempts: 0, latencyMs: (monotonic.now - started).milliseconds)
         let record = AppleFacts.facts(
             transaction: transaction, renewal: renewal, statedAt: transaction.signedDate ?? renewal?.signedDate)
@@ -298,7 +298,7 @@ package struct VerifyPurchase: UseCase, Sendable {
 
     /// The valid answer, or the error its result maps to.
     private func outcome(_ v: VerifyReceiptClient.Verification) throws(ReceiptError) -> (
-        VerifyReceiptResponse, AppStoreEnvironment
+        VerifyReceiptResponse, StoreEnvironment
     ) {
         switch v.result {
         case .valid(let response, let environment):
@@ -329,7 +329,7 @@ package struct VerifyPurchase: UseCase, Sendable {
             case .unavailable(let s, _): (.unavailable, s?.rawValue)
             }
         return VerificationLogEntry(
-            appUserID: user, environment: v.environment.rawValue, appleStatus: status, outcome: outcome,
+            appUserID: user, environment: v.environment, appleStatus: status, outcome: outcome,
             attempts: v.attempts, latencyMs: v.duration.milliseconds)
     }
 }

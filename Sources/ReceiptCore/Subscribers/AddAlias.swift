@@ -114,7 +114,7 @@ package struct AddAlias: UseCase, Sendable {
             return
         }
         let purchases = record.purchases.filter { p in moved.contains { $0.isExactly(p.fact.originalTransactionID) } }
-        let facts = VerifiedFacts(environment: purchases.first?.fact.environment ?? "production", purchases: purchases)
+        let facts = VerifiedFacts(environment: purchases.first?.fact.environment ?? .production, purchases: purchases)
         if try state.queueCalls(facts, for: canonical, transferred: true, calls, in: db, now: now) > 0 { calls.doorbell.ring() }
     }
 }

@@ -222,12 +222,13 @@ package struct SubscriberState: Sendable {
         let queue = AppStoreCallStore(db)
         var queued = 0
         let appStore = facts.purchases.filter {
-            $0.fact.store == .appStore && $0.bundleID != nil && ["production", "sandbox"].contains($0.fact.environment)
+            $0.fact.store == .appStore && $0.bundleID != nil
         }
         if calls.finishConsumables {
             for p in appStore where p.fact.cancellationDate == nil && settings.catalog.kind(of: p.fact) == .consumable {
                 if try queue.enqueue(
-                    .finishTransaction, subject: p.fact.transactionID, bundleID: p.bundleID!, environment: p.fact.environment,
+                    .finishTransaction, subject: p.fact.transactionID, bundleID: p.bundleID!,
+                    environment: p.fact.environment.rawValue,
                     now: now)
                 {
                     queued += 1
@@ -247,7 +248,8 @@ package struct SubscriberState: Sendable {
                     current: current, personToken: token, names: names.map { $0.isExactly(appUserID) }, transferred: transferred)
             else { continue }
             if try queue.enqueue(
-                .setAppAccountToken, subject: original, argument: token, bundleID: p.bundleID!, environment: p.fact.environment,
+                .setAppAccountToken, subject: original, argument: token, bundleID: p.bundleID!,
+                environment: p.fact.environment.rawValue,
                 now: now)
             {
                 queued += 1

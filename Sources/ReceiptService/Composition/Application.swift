@@ -202,7 +202,7 @@ package final class Application: Sendable {
             context: context, verifier: verifier, bundleIDs: settings.bundleIDs, sharedSecret: { accounts.sharedSecret(of: $0) },
             consumption: consumption, background: background)
         let listings = Listings(context: context)
-        let environments = AppStoreEnvironment.allCases.filter { signed.environments.contains($0) }
+        let environments = StoreEnvironment.allCases.filter { signed.environments.contains($0) }
         let support = AppStoreSupport(
             context: context, serverAPI: serverAPI, bundleIDs: settings.bundleIDs, serverAPIApps: accounts.serverAPIApps,
             environments: environments)

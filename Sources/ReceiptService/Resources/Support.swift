@@ -96,11 +96,11 @@ extension Requests {
         case .string(let id)?: bundleID = id
         default: throw .invalidRequest("`bundle_id` must be a string.")
         }
-        var environment: AppStoreEnvironment?
+        var environment: StoreEnvironment?
         switch json["environment"] {
         case nil, .null?: break
         case .string(let name)?:
-            guard let named = AppStoreEnvironment(rawValue: name) else {
+            guard let named = StoreEnvironment(rawValue: name) else {
                 throw .invalidRequest("`environment` must be production or sandbox.")
             }
             environment = named
@@ -158,7 +158,7 @@ extension Requests {
     }
 
     /// The body of POST /v1/admin/test-notification: `{"bundle_id"?, "environment"?}`, or none.
-    static func testNotification(_ body: [UInt8]) throws(ReceiptError) -> (bundleID: String?, environment: AppStoreEnvironment?) {
+    static func testNotification(_ body: [UInt8]) throws(ReceiptError) -> (bundleID: String?, environment: StoreEnvironment?) {
         guard !body.isEmpty else { return (nil, nil) }
         guard let json = try? JSONValue.parse(body), case .object = json else {
             throw .invalidRequest("The body must be a JSON object (or empty).")
@@ -171,10 +171,10 @@ extension Requests {
             bundleID = b
         default: throw .invalidRequest("`bundle_id` must be a string.")
         }
-        var environment: AppStoreEnvironment?
+        var environment: StoreEnvironment?
         switch json["environment"] {
         case nil, .null?: break
-        case .string(let e)? where AppStoreEnvironment(rawValue: e) != nil: environment = AppStoreEnvironment(rawValue: e)
+        case .string(let e)? where StoreEnvironment(rawValue: e) != nil: environment = StoreEnvironment(rawValue: e)
         default: throw .invalidRequest("`environment` must be `production` or `sandbox`.")
         }
         return (bundleID, environment)
@@ -291,7 +291,7 @@ extension Responses {
     }
 
     /// POST /v1/admin/test-notification.
-    static func testNotification(token: String, environment: AppStoreEnvironment) -> HTTPResponse {
+    static func testNotification(token: String, environment: StoreEnvironment) -> HTTPResponse {
         .json(
             .object(["test_notification_token": .string(token), "environment": .string(environment.rawValue)]),
             status: .accepted)

@@ -1,4 +1,5 @@
 import CurlTransport
+import Entitlements
 import JSON
 import Testing
 

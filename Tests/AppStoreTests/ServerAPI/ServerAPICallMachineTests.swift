@@ -1,3 +1,4 @@
+import Entitlements
 import Testing
 
 @testable import AppStore

@@ -1,5 +1,6 @@
 import Clocks
 import CurlTransport
+import Entitlements
 import JSON
 import ReceiptTesting
 import Synchronization

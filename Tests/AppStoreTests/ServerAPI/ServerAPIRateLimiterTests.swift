@@ -1,3 +1,4 @@
+import Entitlements
 import Testing
 
 @testable import AppStore
@@ -23,7 +24,7 @@ struct ServerAPIRateLimiterTests {
 
     @Test func limitsArePerAppEndpointAndEnvironmentAtApplesRatesSandboxATenth() {
         let limiter = ServerAPIRateLimiter()
-        func burst(_ bundle: String, _ endpoint: ServerAPIEndpoint, _ environment: AppStoreEnvironment) -> Int {
+        func burst(_ bundle: String, _ endpoint: ServerAPIEndpoint, _ environment: StoreEnvironment) -> Int {
             var n = 0
             while limiter.reserve(bundleID: bundle, endpoint: endpoint, environment: environment, now: .zero) == .zero { n += 1 }
             return n

@@ -1,4 +1,5 @@
 import Crypto
+import Entitlements
 import FoundationEssentials
 import JSON
 import ReceiptTesting
@@ -27,7 +28,7 @@ import X509
 
     static func verifier(
         roots: [Certificate] = [testRoot], bundles: [String] = ["com.example"], appAppleIDs: [Int64] = [1234],
-        environments: Set<AppStoreEnvironment> = [.production, .sandbox], time: SignedDataVerifier.ValidationTime = .signedDate
+        environments: Set<StoreEnvironment> = [.production, .sandbox], time: SignedDataVerifier.ValidationTime = .signedDate
     ) -> SignedDataVerifier {
         SignedDataVerifier(
             configuration: .init(

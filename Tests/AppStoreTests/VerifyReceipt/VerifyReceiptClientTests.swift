@@ -1,5 +1,6 @@
 import Clocks
 import CurlTransport
+import Entitlements
 import Foundation
 import Resilience
 import Synchronization

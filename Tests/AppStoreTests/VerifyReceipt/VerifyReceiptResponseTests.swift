@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import ReceiptTesting
 import Testing

@@ -16,16 +16,16 @@ let t0: Int64 = 1_700_000_000_000
 /// One monthly subscription, `o1`, bought at `t0`; `cancelled` refunds it.
 func monthly(cancelled: Int64? = nil, autoRenew: Bool = false) -> VerifiedFacts {
     VerifiedFacts(
-        environment: "sandbox",
+        environment: .sandbox,
         purchases: [
             Stated(
                 Purchase(
                     transactionID: "t1", originalTransactionID: "o1", productID: "monthly", purchaseDate: t0,
-                    expiresDate: t0 + 30 * day, cancellationDate: cancelled, environment: "sandbox"),
+                    expiresDate: t0 + 30 * day, cancellationDate: cancelled, environment: .sandbox),
                 bundleID: "b", rawJSON: cancelled == nil ? "{}" : #"{"c":1}"#)
         ],
         renewals: [
-            Stated(Renewal(originalTransactionID: "o1", autoRenewStatus: autoRenew, environment: "sandbox"), rawJSON: "{}")
+            Stated(Renewal(originalTransactionID: "o1", autoRenewStatus: autoRenew, environment: .sandbox), rawJSON: "{}")
         ])
 }
 
@@ -33,7 +33,7 @@ private let state = SubscriberState(
     settings: EntitlementSettings(rules: EntitlementRules(["pro": ["monthly"]]), catalog: Catalog(), policy: DerivationPolicy()))
 
 private let logEntry = VerificationLogEntry(
-    appUserID: "bob", environment: "sandbox", appleStatus: 0, outcome: "valid", attempts: 1, latencyMs: 3)
+    appUserID: "bob", environment: .sandbox, appleStatus: 0, outcome: "valid", attempts: 1, latencyMs: 3)
 
 @Suite("Subscriber state over time")
 struct SubscriberStateTests {
@@ -85,12 +85,12 @@ struct SubscriberStateTests {
 private func renewal(_ n: Int64) -> VerifiedFacts {
     let bought = t0 + (n - 1) * 30 * day
     return VerifiedFacts(
-        environment: "sandbox",
+        environment: .sandbox,
         purchases: [
             Stated(
                 Purchase(
                     transactionID: "t\(n)", originalTransactionID: "o1", productID: "monthly", purchaseDate: bought,
-                    originalPurchaseDate: t0, expiresDate: bought + 30 * day, environment: "sandbox"),
+                    originalPurchaseDate: t0, expiresDate: bought + 30 * day, environment: .sandbox),
                 bundleID: "b", rawJSON: #"{"n":\#(n)}"#)
         ])
 }

@@ -1,5 +1,6 @@
 package import AppStore
 package import CustomerOffers
+package import Entitlements
 import FoundationEssentials
 package import Notifications
 package import ReceiptCore
@@ -337,13 +338,13 @@ extension ServiceConfiguration {
         /// `appStore.appAppleIds`: the apps' App Store ids; production notifications must name one.
         package var appAppleIDs: [Int64] = []
         /// `appStore.environments`: which environments' signed data is accepted.
-        package var environments: Set<AppStoreEnvironment> = [.production, .sandbox]
+        package var environments: Set<StoreEnvironment> = [.production, .sandbox]
         /// `appStore.signedDataValidationTime`: `signedDate` (default) or `now`.
         package var validationTime: SignedDataVerifier.ValidationTime = .signedDate
 
         package init(
             roots: [Certificate] = [AppleRootCA.g3], appAppleIDs: [Int64] = [],
-            environments: Set<AppStoreEnvironment> = [.production, .sandbox],
+            environments: Set<StoreEnvironment> = [.production, .sandbox],
             validationTime: SignedDataVerifier.ValidationTime = .signedDate
         ) {
             self.roots = roots
@@ -379,9 +380,9 @@ extension ServiceConfiguration {
                 ids.append(id)
             }
             // Environments whose signed data is accepted: production, sandbox or both.
-            var environments: Set<AppStoreEnvironment> = []
+            var environments: Set<StoreEnvironment> = []
             for name in try c.strings("appStore.environments", default: ["production", "sandbox"]) {
-                guard let environment = AppStoreEnvironment(rawValue: name) else {
+                guard let environment = StoreEnvironment(rawValue: name) else {
                     throw ConfigurationError(
                         key: "appStore.environments", message: "must list production and/or sandbox, got \"\(name)\"")
                 }
