@@ -21,6 +21,10 @@ package struct StorageError: Error, CustomStringConvertible, Sendable, Equatable
         self.sqlState = sqlState
     }
 
+    /// The SQLSTATE of a compare-and-set sent unanswered that found its row moved: the
+    /// transaction it was in cannot commit (Migrations/postgresql/0044_settle_unanswered.sql).
+    package static let lostCompareAndSet = "RD001"
+
     package var description: String {
         if let sqliteCode { return "\(message) (SQLite \(sqliteCode))" }
         if let sqlState { return "\(message) (SQLSTATE \(sqlState))" }

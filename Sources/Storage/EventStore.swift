@@ -22,15 +22,15 @@ package struct EventStore {
     /// about purchases the subscriber no longer holds stay: they are their history. `inserted`, when
     /// given, sees each new row as stored (its id and recording time set), in the caller's
     /// transaction; without it, nothing is read back, and on PostgreSQL the insert goes with the
-    /// next statement awaited (the commit).
+    /// next statement awaited (the commit). `read`: the stored events as the caller read them
+    /// (``storedEvents(in:)``) in a snapshot its transaction's compare-and-set holds it to; else
+    /// they are read here.
     package func replace(
         _ events: [EventRecord], for appUserID: String, originals: Set<Identifier>, now: Int64,
-        inserted: ((EventRecord) throws -> Void)? = nil
+        inserted: ((EventRecord) throws -> Void)? = nil, read: [EventRecord]? = nil
     ) throws -> Changes {
         var stored: [Identifier: EventRecord] = [:]
-        let existing = try storedEvents(for: appUserID)
-        while try existing.step() {
-            let e = Self.event(existing)
+        for e in try read ?? storedEvents(in: try storedEvents(for: appUserID)) {
             // Events about no purchase (merges, promotions) are the subscriber's own.
             if e.originalTransactionID.isEmpty || originals.contains(Identifier(e.originalTransactionID)) || e.type == "transfer"
             {
@@ -91,6 +91,14 @@ package struct EventStore {
     /// (``Database/prefetch(_:)``), and `replace` then steps through what it read.
     package func storedEvents(for appUserID: String) throws -> Statement {
         try db.cached("SELECT \(Self.columns) FROM events WHERE app_user_id = ?").bind([appUserID])
+    }
+
+    /// The rows of a ``storedEvents(for:)`` read, stepped through and reset.
+    package func storedEvents(in read: Statement) throws -> [EventRecord] {
+        defer { read.reset() }
+        var events: [EventRecord] = []
+        while try read.step() { events.append(Self.event(read)) }
+        return events
     }
 
     /// The most events one insert writes, and its statement for each count, written once.

@@ -7,7 +7,10 @@ extension ReceiptStore {
     /// The subscriber, every transaction and renewal snapshot of the purchases they hold, and the
     /// transfers that concern them; nil when unknown.
     /// An alias reads as the subscriber it names (``SubscriberRecord/appUserID`` is then the canonical id).
-    package func subscriber(_ requestedID: String) throws -> SubscriberRecord? {
+    ///
+    /// `ahead`: reads the caller makes next, sent with the subscriber's own (on PostgreSQL, in their
+    /// round trip); the caller steps through them and resets them.
+    package func subscriber(_ requestedID: String, ahead: [Statement] = []) throws -> SubscriberRecord? {
         let head = try db.cached(
             """
             SELECT version, state_hash, facts_revision, derived_revision, summary_until, document_settings FROM subscribers
@@ -38,7 +41,7 @@ extension ReceiptStore {
             [head, transactions, history, held, theirs]
             + (try [Self.aliasesSQL, PromotionStore.promotionsSQL, AppTransactionStore.factsSQL].map { try db.cached($0) })
         defer { for statement in prefetched { statement.reset() } }
-        try db.prefetch(try prefetched.map { try $0.bind([requestedID]) })
+        try db.prefetch(try prefetched.map { try $0.bind([requestedID]) } + ahead)
         // An alias has no subscriber row: its rows are read again for the id it names.
         var appUserID = requestedID
         if try !head.step() {
@@ -172,15 +175,7 @@ extension ReceiptStore {
     ) throws -> Int64? {
         // Without a document, none is kept: the column is cleared with the settle. The summary's
         // validity (``ProductStateStore``) is written with it when given: one write of the row.
-        let update = try db.cached(
-            """
-            UPDATE subscribers SET version = version + CASE WHEN state_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, state_hash = ?1, derived_revision = ?2,
-                updated_at = ?3, document = ?6, document_cut = ?7, document_at = ?3, document_settings = ?8,
-                summary_until = COALESCE(?9, summary_until)
-            WHERE app_user_id = ?4 AND facts_revision = ?2 AND version = ?5
-            RETURNING version
-            """
-        ).bind([
+        let update = try db.cached(Self.settleSQL).bind([
             hash, revision, now, appUserID, version, document.map { String(decoding: $0.json, as: UTF8.self) },
             document.map { Int64($0.cut) }, document?.settings, summaryUntil,
         ])
@@ -197,6 +192,48 @@ extension ReceiptStore {
         return after
     }
 
+    /// ``settle(_:hash:derivedFrom:version:now:document:summaryUntil:ahead:)`` unanswered: the
+    /// snapshot's fingerprint `stateHash` tells the version after it beforehand, so on PostgreSQL
+    /// the statement is held back, to go with the next statement awaited or the commit, and a
+    /// round trip is saved. Should the facts or the version have moved since the snapshot, the
+    /// statement fails the transaction with SQLSTATE ``StorageError/lostCompareAndSet`` (on
+    /// PostgreSQL the server raises it: Migrations/postgresql/0044_settle_unanswered.sql), and
+    /// nothing of the transaction stays: the caller reads again.
+    package func settleUnanswered(
+        _ appUserID: String, hash: String, stateHash: String?, derivedFrom revision: Int64, version: Int64, now: Int64,
+        document: DocumentStore.Rendering, summaryUntil: Int64
+    ) throws -> Int64 {
+        let values: [(any StatementValue)?] = [
+            hash, revision, now, appUserID, version, String(decoding: document.json, as: UTF8.self), Int64(document.cut),
+            document.settings, summaryUntil,
+        ]
+        if db.dialect == .postgresql {
+            try db.cached(Self.settleUnansweredSQL).bind(values).runLater()
+        } else {
+            try db.cached(Self.settleSQL).bind(values).run()
+            guard db.changes == 1 else {
+                throw StorageError(
+                    .sqlite, "a settle found its row changed by another transaction", sqlState: StorageError.lostCompareAndSet)
+            }
+        }
+        let after = version + (stateHash == hash ? 0 : 1)
+        if after != version { try ChangeLog(db).append(appUserID, at: now) }
+        if document.version != after { try DocumentStore(db).forget(appUserID) }
+        return after
+    }
+
+    /// The settle's compare-and-set.
+    static let settleSQL = """
+        UPDATE subscribers SET version = version + CASE WHEN state_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, state_hash = ?1, derived_revision = ?2,
+            updated_at = ?3, document = ?6, document_cut = ?7, document_at = ?3, document_settings = ?8,
+            summary_until = COALESCE(?9, summary_until)
+        WHERE app_user_id = ?4 AND facts_revision = ?2 AND version = ?5
+        RETURNING version
+        """
+
+    /// ``settleSQL`` failing its transaction when it changes no row (Migrations/postgresql/0044).
+    static let settleUnansweredSQL = "WITH settled AS (\(settleSQL)) SELECT receiptd_settled((SELECT count(*) FROM settled))"
+
     /// Subscriber ids in order, `limit` at a time after `after`.
     package func subscriberIDs(after: String?, limit: Int) throws -> [String] {
         let q = try db.cached("SELECT app_user_id FROM subscribers WHERE app_user_id > ? ORDER BY app_user_id LIMIT ?")
@@ -204,5 +241,14 @@ extension ReceiptStore {
         var ids: [String] = []
         while try q.step() { ids.append(q.text(0)!) }
         return ids
+    }
+}
+
+extension StorageError {
+    /// An unanswered settle (``ReceiptStore/settleUnanswered(_:hash:stateHash:derivedFrom:version:now:document:summaryUntil:)``)
+    /// lost: its compare-and-set found the row moved, or another settle stored an event the
+    /// snapshot's read of them did not have (a key stored twice). Its transaction left nothing.
+    package var lostToAnotherSettle: Bool {
+        sqlState == Self.lostCompareAndSet || sqlState == "23505" || sqliteCode == 2067  // SQLITE_CONSTRAINT_UNIQUE
     }
 }

@@ -319,9 +319,9 @@ struct PostgresRoundTripTests {
     /// (Settled in the save, as on SQLite, a POST was 4 round trips and 30 statements; reverted
     /// on PostgreSQL, where other instances then sometimes served the document from before it
     /// past the scale drill's 100 ms: Docs/performance.md.)
-    static let newSubscriber = (statements: 35, roundTrips: 7)
+    static let newSubscriber = (statements: 35, roundTrips: 6)
     static let unchanged = (statements: 21, roundTrips: 5)
-    static let added = (statements: 33, roundTrips: 7)
+    static let added = (statements: 33, roundTrips: 6)
 }
 
 private func eventTypes(_ port: Int, _ user: String) async throws -> [String] {

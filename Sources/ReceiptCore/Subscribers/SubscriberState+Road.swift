@@ -37,7 +37,7 @@ extension SubscriberState {
         if let user = settled.user {
             return SubscriberSnapshot(document: user.document, version: user.version, now: now)
         }
-        guard let current = try await current(user, database: database, now: now) else {
+        guard let current = try await current(user, database: database, now: now, behind: stored.changed(user)) else {
             // Stored, and gone before it could be read: erased in between (the erasure stands,
             // and the caller hears `erased_meanwhile`, as when it came before the save). Erased
             // at any time: an erasure's instant is taken before it waits for this save's locks.

@@ -87,26 +87,43 @@ package struct SubscriberState: Sendable {
     /// the snapshot `subscriber`, as their state (a new fingerprint bumps the version), and queues
     /// the new events' webhooks, if the snapshot is still current. Nil when another write changed
     /// their facts or version since: nothing is written.
-    func record(_ subscriber: SubscriberRecord, document: SubscriberDocument, events: [EventRecord], in db: Database, now: Int64)
-        throws -> Recorded?
-    {
+    ///
+    /// `storedEvents`: the events stored for them, read with the snapshot. The compare-and-set
+    /// then goes unanswered with the rest (``ReceiptStore/settleUnanswered(_:hash:stateHash:derivedFrom:version:now:document:summaryUntil:)``),
+    /// and when it loses, the transaction fails with ``StorageError/lostCompareAndSet`` instead.
+    func record(
+        _ subscriber: SubscriberRecord, document: SubscriberDocument, events: [EventRecord], in db: Database, now: Int64,
+        storedEvents: [EventRecord]? = nil
+    ) throws -> Recorded? {
         try db.transaction { () throws -> Recorded? in
             // Rendered with the version it will show: one more when its fingerprint is new (the
             // snapshot's fingerprint is the row's while its version is).
             let shows = subscriber.version + (subscriber.stateHash == document.fingerprint ? 0 : 1)
-            // The stored events, which their replacement reads next, go with the settle.
-            guard
-                let version = try ReceiptStore(db).settle(
-                    subscriber.appUserID, hash: document.fingerprint, derivedFrom: subscriber.factsRevision,
-                    version: subscriber.version, now: now, document: rendering(document, version: shows),
-                    summaryUntil: document.changesAt ?? .max, ahead: [try EventStore(db).storedEvents(for: subscriber.appUserID)])
-            else { return nil }
-            try ProductStateStore(db).replace(document.productStates, for: subscriber.appUserID)  // good until: the settle's
+            let store = ReceiptStore(db)
+            let (user, rendered, summaryUntil) = (
+                subscriber.appUserID, rendering(document, version: shows), document.changesAt ?? .max
+            )
+            let version: Int64
+            if storedEvents != nil {
+                version = try store.settleUnanswered(
+                    user, hash: document.fingerprint, stateHash: subscriber.stateHash, derivedFrom: subscriber.factsRevision,
+                    version: subscriber.version, now: now, document: rendered, summaryUntil: summaryUntil)
+            } else {
+                // The stored events, which their replacement reads next, go with the settle.
+                guard
+                    let settled = try store.settle(
+                        user, hash: document.fingerprint, derivedFrom: subscriber.factsRevision, version: subscriber.version,
+                        now: now, document: rendered, summaryUntil: summaryUntil,
+                        ahead: [try EventStore(db).storedEvents(for: user)])
+                else { return nil }
+                version = settled
+            }
+            try ProductStateStore(db).replace(document.productStates, for: user)  // good until: the settle's
             // The new events' ids are read back only for webhooks to name them.
             var added: [EventRecord] = []
             let changes = try EventStore(db).replace(
-                events, for: subscriber.appUserID, originals: subscriber.originals, now: now,
-                inserted: outbox?.endpoints.isEmpty == false ? { added.append($0) } : nil)
+                events, for: user, originals: subscriber.originals, now: now,
+                inserted: outbox?.endpoints.isEmpty == false ? { added.append($0) } : nil, read: storedEvents)
             let deliveries =
                 try outbox?.enqueue(
                     added, of: subscriber, version: version, document: { document.body(version: version, now: now) }, in: db,
@@ -140,6 +157,12 @@ package struct SubscriberState: Sendable {
         /// first, then who lost a purchase to them). Their state is behind until read with
         /// ``current(_:database:now:)`` (``settle(_:database:now:)``).
         case stored(changes: Int, changed: [String])
+
+        /// Whether it changed the facts of `user` (as spelt: ids are exact bytes).
+        func changed(_ user: String) -> Bool {
+            guard case .stored(_, let changed) = self else { return false }
+            return changed.contains { $0.isExactly(user) }
+        }
     }
 
     /// In one write transaction (the caller's, when it has one), SQL only: stores verified facts
@@ -359,14 +382,31 @@ package struct SubscriberState: Sendable {
     /// The first read may go to a streaming replica that has replayed every change heard of them
     /// (and of the subscriber an alias reads as); a read again after a lost compare-and-set goes
     /// to the primary, where the write is decided.
-    package func current(_ appUserID: String, database: DatabaseQueue, now: Int64) async throws -> Current? {
+    ///
+    /// On PostgreSQL the first read takes the stored events with it, unless the caller expects no
+    /// settle (`behind: false`: a save that changed nothing of theirs), and the settle that follows
+    /// sends its compare-and-set unanswered: one round trip where there were two. When it loses,
+    /// the next attempt reads again and settles as before, the events read under its lock.
+    package func current(_ appUserID: String, database: DatabaseQueue, now: Int64, behind: Bool = true) async throws
+        -> Current?
+    {
         for attempt in 0..<Self.maxAttempts {
-            let read = try await database.read(replicaSeeing: attempt == 0 ? [appUserID] : nil) { db in
-                try ReceiptStore(db).subscriber(appUserID).map { ($0, try ChangeLog(db).last()) }
+            let withEvents = attempt == 0 && behind && database.dialect == .postgresql
+            let read = try await database.read(replicaSeeing: attempt == 0 ? [appUserID] : nil) {
+                db -> (SubscriberRecord, Int64, [EventRecord]?)? in
+                let events = withEvents ? [try EventStore(db).storedEvents(for: appUserID)] : []
+                defer { for statement in events { statement.reset() } }
+                guard let subscriber = try ReceiptStore(db).subscriber(appUserID, ahead: events) else { return nil }
+                // An alias reads as the subscriber it names, whose events these are not.
+                var stored: [EventRecord]?
+                if let read = events.first, subscriber.appUserID.isExactly(appUserID) {
+                    stored = try EventStore(db).storedEvents(in: read)
+                }
+                return (subscriber, try ChangeLog(db).last(), stored)
             } dependents: { read in
                 read.map { [$0.0.appUserID] } ?? []
             }
-            guard let (subscriber, sequence) = read else { return nil }
+            guard let (subscriber, sequence, storedEvents) = read else { return nil }
             let facts = subscriber.pinnedFacts
             let document = document(subscriber, facts: facts, now: now)
             if isSettled(subscriber, document) && subscriber.summaryUntil > now {
@@ -378,11 +418,17 @@ package struct SubscriberState: Sendable {
             }
             // Behind (new facts, or a state change since the last read): derive here, write only SQL.
             let events = events(subscriber, facts: facts, now: now)
-            let written = try await database.write { [self] db -> (Int64, Int64, Int)? in
-                guard let recorded = try record(subscriber, document: document, events: events, in: db, now: now) else {
-                    return nil
+            let written: (Int64, Int64, Int)?
+            do {
+                written = try await database.write { [self] db -> (Int64, Int64, Int)? in
+                    guard
+                        let recorded = try record(
+                            subscriber, document: document, events: events, in: db, now: now, storedEvents: storedEvents)
+                    else { return nil }
+                    return (recorded.version, try ChangeLog(db).last(), recorded.deliveries)
                 }
-                return (recorded.version, try ChangeLog(db).last(), recorded.deliveries)
+            } catch let error as StorageError where storedEvents != nil && error.lostToAnotherSettle {
+                continue  // read again
             }
             if let (version, sequence, deliveries) = written {
                 if deliveries > 0 { outbox?.doorbell.ring() }

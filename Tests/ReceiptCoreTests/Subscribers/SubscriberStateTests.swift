@@ -112,11 +112,13 @@ struct DerivationOffTheWriterTests {
         #expect(try db.scalarInt("SELECT version FROM subscribers") == 0)
     }
 
-    @Test func concurrentSavesOfOneUserEndSettledOnTheirNewestFacts() async throws {
+    /// Twelve saves of one user at once, each then reading them: every settle that lost (on
+    /// PostgreSQL an unanswered one fails its transaction: ``SubscriberState/current(_:database:now:behind:)``)
+    /// reads again, and the user ends settled on the newest facts, each event stored once.
+    @Test(arguments: await testDialects())
+    func concurrentSavesOfOneUserEndSettledOnTheirNewestFacts(_ dialect: Database.Dialect) async throws {
         try await withScratchDirectory("receiptd-settle") { dir in
-            let queue = try DatabaseQueue(path: dir + "/db.sqlite")
-            try queue.runBlocking { db in _ = try Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(db)
-            }
+            let queue = try await migratedQueue(dialect, in: dir)
             let now = t0 + 400 * day
             let answers = try await withThrowingTaskGroup(of: Int64.self) { group in
                 for n in Int64(1)...12 {
@@ -138,6 +140,45 @@ struct DerivationOffTheWriterTests {
             let events = try await queue.read { db in try EventStore(db).page(for: "u", limit: 100, before: nil) }
             #expect(Set(events.map(\.key)) == Set(state.events(stored, facts: facts, now: now).map(\.key)))
             #expect(answers.allSatisfy { $0 >= 1 && $0 <= stored.version })
+            #expect(events.count == Set(events.map(\.key)).count)
+        }
+    }
+
+    /// A settle sent unanswered from a snapshot another write overtook fails its transaction, as
+    /// does one whose read of the stored events another settle overtook (an event stored twice):
+    /// nothing of either stays, and the user is settled by the next read.
+    @Test(arguments: await testDialects())
+    func anUnansweredSettleThatLostLeavesNothing(_ dialect: Database.Dialect) async throws {
+        try await withScratchDirectory("receiptd-unanswered") { dir in
+            let queue = try await migratedQueue(dialect, in: dir)
+            let snapshot = try await queue.write { db in
+                _ = try state.store(monthly(), for: "u", policy: .keep, in: db, now: t0)
+                return try #require(try ReceiptStore(db).subscriber("u"))
+            }
+            let facts = snapshot.pinnedFacts
+            let document = state.document(snapshot, facts: facts, now: t0)
+            let events = state.events(snapshot, facts: facts, now: t0)
+            let record = { @Sendable (subscriber: SubscriberRecord, stored: [EventRecord]) async throws in
+                try await queue.write { db in
+                    _ = try state.record(subscriber, document: document, events: events, in: db, now: t0, storedEvents: stored)
+                }
+            }
+            try await record(snapshot, [])  // version 1, its events stored
+            let row = { try await queue.read { db in try db.scalarText("SELECT version || ' ' || state_hash FROM subscribers") } }
+            let settled = try await row()
+            let count = { try await queue.read { db in try db.scalarInt("SELECT count(*) FROM events") } }
+            let stored = try await count()
+            #expect(settled == "1 \(document.fingerprint)" && stored == Int64(events.count) && !events.isEmpty)
+            // The same snapshot again: its version moved on.
+            let overtaken = await #expect(throws: StorageError.self) { try await record(snapshot, []) }
+            #expect(overtaken?.lostToAnotherSettle == true)
+            // Read after that settle but with the events read before it: the events again.
+            let current = try #require(try await queue.read { db in try ReceiptStore(db).subscriber("u") })
+            let twice = await #expect(throws: StorageError.self) { try await record(current, []) }
+            #expect(twice?.lostToAnotherSettle == true)
+            #expect(try await row() == settled)
+            #expect(try await count() == stored)
+            #expect(try await state.current("u", database: queue, now: t0)?.version == 1)
         }
     }
 }
