@@ -112,10 +112,15 @@ package struct KeepRollups: UseCase, Sendable {
     /// facts, then its derived state) and a busy second many, and each holder is recomputed once
     /// per step however many of its changes it holds. A failed step is logged and tried again
     /// next time; charts meanwhile read the rollups as they stand, or the transactions.
+    ///
+    /// On PostgreSQL one instance's keeper keeps them while it runs (``leads()``); the others'
+    /// wait for it to stop, so that no two compute the same holders (each step's write would
+    /// keep the first and drop the rest).
     package func run() async {
         await Periodic(everyMs: intervalMs, monotonic: monotonic).run { [self] in
             var rebuilt = 0
             do {
+                guard try await leads() else { return }
                 steps: while !Task.isCancelled {
                     switch try await step() {
                     case .idle: break steps
@@ -131,6 +136,16 @@ package struct KeepRollups: UseCase, Sendable {
             }
         }
     }
+
+    /// Whether this instance's keeper keeps the rollups now: on PostgreSQL, the one whose
+    /// background connection holds the keepers' lead (``Database/lead(_:)``), taken by the first
+    /// to ask and held until its process stops; on SQLite, always.
+    package func leads() async throws -> Bool {
+        try await database.read(background: true) { db in try db.lead(Self.leadKey) }
+    }
+
+    /// The keepers' lead's name.
+    static let leadKey = "rollup keeper"
 
     /// What a step read and computed, to write.
     private enum Plan: Sendable {

@@ -41,6 +41,8 @@ package final class Database {
     /// The ``lock(_:)`` keys the current transaction holds (PostgreSQL), so locking one again costs
     /// no round trip: a store locks what it writes, and so does the use case that calls it.
     private var heldLocks: [[UInt8]] = []
+    /// The ``lead(_:)`` keys this connection holds, until it closes.
+    private var ledKeys: Set<String> = []
 
     /// Opens (creating if needed) the SQLite database at `path`; `:memory:` for a private
     /// in-memory one. `readOnly` opens an existing file for reading only: it never creates,
@@ -359,6 +361,21 @@ package final class Database {
         // savepoint.
         if withNextRead { try bound.runLater() } else { try bound.run() }
         if inTransaction { heldLocks += wanted }  // outside one, the locks ended with the statement
+    }
+
+    /// Whether this connection leads the work named `key` among every process on the database:
+    /// on PostgreSQL it takes a session-level advisory lock on the key unless another connection
+    /// holds it, and keeps it until it closes (a process that stops, or dies, lets the next take
+    /// over); on SQLite, which one process serves, always. For work that any process could do
+    /// but that one should, lest each does it all (the chart rollups' keeper).
+    package func lead(_ key: String) throws(StorageError) -> Bool {
+        guard dialect == .postgresql else { return true }
+        guard !ledKeys.contains(key) else { return true }
+        let statement = try cached("SELECT pg_try_advisory_lock(hashtextextended(?, 0))::int").bind([key])
+        defer { statement.reset() }
+        guard try statement.step(), statement.int(0) == 1 else { return false }
+        ledKeys.insert(key)
+        return true
     }
 
     /// Copies the whole database to a new file at `path`, online, with SQLite's backup API

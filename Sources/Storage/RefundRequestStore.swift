@@ -1,4 +1,4 @@
-package import Analytics
+import Analytics
 package import DatabaseEngine
 
 /// The App Store's refund requests as Apple told them (Migrations/0039_refund_requests.sql): a

@@ -204,6 +204,29 @@ extension KeepRollupsTests {
         #expect(KeepRollups.through(10, [change(13, at: 100)], contiguous: false, before: 50) == 10)
     }
 
+    /// Two instances' keepers on one PostgreSQL database: the first to ask keeps the rollups,
+    /// the other does not compute them too; on SQLite, served by one process, the keeper leads.
+    @Test(arguments: await testDialects())
+    func oneInstancesKeeperKeepsTheRollups(dialect: Database.Dialect) async throws {
+        let clock = TestClock(SampleBusiness.origin)
+        let keeper = { (queue: DatabaseQueue) in
+            KeepRollups(context: .testing(queue, clock: clock.wall), settings: Self.settings)
+        }
+        guard dialect == .postgresql else {
+            try await withScratchDirectory("rollups-lead") { dir in
+                let queue = try await migratedQueue(dialect, in: dir)
+                let leads = try await keeper(queue).leads()
+                #expect(leads)
+            }
+            return
+        }
+        let url = try await PostgresTestServer.freshDatabase(migrated: true)
+        let (first, second) = (try DatabaseQueue(postgresURL: url), try DatabaseQueue(postgresURL: url))
+        #expect(try await keeper(first).leads())
+        #expect(try await keeper(second).leads() == false)
+        #expect(try await keeper(first).leads())
+    }
+
     /// An erasure names everyone: one rebuild follows, which starts past the erasure's change. It
     /// once started again from before it while the change was within the commit window (ten
     /// seconds; for ever on a clock that stands still), rebuilding over and over.

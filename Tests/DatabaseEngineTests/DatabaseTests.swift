@@ -162,4 +162,23 @@ struct DatabaseTests {
         #expect(try db.runTogether([]) == [])
         #expect(throws: StorageError.self) { try db.runTogether([("INSERT INTO t (id) VALUES (?)", [2])]) }
     }
+
+    /// One connection of all leads a key, until it closes: then the next to ask does. SQLite's
+    /// one process always leads.
+    @Test(arguments: await testDialects())
+    func oneConnectionLeadsAKeyUntilItCloses(dialect: Database.Dialect) async throws {
+        guard dialect == .postgresql else {
+            #expect(try Database(path: ":memory:").lead("work"))
+            return
+        }
+        let url = try await PostgresTestServer.freshDatabase()
+        var first: Database? = try Database(postgresURL: url)
+        let second = try Database(postgresURL: url)
+        #expect(try first?.lead("work") == true)
+        #expect(try first?.lead("work") == true)  // still, without asking the server again
+        #expect(try second.lead("work") == false)
+        #expect(try second.lead("other work"))  // another key is another lead
+        first = nil  // its connection closes, and its lead with it
+        #expect(try await eventually { try second.lead("work") })
+    }
 }
