@@ -207,6 +207,13 @@ package final class DatabaseQueue: Sendable {
         return try await read(body)
     }
 
+    /// A write of this process's saw `subscribers` as they stand on the primary, and may have
+    /// changed nothing of theirs: a receipt saved again just after another instance stored it,
+    /// which this process may not have heard of yet. Their reads go where that write's snapshot
+    /// is, as after a change of their own (``read(replicaSeeing:_:dependents:)``): not to a
+    /// replica that has not replayed it, where they could be missing. Nothing without replicas.
+    package func wroteSeeing(_ subscribers: [String]) { replicas?.heard(subscribers) }
+
     /// Jobs submitted for the writer (or the writing pool) and not finished, saves waiting for
     /// their group included.
     package var writerBacklog: Int { writeLine.pending.load(ordering: .relaxed) }

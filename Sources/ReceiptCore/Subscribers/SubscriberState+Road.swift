@@ -32,6 +32,9 @@ extension SubscriberState {
         case .inUse: throw ReceiptError.receiptInUse
         case .proofRequired: throw ReceiptError.proofRequired
         }
+        // Saved again unchanged, the facts another instance stored a moment ago are the primary's
+        // and perhaps not yet a replica's: the read below must see what the save saw.
+        database.wroteSeeing([user])
         if settled.deliveries > 0 { outbox?.doorbell.ring() }
         try await settle(settled.behind, database: database, now: now)
         if let user = settled.user {

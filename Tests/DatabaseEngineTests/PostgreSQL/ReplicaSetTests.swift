@@ -74,6 +74,26 @@ struct ReplicaSetTests {
         #expect(seen == 1 && !replica)
     }
 
+    /// A write of this process's that saw another process's change, which this process has not
+    /// heard of (a receipt saved again, unchanged, just after another instance stored it), reads
+    /// it back: the read goes to the primary, not to a replica that has not replayed it. A POST
+    /// answered 500 once for it in the scale drill: the subscriber it had just saved was missing.
+    @Test func aWriteThatSawAnotherProcesssChangeReadsItBack() async throws {
+        let pair = try await PostgresStandbyPair.start()
+        defer { pair.stop() }
+        let queue = try queue(pair)
+        #expect(try await eventually { try await changes(of: "bob", seeing: ["bob"], on: queue).1 })
+        let standby = try Database(postgresURL: pair.replicaURL)
+        try standby.execute("SELECT pg_wal_replay_pause()")
+        defer { try? standby.execute("SELECT pg_wal_replay_resume()") }
+        // Another process's change, unheard here (written without the change log's notification).
+        let other = try Database(postgresURL: pair.primaryURL)
+        try other.execute("INSERT INTO changes (app_user_id, at) VALUES ('carol', 0)")
+        #expect(try await queue.write { db in try Self.count("carol", db) } == (1, false))
+        queue.wroteSeeing(["carol"])
+        #expect(try await changes(of: "carol", seeing: ["carol"], on: queue) == (1, false))
+    }
+
     /// A replica killed: reads go on at once on the primary, the one under way included; started
     /// again, it serves them again.
     @Test func aKilledReplicaIsSkippedAndUsedAgainOnceBack() async throws {
