@@ -43,7 +43,7 @@ package struct PlaySave {
         let (purchases, renewals) = record.facts
         let raw = String(decoding: record.json.jsonBytes, as: UTF8.self)
         let facts = VerifiedFacts(
-            environment: Self.isTest(resource) ? .sandbox : .production,
+            environment: Self.environment(of: resource),
             purchases: purchases.map { Stated($0, bundleID: package, rawJSON: raw) },
             renewals: renewals.map { Stated($0, rawJSON: raw) })
         let receipts = ReceiptStore(db)
@@ -130,11 +130,14 @@ package struct PlaySave {
         }
     }
 
-    package static func isTest(_ resource: PlayRecord.Resource) -> Bool {
-        switch resource {
-        case .subscription(let s): s.isTest
-        case .product(let p): p.isTest
-        }
+    /// A Play purchase's environment: `sandbox` for a test purchase (`testPurchase`).
+    package static func environment(of resource: PlayRecord.Resource) -> StoreEnvironment {
+        let isTest =
+            switch resource {
+            case .subscription(let s): s.isTest
+            case .product(let p): p.isTest
+            }
+        return isTest ? .sandbox : .production
     }
 
     package static func kind(_ resource: PlayRecord.Resource) -> PlayToken.Kind {

@@ -357,7 +357,7 @@ package final class Refresher: UseCase, Sendable {
         }
         let done = clock.now()
         let entry = VerificationLogEntry(
-            appUserID: candidate.holder, environment: PlaySave.isTest(resource) ? .sandbox : .production, appleStatus: nil,
+            appUserID: candidate.holder, environment: PlaySave.environment(of: resource), appleStatus: nil,
             outcome: .googlePlay, attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
         let (changes, changed) = try await database.write { [state] db throws -> (Int, [String]) in
             guard try ReceiptStore(db).owner(of: original)?.isExactly(candidate.holder) == true else {

@@ -118,7 +118,7 @@ package struct VerifyPlayPurchase: UseCase, Sendable {
                 throw ReceiptError.wrongApp("The purchase token is for another product than `product_id`.")
             }
             let log = VerificationLogEntry(
-                appUserID: input.appUserID, environment: PlaySave.isTest(resource) ? .sandbox : .production, appleStatus: nil,
+                appUserID: input.appUserID, environment: PlaySave.environment(of: resource), appleStatus: nil,
                 outcome: .googlePlay, attempts: 1, latencyMs: (monotonic.now - started).milliseconds)
             var snapshot = try await store(
                 resource, token: token.text, package: package.text, for: input.appUserID, begun: begun, log: log)
