@@ -48,11 +48,11 @@ package enum Rollup {
     /// at `writtenAt` (epoch ms, no later than any query of them): their snapped rows, and the
     /// exact items with an instant still to come on or after that day; and the environments
     /// whose every item is in one kept group (most holders': one storefront, one product), with
-    /// that group: their split rows are their unsplit rows in it, which need not be kept
-    /// (``RollupRow/encode(_:oneGroup:)``).
-    package static func holder(_ ledger: Ledger, settings: AnalyticsSettings, rates: ExchangeRates, writtenAt: Int64) -> (
-        rows: [RollupRow], moments: [RollupMoment], oneGroup: [String: String]
-    ) {
+    /// that group: their split rows are their unsplit rows in it, never made unless asked for
+    /// (``HolderRollup/rows``), nor kept (``RollupRow/encode(_:oneGroup:)``).
+    package static func holder(_ ledger: Ledger, settings: AnalyticsSettings, rates: ExchangeRates, writtenAt: Int64)
+        -> HolderRollup
+    {
         var sums: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
         var moments: [RollupMoment] = []
         let today = Rollup.floorDay(writtenAt)
@@ -96,11 +96,10 @@ package enum Rollup {
         }
         // A measure's row that sums to nothing adds nothing (a stock's end meeting the next one's
         // start, a refund of 0); a note's rows are counts, always kept.
-        var rows = sums.compactMap { key, sum in
+        let rows = sums.compactMap { key, sum in
             key.note.isEmpty && sum.value == 0 ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
         }
-        if !oneGroup.isEmpty { rows += split(rows, oneGroup: oneGroup) }
-        return (rows, moments, oneGroup)
+        return HolderRollup(kept: rows, moments: moments, oneGroup: oneGroup)
     }
 
     /// The split rows of the environments of one group (`oneGroup`, each's kept group): each of
@@ -329,22 +328,6 @@ package enum Rollup {
         guard let base = q.chart.definition.cohortBase else { return nil }
         return ["", base] + (q.chart.measures.contains("revenue") ? ["revenue"] : [])
             + [q.resolution == .day ? "paying" : "paying/" + q.resolution.rawValue]
-    }
-
-    /// Rows as differences: what `new` adds to the sums once `old` is taken away (rows whose value
-    /// and items both net to zero left out), in no particular order.
-    package static func difference(from old: [RollupRow], to new: [RollupRow]) -> [RollupRow] {
-        if old.isEmpty { return new }
-        var sums: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
-        for (rows, sign) in [(old, Int64(-1)), (new, 1)] {
-            for row in rows {
-                sums[row.key, default: (0, 0)].value += sign * row.value
-                sums[row.key, default: (0, 0)].items += sign * row.items
-            }
-        }
-        return sums.compactMap { key, sum in
-            sum.value == 0 && sum.items == 0 ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
-        }
     }
 
     /// The day (since 1970-01-01) holding `t`; the unbounded stay unbounded.

@@ -54,7 +54,10 @@ extension RollupRow {
 
     /// ``encode(_:oneGroup:)``'s rows back, the split rows of one group's environments made
     /// again; nil when the text is not such rows.
-    package static func decode(_ text: String) -> [RollupRow]? {
+    package static func decode(_ text: String) -> [RollupRow]? { decodeKept(text)?.rows }
+
+    /// ``decode(_:)``'s rows as kept: the split rows of one group's environments not made.
+    package static func decodeKept(_ text: String) -> HolderRollup? {
         func day(_ s: Substring) -> Int64? { s == "-" ? .min : s == "+" ? .max : Int64(s) }
         var rows: [RollupRow] = []
         var oneGroup: [String: String] = [:]
@@ -84,8 +87,7 @@ extension RollupRow {
                         group: f.count == 17 ? f[16].unescaped() : ""),
                     value: value, items: items))
         }
-        if !oneGroup.isEmpty { rows += Rollup.split(rows, oneGroup: oneGroup) }
-        return rows
+        return HolderRollup(kept: rows, oneGroup: oneGroup)
     }
 }
 

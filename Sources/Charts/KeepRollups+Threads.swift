@@ -25,19 +25,17 @@ extension KeepRollups {
             done.withLock { $0[i] = part }
         }
         var merged = Update()
-        var differences: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
+        var differences = RollupSums()
         for i in 0..<n {
             let part = try done.withLock { $0[i]! }.get()
-            for row in part.differences { Rollup.add(row.value, items: row.items, to: &differences[row.key, default: (0, 0)]) }
+            differences.add(part.differences, oneGroup: [:], sign: 1)
             merged.rows.merge(part.rows) { first, _ in first }
             merged.moments += part.moments
             merged.marked += part.marked
             merged.unmarked += part.unmarked
         }
         merged.moments.sort(by: RollupStore.MomentRow.inReadingOrder)
-        merged.differences = differences.compactMap { key, sum in
-            sum == (0, 0) ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
-        }
+        merged.differences = differences.rows()
         return merged
     }
 }

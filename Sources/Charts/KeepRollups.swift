@@ -331,29 +331,26 @@ package struct KeepRollups: UseCase, Sendable {
     ) throws -> Update {
         var update = Update()
         var moments: [(appUserID: String, moments: [RollupMoment])] = []
-        var differences: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
+        var differences = RollupSums()
         for (user, ledger) in ledgers {
             let now = Rollup.holder(ledger, settings: settings, rates: rates, writtenAt: writtenAt)
-            var old: [RollupRow] = []
+            var old = HolderRollup(kept: [])
             if let text = kept[user] {
-                guard let rows = RollupStore.rows(ofKept: text) else {
+                guard let rows = RollupStore.holder(ofKept: text) else {
                     throw KeepRollupsFailure("the rollup rows kept for a holder do not read back")
                 }
                 old = rows
             }
-            for row in Rollup.difference(from: old, to: now.rows) {
-                Rollup.add(row.value, items: row.items, to: &differences[row.key, default: (0, 0)])
-            }
-            let (before, after) = (RollupMark.marks(of: old), RollupMark.marks(of: now.rows))
+            differences.add(old.kept, oneGroup: old.oneGroup, sign: -1)
+            differences.add(now.kept, oneGroup: now.oneGroup, sign: 1)
+            let (before, after) = (RollupMark.marks(of: old.kept), RollupMark.marks(of: now.kept))
             update.marked += after.subtracting(before).sorted().map { (user.string, $0) }
             update.unmarked += before.subtracting(after).sorted().map { (user.string, $0) }
-            update.rows[user] = now.rows.isEmpty ? String?.none : RollupStore.kept(now.rows, oneGroup: now.oneGroup)
+            update.rows[user] = now.kept.isEmpty ? String?.none : RollupStore.kept(now.kept, oneGroup: now.oneGroup)
             moments.append((user.string, now.moments))
         }
         update.moments = RollupStore.momentRows(moments)
-        update.differences = differences.compactMap { key, sum in
-            sum == (0, 0) ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
-        }
+        update.differences = differences.rows()
         return update
     }
 }

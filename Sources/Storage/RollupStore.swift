@@ -26,12 +26,15 @@ package struct RollupStore {
     }
 
     /// ``kept(_:oneGroup:)``'s rows back; nil when the text is not such rows.
-    package static func rows(ofKept text: String) -> [RollupRow]? { Deflated.unpack(text).flatMap(RollupRow.decode) }
+    package static func rows(ofKept text: String) -> [RollupRow]? { holder(ofKept: text)?.rows }
+
+    /// ``kept(_:oneGroup:)``'s rows back as kept, the split rows of one group's environments not made.
+    package static func holder(ofKept text: String) -> HolderRollup? { Deflated.unpack(text).flatMap(RollupRow.decodeKept) }
 
     /// The marks of a holder's rows as kept, nil when they do not read back: what an erasure
     /// deletes from `rollup_marks` (``forget(_:marksOf:)``).
     package static func marks(ofKept text: String) -> Set<RollupMark>? {
-        rows(ofKept: text).map(RollupMark.marks(of:))
+        holder(ofKept: text).map { RollupMark.marks(of: $0.kept) }
     }
 
     /// What the rollups were built for and how far they are.

@@ -249,22 +249,6 @@ struct RollupTests {
         #expect(try Rollup.firstCohortDay(of: mrr) == RollupRow.noCohort)
     }
 
-    @Test func aChangedHolderIsADifference() {
-        let (facts, owners) = SampleBusiness.business(seed: 7)
-        let holder = Self.holders(SampleBusiness.ledger(facts, owners: owners)).max { $0.entries.count < $1.entries.count }!
-        var later = holder
-        later.entries.removeLast()
-        let old = Rollup.holder(holder, settings: Self.settings, rates: Self.rates, writtenAt: 0).rows
-        let new = Rollup.holder(later, settings: Self.settings, rates: Self.rates, writtenAt: 0).rows
-        var applied: [RollupRow.Key: (Int64, Int64)] = [:]
-        for row in old + Rollup.difference(from: old, to: new) {
-            applied[row.key] = ((applied[row.key]?.0 ?? 0) + row.value, (applied[row.key]?.1 ?? 0) + row.items)
-        }
-        let kept = applied.filter { $0.value != (0, 0) }.map { RollupRow(key: $0.key, value: $0.value.0, items: $0.value.1) }
-        #expect(kept.sorted { $0.key < $1.key } == new.sorted { $0.key < $1.key })
-        #expect(Rollup.difference(from: new, to: new).isEmpty)
-    }
-
     /// The property test above covers both ways split rows are made: holders whose every item is
     /// in one group (their unsplit rows copied into it) and holders of several (item by item).
     @Test func theSampleHasHoldersOfOneGroupAndOfSeveral() {
