@@ -2,10 +2,11 @@
 # The rollup keeper's CPU per holder, alone (issue 62: "the rollup keeper's cost per POST halved"),
 # SQLite, release. Benchmarks/keeper.sh measures it as the difference of two loaded runs, whose
 # spread is wider than the keeper; here nothing else runs while it works:
-#   1. a fresh database, its (empty) rollups built by the first build's keeper;
+#   1. a fresh database, its (empty) rollups built by each build's keeper for its own format;
 #   2. POST /v1/receipts at 64 connections for the run's seconds with the keeper off, every
 #      request a new user (post.lua's fourteen receipts): that many holders changed, unapplied;
-#   3. PAIRS times (default 3), each build in turn on a copy of that database: receiptd started
+#   3. PAIRS times (default 3), each build in turn on a copy of that database and its own
+#      rollups: receiptd started
 #      with the keeper on and nothing else to do, its CPU counted (clock ticks of the process)
 #      from the start until the rollups hold every change, divided by the holders changed.
 # The count includes the process's start-up and the polls of a chart that say when the keeper
@@ -28,9 +29,16 @@ start() { # start BIN KEEP: receiptd on the database in $out, until ready; sets 
 stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; }
 caught_up() { local n=0; while [ "$(rollups_pending)" != 0 ] && [ $n -lt 1200 ]; do sleep 0.25; n=$((n + 1)); done; }
 
-start "${bins[0]}" true
-caught_up
-stop
+# Each build's (empty) rollups, built for its own format before the POSTs: a build of another
+# format would rebuild them rather than follow the changes.
+for b in "${!bins[@]}"; do
+  rm -f "$out"/bench-rollups.sqlite*
+  start "${bins[$b]}" true
+  caught_up
+  stop
+  mkdir -p "$out/rollups-$b"
+  cp "$out"/bench-rollups.sqlite* "$out/rollups-$b/"
+done
 start "${bins[0]}" false
 UNIQUE_USERS="catchup-$RANDOM$RANDOM" wrk -t2 -c64 -d"${secs}s" --timeout 10s -s "$here/post.lua" \
   http://127.0.0.1:18095/v1/receipts >"$out/wrk.txt"
@@ -38,11 +46,12 @@ stop
 holders=$(awk '/requests in/{print $1}' "$out/wrk.txt")
 echo "$holders new holders posted ($(rps) POST/s, errors $(errors)) with the keeper off"
 mkdir -p "$out/posted"
-cp "$out"/bench*.sqlite* "$out/posted/"
+rm -f "$out"/bench-rollups.sqlite*
+cp "$out"/bench.sqlite* "$out/posted/"
 
-one() { # one BIN: the keeper's catch-up on a copy of the posted database; prints "ms ms_per_holder"
+one() { # one BIN N: the keeper's catch-up on a copy of the posted database; prints "ms ms_per_holder"
   rm -f "$out"/bench*.sqlite*
-  cp "$out/posted/"* "$out/"
+  cp "$out/posted/"* "$out/rollups-$2/"* "$out/"
   local started
   started=$(date +%s%N)
   start "$1" true
@@ -61,7 +70,7 @@ one() { # one BIN: the keeper's catch-up on a copy of the posted database; print
 }
 for pair in $(seq "$pairs"); do
   for b in "${!bins[@]}"; do
-    read -r elapsed per < <(one "${bins[$b]}")
+    read -r elapsed per < <(one "${bins[$b]}" "$b")
     echo "build $b pair $pair: caught up in $elapsed ms, $per ms of CPU per holder"
   done
 done | tee "$out/catchup.txt"

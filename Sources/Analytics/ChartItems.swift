@@ -237,11 +237,15 @@ struct ItemRecorder {
         return groupBy.map(value)
     }
 
-    /// The windows to record a first-seen cohort's measures for, and the suffix of each one's
-    /// measure names: the query's alone, unsuffixed; or all of them (``window`` nil).
-    var windows: [(ChartWindow, String)] {
-        if let window { return [(window, "")] }
-        return ChartWindow.allCases.map { ($0, "/" + $0.rawValue) }
+    /// The suffix of the measure of a first-seen cohort's item at `at`, nil when it is outside
+    /// the query's window: none for the query's; or, as the rollups keep them (``window`` nil),
+    /// the shortest window holding it (`/7d`), the item counting in every window from that one
+    /// on (``ChartWindow/includes(_:)``). The windows are nested and a person's items are
+    /// recorded oldest first, so that those within a window are the first of all of them and
+    /// each stands in it as it stands among all (``Newcomer/standing(_:)``).
+    func windowSuffix(of at: Int64, firstSeen: Int64) -> String? {
+        guard let window else { return ChartWindow.shortest(admitting: at, firstSeen: firstSeen).suffix }
+        return window.admits(at, firstSeen: firstSeen) ? "" : nil
     }
 
     private func item(

@@ -117,6 +117,30 @@ package enum ChartWindow: String, Sendable, CaseIterable {
         }
     }
 
+    /// Whether what falls within `other` falls within this window too: the windows are nested,
+    /// each holding the shorter ones.
+    package func includes(_ other: ChartWindow) -> Bool {
+        guard let days else { return true }
+        return other.days.map { $0 <= days } ?? false
+    }
+
+    /// The shortest window holding something at `at` of someone first seen at `firstSeen`
+    /// (``unbounded`` at the latest).
+    static func shortest(admitting at: Int64, firstSeen: Int64) -> ChartWindow {
+        allCases.first { $0.admits(at, firstSeen: firstSeen) } ?? .unbounded
+    }
+
+    /// The suffix of a measure's name kept for the window (`/7d`).
+    var suffix: String {
+        switch self {
+        case .days7: "/7d"
+        case .days30: "/30d"
+        case .days90: "/90d"
+        case .days365: "/365d"
+        case .unbounded: "/unbounded"
+        }
+    }
+
     /// Whether something at `at` falls within the window of someone first seen at `firstSeen`.
     func admits(_ at: Int64, firstSeen: Int64) -> Bool {
         guard let days else { return true }

@@ -65,14 +65,15 @@ struct Newcomer {
 
     /// Their first transactions of a kind within a window, as each stands in turn: the first
     /// counts until it is refunded, then the next, and so on (a trial is never refunded). Each
-    /// with the clocks at which it is the one that counts, [since, until); none once one stands
-    /// for good.
-    static func standing(_ entries: [Ledger.Entry]) -> [(Ledger.Entry, (Int64, Int64))] {
-        var out: [(Ledger.Entry, (Int64, Int64))] = []
+    /// (by its index in `entries`) with the clocks at which it is the one that counts,
+    /// [since, until); none once one stands for good. How one stands depends on those before it
+    /// alone.
+    static func standing(_ entries: [Ledger.Entry]) -> [(Int, (Int64, Int64))] {
+        var out: [(Int, (Int64, Int64))] = []
         var since = Int64.min
-        for e in entries {
+        for (i, e) in entries.enumerated() {
             let until = e.purchase.isFreeTrial || !e.purchase.isRefunded ? .max : e.purchase.cancellationDate ?? .max
-            if since < until { out.append((e, (since, until))) }
+            if since < until { out.append((i, (since, until))) }
             if until == .max { break }
             since = max(since, until)
         }

@@ -27,8 +27,8 @@ import Identifiers
 /// Pure: the caller stores rows and moments, and reads back those a query needs.
 package enum Rollup {
     /// Bumped whenever what a ledger adds to the rollups changes, so stored rollups are rebuilt
-    /// (6: a missing rate's note names the conversion that needed it).
-    package static let format = 6
+    /// (7: a first-seen cohort's item is kept once, by the shortest window holding it).
+    package static let format = 7
 
     /// Whether a query can be answered from rollups: UTC days, the reporting currency, the
     /// filters items carry (app and store, except for cohorted charts, whose cohorts and first
@@ -216,8 +216,9 @@ package enum Rollup {
                 guard rowGrain == q.resolution else { continue }
                 item.measure = measure
             } else if let (measure, rowWindow) = RollupRow.windowed(row.key.measure) {
-                // First-seen cohorts' conversions and revenue are kept per window: the query's own.
-                guard rowWindow == window else { continue }
+                // First-seen cohorts' conversions and revenue are kept by the shortest window holding
+                // them: those the query's window holds count.
+                guard window?.includes(rowWindow) ?? false else { continue }
                 item.measure = measure
                 item.isMoney = Book.moneyMeasures.contains(measure)
             }
@@ -233,7 +234,7 @@ package enum Rollup {
             var item = item
             item.group = Self.group(of: item, by: q.groupBy)
             guard let (measure, itemWindow) = RollupRow.windowed(item.measure) else { return item }
-            guard itemWindow == window else { return nil }
+            guard window?.includes(itemWindow) ?? false else { return nil }
             item.measure = measure
             return item
         }
@@ -317,13 +318,15 @@ package enum Rollup {
     }
 
     /// The measures whose rows a query's figures are summed from; nil for every row of its chart.
-    /// A figure of `measure` alone (a drill-down's): its kept measure's rows, per grain of cohort.
+    /// A figure of `measure` alone (a drill-down's): its kept measure's rows, per grain of cohort
+    /// and per window the query's holds.
     /// A cohort chart: its notes, customers, revenue and the paying spans kept by its own grain of
     /// cohort (by day, a third of its rows; by month, a fifth).
     package static func keptMeasures(for q: ChartQuery, measure: String? = nil) -> [String]? {
         if let measure {
             let kept = keptMeasure(of: measure)
-            return [kept, kept + "/week", kept + "/month"] + (q.cohortWindow.map { [kept + "/" + $0.rawValue] } ?? [])
+            let windows = q.cohortWindow.map { w in ChartWindow.allCases.filter(w.includes).map { kept + $0.suffix } }
+            return [kept, kept + "/week", kept + "/month"] + (windows ?? [])
         }
         guard let base = q.chart.definition.cohortBase else { return nil }
         return ["", base] + (q.chart.measures.contains("revenue") ? ["revenue"] : [])

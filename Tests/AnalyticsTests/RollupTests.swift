@@ -232,6 +232,22 @@ struct RollupTests {
         #expect(try Rollup.lastDay(of: cohorts) == march1 + 100)
     }
 
+    /// A first-seen cohort's item is kept once, by the shortest window holding it, and counts in
+    /// every longer one: a figure of a window (a drill-down's) reads the rows of its window and
+    /// of every shorter one.
+    @Test func aWindowsFigureReadsTheRowsOfEveryWindowItHolds() {
+        let q = ChartQuery(chart: .ltvPerCustomer, from: 0, to: day, resolution: .day, now: 0, window: .days90)
+        #expect(
+            Rollup.keptMeasures(for: q, measure: "revenue")
+                == ["revenue", "revenue/week", "revenue/month", "revenue/7d", "revenue/30d", "revenue/90d"])
+        #expect(ChartWindow.allCases.filter { ChartWindow.days30.includes($0) } == [.days7, .days30])
+        #expect(ChartWindow.allCases.allSatisfy { ChartWindow.unbounded.includes($0) && $0.includes(.days7) })
+        let firstSeen = 20_000 * day + 1
+        #expect(ChartWindow.shortest(admitting: firstSeen + 7 * day, firstSeen: firstSeen) == .days7)
+        #expect(ChartWindow.shortest(admitting: firstSeen + 8 * day, firstSeen: firstSeen) == .days30)
+        #expect(ChartWindow.shortest(admitting: firstSeen + 400 * day, firstSeen: firstSeen) == .unbounded)
+    }
+
     /// A cohorted query reads the rows of cohorts from its first period's day on: by month, from
     /// the 1st of the month holding `from`.
     @Test func cohortRowsAreReadFromTheFirstPeriod() throws {

@@ -70,15 +70,16 @@ extension ItemRecorder {
             personGroup = group(ofPerson: person.value(of:))
             let cohort = person.firstSeen
             flow("new_customers", of: person, at: cohort, detail: "first seen", cohort: cohort)
-            let kind = person.entries.filter { e in
-                e.purchase.purchaseDate != nil && !e.purchase.isFamilyShared && (!payments || e.purchase.isPayment)
+            let within = person.entries.compactMap { e -> (Ledger.Entry, String)? in
+                guard let at = e.purchase.purchaseDate, !e.purchase.isFamilyShared, !payments || e.purchase.isPayment,
+                    let suffix = windowSuffix(of: at, firstSeen: cohort)
+                else { return nil }
+                return (e, suffix)
             }
-            for (window, suffix) in windows {
-                let within = kind.filter { window.admits($0.purchase.purchaseDate!, firstSeen: cohort) }
-                for (e, valid) in Newcomer.standing(within) {
-                    let why = e.purchase.isFreeTrial ? "trial started" : e.purchase.expiresDate == nil ? "bought" : "paid"
-                    flow(measure + suffix, at: e.purchase.purchaseDate!, 1, e, detail: why, cohort: cohort, valid: valid)
-                }
+            for (i, valid) in Newcomer.standing(within.map(\.0)) {
+                let (e, suffix) = within[i]
+                let why = e.purchase.isFreeTrial ? "trial started" : e.purchase.expiresDate == nil ? "bought" : "paid"
+                flow(measure + suffix, at: e.purchase.purchaseDate!, 1, e, detail: why, cohort: cohort, valid: valid)
             }
         }
     }
@@ -91,19 +92,20 @@ extension ItemRecorder {
             personGroup = group(ofPerson: person.value(of:))
             let cohort = person.firstSeen
             if !perPaying { flow("new_customers", of: person, at: cohort, detail: "first seen", cohort: cohort) }
-            for (window, suffix) in windows {
-                let within = person.entries.filter {
-                    $0.purchase.purchaseDate.map { window.admits($0, firstSeen: cohort) } ?? false
-                }
-                if perPaying {
-                    for (e, valid) in Newcomer.standing(within.filter(\.purchase.isPayment)) {
-                        flow(
-                            "new_paying_customers" + suffix, at: e.purchase.purchaseDate!, 1, e, detail: "paid", cohort: cohort,
-                            valid: valid)
-                    }
-                }
-                for e in within { revenue("revenue" + suffix, of: e, cohort: cohort) }
+            let within = person.entries.compactMap { e -> (Ledger.Entry, String)? in
+                guard let at = e.purchase.purchaseDate, let suffix = windowSuffix(of: at, firstSeen: cohort) else { return nil }
+                return (e, suffix)
             }
+            if perPaying {
+                let paid = within.filter(\.0.purchase.isPayment)
+                for (i, valid) in Newcomer.standing(paid.map(\.0)) {
+                    let (e, suffix) = paid[i]
+                    flow(
+                        "new_paying_customers" + suffix, at: e.purchase.purchaseDate!, 1, e, detail: "paid", cohort: cohort,
+                        valid: valid)
+                }
+            }
+            for (e, suffix) in within { revenue("revenue" + suffix, of: e, cohort: cohort) }
         }
     }
 }
