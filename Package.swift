@@ -339,7 +339,7 @@ let package = Package(
         .testTarget(
             name: "StorageTests",
             dependencies: [
-                "Storage", "DatabaseEngine", "Entitlements", "ReceiptTesting",
+                "Storage", "DatabaseEngine", "Entitlements", "Gzip", "ReceiptTesting",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "ReceiptTesting"]),

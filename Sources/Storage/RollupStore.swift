@@ -19,17 +19,23 @@ package struct RollupStore {
     /// forgetting a holder), so that no two write them at once.
     package static let lockKey = "receiptd rollups"
 
-    /// A holder's rows as kept in `rollup_holders.rows`: encoded (``RollupRow/encode(_:oneGroup:)``,
-    /// the split rows of `oneGroup`'s environments left to be made again), zlib-compressed.
+    /// A holder's rows as kept in `rollup_holders.rows`: packed (``RollupRow/packed(_:oneGroup:)``,
+    /// the split rows of `oneGroup`'s environments left to be made again), zlib-compressed
+    /// (``Deflated``), behind a `p`. Rows kept before (rollup format 6 and earlier) are text,
+    /// compressed the same way, without the `p`: they still read back, though a new format's
+    /// rebuild rewrites them all.
     package static func kept(_ rows: [RollupRow], oneGroup: [String: String] = [:]) -> String {
-        Deflated.pack(bytes: RollupRow.encodedBytes(rows, oneGroup: oneGroup))
+        "p" + Deflated.pack(bytes: RollupRow.packed(rows, oneGroup: oneGroup))
     }
 
     /// ``kept(_:oneGroup:)``'s rows back; nil when the text is not such rows.
     package static func rows(ofKept text: String) -> [RollupRow]? { holder(ofKept: text)?.rows }
 
     /// ``kept(_:oneGroup:)``'s rows back as kept, the split rows of one group's environments not made.
-    package static func holder(ofKept text: String) -> HolderRollup? { Deflated.unpack(text).flatMap(RollupRow.decodeKept) }
+    package static func holder(ofKept text: String) -> HolderRollup? {
+        guard text.hasPrefix("p") else { return Deflated.unpack(text).flatMap(RollupRow.decodeKept) }
+        return Deflated.unpackBytes(text.dropFirst()).flatMap(RollupRow.unpacked)
+    }
 
     /// The marks of a holder's rows as kept, nil when they do not read back: what an erasure
     /// deletes from `rollup_marks` (``forget(_:marksOf:)``).

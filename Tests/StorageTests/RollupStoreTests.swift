@@ -1,6 +1,7 @@
 import Analytics
 import DatabaseEngine
 import Entitlements
+import Gzip
 import ReceiptTesting
 import Storage
 import Testing
@@ -13,6 +14,39 @@ struct RollupStoreTests {
         ChartItem(
             measure: measure, kind: .flow, at: 1_000, until: 1_000, value: value, isMoney: true, appUserID: user,
             originalTransactionID: "o-" + user, transactionID: "t-" + user, bundleID: "com.example", store: .appStore)
+    }
+
+    /// A holder's rows are kept packed; rows kept as compressed text (rollup format 6 and before)
+    /// read back the same, and so do their marks.
+    @Test func keptRowsArePackedAndTextKeptBeforeStillReads() throws {
+        let rows = [
+            RollupRow(
+                key: .init(
+                    environment: "production", chart: .mrr, measure: "mrr", kind: .stock, bundleID: "com.x", store: "app_store",
+                    note: "", atDay: 20_000, untilDay: .max, validFromDay: .min, validUntilDay: .max,
+                    cohortDay: RollupRow.noCohort),
+                value: 9_990, items: 1),
+            RollupRow(
+                key: .init(
+                    environment: "production", chart: .revenue, measure: "net", kind: .flow, bundleID: "com.x",
+                    store: "app_store",
+                    note: "", atDay: 20_000, untilDay: 20_000, validFromDay: .min, validUntilDay: .max,
+                    cohortDay: RollupRow.noCohort),
+                value: 9_990, items: 1),
+        ]
+        let oneGroup = ["production": "USA\u{1F}monthly"]
+        let kept = RollupStore.kept(rows, oneGroup: oneGroup)
+        #expect(kept.hasPrefix("p"))
+        let before = Deflated.pack(RollupRow.encode(rows, oneGroup: oneGroup))
+        #expect(before.hasPrefix("z"))
+        for text in [kept, before] {
+            let back = try #require(RollupStore.holder(ofKept: text))
+            #expect(back.kept == rows && back.oneGroup == oneGroup)
+            #expect(RollupStore.rows(ofKept: text)?.count == 6)
+            #expect(RollupStore.marks(ofKept: text) == RollupMark.marks(of: rows))
+        }
+        #expect(RollupStore.holder(ofKept: "p!!") == nil)
+        #expect(RollupStore.holder(ofKept: "p" + Deflated.pack("not rows")) == nil)
     }
 
     @Test func aHoldersMomentsBecomeARowPerDayAndChartInTheOrderChartsReadThem() {
