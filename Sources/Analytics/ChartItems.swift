@@ -106,7 +106,9 @@ struct ItemRecorder {
     let commission: Commission
     /// Each line's paying pieces (by index), worked out once for the charts that follow them.
     let paying: [[SubscriptionLine.Piece]]
-    /// Whether items say why they count (drill-downs); rollups keep only figures.
+    /// Whether items say why they count and whose they are (drill-downs): without, as the rollups
+    /// keep them, only figures, no detail nor person nor transaction (three ids an item, copied
+    /// with it through the rollups' summing, and read by nothing there).
     let withDetails: Bool
     /// The window of a first-seen cohort: nil records every window's items, each measure named
     /// with its window (`converted_customers/7d`), as the rollups keep them.
@@ -216,7 +218,7 @@ struct ItemRecorder {
         items.append(
             ChartItem(
                 measure: measure, kind: .flow, at: at, until: at, cohort: cohort, value: 1, isMoney: false,
-                appUserID: person.appUserID, originalTransactionID: "", transactionID: "",
+                appUserID: withDetails ? person.appUserID : "", originalTransactionID: "", transactionID: "",
                 detail: withDetails ? detail() : nil, bundleID: person.bundleID, store: person.store,
                 group: group(ofPerson: person.value(of:)) ?? ""))
     }
@@ -254,9 +256,10 @@ struct ItemRecorder {
     ) -> ChartItem {
         ChartItem(
             measure: measure, kind: kind, at: at, until: until, validFrom: valid.0, validUntil: valid.1, cohort: cohort,
-            value: value, isMoney: money, appUserID: e.appUserID, originalTransactionID: e.purchase.originalTransactionID,
-            transactionID: e.purchase.transactionID, detail: detail, notes: notes, bundleID: e.bundleID, store: e.purchase.store,
-            group: group(of: e))
+            value: value, isMoney: money, appUserID: withDetails ? e.appUserID : "",
+            originalTransactionID: withDetails ? e.purchase.originalTransactionID : "",
+            transactionID: withDetails ? e.purchase.transactionID : "", detail: detail, notes: notes, bundleID: e.bundleID,
+            store: e.purchase.store, group: group(of: e))
     }
 
     /// The priced sale of an entry, or the note saying why there is none (nil, [] for what is
