@@ -11,9 +11,9 @@ extension RollupRow {
     /// days count from; the texts of the rows, each once, as their UTF-8 bytes (so two spellings
     /// of an id are two texts); the environments of one group with their groups; then each row:
     /// its texts by number, a byte of flags (settled, split, a cohort), its days from the first
-    /// and its value and items, all as LEB128 (signed numbers zigzagged). A holder's 50 rows take
-    /// about a kilobyte, what their text took compressed, for a fifth of the work of writing the
-    /// text and compressing it (``Rollup``'s keeper writes one for every holder it recomputes).
+    /// and its value and items, all as LEB128 (signed numbers zigzagged). A new holder's 53 rows
+    /// take 1.3 KB, a quarter of their text: the keeper, which keeps a holder's rows every time
+    /// it recomputes them, writes and compresses a quarter of the bytes (Docs/performance.md).
     package static func packed(_ rows: [RollupRow], oneGroup: [String: String] = [:]) -> [UInt8] {
         let base = rows.lazy.map(\.key.atDay).first { $0 != .min && $0 != .max } ?? 0
         var texts = Texts()
