@@ -48,8 +48,7 @@ else
   echo "generated in $(( $(date +%s) - started )) s; database $(du -sh "$out/bench.sqlite" | cut -f1)"
 fi
 
-"$bin/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
-for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
+simulator "$bin"
 
 from=$(date -u -d '730 days ago' +%Y-%m-%d)
 day=$(date -u -d '365 days ago' +%Y-%m-%d)

@@ -28,8 +28,7 @@ set -- 10
 source "$(dirname "$0")/lib.sh"
 cd "$out"
 chmod 777 "$out"
-"$bin/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
-for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
+simulator "$bin"
 extra=()
 if [ "$database" = postgresql ]; then
   pgbin=/usr/lib/postgresql/$(ls /usr/lib/postgresql | sort -n | tail -1)/bin

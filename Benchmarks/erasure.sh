@@ -13,8 +13,7 @@ source "$(dirname "$0")/lib.sh"
 
 bin=$("$root/Scripts/release-bin.sh")
 cd "$out"
-"$bin/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
-for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
+simulator "$bin"
 env "${receiptd_env[@]}" "$bin/receiptd" serve --config-dir "$root/Config" >>"$out/receiptd.log" 2>&1 &
 for _ in $(seq 200); do curl -sf -o /dev/null http://127.0.0.1:18095/readyz && break; sleep 0.05; done
 

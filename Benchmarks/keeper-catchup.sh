@@ -18,8 +18,7 @@ shift || true
 bins=("$@")
 [ ${#bins[@]} -gt 0 ] || bins=("$("$root/Scripts/release-bin.sh")")
 pairs=${PAIRS:-3}
-"${bins[0]}/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
-for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
+simulator "${bins[0]}"
 start() { # start BIN KEEP: receiptd on the database in $out, until ready; sets pid
   env "${receiptd_env[@]}" RECEIPTD_REFRESHER_ENABLED=false RECEIPTD_ANALYTICS_KEEP_ROLLUPS="$2" \
     "$1/receiptd" serve --config-dir "$root/Config" >>"$out/receiptd.log" 2>&1 &
@@ -27,7 +26,6 @@ start() { # start BIN KEEP: receiptd on the database in $out, until ready; sets 
   for _ in $(seq 600); do curl -sf -o /dev/null http://127.0.0.1:18095/readyz && break; sleep 0.05; done
 }
 stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; }
-caught_up() { local n=0; while [ "$(rollups_pending)" != 0 ] && [ $n -lt 1200 ]; do sleep 0.25; n=$((n + 1)); done; }
 
 # Each build's (empty) rollups, built for its own format before the POSTs: a build of another
 # format would rebuild them rather than follow the changes.

@@ -14,9 +14,7 @@ shift || true
 bins=("$@")
 [ ${#bins[@]} -gt 0 ] || bins=("$("$root/Scripts/release-bin.sh")")
 pairs=${PAIRS:-3}
-"${bins[0]}/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
-for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
-caught_up() { local n=0; while [ "$(rollups_pending)" != 0 ] && [ $n -lt 600 ]; do sleep 0.5; n=$((n + 1)); done; }
+simulator "${bins[0]}"
 run() { # run BIN TAG KEEP: one run; prints "rate per_post"
   env "${receiptd_env[@]}" RECEIPTD_REFRESHER_ENABLED=false RECEIPTD_ANALYTICS_KEEP_ROLLUPS="$3" \
     "$1/receiptd" serve --config-dir "$root/Config" >>"$out/receiptd.log" 2>&1 &

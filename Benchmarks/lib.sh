@@ -32,12 +32,21 @@ receiptd_env=(
   RECEIPTD_LIMITS_RECEIPTS_PER_KEY_PER_SECOND=0 RECEIPTD_LIMITS_RECEIPTS_PER_ADDRESS_PER_SECOND=0
 )
 
+simulator() { # simulator BIN_DIR: `receiptd simulate` on :18096 as Apple (a background job), once it answers
+  "$1/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
+  for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
+}
 rss() { awk '/^Rss:/{print int($2/1024)}' "/proc/$1/smaps_rollup"; }  # MB resident: rss PID
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # clock ticks (1/100 s) of CPU: cpu PID
 rollups_pending() { # changes not in the chart rollups yet, as a chart on :18095 says ("rebuilding" while they are)
   curl -s -H "Authorization: Bearer bench-secret" \
     "http://127.0.0.1:18095/v1/admin/charts/trials?from=$(date -u -d '30 days ago' +%Y-%m-%d)" |
     python3 -c 'import json,sys; a=json.load(sys.stdin); print(a["pending_changes"] if a["source"] == "rollups" else "rebuilding")'
+}
+
+caught_up() { # waits (up to five minutes) until the rollups on :18095 hold every change
+  local n=0
+  while [ "$(rollups_pending)" != 0 ] && [ $n -lt 1200 ]; do sleep 0.25; n=$((n + 1)); done
 }
 
 # hold_connections PID PORT: opens 10,000 idle keep-alive connections to PORT, then sets conn_rss

@@ -17,8 +17,7 @@ bin=$("$root/Scripts/release-bin.sh")
 strip -g -o "$out/receiptd" "$bin/receiptd"
 python3 "$here/sign_notifications.py" 1 "$out/bodies.txt"
 cd "$out"
-"$bin/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
-for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
+simulator "$bin"
 
 env "${receiptd_env[@]}" valgrind --tool=callgrind --dump-instr=no --demangle=no \
   --callgrind-out-file="$out/callgrind.out" "$out/receiptd" serve --config-dir "$root/Config" \

@@ -10,8 +10,7 @@ source "$(dirname "$0")/lib.sh"
 bin=${RECEIPTD_BIN:-$("$root/Scripts/release-bin.sh")}
 cd "$out"
 gcc -O2 -shared -fPIC -o "$out/alloc_count.so" "$here/alloc_count.c" -ldl -lpthread
-"$bin/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
-for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
+simulator "$bin"
 env "${receiptd_env[@]}" LD_PRELOAD="$out/alloc_count.so" ALLOC_COUNT_FILE="$out/allocs" \
   "$bin/receiptd" serve --config-dir "$root/Config" >"$out/receiptd.log" 2>&1 &
 pid=$!

@@ -15,8 +15,7 @@ source "$(dirname "$0")/lib.sh"
 bin=$("$root/Scripts/release-bin.sh")
 "$bench/start-peers.sh" >&2
 cd "$out"
-"$bin/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
-for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
+simulator "$bin"
 
 cat >"$out/offers.json" <<'JSON'
 {"groups": {"premium": ["monthly", "yearly"]}, "offers": {"STAY": {"audience": "current"}}}

@@ -31,8 +31,7 @@ bin=${RECEIPTD_BIN:-$("$root/Scripts/release-bin.sh")}
 "$bench/start-peers.sh" >&2
 cd "$out"
 chmod 777 "$out"
-"$bin/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
-for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done
+simulator "$bin"
 
 pgbin=/usr/lib/postgresql/$(ls /usr/lib/postgresql | sort -n | tail -1)/bin
 as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
