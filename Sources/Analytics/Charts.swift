@@ -131,15 +131,7 @@ package enum ChartWindow: String, Sendable, CaseIterable {
     }
 
     /// The suffix of a measure's name kept for the window (`/7d`).
-    var suffix: String {
-        switch self {
-        case .days7: "/7d"
-        case .days30: "/30d"
-        case .days90: "/90d"
-        case .days365: "/365d"
-        case .unbounded: "/unbounded"
-        }
-    }
+    var suffix: String { "/" + rawValue }
 
     /// Whether something at `at` falls within the window of someone first seen at `firstSeen`.
     func admits(_ at: Int64, firstSeen: Int64) -> Bool {

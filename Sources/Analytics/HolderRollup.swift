@@ -3,7 +3,7 @@
 /// rows), which those environments' groups stand for; and their moments.
 package struct HolderRollup: Sendable {
     /// Every row but the split rows of `oneGroup`'s environments: what is kept of the holder
-    /// (``RollupRow/encode(_:oneGroup:)``) and what their marks are read from.
+    /// (``RollupRow/packed(_:oneGroup:)``) and what their marks are read from.
     package var kept: [RollupRow]
     package var moments: [RollupMoment]
     /// The environments whose every item is in one kept group, with that group.

@@ -49,7 +49,7 @@ package enum Rollup {
     /// exact items with an instant still to come on or after that day; and the environments
     /// whose every item is in one kept group (most holders': one storefront, one product), with
     /// that group: their split rows are their unsplit rows in it, never made unless asked for
-    /// (``HolderRollup/rows``), nor kept (``RollupRow/encode(_:oneGroup:)``).
+    /// (``HolderRollup/rows``), nor kept (``RollupRow/packed(_:oneGroup:)``).
     package static func holder(_ ledger: Ledger, settings: AnalyticsSettings, rates: ExchangeRates, writtenAt: Int64)
         -> HolderRollup
     {

@@ -1,20 +1,17 @@
 import Entitlements
 
-// What is kept per holder, as text: rows and moments one a line, tab-separated fields.
+// What is kept per holder as text: today's moments, and the rows as they were kept before rollup
+// format 7 (now packed: RollupPacked.swift), one a line, tab-separated fields.
 
 extension RollupRow {
     /// Rows as text, one a line, tab-separated fields (tabs, newlines and backslashes escaped;
-    /// `-` and `+` for the unbounded days, an empty field for no cohort): what is kept per holder.
+    /// `-` and `+` for the unbounded days, an empty field for no cohort): what was kept per holder
+    /// before rollup format 7, read back by ``decode(_:)``; written now only to test that reading.
     /// A split row has two more fields, its split and its group. The split rows of an environment
     /// in `oneGroup` are not written but a line of three fields, `one group`, the environment and its group:
     /// they are its unsplit rows in that group (``Rollup/holder(_:settings:rates:writtenAt:)``),
     /// made again when read, and two thirds of a holder's rows.
     package static func encode(_ rows: [RollupRow], oneGroup: [String: String] = [:]) -> String {
-        String(decoding: encodedBytes(rows, oneGroup: oneGroup), as: UTF8.self)
-    }
-
-    /// ``encode(_:oneGroup:)``'s text as its UTF-8 bytes (what is compressed to keep it).
-    package static func encodedBytes(_ rows: [RollupRow], oneGroup: [String: String] = [:]) -> [UInt8] {
         var out = Fields(capacity: rows.count * 64)
         for (environment, group) in oneGroup.sorted(by: { $0.key < $1.key }) {
             out.text(oneGroupMark)
@@ -46,7 +43,7 @@ extension RollupRow {
             }
             out.endRecord()
         }
-        return out.bytes
+        return out.string
     }
 
     /// The first field of the line naming an environment of one group (a row has 15 or 17).
