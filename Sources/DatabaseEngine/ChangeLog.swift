@@ -32,6 +32,13 @@ package struct ChangeLog {
         db.noteChange(appUserID)
     }
 
+    /// Notes changes of `appUserIDs` that the server appended in the current transaction itself
+    /// (a whole save's: Migrations/postgresql/0045_whole_saves.sql), for this process's
+    /// ``ChangeFeed``, as ``append(_:at:)`` notes its own.
+    package func noted(_ appUserIDs: [String]) {
+        for user in appUserIDs { db.noteChange(user) }
+    }
+
     /// The "app user id" of a change to every subscriber, which no app user id can be: followers
     /// forget everything they hold. An ``Erasure`` appends it, since its own change may not name
     /// whom it erased.

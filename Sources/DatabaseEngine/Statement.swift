@@ -38,6 +38,20 @@ package final class Statement {
     /// commit's next save). On SQLite, in-process, it is ``run()``.
     package func runLater() throws(StorageError) { try compiled.runLater() }
 
+    /// ``runLater()`` for a statement whose rows someone reads: on PostgreSQL they come back with
+    /// that round trip, and `answer` is handed them (each row its columns' text, nil for NULL)
+    /// once it has succeeded, before the call that sent it returns (a savepoint's release, the
+    /// commit), on the database's thread; never when it fails or is rolled back. On SQLite, now.
+    /// For a write whose outcome its caller needs only after the commit (a whole save's).
+    package func runLater(answer: @escaping ([[String?]]) -> Void) throws(StorageError) {
+        guard let postgres = compiled as? PostgresStatement else {
+            var rows: [[String?]] = []
+            while try step() { rows.append((0..<columnCount).map { text($0) }) }
+            return answer(rows)
+        }
+        try postgres.runLater(answer: answer)
+    }
+
     /// How many columns the current row has (after a step that gave one).
     package var columnCount: Int32 { compiled.columnCount }
 

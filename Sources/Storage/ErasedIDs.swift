@@ -15,6 +15,15 @@ package struct ErasedIDs {
         package init() {}
     }
 
+    /// The SQLSTATE a whole save raises for ``ErasedMeanwhile`` (``ReceiptStore/saveWhole(_:for:begun:now:)``,
+    /// Migrations/postgresql/0045_whole_saves.sql), so that what it was still is after the commit.
+    package static let erasedMeanwhileState = "RD002"
+
+    /// `error` as what it means: ``ErasedMeanwhile`` for the server's ``erasedMeanwhileState``, else itself.
+    package static func meaning(of error: any Error) -> any Error {
+        (error as? StorageError)?.sqlState == erasedMeanwhileState ? ErasedMeanwhile() : error
+    }
+
     let db: Database
 
     package init(_ db: Database) { self.db = db }

@@ -89,13 +89,16 @@ extension ReceiptStore {
     }
 
     static func renewalColumns(_ r: String) -> String {
+        renewalColumnNames.map { "\(r).\($0)" }.joined(separator: ", ")
+    }
+
+    /// The columns both renewal tables have, in the order ``renewal(_:from:)`` reads them.
+    static let renewalColumnNames =
         [
             "original_transaction_id", "product_id", "auto_renew_product_id", "auto_renew_status", "expiration_intent",
             "grace_period_expires_date", "is_in_billing_retry_period", "price_consent_status", "price_increase_status",
             "offer_code_ref_name", "promotional_offer_id", "environment", "store_state", "auto_resume_date", "raw_json",
-        ].map { "\(r).\($0)" }.joined(separator: ", ") + ", "
-            + renewalCommitmentColumns.map { "\(r).\($0)" }.joined(separator: ", ")
-    }
+        ] + renewalCommitmentColumns
 
     /// A commitment plan's renewal info (Migrations/0031), after the raw JSON in both renewal tables' reads.
     static let renewalCommitmentColumns = [

@@ -143,31 +143,14 @@ package struct ReceiptStore {
     /// Upserts the rows of `facts`, never over rows Apple stated later; appends changed renewal
     /// info to the history. The number of rows new or changed.
     private func writeFacts(_ facts: VerifiedFacts, now: Int64) throws -> Int {
-        let stated = facts.statedAt ?? now
         // Several transactions a statement, and every upsert together: their counts are what
         // follows needs, and on PostgreSQL they take one round trip.
-        var upserts: [(sql: String, values: [(any StatementValue)?])] = []
-        for batch in Self.batches(of: facts.purchases, by: \.fact.transactionID) {
-            let values = batch.flatMap { p in
-                Self.purchaseValues(p) + [
-                    p.rawJSON, now, now, p.fact.appAccountToken, stated, p.fact.store.rawValue, p.fact.appTransactionID,
-                ] + Self.commerceValues(p.fact.commerce)
-            }
-            upserts.append((Self.upsertTransactionSQLs[batch.count], values))
-        }
-        let transactionUpserts = upserts.count
-        for r in facts.renewals {
-            upserts.append(
-                (
-                    Self.upsertRenewalSQL,
-                    Self.renewalValues(r.fact) + [r.rawJSON, now, stated] + Self.renewalCommitmentValues(r.fact)
-                ))
-        }
-        let counts = try db.runTogether(upserts)
-        var changes = counts[..<transactionUpserts].reduce(0, +)
+        let upserts = Self.factUpserts(facts, now: now)
+        let counts = try db.runTogether(upserts.transactions + upserts.renewals)
+        var changes = counts[..<upserts.transactions.count].reduce(0, +)
         let appendHistory = try db.cached(Self.insertHistorySQL)
         let lastObserved = try db.cached("SELECT max(observed_at) FROM renewal_history WHERE original_transaction_id = ?")
-        for (r, count) in zip(facts.renewals, counts[transactionUpserts...]) where count > 0 {
+        for (r, count) in zip(facts.renewals, counts[upserts.transactions.count...]) where count > 0 {
             changes += 1
             var observed = now
             if let changed = facts.renewalChangedAt {
@@ -178,19 +161,44 @@ package struct ReceiptStore {
             try appendHistory.bind(Self.renewalValues(r.fact) + [r.rawJSON, observed] + Self.renewalCommitmentValues(r.fact))
                 .runLater()
         }
-        if let latest = facts.latestReceipt {
-            let upsertLatest = try db.cached(
-                """
-                INSERT INTO latest_receipts (original_transaction_id, receipt_data, environment, updated_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT (original_transaction_id) DO UPDATE SET receipt_data = excluded.receipt_data,
-                    environment = excluded.environment, updated_at = excluded.updated_at
-                WHERE latest_receipts.receipt_data IS DISTINCT FROM excluded.receipt_data
-                    OR latest_receipts.environment IS DISTINCT FROM excluded.environment
-                """)
-            for original in facts.originals {
-                try upsertLatest.bind([original, latest, facts.environment.rawValue, now]).runLater()
-            }
-        }
+        try writeLatestReceipt(facts, now: now)
         return changes
+    }
+
+    /// The upserts of `facts`' transactions (several a statement) and of their renewal info (one
+    /// each): each statement's SQL and values.
+    static func factUpserts(_ facts: VerifiedFacts, now: Int64) -> (
+        transactions: [(sql: String, values: [(any StatementValue)?])], renewals: [(sql: String, values: [(any StatementValue)?])]
+    ) {
+        let stated = facts.statedAt ?? now
+        var transactions: [(sql: String, values: [(any StatementValue)?])] = []
+        for batch in batches(of: facts.purchases, by: \.fact.transactionID) {
+            let values = batch.flatMap { p in
+                purchaseValues(p) + [
+                    p.rawJSON, now, now, p.fact.appAccountToken, stated, p.fact.store.rawValue, p.fact.appTransactionID,
+                ] + commerceValues(p.fact.commerce)
+            }
+            transactions.append((upsertTransactionSQLs[batch.count], values))
+        }
+        let renewals = facts.renewals.map { r in
+            (sql: upsertRenewalSQL, values: renewalValues(r.fact) + [r.rawJSON, now, stated] + renewalCommitmentValues(r.fact))
+        }
+        return (transactions, renewals)
+    }
+
+    /// The receipt the store last sent for `facts`' purchases, when it sent one.
+    func writeLatestReceipt(_ facts: VerifiedFacts, now: Int64) throws {
+        guard let latest = facts.latestReceipt else { return }
+        let upsertLatest = try db.cached(
+            """
+            INSERT INTO latest_receipts (original_transaction_id, receipt_data, environment, updated_at) VALUES (?, ?, ?, ?)
+            ON CONFLICT (original_transaction_id) DO UPDATE SET receipt_data = excluded.receipt_data,
+                environment = excluded.environment, updated_at = excluded.updated_at
+            WHERE latest_receipts.receipt_data IS DISTINCT FROM excluded.receipt_data
+                OR latest_receipts.environment IS DISTINCT FROM excluded.environment
+            """)
+        for original in facts.originals {
+            try upsertLatest.bind([original, latest, facts.environment.rawValue, now]).runLater()
+        }
     }
 }

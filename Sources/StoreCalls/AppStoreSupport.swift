@@ -158,7 +158,7 @@ package struct AppStoreSupport: UseCase, Sendable {
             latencyMs: (monotonic.now - started).milliseconds)
         do {
             let snapshot = try await state.answer(for: user, database: database, now: at) { [state] db in
-                try state.store(facts, for: user, policy: .keep, begun: begun, in: db, now: at, log: log)
+                try state.save(facts, for: user, policy: .keep, begun: begun, in: db, now: at, log: log)
             }
             return Extended(originalTransactionID: original, effectiveDate: answer.effectiveDate, snapshot: snapshot)
         } catch ReceiptError.receiptInUse {

@@ -67,6 +67,21 @@ struct DatabaseTests {
         }
     }
 
+    /// A statement run later whose rows someone reads (``Statement/runLater(answer:)``) has them
+    /// by the time its transaction has committed, as text (NULL: nil), on either database
+    /// (SQLite at once, PostgreSQL with the commit: PostgresConnectionTests).
+    @Test(arguments: await testDialects())
+    func anAnsweredStatementIsAnsweredByItsCommit(dialect: Database.Dialect) async throws {
+        let db = try await emptyDatabase(dialect)
+        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, note TEXT)")
+        var answered: [[String?]]?
+        try db.transaction { () throws -> Void in
+            try db.cached("INSERT INTO t (id, note) VALUES (?, ?), (?, ?)").bind([1, "one", 2, nil]).runLater()
+            try db.cached("SELECT id, note FROM t ORDER BY id").bind([]).runLater { answered = $0 }
+        }
+        #expect(answered == [["1", "one"], ["2", nil]])
+    }
+
     /// A transaction that throws leaves nothing. One nested in it is part of it: when it throws
     /// and a caller goes on, the transaction fails as a whole (what the nested one wrote is undone
     /// only with it), while a savepoint that throws is undone alone and its caller goes on.

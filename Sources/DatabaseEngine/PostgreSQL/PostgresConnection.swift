@@ -83,18 +83,31 @@ package final class PostgresConnection {
         case release(Int)
         /// A prepared statement's name and values.
         case write(String, [String?])
+        /// A prepared statement's name and values, whose rows go to `answers[id]` once the round
+        /// trip it is sent in has succeeded (``runLater(_:_:answer:)``).
+        case answered(String, [String?], id: Int)
 
         var sql: String {
             switch self {
             case .control(let sql): sql
             case .savepoint(let depth): "SAVEPOINT s\(depth)"
             case .release(let depth): "RELEASE s\(depth)"
-            case .write(let name, _): name
+            case .write(let name, _), .answered(let name, _, _): name
             }
         }
     }
-    /// Whether a write is among `held` (else only transaction control, which cannot fail).
-    private var holdsWrites: Bool { held.contains { if case .write = $0 { true } else { false } } }
+    /// Whether a statement is among `held` (else only transaction control, which cannot fail).
+    private var holdsWrites: Bool {
+        held.contains {
+            switch $0 {
+            case .write, .answered: true
+            case .control, .savepoint, .release: false
+            }
+        }
+    }
+    /// Who is handed the rows of each `.answered` request held back, by its id.
+    private var answers: [Int: ([[String?]]) -> Void] = [:]
+    private var nextAnswer = 0
     /// Where `BEGIN` is in `held`, while it is: the caller's transaction has begun, the server's
     /// not yet. (A read's `COMMIT` may precede it.)
     private var heldBegin: Int?
@@ -181,9 +194,11 @@ package final class PostgresConnection {
         if let heldBegin {
             held.removeSubrange(heldBegin...)  // never sent; a read's `COMMIT` before it stays
             self.heldBegin = nil
+            answers = [:]
             return
         }
         held = []
+        answers = [:]
         try execute("ROLLBACK")
     }
 
@@ -195,10 +210,12 @@ package final class PostgresConnection {
         defer { depth -= 1 }
         if let opened = held.lastIndex(of: .savepoint(depth)) {
             // Only transaction control precedes it in `held` (``savepoint()`` sent the writes).
+            for case .answered(_, _, let id) in held[opened...] { answers[id] = nil }
             held.removeSubrange(opened...)
             return
         }
         held = []
+        answers = [:]
         try execute("ROLLBACK TO s\(depth); RELEASE s\(depth)")
     }
 
@@ -207,6 +224,31 @@ package final class PostgresConnection {
     func runLater(_ name: String, _ values: [SQLValue?]) throws(StorageError) {
         guard inTransaction else { return PQclear(try run(name, values)) }
         held.append(.write(name, Self.texts(values)))
+    }
+
+    /// ``runLater(_:_:)`` for a statement whose rows someone reads: they are handed to `answer`
+    /// (each row its columns' text, nil for NULL) once the round trip it goes in has succeeded,
+    /// before the call that sent it returns; never when it fails or is rolled back unsent.
+    /// Outside a transaction, runs it now.
+    func runLater(_ name: String, _ values: [SQLValue?], answer: @escaping ([[String?]]) -> Void) throws(StorageError) {
+        guard inTransaction else {
+            let result = try run(name, values)
+            defer { PQclear(result) }
+            return answer(Self.rows(result))
+        }
+        nextAnswer += 1
+        answers[nextAnswer] = answer
+        held.append(.answered(name, Self.texts(values), id: nextAnswer))
+    }
+
+    /// Every row of `result`, each column as text (nil: NULL).
+    private static func rows(_ result: OpaquePointer) -> [[String?]] {
+        let columns = PQnfields(result)
+        return (0..<PQntuples(result)).map { row in
+            (0..<columns).map { column in
+                PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
+            }
+        }
     }
 
     /// The statement for `sql`, prepared on first use and kept.
@@ -310,6 +352,13 @@ package final class PostgresConnection {
     private func send(_ awaited: [(name: String, values: [String?])]) throws(StorageError) -> [OpaquePointer] {
         var requests = held
         (held, heldBegin, endHeld) = ([], nil, false)
+        var answering: [(index: Int, answer: ([[String?]]) -> Void)] = []
+        for (index, request) in requests.enumerated() {
+            if case .answered(_, _, let id) = request, let answer = answers.removeValue(forKey: id) {
+                answering.append((index, answer))
+            }
+        }
+        var answered: [Int: [[String?]]] = [:]
         let firstAwaited = requests.count
         requests += awaited.map { .write($0.name, $0.values) }
         traffic.add(statements: requests.count, roundTrips: 1)
@@ -320,7 +369,7 @@ package final class PostgresConnection {
             let sent: Int32
             switch request {
             case .control, .savepoint, .release: sent = PQsendQueryParams(handle, request.sql, 0, nil, nil, nil, nil, 0)
-            case .write(let name, let values):
+            case .write(let name, let values), .answered(let name, let values, _):
                 sent = withCStrings(values) { pointers in
                     PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
                 }
@@ -348,6 +397,7 @@ package final class PostgresConnection {
                 failure = StorageError(.postgres, "the transaction had failed: its COMMIT rolled it back", sqlState: "25P02")
             }
             if failure == nil, case .write = requests[index] { count(result) }
+            if failure == nil, case .answered = requests[index] { answered[index] = Self.rows(result) }
             if failure == nil && index >= firstAwaited { results.append(result) } else { PQclear(result) }
         }
         // The sync's own result ends the pipeline.
@@ -360,6 +410,7 @@ package final class PostgresConnection {
             for result in results { PQclear(result) }
             throw failure
         }
+        for (index, answer) in answering { answer(answered[index] ?? []) }
         return results
     }
 

@@ -60,4 +60,22 @@ package enum PostgresSQL {
         }
         return (String(decoding: out, as: UTF8.self), largest)
     }
+
+    /// `texts` as a PostgreSQL array literal (`text[]`'s input form), each element quoted with its
+    /// `"` and `\` escaped, so that every byte comes back as it was: `{"a","b\"c"}`; `{}` for none
+    /// (postgresql.org/docs/15/arrays.html#ARRAYS-IO).
+    package static func arrayLiteral(_ texts: [String]) -> String {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        for (i, text) in texts.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "\""))
+            for byte in text.utf8 {
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+                out.append(byte)
+            }
+            out.append(UInt8(ascii: "\""))
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
 }

@@ -88,6 +88,13 @@ package final class PostgresStatement: CompiledStatement {
         try connection.runLater(name, values)
     }
 
+    /// ``runLater()`` whose rows are handed to `answer` once that round trip has succeeded
+    /// (``PostgresConnection/runLater(_:_:answer:)``).
+    func runLater(answer: @escaping ([[String?]]) -> Void) throws(StorageError) {
+        reset()
+        try connection.runLater(name, values, answer: answer)
+    }
+
     /// Whether the column is NULL; a column past the last is (as SQLite reads it), without
     /// libpq's complaint on standard error.
     package func isNull(_ column: Int32) -> Bool {

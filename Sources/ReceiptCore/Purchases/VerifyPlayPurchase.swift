@@ -193,10 +193,10 @@ package struct VerifyPlayPurchase: UseCase, Sendable {
                 resource, token: token, package: package, for: user, posted: true, begun: begun, consume: consume, in: db,
                 now: at, log: log)
             {
-            case .stored(let changes, let changed): .stored(changes: changes, changed: changed)
+            case .stored(let changes, let changed): .done(.stored(changes: changes, changed: changed))
             // Posted by a user, so never unowned: refused as held all the same.
-            case .inUse(let holder): .inUse(heldBy: holder)
-            case .unowned: .inUse(heldBy: "")
+            case .inUse(let holder): .done(.inUse(heldBy: holder))
+            case .unowned: .done(.inUse(heldBy: ""))
             }
         }
         doorbell?.ring()  // an acknowledgement is owed

@@ -284,7 +284,7 @@ package struct VerifyPurchase: UseCase, Sendable {
     ) async throws -> SubscriberSnapshot {
         let at = clock.now()
         var snapshot = try await state.answer(for: user, database: database, now: at) { [policy, state] db in
-            try state.store(
+            try state.save(
                 record, for: user, policy: policy, possession: possession, begun: begun, in: db, now: at, log: log)
         }
         snapshot.proven = PurchaseIdentifiers.of(record)

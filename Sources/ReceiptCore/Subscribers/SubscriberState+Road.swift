@@ -11,24 +11,31 @@ import Workers
 /// webhooks recorded), then, for the person asking, their current document. While a store cannot
 /// be asked, ``lastKnown(_:database:now:)`` is what that person had.
 extension SubscriberState {
-    /// Runs `write` (the save, in the database's writer), refuses as the save did, settles the
-    /// others it changed and reads `user`'s document at `now`.
+    /// Runs `write` (the save, in the database's writer: ``save(_:for:policy:possession:begun:in:now:log:)``,
+    /// or ``Saving/done(_:)`` of another), refuses as the save did, settles the others it changed
+    /// and reads `user`'s document at `now`.
     package func answer(
-        for user: String, database: DatabaseQueue, now: Int64, _ write: @escaping @Sendable (Database) throws -> Stored
+        for user: String, database: DatabaseQueue, now: Int64, _ write: @escaping @Sendable (Database) throws -> Saving
     ) async throws -> SubscriberSnapshot {
         // On SQLite everyone it changed is settled in the save (``settle(_:in:now:)``).
         // On PostgreSQL after it, from a reader's snapshot, derived on this task: derived in the
         // save there, a change sometimes took longer than 100 ms to reach the other instances'
         // caches (the scale drill; Docs/performance.md, "A save alone").
         let inSave = database.dialect == .sqlite
-        let (stored, settled) = try await database.write { [self] db -> (Stored, SettledInSave) in
-            let stored = try write(db)
-            guard case .stored(_, let users) = stored else { return (stored, SettledInSave()) }
-            guard inSave else { return (stored, SettledInSave(behind: Array(users.dropFirst()))) }
-            return (stored, try settle(users, asking: user, in: db, now: now))
+        let (saving, settledInSave): (Saving, SettledInSave)
+        do {
+            (saving, settledInSave) = try await database.write { [self] db -> (Saving, SettledInSave) in
+                let saving = try write(db)
+                guard inSave, case .done(.stored(_, let users)) = saving else { return (saving, SettledInSave()) }
+                return (saving, try settle(users, asking: user, in: db, now: now))
+            }
+        } catch {
+            throw ErasedIDs.meaning(of: error)  // a whole save's erasure check fails its commit
         }
+        var settled = settledInSave
+        let stored = try saving.stored()
         switch stored {
-        case .stored: break
+        case .stored(_, let users): if !inSave { settled.behind = Array(users.dropFirst()) }
         case .inUse: throw ReceiptError.receiptInUse
         case .proofRequired: throw ReceiptError.proofRequired
         }

@@ -223,6 +223,62 @@ struct PostgresConnectionTests {
         #expect(try ids.step() && ids.text(0) == "1,2")
     }
 
+    /// A statement held back whose rows someone reads (``Statement/runLater(answer:)``): they are
+    /// handed over once the round trip it went in has succeeded (here the commit's, one round
+    /// trip with the write before it); never when that failed, nor when its savepoint or its
+    /// transaction was rolled back before it was sent. Elements of an array literal come back as
+    /// the bytes they were.
+    @Test func anAnsweredStatementIsAnsweredWithItsRoundTrip() async throws {
+        let traffic = PostgresTraffic()
+        let db = try Database(postgresURL: try await PostgresTestServer.freshDatabase(), traffic: traffic)
+        try db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY)")
+        let insert = try db.cached("INSERT INTO t (id) VALUES (?)")
+        let echo = try db.cached("SELECT e, length(e) FROM unnest(?::text[]) WITH ORDINALITY AS u (e, n) ORDER BY n")
+        let texts = ["1000000123", #"b"c"#, #"d\e"#, "{f,g}", "", "ü 🙂"]
+        var answered: [[String?]]?
+        let before = traffic.current.roundTrips
+        try db.transaction { () throws -> Void in
+            try insert.bind([1]).runLater()
+            try echo.bind([PostgresSQL.arrayLiteral(texts)]).runLater { answered = $0 }
+            #expect(answered == nil)  // not sent yet
+        }
+        #expect(traffic.current.roundTrips - before == 1)  // BEGIN, INSERT, SELECT, COMMIT
+        #expect(answered?.map { $0[0] } == texts)
+        #expect(answered?.map { $0[1] } == texts.map { String($0.count) })
+        // Failed with what it was sent with: never answered.
+        answered = nil
+        #expect(throws: StorageError.self) {
+            try db.transaction { () throws -> Void in
+                try insert.bind([1]).runLater()
+                try echo.bind([PostgresSQL.arrayLiteral(["x"])]).runLater { answered = $0 }
+            }
+        }
+        #expect(answered == nil && !db.inTransaction)
+        // Rolled back unsent, in a savepoint and in the transaction: never answered; the
+        // savepoint's rollback leaves the rest of the transaction's answered.
+        var kept: [[String?]]?
+        try db.transaction { () throws -> Void in
+            try echo.bind([PostgresSQL.arrayLiteral(["kept"])]).runLater { kept = $0 }
+            struct Undo: Error {}
+            _ = try? db.savepoint { () throws -> Void in
+                try echo.bind([PostgresSQL.arrayLiteral(["x"])]).runLater { answered = $0 }
+                throw Undo()
+            }
+        }
+        #expect(answered == nil && kept?.first?.first == "kept")
+        struct Undo: Error {}
+        #expect(throws: Undo.self) {
+            try db.transaction { () throws -> Void in
+                try echo.bind([PostgresSQL.arrayLiteral(["x"])]).runLater { answered = $0 }
+                throw Undo()
+            }
+        }
+        #expect(answered == nil)
+        // Outside a transaction, now.
+        try echo.bind([PostgresSQL.arrayLiteral(["now"])]).runLater { answered = $0 }
+        #expect(answered?.first?.first == "now")
+    }
+
     /// A queue's worker ends its reads later (``Database/endsReadsLater``): a read's `COMMIT`
     /// goes with the next request, so a read is one round trip, and the next read still has a
     /// snapshot of its own. A transaction that runs nothing keeps it held, ``Database/sendHeld()``

@@ -21,4 +21,14 @@ struct PostgresSQLTests {
         #expect(translated == expected)
         #expect(count == parameters)
     }
+
+    @Test(arguments: [
+        ([String](), "{}"),
+        (["1000000123"], #"{"1000000123"}"#),
+        (["a", "", "NULL"], #"{"a","","NULL"}"#),
+        ([#"b"c"#, #"d\e"#, "{f,g}", "ü 🙂"], #"{"b\"c","d\\e","{f,g}","ü 🙂"}"#),
+    ])
+    func anArrayLiteralQuotesEveryElement(texts: [String], expected: String) {
+        #expect(PostgresSQL.arrayLiteral(texts) == expected)
+    }
 }

@@ -24,16 +24,45 @@ struct SubscriberStateRoadTests {
             let state = state
             await #expect(throws: ErasedIDs.ErasedMeanwhile.self) {
                 _ = try await state.answer(for: "zed", database: queue, now: t0 + day) { db in
-                    let stored = try state.store(monthly(autoRenew: true), for: "zed", policy: .transfer, in: db, now: t0 + day)
+                    let saving = try state.save(monthly(autoRenew: true), for: "zed", policy: .transfer, in: db, now: t0 + day)
                     _ = try Erasure(db).erase("zed", by: "test", at: t0)
-                    return stored
+                    return saving
                 }
             }
             // Without the erasure the same save answers with the document.
             let answered = try await state.answer(for: "amy", database: queue, now: t0 + day) { db in
-                try state.store(monthly(autoRenew: true), for: "amy", policy: .transfer, in: db, now: t0 + day)
+                try state.save(monthly(autoRenew: true), for: "amy", policy: .transfer, in: db, now: t0 + day)
             }
             #expect(answered.document.appUserID == "amy")
+        }
+    }
+
+    /// A person erased after the work began (while a store was asked) is never written back, on
+    /// either road: in the save's reads, or (a save sent whole, PostgreSQL) by the server, whose
+    /// refusal fails the commit and is the same error.
+    @Test(arguments: await testDialects())
+    func aPersonErasedWhileTheStoreWasAskedIsErasedMeanwhile(_ dialect: Database.Dialect) async throws {
+        try await withScratchDirectory("receiptd-road") { dir in
+            let queue = try await migratedQueue(dialect, in: dir)
+            let state = state
+            _ = try await state.answer(for: "zed", database: queue, now: t0) { db in
+                try state.save(monthly(autoRenew: true), for: "zed", policy: .transfer, in: db, now: t0)
+            }
+            try await queue.write { db in _ = try Erasure(db).erase("zed", by: "test", at: t0 + 10) }
+            for policy in [OwnershipPolicy.transfer, .keep] {
+                await #expect(throws: ErasedIDs.ErasedMeanwhile.self) {
+                    _ = try await state.answer(for: "zed", database: queue, now: t0 + day) { db in
+                        try state.save(
+                            monthly(autoRenew: true), for: "zed", policy: policy, begun: t0 + 5, in: db, now: t0 + day)
+                    }
+                }
+            }
+            #expect(try await queue.read { try ReceiptStore($0).subscriber("zed") } == nil)
+            // Begun after the erasure, the save stands.
+            let answered = try await state.answer(for: "zed", database: queue, now: t0 + day) { db in
+                try state.save(monthly(autoRenew: true), for: "zed", policy: .transfer, begun: t0 + 11, in: db, now: t0 + day)
+            }
+            #expect(answered.document.appUserID == "zed")
         }
     }
 }

@@ -70,7 +70,7 @@ package struct VerifyStorePurchase: UseCase, Sendable {
             let at = clock.now()
             var snapshot = try await state.answer(for: user, database: database, now: at) { [state, policy] db in
                 // A backend's secret key keeps its power; an app's bare id attaches, never moves.
-                try state.store(
+                try state.save(
                     answer.facts, for: user, policy: policy, possession: caller == .app ? answer.possession : .proven,
                     begun: begun, in: db, now: at, log: log)
             }
