@@ -162,6 +162,50 @@ struct SubscriberStateWholeSaveTests {
         #expect(try Self.rows("SELECT app_user_id, outcome FROM notifications", in: whole) == [["carol", "attached"]])
     }
 
+    /// Twelve people posting the same purchase at once, each with a renewal of their own, each
+    /// answered (``SubscriberState/answer(for:database:now:_:)``): their saves queue behind the
+    /// purchase's lock, so every change of holder names the one before it, the last holds it,
+    /// and everyone ends settled on their facts. On PostgreSQL the saves go whole.
+    @Test(arguments: await testDialects())
+    func concurrentWholeSavesOfOnePurchaseHandItOnInTurn(_ dialect: Database.Dialect) async throws {
+        try await withScratchDirectory("receiptd-whole") { dir in
+            let queue = try await migratedQueue(dialect, in: dir)
+            let state = state
+            let users = (1...12).map { "p\($0)" }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (n, user) in users.enumerated() {
+                    group.addTask {
+                        let facts = VerifiedFacts(
+                            environment: .sandbox,
+                            purchases: [
+                                Self.purchase("t1", of: "o1", at: t0),
+                                Self.purchase("r\(n)", of: "o1", at: t0 + Int64(n + 1) * day),
+                            ],
+                            renewals: [Self.renewal("o1", raw: #"{"n":\#(n)}"#)])
+                        let answered = try await state.answer(for: user, database: queue, now: t0 + 20 * day) { db in
+                            try state.save(facts, for: user, policy: .transfer, in: db, now: t0 + 20 * day)
+                        }
+                        #expect(answered.document.appUserID == user)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            try await queue.read { db in
+                let transfers = try Self.rows(
+                    "SELECT from_app_user_id, to_app_user_id FROM ownership_transfers ORDER BY id", in: db)
+                #expect(transfers.count == users.count)
+                #expect(transfers.first?[0] == nil)
+                for (before, after) in zip(transfers, transfers.dropFirst()) { #expect(after[0] == before[1]) }
+                #expect(Set(transfers.map { $0[1]! }) == Set(users))
+                #expect(try ReceiptStore(db).owner(of: "o1") == transfers.last?[1])
+                for user in users {
+                    let stored = try #require(try ReceiptStore(db).subscriber(user))
+                    #expect(stored.derivedRevision == stored.factsRevision, "\(user)")
+                }
+            }
+        }
+    }
+
     /// The tables a save writes, each read whole in a fixed order (row ids and sequences left
     /// out: the two databases number alike, but nothing should depend on it).
     private static let tables = [
