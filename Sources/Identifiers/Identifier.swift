@@ -14,7 +14,23 @@ public struct Identifier: Hashable, Comparable, Sendable, CustomStringConvertibl
     public init(stringLiteral value: String) { self.string = value }
 
     public static func == (a: Identifier, b: Identifier) -> Bool {
-        a.string.utf8.count == b.string.utf8.count && compare(a.string, b.string) == 0
+        sameRepresentation(a.string, b.string)
+            || (a.string.utf8.count == b.string.utf8.count && compare(a.string, b.string) == 0)
+    }
+
+    /// Whether two strings are one value: the same two words (the same storage and count, or the
+    /// same bytes of a small string kept inline), so the same bytes. A copy of a key or of a
+    /// row's text is most often the very string it is compared with; anything else is compared
+    /// byte by byte.
+    @inline(__always)
+    static func sameRepresentation(_ a: String, _ b: String) -> Bool {
+        guard MemoryLayout<String>.size == 16 else { return false }  // two words on 64-bit platforms
+        return withUnsafeBytes(of: a) { x in
+            withUnsafeBytes(of: b) { y in
+                x.load(as: UInt64.self) == y.load(as: UInt64.self)
+                    && x.load(fromByteOffset: 8, as: UInt64.self) == y.load(fromByteOffset: 8, as: UInt64.self)
+            }
+        }
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -25,6 +25,23 @@ import Testing
         #expect((a < b) != (b < a))
     }
 
+    /// Equal when they are one value (a copy: the same storage, or the same small string), and
+    /// when they are the same bytes in two storages; never for two spellings, small or long.
+    @Test func oneValueAndTheSameBytesAreEqualAndNothingElse() {
+        let parts = ["an-app-user-id-longer-than-fifteen-bytes", "/2"]
+        let long = parts.joined()
+        let copy = long
+        let again = parts.joined()
+        #expect(long.isExactly(copy) && long.isExactly(again) && Identifier(long) == Identifier(again))
+        #expect(!long.isExactly(parts[0] + "/3") && !long.isExactly(parts[0]))
+        let small = "abc"
+        let smallAgain = String("cba".reversed())
+        #expect(small.isExactly(smallAgain) && !small.isExactly("abd"))
+        for (a, b) in Self.pairs + [("Zo\u{00EB}-a-long-enough-string", "Zoe\u{0308}-a-long-enough-string")] {
+            #expect(!a.isExactly(b) && !b.isExactly(a))
+        }
+    }
+
     @Test func swiftStringsWouldConfuseThem() {
         // The premise: without Identifier these collide.
         #expect("Zo\u{00EB}" == "Zoe\u{0308}")
