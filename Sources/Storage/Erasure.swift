@@ -159,9 +159,11 @@ package struct Erasure {
         // Someone known only by rows of their id (an offer signature, a refused verification, a
         // retention answer, a queue row) is found too: erased all the same.
         outcome.found = outcome.found || outcome.total > 0
-        guard outcome.found else { return outcome }
-        // A write that began before now (a call to a store in flight) must not bring them back.
+        // A write that began before now (a call to a store in flight) must not bring them back,
+        // nor, when nothing of them was found, store them for the first time: their first POST
+        // may be waiting on Apple while they ask to be erased.
         try ErasedIDs(db).record(ids, at: now)
+        guard outcome.found else { return outcome }
         try db.cached("INSERT INTO erasures (at, by_key, rows) VALUES (?, ?, ?)")
             .bind([now, asker, Int64(outcome.total)]).run()
         return outcome

@@ -37,9 +37,10 @@ struct SubscriberStateRoadTests {
         }
     }
 
-    /// A person erased after the work began (while a store was asked) is never written back, on
-    /// either road: in the save's reads, or (a save sent whole, PostgreSQL) by the server, whose
-    /// refusal fails the commit and is the same error.
+    /// A person erased after the work began (while a store was asked) is never written back, nor
+    /// written at all when the erasure found nothing of them yet, on either road: in the save's
+    /// reads, or (a save sent whole, PostgreSQL) by the server, whose refusal fails the commit and
+    /// is the same error.
     @Test(arguments: await testDialects())
     func aPersonErasedWhileTheStoreWasAskedIsErasedMeanwhile(_ dialect: Database.Dialect) async throws {
         try await withScratchDirectory("receiptd-road") { dir in
@@ -58,6 +59,18 @@ struct SubscriberStateRoadTests {
                 }
             }
             #expect(try await queue.read { try ReceiptStore($0).subscriber("zed") } == nil)
+            // Nobody of that name stored yet, their first POST waiting on the store: the same.
+            let found = try await queue.write { db in try Erasure(db).erase("new", by: "test", at: t0 + 10).found }
+            #expect(!found)
+            for policy in [OwnershipPolicy.transfer, .keep] {
+                await #expect(throws: ErasedIDs.ErasedMeanwhile.self) {
+                    _ = try await state.answer(for: "new", database: queue, now: t0 + day) { db in
+                        try state.save(
+                            monthly(autoRenew: true), for: "new", policy: policy, begun: t0 + 5, in: db, now: t0 + day)
+                    }
+                }
+            }
+            #expect(try await queue.read { try ReceiptStore($0).subscriber("new") } == nil)
             // Begun after the erasure, the save stands.
             let answered = try await state.answer(for: "zed", database: queue, now: t0 + day) { db in
                 try state.save(monthly(autoRenew: true), for: "zed", policy: .transfer, begun: t0 + 11, in: db, now: t0 + day)
