@@ -22,12 +22,13 @@ public struct HTTPRequest: Sendable {
         self.trailers = trailers
     }
 
-    /// The path part of the target, before any `?`. For absolute-form (`http://host/p?q`, which
+    /// The path part of the target, before any `?` (a byte: HTTP's delimiters are found in the
+    /// UTF-8 view, as other parsers find them). For absolute-form (`http://host/p?q`, which
     /// RFC 9112 §3.2.2 requires a server to accept) the scheme and authority are dropped: the host
     /// part plays no role in routing, and an empty path is `/`.
     public var path: Substring {
         let rest = afterAuthority
-        let path = rest.firstIndex(of: "?").map { rest[..<$0] } ?? rest
+        let path = rest.utf8.firstIndex(of: UInt8(ascii: "?")).map { rest[..<$0] } ?? rest
         return path.isEmpty && rest.startIndex != target.startIndex ? "/" : path
     }
 
@@ -44,16 +45,18 @@ public struct HTTPRequest: Sendable {
     /// The raw query string after `?`, if any.
     public var query: Substring? {
         let rest = afterAuthority
-        guard let q = rest.firstIndex(of: "?") else { return nil }
-        return rest[rest.index(after: q)...]
+        guard let q = rest.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
+        return rest[rest.utf8.index(after: q)...]
     }
 
     /// The percent-decoded value of the first `name=value` pair of the query (`name` alone gives
     /// ""); nil when absent or not decodable.
     public func queryValue(_ name: String) -> String? {
         guard let query else { return nil }
-        for pair in query.split(separator: "&") {
-            let (key, value) = pair.firstIndex(of: "=").map { (pair[..<$0], pair[pair.index(after: $0)...]) } ?? (pair, "")
+        for pair in query.split(byte: UInt8(ascii: "&"), omittingEmpty: true) {
+            let (key, value) =
+                pair.utf8.firstIndex(of: UInt8(ascii: "=")).map { (pair[..<$0], pair[pair.utf8.index(after: $0)...]) }
+                ?? (pair, "")
             if PercentDecoding.decode(key) == name { return PercentDecoding.decode(value) }
         }
         return nil

@@ -75,7 +75,7 @@ public struct Router: HTTPResponder {
         for (segment, part) in zip(segments, parts) {
             switch segment {
             case .literal(let literal):
-                guard part == literal else { return nil }
+                guard part.utf8.elementsEqual(literal.utf8) else { return nil }  // bytes, as every parser reads a path
             case .parameter(let name):
                 guard let value = PercentDecoding.decode(part), !value.isEmpty else { return nil }
                 parameters[name] = value
@@ -90,7 +90,7 @@ public struct Router: HTTPResponder {
             metrics?.record(method: request.method.rawValue, route: "unmatched", status: 400, nanoseconds: 0)
             return error(.badRequest, "invalid_target", "The request target must be a path.")
         }
-        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        let parts = path.split(byte: UInt8(ascii: "/"), omittingEmpty: true)
         var allowed: [HTTPMethod] = []
         for route in routes {
             guard let parameters = Self.match(route.segments, parts) else { continue }

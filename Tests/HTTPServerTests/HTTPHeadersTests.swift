@@ -30,6 +30,18 @@ import Testing
         #expect(!headers.containsToken("keep", in: "Connection"))
     }
 
+    /// Names are equal byte for byte, or as the same ASCII letter in either case: never two bytes
+    /// that differ by the case bit but are not letters (`@` and a backquote), nor non-ASCII.
+    @Test func namesCompareAsASCIILettersIgnoringCase() {
+        #expect(HTTPHeaders.namesEqual("Content-Type", "content-TYPE"))
+        #expect(HTTPHeaders.namesEqual("x-a", "X-A"[...]))
+        #expect(!HTTPHeaders.namesEqual("a@b", "a`b"))
+        #expect(!HTTPHeaders.namesEqual("a[b", "a{b"))
+        #expect(!HTTPHeaders.namesEqual("É", "é"))
+        #expect(!HTTPHeaders.namesEqual("ab", "abc"))
+        #expect(HTTPHeaders.namesEqual("", ""))
+    }
+
     @Test func mediaTypeIgnoresParametersAndCase() {
         let json: HTTPHeaders = ["Content-Type": "Application/JSON ; charset=utf-8"]
         #expect(json.hasMediaType("application/json"))

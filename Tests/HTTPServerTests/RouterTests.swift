@@ -49,6 +49,24 @@ struct RouterTests {
         #expect(HTTPRequest(method: .get, target: "/p?u=http://x/y").queryValue("u") == "http://x/y")
     }
 
+    /// HTTP's delimiters are bytes: a `?`, `/`, `&` or `=` followed by a combining mark (one
+    /// Character to Swift) still ends what it ends, and a literal segment matches its bytes alone
+    /// (`é` composed or decomposed are two paths).
+    @Test func thePathIsCutAndMatchedAsBytes() async {
+        let r = HTTPRequest(method: .get, target: "/a/\u{301}b?\u{301}x=1&\u{301}y=\u{301}2")
+        #expect(r.path.utf8.elementsEqual("/a/\u{301}b".utf8))
+        #expect(r.query?.utf8.elementsEqual("\u{301}x=1&\u{301}y=\u{301}2".utf8) == true)
+        #expect(r.queryValue("\u{301}y")?.utf8.elementsEqual("\u{301}2".utf8) == true)
+        #expect(r.queryValue("\u{301}x") == "1")
+        #expect("/a//b/".split(byte: UInt8(ascii: "/"), omittingEmpty: true) == ["a", "b"])
+        #expect("a&&b&".split(byte: UInt8(ascii: "&"), omittingEmpty: false) == ["a", "", "b", ""])
+        var router = Router()
+        router.on(.get, "/v1/caf\u{E9}/{id}") { _, c in .text("got \(c.parameters["id"] ?? "?")") }
+        #expect(await answer(router, .get, "/v1/caf\u{E9}/x").body == Array("got x".utf8))
+        #expect(await answer(router, .get, "/v1/cafe\u{301}/x").status.code == 404)
+        #expect(await answer(router, .get, "/v1/caf\u{E9}/\u{301}x").body == Array("got \u{301}x".utf8))
+    }
+
     @Test func methodsSelectTheRoute() async {
         #expect(await answer(router(), .delete, "/v1/subscribers/a").body == Array("delete a".utf8))
         #expect(await answer(router(), .post, "/v1/receipts").body == Array("post".utf8))
