@@ -13,7 +13,7 @@
 --
 -- What receiptd's Swift does on SQLite, and on PostgreSQL for the saves this does not take (an
 -- ownership policy other than transfer, a bare transaction id, calls queued to Apple), is the
--- same, and a test holds the two to the same rows (ReceiptStoreWholeSaveTests):
+-- same, and a test holds the two to the same rows (SubscriberStateWholeSaveTests):
 -- - the locks: Database.lock, keys sorted by their bytes;
 -- - whom the id names: ReceiptStore.canonical; erased since: ErasedIDs.check (SQLSTATE RD002
 --   here, ErasedIDs.ErasedMeanwhile there);
