@@ -30,14 +30,8 @@ extension ReceiptStore {
         try db.cached("SELECT receiptd_save_begin(?, ?::text[], ?, ?)").bind([
             requestedID, PostgresSQL.arrayLiteral(facts.originals), begun, now,
         ]).runLater()
-        let upserts = Self.factUpserts(facts, now: now)
-        for upsert in upserts.transactions {
-            let rows = upsert.values.count / Self.upsertedTransactionColumns
-            try db.cached(Self.upsertTransactionCountedSQLs[rows]).bind(upsert.values).runLater()
-        }
-        for upsert in upserts.renewals {
-            try db.cached(Self.upsertRenewalCountedSQL).bind(upsert.values + [facts.renewalChangedAt, now]).runLater()
-        }
+        let upserts = Self.factUpserts(facts, now: now, counted: true)
+        for upsert in upserts.transactions + upserts.renewals { try db.cached(upsert.sql).bind(upsert.values).runLater() }
         try writeLatestReceipt(facts, now: now)
         try db.cached("SELECT changed_rows, changed_subscriber FROM receiptd_save_end(?)").bind([now]).runLater {
             [weak db] rows in

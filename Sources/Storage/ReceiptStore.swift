@@ -166,8 +166,10 @@ package struct ReceiptStore {
     }
 
     /// The upserts of `facts`' transactions (several a statement) and of their renewal info (one
-    /// each): each statement's SQL and values.
-    static func factUpserts(_ facts: VerifiedFacts, now: Int64) -> (
+    /// each): each statement's SQL and values. `counted`: each row written counts itself in a
+    /// whole save's changes, and a renewal written appends its history in the same statement
+    /// (``upsertTransactionCountedSQLs``, ``upsertRenewalCountedSQL``).
+    static func factUpserts(_ facts: VerifiedFacts, now: Int64, counted: Bool = false) -> (
         transactions: [(sql: String, values: [(any StatementValue)?])], renewals: [(sql: String, values: [(any StatementValue)?])]
     ) {
         let stated = facts.statedAt ?? now
@@ -178,10 +180,13 @@ package struct ReceiptStore {
                     p.rawJSON, now, now, p.fact.appAccountToken, stated, p.fact.store.rawValue, p.fact.appTransactionID,
                 ] + commerceValues(p.fact.commerce)
             }
-            transactions.append((upsertTransactionSQLs[batch.count], values))
+            transactions.append(((counted ? upsertTransactionCountedSQLs : upsertTransactionSQLs)[batch.count], values))
         }
         let renewals = facts.renewals.map { r in
-            (sql: upsertRenewalSQL, values: renewalValues(r.fact) + [r.rawJSON, now, stated] + renewalCommitmentValues(r.fact))
+            let values = renewalValues(r.fact) + [r.rawJSON, now, stated] + renewalCommitmentValues(r.fact)
+            return counted
+                ? (sql: upsertRenewalCountedSQL, values: values + [facts.renewalChangedAt, now])
+                : (sql: upsertRenewalSQL, values: values)
         }
         return (transactions, renewals)
     }
