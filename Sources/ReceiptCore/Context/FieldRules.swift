@@ -14,20 +14,27 @@ package enum FieldRules {
 
     package static func isValidAppUserID(_ id: String) -> Bool {
         guard !id.isEmpty, id.utf8.count <= maxAppUserIDBytes else { return false }
+        return asciiVerdict(id) ?? isShownByCategories(id)
+    }
+
+    /// ``isShownByCategories(_:)`` of an ASCII id without the Unicode tables (an id is most often
+    /// ASCII): C0 and DEL are controls, the space a space separator, every other byte a letter,
+    /// digit or mark. Nil past ASCII.
+    static func asciiVerdict(_ id: String) -> Bool? {
         var blank = true
-        // ASCII's categories without the Unicode tables (an id is most often ASCII): C0 and DEL
-        // are controls, the space a space separator, every other byte a letter, digit or mark.
-        var ascii = true
         for byte in id.utf8 {
-            guard byte < 0x80 else {
-                ascii = false
-                break
-            }
+            guard byte < 0x80 else { return nil }
             if byte < 0x20 || byte == 0x7F { return false }
             if byte != 0x20 { blank = false }
         }
-        if ascii { return !blank }
-        blank = true
+        return !blank
+    }
+
+    /// Whether every scalar of `id` can be shown and compared (no control, format, line or
+    /// paragraph separator, surrogate, private or unassigned code point) and one is more than a
+    /// space, by Unicode's general categories.
+    static func isShownByCategories(_ id: String) -> Bool {
+        var blank = true
         for scalar in id.unicodeScalars {
             switch scalar.properties.generalCategory {
             case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned:

@@ -49,28 +49,24 @@ struct SubscriberStateRoadTests {
             _ = try await state.answer(for: "zed", database: queue, now: t0) { db in
                 try state.save(monthly(autoRenew: true), for: "zed", policy: .transfer, in: db, now: t0)
             }
-            try await queue.write { db in _ = try Erasure(db).erase("zed", by: "test", at: t0 + 10) }
-            for policy in [OwnershipPolicy.transfer, .keep] {
-                await #expect(throws: ErasedIDs.ErasedMeanwhile.self) {
-                    _ = try await state.answer(for: "zed", database: queue, now: t0 + day) { db in
-                        try state.save(
-                            monthly(autoRenew: true), for: "zed", policy: policy, begun: t0 + 5, in: db, now: t0 + day)
+            /// A save of `user` begun at `t0 + 5`, before the erasure at `t0 + 10`, under each policy.
+            func expectRefused(_ user: String) async throws {
+                for policy in [OwnershipPolicy.transfer, .keep] {
+                    await #expect(throws: ErasedIDs.ErasedMeanwhile.self) {
+                        _ = try await state.answer(for: user, database: queue, now: t0 + day) { db in
+                            try state.save(
+                                monthly(autoRenew: true), for: user, policy: policy, begun: t0 + 5, in: db, now: t0 + day)
+                        }
                     }
                 }
+                #expect(try await queue.read { try ReceiptStore($0).subscriber(user) } == nil)
             }
-            #expect(try await queue.read { try ReceiptStore($0).subscriber("zed") } == nil)
+            try await queue.write { db in _ = try Erasure(db).erase("zed", by: "test", at: t0 + 10) }
+            try await expectRefused("zed")
             // Nobody of that name stored yet, their first POST waiting on the store: the same.
             let found = try await queue.write { db in try Erasure(db).erase("new", by: "test", at: t0 + 10).found }
             #expect(!found)
-            for policy in [OwnershipPolicy.transfer, .keep] {
-                await #expect(throws: ErasedIDs.ErasedMeanwhile.self) {
-                    _ = try await state.answer(for: "new", database: queue, now: t0 + day) { db in
-                        try state.save(
-                            monthly(autoRenew: true), for: "new", policy: policy, begun: t0 + 5, in: db, now: t0 + day)
-                    }
-                }
-            }
-            #expect(try await queue.read { try ReceiptStore($0).subscriber("new") } == nil)
+            try await expectRefused("new")
             // Begun after the erasure, the save stands.
             let answered = try await state.answer(for: "zed", database: queue, now: t0 + day) { db in
                 try state.save(monthly(autoRenew: true), for: "zed", policy: .transfer, begun: t0 + 11, in: db, now: t0 + day)
