@@ -1,5 +1,6 @@
 package import Analytics
 package import DatabaseEngine
+import Foundation
 import Gzip
 package import Identifiers
 
@@ -20,12 +21,12 @@ package struct RollupStore {
     package static let lockKey = "receiptd rollups"
 
     /// A holder's rows as kept in `rollup_holders.rows`: packed (``RollupRow/packed(_:oneGroup:)``,
-    /// the split rows of `oneGroup`'s environments left to be made again), zlib-compressed
-    /// (``Deflated``), behind a `p`. Rows kept before (rollup format 6 and earlier) are text,
-    /// compressed the same way, without the `p`: they still read back, though a new format's
-    /// rebuild rewrites them all.
+    /// the split rows of `oneGroup`'s environments left to be made again) in base64, behind a
+    /// `b`. Rows kept before still read back: packed (version 1) and zlib-compressed
+    /// (``Deflated``) behind a `p`; or text (rollup format 6 and earlier), compressed the same
+    /// way, without the `p`, which a new format's rebuild rewrites.
     package static func kept(_ rows: [RollupRow], oneGroup: [String: String] = [:]) -> String {
-        "p" + Deflated.pack(bytes: RollupRow.packed(rows, oneGroup: oneGroup))
+        "b" + Data(RollupRow.packed(rows, oneGroup: oneGroup)).base64EncodedString()
     }
 
     /// ``kept(_:oneGroup:)``'s rows back; nil when the text is not such rows.
@@ -33,6 +34,9 @@ package struct RollupStore {
 
     /// ``kept(_:oneGroup:)``'s rows back as kept, the split rows of one group's environments not made.
     package static func holder(ofKept text: String) -> HolderRollup? {
+        if text.hasPrefix("b") {
+            return Data(base64Encoded: String(text.dropFirst())).flatMap { RollupRow.unpacked([UInt8]($0)) }
+        }
         guard text.hasPrefix("p") else { return Deflated.unpack(text).flatMap(RollupRow.decodeKept) }
         return Deflated.unpackBytes(text.dropFirst()).flatMap(RollupRow.unpacked)
     }

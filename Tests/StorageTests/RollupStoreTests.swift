@@ -1,6 +1,7 @@
 import Analytics
 import DatabaseEngine
 import Entitlements
+import Foundation
 import Gzip
 import ReceiptTesting
 import Storage
@@ -16,8 +17,8 @@ struct RollupStoreTests {
             originalTransactionID: "o-" + user, transactionID: "t-" + user, bundleID: "com.example", store: .appStore)
     }
 
-    /// A holder's rows are kept packed; rows kept as compressed text (rollup format 6 and before)
-    /// read back the same, and so do their marks.
+    /// A holder's rows are kept packed, in base64; rows kept packed as version 1 and compressed,
+    /// or as compressed text (rollup format 6 and before), read back the same, and so do their marks.
     @Test func keptRowsArePackedAndTextKeptBeforeStillReads() throws {
         let rows = [
             RollupRow(
@@ -36,16 +37,26 @@ struct RollupStoreTests {
         ]
         let oneGroup = ["production": "USA\u{1F}monthly"]
         let kept = RollupStore.kept(rows, oneGroup: oneGroup)
-        #expect(kept.hasPrefix("p"))
+        #expect(kept.hasPrefix("b"))
+        // These rows packed as version 1 (RollupPackedTests has its layout).
+        let version1: [UInt8] = [
+            1, 192, 184, 2, 10, 10, 112, 114, 111, 100, 117, 99, 116, 105, 111, 110, 11, 85, 83, 65, 31, 109, 111, 110, 116, 104,
+            108, 121, 3, 109, 114, 114, 5, 115, 116, 111, 99, 107, 5, 99, 111, 109, 46, 120, 9, 97, 112, 112, 95, 115, 116,
+            111, 114, 101, 0, 7, 114, 101, 118, 101, 110, 117, 101, 3, 110, 101, 116, 4, 102, 108, 111, 119, 1, 2, 0, 1, 0, 2,
+            2, 3, 0, 4, 5, 6, 2, 1, 0, 1, 140, 156, 1, 2, 0, 7, 8, 9, 0, 4, 5, 6, 2, 2, 0, 1, 140, 156, 1, 2,
+        ]
+        let packedBefore = "p" + Deflated.pack(bytes: version1)
         let before = Deflated.pack(RollupRow.encode(rows, oneGroup: oneGroup))
         #expect(before.hasPrefix("z"))
-        for text in [kept, before] {
+        for text in [kept, packedBefore, before] {
             let back = try #require(RollupStore.holder(ofKept: text))
-            #expect(back.kept == rows && back.oneGroup == oneGroup)
+            #expect(back.kept.sorted { $0.key < $1.key } == rows.sorted { $0.key < $1.key } && back.oneGroup == oneGroup)
             #expect(RollupStore.rows(ofKept: text)?.count == 6)
             #expect(RollupStore.marks(ofKept: text) == RollupMark.marks(of: rows))
         }
         #expect(RollupStore.holder(ofKept: "p!!") == nil)
+        #expect(RollupStore.holder(ofKept: "b!!") == nil)
+        #expect(RollupStore.holder(ofKept: "b" + Data("not rows".utf8).base64EncodedString()) == nil)
         #expect(RollupStore.holder(ofKept: "p" + Deflated.pack("not rows")) == nil)
     }
 
