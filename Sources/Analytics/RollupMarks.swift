@@ -1,3 +1,5 @@
+import Identifiers
+
 /// Where a drill-down finds who makes a figure (Docs/analytics.md#every-number-explains-itself). A holder is
 /// marked on the UTC days their flows happen, the UTC months their stocks run through and the
 /// days of their cohorts, so that the holders of one figure are read from an index, a page at a
@@ -39,57 +41,82 @@ package struct RollupMark: Sendable, Hashable, Comparable {
     /// The rows only of notes, the per-grain copies of cohorts' paying spans and the split
     /// copies of every row add none.
     package static func marks(of rows: [RollupRow]) -> Set<RollupMark> {
-        var marks: Set<RollupMark> = []
-        struct Line: Hashable {
-            var environment: String
-            var chart: Chart
-            var measure: String
-            var kind: ChartItem.Kind
-            var bundleID: String
-            var store: String
+        // A holder's rows name one environment or two: each one's days, found without hashing
+        // a text, and each day inserted once.
+        var environments: [(name: String, flows: [Int64], cohorts: [Int64], months: [Int64])] = []
+        func environment(_ name: String) -> Int {
+            if let e = environments.firstIndex(where: { $0.name.isExactly(name) }) { return e }
+            environments.append((name, [], [], []))
+            return environments.count - 1
         }
-        var changes: [Line: [Int64: Int64]] = [:]
-        for row in rows where !row.key.measure.isEmpty && row.key.split == .none {
+        // Each stock line's changes: a line is an environment's measure of one app and store,
+        // told apart by their bytes (a row's first of them, by its index).
+        var lines: [Int] = []
+        var changes: [(line: Int, day: Int64, value: Int64)] = []
+        for (i, row) in rows.enumerated() where !row.key.measure.isEmpty && row.key.split == .none {
             let k = row.key
             if k.cohortDay != RollupRow.noCohort {
                 if RollupRow.grained(k.measure)?.1 ?? .day == .day {
-                    marks.insert(RollupMark(environment: k.environment, family: .cohort, day: k.cohortDay))
+                    environments[environment(k.environment)].cohorts.append(k.cohortDay)
                 }
             } else if k.kind == .flow {
-                if k.atDay != .min, k.atDay != .max {
-                    marks.insert(RollupMark(environment: k.environment, family: .flow, day: k.atDay))
-                }
+                if k.atDay != .min, k.atDay != .max { environments[environment(k.environment)].flows.append(k.atDay) }
             } else {
-                let line = Line(
-                    environment: k.environment, chart: k.chart, measure: k.measure, kind: k.kind, bundleID: k.bundleID,
-                    store: k.store)
-                changes[line, default: [:]][k.atDay, default: 0] += row.value
+                let line =
+                    lines.firstIndex { first in
+                        let l = rows[first].key
+                        return l.chart == k.chart && l.kind == k.kind && l.measure.isExactly(k.measure)
+                            && l.bundleID.isExactly(k.bundleID) && l.store.isExactly(k.store)
+                            && l.environment.isExactly(k.environment)
+                    }
+                    ?? {
+                        lines.append(i)
+                        return lines.count - 1
+                    }()
+                changes.append((line, k.atDay, row.value))
             }
         }
-        for (line, byDay) in changes {
-            var running: Int64 = 0
-            var from: Int64?
-            for day in byDay.keys.sorted() {
-                running += byDay[day]!
-                if running != 0, from == nil {
-                    from = day
-                } else if running == 0, let first = from {
-                    months(first, day, line.environment, into: &marks)
-                    from = nil
+        // A line runs from the day its sum leaves zero to the day it comes back.
+        changes.sort { ($0.line, $0.day) < ($1.line, $1.day) }
+        var (running, from): (Int64, Int64?) = (0, nil)
+        for (n, change) in changes.enumerated() {
+            running += change.value
+            let last = n + 1 == changes.count || changes[n + 1].line != change.line
+            guard last || changes[n + 1].day != change.day else { continue }  // the day's whole change first
+            if running != 0, from == nil {
+                from = change.day
+            } else if running == 0, let first = from {
+                months(first, change.day, into: &environments[environment(rows[lines[change.line]].key.environment)].months)
+                from = nil
+            }
+            if last {
+                // Every stock the ledger records ends (a paid or trial period always has an end);
+                // were one not to, its first month would still be marked.
+                if let first = from {
+                    months(first, first, into: &environments[environment(rows[lines[change.line]].key.environment)].months)
+                }
+                (running, from) = (0, nil)
+            }
+        }
+        var marks: Set<RollupMark> = []
+        for e in environments {
+            for (family, days) in [(Family.flow, e.flows), (.cohort, e.cohorts), (.stock, e.months)] {
+                var last: Int64?
+                for day in days.sorted() where day != last {
+                    marks.insert(RollupMark(environment: e.name, family: family, day: day))
+                    last = day
                 }
             }
-            // Every stock the ledger records ends (a paid or trial period always has an end);
-            // were one not to, its first month would still be marked.
-            if let first = from { months(first, first, line.environment, into: &marks) }
         }
         return marks
     }
 
-    private static func months(_ first: Int64, _ last: Int64, _ environment: String, into marks: inout Set<RollupMark>) {
+    /// The first days of the months from `first`'s to `last`'s.
+    private static func months(_ first: Int64, _ last: Int64, into months: inout [Int64]) {
         guard first != .min, last != .max else { return }
         var month = PeriodGrid.align(first, .month)
         while month <= last {
-            marks.insert(RollupMark(environment: environment, family: .stock, day: month))
+            months.append(month)
             month = PeriodGrid.advance(month, .month)
         }
     }

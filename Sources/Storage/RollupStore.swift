@@ -318,27 +318,46 @@ package struct RollupStore {
     /// a rebuild's rows written holder by holder read a page of the table per row. Pure, so that
     /// it runs before the write transaction, not in it.
     package static func momentRows(_ byHolder: [(appUserID: String, moments: [RollupMoment])]) -> [MomentRow] {
-        struct Place: Hashable {
-            var day: Int64
-            var environment: String
-            var chart: Chart
+        // Holders ranked by their bytes once, and charts by their names: the rows then sort by
+        // numbers, their texts compared only where their environments differ.
+        var rank = [Int](repeating: 0, count: byHolder.count)
+        for (r, h) in byHolder.indices.sorted(by: { Identifier(byHolder[$0].appUserID) < Identifier(byHolder[$1].appUserID) })
+            .enumerated()
+        {
+            rank[h] = r
         }
-        var placed: [(place: Place, user: String, items: [ChartItem])] = []
-        for (user, moments) in byHolder {
-            var items: [Place: [ChartItem]] = [:]
+        var placed: [(day: Int64, environment: String, chart: Chart, holder: Int, items: [ChartItem])] = []
+        for (h, (_, moments)) in byHolder.enumerated() {
+            let first = placed.count
             for moment in moments {
                 for day in moment.days {
-                    items[Place(day: day, environment: moment.environment, chart: moment.chart), default: []].append(moment.item)
+                    if let p = placed[first...].firstIndex(where: {
+                        $0.day == day && $0.chart == moment.chart && $0.environment.isExactly(moment.environment)
+                    }) {
+                        placed[p].items.append(moment.item)
+                    } else {
+                        placed.append((day, moment.environment, moment.chart, h, [moment.item]))
+                    }
                 }
             }
-            placed += items.map { (place: $0.key, user: user, items: $0.value) }
+        }
+        let order = Self.chartOrder
+        placed.sort { a, b in
+            if a.day != b.day { return a.day < b.day }
+            if !a.environment.isExactly(b.environment) { return Identifier(a.environment) < Identifier(b.environment) }
+            if a.chart != b.chart { return order[a.chart]! < order[b.chart]! }
+            return rank[a.holder] < rank[b.holder]
         }
         return placed.map { p in
             MomentRow(
-                day: p.place.day, environment: p.place.environment, chart: p.place.chart, appUserID: p.user,
+                day: p.day, environment: p.environment, chart: p.chart, appUserID: byHolder[p.holder].appUserID,
                 items: RollupMoment.encode(p.items))
-        }.sorted(by: MomentRow.inReadingOrder)
+        }
     }
+
+    /// Each chart's place in the order of their names (``MomentRow/inReadingOrder(_:_:)``'s).
+    private static let chartOrder = Dictionary(
+        uniqueKeysWithValues: Chart.allCases.sorted { $0.rawValue < $1.rawValue }.enumerated().map { ($1, $0) })
 
     /// Replaces the moments of `holders` with `rows` (``momentRows(_:)``); `fresh`: they have
     /// none yet, as in a rebuild.

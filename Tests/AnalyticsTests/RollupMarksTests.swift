@@ -99,14 +99,17 @@ struct RollupMarksTests {
     }
 
     /// A stock's months from its first day to its last, matched up across a renewal at another
-    /// price and a gap; a flow's day; a cohort's day once (not its per-grain copies).
+    /// price and a gap; a flow's day; a cohort's day once (not its per-grain copies); a day's
+    /// changes as one (two rows of a line, settled and not, that cancel mark nothing).
     @Test func marksOfRows() {
         func row(
-            _ measure: String, _ kind: ChartItem.Kind, at: Int64, value: Int64, cohort: Int64 = RollupRow.noCohort
+            _ measure: String, _ kind: ChartItem.Kind, at: Int64, value: Int64, cohort: Int64 = RollupRow.noCohort,
+            settled: Bool = false
         ) -> RollupRow {
             RollupRow(
                 key: .init(
-                    environment: "production", chart: .mrr, measure: measure, kind: kind, bundleID: "a", store: "app_store",
+                    environment: "production", chart: .mrr, measure: measure, kind: kind, settled: settled, bundleID: "a",
+                    store: "app_store",
                     note: "", atDay: at, untilDay: kind == .flow ? at : .max, validFromDay: .min, validUntilDay: .max,
                     cohortDay: cohort),
                 value: value, items: 1)
@@ -119,6 +122,7 @@ struct RollupMarksTests {
             row("mrr", .stock, at: jan30 + 133, value: -7), row("gross", .flow, at: jan30 + 1, value: 9),
             row("", .flow, at: jan30 + 2, value: 0), row("paying", .stock, at: jan30, value: 1, cohort: jan30),
             row("paying/month", .stock, at: jan30, value: 1, cohort: jan30 - 29),
+            row("actives", .stock, at: jan30 + 200, value: 1, settled: true), row("actives", .stock, at: jan30 + 200, value: -1),
         ]
         let days = RollupMark.marks(of: rows).sorted().map { "\($0.family.rawValue) \($0.day)" }
         // Months: January 20,454, February 20,485, March 20,513, June 20,605.
