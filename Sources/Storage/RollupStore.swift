@@ -326,38 +326,40 @@ package struct RollupStore {
         {
             rank[h] = r
         }
-        var placed: [(day: Int64, environment: String, chart: Chart, holder: Int, items: [ChartItem])] = []
+        let order = Self.chartOrder
+        var placed: [(day: Int64, environment: String, chart: Int, holder: Int, items: [ChartItem])] = []
         for (h, (_, moments)) in byHolder.enumerated() {
             let first = placed.count
             for moment in moments {
+                let chart = order[moment.chart]!
                 for day in moment.days {
                     if let p = placed[first...].firstIndex(where: {
-                        $0.day == day && $0.chart == moment.chart && $0.environment.isExactly(moment.environment)
+                        $0.day == day && $0.chart == chart && $0.environment.isExactly(moment.environment)
                     }) {
                         placed[p].items.append(moment.item)
                     } else {
-                        placed.append((day, moment.environment, moment.chart, h, [moment.item]))
+                        placed.append((day, moment.environment, chart, h, [moment.item]))
                     }
                 }
             }
         }
-        let order = Self.chartOrder
         placed.sort { a, b in
             if a.day != b.day { return a.day < b.day }
             if !a.environment.isExactly(b.environment) { return Identifier(a.environment) < Identifier(b.environment) }
-            if a.chart != b.chart { return order[a.chart]! < order[b.chart]! }
+            if a.chart != b.chart { return a.chart < b.chart }
             return rank[a.holder] < rank[b.holder]
         }
         return placed.map { p in
             MomentRow(
-                day: p.day, environment: p.environment, chart: p.chart, appUserID: byHolder[p.holder].appUserID,
+                day: p.day, environment: p.environment, chart: Self.chartsByName[p.chart],
+                appUserID: byHolder[p.holder].appUserID,
                 items: RollupMoment.encode(p.items))
         }
     }
 
-    /// Each chart's place in the order of their names (``MomentRow/inReadingOrder(_:_:)``'s).
-    private static let chartOrder = Dictionary(
-        uniqueKeysWithValues: Chart.allCases.sorted { $0.rawValue < $1.rawValue }.enumerated().map { ($1, $0) })
+    /// The charts in the order of their names (``MomentRow/inReadingOrder(_:_:)``'s), and each one's place in it.
+    private static let chartsByName = Chart.allCases.sorted { $0.rawValue < $1.rawValue }
+    private static let chartOrder = Dictionary(uniqueKeysWithValues: chartsByName.enumerated().map { ($1, $0) })
 
     /// Replaces the moments of `holders` with `rows` (``momentRows(_:)``); `fresh`: they have
     /// none yet, as in a rebuild.
