@@ -33,9 +33,14 @@ public struct Identifier: Hashable, Comparable, Sendable, CustomStringConvertibl
         }
     }
 
+    /// Its bytes where they lie (a native string's, or a small one's from the stack), without a
+    /// copy of the string to make them contiguous (a retain and a release a hash) unless they are not.
     public func hash(into hasher: inout Hasher) {
-        var string = string
-        string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        let hashed = string.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        if hashed == nil {
+            var string = string
+            string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
         hasher.combine(string.utf8.count)
     }
 

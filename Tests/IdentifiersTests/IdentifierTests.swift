@@ -55,6 +55,11 @@ import Testing
         #expect(a == b)
         #expect(a.hashValue == b.hashValue)
         #expect(Identifier("abc") == "abc")
+        // A literal, a copy of its bytes, a slice made a string, small and not: one hash.
+        for text in ["abc", "a-long-enough-identifier-\u{00EB}"] {
+            let forms = [text, String(decoding: Array(text.utf8), as: UTF8.self), String(("x" + text).dropFirst())]
+            #expect(Set(forms.map { Identifier($0).hashValue }).count == 1)
+        }
     }
 
     @Test func orderIsByteOrder() {
