@@ -1,4 +1,5 @@
 package import Entitlements
+import Identifiers
 
 /// What a ledger adds to a chart, item by item, before any period grid or clock: a sale's
 /// amounts at its instant (a flow), a transaction paying or a trial running from one instant to
@@ -118,8 +119,8 @@ struct ItemRecorder {
     /// The dimension items are grouped by, if any.
     let groupBy: ChartDimension?
     /// Items are in the group the rollups keep them in (``ChartItem/keptGroup(country:product:)``),
-    /// so that the rows split by storefront and product come from one recording.
-    var keptGroups = false
+    /// so that the rows split by storefront and product come from one recording; nil otherwise.
+    var keptGroups: KeptGroups?
     /// While a person's items are recorded, the group all of them go to (theirs, not their
     /// transactions'): a customer is in one group.
     var personGroup: String?
@@ -184,7 +185,7 @@ struct ItemRecorder {
         var recorder = ItemRecorder(
             ledger: ledger, charts: Chart.allCases, filters: filters, currency: currency, rates: rates, settings: settings,
             withDetails: false)
-        recorder.keptGroups = true
+        recorder.keptGroups = KeptGroups()
         return Chart.allCases.map { chart in
             recorder.items = []
             recorder.record(chart)
@@ -226,7 +227,7 @@ struct ItemRecorder {
     /// The group of an item of `e`: the person's being recorded, else the transaction's own.
     func group(of e: Ledger.Entry) -> String {
         if let personGroup { return personGroup }
-        if keptGroups { return ChartItem.keptGroup(country: e.value(of: .country), product: e.value(of: .product)) }
+        if let keptGroups { return keptGroups.group(country: e.value(of: .country), product: e.value(of: .product)) }
         guard let groupBy else { return "" }
         return e.value(of: groupBy)
     }
@@ -235,7 +236,7 @@ struct ItemRecorder {
     /// first paid period): its value of the query's dimension, or the group the rollups keep; nil
     /// when nothing is split.
     func group(ofPerson value: (ChartDimension) -> String) -> String? {
-        if keptGroups { return ChartItem.keptGroup(country: value(.country), product: value(.product)) }
+        if let keptGroups { return keptGroups.group(country: value(.country), product: value(.product)) }
         return groupBy.map(value)
     }
 
@@ -285,5 +286,19 @@ struct ItemRecorder {
         }
         let missing = [c.price.currency, currency].filter { $0 != "EUR" && rates.perEuro($0, day: c.day) == nil }
         return (nil, missing.map { .missingRate(currency: $0, day: c.day, from: c.price.currency, to: currency) })
+    }
+}
+
+/// The groups the rollups keep a holder's items in, each made once per storefront and product
+/// in a row (most of a holder's items share one): one string, whose copies then compare as two
+/// words wherever the rows are summed and packed.
+final class KeptGroups {
+    private var last: (country: String, product: String, group: String)?
+
+    func group(country: String, product: String) -> String {
+        if let last, last.country.isExactly(country), last.product.isExactly(product) { return last.group }
+        let group = ChartItem.keptGroup(country: country, product: product)
+        last = (country, product, group)
+        return group
     }
 }

@@ -58,6 +58,7 @@ package enum Rollup {
         let today = Rollup.floorDay(writtenAt)
         // The environments of one group: their split rows are made once at the end.
         var oneGroup: [String: String] = [:]
+        var split: (group: String, values: [(RollupSplit, String)])?
         for environment in ledger.environments.sorted() {
             let filters = ChartFilters(environment: environment)
             let charts = ItemRecorder.recordAll(
@@ -70,7 +71,11 @@ package enum Rollup {
                 // ARR is twelve times MRR item by item: kept as MRR alone, and multiplied when read.
                 for item in merged(chart == .mrr ? items.filter { $0.measure != "arr" } : items) {
                     forEachPiece(of: item) { piece in
-                        let groups = mixed ? RollupSplit.kept.map { ($0, $0.value(inKept: piece.group)) } : []
+                        // Each split's value of the piece's group, made again only when the group changes.
+                        if mixed, !(split?.group.isExactly(piece.group) ?? false) {
+                            split = (piece.group, RollupSplit.kept.map { ($0, $0.value(inKept: piece.group)) })
+                        }
+                        let groups = mixed ? split!.values : []
                         RollupRow.forEachKey(of: piece, chart: chart, environment: environment, writtenAt: writtenAt) {
                             key, value in
                             add(value, items: 1, to: &sums[key, default: (0, 0)])

@@ -22,13 +22,13 @@ package enum RollupSplit: String, Sendable, Hashable, CaseIterable {
 
     /// Its value in a kept item's group, which names the storefront and product of the item's
     /// transaction, or of the customer's first (``ChartItem/keptGroup(country:product:)``).
+    /// Cut at the separator's first byte, without walking the group's `Character`s: the keeper
+    /// asks for every piece of a holder of several groups.
     func value(inKept group: String) -> String {
-        let parts = group.split(separator: "\u{1F}", maxSplits: 1, omittingEmptySubsequences: false)
-        switch self {
-        case .none: return ""
-        case .country: return String(parts[0])
-        case .product: return parts.count > 1 ? String(parts[1]) : ""
-        }
+        guard self != .none else { return "" }
+        guard let cut = group.utf8.firstIndex(of: 0x1F) else { return self == .country ? group : "" }
+        let scalars = group.unicodeScalars
+        return self == .country ? String(scalars[..<cut]) : String(scalars[scalars.index(after: cut)...])
     }
 }
 
