@@ -53,7 +53,18 @@ package enum Rollup {
     package static func holder(_ ledger: Ledger, settings: AnalyticsSettings, rates: ExchangeRates, writtenAt: Int64)
         -> HolderRollup
     {
-        var sums: [RollupRow.Key: (value: Int64, items: Int64)] = [:]
+        // The rows in the order first met (a chart's together, as packing and summing them prefer),
+        // each found by its key with one lookup.
+        var summed: [RollupRow] = []
+        var places: [RollupRow.Key: Int] = [:]
+        func add(_ value: Int64, to key: RollupRow.Key) {
+            let next = summed.count
+            var place = next
+            Self.read(&places[key, default: next], into: &place)
+            if place == next { summed.append(RollupRow(key: key, value: 0, items: 0)) }
+            summed[place].value += value
+            summed[place].items += 1
+        }
         var moments: [RollupMoment] = []
         let today = Rollup.floorDay(writtenAt)
         // The environments of one group: their split rows are made once at the end.
@@ -66,7 +77,7 @@ package enum Rollup {
             let first = charts.lazy.flatMap(\.1).first?.group
             if let first, charts.allSatisfy({ $0.1.allSatisfy { $0.group.isExactly(first) } }) { oneGroup[environment] = first }
             let mixed = oneGroup[environment] == nil
-            sums.reserveCapacity(sums.count + charts.reduce(0) { $0 + $1.1.count } * (mixed ? 6 : 2))
+            places.reserveCapacity(places.count + charts.reduce(0) { $0 + $1.1.count } * (mixed ? 6 : 2))
             for (chart, items) in charts {
                 // ARR is twelve times MRR item by item: kept as MRR alone, and multiplied when read.
                 for item in merged(chart == .mrr ? items.filter { $0.measure != "arr" } : items) {
@@ -78,13 +89,13 @@ package enum Rollup {
                         let groups = mixed ? split!.values : []
                         RollupRow.forEachKey(of: piece, chart: chart, environment: environment, writtenAt: writtenAt) {
                             key, value in
-                            add(value, items: 1, to: &sums[key, default: (0, 0)])
+                            add(value, to: key)
                             // The same sums again in each split's row of the item's value.
                             for (split, group) in groups {
                                 var key = key
                                 key.split = split
                                 key.group = group
-                                add(value, items: 1, to: &sums[key, default: (0, 0)])
+                                add(value, to: key)
                             }
                         }
                         let days = RollupMoment.days(of: piece, onOrAfter: today, writtenAt: writtenAt)
@@ -101,11 +112,13 @@ package enum Rollup {
         }
         // A measure's row that sums to nothing adds nothing (a stock's end meeting the next one's
         // start, a refund of 0); a note's rows are counts, always kept.
-        let rows = sums.compactMap { key, sum in
-            key.note.isEmpty && sum.value == 0 ? nil : RollupRow(key: key, value: sum.value, items: sum.items)
-        }
-        return HolderRollup(kept: rows, moments: moments, oneGroup: oneGroup)
+        summed.removeAll { $0.key.note.isEmpty && $0.value == 0 }
+        return HolderRollup(kept: summed, moments: moments, oneGroup: oneGroup)
     }
+
+    /// Reads a value through its `inout` access: a dictionary's `subscript(_:default:)` then
+    /// finds or inserts its key with one lookup.
+    private static func read<T>(_ value: inout T, into out: inout T) { out = value }
 
     /// The split rows of the environments of one group (`oneGroup`, each's kept group): each of
     /// their unsplit rows again, split by each dimension into that group.
