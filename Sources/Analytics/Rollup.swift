@@ -152,27 +152,27 @@ package enum Rollup {
     /// as one span: they count at the same instants, and the rollups keep no more than counts.
     /// Items with notes stay apart, since a note is counted once per item.
     static func merged(_ items: [ChartItem]) -> [ChartItem] {
-        var spans: [ChartItem] = []
-        var flows: [ChartItem] = []
-        for item in items {
-            if item.kind == .flow || !item.notes.isEmpty || item.measure.isEmpty {
-                flows.append(item)
-            } else {
-                spans.append(item)
+        func isSpan(_ item: ChartItem) -> Bool { item.kind != .flow && item.notes.isEmpty && !item.measure.isEmpty }
+        // The spans by index: most charts of a holder have one at most, and an item is large to move.
+        var spans = items.indices.filter { isSpan(items[$0]) }
+        guard spans.count > 1 else { return items }
+        items.withUnsafeBufferPointer { items in
+            spans.sort { i, j in
+                let (a, b) = (items[i], items[j])
+                if !a.measure.isExactly(b.measure) { return Identifier(a.measure) < Identifier(b.measure) }
+                if a.kind != b.kind { return a.kind.rawValue < b.kind.rawValue }
+                if a.cohort != b.cohort { return a.cohort ?? .min < b.cohort ?? .min }
+                if a.value != b.value { return a.value < b.value }
+                if !a.bundleID.isExactly(b.bundleID) { return Identifier(a.bundleID) < Identifier(b.bundleID) }
+                if !a.group.isExactly(b.group) { return Identifier(a.group) < Identifier(b.group) }
+                return a.at < b.at
             }
         }
-        guard spans.count > 1 else { return items }
-        spans.sort { a, b in
-            let (x, y) = (
-                (a.measure, a.kind.rawValue, a.cohort ?? .min, a.value), (b.measure, b.kind.rawValue, b.cohort ?? .min, b.value)
-            )
-            if x != y { return x < y }
-            return (Identifier(a.bundleID), Identifier(a.group), a.at) < (Identifier(b.bundleID), Identifier(b.group), b.at)
-        }
-        var out = flows
-        var current = spans[0]
-        for next in spans.dropFirst() {
-            if next.measure == current.measure, next.kind == current.kind, next.cohort == current.cohort,
+        var out = items.filter { !isSpan($0) }
+        var current = items[spans[0]]
+        for n in spans.dropFirst() {
+            let next = items[n]
+            if next.measure.isExactly(current.measure), next.kind == current.kind, next.cohort == current.cohort,
                 next.value == current.value, next.bundleID.isExactly(current.bundleID), next.store == current.store,
                 next.group.isExactly(current.group),
                 next.validFrom == current.validFrom, next.validUntil == current.validUntil, next.at == current.until

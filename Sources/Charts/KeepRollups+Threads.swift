@@ -29,12 +29,16 @@ extension KeepRollups {
         for i in 0..<n {
             let part = try done.withLock { $0[i]! }.get()
             differences.add(part.differences, oneGroup: [:], sign: 1)
-            merged.rows.merge(part.rows) { first, _ in first }
+            merged.rows += part.rows
             merged.moments += part.moments
             merged.marked += part.marked
             merged.unmarked += part.unmarked
         }
         merged.moments.sort(by: RollupStore.MomentRow.inReadingOrder)
+        merged.rows.sort { Identifier($0.appUserID) < Identifier($1.appUserID) }
+        merged.marked.sort { Identifier($0.appUserID) < Identifier($1.appUserID) }
+        merged.unmarked.sort { Identifier($0.appUserID) < Identifier($1.appUserID) }
+        merged.sortMarks()
         merged.differences = differences.rows()
         return merged
     }

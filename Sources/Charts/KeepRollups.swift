@@ -307,16 +307,45 @@ package struct KeepRollups: UseCase, Sendable {
     /// to forget a holder who holds nothing), moments (as the rows that replace theirs), and the
     /// marks they gained and lost. All of it worked out before the write, which runs SQL alone
     /// (on SQLite, on the one writer every POST waits for).
+    /// Each list is in the order of the table it goes to (holders by their ids' bytes, marks by
+    /// their key), so that the write goes through each table's pages in turn.
     struct Update: Sendable {
         var differences: [RollupRow] = []
-        var rows: [Identifier: String?] = [:]
+        var rows: [(appUserID: String, rows: String?)] = []
         var moments: [RollupStore.MomentRow] = []
         var marked: [(appUserID: String, mark: RollupMark)] = []
         var unmarked: [(appUserID: String, mark: RollupMark)] = []
 
+        /// Marks in the order of their table's key, those of one day in the order of the holders
+        /// they were added in.
+        mutating func sortMarks() {
+            marked = Self.inKeyOrder(marked)
+            unmarked = Self.inKeyOrder(unmarked)
+        }
+
+        /// Sorted as numbers: each mark's environment by its rank among the few there are (in
+        /// byte order), its family, its day, and its place.
+        private static func inKeyOrder(_ marks: [(appUserID: String, mark: RollupMark)]) -> [(
+            appUserID: String, mark: RollupMark
+        )] {
+            var environments: [String] = []
+            for (_, mark) in marks where !environments.contains(where: { $0.isExactly(mark.environment) }) {
+                environments.append(mark.environment)
+            }
+            environments.sort { Identifier($0) < Identifier($1) }
+            let families = RollupMark.Family.allCases.sorted { $0.rawValue < $1.rawValue }
+            var order = marks.indices.map { i in
+                let mark = marks[i].mark
+                let environment = environments.firstIndex { $0.isExactly(mark.environment) }!
+                return (environment * families.count + families.firstIndex(of: mark.family)!, mark.day, i)
+            }
+            order.sort { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }
+            return order.map { marks[$0.2] }
+        }
+
         func write(_ store: RollupStore, fresh: Bool) throws {
-            try store.saveHolderRows(rows.map { ($0.key.string, $0.value) })
-            try store.replaceMoments(of: rows.keys.map(\.string), with: moments, fresh: fresh)
+            try store.saveHolderRows(rows)
+            try store.replaceMoments(of: rows.map(\.appUserID), with: moments, fresh: fresh)
             try store.add(differences)
             try store.removeMarks(unmarked)
             try store.addMarks(marked)
@@ -332,8 +361,8 @@ package struct KeepRollups: UseCase, Sendable {
         var update = Update()
         var moments: [(appUserID: String, moments: [RollupMoment])] = []
         var differences = RollupSums()
-        for (user, ledger) in ledgers {
-            let now = Rollup.holder(ledger, settings: settings, rates: rates, writtenAt: writtenAt)
+        for user in ledgers.keys.sorted() {
+            let now = Rollup.holder(ledgers[user]!, settings: settings, rates: rates, writtenAt: writtenAt)
             var old = HolderRollup(kept: [])
             if let text = kept[user] {
                 guard let rows = RollupStore.holder(ofKept: text) else {
@@ -346,11 +375,12 @@ package struct KeepRollups: UseCase, Sendable {
             let (before, after) = (RollupMark.marks(of: old.kept), RollupMark.marks(of: now.kept))
             update.marked += after.subtracting(before).sorted().map { (user.string, $0) }
             update.unmarked += before.subtracting(after).sorted().map { (user.string, $0) }
-            update.rows[user] = now.kept.isEmpty ? String?.none : RollupStore.kept(now.kept, oneGroup: now.oneGroup)
+            update.rows.append((user.string, now.kept.isEmpty ? nil : RollupStore.kept(now.kept, oneGroup: now.oneGroup)))
             moments.append((user.string, now.moments))
         }
         update.moments = RollupStore.momentRows(moments)
         update.differences = differences.rows()
+        update.sortMarks()
         return update
     }
 }
