@@ -306,9 +306,9 @@ package struct KeepRollups: UseCase, Sendable {
     /// What recomputed holders change: the sums' differences, each holder's rows (encoded; nil
     /// to forget a holder who holds nothing), moments (as the rows that replace theirs), and the
     /// marks they gained and lost. All of it worked out before the write, which runs SQL alone
-    /// (on SQLite, on the one writer every POST waits for).
-    /// Each list is in the order of the table it goes to (holders by their ids' bytes, marks by
-    /// their key), so that the write goes through each table's pages in turn.
+    /// (on SQLite, on the rollups file's writer, under the keepers' lock). Each list is in the
+    /// order of the table it goes to (holders by their ids' bytes, marks by their key), so that
+    /// the write goes through each table's pages in turn.
     struct Update: Sendable {
         var differences: [RollupRow] = []
         var rows: [(appUserID: String, rows: String?)] = []
