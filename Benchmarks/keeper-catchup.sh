@@ -11,6 +11,9 @@
 #      from the start until the rollups hold every change, divided by the holders changed.
 # The count includes the process's start-up and the polls of a chart that say when the keeper
 # is done (the same for every build); `RUN_EMPTY=1` also prints a start on the caught-up copy.
+# `PERF_OUT=FILE` also records each catch-up's profile (`perf record --call-graph dwarf`, from the
+# keeper's start until it is caught up) in FILE.N, N the build's place (needs linux-perf); the
+# profiler's own load then counts in that run's CPU, so compare profiles, not those figures.
 # Needs: apt-get install -y wrk curl python3 bc
 # Usage: [PAIRS=3] Benchmarks/keeper-catchup.sh [seconds of POSTs, default 10] BIN_DIR [BIN_DIR ...]
 source "$(dirname "$0")/lib.sh"
@@ -53,7 +56,13 @@ one() { # one BIN N: the keeper's catch-up on a copy of the posted database; pri
   local started
   started=$(date +%s%N)
   start "$1" true
+  local profiler=
+  if [ -n "${PERF_OUT:-}" ]; then
+    perf record -F 999 --call-graph dwarf,16384 -p "$pid" -o "$PERF_OUT.$2" >/dev/null 2>&1 &
+    profiler=$!
+  fi
   caught_up
+  if [ -n "$profiler" ]; then kill -INT "$profiler"; wait "$profiler" || true; fi
   local used elapsed
   used=$(cpu "$pid")
   elapsed=$(( ($(date +%s%N) - started) / 1000000 ))
