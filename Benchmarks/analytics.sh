@@ -176,15 +176,7 @@ measure() { # measure NAME [ENV=VALUE ...]: the rollups built, every chart, then
 [ -z "${POSTGRESQL_ONLY:-}" ] && measure SQLite
 [ -n "${SQLITE_ONLY:-}" ] && exit 0
 
-pgbin=/usr/lib/postgresql/$(ls /usr/lib/postgresql | sort -n | tail -1)/bin
-as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-chmod 777 "$out"
-as_postgres "$pgbin/initdb" -D "$out/pg" -A trust -U postgres -E UTF8 --locale=C >/dev/null
-as_postgres "$pgbin/pg_ctl" -D "$out/pg" -l "$out/pg.log" -w \
-  -o "-p 18321 -k $out -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
-trap 'kill $(jobs -p) 2>/dev/null || true; as_postgres "$pgbin/pg_ctl" -D "$out/pg" -m immediate -w stop >/dev/null 2>&1 || true;
-  leave' EXIT
-pg=postgresql://postgres@127.0.0.1:18321
+postgres_cluster 18321
 psql "$pg/postgres" -qc "CREATE DATABASE receiptd"
 started=$(date +%s)
 # The generated rows, table by table, through COPY (receiptd copy-data checks every row and moves

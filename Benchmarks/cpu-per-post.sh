@@ -33,13 +33,7 @@ chmod 777 "$out"
 simulator "$bin"
 extra=()
 if [ "$database" = postgresql ]; then
-  pgbin=/usr/lib/postgresql/$(ls /usr/lib/postgresql | sort -n | tail -1)/bin
-  as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-  as_postgres "$pgbin/initdb" -D "$out/pg" -A trust -U postgres -E UTF8 --locale=C >/dev/null
-  as_postgres "$pgbin/pg_ctl" -D "$out/pg" -l "$out/pg.log" -w \
-    -o "-p 18320 -k $out -c listen_addresses=127.0.0.1" start >/dev/null
-  trap 'kill $(jobs -p) 2>/dev/null || true; as_postgres "$pgbin/pg_ctl" -D "$out/pg" -m immediate -w stop >/dev/null 2>&1 || true; leave' EXIT
-  pg=postgresql://postgres@127.0.0.1:18320
+  postgres_cluster 18320
   as_postgres psql "$pg/postgres" -qc "CREATE DATABASE p" -c "ALTER DATABASE p SET synchronous_commit = off" >/dev/null
   extra=(RECEIPTD_DATABASE_URL="$pg/p" RECEIPTD_DATABASE_CONNECTIONS=4)
 fi

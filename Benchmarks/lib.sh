@@ -32,6 +32,20 @@ receiptd_env=(
   RECEIPTD_LIMITS_RECEIPTS_PER_KEY_PER_SECOND=0 RECEIPTD_LIMITS_RECEIPTS_PER_ADDRESS_PER_SECOND=0
 )
 
+postgres_cluster() { # postgres_cluster PORT: a PostgreSQL cluster of its own in $out/pg on 127.0.0.1:PORT
+  # (and a Unix socket in $out), its defaults but for those, stopped on exit; sets pgbin, pg (its
+  # URL, as the superuser postgres, trusted) and as_postgres (a command as the user postgres when root).
+  pgbin=/usr/lib/postgresql/$(ls /usr/lib/postgresql | sort -n | tail -1)/bin
+  as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+  chmod 777 "$out"
+  as_postgres "$pgbin/initdb" -D "$out/pg" -A trust -U postgres -E UTF8 --locale=C >/dev/null
+  as_postgres "$pgbin/pg_ctl" -D "$out/pg" -l "$out/pg.log" -w \
+    -o "-p $1 -k $out -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
+  trap 'kill $(jobs -p) 2>/dev/null || true; as_postgres "$pgbin/pg_ctl" -D "$out/pg" -m immediate -w stop >/dev/null 2>&1 || true;
+    "$bench/stop-peers.sh" >/dev/null 2>&1 || true; leave' EXIT
+  pg=postgresql://postgres@127.0.0.1:$1
+}
+
 simulator() { # simulator BIN_DIR: `receiptd simulate` on :18096 as Apple (a background job), once it answers
   "$1/receiptd" simulate --port 18096 >"$out/simulator.log" 2>&1 &
   for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18096/ && break; sleep 0.05; done

@@ -33,16 +33,9 @@ cd "$out"
 chmod 777 "$out"
 simulator "$bin"
 
-pgbin=/usr/lib/postgresql/$(ls /usr/lib/postgresql | sort -n | tail -1)/bin
-as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-as_postgres "$pgbin/initdb" -D "$out/pg" -A trust -U postgres -E UTF8 --locale=C >/dev/null
-# PostgreSQL's defaults but for the port and the connection count: commits wait for the disk, as
-# SQLite's `synchronous = NORMAL` in WAL mode does not (a power cut can undo its last commits).
-as_postgres "$pgbin/pg_ctl" -D "$out/pg" -l "$out/pg.log" -w \
-  -o "-p 18320 -k $out -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
-trap 'kill $(jobs -p) 2>/dev/null || true; as_postgres "$pgbin/pg_ctl" -D "$out/pg" -m immediate -w stop >/dev/null 2>&1 || true;
-  "$bench/stop-peers.sh" >/dev/null 2>&1 || true; leave' EXIT
-pg=postgresql://postgres@127.0.0.1:18320
+# PostgreSQL's defaults but for the port: commits wait for the disk, as SQLite's
+# `synchronous = NORMAL` in WAL mode does not (a power cut can undo its last commits).
+postgres_cluster 18320
 
 cat >"$out/get.lua" <<'LUA'
 wrk.headers["Authorization"] = "Bearer bench-secret"
