@@ -48,7 +48,10 @@ post() { # POSTs of new users for the run's seconds with the keeper off, on the 
 
 if [ "$database" = postgresql ]; then
   postgres_cluster 18322
-  psql "$pg/postgres" -qc "ALTER SYSTEM SET synchronous_commit = off" -c "SELECT pg_reload_conf()" >/dev/null
+  # No autovacuum: its passes, landing in one run and not another, are the widest noise here (the
+  # posted database is analysed once, below).
+  psql "$pg/postgres" -qc "ALTER SYSTEM SET synchronous_commit = off" -c "ALTER SYSTEM SET autovacuum = off" \
+    -c "SELECT pg_reload_conf()" >/dev/null
   cluster_cpu() { # clock ticks of the cluster's processes so far
     local sum=0 p
     for p in $(head -1 "$out/pg/postmaster.pid") $(pgrep -P "$(head -1 "$out/pg/postmaster.pid")"); do
@@ -69,11 +72,16 @@ if [ "$database" = postgresql ]; then
   psql "$pg/postgres" -qc "CREATE DATABASE posted"
   url=(RECEIPTD_DATABASE_URL="$pg/posted")
   post
+  # Its statistics, as autovacuum would have them within a minute: without, the planner reads the
+  # new holders' facts by scanning their tables.
+  psql "$pg/posted" -qc ANALYZE
   copy() { # copy N: a copy of the posted database whose rollups are build N's, built and empty
     psql "$pg/postgres" -q -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS run" \
       -c "CREATE DATABASE run TEMPLATE posted"
     psql "$pg/run" -q -v fp="${fingerprints[$1]}" <<<"UPDATE rollup_state SET fingerprint = :'fp', phase = 'ready',
       rebuild_after = NULL, changes_through = 0"
+    # The copy's pages written out now, not by the checkpointer during the run.
+    psql "$pg/run" -qc CHECKPOINT
     url=(RECEIPTD_DATABASE_URL="$pg/run")
   }
   followed() { # followed N: whether the run's keeper followed the changes (its fingerprint was build N's)
