@@ -26,14 +26,13 @@ package final class PostgresStandbyPair: Sendable {
         ).path
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
-        primary = .init(directory: directory, port: PostgresTestServer.freePort(), binaries: binaries, asPostgres: asPostgres)
-        replica = .init(directory: directory, port: PostgresTestServer.freePort(), binaries: binaries, asPostgres: asPostgres)
-        primaryURL = "postgresql://postgres@127.0.0.1:\(primary.port)/receiptd?connect_timeout=5"
-        replicaURL = "postgresql://postgres@127.0.0.1:\(replica.port)/receiptd?connect_timeout=5"
+        var primary = PostgresTestServer.Running(directory: directory, port: 0, binaries: binaries, asPostgres: asPostgres)
         try PostgresTestServer.run(
             primary, "initdb",
             ["-D", "\(directory)/primary", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])
-        try start(primary, data: "primary", options: "-c wal_level=replica -c max_wal_senders=4")
+        primary.port = try Self.started(primary, data: "primary", options: "-c wal_level=replica -c max_wal_senders=4")
+        self.primary = primary
+        primaryURL = "postgresql://postgres@127.0.0.1:\(primary.port)/receiptd?connect_timeout=5"
         let admin = try PostgresConnection(url: "postgresql://postgres@127.0.0.1:\(primary.port)/postgres")
         try admin.execute("CREATE DATABASE receiptd")
         let database = try Database(postgresURL: primaryURL)
@@ -45,12 +44,31 @@ package final class PostgresStandbyPair: Sendable {
                 "-D", "\(directory)/replica", "-R", "-X", "stream", "--no-sync", "--checkpoint=fast", "-h", "127.0.0.1", "-p",
                 "\(primary.port)", "-U", "postgres",
             ])
-        try startReplica()
+        var replica = primary
+        replica.port = try Self.started(primary, data: "replica", options: Self.replicaOptions, avoiding: [primary.port])
+        self.replica = replica
+        replicaURL = "postgresql://postgres@127.0.0.1:\(replica.port)/receiptd?connect_timeout=5"
     }
 
     deinit { stop() }
 
-    private func start(_ server: PostgresTestServer.Running, data: String, options: String) throws {
+    private static let replicaOptions = "-c hot_standby=on"
+
+    /// Starts the server of `data` on a free port (``PostgresTestServer/onAFreePort(avoiding:log:_:)``); returns it.
+    private static func started(
+        _ server: PostgresTestServer.Running, data: String, options: String, avoiding taken: Set<Int> = []
+    ) throws -> Int {
+        try PostgresTestServer.onAFreePort(avoiding: taken, log: "\(server.directory)/\(data).log") {
+            port throws(PostgresTestServer.SetupError) in
+            var server = server
+            server.port = port
+            try start(server, data: data, options: options)
+        }
+    }
+
+    private static func start(_ server: PostgresTestServer.Running, data: String, options: String)
+        throws(PostgresTestServer.SetupError)
+    {
         try PostgresTestServer.run(
             server, "pg_ctl",
             [
@@ -59,8 +77,9 @@ package final class PostgresStandbyPair: Sendable {
             ])
     }
 
-    /// Starts the replica (again): it catches up with the primary from where it stopped.
-    package func startReplica() throws { try start(replica, data: "replica", options: "-c hot_standby=on") }
+    /// Starts the replica again (after ``killReplica()``), on its port: it catches up with the
+    /// primary from where it stopped.
+    package func startReplica() throws { try Self.start(replica, data: "replica", options: Self.replicaOptions) }
 
     /// Kills the replica (`pg_ctl stop -m immediate`: its processes go without a shutdown).
     package func killReplica() throws {

@@ -124,19 +124,20 @@ package enum PostgresTestServer {
         } catch {
             throw SetupError(description: "cannot create \(directory): \(error)")
         }
-        let port = freePort()
-        let running = Running(directory: directory, port: port, binaries: binaries, asPostgres: asPostgres)
+        var running = Running(directory: directory, port: 0, binaries: binaries, asPostgres: asPostgres)
         try run(
             running, "initdb",
             ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])
-        try run(
-            running, "pg_ctl",
-            [
-                "-D", "\(directory)/data", "-l", "\(directory)/log", "-w", "-o",
-                "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
-                    + " -c full_page_writes=off -c max_connections=600",
-                "start",
-            ])
+        running.port = try onAFreePort(log: "\(directory)/log") { port throws(SetupError) in
+            try run(
+                running, "pg_ctl",
+                [
+                    "-D", "\(directory)/data", "-l", "\(directory)/log", "-w", "-o",
+                    "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
+                        + " -c full_page_writes=off -c max_connections=600",
+                    "start",
+                ])
+        }
         do {
             let admin = try PostgresConnection(url: url(running, database: "postgres"))
             try admin.execute("CREATE DATABASE \(migratedTemplate)")
@@ -212,6 +213,29 @@ package enum PostgresTestServer {
             let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
             throw SetupError(description: "\(tool) ended with status \(status): \(text.suffix(500))")
         }
+    }
+
+    /// The port `start` started a server on: one no one listens on, and another while the one
+    /// chosen was taken before the server bound it (a connection of the tests running beside can
+    /// take it as its own end), as the server's `log` says; up to five.
+    static func onAFreePort(avoiding taken: Set<Int> = [], log: String, _ start: (Int) throws(SetupError) -> Void)
+        throws(SetupError) -> Int
+    {
+        var tried = taken
+        for attempt in 1...5 {
+            var port = freePort()
+            while tried.contains(port) { port = freePort() }
+            tried.insert(port)
+            try? FileManager.default.removeItem(atPath: log)
+            do {
+                try start(port)
+                return port
+            } catch {
+                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                guard attempt < 5, text.contains("Address already in use") else { throw error }
+            }
+        }
+        throw SetupError(description: "no free port in five tries")
     }
 
     /// A TCP port on 127.0.0.1 no one listens on now.
