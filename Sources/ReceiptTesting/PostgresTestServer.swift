@@ -217,7 +217,8 @@ package enum PostgresTestServer {
 
     /// The port `start` started a server on: one no one listens on, and another while the one
     /// chosen was taken before the server bound it (a connection of the tests running beside can
-    /// take it as its own end), as the server's `log` says; up to five.
+    /// take it as its own end), as the server's `log` says; up to five. Any other failure is
+    /// thrown with the end of that log, which says why.
     static func onAFreePort(avoiding taken: Set<Int> = [], log: String, _ start: (Int) throws(SetupError) -> Void)
         throws(SetupError) -> Int
     {
@@ -232,7 +233,9 @@ package enum PostgresTestServer {
                 return port
             } catch {
                 let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-                guard attempt < 5, text.contains("Address already in use") else { throw error }
+                guard attempt < 5, text.contains("Address already in use") else {
+                    throw SetupError(description: "\(error.description); its log: \(text.suffix(500))")
+                }
             }
         }
         throw SetupError(description: "no free port in five tries")

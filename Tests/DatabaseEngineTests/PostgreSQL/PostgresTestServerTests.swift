@@ -5,7 +5,7 @@ import Testing
 
 /// The tests' PostgreSQL servers start on a port chosen free; one taken before the server binds
 /// it (a connection of the tests running beside can take it as its own end) is replaced by
-/// another, as the server's log says, and nothing else is retried.
+/// another, as the server's log says; nothing else is retried, and the log's end says why.
 @Suite("PostgreSQL test servers")
 struct PostgresTestServerTests {
     private let log = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -33,13 +33,14 @@ struct PostgresTestServerTests {
     @Test func anyOtherFailureIsThrownAtOnceAndAPortTakenFiveTimesToo() {
         defer { try? FileManager.default.removeItem(atPath: log) }
         var tries = 0
-        #expect(throws: PostgresTestServer.SetupError.self) {
+        let error = #expect(throws: PostgresTestServer.SetupError.self) {
             _ = try PostgresTestServer.onAFreePort(log: log) { _ throws(PostgresTestServer.SetupError) in
                 tries += 1
                 throw failing("FATAL:  data directory has wrong ownership")
             }
         }
         #expect(tries == 1)
+        #expect(error?.description.hasSuffix("its log: FATAL:  data directory has wrong ownership") == true)
         tries = 0
         #expect(throws: PostgresTestServer.SetupError.self) {
             _ = try PostgresTestServer.onAFreePort(log: log) { _ throws(PostgresTestServer.SetupError) in
