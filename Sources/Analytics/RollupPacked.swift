@@ -96,24 +96,19 @@ extension RollupRow {
         return out.bytes
     }
 
-    /// ``packed(_:oneGroup:)``'s rows back as kept, or those of version 1 (the texts all the
-    /// holder's own, each row whole, in no order); nil when the bytes are not such rows.
+    /// ``packed(_:oneGroup:)``'s rows back as kept, or those of version 1 (no words of the
+    /// vocabulary, its row count before its groups, each row whole: every field its flags say it
+    /// has, in ``Slot``'s order, in no order of rows); nil when the bytes are not such rows.
     package static func unpacked(_ bytes: [UInt8]) -> HolderRollup? {
         var r = Unpacker(bytes: bytes)
-        switch r.byte() {
-        case packedVersion: return unpackedRows(&r)
-        case 1: return unpackedVersion1(&r)
-        default: return nil
-        }
-    }
-
-    /// Version 2's rows, after the version byte.
-    private static func unpackedRows(_ r: inout Unpacker) -> HolderRollup? {
+        guard let version = r.byte(), version == 1 || version == packedVersion, let base = r.signed() else { return nil }
         let vocabulary = RollupVocabulary.texts
-        guard let base = r.signed(), let counted = r.unsigned(), counted <= vocabulary.count, let n = r.count() else {
-            return nil
+        var shared = 0
+        if version == packedVersion {
+            guard let counted = r.unsigned(), counted <= vocabulary.count else { return nil }
+            shared = Int(counted)
         }
-        let shared = Int(counted)
+        guard let n = r.count() else { return nil }
         var own: [String] = []
         for _ in 0..<n {
             guard let text = r.text() else { return nil }
@@ -125,20 +120,43 @@ extension RollupRow {
             return number - UInt64(shared) < UInt64(own.count) ? own[Int(number) - shared] : nil
         }
         guard let groups = r.count() else { return nil }
+        var count = 0
+        if version == 1 {
+            guard let rowCount = r.count() else { return nil }
+            count = rowCount
+        }
         var oneGroup: [String: String] = [:]
         for _ in 0..<groups {
             guard let environment = text(r.unsigned()), let group = text(r.unsigned()) else { return nil }
             oneGroup[environment] = group
         }
-        guard let count = r.count() else { return nil }
+        if version == packedVersion {
+            guard let rowCount = r.count() else { return nil }
+            count = rowCount
+        }
         var rows: [RollupRow] = []
         rows.reserveCapacity(count)
         var s = [UInt64](repeating: 0, count: Slot.count)
         for _ in 0..<count {
-            guard let mask = r.unsigned(), mask < 1 << Slot.count else { return nil }
-            for i in 0..<Slot.count where mask & 1 << i != 0 {
-                guard let value = r.unsigned() else { return nil }
-                s[i] = value
+            if version == packedVersion {
+                // The fields that differ from the row before's.
+                guard let mask = r.unsigned(), mask < 1 << Slot.count else { return nil }
+                for i in 0..<Slot.count where mask & 1 << i != 0 {
+                    guard let value = r.unsigned() else { return nil }
+                    s[i] = value
+                }
+            } else {
+                // Every field, the cohort and the group only when the flags (read before them) say so.
+                for i in 0..<Slot.count {
+                    let absent =
+                        i == Slot.cohort && s[Slot.flags] & 8 == 0 || i == Slot.group && s[Slot.flags] >> 1 & 3 == 0
+                    guard !absent else {
+                        s[i] = 0
+                        continue
+                    }
+                    guard let value = r.unsigned() else { return nil }
+                    s[i] = value
+                }
             }
             let flags = s[Slot.flags]
             let (hasCohort, split) = (flags & 8 != 0, flags >> 1 & 3)
@@ -167,54 +185,6 @@ extension RollupRow {
                         bundleID: bundleID, store: store, note: note, atDay: at, untilDay: until, validFromDay: from,
                         validUntilDay: to, cohortDay: cohort, split: [.none, .country, .product][Int(split)], group: group),
                     value: Unpacker.signed(s[Slot.value]), items: Unpacker.signed(s[Slot.items])))
-        }
-        guard r.atEnd else { return nil }
-        return HolderRollup(kept: rows, oneGroup: oneGroup)
-    }
-
-    /// Version 1's rows, after the version byte: its texts, every one the holder's, then each row
-    /// whole (``Slot``'s fields, the cohort and the group only when the flags say so).
-    private static func unpackedVersion1(_ r: inout Unpacker) -> HolderRollup? {
-        guard let base = r.signed(), let n = r.count() else { return nil }
-        var texts: [String] = []
-        for _ in 0..<n {
-            guard let text = r.text() else { return nil }
-            texts.append(text)
-        }
-        func text() -> String? { r.count().flatMap { texts.indices.contains($0) ? texts[$0] : nil } }
-        guard let groups = r.count(), let count = r.count() else { return nil }
-        var oneGroup: [String: String] = [:]
-        for _ in 0..<groups {
-            guard let environment = text(), let group = text() else { return nil }
-            oneGroup[environment] = group
-        }
-        var rows: [RollupRow] = []
-        rows.reserveCapacity(min(count, r.bytes.count))
-        for _ in 0..<count {
-            guard let environment = text(), let chart = text().flatMap(Chart.init), let measure = text(),
-                let kind = text().flatMap(ChartItem.Kind.init), let flags = r.unsigned(), flags < 16, flags >> 1 & 3 != 3,
-                let bundleID = text(), let store = text(), let note = text(), let at = r.day(from: base),
-                let until = r.day(from: base), let from = r.day(from: base), let to = r.day(from: base)
-            else { return nil }
-            var cohort = noCohort
-            if flags & 8 != 0 {
-                guard let day = r.day(from: base), day != .min, day != .max else { return nil }
-                cohort = day
-            }
-            guard let value = r.signed(), let items = r.signed() else { return nil }
-            let split: RollupSplit = [.none, .country, .product][Int(flags >> 1 & 3)]
-            var group = ""
-            if split != .none {
-                guard let g = text() else { return nil }
-                group = g
-            }
-            rows.append(
-                RollupRow(
-                    key: Key(
-                        environment: environment, chart: chart, measure: measure, kind: kind, settled: flags & 1 != 0,
-                        bundleID: bundleID, store: store, note: note, atDay: at, untilDay: until, validFromDay: from,
-                        validUntilDay: to, cohortDay: cohort, split: split, group: group),
-                    value: value, items: items))
         }
         guard r.atEnd else { return nil }
         return HolderRollup(kept: rows, oneGroup: oneGroup)
@@ -319,8 +289,6 @@ private struct Unpacker {
     mutating func signed() -> Int64? { unsigned().map(Self.signed) }
 
     static func signed(_ z: UInt64) -> Int64 { Int64(bitPattern: z >> 1) ^ -Int64(bitPattern: z & 1) }
-
-    mutating func day(from base: Int64) -> Int64? { unsigned().flatMap { Self.day($0, from: base) } }
 
     /// ``Packer/day(_:from:)``'s day back; nil for a day past the unbounded.
     static func day(_ v: UInt64, from base: Int64) -> Int64? {

@@ -83,8 +83,11 @@ struct RollupPackedTests {
             + "5a6fc3ab096170705f73746f726500055a6f65cc88054409450a55056109625c63011f010300010203040501060708020100c7b802ff"
             + "ffffffffffffffff019693d89fee47020304050b090708000100c7b802c1a233feffffffffffffffff019693d89fee470a0b0304050d"
             + "080708c3b8020100c7b802c2c7fdffff3f009693d89fee470c"
-        let back = try #require(RollupRow.unpacked(Self.bytes(hex: version1)))
+        let bytes = Self.bytes(hex: version1)
+        let back = try #require(RollupRow.unpacked(bytes))
         #expect(back.kept == Self.extremes)
+        for end in 0..<bytes.count { #expect(RollupRow.unpacked(Array(bytes[..<end])) == nil, "cut at \(end)") }
+        #expect(RollupRow.unpacked(bytes + [0]) == nil)
         #expect(back.oneGroup == ["sandbox": "GBR\u{1F}monthly"])
     }
 
